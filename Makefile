@@ -1,0 +1,32 @@
+# The two commands of the README: `make demo` (an offline overnight run in a minute) and `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+
+.PHONY: setup tools demo test lint bench clean-runs
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+# bubblewrap (sandbox) and chromium (report tests) from Debian when root, Claude Code from npm.
+tools:
+	bash scripts/install-system.sh
+	bash scripts/install-claude-code.sh
+
+demo: setup
+	$(BIN)/optimizer run examples/csv-report --provider sim --max-iterations 3 --run-dir runs/demo --fresh
+	$(BIN)/optimizer lineage runs/demo
+
+test: setup tools
+	$(BIN)/pytest
+
+lint: setup
+	$(BIN)/ruff check .
+
+bench: setup
+	$(PY) bench/run_all.py

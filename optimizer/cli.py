@@ -1,0 +1,354 @@
+"""The command line: each command parses, loads settings, calls one function and prints.
+No domain logic lives here; errors become one sentence each and an exit code (DESIGN §11)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from . import config
+from .errors import BadInput, OptimizerError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Improve an Agent Skill overnight: propose variants, run, grade, compare, promote.",
+)
+out = Console()
+err = Console(stderr=True)
+
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", help="config.toml to read (default: ./config.toml when present)."),
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Override one setting: section.key=value (repeatable)."),
+]
+ProviderOpt = Annotated[
+    str | None, typer.Option("--provider", help="Model provider: sim (offline) or anthropic.")
+]
+
+
+def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Domain errors print one line per problem and exit with their code; no traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except OptimizerError as exc:
+            stream = out if exc.exit_code == 0 else err
+            for problem in exc.problems:
+                stream.print(problem if exc.exit_code == 0 else f"error: {problem}",
+                             markup=False, highlight=False)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err.print("interrupted")
+            raise typer.Exit(130) from None
+        except OSError as exc:
+            err.print(f"error: {exc.filename or ''}: {exc.strerror or exc}", markup=False)
+            raise typer.Exit(1) from None
+
+    return wrapper
+
+
+def load_settings(
+    config_path: Path | None,
+    overrides: list[str] | None,
+    *,
+    eval_config: dict | None = None,
+    flags: dict[str, Any] | None = None,
+) -> config.Loaded:
+    if config_path is not None and not config_path.is_file():
+        raise BadInput(f"{config_path}: no such config file; pass an existing --config path.")
+    path = config_path or (Path("config.toml") if Path("config.toml").is_file() else None)
+    return config.load(
+        path, eval_config=eval_config, env=os.environ, overrides=overrides or [], flags=flags
+    )
+
+
+def _require_dir(path: Path, what: str) -> Path:
+    if not path.is_dir():
+        raise BadInput(f"{path}: no such {what} folder; pass the folder's path.")
+    return path
+
+
+@app.command()
+@handled
+def validate(
+    skill_dir: Annotated[Path, typer.Argument(help="The skill folder (holds SKILL.md).")],
+    evals: Annotated[Path | None, typer.Option(help="evals.json (default SKILL_DIR/evals/evals.json).")] = None,
+    config_path: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Check a skill folder and its evals (any dialect) and print a summary."""
+    from . import validate as validation
+
+    loaded = load_settings(config_path, set_)
+    summary = validation.run(_require_dir(skill_dir, "skill"), evals, loaded.settings)
+    out.print(validation.render(summary), markup=False, highlight=False)
+
+
+@app.command("check-artifact")
+@handled
+def check_artifact(
+    file: Annotated[Path, typer.Argument(help="A JSON file of the seed formats.")],
+    kind: Annotated[str | None, typer.Option(help="Kind of file; inferred from its name.")] = None,
+    strict: Annotated[bool, typer.Option(help="Require the full form the viewer reads.")] = False,
+) -> None:
+    """Validate any seed JSON file (grading, benchmark, history, ...) against its schema."""
+    from . import artifacts
+
+    report = artifacts.check_artifact(file, kind, strict)
+    if report.ok:
+        out.print(f"{file}: valid {report.kind} ({report.form})", markup=False)
+        return
+    err.print(f"{file}: not a valid {report.kind} file:", markup=False)
+    for problem in report.problems:
+        err.print(f"  {problem}", markup=False, highlight=False)
+    raise typer.Exit(2)
+
+
+@app.command("sim-server")
+@handled
+def sim_server(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 = any free port).")] = 8765,
+    config_path: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Serve the offline simulator of the Messages API on loopback (for the Claude Code CLI)."""
+    from .sim import Simulator
+    from .sim.server import run_server
+
+    sim = load_settings(config_path, set_).settings.sim
+    run_server(Simulator(**sim.model_dump()), port=port)
+
+
+@app.command()
+@handled
+def execute(
+    skill_dir: Annotated[Path, typer.Argument(help="The skill folder.")],
+    eval_id: Annotated[int, typer.Option("--eval", help="Id of the eval to run.")],
+    without_skill: Annotated[bool, typer.Option(help="Run the baseline: no skill.")] = False,
+    executor: Annotated[str | None, typer.Option(help="anthropic, claude-code or command.")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder to write.")] = None,
+    provider: ProviderOpt = None,
+    config_path: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Run one eval once, by hand, to debug a skill or an eval."""
+    from .execute import run_one
+    from .session import open_session
+
+    loaded = load_settings(config_path, set_, flags={"llm.provider": provider, "execute.executor": executor})
+    target = out_dir or Path("runs") / "execute" / f"eval-{eval_id}"
+    with open_session(loaded.settings, target) as session:
+        record = asyncio.run(
+            run_one(loaded.settings, session.client, skill_dir=_require_dir(skill_dir, "skill"),
+                    eval_id=eval_id, without_skill=without_skill, executor=executor, out_dir=target)
+        )
+    out.print(f"{record.status}: {record.run_dir} ({record.duration_s:.1f}s, {record.tokens} tokens)")
+
+
+@app.command()
+@handled
+def benchmark(
+    skill_dir: Annotated[Path, typer.Argument(help="The skill folder.")],
+    evals: Annotated[Path | None, typer.Option(help="evals.json (default SKILL_DIR/evals/evals.json).")] = None,
+    runs: Annotated[int | None, typer.Option(help="Runs per eval and configuration.")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Benchmark folder to write.")] = None,
+    provider: ProviderOpt = None,
+    config_path: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """One-shot benchmark: every eval with and without the skill, graded and aggregated."""
+    from .progress import bar
+    from .benchmark import run_benchmark
+    from .evals import load_evals
+    from .session import open_session
+
+    evalset = load_evals(_require_dir(skill_dir, "skill"), evals)
+    loaded = load_settings(config_path, set_, eval_config=evalset.eval_config,
+                           flags={"llm.provider": provider, "evals.runs_per_eval": runs})
+    from .store import now
+
+    folder = out_dir or Path("runs") / "benchmarks" / now().replace(":", "").replace("-", "")
+    with open_session(loaded.settings, folder) as session, bar(out, "benchmark") as progress:
+        path = asyncio.run(run_benchmark(loaded.settings, session.client, skill_dir=skill_dir,
+                                         evals_path=evals, runs=runs, out_dir=folder,
+                                         progress=progress))
+    out.print((path.parent / "benchmark.md").read_text(encoding="utf-8"), markup=False)
+    out.print(f"\nwritten: {path}")
+
+
+RunDirArg = Annotated[Path, typer.Argument(help="The run folder (runs/<skill>-<time>).")]
+
+
+@app.command()
+@handled
+def run(
+    skill_dir: Annotated[Path, typer.Argument(help="The skill folder to improve.")],
+    evals: Annotated[Path | None, typer.Option(help="evals.json (default SKILL_DIR/evals/evals.json).")] = None,
+    run_dir: Annotated[Path | None, typer.Option(help="Run folder (default runs/<skill>-<time>).")] = None,
+    from_run: Annotated[Path | None, typer.Option("--from", help="Start from the best version of an earlier run.")] = None,
+    target: Annotated[str, typer.Option(help="What to optimize: body or description.")] = "body",
+    max_iterations: Annotated[int | None, typer.Option(help="Stop after N iterations.")] = None,
+    budget_usd: Annotated[float | None, typer.Option(help="Hard spending limit in USD.")] = None,
+    deadline: Annotated[str | None, typer.Option(help="Stop at HH:MM (local) or an ISO time.")] = None,
+    detach: Annotated[bool, typer.Option(help="Run in the background; watch with `status`.")] = False,
+    fresh: Annotated[bool, typer.Option(help="Replace an existing --run-dir (the demo uses it).")] = False,
+    provider: ProviderOpt = None,
+    config_path: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Start an overnight improvement run."""
+    from . import daemon
+
+    if target not in ("body", "description"):
+        raise BadInput(f"--target {target!r}: use body or description.")
+    flags = {"llm.provider": provider, "loop.max_iterations": max_iterations,
+             "budget.usd": budget_usd, "budget.deadline": deadline}
+    code = daemon.start(
+        skill_dir=_require_dir(skill_dir, "skill"), evals_path=evals, run_dir=run_dir,
+        from_run=from_run, target=target, detach=detach, fresh=fresh,
+        load=lambda eval_config: load_settings(config_path, set_, eval_config=eval_config, flags=flags),
+        console=out,
+    )
+    raise typer.Exit(code)
+
+
+@app.command()
+@handled
+def resume(
+    run_dir: RunDirArg,
+    detach: Annotated[bool, typer.Option(help="Run in the background.")] = False,
+    max_iterations: Annotated[int | None, typer.Option(help="New iteration limit.")] = None,
+    budget_usd: Annotated[float | None, typer.Option(help="New spending limit in USD.")] = None,
+    deadline: Annotated[str | None, typer.Option(help="New deadline.")] = None,
+    set_: SetOpt = None,
+) -> None:
+    """Continue a run from its current best after a stop, a crash or a deadline."""
+    from . import daemon
+
+    flags = {"loop.max_iterations": max_iterations, "budget.usd": budget_usd,
+             "budget.deadline": deadline}
+    raise typer.Exit(daemon.resume(_require_dir(run_dir, "run"), overrides=set_ or [],
+                                   flags=flags, detach=detach, console=out))
+
+
+@app.command()
+@handled
+def status(
+    run_dir: RunDirArg,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Is the run alive, where is it, what has it spent, which version is best."""
+    from .report import views
+
+    info = views.status(_require_dir(run_dir, "run"))
+    if as_json:
+        out.print_json(json.dumps(info))
+    else:
+        views.print_status(out, info)
+
+
+@app.command()
+@handled
+def stop(run_dir: RunDirArg) -> None:
+    """Ask a running daemon to finish its current unit of work and stop."""
+    from . import daemon
+
+    out.print(daemon.request_stop(_require_dir(run_dir, "run")))
+
+
+@app.command()
+@handled
+def lineage(
+    run_dir: RunDirArg,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """The version tree with scores, intervals, decisions and costs."""
+    from .report import views
+
+    tree = views.lineage(_require_dir(run_dir, "run"))
+    if as_json:
+        out.print_json(json.dumps(tree))
+    else:
+        views.print_lineage(out, tree)
+
+
+@app.command()
+@handled
+def show(run_dir: RunDirArg, version: Annotated[str, typer.Argument(help="e.g. v2")]) -> None:
+    """One version: its change, benchmark, selection numbers and failing expectations."""
+    from .report import views
+
+    views.print_version(out, _require_dir(run_dir, "run"), version)
+
+
+@app.command()
+@handled
+def diff(
+    run_dir: RunDirArg,
+    version_a: Annotated[str, typer.Argument(help="e.g. v0")],
+    version_b: Annotated[str, typer.Argument(help="e.g. v3")],
+) -> None:
+    """The file diff of two versions and their per-eval score differences."""
+    from .report import views
+
+    views.print_diff(out, _require_dir(run_dir, "run"), version_a, version_b)
+
+
+@app.command()
+@handled
+def report(
+    run_dir: RunDirArg,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="HTML file to write.")] = None,
+) -> None:
+    """Write one self-contained HTML report of the run."""
+    from .report import html
+
+    path = html.write_report(_require_dir(run_dir, "run"), output)
+    out.print(f"written: {path}")
+
+
+@app.command()
+@handled
+def review(
+    run_dir: RunDirArg,
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8700,
+) -> None:
+    """Serve the report on loopback with a feedback box per run (saved to feedback.json)."""
+    from .report import server
+
+    server.serve(_require_dir(run_dir, "run"), port=port, console=out)
+
+
+@app.command()
+@handled
+def export(
+    run_dir: RunDirArg,
+    version: Annotated[str | None, typer.Argument(help="Version to export (default: current best).")] = None,
+    to: Annotated[Path, typer.Option("--to", help="Folder to copy the skill into.")] = Path("exported-skill"),
+    force: Annotated[bool, typer.Option(help="Overwrite a non-empty folder.")] = False,
+) -> None:
+    """Copy a version's skill folder out of the run."""
+    from . import daemon
+
+    out.print(daemon.export(_require_dir(run_dir, "run"), version, to, force=force))
+
+
+def main() -> None:  # pragma: no cover - the console script calls app() directly
+    app(prog_name="optimizer")
+    sys.exit(0)

@@ -1,0 +1,321 @@
+"""Settings: built-in defaults < config.toml < an evals file's eval_config < OPTIMIZER_<SECTION>_<KEY>
+environment variables < --set section.key=value < explicit flags, into one frozen model passed
+explicitly. Never read settings from a global; never let an unknown key pass silently."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import BadInput
+
+ROLES = ("executor", "grader", "comparator", "analyzer", "proposer", "trigger")
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Models(Section):
+    executor: str = "claude-sonnet-4-5"
+    grader: str = "claude-opus-4-1"
+    comparator: str = "claude-opus-4-1"
+    analyzer: str = "claude-opus-4-1"
+    proposer: str = "claude-opus-4-1"
+    trigger: str = "claude-sonnet-4-5"
+
+
+class Llm(Section):
+    provider: Literal["sim", "anthropic"] = "sim"
+    base_url: str = ""
+    max_concurrency: int = Field(8, ge=1)
+    max_attempts: int = Field(6, ge=1)
+    backoff_initial_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(60.0, ge=0)
+    timeout_s: float = Field(600.0, gt=0)
+    max_tokens: int = Field(8192, ge=1)
+    prompt_caching: bool = True
+    batch: bool = False
+
+
+class Loop(Section):
+    max_iterations: int = Field(5, ge=0)
+    proposals_per_iteration: int = Field(2, ge=1)
+    patience: int = Field(3, ge=1)
+    target_score: float = Field(1.0, ge=0, le=1)
+    parent_selection: Literal["best", "pareto"] = "best"
+    screen_evals: int = Field(2, ge=0)
+    seed: int = 0
+
+
+class Budget(Section):
+    usd: float = Field(20.0, ge=0)
+    deadline: str = ""
+
+
+class Evals(Section):
+    runs_per_eval: int = Field(3, ge=1)
+    test_fraction: float = Field(0.25, ge=0, lt=1)
+    structural_gate: bool = True
+    baseline_comparison: bool = True
+
+
+class Scoring(Section):
+    pass_weight: float = Field(0.4, ge=0)
+    rubric_weight: float = Field(0.6, ge=0)
+
+
+class Selection(Section):
+    min_effect: float = Field(0.02, ge=0)
+    confidence: float = Field(0.95, gt=0, lt=1)
+    bootstrap_samples: int = Field(2000, ge=100)
+    max_runs_per_eval: int = Field(6, ge=1)
+    comparator_majority: float = Field(0.6, gt=0.5, le=1)
+    max_judge_error_rate: float = Field(0.25, ge=0, le=1)
+    screen_margin: float = Field(0.15, ge=0)
+
+
+class Execute(Section):
+    executor: Literal["anthropic", "claude-code", "command"] = "anthropic"
+    command: str = ""
+    claude_binary: str = "claude"
+    max_turns: int = Field(20, ge=1)
+    max_tokens: int = Field(8192, ge=1)
+    timeout_s: float = Field(300.0, gt=0)
+    concurrency: int = Field(4, ge=1)
+    backend: Literal["local", "ray"] = "local"
+
+
+class Sandbox(Section):
+    mode: Literal["auto", "bwrap", "none", "strict"] = "auto"
+    timeout_s: float = Field(60.0, gt=0)
+    memory_mb: int = Field(1024, ge=64)
+    max_output_bytes: int = Field(1_000_000, ge=1024)
+    max_file_bytes: int = Field(50_000_000, ge=1024)
+    max_processes: int = Field(256, ge=8)
+
+
+class Sim(Section):
+    seed: int = 0
+    latency_ms: float = Field(0.0, ge=0)
+    fault_rate: float = Field(0.0, ge=0, le=1)
+    judge_noise: float = Field(0.05, ge=0, le=1)
+    position_bias: float = Field(0.3, ge=0, le=1)
+    proposal_quality: float = Field(0.6, ge=0, le=1)
+
+
+class Price(Section):
+    """US dollars per million tokens."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_write: float = Field(ge=0)
+    cache_read: float = Field(ge=0)
+
+
+DEFAULT_PRICES = {
+    "claude-opus-4-1": Price(input=15.0, output=75.0, cache_write=18.75, cache_read=1.5),
+    "claude-sonnet-4-5": Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3),
+    "claude-haiku-4-5": Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1),
+}
+
+
+class Settings(Section):
+    models: Models = Models()
+    llm: Llm = Llm()
+    loop: Loop = Loop()
+    budget: Budget = Budget()
+    evals: Evals = Evals()
+    scoring: Scoring = Scoring()
+    selection: Selection = Selection()
+    execute: Execute = Execute()
+    sandbox: Sandbox = Sandbox()
+    sim: Sim = Sim()
+    prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    def price(self, model: str) -> Price:
+        """The price of a model; an unknown model costs as the most expensive known one, so a
+        budget is never under-counted."""
+        if model in self.prices:
+            return self.prices[model]
+        for name, price in self.prices.items():
+            if model.startswith(name):
+                return price
+        return max(self.prices.values(), key=lambda p: p.output)
+
+
+SECTIONS: dict[str, type[Section]] = {
+    name: field.annotation  # type: ignore[misc]
+    for name, field in Settings.model_fields.items()
+    if name != "prices"
+}
+
+# An evals file's author knows the suite best: these eval_config keys sit above config.toml.
+EVAL_CONFIG_KEYS = {
+    "runs_per_eval": "evals.runs_per_eval",
+    "structural_gate": "evals.structural_gate",
+    "judge_model": "models.grader",
+    "baseline_comparison": "evals.baseline_comparison",
+}
+
+
+class Loaded(BaseModel):
+    """The effective settings and, for each dotted key that was set, where it came from."""
+
+    model_config = ConfigDict(frozen=True)
+    settings: Settings
+    sources: dict[str, str]
+
+    def source(self, key: str) -> str:
+        return self.sources.get(key, "default")
+
+
+def known_keys() -> list[str]:
+    return [f"{s}.{k}" for s, model in SECTIONS.items() for k in model.model_fields]
+
+
+def _suggest(key: str) -> str:
+    close = difflib.get_close_matches(key, known_keys(), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else "; see config.toml for the known keys."
+
+
+def _type_name(section: str, key: str) -> str:
+    annotation = SECTIONS[section].model_fields[key].annotation
+    if get_origin(annotation) is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(annotation))
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _coerce(section: str, key: str, raw: str) -> Any:
+    """Text from the environment or --set becomes the field's type; pydantic checks the rest."""
+    annotation = SECTIONS[section].model_fields[key].annotation
+    if annotation is bool:
+        lowered = raw.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+    return raw
+
+
+def _set(tree: dict, sources: dict, dotted: str, value: Any, origin: str) -> None:
+    section, _, key = dotted.partition(".")
+    if section == "prices":
+        tree.setdefault("prices", {})[key] = value
+    elif section not in SECTIONS or key not in SECTIONS[section].model_fields:
+        raise BadInput(f"{origin}: unknown setting '{dotted}'{_suggest(dotted)}")
+    else:
+        tree.setdefault(section, {})[key] = value
+    sources[dotted] = origin
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: not valid TOML ({exc}); fix the syntax at that line.") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot be read ({exc}); check the path.") from exc
+
+
+def load(
+    config_path: Path | None = None,
+    *,
+    eval_config: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: list[str] | tuple[str, ...] = (),
+    flags: Mapping[str, Any] | None = None,
+    base: Mapping[str, Any] | None = None,
+) -> Loaded:
+    """Build the effective settings. `base` (a run.toml's settings) replaces the built-in
+    defaults when a run is resumed; `flags` maps dotted keys to explicit command-line values."""
+    tree: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    if base:
+        for section, values in base.items():
+            if isinstance(values, dict):
+                for key, value in values.items():
+                    _set(tree, sources, f"{section}.{key}", value, "run.toml")
+    if config_path is not None and config_path.is_file():
+        for section, values in _read_toml(config_path).items():
+            if not isinstance(values, dict):
+                raise BadInput(f"{config_path}: '{section}' must be a [section] table of settings.")
+            for key, value in values.items():
+                _set(tree, sources, f"{section}.{key}", value, str(config_path))
+    for key, value in (eval_config or {}).items():
+        if key in EVAL_CONFIG_KEYS and value is not None:
+            _set(tree, sources, EVAL_CONFIG_KEYS[key], value, "evals.json eval_config")
+    for name, raw in sorted((env if env is not None else os.environ).items()):
+        if not name.startswith("OPTIMIZER_") or name.count("_") < 2:
+            continue
+        section, _, key = name[len("OPTIMIZER_") :].lower().partition("_")
+        if section in SECTIONS:
+            dotted = f"{section}.{key}"
+            if key not in SECTIONS[section].model_fields:
+                raise BadInput(f"environment variable {name}: unknown setting{_suggest(dotted)}")
+            _set(tree, sources, dotted, _coerce(section, key, raw), f"env {name}")
+    for item in overrides:
+        dotted, eq, raw = item.partition("=")
+        dotted = dotted.strip()
+        if not eq or "." not in dotted:
+            raise BadInput(f"--set {item!r}: expected section.key=value, e.g. --set loop.seed=3.")
+        section, _, key = dotted.partition(".")
+        value = _coerce(section, key, raw) if section in SECTIONS and key in SECTIONS[section].model_fields else raw
+        _set(tree, sources, dotted, value, f"--set {dotted}")
+    for dotted, value in (flags or {}).items():
+        if value is not None:
+            _set(tree, sources, dotted, value, "command-line flag")
+    if "prices" in tree:
+        tree["prices"] = {**{k: v.model_dump() for k, v in DEFAULT_PRICES.items()}, **tree["prices"]}
+    try:
+        settings = Settings.model_validate(tree)
+    except ValidationError as exc:
+        raise BadInput(*(_explain(err, sources) for err in exc.errors())) from None
+    return Loaded(settings=settings, sources=sources)
+
+
+def _explain(err: Mapping[str, Any], sources: Mapping[str, str]) -> str:
+    loc = [str(p) for p in err["loc"]]
+    dotted = ".".join(loc[:2])
+    origin = sources.get(dotted, "settings")
+    if err["type"] == "extra_forbidden":
+        return f"{origin}: unknown setting '{'.'.join(loc)}'{_suggest('.'.join(loc))}"
+    if len(loc) >= 2 and loc[0] in SECTIONS and loc[1] in SECTIONS[loc[0]].model_fields:
+        expected = _type_name(loc[0], loc[1])
+        return f"{origin}: '{dotted}' must be {expected} ({err['msg'].lower()})."
+    return f"{origin}: '{'.'.join(loc)}' {err['msg'].lower()}."
+
+
+def to_toml(settings: Settings, sources: Mapping[str, str]) -> str:
+    """run.toml: every effective setting, with where it came from as a trailing comment."""
+    lines = ["# The settings this run was started with; `optimizer resume` reads them back.", ""]
+    data = settings.model_dump()
+    for section in [*SECTIONS, "prices"]:
+        values = data[section]
+        if section == "prices":
+            for model, price in values.items():
+                lines.append(f'[prices."{model}"]')
+                lines += [f"{k} = {_toml_value(v)}" for k, v in price.items()]
+                lines.append("")
+            continue
+        lines.append(f"[{section}]")
+        for key, value in values.items():
+            origin = sources.get(f"{section}.{key}", "default")
+            lines.append(f"{key} = {_toml_value(value)}  # {origin}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'

@@ -1,0 +1,40 @@
+"""The one small exception family of the product, mapped to exit codes by the command line.
+Per-run failures are data, never these exceptions; only bad input and systemic failures raise."""
+
+from __future__ import annotations
+
+
+class OptimizerError(Exception):
+    """A failure that stops the work; exit code 1."""
+
+    exit_code = 1
+
+    def __init__(self, *problems: str) -> None:
+        self.problems = [p for p in problems if p] or ["the work failed"]
+        super().__init__("\n".join(self.problems))
+
+
+class BadInput(OptimizerError):
+    """Input the user must fix: one sentence per problem naming the file, the field and the fix."""
+
+    exit_code = 2
+
+
+class WorkFailed(OptimizerError):
+    """A systemic failure (no credentials accepted, disk full, a broken database)."""
+
+    exit_code = 1
+
+
+class RunStopped(OptimizerError):
+    """A clean stop that is not a failure: a budget, a deadline, a stop request (exit 0)."""
+
+    exit_code = 0
+
+
+class BudgetExhausted(RunStopped):
+    """The next model call would pass the run's budget, so it never starts."""
+
+
+class ProviderSpendLimit(WorkFailed):
+    """The provider says the account's spend limit is reached; retrying cannot help."""

@@ -1,0 +1,24 @@
+"""Progress for long work on a terminal: one rich bar fed by a `progress(done, total, label)`
+callback. Never required: library code takes the callback as optional and works without it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+ProgressFn = Callable[[int, int, str], None]
+
+
+@contextmanager
+def bar(console: Console, title: str) -> Iterator[ProgressFn]:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task(title, total=None)
+
+        def update(done: int, total: int, label: str) -> None:
+            progress.update(task, completed=done, total=total, description=f"{title}: {label}")
+
+        yield update

@@ -1,0 +1,89 @@
+"""Settings precedence, provenance, and the one-sentence errors for unknown keys and bad types."""
+
+from pathlib import Path
+
+import pytest
+
+from optimizer import config
+from optimizer.errors import BadInput
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_repository_config_toml_documents_every_default():
+    loaded = config.load(ROOT / "config.toml", env={})
+    assert loaded.settings == config.Settings()
+    text = (ROOT / "config.toml").read_text()
+    for dotted in config.known_keys():
+        section, key = dotted.split(".")
+        assert f"[{section}]" in text and f"\n{key} = " in text, f"{dotted} is not documented"
+
+
+def test_precedence_defaults_toml_evalconfig_env_set_flags(tmp_path):
+    toml = tmp_path / "config.toml"
+    toml.write_text("[evals]\nruns_per_eval = 5\n[loop]\nseed = 1\n[llm]\nmax_concurrency = 2\n")
+    loaded = config.load(
+        toml,
+        eval_config={"runs_per_eval": 4, "judge_model": "judge-x", "unknown_extra": 1},
+        env={"OPTIMIZER_LOOP_SEED": "7", "OPTIMIZER_LLM_MAX_CONCURRENCY": "3", "HOME": "/x"},
+        overrides=["llm.max_concurrency=9"],
+        flags={"loop.max_iterations": 11, "budget.usd": None},
+    )
+    s = loaded.settings
+    assert s.evals.runs_per_eval == 4 and loaded.source("evals.runs_per_eval") == "evals.json eval_config"
+    assert s.models.grader == "judge-x"
+    assert s.loop.seed == 7 and loaded.source("loop.seed") == "env OPTIMIZER_LOOP_SEED"
+    assert s.llm.max_concurrency == 9 and loaded.source("llm.max_concurrency") == "--set llm.max_concurrency"
+    assert s.loop.max_iterations == 11 and loaded.source("loop.max_iterations") == "command-line flag"
+    assert s.budget.usd == 20.0 and loaded.source("budget.usd") == "default"
+
+
+def test_settings_are_frozen():
+    s = config.Settings()
+    with pytest.raises(Exception):
+        s.loop.seed = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"overrides": ["loop.sed=1"]}, "did you mean 'loop.seed'"),
+        ({"overrides": ["loop.seed=abc"]}, "'loop.seed' must be int"),
+        ({"overrides": ["llm.provider=openai"]}, "one of 'sim', 'anthropic'"),
+        ({"overrides": ["noequals"]}, "expected section.key=value"),
+        ({"env": {"OPTIMIZER_LOOP_SEEDS": "1"}}, "did you mean 'loop.seed'"),
+        ({"overrides": ["evals.structural_gate=maybe"]}, "'evals.structural_gate' must be bool"),
+    ],
+)
+def test_bad_settings_name_the_key_and_the_fix(kwargs, expected):
+    kwargs.setdefault("env", {})
+    with pytest.raises(BadInput) as info:
+        config.load(**kwargs)
+    assert expected in str(info.value)
+    assert len(info.value.problems) == 1
+
+
+def test_bad_toml_file(tmp_path):
+    bad = tmp_path / "config.toml"
+    bad.write_text("[loop\nseed = 1\n")
+    with pytest.raises(BadInput, match="not valid TOML"):
+        config.load(bad, env={})
+    bad.write_text("[loop]\nsead = 1\n")
+    with pytest.raises(BadInput, match="did you mean 'loop.seed'"):
+        config.load(bad, env={})
+
+
+def test_run_toml_round_trip_keeps_settings_and_sources():
+    loaded = config.load(env={}, overrides=["loop.seed=5", "sim.fault_rate=0.2"])
+    text = config.to_toml(loaded.settings, loaded.sources)
+    assert "seed = 5  # --set loop.seed" in text
+    import tomllib
+
+    again = config.load(base=tomllib.loads(text), env={})
+    assert again.settings == loaded.settings
+
+
+def test_unknown_model_is_priced_as_the_most_expensive():
+    s = config.Settings()
+    assert s.price("some-new-model") == s.prices["claude-opus-4-1"]
+    assert s.price("claude-sonnet-4-5-20250929") == s.prices["claude-sonnet-4-5"]

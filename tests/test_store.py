@@ -1,0 +1,78 @@
+"""The run store: migrations on a blank database, WAL, the ledger, atomic writes."""
+
+import json
+import sqlite3
+
+import pytest
+
+from optimizer.errors import WorkFailed
+from optimizer.files import Workspace, write_json, write_text
+from optimizer.store import Store
+
+
+def test_migrations_on_a_blank_database_create_the_columns(tmp_path):
+    store = Store(tmp_path / "state.db")
+    cols = {name: set(store.db[name].columns_dict) for name in store.db.table_names()}
+    assert {"runs", "versions", "eval_runs", "gradings", "decisions", "iterations", "calls"} <= cols.keys()
+    assert {"label", "hash", "parent", "decision", "score"} <= cols["versions"]
+    assert {"hash", "role", "model", "sample", "input_tokens", "output_tokens", "cache_write_tokens",
+            "cache_read_tokens", "cost_usd", "latency_ms", "outcome"} <= cols["calls"]
+    assert {"key", "version", "eval_id", "configuration", "run_number", "status"} <= cols["eval_runs"]
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    applied = [r["name"] for r in store.db["_sqlite_migrations"].rows]
+    store.close()
+    # Re-opening applies nothing twice.
+    again = Store(tmp_path / "state.db")
+    assert [r["name"] for r in again.db["_sqlite_migrations"].rows] == applied
+
+
+def test_ledger_spent_and_completed_calls(tmp_path):
+    store = Store(tmp_path / "state.db")
+    store.record_call({"hash": "a", "role": "grader", "model": "m", "sample": 0, "outcome": "ok",
+                       "response_json": "{}", "cost_usd": 0.25, "attempts": 2})
+    store.record_call({"hash": "b", "role": "grader", "model": "m", "sample": 1, "outcome": "error",
+                       "cost_usd": 0.0, "attempts": 6})
+    store.record_cache_hit("a", "grader", 0.25)
+    assert store.completed_call("a") is not None and store.completed_call("b") is None
+    assert store.spent_usd() == pytest.approx(0.25)
+    summary = store.ledger_summary()
+    assert summary["n"] == 1 and summary["cache_hits"] == 1 and summary["retries"] == 1
+
+
+def test_a_corrupt_database_is_one_clear_error(tmp_path):
+    path = tmp_path / "state.db"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(WorkFailed, match="cannot be opened"):
+        Store(path)
+
+
+def test_atomic_json_write_validates_first(tmp_path):
+    from pydantic import BaseModel
+
+    class Thing(BaseModel):
+        n: int
+
+    target = tmp_path / "a" / "thing.json"
+    write_json(target, {"n": 1}, model=Thing)
+    assert json.loads(target.read_text()) == {"n": 1}
+    with pytest.raises(Exception):
+        write_json(target, {"n": "not a number"}, model=Thing)
+    assert json.loads(target.read_text()) == {"n": 1}  # the old file is untouched
+    assert [p.name for p in target.parent.iterdir()] == ["thing.json"]  # no temp file left behind
+    write_text(tmp_path / "t.txt", "hello")
+    assert (tmp_path / "t.txt").read_text() == "hello"
+
+
+def test_workspace_run_ids_follow_feedback_json(tmp_path):
+    ws = Workspace(tmp_path)
+    run = ws.run_dir("v1", 0, "with_skill", 1)
+    assert run == tmp_path / "v1" / "eval-0" / "with_skill" / "run-1"
+    assert ws.run_id(run) == "v1-eval-0-with_skill-run-1"
+
+
+def test_store_survives_concurrent_writer(tmp_path):
+    store = Store(tmp_path / "state.db")
+    other = sqlite3.connect(tmp_path / "state.db")
+    other.execute("insert into versions(label, hash) values ('v0', 'h0')")
+    other.commit()
+    assert store.get("versions", "v0")["hash"] == "h0"
