@@ -1,0 +1,645 @@
+"""Pydantic models of every seed JSON file (../shared/seeds), the contract with skill-creator.
+Never rename, drop or re-nest a seed field here: the viewer reads these names exactly."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+# ---------------------------------------------------------------------------
+# evals.json (input): three dialects, seeds 002 (expectations), 001 (assertions), 004 (extended)
+# ---------------------------------------------------------------------------
+
+
+class _In(BaseModel):
+    # A typo in an input file would otherwise silently drop a check or a setting.
+    model_config = ConfigDict(extra="forbid")
+
+
+class EvalConfig(_In):
+    """Seed 004 `eval_config`; None means "not set here", so settings can layer over it."""
+
+    runs_per_eval: int | None = Field(default=None, ge=1)
+    structural_gate: bool | None = None
+    judge_model: str | None = None
+    baseline_comparison: bool | None = None
+
+
+class Assertion(_In):
+    """Seed 001 evals/eval_metadata assertion."""
+
+    id: str
+    text: str
+
+
+StructuralType = Literal[
+    "file_exists", "file_contains", "file_not_contains", "no_errors", "file_count", "custom_script"
+]
+
+
+class _Structural(_In):
+    id: str
+    description: str = ""
+    critical: bool = False
+
+
+class FileExists(_Structural):
+    type: Literal["file_exists"]
+    pattern: str
+
+
+class _Matching(_Structural):
+    pattern: str
+    match: str | None = None
+    match_any: list[str] | None = Field(default=None, min_length=1)
+    match_regex: str | None = None
+
+    @model_validator(mode="after")
+    def _one_matcher(self) -> _Matching:
+        given = [k for k in ("match", "match_any", "match_regex") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"give exactly one of 'match', 'match_any' or 'match_regex' (got {given or 'none'})"
+            )
+        return self
+
+
+class FileContains(_Matching):
+    type: Literal["file_contains"]
+
+
+class FileNotContains(_Matching):
+    type: Literal["file_not_contains"]
+    except_context: list[str] = []
+
+
+class NoErrors(_Structural):
+    type: Literal["no_errors"]
+
+
+class FileCount(_Structural):
+    type: Literal["file_count"]
+    pattern: str
+    count: int = Field(ge=0)
+    operator: Literal["==", ">=", "<=", ">", "<"] = "=="
+
+
+class CustomScript(_Structural):
+    type: Literal["custom_script"]
+    script: str = Field(min_length=1)
+
+
+StructuralExpectation = Annotated[
+    FileExists | FileContains | FileNotContains | NoErrors | FileCount | CustomScript,
+    Field(discriminator="type"),
+]
+STRUCTURAL_TYPES: tuple[str, ...] = get_args(StructuralType)
+
+
+class RubricDimension(_In):
+    id: str
+    name: str
+    description: str
+    weight: float = Field(default=1.0, gt=0)
+    scoring: dict[str, str] = {}
+
+    @field_validator("scoring")
+    @classmethod
+    def _anchor_keys(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = [k for k in v if k not in {"1", "2", "3", "4", "5"}]
+        if bad:
+            raise ValueError(f"scoring anchors are keyed '1'..'5', not {bad}")
+        return v
+
+
+class QualityRubric(_In):
+    dimensions: list[RubricDimension] = Field(min_length=1)
+
+
+class EvalRaw(_In):
+    """One eval as written, in any dialect; evals.py normalises it."""
+
+    id: int = Field(strict=True)
+    prompt: str
+    expected_output: str | None = None
+    files: list[str] = []
+    name: str | None = None
+    expectations: list[str] | None = None
+    assertions: list[Assertion] | None = None
+    structural_expectations: list[StructuralExpectation] = []
+    quality_rubric: QualityRubric | None = None
+
+    @model_validator(mode="after")
+    def _one_dialect(self) -> EvalRaw:
+        if self.expectations is not None and self.assertions is not None:
+            raise ValueError(
+                "use either 'expectations' (strings) or 'assertions' ({id, text}), not both"
+            )
+        return self
+
+    @property
+    def expectation_texts(self) -> list[str]:
+        """Judged expectations as plain text, whichever dialect carried them."""
+        if self.assertions is not None:
+            return [a.text for a in self.assertions]
+        return list(self.expectations or [])
+
+
+class EvalsFileRaw(_In):
+    skill_name: str
+    eval_config: EvalConfig | None = None
+    evals: list[EvalRaw]
+
+
+EvalsDialect = Literal["expectations", "assertions", "extended"]
+_EXTENDED_EVAL_KEYS = ("name", "structural_expectations", "quality_rubric")
+
+
+def detect_evals_dialect(data: dict[str, Any]) -> EvalsDialect:
+    """Which seed an evals.json follows: 004 `extended`, 001 `assertions`, else 002 `expectations`."""
+    evals = data.get("evals")
+    evals = [e for e in evals if isinstance(e, dict)] if isinstance(evals, list) else []
+    if "eval_config" in data or any(k in e for e in evals for k in _EXTENDED_EVAL_KEYS):
+        return "extended"
+    if any("assertions" in e for e in evals):
+        return "assertions"
+    return "expectations"
+
+
+# ---------------------------------------------------------------------------
+# Artifacts we write (full forms, seeds 002 and 004)
+# ---------------------------------------------------------------------------
+
+
+class _Out(BaseModel):
+    """Output may add fields, never rename one: extras pass, known misnamings do not."""
+
+    model_config = ConfigDict(extra="allow")
+    # wrong name -> seed name, for names the seeds warn about or that a writer slips into
+    misnamed: ClassVar[dict[str, str]] = {}
+    # seed fields whose null is meaningful: kept even when a writer dumps with exclude_none
+    keep_null: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _keep_null(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        if not isinstance(out, dict):
+            return out
+        gone = [n for n in self.keep_null if n not in out]
+        if not gone:
+            return out
+        order = (*type(self).model_fields, *out)
+        return {k: out.get(k) for k in order if k in out or k in gone}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_misnamed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and cls.misnamed:
+            found = {k: cls.misnamed[k] for k in data if k in cls.misnamed}
+            if found:
+                listed = ", ".join(f"'{w}' should be '{r}'" for w, r in found.items())
+                raise PydanticCustomError(
+                    "misnamed_field",
+                    "misnamed field(s): {listed}",
+                    {"listed": listed, "found": found},
+                )
+        return data
+
+
+_EXPECTATION_MISNAMED = {"name": "text", "met": "passed", "details": "evidence"}
+
+
+class GradedExpectation(_Out):
+    misnamed = _EXPECTATION_MISNAMED
+    text: str
+    passed: bool
+    evidence: str
+
+
+class PassSummary(_Out):
+    passed: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    total: int = Field(ge=0)
+    pass_rate: float = Field(ge=0, le=1)
+
+
+class ExecutionMetrics(_Out):
+    """grading.json `execution_metrics`: metrics.json without the file list."""
+
+    tool_calls: dict[str, int]
+    total_tool_calls: int = Field(ge=0)
+    total_steps: int = Field(default=0, ge=0)
+    errors_encountered: int = Field(default=0, ge=0)
+    output_chars: int = Field(default=0, ge=0)
+    transcript_chars: int = Field(default=0, ge=0)
+
+
+class Metrics(ExecutionMetrics):
+    """outputs/metrics.json, written by the executor."""
+
+    files_created: list[str] = []
+
+
+class GradingTiming(_Out):
+    executor_duration_seconds: float | None = None
+    grader_duration_seconds: float | None = None
+    total_duration_seconds: float
+
+
+class Timing(_Out):
+    """timing.json: seed 001 shows the core three fields, seed 002 the optional rest."""
+
+    total_tokens: int = Field(ge=0)
+    duration_ms: int = Field(ge=0)
+    total_duration_seconds: float = Field(ge=0)
+    executor_start: str | None = None
+    executor_end: str | None = None
+    executor_duration_seconds: float | None = None
+    grader_start: str | None = None
+    grader_end: str | None = None
+    grader_duration_seconds: float | None = None
+
+
+class Claim(_Out):
+    claim: str
+    type: str
+    verified: bool
+    evidence: str
+
+
+class UserNotesSummary(_Out):
+    uncertainties: list[str] = []
+    needs_review: list[str] = []
+    workarounds: list[str] = []
+
+
+class EvalFeedbackSuggestion(_Out):
+    assertion: str | None = None
+    reason: str
+
+
+class EvalFeedback(_Out):
+    suggestions: list[EvalFeedbackSuggestion] = []
+    overall: str = ""
+
+
+class RubricScore(_Out):
+    score: int = Field(ge=1, le=5)
+    evidence: str
+
+
+class RubricSummary(_Out):
+    weighted_mean: float = Field(ge=0, le=5)
+    max_possible: float = 5.0
+    normalized: float = Field(ge=0, le=1)
+
+
+class Grading(_Out):
+    """grading.json, seed 002; the rubric fields are seed 004's extension."""
+
+    expectations: list[GradedExpectation]
+    summary: PassSummary
+    execution_metrics: ExecutionMetrics | None = None
+    timing: GradingTiming | None = None
+    claims: list[Claim] = []
+    user_notes_summary: UserNotesSummary | None = None
+    eval_feedback: EvalFeedback | None = None
+    rubric_scores: dict[str, RubricScore] | None = None
+    rubric_summary: RubricSummary | None = None
+
+
+class StructuralResult(_Out):
+    misnamed = {**_EXPECTATION_MISNAMED, "description": "text"}
+    id: str
+    text: str
+    type: StructuralType
+    passed: bool
+    evidence: str
+    critical: bool = False
+
+
+class Structural(_Out):
+    """structural.json, seed 004 (layer 1)."""
+
+    expectations: list[StructuralResult]
+    summary: PassSummary
+    gate_passed: bool
+
+
+class EvalMetadata(_Out):
+    """eval_metadata.json (seed 001 shows `assertions`; `expectations` strings are accepted too)."""
+
+    eval_id: int
+    eval_name: str
+    prompt: str
+    assertions: list[Assertion] | None = None
+    expectations: list[str] | None = None
+
+
+Configuration = Literal["with_skill", "without_skill"]
+
+
+class BenchmarkMetadata(_Out):
+    skill_name: str
+    timestamp: str
+    skill_path: str | None = None
+    executor_model: str | None = None
+    analyzer_model: str | None = None
+    evals_run: list[int | str] = []
+    runs_per_configuration: int | None = Field(default=None, ge=1)
+
+
+class RunResult(_Out):
+    pass_rate: float = Field(ge=0, le=1)
+    passed: int = Field(ge=0)
+    failed: int | None = Field(default=None, ge=0)
+    total: int = Field(ge=0)
+    time_seconds: float = Field(ge=0)
+    tokens: int = Field(ge=0)
+    tool_calls: int | None = Field(default=None, ge=0)
+    errors: int = Field(ge=0)
+
+
+class BenchmarkRun(_Out):
+    # Seed 002: `config` or a top-level `pass_rate` makes the viewer show empty values.
+    misnamed = {
+        "config": "configuration",
+        **{
+            k: f"result.{k}"
+            for k in ("pass_rate", "passed", "failed", "total", "time_seconds", "tokens")
+        },
+    }
+    eval_id: int
+    eval_name: str
+    configuration: Configuration
+    run_number: int = Field(ge=1)
+    result: RunResult
+    expectations: list[GradedExpectation] = []
+    notes: list[str] = []
+
+
+class Stat(_Out):
+    mean: float
+    stddev: float = Field(ge=0)
+    min: float
+    max: float
+
+
+class ConfigSummary(_Out):
+    misnamed = {"mean_pass_rate": "pass_rate.mean"}
+    pass_rate: Stat
+    time_seconds: Stat
+    tokens: Stat
+    rubric_normalized: Stat | None = None
+    overall_efficiency: Stat | None = None
+    consistency: float | None = Field(default=None, ge=0, le=1)
+    rubric_dimensions: dict[str, Stat] | None = None
+
+
+class RunSummary(_Out):
+    misnamed = {"deltas": "delta"}
+    with_skill: ConfigSummary
+    # absent when baseline_comparison is off
+    without_skill: ConfigSummary | None = None
+    delta: dict[str, str] = {}
+
+
+class Benchmark(_Out):
+    """benchmark.json, seed 002 (+ seed 004 rubric stats in run_summary)."""
+
+    misnamed = {"summaries": "run_summary", "deltas": "run_summary.delta"}
+    metadata: BenchmarkMetadata
+    runs: list[BenchmarkRun]
+    run_summary: RunSummary
+    notes: list[str] = []
+
+
+class BenchmarkFragment(_Out):
+    """Seed 004 shows only `run_summary`; kept so its example checks, never written."""
+
+    run_summary: RunSummary
+
+
+class RubricSide(_Out):
+    content: dict[str, int]
+    structure: dict[str, int]
+    content_score: float
+    structure_score: float
+    overall_score: float
+
+
+class OutputQuality(_Out):
+    score: float
+    strengths: list[str] = []
+    weaknesses: list[str] = []
+
+
+class ExpectationCheck(_Out):
+    misnamed = {"name": "text", "met": "passed"}
+    text: str
+    passed: bool
+
+
+class ExpectationResults(_Out):
+    passed: int = Field(ge=0)
+    total: int = Field(ge=0)
+    pass_rate: float = Field(ge=0, le=1)
+    details: list[ExpectationCheck] = []
+
+
+class SidesRubric(_Out):
+    A: RubricSide
+    B: RubricSide
+
+
+class SidesQuality(_Out):
+    A: OutputQuality
+    B: OutputQuality
+
+
+class SidesExpectations(_Out):
+    A: ExpectationResults
+    B: ExpectationResults
+
+
+class Comparison(_Out):
+    """comparison-N.json, the rubric form of seed 002 (what the blind comparator writes)."""
+
+    winner: Literal["A", "B", "TIE"]
+    reasoning: str
+    rubric: SidesRubric
+    output_quality: SidesQuality
+    expectation_results: SidesExpectations | None = None
+
+
+class ComparisonSummary(_Out):
+    winner: str
+    winner_skill: str
+    loser_skill: str
+    comparator_reasoning: str
+
+
+class FollowingSide(_Out):
+    score: float
+    issues: list[str] = []
+
+
+class InstructionFollowing(_Out):
+    winner: FollowingSide
+    loser: FollowingSide
+
+
+class ImprovementSuggestion(_Out):
+    priority: Literal["high", "medium", "low"]
+    category: str
+    suggestion: str
+    expected_impact: str
+
+
+class TranscriptInsights(_Out):
+    winner_execution_pattern: str
+    loser_execution_pattern: str
+
+
+class Analysis(_Out):
+    """analysis.json, seed 002 (post-hoc analyzer)."""
+
+    comparison_summary: ComparisonSummary
+    winner_strengths: list[str] = []
+    loser_weaknesses: list[str] = []
+    instruction_following: InstructionFollowing | None = None
+    improvement_suggestions: list[ImprovementSuggestion] = []
+    transcript_insights: TranscriptInsights | None = None
+
+
+class HistoryIteration(_Out):
+    keep_null = ("parent",)
+    misnamed = {"pass_rate": "expectation_pass_rate", "result": "grading_result"}
+    version: str
+    parent: str | None
+    expectation_pass_rate: float = Field(ge=0, le=1)
+    grading_result: Literal["baseline", "won", "lost", "tie"]
+    is_current_best: bool
+
+
+class History(_Out):
+    """history.json in the `iterations` form of seed 002 (body runs)."""
+
+    started_at: str
+    skill_name: str
+    current_best: str
+    iterations: list[HistoryIteration]
+
+    @model_validator(mode="after")
+    def _best_agrees(self) -> History:
+        flagged = [it.version for it in self.iterations if it.is_current_best]
+        if self.iterations and flagged != [self.current_best]:
+            raise ValueError(
+                f"current_best is '{self.current_best}' but is_current_best marks {flagged}"
+            )
+        return self
+
+
+class HistoryVersion(_Out):
+    description: str
+    pass_rate: float = Field(ge=0, le=1)
+    precision: float | None = Field(default=None, ge=0, le=1)
+    recall: float | None = Field(default=None, ge=0, le=1)
+    iteration: int = Field(ge=0)
+
+
+class HistoryVersions(_Out):
+    """history.json in the `versions` form of seed 001 (description runs)."""
+
+    versions: list[HistoryVersion]
+
+
+class Review(_Out):
+    run_id: str
+    feedback: str
+    timestamp: str
+
+
+class Feedback(_Out):
+    """feedback.json, seed 001: human reviews written by `optimizer review`."""
+
+    reviews: list[Review]
+    status: str
+
+
+class AggregateSuggestion(_Out):
+    keep_null = ("assertion",)
+    frequency: int = Field(ge=1)
+    # null (not absent) when the suggestion is about a missing assertion
+    assertion: str | None
+    reason: str
+    action: str
+
+
+class EvalFeedbackAggregate(_Out):
+    """eval_feedback_aggregate.json, seed 004."""
+
+    skill_name: str
+    iteration: int = Field(ge=0)
+    total_runs: int = Field(ge=0)
+    suggestions: list[AggregateSuggestion] = []
+
+
+# ---------------------------------------------------------------------------
+# Compact forms of seed 001: read as input dialects, never written
+# ---------------------------------------------------------------------------
+
+
+class CompactMetrics(_Out):
+    execution_time_ms: int | None = None
+    tokens_used: int | None = None
+    tool_calls: int | None = None
+
+
+class CompactGrading(_Out):
+    expectations: list[GradedExpectation]
+    pass_rate: float = Field(ge=0, le=1)
+    metrics: CompactMetrics | None = None
+    claims: list[str] = []
+    critique: str = ""
+
+
+class CompactRun(_Out):
+    eval_id: int
+    config: Configuration
+    pass_rate: float = Field(ge=0, le=1)
+
+
+class CompactConfigSummary(_Out):
+    mean_pass_rate: float = Field(ge=0, le=1)
+    stddev: float = Field(ge=0)
+
+
+class CompactSummaries(_Out):
+    with_skill: CompactConfigSummary | None = None
+    without_skill: CompactConfigSummary | None = None
+
+
+class CompactBenchmark(_Out):
+    metadata: dict[str, Any] = {}
+    runs: list[CompactRun]
+    summaries: CompactSummaries
+    deltas: dict[str, float] = {}
+
+
+class SimpleComparison(_Out):
+    winner: Literal["output_a", "output_b", "tie"]
+    reasoning: str
+    scores: dict[str, float] = {}
+    content_score: dict[str, float] = {}
+    structure_score: dict[str, float] = {}

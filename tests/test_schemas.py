@@ -1,0 +1,256 @@
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from optimizer import schemas as s
+
+SEEDS = Path(__file__).parent / "fixtures" / "seeds"
+
+# every example of the three seeds, copied verbatim, and the model it must parse into
+SEED_MODELS: dict[str, type[BaseModel]] = {
+    "001_evals": s.EvalsFileRaw,
+    "001_eval_metadata": s.EvalMetadata,
+    "001_grading": s.CompactGrading,
+    "001_benchmark": s.CompactBenchmark,
+    "001_timing": s.Timing,
+    "001_feedback": s.Feedback,
+    "001_comparison": s.SimpleComparison,
+    "001_history": s.HistoryVersions,
+    "002_evals": s.EvalsFileRaw,
+    "002_history": s.History,
+    "002_grading": s.Grading,
+    "002_metrics": s.Metrics,
+    "002_timing": s.Timing,
+    "002_benchmark": s.Benchmark,
+    "002_comparison": s.Comparison,
+    "002_analysis": s.Analysis,
+    "004_evals": s.EvalsFileRaw,
+    "004_quality_rubric": s.QualityRubric,
+    "004_structural": s.Structural,
+    "004_grading": s.Grading,
+    "004_benchmark": s.BenchmarkFragment,
+    "004_eval_feedback_aggregate": s.EvalFeedbackAggregate,
+}
+
+
+def seed(name: str) -> dict:
+    return json.loads((SEEDS / f"{name}.json").read_text())
+
+
+def test_every_fixture_has_a_model():
+    on_disk = {p.stem for p in SEEDS.glob("*.json")}
+    assert on_disk == set(SEED_MODELS) | {"004_structural_expectation"}
+
+
+@pytest.mark.parametrize("name", sorted(SEED_MODELS))
+def test_seed_example_parses(name):
+    model = SEED_MODELS[name].model_validate(seed(name))
+    dumped = model.model_dump(mode="json", exclude_none=True)
+    # a round trip through the writer's dump keeps every seed field
+    assert SEED_MODELS[name].model_validate(dumped) == model
+    assert set(seed(name)) <= set(dumped)
+
+
+def test_seed_004_structural_expectation_is_a_file_exists():
+    check = TypeAdapter(s.StructuralExpectation).validate_python(seed("004_structural_expectation"))
+    assert isinstance(check, s.FileExists)
+    assert (check.id, check.pattern, check.critical) == ("S1", "*.test.ts", True)
+
+
+# --- evals.json dialects ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "dialect"),
+    [("002_evals", "expectations"), ("001_evals", "assertions"), ("004_evals", "extended")],
+)
+def test_detect_evals_dialect(name, dialect):
+    assert s.detect_evals_dialect(seed(name)) == dialect
+
+
+def test_expectation_texts_from_either_dialect():
+    old = s.EvalsFileRaw.model_validate(seed("002_evals")).evals[0]
+    new = s.EvalsFileRaw.model_validate(seed("001_evals")).evals[0]
+    assert old.expectation_texts == ["The output includes X", "The skill used script Y"]
+    assert new.expectation_texts == ["Output contains valid JSON", "All rows processed correctly"]
+
+
+def test_extended_eval_fields():
+    evals = s.EvalsFileRaw.model_validate(seed("004_evals"))
+    assert evals.eval_config.runs_per_eval == 3 and evals.eval_config.structural_gate is True
+    one = evals.evals[0]
+    assert one.name == "Descriptive Eval Name"
+    assert one.quality_rubric.dimensions[0].weight == 2.0
+    assert one.quality_rubric.dimensions[0].scoring["5"].startswith("Description of score 5")
+
+
+def test_eval_config_fields_left_unset_are_none():
+    cfg = s.EvalConfig.model_validate({"judge_model": "m"})
+    assert (cfg.runs_per_eval, cfg.structural_gate, cfg.baseline_comparison) == (None, None, None)
+
+
+def test_eval_may_carry_expectations_and_structural_expectations():
+    raw = {
+        "id": 1,
+        "prompt": "p",
+        "expectations": ["says hi"],
+        "structural_expectations": [{"id": "S1", "type": "no_errors"}],
+    }
+    one = s.EvalRaw.model_validate(raw)
+    assert one.expectation_texts == ["says hi"]
+    assert isinstance(one.structural_expectations[0], s.NoErrors)
+    assert one.structural_expectations[0].critical is False
+
+
+def test_eval_refuses_both_expectations_and_assertions():
+    raw = {"id": 1, "prompt": "p", "expectations": ["a"], "assertions": [{"id": "1", "text": "a"}]}
+    with pytest.raises(ValidationError, match="not both"):
+        s.EvalRaw.model_validate(raw)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"id": "1", "prompt": "p"},  # ids are integers, not strings
+        {"id": 1, "prompt": "p", "expectation": ["typo"]},
+        {"id": 1},
+    ],
+)
+def test_eval_shape_errors(bad):
+    with pytest.raises(ValidationError):
+        s.EvalRaw.model_validate(bad)
+
+
+STRUCTURAL = TypeAdapter(s.StructuralExpectation)
+
+
+@pytest.mark.parametrize(
+    ("raw", "cls"),
+    [
+        ({"id": "S", "type": "file_exists", "pattern": "*.py"}, s.FileExists),
+        ({"id": "S", "type": "file_contains", "pattern": "*", "match": "x"}, s.FileContains),
+        ({"id": "S", "type": "file_contains", "pattern": "*", "match_any": ["x"]}, s.FileContains),
+        (
+            {"id": "S", "type": "file_not_contains", "pattern": "*", "match_regex": "vi\\.fn"},
+            s.FileNotContains,
+        ),
+        ({"id": "S", "type": "no_errors"}, s.NoErrors),
+        ({"id": "S", "type": "file_count", "pattern": "*", "count": 2}, s.FileCount),
+        ({"id": "S", "type": "custom_script", "script": "test -f out.txt"}, s.CustomScript),
+    ],
+)
+def test_structural_types(raw, cls):
+    assert isinstance(STRUCTURAL.validate_python(raw), cls)
+
+
+def test_structural_defaults():
+    count = STRUCTURAL.validate_python(
+        {"id": "S", "type": "file_count", "pattern": "*", "count": 1}
+    )
+    assert count.operator == "=="
+    nc = STRUCTURAL.validate_python(
+        {"id": "S", "type": "file_not_contains", "pattern": "*", "match": "x"}
+    )
+    assert nc.except_context == []
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"id": "S", "type": "file_contains", "pattern": "*"},
+        {"id": "S", "type": "file_contains", "pattern": "*", "match": "x", "match_regex": "y"},
+        {"id": "S", "type": "file_count", "pattern": "*", "count": 1, "operator": "!="},
+        {"id": "S", "type": "file_exists"},
+        {"id": "S", "type": "file_exist", "pattern": "*"},
+        {"id": "S", "type": "no_errors", "pattern": "*"},
+        {"id": "S", "type": "file_contains", "pattern": "*", "match": "x", "except_context": []},
+    ],
+)
+def test_structural_rejects(raw):
+    with pytest.raises(ValidationError):
+        STRUCTURAL.validate_python(raw)
+
+
+def test_rubric_anchor_keys_are_1_to_5():
+    dim = {"id": "Q1", "name": "n", "description": "d", "scoring": {"10": "x"}}
+    with pytest.raises(ValidationError, match="keyed '1'..'5'"):
+        s.RubricDimension.model_validate(dim)
+
+
+# --- output models: extras pass, misnamings do not -------------------------------------------
+
+
+def test_output_models_keep_added_fields():
+    data = seed("002_grading")
+    data["judge_model"] = "sim-1"
+    grading = s.Grading.model_validate(data)
+    assert grading.model_dump()["judge_model"] == "sim-1"
+
+
+@pytest.mark.parametrize(
+    ("model", "raw", "wrong"),
+    [
+        (s.GradedExpectation, {"name": "t", "passed": True, "evidence": "e"}, "name"),
+        (s.GradedExpectation, {"text": "t", "met": True, "evidence": "e"}, "met"),
+        (s.GradedExpectation, {"text": "t", "passed": True, "details": "e"}, "details"),
+        (s.BenchmarkRun, {"config": "with_skill"}, "config"),
+        (s.BenchmarkRun, {"pass_rate": 0.5}, "pass_rate"),
+    ],
+)
+def test_misnamed_fields_fail_validation(model, raw, wrong):
+    with pytest.raises(ValidationError) as info:
+        model.model_validate(raw)
+    err = info.value.errors()[0]
+    assert err["type"] == "misnamed_field"
+    assert wrong in err["ctx"]["found"]
+
+
+def test_misnamed_even_alongside_the_right_name():
+    run = seed("002_benchmark")["runs"][0]
+    run["pass_rate"] = run["result"]["pass_rate"]
+    with pytest.raises(ValidationError, match="'pass_rate' should be 'result.pass_rate'"):
+        s.BenchmarkRun.model_validate(run)
+
+
+def test_configuration_values():
+    run = seed("002_benchmark")["runs"][0]
+    run["configuration"] = "with-skill"
+    with pytest.raises(ValidationError):
+        s.BenchmarkRun.model_validate(run)
+
+
+def test_grading_result_values():
+    data = seed("002_history")
+    data["iterations"][1]["grading_result"] = "win"
+    with pytest.raises(ValidationError):
+        s.History.model_validate(data)
+
+
+def test_history_current_best_must_agree():
+    data = seed("002_history")
+    data["current_best"] = "v1"
+    with pytest.raises(ValidationError, match="is_current_best"):
+        s.History.model_validate(data)
+
+
+def test_meaningful_nulls_survive_exclude_none():
+    history = s.History.model_validate(seed("002_history"))
+    first = history.model_dump(mode="json", exclude_none=True)["iterations"][0]
+    assert list(first)[:2] == ["version", "parent"] and first["parent"] is None
+    agg = s.EvalFeedbackAggregate.model_validate(seed("004_eval_feedback_aggregate"))
+    dumped = agg.model_dump(mode="json", exclude_none=True)
+    assert dumped["suggestions"][1]["assertion"] is None
+
+
+def test_rubric_score_is_1_to_5():
+    with pytest.raises(ValidationError):
+        s.RubricScore.model_validate({"score": 6, "evidence": "e"})
+
+
+def test_without_skill_summary_is_optional():
+    summary = seed("004_benchmark")["run_summary"]
+    parsed = s.RunSummary.model_validate(summary)
+    assert parsed.without_skill is None and parsed.with_skill.consistency == 0.96
+    assert parsed.with_skill.rubric_dimensions["tdd_philosophy"].mean == 4.2
