@@ -1,0 +1,988 @@
+"""Run one command confined (bubblewrap) with wall-clock, memory, process and output limits.
+It must never let a model-written command see API keys, the network, the home or the project."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import os
+import posixpath
+import re
+import selectors
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import structlog
+
+from optimizer.errors import WorkFailed
+
+WORK_MOUNT = "/workspace"
+SKILL_MOUNT = "/skill"
+
+Mode = Literal["auto", "bwrap", "none", "strict"]
+_MODES = ("auto", "bwrap", "none", "strict")
+
+# The command runs as this uid in a user namespace of its own, without capabilities. bwrap maps
+# it onto the uid that started bwrap (root here), so that uid's files look like the command's
+# own: that is what lets it write /workspace, and why nothing of the host is bound but the
+# read-only system folders and an allow-list of /etc.
+_SANDBOX_UID = "1000"
+_SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Only what programs need to start; /etc/shadow, pip.conf, npmrc, apt auth, ssh keys stay out.
+_ETC_ALLOWED = (
+    "alternatives", "bash.bashrc", "ca-certificates", "crypto-policies", "debian_version",
+    "fonts", "gai.conf", "group", "host.conf", "hosts", "inputrc", "ld.so.cache", "ld.so.conf",
+    "ld.so.conf.d", "locale.alias", "locale.conf", "localtime", "lsb-release", "magic",
+    "magic.mime", "mime.types", "nsswitch.conf", "os-release", "passwd", "perl", "pki",
+    "profile", "protocols", "services", "shells", "ssl", "terminfo", "timezone", "vim", "xml",
+)
+_ETC_ALLOWED_GLOBS = ("python3*", "java-*")
+_SETUP_FAILED = "sandbox-setup-failed:"
+_GRACE_S = 1.0  # after the command ends or is killed, how long pipes may take to reach EOF
+_CLEANUP_S = 5.0  # how long killed processes may take to vanish from their cgroup
+
+_log = structlog.get_logger()
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+_executor_lock = threading.Lock()
+_executor: ThreadPoolExecutor | None = None
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """How one command may run; built by the caller from the `[sandbox]` settings."""
+
+    mode: Mode = "auto"
+    timeout_s: float = 60.0
+    memory_mb: int = 1024
+    max_output_bytes: int = 1_000_000
+    max_processes: int = 256
+    max_file_bytes: int = 50_000_000
+
+    def __post_init__(self) -> None:
+        if self.mode not in _MODES:
+            raise ValueError(f"sandbox mode must be one of {', '.join(_MODES)}, not {self.mode!r}")
+        for name in ("timeout_s", "memory_mb", "max_output_bytes", "max_processes", "max_file_bytes"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"sandbox {name} must be positive")
+
+
+@dataclass
+class SandboxResult:
+    """What one command did; every per-run failure is described here, never raised."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    output_truncated: bool = False
+    duration_s: float = 0.0
+    confined: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and self.error is None
+
+
+# ---------------------------------------------------------------- environment
+
+
+_SECRET_PREFIXES = ("ANTHROPIC_", "OPENAI_", "AWS_")
+_SECRET_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+
+
+def is_secret_name(name: str) -> bool:
+    upper = name.upper()
+    return upper.startswith(_SECRET_PREFIXES) or any(part in upper for part in _SECRET_PARTS)
+
+
+def scrub_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    """A copy without anything that looks like a credential; names are matched, never values."""
+    return {k: v for k, v in (env or {}).items() if not is_secret_name(k)}
+
+
+# ---------------------------------------------------------------- path translation
+
+
+def _normalize_sandbox_path(sandbox_path: str) -> str | None:
+    if not sandbox_path or "\x00" in sandbox_path:
+        return None
+    path = sandbox_path if sandbox_path.startswith("/") else f"{WORK_MOUNT}/{sandbox_path}"
+    path = posixpath.normpath(path)
+    # normpath keeps a leading "//" (POSIX leaves it implementation-defined); treat it as "/".
+    return "/" + path.lstrip("/")
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def to_host_path(
+    sandbox_path: str,
+    work_dir: Path,
+    skill_dir: Path | None,
+    *,
+    for_write: bool = False,
+) -> Path | None:
+    """The host path behind a sandbox path (relative ones start at /workspace), or None when it
+    leaves /workspace and /skill, by `..` or by a symlink; with for_write, /skill is refused."""
+    path = _normalize_sandbox_path(sandbox_path)
+    if path is None:
+        return None
+    skill_root = Path(skill_dir).resolve() if skill_dir is not None else None
+    for mount, root in ((WORK_MOUNT, work_dir), (SKILL_MOUNT, skill_dir)):
+        if root is None or not (path == mount or path.startswith(mount + "/")):
+            continue
+        if for_write and mount == SKILL_MOUNT:
+            return None
+        real_root = Path(root).resolve()
+        # resolve() follows every symlink that exists, so a link planted by the command that
+        # points outside is caught here, on the host, where it would be followed for real.
+        candidate = (real_root / path[len(mount) :].lstrip("/")).resolve()
+        if not _within(candidate, real_root):
+            return None
+        if for_write and skill_root is not None and _within(candidate, skill_root):
+            return None
+        return candidate
+    return None
+
+
+def to_sandbox_path(host_path: str | Path, work_dir: Path, skill_dir: Path | None) -> str | None:
+    """The fixed sandbox path of a host path under work_dir or skill_dir, else None."""
+    try:
+        real = Path(host_path).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    roots = [(WORK_MOUNT, Path(work_dir).resolve())]
+    if skill_dir is not None:
+        roots.append((SKILL_MOUNT, Path(skill_dir).resolve()))
+    # The most specific root wins, so a skill folder inside the work folder reads as /skill.
+    for mount, root in sorted(roots, key=lambda item: len(item[1].parts), reverse=True):
+        if _within(real, root):
+            rel = real.relative_to(root).as_posix()
+            return mount if rel == "." else f"{mount}/{rel}"
+    return None
+
+
+# The unconfined fallback cannot show /workspace and /skill, so fixed paths in the command are
+# rewritten to per-run symlinks (short, space-free) and host paths in the output back again.
+_FIXED_PATH = re.compile(r"(?<![\w.~/$-])(/workspace|/skill)(?![\w.-])")
+
+
+def _rewrite_fixed_paths(text: str, mapping: Mapping[str, str]) -> str:
+    return _FIXED_PATH.sub(lambda m: mapping.get(m.group(1), m.group(1)), text)
+
+
+def _unrewrite_host_paths(text: str, mapping: Mapping[str, str]) -> str:
+    for host, fixed in sorted(mapping.items(), key=lambda item: len(item[0]), reverse=True):
+        text = text.replace(host, fixed)
+    return text
+
+
+# ---------------------------------------------------------------- probes
+
+
+@functools.cache
+def bwrap_available() -> bool:
+    """Whether bubblewrap really works here, tried once per process."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return False
+    probe = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
+             "--tmpfs", "/tmp", "true"]
+    try:
+        done = subprocess.run(probe, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env={"PATH": _SANDBOX_PATH},
+                              timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+@functools.cache
+def _bwrap_options() -> frozenset[str]:
+    """Options of the installed bwrap, so that newer hardening flags are used where they exist."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return frozenset()
+    try:
+        done = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=10,
+                              check=False)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(re.findall(r"(--[a-z0-9-]+)", done.stdout + done.stderr))
+
+
+def _warn_once(event: str, **fields: object) -> None:
+    with _warned_lock:
+        if event in _warned:
+            return
+        _warned.add(event)
+    _log.warning(event, **fields)
+
+
+def confinement_for(policy: SandboxPolicy) -> bool:
+    """Whether runs under this policy are confined; raises WorkFailed when the policy demands
+    bubblewrap and it does not work here. Callers may use it to refuse early, at start-up."""
+    if policy.mode == "none":
+        return False
+    if bwrap_available():
+        return True
+    if policy.mode in ("bwrap", "strict"):
+        raise WorkFailed(
+            f"sandbox mode {policy.mode!r} needs bubblewrap, which is missing or does not work on "
+            "this machine: install it (apt-get install bubblewrap) or set sandbox.mode = \"auto\"."
+        )
+    _warn_once(
+        "sandbox.unconfined",
+        reason="bubblewrap is missing or does not work here: model-written commands run "
+        "UNCONFINED, with only limits, a scrubbed environment and the work folder as cwd",
+    )
+    return False
+
+
+# ---------------------------------------------------------------- process limits (cgroups)
+#
+# RLIMIT_NPROC cannot stop a fork bomb when the daemon runs as root: the kernel exempts uid 0,
+# and bwrap started by root maps the sandbox uid back to host uid 0, so it stays exempt even
+# inside `--unshare-user`. A pids cgroup counts every process whatever its uid, so where one can
+# be created (root, or a delegated subtree) each run gets its own with pids.max, plus a memory
+# cgroup bounding the run's total memory (then RLIMIT_AS is not set, see _limits_script). Elsewhere (a non-root daemon) RLIMIT_NPROC does work:
+# inside bwrap's user namespace the count is per sandbox. Root without cgroups has only the
+# wall clock and the pid namespace: the warning "sandbox.no_process_limit" says so.
+
+_CGROUP_LIMIT_FILES = {
+    ("v1", "pids"): "pids.max",
+    ("v2", "pids"): "pids.max",
+    ("v1", "memory"): "memory.limit_in_bytes",
+    ("v2", "memory"): "memory.max",
+}
+# Without these a run over its memory limit would swap instead of being stopped.
+_CGROUP_EXTRA_FILES = {
+    ("v1", "memory"): ("memory.memsw.limit_in_bytes", None),
+    ("v2", "memory"): ("memory.swap.max", "0"),
+}
+_CGROUP_PARENT = "skill-optimizer"
+
+
+def _own_cgroup_dirs() -> dict[str, tuple[str, Path]]:
+    """controller -> (hierarchy version, our own cgroup folder), for pids and memory."""
+    try:
+        own = Path("/proc/self/cgroup").read_text().splitlines()
+        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return {}
+    own_paths: dict[str, str] = {}
+    for line in own:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        controllers = parts[1].split(",") if parts[1] else ["<v2>"]
+        for controller in controllers:
+            own_paths[controller] = parts[2]
+    found: dict[str, tuple[str, Path]] = {}
+    for line in mounts:
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(fields) < 5 or len(tail) < 3:
+            continue
+        root, mount_point, fstype, options = fields[3], fields[4], tail[0], tail[2].split(",")
+        if fstype == "cgroup":
+            pairs = [(c, "v1", own_paths.get(c)) for c in ("pids", "memory") if c in options]
+        elif fstype == "cgroup2":
+            pairs = [(c, "v2", own_paths.get("<v2>")) for c in ("pids", "memory")]
+        else:
+            continue
+        for controller, version, own_path in pairs:
+            if own_path is None or controller in found and found[controller][0] == "v1":
+                continue
+            if root != "/" and not (own_path == root or own_path.startswith(root + "/")):
+                continue
+            rel = own_path[len(root) :] if root != "/" else own_path
+            folder = Path(mount_point) / rel.lstrip("/")
+            if folder.is_dir():
+                found[controller] = (version, folder)
+    return found
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@functools.cache
+def _cgroup_parents() -> dict[str, tuple[Path, str, str]]:
+    """controller -> (folder in which per-run cgroups are made, limit file, hierarchy version),
+    where that works."""
+    usable: dict[str, tuple[Path, str, str]] = {}
+    for controller, (version, own_dir) in _own_cgroup_dirs().items():
+        parent = own_dir / _CGROUP_PARENT
+        limit_file = _CGROUP_LIMIT_FILES[(version, controller)]
+        try:
+            if version == "v2":
+                # Children can only get a controller our own cgroup already hands down.
+                if controller not in (own_dir / "cgroup.subtree_control").read_text().split():
+                    continue
+                parent.mkdir(exist_ok=True)
+                # The parent holds no process, so enabling the controller for its children is
+                # allowed; it never touches the daemon's own cgroup.
+                (parent / "cgroup.subtree_control").write_text(f"+{controller}")
+            else:
+                parent.mkdir(exist_ok=True)
+            probe = parent / f"probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            probe.mkdir()
+            ok = (probe / limit_file).exists()
+            probe.rmdir()
+        except OSError:
+            continue
+        if ok:
+            usable[controller] = (parent, limit_file, version)
+            _remove_stale_cgroups(parent)
+    return usable
+
+
+def _remove_stale_cgroups(parent: Path) -> None:
+    """Empty per-run cgroups left by daemons that died; those of live daemons are kept."""
+    for child in parent.glob("run-*"):
+        pid_text = child.name.split("-")[1] if child.name.count("-") >= 2 else ""
+        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
+            with contextlib.suppress(OSError):
+                child.rmdir()
+
+
+def process_limit_mechanism() -> str:
+    """How max_processes is enforced here: "cgroup", "rlimit" (non-root) or "none"."""
+    if "pids" in _cgroup_parents():
+        return "cgroup"
+    return "rlimit" if os.geteuid() != 0 else "none"
+
+
+def memory_limit_mechanism() -> str:
+    """How memory_mb is enforced here: "cgroup" (the run's total) or "rlimit" (per process)."""
+    return "cgroup" if "memory" in _cgroup_parents() else "rlimit"
+
+
+class _RunCgroup:
+    """The cgroups of one run: limits on entry, every member killed and the folders removed on
+    exit."""
+
+    def __init__(self, folders: list[Path], controllers: set[str]) -> None:
+        self.folders = folders
+        self.controllers = controllers
+
+    @classmethod
+    def create(cls, policy: SandboxPolicy) -> _RunCgroup | None:
+        limits = {"pids": str(policy.max_processes), "memory": str(policy.memory_mb * 2**20)}
+        name = f"run-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        folders: list[Path] = []
+        controllers: set[str] = set()
+        for controller, (parent, limit_file, version) in _cgroup_parents().items():
+            folder = parent / name
+            try:
+                folder.mkdir()
+            except OSError:
+                continue
+            try:
+                (folder / limit_file).write_text(limits[controller])
+            except OSError:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+                continue
+            extra = _CGROUP_EXTRA_FILES.get((version, controller))
+            if extra is not None and (folder / extra[0]).exists():
+                with contextlib.suppress(OSError):
+                    (folder / extra[0]).write_text(extra[1] or limits[controller])
+            folders.append(folder)
+            controllers.add(controller)
+        return cls(folders, controllers) if folders else None
+
+    @property
+    def procs_files(self) -> list[Path]:
+        return [folder / "cgroup.procs" for folder in self.folders]
+
+    def members(self) -> set[int]:
+        pids: set[int] = set()
+        for procs in self.procs_files:
+            with contextlib.suppress(OSError):
+                pids.update(int(p) for p in procs.read_text().split())
+        return pids
+
+    def kill(self) -> None:
+        for folder in self.folders:
+            kill_file = folder / "cgroup.kill"
+            if kill_file.exists():
+                with contextlib.suppress(OSError):
+                    kill_file.write_text("1")
+        for pid in self.members():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        deadline = time.monotonic() + _CLEANUP_S
+        while self.members() and time.monotonic() < deadline:
+            self.kill()
+            time.sleep(0.01)
+        for folder in self.folders:
+            try:
+                folder.rmdir()
+            except OSError as exc:
+                _log.warning("sandbox.cgroup_left", folder=str(folder), error=str(exc))
+
+
+# ---------------------------------------------------------------- command lines
+
+
+def _limits_script(policy: SandboxPolicy, nproc: int, address_space: bool) -> str:
+    """A bash prologue setting the rlimits (soft and hard, so the command cannot raise them)
+    before exec-ing the command; bash instead of preexec_fn, which is unsafe with threads."""
+    fsize_kb = max(1, policy.max_file_bytes // 1024)
+    # RLIMIT_AS counts reserved address space, not memory: it stops the JVM (and, when small,
+    # V8) from starting at all. It is the fallback for where no memory cgroup measures the
+    # run's real use.
+    as_limit = f"ulimit -v {policy.memory_mb * 1024} && " if address_space else ""
+    return (
+        f"ulimit -c 0 && {as_limit}ulimit -f {fsize_kb} && ulimit -u {nproc} || "
+        f"{{ echo '{_SETUP_FAILED} cannot set resource limits' >&2; exit 125; }}; "
+        'exec "$@"'
+    )
+
+
+def _cgroup_join_prefix(cgroup: _RunCgroup | None) -> str:
+    if cgroup is None:
+        return ""
+    joins = " && ".join(f"echo $$ > {shlex.quote(str(p))}" for p in cgroup.procs_files)
+    return f"{{ {joins}; }} || {{ echo '{_SETUP_FAILED} cannot join the run cgroup' >&2; exit 125; }}; "
+
+
+def _system_bash() -> str:
+    for candidate in ("/usr/bin/bash", "/bin/bash"):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("bash") or "bash"
+
+
+def _system_dir_args() -> Iterator[str]:
+    yield from ("--ro-bind", "/usr", "/usr")
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        host = Path("/") / name
+        if host.is_symlink():
+            yield from ("--symlink", os.readlink(host), f"/{name}")
+        elif host.is_dir():
+            yield from ("--ro-bind", str(host), f"/{name}")
+    etc = Path("/etc")
+    names = set(_ETC_ALLOWED)
+    for pattern in _ETC_ALLOWED_GLOBS:
+        names.update(p.name for p in etc.glob(pattern))
+    for name in sorted(names):
+        if (etc / name).exists():
+            yield from ("--ro-bind-try", f"/etc/{name}", f"/etc/{name}")
+
+
+def _bwrap_argv(
+    cmd: list[str],
+    work_dir: Path,
+    skill_dir: Path | None,
+    policy: SandboxPolicy,
+    env: Mapping[str, str] | None,
+    status_fd: int | None,
+    address_space: bool,
+) -> list[str]:
+    options = _bwrap_options()
+    argv = [shutil.which("bwrap") or "bwrap"]
+    argv += ["--unshare-user", "--uid", _SANDBOX_UID, "--gid", _SANDBOX_UID]
+    if "--disable-userns" in options:
+        argv.append("--disable-userns")
+    argv += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+             "--unshare-cgroup-try", "--hostname", "sandbox",
+             "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    # Nothing is bound but the system folders: the home, /work, the host /tmp, /opt and the
+    # project do not exist inside, which is stronger than hiding them under a tmpfs.
+    argv += list(_system_dir_args())
+    argv += ["--dev", "/dev", "--proc", "/proc"]
+    if "--size" in options:
+        argv += ["--size", str(policy.memory_mb * 2**20)]
+    argv += ["--tmpfs", "/tmp"]
+    argv += ["--bind", str(work_dir), WORK_MOUNT]
+    if skill_dir is not None:
+        argv += ["--ro-bind", str(skill_dir), SKILL_MOUNT]
+    # bwrap builds the skeleton (/, /etc) on a tmpfs; read-only, nothing can be planted there.
+    argv += ["--remount-ro", "/"]
+    argv += ["--chdir", WORK_MOUNT, "--clearenv"]
+    inner_env = {"PATH": _SANDBOX_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+                 "WORKSPACE": WORK_MOUNT}
+    if skill_dir is not None:
+        inner_env["SKILL_DIR"] = SKILL_MOUNT
+    inner_env.update(scrub_env(env))
+    for key, value in inner_env.items():
+        argv += ["--setenv", key, value]
+    if status_fd is not None:
+        argv += ["--json-status-fd", str(status_fd)]
+    argv += ["--", _system_bash(), "-c",
+             _limits_script(policy, policy.max_processes, address_space), "sandbox-limits", *cmd]
+    return argv
+
+
+def _own_process_count() -> int:
+    uid = os.getuid()
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_uid == uid:
+                    count += 1
+    return count
+
+
+def _unconfined_nproc(policy: SandboxPolicy) -> int:
+    # Outside a user namespace RLIMIT_NPROC counts every process of the uid, so the budget is
+    # added to what already runs; for root the limit is not enforced anyway.
+    if os.geteuid() == 0:
+        return policy.max_processes
+    return _own_process_count() + policy.max_processes
+
+
+# ---------------------------------------------------------------- running
+
+
+@dataclass
+class _Outcome:
+    returncode: int | None = None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    truncated: bool = False
+    timed_out: bool = False
+    cancelled: bool = False
+    started_child: bool = False
+
+
+class _SpawnFailed(Exception):
+    """The command could not be started at all (a missing program, a bad folder)."""
+
+
+class _Canceller:
+    """Wakes a supervising thread so that a cancelled run_async kills its command at once."""
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+
+    def cancel(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self.write_fd, b"x")
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _parent_pid_of(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rpartition(")")[2].split()[1])
+
+
+def _supervise(
+    argv: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    stdin: str | None,
+    policy: SandboxPolicy,
+    status_pipe: tuple[int, int] | None,
+    cgroup: _RunCgroup | None,
+    canceller: _Canceller | None,
+) -> _Outcome:
+    outcome = _Outcome()
+    pass_fds = (status_pipe[1],) if status_pipe else ()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group: one killpg reaches grandchildren
+            pass_fds=pass_fds,
+        )
+    except OSError as exc:
+        if status_pipe:
+            for fd in status_pipe:
+                os.close(fd)
+        raise _SpawnFailed(str(exc)) from exc
+    if status_pipe:
+        os.close(status_pipe[1])
+    started = time.monotonic()
+    deadline = started + policy.timeout_s
+    cap = policy.max_output_bytes
+    buffers = {"out": bytearray(), "err": bytearray()}
+    status_text = bytearray()
+    sandbox_init: int | None = None
+    pending_stdin = memoryview((stdin or "").encode("utf-8"))
+
+    sel = selectors.DefaultSelector()
+    assert proc.stdout is not None and proc.stderr is not None
+    for tag, stream in (("out", proc.stdout), ("err", proc.stderr)):
+        os.set_blocking(stream.fileno(), False)
+        sel.register(stream.fileno(), selectors.EVENT_READ, tag)
+    if proc.stdin is not None:
+        if pending_stdin:
+            os.set_blocking(proc.stdin.fileno(), False)
+            sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "in")
+        else:
+            proc.stdin.close()
+    if status_pipe:
+        os.set_blocking(status_pipe[0], False)
+        sel.register(status_pipe[0], selectors.EVENT_READ, "status")
+    pidfd: int | None = None
+    with contextlib.suppress(AttributeError, OSError):
+        pidfd = os.pidfd_open(proc.pid)
+        sel.register(pidfd, selectors.EVENT_READ, "exit")
+    if canceller is not None:
+        sel.register(canceller.read_fd, selectors.EVENT_READ, "cancel")
+
+    open_streams = {"out", "err"}
+    exited = False
+    kill_stage = 0  # 1: the sandbox's pid-1 was killed; 2: the whole process group was
+    escalate_at = grace_end = give_up_at = float("inf")
+
+    def kill_group() -> None:
+        nonlocal give_up_at
+        give_up_at = min(give_up_at, time.monotonic() + _CLEANUP_S)
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        if cgroup is not None:
+            cgroup.kill()
+
+    def start_kill() -> None:
+        nonlocal kill_stage, escalate_at
+        # Killing bwrap's pid 1 first tears the whole pid namespace down and lets bwrap reap it
+        # and exit by itself, so when bwrap is gone every process of the sandbox is gone too.
+        if sandbox_init is not None and _parent_pid_of(sandbox_init) == proc.pid:
+            with contextlib.suppress(OSError):
+                os.kill(sandbox_init, signal.SIGKILL)
+            kill_stage, escalate_at = 1, time.monotonic() + _GRACE_S
+        else:
+            kill_group()
+            kill_stage = 2
+
+    def on_exit() -> None:
+        nonlocal exited, grace_end
+        # The leader is still a zombie here, so its pgid cannot have been reused: killing the
+        # group now takes out background leftovers (`sleep 1000 &`) of unconfined runs.
+        kill_group()
+        proc.wait()
+        exited = True
+        grace_end = time.monotonic() + _GRACE_S
+
+    try:
+        while True:
+            now = time.monotonic()
+            if not exited and kill_stage == 0 and now >= deadline:
+                outcome.timed_out = True
+                start_kill()
+            if not exited and kill_stage == 1 and now >= escalate_at:
+                kill_group()
+                kill_stage = 2
+            if exited and (not open_streams or now >= grace_end):
+                break
+            if not exited and now >= give_up_at:
+                break  # unkillable (stuck in the kernel); the finally clause tries once more
+            if exited:
+                wait = grace_end - now
+            elif kill_stage == 0:
+                wait = deadline - now
+            elif kill_stage == 1:
+                wait = escalate_at - now
+            else:
+                wait = give_up_at - now
+            if pidfd is None:
+                wait = min(wait, 0.05)
+            for key, _ in sel.select(max(0.0, wait)):
+                tag, fd = key.data, key.fd
+                if tag in buffers:
+                    try:
+                        chunk = os.read(fd, 65536)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        sel.unregister(fd)
+                        open_streams.discard(tag)
+                        continue
+                    room = cap - len(buffers[tag])
+                    if len(chunk) > room:
+                        outcome.truncated = True
+                    # Past the cap the pipe is still drained, so the command never blocks on it.
+                    if room > 0:
+                        buffers[tag] += chunk[:room]
+                elif tag == "in":
+                    try:
+                        written = os.write(fd, pending_stdin[:65536])
+                        pending_stdin = pending_stdin[written:]
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        pending_stdin = pending_stdin[:0]
+                    if not pending_stdin:
+                        sel.unregister(fd)
+                        assert proc.stdin is not None
+                        with contextlib.suppress(OSError):
+                            proc.stdin.close()
+                elif tag == "status":
+                    try:
+                        chunk = os.read(fd, 4096)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        sel.unregister(fd)
+                        continue
+                    status_text.extend(chunk)
+                    if sandbox_init is None:
+                        sandbox_init = _first_child_pid(status_text)
+                elif tag == "exit":
+                    sel.unregister(fd)
+                    on_exit()
+                elif tag == "cancel":
+                    sel.unregister(fd)
+                    outcome.cancelled = True
+                    if not exited and kill_stage == 0:
+                        start_kill()
+            if pidfd is None and not exited and proc.poll() is not None:
+                on_exit()
+    finally:
+        if not exited:
+            kill_group()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=_CLEANUP_S)
+        sel.close()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        for extra_fd in (pidfd, status_pipe[0] if status_pipe else None):
+            if extra_fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(extra_fd)
+
+    outcome.returncode = proc.returncode
+    outcome.stdout, outcome.stderr = bytes(buffers["out"]), bytes(buffers["err"])
+    outcome.started_child = status_pipe is None or _first_child_pid(status_text) is not None
+    return outcome
+
+
+def _first_child_pid(status_text: bytes | bytearray) -> int | None:
+    # Only the first document counts: bwrap writes it before the command exists, and the
+    # status fd is not inherited by the command, so nothing inside can forge it.
+    first, newline, _ = bytes(status_text).partition(b"\n")
+    if not newline and not first.rstrip().endswith(b"}"):
+        return None
+    try:
+        pid = json.loads(first).get("child-pid")
+    except (ValueError, AttributeError):
+        return None
+    return pid if isinstance(pid, int) and pid > 1 else None
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _as_argv(command: str | Sequence[str]) -> list[str]:
+    return ["bash", "-c", command] if isinstance(command, str) else [str(c) for c in command]
+
+
+def _run(
+    command: str | Sequence[str],
+    *,
+    work_dir: Path,
+    skill_dir: Path | None,
+    policy: SandboxPolicy,
+    env: Mapping[str, str] | None,
+    stdin: str | None,
+    canceller: _Canceller | None = None,
+) -> SandboxResult:
+    started = time.monotonic()
+    confined = confinement_for(policy)
+
+    def failed(error: str) -> SandboxResult:
+        return SandboxResult(exit_code=None, stdout="", stderr="", confined=confined,
+                             duration_s=time.monotonic() - started, error=error)
+
+    work_dir = Path(work_dir)
+    if not work_dir.is_dir():
+        return failed(f"the work folder {work_dir} does not exist")
+    if skill_dir is not None and not Path(skill_dir).is_dir():
+        return failed(f"the skill folder {skill_dir} does not exist")
+    cmd = _as_argv(command)
+    if not cmd or (isinstance(command, str) and not command.strip()):
+        return failed("the command is empty")
+
+    if policy.mode != "none" and process_limit_mechanism() == "none":
+        _warn_once("sandbox.no_process_limit",
+                   reason="running as root without a usable pids cgroup: max_processes is not "
+                   "enforced, only the wall clock and the pid namespace bound a fork bomb")
+
+    host_to_fixed: dict[str, str] = {}
+    with contextlib.ExitStack() as stack:
+        cgroup = _RunCgroup.create(policy)
+        if cgroup is not None:
+            stack.callback(cgroup.close)
+        address_space = cgroup is None or "memory" not in cgroup.controllers
+        status_pipe: tuple[int, int] | None = None
+        if confined:
+            if "--json-status-fd" in _bwrap_options():
+                status_pipe = os.pipe()
+            argv = _bwrap_argv(cmd, work_dir.resolve(),
+                               Path(skill_dir).resolve() if skill_dir is not None else None,
+                               policy, env, status_pipe[1] if status_pipe else None,
+                               address_space)
+            if cgroup is not None:
+                argv = ["/bin/sh", "-c", _cgroup_join_prefix(cgroup) + 'exec "$@"',
+                        "sandbox-cgroup", *argv]
+            proc_env = {"PATH": _SANDBOX_PATH, "LANG": "C.UTF-8"}
+            cwd = "/"
+        else:
+            # Unconfined ("none", or "auto" without bwrap): the whole host is visible and
+            # /workspace, /skill exist only as rewritten text pointing at per-run symlinks. Best
+            # effort: a path the command assembles at run time ("/work""space") is not found.
+            scratch = Path(tempfile.mkdtemp(prefix="sandbox-"))
+            stack.callback(shutil.rmtree, scratch, True)
+            links = {WORK_MOUNT: scratch / "workspace"}
+            (scratch / "workspace").symlink_to(work_dir.resolve(), target_is_directory=True)
+            if skill_dir is not None:
+                links[SKILL_MOUNT] = scratch / "skill"
+                (scratch / "skill").symlink_to(Path(skill_dir).resolve(),
+                                               target_is_directory=True)
+            (scratch / "tmp").mkdir()
+            to_links = {mount: str(link) for mount, link in links.items()}
+            cmd = [_rewrite_fixed_paths(arg, to_links) for arg in cmd]
+            host_to_fixed = {str(scratch / "tmp"): "/tmp", str(work_dir.absolute()): WORK_MOUNT,
+                             str(work_dir.resolve()): WORK_MOUNT, to_links[WORK_MOUNT]: WORK_MOUNT}
+            if skill_dir is not None:
+                host_to_fixed.update({str(Path(skill_dir).absolute()): SKILL_MOUNT,
+                                      str(Path(skill_dir).resolve()): SKILL_MOUNT,
+                                      to_links[SKILL_MOUNT]: SKILL_MOUNT})
+            if policy.mode == "none":
+                proc_env = scrub_env(os.environ)
+            else:
+                proc_env = {"PATH": os.environ.get("PATH", _SANDBOX_PATH),
+                            "HOME": str(scratch / "tmp"), "TMPDIR": str(scratch / "tmp"),
+                            "LANG": "C.UTF-8"}
+            proc_env.update({"WORKSPACE": to_links[WORK_MOUNT], "PWD": to_links[WORK_MOUNT]})
+            if skill_dir is not None:
+                proc_env["SKILL_DIR"] = to_links[SKILL_MOUNT]
+            proc_env.update(scrub_env(env))
+            script = _cgroup_join_prefix(cgroup) + _limits_script(
+                policy, _unconfined_nproc(policy), address_space)
+            argv = [_system_bash(), "-c", script, "sandbox-limits", *cmd]
+            cwd = to_links[WORK_MOUNT]
+        try:
+            outcome = _supervise(argv, cwd=cwd, env=proc_env, stdin=stdin, policy=policy,
+                                 status_pipe=status_pipe, cgroup=cgroup, canceller=canceller)
+        except _SpawnFailed as exc:
+            return failed(f"could not start the command: {exc}")
+
+    stdout, stderr = _decode(outcome.stdout), _decode(outcome.stderr)
+    if host_to_fixed:
+        stdout = _unrewrite_host_paths(stdout, host_to_fixed)
+        stderr = _unrewrite_host_paths(stderr, host_to_fixed)
+    error: str | None = None
+    exit_code = outcome.returncode
+    if exit_code is not None and exit_code < 0:
+        exit_code = 128 - exit_code  # the shell's convention for "killed by signal N"
+    if outcome.cancelled:
+        error, exit_code = "cancelled", None
+    elif outcome.timed_out:
+        exit_code = None
+    elif confined and (not outcome.started_child
+                       or (exit_code == 1 and stderr.startswith("bwrap: "))):
+        # bwrap reports a failed setup (a missing bind source, a refused namespace) as exit 1
+        # with its own prefix; the command never ran, which is not the command's failure.
+        error = "bubblewrap could not set up the sandbox: " + (stderr.strip() or "no message")
+    elif exit_code == 125 and _SETUP_FAILED in stderr:
+        error = next(line for line in stderr.splitlines() if _SETUP_FAILED in line)
+    return SandboxResult(
+        exit_code=exit_code,
+        stdout=stdout,
+        stderr=stderr,
+        timed_out=outcome.timed_out,
+        output_truncated=outcome.truncated,
+        duration_s=time.monotonic() - started,
+        confined=confined,
+        error=error,
+    )
+
+
+def run(
+    command: str | Sequence[str],
+    *,
+    work_dir: Path,
+    skill_dir: Path | None,
+    policy: SandboxPolicy,
+    env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
+) -> SandboxResult:
+    """Run a command (a str runs as `bash -c`) with /workspace as cwd. Per-run failures are in
+    the result; only a policy that cannot be honoured here raises (WorkFailed)."""
+    return _run(command, work_dir=work_dir, skill_dir=skill_dir, policy=policy, env=env,
+                stdin=stdin)
+
+
+def _thread_pool() -> ThreadPoolExecutor:
+    # A pool of its own: asyncio's default executor has a handful of threads, which would cap
+    # how many agents run commands at once.
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sandbox")
+        return _executor
+
+
+async def run_async(
+    command: str | Sequence[str],
+    *,
+    work_dir: Path,
+    skill_dir: Path | None,
+    policy: SandboxPolicy,
+    env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
+) -> SandboxResult:
+    """run() for asyncio; cancelling the awaiting task kills the command before re-raising."""
+    canceller = _Canceller()
+    loop = asyncio.get_running_loop()
+    job = functools.partial(_run, command, work_dir=work_dir, skill_dir=skill_dir,
+                            policy=policy, env=env, stdin=stdin, canceller=canceller)
+    future = loop.run_in_executor(_thread_pool(), job)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        canceller.cancel()
+        with contextlib.suppress(Exception):
+            await future
+        raise
+    finally:
+        if future.done():
+            canceller.close()
+        else:
+            future.add_done_callback(lambda _: canceller.close())
