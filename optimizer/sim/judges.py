@@ -1,0 +1,363 @@
+"""The simulated grader, comparator and analyzer: replies in the exact field names of the seed
+files, computed from the tagged sections of the prompt. Never sees which skill version is which."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ..prompting import parse_tags
+from .text import (
+    all_stems,
+    bullet_text,
+    bullets,
+    snippets,
+    split_front_matter,
+    stems,
+    strip_snippets,
+)
+
+Section = Callable[[str], "str | None"]
+PASS_WORDS = 0.6  # share of an expectation's content words the outputs must contain
+SHORT_OUTPUT = 200  # characters: below this a passing expectation is suspicious
+
+
+def parse_files(text: str | None) -> list[dict]:
+    """`<file path=".." [binary="true" size=".."]>content</file>` entries; a binary entry may have
+    no closing tag, so content stops at `</file>` or at the next `<file`, whichever comes first."""
+    found: list[dict] = []
+    if not text:
+        return found
+    opens = list(re.finditer(r'<file((?:\s+[\w-]+="[^"]*")*)\s*(/?)>', text))
+    for k, m in enumerate(opens):
+        attrs = dict(re.findall(r'([\w-]+)="([^"]*)"', m.group(1)))
+        end = opens[k + 1].start() if k + 1 < len(opens) else len(text)
+        close = text.find("</file>", m.end(), end)
+        content = "" if m.group(2) else text[m.end() : close if close >= 0 else end]
+        binary = attrs.get("binary") == "true"
+        found.append(
+            {
+                "path": attrs.get("path", "?"),
+                "content": "" if binary else content.strip("\n"),
+                "binary": binary,
+            }
+        )
+    return found
+
+
+def _expectations(get: Section) -> list[str]:
+    raw = get("expectations") or ""
+    tagged = [content.strip() for _, content in parse_tags(raw, "expectation")]
+    return tagged or plain_lines(raw)
+
+
+def plain_lines(raw: str) -> list[str]:
+    """Untagged entries, one a line; a placeholder such as "(none)" is not an entry."""
+    lines = [line.strip().lstrip("-* ").strip() for line in raw.splitlines()]
+    return [line for line in lines if line and not re.fullmatch(r"\(.*\)", line)]
+
+
+def _dimensions(get: Section) -> list[tuple[str, float, str]]:
+    dims = []
+    for attrs, content in parse_tags(get("rubric") or "", "dimension"):
+        try:
+            weight = float(attrs.get("weight", "1"))
+        except ValueError:
+            weight = 1.0
+        dims.append((attrs.get("name", "quality"), weight, content.strip()))
+    return dims
+
+
+def _haystack(files: list[dict]) -> str:
+    return "\n".join(f"{f['path']}\n{f['content']}" for f in files)
+
+
+def check(expectation: str, files: list[dict]) -> tuple[bool, str]:
+    """(passed, evidence): every snippet verbatim and most content words present in the outputs."""
+    if not files:
+        return False, "No output files were produced."
+    hay = _haystack(files)
+    found_stems = all_stems(hay)
+    snips = snippets(expectation)
+    wanted = stems(strip_snippets(expectation))
+    missing_snips = [s for s in snips if s not in hay]
+    missing_words = sorted(wanted - found_stems)
+    share = 1 - len(missing_words) / len(wanted) if wanted else 1.0
+    if missing_snips or share < PASS_WORDS:
+        parts = [f"`{s}`" for s in missing_snips] + missing_words
+        return False, "Not found in the outputs: " + ", ".join(parts[:8]) + "."
+    best = max(
+        ((f["path"], line) for f in files for line in f["content"].splitlines() if line.strip()),
+        key=lambda pl: (sum(s in pl[1] for s in snips), len(all_stems(pl[1]) & wanted)),
+        default=(files[0]["path"], ""),
+    )
+    return True, f'Found in {best[0]}: "{best[1].strip()[:200]}"'
+
+
+def _coverage(text: str, files: list[dict]) -> float:
+    wanted = stems(text)
+    return len(wanted & all_stems(_haystack(files))) / len(wanted) if wanted else 0.0
+
+
+def grade(get: Section, rng: random.Random, knobs: Any) -> dict:
+    files = parse_files(get("outputs"))
+    results = []
+    for text in _expectations(get):
+        passed, evidence = check(text, files)
+        if rng.random() < knobs.judge_noise:
+            passed = not passed  # a noisy judge keeps its evidence and flips its verdict
+        results.append({"text": text, "passed": passed, "evidence": evidence})
+    n_pass = sum(r["passed"] for r in results)
+    total = len(results)
+    out_chars = sum(len(f["content"]) for f in files)
+    grading: dict[str, Any] = {
+        "expectations": results,
+        "summary": {
+            "passed": n_pass,
+            "failed": total - n_pass,
+            "total": total,
+            "pass_rate": round(n_pass / total, 4) if total else 0.0,
+        },
+    }
+    dims = _dimensions(get)
+    if dims:
+        scores, weighted = {}, 0.0
+        for name, weight, desc in dims:
+            coverage = _coverage(name.replace("_", " ") + " " + desc, files)
+            score = 1 + round(4 * coverage)
+            if rng.random() < knobs.judge_noise:
+                score += rng.choice((-1, 1))
+            score = min(5, max(1, score))
+            scores[name] = {
+                "score": score,
+                "evidence": f"The outputs cover {coverage:.0%} of what '{name}' asks for.",
+            }
+            weighted += score * weight
+        mean = weighted / (sum(w for _, w, _ in dims) or 1.0)
+        grading["rubric_scores"] = scores
+        grading["rubric_summary"] = {
+            "weighted_mean": round(mean, 4),
+            "max_possible": 5.0,
+            "normalized": round(mean / 5, 4),
+        }
+    grading["claims"] = _claims(files, out_chars)
+    grading["eval_feedback"] = _eval_feedback(results, out_chars)
+    return grading
+
+
+def _claims(files: list[dict], out_chars: int) -> list[dict]:
+    if not files:
+        return [
+            {
+                "claim": "An output file was produced",
+                "type": "factual",
+                "verified": False,
+                "evidence": "The outputs section is empty.",
+            }
+        ]
+    first = files[0]
+    lines = [line for line in first["content"].splitlines() if line.strip()]
+    return [
+        {
+            "claim": f"{first['path']} was written",
+            "type": "factual",
+            "verified": True,
+            "evidence": f"{len(files)} file(s), {out_chars} characters in all.",
+        },
+        {
+            "claim": "The answer is structured with a title",
+            "type": "quality",
+            "verified": bool(lines) and lines[0].startswith("#"),
+            "evidence": f"First line: {lines[0][:80]!r}" if lines else "The file is empty.",
+        },
+    ]
+
+
+def _eval_feedback(results: list[dict], out_chars: int) -> dict:
+    suggestions = []
+    for r in results:
+        n_words = len(stems(strip_snippets(r["text"]))) + len(snippets(r["text"]))
+        if n_words <= 2:
+            suggestions.append(
+                {
+                    "assertion": r["text"],
+                    "reason": (
+                        f"Too vague to discriminate: only {n_words} content word(s), so almost any "
+                        "answer on the topic passes or fails it by chance."
+                    ),
+                }
+            )
+        elif r["passed"] and out_chars < SHORT_OUTPUT:
+            suggestions.append(
+                {
+                    "assertion": r["text"],
+                    "reason": (
+                        f"Passes although the output is only {out_chars} characters: it checks "
+                        "presence, not quality."
+                    ),
+                }
+            )
+    overall = (
+        "The expectations discriminate reasonably well."
+        if not suggestions
+        else f"{len(suggestions)} expectation(s) could be sharpened; see the suggestions."
+    )
+    return {"suggestions": suggestions, "overall": overall}
+
+
+# --- comparator ---------------------------------------------------------------------------------
+
+
+def _side(get: Section, expectations: list[str], files: list[dict], dims_text: str) -> dict:
+    details = [{"text": e, "passed": check(e, files)[0]} for e in expectations]
+    passed = sum(d["passed"] for d in details)
+    rate = passed / len(details) if details else 0.0
+    coverage = _coverage(dims_text, files) if files else 0.0
+    lines = [line for f in files for line in f["content"].splitlines() if line.strip()]
+    organization = 1 + min(4, sum(line.startswith("#") for line in lines) + (len(lines) >= 5))
+    formatting = 2 + min(3, len(lines) // 4) if lines else 1
+    content = {"correctness": 1 + round(4 * rate), "completeness": 1 + round(4 * coverage)}
+    content["accuracy"] = round((content["correctness"] + content["completeness"]) / 2)
+    structure = {
+        "organization": organization,
+        "formatting": formatting,
+        "usability": round((organization + formatting) / 2),
+    }
+    content_score = round(sum(content.values()) / 3, 1)
+    structure_score = round(sum(structure.values()) / 3, 1)
+    return {
+        "score": 0.7 * rate + 0.3 * coverage if details else coverage,
+        "rubric": {
+            "content": content,
+            "structure": structure,
+            "content_score": content_score,
+            "structure_score": structure_score,
+            "overall_score": round(content_score + structure_score, 1),
+        },
+        "quality": {
+            "score": max(1, min(10, round(content_score + structure_score))),
+            "strengths": [f"Meets: {d['text']}" for d in details if d["passed"]][:3]
+            or (["Produces an answer file"] if files else ["Nothing notable"]),
+            "weaknesses": [f"Misses: {d['text']}" for d in details if not d["passed"]][:3]
+            or ([] if files else ["No output files"]),
+        },
+        "expectations": {
+            "passed": passed,
+            "total": len(details),
+            "pass_rate": round(rate, 4),
+            "details": details,
+        },
+    }
+
+
+def compare(get: Section, rng: random.Random, knobs: Any) -> dict:
+    expectations = _expectations(get)
+    dims_text = " ".join(
+        [get("task") or "", *expectations, *(f"{n} {d}" for n, _, d in _dimensions(get))]
+    )
+    a = _side(get, expectations, parse_files(get("output_a")), dims_text)
+    b = _side(get, expectations, parse_files(get("output_b")), dims_text)
+    diff = a["score"] - b["score"]
+    winner = "TIE" if abs(diff) <= 0.05 else ("A" if diff > 0 else "B")
+    if rng.random() < knobs.position_bias:
+        winner = "A"  # the first answer read looks better to a tired judge
+    reasoning = (
+        f"Output A scores {a['score']:.2f} and output B {b['score']:.2f} on the expectations and "
+        f"coverage of the task; "
+        + ("neither is clearly better." if winner == "TIE" else f"output {winner} is preferred.")
+    )
+    return {
+        "winner": winner,
+        "reasoning": reasoning,
+        "rubric": {"A": a["rubric"], "B": b["rubric"]},
+        "output_quality": {"A": a["quality"], "B": b["quality"]},
+        "expectation_results": {"A": a["expectations"], "B": b["expectations"]},
+    }
+
+
+# --- analyzer -----------------------------------------------------------------------------------
+
+
+def failures(raw: str | None) -> list[tuple[str, int, str]]:
+    """(text, count, eval id) of `<failure eval=".." count="..">` entries, or plain lines."""
+    tagged = parse_tags(raw or "", "failure")
+    if tagged:
+        out = []
+        for attrs, content in tagged:
+            try:
+                count = int(attrs.get("count", "1"))
+            except ValueError:
+                count = 1
+            out.append((content.strip(), count, attrs.get("eval", "")))
+        return out
+    return [(line, 1, "") for line in plain_lines(raw or "")]
+
+
+def _skill_bullets(raw: str | None) -> list[str]:
+    files = parse_files(raw)
+    main = next((f for f in files if f["path"].endswith("SKILL.md")), files[0] if files else None)
+    if main is None:
+        return []
+    return [bullet_text(b) for b in bullets(split_front_matter(main["content"])[1])]
+
+
+def analyze(get: Section, rng: random.Random, knobs: Any) -> dict:
+    winner, loser = _skill_bullets(get("winner_skill")), _skill_bullets(get("loser_skill"))
+    only_winner = [b for b in winner if b not in loser]
+    only_loser = [b for b in loser if b not in winner]
+    failed = sorted(failures(get("failed_expectations")), key=lambda f: -f[1])
+    suggestions = [
+        {
+            "priority": "high" if k == 0 or count >= 2 else "medium",
+            "category": "instructions",
+            "suggestion": f"Add an explicit instruction: {text}",
+            "expected_impact": f"Runs that failed this expectation ({count} time(s)) would meet it.",
+        }
+        for k, (text, count, _) in enumerate(failed[:3])
+    ]
+    if len(winner) > 10:
+        suggestions.append(
+            {
+                "priority": "low",
+                "category": "structure",
+                "suggestion": "Merge or drop instructions: long lists are followed less reliably.",
+                "expected_impact": "Each remaining instruction is followed more often.",
+            }
+        )
+    if not suggestions:
+        suggestions.append(
+            {
+                "priority": "low",
+                "category": "examples",
+                "suggestion": "Add a short example of a complete answer.",
+                "expected_impact": "Small: the current version already meets its expectations.",
+            }
+        )
+    comparisons = (get("comparisons") or "").strip()
+    return {
+        "comparison_summary": {
+            "winner": "A",
+            "winner_skill": "winner_skill",
+            "loser_skill": "loser_skill",
+            "comparator_reasoning": comparisons[:300] or "No comparator reasoning given.",
+        },
+        "winner_strengths": [f"Instructs: {b}" for b in only_winner[:3]]
+        or ["Same instructions, luckier runs"],
+        "loser_weaknesses": [f"Instructs: {b}" for b in only_loser[:2]]
+        + [f"Does not secure: {t}" for t, _, _ in failed[:2]]
+        or ["No clear weakness"],
+        "instruction_following": {
+            "winner": {"score": 8 if winner else 5, "issues": []},
+            "loser": {
+                "score": 6 if loser else 4,
+                "issues": [f"Missed: {t}" for t, _, _ in failed[:3]],
+            },
+        },
+        "improvement_suggestions": suggestions,
+        "transcript_insights": {
+            "winner_execution_pattern": f"Read skill -> followed {len(winner)} instruction(s) -> wrote the output",
+            "loser_execution_pattern": f"Read skill -> followed {len(loser)} instruction(s) -> wrote the output",
+        },
+    }

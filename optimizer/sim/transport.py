@@ -1,0 +1,260 @@
+"""The simulated Messages API service: routing, auth, faults, prompt-cache accounting, stats and
+the httpx2 MockTransport. Never lets latency or a fault change the content of a successful reply."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+
+import httpx2
+
+from . import world
+from .protocol import (
+    ERRORS,
+    FAULT_KINDS,
+    Reply,
+    cap,
+    error_reply,
+    invalid,
+    json_reply,
+    malform,
+    sse_events,
+    tokens,
+)
+from .text import REMINDER, canonical
+
+
+@dataclass
+class SimStats:
+    calls: int = 0
+    faults_injected: Counter = field(default_factory=Counter)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    by_role: Counter = field(default_factory=Counter)
+
+
+class Simulator:
+    """A deterministic stand-in for the Messages API: the same seed, role, sample index and
+    request always give the same reply, whatever the latency, faults or concurrency."""
+
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        latency_ms: float = 0,
+        fault_rate: float = 0.0,
+        judge_noise: float = 0.05,
+        position_bias: float = 0.3,
+        proposal_quality: float = 0.6,
+    ) -> None:
+        self.seed = seed
+        self.latency_ms = latency_ms
+        self.fault_rate = fault_rate
+        self.knobs = world.Knobs(judge_noise, position_bias, proposal_quality)
+        self.stats = SimStats()
+        self._lock = threading.Lock()
+        self._attempts: Counter = Counter()
+        self._cached: set[str] = set()
+
+    # --- content -------------------------------------------------------------------------------
+
+    def _key(self, body: dict, role: str, sample: int, *, whole: bool = False) -> str:
+        shown = {k: v for k, v in body.items() if k not in ("stream", "metadata")}
+        if role in world.TOOL_OF_ROLE and not whole:
+            # Single-shot roles answer their prompt: a re-ask after a validation error (extra
+            # turns appended) gets the answer a fault-free call got, so faults leave no trace.
+            shown["messages"] = body["messages"][:1]
+        # Harness reminders carry the date: a key with them would change every night.
+        text = REMINDER.sub("", canonical(shown))
+        return hashlib.sha256(f"{self.seed}\0{role}\0{sample}\0{text}".encode()).hexdigest()
+
+    def respond(self, body: dict, headers: Mapping[str, str]) -> dict:
+        """The reply to a valid request as a Messages API response dict, without any fault."""
+        headers = {k.lower(): v for k, v in headers.items()}
+        role = world.detect_role(body, headers)
+        key = self._key(body, role, _sample(headers))
+        content, stop = world.reply(body, role, random.Random(int(key, 16)), key, self.knobs)
+        content, stop = cap(content, stop, int(body.get("max_tokens") or 4096))
+        return {
+            "id": f"msg_sim_{key[:24]}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "sim"),
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": self._usage(body, content),
+        }
+
+    def _usage(self, body: dict, content: list[dict]) -> dict:
+        # Blocks marked cache_control end cacheable prefixes (tools, then system, then messages);
+        # the first sighting of a prefix writes the cache, later ones read it.
+        digest, chars, marks = hashlib.sha256(), 0, []
+        system = body.get("system") or []
+        segments = list(body.get("tools") or [])
+        segments += [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
+        for message in body["messages"]:
+            blocks = message.get("content")
+            segments += (
+                [{"type": "text", "text": blocks}] if isinstance(blocks, str) else list(blocks)
+            )
+        for segment in segments:
+            text = canonical(segment)
+            digest.update(text.encode())
+            chars += len(text)
+            if isinstance(segment, dict) and segment.get("cache_control"):
+                marks.append((chars, digest.copy().hexdigest()))
+        with self._lock:
+            read = max((c for c, h in marks if h in self._cached), default=0)
+            self._cached.update(h for _, h in marks)
+        written = marks[-1][0] if marks else 0
+        return {
+            "input_tokens": tokens(chars - written),
+            "output_tokens": tokens(len(canonical(content))),
+            "cache_creation_input_tokens": tokens(written - read),
+            "cache_read_input_tokens": tokens(read),
+        }
+
+    # --- the service ---------------------------------------------------------------------------
+
+    def handle(self, method: str, target: str, headers: Mapping[str, str], raw: bytes) -> Reply:
+        """One HTTP request, minus latency: the routing, auth, validation, faults and reply."""
+        headers = {k.lower(): v for k, v in headers.items()}
+        path = target.split("?", 1)[0].rstrip("/") or "/"
+        if method in ("GET", "HEAD") and path == "/":
+            return json_reply(200, {})
+        if method != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
+            return error_reply(404, "not_found_error", f"Not found: {method} {path}")
+        if not (headers.get("x-api-key") or headers.get("authorization")):
+            return error_reply(401, "authentication_error", "x-api-key header is required")
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            return error_reply(400, "invalid_request_error", "The request body is not valid JSON.")
+        if path.endswith("count_tokens"):
+            problem = invalid(body, ("model", "messages"))
+            if problem:
+                return error_reply(400, "invalid_request_error", problem)
+            return json_reply(200, {"input_tokens": tokens(len(canonical(body)))})
+        problem = invalid(body)
+        if problem:
+            return error_reply(400, "invalid_request_error", problem)
+        return self._messages(body, headers)
+
+    def _messages(self, body: dict, headers: dict[str, str]) -> Reply:
+        role = world.detect_role(body, headers)
+        streaming = bool(body.get("stream"))
+        forced = headers.get("x-sim-force-error", "").strip()
+        if forced and forced not in ERRORS and forced not in FAULT_KINDS:
+            return error_reply(
+                400, "invalid_request_error", f"x-sim-force-error: unknown fault {forced!r}"
+            )
+        fault = forced or self._draw_fault(body, role, headers, streaming)
+        with self._lock:
+            self.stats.calls += 1
+            self.stats.by_role[role] += 1
+            if fault:
+                self.stats.faults_injected[fault] += 1
+        request_id = {
+            "request-id": f"req_sim_{self._key(body, role, _sample(headers), whole=True)[:24]}"
+        }
+        if fault in ERRORS:
+            status, kind, text = ERRORS[fault]
+            extra = {"retry-after": "0"} if fault == "429" else {}
+            return error_reply(status, kind, text, **request_id, **extra)
+        if fault == "timeout" or (fault == "truncate" and not streaming):
+            return Reply(0, {}, drop="timeout" if fault == "timeout" else "disconnect")
+        message = self.respond(body, headers)
+        if fault == "malformed":
+            message = malform(message, body)
+        if not streaming:
+            return json_reply(200, message, **request_id)
+        events = sse_events(message)
+        if fault == "truncate":
+            events = events[:4]  # message_start, ping, the first block's start and first delta
+        return Reply(
+            200,
+            {"content-type": "text/event-stream", "cache-control": "no-cache", **request_id},
+            events=events,
+        )
+
+    def _draw_fault(
+        self, body: dict, role: str, headers: dict[str, str], streaming: bool
+    ) -> str | None:
+        # Drawn per attempt: a retry of the same request gets a fresh draw, in a fixed sequence.
+        if self.fault_rate <= 0:
+            return None
+        key = self._key(body, role, _sample(headers), whole=True)
+        with self._lock:
+            attempt = self._attempts[key]
+            self._attempts[key] += 1
+        rng = random.Random(
+            int(hashlib.sha256(f"{key}\0fault\0{attempt}".encode()).hexdigest(), 16)
+        )
+        if rng.random() >= self.fault_rate:
+            return None
+        kinds = ["429", "529", "500", "timeout"]
+        kinds += ["malformed"] if role in world.TOOL_OF_ROLE else []
+        kinds += ["truncate"] if streaming else []
+        return rng.choice(kinds)
+
+    # --- in-process transport ------------------------------------------------------------------
+
+    def enter(self) -> None:
+        with self._lock:
+            self.stats.in_flight += 1
+            self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+
+    def leave(self) -> None:
+        with self._lock:
+            self.stats.in_flight -= 1
+
+    def transport(self) -> httpx2.MockTransport:
+        """An httpx2 transport for `httpx2.AsyncClient(transport=...)` under the real SDK."""
+
+        async def handler(request: httpx2.Request) -> httpx2.Response:
+            self.enter()
+            try:
+                if self.latency_ms > 0:
+                    await asyncio.sleep(self.latency_ms / 1000)
+                reply = self.handle(
+                    request.method, request.url.raw_path.decode(), request.headers, request.content
+                )
+            finally:
+                self.leave()
+            if reply.drop == "timeout":
+                raise httpx2.ReadTimeout("simulated timeout", request=request)
+            if reply.drop:
+                raise httpx2.RemoteProtocolError(
+                    "peer closed connection without sending complete message body", request=request
+                )
+            if reply.events is not None:
+                return httpx2.Response(
+                    reply.status,
+                    headers=reply.headers,
+                    content=_stream(reply.events),
+                    request=request,
+                )
+            return httpx2.Response(
+                reply.status, headers=reply.headers, content=reply.body, request=request
+            )
+
+        return httpx2.MockTransport(handler)
+
+
+async def _stream(events: list[bytes]) -> AsyncIterator[bytes]:
+    for event in events:
+        yield event
+
+
+def _sample(headers: Mapping[str, str]) -> int:
+    try:
+        return int(headers.get("x-optimizer-sample", 0))
+    except (TypeError, ValueError):
+        return 0

@@ -1,0 +1,298 @@
+"""The simulated world: which role a request plays and what that role answers, as a pure function
+of (request body, seeded rng). Never reads a clock, a file, a global or the network."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..prompting import parse_tags, section
+from . import judges, proposer
+from .text import (
+    NEGATIVE,
+    REMINDER,
+    block_text,
+    bullet_text,
+    bullets,
+    first_user_text,
+    fit,
+    forced_tool,
+    snippets,
+    split_front_matter,
+    stems,
+    strip_reminders,
+    strip_snippets,
+    system_text,
+    tool_names,
+    tool_schema,
+    tool_uses,
+    words,
+)
+
+ROLES = ("executor", "grader", "comparator", "analyzer", "proposer", "trigger")
+FORCED_TOOLS = {
+    "submit_grading": "grader",
+    "submit_comparison": "comparator",
+    "submit_analysis": "analyzer",
+    "submit_proposal": "proposer",
+}
+TOOL_OF_ROLE = {role: tool for tool, role in FORCED_TOOLS.items()}
+
+SKILL_CALL_RATE = 0.95  # a relevant skill is still sometimes ignored, as by a real agent
+TRIGGER_THRESHOLD = 0.08  # Jaccard of stems: query vs. skill name + description
+TRIGGER_FLIP = 0.05
+
+
+@dataclass(frozen=True)
+class Knobs:
+    judge_noise: float = 0.05
+    position_bias: float = 0.3
+    proposal_quality: float = 0.6
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+
+
+def detect_role(body: dict, headers: Mapping[str, str]) -> str:
+    """Our client names the role in a header; the Claude Code CLI sends none, so infer it."""
+    declared = (headers.get("x-optimizer-role") or "").strip().lower()
+    if declared in ROLES:
+        return declared
+    forced = forced_tool(body)
+    if forced in FORCED_TOOLS:
+        return FORCED_TOOLS[forced]
+    names = tool_names(body)
+    if names and all(n.lower() == "skill" for n in names):
+        return "trigger"
+    types = [str(t.get("type", "")) for t in body.get("tools") or []]
+    if {"Write", "Bash", "bash"} & set(names) or any(
+        t.startswith(("bash_", "text_editor_")) for t in types
+    ):
+        return "executor"
+    return "chat"
+
+
+def reply(body: dict, role: str, rng: random.Random, uid: str, knobs: Knobs) -> tuple[list, str]:
+    """(content blocks, stop_reason) of the assistant's turn."""
+    if role in TOOL_OF_ROLE:
+        name = forced_tool(body) or TOOL_OF_ROLE[role]
+        answer = {
+            "grader": judges.grade,
+            "comparator": judges.compare,
+            "analyzer": judges.analyze,
+            "proposer": proposer.propose,
+        }[role](lambda tag: find_section(body, tag), rng, knobs)
+        block = _tool_use(uid, 0, name, fit(answer, tool_schema(body, name)))
+        return [block], "tool_use"
+    if role == "executor":
+        return _executor(body, rng, uid)
+    if role == "trigger":
+        return _trigger(body, rng, uid)
+    return [_text("OK.")], "end_turn"
+
+
+def find_section(body: dict, name: str) -> str | None:
+    """A tagged section of the prompt; the first user message wins over the system prompt, whose
+    instructions may quote a tag by way of example."""
+    found = section(first_user_text(body), name)
+    return found if found is not None else section(system_text(body), name)
+
+
+def _text(text: str) -> dict:
+    return {"type": "text", "text": text}
+
+
+def _tool_use(uid: str, index: int, name: str, tool_input: dict) -> dict:
+    return {
+        "type": "tool_use",
+        "id": f"toolu_sim_{uid[:16]}_{index}",
+        "name": name,
+        "input": tool_input,
+    }
+
+
+# --- skills as listed to an agent ---------------------------------------------------------------
+
+
+def listed_skills(text: str) -> list[Skill]:
+    """Skills offered in a prompt, in three forms: ours (`<skill name="x">desc</skill>`), the older
+    Claude Code form (`<skill><name>x</name><description>…`) and Claude Code 2.1's
+    "The following skills are available…" list of `- name: description` lines."""
+    found: dict[str, Skill] = {}
+    for attrs, content in parse_tags(text, "skill"):
+        name = attrs.get("name") or (section(content, "name") or "").strip()
+        desc = section(content, "description") if "name" not in attrs else content
+        if name:
+            found.setdefault(name, Skill(name, (desc or "").strip()))
+    for m in re.finditer(
+        r"skills are available[^\n]*\n((?:[ \t]*\n|- [^\n]*(?:\n|$))+)", text, re.I
+    ):
+        for line in m.group(1).splitlines():
+            item = re.match(r"- ([\w.:/-]+): (.*)", line)
+            if item:
+                found.setdefault(item.group(1), Skill(item.group(1), item.group(2).strip()))
+    return list(found.values())
+
+
+def _skill_tool(body: dict) -> dict | None:
+    return next(
+        (t for t in body.get("tools") or [] if str(t.get("name", "")).lower() == "skill"), None
+    )
+
+
+def _skills_context(body: dict) -> str:
+    tool = _skill_tool(body) or {}
+    reminders = [
+        m
+        for msg in body["messages"]
+        if msg.get("role") == "user"
+        for m in REMINDER.findall(block_text(msg.get("content")))
+    ]
+    return "\n".join([system_text(body), str(tool.get("description", "")), *reminders])
+
+
+def _skill_words(skill: Skill) -> set[str]:
+    return stems(skill.name.replace("-", " ").replace("_", " ") + " " + skill.description)
+
+
+def _named(skill: Skill, text: str) -> bool:
+    return (
+        re.search(rf"(?<![\w-]){re.escape(skill.name.lower())}(?![\w-])", text.lower()) is not None
+    )
+
+
+# --- executor -----------------------------------------------------------------------------------
+
+
+def _task(body: dict) -> str:
+    text = strip_reminders(first_user_text(body))
+    tagged = section(text, "task")
+    if tagged is not None:
+        return tagged.strip()
+    return re.sub(r"<(input_files)\b[^>]*>.*?</\1>", "", text, flags=re.S).strip()
+
+
+def _relevant_skill(task: str, skills: list[Skill]) -> Skill | None:
+    task_stems = stems(task)
+    ranked = sorted(
+        ((_named(s, task), len(task_stems & _skill_words(s)), -i, s) for i, s in enumerate(skills)),
+        reverse=True,
+        key=lambda r: r[:3],
+    )
+    if ranked and (ranked[0][0] or ranked[0][1] >= 2):
+        return ranked[0][3]
+    return None
+
+
+def skill_instructions(body: dict, after: int) -> list[str]:
+    """The instruction lines of the skill whose text came back after message `after`: any
+    user-side text then is skill content (a tool_result for us, a text block for Claude Code)."""
+    texts = [
+        strip_reminders(block_text(m.get("content")))
+        for m in body["messages"][after + 1 :]
+        if m.get("role") == "user"
+    ]
+    _, skill_body = split_front_matter("\n".join(texts).strip())
+    return bullets(skill_body)
+
+
+def follow_rate(n: int) -> float:
+    # Long skills get followed less well: past ten instructions each one costs two points.
+    return min(0.97, max(0.5, 0.97 - 0.02 * max(0, n - 10)))
+
+
+def compose_output(task: str, instructions: list[str], rng: random.Random) -> str:
+    """The answer file: a title, a generic paragraph, and whatever the task and skill made the
+    agent include. The draws come in a fixed order so a sample index is a reproducible run."""
+    chosen = [w for w in words(task) if rng.random() < 0.5]
+    rate = follow_rate(len(instructions))
+    followed = [bullet_text(line) for line in instructions if rng.random() < rate]
+    task_snippets = [s for s in snippets(task) if rng.random() < 0.5]
+    suppressed = {s for line in followed if NEGATIVE.search(line) for s in snippets(line)}
+    title = " ".join(task.replace("`", "").split()[:6]) or "Answer"
+    lines = [f"# {title}", "", f"This answer covers {', '.join(chosen) or 'the request'}.", ""]
+    lines += [s for s in task_snippets if s not in suppressed]
+    for line in followed:
+        if not NEGATIVE.search(line):
+            lines += [s for s in snippets(line) if s not in suppressed and s not in lines]
+        sentence = re.sub(r"\s+([.,;:])", r"\1", strip_snippets(line))
+        if sentence:
+            lines.append(f"Following the guideline: {sentence}")
+    return "\n".join(lines) + "\n"
+
+
+def _write_call(body: dict, path: str, content: str, uid: str) -> dict | None:
+    for tool in body.get("tools") or []:
+        kind, name = str(tool.get("type", "")), str(tool.get("name", ""))
+        if kind.startswith("text_editor") or name == "str_replace_based_edit_tool":
+            return _tool_use(
+                uid, 0, name, {"command": "create", "path": path, "file_text": content}
+            )
+    if "Write" in tool_names(body):
+        return _tool_use(uid, 0, "Write", {"file_path": path, "content": content})
+    for name in ("bash", "Bash"):
+        if name in tool_names(body):
+            folder = path.rsplit("/", 1)[0]
+            command = f"mkdir -p '{folder}' && cat > '{path}' <<'SIM_EOF'\n{content}SIM_EOF"
+            return _tool_use(uid, 0, name, {"command": command})
+    return None
+
+
+def _executor(body: dict, rng: random.Random, uid: str) -> tuple[list, str]:
+    task = _task(body)
+    uses = tool_uses(body)
+    skill_calls = [i for i, b in uses if str(b.get("name", "")).lower() == "skill"]
+    acted = [b for _, b in uses if str(b.get("name", "")).lower() not in ("skill", "read")]
+    match = re.search(r"outputs/([\w./-]+\.\w+)", task)
+    relative = f"outputs/{match.group(1)}" if match else "outputs/answer.md"
+    if acted:
+        return [_text(f"Done: I wrote {relative}.")], "end_turn"
+    skill_tool = _skill_tool(body)
+    if skill_tool and not skill_calls:
+        best = _relevant_skill(task, listed_skills(_skills_context(body)))
+        if best and rng.random() < SKILL_CALL_RATE:
+            return [_tool_use(uid, 0, skill_tool["name"], {"skill": best.name})], "tool_use"
+    instructions = skill_instructions(body, skill_calls[0]) if skill_calls else []
+    content = compose_output(task, instructions, rng)
+    cwd = re.search(r"[Ww]orking directory:\s*(\S+)", system_text(body))
+    path = f"{(cwd.group(1) if cwd else '/workspace').rstrip('/')}/{relative}"
+    call = _write_call(body, path, content, uid)
+    if call is None:
+        return [_text(content)], "end_turn"
+    return [_text(f"I will write {relative}."), call], "tool_use"
+
+
+# --- trigger probe ------------------------------------------------------------------------------
+
+
+def trigger_score(query: str, skill: Skill) -> float:
+    if _named(skill, query):
+        return 1.0
+    q, s = stems(query), _skill_words(skill)
+    return len(q & s) / len(q | s) if q | s else 0.0
+
+
+def _trigger(body: dict, rng: random.Random, uid: str) -> tuple[list, str]:
+    query = strip_reminders(first_user_text(body))
+    scored = sorted(
+        (
+            (trigger_score(query, s), -i, s)
+            for i, s in enumerate(listed_skills(_skills_context(body)))
+        ),
+        key=lambda r: r[:2],
+        reverse=True,
+    )
+    best = scored[0] if scored else (0.0, 0, None)
+    runner_up = scored[1][0] if len(scored) > 1 else 0.0
+    call = best[0] >= TRIGGER_THRESHOLD and best[0] > runner_up
+    if best[0] > 0 and rng.random() < TRIGGER_FLIP:
+        call = not call
+    tool = _skill_tool(body)
+    if call and tool and best[2] is not None:
+        return [_tool_use(uid, 0, tool["name"], {"skill": best[2].name})], "tool_use"
+    return [_text("I can answer this directly; no skill is needed.")], "end_turn"

@@ -1,0 +1,50 @@
+"""Shared fixtures: one per real thing (settings, a state.db, the seeded simulator, a model client
+over it, a structlog capture). Keep it small; a fixture used by one file lives in that file."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import structlog
+
+from optimizer.config import Settings
+from optimizer.llm import ModelClient, make_client
+from optimizer.store import Store
+
+
+async def no_wait(_seconds: float) -> None:
+    """Retries in tests do not wait; they still yield, as a real sleep would."""
+    await asyncio.sleep(0)
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return Settings.model_validate({"llm": {"provider": "sim"}})
+
+
+@pytest.fixture
+def store(tmp_path):
+    db = Store(tmp_path / "state.db")
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def sim():
+    from optimizer.sim import Simulator
+
+    return Simulator(seed=0)
+
+
+@pytest.fixture
+async def client(settings, store, sim) -> ModelClient:
+    model_client = make_client(settings, store, simulator=sim, sleep=no_wait)
+    yield model_client
+    await model_client.aclose()
+
+
+@pytest.fixture
+def log_capture():
+    with structlog.testing.capture_logs() as captured:
+        yield captured

@@ -1,0 +1,721 @@
+"""The Messages API simulator, driven through the real anthropic SDK over its transport (and once
+over the loopback server): protocol, errors, determinism, and a world where skills matter."""
+
+from __future__ import annotations
+
+import asyncio
+
+import anthropic
+import httpx2
+import pytest
+import yaml
+
+from optimizer.prompting import tag
+from optimizer.sim import Simulator, serve
+
+SKILL = """---
+name: csv-report
+description: Summarise CSV sales files into a markdown report with totals per region.
+---
+# CSV report
+
+Read the CSV first.
+
+- Start the report with a `## Summary` heading.
+- Give the `total_revenue` figure for every region.
+- End with a `## Method` section.
+"""
+TASK = "Summarise the sales CSV into a markdown report at outputs/report.md with totals per region."
+DESCRIPTION = "Summarise CSV sales files into a markdown report with totals per region."
+LISTING = (
+    "<available_skills>\n"
+    f'<skill name="csv-report">{DESCRIPTION}</skill>\n'
+    '<skill name="pdf-forms">Fill in PDF forms and flatten their fields.</skill>\n'
+    "</available_skills>"
+)
+SKILL_TOOL = {
+    "name": "Skill",
+    "description": "Load a skill's instructions.",
+    "input_schema": {
+        "type": "object",
+        "properties": {"skill": {"type": "string"}},
+        "required": ["skill"],
+    },
+}
+EXECUTOR_TOOLS = [
+    {"type": "bash_20250124", "name": "bash"},
+    {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"},
+    SKILL_TOOL,
+]
+GRADING_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "expectations": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string"},
+                    "passed": {"type": "boolean"},
+                    "evidence": {"type": "string"},
+                },
+                "required": ["text", "passed", "evidence"],
+            },
+        },
+        "summary": {"type": "object"},
+        "user_notes_summary": {
+            "type": "object",
+            "properties": {"uncertainties": {"type": "array"}},
+        },
+    },
+    "required": ["expectations", "summary", "user_notes_summary"],
+}
+
+
+def client_for(sim: Simulator) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(
+        api_key="sk-test",
+        base_url="http://sim",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=sim.transport()),
+    )
+
+
+def forced(role: str, tool: str, prompt: str, schema: dict | None = None, sample: int = 0) -> dict:
+    return {
+        "model": "sim-judge",
+        "max_tokens": 4096,
+        "messages": [{"role": "user", "content": prompt}],
+        "tools": [
+            {"name": tool, "description": tool, "input_schema": schema or {"type": "object"}}
+        ],
+        "tool_choice": {"type": "tool", "name": tool},
+        "extra_headers": {"x-optimizer-role": role, "x-optimizer-sample": str(sample)},
+    }
+
+
+async def tool_input(client: anthropic.AsyncAnthropic, request: dict) -> dict:
+    message = await client.messages.create(**request)
+    assert message.stop_reason == "tool_use"
+    return next(b for b in message.content if b.type == "tool_use").input
+
+
+async def run_executor(client: anthropic.AsyncAnthropic, skill: str | None, sample: int) -> str:
+    """A tiny agent loop: returns the text of the file the executor created."""
+    system = "You are an agent working in /workspace." + (f"\n{LISTING}" if skill else "")
+    tools = EXECUTOR_TOOLS if skill else EXECUTOR_TOOLS[:2]
+    messages: list[dict] = [{"role": "user", "content": TASK}]
+    written = ""
+    for _ in range(6):
+        reply = await client.messages.create(
+            model="sim-exec",
+            max_tokens=4096,
+            system=system,
+            tools=tools,
+            messages=messages,
+            extra_headers={"x-optimizer-role": "executor", "x-optimizer-sample": str(sample)},
+        )
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [b.model_dump(exclude_none=True) for b in reply.content],
+            }
+        )
+        if reply.stop_reason != "tool_use":
+            return written
+        results = []
+        for block in (b for b in reply.content if b.type == "tool_use"):
+            if block.name == "Skill":
+                assert block.input == {"skill": "csv-report"}
+                output = skill or ""
+            else:
+                assert block.input["path"] == "/workspace/outputs/report.md"
+                written, output = block.input["file_text"], "File created."
+            results.append({"type": "tool_result", "tool_use_id": block.id, "content": output})
+        messages.append({"role": "user", "content": results})
+    raise AssertionError("the executor never finished")
+
+
+def apply_edit(text: str, edit: dict) -> str:
+    if edit["action"] == "write":
+        return edit["content"]
+    assert edit["action"] == "replace" and text.count(edit["old"]) == 1
+    return text.replace(edit["old"], edit["new"])
+
+
+def front_matter(text: str) -> str:
+    return text.split("---\n")[1]
+
+
+# --- protocol and determinism -------------------------------------------------------------------
+
+
+async def test_same_request_and_sample_give_the_same_reply_and_samples_differ():
+    sim = Simulator(seed=7)
+    client = client_for(sim)
+    first = await run_executor(client, SKILL, sample=0)
+    again = await run_executor(client_for(Simulator(seed=7)), SKILL, sample=0)
+    others = {await run_executor(client, None, sample=s) for s in range(6)}
+    assert first == again and first.startswith("# Summarise")
+    assert len(others) > 1
+    assert sim.stats.by_role["executor"] > 0 and sim.stats.in_flight == 0
+
+
+async def test_streaming_tool_use_is_parsed_by_the_sdk_like_the_plain_reply():
+    sim = Simulator(seed=1)
+    client = client_for(sim)
+    request = dict(
+        model="sim-exec",
+        max_tokens=4096,
+        system=LISTING,
+        tools=EXECUTOR_TOOLS,
+        messages=[{"role": "user", "content": TASK}],
+        extra_headers={"x-optimizer-role": "executor", "x-optimizer-sample": "1"},
+    )
+    plain = await client.messages.create(**request)
+    async with client.messages.stream(**request) as stream:
+        streamed = await stream.get_final_message()
+    assert streamed.stop_reason == plain.stop_reason == "tool_use"
+    assert [b.model_dump() for b in streamed.content] == [b.model_dump() for b in plain.content]
+    assert streamed.content[0].input == {"skill": "csv-report"}
+
+
+async def test_prompt_cache_is_written_once_then_read():
+    client = client_for(Simulator())
+    system = [
+        {
+            "type": "text",
+            "text": "Long instructions. " * 200,
+            "cache_control": {"type": "ephemeral"},
+        }
+    ]
+    kwargs = dict(model="m", max_tokens=50, system=system)
+    one = await client.messages.create(**kwargs, messages=[{"role": "user", "content": "first"}])
+    two = await client.messages.create(**kwargs, messages=[{"role": "user", "content": "second"}])
+    assert one.usage.cache_creation_input_tokens > 900 and one.usage.cache_read_input_tokens == 0
+    assert two.usage.cache_read_input_tokens == one.usage.cache_creation_input_tokens
+    assert two.usage.cache_creation_input_tokens == 0 and 0 < two.usage.input_tokens < 20
+
+
+async def test_in_flight_requests_are_counted_for_the_concurrency_check():
+    sim = Simulator(latency_ms=30)
+    client = client_for(sim)
+    gate = asyncio.Semaphore(3)
+
+    async def call(i: int) -> None:
+        async with gate:
+            await client.messages.create(
+                model="m", max_tokens=10, messages=[{"role": "user", "content": str(i)}]
+            )
+
+    await asyncio.gather(*(call(i) for i in range(9)))
+    assert sim.stats.max_in_flight == 3 and sim.stats.calls == 9 and sim.stats.in_flight == 0
+
+
+# --- the executor world -------------------------------------------------------------------------
+
+
+async def test_a_skill_with_snippets_makes_them_appear_far_more_often():
+    client = client_for(Simulator(seed=3))
+    wanted = ("## Summary", "total_revenue", "## Method")
+
+    async def rate(skill: str | None) -> float:
+        files = [await run_executor(client, skill, sample=s) for s in range(30)]
+        return sum(all(w in f for w in wanted) for f in files) / len(files)
+
+    with_skill, without = await rate(SKILL), await rate(None)
+    assert with_skill >= 0.75 and without <= 0.1
+
+
+async def test_a_negative_instruction_suppresses_its_snippet():
+    skill = SKILL.replace("- End with", "- Never include `total_revenue` lines.\n- End with")
+    client = client_for(Simulator(seed=4))
+    files = [await run_executor(client, skill, sample=s) for s in range(10)]
+    assert (
+        sum("total_revenue" in f for f in files) <= 2 and sum("## Method" in f for f in files) >= 7
+    )
+
+
+async def test_claude_code_shaped_requests_are_recognised_without_our_headers():
+    """As the Claude Code CLI sends them: no role header, its own tools, a working directory, the
+    skill list in a mid-conversation system message, skill content as a user text block."""
+    client = client_for(Simulator(seed=1))
+    tools = [
+        {"name": n, "description": n, "input_schema": {"type": "object"}}
+        for n in ("Bash", "Edit", "Read", "Skill", "Write")
+    ]
+    listing = (
+        "The following skills are available for use with the Skill tool:\n\n"
+        f"- csv-report: {DESCRIPTION}\n- update-config: Configure the harness via settings.json.\n"
+    )
+    messages = [
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "<system-reminder>\nToday's date is 2026-11-21.\n</system-reminder>",
+                },
+                {"type": "text", "text": TASK},
+            ],
+        },
+        {"role": "system", "content": listing},
+    ]
+    request = dict(
+        model="claude-default",
+        max_tokens=64000,
+        system=[
+            {"type": "text", "text": "You are Claude Code.\n - Primary working directory: /proj"}
+        ],
+        tools=tools,
+    )
+    for turn in range(3):
+        async with client.messages.stream(**request, messages=messages) as stream:
+            reply = await stream.get_final_message()
+        block = reply.content[-1]
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [b.model_dump(exclude_none=True) for b in reply.content],
+            }
+        )
+        if turn == 0:
+            assert block.name == "Skill" and block.input == {"skill": "csv-report"}
+            body = SKILL.split("---\n", 2)[2]
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": block.id,
+                            "content": "Launching skill: csv-report",
+                        },
+                        {
+                            "type": "text",
+                            "text": f"Base directory for this skill: /proj/.claude/skills/csv-report\n\n{body}",
+                        },
+                    ],
+                }
+            )
+        elif turn == 1:
+            assert block.name == "Write" and block.input["file_path"] == "/proj/outputs/report.md"
+            assert "total_revenue" in block.input["content"]
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": block.id,
+                            "content": "File created successfully",
+                        },
+                    ],
+                }
+            )
+    assert reply.stop_reason == "end_turn" and reply.content[0].type == "text"
+
+
+# --- judges ---------------------------------------------------------------------------------------
+
+
+def grading_prompt(output: str) -> str:
+    expectations = "\n".join(
+        [
+            tag(
+                "expectation",
+                "The report has a `## Summary` section with totals per region",
+                id="E1",
+            ),
+            tag(
+                "expectation", "The report gives the `median_order` value for each quarter", id="E2"
+            ),
+            tag("expectation", "Looks good", id="E3"),
+        ]
+    )
+    rubric = (
+        '<dimension name="regional_totals" weight="2.0">Totals per region are given</dimension>'
+    )
+    return "\n".join(
+        [
+            tag("task", TASK),
+            tag("expectations", expectations),
+            tag("rubric", rubric),
+            tag("outputs", tag("file", output, path="outputs/report.md")),
+            tag("transcript", "Read the skill, wrote the report."),
+        ]
+    )
+
+
+async def test_grader_passes_what_is_there_and_fails_what_is_not():
+    client = client_for(Simulator(judge_noise=0.0))
+    output = "# Sales\n\n## Summary\nThe report covers totals per region.\n"
+    grading = await tool_input(
+        client, forced("grader", "submit_grading", grading_prompt(output), GRADING_SCHEMA)
+    )
+    verdicts = {e["text"][:20]: e["passed"] for e in grading["expectations"]}
+    assert verdicts == {
+        "The report has a `##": True,
+        "The report gives the": False,
+        "Looks good": False,
+    }
+    assert "outputs/report.md" in grading["expectations"][0]["evidence"]
+    assert "median_order" in grading["expectations"][1]["evidence"]
+    assert grading["summary"] == {"passed": 1, "failed": 2, "total": 3, "pass_rate": 0.3333}
+    assert grading["rubric_scores"]["regional_totals"]["score"] == 3  # total, region of 4 words
+    assert grading["rubric_summary"]["max_possible"] == 5.0
+    assert grading["user_notes_summary"] == {}  # a required field the world had no value for
+    reasons = {s["assertion"]: s["reason"] for s in grading["eval_feedback"]["suggestions"]}
+    assert reasons["Looks good"].startswith("Too vague") and grading["eval_feedback"]["overall"]
+
+
+def comparison_prompt(first: str, second: str) -> str:
+    expectations = "\n".join(
+        tag("expectation", e)
+        for e in ("The report has a `## Summary` section", "The `total_revenue` figure is there")
+    )
+    return "\n".join(
+        [
+            tag("task", TASK),
+            tag("expectations", expectations),
+            tag("output_a", tag("file", first, path="outputs/report.md")),
+            tag("output_b", tag("file", second, path="outputs/report.md")),
+        ]
+    )
+
+
+async def test_comparator_picks_the_better_side_unless_position_biased():
+    good = "# Sales report\n\n## Summary\nThis section gives the figure per region.\ntotal_revenue: 120\n"
+    bad = "# Report\n\nSome words.\n"
+    fair = client_for(Simulator(position_bias=0.0))
+    biased = client_for(Simulator(position_bias=1.0))
+    request = forced("comparator", "submit_comparison", comparison_prompt(good, bad))
+    assert (await tool_input(fair, request))["winner"] == "A"
+    swapped = await tool_input(
+        fair, forced("comparator", "submit_comparison", comparison_prompt(bad, good))
+    )
+    assert swapped["winner"] == "B"
+    assert swapped["expectation_results"]["B"]["pass_rate"] == 1.0
+    assert swapped["rubric"]["B"]["overall_score"] > swapped["rubric"]["A"]["overall_score"]
+    for sample in range(4):
+        prompt = comparison_prompt(bad, good)
+        answer = await tool_input(
+            biased, forced("comparator", "submit_comparison", prompt, sample=sample)
+        )
+        assert answer["winner"] == "A"
+
+
+async def test_analyzer_suggests_instructions_for_failed_expectations():
+    client = client_for(Simulator())
+    prompt = "\n".join(
+        [
+            tag("winner_skill", tag("file", SKILL, path="SKILL.md")),
+            tag(
+                "loser_skill",
+                tag(
+                    "file",
+                    SKILL.replace("- End with a `## Method` section.\n", ""),
+                    path="SKILL.md",
+                ),
+            ),
+            tag("comparisons", "A was more complete."),
+            tag(
+                "failed_expectations",
+                tag("failure", "The report ends with `## Method`", eval="1", count="2"),
+            ),
+        ]
+    )
+    analysis = await tool_input(client, forced("analyzer", "submit_analysis", prompt))
+    top = analysis["improvement_suggestions"][0]
+    assert top["priority"] == "high" and top["category"] == "instructions"
+    assert "`## Method`" in top["suggestion"]
+    assert any("## Method" in s for s in analysis["winner_strengths"])
+
+
+# --- proposer -------------------------------------------------------------------------------------
+
+
+def proposal_prompt(lost: str = "", target: str = "body", extra: str = "") -> str:
+    failures = "\n".join(
+        [
+            tag("failure", "The report lists the `median_order` value", eval="1", count="3"),
+            tag("failure", "The report names the best region", eval="2", count="1"),
+        ]
+    )
+    return "\n".join(
+        [
+            tag("target", target),
+            tag("skill_files", tag("file", SKILL, path="SKILL.md")),
+            tag("failed_expectations", failures),
+            tag("judge_feedback", ""),
+            tag("lost_attempts", lost),
+            extra,
+        ]
+    )
+
+
+async def test_a_good_proposal_adds_an_instruction_for_the_most_frequent_failure():
+    client = client_for(Simulator(proposal_quality=1.0))
+    proposal = await tool_input(client, forced("proposer", "submit_proposal", proposal_prompt()))
+    new = apply_edit(SKILL, proposal["edits"][0])
+    assert "- Make sure that the report lists the `median_order` value\n" in new
+    assert new.index("median_order") > new.index("## Method")  # after the last bullet
+    assert front_matter(new) == front_matter(SKILL) and "median_order" in proposal["summary"]
+    lost = tag("attempt", 'Add: "The report lists the `median_order` value" — lost: no gain')
+    retry = await tool_input(client, forced("proposer", "submit_proposal", proposal_prompt(lost)))
+    assert (
+        "best region" in apply_edit(SKILL, retry["edits"][0]) and "median" not in retry["summary"]
+    )
+
+
+async def test_a_bad_proposal_removes_or_suppresses_a_snippet():
+    client = client_for(Simulator(proposal_quality=0.0))
+    for sample in range(4):
+        request = forced("proposer", "submit_proposal", proposal_prompt(), sample=sample)
+        new = apply_edit(SKILL, (await tool_input(client, request))["edits"][0])
+        lost_bullet = any(s not in new for s in ("## Summary", "total_revenue", "## Method"))
+        assert lost_bullet or "skip `" in new
+        assert front_matter(new) == front_matter(SKILL)
+
+
+async def test_good_proposals_raise_the_graded_pass_rate():
+    client = client_for(Simulator(seed=5, judge_noise=0.0, proposal_quality=1.0))
+    expectation = "The report lists the `median_order` value"
+    proposal = await tool_input(client, forced("proposer", "submit_proposal", proposal_prompt()))
+    improved = apply_edit(SKILL, proposal["edits"][0])
+
+    async def pass_rate(skill: str) -> float:
+        passed = 0
+        for sample in range(12):
+            output = await run_executor(client, skill, sample)
+            prompt = "\n".join(
+                [
+                    tag("expectations", tag("expectation", expectation)),
+                    tag("outputs", tag("file", output, path="outputs/report.md")),
+                ]
+            )
+            grading = await tool_input(
+                client, forced("grader", "submit_grading", prompt, sample=sample)
+            )
+            passed += grading["expectations"][0]["passed"]
+        return passed / 12
+
+    assert await pass_rate(SKILL) == 0.0 and await pass_rate(improved) >= 0.75
+
+
+async def test_description_proposals_add_missed_query_words_and_keep_yaml_valid():
+    queries = tag(
+        "query", "turn my quarterly spreadsheet into a revenue dashboard", should_trigger="true"
+    )
+    prompt = proposal_prompt(target="description", extra=tag("missed_queries", queries))
+    good = await tool_input(
+        client_for(Simulator(proposal_quality=1.0)), forced("proposer", "submit_proposal", prompt)
+    )
+    bad = await tool_input(
+        client_for(Simulator(proposal_quality=0.0)), forced("proposer", "submit_proposal", prompt)
+    )
+    for proposal in (good, bad):
+        edit = proposal["edits"][0]
+        assert edit["action"] == "write" and edit["content"].endswith(SKILL.split("---\n", 2)[2])
+        meta = yaml.safe_load(front_matter(edit["content"]))
+        assert meta["name"] == "csv-report" and len(meta["description"]) <= 1024
+    good_desc = yaml.safe_load(front_matter(good["edits"][0]["content"]))["description"]
+    bad_desc = yaml.safe_load(front_matter(bad["edits"][0]["content"]))["description"]
+    assert "spreadsheet" in good_desc and "dashboard" in good_desc
+    query = "turn my quarterly spreadsheet into a revenue dashboard"
+    before = await trigger_calls(client_for(Simulator()), LISTING, query)
+    listing = LISTING.replace(DESCRIPTION, good_desc)
+    assert good_desc in listing
+    after = await trigger_calls(client_for(Simulator()), listing, query)
+    assert before.count("csv-report") <= 1 and after.count("csv-report") >= 8
+    assert len(bad_desc) < len(DESCRIPTION)
+
+
+# --- trigger probe --------------------------------------------------------------------------------
+
+
+async def trigger_calls(client, listing: str, query: str, samples: int = 10) -> list[str | None]:
+    """The skill each sample of a trigger probe calls (None: answered without a skill)."""
+    called = []
+    for sample in range(samples):
+        reply = await client.messages.create(
+            model="m",
+            max_tokens=200,
+            system=f"Answer the user.\n{listing}",
+            tools=[SKILL_TOOL],
+            messages=[{"role": "user", "content": query}],
+            extra_headers={"x-optimizer-sample": str(sample)},  # no role header: inferred
+        )
+        called.append(next((b.input["skill"] for b in reply.content if b.type == "tool_use"), None))
+    return called
+
+
+async def test_trigger_routes_matching_queries_to_the_skill_and_others_nowhere():
+    client = client_for(Simulator(seed=2))
+    matching = await trigger_calls(
+        client, LISTING, "Summarise this sales CSV into a report by region"
+    )
+    unrelated = await trigger_calls(client, LISTING, "What is the capital city of France?")
+    assert matching.count("csv-report") >= 8 and unrelated.count(None) >= 9
+
+
+# --- errors and faults ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "error"),
+    [
+        ("429", anthropic.RateLimitError),
+        ("529", anthropic.OverloadedError),
+        ("500", anthropic.InternalServerError),
+        ("timeout", anthropic.APITimeoutError),
+        ("truncate", anthropic.APIConnectionError),
+    ],
+)
+async def test_forced_errors_raise_the_sdk_exception_of_the_real_service(kind, error):
+    sim = Simulator()
+    with pytest.raises(error) as caught:
+        await client_for(sim).messages.create(
+            model="m",
+            max_tokens=10,
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"x-sim-force-error": kind},
+        )
+    if kind == "429":
+        assert caught.value.response.headers["retry-after"] == "0"
+    assert sim.stats.faults_injected[kind] == 1
+
+
+async def test_spend_limit_and_truncated_stream_and_malformed_tool_input():
+    client = client_for(Simulator())
+    with pytest.raises(anthropic.RateLimitError, match="usage limits") as caught:
+        await client.messages.create(
+            model="m",
+            max_tokens=10,
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"x-sim-force-error": "429-spend"},
+        )
+    assert "spend limit" in str(caught.value)
+    async with client.messages.stream(
+        model="m",
+        max_tokens=50,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"x-sim-force-error": "truncate"},
+    ) as stream:
+        assert (await stream.get_final_message()).stop_reason is None  # no message_stop came
+    request = forced("grader", "submit_grading", grading_prompt("# R\n"), GRADING_SCHEMA)
+    clean = await tool_input(client, request)
+    broken = await tool_input(
+        client,
+        dict(request, extra_headers={**request["extra_headers"], "x-sim-force-error": "malformed"}),
+    )
+    assert "expectations" not in broken and clean["expectations"]
+    # Re-asked with the validation error appended, the grader gives the fault-free answer.
+    reask = dict(
+        request,
+        messages=request["messages"]
+        + [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "submit_grading", "input": broken}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "is_error": True,
+                        "content": "expectations: Field required",
+                    }
+                ],
+            },
+        ],
+    )
+    assert await tool_input(client, reask) == clean
+
+
+async def test_random_faults_never_change_a_successful_reply():
+    plain = client_for(Simulator(seed=9))
+    sim = Simulator(seed=9, fault_rate=0.5)
+    faulty = client_for(sim)
+    request = dict(
+        model="m",
+        max_tokens=4096,
+        system=LISTING,
+        tools=EXECUTOR_TOOLS,
+        messages=[{"role": "user", "content": TASK}],
+    )
+    for sample in range(6):
+        headers = {"x-optimizer-role": "executor", "x-optimizer-sample": str(sample)}
+        expected = await plain.messages.create(**request, extra_headers=headers)
+        for _ in range(40):
+            try:
+                got = await faulty.messages.create(**request, extra_headers=headers)
+                break
+            except (anthropic.APIStatusError, anthropic.APIConnectionError):
+                continue
+        assert got.model_dump() == expected.model_dump()
+    assert sum(sim.stats.faults_injected.values()) >= 2
+
+
+async def test_bad_requests_are_refused_like_the_real_service():
+    transport = Simulator().transport()
+    async with httpx2.AsyncClient(transport=transport, base_url="http://sim") as http:
+        keyless = await http.post(
+            "/v1/messages", json={"model": "m", "max_tokens": 5, "messages": []}
+        )
+        missing = await http.post(
+            "/v1/messages",
+            headers={"x-api-key": "k"},
+            json={"model": "m", "messages": [{"role": "user", "content": "x"}]},
+        )
+        unknown = await http.get("/v2/nothing")
+        root = await http.get("/")
+    assert keyless.status_code == 401 and keyless.json()["error"]["type"] == "authentication_error"
+    assert (
+        missing.status_code == 400
+        and missing.json()["error"]["message"] == "max_tokens: Field required"
+    )
+    assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "not_found_error"
+    assert root.status_code == 200 and root.json() == {}
+    count = await client_for(Simulator()).messages.count_tokens(
+        model="m", messages=[{"role": "user", "content": "hello " * 40}]
+    )
+    assert count.input_tokens > 40
+
+
+# --- loopback server ------------------------------------------------------------------------------
+
+
+async def test_loopback_server_serves_the_real_sdk_and_streams():
+    sim = Simulator(seed=1)
+    server, port = serve(sim)
+    try:
+        async with httpx2.AsyncClient() as http:
+            assert (await http.get(f"http://127.0.0.1:{port}/")).status_code == 200
+        client = anthropic.AsyncAnthropic(
+            api_key="sk-test", base_url=f"http://127.0.0.1:{port}", max_retries=0
+        )
+        request = dict(
+            model="m",
+            max_tokens=4096,
+            system=LISTING,
+            tools=EXECUTOR_TOOLS,
+            messages=[{"role": "user", "content": TASK}],
+        )
+        plain = await client.messages.create(**request)
+        async with client.messages.stream(**request) as stream:
+            streamed = await stream.get_final_message()
+        assert plain.content[0].input == streamed.content[0].input == {"skill": "csv-report"}
+        with pytest.raises(anthropic.APIConnectionError):
+            await client.messages.create(**request, extra_headers={"x-sim-force-error": "timeout"})
+        with pytest.raises(anthropic.OverloadedError):
+            await client.messages.create(**request, extra_headers={"x-sim-force-error": "529"})
+        await client.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert sim.stats.by_role["executor"] == 4
