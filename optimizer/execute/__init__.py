@@ -1,0 +1,287 @@
+"""Executors: run one eval once, with or without the skill, into a complete run folder; a pool.
+Never let a per-run failure stop the work (it is data), and never swallow a systemic one."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from optimizer.config import Settings
+from optimizer.errors import BadInput, OptimizerError
+from optimizer.execute.record import (
+    RunRecord,
+    Tally,
+    Transcript,
+    finish_run,
+    is_complete,
+    prepare_work,
+    resolve_inputs,
+    stage_skill,
+)
+from optimizer.skill import SKILL_FILE, parse_skill_md
+
+__all__ = ["EXECUTORS", "Executor", "Job", "RunContext", "RunRecord", "SkillInfo", "get_executor",
+           "run_one", "run_pool"]
+
+EXECUTORS = ("anthropic", "claude-code", "command")
+log = structlog.get_logger()
+
+
+@dataclass(frozen=True)
+class SkillInfo:
+    dir: Path
+    name: str
+    description: str
+    body: str
+
+
+@dataclass
+class RunContext:
+    """What an executor's `_run` needs; `work` is the fresh folder the agent sees as /workspace."""
+
+    eval: Any
+    work: Path
+    run_dir: Path
+    skill: SkillInfo | None
+    inputs: list[str]  # names of the input files inside the work folder
+    run_number: int
+    sample: int
+
+    def scrub(self, text: str) -> str:
+        """Host paths out of text that may reach a model (a transcript is read by the grader)."""
+        pairs = [(self.work, "/workspace"), (self.run_dir, "<run>")]
+        if self.skill is not None:
+            pairs.append((self.skill.dir, "/skill"))
+        variants = {(str(v), fixed) for host, fixed in pairs for v in (host, Path(host).resolve())}
+        # The longest first: the skill copy and the work folder both lie inside run_dir.
+        for host, fixed in sorted(variants, key=lambda pair: len(pair[0]), reverse=True):
+            text = text.replace(host, fixed)
+        return text
+
+
+def _systemic(exc: BaseException) -> bool:
+    from optimizer.llm import ModelCallFailed
+
+    # A model call that failed for good is this run's failure; credentials refused, a spend
+    # limit, a budget or bad input stop the whole run (DESIGN §3).
+    return isinstance(exc, OptimizerError) and not isinstance(exc, ModelCallFailed)
+
+
+class Executor(ABC):
+    """Runs one eval once into run_dir; subclasses implement `_run` and fill the tally."""
+
+    name = "executor"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    async def execute(
+        self,
+        *,
+        skill_dir: Path | None,
+        skill_name: str | None,
+        eval: Any,
+        inputs_root: Path,
+        run_dir: Path,
+        run_number: int,
+        sample: int,
+    ) -> RunRecord:
+        """One run; skill_dir=None is the without_skill baseline. A run folder that is already
+        complete is read back, never rewritten."""
+        run_dir = Path(run_dir)
+        if is_complete(run_dir):
+            return RunRecord.load(run_dir)
+        inputs = resolve_inputs(list(eval.files), inputs_root, eval_id=eval.id)
+        skill = load_skill_info(skill_dir, skill_name) if skill_dir is not None else None
+        self.check()
+        configuration = "with_skill" if skill is not None else "without_skill"
+        work = prepare_work(run_dir, inputs)
+        if skill is not None:
+            skill = replace(skill, dir=stage_skill(skill.dir, run_dir))
+        names = [name for _, name in inputs]
+        ctx = RunContext(eval, work, run_dir, skill, names, run_number, sample)
+        transcript = Transcript(eval.prompt, names)
+        tally = Tally(skill_invoked=False if skill is not None else None)
+        started, clock = time.time(), time.monotonic()
+        limit = self.settings.execute.timeout_s
+        status, error = "ok", None
+        try:
+            error = await asyncio.wait_for(self._run(ctx, transcript, tally), timeout=limit)
+            status = "error" if error else "ok"
+        except TimeoutError:
+            status, error = "timeout", f"the run passed its wall-clock limit (execute.timeout_s = {limit:g} s)"
+        except Exception as exc:
+            if _systemic(exc):
+                raise
+            status, error = "error", ctx.scrub(f"{type(exc).__name__}: {exc}")
+        if skill is not None and not tally.skill_invoked:
+            transcript.note("Skill not invoked", f"The agent never called Skill for '{skill.name}'.")
+        record = finish_run(
+            run_dir=run_dir, eval=eval, configuration=configuration, run_number=run_number,
+            executor=self.name, transcript=transcript, tally=tally, status=status, error=error,
+            started=started, ended=started + (time.monotonic() - clock),
+        )
+        log.info("run.executed", executor=self.name, eval_id=eval.id, configuration=configuration,
+                 run=run_number, status=status, tokens=record.tokens, skill_invoked=record.skill_invoked,
+                 seconds=round(record.duration_s, 2), error=error)
+        return record
+
+    def check(self) -> None:
+        """Refuse early (BadInput) what cannot work at all, before a run folder is made."""
+        return None
+
+    @abstractmethod
+    async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
+        """Do the run; return None when it finished, or one sentence on why it failed."""
+
+
+def load_skill_info(skill_dir: Path, skill_name: str | None) -> SkillInfo:
+    path = Path(skill_dir) / SKILL_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot be read ({exc}); give a skill folder with a SKILL.md.") from None
+    doc = parse_skill_md(text, path)
+    # SKILL.md's own name is the one an agent lists and calls (Claude Code reads it too).
+    name = doc.name or skill_name or Path(skill_dir).name
+    return SkillInfo(Path(skill_dir).resolve(), name, doc.description.strip(), doc.body.strip())
+
+
+def get_executor(
+    name: str | None,
+    settings: Settings,
+    *,
+    client: Any = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+) -> Executor:
+    """The executor called `name` (default execute.executor). `client` is the ModelClient the
+    anthropic executor calls through; base_url/api_key are where the Claude Code CLI is sent."""
+    name = name or settings.execute.executor
+    if name == "anthropic":
+        from optimizer.execute.agent import AnthropicExecutor
+
+        if client is None:
+            raise ValueError("the anthropic executor needs the model client")
+        return AnthropicExecutor(settings, client)
+    if name == "claude-code":
+        from optimizer.execute.claude_code import ClaudeCodeExecutor
+
+        return ClaudeCodeExecutor(settings, base_url=base_url, api_key=api_key)
+    if name == "command":
+        from optimizer.execute.command import CommandExecutor
+
+        return CommandExecutor(settings)
+    raise BadInput(f"execute.executor '{name}' is not an executor; use one of {', '.join(EXECUTORS)}.")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One execution for run_pool: an executor and the arguments of its execute()."""
+
+    executor: Executor
+    eval: Any
+    inputs_root: Path
+    run_dir: Path
+    run_number: int
+    sample: int
+    skill_dir: Path | None = None
+    skill_name: str | None = None
+
+    async def run(self) -> RunRecord:
+        return await self.executor.execute(
+            skill_dir=self.skill_dir, skill_name=self.skill_name, eval=self.eval,
+            inputs_root=self.inputs_root, run_dir=self.run_dir, run_number=self.run_number,
+            sample=self.sample,
+        )
+
+
+async def run_pool(
+    jobs: Sequence[Job],
+    concurrency: int,
+    progress: Callable[[RunRecord], None] | None = None,
+) -> list[RunRecord]:
+    """Run the jobs, at most `concurrency` at once; records come back in the order of the jobs.
+    A systemic failure in one job cancels the others and is raised."""
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(job: Job) -> RunRecord:
+        async with gate:
+            record = await job.run()
+        if progress is not None:
+            progress(record)
+        return record
+
+    tasks = [asyncio.ensure_future(one(job)) for job in jobs]
+    if not tasks:
+        return []
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+    return [task.result() for task in tasks]
+
+
+def next_run_number(folder: Path) -> int:
+    numbers = [int(m.group(1)) for p in Path(folder).glob("run-*")
+               if (m := re.fullmatch(r"run-(\d+)", p.name)) and (p / "timing.json").is_file()]
+    return max(numbers, default=0) + 1
+
+
+async def run_one(
+    settings: Settings,
+    client: Any,
+    *,
+    skill_dir: Path,
+    eval_id: int,
+    without_skill: bool,
+    executor: str | None,
+    out_dir: Path,
+) -> RunRecord:
+    """`optimizer execute`: one eval once into OUT/<configuration>/run-<n> (the next free n)."""
+    from optimizer.evals import load_evals
+
+    skill_dir = Path(skill_dir)
+    evalset = load_evals(skill_dir)
+    try:
+        ev = evalset.by_id(eval_id)
+    except KeyError:
+        raise BadInput(f"{evalset.source}: no eval has id {eval_id}; the ids are "
+                       f"{', '.join(map(str, evalset.ids))}.") from None
+    configuration = "without_skill" if without_skill else "with_skill"
+    number = next_run_number(Path(out_dir) / configuration)
+    name = executor or settings.execute.executor
+    server = None
+    base_url = None
+    if name == "claude-code" and settings.llm.provider == "sim" and not settings.llm.base_url:
+        # The CLI makes its own model calls: with the simulator it needs one on loopback.
+        from optimizer.sim import Simulator
+        from optimizer.sim.server import serve
+
+        server, port = serve(Simulator(**settings.sim.model_dump()), "127.0.0.1", 0)
+        base_url = f"http://127.0.0.1:{port}"
+    try:
+        chosen = get_executor(name, settings, client=client, base_url=base_url)
+        return await chosen.execute(
+            skill_dir=None if without_skill else skill_dir, skill_name=evalset.skill_name,
+            eval=ev, inputs_root=skill_dir, run_dir=Path(out_dir) / configuration / f"run-{number}",
+            run_number=number, sample=number - 1,
+        )
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()

@@ -1,0 +1,269 @@
+"""The anthropic executor: an agent loop over the model client with bash, a text editor and Skill,
+every command confined by the sandbox. Never put a host path, a time or a random name in a request."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from optimizer import sandbox
+from optimizer.config import Settings
+from optimizer.execute import Executor, RunContext, SkillInfo
+from optimizer.execute.record import Tally, Transcript
+from optimizer.prompting import load_prompt, tag
+
+BASH_TOOL = {"type": "bash_20250124", "name": "bash"}
+EDITOR_TOOL = {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"}
+SKILL_TOOL = {
+    "name": "Skill",
+    "description": "Load a skill's instructions by name. Call it before starting a task that a "
+    "listed skill covers, then follow the instructions it returns.",
+    "input_schema": {
+        "type": "object",
+        "properties": {"skill": {"type": "string", "description": "The skill's exact name."}},
+        "required": ["skill"],
+    },
+}
+SKILLS_INTRO = (
+    "- `Skill` loads a skill's instructions by name.\n\n"
+    "Skills are packaged instructions (with scripts and reference files) for particular kinds "
+    "of tasks. When the task is one that a listed skill covers, call `Skill` with its name "
+    "before you start, then follow the instructions it returns. A skill's files are at /skill "
+    "(read-only); run its scripts from there.\n\n"
+)
+# What the model sees of one tool result; Claude Code cuts bash output at about this size too.
+MAX_RESULT_CHARS = 30_000
+# Metrics use Claude Code's tool names, so runs of every executor count alike (seed 002).
+EDITOR_NAMES = {"view": "Read", "create": "Write", "str_replace": "Edit", "insert": "Edit"}
+
+
+def cc_tool_name(name: str, tool_input: Mapping[str, Any]) -> str:
+    if name == "bash":
+        return "Bash"
+    if name == EDITOR_TOOL["name"]:
+        return EDITOR_NAMES.get(str(tool_input.get("command")), "Edit")
+    return name
+
+
+def system_prompt(skill: SkillInfo | None, inputs: list[str]) -> str:
+    if inputs:
+        listed = ", ".join(f"/workspace/{name}" for name in inputs)
+        input_files = f"The task's input files are there: {listed}."
+    else:
+        input_files = "The task has no input files."
+    skills = ""
+    if skill is not None:
+        # Claude Code's own listing form, `<skill name="NAME">DESCRIPTION</skill>`.
+        entry = f'<skill name="{html.escape(skill.name, quote=True)}">{skill.description}</skill>'
+        listing = tag("available_skills", entry)
+        skills = SKILLS_INTRO + listing + "\n"
+    return load_prompt("executor").render(input_files=input_files, skills=skills)
+
+
+def _clip(text: str, limit: int = MAX_RESULT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters cut ...]\n{text[-half:]}"
+
+
+async def run_bash(
+    tool_input: Mapping[str, Any], *, work_dir: Path, skill_dir: Path | None,
+    policy: sandbox.SandboxPolicy,
+) -> tuple[str, bool]:
+    """Run the model's bash tool input in the sandbox; (result text, is_error). This is the only
+    way a model-written command reaches a shell."""
+    if tool_input.get("restart"):
+        return "The shell was restarted (each command runs in a fresh shell anyway).", False
+    command = tool_input.get("command")
+    if not isinstance(command, str) or not command.strip():
+        return "Error: the bash tool needs a non-empty 'command'.", True
+    result = await sandbox.run_async(command, work_dir=work_dir, skill_dir=skill_dir, policy=policy)
+    parts = [p for p in (result.stdout, result.stderr) if p]
+    if result.error:
+        parts.append(f"Error: the command could not run: {result.error}")
+    elif result.timed_out:
+        parts.append(f"Error: the command was stopped after {policy.timeout_s:g} s.")
+    elif result.exit_code:
+        parts.append(f"(exit code {result.exit_code})")
+    if result.output_truncated:
+        parts.append(f"[output cut at {policy.max_output_bytes} bytes]")
+    return _clip("\n".join(parts) or "(no output)"), not result.ok
+
+
+def _host(path: Any, work_dir: Path, skill_dir: Path | None, *, write: bool) -> Path | str:
+    """The host path, or the error text to send back (in sandbox terms only)."""
+    if not isinstance(path, str) or not path:
+        return "Error: 'path' is required."
+    host = sandbox.to_host_path(path, work_dir, skill_dir, for_write=write)
+    if host is not None:
+        return host
+    if write and sandbox.to_host_path(path, work_dir, skill_dir) is not None:
+        return f"Error: {path} is read-only; write under /workspace instead."
+    return f"Error: {path} is outside the folders you can use (/workspace, and /skill to read)."
+
+
+def _view_dir(host: Path, shown: str) -> str:
+    lines = [f"Files and folders in {shown}, up to 2 levels deep (hidden ones left out):"]
+    for path in sorted(host.rglob("*")):
+        rel = path.relative_to(host)
+        if len(rel.parts) > 2 or any(part.startswith(".") for part in rel.parts):
+            continue
+        lines.append(f"{shown.rstrip('/')}/{rel.as_posix()}{'/' if path.is_dir() else ''}")
+    return "\n".join(lines)
+
+
+def run_editor(
+    tool_input: Mapping[str, Any], *, work_dir: Path, skill_dir: Path | None, max_file_bytes: int,
+) -> tuple[str, bool]:
+    """The text editor tool (view, create, str_replace, insert) confined to /workspace (read and
+    write) and /skill (read only). A refused request is an error result, never an exception."""
+    command, path = tool_input.get("command"), tool_input.get("path")
+    if command not in EDITOR_NAMES:
+        return f"Error: unknown command {command!r}; use view, create, str_replace or insert.", True
+    host = _host(path, work_dir, skill_dir, write=command != "view")
+    if isinstance(host, str):
+        return host, True
+    try:
+        if command == "view":
+            if host.is_dir():
+                return _clip(_view_dir(host, str(path))), False
+            lines = _read(host, path).split("\n")
+            start, end = 1, len(lines)
+            view_range = tool_input.get("view_range")
+            if isinstance(view_range, list) and len(view_range) == 2:
+                start = max(1, int(view_range[0]))
+                end = len(lines) if int(view_range[1]) == -1 else min(len(lines), int(view_range[1]))
+            numbered = [f"{n:6}\t{lines[n - 1]}" for n in range(start, end + 1)]
+            return _clip("\n".join(numbered)), False
+        if command == "create":
+            text = tool_input.get("file_text")
+            if not isinstance(text, str):
+                return "Error: create needs 'file_text'.", True
+            if len(text.encode("utf-8")) > max_file_bytes:
+                return f"Error: the file would pass the limit of {max_file_bytes} bytes.", True
+            if host.is_dir():
+                return f"Error: {path} is a folder.", True
+            host.parent.mkdir(parents=True, exist_ok=True)
+            host.write_text(text, encoding="utf-8")
+            return f"File created successfully at: {path}", False
+        text = _read(host, path)
+        if command == "str_replace":
+            old, new = tool_input.get("old_str"), tool_input.get("new_str") or ""
+            if not isinstance(old, str) or not old:
+                return "Error: str_replace needs a non-empty 'old_str'.", True
+            count = text.count(old)
+            if count != 1:
+                where = "does not occur" if count == 0 else f"occurs {count} times"
+                return f"Error: old_str {where} in {path}; it must occur exactly once.", True
+            host.write_text(text.replace(old, str(new), 1), encoding="utf-8")
+            return f"The file {path} has been edited.", False
+        line = tool_input.get("insert_line")
+        new_text = tool_input.get("insert_text", tool_input.get("new_str"))
+        lines = text.split("\n")
+        if not isinstance(line, int) or not 0 <= line <= len(lines) or not isinstance(new_text, str):
+            return f"Error: insert needs 'insert_line' (0 to {len(lines)}) and 'insert_text'.", True
+        lines[line:line] = new_text.split("\n")
+        host.write_text("\n".join(lines), encoding="utf-8")
+        return f"The file {path} has been edited.", False
+    except _ToolError as exc:
+        return str(exc), True
+    except (OSError, ValueError, TypeError) as exc:
+        # The OS message can name the host path; only the sandbox path goes back.
+        return f"Error: {command} failed on {path} ({type(exc).__name__}).", True
+
+
+class _ToolError(Exception):
+    pass
+
+
+def _read(host: Path, shown: Any) -> str:
+    if not host.is_file():
+        raise _ToolError(f"Error: {shown} does not exist or is not a file.")
+    try:
+        return host.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise _ToolError(f"Error: {shown} is not a text file; inspect it with bash.") from None
+
+
+def run_skill(tool_input: Mapping[str, Any], skill: SkillInfo | None) -> tuple[str, bool]:
+    wanted = str(tool_input.get("skill", "")).strip().lstrip("/")
+    if skill is None or wanted != skill.name:
+        known = f"'{skill.name}'" if skill is not None else "none"
+        return f"Error: unknown skill {wanted!r}; the available skills are: {known}.", True
+    header = ("Base directory for this skill: /skill (read-only). Paths in these instructions "
+              "are relative to /skill.\n\n")
+    return header + skill.body, False
+
+
+class AnthropicExecutor(Executor):
+    """The default executor: our own agent loop through the ledger-cached model client."""
+
+    name = "anthropic"
+
+    def __init__(self, settings: Settings, client: Any) -> None:
+        super().__init__(settings)
+        self.client = client
+        box = settings.sandbox
+        self.policy = sandbox.SandboxPolicy(
+            mode=box.mode, timeout_s=box.timeout_s, memory_mb=box.memory_mb,
+            max_output_bytes=box.max_output_bytes, max_processes=box.max_processes,
+            max_file_bytes=box.max_file_bytes,
+        )
+
+    def check(self) -> None:
+        sandbox.confinement_for(self.policy)  # a strict policy without bubblewrap stops here
+
+    async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
+        from optimizer.llm import call_cost, plain
+
+        system = system_prompt(ctx.skill, ctx.inputs)
+        tools = [BASH_TOOL, EDITOR_TOOL] + ([SKILL_TOOL] if ctx.skill is not None else [])
+        transcript.system(system)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": ctx.eval.prompt}]
+        limits = self.settings.execute
+        price = self.settings.price(self.settings.models.executor)
+        for _turn in range(limits.max_turns):
+            reply = await self.client.message(
+                "executor", system=system, messages=messages, tools=tools,
+                max_tokens=limits.max_tokens, sample=ctx.sample,
+            )
+            tally.steps += 1
+            tally.add_usage(reply.usage)
+            tally.cost_usd += call_cost(price, reply.usage)
+            blocks = plain(reply.content)
+            transcript.assistant(blocks, usage=plain(reply.usage))
+            messages.append({"role": "assistant", "content": blocks})
+            uses = [b for b in blocks if b.get("type") == "tool_use"]
+            if not uses:
+                return None
+            results, names = [], {}
+            for use in uses:
+                text, is_error = await self._tool(use, ctx, tally)
+                names[use["id"]] = use["name"]
+                tally.tool_errors += int(is_error)
+                result = {"type": "tool_result", "tool_use_id": use["id"], "content": ctx.scrub(text)}
+                if is_error:
+                    result["is_error"] = True
+                results.append(result)
+            transcript.tool_results(results, names=names)
+            messages.append({"role": "user", "content": results})
+        return f"the agent did not finish within execute.max_turns = {limits.max_turns} turns"
+
+    async def _tool(self, use: dict[str, Any], ctx: RunContext, tally: Tally) -> tuple[str, bool]:
+        name = str(use.get("name"))
+        tool_input = use.get("input") if isinstance(use.get("input"), dict) else {}
+        tally.tool_calls[cc_tool_name(name, tool_input)] += 1
+        skill_dir = ctx.skill.dir if ctx.skill is not None else None
+        if name == "bash":
+            return await run_bash(tool_input, work_dir=ctx.work, skill_dir=skill_dir, policy=self.policy)
+        if name == EDITOR_TOOL["name"]:
+            return run_editor(tool_input, work_dir=ctx.work, skill_dir=skill_dir,
+                              max_file_bytes=self.policy.max_file_bytes)
+        if name == "Skill" and ctx.skill is not None:
+            text, is_error = run_skill(tool_input, ctx.skill)
+            tally.skill_invoked = tally.skill_invoked or not is_error
+            return text, is_error
+        return f"Error: there is no tool called {name!r}.", True

@@ -1,0 +1,242 @@
+"""The claude-code executor: the real Claude Code CLI (`claude -p`, stream-json) in a fresh project
+folder per run, with an isolated HOME. Never let it see the user's own skills, settings or keys."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from optimizer.config import Settings
+from optimizer.errors import BadInput
+from optimizer.execute import Executor, RunContext
+from optimizer.execute.record import Tally, Transcript
+
+REPO = Path(__file__).resolve().parents[2]
+LOCAL_BINARY = REPO / ".tools" / "node_modules" / ".bin" / "claude"
+NPM_PACKAGE = "@anthropic-ai/claude-code"
+INSTALL_SCRIPT = "scripts/install-claude-code.sh"
+# Bash is left out on purpose: the CLI is not inside bubblewrap (it must reach the model server
+# on loopback, and bwrap's network namespace would cut that), so its Bash tool would run model-
+# written commands on the host. There is no config key to opt in yet; EXTRA_TOOLS is where Bash
+# would go once there is one. The file tools are held to the project folder by the permission
+# mode (see cli_args), checked in tests/test_claude_code.py.
+FILE_TOOLS = ("Read", "Write", "Edit", "Glob", "Grep")
+EXTRA_TOOLS: tuple[str, ...] = ()
+MAX_STDERR = 64_000
+VOLATILE_KEYS = ("uuid", "session_id", "timestamp")
+STREAM_LIMIT = 64 * 1024 * 1024  # one stream-json line carries a whole file the agent wrote
+
+
+def find_claude(settings: Settings) -> Path:
+    """execute.claude_binary when it is a path; else the project-local install; else PATH."""
+    configured = settings.execute.claude_binary
+    if os.sep in configured or configured.startswith("."):
+        path = Path(configured).expanduser()
+        if path.is_file() and os.access(path, os.X_OK):
+            return path.resolve()
+        raise BadInput(f"execute.claude_binary '{configured}' is not an executable file; install "
+                       f"the npm package {NPM_PACKAGE} with {INSTALL_SCRIPT}, or fix the path.")
+    if LOCAL_BINARY.exists() and os.access(LOCAL_BINARY, os.X_OK):
+        return LOCAL_BINARY
+    found = shutil.which(configured)
+    if found:
+        return Path(found)
+    raise BadInput(f"The Claude Code CLI ('{configured}') was not found: run {INSTALL_SCRIPT} to "
+                   f"install the npm package {NPM_PACKAGE} into .tools/, or set "
+                   "execute.claude_binary to its path.")
+
+
+def cli_env(*, home: Path, base_url: str | None, api_key: str, sample: int) -> dict[str, str]:
+    """The CLI's whole environment: nothing of ours leaks in but PATH (it may need node)."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "TMPDIR": str(home / "tmp"),
+        "ANTHROPIC_API_KEY": api_key,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        # Bundled skills would sit in the listing next to the one under test.
+        "CLAUDE_CODE_DISABLE_BUNDLED_SKILLS": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "ANTHROPIC_CUSTOM_HEADERS": f"x-optimizer-sample: {sample}",
+    }
+    if base_url:
+        env["ANTHROPIC_BASE_URL"] = base_url
+    return env
+
+
+def cli_args(binary: Path, ctx: RunContext, *, model: str, max_turns: int) -> list[str]:
+    tools = ",".join((*FILE_TOOLS, *EXTRA_TOOLS, *(("Skill",) if ctx.skill is not None else ())))
+    listed = ", ".join(ctx.inputs) or "none"
+    # "Working directory: X" is also where the simulator looks for the folder to write into.
+    note = (f"Working directory: {ctx.work}\nThe task's input files are in the working "
+            f"directory: {listed}. Save every file you produce under {ctx.work}/outputs/; only "
+            "files there are kept and reviewed.")
+    args = [
+        # The prompt goes in on stdin, so a prompt that starts with "-" is never read as a flag.
+        str(binary), "-p", "--output-format", "stream-json", "--verbose",
+        "--model", model, "--max-turns", str(max_turns), "--tools", tools,
+        # acceptEdits lets the file tools work inside the project folder only; anything that
+        # would ask (a read or write outside it) is denied, since nobody answers. A bare
+        # `--allowedTools Read` would allow reads anywhere, and bypassPermissions is refused
+        # under root anyway.
+        "--permission-mode", "acceptEdits", "--permission-prompts", "none",
+        "--no-session-persistence", "--append-system-prompt", note,
+    ]
+    if ctx.skill is None:
+        args.append("--disable-slash-commands")  # no skill at all in the baseline
+    else:
+        args += ["--allowedTools", "Skill"]
+    return args
+
+
+class ClaudeCodeExecutor(Executor):
+    """Runs the CLI; its model calls bypass our ledger, so its own reported cost is recorded."""
+
+    name = "claude-code"
+
+    def __init__(self, settings: Settings, *, base_url: str | None = None,
+                 api_key: str | None = None) -> None:
+        super().__init__(settings)
+        self.base_url = base_url or settings.llm.base_url or None
+        self.api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or ""
+        self.binary: Path | None = None
+
+    def check(self) -> None:
+        self.binary = find_claude(self.settings)
+        if self.settings.llm.provider == "sim" and not self.base_url:
+            raise BadInput("The claude-code executor with the simulator needs a simulator on "
+                           "loopback: start `optimizer sim-server` and set llm.base_url to it.")
+        if not self.api_key:
+            if self.settings.llm.provider == "anthropic":
+                raise BadInput("The claude-code executor needs ANTHROPIC_API_KEY in the environment.")
+            self.api_key = "sim-key"
+
+    async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
+        assert self.binary is not None
+        if ctx.skill is not None:
+            shutil.copytree(ctx.skill.dir, ctx.work / ".claude" / "skills" / ctx.skill.name)
+        args = cli_args(self.binary, ctx, model=self.settings.models.executor,
+                        max_turns=self.settings.execute.max_turns)
+        with tempfile.TemporaryDirectory(prefix="claude-home-") as home_dir:
+            home = Path(home_dir)
+            (home / "tmp").mkdir()
+            env = cli_env(home=home, base_url=self.base_url, api_key=self.api_key,
+                          sample=ctx.sample)
+            proc = await asyncio.create_subprocess_exec(
+                *args, cwd=ctx.work, env=env, stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                start_new_session=True, limit=STREAM_LIMIT,
+            )
+            stream = StreamState(ctx.skill.name if ctx.skill is not None else None, home)
+            try:
+                stderr = asyncio.create_task(_drain(proc.stderr))
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write(ctx.eval.prompt.encode("utf-8"))
+                with contextlib.suppress(ConnectionError):
+                    await proc.stdin.drain()
+                proc.stdin.close()
+                async for raw in proc.stdout:
+                    stream.feed(raw.decode("utf-8", errors="replace"), transcript, tally, ctx)
+                code = await proc.wait()
+                err_text = await stderr
+            finally:
+                # A timeout cancels us here: the whole process group goes, children included.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                if proc.returncode is None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(proc.wait())
+        return stream.outcome(code, ctx.scrub(err_text))
+
+
+async def _drain(reader: asyncio.StreamReader | None) -> str:
+    if reader is None:
+        return ""
+    kept = bytearray()
+    while chunk := await reader.read(65536):
+        kept += chunk[: max(0, MAX_STDERR - len(kept))]
+    return kept.decode("utf-8", errors="replace")
+
+
+class StreamState:
+    """Reads the CLI's stream-json lines into the transcript and the tally."""
+
+    def __init__(self, skill_name: str | None, home: Path) -> None:
+        self.skill_name = skill_name
+        self.home = str(home)
+        self.result: dict[str, Any] | None = None
+        self.names: dict[str, str] = {}
+        self.messages: set[str] = set()
+
+    def feed(self, line: str, transcript: Transcript, tally: Tally, ctx: RunContext) -> None:
+        # The CLI works in the real folder; the transcript shows it as /workspace, as elsewhere.
+        line = ctx.scrub(line.strip()).replace(self.home, "~")
+        if not line:
+            return
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            transcript.log({"type": "unparsed", "text": line})
+            return
+        if not isinstance(event, dict):
+            return
+        for key in VOLATILE_KEYS:  # random per run: they would make two equal runs differ
+            event.pop(key, None)
+        kind = event.get("type")
+        message = event.get("message") if isinstance(event.get("message"), dict) else {}
+        content = message.get("content") if isinstance(message.get("content"), list) else []
+        if kind == "assistant":
+            # One API answer can arrive as several lines (one per block) with the same id.
+            msg_id = str(message.get("id") or len(self.messages))
+            new_step = msg_id not in self.messages
+            if new_step:
+                self.messages.add(msg_id)
+                tally.steps += 1
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    name = str(block.get("name"))
+                    self.names[str(block.get("id"))] = name
+                    tally.tool_calls[name] += 1
+                    if name == "Skill" and self._is_ours(block.get("input")):
+                        tally.skill_invoked = True
+            transcript.assistant(content, raw=event, new_step=new_step)
+        elif kind == "user":
+            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            tally.tool_errors += sum(1 for b in results if b.get("is_error"))
+            if results:
+                transcript.tool_results(results, raw=event, names=self.names)
+            else:  # e.g. the skill's body, which the CLI adds as a text block after Skill
+                texts = [str(b.get("text", "")) for b in content
+                         if isinstance(b, dict) and b.get("type") == "text"]
+                transcript.context("\n".join(texts), raw=event)
+        elif kind == "result":
+            self.result = event
+            transcript.log(event)
+            tally.add_usage(event.get("usage") or {})
+            tally.cost_usd += float(event.get("total_cost_usd") or 0.0)
+        else:
+            transcript.log(event)
+
+    def _is_ours(self, tool_input: Any) -> bool:
+        wanted = tool_input.get("skill") if isinstance(tool_input, dict) else None
+        return isinstance(wanted, str) and wanted.strip().lstrip("/") == self.skill_name
+
+    def outcome(self, exit_code: int, stderr: str) -> str | None:
+        """None for a finished run, else why it failed (the result line says, else stderr)."""
+        result = self.result
+        if result is None:
+            tail = stderr.strip()[-1500:] or "no output"
+            return f"the Claude Code CLI exited with code {exit_code} without a result: {tail}"
+        if result.get("is_error") or result.get("subtype") != "success":
+            detail = result.get("result") or result.get("errors") or ""
+            return (f"the Claude Code CLI ended with {result.get('subtype')!r} after "
+                    f"{result.get('num_turns')} turns{': ' + str(detail) if detail else ''}")
+        return None

@@ -1,0 +1,175 @@
+"""The claude-code executor with the real CLI from npm (scripts/install-claude-code.sh) against the
+simulator on loopback: it calls Skill and Write, and the run folder records it. No network."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from optimizer import schemas as s
+from optimizer.config import Settings
+from optimizer.errors import BadInput
+from optimizer.evals import load_evals
+from optimizer.execute import claude_code, get_executor, run_one
+from optimizer.execute.claude_code import find_claude
+from optimizer.sim import Simulator, serve
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "csv-report"
+# Lines only the skill's body carries; the simulated agent copies what it follows.
+SKILL_SNIPPETS = ("Row count:", "## Columns", "# Report:", "Following the guideline")
+
+
+def _binary() -> Path | None:
+    try:
+        return find_claude(Settings())
+    except BadInput:
+        return None
+
+
+needs_cli = pytest.mark.skipif(
+    _binary() is None,
+    reason="the Claude Code CLI is not installed: run scripts/install-claude-code.sh "
+    "(npm package @anthropic-ai/claude-code; CI installs it)",
+)
+
+
+def settings_with(**execute: object) -> Settings:
+    return Settings.model_validate({"llm": {"provider": "sim"}, "execute": execute})
+
+
+@pytest.fixture
+def sim_url():
+    server, port = serve(Simulator(seed=0), "127.0.0.1", 0)
+    yield f"http://127.0.0.1:{port}"
+    server.shutdown()
+    server.server_close()
+
+
+async def run(settings: Settings, base_url: str, run_dir: Path, *, with_skill: bool):
+    return await get_executor("claude-code", settings, base_url=base_url).execute(
+        skill_dir=EXAMPLE if with_skill else None, skill_name="csv-report",
+        eval=load_evals(EXAMPLE).by_id(1), inputs_root=EXAMPLE, run_dir=run_dir,
+        run_number=1, sample=0,
+    )
+
+
+@needs_cli
+async def test_claude_code_calls_skill_and_writes_the_output(tmp_path: Path, sim_url: str) -> None:
+    record = await run(settings_with(), sim_url, tmp_path / "with_skill/run-1", with_skill=True)
+    assert record.status == "ok", record.error
+    assert record.skill_invoked is True
+    metrics = json.loads((record.run_dir / "outputs/metrics.json").read_text())
+    s.Metrics.model_validate(metrics)
+    s.Timing.model_validate_json((record.run_dir / "timing.json").read_text())
+    assert metrics["tool_calls"]["Skill"] == 1 and metrics["tool_calls"]["Write"] == 1
+    assert metrics["executor"] == "claude-code" and record.cost_usd > 0 and record.tokens > 0
+    report = (record.run_dir / "outputs/report.md").read_text()
+    assert any(snippet in report for snippet in SKILL_SNIPPETS)  # loaded through Skill
+    transcript = (record.run_dir / "transcript.jsonl").read_text()
+    assert '"type": "result"' in transcript and str(tmp_path) not in transcript
+    md = (record.run_dir / "transcript.md").read_text()
+    assert md.startswith("# Transcript\n\n## Eval Prompt") and "### Tool call: Write" in md
+    assert not (record.run_dir / ".work").exists()
+
+
+@needs_cli
+async def test_claude_code_baseline_has_no_skill(tmp_path: Path, sim_url: str) -> None:
+    record = await run(settings_with(), sim_url, tmp_path / "without_skill/run-1", with_skill=False)
+    assert record.status == "ok", record.error
+    assert record.skill_invoked is None and "Skill" not in record.tool_calls
+    assert record.files_created == ["report.md"]
+    init = json.loads((record.run_dir / "transcript.jsonl").read_text().splitlines()[1])
+    assert init["subtype"] == "init" and "Skill" not in init["tools"] and "Bash" not in init["tools"]
+
+
+@needs_cli
+async def test_claude_code_max_turns_and_timeout_are_data(tmp_path: Path) -> None:
+    server, port = serve(Simulator(seed=0), "127.0.0.1", 0)
+    try:
+        short = await run(settings_with(max_turns=1), f"http://127.0.0.1:{port}",
+                          tmp_path / "short", with_skill=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert short.status == "error" and "error_max_turns" in (short.error or "")
+    assert (short.run_dir / "timing.json").is_file()
+
+    slow_server, slow_port = serve(Simulator(seed=0, latency_ms=20_000), "127.0.0.1", 0)
+    try:
+        started = time.monotonic()
+        slow = await run(settings_with(timeout_s=2), f"http://127.0.0.1:{slow_port}",
+                         tmp_path / "slow", with_skill=True)
+    finally:
+        slow_server.shutdown()
+        slow_server.server_close()
+    assert slow.status == "timeout" and time.monotonic() - started < 10
+    assert (slow.run_dir / "timing.json").is_file()
+    left = subprocess.run(["pgrep", "-af", str(tmp_path / "slow")], capture_output=True, text=True)
+    assert left.stdout.strip() == ""
+
+
+@needs_cli
+async def test_run_one_starts_a_simulator_for_the_cli(tmp_path: Path) -> None:
+    record = await run_one(settings_with(), None, skill_dir=EXAMPLE, eval_id=1,
+                           without_skill=False, executor="claude-code", out_dir=tmp_path)
+    assert record.status == "ok", record.error
+    assert record.run_dir == tmp_path / "with_skill" / "run-1"
+
+
+class Prying(Simulator):
+    """A model that tries the CLI's file tools outside the project folder, then stops."""
+
+    def __init__(self, steps: list[tuple[str, dict]]) -> None:
+        super().__init__(seed=0)
+        self.steps = steps
+
+    def respond(self, body, headers):  # type: ignore[no-untyped-def]
+        done = sum(1 for m in body["messages"] if isinstance(m.get("content"), list)
+                   for b in m["content"] if b.get("type") == "tool_result")
+        if done < len(self.steps):
+            name, tool_input = self.steps[done]
+            content = [{"type": "tool_use", "id": f"toolu_pry_{done}", "name": name, "input": tool_input}]
+            stop = "tool_use"
+        else:
+            content, stop = [{"type": "text", "text": "Done."}], "end_turn"
+        return {"id": f"msg_pry_{done}", "type": "message", "role": "assistant",
+                "model": body.get("model"), "content": content, "stop_reason": stop,
+                "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 10}}
+
+
+@needs_cli
+async def test_claude_code_file_tools_stay_in_the_project_folder(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the-secret-words")
+    steps = [("Read", {"file_path": str(secret)}),
+             ("Write", {"file_path": str(tmp_path / "escaped.txt"), "content": "out"}),
+             ("Grep", {"pattern": "secret", "path": str(tmp_path)}),
+             ("Write", {"file_path": "outputs/inside.txt", "content": "in"})]
+    server, port = serve(Prying(steps), "127.0.0.1", 0)
+    try:
+        record = await run(settings_with(), f"http://127.0.0.1:{port}", tmp_path / "runs/run-1",
+                           with_skill=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert record.status == "ok", record.error
+    assert record.files_created == ["inside.txt"] and not (tmp_path / "escaped.txt").exists()
+    assert "the-secret-words" not in (record.run_dir / "transcript.jsonl").read_text()
+    metrics = json.loads((record.run_dir / "outputs/metrics.json").read_text())
+    assert metrics["errors_encountered"] == 3 and record.skill_invoked is False
+
+
+async def test_a_missing_cli_names_the_npm_package(tmp_path: Path, monkeypatch) -> None:
+    with pytest.raises(BadInput, match="@anthropic-ai/claude-code"):
+        find_claude(settings_with(claude_binary=str(tmp_path / "no-claude")))
+    monkeypatch.setattr(claude_code, "LOCAL_BINARY", tmp_path / "absent" / "claude")
+    settings = settings_with(claude_binary="claude-not-on-path-anywhere")
+    with pytest.raises(BadInput, match="install-claude-code.sh") as caught:
+        await run(settings, "http://127.0.0.1:9", tmp_path / "run-1", with_skill=True)
+    assert "@anthropic-ai/claude-code" in str(caught.value)
+    assert not (tmp_path / "run-1").exists()
