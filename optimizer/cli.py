@@ -24,8 +24,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Improve an Agent Skill overnight: propose variants, run, grade, compare, promote.",
 )
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 ConfigOpt = Annotated[
     Path | None,
@@ -173,9 +173,9 @@ def benchmark(
     set_: SetOpt = None,
 ) -> None:
     """One-shot benchmark: every eval with and without the skill, graded and aggregated."""
-    from .progress import bar
     from .benchmark import run_benchmark
     from .evals import load_evals
+    from .progress import bar
     from .session import open_session
 
     evalset = load_evals(_require_dir(skill_dir, "skill"), evals)

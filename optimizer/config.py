@@ -23,12 +23,12 @@ class Section(BaseModel):
 
 
 class Models(Section):
-    executor: str = "claude-sonnet-4-5"
-    grader: str = "claude-opus-4-1"
-    comparator: str = "claude-opus-4-1"
-    analyzer: str = "claude-opus-4-1"
-    proposer: str = "claude-opus-4-1"
-    trigger: str = "claude-sonnet-4-5"
+    executor: str = "claude-sonnet-4-6"
+    grader: str = "claude-opus-4-6"
+    comparator: str = "claude-opus-4-6"
+    analyzer: str = "claude-opus-4-6"
+    proposer: str = "claude-opus-4-6"
+    trigger: str = "claude-haiku-4-5"
 
 
 class Llm(Section):
@@ -120,8 +120,9 @@ class Price(Section):
 
 
 DEFAULT_PRICES = {
+    "claude-opus-4-6": Price(input=5.0, output=25.0, cache_write=6.25, cache_read=0.5),
     "claude-opus-4-1": Price(input=15.0, output=75.0, cache_write=18.75, cache_read=1.5),
-    "claude-sonnet-4-5": Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3),
+    "claude-sonnet-4-6": Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3),
     "claude-haiku-4-5": Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1),
 }
 

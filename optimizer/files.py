@@ -11,6 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 def write_text(path: Path, text: str) -> None:
     """Temp file in the same folder, fsync, rename: a reader sees the old file or the new one."""
@@ -21,6 +24,7 @@ def write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; a run's files are for reading
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

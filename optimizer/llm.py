@@ -4,6 +4,7 @@ budget, prompt caching, structured answers. Never pays twice for a call, never l
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
 import os
@@ -36,6 +37,11 @@ Answer = TypeVar("Answer", bound=BaseModel)
 async def sleep(seconds: float) -> None:
     """The wait between attempts; tests replace it (or pass `sleep=` to the client)."""
     await asyncio.sleep(seconds)
+
+
+# What the calls in flight are for (a version label, "baseline", "proposal 2-0"): set by the
+# stage that makes them, recorded per call, so lineage can show the cost of each version.
+scope: contextvars.ContextVar[str | None] = contextvars.ContextVar("scope", default=None)
 
 
 class ModelCallFailed(WorkFailed):
@@ -560,6 +566,7 @@ class ModelClient:
             "cache_write_tokens": usage.cache_creation_input_tokens or 0,
             "cache_read_tokens": usage.cache_read_input_tokens or 0,
             "cost_usd": cost, "latency_ms": latency_ms, "attempts": attempts, "error": None,
+            "scope": scope.get(),
         })
         self._calls += 1
         self._spent += cost

@@ -42,7 +42,7 @@ def load_prompt(name: str, directory: Path = PROMPTS_DIR) -> Template:
     return Template(name, text, frozenset(_PLACEHOLDER.findall(text)))
 
 
-def tag(name: str, content: str, **attrs: object) -> str:
+def tag(name: str, content: str, /, **attrs: object) -> str:
     """One tagged section: `<name a="1">content</name>`. Attribute values are escaped; the content
     is not, so models and the simulator read files verbatim."""
     attr_text = "".join(f' {k}="{html.escape(str(v), quote=True)}"' for k, v in attrs.items())

@@ -158,3 +158,17 @@ class Store:
     def set_json(self, table: str, pk_name: str, pk: Any, column: str, value: Any) -> None:
         with self.atomic():
             self.db[table].update(pk, {column: json.dumps(value)})
+
+
+@migrations()
+def m002_best_and_scopes(db: sqlite_utils.Database) -> None:
+    # The current best is a decision, not a derivation: with Pareto parents a winning child may
+    # still score below the best, so the loop records it explicitly.
+    db["runs"].add_column("current_best", str)
+    db["runs"].add_column("test_json", str)
+    db["runs"].add_column("pid", int)
+    db["runs"].add_column("stage", str)
+    db["runs"].add_column("last_error", str)
+    # Which version (or stage) a model call was made for, so lineage can show cost per version.
+    db["calls"].add_column("scope", str)
+    db["versions"].add_column("split_scores_json", str)

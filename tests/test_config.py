@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from optimizer import config
 from optimizer.errors import BadInput
@@ -40,7 +41,7 @@ def test_precedence_defaults_toml_evalconfig_env_set_flags(tmp_path):
 
 def test_settings_are_frozen():
     s = config.Settings()
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         s.loop.seed = 3  # type: ignore[misc]
 
 
@@ -86,4 +87,4 @@ def test_run_toml_round_trip_keeps_settings_and_sources():
 def test_unknown_model_is_priced_as_the_most_expensive():
     s = config.Settings()
     assert s.price("some-new-model") == s.prices["claude-opus-4-1"]
-    assert s.price("claude-sonnet-4-5-20250929") == s.prices["claude-sonnet-4-5"]
+    assert s.price("claude-sonnet-4-6-20260101") == s.prices["claude-sonnet-4-6"]

@@ -47,7 +47,7 @@ def test_a_corrupt_database_is_one_clear_error(tmp_path):
 
 
 def test_atomic_json_write_validates_first(tmp_path):
-    from pydantic import BaseModel
+    from pydantic import BaseModel, ValidationError
 
     class Thing(BaseModel):
         n: int
@@ -55,7 +55,7 @@ def test_atomic_json_write_validates_first(tmp_path):
     target = tmp_path / "a" / "thing.json"
     write_json(target, {"n": 1}, model=Thing)
     assert json.loads(target.read_text()) == {"n": 1}
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         write_json(target, {"n": "not a number"}, model=Thing)
     assert json.loads(target.read_text()) == {"n": 1}  # the old file is untouched
     assert [p.name for p in target.parent.iterdir()] == ["thing.json"]  # no temp file left behind

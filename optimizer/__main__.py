@@ -1,0 +1,3 @@
+from optimizer.cli import app
+
+app(prog_name="optimizer")

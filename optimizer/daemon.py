@@ -1,0 +1,260 @@
+"""The long run around the loop: create or reopen a workspace, hold its lock, detach, stop
+cleanly, export. Never runs two daemons on one run folder and never loses committed state."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+import structlog
+from rich.console import Console
+
+from . import config, evals, logs
+from . import skill as skills
+from .errors import BadInput, WorkFailed
+from .files import Workspace, write_text
+from .stops import parse_deadline
+from .store import Store, now
+
+log = structlog.get_logger()
+
+
+def _default_run_dir(skill_name: str) -> Path:
+    return Path("runs") / f"{skill_name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def start(
+    *, skill_dir: Path, evals_path: Path | None, run_dir: Path | None, from_run: Path | None,
+    target: str, detach: bool, fresh: bool,
+    load: Callable[[dict], config.Loaded], console: Console,
+) -> int:
+    """`optimizer run`: check everything first (nothing is written on bad input), then create
+    the workspace and run the loop here or in the background."""
+    skill = skills.load_skill(skill_dir)
+    evalset = evals.load_evals(skill_dir, evals_path)
+    loaded = load(evalset.eval_config)
+    settings = loaded.settings
+    deadline = parse_deadline(settings.budget.deadline)
+    base_best = _best_of(from_run) if from_run else None
+    run_dir = run_dir or _default_run_dir(skill.name)
+    ws = Workspace(run_dir)
+    if ws.state_db.exists():
+        if not fresh:
+            raise BadInput(f"{run_dir}: already holds a run; continue it with `optimizer resume "
+                           f"{run_dir}`, or pick another --run-dir.")
+        _refuse_if_running(ws)
+        shutil.rmtree(run_dir)
+    sources = dict(loaded.sources)
+    if deadline is not None:  # "07:00" means the next 07:00 from now, also after a resume
+        settings = settings.model_copy(update={"budget": settings.budget.model_copy(
+            update={"deadline": deadline.isoformat(timespec="seconds")})})
+    _create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target, base_best, from_run)
+    console.print(f"run folder: {run_dir}")
+    if detach:
+        return _spawn(ws, console)
+    return _foreground(ws, settings, console)
+
+
+def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, console: Console) -> int:
+    ws = Workspace(run_dir)
+    if not ws.state_db.exists() or not ws.run_toml.exists():
+        raise BadInput(f"{run_dir}: not a run folder (no state.db and run.toml); start one with "
+                       "`optimizer run SKILL_DIR`.")
+    try:
+        base = tomllib.loads(ws.run_toml.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{ws.run_toml}: not valid TOML ({exc}); restore it or start a new run.") from None
+    loaded = config.load(base=base, env=os.environ, overrides=overrides, flags=flags)
+    settings = loaded.settings
+    if flags.get("budget.deadline"):
+        at = parse_deadline(flags["budget.deadline"])
+        settings = settings.model_copy(update={"budget": settings.budget.model_copy(
+            update={"deadline": at.isoformat(timespec="seconds") if at else ""})})
+    if loaded.sources != {k: "run.toml" for k in loaded.sources}:
+        write_text(ws.run_toml, config.to_toml(settings, loaded.sources))
+    _refuse_if_running(ws)
+    ws.stop_file.unlink(missing_ok=True)
+    if detach:
+        return _spawn(ws, console)
+    return _foreground(ws, settings, console)
+
+
+def _create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target, base_best, from_run):
+    ws.root.mkdir(parents=True, exist_ok=True)
+    # The eval inputs are the user's files as they were at the start; the agent never sees evals/.
+    inputs = ws.root / "inputs"
+    skills.snapshot(skill_dir, inputs)
+    if evals_path is not None:
+        (inputs / "evals").mkdir(exist_ok=True)
+        shutil.copyfile(evals_path, inputs / "evals" / "evals.json")
+    v0_source = base_best or skill_dir
+    _snapshot_version(v0_source, ws.skill("v0"))
+    split = evals.split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
+    write_text(ws.run_toml, config.to_toml(settings, sources))
+    store = Store(ws.state_db)
+    try:
+        with store.atomic():
+            store.db["runs"].insert({
+                "id": ws.root.name, "skill_name": skill.name, "skill_dir": str(skill_dir),
+                "target": target, "started_at": now(), "eval_set_hash": evalset.hash,
+                "split_json": json.dumps({"train": split.train, "test": split.test, "note": split.note}),
+                "settings_json": settings.model_dump_json(), "status": "created",
+                "from_run": str(from_run) if from_run else None, "current_best": "v0",
+                "stage": "created",
+            })
+            store.db["versions"].insert({
+                "label": "v0", "hash": skills.content_hash(ws.skill("v0")), "parent": None,
+                "iteration": 0, "created_at": now(), "status": "created",
+                "summary": f"best version of {from_run}" if from_run else "the original skill",
+            })
+    finally:
+        store.close()
+
+
+def _snapshot_version(src: Path, dest: Path) -> str:
+    """A version's skill folder without evals/: the agent must not read the expectations."""
+    digest = skills.snapshot(src, dest)
+    shutil.rmtree(dest / "evals", ignore_errors=True)
+    return digest
+
+
+def _best_of(run_dir: Path) -> Path:
+    ws = Workspace(run_dir)
+    if not ws.state_db.exists():
+        raise BadInput(f"--from {run_dir}: not a run folder (no state.db); name a finished run.")
+    store = Store(ws.state_db)
+    try:
+        best = (store.run_row() or {}).get("current_best") or "v0"
+    finally:
+        store.close()
+    return ws.skill(best)
+
+
+@contextmanager
+def lock(ws: Workspace) -> Iterator[None]:
+    """An flock on the pidfile for the daemon's whole life; the kernel drops it on any death."""
+    ws.root.mkdir(parents=True, exist_ok=True)
+    handle = open(ws.pidfile, "a+")  # noqa: SIM115 - held for the whole run
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        pid = running_pid(ws)
+        raise BadInput(f"{ws.root}: a daemon is already running on this run folder (pid {pid}); "
+                       f"watch it with `optimizer status {ws.root}` or stop it with "
+                       f"`optimizer stop {ws.root}`.") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    try:
+        yield
+    finally:
+        handle.seek(0)
+        handle.truncate()
+        handle.close()
+
+
+def running_pid(ws: Workspace) -> int | None:
+    """The pid of the live daemon of this folder, or None (a stale pidfile counts as none)."""
+    try:
+        text = ws.pidfile.read_text().strip()
+    except OSError:
+        return None
+    if not text.isdigit():
+        return None
+    with open(ws.pidfile) as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return int(text)
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return None
+
+
+def _refuse_if_running(ws: Workspace) -> None:
+    pid = running_pid(ws)
+    if pid is not None:
+        raise BadInput(f"{ws.root}: a daemon is already running on this run folder (pid {pid}); "
+                       f"stop it first with `optimizer stop {ws.root}`.")
+
+
+def _spawn(ws: Workspace, console: Console) -> int:
+    out = open(ws.root / "daemon.out", "ab")  # noqa: SIM115 - handed to the child
+    child = subprocess.Popen(
+        [sys.executable, "-m", "optimizer", "resume", str(ws.root)],
+        stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+    )
+    out.close()
+    console.print(f"running in the background as pid {child.pid}")
+    console.print(f"  watch:  optimizer status {ws.root}\n  log:    {ws.log}\n"
+                  f"  stop:   optimizer stop {ws.root}")
+    return 0
+
+
+def _foreground(ws: Workspace, settings: config.Settings, console: Console) -> int:
+    from . import llm, loop
+    from .stops import SignalFlag
+
+    with lock(ws):
+        logs.configure(ws.log, console=False)
+        store = Store(ws.state_db)
+        flag = SignalFlag()
+        flag.install()
+        try:
+            client = llm.make_client(settings, store, budget_usd=settings.budget.usd)
+            reason = asyncio.run(loop.optimize(ws, store, client, settings, flag=flag, console=console))
+        except WorkFailed as exc:
+            with store.atomic():
+                store.db["runs"].update(ws.root.name, {"status": "failed", "last_error": str(exc)})
+            raise
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            store.close()
+    console.print(f"stopped: {reason}")
+    return 0
+
+
+def request_stop(run_dir: Path) -> str:
+    ws = Workspace(run_dir)
+    if not ws.state_db.exists():
+        raise BadInput(f"{run_dir}: not a run folder (no state.db).")
+    write_text(ws.stop_file, f"stop requested at {now()}\n")
+    pid = running_pid(ws)
+    if pid is None:
+        return f"no daemon is running on {run_dir}; it will not start the next unit of work."
+    os.kill(pid, signal.SIGTERM)
+    return f"asked pid {pid} to stop after the unit of work in flight."
+
+
+def export(run_dir: Path, version: str | None, to: Path, *, force: bool) -> str:
+    ws = Workspace(run_dir)
+    if not ws.state_db.exists():
+        raise BadInput(f"{run_dir}: not a run folder (no state.db).")
+    if version is None:
+        store = Store(ws.state_db)
+        try:
+            version = (store.run_row() or {}).get("current_best") or "v0"
+        finally:
+            store.close()
+    source = ws.skill(version)
+    if not source.is_dir():
+        raise BadInput(f"{run_dir}: has no version '{version}'; `optimizer lineage {run_dir}` lists them.")
+    if to.exists() and any(to.iterdir()):
+        if not force:
+            raise BadInput(f"{to}: is not empty; choose an empty folder or pass --force to replace it.")
+        shutil.rmtree(to)
+    shutil.copytree(source, to, dirs_exist_ok=True)
+    return f"exported {version} to {to}"

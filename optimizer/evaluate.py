@@ -1,0 +1,156 @@
+"""The unit every stage is made of: execute one run, check it structurally, judge it, and commit
+the result before the next step; stages ask for (version, evals, runs) and get scores back.
+Never redoes a run whose grading is committed, and never keeps a half-written run folder."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from . import judge, sandbox, structural
+from .config import Settings
+from .evals import Eval, EvalSet
+from .execute.record import RunRecord, is_complete
+from .files import Workspace
+from .llm import scope
+from .store import Store, now
+
+log = structlog.get_logger()
+
+
+
+@dataclass(frozen=True)
+class Scored:
+    key: str
+    eval_id: int
+    run_number: int
+    configuration: str
+    status: str  # ok | gated | exec_error | judge_error
+    score: float | None  # None for judge_error: excluded, counted
+    pass_rate: float
+
+
+def policy(settings: Settings) -> sandbox.SandboxPolicy:
+    s = settings.sandbox
+    return sandbox.SandboxPolicy(mode=s.mode, timeout_s=s.timeout_s, memory_mb=s.memory_mb,
+                                 max_output_bytes=s.max_output_bytes,
+                                 max_processes=s.max_processes, max_file_bytes=s.max_file_bytes)
+
+
+class Evaluator:
+    """Runs and grades with_skill runs of versions and the without_skill baseline, idempotently."""
+
+    def __init__(self, ws: Workspace, store: Store, client, settings: Settings, evalset: EvalSet,
+                 executor, *, skill_name: str, inputs_root: Path,
+                 on_run: Callable[[Scored], None] | None = None) -> None:
+        self.ws, self.store, self.client, self.settings = ws, store, client, settings
+        self.evals = {e.id: e for e in evalset.evals}
+        self.executor = executor
+        self.skill_name = skill_name
+        self.inputs_root = inputs_root
+        self.policy = policy(settings)
+        self.on_run = on_run
+        self._slots = asyncio.Semaphore(settings.execute.concurrency)
+
+    async def version(self, label: str, eval_ids: list[int], runs: int, *,
+                      root: Workspace | None = None, split: str = "train") -> dict[int, list[Scored]]:
+        """with_skill runs 1..runs of `label` on eval_ids, under `root` (the sealed test uses its
+        own folder)."""
+        ws = root or self.ws
+        prefix = "" if root is None else f"{ws.root.relative_to(self.ws.root)}/"
+        jobs = [(f"{prefix}{label}/eval-{e}/with_skill/run-{n}", ws.run_dir(label, e, "with_skill", n),
+                 e, "with_skill", n, ws.skill(label) if root is None else self.ws.skill(label))
+                for e in eval_ids for n in range(1, runs + 1)]
+        return await self._all(jobs, label, split)
+
+    async def baseline(self, eval_ids: list[int], runs: int, *, split: str = "train") -> dict[int, list[Scored]]:
+        jobs = [(f"baseline/eval-{e}/without_skill/run-{n}", self.ws.baseline_run_dir(e, n), e,
+                 "without_skill", n, None) for e in eval_ids for n in range(1, runs + 1)]
+        return await self._all(jobs, "baseline", split)
+
+    async def _all(self, jobs, label: str, split: str) -> dict[int, list[Scored]]:
+        token = scope.set(label)
+        try:
+            results = await asyncio.gather(*(self._unit(*job, label=label, split=split) for job in jobs))
+        finally:
+            scope.reset(token)
+        out: dict[int, list[Scored]] = {}
+        for scored in results:  # job order, never completion order
+            out.setdefault(scored.eval_id, []).append(scored)
+        return out
+
+    async def _unit(self, key: str, run_dir: Path, eval_id: int, configuration: str, run_number: int,
+                    skill_dir: Path | None, *, label: str, split: str) -> Scored:
+        done = self.store.get("gradings", key)
+        if done and (run_dir / "grading.json").is_file():
+            return _scored(key, eval_id, run_number, configuration, done)
+        eval = self.evals[eval_id]
+        async with self._slots:
+            record = await self._execute(key, run_dir, eval, configuration, run_number, skill_dir,
+                                         label=label, split=split)
+            checks = await asyncio.to_thread(
+                structural.check_run, eval, run_dir, structural.script_policy(self.policy),
+                configuration=configuration,
+                run_error=None if record.status == "ok" else (record.error or record.status),
+            )
+            outcome = await judge.grade_run(self.client, eval, run_dir, record, settings=self.settings,
+                                            structural=checks, sample=run_number)
+            judge.write_outcome(run_dir, outcome)
+        row = {
+            "key": key, "status": outcome.status, "score": outcome.score,
+            "pass_rate": outcome.pass_rate, "passed": outcome.grading.summary.passed,
+            "total": outcome.grading.summary.total, "rubric_normalized": outcome.rubric_normalized,
+            "gate_passed": int(checks.gate_passed),
+            "grading_json": outcome.grading.model_dump_json(exclude_none=True),
+            "structural_json": checks.model_dump_json(), "completed_at": now(),
+        }
+        with self.store.atomic():
+            self.store.upsert("gradings", row, pk="key")
+        scored = _scored(key, eval_id, run_number, configuration, row)
+        if self.on_run:
+            self.on_run(scored)
+        return scored
+
+    async def _execute(self, key, run_dir: Path, eval: Eval, configuration, run_number, skill_dir,
+                       *, label: str, split: str) -> RunRecord:
+        if is_complete(run_dir) and self.store.get("eval_runs", key):
+            return RunRecord.load(run_dir)
+        if run_dir.exists():  # half-written by a killed process: redo it from scratch
+            shutil.rmtree(run_dir)
+        record = await self.executor.execute(
+            skill_dir=skill_dir, skill_name=self.skill_name if skill_dir else None, eval=eval,
+            inputs_root=self.inputs_root, run_dir=run_dir, run_number=run_number, sample=run_number,
+        )
+        with self.store.atomic():
+            self.store.upsert("eval_runs", {"key": key, "version": label, "split": split,
+                                            **record.to_row()}, pk="key")
+        return record
+
+
+def _scored(key, eval_id, run_number, configuration, row) -> Scored:
+    return Scored(key, eval_id, run_number, configuration, row["status"], row["score"],
+                  row["pass_rate"] or 0.0)
+
+
+def eval_means(results: dict[int, list[Scored]]) -> dict[int, list[float]]:
+    """Scores per eval with judge errors left out (they are counted, never averaged)."""
+    return {e: [s.score for s in runs if s.score is not None] for e, runs in results.items()}
+
+
+def judge_errors(*results: dict[int, list[Scored]]) -> tuple[int, int]:
+    runs = [s for r in results for ss in r.values() for s in ss]
+    return sum(s.status == "judge_error" for s in runs), len(runs)
+
+
+def gradings_of(store: Store, keys: list[str]) -> list[dict]:
+    if not keys:
+        return []
+    marks = ",".join("?" * len(keys))
+    rows = store.query(f"select key, grading_json from gradings where key in ({marks})", keys)
+    return [{"key": r["key"], **json.loads(r["grading_json"])} for r in rows if r["grading_json"]]

@@ -1,0 +1,353 @@
+"""The optimizer loop of DESIGN §3: choose a parent, propose, screen, benchmark, compare, analyze,
+select; then the sealed test. Each step is one call whose result is committed before the next, so
+a killed run resumes where it was. Only this module knows the order of the steps."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+
+import structlog
+from rich.console import Console
+
+from . import evidence, lineage, select, stops
+from . import skill as skills
+from .analyze import analyze
+from .compare import compare_versions
+from .config import Settings
+from .errors import BudgetExhausted
+from .evals import EvalSet, load_evals
+from .evaluate import Evaluator, eval_means, judge_errors
+from .execute import get_executor
+from .files import Workspace, write_json, write_text
+from .llm import scope
+from .propose import Candidate, proposal_markdown, propose
+from .store import Store, now
+from .summaries import write_benchmark
+from .ui import Reporter
+
+log = structlog.get_logger()
+
+
+class Run:
+    """What every step of one optimizer run shares; built once per process from state.db."""
+
+    def __init__(self, ws: Workspace, store: Store, client, settings: Settings, reporter: Reporter):
+        self.ws, self.store, self.client, self.settings, self.ui = ws, store, client, settings, reporter
+        row = store.run_row()
+        self.skill_name, self.target = row["skill_name"], row["target"]
+        split = json.loads(row["split_json"])
+        self.train, self.test = split["train"], split["test"]
+        self.evalset: EvalSet = load_evals(ws.root / "inputs")
+        self.runs_per_eval = settings.evals.runs_per_eval
+        executor = get_executor(None, settings, client=client)
+        self.evaluator = Evaluator(ws, store, client, settings, self.evalset, executor,
+                                   skill_name=self.skill_name, inputs_root=ws.root / "inputs",
+                                   on_run=lambda s: reporter.run_done())
+
+    def rng(self, *purpose: object) -> random.Random:
+        return random.Random(":".join(map(str, (self.settings.loop.seed, *purpose))))
+
+    def best(self) -> str:
+        return lineage.current_best(self.store)
+
+    def set_stage(self, stage: str) -> None:
+        with self.store.atomic():
+            self.store.db["runs"].update(self.ws.root.name, {"stage": stage})
+        self.ui.stage(stage)
+
+
+async def optimize(ws: Workspace, store: Store, client, settings: Settings, *,
+                   flag: stops.SignalFlag, console: Console) -> str:
+    with Reporter(console, store, simulated=getattr(client, "simulated", False)) as ui:
+        run = Run(ws, store, client, settings, ui)
+        _set_status(run, "running")
+        conditions = _conditions(run, flag)
+        try:
+            await evaluate_baseline(run)
+            while (reason := stops.first(conditions, loop_state(run))) is None:
+                await iterate(run, _next_iteration(run), conditions)
+        except BudgetExhausted as exc:
+            reason = str(exc)
+        log.info("run.stopping", reason=reason)
+        await seal_test(run)
+        finish(run, reason)
+    return reason
+
+
+def _conditions(run: Run, flag: stops.SignalFlag) -> list[stops.Condition]:
+    s = run.settings
+    return [flag.condition(), stops.stop_file(run.ws.stop_file), stops.budget(s.budget.usd),
+            stops.deadline(stops.parse_deadline(s.budget.deadline)),
+            stops.max_iterations(s.loop.max_iterations), stops.target(s.loop.target_score),
+            stops.plateau(s.loop.patience)]
+
+
+def _interrupted(run: Run, conditions: list[stops.Condition]) -> str | None:
+    """Between two units inside an iteration only the urgent conditions count (a signal, the stop
+    file, the budget, the deadline); the others wait for the iteration to end."""
+    return stops.first(conditions[:4], loop_state(run))
+
+
+def loop_state(run: Run) -> stops.LoopState:
+    finished = run.store.query("select number from iterations where finished_at is not null order by number")
+    wins = {r["iteration"] for r in run.store.query("select iteration from versions where decision = 'won'")}
+    streak = 0
+    for row in reversed(finished):
+        if row["number"] in wins:
+            break
+        streak += 1
+    best = run.store.get("versions", run.best()) or {}
+    return stops.LoopState(iterations_done=len(finished), iterations_without_win=streak,
+                           best_score=best.get("score") or 0.0, spent_usd=run.store.spent_usd())
+
+
+async def evaluate_baseline(run: Run) -> None:
+    """v0 on the train evals, and the no-skill baseline once per eval set."""
+    if run.settings.evals.baseline_comparison:
+        run.set_stage("baseline: without_skill runs")
+        await run.evaluator.baseline(run.train, run.runs_per_eval)
+    run.set_stage("v0: with_skill runs")
+    results = await run.evaluator.version("v0", run.train, run.runs_per_eval)
+    _record_scores(run, "v0", results)
+    if (run.store.get("versions", "v0") or {}).get("decision") is None:
+        with run.store.atomic():
+            run.store.db["versions"].update("v0", {"decision": "baseline", "stage": "benchmark",
+                                                   "status": "evaluated"})
+    write_benchmark(run, "v0")
+    _write_lineage(run, iteration=0)
+
+
+def _next_iteration(run: Run) -> int:
+    open_ = run.store.query("select number from iterations where finished_at is null order by number limit 1")
+    if open_:
+        return open_[0]["number"]
+    last = run.store.query("select max(number) as n from iterations")[0]["n"]
+    return (last or 0) + 1
+
+
+async def iterate(run: Run, n: int, conditions: list[stops.Condition]) -> None:
+    row = run.store.get("iterations", n) or _start_iteration(run, n)
+    parent = row["parent"]
+    feedback = evidence.gather(run.ws, run.store, parent, run.train)
+    for k in range(run.settings.loop.proposals_per_iteration):
+        if _interrupted(run, conditions):
+            return  # the iteration stays open; a resume continues it with the same parent
+        label = await candidate(run, n, k, parent, feedback)
+        if label:
+            await judge_candidate(run, label, parent, conditions)
+    with run.store.atomic():
+        run.store.db["iterations"].update(n, {"finished_at": now(), "stage": "done"})
+    _write_lineage(run, iteration=n)
+
+
+def _start_iteration(run: Run, n: int) -> dict:
+    run.set_stage(f"iteration {n}: choosing a parent")
+    versions = [select.VersionScores(v.label, _per_eval(run, v.label), v.label == run.best())
+                for v in lineage.versions(run.store) if v.stage == "benchmark" and v.decision]
+    parent = select.select_parent(versions, strategy=run.settings.loop.parent_selection,
+                                  rng=run.rng("parent", n))
+    row = {"number": n, "parent": parent, "stage": "propose", "candidates_json": "{}",
+           "started_at": now()}
+    with run.store.atomic():
+        run.store.db["iterations"].insert(row)
+    return row
+
+
+async def candidate(run: Run, n: int, k: int, parent: str, feedback) -> str | None:
+    """Proposal k of iteration n, as a new version label; None when rejected or a duplicate."""
+    made = json.loads(run.store.get("iterations", n)["candidates_json"] or "{}")
+    if str(k) in made:
+        return made[str(k)].get("label")
+    run.set_stage(f"iteration {n}: proposal {k + 1} from {parent}")
+    scratch = run.ws.root / ".proposals" / f"{n}-{k}"
+    token = scope.set(f"proposal {n}-{k}")
+    try:
+        result = await propose(run.client, parent=run.ws.skill(parent), feedback=feedback,
+                               target=run.target, dest=scratch, sample=n * 100 + k)
+    finally:
+        scope.reset(token)
+    if not isinstance(result, Candidate):
+        outcome = {"rejected": result.problems}
+    else:
+        outcome = _register(run, n, parent, result)
+        shutil.rmtree(scratch, ignore_errors=True)
+    made[str(k)] = outcome
+    with run.store.atomic():
+        run.store.db["iterations"].update(n, {"candidates_json": json.dumps(made)})
+    log.info("proposal.made", iteration=n, k=k, **{key: str(v) for key, v in outcome.items()})
+    return outcome.get("label")
+
+
+def _register(run: Run, n: int, parent: str, cand: Candidate) -> dict:
+    digest = skills.content_hash(cand.folder)
+    same = run.store.query("select label from versions where hash = ?", [digest])
+    if same:
+        return {"duplicate": same[0]["label"]}
+    label = f"v{run.store.db['versions'].count}"
+    dest = run.ws.skill(label)
+    if dest.exists():  # left by a process killed before it committed the row
+        shutil.rmtree(dest)
+    skills.snapshot(cand.folder, dest)
+    diff = skills.unified_diff(run.ws.skill(parent), dest)
+    write_text(run.ws.version(label) / "proposal.md", proposal_markdown(label, parent, cand, diff))
+    with run.store.atomic():
+        run.store.db["versions"].insert({
+            "label": label, "hash": digest, "parent": parent, "iteration": n, "created_at": now(),
+            "status": "proposed", "summary": cand.summary, "rationale": cand.rationale,
+        })
+    return {"label": label}
+
+
+async def judge_candidate(run: Run, label: str, parent: str, conditions) -> None:
+    """screen → benchmark → compare (adding runs while undecided) → select → analyze."""
+    if (run.store.get("versions", label) or {}).get("decision"):
+        return
+    ev, s = run.evaluator, run.settings
+    runs = run.runs_per_eval
+    parent_res = await ev.version(parent, run.train, runs)
+    if 0 < s.loop.screen_evals < len(run.train):
+        run.set_stage(f"{label}: screening")
+        batch = select.choose_minibatch(run.train, _means(eval_means(parent_res)), s.loop.screen_evals,
+                                        run.rng("minibatch", label))
+        child_mb = await ev.version(label, batch, 1)
+        passed, why = select.screen(eval_means(child_mb), {e: eval_means(parent_res)[e] for e in batch},
+                                    margin=s.selection.screen_margin)
+        if not passed:
+            _record_scores(run, label, child_mb)
+            _decide(run, label, parent, "screening", {"decision": "lost", "reason": why})
+            return
+    if _interrupted(run, conditions):
+        return
+    while True:
+        run.set_stage(f"{label}: benchmark ({runs} runs per eval)")
+        child_res = await ev.version(label, run.train, runs)
+        parent_res = await ev.version(parent, run.train, runs)
+        run.set_stage(f"{label}: blind comparison with {parent}")
+        tally = await compare_versions(
+            run.client, evals=[run.evalset.by_id(e) for e in run.train],
+            child_runs=_dirs(run, label, runs), parent_runs=_dirs(run, parent, runs),
+            out_dir=run.ws.comparison_dir(label), rng_seed=run.settings.loop.seed)
+        errors, total = judge_errors(child_res, parent_res)
+        decision = select.decide(eval_means(child_res), eval_means(parent_res), tally,
+                                 selection=s.selection, rng=run.rng("bootstrap", label, runs),
+                                 judge_errors=errors, total_runs=total)
+        if not (decision.needs_more_runs and runs < s.selection.max_runs_per_eval) or _interrupted(run, conditions):
+            break
+        runs += 1
+    _record_scores(run, label, child_res)
+    _record_scores(run, parent, parent_res)
+    write_benchmark(run, label)
+    write_benchmark(run, parent)
+    run.set_stage(f"{label}: analysis")
+    await _analyze(run, label, parent, decision, tally)
+    _decide(run, label, parent, "benchmark", select.selection_json(decision), decision)
+
+
+async def _analyze(run: Run, label: str, parent: str, decision, tally) -> None:
+    winner, loser = (label, parent) if decision.decision == "won" else (parent, label)
+    failed = [(f.eval_id, f.text, f.count) for f in evidence.gather(run.ws, run.store, loser, run.train).failures]
+    transcripts = {}
+    for lab in (winner, loser):
+        for e in run.train[:3]:
+            path = run.ws.run_dir(lab, e, "with_skill", 1) / "transcript.md"
+            if path.is_file():
+                transcripts[f"{'winner' if lab == winner else 'loser'} eval {e}"] = path.read_text(encoding="utf-8")[:4000]
+    token = scope.set(label)
+    try:
+        await analyze(run.client, winner_skill=run.ws.skill(winner), loser_skill=run.ws.skill(loser),
+                      winner_label=winner, loser_label=loser, tally=tally, failed_expectations=failed,
+                      transcripts=transcripts, out_path=run.ws.version(label) / "analysis.json")
+    finally:
+        scope.reset(token)
+
+
+def _decide(run: Run, label: str, parent: str, stage: str, selection: dict, decision=None) -> None:
+    write_json(run.ws.version(label) / "selection.json", {**selection, "stage": stage, "parent": parent})
+    verdict = selection["decision"]
+    best = run.best()
+    promote = verdict == "won" and (parent == best or _score(run, label) > _score(run, best))
+    with run.store.atomic():
+        run.store.upsert("decisions", {
+            "version": label, "parent": parent, "stage": stage, "decision": verdict,
+            "delta": getattr(decision, "delta", None), "ci_low": getattr(decision, "ci_low", None),
+            "ci_high": getattr(decision, "ci_high", None), "reason": selection["reason"],
+            "selection_json": json.dumps(selection), "decided_at": now()}, pk="version")
+        run.store.db["versions"].update(label, {"decision": verdict, "stage": stage, "status": "decided"})
+        if promote:
+            run.store.db["runs"].update(run.ws.root.name, {"current_best": label})
+    log.info("selection.decided", version=label, parent=parent, decision=verdict, stage=stage,
+             reason=selection["reason"], promoted=promote)
+    run.ui.decided(label, verdict, selection["reason"])
+
+
+async def seal_test(run: Run) -> None:
+    """The sealed test split scores v0 and the final best, whatever stopped the loop."""
+    if not run.test:
+        return
+    best = run.best()
+    root = Workspace(run.ws.root / "test")
+    result = {"evals": run.test, "versions": {}}
+    try:
+        for label in dict.fromkeys(["v0", best]):
+            run.set_stage(f"sealed test: {label}")
+            res = await run.evaluator.version(label, run.test, run.runs_per_eval, root=root, split="test")
+            per_eval = {e: sum(v) / len(v) for e, v in eval_means(res).items() if v}
+            result["versions"][label] = {
+                "score": round(sum(per_eval.values()) / len(per_eval), 4) if per_eval else None,
+                "per_eval": {str(e): round(v, 4) for e, v in per_eval.items()}}
+        scores = [result["versions"][lab]["score"] for lab in ("v0", best)]
+        result.update(best=best, delta=round(scores[1] - scores[0], 4) if None not in scores else None)
+    except BudgetExhausted as exc:
+        result["incomplete"] = f"the budget ran out during the sealed test: {exc}"
+    with run.store.atomic():
+        run.store.db["runs"].update(run.ws.root.name, {"test_json": json.dumps(result)})
+
+
+def finish(run: Run, reason: str) -> None:
+    with run.store.atomic():
+        run.store.db["runs"].update(run.ws.root.name, {"status": "stopped", "stop_reason": reason,
+                                                       "finished_at": now(), "stage": "stopped"})
+    _write_lineage(run, iteration=loop_state(run).iterations_done)
+    run.ui.finished(reason, run.best())
+
+
+def _set_status(run: Run, status: str) -> None:
+    with run.store.atomic():
+        run.store.db["runs"].update(run.ws.root.name, {"status": status, "stop_reason": None})
+
+
+def _write_lineage(run: Run, *, iteration: int) -> None:
+    from .summaries import analyst_suggestions
+
+    lineage.write_files(run.ws, run.store, simulated=getattr(run.client, "simulated", False),
+                        skill_name=run.skill_name, iteration=iteration,
+                        extra_notes=analyst_suggestions(run))
+
+
+def _record_scores(run: Run, label: str, results) -> None:
+    per_eval = _means(eval_means(results))
+    rates = {e: sum(s.pass_rate for s in runs) / len(runs) for e, runs in results.items() if runs}
+    score = sum(per_eval.values()) / len(per_eval) if per_eval else None
+    rate = sum(rates.values()) / len(rates) if rates else None
+    with run.store.atomic():
+        run.store.db["versions"].update(label, {"score": score, "pass_rate": rate,
+                                                "split_scores_json": json.dumps(per_eval)})
+
+
+def _means(scores: dict[int, list[float]]) -> dict[int, float]:
+    return {e: sum(v) / len(v) for e, v in scores.items() if v}
+
+
+def _per_eval(run: Run, label: str) -> dict[int, float]:
+    raw = (run.store.get("versions", label) or {}).get("split_scores_json")
+    return {int(k): v for k, v in json.loads(raw).items()} if raw else {}
+
+
+def _score(run: Run, label: str) -> float:
+    return (run.store.get("versions", label) or {}).get("score") or 0.0
+
+
+def _dirs(run: Run, label: str, runs: int) -> dict[int, list]:
+    return {e: [run.ws.run_dir(label, e, "with_skill", n) for n in range(1, runs + 1)] for e in run.train}
