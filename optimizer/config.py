@@ -72,11 +72,11 @@ class Scoring(Section):
 
 
 class Selection(Section):
-    min_effect: float = Field(0.02, ge=0)
+    min_effect: float = Field(0.03, ge=0)
     confidence: float = Field(0.95, gt=0, lt=1)
     bootstrap_samples: int = Field(2000, ge=100)
     max_runs_per_eval: int = Field(6, ge=1)
-    comparator_majority: float = Field(0.6, gt=0.5, le=1)
+    comparator_majority: float = Field(0.75, gt=0.5, le=1)
     max_judge_error_rate: float = Field(0.25, ge=0, le=1)
     screen_margin: float = Field(0.15, ge=0)
 
