@@ -21,6 +21,7 @@ tools:
 demo: setup
 	$(BIN)/optimizer run examples/csv-report --provider sim --max-iterations 3 --run-dir runs/demo --fresh
 	$(BIN)/optimizer lineage runs/demo
+	@echo "files: runs/demo (history.json, v*/benchmark.json); report: $(BIN)/optimizer report runs/demo"
 
 test: setup tools
 	$(BIN)/pytest

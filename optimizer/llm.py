@@ -570,7 +570,7 @@ class ModelClient:
         })
         self._calls += 1
         self._spent += cost
-        log.debug("llm.call_completed", role=role, model=model, sample=sample,
+        log.debug("llm.call_completed", hash=key, role=role, model=model, sample=sample,
                   input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                   cost_usd=cost, latency_ms=round(latency_ms, 1), attempts=attempts)
         return Message.model_validate(data)

@@ -109,8 +109,8 @@ async def evaluate_baseline(run: Run) -> None:
         run.set_stage("baseline: without_skill runs")
         await run.evaluator.baseline(run.train, run.runs_per_eval)
     run.set_stage("v0: with_skill runs")
-    results = await run.evaluator.version("v0", run.train, run.runs_per_eval)
-    _record_scores(run, "v0", results)
+    await run.evaluator.version("v0", run.train, run.runs_per_eval)
+    _record_scores(run, "v0")
     if (run.store.get("versions", "v0") or {}).get("decision") is None:
         with run.store.atomic():
             run.store.db["versions"].update("v0", {"decision": "baseline", "stage": "benchmark",
@@ -215,7 +215,7 @@ async def judge_candidate(run: Run, label: str, parent: str, conditions) -> None
         passed, why = select.screen(eval_means(child_mb), {e: eval_means(parent_res)[e] for e in batch},
                                     margin=s.selection.screen_margin)
         if not passed:
-            _record_scores(run, label, child_mb)
+            _record_scores(run, label)
             _decide(run, label, parent, "screening", {"decision": "lost", "reason": why})
             return
     if _interrupted(run, conditions):
@@ -236,8 +236,8 @@ async def judge_candidate(run: Run, label: str, parent: str, conditions) -> None
         if not (decision.needs_more_runs and runs < s.selection.max_runs_per_eval) or _interrupted(run, conditions):
             break
         runs += 1
-    _record_scores(run, label, child_res)
-    _record_scores(run, parent, parent_res)
+    _record_scores(run, label)
+    _record_scores(run, parent)
     write_benchmark(run, label)
     write_benchmark(run, parent)
     run.set_stage(f"{label}: analysis")
@@ -326,14 +326,26 @@ def _write_lineage(run: Run, *, iteration: int) -> None:
                         extra_notes=analyst_suggestions(run))
 
 
-def _record_scores(run: Run, label: str, results) -> None:
-    per_eval = _means(eval_means(results))
-    rates = {e: sum(s.pass_rate for s in runs) / len(runs) for e, runs in results.items() if runs}
-    score = sum(per_eval.values()) / len(per_eval) if per_eval else None
-    rate = sum(rates.values()) / len(rates) if rates else None
+def _record_scores(run: Run, label: str) -> None:
+    """A version's score is over every committed train run it has, whichever stage added them;
+    never over what one caller happens to hold (a resume would record fewer runs)."""
+    rows = run.store.query("select key, score, pass_rate from gradings where key like ?",
+                           [f"{label}/eval-%/with_skill/run-%"])
+    scores: dict[int, list[float]] = {}
+    rates: dict[int, list[float]] = {}
+    for row in rows:
+        e = int(row["key"].split("/")[1].removeprefix("eval-"))
+        if e in run.train:
+            rates.setdefault(e, []).append(row["pass_rate"] or 0.0)
+            if row["score"] is not None:
+                scores.setdefault(e, []).append(row["score"])
+    per_eval = _means(scores)
+    rate = _means(rates)
     with run.store.atomic():
-        run.store.db["versions"].update(label, {"score": score, "pass_rate": rate,
-                                                "split_scores_json": json.dumps(per_eval)})
+        run.store.db["versions"].update(label, {
+            "score": sum(per_eval.values()) / len(per_eval) if per_eval else None,
+            "pass_rate": sum(rate.values()) / len(rate) if rate else None,
+            "split_scores_json": json.dumps(per_eval)})
 
 
 def _means(scores: dict[int, list[float]]) -> dict[int, float]:

@@ -1,0 +1,211 @@
+"""The daemon as a user drives it: whole simulated runs through the command line, kills and
+resumes, budgets, deadlines, stop requests, a second daemon. Real processes, real state.db."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from optimizer.artifacts import check_artifact
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "csv-report"
+
+
+def cli(*args: str, check: bool = True, timeout: float = 240, **kw) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))}
+    proc = subprocess.run([sys.executable, "-m", "optimizer", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=kw.get("cwd", ROOT))
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def start(*args: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))}
+    return subprocess.Popen([sys.executable, "-m", "optimizer", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+
+
+def lineage_of(run_dir: Path) -> list[tuple]:
+    history = json.loads((run_dir / "history.json").read_text())
+    return [(i["version"], i["parent"], i["grading_result"], i.get("overall_efficiency"),
+             i.get("summary")) for i in history["iterations"]] + [("best", history["current_best"])]
+
+
+def completed_hashes(run_dir: Path) -> Counter:
+    counts: Counter = Counter()
+    for line in (run_dir / "optimizer.log").read_text().splitlines():
+        event = json.loads(line)
+        if event.get("event") == "llm.call_completed":
+            counts[event["hash"]] += 1
+    return counts
+
+
+def wait_for(predicate, timeout: float = 60.0) -> None:
+    """Polls a condition the test cannot be notified of (another process's progress)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.05)
+
+
+def stage(run_dir: Path) -> str:
+    try:
+        conn = sqlite3.connect(f"file:{run_dir / 'state.db'}?mode=ro", uri=True)
+        row = conn.execute("select stage from runs").fetchone()
+        conn.close()
+        return row[0] if row else ""
+    except sqlite3.Error:
+        return ""
+
+
+RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("ref") / "run"
+    cli(*RUN, "--run-dir", str(run_dir))
+    return run_dir
+
+
+def test_a_full_run_wins_and_loses_and_every_file_validates(reference):
+    decisions = {v: d for v, _, d, *_ in lineage_of(reference)[:-1]}
+    assert decisions["v0"] == "baseline"
+    assert "won" in decisions.values() and "lost" in decisions.values()
+    history = json.loads((reference / "history.json").read_text())
+    assert sum(i["is_current_best"] for i in history["iterations"]) == 1
+    assert history["simulated"] is True and history["test"]["versions"]["v0"]["score"] is not None
+    checked = 0
+    for path in reference.rglob("*.json"):
+        if {"outputs", "inputs"} & set(path.parts) or path.name in ("assignment.json", "selection.json"):
+            continue
+        report = check_artifact(path, None, True)
+        assert report.ok, (path, report.problems)
+        checked += 1
+    assert checked > 200
+    agg = json.loads((reference / "eval_feedback_aggregate.json").read_text())
+    assert agg["skill_name"] == "csv-report" and agg["total_runs"] > 0
+    best = history["current_best"]
+    assert (reference / best / "skill" / "SKILL.md").is_file()
+    assert not (reference / best / "skill" / "evals").exists()  # the agent never sees the evals
+    assert "## Diff against" in (reference / "v1" / "proposal.md").read_text()
+
+
+def test_the_same_seed_gives_the_same_lineage_anywhere_at_any_concurrency(reference, tmp_path):
+    run_dir = tmp_path / "elsewhere" / "run"
+    cli(*RUN, "--run-dir", str(run_dir), "--set", "execute.concurrency=1", cwd=tmp_path)
+    assert lineage_of(run_dir) == lineage_of(reference)
+
+
+def test_kill_9_at_random_moments_then_resume_ends_with_the_same_lineage(reference, tmp_path):
+    run_dir = tmp_path / "run"
+    rng = random.Random(7)
+    proc = start(*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=15")
+    kills = 0
+    while True:
+        try:
+            proc.wait(timeout=rng.uniform(0.4, 2.0))
+            break  # finished on its own before the next kill
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            kills += 1
+        if not (run_dir / "state.db").exists():
+            proc = start(*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=15")
+        else:
+            proc = start("resume", str(run_dir))
+    assert proc.returncode == 0, proc.stderr.read()
+    assert kills >= 3
+    assert lineage_of(run_dir) == lineage_of(reference)
+    repeated = {h: n for h, n in completed_hashes(run_dir).items() if n > 1}
+    assert repeated == {}, f"{len(repeated)} completed model calls were paid twice"
+    conn = sqlite3.connect(run_dir / "state.db")
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert not list(run_dir.glob("v*/.*tmp*")) and not list(run_dir.rglob(".work"))
+
+
+def test_resume_after_a_finished_run_pays_nothing_again(reference, tmp_path):
+    run_dir = tmp_path / "run"
+    cli(*RUN, "--run-dir", str(run_dir), "--max-iterations", "1")
+    before = sum(completed_hashes(run_dir).values())
+    cli("resume", str(run_dir), "--max-iterations", "1")
+    assert sum(completed_hashes(run_dir).values()) == before
+    cli("resume", str(run_dir), "--max-iterations", "2")
+    assert lineage_of(run_dir) == lineage_of(reference)
+
+
+def test_a_budget_stop_never_overspends(tmp_path):
+    run_dir = tmp_path / "run"
+    out = cli(*RUN, "--run-dir", str(run_dir), "--budget-usd", "1.5", "--max-iterations", "5")
+    conn = sqlite3.connect(run_dir / "state.db")
+    spent = conn.execute("select sum(cost_usd) from calls").fetchone()[0]
+    reason = conn.execute("select stop_reason from runs").fetchone()[0]
+    assert spent <= 1.5
+    assert "budget" in reason and "budget" in out.stdout
+
+
+def test_a_deadline_in_the_past_stops_after_the_baseline(tmp_path):
+    run_dir = tmp_path / "run"
+    out = cli(*RUN, "--run-dir", str(run_dir), "--deadline", "2020-01-01T00:00")
+    assert "deadline" in out.stdout
+    assert [v for v, *_ in lineage_of(run_dir)[:-1]] == ["v0"]
+
+
+def test_a_second_daemon_is_refused_and_stop_ends_the_first(tmp_path):
+    run_dir = tmp_path / "run"
+    first = start(*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=40",
+                  "--max-iterations", "50")
+    wait_for(lambda: stage(run_dir).startswith(("iteration", "v1")))
+    second = cli("resume", str(run_dir), check=False)
+    assert second.returncode == 2
+    assert f"pid {first.pid}" in second.stderr and "Traceback" not in second.stderr
+    stopped = cli("stop", str(run_dir))
+    assert f"pid {first.pid}" in stopped.stdout
+    assert first.wait(timeout=60) == 0
+    conn = sqlite3.connect(run_dir / "state.db")
+    assert "stop" in conn.execute("select stop_reason from runs").fetchone()[0]
+
+
+def test_the_stop_file_is_honoured_between_units(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = start(*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=40", "--max-iterations", "50")
+    wait_for(lambda: stage(run_dir).startswith(("iteration", "v1")))
+    (run_dir / "STOP").write_text("please stop\n")
+    assert proc.wait(timeout=60) == 0
+    conn = sqlite3.connect(run_dir / "state.db")
+    assert "STOP" in conn.execute("select stop_reason from runs").fetchone()[0]
+
+
+def test_bad_input_writes_nothing(tmp_path):
+    run_dir = tmp_path / "run"
+    bad = cli("run", str(tmp_path / "missing"), "--run-dir", str(run_dir), check=False)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and not run_dir.exists()
+    bad = cli(*RUN, "--run-dir", str(run_dir), "--set", "loop.sed=1", check=False)
+    assert bad.returncode == 2 and "did you mean 'loop.seed'" in bad.stderr and not run_dir.exists()
+    bad = cli(*RUN, "--run-dir", str(run_dir), "--deadline", "tomorrow", check=False)
+    assert bad.returncode == 2 and "HH:MM" in bad.stderr and not run_dir.exists()
+
+
+def test_export_copies_the_best_and_refuses_to_overwrite(reference, tmp_path):
+    target = tmp_path / "exported"
+    out = cli("export", str(reference), "--to", str(target))
+    best = json.loads((reference / "history.json").read_text())["current_best"]
+    assert f"exported {best}" in out.stdout
+    assert (target / "SKILL.md").read_text() == (reference / best / "skill" / "SKILL.md").read_text()
+    again = cli("export", str(reference), "v0", "--to", str(target), check=False)
+    assert again.returncode == 2 and "--force" in again.stderr
+    cli("export", str(reference), "v0", "--to", str(target), "--force")
+    assert (target / "SKILL.md").read_text() == (reference / "v0" / "skill" / "SKILL.md").read_text()
