@@ -1,0 +1,361 @@
+"""Read-only access to a run folder for the views, the report and the review server (state.db, else
+history.json in either form). Never writes, migrates or locks anything: a daemon may be running."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import tomllib
+from contextlib import closing
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from .. import config
+from .. import skill as skills
+from ..errors import BadInput
+from ..files import Workspace
+
+DECISIONS = ("baseline", "won", "lost", "tie")
+
+
+def label_key(label: str) -> tuple[int, str]:
+    """v2 before v10."""
+    m = re.fullmatch(r"v(\d+)", label or "")
+    return (int(m.group(1)), "") if m else (10**9, label or "")
+
+
+def natural_key(path: Path) -> list:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file, or None when absent or unreadable (a run in progress may be mid-rename)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def connect(db_path: Path, *, live: bool = True) -> sqlite3.Connection:
+    """A read-only connection: no migration, no checkpoint, no write of any kind to state.db.
+    A database nobody writes (no daemon, no -wal file) is opened immutable, so that not even the
+    -wal and -shm files SQLite creates for a WAL reader appear in the run folder."""
+    path = quote(str(db_path.resolve()))
+    quiet = not live and not Path(f"{db_path}-wal").exists()
+    for mode in (["immutable=1"] if quiet else []) + ["mode=ro", "immutable=1"]:
+        conn = sqlite3.connect(f"file:{path}?{mode}", uri=True, timeout=10)
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute("select count(*) from sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            conn.close()  # e.g. no right to create the -shm file of someone else's run folder
+    raise sqlite3.OperationalError("unable to open the database read-only")
+
+
+def rows(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> list[dict]:
+    try:
+        return [dict(r) for r in conn.execute(sql, params)]
+    except sqlite3.OperationalError:
+        return []  # a table or column an older run folder does not have yet
+
+
+def seconds_between(start: str | None, end: str | None) -> float | None:
+    try:
+        a = datetime.fromisoformat(str(start).replace("Z", "+00:00"))
+        b = datetime.fromisoformat(str(end).replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (b - a).total_seconds())
+
+
+@dataclass
+class RunData:
+    """What the views know about a run: its row, its settings, its versions as plain dicts."""
+
+    root: Path
+    source: str  # "state.db" | "history.json"
+    form: str = "iterations"  # history.json form; "versions" for description runs
+    run: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)
+    nodes: list[dict] = field(default_factory=list)
+    current_best: str | None = None
+    simulated: bool = False
+    ledger: dict = field(default_factory=dict)
+    iterations: list[dict] = field(default_factory=list)
+    calls: list[dict] = field(default_factory=list)
+    history: dict = field(default_factory=dict)
+
+    @property
+    def ws(self) -> Workspace:
+        return Workspace(self.root)
+
+    @property
+    def labels(self) -> list[str]:
+        return [n["label"] for n in self.nodes]
+
+    def node(self, label: str) -> dict:
+        for n in self.nodes:
+            if n["label"] == label:
+                return n
+        known = ", ".join(self.labels) or "none"
+        raise BadInput(f"{self.root}: has no version '{label}'; known versions: {known}.")
+
+
+def load(run_dir: Path, *, with_calls: bool = False) -> RunData:
+    ws = Workspace(run_dir)
+    if ws.state_db.is_file():
+        return _from_db(ws, with_calls)
+    if ws.history.is_file():
+        return _from_history(ws)
+    raise BadInput(f"{run_dir}: not a run folder (no state.db and no history.json); "
+                   "pass the folder `optimizer run` created.")
+
+
+def _from_db(ws: Workspace, with_calls: bool) -> RunData:
+    from ..daemon import running_pid
+
+    try:
+        conn = connect(ws.state_db, live=running_pid(ws) is not None)
+    except sqlite3.Error as exc:
+        raise BadInput(f"{ws.state_db}: not a readable run database ({exc}).") from None
+    with closing(conn):
+        run = (rows(conn, "select * from runs limit 1") or [{}])[0]
+        settings = parse_json(run.get("settings_json")) or {}
+        best = run.get("current_best") or "v0"
+        decided = {d["version"]: d for d in rows(conn, "select * from decisions")}
+        spent = {r["scope"]: r["cost"] for r in rows(
+            conn, "select scope, sum(cost_usd) as cost from calls group by scope")}
+        done = {r["version"]: r["done"] for r in rows(
+            conn, "select version, max(completed_at) as done from eval_runs "
+            "where split is null or split != 'test' group by version")}
+        scoped = any(scope is not None for scope in spent)  # else cost per version is unknown
+        nodes = []
+        for v in rows(conn, "select * from versions order by rowid"):
+            d = decided.get(v["label"], {})
+            selection = parse_json(d.get("selection_json")) or {}
+            end = d.get("decided_at") or (done.get(v["label"]) if v.get("decision") else None)
+            nodes.append({
+                "label": v["label"], "parent": v.get("parent") or None,
+                "iteration": v.get("iteration") or 0, "decision": v.get("decision"),
+                "stage": v.get("stage"), "status": v.get("status"),
+                "summary": v.get("summary") or "", "rationale": v.get("rationale") or "",
+                "score": v.get("score"), "pass_rate": v.get("pass_rate"),
+                "delta": d.get("delta"), "ci": _pair(d.get("ci_low"), d.get("ci_high")),
+                "reason": d.get("reason"), "comparator": selection.get("comparator"),
+                "cost_usd": round(spent.get(v["label"]) or 0.0, 6) if scoped else None,
+                "seconds": seconds_between(v.get("created_at"), end),
+                "created_at": v.get("created_at"), "decided_at": d.get("decided_at"),
+                "is_best": v["label"] == best,
+                "per_eval": parse_json(v.get("split_scores_json")) or {},
+            })
+        calls = rows(conn, "select count(*) as n, coalesce(sum(cost_usd), 0) as cost from calls "
+                           "where outcome = 'ok'") or [{"n": 0, "cost": 0.0}]
+        hits = rows(conn, "select count(*) as n, coalesce(sum(saved_usd), 0) as saved from cache_hits") \
+            or [{"n": 0, "saved": 0.0}]
+        total = rows(conn, "select coalesce(sum(cost_usd), 0) as s from calls") or [{"s": 0.0}]
+        data = RunData(
+            root=ws.root, source="state.db", run=run, settings=settings, nodes=nodes,
+            current_best=best,
+            simulated=(settings.get("llm") or {}).get("provider") == "sim",
+            ledger={"calls": calls[0]["n"], "calls_usd": calls[0]["cost"], "spent_usd": total[0]["s"],
+                    "cache_hits": hits[0]["n"], "saved_usd": hits[0]["saved"]},
+            iterations=rows(conn, "select number, parent, stage, started_at, finished_at "
+                                  "from iterations order by number"),
+        )
+        if with_calls:
+            data.calls = rows(conn, "select created_at, cost_usd, scope, role from calls "
+                                    "where cost_usd is not null order by created_at, rowid")
+    for node in data.nodes:
+        node["score_ci"] = score_interval(ws, node["label"])
+    data.history = read_json(ws.history) or {}
+    data.simulated = data.simulated or bool(data.history.get("simulated"))
+    return data
+
+
+def _from_history(ws: Workspace) -> RunData:
+    history = read_json(ws.history)
+    if not isinstance(history, dict):
+        raise BadInput(f"{ws.history}: not valid JSON; restore it or rebuild it from state.db.")
+    if isinstance(history.get("versions"), list):
+        nodes, prev = [], None
+        for item in history["versions"]:
+            label = f"iteration {item.get('iteration', len(nodes))}"
+            nodes.append({"label": label, "parent": prev, "iteration": item.get("iteration"),
+                          "description": item.get("description", ""), "pass_rate": item.get("pass_rate"),
+                          "precision": item.get("precision"), "recall": item.get("recall"),
+                          "decision": None, "is_best": False})
+            prev = label
+        return RunData(root=ws.root, source="history.json", form="versions", nodes=nodes,
+                       history=history, simulated=bool(history.get("simulated")))
+    if not isinstance(history.get("iterations"), list):
+        raise BadInput(f"{ws.history}: has neither 'iterations' (seed 002) nor 'versions' (seed 001).")
+    best = history.get("current_best")
+    nodes = []
+    for it in history["iterations"]:
+        ci = it.get("ci") if isinstance(it.get("ci"), list) and len(it["ci"]) == 2 else None
+        nodes.append({
+            "label": it.get("version"), "parent": it.get("parent"), "iteration": it.get("iteration"),
+            "decision": it.get("grading_result"), "stage": it.get("decided_at_stage"),
+            "status": "decided", "summary": it.get("summary") or "", "rationale": "",
+            "score": it.get("overall_efficiency"), "pass_rate": it.get("expectation_pass_rate"),
+            "delta": it.get("delta"), "ci": _pair(*ci) if ci else None, "reason": it.get("reason"),
+            "comparator": it.get("comparator"), "cost_usd": it.get("cost_usd"), "seconds": None,
+            "created_at": it.get("created_at"), "decided_at": None,
+            "is_best": bool(it.get("is_current_best")) or it.get("version") == best, "per_eval": {},
+            "score_ci": score_interval(ws, it.get("version") or ""),
+        })
+    return RunData(root=ws.root, source="history.json", form="iterations",
+                   run={"skill_name": history.get("skill_name"), "started_at": history.get("started_at"),
+                        "stop_reason": history.get("stop_reason")},
+                   nodes=nodes, current_best=best, history=history,
+                   simulated=bool(history.get("simulated")))
+
+
+def parse_json(text: Any) -> Any:
+    """A JSON column's value, or None when empty or unreadable."""
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _pair(low: Any, high: Any) -> list | None:
+    return None if low is None or high is None else [low, high]
+
+
+def score_interval(ws: Workspace, label: str) -> list | None:
+    """The 95% interval of a version's mean score over evals, from its benchmark.json."""
+    if not re.fullmatch(r"v\d+", label):
+        return None
+    bench = read_json(ws.version(label) / "benchmark.json") or {}
+    stat = (((bench.get("run_summary") or {}).get("with_skill") or {}).get("overall_efficiency") or {})
+    return _pair(stat.get("ci_low"), stat.get("ci_high"))
+
+
+def per_eval(ws: Workspace, node: dict) -> dict[str, float]:
+    """Mean score per eval id (as text): the store's split scores, else benchmark.json's table."""
+    if node.get("per_eval"):
+        return {str(k): v for k, v in node["per_eval"].items() if v is not None}
+    bench = read_json(ws.version(node["label"]) / "benchmark.json") or {}
+    return {str(r["eval_id"]): r["with_skill"]["mean"] for r in bench.get("per_eval") or []
+            if (r.get("with_skill") or {}).get("mean") is not None}
+
+
+# -- a version's folder ------------------------------------------------------------------------
+
+
+def version_diff(ws: Workspace, parent: str | None, label: str) -> str | None:
+    """The file diff of a version against its parent; proposal.md's copy when a snapshot is gone."""
+    if parent and ws.skill(parent).is_dir() and ws.skill(label).is_dir():
+        return skills.unified_diff(ws.skill(parent), ws.skill(label))
+    try:
+        text = (ws.version(label) / "proposal.md").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    m = re.search(r"```diff\n(.*?)```", text, re.S)
+    return m.group(1) if m else None
+
+
+def rationale(proposal_md: str) -> str:
+    """The '## Rationale' section of proposal.md (the whole text when it has none)."""
+    m = re.search(r"^## Rationale\s*\n(.*?)(?=^## |\Z)", proposal_md, re.S | re.M)
+    return (m.group(1) if m else proposal_md).strip()
+
+
+def run_dirs(folder: Path, configuration: str = "with_skill") -> list[Path]:
+    """Run folders under a version (or baseline) folder: eval-*/<configuration>/run-*."""
+    return sorted((p for p in folder.glob(f"eval-*/{configuration}/run-*") if p.is_dir()), key=natural_key)
+
+
+def eval_of(run_dir: Path) -> str:
+    return run_dir.parent.parent.name.removeprefix("eval-")
+
+
+def failing(folder: Path) -> list[dict]:
+    """Failed expectations over the with_skill runs of a version, most frequent first."""
+    seen: dict[tuple[str, str], dict] = {}
+    for run in run_dirs(folder):
+        grading = read_json(run / "grading.json") or {}
+        for item in grading.get("expectations") or []:
+            key = (eval_of(run), str(item.get("text", "")))
+            entry = seen.setdefault(key, {"eval_id": key[0], "text": key[1], "failed": 0, "runs": 0,
+                                          "evidence": ""})
+            entry["runs"] += 1
+            if not item.get("passed"):
+                entry["failed"] += 1
+                entry["evidence"] = entry["evidence"] or str(item.get("evidence", ""))
+    out = [e for e in seen.values() if e["failed"]]
+    return sorted(out, key=lambda e: (-e["failed"], natural_key(Path(e["eval_id"])), e["text"]))
+
+
+def _unblind(assignment: Any, name: str, k: str) -> dict:
+    """Which side sat behind A and B (compare.py records {"comparisons": [{k, eval_id, A, B}]})."""
+    items = assignment.get("comparisons") if isinstance(assignment, dict) else assignment
+    if isinstance(assignment, dict) and isinstance(assignment.get(name) or assignment.get(k), dict):
+        return assignment.get(name) or assignment[k]
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and str(item.get("k", item.get("file", ""))) in (name, k):
+            return item
+    return {}
+
+
+def comparisons(folder: Path, label: str | None = None, parent: str | None = None) -> list[dict]:
+    """Every comparison-<k>.json of a version, unblinded through assignment.json: the sides
+    "child" and "parent" become the version labels when they are given."""
+    cdir = folder / "comparison"
+    assignment = read_json(cdir / "assignment.json")
+    names = {"child": label, "parent": parent}
+    out = []
+    for path in sorted(cdir.glob("comparison-*.json"), key=natural_key):
+        data = read_json(path)
+        if not isinstance(data, dict):
+            continue
+        k = path.stem.removeprefix("comparison-")
+        sides = _unblind(assignment, path.name, k)
+        a, b = (names.get(sides.get(x)) or sides.get(x) for x in ("A", "B"))
+        winner = str(data.get("winner", ""))
+        key = {"output_a": "A", "output_b": "B"}.get(winner, winner)
+        out.append({"name": path.name, "eval_id": sides.get("eval_id"), "run": sides.get("run"),
+                    "winner": winner, "winner_version": {"A": a, "B": b}.get(key),
+                    "A": a, "B": b, "reasoning": str(data.get("reasoning", ""))})
+    return out
+
+
+# -- run.toml provenance -----------------------------------------------------------------------
+
+
+def provenance(run_toml: Path) -> list[dict]:
+    """Settings of run.toml that differ from the built-in defaults or were set on purpose (flag,
+    --set, environment, the evals file), each with the source its trailing comment names."""
+    try:
+        text = run_toml.read_text(encoding="utf-8")
+        values = tomllib.loads(text)
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+    defaults = config.Settings().model_dump()
+    out, section = [], None
+    for line in text.splitlines():
+        header = re.fullmatch(r"\s*\[([^\]]+)\]\s*", line)
+        if header:
+            section = header.group(1)
+            continue
+        if section is None or section.startswith("prices") or "=" not in line or line.lstrip().startswith("#"):
+            continue
+        body, sep, source = line.rpartition("  # ")
+        key = (body if sep else line).split("=", 1)[0].strip()
+        if not sep or key not in (values.get(section) or {}):
+            continue
+        value = values[section][key]
+        default = (defaults.get(section) or {}).get(key)
+        deliberate = not source.startswith(("default", "run.toml")) and not source.endswith(".toml")
+        if value != default or deliberate:
+            out.append({"key": f"{section}.{key}", "value": value, "default": default,
+                        "source": source.strip()})
+    return out

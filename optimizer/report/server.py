@@ -1,0 +1,215 @@
+"""`optimizer review`: the report on 127.0.0.1 with a feedback box per run, autosaved to feedback.json.
+Never listens beyond loopback, never serves a file outside the run folder or lets one script the page."""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from pydantic import ValidationError
+from rich.console import Console
+
+from .. import schemas
+from ..errors import BadInput
+from ..files import Workspace, write_json
+from ..store import now
+from . import html, read
+
+HOST = "127.0.0.1"
+MAX_BODY = 1_000_000
+MAX_FEEDBACK = 100_000
+RUN_GLOBS = ("v*/eval-*/*/run-*", "baseline/eval-*/*/run-*", "test/v*/eval-*/*/run-*")
+INERT = "default-src 'none'; img-src data:; sandbox"  # a served output cannot script our origin
+
+
+def run_ids(root: Path) -> set[str]:
+    """The feedback ids of every run folder: its path under the root with '/' replaced by '-'."""
+    ws = Workspace(root)
+    return {ws.run_id(p) for pattern in RUN_GLOBS for p in root.glob(pattern) if p.is_dir()}
+
+
+def load_feedback(ws: Workspace) -> dict:
+    if not ws.feedback.is_file():
+        return {"reviews": [], "status": "in_progress"}
+    try:
+        return schemas.Feedback.model_validate(json.loads(ws.feedback.read_text(encoding="utf-8"))) \
+            .model_dump(mode="json", exclude_none=True)
+    except (ValueError, OSError) as exc:
+        raise BadInput(f"{ws.feedback}: not a valid feedback file ({str(exc).splitlines()[0]}); "
+                       "fix it or move it away, then start `optimizer review` again.") from None
+
+
+def save_feedback(ws: Workspace, data: dict) -> dict:
+    model = schemas.Feedback.model_validate(data)  # the proposer reads this file: never write junk
+    write_json(ws.feedback, model)
+    return model.model_dump(mode="json", exclude_none=True)
+
+
+class ReviewServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, run_dir: Path, port: int) -> None:
+        self.root = Path(run_dir).resolve()
+        self.ws = Workspace(self.root)
+        self.lock = threading.Lock()  # one read-modify-write of feedback.json at a time
+        self.known = run_ids(self.root)
+        super().__init__((HOST, port), Handler)
+
+    @property
+    def port(self) -> int:
+        return self.server_address[1]
+
+    def review(self, run_id: str, text: str) -> dict:
+        if run_id not in self.known:
+            self.known = run_ids(self.root)  # a daemon may have added runs since the start
+            if run_id not in self.known:
+                raise BadInput(f"unknown run id {run_id!r}")
+        with self.lock:
+            data = load_feedback(self.ws)
+            reviews = [r for r in data["reviews"] if r["run_id"] != run_id]
+            if text.strip():
+                old = [i for i, r in enumerate(data["reviews"]) if r["run_id"] == run_id]
+                entry = {"run_id": run_id, "feedback": text, "timestamp": now()}
+                reviews.insert(old[0] if old else len(reviews), entry)
+            # an edit after "submit all" reopens the review until it is submitted again
+            return save_feedback(self.ws, {**data, "reviews": reviews, "status": "in_progress"})
+
+    def submit(self) -> dict:
+        with self.lock:
+            return save_feedback(self.ws, {**load_feedback(self.ws), "status": "complete"})
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: ReviewServer
+    server_version = "optimizer-review"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        pass  # the terminal shows the URL; one line per request would bury it
+
+    # -- guards ------------------------------------------------------------------------------
+    def _host_ok(self) -> bool:
+        # A page on another site may resolve its own name to 127.0.0.1 (DNS rebinding): only
+        # requests addressed to the loopback names reach the handlers.
+        allowed = {f"{HOST}:{self.server.port}", f"localhost:{self.server.port}"}
+        if self.headers.get("Host", "") not in allowed:
+            return False
+        origin = self.headers.get("Origin")
+        return origin is None or origin in {f"http://{a}" for a in allowed}
+
+    def _path(self) -> str | None:
+        """The decoded path, or None when it could leave the run folder."""
+        raw = urlsplit(self.path).path
+        once = unquote(raw)
+        for candidate in (raw, once, unquote(once)):
+            parts = candidate.replace("\\", "/").split("/")
+            if ".." in parts or "\0" in candidate or "\\" in candidate:
+                return None
+        return once
+
+    def _send(self, status: int, body: bytes, ctype: str, extra: dict | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        for key, value in (extra or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, status: int, data: object) -> None:
+        self._send(status, json.dumps(data).encode("utf-8"), "application/json")
+
+    def _error(self, status: int, message: str) -> None:
+        self._json(status, {"error": message})
+
+    # -- requests -------------------------------------------------------------------------------
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        if not self._host_ok():
+            return self._error(HTTPStatus.FORBIDDEN, "requests must be addressed to 127.0.0.1")
+        path = self._path()
+        if path is None:
+            return self._error(HTTPStatus.FORBIDDEN, "that path is outside the run folder")
+        if path in ("/", "/index.html"):
+            page = html.render(self.server.root, review=True).encode("utf-8")
+            return self._send(HTTPStatus.OK, page, "text/html; charset=utf-8")
+        if path == "/api/feedback":
+            try:
+                return self._json(HTTPStatus.OK, load_feedback(self.server.ws))
+            except BadInput as exc:
+                return self._error(HTTPStatus.CONFLICT, str(exc))
+        return self._file(path)
+
+    do_HEAD = do_GET
+
+    def _file(self, path: str) -> None:
+        root = self.server.root
+        target = (root / path.lstrip("/")).resolve()
+        if not target.is_relative_to(root):
+            return self._error(HTTPStatus.FORBIDDEN, "that path is outside the run folder")
+        if any(p.startswith(".") for p in target.relative_to(root).parts) or not target.is_file():
+            return self._error(HTTPStatus.NOT_FOUND, "no such file in the run folder")
+        ctype = mimetypes.guess_type(target.name)[0] or ""
+        # Run outputs are model-written: only images keep their type; the rest is plain text.
+        if not ctype.startswith("image/") or ctype == "image/svg+xml":
+            ctype = "text/plain; charset=utf-8"
+        self._send(HTTPStatus.OK, target.read_bytes(), ctype, {"Content-Security-Policy": INERT})
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        if not self._host_ok():
+            return self._error(HTTPStatus.FORBIDDEN, "requests must come from the review page")
+        path = self._path()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            return self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "feedback is too long")
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if path == "/api/feedback":
+                run_id, text = body.get("run_id"), body.get("feedback", "")
+                if not isinstance(run_id, str) or not isinstance(text, str) or len(text) > MAX_FEEDBACK:
+                    return self._error(HTTPStatus.BAD_REQUEST, "send {run_id: text, feedback: text}")
+                return self._json(HTTPStatus.OK, self.server.review(run_id, text))
+            if path == "/api/feedback/submit":
+                return self._json(HTTPStatus.OK, self.server.submit())
+        except (ValueError, AttributeError, ValidationError) as exc:
+            return self._error(HTTPStatus.BAD_REQUEST, f"bad request: {exc}")
+        except BadInput as exc:
+            return self._error(HTTPStatus.BAD_REQUEST if "unknown run id" in str(exc) else HTTPStatus.CONFLICT,
+                               str(exc))
+        return self._error(HTTPStatus.NOT_FOUND, "no such endpoint")
+
+
+def _server(run_dir: Path, port: int) -> ReviewServer:
+    read.load(run_dir)  # a clear error for a folder that is not a run
+    load_feedback(Workspace(run_dir))
+    try:
+        return ReviewServer(run_dir, port)
+    except OSError as exc:
+        raise BadInput(f"port {port} on {HOST} cannot be used ({exc.strerror}); pass another --port.") from None
+
+
+def serve_in_thread(run_dir: Path, port: int = 0) -> tuple[ReviewServer, int]:
+    """For tests: a running server and its port; stop it with server.shutdown(); server.server_close()."""
+    server = _server(run_dir, port)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="review-server",
+                     daemon=True).start()
+    return server, server.port
+
+
+def serve(run_dir: Path, port: int, console: Console) -> None:
+    server = _server(run_dir, port)
+    console.print(f"reviewing {run_dir} at http://{HOST}:{server.port}/  (feedback is saved to "
+                  f"{Workspace(run_dir).feedback}; Ctrl-C stops)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        console.print("review stopped")
+    finally:
+        server.server_close()

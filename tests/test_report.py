@@ -1,0 +1,242 @@
+"""The HTML report file and the review server, without a browser: what the file holds, that it
+needs no network, that model-written text cannot become markup, and the server's guards."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from fixtures.workspace_builder import HOSTILE, build_workspace, simulated_run
+
+from optimizer import schemas
+from optimizer.errors import BadInput
+from optimizer.report import html, server
+
+SEEDS = Path(__file__).parent / "fixtures" / "seeds"
+BLOB = re.compile(r'<script type="application/json" id="report-data">(.*?)</script>', re.S)
+
+
+def blob(page: str) -> dict:
+    return json.loads(BLOB.search(page).group(1))
+
+
+@pytest.fixture
+def built(tmp_path):
+    return build_workspace(tmp_path / "run", versions=6, hostile=True)
+
+
+def test_report_is_written_next_to_the_run_by_default(built):
+    path = html.write_report(built.root, None)
+    assert path == built.root / "report.html" and path.stat().st_size > 0
+
+
+def test_report_is_self_contained(built):
+    page = html.write_report(built.root, None).read_text()
+    refs = re.findall(r"""(?:src|href)\s*=\s*["']?\s*([^"'\s>]+)""", page, re.I)
+    assert refs and not [r for r in refs if re.match(r"(?i)(https?:)?//", r)]
+    assert not re.search(r"<script[^>]+src=|<link[^>]+stylesheet|@import|url\(", page, re.I)
+    assert "default-src 'none'" in page  # and the browser is told to refuse any request
+
+
+def test_model_written_output_cannot_become_markup(built):
+    page = html.write_report(built.root, None).read_text()
+    assert HOSTILE not in page and "</script><script>alert(1)" not in page
+    assert len(re.findall(r"<script", page)) == 2  # the JSON blob and the page's own code
+    data = blob(page)
+    texts = [o.get("text", "") for r in data["pages"]["v1"]["runs"] for o in r["outputs"]]
+    assert any(HOSTILE in t for t in texts)  # the text itself survives, as data
+
+
+def test_report_data_covers_the_run(built):
+    data = blob(html.render(built.root))
+    assert [n["label"] for n in data["nodes"]] == built.labels
+    assert data["meta"]["current_best"] == built.best and data["meta"]["simulated"] is True
+    assert set(data["pages"]) == set(built.labels)
+    assert data["evals"] == [str(e) for e in built.evals]
+    v1 = data["pages"]["v1"]
+    assert "+- Rule 1" in v1["diff"] and v1["selection"]["decision"] == built.decisions["v1"]
+    assert v1["benchmark"]["per_eval"] and v1["failing"] and v1["analysis"]
+    run = v1["runs"][0]
+    assert run["id"] == built.run_id("v1", built.evals[0]) and run["expectations"]
+    kinds = {o["name"]: o["kind"] for o in run["outputs"]}
+    assert kinds == {"chart.png": "image", "data.bin": "file", "report.md": "text"}  # metrics.json is harness
+    image = next(o for o in run["outputs"] if o["kind"] == "image")
+    assert image["data"].startswith("data:image/png;base64,")
+    costs = [c[1] for c in data["cost"]]
+    assert costs == sorted(costs) and costs[-1] > 0
+    assert data["test"]["best"] == built.best and data["suggestions"]["suggestions"]
+    assert {r["id"] for r in data["extra"]["baseline"]} >= {f"baseline-eval-{e}-without_skill-run-1" for e in built.evals}
+    assert any(r["id"].startswith("test-v0-eval-") for r in data["extra"]["test"])
+    assert 'id="sim-banner"' in html.render(built.root)
+
+
+def test_no_simulation_banner_for_a_real_run(tmp_path):
+    built = build_workspace(tmp_path / "run", versions=2, simulated=False)
+    page = html.render(built.root)
+    assert 'id="sim-banner"' not in page and blob(page)["meta"]["simulated"] is False
+
+
+def test_large_outputs_are_capped(built):
+    out = built.root / "v1" / "eval-1" / "with_skill" / "run-1" / "outputs"
+    (out / "huge.txt").write_text("x" * (html.TEXT_CAP * 3))
+    (out / "big.png").write_bytes(b"\x89PNG" + b"\0" * (html.IMAGE_CAP + 1))
+    outputs = {o["name"]: o for o in blob(html.render(built.root))["pages"]["v1"]["runs"][0]["outputs"]}
+    assert outputs["huge.txt"]["truncated"] and len(outputs["huge.txt"]["text"]) == html.TEXT_CAP
+    assert outputs["big.png"]["kind"] == "file" and outputs["big.png"]["size"] > html.IMAGE_CAP
+
+
+def test_an_output_linking_out_of_the_run_is_not_read(built, tmp_path):
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("host secret")
+    out = built.root / "v1" / "eval-1" / "with_skill" / "run-1" / "outputs"
+    (out / "leak.txt").symlink_to(secret)
+    page = html.render(built.root)
+    assert "host secret" not in page
+    outputs = {o["name"]: o for o in blob(page)["pages"]["v1"]["runs"][0]["outputs"]}
+    assert outputs["leak.txt"]["kind"] == "file"
+
+
+def test_links_to_run_files_are_relative_to_the_report(built, tmp_path):
+    path = html.write_report(built.root, tmp_path / "elsewhere" / "r.html")
+    assert blob(path.read_text())["meta"]["files_base"] == "../run/"
+    assert blob(html.write_report(built.root, None).read_text())["meta"]["files_base"] == ""
+
+
+def test_report_of_a_history_json_only_folder(tmp_path):
+    shutil.copy(SEEDS / "002_history.json", tmp_path / "history.json")
+    data = blob(html.write_report(tmp_path, None).read_text())
+    assert [n["label"] for n in data["nodes"]] == ["v0", "v1", "v2"] and data["status"] is None
+
+
+def test_report_of_a_description_run_history(tmp_path):
+    shutil.copy(SEEDS / "001_history.json", tmp_path / "history.json")
+    data = blob(html.write_report(tmp_path, None).read_text())
+    assert data["meta"]["form"] == "versions" and data["pages"] == {}
+    assert data["nodes"][0]["description"] == "Current description text"
+
+
+def test_two_hundred_versions_make_a_usable_file(tmp_path):
+    built = build_workspace(tmp_path / "big", versions=200, evals=(1, 2), test_evals=(3,), runs=1)
+    path = html.write_report(built.root, None)
+    size = path.stat().st_size
+    data = blob(path.read_text())
+    assert len(data["nodes"]) == 200 and len(data["pages"]) == 200
+    assert size < 15_000_000, f"{size} bytes"
+
+
+def test_report_of_a_real_simulated_run(tmp_path):
+    root = simulated_run(tmp_path / "real")
+    history = json.loads((root / "history.json").read_text())
+    data = blob(html.write_report(root, None).read_text())
+    labels = [n["label"] for n in data["nodes"]]
+    assert {it["version"] for it in history["iterations"]} <= set(labels)
+    assert data["meta"]["current_best"] == history["current_best"] and data["meta"]["simulated"]
+    assert all(data["pages"][label]["runs"] for label in labels)
+    assert data["cost"] and data["evals"] and data["suggestions"] is not None
+    comps = [c for label in labels[1:] for c in data["pages"][label]["comparisons"]]
+    assert comps and all(c["winner_version"] in (*labels, None) for c in comps)
+    assert any(c["winner_version"] for c in comps)  # assignment.json unblinded them
+
+
+# -- the review server, over real HTTP ------------------------------------------------------------
+
+
+@pytest.fixture
+def review(built):
+    srv, port = server.serve_in_thread(built.root)
+    yield built, port
+    srv.shutdown()
+    srv.server_close()
+
+
+def request(port: int, method: str, path: str, body: object = None, headers: dict | None = None):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    payload = None if body is None else json.dumps(body)
+    conn.request(method, path, body=payload, headers={"Content-Type": "application/json", **(headers or {})})
+    resp = conn.getresponse()
+    data = resp.read()
+    conn.close()
+    return resp.status, data
+
+
+def test_server_listens_on_loopback_only(review):
+    built, port = review
+    srv, other = server.serve_in_thread(built.root)
+    try:
+        assert srv.server_address[0] == "127.0.0.1"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+@pytest.mark.parametrize("path", [
+    "/../state.db", "/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/v1/%2E%2E/%2e%2e/etc/passwd",
+    "/v1/..%2f..%2fetc/passwd", "/%252e%252e/etc/passwd", "/v1/eval-1/..\\..\\state.db",
+])
+def test_paths_outside_the_run_folder_are_refused(review, path):
+    _, port = review
+    status, _ = request(port, "GET", path)
+    assert status == 403
+
+
+def test_a_link_out_of_the_folder_is_refused(review, tmp_path):
+    built, port = review
+    secret = tmp_path / "secret.txt"
+    secret.write_text("secret")
+    (built.root / "v1" / "outside.txt").symlink_to(secret)
+    status, body = request(port, "GET", "/v1/outside.txt")
+    assert status == 403 and b"secret" not in body
+
+
+def test_run_files_are_served_inert(review):
+    _, port = review
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/v1/eval-1/with_skill/run-1/outputs/report.md")
+    resp = conn.getresponse()
+    body = resp.read()
+    assert resp.status == 200 and b"Row count" in body
+    assert resp.getheader("Content-Type").startswith("text/plain")
+    assert "sandbox" in resp.getheader("Content-Security-Policy")
+
+
+def test_foreign_hosts_and_origins_are_refused(review):
+    _, port = review
+    assert request(port, "GET", "/", headers={"Host": "attacker.example"})[0] == 403
+    status, _ = request(port, "POST", "/api/feedback", {"run_id": "v1-eval-1-with_skill-run-1", "feedback": "x"},
+                        headers={"Origin": "http://attacker.example"})
+    assert status == 403
+
+
+def test_feedback_is_saved_in_the_seed_form(review):
+    built, port = review
+    run_id = built.run_id("v1", built.evals[0])
+    status, body = request(port, "GET", "/api/feedback")
+    assert status == 200 and json.loads(body) == {"reviews": [], "status": "in_progress"}
+    assert request(port, "POST", "/api/feedback", {"run_id": run_id, "feedback": "too long"})[0] == 200
+    assert request(port, "POST", "/api/feedback", {"run_id": run_id, "feedback": "too long, and no summary"})[0] == 200
+    assert request(port, "POST", "/api/feedback", {"run_id": "v1-eval-9-with_skill-run-1", "feedback": "?"})[0] == 400
+    saved = schemas.Feedback.model_validate_json((built.root / "feedback.json").read_text())
+    assert [(r.run_id, r.feedback) for r in saved.reviews] == [(run_id, "too long, and no summary")]
+    assert saved.status == "in_progress"
+    status, body = request(port, "POST", "/api/feedback/submit", {})
+    assert status == 200 and json.loads(body)["status"] == "complete"
+    assert json.loads((built.root / "feedback.json").read_text())["status"] == "complete"
+    request(port, "POST", "/api/feedback", {"run_id": run_id, "feedback": ""})
+    assert json.loads((built.root / "feedback.json").read_text())["reviews"] == []
+
+
+def test_review_refuses_a_broken_feedback_file(built):
+    (built.root / "feedback.json").write_text('{"reviews": "nope"}')
+    with pytest.raises(BadInput, match="feedback.json"):
+        server.serve_in_thread(built.root)
+
+
+def test_review_page_is_the_report_in_review_mode(review):
+    _, port = review
+    status, body = request(port, "GET", "/")
+    page = body.decode()
+    assert status == 200 and blob(page)["meta"]["review"] is True and 'id="submit-all"' in page

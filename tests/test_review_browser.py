@@ -1,0 +1,166 @@
+"""The report and the review page in a real headless Chromium (Debian's package, driven by
+Playwright): it opens cleanly, draws its charts, routes to version pages and saves feedback."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from fixtures.workspace_builder import build_workspace, simulated_run
+
+from optimizer.report import html, server
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
+                                reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (dev extra) is not installed")
+expect = playwright_api.expect
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    tab.problems = []  # console errors, uncaught exceptions and dialogs: none may happen
+    tab.on("console", lambda m: tab.problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    tab.on("pageerror", lambda e: tab.problems.append(f"page error: {e}"))
+    tab.on("dialog", lambda d: (tab.problems.append(f"dialog: {d.message}"), d.dismiss()))
+    tab.set_default_timeout(15_000)
+    yield tab
+    context.close()
+
+
+def shot(tab, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    tab.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def test_report_opens_renders_and_routes(tmp_path, page):
+    built = build_workspace(tmp_path / "run", versions=8, hostile=True)
+    path = html.write_report(built.root, None)
+    page.goto(path.as_uri())
+    expect(page.locator("body[data-ready]")).to_have_count(1)
+    expect(page.locator("#sim-banner")).to_be_visible()
+    expect(page.locator("svg.lineage g.node")).to_have_count(len(built.labels))
+    scored = sum(1 for d in built.decisions.values() if d)
+    expect(page.locator("svg.score-chart g.pt")).to_have_count(scored)
+    expect(page.locator("svg.score-chart g.pt line.ci").first).to_be_attached()
+    expect(page.locator("svg.heatmap rect.cell")).to_have_count(scored * len(built.evals))
+    expect(page.locator("svg.cost-chart polyline")).to_have_count(1)
+    expect(page.locator(f'svg.lineage g.node[data-label="{built.best}"] circle')).to_have_attribute("stroke-width", "2.5")
+    shot(page, "report-overview.png")
+
+    page.locator('svg.lineage g.node[data-label="v1"]').click()
+    expect(page.locator("#version-title")).to_contain_text("v1")
+    assert page.url.endswith("#/v1")
+    expect(page.locator("pre.diff .add")).to_contain_text("Rule 1")
+    run = page.locator("details.run").first
+    run.locator("> summary").click()
+    # the model's hostile output is on the page as text, and nothing ran
+    expect(run.locator("pre").first).to_contain_text("</script><script>alert(1)</script>")
+    expect(run.locator("img")).to_have_attribute("src", re.compile(r"^data:image/png;base64,"))
+    shot(page, "report-version.png")
+
+    page.go_back()
+    expect(page.locator("#overview")).to_be_visible()
+    page.fill("#version-filter", "won")
+    won = sum(1 for d in built.decisions.values() if d == "won")
+    expect(page.locator("#versions tbody tr")).to_have_count(won)
+    assert page.problems == []
+
+
+def test_review_saves_feedback_and_submits(tmp_path, page):
+    built = build_workspace(tmp_path / "run", versions=4)
+    srv, port = server.serve_in_thread(built.root)
+    feedback = built.root / "feedback.json"
+    run_id = built.run_id("v1", built.evals[0])
+    try:
+        page.goto(f"http://127.0.0.1:{port}/#/v1")
+        expect(page.locator("body[data-ready]")).to_have_count(1)
+        page.locator(f'details.run[data-run-id="{run_id}"] > summary').click()
+        box = page.locator(f'textarea[data-run-id="{run_id}"]')
+        with page.expect_response(lambda r: r.url.endswith("/api/feedback") and r.request.method == "POST") as saved:
+            box.fill("The summary is missing; the table is fine.")
+        assert saved.value.ok
+        expect(page.locator(f'details.run[data-run-id="{run_id}"] .saved')).to_have_text("saved")
+        data = json.loads(feedback.read_text())
+        assert data["status"] == "in_progress"
+        assert [(r["run_id"], r["feedback"]) for r in data["reviews"]] == [
+            (run_id, "The summary is missing; the table is fine.")]
+        shot(page, "review-feedback.png")
+
+        page.reload()  # what was saved is shown again
+        expect(page.locator("body[data-ready]")).to_have_count(1)
+        page.locator(f'details.run[data-run-id="{run_id}"] > summary').click()
+        expect(page.locator(f'textarea[data-run-id="{run_id}"]')).to_have_value("The summary is missing; the table is fine.")
+
+        page.goto(f"http://127.0.0.1:{port}/#/baseline")
+        base_id = f"baseline-eval-{built.evals[0]}-without_skill-run-1"
+        page.locator(f'details.run[data-run-id="{base_id}"] > summary').click()
+        page.locator(f'textarea[data-run-id="{base_id}"]').fill("Baseline forgot the title.")
+        with page.expect_response(lambda r: r.url.endswith("/api/feedback/submit")):
+            page.click("#submit-all")
+        expect(page.locator("#submit-state")).to_contain_text("complete")
+        data = json.loads(feedback.read_text())
+        assert data["status"] == "complete"
+        assert {r["run_id"] for r in data["reviews"]} == {run_id, base_id}
+        assert page.problems == []
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_two_hundred_versions_stay_usable(tmp_path, page):
+    built = build_workspace(tmp_path / "big", versions=200, evals=(1, 2), test_evals=(3,), runs=1)
+    page.goto(html.write_report(built.root, None).as_uri())
+    expect(page.locator("body[data-ready]")).to_have_count(1)
+    expect(page.locator("svg.lineage g.node")).to_have_count(200)
+    expect(page.locator("#versions tbody tr")).to_have_count(50)  # paged
+    page.fill("#version-filter", "v19")
+    expect(page.locator("#versions tbody tr")).to_have_count(11)  # v19, v190..v199
+    page.goto(page.url.split("#")[0] + "#/v150")
+    expect(page.locator("#version-title")).to_contain_text("v150")
+    expect(page.locator(".version-page")).to_have_count(1)  # one page rendered, not 200
+    page.goto(page.url.split("#")[0] + "#/")
+    expect(page.locator("#overview")).to_be_visible()
+    shot(page, "report-200-versions.png")
+    assert page.problems == []
+
+
+def test_report_of_a_real_simulated_run(tmp_path, page):
+    root = simulated_run(tmp_path / "real")
+    best = json.loads((root / "history.json").read_text())["current_best"]
+    labels = [n["label"] for n in html.build(root)["nodes"]]
+    page.goto(html.write_report(root, None).as_uri())
+    expect(page.locator("body[data-ready]")).to_have_count(1)
+    expect(page.locator("svg.lineage g.node")).to_have_count(len(labels))
+    page.locator(f'svg.lineage g.node[data-label="{best}"]').click()
+    expect(page.locator("#version-title")).to_contain_text(best)
+    page.locator("details.run > summary").first.click()
+    shot(page, "real-run-version.png")
+    assert page.problems == []
+
+
+@pytest.mark.parametrize(("seed", "count"), [("002_history.json", 3), ("001_history.json", 1)])
+def test_report_of_a_history_json_only_folder(tmp_path, page, seed, count):
+    shutil.copy(Path(__file__).parent / "fixtures" / "seeds" / seed, tmp_path / "history.json")
+    page.goto(html.write_report(tmp_path, None).as_uri())
+    expect(page.locator("body[data-ready]")).to_have_count(1)
+    expect(page.locator("svg.lineage g.node")).to_have_count(count)
+    expect(page.locator("#versions tbody tr")).to_have_count(count)
+    assert page.problems == []

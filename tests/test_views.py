@@ -1,0 +1,236 @@
+"""The terminal views (status, lineage, show, diff) on synthesized run folders and on folders that
+hold only a history.json, as a user would read them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from fixtures.workspace_builder import build_workspace, simulated_run
+from rich.console import Console
+
+from optimizer import daemon, schemas
+from optimizer.errors import BadInput
+from optimizer.files import Workspace
+from optimizer.report import views
+from optimizer.store import Store
+
+SEEDS = Path(__file__).parent / "fixtures" / "seeds"
+
+
+def render(fn, *args) -> str:
+    console = Console(record=True, width=220, color_system=None)
+    fn(console, *args)
+    return console.export_text()
+
+
+@pytest.fixture
+def built(tmp_path):
+    return build_workspace(tmp_path / "csv-report-run", versions=7)
+
+
+def _walk(nodes):
+    for n in nodes:
+        yield n
+        yield from _walk(n["children"])
+
+
+def test_lineage_tree_from_the_store(built):
+    tree = views.lineage(built.root)
+    json.dumps(tree)  # --json must be serialisable as is
+    assert tree["count"] == len(built.labels)
+    assert [n["label"] for n in tree["tree"]] == ["v0"]
+    nodes = {n["label"]: n for n in _walk(tree["tree"])}
+    assert set(nodes) == set(built.labels)
+    for label, n in nodes.items():
+        assert n["parent"] == built.parents.get(label)
+        assert n["decision"] == built.decisions[label]
+        assert all(child["parent"] == label for child in n["children"])
+    assert [n["label"] for n in nodes.values() if n["is_best"]] == [built.best]
+    assert tree["run"]["simulated"] is True and tree["run"]["source"] == "state.db"
+    benchmarked = [n for n in nodes.values() if n["stage"] == "benchmark"]
+    assert benchmarked and all(n["score_ci"] and n["score_ci"][0] <= n["score"] <= n["score_ci"][1]
+                               for n in benchmarked)
+    assert all(n["cost_usd"] > 0 for n in nodes.values() if n["decision"])
+    won = next(n for n in nodes.values() if n["decision"] == "won")
+    assert won["ci"][0] < won["delta"] < won["ci"][1] and won["seconds"] > 0
+
+
+def test_print_lineage_marks_best_decisions_and_simulation(built):
+    text = render(views.print_lineage, views.lineage(built.root))
+    assert "SIMULATED" in text
+    assert f"★ {built.best}" in text
+    for label, decision in built.decisions.items():
+        line = next(line for line in text.splitlines() if f" {label} " in f" {line} ")
+        assert (decision or "pending") in line
+    assert "Δ +" in text or "Δ -" in text
+
+
+def test_lineage_json_from_the_command_line(built):
+    done = subprocess.run([sys.executable, "-m", "optimizer", "lineage", str(built.root), "--json"],
+                          capture_output=True, text=True, check=True)
+    tree = json.loads(done.stdout)
+    assert tree["count"] == len(built.labels) and tree["run"]["current_best"] == built.best
+
+
+def test_lineage_from_history_json_only_iterations_form(tmp_path):
+    shutil.copy(SEEDS / "002_history.json", tmp_path / "history.json")
+    tree = views.lineage(tmp_path)
+    assert tree["run"]["source"] == "history.json" and tree["count"] == 3
+    chain = list(_walk(tree["tree"]))
+    assert [n["label"] for n in chain] == ["v0", "v1", "v2"]
+    assert [n["decision"] for n in chain] == ["baseline", "won", "won"]
+    text = render(views.print_lineage, tree)
+    assert "★ v2" in text and "pass 85%" in text
+
+
+def test_lineage_from_history_json_only_versions_form(tmp_path):
+    shutil.copy(SEEDS / "001_history.json", tmp_path / "history.json")
+    tree = views.lineage(tmp_path)
+    assert tree["run"]["form"] == "versions" and tree["count"] == 1
+    text = render(views.print_lineage, tree)
+    for shown in ("Current description text", "85%", "90%", "80%"):
+        assert shown in text
+
+
+def test_lineage_from_a_history_json_with_our_extras(built, tmp_path):
+    alone = tmp_path / "copied"
+    alone.mkdir()
+    shutil.copy(built.root / "history.json", alone / "history.json")
+    schemas.History.model_validate(json.loads((alone / "history.json").read_text()))
+    tree = views.lineage(alone)
+    nodes = {n["label"]: n for n in _walk(tree["tree"])}
+    decided = [label for label, d in built.decisions.items() if d]
+    assert set(nodes) == set(decided)  # a pending version is not in history.json yet
+    assert nodes[built.best]["is_best"]
+    assert any(n["ci"] for n in nodes.values())
+
+
+def test_not_a_run_folder(tmp_path):
+    with pytest.raises(BadInput, match="not a run folder"):
+        views.lineage(tmp_path)
+    with pytest.raises(BadInput, match="not a run folder"):
+        views.status(tmp_path)
+
+
+def _snapshot(root: Path) -> tuple:
+    db = root / "state.db"
+    return db.stat().st_mtime_ns, db.read_bytes(), sorted(p.name for p in root.iterdir())
+
+
+def test_status_is_read_only(built):
+    before = _snapshot(built.root)
+    info = views.status(built.root)
+    render(views.print_status, info)
+    assert _snapshot(built.root) == before  # not a byte, not a -wal or -shm file
+
+
+def test_status_reports_the_run(tmp_path):
+    deadline = (datetime.now(UTC) + timedelta(hours=2)).isoformat(timespec="seconds")
+    built = build_workspace(tmp_path / "run", versions=5, deadline=deadline)
+    info = views.status(built.root)
+    json.dumps(info)
+    assert info["running"] is False and info["pid"] is None and info["status"] == "stopped"
+    assert info["versions"] == 5 and info["pending"] == ["v4"]
+    assert info["current_best"]["version"] == built.best
+    assert info["budget_usd"] == 5.0 and 0 < info["spent_usd"] < 5.0
+    assert info["cache_hits"] == 1 and info["saved_usd"] == pytest.approx(0.125)
+    assert 7000 < info["seconds_left"] <= 7200
+    assert info["test"]["best"] == built.best and info["stop_reason"] == "max iterations reached"
+    sources = {s["key"]: s["source"] for s in info["settings"]}
+    assert sources["llm.provider"] == "command-line flag"
+    assert sources["budget.usd"] == "--set budget.usd"
+    assert sources["evals.runs_per_eval"] == "evals.json eval_config"
+    assert "models.grader" not in sources  # config.toml set it to its default: not worth a line
+    text = render(views.print_status, info)
+    for shown in (f"★ {built.best}", "$5.00", "1 served from the ledger", "left", "--set budget.usd",
+                  "SIMULATED", "sealed test"):
+        assert shown in text
+
+
+def test_status_while_a_daemon_holds_the_folder(tmp_path):
+    built = build_workspace(tmp_path / "run", versions=3, status="running")
+    ws = Workspace(built.root)
+    writer = Store(ws.state_db)  # as the daemon: WAL, a committed row not yet checkpointed
+    try:
+        with writer.atomic():
+            writer.db["versions"].insert({"label": "v9", "hash": "h9", "parent": "v0", "iteration": 9,
+                                          "status": "proposed", "summary": "new"})
+            writer.db["runs"].update(built.root.name, {"last_error": "disk full on /tmp"})
+        with daemon.lock(ws):
+            info = views.status(built.root)
+        assert info["running"] is True and info["pid"] == os.getpid()
+        assert info["versions"] == 4 and "v9" in info["pending"]
+        assert "disk full" in render(views.print_status, info)
+    finally:
+        writer.close()
+    dead = views.status(built.root)  # the row says running, nobody holds the lock
+    assert dead["running"] is False
+    assert "daemon died" in render(views.print_status, dead)
+
+
+def test_show_prints_the_change_numbers_and_evidence(built):
+    label = "v1"
+    text = render(views.print_version, built.root, label)
+    assert "diff --git a/SKILL.md b/SKILL.md" in text and "+- Rule 1:" in text
+    assert "Runs of v0 left out the summary" in text
+    for e, score in built.scores[label].items():
+        assert f"{score:.3f}" in text, e
+    assert "failing expectations" in text and "it ends after the table" in text
+    assert "selection" in text and built.decisions[label] in text
+    assert "Give the summary a fixed three-line template" in text
+
+
+def test_show_does_not_interpret_model_text_as_markup(built):
+    with sqlite3.connect(built.root / "state.db") as conn:
+        conn.execute("update versions set summary = ? where label = 'v1'", ["[bold red]x[/] y"])
+    assert "[bold red]x[/] y" in render(views.print_version, built.root, "v1")
+
+
+def test_show_unknown_version_names_the_known_ones(built):
+    with pytest.raises(BadInput) as err:
+        views.print_version(Console(), built.root, "v42")
+    assert "v42" in str(err.value) and "v0, v1" in str(err.value)
+    done = subprocess.run([sys.executable, "-m", "optimizer", "show", str(built.root), "v42"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "known versions" in done.stderr
+
+
+def test_diff_shows_files_and_per_eval_differences(built):
+    text = render(views.print_diff, built.root, "v0", built.best)
+    assert "diff --git a/SKILL.md b/SKILL.md" in text and "+- Rule" in text
+    for e in built.evals:
+        a, b = built.scores["v0"][e], built.scores[built.best][e]
+        row = next(line for line in text.splitlines() if line.split() and line.split()[0] == str(e))
+        assert f"{a:.3f}" in row and f"{b:.3f}" in row and f"{b - a:+.3f}" in row
+    with pytest.raises(BadInput, match="v77"):
+        views.print_diff(Console(), built.root, "v0", "v77")
+
+
+def test_views_of_a_real_simulated_run(tmp_path):
+    root = simulated_run(tmp_path / "real")
+    history = json.loads((root / "history.json").read_text())
+    before = _snapshot(root)
+    tree = views.lineage(root)
+    info = views.status(root)
+    assert _snapshot(root) == before
+    nodes = {n["label"]: n for n in _walk(tree["tree"])}
+    assert {it["version"] for it in history["iterations"]} <= set(nodes)
+    assert tree["run"]["current_best"] == history["current_best"] == info["current_best"]["version"]
+    assert info["status"] == "stopped" and info["running"] is False and info["spent_usd"] > 0
+    best = history["current_best"]
+    text = render(views.print_version, root, best)
+    bench = json.loads((root / best / "benchmark.json").read_text())
+    for row in bench["per_eval"]:
+        assert f"{row['with_skill']['mean']:.3f}" in text
+    if best != "v0":
+        assert "diff --git" in text
+        assert "diff --git" in render(views.print_diff, root, "v0", best)
+    assert "SIMULATED" in render(views.print_lineage, tree)
