@@ -22,7 +22,7 @@ from . import schemas as s
 from .aggregate import aggregate, render_markdown
 from .config import Settings
 from .evals import load_evals
-from .execute import Job, RunRecord, get_executor, run_pool
+from .execute import Job, RunRecord, executor_for, run_pool
 from .files import write_json, write_text
 from .judge import GradeOutcome, grade_run, write_outcome
 from .sandbox import SandboxPolicy
@@ -96,36 +96,36 @@ async def run_benchmark(
     out = Path(out_dir) if out_dir is not None else default_out_dir()
     out.mkdir(parents=True, exist_ok=True)
     evals = sorted(evalset.evals, key=lambda e: e.id)
-    executor = get_executor(None, settings, client=client)
-    jobs = []
-    for ev in evals:
-        write_json(out / f"eval-{ev.id}" / "eval_metadata.json", {
-            "eval_id": ev.id, "eval_name": ev.name, "prompt": ev.prompt,
-            "expectations": list(ev.expectations),
-        }, model=s.EvalMetadata)
-        for configuration in configurations:
-            for n in range(1, n_runs + 1):
-                jobs.append(Job(
-                    executor=executor, eval=ev, inputs_root=skill_dir,
-                    run_dir=out / f"eval-{ev.id}" / configuration / f"run-{n}",
-                    run_number=n, sample=n - 1,
-                    skill_dir=skill_dir if configuration == "with_skill" else None,
-                    skill_name=evalset.skill_name,
-                ))
-    total, done = 2 * len(jobs), 0
+    with executor_for(None, settings, client) as executor:
+        jobs = []
+        for ev in evals:
+            write_json(out / f"eval-{ev.id}" / "eval_metadata.json", {
+                "eval_id": ev.id, "eval_name": ev.name, "prompt": ev.prompt,
+                "expectations": list(ev.expectations),
+            }, model=s.EvalMetadata)
+            for configuration in configurations:
+                for n in range(1, n_runs + 1):
+                    jobs.append(Job(
+                        executor=executor, eval=ev, inputs_root=skill_dir,
+                        run_dir=out / f"eval-{ev.id}" / configuration / f"run-{n}",
+                        run_number=n, sample=n - 1,
+                        skill_dir=skill_dir if configuration == "with_skill" else None,
+                        skill_name=evalset.skill_name,
+                    ))
+        total, done = 2 * len(jobs), 0
 
-    def step(label: str) -> None:
-        nonlocal done
-        done += 1
+        def step(label: str) -> None:
+            nonlocal done
+            done += 1
+            if progress is not None:
+                progress(done, total, label)
+
         if progress is not None:
-            progress(done, total, label)
-
-    if progress is not None:
-        progress(0, total, "starting")
-    records = await run_pool(
-        jobs, settings.execute.concurrency,
-        lambda r: step(f"eval {r.eval_id} {r.configuration} run {r.run_number}: {r.status}"),
-    )
+            progress(0, total, "starting")
+        records = await run_pool(
+            jobs, settings.execute.concurrency,
+            lambda r: step(f"eval {r.eval_id} {r.configuration} run {r.run_number}: {r.status}"),
+        )
     policy = sandbox_policy(settings)
     gate = asyncio.Semaphore(settings.llm.max_concurrency)
     by_id = {ev.id: ev for ev in evals}

@@ -19,7 +19,7 @@ from .config import Settings
 from .errors import BudgetExhausted
 from .evals import EvalSet, load_evals
 from .evaluate import Evaluator, eval_means, judge_errors
-from .execute import get_executor
+from .execute import executor_for
 from .files import Workspace, write_json, write_text
 from .llm import scope
 from .propose import Candidate, proposal_markdown, propose
@@ -33,7 +33,8 @@ log = structlog.get_logger()
 class Run:
     """What every step of one optimizer run shares; built once per process from state.db."""
 
-    def __init__(self, ws: Workspace, store: Store, client, settings: Settings, reporter: Reporter):
+    def __init__(self, ws: Workspace, store: Store, client, settings: Settings, reporter: Reporter,
+                 executor):
         self.ws, self.store, self.client, self.settings, self.ui = ws, store, client, settings, reporter
         row = store.run_row()
         self.skill_name, self.target = row["skill_name"], row["target"]
@@ -41,7 +42,6 @@ class Run:
         self.train, self.test = split["train"], split["test"]
         self.evalset: EvalSet = load_evals(ws.root / "inputs")
         self.runs_per_eval = settings.evals.runs_per_eval
-        executor = get_executor(None, settings, client=client)
         self.evaluator = Evaluator(ws, store, client, settings, self.evalset, executor,
                                    skill_name=self.skill_name, inputs_root=ws.root / "inputs",
                                    on_run=lambda s: reporter.run_done())
@@ -60,8 +60,13 @@ class Run:
 
 async def optimize(ws: Workspace, store: Store, client, settings: Settings, *,
                    flag: stops.SignalFlag, console: Console) -> str:
-    with Reporter(console, store, simulated=getattr(client, "simulated", False)) as ui:
-        run = Run(ws, store, client, settings, ui)
+    if (store.run_row() or {}).get("target") == "description":
+        from . import describe  # the description loop has its own steps (optimizer/describe.py)
+
+        return await describe.optimize(ws, store, client, settings, flag=flag, console=console)
+    simulated = getattr(client, "simulated", False)
+    with Reporter(console, store, simulated=simulated) as ui, executor_for(None, settings, client) as ex:
+        run = Run(ws, store, client, settings, ui, ex)
         _set_status(run, "running")
         conditions = _conditions(run, flag)
         try:

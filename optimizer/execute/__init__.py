@@ -7,7 +7,8 @@ import asyncio
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -264,23 +265,29 @@ async def run_one(
                        f"{', '.join(map(str, evalset.ids))}.") from None
     configuration = "without_skill" if without_skill else "with_skill"
     number = next_run_number(Path(out_dir) / configuration)
-    name = executor or settings.execute.executor
+    with executor_for(executor, settings, client) as chosen:
+        return await chosen.execute(
+            skill_dir=None if without_skill else skill_dir, skill_name=evalset.skill_name,
+            eval=ev, inputs_root=skill_dir, run_dir=Path(out_dir) / configuration / f"run-{number}",
+            run_number=number, sample=number - 1,
+        )
+
+
+@contextmanager
+def executor_for(name: str | None, settings: Settings, client: Any) -> Iterator[Executor]:
+    """The executor for `name`, with the loopback simulator the Claude Code CLI needs when the
+    provider is the simulator (the CLI makes its own model calls), stopped afterwards."""
+    name = name or settings.execute.executor
     server = None
     base_url = None
     if name == "claude-code" and settings.llm.provider == "sim" and not settings.llm.base_url:
-        # The CLI makes its own model calls: with the simulator it needs one on loopback.
         from optimizer.sim import Simulator
         from optimizer.sim.server import serve
 
         server, port = serve(Simulator(**settings.sim.model_dump()), "127.0.0.1", 0)
         base_url = f"http://127.0.0.1:{port}"
     try:
-        chosen = get_executor(name, settings, client=client, base_url=base_url)
-        return await chosen.execute(
-            skill_dir=None if without_skill else skill_dir, skill_name=evalset.skill_name,
-            eval=ev, inputs_root=skill_dir, run_dir=Path(out_dir) / configuration / f"run-{number}",
-            run_number=number, sample=number - 1,
-        )
+        yield get_executor(name, settings, client=client, base_url=base_url)
     finally:
         if server is not None:
             server.shutdown()
