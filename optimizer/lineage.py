@@ -96,6 +96,52 @@ def history(store: Store, *, simulated: bool) -> schemas.History:
     return schemas.History.model_validate({k: v for k, v in data.items() if v is not None})
 
 
+def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas.HistoryVersions:
+    """history.json in the seed 001 `versions` form (description runs): per decided version its
+    description and its trigger pass_rate, precision and recall over the train and validation
+    queries together, plus our extras (per split, decision, F1, constant signal, probe errors)."""
+    from . import trigger
+    from .skill import parse_skill_md
+
+    run = store.run_row() or {}
+    split = json.loads(run.get("split_json") or "{}")
+    queries = {q["id"]: trigger.Query(**q) for q in split.get("queries", [])}
+    parts = {"train": split.get("train", []), "validation": split.get("validation", [])}
+    sel = (json.loads(run.get("settings_json") or "{}").get("selection") or {})
+    opts = {"samples": sel.get("bootstrap_samples", 2000), "confidence": sel.get("confidence", 0.95)}
+    best, chosen = current_best(store), decisions(store)
+    shown = ("pass_rate", "precision", "recall", "f1", "ci", "queries", "probe_errors",
+             "constant_signal")
+    entries = []
+    for v in versions(store):
+        if v.decision is None:
+            continue
+        outcomes = trigger.recorded(store, v.label)
+        dev = trigger.metrics(outcomes, queries, parts["train"] + parts["validation"], **opts)
+        d = chosen.get(v.label, {})
+        text = (ws.skill(v.label) / "SKILL.md").read_text(encoding="utf-8")
+        entries.append({
+            "description": parse_skill_md(text).description, "pass_rate": dev["pass_rate"] or 0.0,
+            "precision": dev["precision"], "recall": dev["recall"], "iteration": v.iteration,
+            "version": v.label, "parent": v.parent, "decision": v.decision,
+            "is_current_best": v.label == best, **{k: dev[k] for k in shown[3:]},
+            "missing_queries": dev["missing_queries"],
+            "splits": {name: {k: m[k] for k in shown} for name, ids in parts.items()
+                       for m in [trigger.metrics(outcomes, queries, ids, **opts)]},
+            "delta": d.get("delta"), "reason": d.get("reason"), "summary": v.summary,
+            "cost_usd": round(v.cost_usd, 6), "created_at": v.created_at,
+        })
+    data = {
+        "versions": entries, "skill_name": run.get("skill_name", ""),
+        "started_at": run.get("started_at", ""), "current_best": best, "target": "description",
+        "split": {**{k: len(split.get(k, [])) for k in ("train", "validation", "test")},
+                  "note": split.get("note", "")},
+        "simulated": simulated, "stop_reason": run.get("stop_reason") or None,
+        "test": json.loads(run["test_json"]) if run.get("test_json") else None,
+    }
+    return schemas.HistoryVersions.model_validate({k: v for k, v in data.items() if v is not None})
+
+
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -143,7 +189,10 @@ def feedback_aggregate(store: Store, *, skill_name: str, iteration: int,
 def write_files(ws: Workspace, store: Store, *, simulated: bool, skill_name: str, iteration: int,
                 extra_notes: list[tuple[str | None, str, str]] = ()) -> None:
     if store.query("select 1 from versions where decision is not null limit 1"):
-        write_json(ws.history, history(store, simulated=simulated))
+        if (store.run_row() or {}).get("target") == "description":
+            write_json(ws.history, history_versions(store, ws, simulated=simulated))
+        else:
+            write_json(ws.history, history(store, simulated=simulated))
     write_json(ws.feedback_aggregate,
                feedback_aggregate(store, skill_name=skill_name, iteration=iteration,
                                   extra_notes=extra_notes))
