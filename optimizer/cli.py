@@ -208,6 +208,8 @@ def run(
     deadline: Annotated[str | None, typer.Option(help="Stop at HH:MM (local) or an ISO time.")] = None,
     detach: Annotated[bool, typer.Option(help="Run in the background; watch with `status`.")] = False,
     fresh: Annotated[bool, typer.Option(help="Replace an existing --run-dir (the demo uses it).")] = False,
+    batch: Annotated[bool, typer.Option("--batch", help="Grader, comparator and analyzer calls as Message Batches (half price, slower).")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the cost estimate and exit; writes nothing.")] = False,
     provider: ProviderOpt = None,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
@@ -218,12 +220,13 @@ def run(
     if target not in ("body", "description"):
         raise BadInput(f"--target {target!r}: use body or description.")
     flags = {"llm.provider": provider, "loop.max_iterations": max_iterations,
-             "budget.usd": budget_usd, "budget.deadline": deadline}
+             "budget.usd": budget_usd, "budget.deadline": deadline,
+             "llm.batch": True if batch else None}
     code = daemon.start(
         skill_dir=_require_dir(skill_dir, "skill"), evals_path=evals, run_dir=run_dir,
         from_run=from_run, target=target, detach=detach, fresh=fresh,
         load=lambda eval_config: load_settings(config_path, set_, eval_config=eval_config, flags=flags),
-        console=out,
+        console=out, dry_run=dry_run,
     )
     raise typer.Exit(code)
 

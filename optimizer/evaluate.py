@@ -13,7 +13,7 @@ from pathlib import Path
 
 import structlog
 
-from . import judge, sandbox, structural
+from . import batch, judge, sandbox, structural
 from .config import Settings
 from .evals import Eval, EvalSet
 from .execute.record import RunRecord, is_complete
@@ -91,16 +91,26 @@ class Evaluator:
         if done and (run_dir / "grading.json").is_file():
             return _scored(key, eval_id, run_number, configuration, done)
         eval = self.evals[eval_id]
-        async with self._slots:
-            record = await self._execute(key, run_dir, eval, configuration, run_number, skill_dir,
-                                         label=label, split=split)
-            checks = await asyncio.to_thread(
-                structural.check_run, eval, run_dir, structural.script_policy(self.policy),
-                configuration=configuration,
-                run_error=None if record.status == "ok" else (record.error or record.status),
-            )
-            outcome = await judge.grade_run(self.client, eval, run_dir, record, settings=self.settings,
-                                            structural=checks, sample=run_number)
+        # Batch mode: the grader call waits for the stage's batch outside the execution slot, so
+        # the stage's other runs execute meanwhile and join the same batch (optimizer/batch.py).
+        in_slot = not batch.active(self.client)
+        with batch.producer(self.client):
+            async with self._slots:
+                record = await self._execute(key, run_dir, eval, configuration, run_number,
+                                             skill_dir, label=label, split=split)
+                checks = await asyncio.to_thread(
+                    structural.check_run, eval, run_dir, structural.script_policy(self.policy),
+                    configuration=configuration,
+                    run_error=None if record.status == "ok" else (record.error or record.status),
+                )
+                if in_slot:
+                    outcome = await judge.grade_run(self.client, eval, run_dir, record,
+                                                    settings=self.settings, structural=checks,
+                                                    sample=run_number)
+            if not in_slot:
+                outcome = await judge.grade_run(self.client, eval, run_dir, record,
+                                                settings=self.settings, structural=checks,
+                                                sample=run_number)
             judge.write_outcome(run_dir, outcome)
         row = {
             "key": key, "status": outcome.status, "score": outcome.score,

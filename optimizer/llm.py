@@ -366,6 +366,13 @@ class ModelClient:
         self._saved = 0.0
         self._spent = 0.0
         self._retries: Counter[str] = Counter()
+        # llm.batch: the first attempt of grader, comparator and analyzer calls goes through one
+        # Message Batch per stage (optimizer/batch.py); None when batch mode is off.
+        self.batch: Any = None
+        if settings.llm.batch:
+            from .batch import BatchCollector
+
+            self.batch = BatchCollector(self)
 
     @property
     def simulated(self) -> bool:
@@ -373,6 +380,8 @@ class ModelClient:
         return self._simulated
 
     async def aclose(self) -> None:
+        if self.batch is not None:
+            await self.batch.aclose()
         await self._anthropic.close()
 
     async def __aenter__(self) -> ModelClient:
@@ -410,9 +419,11 @@ class ModelClient:
         model: str | None = None,
         stream: bool = False,
         temperature: float | None = None,
+        batch: bool = False,
     ) -> Message:
         """One answer, from the ledger when this exact request (role, sample) completed before,
-        else from the model, recorded in the ledger before it is returned."""
+        else from the model, recorded in the ledger before it is returned. `batch=True` lets the
+        call join a Message Batch when batch mode is on for its role."""
         model = model or self._model_for(role)
         request: dict[str, Any] = {
             "model": model,
@@ -439,6 +450,8 @@ class ModelClient:
             if self.settings.llm.prompt_caching:
                 request = with_cache_control(request, canonical.count('"cache_control":'))
             try:
+                if batch and self.batch is not None and self.batch.handles(role):
+                    return await self.batch.call(role, model, sample, key, request)
                 return await self._call(role, model, sample, key, request, stream)
             finally:
                 self._reserved -= estimate
@@ -462,7 +475,7 @@ class ModelClient:
                 "input_schema": schema.model_json_schema()}
         ask = dict(role=role, system=system, tools=[tool], sample=sample, model=model,
                    tool_choice={"type": "tool", "name": tool_name}, max_tokens=max_tokens)
-        first = await self.message(messages=messages, **ask)  # type: ignore[arg-type]
+        first = await self.message(messages=messages, batch=True, **ask)  # type: ignore[arg-type]
         try:
             return _tool_answer(first, schema, tool_name)
         except _BadAnswer as exc:

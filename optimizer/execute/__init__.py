@@ -167,6 +167,10 @@ def get_executor(
     """The executor called `name` (default execute.executor). `client` is the ModelClient the
     anthropic executor calls through; base_url/api_key are where the Claude Code CLI is sent."""
     name = name or settings.execute.executor
+    if settings.execute.backend == "ray":  # each run a Ray task; the worker builds the executor
+        from optimizer.execute.ray_backend import RayExecutor
+
+        return RayExecutor(settings, name, client=client, base_url=base_url)
     if name == "anthropic":
         from optimizer.execute.agent import AnthropicExecutor
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import httpx2
 
 from . import world
+from .batches import BatchService
 from .protocol import (
     ERRORS,
     FAULT_KINDS,
@@ -52,6 +53,7 @@ class Simulator:
         judge_noise: float = 0.05,
         position_bias: float = 0.3,
         proposal_quality: float = 0.6,
+        batch_delay_s: float = 0.0,
     ) -> None:
         self.seed = seed
         self.latency_ms = latency_ms
@@ -61,6 +63,7 @@ class Simulator:
         self._lock = threading.Lock()
         self._attempts: Counter = Counter()
         self._cached: set[str] = set()
+        self.batches = BatchService(self, delay_s=batch_delay_s)  # /v1/messages/batches*
 
     # --- content -------------------------------------------------------------------------------
 
@@ -129,6 +132,10 @@ class Simulator:
         path = target.split("?", 1)[0].rstrip("/") or "/"
         if method in ("GET", "HEAD") and path == "/":
             return json_reply(200, {})
+        if path.startswith("/v1/messages/batches"):
+            if not (headers.get("x-api-key") or headers.get("authorization")):
+                return error_reply(401, "authentication_error", "x-api-key header is required")
+            return self.batches.handle(method, path, headers, raw)
         if method != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
             return error_reply(404, "not_found_error", f"Not found: {method} {path}")
         if not (headers.get("x-api-key") or headers.get("authorization")):
@@ -200,7 +207,10 @@ class Simulator:
         if rng.random() >= self.fault_rate:
             return None
         kinds = ["429", "529", "500", "timeout"]
-        kinds += ["malformed"] if role in world.TOOL_OF_ROLE else []
+        # Malformed input only on a first ask: the client repairs once (DESIGN §7), and a drawn
+        # second malformed answer would turn a transport fault into a judge error.
+        first_ask = len(body.get("messages") or []) == 1
+        kinds += ["malformed"] if role in world.TOOL_OF_ROLE and first_ask else []
         kinds += ["truncate"] if streaming else []
         return rng.choice(kinds)
 

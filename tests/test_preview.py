@@ -1,0 +1,114 @@
+"""The cost preview: `run --dry-run` shows it and writes nothing; the estimate follows the settings
+and the price table, discounts only the batched roles, compares itself with the budget, is shown
+and stored at every real start, and `estimate_vs_actual` sets it against the ledger afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from optimizer import config, preview
+from optimizer.evals import load_evals
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "csv-report"
+FAST_BATCH = ("--set", "llm.batch_settle_s=0.02", "--set", "llm.batch_poll_s=0.01")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))}
+    return subprocess.run([sys.executable, "-m", "optimizer", *args], capture_output=True, text=True,
+                          timeout=240, env=env, cwd=ROOT)
+
+
+def estimate(prices: dict | None = None, **sections) -> dict:
+    evalset = load_evals(EXAMPLE)
+    flat = [f"{s}.{k}={v}" for s, values in sections.items() for k, v in values.items()]
+    settings = config.load(None, eval_config=evalset.eval_config, env={}, overrides=flat).settings
+    if prices:
+        table = {**settings.prices, **{m: config.Price(**p) for m, p in prices.items()}}
+        settings = settings.model_copy(update={"prices": table})
+    return preview.estimate(settings, evalset, EXAMPLE)
+
+
+def test_dry_run_prints_the_estimate_and_writes_nothing(tmp_path):
+    run_dir = tmp_path / "never"
+    proc = cli("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "3", "--run-dir",
+               str(run_dir), "--dry-run", "--budget-usd", "2")
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("estimate"))
+    for part in ("model calls", "tokens", "per iteration", "for the run (3 iterations", "with --batch",
+                 "budget $2.00 covers about"):
+        assert part in line, (part, line)
+    assert "baseline and v0" in proc.stdout and not run_dir.exists()
+    batched = cli("run", str(EXAMPLE), "--provider", "sim", "--dry-run", "--batch", "--run-dir",
+                  str(run_dir))
+    assert batched.returncode == 0 and "estimate (batch mode):" in batched.stdout
+    assert "without batch mode" in batched.stdout and not run_dir.exists()
+
+
+def test_the_estimate_follows_the_settings():
+    base = estimate()
+    per = base["per_iteration"]
+    assert per["by_role"]["proposer"]["calls"] == 2 and per["by_role"]["analyzer"]["calls"] == 2
+    train = base["train_evals"]
+    assert per["by_role"]["comparator"]["calls"] == 2 * 2 * train * 3  # 2 proposals, both orders
+    more_runs = estimate(evals={"runs_per_eval": 6}, selection={"max_runs_per_eval": 6})
+    assert more_runs["per_iteration"]["by_role"]["comparator"]["calls"] == 2 * per["by_role"]["comparator"]["calls"]
+    assert estimate(loop={"proposals_per_iteration": 1})["per_iteration"]["usd"] == pytest.approx(per["usd"] / 2, rel=1e-3)
+    assert estimate(evals={"baseline_comparison": False})["setup"]["usd"] < base["setup"]["usd"]
+    assert estimate(loop={"screen_evals": 0})["per_iteration"]["calls"] < per["calls"]
+    assert base["per_iteration_max"]["usd"] > per["usd"]
+    assert base["run"]["usd"] == pytest.approx(
+        base["setup"]["usd"] + base["iterations"] * per["usd"] + base["sealed_test"]["usd"], rel=1e-3)
+    # The batch discount applies to the grader, comparator and analyzer only.
+    judged = sum(per["by_role"][r]["usd"] for r in ("grader", "comparator", "analyzer"))
+    assert per["usd"] - per["usd_batch"] == pytest.approx(judged / 2, rel=1e-3)
+    # The price table is used: a dearer grader makes grading dearer, nothing else.
+    dear = estimate(prices={"claude-opus-4-6": {"input": 50.0, "output": 250.0, "cache_write": 62.5,
+                                                "cache_read": 5.0}})
+    assert dear["per_iteration"]["by_role"]["grader"]["usd"] > 9 * per["by_role"]["grader"]["usd"]
+    assert dear["per_iteration"]["by_role"]["executor"]["usd"] == per["by_role"]["executor"]["usd"]
+
+
+def test_the_budget_is_compared_with_the_estimate():
+    assert preview.budget_note(estimate(budget={"usd": 1000})) .endswith("covers it")
+    low = estimate(budget={"usd": 0.1})
+    assert "below the baseline and v0" in preview.budget_note(low)
+    some = estimate(budget={"usd": 3.0}, loop={"max_iterations": 5})
+    assert some["iterations_in_budget"] == int((3.0 - some["setup"]["usd"]) // some["per_iteration"]["usd"])
+    assert f"covers about {some['iterations_in_budget']} of 5 iterations" in preview.budget_note(some)
+    assert preview.budget_note(estimate(budget={"usd": 0})) == "no budget set"
+
+
+def lineage(run_dir: Path) -> list:
+    history = json.loads((run_dir / "history.json").read_text())
+    return [(i["version"], i["grading_result"], i.get("overall_efficiency")) for i in history["iterations"]]
+
+
+def test_a_batch_run_shows_and_keeps_its_estimate_and_decides_as_a_direct_run(tmp_path):
+    batch_dir, direct_dir = tmp_path / "batch", tmp_path / "direct"
+    proc = cli("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "1", "--run-dir",
+               str(batch_dir), "--batch", *FAST_BATCH)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1].startswith("estimate (batch mode): ~"), lines[:3]  # before the run starts
+    direct = cli("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "1", "--run-dir",
+                 str(direct_dir))
+    assert direct.returncode == 0, direct.stderr
+    assert lineage(batch_dir) == lineage(direct_dir), "batch mode changes the price, not the answers"
+
+    info = preview.estimate_vs_actual(batch_dir)
+    assert info["estimate"]["batch"] is True and info["actual"]["iterations"] == 1
+    assert info["actual"]["batched_calls"] > 0 and 0.3 < info["ratio"] < 3, info
+    assert info["line"].startswith("cost: $") and "estimated for 1 iteration" in info["line"]
+    plain = preview.estimate_vs_actual(direct_dir)
+    assert plain["actual"]["batched_calls"] == 0
+    assert info["actual"]["usd"] < 0.8 * plain["actual"]["usd"], "the batched roles cost half"
+    status = cli("status", str(batch_dir), "--json")
+    assert status.returncode == 0, status.stderr
