@@ -42,6 +42,11 @@ class Llm(Section):
     max_tokens: int = Field(8192, ge=1)
     prompt_caching: bool = True
     batch: bool = False
+    batch_poll_s: float = Field(10.0, gt=0)
+    batch_poll_max_s: float = Field(300.0, gt=0)
+    batch_settle_s: float = Field(0.5, ge=0)
+    batch_hold_s: float = Field(60.0, ge=0)
+    batch_max_requests: int = Field(10_000, ge=1, le=100_000)
 
 
 class Loop(Section):
@@ -108,6 +113,16 @@ class Sim(Section):
     judge_noise: float = Field(0.05, ge=0, le=1)
     position_bias: float = Field(0.3, ge=0, le=1)
     proposal_quality: float = Field(0.6, ge=0, le=1)
+    batch_delay_s: float = Field(0.0, ge=0)
+
+
+class Ray(Section):
+    address: str = ""
+    num_cpus_per_run: float = Field(1.0, gt=0)
+
+
+class StoreSettings(Section):
+    busy_timeout_s: float = Field(30.0, gt=0)
 
 
 class Price(Section):
@@ -138,6 +153,8 @@ class Settings(Section):
     execute: Execute = Execute()
     sandbox: Sandbox = Sandbox()
     sim: Sim = Sim()
+    ray: Ray = Ray()
+    store: StoreSettings = StoreSettings()
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def price(self, model: str) -> Price:

@@ -9,18 +9,19 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tomllib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 
 import structlog
 from rich.console import Console
 
-from . import config, evals, logs
+from . import config, evals, logs, preview, trigger
 from . import skill as skills
 from .errors import BadInput, WorkFailed
 from .files import Workspace, write_text
@@ -37,30 +38,39 @@ def _default_run_dir(skill_name: str) -> Path:
 def start(
     *, skill_dir: Path, evals_path: Path | None, run_dir: Path | None, from_run: Path | None,
     target: str, detach: bool, fresh: bool,
-    load: Callable[[dict], config.Loaded], console: Console,
+    load: Callable[[dict], config.Loaded], console: Console, dry_run: bool = False,
 ) -> int:
     """`optimizer run`: check everything first (nothing is written on bad input), then create
     the workspace and run the loop here or in the background."""
     skill = skills.load_skill(skill_dir)
-    evalset = evals.load_evals(skill_dir, evals_path)
+    # A description run is scored by trigger evals ({query, should_trigger}), not evals.json.
+    evalset = (trigger.load(skill_dir, evals_path) if target == "description"
+               else evals.load_evals(skill_dir, evals_path))
     loaded = load(evalset.eval_config)
     settings = loaded.settings
     deadline = parse_deadline(settings.budget.deadline)
     base_best = _best_of(from_run) if from_run else None
+    estimate = preview.for_start(settings, evalset, base_best or skill_dir, target)
+    if dry_run:  # the cost preview only: nothing is written
+        return preview.show_dry_run(console, estimate)
     run_dir = run_dir or _default_run_dir(skill.name)
     ws = Workspace(run_dir)
-    if ws.state_db.exists():
+    if _started(ws):
         if not fresh:
             raise BadInput(f"{run_dir}: already holds a run; continue it with `optimizer resume "
                            f"{run_dir}`, or pick another --run-dir.")
         _refuse_if_running(ws)
         shutil.rmtree(run_dir)
+    elif ws.run_toml.exists() or ws.state_db.exists():  # a `run` killed while creating it
+        _refuse_if_running(ws)
+        _remove_partial(ws)
     sources = dict(loaded.sources)
     if deadline is not None:  # "07:00" means the next 07:00 from now, also after a resume
         settings = settings.model_copy(update={"budget": settings.budget.model_copy(
             update={"deadline": deadline.isoformat(timespec="seconds")})})
     _create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target, base_best, from_run)
     console.print(f"run folder: {run_dir}")
+    preview.announce(console, ws, estimate)  # the estimate line, kept in state.db for `status`
     if detach:
         return _spawn(ws, console)
     return _foreground(ws, settings, console)
@@ -71,6 +81,12 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
     if not ws.state_db.exists() or not ws.run_toml.exists():
         raise BadInput(f"{run_dir}: not a run folder (no state.db and run.toml); start one with "
                        "`optimizer run SKILL_DIR`.")
+    if not _started(ws):
+        raise BadInput(f"{run_dir}: its creation was interrupted before the run began; start it "
+                       "again with the same `optimizer run` command.")
+    if _runs_in(ws.state_db) == 0:  # the run began (history.json) but its row is gone
+        raise WorkFailed(f"{ws.state_db}: holds no run although the run began (the database was "
+                         "emptied or replaced); restore it from a copy or start a new run.")
     try:
         base = tomllib.loads(ws.run_toml.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -85,30 +101,69 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
         write_text(ws.run_toml, config.to_toml(settings, loaded.sources))
     _refuse_if_running(ws)
     ws.stop_file.unlink(missing_ok=True)
+    preview.announce(console, ws, preview.for_workspace(ws, settings), keep=False)
     if detach:
         return _spawn(ws, console)
     return _foreground(ws, settings, console)
 
 
+def _started(ws: Workspace) -> bool:
+    """The run began: state.db holds its row, which `_create` commits last, after every other
+    part; or state.db is damaged, or the loop already wrote history.json (only --fresh may
+    replace those)."""
+    if not ws.state_db.exists():
+        return False
+    count = _runs_in(ws.state_db)
+    return count is None or count > 0 or ws.history.exists()
+
+
+def _runs_in(db: Path) -> int | None:
+    """Rows in the runs table (0 also when there is no table yet), None when unreadable."""
+    try:
+        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return conn.execute("select count(*) from runs").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.OperationalError as exc:
+        return 0 if "no such table" in str(exc) else None
+    except sqlite3.DatabaseError:
+        return None
+
+
+def _remove_partial(ws: Workspace) -> None:
+    """What `_create` had written (run.toml first) when its process died before the run's row."""
+    for name in ("state.db", "state.db-wal", "state.db-shm", "run.toml"):
+        (ws.root / name).unlink(missing_ok=True)
+    for folder in [ws.root / "inputs", ws.version("v0"), *ws.root.glob(".inputs.tmp-*")]:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target, base_best, from_run):
     ws.root.mkdir(parents=True, exist_ok=True)
+    # run.toml first: it marks a folder whose creation began, so a killed `run` can start over.
+    write_text(ws.run_toml, config.to_toml(settings, sources))
     # The eval inputs are the user's files as they were at the start; the agent never sees evals/.
     inputs = ws.root / "inputs"
     skills.snapshot(skill_dir, inputs)
     if evals_path is not None:
         (inputs / "evals").mkdir(exist_ok=True)
-        shutil.copyfile(evals_path, inputs / "evals" / "evals.json")
+        name = "trigger_evals.json" if target == "description" else "evals.json"
+        shutil.copyfile(evals_path, inputs / "evals" / name)
     v0_source = base_best or skill_dir
     _snapshot_version(v0_source, ws.skill("v0"))
-    split = evals.split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
-    write_text(ws.run_toml, config.to_toml(settings, sources))
+    if target == "description":  # train / validation / sealed test, with the queries themselves
+        split_json = trigger.split_json(evalset, trigger.split(evalset, seed=settings.loop.seed))
+    else:
+        split = evals.split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
+        split_json = json.dumps({"train": split.train, "test": split.test, "note": split.note})
     store = Store(ws.state_db)
     try:
         with store.atomic():
             store.db["runs"].insert({
                 "id": ws.root.name, "skill_name": skill.name, "skill_dir": str(skill_dir),
                 "target": target, "started_at": now(), "eval_set_hash": evalset.hash,
-                "split_json": json.dumps({"train": split.train, "test": split.test, "note": split.note}),
+                "split_json": split_json,
                 "settings_json": settings.model_dump_json(), "status": "created",
                 "from_run": str(from_run) if from_run else None, "current_best": "v0",
                 "stage": "created",
@@ -120,6 +175,16 @@ def _create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target
             })
     finally:
         store.close()
+
+
+def _remove_stale_temp_files(ws: Workspace) -> None:
+    """An atomic write cut short by a kill leaves its temp file (files.write_bytes); with the lock
+    held no writer of the run is alive, so each one left is stale. The review server writes
+    feedback.json without the lock, and inputs/ holds the user's own files: both are left alone."""
+    for path in ws.root.rglob(".*.tmp"):
+        rel = path.relative_to(ws.root).parts
+        if path.is_file() and rel[0] != "inputs" and not path.name.startswith(".feedback.json."):
+            path.unlink(missing_ok=True)
 
 
 def _snapshot_version(src: Path, dest: Path) -> str:
@@ -208,15 +273,21 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console) -> i
     from .stops import SignalFlag
 
     with lock(ws):
+        _remove_stale_temp_files(ws)
         logs.configure(ws.log, console=False)
-        store = Store(ws.state_db)
+        store = Store(ws.state_db, busy_timeout_s=settings.store.busy_timeout_s)
         flag = SignalFlag()
         flag.install()
         try:
+            # The run's row is keyed by its folder's name (_create); a folder moved or renamed
+            # since keeps its state under the old name, so the key follows the folder.
+            if (store.run_row() or {}).get("id", ws.root.name) != ws.root.name:
+                with store.atomic():
+                    store.db.execute("update runs set id = ?", [ws.root.name])
             client = llm.make_client(settings, store, budget_usd=settings.budget.usd)
             reason = asyncio.run(loop.optimize(ws, store, client, settings, flag=flag, console=console))
         except WorkFailed as exc:
-            with store.atomic():
+            with suppress(Exception), store.atomic():  # best effort: the database may be what failed
                 store.db["runs"].update(ws.root.name, {"status": "failed", "last_error": str(exc)})
             raise
         finally:

@@ -60,6 +60,15 @@ def redact_processor(_logger: Any, _method: str, event_dict: MutableMapping[str,
 _HANDLER_MARK = "_optimizer_handler"
 
 
+class _RunLogHandler(logging.FileHandler):
+    """The run's log on a full disk or a read-only folder loses the line quietly: the run's own
+    next write stops it with one sentence, where logging would print a traceback per event."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - stdlib name
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handleError(record)
+
+
 def _handler(handler: logging.Handler, renderer: Any, level: int) -> logging.Handler:
     # Tracebacks become text before redaction, so a key inside an exception message is masked.
     handler.setFormatter(
@@ -122,7 +131,7 @@ def configure(log_path: Path | None, *, console: bool, level: int = logging.INFO
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         root.addHandler(
             _handler(
-                logging.FileHandler(log_path, encoding="utf-8"),
+                _RunLogHandler(log_path, encoding="utf-8"),
                 structlog.processors.JSONRenderer(sort_keys=False),
                 logging.DEBUG,
             )

@@ -128,25 +128,32 @@ def apply_edits(parent: Path, dest: Path, answer: ProposalAnswer, *, target: str
             problems.append(f"edit of '{rel}': a description proposal may change SKILL.md's description only.")
             continue
         path = dest / rel
-        if edit.action == "delete":
-            if rel == "SKILL.md":
-                problems.append("SKILL.md may not be deleted.")
-            elif path.is_file():
-                path.unlink()
+        try:
+            if edit.action == "delete":
+                if rel == "SKILL.md":
+                    problems.append("SKILL.md may not be deleted.")
+                elif path.is_file():
+                    path.unlink()
+                else:
+                    problems.append(f"delete of '{rel}': no such file.")
+            elif edit.action == "write":
+                if edit.content is None:
+                    problems.append(f"write of '{rel}': content is missing.")
+                    continue
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(edit.content, encoding="utf-8")
             else:
-                problems.append(f"delete of '{rel}': no such file.")
-        elif edit.action == "write":
-            if edit.content is None:
-                problems.append(f"write of '{rel}': content is missing.")
-                continue
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(edit.content, encoding="utf-8")
-        else:
-            current = path.read_text(encoding="utf-8") if path.is_file() else None
-            if current is None or edit.old is None or edit.new is None or edit.old not in current:
-                problems.append(f"replace in '{rel}': the old text was not found exactly once; quote it exactly.")
-                continue
-            path.write_text(current.replace(edit.old, edit.new, 1), encoding="utf-8")
+                current = path.read_text(encoding="utf-8") if path.is_file() else None
+                if current is None or edit.old is None or edit.new is None or edit.old not in current:
+                    problems.append(f"replace in '{rel}': the old text was not found exactly once; quote it exactly.")
+                    continue
+                path.write_text(current.replace(edit.old, edit.new, 1), encoding="utf-8")
+        except (OSError, ValueError) as exc:
+            # The path is model-written: a folder, a NUL byte, a name too long, a binary file.
+            # That is a rejected proposal (data), never an exception that stops the run.
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            problems.append(f"{edit.action} of '{rel[:100]}': cannot be done ({why}); "
+                            "edit text files inside the skill folder only.")
     problems += _check(dest, parent_doc, target)
     return problems
 

@@ -75,17 +75,31 @@ def m001_initial(db: sqlite_utils.Database) -> None:
     )
 
 
+# What the disk or another process can do to state.db: each stops the run with one sentence
+# (DESIGN §3: systemic), never a traceback and never a run recorded as failed because of it.
+_SYSTEMIC = {
+    "SQLITE_BUSY": "is locked by another process; close that process or wait for it, then resume the run",
+    "SQLITE_LOCKED": "is locked by another process; close that process or wait for it, then resume the run",
+    "SQLITE_FULL": "cannot grow because the disk is full; free some space, then resume the run",
+    "SQLITE_READONLY": "is read-only; make the run folder writable, then resume the run",
+    "SQLITE_IOERR": "cannot be read or written (an I/O error); check the disk, then resume the run",
+    "SQLITE_CANTOPEN": "cannot be opened; check the run folder, then resume the run",
+    "SQLITE_CORRUPT": "is damaged; restore it from a copy or start a new run",
+    "SQLITE_NOTADB": "is damaged; restore it from a copy or start a new run",
+}
+
+
 class Store:
     """state.db of one run folder (WAL, busy timeout), migrated on open."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, busy_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            conn = sqlite3.connect(self.path, timeout=busy_timeout_s, check_same_thread=False)
             self.db = sqlite_utils.Database(conn)
             self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA busy_timeout=30000")
+            self.db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
             self.db.execute("PRAGMA synchronous=NORMAL")
             migrations.apply(self.db)
         except sqlite3.DatabaseError as exc:
@@ -97,8 +111,19 @@ class Store:
     @contextmanager
     def atomic(self) -> Iterator[None]:
         """One step's writes land together or not at all."""
-        with self.db.conn:
+        with self._systemic_errors(), self.db.conn:
             yield
+
+    @contextmanager
+    def _systemic_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            name = getattr(exc, "sqlite_errorname", "") or ""
+            why = _SYSTEMIC.get("_".join(name.split("_")[:2]))
+            if why is None:
+                raise
+            raise WorkFailed(f"{self.path}: the run database {why} ({exc}).") from None
 
     def close(self) -> None:
         self.db.conn.close()
@@ -106,7 +131,8 @@ class Store:
     # -- generic helpers ---------------------------------------------------------------
     def get(self, table: str, pk: Any) -> dict | None:
         try:
-            return self.db[table].get(pk)
+            with self._systemic_errors():
+                return self.db[table].get(pk)
         except sqlite_utils.db.NotFoundError:
             return None
 
@@ -114,7 +140,8 @@ class Store:
         self.db[table].upsert(row, pk=pk, alter=False)
 
     def query(self, sql: str, params: Any = ()) -> list[dict]:
-        return list(self.db.query(sql, params))
+        with self._systemic_errors():
+            return list(self.db.query(sql, params))
 
     # -- the ledger ----------------------------------------------------------------------
     def completed_call(self, request_hash: str) -> dict | None:
@@ -172,3 +199,18 @@ def m002_best_and_scopes(db: sqlite_utils.Database) -> None:
     # Which version (or stage) a model call was made for, so lineage can show cost per version.
     db["calls"].add_column("scope", str)
     db["versions"].add_column("split_scores_json", str)
+
+
+@migrations()
+def m003_batches_and_estimate(db: sqlite_utils.Database) -> None:
+    # Message Batches in flight (llm.batch): recorded as soon as the service acknowledges one, so
+    # a resumed run re-attaches to it instead of paying for the same requests again. `items_json`
+    # maps each custom_id (the ledger's request hash) to its role, model, sample and scope.
+    db["batches"].create(
+        {"id": str, "scope": str, "roles": str, "custom_ids_json": str, "items_json": str,
+         "status": str, "created_at": str, "ended_at": str, "counts_json": str},
+        pk="id",
+    )
+    db["batches"].create_index(["status"])
+    db["calls"].add_column("batch_id", str)  # set when the answer came through a batch
+    db["runs"].add_column("estimate_json", str)  # the cost preview shown when the run started

@@ -109,7 +109,10 @@ class RunData:
 def load(run_dir: Path, *, with_calls: bool = False) -> RunData:
     ws = Workspace(run_dir)
     if ws.state_db.is_file():
-        return _from_db(ws, with_calls)
+        try:
+            return _from_db(ws, with_calls)
+        except sqlite3.DatabaseError as exc:  # pages damaged past the header (SQLITE_CORRUPT)
+            raise BadInput(f"{ws.state_db}: not a readable run database ({exc}).") from None
     if ws.history.is_file():
         return _from_history(ws)
     raise BadInput(f"{run_dir}: not a run folder (no state.db and no history.json); "
@@ -125,6 +128,9 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
         raise BadInput(f"{ws.state_db}: not a readable run database ({exc}).") from None
     with closing(conn):
         run = (rows(conn, "select * from runs limit 1") or [{}])[0]
+        if not run:  # an empty file, or `optimizer run` killed while it created the folder
+            raise BadInput(f"{ws.state_db}: holds no run; restore it from a copy, or start the run "
+                           "again with `optimizer run`.")
         settings = parse_json(run.get("settings_json")) or {}
         best = run.get("current_best") or "v0"
         decided = {d["version"]: d for d in rows(conn, "select * from decisions")}
@@ -178,9 +184,16 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
 
 
 def _from_history(ws: Workspace) -> RunData:
+    from ..artifacts import check_data, detect_form
+
     history = read_json(ws.history)
     if not isinstance(history, dict):
         raise BadInput(f"{ws.history}: not valid JSON; restore it or rebuild it from state.db.")
+    if isinstance(history.get("versions"), list) or isinstance(history.get("iterations"), list):
+        problems = check_data(detect_form("history", history)[1], history)
+        if problems:  # wrong types would surface as a traceback below
+            raise BadInput(f"{ws.history}: not a valid history file ({problems[0]}); restore it or "
+                           "rebuild it from state.db.")
     if isinstance(history.get("versions"), list):
         nodes, prev = [], None
         for item in history["versions"]:
