@@ -135,10 +135,13 @@ def _next_iteration(run: Run) -> int:
 async def iterate(run: Run, n: int, conditions: list[stops.Condition]) -> None:
     row = run.store.get("iterations", n) or _start_iteration(run, n)
     parent = row["parent"]
-    feedback = evidence.gather(run.ws, run.store, parent, run.train)
     for k in range(run.settings.loop.proposals_per_iteration):
         if _interrupted(run, conditions):
             return  # the iteration stays open; a resume continues it with the same parent
+        # Gathered afresh for each proposal, after the previous sibling was judged: a resumed
+        # iteration then asks exactly what an uninterrupted one asked, and proposal k learns
+        # from the loss of proposal k-1.
+        feedback = evidence.gather(run.ws, run.store, parent, run.train)
         label = await candidate(run, n, k, parent, feedback)
         if label:
             await judge_candidate(run, label, parent, conditions)
@@ -187,8 +190,14 @@ async def candidate(run: Run, n: int, k: int, parent: str, feedback) -> str | No
 
 def _register(run: Run, n: int, parent: str, cand: Candidate) -> dict:
     digest = skills.content_hash(cand.folder)
-    same = run.store.query("select label from versions where hash = ?", [digest])
+    same = run.store.query("select label, parent, iteration from versions where hash = ?", [digest])
     if same:
+        # Registered by this very proposal in a process killed before it recorded the outcome in
+        # the iteration's row: the same version, not a duplicate of another proposal.
+        made = json.loads(run.store.get("iterations", n)["candidates_json"] or "{}")
+        recorded = {outcome.get("label") for outcome in made.values()}
+        if (same[0]["iteration"], same[0]["parent"]) == (n, parent) and same[0]["label"] not in recorded:
+            return {"label": same[0]["label"]}
         return {"duplicate": same[0]["label"]}
     label = f"v{run.store.db['versions'].count}"
     dest = run.ws.skill(label)
@@ -230,10 +239,14 @@ async def judge_candidate(run: Run, label: str, parent: str, conditions) -> None
         child_res = await ev.version(label, run.train, runs)
         parent_res = await ev.version(parent, run.train, runs)
         run.set_stage(f"{label}: blind comparison with {parent}")
-        tally = await compare_versions(
-            run.client, evals=[run.evalset.by_id(e) for e in run.train],
-            child_runs=_dirs(run, label, runs), parent_runs=_dirs(run, parent, runs),
-            out_dir=run.ws.comparison_dir(label), rng_seed=run.settings.loop.seed)
+        token = scope.set(label)  # the comparison's calls are part of what the child cost
+        try:
+            tally = await compare_versions(
+                run.client, evals=[run.evalset.by_id(e) for e in run.train],
+                child_runs=_dirs(run, label, runs), parent_runs=_dirs(run, parent, runs),
+                out_dir=run.ws.comparison_dir(label), rng_seed=run.settings.loop.seed)
+        finally:
+            scope.reset(token)
         errors, total = judge_errors(child_res, parent_res)
         decision = select.decide(eval_means(child_res), eval_means(parent_res), tally,
                                  selection=s.selection, rng=run.rng("bootstrap", label, runs),
