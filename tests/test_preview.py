@@ -105,7 +105,9 @@ def test_a_batch_run_shows_and_keeps_its_estimate_and_decides_as_a_direct_run(tm
 
     info = preview.estimate_vs_actual(batch_dir)
     assert info["estimate"]["batch"] is True and info["actual"]["iterations"] == 1
-    assert info["actual"]["batched_calls"] > 0 and 0.3 < info["ratio"] < 3, info
+    # The estimate assumes every candidate passes screening, so a run whose candidates stop
+    # there costs far less; what must never happen is a large underestimate.
+    assert info["actual"]["batched_calls"] > 0 and 0 < info["ratio"] < 3, info
     assert info["line"].startswith("cost: $") and "estimated for 1 iteration" in info["line"]
     plain = preview.estimate_vs_actual(direct_dir)
     assert plain["actual"]["batched_calls"] == 0
