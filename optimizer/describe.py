@@ -20,7 +20,16 @@ from .files import Workspace, write_json
 from .llm import scope
 
 # Shared with the body loop: these touch only ws, store and settings, which both runs have.
-from .loop import _conditions, _interrupted, _next_iteration, _register, _set_status, loop_state
+from .loop import (
+    _conditions,
+    _interrupted,
+    _next_iteration,
+    _register,
+    _set_status,
+    loop_state,
+    score_sealed_test,
+)
+from .loop import finish as finish_run
 from .propose import Candidate, Feedback, propose
 from .stats import paired_bootstrap
 from .store import Store, now
@@ -311,29 +320,17 @@ def _decide(run: DescRun, label: str, parent: str) -> None:
 
 async def seal_test(run: DescRun) -> None:
     """The sealed test queries score v0 and the final best, whatever stopped the loop."""
-    if not run.test:
-        return
-    best = run.best()
-    result: dict = {"split": "test", "evals": run.test, "versions": {}}
-    try:
-        for label in dict.fromkeys(["v0", best]):
-            await probe(run, label, "test")
-            m = run.metrics(label, run.test)
-            result["versions"][label] = {"score": m["pass_rate"], **m}
-        scores = [result["versions"][lab]["score"] for lab in ("v0", best)]
-        result.update(best=best, delta=round(scores[1] - scores[0], 4) if None not in scores else None)
-    except BudgetExhausted as exc:
-        result["incomplete"] = f"the budget ran out during the sealed test: {exc}"
-    with run.store.atomic():
-        run.store.db["runs"].update(run.ws.root.name, {"test_json": json.dumps(result)})
+
+    async def measure(label: str) -> dict:
+        await probe(run, label, "test")
+        m = run.metrics(label, run.test)
+        return {"score": m["pass_rate"], **m}
+
+    await score_sealed_test(run, measure, split="test")
 
 
 def finish(run: DescRun, reason: str) -> None:
-    with run.store.atomic():
-        run.store.db["runs"].update(run.ws.root.name, {"status": "stopped", "stop_reason": reason,
-                                                       "finished_at": now(), "stage": "stopped"})
-    _write_lineage(run, iteration=loop_state(run).iterations_done)
-    run.ui.finished(reason, run.best())
+    finish_run(run, reason, _write_lineage)
 
 
 def _write_lineage(run: DescRun, *, iteration: int) -> None:

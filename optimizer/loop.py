@@ -302,19 +302,28 @@ def _decide(run: Run, label: str, parent: str, stage: str, selection: dict, deci
 
 async def seal_test(run: Run) -> None:
     """The sealed test split scores v0 and the final best, whatever stopped the loop."""
+    root = Workspace(run.ws.root / "test")
+
+    async def measure(label: str) -> dict:
+        res = await run.evaluator.version(label, run.test, run.runs_per_eval, root=root, split="test")
+        per_eval = {e: sum(v) / len(v) for e, v in eval_means(res).items() if v}
+        return {"score": round(sum(per_eval.values()) / len(per_eval), 4) if per_eval else None,
+                "per_eval": {str(e): round(v, 4) for e, v in per_eval.items()}}
+
+    await score_sealed_test(run, measure)
+
+
+async def score_sealed_test(run, measure, **extra: object) -> None:
+    """v0 and the final best on the sealed test split, each scored by `measure(label)`; shared
+    by the body and description loops. A budget that runs out here is recorded, not raised."""
     if not run.test:
         return
     best = run.best()
-    root = Workspace(run.ws.root / "test")
-    result = {"evals": run.test, "versions": {}}
+    result: dict = {**extra, "evals": run.test, "versions": {}}
     try:
         for label in dict.fromkeys(["v0", best]):
             run.set_stage(f"sealed test: {label}")
-            res = await run.evaluator.version(label, run.test, run.runs_per_eval, root=root, split="test")
-            per_eval = {e: sum(v) / len(v) for e, v in eval_means(res).items() if v}
-            result["versions"][label] = {
-                "score": round(sum(per_eval.values()) / len(per_eval), 4) if per_eval else None,
-                "per_eval": {str(e): round(v, 4) for e, v in per_eval.items()}}
+            result["versions"][label] = await measure(label)
         scores = [result["versions"][lab]["score"] for lab in ("v0", best)]
         result.update(best=best, delta=round(scores[1] - scores[0], 4) if None not in scores else None)
     except BudgetExhausted as exc:
@@ -323,11 +332,11 @@ async def seal_test(run: Run) -> None:
         run.store.db["runs"].update(run.ws.root.name, {"test_json": json.dumps(result)})
 
 
-def finish(run: Run, reason: str) -> None:
+def finish(run, reason: str, write_lineage=None) -> None:
     with run.store.atomic():
         run.store.db["runs"].update(run.ws.root.name, {"status": "stopped", "stop_reason": reason,
                                                        "finished_at": now(), "stage": "stopped"})
-    _write_lineage(run, iteration=loop_state(run).iterations_done)
+    (write_lineage or _write_lineage)(run, iteration=loop_state(run).iterations_done)
     run.ui.finished(reason, run.best())
 
 
