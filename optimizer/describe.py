@@ -21,6 +21,7 @@ from .llm import scope
 
 # Shared with the body loop: these touch only ws, store and settings, which both runs have.
 from .loop import (
+    RunState,
     _conditions,
     _interrupted,
     _next_iteration,
@@ -40,28 +41,14 @@ STAGE = "probe"  # versions.stage of a version whose train and validation probes
 _EPS = 1e-12
 
 
-class DescRun:
-    """What every step of one description run shares; built once per process from state.db."""
+class DescRun(RunState):
+    """A description run: its trigger queries, split into train, validation and sealed test."""
 
     def __init__(self, ws: Workspace, store: Store, client, settings: Settings, reporter: Reporter):
-        self.ws, self.store, self.client, self.settings, self.ui = ws, store, client, settings, reporter
-        row = store.run_row()
-        self.skill_name = row["skill_name"]
-        split = json.loads(row["split_json"])
-        self.queries = {q["id"]: trigger.Query(**q) for q in split["queries"]}
-        self.train, self.validation, self.test = split["train"], split["validation"], split["test"]
+        super().__init__(ws, store, client, settings, reporter)
+        self.queries = {q["id"]: trigger.Query(**q) for q in self.split["queries"]}
+        self.validation = self.split["validation"]
         self.runs = settings.evals.runs_per_eval
-
-    def rng(self, *purpose: object) -> random.Random:
-        return random.Random(":".join(map(str, (self.settings.loop.seed, *purpose))))
-
-    def best(self) -> str:
-        return lineage.current_best(self.store)
-
-    def set_stage(self, stage: str) -> None:
-        with self.store.atomic():
-            self.store.db["runs"].update(self.ws.root.name, {"stage": stage})
-        self.ui.stage(stage)
 
     def metrics(self, label: str, ids: list[int]) -> dict:
         s = self.settings.selection

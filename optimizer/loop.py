@@ -30,21 +30,16 @@ from .ui import Reporter
 log = structlog.get_logger()
 
 
-class Run:
-    """What every step of one optimizer run shares; built once per process from state.db."""
+class RunState:
+    """What the steps of both loops (body and description) share; built once per process from
+    state.db."""
 
-    def __init__(self, ws: Workspace, store: Store, client, settings: Settings, reporter: Reporter,
-                 executor):
+    def __init__(self, ws: Workspace, store: Store, client, settings: Settings, reporter: Reporter):
         self.ws, self.store, self.client, self.settings, self.ui = ws, store, client, settings, reporter
-        row = store.run_row()
-        self.skill_name, self.target = row["skill_name"], row["target"]
-        split = json.loads(row["split_json"])
-        self.train, self.test = split["train"], split["test"]
-        self.evalset: EvalSet = load_evals(ws.root / "inputs")
-        self.runs_per_eval = settings.evals.runs_per_eval
-        self.evaluator = Evaluator(ws, store, client, settings, self.evalset, executor,
-                                   skill_name=self.skill_name, inputs_root=ws.root / "inputs",
-                                   on_run=lambda s: reporter.run_done())
+        self.row = store.run_row()
+        self.skill_name = self.row["skill_name"]
+        self.split = json.loads(self.row["split_json"])
+        self.train, self.test = self.split["train"], self.split["test"]
 
     def rng(self, *purpose: object) -> random.Random:
         return random.Random(":".join(map(str, (self.settings.loop.seed, *purpose))))
@@ -56,6 +51,20 @@ class Run:
         with self.store.atomic():
             self.store.db["runs"].update(self.ws.root.name, {"stage": stage})
         self.ui.stage(stage)
+
+
+class Run(RunState):
+    """A body run: its evals, and the evaluator that runs and grades them."""
+
+    def __init__(self, ws: Workspace, store: Store, client, settings: Settings, reporter: Reporter,
+                 executor):
+        super().__init__(ws, store, client, settings, reporter)
+        self.target = self.row["target"]
+        self.evalset: EvalSet = load_evals(ws.root / "inputs")
+        self.runs_per_eval = settings.evals.runs_per_eval
+        self.evaluator = Evaluator(ws, store, client, settings, self.evalset, executor,
+                                   skill_name=self.skill_name, inputs_root=ws.root / "inputs",
+                                   on_run=lambda s: reporter.run_done())
 
 
 async def optimize(ws: Workspace, store: Store, client, settings: Settings, *,

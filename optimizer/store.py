@@ -214,3 +214,10 @@ def m003_batches_and_estimate(db: sqlite_utils.Database) -> None:
     db["batches"].create_index(["status"])
     db["calls"].add_column("batch_id", str)  # set when the answer came through a batch
     db["runs"].add_column("estimate_json", str)  # the cost preview shown when the run started
+
+
+@migrations()
+def m004_calls_scope_index(db: sqlite_utils.Database) -> None:
+    # lineage sums each version's cost by scope after every iteration; without the index that is
+    # a scan of the whole ledger per version.
+    db["calls"].create_index(["scope"], if_not_exists=True)
