@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_daemon import EXAMPLE, RUN, cli, completed_hashes, start, wait_for
+from test_daemon import EXAMPLE, RUN, cli, completed_hashes, finished, start, wait_for
 from test_faults import full_lineage, json_files, reference_run
 
 from optimizer.artifacts import check_artifact
@@ -71,9 +71,9 @@ def test_twenty_kills_then_resume_end_with_the_uninterrupted_lineage(reference, 
             kills += 1
         mid_work += log_lines(run_dir) > before  # this process was working when it died
         proc = start("resume", str(run_dir)) if created(run_dir) else start(*first)
-    out, err = proc.communicate(timeout=180)
-    print(f"\n{kills} kills, {mid_work} of them in the middle of work; final exit {proc.returncode}")
-    assert proc.returncode == 0, err
+    done = finished(proc, timeout=180)
+    print(f"\n{kills} kills, {mid_work} of them in the middle of work; final exit {done.returncode}")
+    assert done.returncode == 0, done.stderr
     assert kills == KILLS and mid_work >= KILLS // 4
 
     assert full_lineage(run_dir) == full_lineage(reference)

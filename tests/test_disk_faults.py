@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_daemon import ROOT, RUN, cli, stage, start, wait_for
+from test_daemon import ROOT, RUN, cli, finished, stage, start, wait_for
 from test_faults import full_lineage, reference_run
 
 from optimizer.artifacts import check_artifact
@@ -123,8 +123,7 @@ def test_a_database_locked_by_another_process(reference, tmp_path):
     holder = sqlite3.connect(run_dir / "state.db", timeout=30, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")  # e.g. a database browser left in a write transaction
     try:
-        out, err = proc.communicate(timeout=60)
-        failed = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        failed = finished(proc, timeout=60)
         message = one_sentence_failure(failed, "locked")
         print(f"\nlocked database: {message}")
         again = cli("resume", str(run_dir), check=False)  # still locked: the same clear refusal
