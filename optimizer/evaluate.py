@@ -23,6 +23,10 @@ from .store import Store, now
 
 log = structlog.get_logger()
 
+# The statuses whose score counts (DESIGN §7); judge_error and unscored runs are counted and shown
+# but never averaged.
+SCORED = ("ok", "gated", "exec_error")
+SCORED_SQL = "(" + ", ".join(f"'{s}'" for s in SCORED) + ")"
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,10 @@ def feedback_aggregate(store: Store, *, skill_name: str, iteration: int,
     as (assertion, reason, action) triples."""
     groups: dict[tuple[str | None, str], list[str]] = defaultdict(list)
     total = 0
-    for row in store.query("select grading_json from gradings where grading_json is not null"):
+    # By key, and each group's reason by count then text: the file never depends on which run
+    # finished first.
+    for row in store.query("select grading_json from gradings where grading_json is not null "
+                           "order by key"):
         total += 1
         grading = json.loads(row["grading_json"])
         for s in (grading.get("eval_feedback") or {}).get("suggestions") or []:
@@ -173,7 +176,7 @@ def feedback_aggregate(store: Store, *, skill_name: str, iteration: int,
             groups[(assertion, _reason_key(s.get("reason", "")))].append(s.get("reason", ""))
     suggestions = []
     for (assertion, _), reasons in groups.items():
-        reason = Counter(reasons).most_common(1)[0][0]
+        reason = min(Counter(reasons).items(), key=lambda kv: (-kv[1], kv[0]))[0]
         suggestions.append({"frequency": len(reasons), "assertion": assertion, "reason": reason,
                             "action": _action(assertion, reason)})
     suggestions.sort(key=lambda s: (-s["frequency"], s["assertion"] or "", s["reason"]))

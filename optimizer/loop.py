@@ -5,6 +5,7 @@ a killed run resumes where it was. Only this module knows the order of the steps
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 
@@ -18,7 +19,7 @@ from .compare import compare_versions
 from .config import Settings
 from .errors import BudgetExhausted
 from .evals import EvalSet, load_evals
-from .evaluate import Evaluator, eval_means, judge_errors
+from .evaluate import SCORED_SQL, Evaluator, eval_means, judge_errors
 from .execute import executor_for
 from .files import Workspace, write_json, write_text
 from .llm import scope
@@ -363,29 +364,36 @@ def _write_lineage(run: Run, *, iteration: int) -> None:
 
 
 def _record_scores(run: Run, label: str) -> None:
-    """A version's score is over every committed train run it has, whichever stage added them;
-    never over what one caller happens to hold (a resume would record fewer runs)."""
-    rows = run.store.query("select key, score, pass_rate from gradings where key like ?",
-                           [f"{label}/eval-%/with_skill/run-%"])
+    """A version's score is over every committed, scored train run it has, whichever stage added
+    them; never over what one caller happens to hold (a resume would record fewer runs). Runs are
+    read in (eval, run number) order and summed exactly, so no completion order shows in the
+    number; unscored runs and judge errors are left out (DESIGN §7)."""
+    rows = run.store.query("select key, score, pass_rate from gradings where key like ? and "
+                           f"status in {SCORED_SQL}", [f"{label}/eval-%/with_skill/run-%"])
     scores: dict[int, list[float]] = {}
     rates: dict[int, list[float]] = {}
-    for row in rows:
-        e = int(row["key"].split("/")[1].removeprefix("eval-"))
+    for row in sorted(rows, key=lambda r: (eval_of(r["key"]), evidence.run_number(r["key"]))):
+        e = eval_of(row["key"])
         if e in run.train:
-            rates.setdefault(e, []).append(row["pass_rate"] or 0.0)
+            rates.setdefault(e, []).append(row["pass_rate"])
             if row["score"] is not None:
                 scores.setdefault(e, []).append(row["score"])
     per_eval = _means(scores)
     rate = _means(rates)
     with run.store.atomic():
         run.store.db["versions"].update(label, {
-            "score": sum(per_eval.values()) / len(per_eval) if per_eval else None,
-            "pass_rate": sum(rate.values()) / len(rate) if rate else None,
+            "score": math.fsum(per_eval.values()) / len(per_eval) if per_eval else None,
+            "pass_rate": math.fsum(rate.values()) / len(rate) if rate else None,
             "split_scores_json": json.dumps(per_eval)})
 
 
+def eval_of(key: str) -> int:
+    """The eval id of a gradings key (v1/eval-3/with_skill/run-2 → 3)."""
+    return int(key.split("/eval-", 1)[1].split("/", 1)[0])
+
+
 def _means(scores: dict[int, list[float]]) -> dict[int, float]:
-    return {e: sum(v) / len(v) for e, v in scores.items() if v}
+    return {e: math.fsum(v) / len(v) for e, v in sorted(scores.items()) if v}
 
 
 def _per_eval(run: Run, label: str) -> dict[int, float]:

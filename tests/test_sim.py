@@ -180,21 +180,28 @@ async def test_streaming_tool_use_is_parsed_by_the_sdk_like_the_plain_reply():
     assert streamed.content[0].input == {"skill": "csv-report"}
 
 
-async def test_prompt_cache_is_written_once_then_read():
-    client = client_for(Simulator())
-    system = [
-        {
-            "type": "text",
-            "text": "Long instructions. " * 200,
-            "cache_control": {"type": "ephemeral"},
-        }
-    ]
+async def test_prompt_cache_usage_is_a_function_of_the_request_alone():
+    """A cached prefix is read by most requests and written by the others; which, is drawn from
+    the request itself, so the order calls arrive in never changes what any of them costs."""
+    system = [{"type": "text", "text": "Long instructions. " * 200,
+               "cache_control": {"type": "ephemeral"}}]
     kwargs = dict(model="m", max_tokens=50, system=system)
-    one = await client.messages.create(**kwargs, messages=[{"role": "user", "content": "first"}])
-    two = await client.messages.create(**kwargs, messages=[{"role": "user", "content": "second"}])
-    assert one.usage.cache_creation_input_tokens > 900 and one.usage.cache_read_input_tokens == 0
-    assert two.usage.cache_read_input_tokens == one.usage.cache_creation_input_tokens
-    assert two.usage.cache_creation_input_tokens == 0 and 0 < two.usage.input_tokens < 20
+    asks = [[{"role": "user", "content": f"question {i}"}] for i in range(40)]
+
+    async def usages(order: list[int]) -> dict[int, tuple]:
+        client = client_for(Simulator())
+        out = {}
+        for i in order:
+            u = (await client.messages.create(**kwargs, messages=asks[i])).usage
+            out[i] = (u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens)
+        return out
+
+    forward = await usages(list(range(40)))
+    assert forward == await usages(list(reversed(range(40))))
+    reads = [u for u in forward.values() if u[2] > 900 and u[1] == 0]
+    writes = [u for u in forward.values() if u[1] > 900 and u[2] == 0]
+    assert len(reads) + len(writes) == 40 and 20 <= len(reads) <= 38
+    assert all(0 < u[0] < 20 for u in forward.values())  # only the question is uncached input
 
 
 async def test_in_flight_requests_are_counted_for_the_concurrency_check():

@@ -1,0 +1,89 @@
+"""Whole runs in the test process: the real command line (typer's CliRunner), the real SDK, and a
+simulator the test holds, so it can shape timing and read every request. Not a test module."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx2
+from typer.testing import CliRunner
+
+from optimizer import llm
+from optimizer.cli import app
+from optimizer.sim import Simulator
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "csv-report"
+VOLATILE = {"created_at", "started_at", "decided_at"}  # wall-clock times only
+
+
+class Recording(Simulator):
+    """The simulator behind a transport that delays each call by `delay(role, sample, body)`
+    seconds and keeps every request it answers (role, sample, canonical body)."""
+
+    def __init__(self, *, delay: Callable[[str, int, bytes], float] | None = None, **knobs) -> None:
+        super().__init__(**knobs)
+        self.delay = delay
+        self.requests: list[tuple[str, int, str]] = []
+
+    def transport(self) -> httpx2.MockTransport:
+        inner = super().transport()
+
+        async def handler(request: httpx2.Request) -> httpx2.Response:
+            role = request.headers.get("x-optimizer-role", "")
+            sample = int(request.headers.get("x-optimizer-sample", "0") or 0)
+            if self.delay is not None:
+                await asyncio.sleep(self.delay(role, sample, request.content))
+            if request.url.path.rstrip("/").endswith("/v1/messages"):
+                body = json.loads(request.content)
+                body.pop("stream", None)  # a transport flag, not part of the question
+                self.requests.append((role, sample, json.dumps(body, sort_keys=True)))
+            return await inner.handle_async_request(request)
+
+        return httpx2.MockTransport(handler)
+
+    def bodies(self, *roles: str) -> list[str]:
+        return sorted(body for role, _, body in self.requests if not roles or role in roles)
+
+
+def spread(reverse: bool, most_s: float = 0.012) -> Callable[[str, int, bytes], float]:
+    """Delays that make calls finish in opposite orders in two twins: one twin waits d for a call,
+    the other `most_s − d`, d drawn from the call's own bytes and its sample (run) number."""
+
+    def delay(_role: str, sample: int, body: bytes) -> float:
+        d = (int(hashlib.sha256(body).hexdigest()[:8], 16) % 7 + 3 * (sample % 3)) / 12 * most_s
+        return most_s - d if reverse else d
+
+    return delay
+
+
+def cli(monkeypatch, sim: Simulator | None, *args: str, code: int = 0) -> str:
+    """`optimizer ARGS` in this process; model calls go to `sim`. Returns what it printed."""
+    if sim is not None:
+        real = llm.make_client
+
+        def with_sim(settings, store, **kw):
+            kw["simulator"] = sim
+            return real(settings, store, **kw)
+
+        monkeypatch.setattr(llm, "make_client", with_sim)
+    result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+def history(run_dir: Path) -> dict:
+    """history.json without wall-clock times."""
+
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in VOLATILE}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(json.loads((run_dir / "history.json").read_text()))
