@@ -22,13 +22,12 @@ from .llm import scope
 # Shared with the body loop: these touch only ws, store and settings, which both runs have.
 from .loop import (
     RunState,
-    _conditions,
-    _interrupted,
     _next_iteration,
     _register,
     _set_status,
     loop_state,
     score_sealed_test,
+    stop_rules,
 )
 from .loop import finish as finish_run
 from .propose import Candidate, Feedback, propose
@@ -61,11 +60,11 @@ async def optimize(ws: Workspace, store: Store, client, settings: Settings, *,
     with Reporter(console, store, simulated=getattr(client, "simulated", False)) as ui:
         run = DescRun(ws, store, client, settings, ui)
         _set_status(run, "running")
-        conditions = _conditions(run, flag)
+        run.stops = stop_rules(run, flag)
         try:
             reason = await evaluate_v0(run)
-            while reason is None and (reason := stops.first(conditions, loop_state(run))) is None:
-                await iterate(run, _next_iteration(run), conditions)
+            while reason is None and (reason := run.stops.any(loop_state(run))) is None:
+                await iterate(run, _next_iteration(run))
         except BudgetExhausted as exc:
             reason = str(exc)
         log.info("run.stopping", reason=reason)
@@ -158,11 +157,11 @@ async def evaluate_v0(run: DescRun) -> str | None:
     return None
 
 
-async def iterate(run: DescRun, n: int, conditions: list[stops.Condition]) -> None:
+async def iterate(run: DescRun, n: int) -> None:
     row = run.store.get("iterations", n) or _start_iteration(run, n)
     parent = row["parent"]
     for k in range(run.settings.loop.proposals_per_iteration):
-        if _interrupted(run, conditions):
+        if run.interrupted():
             return  # the iteration stays open; a resume continues it with the same parent
         label = await candidate(run, n, k, parent)
         if label and not (run.store.get("versions", label) or {}).get("decision"):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import structlog
 
-from . import batch, judge, sandbox, structural
+from . import batch, judge, sandbox, stops, structural
 from .config import Settings
 from .evals import Eval, EvalSet
 from .execute.record import RunRecord, is_complete
@@ -52,7 +52,8 @@ class Evaluator:
 
     def __init__(self, ws: Workspace, store: Store, client, settings: Settings, evalset: EvalSet,
                  executor, *, skill_name: str, inputs_root: Path,
-                 on_run: Callable[[Scored], None] | None = None) -> None:
+                 on_run: Callable[[Scored], None] | None = None,
+                 should_stop: Callable[[], str | None] | None = None) -> None:
         self.ws, self.store, self.client, self.settings = ws, store, client, settings
         self.evals = {e.id: e for e in evalset.evals}
         self.executor = executor
@@ -60,6 +61,7 @@ class Evaluator:
         self.inputs_root = inputs_root
         self.policy = policy(settings)
         self.on_run = on_run
+        self.should_stop = should_stop
         self._slots = asyncio.Semaphore(settings.execute.concurrency)
 
     async def version(self, label: str, eval_ids: list[int], runs: int, *,
@@ -79,27 +81,44 @@ class Evaluator:
         return await self._all(jobs, "baseline", split)
 
     async def _all(self, jobs, label: str, split: str) -> dict[int, list[Scored]]:
-        token = scope.set(label)
+        """Every job, the results in job order (never completion order). Each job runs to its end
+        even when another fails, so no run keeps writing behind the step that follows; then the
+        first failure in job order is raised, or Interrupted when a stop left jobs unstarted."""
+        # The sealed test is not part of what a version cost to evaluate: a stop measures the
+        # best so far there, and a version's cost must not depend on when the run was stopped.
+        token = scope.set(label if split != "test" else f"sealed test {label}")
         try:
-            results = await asyncio.gather(*(self._unit(*job, label=label, split=split) for job in jobs))
+            results = await asyncio.gather(
+                *(self._unit(*job, label=label, split=split) for job in jobs), return_exceptions=True)
         finally:
             scope.reset(token)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        skipped = [r for r in results if isinstance(r, str)]
+        if skipped:
+            raise stops.Interrupted(skipped[0])
         out: dict[int, list[Scored]] = {}
-        for scored in results:  # job order, never completion order
+        for scored in results:
             out.setdefault(scored.eval_id, []).append(scored)
         return out
 
     async def _unit(self, key: str, run_dir: Path, eval_id: int, configuration: str, run_number: int,
-                    skill_dir: Path | None, *, label: str, split: str) -> Scored:
+                    skill_dir: Path | None, *, label: str, split: str) -> Scored | str:
+        """The scored run, or the reason of a stop that came before it started."""
         done = self.store.get("gradings", key)
         if done and (run_dir / "grading.json").is_file():
             return _scored(key, eval_id, run_number, configuration, done)
         eval = self.evals[eval_id]
+        # The sealed test always runs to its end: it is what a stopped run reports on.
+        stop_check = self.should_stop if split != "test" else None
         # Batch mode: the grader call waits for the stage's batch outside the execution slot, so
         # the stage's other runs execute meanwhile and join the same batch (optimizer/batch.py).
         in_slot = not batch.active(self.client)
         with batch.producer(self.client):
             async with self._slots:
+                if stop_check is not None and (reason := stop_check()):
+                    return reason  # not started: a stop was asked while this run waited
                 record = await self._execute(key, run_dir, eval, configuration, run_number,
                                              skill_dir, label=label, split=split)
                 checks = await asyncio.to_thread(

@@ -41,6 +41,11 @@ class RunState:
         self.skill_name = self.row["skill_name"]
         self.split = json.loads(self.row["split_json"])
         self.train, self.test = self.split["train"], self.split["test"]
+        self.stops = stops.StopRules(())  # set by optimize() once the signal handler is in place
+
+    def interrupted(self) -> str | None:
+        """The reason to stop now (a signal, the stop file, the budget, the deadline), or None."""
+        return self.stops.now(loop_state(self))
 
     def rng(self, *purpose: object) -> random.Random:
         return random.Random(":".join(map(str, (self.settings.loop.seed, *purpose))))
@@ -65,7 +70,8 @@ class Run(RunState):
         self.runs_per_eval = settings.evals.runs_per_eval
         self.evaluator = Evaluator(ws, store, client, settings, self.evalset, executor,
                                    skill_name=self.skill_name, inputs_root=ws.root / "inputs",
-                                   on_run=lambda s: reporter.run_done())
+                                   on_run=lambda s: reporter.run_done(),
+                                   should_stop=self.interrupted)
 
 
 async def optimize(ws: Workspace, store: Store, client, settings: Settings, *,
@@ -78,12 +84,12 @@ async def optimize(ws: Workspace, store: Store, client, settings: Settings, *,
     with Reporter(console, store, simulated=simulated) as ui, executor_for(None, settings, client) as ex:
         run = Run(ws, store, client, settings, ui, ex)
         _set_status(run, "running")
-        conditions = _conditions(run, flag)
+        run.stops = stop_rules(run, flag)
         try:
             await evaluate_baseline(run)
-            while (reason := stops.first(conditions, loop_state(run))) is None:
-                await iterate(run, _next_iteration(run), conditions)
-        except BudgetExhausted as exc:
+            while (reason := run.stops.any(loop_state(run))) is None:
+                await iterate(run, _next_iteration(run))
+        except (BudgetExhausted, stops.Interrupted) as exc:
             reason = str(exc)
         log.info("run.stopping", reason=reason)
         await seal_test(run)
@@ -91,18 +97,13 @@ async def optimize(ws: Workspace, store: Store, client, settings: Settings, *,
     return reason
 
 
-def _conditions(run: Run, flag: stops.SignalFlag) -> list[stops.Condition]:
+def stop_rules(run: RunState, flag: stops.SignalFlag) -> stops.StopRules:
     s = run.settings
-    return [flag.condition(), stops.stop_file(run.ws.stop_file), stops.budget(s.budget.usd),
-            stops.deadline(stops.parse_deadline(s.budget.deadline)),
-            stops.max_iterations(s.loop.max_iterations), stops.target(s.loop.target_score),
-            stops.plateau(s.loop.patience)]
-
-
-def _interrupted(run: Run, conditions: list[stops.Condition]) -> str | None:
-    """Between two units inside an iteration only the urgent conditions count (a signal, the stop
-    file, the budget, the deadline); the others wait for the iteration to end."""
-    return stops.first(conditions[:4], loop_state(run))
+    return stops.StopRules(
+        urgent=(flag.condition(), stops.stop_file(run.ws.stop_file), stops.budget(s.budget.usd),
+                stops.deadline(stops.parse_deadline(s.budget.deadline))),
+        at_iteration_end=(stops.max_iterations(s.loop.max_iterations),
+                          stops.target(s.loop.target_score), stops.plateau(s.loop.patience)))
 
 
 def loop_state(run: Run) -> stops.LoopState:
@@ -142,19 +143,19 @@ def _next_iteration(run: Run) -> int:
     return (last or 0) + 1
 
 
-async def iterate(run: Run, n: int, conditions: list[stops.Condition]) -> None:
+async def iterate(run: Run, n: int) -> None:
     row = run.store.get("iterations", n) or _start_iteration(run, n)
     parent = row["parent"]
     for k in range(run.settings.loop.proposals_per_iteration):
-        if _interrupted(run, conditions):
+        if run.interrupted():
             return  # the iteration stays open; a resume continues it with the same parent
         # Gathered afresh for each proposal, after the previous sibling was judged: a resumed
         # iteration then asks exactly what an uninterrupted one asked, and proposal k learns
         # from the loss of proposal k-1.
         feedback = evidence.gather(run.ws, run.store, parent, run.train)
         label = await candidate(run, n, k, parent, feedback)
-        if label:
-            await judge_candidate(run, label, parent, conditions)
+        if label and not await judge_candidate(run, label, parent):
+            return  # stopped before its decision: a resume judges it again from the ledger
     with run.store.atomic():
         run.store.db["iterations"].update(n, {"finished_at": now(), "stage": "done"})
     _write_lineage(run, iteration=n)
@@ -224,10 +225,12 @@ def _register(run: Run, n: int, parent: str, cand: Candidate) -> dict:
     return {"label": label}
 
 
-async def judge_candidate(run: Run, label: str, parent: str, conditions) -> None:
-    """screen → benchmark → compare (adding runs while undecided) → select → analyze."""
+async def judge_candidate(run: Run, label: str, parent: str) -> bool:
+    """screen → benchmark → compare (adding runs while undecided) → select → analyze. Returns
+    whether the version is decided: an urgent stop between (or inside) these steps leaves it
+    undecided, with everything done so far committed, never with an interim decision."""
     if (run.store.get("versions", label) or {}).get("decision"):
-        return
+        return True
     ev, s = run.evaluator, run.settings
     runs = run.runs_per_eval
     parent_res = await ev.version(parent, run.train, runs)
@@ -241,13 +244,15 @@ async def judge_candidate(run: Run, label: str, parent: str, conditions) -> None
         if not passed:
             _record_scores(run, label)
             _decide(run, label, parent, "screening", {"decision": "lost", "reason": why})
-            return
-    if _interrupted(run, conditions):
-        return
+            return True
     while True:
+        if run.interrupted():
+            return False
         run.set_stage(f"{label}: benchmark ({runs} runs per eval)")
         child_res = await ev.version(label, run.train, runs)
         parent_res = await ev.version(parent, run.train, runs)
+        if run.interrupted():
+            return False
         run.set_stage(f"{label}: blind comparison with {parent}")
         token = scope.set(label)  # the comparison's calls are part of what the child cost
         try:
@@ -261,9 +266,11 @@ async def judge_candidate(run: Run, label: str, parent: str, conditions) -> None
         decision = select.decide(eval_means(child_res), eval_means(parent_res), tally,
                                  selection=s.selection, rng=run.rng("bootstrap", label, runs),
                                  judge_errors=errors, total_runs=total)
-        if not (decision.needs_more_runs and runs < s.selection.max_runs_per_eval) or _interrupted(run, conditions):
+        if not (decision.needs_more_runs and runs < s.selection.max_runs_per_eval):
             break
         runs += 1
+    if run.interrupted():
+        return False
     _record_scores(run, label)
     _record_scores(run, parent)
     write_benchmark(run, label)
@@ -271,6 +278,7 @@ async def judge_candidate(run: Run, label: str, parent: str, conditions) -> None
     run.set_stage(f"{label}: analysis")
     await _analyze(run, label, parent, decision, tally)
     _decide(run, label, parent, "benchmark", select.selection_json(decision), decision)
+    return True
 
 
 async def _analyze(run: Run, label: str, parent: str, decision, tally) -> None:

@@ -4,7 +4,7 @@ the middle of a write. Each returns a reason (a short sentence) or None."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -71,7 +71,32 @@ class SignalFlag:
         return lambda s: f"stopped by {self.received[0]}" if self.received else None
 
 
-def first(conditions: list[Condition], state: LoopState) -> str | None:
+@dataclass(frozen=True)
+class StopRules:
+    """`urgent` conditions (a signal, the stop file, the budget, the deadline) are checked between
+    any two units of work; `at_iteration_end` ones (iterations, target, plateau) only between
+    iterations, so an iteration is never cut short for them."""
+
+    urgent: tuple[Condition, ...]
+    at_iteration_end: tuple[Condition, ...] = ()
+
+    def now(self, state: LoopState) -> str | None:
+        return first(self.urgent, state)
+
+    def any(self, state: LoopState) -> str | None:
+        return first(self.urgent + self.at_iteration_end, state)
+
+
+class Interrupted(Exception):  # noqa: N818 - a stop, not an error
+    """An urgent stop arrived inside a stage: the units in flight finished and were committed,
+    the others were not started; the step that asked leaves its version undecided."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def first(conditions: Sequence[Condition], state: LoopState) -> str | None:
     for condition in conditions:
         reason = condition(state)
         if reason:
