@@ -240,3 +240,13 @@ def test_review_page_is_the_report_in_review_mode(review):
     status, body = request(port, "GET", "/")
     page = body.decode()
     assert status == 200 and blob(page)["meta"]["review"] is True and 'id="submit-all"' in page
+
+
+def test_feedback_on_a_sealed_test_run_is_refused(review):
+    """The proposer reads feedback.json, so a remark on a sealed test run would leak the test."""
+    built, port = review
+    run_id = f"test-{built.run_id('v0', built.test_evals[0])}"
+    assert run_id in server.run_ids(built.root)  # a real run folder, not an unknown id
+    status, body = request(port, "POST", "/api/feedback", {"run_id": run_id, "feedback": "peek"})
+    assert status == 409 and b"sealed test" in body
+    assert not (built.root / "feedback.json").exists()

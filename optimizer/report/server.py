@@ -69,6 +69,11 @@ class ReviewServer(ThreadingHTTPServer):
             self.known = run_ids(self.root)  # a daemon may have added runs since the start
             if run_id not in self.known:
                 raise BadInput(f"unknown run id {run_id!r}")
+        if run_id.startswith("test-"):
+            # The proposer reads feedback.json: a remark on a sealed test run would leak the test.
+            raise BadInput(f"run {run_id} belongs to the sealed test split, which takes no feedback: "
+                           "whatever is said about it would reach the proposer; review a train run "
+                           "instead.")
         with self.lock:
             data = load_feedback(self.ws)
             reviews = [r for r in data["reviews"] if r["run_id"] != run_id]
