@@ -278,8 +278,13 @@ def _semantic_problems(source: Path, skill_dir: Path, i: int, raw: dict[str, Any
             problems.append(
                 f"{source}: {where}.script is blank; give the bash command to run (exit 0 = pass)."
             )
+    problems += _repeats(source, at, raw, "structural_expectations", "id", "structural expectation")
+    problems += _repeats(source, at, raw, "assertions", "id", "assertion")
     rubric = raw.get("quality_rubric")
     dims = rubric.get("dimensions") if isinstance(rubric, dict) else None
+    if isinstance(rubric, dict):
+        problems += _repeats(source, f"{at}.quality_rubric", rubric, "dimensions", "name",
+                             "rubric dimension")
     for j, dim in enumerate(dims if isinstance(dims, list) else []):
         if not isinstance(dim, dict):
             continue
@@ -291,6 +296,27 @@ def _semantic_problems(source: Path, skill_dir: Path, i: int, raw: dict[str, Any
                     f"{source}: {at}.quality_rubric.dimensions[{j}].scoring lacks anchor(s) "
                     f"{', '.join(repr(a) for a in missing)}; describe what scores 1, 3 and 5 look like."
                 )
+    return problems
+
+
+def _repeats(source: Path, at: str, raw: dict[str, Any], key: str, field: str, what: str) -> list[str]:
+    """Items of raw[key] whose `field` repeats an earlier item's: results, evidence and rubric
+    scores are keyed by it, so a repeat would silently merge two checks into one."""
+    items = raw.get(key)
+    seen: dict[str, int] = {}
+    problems = []
+    for j, item in enumerate(items if isinstance(items, list) else []):
+        value = item.get(field) if isinstance(item, dict) else None
+        if not isinstance(value, str | int) or isinstance(value, bool):
+            continue
+        first = seen.setdefault(str(value), j)
+        if first != j:
+            eval_id = raw.get("id")
+            which = f" (eval id {eval_id})" if isinstance(eval_id, int) else ""
+            problems.append(
+                f"{source}: {at}{which}.{key}[{j}].{field} {_short(value)} repeats "
+                f"{key}[{first}].{field}; give every {what} of an eval its own {field}."
+            )
     return problems
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from . import trigger
 from .config import Settings
 from .errors import BadInput
 from .evals import EvalSet, Split, load_evals, split
@@ -68,6 +69,12 @@ def run(skill_dir: Path, evals_path: Path | None, settings: Settings) -> Validat
     if skill_dir.is_dir() or evals_path is not None:
         try:
             evalset = load_evals(skill_dir, evals_path)
+        except BadInput as exc:
+            problems += [p for p in exc.problems if p not in problems]
+    triggers = skill_dir / trigger.TRIGGER_FILE
+    if triggers.exists():  # optional: only `run --target description` needs it
+        try:
+            trigger.load(skill_dir)
         except BadInput as exc:
             problems += [p for p in exc.problems if p not in problems]
     if problems or evalset is None:

@@ -177,6 +177,25 @@ CASES = [
         eval0(lambda e: e.update(prompt="  ")), EVALS, "evals[0].prompt is empty", id="empty-prompt"
     ),
     pytest.param(
+        structural(1, id="S1"), EVALS,
+        'evals[0] (eval id 1).structural_expectations[1].id "S1" repeats structural_expectations[0].id',
+        id="duplicate-structural-ids",
+    ),
+    pytest.param(
+        eval0(lambda e: e["quality_rubric"]["dimensions"].append(dict(e["quality_rubric"]["dimensions"][0]))),
+        EVALS, 'dimensions[1].name "warmth" repeats', id="duplicate-rubric-dimensions",
+    ),
+    pytest.param(
+        eval0(lambda e: e.pop("expectations") and e.update(
+            assertions=[{"id": "A1", "text": "says hello"}, {"id": "A1", "text": "is short"}])),
+        EVALS, 'assertions[1].id "A1" repeats', id="duplicate-assertion-ids",
+    ),
+    pytest.param(
+        lambda s: (s / "evals" / "trigger_evals.json").write_text(json.dumps(
+            [{"query": "say hello", "should_trigger": True}, {"query": "Say  hello", "should_trigger": False}])),
+        "trigger_evals.json", "[1].query repeats [0].query", id="trigger-query-repeated",
+    ),
+    pytest.param(
         escape_file,
         EVALS,
         "evals[0].files[1] '../secret.csv' leads outside",
