@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import shutil
-from contextlib import suppress
 
 import structlog
 from rich.console import Console
@@ -23,14 +21,14 @@ from .llm import scope
 from .loop import (
     RunState,
     _next_iteration,
-    _register,
     _set_status,
     loop_state,
     score_sealed_test,
     stop_rules,
 )
+from .loop import candidate as propose_candidate
 from .loop import finish as finish_run
-from .propose import Candidate, Feedback, propose
+from .propose import Feedback
 from .stats import paired_bootstrap
 from .store import Store, now
 from .ui import Reporter
@@ -213,27 +211,7 @@ def feedback(run: DescRun, parent: str) -> Feedback:
 
 async def candidate(run: DescRun, n: int, k: int, parent: str) -> str | None:
     """Proposal k of iteration n, as a new version label; None when rejected or a duplicate."""
-    made = json.loads(run.store.get("iterations", n)["candidates_json"] or "{}")
-    if str(k) in made:
-        return made[str(k)].get("label")
-    run.set_stage(f"iteration {n}: description proposal {k + 1} from {parent}")
-    scratch = run.ws.root / ".proposals" / f"{n}-{k}"
-    token = scope.set(f"proposal {n}-{k}")
-    try:
-        result = await propose(run.client, parent=run.ws.skill(parent), feedback=feedback(run, parent),
-                               target="description", dest=scratch, sample=n * 100 + k)
-    finally:
-        scope.reset(token)
-    outcome = {"rejected": result.problems} if not isinstance(result, Candidate) else \
-        _register(run, n, parent, result)
-    shutil.rmtree(scratch, ignore_errors=True)
-    with suppress(OSError):  # the scratch root goes too once no proposal is in it
-        scratch.parent.rmdir()
-    made[str(k)] = outcome
-    with run.store.atomic():
-        run.store.db["iterations"].update(n, {"candidates_json": json.dumps(made)})
-    log.info("proposal.made", iteration=n, k=k, **{key: str(v) for key, v in outcome.items()})
-    return outcome.get("label")
+    return await propose_candidate(run, n, k, parent, feedback(run, parent))
 
 
 def decide(child: dict, parent: dict, child_dev: float | None, parent_dev: float | None, *,

@@ -38,3 +38,16 @@ class BudgetExhausted(RunStopped):
 
 class ProviderSpendLimit(WorkFailed):
     """The provider says the account's spend limit is reached; retrying cannot help."""
+
+
+# What the disk says when it cannot go on: every later write would fail the same way.
+_DISK_ERRNOS = frozenset({28, 30, 122})  # ENOSPC, EROFS, EDQUOT
+
+
+def is_systemic(exc: BaseException) -> bool:
+    """A failure that must stop the whole run (DESIGN §3) rather than be recorded as data of the
+    one unit it happened in: our own errors (credentials, budget, bad input, a model provider that
+    failed for good), a full or read-only disk, and anything that is not an Exception at all."""
+    if not isinstance(exc, Exception) or isinstance(exc, OptimizerError):
+        return True
+    return isinstance(exc, OSError) and exc.errno in _DISK_ERRNOS

@@ -11,8 +11,8 @@ import os
 import random
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
@@ -42,6 +42,16 @@ async def sleep(seconds: float) -> None:
 # What the calls in flight are for (a version label, "baseline", "proposal 2-0"): set by the
 # stage that makes them, recorded per call, so lineage can show the cost of each version.
 scope: contextvars.ContextVar[str | None] = contextvars.ContextVar("scope", default=None)
+
+
+@contextmanager
+def scoped(name: str) -> Iterator[None]:
+    """Every model call made inside (and in tasks created inside) is recorded as made for `name`."""
+    token = scope.set(name)
+    try:
+        yield
+    finally:
+        scope.reset(token)
 
 
 class ModelCallFailed(WorkFailed):

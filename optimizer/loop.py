@@ -8,6 +8,7 @@ import json
 import math
 import random
 import shutil
+from contextlib import suppress
 
 import structlog
 from rich.console import Console
@@ -17,12 +18,12 @@ from . import skill as skills
 from .analyze import analyze
 from .compare import compare_versions
 from .config import Settings
-from .errors import BudgetExhausted
+from .errors import BudgetExhausted, is_systemic
 from .evals import EvalSet, load_evals
 from .evaluate import SCORED_SQL, Evaluator, eval_means, judge_errors
 from .execute import executor_for
 from .files import Workspace, write_json, write_text
-from .llm import scope
+from .llm import scoped
 from .propose import Candidate, proposal_markdown, propose
 from .store import Store, now
 from .summaries import write_benchmark
@@ -154,11 +155,26 @@ async def iterate(run: Run, n: int) -> None:
         # from the loss of proposal k-1.
         feedback = evidence.gather(run.ws, run.store, parent, run.train)
         label = await candidate(run, n, k, parent, feedback)
-        if label and not await judge_candidate(run, label, parent):
+        if label and not await _judge_safely(run, label, parent):
             return  # stopped before its decision: a resume judges it again from the ledger
     with run.store.atomic():
         run.store.db["iterations"].update(n, {"finished_at": now(), "stage": "done"})
     _write_lineage(run, iteration=n)
+
+
+async def _judge_safely(run: Run, label: str, parent: str) -> bool:
+    """judge_candidate, with a failure of ours inside it recorded on the version (status failed,
+    with the error) instead of stopping the run; the version stays undecided."""
+    try:
+        return await judge_candidate(run, label, parent)
+    except Exception as exc:
+        if is_systemic(exc):
+            raise
+        log.exception("version.failed", version=label)
+        with run.store.atomic():
+            run.store.db["versions"].update(label, {
+                "status": "failed", "error": f"{type(exc).__name__}: {exc}"[:500]})
+        return True
 
 
 def _start_iteration(run: Run, n: int) -> dict:
@@ -174,24 +190,34 @@ def _start_iteration(run: Run, n: int) -> dict:
     return row
 
 
-async def candidate(run: Run, n: int, k: int, parent: str, feedback) -> str | None:
-    """Proposal k of iteration n, as a new version label; None when rejected or a duplicate."""
+async def candidate(run: RunState, n: int, k: int, parent: str, feedback) -> str | None:
+    """Proposal k of iteration n, as a new version label; None when rejected or a duplicate. Any
+    failure of this one candidate (a bad answer, an edit that cannot be applied, a bug of ours
+    on an odd file) is recorded as its rejection with the reason, and the loop goes on; a resume
+    replays the same answer from the ledger and records the same outcome."""
     made = json.loads(run.store.get("iterations", n)["candidates_json"] or "{}")
     if str(k) in made:
         return made[str(k)].get("label")
     run.set_stage(f"iteration {n}: proposal {k + 1} from {parent}")
     scratch = run.ws.root / ".proposals" / f"{n}-{k}"
-    token = scope.set(f"proposal {n}-{k}")
     try:
-        result = await propose(run.client, parent=run.ws.skill(parent), feedback=feedback,
-                               target=run.target, dest=scratch, sample=n * 100 + k)
+        with scoped(f"proposal {n}-{k}"):
+            result = await propose(run.client, parent=run.ws.skill(parent), feedback=feedback,
+                                   target=run.row["target"], dest=scratch, sample=n * 100 + k)
+        if isinstance(result, Candidate):
+            outcome = _register(run, n, parent, result)
+        else:
+            outcome = {"rejected": result.problems, "reasons": result.reasons}
+    except Exception as exc:
+        if is_systemic(exc):
+            raise
+        log.exception("proposal.failed", iteration=n, k=k)
+        outcome = {"rejected": [f"internal error: {type(exc).__name__}: {exc}"[:500]],
+                   "reasons": ["internal error"]}
     finally:
-        scope.reset(token)
-    if not isinstance(result, Candidate):
-        outcome = {"rejected": result.problems}
-    else:
-        outcome = _register(run, n, parent, result)
         shutil.rmtree(scratch, ignore_errors=True)
+        with suppress(OSError):  # the scratch root goes too once no proposal is in it
+            scratch.parent.rmdir()
     made[str(k)] = outcome
     with run.store.atomic():
         run.store.db["iterations"].update(n, {"candidates_json": json.dumps(made)})
@@ -254,14 +280,11 @@ async def judge_candidate(run: Run, label: str, parent: str) -> bool:
         if run.interrupted():
             return False
         run.set_stage(f"{label}: blind comparison with {parent}")
-        token = scope.set(label)  # the comparison's calls are part of what the child cost
-        try:
+        with scoped(label):  # the comparison's calls are part of what the child cost
             tally = await compare_versions(
                 run.client, evals=[run.evalset.by_id(e) for e in run.train],
                 child_runs=_dirs(run, label, runs), parent_runs=_dirs(run, parent, runs),
                 out_dir=run.ws.comparison_dir(label), rng_seed=run.settings.loop.seed)
-        finally:
-            scope.reset(token)
         errors, total = judge_errors(child_res, parent_res)
         decision = select.decide(eval_means(child_res), eval_means(parent_res), tally,
                                  selection=s.selection, rng=run.rng("bootstrap", label, runs),
@@ -290,13 +313,10 @@ async def _analyze(run: Run, label: str, parent: str, decision, tally) -> None:
             path = run.ws.run_dir(lab, e, "with_skill", 1) / "transcript.md"
             if path.is_file():
                 transcripts[f"{'winner' if lab == winner else 'loser'} eval {e}"] = path.read_text(encoding="utf-8")[:4000]
-    token = scope.set(label)
-    try:
+    with scoped(label):
         await analyze(run.client, winner_skill=run.ws.skill(winner), loser_skill=run.ws.skill(loser),
                       winner_label=winner, loser_label=loser, tally=tally, failed_expectations=failed,
                       transcripts=transcripts, out_path=run.ws.version(label) / "analysis.json")
-    finally:
-        scope.reset(token)
 
 
 def _decide(run: Run, label: str, parent: str, stage: str, selection: dict, decision=None) -> None:

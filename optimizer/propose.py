@@ -4,6 +4,7 @@ never shows the proposer the evals or anything of the sealed test split."""
 
 from __future__ import annotations
 
+import difflib
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -68,6 +69,39 @@ class Candidate:
 class Rejected:
     problems: list[str]
 
+    @property
+    def reasons(self) -> list[str]:
+        """The short reasons the rejection is counted under (status, lineage, the report)."""
+        return sorted({reason_of(p) for p in self.problems})
+
+
+# The short name each kind of problem is counted under, by a phrase of its sentence; the sentences
+# themselves are written for the proposer, which gets them back to fix its answer.
+REASONS = (
+    ("old text not found", "does not occur"),
+    ("old text not unique", "occurs "),
+    ("old text empty", "'old' is empty"),
+    ("outside the skill folder", "only files inside the skill folder"),
+    ("description only", "description proposal"),
+    ("name changed", "the name changed"),
+    ("too large", "keep each file under"),
+    ("too large", "keep it under"),
+    ("answer not in the proposal form", "did not fit the proposal form"),
+    ("internal error", "internal error"),
+    ("file edit failed", "cannot be done"),
+    ("file edit failed", "no such file"),
+    ("file edit failed", "content is missing"),
+    ("file edit failed", "needs both 'old' and 'new'"),
+    ("SKILL.md deleted", "may not be deleted"),
+)
+
+
+def reason_of(problem: str) -> str:
+    for reason, phrase in REASONS:
+        if phrase in problem:
+            return reason
+    return "SKILL.md rules"  # skills.check_skill_md: front matter, name, description, body
+
 
 def _lines(items: list[str]) -> str:
     return "\n".join(f"- {item}" for item in items) or "(none)"
@@ -113,6 +147,40 @@ def _safe_rel(path: str) -> str | None:
     return str(pure)
 
 
+def replace_once(text: str, old: str | None, new: str | None) -> tuple[str, str | None]:
+    """text with `old` replaced by `new`, or the one sentence that tells the proposer what to fix.
+    Safe near-misses are tolerated, as a careful human editor would: CRLF against LF line endings,
+    and trailing whitespace (a final newline the file lacks) when the match ends the file."""
+    if old is None or new is None:
+        return text, "a replace needs both 'old' and 'new'."
+    if not old:
+        return text, "'old' is empty; quote the exact text to replace, or write the whole file."
+    crlf = "\r\n" in text
+    flat, old_flat, new_flat = (t.replace("\r\n", "\n") for t in (text, old, new))
+    count = flat.count(old_flat)
+    if count == 1:
+        out = flat.replace(old_flat, new_flat, 1)
+    elif count > 1:
+        return text, (f"the old text occurs {count} times; quote a longer passage so that it "
+                      "occurs exactly once.")
+    elif old_flat.rstrip() and flat.rstrip().endswith(old_flat.rstrip()) \
+            and flat.count(old_flat.rstrip()) == 1:
+        out = flat.rstrip()[: -len(old_flat.rstrip())] + new_flat  # the match ends the file
+    else:
+        return text, f"the old text does not occur in the file{_closest(flat, old_flat)}; quote it exactly."
+    return (out.replace("\n", "\r\n") if crlf else out), None
+
+
+def _closest(text: str, old: str) -> str:
+    """Where the proposer probably meant, so its retry can quote the line as it is."""
+    first = next((line for line in old.split("\n") if line.strip()), "")
+    lines = text.split("\n")
+    match = difflib.get_close_matches(first, lines, n=1, cutoff=0.6)
+    if not match:
+        return ""
+    return f" (its first line is closest to line {lines.index(match[0]) + 1}: {match[0][:120]!r})"
+
+
 def apply_edits(parent: Path, dest: Path, answer: ProposalAnswer, *, target: str) -> list[str]:
     """Copy the parent into dest and apply the edits there; return every problem found."""
     problems: list[str] = []
@@ -144,10 +212,14 @@ def apply_edits(parent: Path, dest: Path, answer: ProposalAnswer, *, target: str
                 path.write_text(edit.content, encoding="utf-8")
             else:
                 current = path.read_text(encoding="utf-8") if path.is_file() else None
-                if current is None or edit.old is None or edit.new is None or edit.old not in current:
-                    problems.append(f"replace in '{rel}': the old text was not found exactly once; quote it exactly.")
+                if current is None:
+                    problems.append(f"replace in '{rel}': no such file; use write to create it.")
                     continue
-                path.write_text(current.replace(edit.old, edit.new, 1), encoding="utf-8")
+                changed, problem = replace_once(current, edit.old, edit.new)
+                if problem:
+                    problems.append(f"replace in '{rel}': {problem}")
+                    continue
+                path.write_text(changed, encoding="utf-8")
         except (OSError, ValueError) as exc:
             # The path is model-written: a folder, a NUL byte, a name too long, a binary file.
             # That is a rejected proposal (data), never an exception that stops the run.
@@ -205,10 +277,19 @@ async def propose(
             continue
         problems = apply_edits(parent, dest, answer, target=target)
         if not problems:
-            return Candidate(dest, answer.summary.strip().splitlines()[0][:200], answer.rationale)
+            return Candidate(dest, _summary(answer), answer.rationale)
         log.info("proposal.rejected", attempt=attempt + 1, problems=problems)
     shutil.rmtree(dest, ignore_errors=True)
     return Rejected(problems)
+
+
+def _summary(answer: ProposalAnswer) -> str:
+    """The first non-blank line of the summary; a blank one is no reason to lose a proposal."""
+    for text in (answer.summary, answer.rationale):
+        line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+        if line:
+            return line[:200]
+    return "edits " + ", ".join(sorted({e.path for e in answer.edits}))[:190]
 
 
 def proposal_markdown(label: str, parent_label: str, candidate: Candidate, diff: str) -> str:

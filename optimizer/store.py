@@ -221,3 +221,9 @@ def m004_calls_scope_index(db: sqlite_utils.Database) -> None:
     # lineage sums each version's cost by scope after every iteration; without the index that is
     # a scan of the whole ledger per version.
     db["calls"].create_index(["scope"], if_not_exists=True)
+
+
+@migrations()
+def m005_version_errors(db: sqlite_utils.Database) -> None:
+    # A failure of ours while one version was evaluated: recorded on it, the run goes on.
+    db["versions"].add_column("error", str)

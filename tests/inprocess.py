@@ -25,10 +25,18 @@ class Recording(Simulator):
     """The simulator behind a transport that delays each call by `delay(role, sample, body)`
     seconds and keeps every request it answers (role, sample, canonical body)."""
 
-    def __init__(self, *, delay: Callable[[str, int, bytes], float] | None = None, **knobs) -> None:
+    def __init__(self, *, delay: Callable[[str, int, bytes], float] | None = None,
+                 proposal: dict | None = None, **knobs) -> None:
         super().__init__(**knobs)
         self.delay = delay
+        self.proposal = proposal  # when set, every proposer call answers with this tool input
         self.requests: list[tuple[str, int, str]] = []
+
+    def respond(self, body: dict, headers) -> dict:
+        reply = super().respond(body, headers)
+        if self.proposal is not None and reply["content"][0].get("name") == "submit_proposal":
+            reply["content"][0]["input"] = self.proposal
+        return reply
 
     def transport(self) -> httpx2.MockTransport:
         inner = super().transport()

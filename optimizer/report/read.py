@@ -148,7 +148,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
             nodes.append({
                 "label": v["label"], "parent": v.get("parent") or None,
                 "iteration": v.get("iteration") or 0, "decision": v.get("decision"),
-                "stage": v.get("stage"), "status": v.get("status"),
+                "stage": v.get("stage"), "status": v.get("status"), "error": v.get("error"),
                 "summary": v.get("summary") or "", "rationale": v.get("rationale") or "",
                 "score": v.get("score"), "pass_rate": v.get("pass_rate"),
                 "delta": d.get("delta"), "ci": _pair(d.get("ci_low"), d.get("ci_high")),
@@ -170,8 +170,8 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
             simulated=(settings.get("llm") or {}).get("provider") == "sim",
             ledger={"calls": calls[0]["n"], "calls_usd": calls[0]["cost"], "spent_usd": total[0]["s"],
                     "cache_hits": hits[0]["n"], "saved_usd": hits[0]["saved"]},
-            iterations=rows(conn, "select number, parent, stage, started_at, finished_at "
-                                  "from iterations order by number"),
+            iterations=rows(conn, "select number, parent, stage, started_at, finished_at, "
+                                  "candidates_json from iterations order by number"),
         )
         if with_calls:
             data.calls = rows(conn, "select created_at, cost_usd, scope, role from calls "
@@ -227,6 +227,34 @@ def _from_history(ws: Workspace) -> RunData:
                         "stop_reason": history.get("stop_reason")},
                    nodes=nodes, current_best=best, history=history,
                    simulated=bool(history.get("simulated")))
+
+
+def proposals(iterations: list[dict]) -> dict:
+    """What became of every proposal: versions made, duplicates, and rejections counted by reason
+    (most frequent first), so a run that rejects most of its proposals says so and why."""
+    from ..propose import reason_of
+
+    made = [o for it in iterations for _, o in sorted((parse_json(it.get("candidates_json")) or {}).items())]
+    reasons: dict[str, int] = {}
+    for o in made:
+        if "rejected" in o:
+            for reason in o.get("reasons") or sorted({reason_of(p) for p in o["rejected"]}):
+                reasons[reason] = reasons.get(reason, 0) + 1
+    return {
+        "proposals": len(made),
+        "versions": sum("label" in o for o in made),
+        "duplicates": sum("duplicate" in o for o in made),
+        "rejected": sum("rejected" in o for o in made),
+        "reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }
+
+
+def proposals_line(counts: dict) -> str:
+    """'12 proposals: 5 versions, 1 duplicate, 6 rejected (old text not found 4, too large 2)'."""
+    why = ", ".join(f"{reason} {n}" for reason, n in counts["reasons"].items())
+    return (f"{counts['proposals']} proposals: {counts['versions']} versions, "
+            f"{counts['duplicates']} duplicates, {counts['rejected']} rejected"
+            + (f" ({why})" if why else ""))
 
 
 def parse_json(text: Any) -> Any:

@@ -84,7 +84,9 @@ def status(run_dir: Path) -> dict:
         "iterations_done": sum(1 for i in iterations if i.get("finished_at")),
         "max_iterations": (settings.get("loop") or {}).get("max_iterations"),
         "versions": len(data.nodes),
-        "pending": [n["label"] for n in data.nodes if not n["decision"]],
+        "pending": [n["label"] for n in data.nodes if not n["decision"] and n.get("status") != "failed"],
+        "failed": {n["label"]: n.get("error") for n in data.nodes if n.get("status") == "failed"},
+        "proposals": read.proposals(iterations),
         "current_best": None if best is None else {
             "version": best["label"], "score": best["score"], "pass_rate": best["pass_rate"]},
         "spent_usd": round(data.ledger.get("spent_usd") or 0.0, 6),
@@ -135,6 +137,10 @@ def print_status(console: Console, info: dict) -> None:
     row("iteration", it + (f" of {info['max_iterations']})" if info.get("max_iterations") is not None else ")"))
     pending = f", pending: {', '.join(info['pending'])}" if info["pending"] else ""
     row("versions", f"{info['versions']}{pending}")
+    if info["proposals"]["proposals"]:
+        row("proposals", read.proposals_line(info["proposals"]))
+    for label, error in info["failed"].items():
+        row("failed", Text(f"{label}: {error} (the run went on without it)", style="red"))
     best = info.get("current_best")
     if best:
         row("current best", Text(f"★ {best['version']}  score {num(best['score'])}  pass rate {pct(best['pass_rate'])}",
@@ -189,6 +195,7 @@ def lineage(run_dir: Path) -> dict:
                 "source": data.source, "form": data.form, "simulated": data.simulated,
                 "current_best": data.current_best, "status": data.run.get("status"),
                 "stop_reason": data.run.get("stop_reason")},
+        "proposals": read.proposals(data.iterations),
         "count": len(nodes),
         "tree": roots,
     }
@@ -200,7 +207,9 @@ def _node_text(n: dict) -> Text:
         text.append("★ ", style="bold yellow")
     text.append(n["label"], style="bold")
     decision = n.get("decision")
-    if decision is None:
+    if n.get("status") == "failed":
+        text.append(f"  failed: {n.get('error')}", style="red")
+    elif decision is None:
         text.append(f"  pending ({n.get('status') or 'proposed'})", style="dim")
     else:
         text.append(f"  {decision}", style=COLOURS.get(decision, ""))
@@ -241,6 +250,8 @@ def print_lineage(console: Console, tree: dict) -> None:
         branch = parent.add(_node_text(n))
         stack.extend((branch, c) for c in reversed(n["children"]))
     _show(console, root)
+    if tree["proposals"]["proposals"]:
+        _show(console, Text(read.proposals_line(tree["proposals"]), style="dim"))
     if run.get("stop_reason"):
         _show(console, Text(f"stopped: {run['stop_reason']}", style="dim"))
 
