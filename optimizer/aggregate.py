@@ -11,6 +11,10 @@ How the numbers are made (documented for readers of benchmark.json):
 - judge_error runs are listed in `runs` (with `status`) and counted (`judge_errors`, notes), but
   left out of pass_rate, rubric and overall_efficiency; their time and tokens still count, since
   the executor really spent them. exec_error runs count everywhere, with score 0.
+- unscored runs (our infrastructure failed them, DESIGN §7) are in no mean and not in `runs`:
+  they are listed in the added `unscored` field with their cause and counted per configuration.
+  A configuration none of whose runs could be scored has `scored_runs: 0`, and benchmark.md
+  shows no value for it (the seed's stat fields stay, at zero, for readers that need them).
 - `delta` is with_skill minus without_skill, by name: "+0.50" (rates), "+13.0" (seconds), "+1700"
   (tokens).
 """
@@ -52,7 +56,7 @@ def delta_string(metric: str, value: float) -> str:
 
 
 def _scored(items: Iterable[Item]) -> list[Item]:
-    return [it for it in items if it[2].status != "judge_error"]
+    return [it for it in items if it[2].status not in ("judge_error", "unscored")]
 
 
 def _time(item: Item) -> float:
@@ -85,7 +89,7 @@ def _summary_stat(items: Sequence[Item], value: Callable[[Item], float | None]) 
     return {k: round(v, 4) for k, v in out.items()}
 
 
-def _config_summary(items: Sequence[Item]) -> s.ConfigSummary:
+def _config_summary(items: Sequence[Item], unscored: int = 0) -> s.ConfigSummary:
     scored = _scored(items)
     pr = _summary_stat(scored, lambda it: it[2].pass_rate)
     rubric = _summary_stat(scored, lambda it: it[2].rubric_normalized if it[0].rubric else None)
@@ -109,6 +113,8 @@ def _config_summary(items: Sequence[Item]) -> s.ConfigSummary:
         rubric_dimensions=dims or None,
         runs=len(items),
         judge_errors=len(items) - len(scored),
+        scored_runs=len(scored),
+        unscored=unscored,
     )
 
 
@@ -181,8 +187,10 @@ def aggregate(
     if unknown:
         raise ValueError(f"unknown configuration(s) {sorted(unknown)}; use with_skill or without_skill")
     order = {e.id: i for i, e in enumerate(sorted(evals, key=lambda e: e.id))}
-    items = {c: list(outcomes_by_config.get(c) or []) for c in CONFIG_ORDER}
-    summaries = {c: _config_summary(items[c]) for c in CONFIG_ORDER if items[c]}
+    given = {c: list(outcomes_by_config.get(c) or []) for c in CONFIG_ORDER}
+    items = {c: [it for it in given[c] if it[2].status != "unscored"] for c in CONFIG_ORDER}
+    lost = {c: [it for it in given[c] if it[2].status == "unscored"] for c in CONFIG_ORDER}
+    summaries = {c: _config_summary(items[c], len(lost[c])) for c in CONFIG_ORDER if given[c]}
     if "with_skill" not in summaries:
         raise ValueError("no with_skill runs to aggregate")
     delta: dict[str, str] = {}
@@ -190,6 +198,10 @@ def aggregate(
         a, b = summaries["with_skill"], summaries["without_skill"]
         for metric in DELTA_FORMATS:
             sa, sb = getattr(a, metric), getattr(b, metric)
+            # A side with no scored run has no value, not 0: no difference can be taken from it.
+            scored_metric = metric not in ("time_seconds", "tokens")
+            if scored_metric and not (a.model_extra["scored_runs"] and b.model_extra["scored_runs"]):
+                continue
             if sa is not None and sb is not None:
                 delta[metric] = delta_string(metric, sa.mean - sb.mean)
     runs = sorted(
@@ -202,12 +214,14 @@ def aggregate(
         row: dict[str, Any] = {"eval_id": e.id, "eval_name": e.name}
         for c in CONFIG_ORDER:
             n_all = sum(1 for it in items[c] if it[0].id == e.id)
+            n_lost = sum(1 for it in lost[c] if it[0].id == e.id)
             got = means[c].get(e.id)
-            row[c] = None if not n_all else {
+            row[c] = None if not n_all + n_lost else {
                 "mean": round(got[0], 4) if got else None,
                 "pass_rate": round(got[1], 4) if got else None,
                 "runs": n_all,
                 "judge_errors": n_all - (got[2] if got else 0),
+                "unscored": n_lost,
             }
         ws, wo = means["with_skill"].get(e.id), means["without_skill"].get(e.id)
         row["delta"] = delta_string("overall_efficiency", ws[0] - wo[0]) if ws and wo else None
@@ -235,6 +249,10 @@ def aggregate(
         per_eval=per_eval,
         judge_errors=sum(1 for c in CONFIG_ORDER for it in items[c] if it[2].status == "judge_error"),
         exec_errors=sum(1 for c in CONFIG_ORDER for it in items[c] if it[2].status == "exec_error"),
+        unscored=[{"eval_id": it[0].id, "configuration": c, "run_number": int(it[1].run_number),
+                   "cause": it[2].error or ""}
+                  for c in CONFIG_ORDER
+                  for it in sorted(lost[c], key=lambda it: (it[0].id, it[1].run_number))],
     )
 
 
@@ -244,7 +262,7 @@ def aggregate(
 def _results(item: Item) -> list[tuple[str, bool]]:
     """The expectations a run really evaluated: none for failed or unjudged runs, and not the
     judged ones a gate skipped."""
-    if item[2].status in ("exec_error", "judge_error"):
+    if item[2].status in ("exec_error", "judge_error", "unscored"):
         return []
     return [(e.text, e.passed) for e in item[2].grading.expectations if e.evidence != GATE_SKIPPED]
 
@@ -295,7 +313,8 @@ def analyst_notes(evals: Sequence[Any], outcomes_by_config: Mapping[str, Sequenc
                         f"Eval {i}: expectation '{text}' is flaky in {c} - passed {sum(results)} "
                         f"of {len(results)} runs")))
     for i in ids:
-        runs = [it for it in items["with_skill"] if it[0].id == i and it[2].status != "exec_error"]
+        runs = [it for it in items["with_skill"]
+                if it[0].id == i and it[2].status not in ("exec_error", "unscored")]
         missed = sorted(it[1].run_number for it in runs if getattr(it[1], "skill_invoked", None) is False)
         if missed:
             notes.append(Note("skill_not_invoked", i, None, (
@@ -340,7 +359,8 @@ def render_markdown(benchmark: s.Benchmark) -> str:
         f"- Evals: {', '.join(map(str, meta['evals_run']))} "
         f"({meta.get('runs_per_configuration') or '?'} run(s) per configuration)",
         f"- Judge errors (excluded from the means): {data.get('judge_errors', 0)}; "
-        f"executor errors (scored 0): {data.get('exec_errors', 0)}",
+        f"executor errors (scored 0): {data.get('exec_errors', 0)}; unscored runs (our "
+        f"infrastructure failed them; excluded, retried): {len(data.get('unscored') or [])}",
         "", "## Summary", "",
         "| Metric | With skill | Without skill | Delta |", "|---|---|---|---|",
     ]
@@ -349,11 +369,18 @@ def render_markdown(benchmark: s.Benchmark) -> str:
         ("Rubric (normalized)", "rubric_normalized", True, ""),
         ("Time", "time_seconds", False, " s"), ("Tokens", "tokens", False, ""),
     ]
+    def shown(side: dict | None, key: str, pct: bool, unit: str) -> str:
+        if not side:
+            return "—"
+        if pct and side.get("scored_runs") == 0:
+            return "no value (no run could be scored)"
+        return _cell(side.get(key), pct, unit)
+
     for label, key, pct, unit in rows:
         if ws.get(key) is None and (wo or {}).get(key) is None:
             continue
-        lines.append(f"| {label} | {_cell(ws.get(key), pct, unit)} | "
-                     f"{_cell((wo or {}).get(key), pct, unit) if wo else '—'} | {delta.get(key, '—')} |")
+        lines.append(f"| {label} | {shown(ws, key, pct, unit)} | {shown(wo, key, pct, unit)} | "
+                     f"{delta.get(key, '—')} |")
     cons = [("—" if x is None or x.get("consistency") is None else f"{x['consistency']:.2f}") for x in (ws, wo)]
     lines += [f"| Consistency | {cons[0]} | {cons[1]} | |", "", "## Per eval (mean score)", "",
               "| Eval | With skill | Without skill | Delta |", "|---|---|---|---|"]
@@ -363,9 +390,14 @@ def render_markdown(benchmark: s.Benchmark) -> str:
                 return "—"
             m = "—" if x["mean"] is None else f"{x['mean']:.2f}"
             err = f", {x['judge_errors']} judge error(s)" if x["judge_errors"] else ""
+            err += f", {x['unscored']} unscored" if x.get("unscored") else ""
             return f"{m} ({x['runs']} run(s){err})"
         lines.append(f"| {row['eval_id']}: {row['eval_name']} | {side(row.get('with_skill'))} | "
                      f"{side(row.get('without_skill'))} | {row.get('delta') or '—'} |")
     if data.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in data["notes"]]
+    if data.get("unscored"):
+        lines += ["", "## Unscored runs (excluded; retried on the next pass or resume)", ""]
+        lines += [f"- eval {u['eval_id']} {u['configuration']} run {u['run_number']}: {u['cause']}"
+                  for u in data["unscored"]]
     return "\n".join(lines) + "\n"

@@ -47,6 +47,7 @@ class Llm(Section):
     batch_settle_s: float = Field(0.5, ge=0)
     batch_hold_s: float = Field(60.0, ge=0)
     batch_max_requests: int = Field(10_000, ge=1, le=100_000)
+    failure_streak: int = Field(12, ge=1)
 
 
 class Loop(Section):
@@ -69,6 +70,7 @@ class Evals(Section):
     test_fraction: float = Field(0.25, ge=0, lt=1)
     structural_gate: bool = True
     baseline_comparison: bool = True
+    unscored_retries: int = Field(2, ge=0)
 
 
 class Scoring(Section):
@@ -83,6 +85,7 @@ class Selection(Section):
     max_runs_per_eval: int = Field(6, ge=1)
     comparator_majority: float = Field(0.75, gt=0.5, le=1)
     max_judge_error_rate: float = Field(0.25, ge=0, le=1)
+    max_unscored_rate: float = Field(0.5, ge=0, le=1)
     screen_margin: float = Field(0.15, ge=0)
 
 
@@ -114,6 +117,8 @@ class Sim(Section):
     position_bias: float = Field(0.3, ge=0, le=1)
     proposal_quality: float = Field(0.6, ge=0, le=1)
     batch_delay_s: float = Field(0.0, ge=0)
+    fail_role: str = ""
+    fail_match: str = ""
 
 
 class Ray(Section):

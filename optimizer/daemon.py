@@ -285,7 +285,7 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console) -> i
                 with store.atomic():
                     store.db.execute("update runs set id = ?", [ws.root.name])
             client = llm.make_client(settings, store, budget_usd=settings.budget.usd)
-            reason = asyncio.run(loop.optimize(ws, store, client, settings, flag=flag, console=console))
+            asyncio.run(loop.optimize(ws, store, client, settings, flag=flag, console=console))
         except WorkFailed as exc:
             with suppress(Exception), store.atomic():  # best effort: the database may be what failed
                 store.db["runs"].update(ws.root.name, {"status": "failed", "last_error": str(exc)})
@@ -294,8 +294,7 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console) -> i
             signal.signal(signal.SIGINT, signal.default_int_handler)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             store.close()
-    console.print(f"stopped: {reason}")
-    return 0
+    return 0  # the reporter printed how the run stopped, and its current best
 
 
 def request_stop(run_dir: Path) -> str:

@@ -13,7 +13,7 @@ from rich.console import Console
 from . import evidence, lineage, select, stops, trigger
 from . import skill as skills
 from .config import Selection, Settings
-from .errors import BudgetExhausted, WorkFailed
+from .errors import RunStopped, WorkFailed
 from .files import Workspace, write_json
 from .llm import scope
 
@@ -63,7 +63,7 @@ async def optimize(ws: Workspace, store: Store, client, settings: Settings, *,
             reason = await evaluate_v0(run)
             while reason is None and (reason := run.stops.any(loop_state(run))) is None:
                 await iterate(run, _next_iteration(run))
-        except BudgetExhausted as exc:
+        except RunStopped as exc:  # the budget, or an urgent stop inside a stage
             reason = str(exc)
         log.info("run.stopping", reason=reason)
         await seal_test(run)

@@ -36,6 +36,22 @@ class BudgetExhausted(RunStopped):
     """The next model call would pass the run's budget, so it never starts."""
 
 
+class Interrupted(RunStopped):
+    """An urgent stop (a signal, the stop file, the deadline) arrived inside a stage: the units
+    in flight finished and were committed, the others were not started; the step that asked
+    leaves its version undecided."""
+
+
+class ProviderUnavailable(WorkFailed):
+    """The model provider failed many calls in a row for good: an outage, not a few bad units.
+    The run stops with everything committed; a resume retries what was left unscored."""
+
+
+class InfraFailure(Exception):  # noqa: N818 - a kind of outcome, named as DESIGN §7 names it
+    """A failure of ours inside one unit of work (the sandbox could not start, a check could not
+    run): the unit is left unscored and retried, never scored 0 (DESIGN §7)."""
+
+
 class ProviderSpendLimit(WorkFailed):
     """The provider says the account's spend limit is reached; retrying cannot help."""
 

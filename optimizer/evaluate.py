@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,10 +16,12 @@ import structlog
 
 from . import batch, judge, sandbox, stops, structural
 from .config import Settings
+from .errors import InfraFailure
 from .evals import Eval, EvalSet
 from .execute.record import RunRecord, is_complete
 from .files import Workspace
 from .llm import scope
+from .schemas import Structural
 from .store import Store, now
 
 log = structlog.get_logger()
@@ -35,9 +38,10 @@ class Scored:
     eval_id: int
     run_number: int
     configuration: str
-    status: str  # ok | gated | exec_error | judge_error
-    score: float | None  # None for judge_error: excluded, counted
+    status: str  # ok | gated | exec_error | judge_error | unscored
+    score: float | None  # None for judge_error and unscored: excluded, counted
     pass_rate: float
+    error: str | None = None  # the cause of an unscored run
 
 
 def policy(settings: Settings) -> sandbox.SandboxPolicy:
@@ -62,6 +66,7 @@ class Evaluator:
         self.policy = policy(settings)
         self.on_run = on_run
         self.should_stop = should_stop
+        self._tries: Counter[str] = Counter()  # attempts at each run in this process
         self._slots = asyncio.Semaphore(settings.execute.concurrency)
 
     async def version(self, label: str, eval_ids: list[int], runs: int, *,
@@ -105,9 +110,13 @@ class Evaluator:
 
     async def _unit(self, key: str, run_dir: Path, eval_id: int, configuration: str, run_number: int,
                     skill_dir: Path | None, *, label: str, split: str) -> Scored | str:
-        """The scored run, or the reason of a stop that came before it started."""
+        """The scored run, or the reason of a stop that came before it started. A run left
+        unscored by a failure of ours is tried again, at most evals.unscored_retries more times
+        in this process; a resume tries again."""
         done = self.store.get("gradings", key)
-        if done and (run_dir / "grading.json").is_file():
+        if done and done["status"] != "unscored" and (run_dir / "grading.json").is_file():
+            return _scored(key, eval_id, run_number, configuration, done)
+        if done and self._tries[key] > self.settings.evals.unscored_retries:
             return _scored(key, eval_id, run_number, configuration, done)
         eval = self.evals[eval_id]
         # The sealed test always runs to its end: it is what a stopped run reports on.
@@ -115,34 +124,45 @@ class Evaluator:
         # Batch mode: the grader call waits for the stage's batch outside the execution slot, so
         # the stage's other runs execute meanwhile and join the same batch (optimizer/batch.py).
         in_slot = not batch.active(self.client)
+        checks: Structural | None = None
         with batch.producer(self.client):
             async with self._slots:
                 if stop_check is not None and (reason := stop_check()):
                     return reason  # not started: a stop was asked while this run waited
+                self._tries[key] += 1
                 record = await self._execute(key, run_dir, eval, configuration, run_number,
                                              skill_dir, label=label, split=split)
-                checks = await asyncio.to_thread(
-                    structural.check_run, eval, run_dir, structural.script_policy(self.policy),
-                    configuration=configuration,
-                    run_error=None if record.status == "ok" else (record.error or record.status),
-                )
-                if in_slot:
+                try:
+                    checks = await asyncio.to_thread(
+                        structural.check_run, eval, run_dir, structural.script_policy(self.policy),
+                        configuration=configuration,
+                        run_error=None if record.status == "ok" else (record.error or record.status),
+                    )
+                except InfraFailure as exc:
+                    outcome = judge.unscored(eval, None, str(exc))
+                if checks is not None and in_slot:
                     outcome = await judge.grade_run(self.client, eval, run_dir, record,
                                                     settings=self.settings, structural=checks,
                                                     sample=run_number)
-            if not in_slot:
+            if checks is not None and not in_slot:
                 outcome = await judge.grade_run(self.client, eval, run_dir, record,
                                                 settings=self.settings, structural=checks,
                                                 sample=run_number)
             judge.write_outcome(run_dir, outcome)
+        graded = outcome.status != "unscored"
         row = {
             "key": key, "status": outcome.status, "score": outcome.score,
-            "pass_rate": outcome.pass_rate, "passed": outcome.grading.summary.passed,
-            "total": outcome.grading.summary.total, "rubric_normalized": outcome.rubric_normalized,
-            "gate_passed": int(checks.gate_passed),
-            "grading_json": outcome.grading.model_dump_json(exclude_none=True),
-            "structural_json": checks.model_dump_json(), "completed_at": now(),
+            "pass_rate": outcome.pass_rate if graded else None,
+            "passed": outcome.grading.summary.passed if graded else None,
+            "total": outcome.grading.summary.total if graded else None,
+            "rubric_normalized": outcome.rubric_normalized,
+            "gate_passed": int(outcome.structural.gate_passed) if graded else None,
+            "grading_json": outcome.grading.model_dump_json(exclude_none=True) if graded else None,
+            "structural_json": outcome.structural.model_dump_json() if graded else None,
+            "error": None if graded else outcome.error, "completed_at": now(),
         }
+        if not graded:
+            log.warning("run.unscored", run=key, attempt=self._tries[key], cause=outcome.error)
         with self.store.atomic():
             self.store.upsert("gradings", row, pk="key")
         scored = _scored(key, eval_id, run_number, configuration, row)
@@ -153,8 +173,10 @@ class Evaluator:
     async def _execute(self, key, run_dir: Path, eval: Eval, configuration, run_number, skill_dir,
                        *, label: str, split: str) -> RunRecord:
         if is_complete(run_dir) and self.store.get("eval_runs", key):
-            return RunRecord.load(run_dir)
-        if run_dir.exists():  # half-written by a killed process: redo it from scratch
+            record = RunRecord.load(run_dir)
+            if record.status != "unscored":
+                return record
+        if run_dir.exists():  # half-written by a killed process, or left unscored: redo it
             shutil.rmtree(run_dir)
         record = await self.executor.execute(
             skill_dir=skill_dir, skill_name=self.skill_name if skill_dir else None, eval=eval,
@@ -168,7 +190,7 @@ class Evaluator:
 
 def _scored(key, eval_id, run_number, configuration, row) -> Scored:
     return Scored(key, eval_id, run_number, configuration, row["status"], row["score"],
-                  row["pass_rate"] or 0.0)
+                  row["pass_rate"] or 0.0, row.get("error"))
 
 
 def eval_means(results: dict[int, list[Scored]]) -> dict[int, list[float]]:
@@ -179,6 +201,12 @@ def eval_means(results: dict[int, list[Scored]]) -> dict[int, list[float]]:
 def judge_errors(*results: dict[int, list[Scored]]) -> tuple[int, int]:
     runs = [s for r in results for ss in r.values() for s in ss]
     return sum(s.status == "judge_error" for s in runs), len(runs)
+
+
+def unscored(*results: dict[int, list[Scored]]) -> list[Scored]:
+    """The runs our infrastructure failed, in key order: counted and shown, never averaged."""
+    return sorted((s for r in results for ss in r.values() for s in ss if s.status == "unscored"),
+                  key=lambda s: s.key)
 
 
 def gradings_of(store: Store, keys: list[str]) -> list[dict]:

@@ -10,6 +10,9 @@ Paths of a run (DESIGN §7), each a GradeOutcome.status:
 - `judge_error`: the reply failed validation twice. grading.json then holds the structural
   expectations only, plus a top-level `judge_error` field with the message, so the viewer still
   opens it; the score is None and aggregation excludes the run from the means.
+- `unscored`: our infrastructure failed (a model call of the executor or the grader failed for
+  good, the sandbox could not start): no score, never 0, no grading.json; the run is counted,
+  shown with its cause and tried again on a later pass or a resume (docs/rules.md).
 - `ok`: structural expectations first ("S1: description"), then the judged ones in the eval's
   order. An eval with neither judged expectations nor a rubric needs no judge call.
 """
@@ -31,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from . import schemas as s
 from .config import Settings
 from .files import read_json, write_json
-from .llm import StructuredAnswerError
+from .llm import ModelCallFailed, StructuredAnswerError
 from .prompting import load_prompt, tag, tags
 from .scoring import pass_rate, rubric_weighted_mean, run_score
 from .structural import RUN_FAILED, output_files
@@ -130,19 +133,43 @@ def answer_schema(texts: list[str], dimensions: list[str]) -> type[JudgeAnswer]:
 # --- the outcome ------------------------------------------------------------------------------
 
 
+UNSCORED = "unscored: "
+
+
 @dataclass(frozen=True)
 class GradeOutcome:
-    status: Literal["ok", "judge_error", "exec_error", "gated"]
+    status: Literal["ok", "judge_error", "exec_error", "gated", "unscored"]
     grading: s.Grading
     structural: s.Structural
     pass_rate: float
     rubric_normalized: float | None
-    score: float | None  # None for judge_error: excluded from every mean
+    score: float | None  # None for judge_error and unscored: excluded from every mean
     error: str | None = None
 
 
+def unscored(eval: Any, structural: s.Structural | None, cause: str) -> GradeOutcome:
+    """A run our infrastructure failed (DESIGN §7): no score, never 0; its grading.json is not
+    written (the run has no grading), and the cause is kept for status and benchmark.json."""
+    reason = UNSCORED + cause
+    checks = fail_all(structural, reason) if structural is not None else s.Structural(
+        expectations=[], summary=s.PassSummary(passed=0, failed=0, total=0, pass_rate=0.0),
+        gate_passed=True)
+    judged = [s.GradedExpectation(text=t, passed=False, evidence=reason) for t in eval.expectations]
+    items = [_structural_item(r) for r in checks.expectations] + judged
+    grading = s.Grading(
+        expectations=items,
+        summary=s.PassSummary(passed=0, failed=len(items), total=len(items), pass_rate=0.0),
+    )
+    return GradeOutcome("unscored", grading, checks, 0.0, None, None, cause)
+
+
 def write_outcome(run_dir: Path, outcome: GradeOutcome) -> None:
-    """structural.json and grading.json, each validated by its model, each written atomically."""
+    """structural.json and grading.json, each validated by its model, each written atomically.
+    An unscored run has no grading: nothing is written, and a stale file goes."""
+    if outcome.status == "unscored":
+        for name in ("grading.json", "structural.json"):
+            (Path(run_dir) / name).unlink(missing_ok=True)
+        return
     write_json(Path(run_dir) / "structural.json", outcome.structural, s.Structural)
     write_json(Path(run_dir) / "grading.json", outcome.grading, s.Grading)
 
@@ -200,6 +227,8 @@ async def grade_run(
             score = run_score(rate, normalized, has_rubric, settings.scoring)
         return GradeOutcome(status, grading, structural, rate, normalized, score, error)
 
+    if record is not None and getattr(record, "status", "ok") == "unscored":
+        return unscored(eval, structural, getattr(record, "error", None) or "the run failed")
     if record is not None and getattr(record, "status", "ok") != "ok":
         reason = RUN_FAILED + (getattr(record, "error", None) or getattr(record, "status", "error"))
         failed = fail_all(structural, reason)
@@ -231,6 +260,9 @@ async def grade_run(
         message = f"the judge's reply failed validation twice: {exc}"
         log.warning("judge.failed", eval_id=eval.id, run_dir=str(run_dir), error=str(exc)[:500])
         return finish("judge_error", structural, [], error=message)
+    except ModelCallFailed as exc:  # an HTTP 400 for a context overflow, a 5xx after retries
+        log.warning("judge.call_failed", eval_id=eval.id, run_dir=str(run_dir), error=str(exc)[:500])
+        return unscored(eval, structural, f"the grader call failed: {exc}")
     by_text: dict[str, list[JudgedExpectation]] = {}
     for item in answer.expectations:
         by_text.setdefault(item.text.strip(), []).append(item)

@@ -24,7 +24,14 @@ from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from .config import Price, Settings
-from .errors import BadInput, BudgetExhausted, OptimizerError, ProviderSpendLimit, WorkFailed
+from .errors import (
+    BadInput,
+    BudgetExhausted,
+    OptimizerError,
+    ProviderSpendLimit,
+    ProviderUnavailable,
+    WorkFailed,
+)
 from .logs import redact
 from .store import Store
 
@@ -42,6 +49,22 @@ async def sleep(seconds: float) -> None:
 # What the calls in flight are for (a version label, "baseline", "proposal 2-0"): set by the
 # stage that makes them, recorded per call, so lineage can show the cost of each version.
 scope: contextvars.ContextVar[str | None] = contextvars.ContextVar("scope", default=None)
+
+# Retries scheduled by calls made inside counting_retries(): an executor whose run passed its
+# time limit while the provider was failing knows the time was ours, not the agent's.
+_retries_here: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar(
+    "retries_here", default=None)
+
+
+@contextmanager
+def counting_retries() -> Iterator[list[int]]:
+    """A one-item list holding how many retries the calls made inside have scheduled so far."""
+    tally = [0]
+    token = _retries_here.set(tally)
+    try:
+        yield tally
+    finally:
+        _retries_here.reset(token)
 
 
 @contextmanager
@@ -319,6 +342,16 @@ class _BadAnswer(Exception):
 def _tool_answer(message: Message, schema: type[Answer], tool_name: str) -> Answer:
     uses = [b for b in message.content if b.type == "tool_use"]
     mine = [b for b in uses if b.name == tool_name]
+    if message.stop_reason == "max_tokens":
+        # Named as what it is: a cut answer's tool input is incomplete, whatever it fails on.
+        text = (f"Your answer was cut off at the output token limit before the input of "
+                f"{tool_name} was complete. Call {tool_name} again, more briefly.")
+        raise _BadAnswer(
+            "the answer was cut at max_tokens before its tool input was complete",
+            {"role": "user", "content": (
+                [{"type": "tool_result", "tool_use_id": b.id, "is_error": True, "content": text}
+                 for b in uses] or [{"type": "text", "text": text}])},
+        )
     if not mine:
         raise _BadAnswer(
             f"no call of the tool (stop_reason {message.stop_reason})",
@@ -376,6 +409,9 @@ class ModelClient:
         self._saved = 0.0
         self._spent = 0.0
         self._retries: Counter[str] = Counter()
+        # Requests failed for good since the last success: an outage, once there are many. A
+        # request tried again (an unscored run's next pass) counts once.
+        self._failed_since_success: set[str] = set()
         # llm.batch: the first attempt of grader, comparator and analyzer calls goes through one
         # Message Batch per stage (optimizer/batch.py); None when batch mode is off.
         self.batch: Any = None
@@ -567,6 +603,8 @@ class ModelClient:
             # Provider and transport failures only; a bug in a request is left to surface as is.
             error = self._failure(exc, role, model, attempts)
             self._errors += 1
+            if isinstance(error, ModelCallFailed):
+                self._failed_since_success.add(key)
             self.store.record_call({
                 "hash": key, "role": role, "model": model, "sample": sample, "outcome": "error",
                 "response_json": None, "input_tokens": 0, "output_tokens": 0,
@@ -576,6 +614,12 @@ class ModelClient:
             })
             log.warning("llm.call_failed", role=role, model=model, attempts=attempts,
                         error=str(error))
+            if len(self._failed_since_success) >= self.settings.llm.failure_streak:
+                raise ProviderUnavailable(
+                    f"The model provider failed {len(self._failed_since_success)} different calls "
+                    "in a row for good "
+                    f"(the last: {error}); the run stops here with everything committed: resume "
+                    "it once the provider answers again.") from None
             raise error from (None if error is exc else exc)
         data = message.model_dump(mode="json", exclude_none=True, warnings=False)
         usage = message.usage
@@ -592,6 +636,7 @@ class ModelClient:
             "scope": scope.get(),
         })
         self._calls += 1
+        self._failed_since_success.clear()
         self._spent += cost
         log.debug("llm.call_completed", hash=key, role=role, model=model, sample=sample,
                   input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
@@ -685,6 +730,8 @@ class ModelClient:
         exc = state.outcome.exception() if state.outcome else None
         cause = retry_cause(exc) or "unknown"
         self._retries[cause] += 1
+        if (here := _retries_here.get()) is not None:
+            here[0] += 1
         wait = state.next_action.sleep if state.next_action else 0.0
         log.info("llm.retry_scheduled", role=role, model=model, attempt=state.attempt_number,
                  cause=cause, wait=round(float(wait), 3))

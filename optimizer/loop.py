@@ -18,9 +18,9 @@ from . import skill as skills
 from .analyze import analyze
 from .compare import compare_versions
 from .config import Settings
-from .errors import BudgetExhausted, is_systemic
+from .errors import BudgetExhausted, RunStopped, WorkFailed, is_systemic
 from .evals import EvalSet, load_evals
-from .evaluate import SCORED_SQL, Evaluator, eval_means, judge_errors
+from .evaluate import SCORED_SQL, Evaluator, eval_means, judge_errors, unscored
 from .execute import executor_for
 from .files import Workspace, write_json, write_text
 from .llm import scoped
@@ -90,7 +90,7 @@ async def optimize(ws: Workspace, store: Store, client, settings: Settings, *,
             await evaluate_baseline(run)
             while (reason := run.stops.any(loop_state(run))) is None:
                 await iterate(run, _next_iteration(run))
-        except (BudgetExhausted, stops.Interrupted) as exc:
+        except RunStopped as exc:  # the budget, or an urgent stop inside a stage
             reason = str(exc)
         log.info("run.stopping", reason=reason)
         await seal_test(run)
@@ -133,7 +133,30 @@ async def evaluate_baseline(run: Run) -> None:
             run.store.db["versions"].update("v0", {"decision": "baseline", "stage": "benchmark",
                                                    "status": "evaluated"})
     write_benchmark(run, "v0")
+    await retry_unscored(run)
     _write_lineage(run, iteration=0)
+
+
+async def retry_unscored(run: Run) -> None:
+    """Each process tries again the runs a failure of ours left unscored (DESIGN §7) where later
+    decisions and the sealed test rest on them: the baseline, v0 and the current best. Decided
+    versions keep their decisions; their unscored runs stay counted and shown."""
+    wanted: dict[str, set[int]] = {}
+    runs: dict[str, int] = {}
+    for row in run.store.query("select key from gradings where status = 'unscored' order by key"):
+        label, e, n = row["key"].split("/")[0], eval_of(row["key"]), evidence.run_number(row["key"])
+        if label in ("baseline", "v0", run.best()) and e in run.train:
+            wanted.setdefault(label, set()).add(e)
+            runs[label] = max(runs.get(label, 0), n)
+    for label in sorted(wanted):
+        run.set_stage(f"{label}: retrying unscored runs")
+        evals = sorted(wanted[label])
+        if label == "baseline":
+            await run.evaluator.baseline(evals, runs[label])
+            continue
+        await run.evaluator.version(label, evals, runs[label])
+        _record_scores(run, label)
+        write_benchmark(run, label)
 
 
 def _next_iteration(run: Run) -> int:
@@ -286,9 +309,17 @@ async def judge_candidate(run: Run, label: str, parent: str) -> bool:
                 child_runs=_dirs(run, label, runs), parent_runs=_dirs(run, parent, runs),
                 out_dir=run.ws.comparison_dir(label), rng_seed=run.settings.loop.seed)
         errors, total = judge_errors(child_res, parent_res)
+        lost = unscored(child_res, parent_res)
+        if total and len(lost) / total > s.selection.max_unscored_rate:
+            # Deciding on what is left would let our failure decide: stop, the child undecided.
+            raise WorkFailed(
+                f"{len(lost)} of {total} runs of {label} and its parent {parent} could not be "
+                f"scored, more than selection.max_unscored_rate = {s.selection.max_unscored_rate} "
+                f"(the last cause: {lost[-1].error or 'unknown'}); {label} stays undecided. Fix the "
+                f"cause, then `optimizer resume {run.ws.root}`.")
         decision = select.decide(eval_means(child_res), eval_means(parent_res), tally,
                                  selection=s.selection, rng=run.rng("bootstrap", label, runs),
-                                 judge_errors=errors, total_runs=total)
+                                 judge_errors=errors, total_runs=total, unscored=len(lost))
         if not (decision.needs_more_runs and runs < s.selection.max_runs_per_eval):
             break
         runs += 1
@@ -378,9 +409,11 @@ def finish(run, reason: str, write_lineage=None) -> None:
     run.ui.finished(reason, run.best())
 
 
-def _set_status(run: Run, status: str) -> None:
+def _set_status(run: RunState, status: str) -> None:
+    # A run that starts again has no stop reason and no error yet: the old ones are history.
     with run.store.atomic():
-        run.store.db["runs"].update(run.ws.root.name, {"status": status, "stop_reason": None})
+        run.store.db["runs"].update(run.ws.root.name, {"status": status, "stop_reason": None,
+                                                       "last_error": None})
 
 
 def _write_lineage(run: Run, *, iteration: int) -> None:

@@ -92,6 +92,7 @@ class SandboxResult:
     duration_s: float = 0.0
     confined: bool = False
     error: str | None = None
+    infra: bool = False  # the sandbox itself failed (could not start): not the command's doing
 
     @property
     def ok(self) -> bool:
@@ -825,9 +826,9 @@ def _run(
     started = time.monotonic()
     confined = confinement_for(policy)
 
-    def failed(error: str) -> SandboxResult:
+    def failed(error: str, infra: bool = True) -> SandboxResult:
         return SandboxResult(exit_code=None, stdout="", stderr="", confined=confined,
-                             duration_s=time.monotonic() - started, error=error)
+                             duration_s=time.monotonic() - started, error=error, infra=infra)
 
     work_dir = Path(work_dir)
     if not work_dir.is_dir():
@@ -836,7 +837,7 @@ def _run(
         return failed(f"the skill folder {skill_dir} does not exist")
     cmd = _as_argv(command)
     if not cmd or (isinstance(command, str) and not command.strip()):
-        return failed("the command is empty")
+        return failed("the command is empty", infra=False)
 
     if policy.mode != "none" and process_limit_mechanism() == "none":
         _warn_once("sandbox.no_process_limit",
@@ -908,6 +909,7 @@ def _run(
         stdout = _unrewrite_host_paths(stdout, host_to_fixed)
         stderr = _unrewrite_host_paths(stderr, host_to_fixed)
     error: str | None = None
+    infra = False
     exit_code = outcome.returncode
     if exit_code is not None and exit_code < 0:
         exit_code = 128 - exit_code  # the shell's convention for "killed by signal N"
@@ -920,8 +922,10 @@ def _run(
         # bwrap reports a failed setup (a missing bind source, a refused namespace) as exit 1
         # with its own prefix; the command never ran, which is not the command's failure.
         error = "bubblewrap could not set up the sandbox: " + (stderr.strip() or "no message")
+        infra = True
     elif exit_code == 125 and _SETUP_FAILED in stderr:
         error = next(line for line in stderr.splitlines() if _SETUP_FAILED in line)
+        infra = True
     return SandboxResult(
         exit_code=exit_code,
         stdout=stdout,
@@ -931,6 +935,7 @@ def _run(
         duration_s=time.monotonic() - started,
         confined=confined,
         error=error,
+        infra=infra,
     )
 
 

@@ -49,6 +49,8 @@ class Decision:
     total_runs: int = 0
     confidence: float = 0.95
     min_effect: float = 0.0
+    unscored: int = 0  # runs our infrastructure failed: left out, retried later (DESIGN §7)
+    excluded_evals: tuple[EvalId, ...] = ()  # evals without scored runs on both sides
 
 
 def paired_differences(
@@ -99,6 +101,7 @@ def decide(
     rng: random.Random,
     judge_errors: int = 0,
     total_runs: int = 0,
+    unscored: int = 0,
 ) -> Decision:
     """won / lost / tie by DESIGN §8. The interval is "inconclusive" when it is neither above
     min_effect nor below zero; only then may the comparator decide, and only then are runs added.
@@ -108,11 +111,14 @@ def decide(
     comparator = _comparator_view(tally)
     error_rate = judge_errors / total_runs if total_runs else 0.0
     runs = min((min(len(child_scores[e]), len(parent_scores[e])) for e in ds), default=0)
+    excluded = tuple(sorted((e for e in {*child_scores, *parent_scores} if e not in ds), key=str))
     common = dict(
         evals=len(ds), runs=runs, comparator=comparator, judge_error_rate=error_rate,
         judge_errors=judge_errors, total_runs=total_runs,
         confidence=selection.confidence, min_effect=selection.min_effect,
+        unscored=unscored, excluded_evals=excluded,
     )
+    left_out = _left_out(unscored, total_runs, excluded)
     if error_rate > selection.max_judge_error_rate + _EPS:
         # A broken judge is not fixed by more runs of the same judge.
         return Decision(
@@ -123,7 +129,7 @@ def decide(
         )
     if not ds:
         return Decision(
-            "tie", "tie: no eval has scores for both the child and the parent.",
+            "tie", "tie: no eval has scores for both the child and the parent." + left_out,
             None, None, None, needs_more_runs=False, **common,
         )
     delta, low, high = paired_bootstrap(
@@ -140,7 +146,8 @@ def decide(
     side, words = _majority(tally, selection.comparator_majority)
 
     def made(decision: str, reason: str) -> Decision:
-        return Decision(decision, reason, delta, low, high, needs_more_runs=needs_more, **common)  # type: ignore[arg-type]
+        return Decision(decision, reason + left_out, delta, low, high, needs_more_runs=needs_more,
+                        **common)  # type: ignore[arg-type]
 
     if low > selection.min_effect + _EPS:
         return made("won", f"won: {where} lies above the minimum effect {selection.min_effect}.")
@@ -159,6 +166,21 @@ def decide(
     elif side == "parent":
         words = f"{words}, but the interval is above zero"
     return made("tie", f"tie: {where} is inconclusive, and {words}{more}.")
+
+
+def _left_out(unscored: int, total: int, excluded: tuple[EvalId, ...]) -> str:
+    """The sentence that says what the decision could not see, when anything was left out."""
+    if not unscored and not excluded:
+        return ""
+    parts = []
+    if unscored:
+        parts.append(f"{unscored} of {total} runs could not be scored (a failure of our "
+                     "infrastructure, retried on a later pass or a resume) and are left out")
+    if excluded:
+        which = ", ".join(str(e) for e in excluded)
+        parts.append(f"eval{'s' if len(excluded) > 1 else ''} {which} had no scored runs on both "
+                     "sides and did not count")
+    return " " + "; ".join(parts).capitalize() + "."
 
 
 def _num(value: float | None) -> float | None:
@@ -188,6 +210,8 @@ def selection_json(decision: Decision) -> dict[str, Any]:
         "judge_errors": data["judge_errors"],
         "total_runs": data["total_runs"],
         "judge_error_rate": round(data["judge_error_rate"], 6),
+        "unscored": data["unscored"],
+        "excluded_evals": list(data["excluded_evals"]),
         "needs_more_runs": data["needs_more_runs"],
     }
 

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from .errors import BadInput
+from .errors import BadInput, Interrupted
+
+__all__ = ["Interrupted"]
 
 
 @dataclass
@@ -85,15 +87,6 @@ class StopRules:
 
     def any(self, state: LoopState) -> str | None:
         return first(self.urgent + self.at_iteration_end, state)
-
-
-class Interrupted(Exception):  # noqa: N818 - a stop, not an error
-    """An urgent stop arrived inside a stage: the units in flight finished and were committed,
-    the others were not started; the step that asked leaves its version undecided."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def first(conditions: Sequence[Condition], state: LoopState) -> str | None:

@@ -227,3 +227,5 @@ def m004_calls_scope_index(db: sqlite_utils.Database) -> None:
 def m005_version_errors(db: sqlite_utils.Database) -> None:
     # A failure of ours while one version was evaluated: recorded on it, the run goes on.
     db["versions"].add_column("error", str)
+    # Why a run is unscored (DESIGN §7): its cause, shown in status and benchmark.json.
+    db["gradings"].add_column("error", str)

@@ -39,6 +39,7 @@ import structlog
 
 from . import sandbox
 from . import schemas as s
+from .errors import InfraFailure
 from .scoring import pass_rate
 
 log = structlog.get_logger(__name__)
@@ -82,6 +83,8 @@ def check_run(
         else:
             try:
                 passed, evidence = _CHECKS[exp.type](exp, run_dir, policy, skill_dir)
+            except InfraFailure:
+                raise  # the sandbox failed, not the run: the run is unscored (DESIGN §7)
             except Exception as exc:  # a broken check is a failed check, never a crashed loop
                 log.warning("structural.check_failed", id=exp.id, type=exp.type, error=str(exc))
                 passed, evidence = False, f"check could not run: {exc}"
@@ -357,6 +360,8 @@ def _custom_script(exp: Any, run_dir: Path, policy: Any, skill_dir: Path | None)
         command = ["bash", "-c", f"export OUTPUTS_DIR={OUTPUTS_INSIDE}\n{exp.script}"]
         result = sandbox.run(command, work_dir=work, skill_dir=skill_dir, policy=policy)
     tail = _quote((result.stdout + "\n" + result.stderr).strip()[-400:], 200)
+    if result.infra:
+        raise InfraFailure(f"the sandbox could not run the custom_script {exp.id}: {result.error}")
     if result.timed_out:
         return False, f"script timed out after {policy.timeout_s:g} s; output: {tail}"
     if result.error:

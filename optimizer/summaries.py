@@ -12,7 +12,7 @@ from . import schemas
 from .aggregate import aggregate, analyst_notes, render_markdown
 from .execute.record import RunRecord
 from .files import write_json, write_text
-from .judge import GradeOutcome
+from .judge import GradeOutcome, unscored
 
 _KEY = re.compile(r"eval-(\d+)/(with_skill|without_skill)/run-(\d+)$")
 
@@ -26,14 +26,18 @@ def items(run, prefix: str, eval_ids: list[int]) -> list[tuple]:
         if not m or int(m.group(1)) not in eval_ids or row["key"].count("/") != 3:
             continue
         run_dir = run.ws.root / row["key"]
-        outcome = GradeOutcome(
-            status=row["status"],
-            grading=schemas.Grading.model_validate(json.loads(row["grading_json"])),
-            structural=schemas.Structural.model_validate(json.loads(row["structural_json"])),
-            pass_rate=row["pass_rate"] or 0.0, rubric_normalized=row["rubric_normalized"],
-            score=row["score"],
-        )
-        out.append((run.evalset.by_id(int(m.group(1))), RunRecord.load(run_dir), outcome))
+        eval = run.evalset.by_id(int(m.group(1)))
+        if row["status"] == "unscored":
+            outcome = unscored(eval, None, row["error"] or "")
+        else:
+            outcome = GradeOutcome(
+                status=row["status"],
+                grading=schemas.Grading.model_validate(json.loads(row["grading_json"])),
+                structural=schemas.Structural.model_validate(json.loads(row["structural_json"])),
+                pass_rate=row["pass_rate"] or 0.0, rubric_normalized=row["rubric_normalized"],
+                score=row["score"],
+            )
+        out.append((eval, RunRecord.load(run_dir), outcome))
     return sorted(out, key=lambda it: (it[0].id, it[1].run_number))
 
 

@@ -19,6 +19,7 @@ from optimizer.sim import Simulator
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"
 VOLATILE = {"created_at", "started_at", "decided_at"}  # wall-clock times only
+MAKE_CLIENT = llm.make_client  # the real one, whatever a test has patched in since
 
 
 class Recording(Simulator):
@@ -72,11 +73,10 @@ def spread(reverse: bool, most_s: float = 0.012) -> Callable[[str, int, bytes], 
 def cli(monkeypatch, sim: Simulator | None, *args: str, code: int = 0) -> str:
     """`optimizer ARGS` in this process; model calls go to `sim`. Returns what it printed."""
     if sim is not None:
-        real = llm.make_client
 
         def with_sim(settings, store, **kw):
             kw["simulator"] = sim
-            return real(settings, store, **kw)
+            return MAKE_CLIENT(settings, store, **kw)
 
         monkeypatch.setattr(llm, "make_client", with_sim)
     result = CliRunner().invoke(app, list(args), catch_exceptions=False)

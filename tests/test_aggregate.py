@@ -122,8 +122,10 @@ def test_runs_counts_and_per_eval_table():
                                          "time_seconds": 10.0, "tokens": 100, "tool_calls": 0, "errors": 0}
     assert b.runs[5].model_extra["status"] == "judge_error" and b.runs[5].notes[0].startswith("judge_error")
     per = {row["eval_id"]: row for row in extra["per_eval"]}
-    assert per[1]["with_skill"] == {"mean": 0.75, "pass_rate": 0.75, "runs": 2, "judge_errors": 0}
-    assert per[2]["with_skill"] == {"mean": 0.68, "pass_rate": 0.5, "runs": 2, "judge_errors": 1}
+    assert per[1]["with_skill"] == {"mean": 0.75, "pass_rate": 0.75, "runs": 2, "judge_errors": 0,
+                                    "unscored": 0}
+    assert per[2]["with_skill"] == {"mean": 0.68, "pass_rate": 0.5, "runs": 2, "judge_errors": 1,
+                                    "unscored": 0}
     assert per[1]["delta"] == "+0.25" and per[2]["delta"] == "+0.34"
     assert b.metadata.evals_run == [1, 2] and b.metadata.model_extra["simulated"] is True
     s.Benchmark.model_validate(b.model_dump(mode="json"))  # what write_json checks

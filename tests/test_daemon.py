@@ -177,11 +177,19 @@ def test_a_budget_stop_never_overspends(tmp_path):
     assert "budget" in reason and "budget" in out.stdout
 
 
-def test_a_deadline_in_the_past_stops_after_the_baseline(tmp_path):
+def test_a_deadline_in_the_past_stops_before_any_run_is_started(tmp_path):
+    """The deadline is checked before each run: a passed one starts nothing but the sealed test,
+    which is what a stopped run reports on."""
     run_dir = tmp_path / "run"
     out = cli(*RUN, "--run-dir", str(run_dir), "--deadline", "2020-01-01T00:00")
     assert "deadline" in out.stdout
-    assert [v for v, *_ in lineage_of(run_dir)[:-1]] == ["v0"]
+    conn = sqlite3.connect(run_dir / "state.db")
+    keys = [k for (k,) in conn.execute("select key from gradings")]
+    assert conn.execute("select count(*) from versions").fetchone()[0] == 1
+    conn.close()
+    assert keys and all(k.startswith("test/") for k in keys)
+    status = json.loads(cli("status", str(run_dir), "--json").stdout)
+    assert "deadline" in status["stop_reason"] and status["pending"] == ["v0"]
 
 
 def test_a_second_daemon_is_refused_and_stop_ends_the_first(tmp_path):

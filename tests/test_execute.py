@@ -142,13 +142,14 @@ async def test_requests_do_not_depend_on_where_the_run_folder_is(tmp_path: Path)
     assert seen[0] == seen[1]
 
 
-async def test_a_refused_model_call_is_a_failed_run_with_a_complete_folder(tmp_path: Path, store) -> None:
+async def test_a_refused_model_call_leaves_the_run_unscored_with_a_complete_folder(tmp_path: Path, store) -> None:
+    """A model call that failed for good is a failure of ours, not the skill's (DESIGN §7)."""
     client = make_client(settings_with(), store, simulator=RefusingSim(seed=0), sleep=no_wait)
     record = await execute(get_executor("anthropic", settings_with(), client=client),
                            tmp_path / "run-1", with_skill=True)
-    assert record.status == "error" and "400" in (record.error or "")
+    assert record.status == "unscored" and "400" in (record.error or "")
     metrics = assert_complete(record.run_dir)
-    assert metrics["errors_encountered"] >= 1 and metrics["status"] == "error"
+    assert metrics["errors_encountered"] >= 1 and metrics["status"] == "unscored"
     assert record.skill_invoked is False
     assert "simulated permanent refusal" in (record.run_dir / "transcript.md").read_text()
     await client.aclose()

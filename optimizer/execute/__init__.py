@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 
 from optimizer.config import Settings
-from optimizer.errors import BadInput, OptimizerError
+from optimizer.errors import BadInput, InfraFailure, is_systemic
 from optimizer.execute.record import (
     RunRecord,
     Tally,
@@ -27,6 +27,7 @@ from optimizer.execute.record import (
     resolve_inputs,
     stage_skill,
 )
+from optimizer.llm import counting_retries
 from optimizer.skill import SKILL_FILE, parse_skill_md
 
 __all__ = ["EXECUTORS", "Executor", "Job", "RunContext", "RunRecord", "SkillInfo", "get_executor",
@@ -68,12 +69,16 @@ class RunContext:
         return text
 
 
-def _systemic(exc: BaseException) -> bool:
+def _model_failed(exc: BaseException) -> bool:
     from optimizer.llm import ModelCallFailed
 
-    # A model call that failed for good is this run's failure; credentials refused, a spend
-    # limit, a budget or bad input stop the whole run (DESIGN §3).
-    return isinstance(exc, OptimizerError) and not isinstance(exc, ModelCallFailed)
+    return isinstance(exc, ModelCallFailed)
+
+
+def _systemic(exc: BaseException) -> bool:
+    # A model call that failed for good leaves this run unscored; credentials refused, a spend
+    # limit, an outage, a budget, bad input or a full disk stop the whole run (DESIGN §3).
+    return is_systemic(exc) and not _model_failed(exc)
 
 
 class Executor(ABC):
@@ -114,15 +119,21 @@ class Executor(ABC):
         started, clock = time.time(), time.monotonic()
         limit = self.settings.execute.timeout_s
         status, error = "ok", None
-        try:
-            error = await asyncio.wait_for(self._run(ctx, transcript, tally), timeout=limit)
-            status = "error" if error else "ok"
-        except TimeoutError:
-            status, error = "timeout", f"the run passed its wall-clock limit (execute.timeout_s = {limit:g} s)"
-        except Exception as exc:
-            if _systemic(exc):
-                raise
-            status, error = "error", ctx.scrub(f"{type(exc).__name__}: {exc}")
+        with counting_retries() as retries:
+            try:
+                error = await asyncio.wait_for(self._run(ctx, transcript, tally), timeout=limit)
+                status = "error" if error else "ok"
+            except TimeoutError:
+                status, error = "timeout", f"the run passed its wall-clock limit (execute.timeout_s = {limit:g} s)"
+                if retries[0]:  # part of that time went to waiting out a failing provider
+                    status, error = "unscored", f"{error} while {retries[0]} model calls were retried"
+            except Exception as exc:
+                if _systemic(exc):
+                    raise
+                # A failure of ours is not a score (DESIGN §7): the run is left unscored.
+                infra = isinstance(exc, InfraFailure) or _model_failed(exc)
+                status = "unscored" if infra else "error"
+                error = ctx.scrub(str(exc) if infra else f"{type(exc).__name__}: {exc}")
         if skill is not None and not tally.skill_invoked:
             transcript.note("Skill not invoked", f"The agent never called Skill for '{skill.name}'.")
         record = finish_run(

@@ -10,6 +10,7 @@ from typing import Any
 
 from optimizer import sandbox
 from optimizer.config import Settings
+from optimizer.errors import InfraFailure
 from optimizer.execute import Executor, RunContext, SkillInfo
 from optimizer.execute.record import Tally, Transcript
 from optimizer.prompting import load_prompt, tag
@@ -81,6 +82,8 @@ async def run_bash(
     if not isinstance(command, str) or not command.strip():
         return "Error: the bash tool needs a non-empty 'command'.", True
     result = await sandbox.run_async(command, work_dir=work_dir, skill_dir=skill_dir, policy=policy)
+    if result.infra:  # the command never ran: the run is unscored, not the agent's failure
+        raise InfraFailure(f"the sandbox could not run a command: {result.error}")
     parts = [p for p in (result.stdout, result.stderr) if p]
     if result.error:
         parts.append(f"Error: the command could not run: {result.error}")
@@ -237,6 +240,22 @@ class AnthropicExecutor(Executor):
             transcript.assistant(blocks, usage=plain(reply.usage))
             messages.append({"role": "assistant", "content": blocks})
             uses = [b for b in blocks if b.get("type") == "tool_use"]
+            if reply.stop_reason == "max_tokens":
+                # Cut off mid-answer: not the agent finishing, and a cut tool call's input is
+                # incomplete, so nothing in this answer is run. The agent is told and goes on.
+                cut = (f"Your answer was cut off at the output limit (execute.max_tokens = "
+                       f"{limits.max_tokens} tokens)")
+                transcript.note("Answer cut at max_tokens", f"{cut}; its tool calls were not run.")
+                tally.truncated += 1
+                if uses:
+                    results = [{"type": "tool_result", "tool_use_id": u["id"], "is_error": True,
+                                "content": f"{cut} before this tool call was complete; nothing was "
+                                           "run. Send it again, in smaller parts."} for u in uses]
+                    transcript.tool_results(results, names={u["id"]: u["name"] for u in uses})
+                    messages.append({"role": "user", "content": results})
+                else:
+                    messages.append({"role": "user", "content": f"{cut}. Continue where you stopped."})
+                continue
             if not uses:
                 return None
             results, names = [], {}

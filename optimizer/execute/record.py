@@ -93,6 +93,7 @@ class Tally:
     tool_calls: Counter[str] = field(default_factory=Counter)
     steps: int = 0
     tool_errors: int = 0
+    truncated: int = 0  # answers cut at max_tokens
     tokens: int = 0
     cost_usd: float = 0.0
     skill_invoked: bool | None = None
@@ -345,6 +346,7 @@ def finish_run(
         "configuration": configuration,
         "run_number": run_number,
         "cost_usd": record.cost_usd,
+        "truncated_answers": tally.truncated,
     }, model=schemas.Metrics)
     write_json(run_dir / COMPLETE_MARKER, {
         "total_tokens": tally.tokens,

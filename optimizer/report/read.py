@@ -89,6 +89,7 @@ class RunData:
     iterations: list[dict] = field(default_factory=list)
     calls: list[dict] = field(default_factory=list)
     history: dict = field(default_factory=dict)
+    unscored: list[dict] = field(default_factory=list)  # runs our infrastructure failed, by key
 
     @property
     def ws(self) -> Workspace:
@@ -173,6 +174,8 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
             iterations=rows(conn, "select number, parent, stage, started_at, finished_at, "
                                   "candidates_json from iterations order by number"),
         )
+        data.unscored = rows(conn, "select key, error from gradings where status = 'unscored' "
+                                   "order by key")
         if with_calls:
             data.calls = rows(conn, "select created_at, cost_usd, scope, role from calls "
                                     "where cost_usd is not null order by created_at, rowid")

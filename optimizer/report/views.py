@@ -87,6 +87,8 @@ def status(run_dir: Path) -> dict:
         "pending": [n["label"] for n in data.nodes if not n["decision"] and n.get("status") != "failed"],
         "failed": {n["label"]: n.get("error") for n in data.nodes if n.get("status") == "failed"},
         "proposals": read.proposals(iterations),
+        "unscored": {"runs": len(data.unscored),
+                     "last": data.unscored[-1] if data.unscored else None},
         "current_best": None if best is None else {
             "version": best["label"], "score": best["score"], "pass_rate": best["pass_rate"]},
         "spent_usd": round(data.ledger.get("spent_usd") or 0.0, 6),
@@ -139,6 +141,11 @@ def print_status(console: Console, info: dict) -> None:
     row("versions", f"{info['versions']}{pending}")
     if info["proposals"]["proposals"]:
         row("proposals", read.proposals_line(info["proposals"]))
+    if info["unscored"]["runs"]:
+        last = info["unscored"]["last"]
+        row("unscored", Text(f"{info['unscored']['runs']} runs our infrastructure failed (left out of "
+                             f"every mean, retried on resume); e.g. {last['key']}: {last['error']}",
+                             style="yellow"))
     for label, error in info["failed"].items():
         row("failed", Text(f"{label}: {error} (the run went on without it)", style="red"))
     best = info.get("current_best")

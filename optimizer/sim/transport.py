@@ -54,10 +54,13 @@ class Simulator:
         position_bias: float = 0.3,
         proposal_quality: float = 0.6,
         batch_delay_s: float = 0.0,
+        fail_role: str = "",
+        fail_match: str = "",
     ) -> None:
         self.seed = seed
         self.latency_ms = latency_ms
         self.fault_rate = fault_rate
+        self.fail_role, self.fail_match = fail_role, fail_match
         self.knobs = world.Knobs(judge_noise, position_bias, proposal_quality)
         self.stats = SimStats()
         self._lock = threading.Lock()
@@ -164,7 +167,7 @@ class Simulator:
             return error_reply(
                 400, "invalid_request_error", f"x-sim-force-error: unknown fault {forced!r}"
             )
-        fault = forced or self._draw_fault(body, role, headers, streaming)
+        fault = forced or self._outage(body, role) or self._draw_fault(body, role, headers, streaming)
         with self._lock:
             self.stats.calls += 1
             self.stats.by_role[role] += 1
@@ -192,6 +195,12 @@ class Simulator:
             {"content-type": "text/event-stream", "cache-control": "no-cache", **request_id},
             events=events,
         )
+
+    def _outage(self, body: dict, role: str) -> str | None:
+        """sim.fail_role + sim.fail_match: those calls fail on every attempt, as in an outage."""
+        if self.fail_role and role == self.fail_role and self.fail_match in canonical(body):
+            return "529"
+        return None
 
     def _draw_fault(
         self, body: dict, role: str, headers: dict[str, str], streaming: bool
