@@ -28,6 +28,7 @@ SCRIPTS = [
     ("scale.py", [], "lineage, status and report on 200 versions x 50 evals x 3 runs"),
     ("selection.py", [], "false promotions and power of the promotion rule"),
     ("llm_overhead.py", ["--calls", "1000"], "what the model client adds to a call"),
+    ("twins.py", [], "twin runs through sim-server: same requests and lineage; kill -9 repays nothing"),
 ]
 
 
