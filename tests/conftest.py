@@ -48,3 +48,19 @@ async def client(settings, store, sim) -> ModelClient:
 def log_capture():
     with structlog.testing.capture_logs() as captured:
         yield captured
+
+
+@pytest.fixture
+def cli():
+    """`optimizer ARGS…` in-process (typer's CliRunner): the exit code and what it printed. The
+    run's log sinks it configured are closed afterwards, so no later test writes to them."""
+    from typer.testing import CliRunner
+
+    from optimizer import logs
+    from optimizer.cli import app
+
+    def invoke(*args: str):
+        return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+    yield invoke
+    logs.reset()

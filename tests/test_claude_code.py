@@ -17,6 +17,7 @@ from optimizer.evals import load_evals
 from optimizer.execute import claude_code, get_executor, run_one
 from optimizer.execute.claude_code import find_claude
 from optimizer.sim import Simulator, serve
+from optimizer.sim.text import system_text
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "csv-report"
@@ -119,6 +120,53 @@ async def test_run_one_starts_a_simulator_for_the_cli(tmp_path: Path) -> None:
                            without_skill=False, executor="claude-code", out_dir=tmp_path)
     assert record.status == "ok", record.error
     assert record.run_dir == tmp_path / "with_skill" / "run-1"
+
+
+class Recording(Simulator):
+    """The real simulator, keeping every request body the CLI sent."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=0)
+        self.bodies: list[dict] = []
+
+    def respond(self, body, headers):  # type: ignore[no-untyped-def]
+        self.bodies.append(body)
+        return super().respond(body, headers)
+
+
+@needs_cli
+async def test_a_relative_run_folder_keeps_the_outputs(tmp_path: Path, monkeypatch) -> None:
+    # The CLI starts in the work folder: a relative path in its prompt pointed the agent at a
+    # nested copy of the run folder, thrown away with every file it wrote.
+    monkeypatch.chdir(tmp_path)
+    sim = Recording()
+    server, port = serve(sim, "127.0.0.1", 0)
+    try:
+        record = await run(settings_with(), f"http://127.0.0.1:{port}",
+                           Path("runs/demo/with_skill/run-1"), with_skill=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert record.status == "ok", record.error
+    assert record.files_created == ["report.md"]
+    assert (tmp_path / "runs/demo/with_skill/run-1/outputs/report.md").is_file()
+    assert not list(tmp_path.glob("runs/demo/with_skill/run-1/**/runs"))
+    # Our part of the request (the appended system prompt) names no host folder; the CLI's own
+    # environment block does, as it always has.
+    assert sim.bodies
+    for body in sim.bodies:
+        ours = system_text(body)
+        assert "runs/demo" not in ours and str(tmp_path) not in ours
+
+
+@needs_cli
+def test_execute_command_with_a_relative_out_folder(tmp_path: Path, monkeypatch, cli) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = cli("execute", EXAMPLE, "--eval", "1", "--executor", "claude-code",
+                 "--provider", "sim", "--out", "runs/cc")
+    assert result.exit_code == 0, result.output
+    assert "ok: runs/cc/with_skill/run-1" in result.stdout
+    assert (tmp_path / "runs/cc/with_skill/run-1/outputs/report.md").is_file()
 
 
 class Prying(Simulator):

@@ -142,6 +142,28 @@ async def test_requests_do_not_depend_on_where_the_run_folder_is(tmp_path: Path)
     assert seen[0] == seen[1]
 
 
+async def test_a_relative_run_folder_works_as_an_absolute_one(tmp_path: Path, monkeypatch) -> None:
+    # runs/… relative to the current folder is the default (and `make demo`): the outputs stay,
+    # and the model is asked exactly what it is asked for an absolute folder elsewhere.
+    monkeypatch.chdir(tmp_path)
+    seen = []
+    for run_dir in (Path("runs/rel/run-1"), tmp_path / "elsewhere/deeper/run-1"):
+        sim = RecordingSim(seed=3)
+        store = Store(tmp_path / f"{run_dir.parent.name}.db")
+        client = make_client(settings_with(), store, simulator=sim, sleep=no_wait)
+        record = await execute(get_executor("anthropic", settings_with(), client=client), run_dir,
+                               with_skill=True, sample=2)
+        await client.aclose()
+        store.close()
+        assert record.status == "ok", record.error
+        assert record.files_created == ["report.md"]
+        assert_complete(tmp_path / run_dir)
+        seen.append((sim.bodies, (tmp_path / run_dir / "outputs/report.md").read_text()))
+    assert seen[0] == seen[1]
+    bodies = "\n".join(seen[0][0])
+    assert "runs/rel" not in bodies and str(tmp_path) not in bodies
+
+
 async def test_a_refused_model_call_leaves_the_run_unscored_with_a_complete_folder(tmp_path: Path, store) -> None:
     """A model call that failed for good is a failure of ours, not the skill's (DESIGN §7)."""
     client = make_client(settings_with(), store, simulator=RefusingSim(seed=0), sleep=no_wait)

@@ -109,11 +109,14 @@ class Executor(ABC):
         skill = load_skill_info(skill_dir, skill_name) if skill_dir is not None else None
         self.check()
         configuration = "with_skill" if skill is not None else "without_skill"
-        work = prepare_work(run_dir, inputs)
+        # Absolute once, here, for every executor: a relative path means something else to a
+        # process started in the work folder (the Claude Code CLI) and to the sandbox's binds.
+        where = run_dir.absolute()
+        work = prepare_work(where, inputs)
         if skill is not None:
-            skill = replace(skill, dir=stage_skill(skill.dir, run_dir))
+            skill = replace(skill, dir=stage_skill(skill.dir, where))
         names = [name for _, name in inputs]
-        ctx = RunContext(eval, work, run_dir, skill, names, run_number, sample)
+        ctx = RunContext(eval, work, where, skill, names, run_number, sample)
         transcript = Transcript(eval.prompt, names)
         tally = Tally(skill_invoked=False if skill is not None else None)
         started, clock = time.time(), time.monotonic()

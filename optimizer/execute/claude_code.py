@@ -75,10 +75,11 @@ def cli_env(*, home: Path, base_url: str | None, api_key: str, sample: int) -> d
 def cli_args(binary: Path, ctx: RunContext, *, model: str, max_turns: int) -> list[str]:
     tools = ",".join((*FILE_TOOLS, *EXTRA_TOOLS, *(("Skill",) if ctx.skill is not None else ())))
     listed = ", ".join(ctx.inputs) or "none"
-    # "Working directory: X" is also where the simulator looks for the folder to write into.
-    note = (f"Working directory: {ctx.work}\nThe task's input files are in the working "
-            f"directory: {listed}. Save every file you produce under {ctx.work}/outputs/; only "
-            "files there are kept and reviewed.")
+    # No host path here (DESIGN §12): the CLI already tells the model its working directory,
+    # and a path of ours would be one more that differs with where the run folder is.
+    note = ("The task's input files are in your working directory, at these relative paths: "
+            f"{listed}. Save every file you produce in the outputs/ folder of your working "
+            "directory; only files there are kept and reviewed.")
     args = [
         # The prompt goes in on stdin, so a prompt that starts with "-" is never read as a flag.
         str(binary), "-p", "--output-format", "stream-json", "--verbose",

@@ -259,7 +259,10 @@ def _executor(body: dict, rng: random.Random, uid: str) -> tuple[list, str]:
             return [_tool_use(uid, 0, skill_tool["name"], {"skill": best.name})], "tool_use"
     instructions = skill_instructions(body, skill_calls[0]) if skill_calls else []
     content = compose_output(task, instructions, rng)
-    cwd = re.search(r"[Ww]orking directory:\s*(\S+)", system_text(body))
+    # The Claude Code CLI names its folder in its environment block (in the system prompt or,
+    # in 2.1, the first user message); our own executor's prompt names none, so /workspace.
+    cwd = re.search(r"[Ww]orking directory:\s*(/\S+)",
+                    system_text(body) + "\n" + first_user_text(body))
     path = f"{(cwd.group(1) if cwd else '/workspace').rstrip('/')}/{relative}"
     call = _write_call(body, path, content, uid)
     if call is None:
