@@ -104,7 +104,7 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
     preview.announce(console, ws, preview.for_workspace(ws, settings), keep=False)
     if detach:
         return _spawn(ws, console)
-    return _foreground(ws, settings, console)
+    return _foreground(ws, settings, console, resumed=True)
 
 
 def _started(ws: Workspace) -> bool:
@@ -268,7 +268,8 @@ def _spawn(ws: Workspace, console: Console) -> int:
     return 0
 
 
-def _foreground(ws: Workspace, settings: config.Settings, console: Console) -> int:
+def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
+                resumed: bool = False) -> int:
     from . import llm, loop
     from .stops import SignalFlag
 
@@ -284,6 +285,8 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console) -> i
             if (store.run_row() or {}).get("id", ws.root.name) != ws.root.name:
                 with store.atomic():
                     store.db.execute("update runs set id = ?", [ws.root.name])
+            if resumed:
+                record_resume(store, settings)
             client = llm.make_client(settings, store, budget_usd=settings.budget.usd)
             asyncio.run(loop.optimize(ws, store, client, settings, flag=flag, console=console))
         except WorkFailed as exc:
@@ -295,6 +298,35 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console) -> i
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             store.close()
     return 0  # the reporter printed how the run stopped, and its current best
+
+
+def record_resume(store: Store, settings: config.Settings) -> None:
+    """This resume's effective settings become the run's current ones, with the keys that changed
+    since the last start or resume. Recorded by the process that runs the loop (with the lock
+    held), so a detached resume is one row; the first start of a detached `run` (its row still
+    "created") is no resume unless something changed."""
+    row = store.run_row() or {}
+    before = _flatten(json.loads(row.get("settings_json") or "{}"))
+    after = _flatten(settings.model_dump(mode="json"))
+    changed = {key: [before.get(key), value] for key, value in sorted(after.items())
+               if before.get(key) != value}
+    if row.get("status") == "created" and not changed:
+        return
+    with store.atomic():
+        store.db["resumes"].insert({"at": now(), "settings_json": settings.model_dump_json(),
+                                    "changed_json": json.dumps(changed)})
+        store.db["runs"].update(row["id"], {"settings_json": settings.model_dump_json()})
+    log.info("run.resumed", changed=changed)
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    flat: dict = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def request_stop(run_dir: Path) -> str:

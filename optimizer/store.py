@@ -229,3 +229,13 @@ def m005_version_errors(db: sqlite_utils.Database) -> None:
     db["versions"].add_column("error", str)
     # Why a run is unscored (DESIGN §7): its cause, shown in status and benchmark.json.
     db["gradings"].add_column("error", str)
+
+
+@migrations()
+def m006_resumes(db: sqlite_utils.Database) -> None:
+    # Each resume's effective settings and the keys it changed ({key: [before, after]}); the run's
+    # settings_json is kept equal to the latest, so status shows the limits in force, not the
+    # ones the run was started with.
+    db["resumes"].create(
+        {"id": int, "at": str, "settings_json": str, "changed_json": str}, pk="id"
+    )

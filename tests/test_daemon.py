@@ -167,6 +167,27 @@ def test_resume_after_a_finished_run_pays_nothing_again(reference, tmp_path):
     assert lineage_of(run_dir) == lineage_of(reference)
 
 
+def test_status_after_a_resume_shows_the_settings_in_force(tmp_path, cli):
+    run_dir = tmp_path / "run"
+    done = cli("run", EXAMPLE, "--provider", "sim", "--max-iterations", "1", "--run-dir", run_dir)
+    assert done.exit_code == 0, done.output
+    before = json.loads(cli("status", run_dir, "--json").stdout)
+    assert before["max_iterations"] == 1 and before["resumes"] == 0 and not before["last_resumed"]
+    resumed = cli("resume", run_dir, "--max-iterations", "2")
+    assert resumed.exit_code == 0, resumed.output
+    info = json.loads(cli("status", run_dir, "--json").stdout)
+    assert info["max_iterations"] == 2 and info["iterations_done"] == 2
+    assert info["resumes"] == 1
+    assert info["last_resumed"]["changed"] == {"loop.max_iterations": [1, 2]}
+    text = cli("status", run_dir).stdout
+    assert "2 done of 2" in text and "loop.max_iterations 1 → 2" in text
+    # A resume that changes nothing is recorded too, and says so.
+    assert cli("resume", run_dir).exit_code == 0
+    again = json.loads(cli("status", run_dir, "--json").stdout)
+    assert again["resumes"] == 2 and again["last_resumed"]["changed"] == {}
+    assert again["max_iterations"] == 2 and "2 times" in cli("status", run_dir).stdout
+
+
 def test_a_budget_stop_never_overspends(tmp_path):
     run_dir = tmp_path / "run"
     out = cli(*RUN, "--run-dir", str(run_dir), "--budget-usd", "1.5", "--max-iterations", "5")

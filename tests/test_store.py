@@ -18,6 +18,7 @@ def test_migrations_on_a_blank_database_create_the_columns(tmp_path):
     assert {"hash", "role", "model", "sample", "input_tokens", "output_tokens", "cache_write_tokens",
             "cache_read_tokens", "cost_usd", "latency_ms", "outcome"} <= cols["calls"]
     assert {"key", "version", "eval_id", "configuration", "run_number", "status"} <= cols["eval_runs"]
+    assert {"id", "at", "settings_json", "changed_json"} <= cols["resumes"]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     applied = [r["name"] for r in store.db["_sqlite_migrations"].rows]
     store.close()

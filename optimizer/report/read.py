@@ -87,6 +87,7 @@ class RunData:
     simulated: bool = False
     ledger: dict = field(default_factory=dict)
     iterations: list[dict] = field(default_factory=list)
+    resumes: list[dict] = field(default_factory=list)  # oldest first; `changed` per key
     calls: list[dict] = field(default_factory=list)
     history: dict = field(default_factory=dict)
     unscored: list[dict] = field(default_factory=list)  # runs our infrastructure failed, by key
@@ -173,6 +174,8 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
                     "cache_hits": hits[0]["n"], "saved_usd": hits[0]["saved"]},
             iterations=rows(conn, "select number, parent, stage, started_at, finished_at, "
                                   "candidates_json from iterations order by number"),
+            resumes=[{"at": r["at"], "changed": parse_json(r["changed_json"]) or {}}
+                     for r in rows(conn, "select at, changed_json from resumes order by id")],
         )
         data.unscored = rows(conn, "select key, error from gradings where status = 'unscored' "
                                    "order by key")

@@ -99,6 +99,8 @@ def status(run_dir: Path) -> dict:
         "last_error": run.get("last_error"), "stop_reason": run.get("stop_reason"),
         "test": read.parse_json(run.get("test_json")),
         "settings": read.provenance(ws.run_toml),
+        "resumes": len(data.resumes),
+        "last_resumed": data.resumes[-1] if data.resumes else None,
     }
 
 
@@ -159,6 +161,8 @@ def print_status(console: Console, info: dict) -> None:
     if info.get("deadline"):
         left = info.get("seconds_left")
         row("deadline", f"{info['deadline']} ({'passed' if left is not None and left <= 0 else duration(left) + ' left'})")
+    if info.get("last_resumed"):
+        row("resumed", _resumed_line(info))
     if info.get("stop_reason"):
         row("stopped", info["stop_reason"])
     if info.get("last_error"):
@@ -175,6 +179,14 @@ def print_status(console: Console, info: dict) -> None:
             table.add_row(Text(s["key"]), Text(repr(s["value"]) if isinstance(s["value"], str) else str(s["value"])),
                           Text(s["source"]))
         _show(console, table)
+
+
+def _resumed_line(info: dict) -> str:
+    last = info["last_resumed"]
+    times = f"{info['resumes']} times, last " if info["resumes"] > 1 else ""
+    changed = last.get("changed") or {}
+    what = ", ".join(f"{key} {before!r} → {after!r}" for key, (before, after) in changed.items())
+    return f"{times}at {last['at']}: " + (f"changed {what}" if what else "no setting changed")
 
 
 def _test_line(test: dict) -> Text:
