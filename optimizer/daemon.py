@@ -21,7 +21,7 @@ from pathlib import Path
 import structlog
 from rich.console import Console
 
-from . import config, evals, logs, preview, trigger
+from . import config, evals, logs, preview, prompting, trigger
 from . import skill as skills
 from .errors import BadInput, WorkFailed
 from .files import Workspace, write_text
@@ -42,6 +42,7 @@ def start(
 ) -> int:
     """`optimizer run`: check everything first (nothing is written on bad input), then create
     the workspace and run the loop here or in the background."""
+    prompting.check_installed()
     skill = skills.load_skill(skill_dir)
     # A description run is scored by trigger evals ({query, should_trigger}), not evals.json.
     evalset = (trigger.load(skill_dir, evals_path) if target == "description"
@@ -77,6 +78,7 @@ def start(
 
 
 def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, console: Console) -> int:
+    prompting.check_installed()
     ws = Workspace(run_dir)
     if not ws.state_db.exists() or not ws.run_toml.exists():
         raise BadInput(f"{run_dir}: not a run folder (no state.db and run.toml); start one with "

@@ -9,9 +9,13 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from .errors import BadInput
+from .errors import WorkFailed
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+_HERE = Path(__file__).resolve().parent
+# A source checkout (and an editable install of one) reads the repository's prompts/ in place; an
+# installed wheel holds the same files as package data, optimizer/prompts (see pyproject.toml).
+PROMPTS_DIR = (_HERE.parent / "prompts" if (_HERE.parent / "pyproject.toml").is_file()
+               else _HERE / "prompts")
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")
 
 
@@ -33,13 +37,24 @@ class Template:
 
 
 @cache
-def load_prompt(name: str, directory: Path = PROMPTS_DIR) -> Template:
+def load_prompt(name: str, directory: Path | None = None) -> Template:
     """Load prompts/<name>.md; its `{{placeholder}}` names are checked on every render."""
-    path = directory / f"{name}.md"
+    path = (directory or PROMPTS_DIR) / f"{name}.md"
     if not path.is_file():
-        raise BadInput(f"{path}: prompt template is missing; restore it from the repository.")
+        # The templates ship with the package: a missing one is a broken install, not bad input.
+        raise WorkFailed(f"{path}: the prompt template is missing, so this installation of "
+                         "skill-optimizer is incomplete; reinstall the package (from a source "
+                         "checkout: pip install --force-reinstall .).")
     text = path.read_text(encoding="utf-8")
     return Template(name, text, frozenset(_PLACEHOLDER.findall(text)))
+
+
+def check_installed() -> None:
+    """Load every role's template: a broken install stops a run before it starts any work."""
+    from .config import ROLES
+
+    for role in ROLES:
+        load_prompt(role)
 
 
 def tag(name: str, content: str, /, **attrs: object) -> str:

@@ -1,5 +1,6 @@
 """Settings precedence, provenance, and the one-sentence errors for unknown keys and bad types."""
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,10 @@ def test_repository_config_toml_documents_every_default():
     for dotted in config.known_keys():
         section, key = dotted.split(".")
         assert f"[{section}]" in text and f"\n{key} = " in text, f"{dotted} is not documented"
+    # An installed package reads no config.toml unless one is in the working directory: its
+    # built-in defaults must be exactly this file's values (the README says so), prices included.
+    prices = tomllib.loads(text)["prices"]
+    assert prices == {name: p.model_dump() for name, p in config.DEFAULT_PRICES.items()}
 
 
 def test_precedence_defaults_toml_evalconfig_env_set_flags(tmp_path):
