@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from optimizer import daemon
 from optimizer.artifacts import check_artifact
+from optimizer.config import Settings
+from optimizer.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"
@@ -186,6 +189,19 @@ def test_status_after_a_resume_shows_the_settings_in_force(tmp_path, cli):
     again = json.loads(cli("status", run_dir, "--json").stdout)
     assert again["resumes"] == 2 and again["last_resumed"]["changed"] == {}
     assert again["max_iterations"] == 2 and "2 times" in cli("status", run_dir).stdout
+
+
+def test_the_first_start_of_a_detached_run_is_no_resume(tmp_path):
+    # `run --detach` starts its loop through `resume` in the child: that is the run's start.
+    store = Store(tmp_path / "state.db")
+    settings = Settings()
+    store.db["runs"].insert({"id": "r", "status": "created", "settings_json": settings.model_dump_json()})
+    daemon.record_resume(store, settings)
+    assert store.db["resumes"].count == 0
+    store.db["runs"].update("r", {"status": "stopped"})
+    daemon.record_resume(store, settings)
+    assert store.db["resumes"].count == 1
+    store.close()
 
 
 def test_a_budget_stop_never_overspends(tmp_path):
