@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from optimizer import preview
+from optimizer.search import estimate as preview
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"

@@ -15,9 +15,9 @@ import httpx2
 
 from optimizer import logs
 from optimizer.config import Settings
-from optimizer.llm import make_client
+from optimizer.model.client import make_client
 from optimizer.sim import Simulator
-from optimizer.store import Store
+from optimizer.store.db import Store
 
 PROMPT = "Summarise the attached notes in three bullet points.\n" + "Notes: the build is green. " * 40
 

@@ -16,13 +16,13 @@ import time
 from pathlib import Path
 
 from optimizer import logs
-from optimizer import skill as skills
 from optimizer.config import Settings
-from optimizer.evals import load_evals
 from optimizer.execute import Job, get_executor, run_pool
-from optimizer.llm import make_client, scope
+from optimizer.inputs import skill as skills
+from optimizer.inputs.evals import load_evals
+from optimizer.model.client import make_client, scope
 from optimizer.sim import Simulator
-from optimizer.store import Store
+from optimizer.store.db import Store
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "csv-report"
 

@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from optimizer import select as select_module  # noqa: E402
-from optimizer.config import Selection  # noqa: E402
-from optimizer.select import ComparisonTally, decide  # noqa: E402
+from optimizer.config import Selection
+from optimizer.search import select as select_module
+from optimizer.search.select import ComparisonTally, decide
 
 DELTAS = (-0.05, 0.0, 0.05, 0.10, 0.20)
 EVAL_COUNTS = (5, 10, 20)

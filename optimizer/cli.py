@@ -15,8 +15,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from . import config
-from .errors import BadInput, OptimizerError
+from optimizer import config
+from optimizer.errors import BadInput, OptimizerError
 
 app = typer.Typer(
     add_completion=False,
@@ -93,7 +93,7 @@ def validate(
     set_: SetOpt = None,
 ) -> None:
     """Check a skill folder and its evals (any dialect) and print a summary."""
-    from . import validate as validation
+    from optimizer.inputs import validate as validation
 
     loaded = load_settings(config_path, set_)
     summary = validation.run(_require_dir(skill_dir, "skill"), evals, loaded.settings)
@@ -108,7 +108,7 @@ def check_artifact(
     strict: Annotated[bool, typer.Option(help="Require the full form the viewer reads.")] = False,
 ) -> None:
     """Validate any seed JSON file (grading, benchmark, history, ...) against its schema."""
-    from . import artifacts
+    from optimizer.inputs import artifacts
 
     report = artifacts.check_artifact(file, kind, strict)
     if report.ok:
@@ -128,8 +128,8 @@ def sim_server(
     set_: SetOpt = None,
 ) -> None:
     """Serve the offline simulator of the Messages API on loopback (for the Claude Code CLI)."""
-    from .sim import Simulator
-    from .sim.server import run_server
+    from optimizer.sim import Simulator
+    from optimizer.sim.server import run_server
 
     sim = load_settings(config_path, set_).settings.sim
     run_server(Simulator(**sim.model_dump()), port=port)
@@ -148,8 +148,8 @@ def execute(
     set_: SetOpt = None,
 ) -> None:
     """Run one eval once, by hand, to debug a skill or an eval."""
-    from .execute import run_one
-    from .session import open_session
+    from optimizer.execute import run_one
+    from optimizer.model.session import open_session
 
     loaded = load_settings(config_path, set_, flags={"llm.provider": provider, "execute.executor": executor})
     target = out_dir or Path("runs") / "execute" / f"eval-{eval_id}"
@@ -173,15 +173,15 @@ def benchmark(
     set_: SetOpt = None,
 ) -> None:
     """One-shot benchmark: every eval with and without the skill, graded and aggregated."""
-    from .benchmark import run_benchmark
-    from .evals import load_evals
-    from .progress import bar
-    from .session import open_session
+    from optimizer.grade.benchmark import run_benchmark
+    from optimizer.inputs.evals import load_evals
+    from optimizer.model.session import open_session
+    from optimizer.report.progress import bar
 
     evalset = load_evals(_require_dir(skill_dir, "skill"), evals)
     loaded = load_settings(config_path, set_, eval_config=evalset.eval_config,
                            flags={"llm.provider": provider, "evals.runs_per_eval": runs})
-    from .store import now
+    from optimizer.store.db import now
 
     folder = out_dir or Path("runs") / "benchmarks" / now().replace(":", "").replace("-", "")
     with open_session(loaded.settings, folder) as session, bar(out, "benchmark") as progress:
@@ -215,7 +215,7 @@ def run(
     set_: SetOpt = None,
 ) -> None:
     """Start an overnight improvement run."""
-    from . import daemon
+    from optimizer import daemon
 
     if target not in ("body", "description"):
         raise BadInput(f"--target {target!r}: use body or description.")
@@ -242,7 +242,7 @@ def resume(
     set_: SetOpt = None,
 ) -> None:
     """Continue a run from its current best after a stop, a crash or a deadline."""
-    from . import daemon
+    from optimizer import daemon
 
     flags = {"loop.max_iterations": max_iterations, "budget.usd": budget_usd,
              "budget.deadline": deadline}
@@ -257,7 +257,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Is the run alive, where is it, what has it spent, which version is best."""
-    from .report import views
+    from optimizer.report import views
 
     info = views.status(_require_dir(run_dir, "run"))
     if as_json:
@@ -270,7 +270,7 @@ def status(
 @handled
 def stop(run_dir: RunDirArg) -> None:
     """Ask a running daemon to finish its current unit of work and stop."""
-    from . import daemon
+    from optimizer import daemon
 
     out.print(daemon.request_stop(_require_dir(run_dir, "run")))
 
@@ -282,7 +282,7 @@ def lineage(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """The version tree with scores, intervals, decisions and costs."""
-    from .report import views
+    from optimizer.report import views
 
     tree = views.lineage(_require_dir(run_dir, "run"))
     if as_json:
@@ -295,7 +295,7 @@ def lineage(
 @handled
 def show(run_dir: RunDirArg, version: Annotated[str, typer.Argument(help="e.g. v2")]) -> None:
     """One version: its change, benchmark, selection numbers and failing expectations."""
-    from .report import views
+    from optimizer.report import views
 
     views.print_version(out, _require_dir(run_dir, "run"), version)
 
@@ -308,7 +308,7 @@ def diff(
     version_b: Annotated[str, typer.Argument(help="e.g. v3")],
 ) -> None:
     """The file diff of two versions and their per-eval score differences."""
-    from .report import views
+    from optimizer.report import views
 
     views.print_diff(out, _require_dir(run_dir, "run"), version_a, version_b)
 
@@ -320,7 +320,7 @@ def report(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="HTML file to write.")] = None,
 ) -> None:
     """Write one self-contained HTML report of the run."""
-    from .report import html
+    from optimizer.report import html
 
     path = html.write_report(_require_dir(run_dir, "run"), output)
     out.print(f"written: {path}")
@@ -333,7 +333,7 @@ def review(
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8700,
 ) -> None:
     """Serve the report on loopback with a feedback box per run (saved to feedback.json)."""
-    from .report import server
+    from optimizer.report import server
 
     server.serve(_require_dir(run_dir, "run"), port=port, console=out)
 
@@ -347,7 +347,7 @@ def export(
     force: Annotated[bool, typer.Option(help="Overwrite a non-empty folder.")] = False,
 ) -> None:
     """Copy a version's skill folder out of the run."""
-    from . import daemon
+    from optimizer import daemon
 
     out.print(daemon.export(_require_dir(run_dir, "run"), version, to, force=force))
 

@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import BadInput
+from optimizer.errors import BadInput
 
 ROLES = ("executor", "grader", "comparator", "analyzer", "proposer", "trigger")
 

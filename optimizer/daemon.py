@@ -21,12 +21,16 @@ from pathlib import Path
 import structlog
 from rich.console import Console
 
-from . import config, evals, logs, preview, prompting, trigger
-from . import skill as skills
-from .errors import BadInput, WorkFailed
-from .files import Workspace, write_text
-from .stops import parse_deadline
-from .store import Store, now
+from optimizer import config, logs
+from optimizer.errors import BadInput, WorkFailed
+from optimizer.inputs import evals
+from optimizer.inputs import skill as skills
+from optimizer.inputs import triggers as trigger
+from optimizer.model import prompts as prompting
+from optimizer.search import estimate as preview
+from optimizer.search.stops import parse_deadline
+from optimizer.store.db import Store, now
+from optimizer.store.files import Workspace, write_text
 
 log = structlog.get_logger()
 
@@ -272,8 +276,9 @@ def _spawn(ws: Workspace, console: Console) -> int:
 
 def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
                 resumed: bool = False) -> int:
-    from . import llm, loop
-    from .stops import SignalFlag
+    from optimizer.model import client as llm
+    from optimizer.search import engine as loop
+    from optimizer.search.stops import SignalFlag
 
     with lock(ws):
         _remove_stale_temp_files(ws)

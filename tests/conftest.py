@@ -9,8 +9,8 @@ import pytest
 import structlog
 
 from optimizer.config import Settings
-from optimizer.llm import ModelClient, make_client
-from optimizer.store import Store
+from optimizer.model.client import ModelClient, make_client
+from optimizer.store.db import Store
 
 
 async def no_wait(_seconds: float) -> None:

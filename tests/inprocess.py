@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx2
 from typer.testing import CliRunner
 
-from optimizer import llm
 from optimizer.cli import app
+from optimizer.model import client as llm
 from optimizer.sim import Simulator
 
 ROOT = Path(__file__).resolve().parent.parent

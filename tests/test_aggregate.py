@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import pytest
 
 from optimizer import schemas as s
-from optimizer import scoring
-from optimizer.aggregate import aggregate, analyst_notes, delta_string, render_markdown
 from optimizer.config import Scoring
-from optimizer.evals import Eval
-from optimizer.judge import GradeOutcome
+from optimizer.grade import scoring
+from optimizer.grade.aggregate import aggregate, analyst_notes, delta_string, render_markdown
+from optimizer.grade.judge import GradeOutcome
+from optimizer.inputs.evals import Eval
 
 DIM = s.RubricDimension(id="Q1", name="clarity", description="Clear", weight=1.0)
 E1 = Eval(id=1, name="One", prompt="p1", expectations=["A", "B"])

@@ -3,12 +3,12 @@ import json
 
 import pytest
 
-from optimizer.analyze import analyze
-from optimizer.files import read_json
-from optimizer.llm import StructuredAnswerError, make_client
+from optimizer.model.client import StructuredAnswerError, make_client
 from optimizer.schemas import Analysis
-from optimizer.select import ComparisonTally
+from optimizer.search.analyze import analyze
+from optimizer.search.select import ComparisonTally
 from optimizer.sim import Simulator
+from optimizer.store.files import read_json
 
 WINNER_MD = """---
 name: revenue-report

@@ -7,14 +7,14 @@ import pytest
 from pydantic import ValidationError
 
 from optimizer import schemas as s
-from optimizer.artifacts import (
+from optimizer.errors import BadInput
+from optimizer.inputs.artifacts import (
     KINDS,
     check_artifact,
     kind_from_name,
     render_report,
     validate_for_write,
 )
-from optimizer.errors import BadInput
 
 SEEDS = Path(__file__).parent / "fixtures" / "seeds"
 

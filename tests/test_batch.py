@@ -12,19 +12,19 @@ import anthropic
 import httpx2
 import pytest
 
-from optimizer import batch as batching
-from optimizer import preview
-from optimizer import skill as skills
 from optimizer.config import Settings
-from optimizer.evals import load_evals
-from optimizer.evaluate import Evaluator
 from optimizer.execute import get_executor
-from optimizer.files import Workspace
-from optimizer.llm import make_client
-from optimizer.prompting import load_prompt
+from optimizer.grade.unit import Evaluator
+from optimizer.inputs import skill as skills
+from optimizer.inputs.evals import load_evals
+from optimizer.model import batch as batching
+from optimizer.model.client import make_client
+from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Comparison
+from optimizer.search import estimate as preview
 from optimizer.sim import Simulator
-from optimizer.store import Store
+from optimizer.store.db import Store
+from optimizer.store.files import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"
@@ -172,7 +172,7 @@ async def test_a_server_without_batches_turns_batch_mode_off(settings, store, lo
                 "type": "not_found_error", "message": "Not found"}})
         return await inner.handle_async_request(request)
 
-    from optimizer.llm import ModelClient
+    from optimizer.model.client import ModelClient
 
     sdk = anthropic.AsyncAnthropic(api_key="k", base_url="http://sim.invalid", max_retries=0,
                                    http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))

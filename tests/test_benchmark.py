@@ -10,10 +10,10 @@ import httpx2
 import pytest
 
 from optimizer import schemas as s
-from optimizer.artifacts import check_artifact
-from optimizer.benchmark import run_benchmark
 from optimizer.config import Settings
-from optimizer.llm import make_client
+from optimizer.grade.benchmark import run_benchmark
+from optimizer.inputs.artifacts import check_artifact
+from optimizer.model.client import make_client
 from optimizer.sim import Simulator
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "csv-report"

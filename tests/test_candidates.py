@@ -10,8 +10,8 @@ import sqlite3
 import pytest
 from inprocess import EXAMPLE, Recording, cli
 
-from optimizer import skill as skills
-from optimizer.propose import ProposalAnswer, Rejected, apply_edits, reason_of, replace_once
+from optimizer.inputs import skill as skills
+from optimizer.search.propose import ProposalAnswer, Rejected, apply_edits, reason_of, replace_once
 
 SKILL_MD = EXAMPLE / "SKILL.md"
 

@@ -13,9 +13,9 @@ import pytest
 from optimizer import schemas as s
 from optimizer.config import Settings
 from optimizer.errors import BadInput
-from optimizer.evals import load_evals
 from optimizer.execute import claude_code, get_executor, run_one
 from optimizer.execute.claude_code import find_claude
+from optimizer.inputs.evals import load_evals
 from optimizer.sim import Simulator, serve
 from optimizer.sim.text import system_text
 

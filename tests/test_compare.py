@@ -4,15 +4,15 @@ import random
 
 import pytest
 
-from optimizer.compare import blind, compare_versions
 from optimizer.config import Selection
-from optimizer.evals import Eval
-from optimizer.files import read_json
-from optimizer.llm import StructuredAnswerError, make_client
+from optimizer.inputs.evals import Eval
+from optimizer.model.client import StructuredAnswerError, make_client
 from optimizer.schemas import Comparison
-from optimizer.select import decide
+from optimizer.search.compare import blind, compare_versions
+from optimizer.search.select import decide
 from optimizer.sim import Simulator
-from optimizer.store import Store
+from optimizer.store.db import Store
+from optimizer.store.files import read_json
 
 EVALS = [
     Eval(id=1, name="revenue", prompt="Summarise the quarterly revenue report into summary.md.",

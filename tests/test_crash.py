@@ -15,7 +15,7 @@ import pytest
 from test_daemon import EXAMPLE, RUN, cli, completed_hashes, finished, start, wait_for
 from test_faults import full_lineage, json_files, reference_run
 
-from optimizer.artifacts import check_artifact
+from optimizer.inputs.artifacts import check_artifact
 
 KILLS = 20
 
@@ -100,7 +100,7 @@ def test_twenty_kills_then_resume_end_with_the_uninterrupted_lineage(reference, 
 
 @pytest.mark.parametrize("left", ["before state.db", "state.db without its row"])
 def test_a_run_killed_while_creating_its_folder_starts_again_with_the_same_command(tmp_path, left):
-    from optimizer.store import Store
+    from optimizer.store.db import Store
 
     run_dir = tmp_path / "run"
     command = (*RUN[:-1], "0", "--run-dir", str(run_dir), "--set", "evals.runs_per_eval=1")
@@ -128,10 +128,10 @@ def test_a_version_registered_just_before_a_kill_is_the_same_version_after_resum
     outcome in its iteration: the resumed proposal is that version, not a duplicate of it."""
     from types import SimpleNamespace
 
-    from optimizer.files import Workspace
-    from optimizer.loop import _register
-    from optimizer.propose import Candidate
-    from optimizer.store import Store
+    from optimizer.search.engine import _register
+    from optimizer.search.propose import Candidate
+    from optimizer.store.db import Store
+    from optimizer.store.files import Workspace
 
     ws = Workspace(tmp_path / "run")
     shutil.copytree(EXAMPLE, ws.skill("v0"), ignore=shutil.ignore_patterns("evals"))

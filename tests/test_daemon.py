@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from optimizer import daemon
-from optimizer.artifacts import check_artifact
 from optimizer.config import Settings
-from optimizer.store import Store
+from optimizer.inputs.artifacts import check_artifact
+from optimizer.store.db import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from optimizer import trigger
-from optimizer.artifacts import check_artifact
 from optimizer.config import Selection
-from optimizer.describe import decide
-from optimizer.skill import set_description
+from optimizer.inputs import triggers as trigger
+from optimizer.inputs.artifacts import check_artifact
+from optimizer.inputs.skill import set_description
+from optimizer.search.description import decide
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"

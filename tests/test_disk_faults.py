@@ -14,7 +14,7 @@ import pytest
 from test_daemon import ROOT, RUN, cli, finished, stage, start, wait_for
 from test_faults import full_lineage, reference_run
 
-from optimizer.artifacts import check_artifact
+from optimizer.inputs.artifacts import check_artifact
 
 
 def _can_mount() -> str | None:

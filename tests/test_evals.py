@@ -10,7 +10,7 @@ import pytest
 
 from optimizer.config import load
 from optimizer.errors import BadInput
-from optimizer.evals import Eval, EvalSet, load_evals, sealed_count, split
+from optimizer.inputs.evals import Eval, EvalSet, load_evals, sealed_count, split
 from optimizer.schemas import FileExists
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skills"

@@ -14,14 +14,14 @@ from optimizer import sandbox
 from optimizer import schemas as s
 from optimizer.config import Settings
 from optimizer.errors import BadInput, BudgetExhausted
-from optimizer.evals import Eval, load_evals
 from optimizer.execute import Executor, Job, RunRecord, get_executor, run_one, run_pool
 from optimizer.execute.agent import run_bash, run_editor
 from optimizer.execute.record import resolve_inputs
-from optimizer.llm import make_client
+from optimizer.inputs.evals import Eval, load_evals
+from optimizer.model.client import make_client
 from optimizer.sim import Simulator
 from optimizer.sim.transport import error_reply
-from optimizer.store import Store
+from optimizer.store.db import Store
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "csv-report"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_daemon import RUN, cli
 
-from optimizer.artifacts import check_artifact
+from optimizer.inputs.artifacts import check_artifact
 
 FAULTS = ("--set", "sim.fault_rate=0.2", "--set", "llm.max_attempts=12",
           "--set", "llm.backoff_initial_s=0", "--set", "llm.backoff_max_s=0")

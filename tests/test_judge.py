@@ -10,15 +10,15 @@ import httpx2
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from optimizer import judge
 from optimizer import schemas as s
 from optimizer.config import Settings
-from optimizer.evals import Eval
 from optimizer.execute import RunRecord
-from optimizer.files import read_json
-from optimizer.llm import make_client
+from optimizer.grade import judge
+from optimizer.grade.structural import check_run
+from optimizer.inputs.evals import Eval
+from optimizer.model.client import make_client
 from optimizer.sim import Simulator
-from optimizer.structural import check_run
+from optimizer.store.files import read_json
 
 _EXP = TypeAdapter(s.StructuralExpectation)
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from optimizer.config import Settings
 from optimizer.errors import BadInput, BudgetExhausted, ProviderSpendLimit, WorkFailed
-from optimizer.llm import (
+from optimizer.model.client import (
     AdaptiveLimiter,
     ModelCallFailed,
     ModelClient,
@@ -21,7 +21,7 @@ from optimizer.llm import (
     call_cost,
     make_client,
 )
-from optimizer.store import Store
+from optimizer.store.db import Store
 
 USER = [{"role": "user", "content": "Say hello."}]
 

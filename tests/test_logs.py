@@ -14,8 +14,8 @@ from pydantic import BaseModel
 
 from optimizer import logs
 from optimizer.config import Settings
-from optimizer.llm import ModelCallFailed, ModelClient
-from optimizer.store import Store
+from optimizer.model.client import ModelCallFailed, ModelClient
+from optimizer.store.db import Store
 
 FAKE_KEY = "sk-ant-api03-FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE-0123456789abcdef-AAAA"
 

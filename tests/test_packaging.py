@@ -8,7 +8,7 @@ import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
 
-from optimizer import prompting
+from optimizer.model import prompts as prompting
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from optimizer import config, preview
-from optimizer.evals import load_evals
+from optimizer import config
+from optimizer.inputs.evals import load_evals
+from optimizer.search import estimate as preview
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"

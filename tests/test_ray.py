@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from optimizer import skill as skills
 from optimizer.config import Settings
 from optimizer.errors import BadInput
-from optimizer.evals import load_evals
 from optimizer.execute import Job, get_executor, run_pool
 from optimizer.execute.record import is_complete
-from optimizer.llm import make_client, scope
+from optimizer.inputs import skill as skills
+from optimizer.inputs.evals import load_evals
+from optimizer.model.client import make_client, scope
 from optimizer.sim import Simulator
-from optimizer.store import Store
+from optimizer.store.db import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"

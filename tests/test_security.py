@@ -19,7 +19,7 @@ from test_daemon import EXAMPLE, ROOT, cli
 from test_faults import reference_run
 
 from optimizer import sandbox as sb
-from optimizer.propose import Edit, Feedback, ProposalAnswer, Rejected, apply_edits, propose
+from optimizer.search.propose import Edit, Feedback, ProposalAnswer, Rejected, apply_edits, propose
 
 FAKE_KEY = "sk-ant-api03-FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE-0123456789abcdef-AAAA"
 

@@ -4,7 +4,7 @@ from collections import Counter
 import pytest
 
 from optimizer.config import Selection
-from optimizer.select import (
+from optimizer.search.select import (
     MIN_CONSISTENT_VERDICTS,
     ComparisonTally,
     VersionScores,

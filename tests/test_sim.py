@@ -10,7 +10,7 @@ import httpx2
 import pytest
 import yaml
 
-from optimizer.prompting import tag
+from optimizer.model.prompts import tag
 from optimizer.sim import Simulator, serve
 
 SKILL = """---

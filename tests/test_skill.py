@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from optimizer.errors import BadInput
-from optimizer.skill import (
+from optimizer.inputs.skill import (
     check_skill,
     check_skill_md,
     content_hash,

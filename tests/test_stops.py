@@ -7,7 +7,7 @@ import sqlite3
 
 from inprocess import EXAMPLE, cli, history
 
-from optimizer.ui import Reporter
+from optimizer.search.reporter import Reporter
 
 RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2", "--set", "sim.seed=11")
 # One stop at the start of each of these stages, in this order (the seed-11 run goes through all).

@@ -6,8 +6,8 @@ import sqlite3
 import pytest
 
 from optimizer.errors import WorkFailed
-from optimizer.files import Workspace, write_json, write_text
-from optimizer.store import Store
+from optimizer.store.db import Store
+from optimizer.store.files import Workspace, write_json, write_text
 
 
 def test_migrations_on_a_blank_database_create_the_columns(tmp_path):

@@ -11,9 +11,9 @@ from pydantic import TypeAdapter
 
 from optimizer import schemas as s
 from optimizer.errors import BadInput
-from optimizer.evals import Eval, load_evals
+from optimizer.grade.structural import check_run, matching, transcript_errors
+from optimizer.inputs.evals import Eval, load_evals
 from optimizer.sandbox import SandboxPolicy, bwrap_available
-from optimizer.structural import check_run, matching, transcript_errors
 
 _EXP = TypeAdapter(s.StructuralExpectation)
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from optimizer import trigger
 from optimizer.errors import BadInput
-from optimizer.llm import make_client
+from optimizer.inputs import triggers as trigger
+from optimizer.inputs.skill import DESCRIPTION_MAX, NAME_RE, parse_skill_md
+from optimizer.model.client import make_client
 from optimizer.sim import Simulator
 from optimizer.sim.protocol import error_reply
-from optimizer.skill import DESCRIPTION_MAX, NAME_RE, parse_skill_md
 
 
 async def no_wait(_seconds: float) -> None:

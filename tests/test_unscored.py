@@ -10,12 +10,12 @@ from types import SimpleNamespace
 from conftest import no_wait
 from inprocess import EXAMPLE, Recording, cli
 
-from optimizer import evals as evalsets
-from optimizer import loop
 from optimizer.config import Settings
 from optimizer.execute import get_executor
-from optimizer.llm import make_client
-from optimizer.store import Store
+from optimizer.inputs import evals as evalsets
+from optimizer.model.client import make_client
+from optimizer.search import engine as loop
+from optimizer.store.db import Store
 
 FAST = ("--provider", "sim", "--set", "llm.max_attempts=2", "--set", "llm.backoff_initial_s=0",
         "--set", "llm.backoff_max_s=0")

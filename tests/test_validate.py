@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from optimizer import validate
 from optimizer.config import load
 from optimizer.errors import BadInput
+from optimizer.inputs import validate
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skills"
 EXAMPLE = Path(__file__).parents[1] / "examples" / "csv-report"

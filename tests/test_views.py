@@ -18,9 +18,9 @@ from rich.console import Console
 
 from optimizer import daemon, schemas
 from optimizer.errors import BadInput
-from optimizer.files import Workspace
 from optimizer.report import views
-from optimizer.store import Store
+from optimizer.store.db import Store
+from optimizer.store.files import Workspace
 
 SEEDS = Path(__file__).parent / "fixtures" / "seeds"
 

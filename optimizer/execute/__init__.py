@@ -27,8 +27,8 @@ from optimizer.execute.record import (
     resolve_inputs,
     stage_skill,
 )
-from optimizer.llm import counting_retries
-from optimizer.skill import SKILL_FILE, parse_skill_md
+from optimizer.inputs.skill import SKILL_FILE, parse_skill_md
+from optimizer.model.client import counting_retries
 
 __all__ = ["EXECUTORS", "Executor", "Job", "RunContext", "RunRecord", "SkillInfo", "get_executor",
            "run_one", "run_pool"]
@@ -70,7 +70,7 @@ class RunContext:
 
 
 def _model_failed(exc: BaseException) -> bool:
-    from optimizer.llm import ModelCallFailed
+    from optimizer.model.client import ModelCallFailed
 
     return isinstance(exc, ModelCallFailed)
 
@@ -272,7 +272,7 @@ async def run_one(
     out_dir: Path,
 ) -> RunRecord:
     """`optimizer execute`: one eval once into OUT/<configuration>/run-<n> (the next free n)."""
-    from optimizer.evals import load_evals
+    from optimizer.inputs.evals import load_evals
 
     skill_dir = Path(skill_dir)
     evalset = load_evals(skill_dir)

@@ -13,7 +13,7 @@ from optimizer.config import Settings
 from optimizer.errors import InfraFailure
 from optimizer.execute import Executor, RunContext, SkillInfo
 from optimizer.execute.record import Tally, Transcript
-from optimizer.prompting import load_prompt, tag
+from optimizer.model.prompts import load_prompt, tag
 
 BASH_TOOL = {"type": "bash_20250124", "name": "bash"}
 EDITOR_TOOL = {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"}
@@ -220,7 +220,7 @@ class AnthropicExecutor(Executor):
         sandbox.confinement_for(self.policy)  # a strict policy without bubblewrap stops here
 
     async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
-        from optimizer.llm import call_cost, plain
+        from optimizer.model.client import call_cost, plain
 
         system = system_prompt(ctx.skill, ctx.inputs)
         tools = [BASH_TOOL, EDITOR_TOOL] + ([SKILL_TOOL] if ctx.skill is not None else [])

@@ -46,7 +46,7 @@ from optimizer.errors import (
 )
 from optimizer.execute import EXECUTORS, Executor, RunContext
 from optimizer.execute.record import RunRecord, Tally, Transcript, is_complete, resolve_inputs
-from optimizer.skill import files_of
+from optimizer.inputs.skill import files_of
 
 log = structlog.get_logger()
 
@@ -112,7 +112,7 @@ class RayExecutor(Executor):
             return RunRecord.load(run_dir)
         inputs = resolve_inputs(list(eval.files), inputs_root, eval_id=eval.id)  # BadInput here
         ray = ensure_ray(self.settings)
-        from optimizer.llm import scope
+        from optimizer.model.client import scope
 
         label = scope.get()
         seed_rows = self._reusable_calls(sample, label)
@@ -193,8 +193,8 @@ def run_in_worker(payload: dict[str, Any]) -> dict[str, Any]:
 
 async def _work(payload: dict[str, Any], root: Path) -> dict[str, Any]:
     from optimizer.execute import get_executor
-    from optimizer.llm import make_client, scope
-    from optimizer.store import Store
+    from optimizer.model.client import make_client, scope
+    from optimizer.store.db import Store
 
     settings: Settings = payload["settings"]
     inputs_root = root / "inputs"

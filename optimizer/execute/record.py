@@ -15,8 +15,8 @@ from typing import Any
 
 from optimizer import schemas
 from optimizer.errors import BadInput
-from optimizer.files import read_json, write_json, write_text
-from optimizer.skill import files_of
+from optimizer.inputs.skill import files_of
+from optimizer.store.files import read_json, write_json, write_text
 
 WORK = ".work"
 SKILL_COPY = ".skill"

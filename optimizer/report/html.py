@@ -15,9 +15,9 @@ from typing import Any
 
 import jinja2
 
-from ..execute.record import HARNESS_FILES
-from ..files import Workspace, write_text
-from . import read, views
+from optimizer.execute.record import HARNESS_FILES
+from optimizer.report import read, views
+from optimizer.store.files import Workspace, write_text
 
 TEXT_CAP = 20_000  # characters of one text output shown inline
 IMAGE_CAP = 400_000  # bytes of one image inlined as a data: URI

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .. import config
-from .. import skill as skills
-from ..errors import BadInput
-from ..files import Workspace
+from optimizer import config
+from optimizer.errors import BadInput
+from optimizer.inputs import skill as skills
+from optimizer.store.files import Workspace
 
 DECISIONS = ("baseline", "won", "lost", "tie")
 
@@ -122,7 +122,7 @@ def load(run_dir: Path, *, with_calls: bool = False) -> RunData:
 
 
 def _from_db(ws: Workspace, with_calls: bool) -> RunData:
-    from ..daemon import running_pid
+    from optimizer.daemon import running_pid
 
     try:
         conn = connect(ws.state_db, live=running_pid(ws) is not None)
@@ -190,7 +190,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
 
 
 def _from_history(ws: Workspace) -> RunData:
-    from ..artifacts import check_data, detect_form
+    from optimizer.inputs.artifacts import check_data, detect_form
 
     history = read_json(ws.history)
     if not isinstance(history, dict):
@@ -238,7 +238,7 @@ def _from_history(ws: Workspace) -> RunData:
 def proposals(iterations: list[dict]) -> dict:
     """What became of every proposal: versions made, duplicates, and rejections counted by reason
     (most frequent first), so a run that rejects most of its proposals says so and why."""
-    from ..propose import reason_of
+    from optimizer.search.propose import reason_of
 
     made = [o for it in iterations for _, o in sorted((parse_json(it.get("candidates_json")) or {}).items())]
     reasons: dict[str, int] = {}

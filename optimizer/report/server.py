@@ -14,11 +14,11 @@ from urllib.parse import unquote, urlsplit
 from pydantic import ValidationError
 from rich.console import Console
 
-from .. import schemas
-from ..errors import BadInput
-from ..files import Workspace, write_json
-from ..store import now
-from . import html, read
+from optimizer import schemas
+from optimizer.errors import BadInput
+from optimizer.report import html, read
+from optimizer.store.db import now
+from optimizer.store.files import Workspace, write_json
 
 HOST = "127.0.0.1"
 MAX_BODY = 1_000_000

@@ -15,11 +15,11 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from .. import skill as skills
-from ..daemon import running_pid
-from ..errors import BadInput
-from ..files import Workspace
-from . import read
+from optimizer.daemon import running_pid
+from optimizer.errors import BadInput
+from optimizer.inputs import skill as skills
+from optimizer.report import read
+from optimizer.store.files import Workspace
 
 COLOURS = {"won": "green", "lost": "red", "tie": "yellow", "baseline": "blue"}
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from . import world
-from .protocol import ERRORS, Reply, error_reply, invalid, json_reply, malform
+from optimizer.sim import world
+from optimizer.sim.protocol import ERRORS, Reply, error_reply, invalid, json_reply, malform
 
 if TYPE_CHECKING:
-    from .transport import Simulator
+    from optimizer.sim.transport import Simulator
 
 PREFIX = "/v1/messages/batches"
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

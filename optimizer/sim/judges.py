@@ -8,8 +8,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..prompting import parse_tags
-from .text import (
+from optimizer.model.prompts import parse_tags
+from optimizer.sim.text import (
     all_stems,
     bullet_text,
     bullets,

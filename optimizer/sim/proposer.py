@@ -11,9 +11,9 @@ from typing import Any
 
 import yaml
 
-from ..prompting import parse_tags
-from .judges import failures, parse_files
-from .text import (
+from optimizer.model.prompts import parse_tags
+from optimizer.sim.judges import failures, parse_files
+from optimizer.sim.text import (
     NEGATIVE,
     bullet_indexes,
     bullet_text,

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .text import canonical, tool_schema
+from optimizer.sim.text import canonical, tool_schema
 
 ERRORS = {
     "429": (

@@ -8,7 +8,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from .transport import Simulator
+from optimizer.sim.transport import Simulator
 
 
 def _handler_for(sim: Simulator) -> type[BaseHTTPRequestHandler]:

@@ -8,9 +8,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..prompting import parse_tags, section
-from . import judges, proposer
-from .text import (
+from optimizer.model.prompts import parse_tags, section
+from optimizer.sim import judges, proposer
+from optimizer.sim.text import (
     NEGATIVE,
     REMINDER,
     block_text,

@@ -1,0 +1,111 @@
+"""`optimizer validate`: check a skill folder and its evals together and summarise what a run would use.
+Never write a file and never stop at the first problem: SKILL.md and evals problems come out together.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from optimizer.config import Settings
+from optimizer.errors import BadInput
+from optimizer.inputs import triggers as trigger
+from optimizer.inputs.evals import EvalSet, Split, load_evals, split
+from optimizer.inputs.skill import check_skill, content_hash, parse_skill_md
+
+
+class ValidationSummary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    skill_dir: Path
+    skill_name: str
+    skill_hash: str
+    description_length: int
+    evals_source: Path
+    evals_hash: str
+    dialect: str
+    eval_count: int
+    judged: int
+    structural_by_type: dict[str, int]
+    critical: int
+    rubric_dimensions: int
+    evals_with_rubric: int
+    split: Split
+    eval_config: dict[str, Any]
+
+
+def _summarise(skill_dir: Path, evalset: EvalSet, settings: Settings) -> ValidationSummary:
+    doc = parse_skill_md(
+        (skill_dir / "SKILL.md").read_text(encoding="utf-8"), skill_dir / "SKILL.md"
+    )
+    by_type = Counter(s.type for e in evalset.evals for s in e.structural)
+    return ValidationSummary(
+        skill_dir=skill_dir,
+        skill_name=doc.name,
+        skill_hash=content_hash(skill_dir),
+        description_length=len(doc.description),
+        evals_source=evalset.source,
+        evals_hash=evalset.hash,
+        dialect=evalset.dialect,
+        eval_count=len(evalset.evals),
+        judged=sum(len(e.expectations) for e in evalset.evals),
+        structural_by_type=dict(sorted(by_type.items())),
+        critical=sum(e.critical_count for e in evalset.evals),
+        rubric_dimensions=sum(len(e.rubric) for e in evalset.evals),
+        evals_with_rubric=sum(1 for e in evalset.evals if e.rubric),
+        split=split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed),
+        eval_config=evalset.eval_config,
+    )
+
+
+def run(skill_dir: Path, evals_path: Path | None, settings: Settings) -> ValidationSummary:
+    """Check SKILL.md, the folder and the evals; BadInput lists every problem of all three."""
+    skill_dir = Path(skill_dir)
+    problems = check_skill(skill_dir)
+    evalset: EvalSet | None = None
+    if skill_dir.is_dir() or evals_path is not None:
+        try:
+            evalset = load_evals(skill_dir, evals_path)
+        except BadInput as exc:
+            problems += [p for p in exc.problems if p not in problems]
+    triggers = skill_dir / trigger.TRIGGER_FILE
+    if triggers.exists():  # optional: only `run --target description` needs it
+        try:
+            trigger.load(skill_dir)
+        except BadInput as exc:
+            problems += [p for p in exc.problems if p not in problems]
+    if problems or evalset is None:
+        raise BadInput(*problems)
+    return _summarise(skill_dir, evalset, settings)
+
+
+def render(summary: ValidationSummary) -> str:
+    """The summary as a few aligned lines for a terminal."""
+    s = summary
+    structural = sum(s.structural_by_type.values())
+    kinds = ", ".join(f"{t} {n}" for t, n in s.structural_by_type.items()) or "none"
+    config = (
+        ", ".join(f"{k}={json.dumps(v)}" for k, v in s.eval_config.items())
+        or "(none; config.toml decides)"
+    )
+    split_line = (
+        f"train {len(s.split.train)} {s.split.train}, test {len(s.split.test)} {s.split.test}"
+    )
+    rows = [
+        ("skill", f"{s.skill_name}  (version {s.skill_hash}, {s.skill_dir})"),
+        ("description", f"{s.description_length} characters (at most 1024)"),
+        ("evals file", f"{s.evals_source}  (dialect {s.dialect}, hash {s.evals_hash})"),
+        ("evals", str(s.eval_count)),
+        ("judged", f"{s.judged} expectations"),
+        ("structural", f"{structural} ({kinds}); {s.critical} critical"),
+        ("rubric", f"{s.rubric_dimensions} dimensions over {s.evals_with_rubric} evals"),
+        ("split", split_line),
+        ("", s.split.note),
+        ("eval_config", config),
+    ]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
+    return "OK: the skill and its evals are valid.\n" + "\n".join(lines) + "\n"

@@ -1,0 +1,288 @@
+"""Blind comparator: every run pair of child and parent is judged twice, A and B swapped, and a
+verdict counts only when both orders agree. Never show a version label, a host path or whose
+output is whose; never count a failed call as a verdict."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+from pydantic import ValidationError
+
+from optimizer.grade.structural import output_files
+from optimizer.inputs.evals import Eval
+from optimizer.model.client import ModelCallFailed, StructuredAnswerError
+from optimizer.model.prompts import load_prompt, tag, tags
+from optimizer.schemas import Comparison
+from optimizer.search.select import TALLY_COUNTS, ComparisonTally
+from optimizer.store.files import read_json, write_json
+
+__all__ = ["ComparisonTally", "build_request", "blind", "compare_versions"]
+
+log = structlog.get_logger(__name__)
+
+NEUTRAL_PATH, NEUTRAL_VERSION, NEUTRAL_CONFIG = "[path]", "[version]", "[configuration]"
+MAX_FILE_CHARS = 20_000
+MAX_OUTPUT_CHARS = 100_000  # per side: both sides must fit one request
+_VERSION = re.compile(r"\b[vV]\d+\b")
+_CONFIG = re.compile(r"\bwith(?:out)?_skill\b")
+_RUN_NUMBER = re.compile(r"^run-(\d+)$")
+
+
+def _host_prefixes(run_dir: Path) -> list[str]:
+    """Host folders that may appear in a run's outputs: the run folder up to the workspace root
+    (the folder holding the `v<N>` version folder), or four levels up when there is none."""
+    found: list[str] = []
+    for path in {Path(run_dir), Path(run_dir).resolve()}:
+        chain = [path, *path.parents]
+        version = next((i for i, p in enumerate(chain) if _VERSION.fullmatch(p.name)), None)
+        stop = version + 1 if version is not None else min(4, len(chain) - 1)
+        found += [str(p) for p in chain[: stop + 1] if len(p.parts) > 2]
+    return sorted(set(found), key=len, reverse=True)
+
+
+def blind(text: str, prefixes: Sequence[str] = ()) -> str:
+    """What the comparator sees of a run's file paths and contents. The run's host folders (the
+    run folder up to the workspace root, as given and resolved) become `[path]`, version labels
+    (`v0`, `V12`, as whole words) `[version]`, and `with_skill`/`without_skill`
+    `[configuration]`. Ordinary words such as "parent" or "child" stay: they are common in real
+    outputs and the prompt never uses them, so they cannot tell the sides apart. Paths are shown
+    relative to outputs/, harness files (metrics.json, user_notes.md) not at all."""
+    for prefix in prefixes:  # longest first, so a root never splits a longer folder
+        text = text.replace(prefix, NEUTRAL_PATH)
+    text = _VERSION.sub(NEUTRAL_VERSION, text)
+    return _CONFIG.sub(NEUTRAL_CONFIG, text)
+
+
+def _read_text(path: Path, limit: int) -> str | None:
+    with open(path, "rb") as handle:
+        data = handle.read(limit * 4)
+    if b"\x00" in data[:8192]:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    if len(text) > limit:
+        cut = len(text) - limit
+        text = f"{text[: limit * 3 // 4]}\n[… {cut:,} characters cut …]\n{text[-(limit // 4):]}"
+    return text
+
+
+def render_side(run_dir: Path) -> str:
+    """One side's `<file path=..>` entries, blinded; binaries by size only."""
+    prefixes = _host_prefixes(run_dir)
+    entries, budget = [], MAX_OUTPUT_CHARS
+    for rel in output_files(run_dir):
+        path = Path(run_dir) / "outputs" / rel
+        shown_path = blind(rel, prefixes)
+        text = _read_text(path, min(MAX_FILE_CHARS, max(budget, 0))) if budget > 0 else ""
+        if text is None:
+            size = path.stat().st_size
+            entries.append(tag("file", f"(binary file, {size:,} bytes, not shown)",
+                               path=shown_path, binary="true", size=size))
+            continue
+        if budget <= 0:
+            text = f"[… not shown: this side's outputs passed {MAX_OUTPUT_CHARS:,} characters …]"
+        budget -= len(text)
+        entries.append(tag("file", blind(text, prefixes), path=shown_path))
+    return "\n".join(entries) if entries else "(no output files)"
+
+
+def _rubric(eval: Eval) -> str:
+    # Written out because prompting.tag() takes `name` itself as its first argument.
+    out = []
+    for dim in eval.rubric:
+        anchors = [f"Score {k}: {v}" for k, v in sorted(dim.scoring.items())]
+        body = "\n".join([dim.description, *anchors])
+        name, weight = html.escape(dim.name, quote=True), html.escape(str(dim.weight), quote=True)
+        out.append(f'<dimension name="{name}" weight="{weight}">\n{body}\n</dimension>')
+    return "\n".join(out)
+
+
+def build_request(eval: Eval, a_dir: Path, b_dir: Path) -> str:
+    """The user message: the task, its expectations and the two blinded outputs as A and B."""
+    expectations = [({"id": f"E{i}"}, t) for i, t in enumerate(eval.expectations, 1)]
+    parts = [
+        tag("task", eval.prompt),
+        tag("expected_output", eval.expected_output or "(not given)"),
+        tag("expectations", tags("expectation", expectations) or "(none)"),
+    ]
+    if eval.rubric:
+        parts.append(tag("rubric", _rubric(eval)))
+    parts += [tag("output_a", render_side(a_dir)), tag("output_b", render_side(b_dir))]
+    return "\n\n".join(parts)
+
+
+def _run_number(path: Path, index: int) -> int:
+    m = _RUN_NUMBER.match(Path(path).name)
+    return int(m.group(1)) if m else index + 1
+
+
+def _pairs(child: list[Path], parent: list[Path]) -> list[tuple[int, Path, Path]]:
+    """Run k of the child with run k of the parent; a run without a partner is skipped."""
+    theirs = {_run_number(p, i): p for i, p in enumerate(parent)}
+    mine = {_run_number(p, i): p for i, p in enumerate(child)}
+    return [(n, mine[n], theirs[n]) for n in sorted(mine) if n in theirs]
+
+
+@dataclass
+class _Slot:
+    k: int
+    eval_id: int
+    run: int
+    order: int
+    child_is_a: bool
+    a_dir: Path
+    b_dir: Path
+    known: bool = False  # k came from assignment.json, so comparison-<k>.json is this pair's
+    verdict: str | None = None  # child | parent | tie, or None on error
+    reasoning: str = ""
+    error: str | None = None
+
+
+def _side_of(winner: str, child_is_a: bool) -> str:
+    if winner == "TIE":
+        return "tie"
+    return "child" if (winner == "A") == child_is_a else "parent"
+
+
+def _load_previous(path: Path) -> dict[tuple[int, int, int], dict[str, Any]]:
+    if not path.is_file():
+        return {}
+    try:
+        rows = read_json(path).get("comparisons", [])
+        return {(int(r["eval_id"]), int(r["run"]), int(r["order"])): r for r in rows}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return {}  # an unreadable assignment only costs calls; the ledger still caches them
+
+
+def _plan(evals, child_runs, parent_runs, previous, rng_seed) -> list[_Slot]:
+    """Every comparison with its number k: numbers already on disk are kept, so added runs
+    (the adaptive rule) extend the folder without renumbering what was judged."""
+    next_k = max((int(r["k"]) for r in previous.values()), default=0) + 1
+    slots = []
+    for ev in evals:
+        if ev.id not in child_runs or ev.id not in parent_runs:
+            continue
+        for run, c_dir, p_dir in _pairs(child_runs[ev.id], parent_runs[ev.id]):
+            # Which version is A first is drawn per pair from the seed, not from a shared
+            # sequence, so a resumed or extended comparison draws the same.
+            first_child_a = random.Random(f"{rng_seed}:{ev.id}:{run}").random() < 0.5
+            for order in (1, 2):
+                old = previous.get((ev.id, run, order))
+                if old is not None:
+                    k, child_is_a = int(old["k"]), old["A"] == "child"
+                else:
+                    k, next_k = next_k, next_k + 1
+                    child_is_a = first_child_a if order == 1 else not first_child_a
+                a_dir, b_dir = (c_dir, p_dir) if child_is_a else (p_dir, c_dir)
+                slots.append(_Slot(k, ev.id, run, order, child_is_a, a_dir, b_dir, old is not None))
+    return slots
+
+
+async def _judge(client: Any, slot: _Slot, ev: Eval, out_dir: Path) -> None:
+    path = out_dir / f"comparison-{slot.k}.json"
+    answer: Comparison | None = None
+    if slot.known and path.is_file():
+        try:
+            answer = Comparison.model_validate(read_json(path))
+        except (ValueError, ValidationError):
+            answer = None  # a damaged file is judged again
+    if answer is None:
+        try:
+            answer = await client.structured(
+                "comparator",
+                system=load_prompt("comparator").render(),
+                messages=[{"role": "user", "content": build_request(ev, slot.a_dir, slot.b_dir)}],
+                schema=Comparison,
+                tool_name="submit_comparison",
+                sample=0,  # the two orders already differ as requests
+            )
+        except (StructuredAnswerError, ModelCallFailed, ValidationError) as exc:
+            slot.error = str(exc)[:500]
+            log.warning("compare.call_failed", eval_id=slot.eval_id, run=slot.run,
+                        order=slot.order, k=slot.k, error=slot.error)
+            return
+        write_json(path, answer, Comparison)
+    slot.verdict = _side_of(answer.winner, slot.child_is_a)
+    slot.reasoning = answer.reasoning
+
+
+def _tally(slots: list[_Slot]) -> tuple[ComparisonTally, list[dict[str, Any]]]:
+    tally, pairs = ComparisonTally(), []
+    grouped: dict[tuple[int, int], list[_Slot]] = {}
+    for slot in slots:
+        grouped.setdefault((slot.eval_id, slot.run), []).append(slot)
+    for (eval_id, run), both in grouped.items():
+        both.sort(key=lambda s: s.order)
+        counts = tally.per_eval.setdefault(eval_id, dict.fromkeys(
+            ("child_wins", "parent_wins", "ties", "inconsistent", "errors", "pairs"), 0))
+        counts["pairs"] += 1
+        tally.pairs += 1
+        verdicts = {s.verdict for s in both}
+        if None in verdicts:
+            verdict, key = "error", "errors"
+        elif len(verdicts) == 1:
+            verdict = verdicts.pop()
+            key = {"child": "child_wins", "parent": "parent_wins", "tie": "ties"}[verdict]
+            tally.reasons.append({"eval_id": eval_id, "run": run, "verdict": verdict,
+                                  "output_a": "child" if both[0].child_is_a else "parent",
+                                  "reasoning": both[0].reasoning})
+        else:
+            verdict, key = "inconsistent", "inconsistent"
+        counts[key] += 1
+        setattr(tally, key, getattr(tally, key) + 1)
+        pairs.append({"eval_id": eval_id, "run": run, "comparisons": [s.k for s in both],
+                      "verdict": verdict})
+    judged = tally.pairs - tally.errors
+    agreeing = tally.child_wins + tally.parent_wins + tally.ties
+    tally.swap_consistency = agreeing / judged if judged else None
+    return tally, pairs
+
+
+def _assignment(slots: list[_Slot], pairs: list[dict], tally: ComparisonTally | None) -> dict:
+    rows = []
+    for s in sorted(slots, key=lambda s: s.k):
+        row: dict[str, Any] = {"k": s.k, "eval_id": s.eval_id, "run": s.run, "order": s.order,
+                               "A": "child" if s.child_is_a else "parent",
+                               "B": "parent" if s.child_is_a else "child"}
+        if s.verdict is not None:
+            row["verdict"] = s.verdict
+        if s.error is not None:
+            row["error"] = s.error
+        rows.append(row)
+    data: dict[str, Any] = {"comparisons": rows, "pairs": pairs}
+    if tally is not None:
+        data["tally"] = {k: getattr(tally, k) for k in TALLY_COUNTS}
+    return data
+
+
+async def compare_versions(
+    client: Any,
+    *,
+    evals: list[Eval],
+    child_runs: dict[int, list[Path]],
+    parent_runs: dict[int, list[Path]],
+    out_dir: Path,
+    rng_seed: int,
+) -> ComparisonTally:
+    """Judge every run pair in both orders; write comparison-<k>.json and assignment.json (which
+    version was A in each k) under out_dir; return the tally of swap-consistent verdicts."""
+    out_dir = Path(out_dir)
+    assignment = out_dir / "assignment.json"
+    slots = _plan(evals, child_runs, parent_runs, _load_previous(assignment), rng_seed)
+    # The mapping is on disk before any verdict is, so a comparison file is never orphaned.
+    write_json(assignment, _assignment(slots, [], None))
+    by_id = {ev.id: ev for ev in evals}
+    await asyncio.gather(*(_judge(client, s, by_id[s.eval_id], out_dir) for s in slots))
+    tally, pairs = _tally(slots)
+    write_json(assignment, _assignment(slots, pairs, tally))
+    log.info("compare.completed", pairs=tally.pairs, child_wins=tally.child_wins,
+             parent_wins=tally.parent_wins, ties=tally.ties, inconsistent=tally.inconsistent,
+             errors=tally.errors, swap_consistency=tally.swap_consistency)
+    return tally

@@ -1,0 +1,484 @@
+"""Cost preview: model calls, tokens and money per iteration and for a whole run, from the eval set,
+the settings and the price table, with and without batch mode; and, after a run, the estimate
+against what the ledger says was spent. Never calls a model and never writes (but `record`).
+
+The model of one run (every number an assumption, listed under "assumptions" in the estimate):
+- setup: the without_skill baseline (when evals.baseline_comparison) and v0, each train eval ×
+  runs_per_eval runs; the sealed test: v0 and the final best on the test evals, same runs.
+- per iteration, for each of loop.proposals_per_iteration candidates: one proposer call; the
+  screening minibatch (loop.screen_evals runs, when 0 < screen_evals < train evals); the child's
+  train evals × runs_per_eval runs; two comparator calls (both orders) per run pair; one
+  analyzer call. "Typical" assumes every candidate passes screening and no runs are added;
+  "at most" adds runs for child and parent up to selection.max_runs_per_eval, with their
+  comparisons.
+- a run is an agent loop of a typical number of turns (fewer on the simulator, which answers in
+  two or three), each turn re-sending the conversation so far; its grader call carries the
+  transcript and outputs; runs whose structural gate fails would skip the grader (not modelled:
+  the estimate leans high).
+- tokens are characters / 4 (the simulator counts the same way); with llm.prompt_caching the
+  system prompt and tool definitions of each call are priced as cache reads.
+- batch mode prices the grader, comparator and analyzer calls at 50% (optimizer/batch.py); the
+  executor and proposer calls are never batched.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from optimizer.config import Settings
+from optimizer.inputs.evals import Eval, EvalSet, split
+from optimizer.store.files import Workspace
+
+log = structlog.get_logger()
+
+VERSION = 1
+CHARS_PER_TOKEN = 4
+# As in optimizer/batch.py (not imported here: `status` must not load the SDK to show a preview).
+BATCH_ROLES = frozenset({"grader", "comparator", "analyzer"})
+BATCH_PRICE_FACTOR = 0.5
+
+# What a run looks like, per provider (characters). The simulator's numbers are measured on the
+# csv-report example; the Messages API's are those of a typical agent on a small task.
+PROFILES: dict[str, dict[str, float]] = {
+    "sim": {"turns_with_skill": 3, "turns_without_skill": 2, "turn_growth": 900,
+            "turn_output": 650, "output_files": 1200, "grader_output": 700,
+            "grader_per_item": 120, "comparator_output": 1500, "analyzer_output": 2000,
+            "proposer_output": 500, "feedback": 1500},
+    "anthropic": {"turns_with_skill": 8, "turns_without_skill": 6, "turn_growth": 2500,
+                  "turn_output": 1200, "output_files": 4000, "grader_output": 800,
+                  "grader_per_item": 300, "comparator_output": 1600, "analyzer_output": 4000,
+                  "proposer_output": 3000, "feedback": 4000},
+}
+
+
+@dataclass
+class Tally:
+    """Calls, tokens and USD per role for one part of a run."""
+
+    calls: Counter = field(default_factory=Counter)
+    tokens: Counter = field(default_factory=Counter)
+    usd: Counter = field(default_factory=Counter)
+
+    def add(self, other: Tally, times: float = 1.0) -> Tally:
+        for role in set(other.calls) | set(other.usd):
+            self.calls[role] += other.calls[role] * times
+            self.tokens[role] += other.tokens[role] * times
+            self.usd[role] += other.usd[role] * times
+        return self
+
+    def summary(self) -> dict[str, Any]:
+        standard = sum(self.usd.values())
+        batched = sum(v * (BATCH_PRICE_FACTOR if r in BATCH_ROLES else 1.0) for r, v in self.usd.items())
+        return {
+            "calls": int(round(sum(self.calls.values()))),
+            "tokens": int(round(sum(self.tokens.values()))),
+            "usd": round(standard, 4),
+            "usd_batch": round(batched, 4),
+            "by_role": {r: {"calls": int(round(self.calls[r])), "tokens": int(round(self.tokens[r])),
+                            "usd": round(self.usd[r], 4)} for r in sorted(self.calls) if self.calls[r]},
+        }
+
+
+class _Model:
+    """Prices one call of a role from its request and answer sizes."""
+
+    def __init__(self, settings: Settings, skill_dir: Path | None, evalset: EvalSet) -> None:
+        self.settings = settings
+        self.profile = PROFILES["sim" if settings.llm.provider == "sim" else "anthropic"]
+        self.prefix = _prefixes(skill_dir, evalset)
+        self.skill_chars, self.skill_body = _skill_sizes(skill_dir)
+
+    def call(self, role: str, body_chars: float, output_chars: float, times: float = 1.0) -> Tally:
+        price = self.settings.price(getattr(self.settings.models, role))
+        prefix = self.prefix.get(role, 0) / CHARS_PER_TOKEN
+        body = body_chars / CHARS_PER_TOKEN
+        out = output_chars / CHARS_PER_TOKEN
+        cached = self.settings.llm.prompt_caching
+        usd = ((prefix * (price.cache_read if cached else price.input)) + body * price.input
+               + out * price.output) / 1_000_000
+        tally = Tally()
+        tally.calls[role] += times
+        tally.tokens[role] += (prefix + body + out) * times
+        tally.usd[role] += usd * times
+        return tally
+
+    def run(self, ev: Eval, with_skill: bool) -> Tally:
+        """One execution of one eval and its grading."""
+        p = self.profile
+        turns = int(min(self.settings.execute.max_turns,
+                        p["turns_with_skill"] if with_skill else p["turns_without_skill"]))
+        tally = Tally()
+        for k in range(turns):
+            body = len(ev.prompt) + k * p["turn_growth"] + (self.skill_body if with_skill and k else 0)
+            tally.add(self.call("executor", body, p["turn_output"]))
+        if ev.expectations or ev.rubric:
+            transcript = min(60_000, turns * (p["turn_growth"] + p["turn_output"]))
+            body = _eval_chars(ev) + min(120_000, p["output_files"]) + transcript + 400
+            answer = p["grader_output"] + p["grader_per_item"] * (len(ev.expectations) + len(ev.rubric))
+            tally.add(self.call("grader", body, answer))
+        return tally
+
+    def comparison(self, ev: Eval) -> Tally:
+        p = self.profile
+        body = _eval_chars(ev) + 2 * min(100_000, p["output_files"]) + 200
+        return self.call("comparator", body, p["comparator_output"])
+
+    def analysis(self, pairs: int, turns: int) -> Tally:
+        p = self.profile
+        transcripts = min(24_000, 6 * min(3_000, turns * (p["turn_growth"] + p["turn_output"])))
+        body = 2 * min(40_000, self.skill_chars) + min(pairs, 12) * 400 + 1_500 + transcripts
+        return self.call("analyzer", body, p["analyzer_output"])
+
+    def proposal(self) -> Tally:
+        p = self.profile
+        return self.call("proposer", self.skill_chars + p["feedback"], p["proposer_output"])
+
+
+def estimate(settings: Settings, evalset: EvalSet, skill_dir: Path | None = None, *,
+             train: list[int] | None = None, test: list[int] | None = None) -> dict[str, Any]:
+    """The estimate as a JSON-ready dict (stored in state.db when a run starts)."""
+    if train is None or test is None:
+        parts = split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
+        train, test = parts.train, parts.test
+    by_id = {e.id: e for e in evalset.evals}
+    train_evals = [by_id[i] for i in train if i in by_id]
+    test_evals = [by_id[i] for i in test if i in by_id]
+    m = _Model(settings, skill_dir, evalset)
+    s = settings
+    runs, max_runs = s.evals.runs_per_eval, max(s.evals.runs_per_eval, s.selection.max_runs_per_eval)
+    proposals = s.loop.proposals_per_iteration
+
+    setup = Tally()
+    for ev in train_evals:
+        if s.evals.baseline_comparison:
+            setup.add(m.run(ev, False), runs)
+        setup.add(m.run(ev, True), runs)
+
+    one = Tally().add(m.proposal())  # one candidate, typical
+    screen = s.loop.screen_evals if 0 < s.loop.screen_evals < len(train_evals) else 0
+    for ev in sorted(train_evals, key=lambda e: e.id)[:screen]:
+        one.add(m.run(ev, True))
+    for ev in train_evals:
+        one.add(m.run(ev, True), runs)
+        one.add(m.comparison(ev), 2 * runs)
+    turns = int(m.profile["turns_with_skill"])
+    one.add(m.analysis(len(train_evals) * runs, turns))
+    extra = Tally()  # one more run per eval for child and parent, and its two comparisons
+    for ev in train_evals:
+        extra.add(m.run(ev, True), 2)
+        extra.add(m.comparison(ev), 2)
+    iteration = Tally().add(one, proposals)
+    most = Tally().add(iteration).add(extra, proposals * (max_runs - runs))
+
+    sealed = Tally()
+    for ev in test_evals:
+        sealed.add(m.run(ev, True), 2 * runs)
+
+    iterations = s.loop.max_iterations
+    whole = Tally().add(setup).add(iteration, iterations).add(sealed)
+    whole_most = Tally().add(setup).add(most, iterations).add(sealed)
+    est = {
+        "version": VERSION,
+        "provider": s.llm.provider,
+        "batch": s.llm.batch,
+        "iterations": iterations,
+        "budget_usd": s.budget.usd,
+        "train_evals": len(train_evals),
+        "test_evals": len(test_evals),
+        "setup": setup.summary(),
+        "per_iteration": iteration.summary(),
+        "per_iteration_max": most.summary(),
+        "sealed_test": sealed.summary(),
+        "run": whole.summary(),
+        "run_max": whole_most.summary(),
+        "assumptions": {
+            **{k: v for k, v in m.profile.items()},
+            "chars_per_token": CHARS_PER_TOKEN,
+            "prompt_caching": s.llm.prompt_caching,
+            "batch_price_factor": BATCH_PRICE_FACTOR,
+            "screening_passes": True,
+            "runs_added": f"none (typical); up to {max_runs} per eval (at most)",
+        },
+    }
+    est["iterations_in_budget"] = _iterations_in_budget(est)
+    return est
+
+
+def _mode_usd(part: dict[str, Any], batch: bool) -> float:
+    return part["usd_batch"] if batch else part["usd"]
+
+
+def _iterations_in_budget(est: dict[str, Any]) -> int | None:
+    budget, batch = est["budget_usd"], est["batch"]
+    per = _mode_usd(est["per_iteration"], batch)
+    if not budget or per <= 0:
+        return None
+    left = budget - _mode_usd(est["setup"], batch)
+    return max(0, int(math.floor(left / per + 1e-9)))
+
+
+def _money(x: float) -> str:
+    return f"${x:,.2f}" if x >= 0.1 else f"${x:,.3f}"
+
+
+def _count(n: float) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M"
+    if n >= 10_000:
+        return f"{n / 1_000:.0f}k"
+    return f"{int(n):,}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def line(est: dict[str, Any]) -> str:
+    """The one line shown before every real start (and at the end of --dry-run)."""
+    batch = est["batch"]
+    per, run = est["per_iteration"], est["run"]
+    other = "without batch mode" if batch else "with --batch"
+    text = (f"estimate{' (batch mode)' if batch else ''}: ~{_count(per['calls'])} model calls, "
+            f"~{_count(per['tokens'])} tokens, ~{_money(_mode_usd(per, batch))} per iteration "
+            f"(up to {_money(_mode_usd(est['per_iteration_max'], batch))} when runs are added); "
+            f"~{_money(_mode_usd(run, batch))} for the run ({_plural(est['iterations'], 'iteration')}; "
+            f"~{_money(_mode_usd(run, not batch))} {other})")
+    return f"{text}; {budget_note(est)}"
+
+
+def budget_note(est: dict[str, Any]) -> str:
+    budget, batch = est["budget_usd"], est["batch"]
+    if not budget:
+        return "no budget set"
+    need = _mode_usd(est["run"], batch)
+    if budget >= _mode_usd(est["run_max"], batch):
+        return f"budget {_money(budget)} covers it"
+    if budget >= need:
+        return f"budget {_money(budget)} covers it unless many runs are added"
+    if budget < _mode_usd(est["setup"], batch):
+        return (f"budget {_money(budget)} is below the baseline and v0 alone "
+                f"(~{_money(_mode_usd(est['setup'], batch))}): the run will stop before iteration 1")
+    k = est.get("iterations_in_budget")
+    return f"budget {_money(budget)} covers about {k} of {est['iterations']} iterations; the run stops at the budget"
+
+
+def table(est: dict[str, Any]) -> Any:
+    """A rich Table of the estimate, for --dry-run."""
+    from rich.table import Table
+
+    t = Table(title="cost estimate" + (" (simulated provider)" if est["provider"] == "sim" else ""))
+    for name in ("part", "model calls", "tokens", "USD", "USD with batch mode"):
+        t.add_column(name, justify="left" if name == "part" else "right")
+    rows = [("baseline and v0", est["setup"]), ("one iteration, typical", est["per_iteration"]),
+            ("one iteration, at most", est["per_iteration_max"]), ("sealed test", est["sealed_test"]),
+            (f"whole run ({_plural(est['iterations'], 'iteration')})", est["run"]),
+            ("whole run, at most", est["run_max"])]
+    for name, part in rows:
+        t.add_row(name, _count(part["calls"]), _count(part["tokens"]), _money(part["usd"]),
+                  _money(part["usd_batch"]))
+    return t
+
+
+def for_start(settings: Settings, evalset: Any, skill_dir: Path, target: str = "body") -> dict[str, Any] | None:
+    """The estimate of a run about to start from skill_dir; None for a description run (its
+    trigger probes are not modelled) or when the preview itself fails (it never stops a run)."""
+    if target != "body" or not isinstance(evalset, EvalSet):
+        return None
+    try:
+        return estimate(settings, evalset, skill_dir)
+    except Exception as exc:  # noqa: BLE001 - a preview must never stop an overnight run
+        log.warning("preview.failed", error=str(exc))
+        return None
+
+
+def show_dry_run(console: Any, est: dict[str, Any] | None) -> int:
+    """`optimizer run --dry-run`: the table and the line; nothing is written. Exit code 0."""
+    if est is None:
+        console.print("estimate: not available for a description run (its trigger probes are not "
+                      "modelled); nothing was started.")
+        return 0
+    console.print(table(est))
+    console.print(line(est), markup=False, highlight=False)
+    console.print("dry run: nothing was written and no model was called.")
+    return 0
+
+
+def announce(console: Any, ws: Workspace | None, est: dict[str, Any] | None, *, keep: bool = True) -> None:
+    """The line before a real start; with `keep`, also stored in state.db for `status`."""
+    if est is None:
+        return
+    console.print(line(est), markup=False, highlight=False)
+    if keep and ws is not None:
+        try:
+            record(ws, est)
+        except Exception as exc:  # noqa: BLE001 - losing the preview must not stop the run
+            log.warning("preview.not_recorded", error=str(exc))
+
+
+def for_workspace(ws: Workspace, settings: Settings) -> dict[str, Any] | None:
+    """The estimate of a resumed run, from its own inputs, split and current best."""
+    from optimizer.inputs.evals import load_evals
+
+    try:
+        row = _read_run_row(ws.state_db) or {}
+        if (row.get("target") or "body") != "body":
+            return None
+        evalset = load_evals(ws.root / "inputs")
+        parts = json.loads(row.get("split_json") or "{}")
+        best = row.get("current_best") or "v0"
+        return estimate(settings, evalset, ws.skill(best), train=parts.get("train"),
+                        test=parts.get("test"))
+    except Exception as exc:  # noqa: BLE001 - a preview never stops a resume
+        log.warning("preview.failed", error=str(exc))
+        return None
+
+
+def record(ws: Workspace, est: dict[str, Any]) -> None:
+    """Keep the estimate shown at the start in state.db (runs.estimate_json)."""
+    from optimizer.store.db import Store
+
+    store = Store(ws.state_db)
+    try:
+        with store.atomic():
+            store.db["runs"].update(ws.root.name, {"estimate_json": json.dumps(est)})
+    finally:
+        store.close()
+
+
+def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
+    """The stored estimate against the ledger, for `optimizer status`: totals for the iterations
+    done so far, per iteration, and the ratio actual / estimated. Opens state.db read-only;
+    `estimate` is None for a run started before previews were recorded."""
+    db = Workspace(Path(run_dir)).state_db
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    conn.row_factory = sqlite3.Row
+    try:
+        run = conn.execute("select * from runs limit 1").fetchone()
+        run = dict(run) if run else {}
+        est = json.loads(run["estimate_json"]) if run.get("estimate_json") else None
+        columns = {r[1] for r in conn.execute("pragma table_info(calls)")}
+        batched = "sum(batch_id is not null)" if "batch_id" in columns else "0"
+        totals = dict(conn.execute(
+            "select count(*) as calls, coalesce(sum(input_tokens + output_tokens + cache_write_tokens"
+            f" + cache_read_tokens), 0) as tokens, coalesce(sum(cost_usd), 0) as usd, {batched} as"
+            " batched from calls where outcome = 'ok'").fetchone())
+        iterations = conn.execute(
+            "select number, started_at, finished_at from iterations order by number").fetchall()
+        done = [i for i in iterations if i["finished_at"]]
+        # Setup: every call recorded before the first proposal (rows are numbered as written).
+        first = conn.execute("select min(rowid) from calls where scope like 'proposal %'").fetchone()[0]
+        setup_usd = _sum_cost(conn, "rowid < ?", [first]) if first is not None else totals["usd"]
+        test_done = bool(run.get("test_json")) and bool(done)
+        # The sealed test: its share of the runs, at the ledger's mean executor + grader cost per
+        # run (a call does not say which run it served; timestamps are whole seconds).
+        runs = conn.execute("select count(*), coalesce(sum(split = 'test'), 0) from eval_runs").fetchone()
+        per_run = _sum_cost(conn, "role in ('executor', 'grader')", []) / runs[0] if runs[0] else 0.0
+        test_usd = per_run * runs[1] if test_done else 0.0
+    finally:
+        conn.close()
+    actual = {
+        "calls": totals["calls"], "tokens": totals["tokens"], "usd": round(totals["usd"], 6),
+        "batched_calls": totals["batched"] or 0, "iterations": len(done),
+        "setup_usd": round(setup_usd, 6), "sealed_test_usd": round(test_usd, 6),
+        "usd_per_iteration": round((totals["usd"] - setup_usd - test_usd) / len(done), 6) if done else None,
+    }
+    out: dict[str, Any] = {"estimate": est, "actual": actual, "expected_usd": None,
+                           "expected_per_iteration_usd": None, "ratio": None, "line": None}
+    if est is None:
+        return out
+    batch = bool(est.get("batch"))
+    expected = _mode_usd(est["setup"], batch) + len(done) * _mode_usd(est["per_iteration"], batch)
+    expected += _mode_usd(est["sealed_test"], batch) if test_done else 0.0
+    out["expected_usd"] = round(expected, 6)
+    out["expected_per_iteration_usd"] = _mode_usd(est["per_iteration"], batch)
+    out["ratio"] = round(totals["usd"] / expected, 3) if expected > 0 else None
+    per = actual["usd_per_iteration"]
+    out["line"] = (f"cost: {_money(totals['usd'])} spent against ~{_money(expected)} estimated for "
+                   f"{_plural(len(done), 'iteration')}"
+                   + (f" (x{out['ratio']:.2f})" if out["ratio"] is not None else "")
+                   + (f"; {_money(per)} per iteration against ~{_money(out['expected_per_iteration_usd'])}"
+                      if per is not None else ""))
+    return out
+
+
+# -- sizes ---------------------------------------------------------------------------------------
+
+
+def _sum_cost(conn: sqlite3.Connection, where: str, params: list[Any]) -> float:
+    row = conn.execute(f"select coalesce(sum(cost_usd), 0) from calls where outcome = 'ok' and {where}",
+                       params).fetchone()
+    return float(row[0])
+
+
+def _read_run_row(db: Path) -> dict[str, Any] | None:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+    conn.row_factory = sqlite3.Row
+    try:
+        row = conn.execute("select * from runs limit 1").fetchone()
+        return dict(row) if row else None
+    finally:
+        conn.close()
+
+
+def _eval_chars(ev: Eval) -> int:
+    rubric = sum(len(d.name) + len(d.description) + sum(len(v) for v in d.scoring.values()) + 60
+                 for d in ev.rubric)
+    return len(ev.prompt) + len(ev.expected_output) + sum(len(t) + 40 for t in ev.expectations) + rubric + 200
+
+
+def _skill_sizes(skill_dir: Path | None) -> tuple[int, int]:
+    if skill_dir is None or not Path(skill_dir).is_dir():
+        return 4_000, 3_000
+    from optimizer.inputs.skill import files_of, parse_skill_md
+
+    files = files_of(Path(skill_dir), include_evals=False)
+    total = sum(len(c) for c in files.values())
+    body = 0
+    text = files.get("SKILL.md")
+    if isinstance(text, str):
+        try:
+            body = len(parse_skill_md(text).body)
+        except Exception:
+            body = len(text)
+    return total, body
+
+
+def _prefixes(skill_dir: Path | None, evalset: EvalSet) -> dict[str, int]:
+    """System prompt + tool definitions of each role: the part prompt caching reads back."""
+    from optimizer.execute.agent import BASH_TOOL, EDITOR_TOOL, SKILL_TOOL
+    from optimizer.grade import judge
+    from optimizer.model.prompts import load_prompt
+    from optimizer.schemas import Analysis, Comparison
+    from optimizer.search.propose import ProposalAnswer
+
+    def tool(schema: Any) -> int:
+        return len(json.dumps({"name": "submit", "description": (schema.__doc__ or "").strip(),
+                               "input_schema": schema.model_json_schema()}))
+
+    description = ""
+    if skill_dir is not None and (Path(skill_dir) / "SKILL.md").is_file():
+        from optimizer.inputs.skill import parse_skill_md
+
+        try:
+            description = parse_skill_md((Path(skill_dir) / "SKILL.md").read_text(encoding="utf-8")).description
+        except Exception:
+            description = ""
+    texts = [e.expectations for e in evalset.evals]
+    dims = [[d.name for d in e.rubric] for e in evalset.evals]
+    grader_tool = max((tool(judge.answer_schema(t, d)) for t, d in zip(texts, dims, strict=True)), default=0)
+    return {
+        "executor": len(load_prompt("executor").render(input_files="", skills="")) + 900 + len(description)
+        + len(json.dumps([BASH_TOOL, EDITOR_TOOL, SKILL_TOOL])),
+        "grader": len(load_prompt("grader").render(extra_rules="")) + grader_tool,
+        "comparator": len(load_prompt("comparator").render()) + tool(Comparison),
+        "analyzer": len(load_prompt("analyzer").render()) + tool(Analysis),
+        "proposer": len(load_prompt("proposer").render(extra_rules="")) + tool(ProposalAnswer),
+    }

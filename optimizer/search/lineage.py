@@ -1,0 +1,201 @@
+"""The lineage of one run as read from state.db: versions, their scores and decisions, the
+current best; and the two files other tools read (history.json, eval_feedback_aggregate.json).
+Never decides anything: it renders what the loop recorded."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from optimizer import schemas
+from optimizer.store.db import Store
+from optimizer.store.files import Workspace, write_json
+
+
+@dataclass
+class Version:
+    label: str
+    hash: str
+    parent: str | None
+    iteration: int
+    decision: str | None
+    stage: str | None
+    summary: str
+    score: float | None
+    pass_rate: float | None
+    cost_usd: float
+    created_at: str
+
+
+def versions(store: Store) -> list[Version]:
+    rows = store.query(
+        "select v.*, coalesce((select sum(cost_usd) from calls c where c.scope = v.label), 0) as spent "
+        "from versions v order by v.rowid"
+    )
+    return [
+        Version(r["label"], r["hash"], r["parent"] or None, r["iteration"] or 0, r["decision"],
+                r["stage"], r["summary"] or "", r["score"], r["pass_rate"], r["spent"],
+                r["created_at"] or "")
+        for r in rows
+    ]
+
+
+def current_best(store: Store) -> str:
+    run = store.run_row()
+    return (run or {}).get("current_best") or "v0"
+
+
+def decisions(store: Store) -> dict[str, dict]:
+    out = {}
+    for row in store.query("select * from decisions"):
+        row["selection"] = json.loads(row.pop("selection_json") or "{}")
+        out[row["version"]] = row
+    return out
+
+
+def history(store: Store, *, simulated: bool) -> schemas.History:
+    """history.json in the seed 002 `iterations` form; decided versions only, plus our extras."""
+    run = store.run_row() or {}
+    best = current_best(store)
+    chosen = decisions(store)
+    entries = []
+    for v in versions(store):
+        if v.decision is None:
+            continue  # still being evaluated: it enters the file once decided
+        d = chosen.get(v.label, {})
+        sel = d.get("selection", {})
+        entries.append({
+            "version": v.label,
+            "parent": v.parent,
+            "expectation_pass_rate": round(v.pass_rate or 0.0, 4),
+            "grading_result": v.decision,
+            "is_current_best": v.label == best,
+            "overall_efficiency": None if v.score is None else round(v.score, 4),
+            "delta": d.get("delta"),
+            "ci": [d.get("ci_low"), d.get("ci_high")] if d else None,
+            "comparator": sel.get("comparator"),
+            "decided_at_stage": v.stage,
+            "reason": d.get("reason"),
+            "summary": v.summary,
+            "iteration": v.iteration,
+            "cost_usd": round(v.cost_usd, 6),
+            "created_at": v.created_at,
+        })
+    data = {
+        "started_at": run.get("started_at", ""),
+        "skill_name": run.get("skill_name", ""),
+        "current_best": best,
+        "iterations": [{k: val for k, val in e.items() if val is not None or k == "parent"}
+                       for e in entries],
+        "simulated": simulated,
+        "stop_reason": run.get("stop_reason") or None,
+        "test": json.loads(run["test_json"]) if run.get("test_json") else None,
+    }
+    return schemas.History.model_validate({k: v for k, v in data.items() if v is not None})
+
+
+def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas.HistoryVersions:
+    """history.json in the seed 001 `versions` form (description runs): per decided version its
+    description and its trigger pass_rate, precision and recall over the train and validation
+    queries together, plus our extras (per split, decision, F1, constant signal, probe errors)."""
+    from optimizer.inputs import triggers as trigger
+    from optimizer.inputs.skill import parse_skill_md
+
+    run = store.run_row() or {}
+    split = json.loads(run.get("split_json") or "{}")
+    queries = {q["id"]: trigger.Query(**q) for q in split.get("queries", [])}
+    parts = {"train": split.get("train", []), "validation": split.get("validation", [])}
+    sel = (json.loads(run.get("settings_json") or "{}").get("selection") or {})
+    opts = {"samples": sel.get("bootstrap_samples", 2000), "confidence": sel.get("confidence", 0.95)}
+    best, chosen = current_best(store), decisions(store)
+    shown = ("pass_rate", "precision", "recall", "f1", "ci", "queries", "probe_errors",
+             "constant_signal")
+    entries = []
+    for v in versions(store):
+        if v.decision is None:
+            continue
+        outcomes = trigger.recorded(store, v.label)
+        dev = trigger.metrics(outcomes, queries, parts["train"] + parts["validation"], **opts)
+        d = chosen.get(v.label, {})
+        text = (ws.skill(v.label) / "SKILL.md").read_text(encoding="utf-8")
+        entries.append({
+            "description": parse_skill_md(text).description, "pass_rate": dev["pass_rate"] or 0.0,
+            "precision": dev["precision"], "recall": dev["recall"], "iteration": v.iteration,
+            "version": v.label, "parent": v.parent, "decision": v.decision,
+            "is_current_best": v.label == best, **{k: dev[k] for k in shown[3:]},
+            "missing_queries": dev["missing_queries"],
+            "splits": {name: {k: m[k] for k in shown} for name, ids in parts.items()
+                       for m in [trigger.metrics(outcomes, queries, ids, **opts)]},
+            "delta": d.get("delta"), "reason": d.get("reason"), "summary": v.summary,
+            "cost_usd": round(v.cost_usd, 6), "created_at": v.created_at,
+        })
+    data = {
+        "versions": entries, "skill_name": run.get("skill_name", ""),
+        "started_at": run.get("started_at", ""), "current_best": best, "target": "description",
+        "split": {**{k: len(split.get(k, [])) for k in ("train", "validation", "test")},
+                  "note": split.get("note", "")},
+        "simulated": simulated, "stop_reason": run.get("stop_reason") or None,
+        "test": json.loads(run["test_json"]) if run.get("test_json") else None,
+    }
+    return schemas.HistoryVersions.model_validate({k: v for k, v in data.items() if v is not None})
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _reason_key(reason: str) -> str:
+    # "Similar reason": the same leading content words, so rewordings by a noisy judge group.
+    return " ".join([w for w in _WORD.findall(reason.lower()) if len(w) > 3][:6])
+
+
+def _action(assertion: str | None, reason: str) -> str:
+    lowered = reason.lower()
+    if assertion is None:
+        return "Add an expectation that checks this."
+    if "vague" in lowered or "discriminat" in lowered or "would also pass" in lowered:
+        return f"Make '{assertion}' specific enough that a wrong output fails it."
+    return f"Revise '{assertion}' so that it checks what this names."
+
+
+def feedback_aggregate(store: Store, *, skill_name: str, iteration: int,
+                       extra_notes: list[tuple[str | None, str, str]] = ()) -> schemas.EvalFeedbackAggregate:
+    """Every eval_feedback suggestion of every grading, grouped, with analyst notes appended
+    as (assertion, reason, action) triples."""
+    groups: dict[tuple[str | None, str], list[str]] = defaultdict(list)
+    total = 0
+    # By key, and each group's reason by count then text: the file never depends on which run
+    # finished first.
+    for row in store.query("select grading_json from gradings where grading_json is not null "
+                           "order by key"):
+        total += 1
+        grading = json.loads(row["grading_json"])
+        for s in (grading.get("eval_feedback") or {}).get("suggestions") or []:
+            assertion = s.get("assertion") or None
+            groups[(assertion, _reason_key(s.get("reason", "")))].append(s.get("reason", ""))
+    suggestions = []
+    for (assertion, _), reasons in groups.items():
+        reason = min(Counter(reasons).items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        suggestions.append({"frequency": len(reasons), "assertion": assertion, "reason": reason,
+                            "action": _action(assertion, reason)})
+    suggestions.sort(key=lambda s: (-s["frequency"], s["assertion"] or "", s["reason"]))
+    for assertion, reason, action in extra_notes:
+        suggestions.append({"frequency": 1, "assertion": assertion, "reason": reason,
+                            "action": action, "source": "analyst"})
+    return schemas.EvalFeedbackAggregate.model_validate(
+        {"skill_name": skill_name, "iteration": iteration, "total_runs": total,
+         "suggestions": suggestions}
+    )
+
+
+def write_files(ws: Workspace, store: Store, *, simulated: bool, skill_name: str, iteration: int,
+                extra_notes: list[tuple[str | None, str, str]] = ()) -> None:
+    if store.query("select 1 from versions where decision is not null limit 1"):
+        if (store.run_row() or {}).get("target") == "description":
+            write_json(ws.history, history_versions(store, ws, simulated=simulated))
+        else:
+            write_json(ws.history, history(store, simulated=simulated))
+    write_json(ws.feedback_aggregate,
+               feedback_aggregate(store, skill_name=skill_name, iteration=iteration,
+                                  extra_notes=extra_notes))

@@ -1,0 +1,334 @@
+"""The promotion rule (DESIGN §8), the cheap screen, parent selection and minibatch choice.
+Pure functions of their inputs and a seeded random.Random: never read files, clocks or globals."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from optimizer.config import Selection
+from optimizer.grade.stats import mean, paired_bootstrap
+
+EvalId = int | str
+# Fewer decisive swap-consistent verdicts than this never decide anything: two lucky pairs
+# would otherwise settle an inconclusive interval (see bench/selection.py for the rates).
+MIN_CONSISTENT_VERDICTS = 3
+_EPS = 1e-12
+
+
+@dataclass
+class ComparisonTally:
+    """What the blind comparator found over all run pairs (compare.py fills it)."""
+
+    child_wins: int = 0
+    parent_wins: int = 0
+    ties: int = 0
+    inconsistent: int = 0
+    errors: int = 0
+    pairs: int = 0
+    swap_consistency: float | None = None  # agreeing pairs / judged pairs; None when none judged
+    per_eval: dict[EvalId, dict[str, int]] = field(default_factory=dict)
+    # unblinded reasonings of consistent pairs, for the analyzer: {eval_id, verdict, reasoning}
+    reasons: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Decision:
+    decision: Literal["won", "lost", "tie"]
+    reason: str
+    delta: float | None
+    ci_low: float | None
+    ci_high: float | None
+    evals: int
+    runs: int  # runs per eval behind the interval (the fewest of any paired eval)
+    comparator: dict[str, Any]
+    judge_error_rate: float
+    needs_more_runs: bool
+    judge_errors: int = 0
+    total_runs: int = 0
+    confidence: float = 0.95
+    min_effect: float = 0.0
+    unscored: int = 0  # runs our infrastructure failed: left out, retried later (DESIGN §7)
+    excluded_evals: tuple[EvalId, ...] = ()  # evals without scored runs on both sides
+
+
+def paired_differences(
+    child: dict[EvalId, list[float]], parent: dict[EvalId, list[float]]
+) -> dict[EvalId, float]:
+    """d per eval = mean child score − mean parent score, over evals where both have scores."""
+    return {
+        e: mean(child[e]) - mean(parent[e])
+        for e in child
+        if e in parent and child[e] and parent[e]
+    }
+
+
+TALLY_COUNTS = ("child_wins", "parent_wins", "ties", "inconsistent", "errors", "pairs",
+                "swap_consistency")
+
+
+def _comparator_view(tally: ComparisonTally | None) -> dict[str, Any]:
+    return {k: getattr(tally or ComparisonTally(), k) for k in TALLY_COUNTS}
+
+
+def _majority(tally: ComparisonTally | None, majority: float) -> tuple[str | None, str]:
+    """Which side the swap-consistent verdicts favour by the configured majority, and the words."""
+    if tally is None:
+        return None, "there are no comparator verdicts"
+    decisive = tally.child_wins + tally.parent_wins
+    counts = (
+        f"{tally.child_wins} for the child, {tally.parent_wins} for the parent and {tally.ties} "
+        f"ties agreed in both orders; {tally.inconsistent} pairs did not"
+    )
+    if decisive < MIN_CONSISTENT_VERDICTS:
+        return None, f"there are too few decisive comparator verdicts ({counts})"
+    for side, wins in (("child", tally.child_wins), ("parent", tally.parent_wins)):
+        if wins / decisive >= majority - _EPS:
+            return side, (
+                f"the comparator favoured the {side} in {wins} of {decisive} decisive "
+                f"swap-consistent verdicts ({wins / decisive:.0%} ≥ {majority:.0%})"
+            )
+    return None, f"the comparator has no {majority:.0%} majority ({counts})"
+
+
+def decide(
+    child_scores: dict[EvalId, list[float]],
+    parent_scores: dict[EvalId, list[float]],
+    tally: ComparisonTally | None,
+    *,
+    selection: Selection,
+    rng: random.Random,
+    judge_errors: int = 0,
+    total_runs: int = 0,
+    unscored: int = 0,
+) -> Decision:
+    """won / lost / tie by DESIGN §8. The interval is "inconclusive" when it is neither above
+    min_effect nor below zero; only then may the comparator decide, and only then are runs added.
+    The comparator may promote when Δ ≥ 0; it may demote only when the interval straddles zero
+    (a child whose interval is above zero is never `lost`)."""
+    ds = paired_differences(child_scores, parent_scores)
+    comparator = _comparator_view(tally)
+    error_rate = judge_errors / total_runs if total_runs else 0.0
+    runs = min((min(len(child_scores[e]), len(parent_scores[e])) for e in ds), default=0)
+    excluded = tuple(sorted((e for e in {*child_scores, *parent_scores} if e not in ds), key=str))
+    common = dict(
+        evals=len(ds), runs=runs, comparator=comparator, judge_error_rate=error_rate,
+        judge_errors=judge_errors, total_runs=total_runs,
+        confidence=selection.confidence, min_effect=selection.min_effect,
+        unscored=unscored, excluded_evals=excluded,
+    )
+    left_out = _left_out(unscored, total_runs, excluded)
+    if error_rate > selection.max_judge_error_rate + _EPS:
+        # A broken judge is not fixed by more runs of the same judge.
+        return Decision(
+            "tie",
+            f"tie: {judge_errors} of {total_runs} runs ({error_rate:.0%}) had judge errors, above "
+            f"the limit of {selection.max_judge_error_rate:.0%}, so the scores cannot be trusted.",
+            None, None, None, needs_more_runs=False, **common,
+        )
+    if not ds:
+        return Decision(
+            "tie", "tie: no eval has scores for both the child and the parent." + left_out,
+            None, None, None, needs_more_runs=False, **common,
+        )
+    delta, low, high = paired_bootstrap(
+        list(ds.values()), confidence=selection.confidence,
+        samples=selection.bootstrap_samples, rng=rng,
+    )
+    level = f"{selection.confidence:.0%}"
+    where = (
+        f"Δ = {delta:+.3f} with {level} interval [{low:+.3f}, {high:+.3f}] over "
+        f"{len(ds)} evals × {runs} runs"
+    )
+    inconclusive = low <= selection.min_effect + _EPS and high >= -_EPS
+    needs_more = inconclusive and runs < selection.max_runs_per_eval
+    side, words = _majority(tally, selection.comparator_majority)
+
+    def made(decision: str, reason: str) -> Decision:
+        return Decision(decision, reason + left_out, delta, low, high, needs_more_runs=needs_more,
+                        **common)  # type: ignore[arg-type]
+
+    if low > selection.min_effect + _EPS:
+        return made("won", f"won: {where} lies above the minimum effect {selection.min_effect}.")
+    if high < -_EPS:
+        return made("lost", f"lost: {where} lies below zero.")
+    if side == "child" and delta >= -_EPS:
+        return made("won", f"won: {where} is inconclusive, and {words}.")
+    if side == "parent" and low <= _EPS:
+        return made("lost", f"lost: {where} straddles zero, and {words}.")
+    more = (
+        f"; more runs are needed ({runs} of at most {selection.max_runs_per_eval} per eval)"
+        if needs_more else ""
+    )
+    if side == "child":
+        words = f"{words}, but Δ is negative"
+    elif side == "parent":
+        words = f"{words}, but the interval is above zero"
+    return made("tie", f"tie: {where} is inconclusive, and {words}{more}.")
+
+
+def _left_out(unscored: int, total: int, excluded: tuple[EvalId, ...]) -> str:
+    """The sentence that says what the decision could not see, when anything was left out."""
+    if not unscored and not excluded:
+        return ""
+    parts = []
+    if unscored:
+        parts.append(f"{unscored} of {total} runs could not be scored (a failure of our "
+                     "infrastructure, retried on a later pass or a resume) and are left out")
+    if excluded:
+        which = ", ".join(str(e) for e in excluded)
+        parts.append(f"eval{'s' if len(excluded) > 1 else ''} {which} had no scored runs on both "
+                     "sides and did not count")
+    return " " + "; ".join(parts).capitalize() + "."
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def selection_json(decision: Decision) -> dict[str, Any]:
+    """selection.json: the decision and every number behind it."""
+    data = asdict(decision)
+    comparator = dict(data.pop("comparator"))
+    if comparator.get("swap_consistency") is not None:
+        comparator["swap_consistency"] = round(comparator["swap_consistency"], 6)
+    return {
+        "decision": data["decision"],
+        "reason": data["reason"],
+        "delta": _num(data["delta"]),
+        "interval": {
+            "low": _num(data["ci_low"]),
+            "high": _num(data["ci_high"]),
+            "confidence": data["confidence"],
+        },
+        "min_effect": data["min_effect"],
+        "evals": data["evals"],
+        "runs_per_eval": data["runs"],
+        "comparator": comparator,
+        "swap_consistency": comparator.get("swap_consistency"),
+        "judge_errors": data["judge_errors"],
+        "total_runs": data["total_runs"],
+        "judge_error_rate": round(data["judge_error_rate"], 6),
+        "unscored": data["unscored"],
+        "excluded_evals": list(data["excluded_evals"]),
+        "needs_more_runs": data["needs_more_runs"],
+    }
+
+
+def _eval_means(scores: dict[EvalId, float | list[float]]) -> dict[EvalId, float]:
+    out: dict[EvalId, float] = {}
+    for e, value in scores.items():
+        if isinstance(value, list | tuple):
+            if value:
+                out[e] = mean(value)
+        elif value is not None:
+            out[e] = float(value)
+    return out
+
+
+def screen(
+    child_minibatch_scores: dict[EvalId, float | list[float]],
+    parent_scores_same_evals: dict[EvalId, float | list[float]],
+    *,
+    margin: float,
+) -> tuple[bool, str]:
+    """A cheap paired check on a few evals: only a clearly worse candidate (mean d < −margin)
+    stops here; anything closer goes on to the full benchmark, where the real rule decides."""
+    child = _eval_means(child_minibatch_scores)
+    parent = _eval_means(parent_scores_same_evals)
+    shared = [e for e in child if e in parent]
+    if not shared:
+        return True, "passed: no eval has scores for both, so the screen cannot judge."
+    d = mean([child[e] - parent[e] for e in shared])
+    if d < -margin - _EPS:
+        return False, (
+            f"stopped at screening: mean difference {d:+.3f} over {len(shared)} evals is below "
+            f"−{margin} (clearly worse than the parent)."
+        )
+    return True, f"passed screening: mean difference {d:+.3f} over {len(shared)} evals ≥ −{margin}."
+
+
+@dataclass(frozen=True)
+class VersionScores:
+    label: str
+    per_eval: dict[EvalId, float]
+    is_best: bool = False
+
+
+def _dominates(a: VersionScores, b: VersionScores) -> bool:
+    shared = [e for e in a.per_eval if e in b.per_eval]
+    if not shared:
+        return False
+    return all(a.per_eval[e] >= b.per_eval[e] - _EPS for e in shared) and any(
+        a.per_eval[e] > b.per_eval[e] + _EPS for e in shared
+    )
+
+
+def pareto_front(versions: list[VersionScores]) -> list[str]:
+    """Labels of versions no other version dominates (≥ on every shared eval, > on one)."""
+    return [
+        v.label for v in versions
+        if not any(_dominates(o, v) for o in versions if o.label != v.label)
+    ]
+
+
+def _leads(versions: list[VersionScores]) -> dict[str, int]:
+    """How many evals each version leads; a tie for the lead counts for every leader."""
+    evals = {e for v in versions for e in v.per_eval}
+    leads = {v.label: 0 for v in versions}
+    for e in evals:
+        best = max(v.per_eval[e] for v in versions if e in v.per_eval)
+        for v in versions:
+            if e in v.per_eval and v.per_eval[e] >= best - _EPS:
+                leads[v.label] += 1
+    return leads
+
+
+def _best(versions: list[VersionScores]) -> str:
+    flagged = [v.label for v in versions if v.is_best]
+    if flagged:
+        return flagged[0]
+    return max(versions, key=lambda v: mean(list(v.per_eval.values())) if v.per_eval else -1).label
+
+
+def select_parent(
+    versions: list[VersionScores], *, strategy: Literal["best", "pareto"], rng: random.Random
+) -> str:
+    """`best`: the current best. `pareto` (GEPA): a version on the per-eval Pareto front, drawn
+    with weight = evals it leads, so a version that is best somewhere keeps getting chances."""
+    if not versions:
+        raise ValueError("select_parent needs at least one version")
+    if strategy == "best":
+        return _best(versions)
+    if strategy != "pareto":
+        raise ValueError(f"unknown parent selection strategy {strategy!r}")
+    front = set(pareto_front(versions))
+    leads = _leads(versions)
+    labels = [v.label for v in versions if v.label in front and leads[v.label] > 0]
+    if not labels:
+        return _best(versions)
+    return rng.choices(labels, weights=[leads[label] for label in labels], k=1)[0]
+
+
+def choose_minibatch(
+    train_ids: list[EvalId],
+    parent_per_eval_scores: dict[EvalId, float],
+    k: int,
+    rng: random.Random,
+) -> list[EvalId]:
+    """k evals for the screen, stratified: most are the parent's weakest (lowest score first,
+    ties broken by rng), where a proposal aimed at failures shows; one in three at most is drawn
+    at random from the rest, because a screen made only of evals the parent scores 0 on could
+    never see a candidate that breaks what already works. An eval without a parent score counts
+    as a failure."""
+    if k <= 0 or not train_ids:
+        return []
+    if k >= len(train_ids):
+        return list(train_ids)
+    keyed = sorted(train_ids, key=lambda e: (parent_per_eval_scores.get(e, 0.0), rng.random()))
+    n_rest = max(1, k // 3) if k >= 2 else 0
+    chosen = keyed[: k - n_rest]
+    rest = keyed[k - n_rest :]
+    chosen += rng.sample(rest, n_rest)
+    return chosen

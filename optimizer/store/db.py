@@ -1,0 +1,241 @@
+"""state.db, the source of truth of one run: migrations, and small typed reads and writes.
+Every JSON file of a workspace can be rebuilt from it; nothing else may hold state that matters."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+from sqlite_utils import Migrations
+
+from optimizer.errors import WorkFailed
+
+migrations = Migrations("optimizer")
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@migrations()
+def m001_initial(db: sqlite_utils.Database) -> None:
+    db["runs"].create(  # one row: this optimizer run
+        {"id": str, "skill_name": str, "skill_dir": str, "target": str, "started_at": str,
+         "eval_set_hash": str, "split_json": str, "settings_json": str, "status": str,
+         "stop_reason": str, "from_run": str, "finished_at": str},
+        pk="id",
+    )
+    db["versions"].create(
+        {"label": str, "hash": str, "parent": str, "iteration": int, "created_at": str,
+         "status": str, "decision": str, "summary": str, "rationale": str, "stage": str,
+         "score": float, "pass_rate": float, "cost_usd": float},
+        pk="label",
+    )
+    db["versions"].create_index(["hash"], unique=True)
+    db["eval_runs"].create(  # one execution of one eval by one configuration
+        {"key": str, "version": str, "eval_id": int, "configuration": str, "run_number": int,
+         "split": str, "status": str, "error": str, "skill_invoked": int, "tokens": int,
+         "time_seconds": float, "completed_at": str},
+        pk="key",
+    )
+    db["eval_runs"].create_index(["version", "eval_id"])
+    db["gradings"].create(
+        {"key": str, "status": str, "score": float, "pass_rate": float, "passed": int,
+         "total": int, "rubric_normalized": float, "gate_passed": int, "grading_json": str,
+         "structural_json": str, "completed_at": str},
+        pk="key",
+    )
+    db["decisions"].create(
+        {"version": str, "parent": str, "stage": str, "decision": str, "delta": float,
+         "ci_low": float, "ci_high": float, "reason": str, "selection_json": str,
+         "decided_at": str},
+        pk="version",
+    )
+    db["iterations"].create(
+        {"number": int, "parent": str, "stage": str, "candidates_json": str, "started_at": str,
+         "finished_at": str},
+        pk="number",
+    )
+    db["calls"].create(  # the model-call ledger, which doubles as the cache that makes resume free
+        {"hash": str, "role": str, "model": str, "sample": int, "outcome": str,
+         "response_json": str, "input_tokens": int, "output_tokens": int,
+         "cache_write_tokens": int, "cache_read_tokens": int, "cost_usd": float,
+         "latency_ms": float, "attempts": int, "error": str, "created_at": str},
+        pk="hash",
+    )
+    db["calls"].create_index(["role"])
+    db["cache_hits"].create(  # a call served from the ledger: counted, and the money it saved
+        {"id": int, "hash": str, "role": str, "saved_usd": float, "at": str}, pk="id"
+    )
+
+
+# What the disk or another process can do to state.db: each stops the run with one sentence
+# (DESIGN §3: systemic), never a traceback and never a run recorded as failed because of it.
+_SYSTEMIC = {
+    "SQLITE_BUSY": "is locked by another process; close that process or wait for it, then resume the run",
+    "SQLITE_LOCKED": "is locked by another process; close that process or wait for it, then resume the run",
+    "SQLITE_FULL": "cannot grow because the disk is full; free some space, then resume the run",
+    "SQLITE_READONLY": "is read-only; make the run folder writable, then resume the run",
+    "SQLITE_IOERR": "cannot be read or written (an I/O error); check the disk, then resume the run",
+    "SQLITE_CANTOPEN": "cannot be opened; check the run folder, then resume the run",
+    "SQLITE_CORRUPT": "is damaged; restore it from a copy or start a new run",
+    "SQLITE_NOTADB": "is damaged; restore it from a copy or start a new run",
+}
+
+
+class Store:
+    """state.db of one run folder (WAL, busy timeout), migrated on open."""
+
+    def __init__(self, path: Path, *, busy_timeout_s: float = 30.0) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=busy_timeout_s, check_same_thread=False)
+            self.db = sqlite_utils.Database(conn)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            migrations.apply(self.db)
+        except sqlite3.DatabaseError as exc:
+            raise WorkFailed(
+                f"{self.path}: the run database cannot be opened ({exc}); "
+                "restore it from a copy or start a new run."
+            ) from None
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """One step's writes land together or not at all."""
+        with self._systemic_errors(), self.db.conn:
+            yield
+
+    @contextmanager
+    def _systemic_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            name = getattr(exc, "sqlite_errorname", "") or ""
+            why = _SYSTEMIC.get("_".join(name.split("_")[:2]))
+            if why is None:
+                raise
+            raise WorkFailed(f"{self.path}: the run database {why} ({exc}).") from None
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    # -- generic helpers ---------------------------------------------------------------
+    def get(self, table: str, pk: Any) -> dict | None:
+        try:
+            with self._systemic_errors():
+                return self.db[table].get(pk)
+        except sqlite_utils.db.NotFoundError:
+            return None
+
+    def upsert(self, table: str, row: dict, pk: str) -> None:
+        self.db[table].upsert(row, pk=pk, alter=False)
+
+    def query(self, sql: str, params: Any = ()) -> list[dict]:
+        with self._systemic_errors():
+            return list(self.db.query(sql, params))
+
+    # -- the ledger ----------------------------------------------------------------------
+    def completed_call(self, request_hash: str) -> dict | None:
+        row = self.get("calls", request_hash)
+        return row if row and row["outcome"] == "ok" else None
+
+    def record_call(self, row: dict) -> None:
+        row = {**row, "created_at": row.get("created_at") or now()}
+        with self.atomic():
+            self.upsert("calls", row, pk="hash")
+
+    def record_cache_hit(self, request_hash: str, role: str, saved_usd: float) -> None:
+        with self.atomic():
+            self.db["cache_hits"].insert(
+                {"hash": request_hash, "role": role, "saved_usd": saved_usd, "at": now()}
+            )
+
+    def spent_usd(self) -> float:
+        row = self.query("select coalesce(sum(cost_usd), 0) as s from calls")[0]
+        return float(row["s"])
+
+    def ledger_summary(self) -> dict:
+        calls = self.query(
+            "select count(*) as n, coalesce(sum(cost_usd),0) as cost, "
+            "coalesce(sum(input_tokens),0) as input_tokens, "
+            "coalesce(sum(output_tokens),0) as output_tokens, "
+            "coalesce(sum(cache_write_tokens),0) as cache_write_tokens, "
+            "coalesce(sum(cache_read_tokens),0) as cache_read_tokens, "
+            "coalesce(sum(attempts - 1),0) as retries from calls where outcome = 'ok'"
+        )[0]
+        hits = self.query(
+            "select count(*) as n, coalesce(sum(saved_usd),0) as saved from cache_hits"
+        )[0]
+        return {**calls, "cache_hits": hits["n"], "saved_usd": hits["saved"]}
+
+    # -- runs table ----------------------------------------------------------------------
+    def run_row(self) -> dict | None:
+        rows = self.query("select * from runs limit 1")
+        return rows[0] if rows else None
+
+    def set_json(self, table: str, pk_name: str, pk: Any, column: str, value: Any) -> None:
+        with self.atomic():
+            self.db[table].update(pk, {column: json.dumps(value)})
+
+
+@migrations()
+def m002_best_and_scopes(db: sqlite_utils.Database) -> None:
+    # The current best is a decision, not a derivation: with Pareto parents a winning child may
+    # still score below the best, so the loop records it explicitly.
+    db["runs"].add_column("current_best", str)
+    db["runs"].add_column("test_json", str)
+    db["runs"].add_column("pid", int)
+    db["runs"].add_column("stage", str)
+    db["runs"].add_column("last_error", str)
+    # Which version (or stage) a model call was made for, so lineage can show cost per version.
+    db["calls"].add_column("scope", str)
+    db["versions"].add_column("split_scores_json", str)
+
+
+@migrations()
+def m003_batches_and_estimate(db: sqlite_utils.Database) -> None:
+    # Message Batches in flight (llm.batch): recorded as soon as the service acknowledges one, so
+    # a resumed run re-attaches to it instead of paying for the same requests again. `items_json`
+    # maps each custom_id (the ledger's request hash) to its role, model, sample and scope.
+    db["batches"].create(
+        {"id": str, "scope": str, "roles": str, "custom_ids_json": str, "items_json": str,
+         "status": str, "created_at": str, "ended_at": str, "counts_json": str},
+        pk="id",
+    )
+    db["batches"].create_index(["status"])
+    db["calls"].add_column("batch_id", str)  # set when the answer came through a batch
+    db["runs"].add_column("estimate_json", str)  # the cost preview shown when the run started
+
+
+@migrations()
+def m004_calls_scope_index(db: sqlite_utils.Database) -> None:
+    # lineage sums each version's cost by scope after every iteration; without the index that is
+    # a scan of the whole ledger per version.
+    db["calls"].create_index(["scope"], if_not_exists=True)
+
+
+@migrations()
+def m005_version_errors(db: sqlite_utils.Database) -> None:
+    # A failure of ours while one version was evaluated: recorded on it, the run goes on.
+    db["versions"].add_column("error", str)
+    # Why a run is unscored (DESIGN §7): its cause, shown in status and benchmark.json.
+    db["gradings"].add_column("error", str)
+
+
+@migrations()
+def m006_resumes(db: sqlite_utils.Database) -> None:
+    # Each resume's effective settings and the keys it changed ({key: [before, after]}); the run's
+    # settings_json is kept equal to the latest, so status shows the limits in force, not the
+    # ones the run was started with.
+    db["resumes"].create(
+        {"id": int, "at": str, "settings_json": str, "changed_json": str}, pk="id"
+    )
