@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import json
 import random
+import re
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
@@ -14,9 +15,9 @@ from dataclasses import dataclass, field
 
 import httpx2
 
-from . import world
-from .batches import BatchService
-from .protocol import (
+from optimizer.sim import world
+from optimizer.sim.batches import BatchService
+from optimizer.sim.protocol import (
     ERRORS,
     FAULT_KINDS,
     Reply,
@@ -28,7 +29,7 @@ from .protocol import (
     sse_events,
     tokens,
 )
-from .text import REMINDER, canonical
+from optimizer.sim.text import REMINDER, canonical
 
 
 @dataclass
@@ -75,8 +76,14 @@ class Simulator:
             # Single-shot roles answer their prompt: a re-ask after a validation error (extra
             # turns appended) gets the answer a fault-free call got, so faults leave no trace.
             shown["messages"] = body["messages"][:1]
-        # Harness reminders carry the date: a key with them would change every night.
-        text = REMINDER.sub("", canonical(shown))
+        # Harness reminders carry the date: a key with them would change every night. The Claude
+        # Code CLI names its (host) working folder: the same run answers alike wherever it is.
+        whole = canonical(shown)
+        text = REMINDER.sub("", whole)
+        if (cwd := _CLI_CWD.search(whole)) is not None:
+            folder = cwd.group(1)
+            text = text.replace(folder, "<cwd>").replace(re.sub(r"[^A-Za-z0-9]", "-", folder), "<cwd>")
+        text = _CLI_HOME.sub("<home>", text)
         return hashlib.sha256(f"{self.seed}\0{role}\0{sample}\0{text}".encode()).hexdigest()
 
     def respond(self, body: dict, headers: Mapping[str, str]) -> dict:
@@ -269,6 +276,8 @@ class Simulator:
         return httpx2.MockTransport(handler)
 
 
+_CLI_CWD = re.compile(r"[Ww]orking directory:\s*(/[^\s\\\"]+)")
+_CLI_HOME = re.compile(r"/[^\s\"'`]*?claude-home-[A-Za-z0-9_]+")  # the executor's private HOME
 WARM_SHARE = 0.75  # of requests that find a cacheable prefix already written
 
 
