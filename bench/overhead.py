@@ -27,7 +27,8 @@ from rich.console import Console  # noqa: E402
 
 from optimizer import config, daemon, logs  # noqa: E402 - the bench runs from a checkout
 from optimizer.model import client as llm  # noqa: E402 - the bench runs from a checkout
-from optimizer.search import engine as loop  # noqa: E402 - the bench runs from a checkout
+from optimizer.search import engine  # noqa: E402 - the bench runs from a checkout
+from optimizer.search.body import BodyTarget  # noqa: E402 - the bench runs from a checkout
 
 EXAMPLE = ROOT / "examples" / "csv-report"
 
@@ -60,7 +61,7 @@ def instrumented_run(run_dir: Path, *, overrides: list[str], iterations: int,
     and each iteration; returns the phases and the client's own stats."""
     phases: list[Phase] = []
     seen: dict = {}
-    original_iterate, original_baseline, original_client = loop.iterate, loop.evaluate_baseline, llm.make_client
+    original_iterate, original_start, original_client = engine.iterate, BodyTarget.start, llm.make_client
 
     async def measured(name: str, run, work) -> None:
         before, wall, cpu = _ledger(run.store), time.perf_counter(), time.process_time()
@@ -70,17 +71,17 @@ def instrumented_run(run_dir: Path, *, overrides: list[str], iterations: int,
         phases.append(Phase(name, diff["calls"], time.perf_counter() - wall,
                             time.process_time() - cpu, diff))
 
-    async def iterate(run, n, conditions):
-        await measured(f"iteration {n}", run, original_iterate(run, n, conditions))
+    async def iterate(run, target, n):
+        await measured(f"iteration {n}", run, original_iterate(run, target, n))
 
-    async def baseline(run):
-        await measured("baseline + v0", run, original_baseline(run))
+    async def start(target):
+        await measured("baseline + v0", target.run, original_start(target))
 
     def make_client(*args, **kwargs):
         seen["client"] = original_client(*args, **kwargs)
         return seen["client"]
 
-    loop.iterate, loop.evaluate_baseline, llm.make_client = iterate, baseline, make_client
+    engine.iterate, BodyTarget.start, llm.make_client = iterate, start, make_client
     try:
         flags = {"llm.provider": "sim", "loop.max_iterations": iterations}
         daemon.start(
@@ -89,7 +90,7 @@ def instrumented_run(run_dir: Path, *, overrides: list[str], iterations: int,
             load=lambda eval_config: config.load(None, eval_config=eval_config, env={},
                                                  overrides=overrides, flags=flags))
     finally:
-        loop.iterate, loop.evaluate_baseline, llm.make_client = original_iterate, original_baseline, original_client
+        engine.iterate, BodyTarget.start, llm.make_client = original_iterate, original_start, original_client
         logs.reset()
     client = seen["client"]
     return phases, {**client.stats(), "max_in_flight": client.limiter.max_in_flight}

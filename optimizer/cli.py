@@ -147,18 +147,39 @@ def execute(
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
-    """Run one eval once, by hand, to debug a skill or an eval."""
-    from optimizer.execute import run_one
+    """Run one eval once and grade it, by hand, to debug a skill or an eval."""
+    from optimizer.grade.benchmark import run_once
     from optimizer.model.session import open_session
 
     loaded = load_settings(config_path, set_, flags={"llm.provider": provider, "execute.executor": executor})
     target = out_dir or Path("runs") / "execute" / f"eval-{eval_id}"
     with open_session(loaded.settings, target) as session:
-        record = asyncio.run(
-            run_one(loaded.settings, session.client, skill_dir=_require_dir(skill_dir, "skill"),
-                    eval_id=eval_id, without_skill=without_skill, executor=executor, out_dir=target)
-        )
-    out.print(f"{record.status}: {record.run_dir} ({record.duration_s:.1f}s, {record.tokens} tokens)")
+        run_dir, scored = asyncio.run(
+            run_once(loaded.settings, session.client, session.store,
+                     skill_dir=_require_dir(skill_dir, "skill"), eval_id=eval_id,
+                     without_skill=without_skill, out_dir=target))
+    score = "no score" if scored.score is None else f"score {scored.score:.3f}"
+    shown = target / run_dir.relative_to(target.absolute())  # as the user named the folder
+    out.print(f"{scored.status}: {shown} (pass rate {scored.pass_rate:.0%}, {score})", markup=False)
+    if scored.status in ("exec_error", "judge_error", "unscored"):
+        err.print(f"error: the run did not complete as a graded run ({scored.status}): "
+                  f"{scored.error or _grading_reason(run_dir)}", markup=False)
+        raise typer.Exit(1)
+
+
+def _grading_reason(run_dir: Path) -> str:
+    """Why a run failed, as its grading or its metrics say (the first failed expectation)."""
+    for name in ("grading.json", "outputs/metrics.json"):
+        try:
+            data = json.loads((run_dir / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if data.get("judge_error") or data.get("error"):
+            return str(data.get("judge_error") or data.get("error"))
+        failed = [e["evidence"] for e in data.get("expectations", []) if not e.get("passed")]
+        if failed:
+            return failed[0]
+    return f"see {run_dir / 'transcript.md'}"
 
 
 @app.command()
@@ -173,7 +194,7 @@ def benchmark(
     set_: SetOpt = None,
 ) -> None:
     """One-shot benchmark: every eval with and without the skill, graded and aggregated."""
-    from optimizer.grade.benchmark import run_benchmark
+    from optimizer.grade.benchmark import default_out_dir, run_benchmark
     from optimizer.inputs.evals import load_evals
     from optimizer.model.session import open_session
     from optimizer.report.progress import bar
@@ -181,13 +202,11 @@ def benchmark(
     evalset = load_evals(_require_dir(skill_dir, "skill"), evals)
     loaded = load_settings(config_path, set_, eval_config=evalset.eval_config,
                            flags={"llm.provider": provider, "evals.runs_per_eval": runs})
-    from optimizer.store.db import now
-
-    folder = out_dir or Path("runs") / "benchmarks" / now().replace(":", "").replace("-", "")
+    folder = out_dir or default_out_dir()
     with open_session(loaded.settings, folder) as session, bar(out, "benchmark") as progress:
-        path = asyncio.run(run_benchmark(loaded.settings, session.client, skill_dir=skill_dir,
-                                         evals_path=evals, runs=runs, out_dir=folder,
-                                         progress=progress))
+        path = asyncio.run(run_benchmark(loaded.settings, session.client, session.store,
+                                         skill_dir=skill_dir, evals_path=evals, runs=runs,
+                                         out_dir=folder, progress=progress))
     out.print((path.parent / "benchmark.md").read_text(encoding="utf-8"), markup=False)
     out.print(f"\nwritten: {path}")
 

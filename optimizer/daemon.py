@@ -277,8 +277,9 @@ def _spawn(ws: Workspace, console: Console) -> int:
 def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
                 resumed: bool = False) -> int:
     from optimizer.model import client as llm
-    from optimizer.search import engine as loop
+    from optimizer.search import engine
     from optimizer.search.stops import SignalFlag
+    from optimizer.search.targets import TARGETS
 
     with lock(ws):
         _remove_stale_temp_files(ws)
@@ -295,7 +296,9 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
             if resumed:
                 record_resume(store, settings)
             client = llm.make_client(settings, store, budget_usd=settings.budget.usd)
-            asyncio.run(loop.optimize(ws, store, client, settings, flag=flag, console=console))
+            target = TARGETS[(store.run_row() or {}).get("target") or "body"]
+            asyncio.run(engine.optimize(ws, store, client, settings, open_target=target,
+                                        flag=flag, console=console))
         except WorkFailed as exc:
             with suppress(Exception), store.atomic():  # best effort: the database may be what failed
                 store.db["runs"].update(ws.root.name, {"status": "failed", "last_error": str(exc)})

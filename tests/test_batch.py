@@ -14,7 +14,7 @@ import pytest
 
 from optimizer.config import Settings
 from optimizer.execute import get_executor
-from optimizer.grade.unit import Evaluator
+from optimizer.grade.unit import Grader, jobs_for
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import load_evals
 from optimizer.model import batch as batching
@@ -40,17 +40,19 @@ def settings_for(batch: bool, **llm) -> Settings:
 
 
 async def stage(tmp: Path, settings: Settings, sim: Simulator, store: Store | None = None):
-    """One Evaluator stage (v0, evals 1 and 2, two runs each) with its own workspace."""
+    """One grading stage (v0, evals 1 and 2, two runs each) with its own workspace."""
     ws = Workspace(tmp)
     skills.snapshot(EXAMPLE, ws.skill("v0"))
     store = store or Store(ws.state_db)
     client = make_client(settings, store, simulator=sim, sleep=no_wait)
     evalset = load_evals(EXAMPLE)
     executor = get_executor("anthropic", settings, client=client)
-    ev = Evaluator(ws, store, client, settings, evalset, executor, skill_name="csv-report",
-                   inputs_root=EXAMPLE)
+    grader = Grader(store, client, settings, evalset, executor, skill_name="csv-report",
+                    inputs_root=EXAMPLE)
     try:
-        results = await ev.version("v0", [1, 2], 2)
+        results = await grader.grade(jobs_for([1, 2], 2, prefix="v0/", root=ws.root,
+                                              configuration="with_skill", skill_dir=ws.skill("v0"),
+                                              version="v0"), scope="v0")
     finally:
         await client.aclose()
     return results, store

@@ -30,9 +30,9 @@ def example() -> Path:
     return EXAMPLE
 
 
-async def test_full_benchmark_on_the_example(tmp_path, settings, client, sim, example):
+async def test_full_benchmark_on_the_example(tmp_path, settings, client, store, sim, example):
     seen: list[tuple[int, int, str]] = []
-    path = await run_benchmark(settings, client, skill_dir=example, evals_path=None, runs=1,
+    path = await run_benchmark(settings, client, store, skill_dir=example, evals_path=None, runs=1,
                                out_dir=tmp_path / "bench", progress=lambda d, t, label: seen.append((d, t, label)))
     out = tmp_path / "bench"
     assert path == out / "benchmark.json"
@@ -45,7 +45,7 @@ async def test_full_benchmark_on_the_example(tmp_path, settings, client, sim, ex
     assert bench.metadata.runs_per_configuration == 1
     n_evals = len(bench.metadata.evals_run)
     assert len(bench.runs) == 2 * n_evals
-    assert seen[-1][0] == seen[-1][1] == 4 * n_evals  # executed and graded, each run
+    assert seen[-1][0] == seen[-1][1] == 2 * n_evals  # each run, once graded
     assert sim.stats.by_role["grader"] <= 2 * n_evals
     # the simulator's ordinary transcripts are clean: no_errors passes wherever the run finished
     for path in out.glob("eval-*/*/run-*/structural.json"):
@@ -56,8 +56,8 @@ async def test_full_benchmark_on_the_example(tmp_path, settings, client, sim, ex
     assert md.startswith("# Skill benchmark: csv-report") and "SIMULATION" in md
 
 
-async def test_folder_reads_back_as_skill_creator_walks_it(tmp_path, settings, client, example):
-    out = (await run_benchmark(settings, client, skill_dir=example, evals_path=None, runs=1,
+async def test_folder_reads_back_as_skill_creator_walks_it(tmp_path, settings, client, store, example):
+    out = (await run_benchmark(settings, client, store, skill_dir=example, evals_path=None, runs=1,
                                out_dir=tmp_path / "bench")).parent
     gradings = sorted(out.glob("eval-*/*/run-*/grading.json"))
     assert gradings
@@ -88,7 +88,7 @@ async def test_without_baseline(tmp_path, store, sim, example):
     settings = Settings.model_validate({"llm": {"provider": "sim"}, "evals": {"baseline_comparison": False}})
     c = make_client(settings, store, simulator=sim, sleep=no_wait)
     try:
-        out = (await run_benchmark(settings, c, skill_dir=example, evals_path=None, runs=1,
+        out = (await run_benchmark(settings, c, store, skill_dir=example, evals_path=None, runs=1,
                                    out_dir=tmp_path / "bench")).parent
     finally:
         await c.aclose()
@@ -115,7 +115,7 @@ class ForceMalformedGrader:
 async def test_judge_errors_are_counted_and_shown(tmp_path, settings, store, sim, example):
     c = make_client(settings, store, simulator=ForceMalformedGrader(sim), sleep=no_wait)
     try:
-        out = (await run_benchmark(settings, c, skill_dir=example, evals_path=None, runs=1,
+        out = (await run_benchmark(settings, c, store, skill_dir=example, evals_path=None, runs=1,
                                    out_dir=tmp_path / "bench")).parent
     finally:
         await c.aclose()

@@ -13,11 +13,14 @@ import pytest
 from optimizer import schemas as s
 from optimizer.config import Settings
 from optimizer.errors import BadInput
-from optimizer.execute import claude_code, get_executor, run_one
+from optimizer.execute import claude_code, get_executor
 from optimizer.execute.claude_code import find_claude
+from optimizer.grade.benchmark import run_once
 from optimizer.inputs.evals import load_evals
+from optimizer.model.client import make_client
 from optimizer.sim import Simulator, serve
 from optimizer.sim.text import system_text
+from optimizer.store.db import Store
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "csv-report"
@@ -115,11 +118,18 @@ async def test_claude_code_max_turns_and_timeout_are_data(tmp_path: Path) -> Non
 
 
 @needs_cli
-async def test_run_one_starts_a_simulator_for_the_cli(tmp_path: Path) -> None:
-    record = await run_one(settings_with(), None, skill_dir=EXAMPLE, eval_id=1,
-                           without_skill=False, executor="claude-code", out_dir=tmp_path)
-    assert record.status == "ok", record.error
-    assert record.run_dir == tmp_path / "with_skill" / "run-1"
+async def test_run_once_starts_a_simulator_for_the_cli(tmp_path: Path) -> None:
+    settings = settings_with(executor="claude-code")
+    store = Store(tmp_path / "state.db")
+    client = make_client(settings, store, simulator=Simulator(seed=0))
+    try:
+        run_dir, scored = await run_once(settings, client, store, skill_dir=EXAMPLE, eval_id=1,
+                                         without_skill=False, out_dir=tmp_path)
+    finally:
+        await client.aclose()
+        store.close()
+    assert scored.status in ("ok", "gated"), scored
+    assert run_dir == tmp_path / "with_skill" / "run-1" and (run_dir / "grading.json").is_file()
 
 
 class Recording(Simulator):

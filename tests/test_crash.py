@@ -128,8 +128,8 @@ def test_a_version_registered_just_before_a_kill_is_the_same_version_after_resum
     outcome in its iteration: the resumed proposal is that version, not a duplicate of it."""
     from types import SimpleNamespace
 
-    from optimizer.search.engine import _register
     from optimizer.search.propose import Candidate
+    from optimizer.search.state import register
     from optimizer.store.db import Store
     from optimizer.store.files import Workspace
 
@@ -144,13 +144,13 @@ def test_a_version_registered_just_before_a_kill_is_the_same_version_after_resum
     (proposal / "SKILL.md").write_text((proposal / "SKILL.md").read_text() + "\nOne more rule.\n")
     run = SimpleNamespace(ws=ws, store=store)
     cand = Candidate(proposal, "one more rule", "why")
-    assert _register(run, 1, "v0", cand) == {"label": "v1"}
+    assert register(run, 1, "v0", cand) == {"label": "v1"}
     # killed here: the iteration's row never recorded {"0": {"label": "v1"}}; the resumed
     # process proposes the same thing again
-    assert _register(run, 1, "v0", cand) == {"label": "v1"}
+    assert register(run, 1, "v0", cand) == {"label": "v1"}
     with store.atomic():
         store.db["iterations"].update(1, {"candidates_json": json.dumps({"0": {"label": "v1"}})})
-    assert _register(run, 1, "v0", cand) == {"duplicate": "v1"}  # a second proposal, the same
+    assert register(run, 1, "v0", cand) == {"duplicate": "v1"}  # a second proposal, the same
     store.close()
 
 

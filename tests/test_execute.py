@@ -14,9 +14,11 @@ from optimizer import sandbox
 from optimizer import schemas as s
 from optimizer.config import Settings
 from optimizer.errors import BadInput, BudgetExhausted
-from optimizer.execute import Executor, Job, RunRecord, get_executor, run_one, run_pool
+from optimizer.execute import Executor, RunRecord, get_executor
 from optimizer.execute.agent import run_bash, run_editor
 from optimizer.execute.record import resolve_inputs
+from optimizer.grade.benchmark import run_once
+from optimizer.grade.unit import Grader, jobs_for
 from optimizer.inputs.evals import Eval, load_evals
 from optimizer.model.client import make_client
 from optimizer.sim import Simulator
@@ -334,31 +336,31 @@ class Sleepy(Executor):
         return None
 
 
-async def test_run_pool_bounds_concurrency_and_keeps_job_order(tmp_path: Path) -> None:
-    executor = Sleepy(settings_with())
-    ev = example_eval()
-    jobs = [Job(executor, ev, EXAMPLE, tmp_path / f"run-{n}", n, n) for n in range(1, 6)]
+async def test_the_grader_bounds_concurrency_and_keeps_job_order(tmp_path: Path, client, store) -> None:
+    settings = settings_with(concurrency=2)
+    executor = Sleepy(settings)
     finished: list[int] = []
-    records = await run_pool(jobs, 2, progress=lambda r: finished.append(r.run_number))
-    assert [r.run_number for r in records] == [1, 2, 3, 4, 5]
+    grader = Grader(store, client, settings, load_evals(EXAMPLE), executor, skill_name="csv-report",
+                    inputs_root=EXAMPLE, on_run=lambda s: finished.append(s.run_number))
+    jobs = jobs_for([1], 5, prefix="", root=tmp_path, configuration="without_skill",
+                    skill_dir=None, version="baseline")
+    results = await grader.grade(jobs, scope="baseline")
+    assert [s.run_number for s in results[1]] == [1, 2, 3, 4, 5]
     assert executor.peak == 2
     assert sorted(finished) == [1, 2, 3, 4, 5] and finished != [1, 2, 3, 4, 5]
-    assert all((r.run_dir / "timing.json").is_file() for r in records)
+    assert all((job.run_dir / "timing.json").is_file() for job in jobs)
 
 
-async def test_run_one_numbers_runs_and_reads_the_evals(tmp_path: Path, client) -> None:
+async def test_run_once_numbers_runs_grades_them_and_reads_the_evals(tmp_path: Path, client, store) -> None:
     settings = settings_with()
-    first = await run_one(settings, client, skill_dir=EXAMPLE, eval_id=1, without_skill=False,
-                          executor=None, out_dir=tmp_path)
-    second = await run_one(settings, client, skill_dir=EXAMPLE, eval_id=1, without_skill=False,
-                           executor="anthropic", out_dir=tmp_path)
-    base = await run_one(settings, client, skill_dir=EXAMPLE, eval_id=1, without_skill=True,
-                         executor=None, out_dir=tmp_path)
-    assert [r.run_dir.relative_to(tmp_path).as_posix() for r in (first, second, base)] == [
+    done = [await run_once(settings, client, store, skill_dir=EXAMPLE, eval_id=1,
+                           without_skill=without, out_dir=tmp_path)
+            for without in (False, False, True)]
+    assert [d.relative_to(tmp_path).as_posix() for d, _ in done] == [
         "with_skill/run-1", "with_skill/run-2", "without_skill/run-1"]
-    assert first.status == second.status == base.status == "ok"
+    assert all((d / "grading.json").is_file() and s.score is not None for d, s in done)
     with pytest.raises(BadInput, match="no eval has id 99"):
-        await run_one(settings, client, skill_dir=EXAMPLE, eval_id=99, without_skill=False,
-                      executor=None, out_dir=tmp_path)
+        await run_once(settings, client, store, skill_dir=EXAMPLE, eval_id=99, without_skill=False,
+                       out_dir=tmp_path)
     with pytest.raises(BadInput, match="not an executor"):
         get_executor("nope", settings)

@@ -4,6 +4,7 @@ the outputs equal a local run's, and a redone run pays nothing twice. Skipped on
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sys
 from pathlib import Path
@@ -12,11 +13,11 @@ import pytest
 
 from optimizer.config import Settings
 from optimizer.errors import BadInput
-from optimizer.execute import Job, get_executor, run_pool
+from optimizer.execute import get_executor
 from optimizer.execute.record import is_complete
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import load_evals
-from optimizer.model.client import make_client, scope
+from optimizer.model.client import make_client, scoped
 from optimizer.sim import Simulator
 from optimizer.store.db import Store
 
@@ -44,14 +45,13 @@ async def execute(tmp: Path, backend: str, store: Store, folder: str) -> list:
     if not snapshot.exists():
         skills.snapshot(EXAMPLE, snapshot)
     evals = load_evals(EXAMPLE)
-    jobs = [Job(executor, evals.by_id(1), EXAMPLE, tmp / folder / c / "run-1", 1, 1,
-                snapshot if c == "with_skill" else None, "csv-report")
-            for c in ("with_skill", "without_skill")]
-    token = scope.set("v0")
     try:
-        return await run_pool(jobs, 2)
+        with scoped("v0"):
+            return list(await asyncio.gather(*(executor.execute(
+                skill_dir=snapshot if c == "with_skill" else None, skill_name="csv-report",
+                eval=evals.by_id(1), inputs_root=EXAMPLE, run_dir=tmp / folder / c / "run-1",
+                run_number=1, sample=1) for c in ("with_skill", "without_skill"))))
     finally:
-        scope.reset(token)
         await client.aclose()
 
 

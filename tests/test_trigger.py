@@ -13,6 +13,7 @@ from optimizer.errors import BadInput
 from optimizer.inputs import triggers as trigger
 from optimizer.inputs.skill import DESCRIPTION_MAX, NAME_RE, parse_skill_md
 from optimizer.model.client import make_client
+from optimizer.search import probe
 from optimizer.sim import Simulator
 from optimizer.sim.protocol import error_reply
 
@@ -112,7 +113,7 @@ def test_small_classes_fill_train_then_validation_then_test(n, expected):
 
 
 def test_the_shipped_distractors_are_valid_skills():
-    pool = trigger.distractors()
+    pool = probe.distractors()
     assert len(pool) >= 25 and len({name for name, _ in pool}) == len(pool)
     for name, description in pool:
         assert NAME_RE.fullmatch(name)
@@ -121,18 +122,18 @@ def test_the_shipped_distractors_are_valid_skills():
 
 def test_rivals_and_position_depend_on_the_query_and_run_never_on_the_description():
     q = trigger.Query(0, "Summarise sales.csv", True)
-    a = trigger.offered("csv-report", "one description", q, 1, seed=0)
-    b = trigger.offered("csv-report", "another description", q, 1, seed=0)
+    a = probe.offered("csv-report", "one description", q, 1, seed=0)
+    b = probe.offered("csv-report", "another description", q, 1, seed=0)
     assert [n for n, _ in a] == [n for n, _ in b]
-    assert len(a) == trigger.DISTRACTORS_PER_REQUEST + 1
+    assert len(a) == probe.DISTRACTORS_PER_REQUEST + 1
     assert [n for n, _ in a].count("csv-report") == 1
-    other_runs = {tuple(n for n, _ in trigger.offered("csv-report", "d", q, r, seed=0)) for r in range(1, 6)}
+    other_runs = {tuple(n for n, _ in probe.offered("csv-report", "d", q, r, seed=0)) for r in range(1, 6)}
     assert len(other_runs) > 1
 
 
 def test_a_distractor_with_the_skills_own_name_is_never_listed_twice():
     q = trigger.Query(0, "Make slides", True)
-    names = [n for n, _ in trigger.offered("pptx-deck", "mine", q, 1, seed=0)]
+    names = [n for n, _ in probe.offered("pptx-deck", "mine", q, 1, seed=0)]
     assert names.count("pptx-deck") == 1
 
 
@@ -146,10 +147,10 @@ async def test_the_probe_triggers_on_a_matching_query_and_not_on_a_near_miss(cli
     outcomes: dict = {}
     for q in (yes, no):
         for n in (1, 2, 3):
-            hit = await trigger.probe_one(client, "csv-report", DESCRIPTION, q, n, seed=0)
+            hit = await probe.probe_one(client, "csv-report", DESCRIPTION, q, n, seed=0)
             outcomes.setdefault(q.id, {})[n] = hit.triggered
     # The simulated router flips a decision now and then, as a real one would: rates, not runs.
-    m = trigger.metrics(outcomes, {0: yes, 1: no}, [0, 1], samples=100)
+    m = probe.metrics(outcomes, {0: yes, 1: no}, [0, 1], samples=100)
     assert m["per_query"]["0"]["rate"] >= 0.5 and m["per_query"]["1"]["rate"] < 0.5
     assert m["pass_rate"] == 1.0
 
@@ -174,13 +175,13 @@ async def test_a_failed_probe_is_missing_data_not_a_negative(settings, store):
     q = trigger.Query(0, "Summarise sales.csv as a markdown report", True)
     client = make_client(settings, store, simulator=FailingFor({q.query}), sleep=no_wait)
     try:
-        probe = await trigger.probe_one(client, "csv-report", DESCRIPTION, q, 1, seed=0)
+        answer = await probe.probe_one(client, "csv-report", DESCRIPTION, q, 1, seed=0)
     finally:
         await client.aclose()
-    assert probe.triggered is None
-    assert "failed after 2 attempts" in probe.error
-    trigger.record(store, "v0", "train", probe)
-    assert trigger.recorded(store, "v0") == {0: {1: None}}
+    assert answer.triggered is None
+    assert "failed after 2 attempts" in answer.error
+    probe.record(store, "v0", "train", answer)
+    assert probe.recorded(store, "v0") == {0: {1: None}}
 
 
 # -- metrics -------------------------------------------------------------------------------------
@@ -200,7 +201,7 @@ def test_metrics_by_hand():
         6: {1: False, 2: False, 3: False},
         7: {},                             # never probed: missing
     }
-    m = trigger.metrics(outcomes, QUERIES, list(range(8)), samples=500)
+    m = probe.metrics(outcomes, QUERIES, list(range(8)), samples=500)
     assert m["queries"] == 6 and m["missing_queries"] == 2 and m["probe_errors"] == 4
     # tp = {0, 3}, fn = {1}, fp = {5}, tn = {4, 6}
     assert (m["pass_rate"], m["precision"], m["recall"], m["f1"]) == (0.6667, 0.6667, 0.6667, 0.6667)
@@ -209,13 +210,13 @@ def test_metrics_by_hand():
     for key in ("pass_rate", "precision", "recall", "f1"):
         low, high = m["ci"][key]
         assert low <= m[key] <= high
-    assert m == trigger.metrics(outcomes, QUERIES, list(range(8)), samples=500)
+    assert m == probe.metrics(outcomes, QUERIES, list(range(8)), samples=500)
 
 
 @pytest.mark.parametrize("value, kind", [(False, "never"), (True, "always")])
 def test_a_description_that_never_or_always_triggers_is_a_constant_signal(value, kind):
     outcomes = {i: {1: value, 2: value} for i in range(8)}
-    m = trigger.metrics(outcomes, QUERIES, list(range(8)), samples=100)
+    m = probe.metrics(outcomes, QUERIES, list(range(8)), samples=100)
     assert m["constant_signal"] == kind
     assert m["pass_rate"] == 0.5
     assert (m["precision"] is None) is (kind == "never")

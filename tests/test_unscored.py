@@ -14,7 +14,7 @@ from optimizer.config import Settings
 from optimizer.execute import get_executor
 from optimizer.inputs import evals as evalsets
 from optimizer.model.client import make_client
-from optimizer.search import engine as loop
+from optimizer.search import body
 from optimizer.store.db import Store
 
 FAST = ("--provider", "sim", "--set", "llm.max_attempts=2", "--set", "llm.backoff_initial_s=0",
@@ -105,7 +105,7 @@ def test_judge_errors_and_unscored_runs_never_enter_a_version_score(tmp_path):
         ):
             store.db["gradings"].insert({"key": key, "status": status, "score": score,
                                          "pass_rate": rate})
-    loop._record_scores(SimpleNamespace(store=store, train=[1, 2]), "v0")
+    body.record_scores(SimpleNamespace(store=store, train=[1, 2]), "v0")  # type: ignore[arg-type]
     row = store.get("versions", "v0")
     assert row["score"] == 0.4 and row["pass_rate"] == 0.4
     assert json.loads(row["split_scores_json"]) == {"1": 0.8, "2": 0.0}

@@ -7,7 +7,7 @@ import asyncio
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,8 +30,8 @@ from optimizer.execute.record import (
 from optimizer.inputs.skill import SKILL_FILE, parse_skill_md
 from optimizer.model.client import counting_retries
 
-__all__ = ["EXECUTORS", "Executor", "Job", "RunContext", "RunRecord", "SkillInfo", "get_executor",
-           "run_one", "run_pool"]
+__all__ = ["EXECUTORS", "Executor", "RunContext", "RunRecord", "SkillInfo", "executor_for",
+           "get_executor", "next_run_number"]
 
 EXECUTORS = ("anthropic", "claude-code", "command")
 log = structlog.get_logger()
@@ -202,93 +202,11 @@ def get_executor(
     raise BadInput(f"execute.executor '{name}' is not an executor; use one of {', '.join(EXECUTORS)}.")
 
 
-@dataclass(frozen=True)
-class Job:
-    """One execution for run_pool: an executor and the arguments of its execute()."""
-
-    executor: Executor
-    eval: Any
-    inputs_root: Path
-    run_dir: Path
-    run_number: int
-    sample: int
-    skill_dir: Path | None = None
-    skill_name: str | None = None
-
-    async def run(self) -> RunRecord:
-        return await self.executor.execute(
-            skill_dir=self.skill_dir, skill_name=self.skill_name, eval=self.eval,
-            inputs_root=self.inputs_root, run_dir=self.run_dir, run_number=self.run_number,
-            sample=self.sample,
-        )
-
-
-async def run_pool(
-    jobs: Sequence[Job],
-    concurrency: int,
-    progress: Callable[[RunRecord], None] | None = None,
-) -> list[RunRecord]:
-    """Run the jobs, at most `concurrency` at once; records come back in the order of the jobs.
-    A systemic failure in one job cancels the others and is raised."""
-    gate = asyncio.Semaphore(max(1, concurrency))
-
-    async def one(job: Job) -> RunRecord:
-        async with gate:
-            record = await job.run()
-        if progress is not None:
-            progress(record)
-        return record
-
-    tasks = [asyncio.ensure_future(one(job)) for job in jobs]
-    if not tasks:
-        return []
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-    finally:
-        for task in tasks:
-            if not task.done():
-                task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    for task in tasks:
-        if not task.cancelled() and task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]
-    return [task.result() for task in tasks]
-
-
 def next_run_number(folder: Path) -> int:
+    """The next free run-<n> of a folder: 1 + the highest complete run's n."""
     numbers = [int(m.group(1)) for p in Path(folder).glob("run-*")
                if (m := re.fullmatch(r"run-(\d+)", p.name)) and (p / "timing.json").is_file()]
     return max(numbers, default=0) + 1
-
-
-async def run_one(
-    settings: Settings,
-    client: Any,
-    *,
-    skill_dir: Path,
-    eval_id: int,
-    without_skill: bool,
-    executor: str | None,
-    out_dir: Path,
-) -> RunRecord:
-    """`optimizer execute`: one eval once into OUT/<configuration>/run-<n> (the next free n)."""
-    from optimizer.inputs.evals import load_evals
-
-    skill_dir = Path(skill_dir)
-    evalset = load_evals(skill_dir)
-    try:
-        ev = evalset.by_id(eval_id)
-    except KeyError:
-        raise BadInput(f"{evalset.source}: no eval has id {eval_id}; the ids are "
-                       f"{', '.join(map(str, evalset.ids))}.") from None
-    configuration = "without_skill" if without_skill else "with_skill"
-    number = next_run_number(Path(out_dir) / configuration)
-    with executor_for(executor, settings, client) as chosen:
-        return await chosen.execute(
-            skill_dir=None if without_skill else skill_dir, skill_name=evalset.skill_name,
-            eval=ev, inputs_root=skill_dir, run_dir=Path(out_dir) / configuration / f"run-{number}",
-            run_number=number, sample=number - 1,
-        )
 
 
 @contextmanager

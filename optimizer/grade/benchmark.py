@@ -1,16 +1,15 @@
-"""The one-shot `optimizer benchmark`: run every eval with and without the skill, check, grade and
-aggregate into one skill-creator-readable folder. Never hide a failed run, and never write outside
-the benchmark folder.
+"""The one-shot `optimizer benchmark`: every eval with and without the skill, graded through the
+one grading unit and aggregated into one skill-creator-readable folder. Never hide a failed run,
+and never write outside the benchmark folder.
 
 Layout: <out>/eval-<id>/eval_metadata.json and <out>/eval-<id>/<configuration>/run-<n>/ (outputs/,
-transcript, timing.json, structural.json, grading.json), then <out>/benchmark.json and .md.
-`settings` must already hold the evals file's eval_config (config.load(eval_config=...)), since
-settings layering is the caller's; runs_per_eval and baseline_comparison are read from it.
+transcript, timing.json, structural.json, grading.json), then <out>/benchmark.json and .md, and
+<out>/state.db (the ledger and the gradings). `settings` must already hold the evals file's
+eval_config (config.load(eval_config=...)): settings layering is the caller's.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,12 +19,11 @@ import structlog
 
 from optimizer import schemas as s
 from optimizer.config import Settings
-from optimizer.execute import Job, RunRecord, executor_for, run_pool
+from optimizer.execute import executor_for, next_run_number
 from optimizer.grade.aggregate import aggregate, render_markdown
-from optimizer.grade.judge import GradeOutcome, grade_run, write_outcome
-from optimizer.grade.structural import check_run
+from optimizer.grade.unit import Grader, Job, Scored, committed, jobs_for, unscored
 from optimizer.inputs.evals import load_evals
-from optimizer.sandbox import SandboxPolicy
+from optimizer.store.db import Store
 from optimizer.store.files import write_json, write_text
 
 log = structlog.get_logger(__name__)
@@ -42,116 +40,86 @@ def default_out_dir(root: Path = Path("runs") / "benchmarks") -> Path:
     return out
 
 
-def sandbox_policy(settings: Settings) -> SandboxPolicy:
-    sb = settings.sandbox
-    return SandboxPolicy(
-        mode=sb.mode, timeout_s=sb.timeout_s, memory_mb=sb.memory_mb,
-        max_output_bytes=sb.max_output_bytes, max_processes=sb.max_processes,
-        max_file_bytes=sb.max_file_bytes,
-    )
-
-
-async def grade_one(
-    client: Any,
-    eval: Any,
-    record: RunRecord,
-    *,
-    settings: Settings,
-    skill_dir: Path | None,
-    policy: SandboxPolicy,
-) -> GradeOutcome:
-    """Structural checks, then the judge, then structural.json and grading.json in the run folder."""
-    failed = None if record.status == "ok" else (record.error or record.status)
-    # custom_script checks block on a subprocess: keep the event loop free for other gradings
-    structural = await asyncio.to_thread(
-        check_run, eval, record.run_dir, policy, configuration=record.configuration,
-        run_error=failed, skill_dir=skill_dir,
-    )
-    outcome = await grade_run(
-        client, eval, record.run_dir, record, settings=settings, structural=structural,
-        sample=record.run_number - 1,
-    )
-    write_outcome(record.run_dir, outcome)
-    log.info("run.graded", eval_id=eval.id, configuration=record.configuration,
-             run=record.run_number, status=outcome.status, pass_rate=round(outcome.pass_rate, 4),
-             score=outcome.score)
-    return outcome
-
-
 async def run_benchmark(
     settings: Settings,
     client: Any,
+    store: Store,
     *,
     skill_dir: Path,
     evals_path: Path | None,
     runs: int | None,
-    out_dir: Path | None,
+    out_dir: Path,
     progress: Progress | None = None,
 ) -> Path:
-    """Run, grade and aggregate; returns the path of benchmark.json (benchmark.md is beside it)."""
-    skill_dir = Path(skill_dir)
+    """Run, grade and aggregate; returns the path of benchmark.json (benchmark.md is beside it).
+    Runs left unscored by a failure of ours are tried again (evals.unscored_retries passes)."""
+    skill_dir, out = Path(skill_dir).absolute(), Path(out_dir).absolute()
     evalset = load_evals(skill_dir, evals_path)
     n_runs = runs or settings.evals.runs_per_eval
     configurations = ["with_skill"] + (["without_skill"] if settings.evals.baseline_comparison else [])
-    out = Path(out_dir) if out_dir is not None else default_out_dir()
-    out.mkdir(parents=True, exist_ok=True)
-    evals = sorted(evalset.evals, key=lambda e: e.id)
-    with executor_for(None, settings, client) as executor:
-        jobs = []
-        for ev in evals:
-            write_json(out / f"eval-{ev.id}" / "eval_metadata.json", {
-                "eval_id": ev.id, "eval_name": ev.name, "prompt": ev.prompt,
-                "expectations": list(ev.expectations),
-            }, model=s.EvalMetadata)
-            for configuration in configurations:
-                for n in range(1, n_runs + 1):
-                    jobs.append(Job(
-                        executor=executor, eval=ev, inputs_root=skill_dir,
-                        run_dir=out / f"eval-{ev.id}" / configuration / f"run-{n}",
-                        run_number=n, sample=n - 1,
-                        skill_dir=skill_dir if configuration == "with_skill" else None,
-                        skill_name=evalset.skill_name,
-                    ))
-        total, done = 2 * len(jobs), 0
+    evals = sorted(e.id for e in evalset.evals)
+    for ev in evalset.evals:
+        write_json(out / f"eval-{ev.id}" / "eval_metadata.json", {
+            "eval_id": ev.id, "eval_name": ev.name, "prompt": ev.prompt,
+            "expectations": list(ev.expectations),
+        }, model=s.EvalMetadata)
+    jobs = [job for c in configurations for job in jobs_for(
+        evals, n_runs, prefix="", root=out, configuration=c,
+        skill_dir=skill_dir if c == "with_skill" else None,
+        version="skill" if c == "with_skill" else "baseline")]
+    done = 0
 
-        def step(label: str) -> None:
-            nonlocal done
-            done += 1
-            if progress is not None:
-                progress(done, total, label)
-
+    def step(scored: Scored) -> None:
+        nonlocal done
+        done += 1
         if progress is not None:
-            progress(0, total, "starting")
-        records = await run_pool(
-            jobs, settings.execute.concurrency,
-            lambda r: step(f"eval {r.eval_id} {r.configuration} run {r.run_number}: {r.status}"),
-        )
-    policy = sandbox_policy(settings)
-    gate = asyncio.Semaphore(settings.llm.max_concurrency)
-    by_id = {ev.id: ev for ev in evals}
+            progress(done, len(jobs), f"eval {scored.eval_id} {scored.configuration} run "
+                                      f"{scored.run_number}: {scored.status}")
 
-    async def graded(record: RunRecord) -> GradeOutcome:
-        async with gate:
-            outcome = await grade_one(
-                client, by_id[record.eval_id], record, settings=settings,
-                skill_dir=skill_dir if record.configuration == "with_skill" else None, policy=policy,
-            )
-        step(f"eval {record.eval_id} {record.configuration} run {record.run_number}: graded")
-        return outcome
-
-    outcomes = await asyncio.gather(*(graded(r) for r in records))
-    by_config: dict[str, list] = {c: [] for c in configurations}
-    for record, outcome in zip(records, outcomes, strict=True):
-        by_config[record.configuration].append((by_id[record.eval_id], record, outcome))
+    if progress is not None:
+        progress(0, len(jobs), "starting")
+    with executor_for(None, settings, client) as executor:
+        grader = Grader(store, client, settings, evalset, executor, skill_name=evalset.skill_name,
+                        inputs_root=skill_dir, on_run=step)
+        results = await grader.grade(jobs, scope="benchmark")
+        for _ in range(settings.evals.unscored_retries):  # later passes, as a run would make
+            if not unscored(results):
+                break
+            results = await grader.grade(jobs, scope="benchmark")
+    by_config = {c: [it for it in committed(store, out, evalset, "", evals)
+                     if it[1].configuration == c] for c in configurations}
     benchmark = aggregate(
-        evalset.skill_name, evals, by_config,
+        evalset.skill_name, evalset.evals, by_config,
         skill_path=str(skill_dir), executor_model=settings.models.executor,
         analyzer_model=settings.models.grader, runs_per_configuration=n_runs,
         simulated=bool(getattr(client, "simulated", False)),
     )
     write_json(out / "benchmark.json", benchmark, s.Benchmark)
     write_text(out / "benchmark.md", render_markdown(benchmark))
-    log.info("benchmark.completed", folder=str(out), runs=len(records),
-             judge_errors=benchmark.model_extra.get("judge_errors"),
+    log.info("benchmark.completed", folder=str(out), runs=len(jobs),
+             judge_errors=benchmark.model_extra.get("judge_errors") if benchmark.model_extra else None,
              delta=benchmark.run_summary.delta)
     return out / "benchmark.json"
+
+
+async def run_once(settings: Settings, client: Any, store: Store, *, skill_dir: Path, eval_id: int,
+                   without_skill: bool, out_dir: Path) -> tuple[Path, Scored]:
+    """`optimizer execute`: one eval once into OUT/<configuration>/run-<n> (the next free n),
+    graded like any run: the run folder and its Scored."""
+    from optimizer.errors import BadInput
+
+    skill_dir, out = Path(skill_dir).absolute(), Path(out_dir).absolute()
+    evalset = load_evals(skill_dir)
+    if eval_id not in evalset.ids:
+        raise BadInput(f"{evalset.source}: no eval has id {eval_id}; the ids are "
+                       f"{', '.join(map(str, evalset.ids))}.")
+    configuration = "without_skill" if without_skill else "with_skill"
+    n = next_run_number(out / configuration)
+    key = f"{configuration}/run-{n}"
+    job = Job(key, out / key, eval_id, configuration, n, None if without_skill else skill_dir,
+              "baseline" if without_skill else "skill")
+    with executor_for(None, settings, client) as executor:
+        grader = Grader(store, client, settings, evalset, executor,
+                        skill_name=evalset.skill_name, inputs_root=skill_dir)
+        scored = (await grader.grade([job], scope="execute"))[eval_id][0]
+    return job.run_dir, scored

@@ -27,6 +27,7 @@ from typing import Literal
 
 import structlog
 
+from optimizer.config import Settings
 from optimizer.errors import WorkFailed
 
 WORK_MOUNT = "/workspace"
@@ -78,6 +79,14 @@ class SandboxPolicy:
         for name in ("timeout_s", "memory_mb", "max_output_bytes", "max_processes", "max_file_bytes"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"sandbox {name} must be positive")
+
+
+def policy_for(settings: Settings) -> SandboxPolicy:
+    """The policy of every model-written command of a run, from its settings (one place)."""
+    s = settings.sandbox
+    return SandboxPolicy(mode=s.mode, timeout_s=s.timeout_s, memory_mb=s.memory_mb,
+                         max_output_bytes=s.max_output_bytes, max_processes=s.max_processes,
+                         max_file_bytes=s.max_file_bytes)
 
 
 @dataclass

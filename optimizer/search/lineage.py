@@ -100,12 +100,13 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
     """history.json in the seed 001 `versions` form (description runs): per decided version its
     description and its trigger pass_rate, precision and recall over the train and validation
     queries together, plus our extras (per split, decision, F1, constant signal, probe errors)."""
-    from optimizer.inputs import triggers as trigger
     from optimizer.inputs.skill import parse_skill_md
+    from optimizer.inputs.triggers import Query
+    from optimizer.search import probe
 
     run = store.run_row() or {}
     split = json.loads(run.get("split_json") or "{}")
-    queries = {q["id"]: trigger.Query(**q) for q in split.get("queries", [])}
+    queries = {q["id"]: Query(**q) for q in split.get("queries", [])}
     parts = {"train": split.get("train", []), "validation": split.get("validation", [])}
     sel = (json.loads(run.get("settings_json") or "{}").get("selection") or {})
     opts = {"samples": sel.get("bootstrap_samples", 2000), "confidence": sel.get("confidence", 0.95)}
@@ -116,8 +117,8 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
     for v in versions(store):
         if v.decision is None:
             continue
-        outcomes = trigger.recorded(store, v.label)
-        dev = trigger.metrics(outcomes, queries, parts["train"] + parts["validation"], **opts)
+        outcomes = probe.recorded(store, v.label)
+        dev = probe.metrics(outcomes, queries, parts["train"] + parts["validation"], **opts)
         d = chosen.get(v.label, {})
         text = (ws.skill(v.label) / "SKILL.md").read_text(encoding="utf-8")
         entries.append({
@@ -127,7 +128,7 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
             "is_current_best": v.label == best, **{k: dev[k] for k in shown[3:]},
             "missing_queries": dev["missing_queries"],
             "splits": {name: {k: m[k] for k in shown} for name, ids in parts.items()
-                       for m in [trigger.metrics(outcomes, queries, ids, **opts)]},
+                       for m in [probe.metrics(outcomes, queries, ids, **opts)]},
             "delta": d.get("delta"), "reason": d.get("reason"), "summary": v.summary,
             "cost_usd": round(v.cost_usd, 6), "created_at": v.created_at,
         })

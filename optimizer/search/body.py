@@ -1,0 +1,242 @@
+"""The body target: SKILL.md and the skill's files are varied, and a candidate is run on the train
+evals, graded, compared blind with its parent and decided by the promotion rule (DESIGN §8).
+Never shows the proposer or the analyzer anything of the sealed test split."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from optimizer.errors import WorkFailed
+from optimizer.execute import executor_for
+from optimizer.grade.unit import (
+    SCORED_SQL,
+    Grader,
+    Scored,
+    eval_means,
+    eval_of,
+    jobs_for,
+    judge_errors,
+    run_number,
+    unscored,
+)
+from optimizer.inputs.evals import EvalSet, load_evals
+from optimizer.model.client import scoped
+from optimizer.search import evidence, lineage, select
+from optimizer.search.analyze import analyze
+from optimizer.search.compare import compare_versions
+from optimizer.search.propose import Candidate, Rejected, propose
+from optimizer.search.state import RunState, mark_baseline, record_decision
+from optimizer.search.summaries import analyst_suggestions, write_benchmark
+
+Results = dict[int, list[Scored]]
+
+
+@contextmanager
+def open_target(run: RunState) -> Iterator[BodyTarget]:
+    with executor_for(None, run.settings, run.client) as executor:
+        yield BodyTarget(run, executor)
+
+
+class BodyTarget:
+    name = "body"
+    stage = "benchmark"
+
+    def __init__(self, run: RunState, executor: Any) -> None:
+        self.run = run
+        self.evalset: EvalSet = load_evals(run.ws.root / "inputs")
+        self.runs_per_eval = run.settings.evals.runs_per_eval
+        self.grader = Grader(run.store, run.client, run.settings, self.evalset, executor,
+                             skill_name=run.skill_name, inputs_root=run.ws.root / "inputs",
+                             on_run=lambda _: run.ui.run_done(), should_stop=run.interrupted)
+
+    # -- runs of a version ----------------------------------------------------------------------
+
+    async def version(self, label: str, evals: list[int], runs: int) -> Results:
+        """with_skill runs 1..runs of `label` on train evals."""
+        ws = self.run.ws
+        return await self.grader.grade(jobs_for(
+            evals, runs, prefix=f"{label}/", root=ws.root, configuration="with_skill",
+            skill_dir=ws.skill(label), version=label), scope=label)
+
+    async def baseline(self, evals: list[int], runs: int) -> Results:
+        return await self.grader.grade(jobs_for(
+            evals, runs, prefix="baseline/", root=self.run.ws.root, configuration="without_skill",
+            skill_dir=None, version="baseline"), scope="baseline")
+
+    # -- the target ----------------------------------------------------------------------------
+
+    async def start(self) -> str | None:
+        """v0 on the train evals, and the no-skill baseline once per eval set."""
+        run = self.run
+        if run.settings.evals.baseline_comparison:
+            run.set_stage("baseline: without_skill runs")
+            await self.baseline(run.train, self.runs_per_eval)
+        run.set_stage("v0: with_skill runs")
+        await self.version("v0", run.train, self.runs_per_eval)
+        record_scores(run, "v0")
+        mark_baseline(run, self.stage)
+        write_benchmark(run, self.evalset, "v0")
+        await self.retry_unscored()
+        self.write_lineage(0)
+        return None
+
+    async def retry_unscored(self) -> None:
+        """Each process tries again the runs a failure of ours left unscored (DESIGN §7) where
+        later decisions and the sealed test rest on them: the baseline, v0 and the current best.
+        Decided versions keep their decisions; their unscored runs stay counted and shown."""
+        run = self.run
+        wanted: dict[str, set[int]] = {}
+        runs: dict[str, int] = {}
+        for row in run.store.query("select key from gradings where status = 'unscored' order by key"):
+            label, e, n = row["key"].split("/")[0], eval_of(row["key"]), run_number(row["key"])
+            if label in ("baseline", "v0", run.best()) and e in run.train:
+                wanted.setdefault(label, set()).add(e)
+                runs[label] = max(runs.get(label, 0), n)
+        for label in sorted(wanted):
+            run.set_stage(f"{label}: retrying unscored runs")
+            if label == "baseline":
+                await self.baseline(sorted(wanted[label]), runs[label])
+                continue
+            await self.version(label, sorted(wanted[label]), runs[label])
+            record_scores(run, label)
+            write_benchmark(run, self.evalset, label)
+
+    async def propose(self, parent: str, dest: Path, sample: int) -> Candidate | Rejected:
+        feedback = evidence.gather(self.run.ws, self.run.store, parent, self.run.train)
+        return await propose(self.run.client, parent=self.run.ws.skill(parent), feedback=feedback,
+                             target=self.name, dest=dest, sample=sample)
+
+    async def judge(self, label: str, parent: str) -> bool:
+        """screen → benchmark → compare (adding runs while undecided) → select → analyze. An
+        urgent stop between (or inside) these steps leaves the version undecided, with everything
+        done so far committed, never with an interim decision."""
+        run, s = self.run, self.run.settings
+        runs = self.runs_per_eval
+        parent_res = await self.version(parent, run.train, runs)
+        if 0 < s.loop.screen_evals < len(run.train):
+            run.set_stage(f"{label}: screening")
+            batch = select.choose_minibatch(run.train, _means(eval_means(parent_res)),
+                                            s.loop.screen_evals, run.rng("minibatch", label))
+            child_mb = await self.version(label, batch, 1)
+            passed, why = select.screen(eval_means(child_mb),
+                                        {e: eval_means(parent_res)[e] for e in batch},
+                                        margin=s.selection.screen_margin)
+            if not passed:
+                record_scores(run, label)
+                record_decision(run, label, parent, "screening", {"decision": "lost", "reason": why})
+                return True
+        while True:
+            if run.interrupted():
+                return False
+            run.set_stage(f"{label}: benchmark ({runs} runs per eval)")
+            child_res = await self.version(label, run.train, runs)
+            parent_res = await self.version(parent, run.train, runs)
+            if run.interrupted():
+                return False
+            run.set_stage(f"{label}: blind comparison with {parent}")
+            with scoped(label):  # the comparison's calls are part of what the child cost
+                tally = await compare_versions(
+                    run.client, evals=[self.evalset.by_id(e) for e in run.train],
+                    child_runs=self._dirs(label, runs), parent_runs=self._dirs(parent, runs),
+                    out_dir=run.ws.comparison_dir(label), rng_seed=s.loop.seed)
+            decision = self._decide(label, parent, child_res, parent_res, tally, runs)
+            if not (decision.needs_more_runs and runs < s.selection.max_runs_per_eval):
+                break
+            runs += 1
+        if run.interrupted():
+            return False
+        for version in (label, parent):
+            record_scores(run, version)
+            write_benchmark(run, self.evalset, version)
+        run.set_stage(f"{label}: analysis")
+        await self._analyze(label, parent, decision, tally)
+        record_decision(run, label, parent, self.stage, select.selection_json(decision),
+                        delta=decision.delta, ci=(decision.ci_low, decision.ci_high))
+        return True
+
+    def _decide(self, label: str, parent: str, child: Results, parent_res: Results,
+                tally: select.ComparisonTally, runs: int) -> select.Decision:
+        run, s = self.run, self.run.settings
+        errors, total = judge_errors(child, parent_res)
+        lost = unscored(child, parent_res)
+        if total and len(lost) / total > s.selection.max_unscored_rate:
+            # Deciding on what is left would let our failure decide: stop, the child undecided.
+            raise WorkFailed(
+                f"{len(lost)} of {total} runs of {label} and its parent {parent} could not be "
+                f"scored, more than selection.max_unscored_rate = {s.selection.max_unscored_rate} "
+                f"(the last cause: {lost[-1].error or 'unknown'}); {label} stays undecided. Fix "
+                f"the cause, then `optimizer resume {run.ws.root}`.")
+        return select.decide(eval_means(child), eval_means(parent_res), tally,
+                             selection=s.selection, rng=run.rng("bootstrap", label, runs),
+                             judge_errors=errors, total_runs=total, unscored=len(lost))
+
+    async def _analyze(self, label: str, parent: str, decision: select.Decision,
+                       tally: select.ComparisonTally) -> None:
+        run = self.run
+        winner, loser = (label, parent) if decision.decision == "won" else (parent, label)
+        found = evidence.gather(run.ws, run.store, loser, run.train).failures
+        transcripts = {}
+        for lab in (winner, loser):
+            for e in run.train[:3]:
+                path = run.ws.run_dir(lab, e, "with_skill", 1) / "transcript.md"
+                if path.is_file():
+                    side = "winner" if lab == winner else "loser"
+                    transcripts[f"{side} eval {e}"] = path.read_text(encoding="utf-8")[:4000]
+        with scoped(label):
+            await analyze(run.client, winner_skill=run.ws.skill(winner),
+                          loser_skill=run.ws.skill(loser), winner_label=winner, loser_label=loser,
+                          tally=tally, failed_expectations=[(f.eval_id, f.text, f.count) for f in found],
+                          transcripts=transcripts, out_path=run.ws.version(label) / "analysis.json")
+
+    async def measure_test(self, label: str) -> dict[str, Any]:
+        ws = self.run.ws
+        res = await self.grader.grade(jobs_for(
+            self.run.test, self.runs_per_eval, prefix=f"test/{label}/", root=ws.root,
+            configuration="with_skill", skill_dir=ws.skill(label), version=label, split="test"),
+            scope=f"sealed test {label}")  # apart from what the version cost to evaluate
+        per_eval = _means(eval_means(res))
+        return {"score": round(math.fsum(per_eval.values()) / len(per_eval), 4) if per_eval else None,
+                "per_eval": {str(e): round(v, 4) for e, v in per_eval.items()}}
+
+    def write_lineage(self, iteration: int) -> None:
+        run = self.run
+        lineage.write_files(run.ws, run.store, simulated=bool(getattr(run.client, "simulated", False)),
+                            skill_name=run.skill_name, iteration=iteration,
+                            extra_notes=analyst_suggestions(run, self.evalset))
+
+    def _dirs(self, label: str, runs: int) -> dict[int, list[Path]]:
+        ws = self.run.ws
+        return {e: [ws.run_dir(label, e, "with_skill", n) for n in range(1, runs + 1)]
+                for e in self.run.train}
+
+
+def record_scores(run: RunState, label: str) -> None:
+    """A version's score is over every committed, scored train run it has, whichever stage added
+    them; never over what one caller happens to hold (a resume would record fewer runs). Runs are
+    read in (eval, run number) order and summed exactly, so no completion order shows in the
+    number; unscored runs and judge errors are left out (DESIGN §7)."""
+    rows = run.store.query("select key, score, pass_rate from gradings where key like ? and "
+                           f"status in {SCORED_SQL}", [f"{label}/eval-%/with_skill/run-%"])
+    scores: dict[int, list[float]] = {}
+    rates: dict[int, list[float]] = {}
+    for row in sorted(rows, key=lambda r: (eval_of(r["key"]), run_number(r["key"]))):
+        e = eval_of(row["key"])
+        if e in run.train:
+            rates.setdefault(e, []).append(row["pass_rate"])
+            if row["score"] is not None:
+                scores.setdefault(e, []).append(row["score"])
+    per_eval, rate = _means(scores), _means(rates)
+    with run.store.atomic():
+        run.store.db["versions"].update(label, {
+            "score": math.fsum(per_eval.values()) / len(per_eval) if per_eval else None,
+            "pass_rate": math.fsum(rate.values()) / len(rate) if rate else None,
+            "split_scores_json": json.dumps(per_eval)})
+
+
+def _means(scores: dict[int, list[float]]) -> dict[int, float]:
+    return {e: math.fsum(v) / len(v) for e, v in sorted(scores.items()) if v}

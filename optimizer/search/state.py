@@ -1,0 +1,133 @@
+"""What every step of a run reads (RunState, built once per process from state.db) and the records
+every target writes the same way: registered versions, decisions, promotions. Never decides
+anything: a target decides, this module records what it decided."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from typing import Any
+
+import structlog
+
+from optimizer.config import Settings
+from optimizer.inputs import skill as skills
+from optimizer.search import lineage, stops
+from optimizer.search.propose import Candidate, proposal_markdown
+from optimizer.search.reporter import Reporter
+from optimizer.store.db import Store, now
+from optimizer.store.files import Workspace, write_json, write_text
+
+log = structlog.get_logger()
+
+
+class RunState:
+    """One run's folder, database, model client, settings, split and stop rules."""
+
+    def __init__(self, ws: Workspace, store: Store, client: Any, settings: Settings,
+                 reporter: Reporter) -> None:
+        self.ws, self.store, self.client, self.settings, self.ui = ws, store, client, settings, reporter
+        self.row: dict[str, Any] = store.run_row() or {}
+        self.skill_name: str = self.row["skill_name"]
+        self.split: dict[str, Any] = json.loads(self.row["split_json"])
+        self.train: list[int] = self.split["train"]
+        self.test: list[int] = self.split["test"]
+        self.stops = stops.StopRules(())  # set by the engine once the signal handler is in place
+
+    def interrupted(self) -> str | None:
+        """The reason to stop now (a signal, the stop file, the budget, the deadline), or None."""
+        return self.stops.now(loop_state(self))
+
+    def rng(self, *purpose: object) -> random.Random:
+        return random.Random(":".join(map(str, (self.settings.loop.seed, *purpose))))
+
+    def best(self) -> str:
+        return lineage.current_best(self.store)
+
+    def set_stage(self, stage: str) -> None:
+        with self.store.atomic():
+            self.store.db["runs"].update(self.ws.root.name, {"stage": stage})
+        self.ui.stage(stage)
+
+    def score(self, label: str) -> float:
+        return (self.store.get("versions", label) or {}).get("score") or 0.0
+
+    def per_eval(self, label: str) -> dict[int, float]:
+        """The version's mean score per train eval (or per query), as recorded by its target."""
+        raw = (self.store.get("versions", label) or {}).get("split_scores_json")
+        return {int(k): v for k, v in json.loads(raw).items()} if raw else {}
+
+
+def loop_state(run: RunState) -> stops.LoopState:
+    finished = run.store.query("select number from iterations where finished_at is not null "
+                               "order by number")
+    wins = {r["iteration"] for r in run.store.query(
+        "select iteration from versions where decision = 'won' order by iteration")}
+    streak = 0
+    for row in reversed(finished):
+        if row["number"] in wins:
+            break
+        streak += 1
+    best = run.store.get("versions", run.best()) or {}
+    return stops.LoopState(iterations_done=len(finished), iterations_without_win=streak,
+                           best_score=best.get("score") or 0.0, spent_usd=run.store.spent_usd())
+
+
+def register(run: RunState, n: int, parent: str, cand: Candidate) -> dict[str, str]:
+    """A proposed skill folder as a new version (`{"label": vN}`), or the version it repeats
+    (`{"duplicate": vM}`): two identical proposals are one version."""
+    digest = skills.content_hash(cand.folder)
+    same = run.store.query("select label, parent, iteration from versions where hash = ?", [digest])
+    if same:
+        # Registered by this very proposal in a process killed before it recorded the outcome in
+        # the iteration's row: the same version, not a duplicate of another proposal.
+        made = json.loads((run.store.get("iterations", n) or {}).get("candidates_json") or "{}")
+        recorded = {outcome.get("label") for outcome in made.values()}
+        if (same[0]["iteration"], same[0]["parent"]) == (n, parent) and same[0]["label"] not in recorded:
+            return {"label": same[0]["label"]}
+        return {"duplicate": same[0]["label"]}
+    label = f"v{run.store.db['versions'].count}"
+    dest = run.ws.skill(label)
+    if dest.exists():  # left by a process killed before it committed the row
+        shutil.rmtree(dest)
+    skills.snapshot(cand.folder, dest)
+    diff = skills.unified_diff(run.ws.skill(parent), dest)
+    write_text(run.ws.version(label) / "proposal.md", proposal_markdown(label, parent, cand, diff))
+    with run.store.atomic():
+        run.store.db["versions"].insert({
+            "label": label, "hash": digest, "parent": parent, "iteration": n, "created_at": now(),
+            "status": "proposed", "summary": cand.summary, "rationale": cand.rationale,
+        })
+    return {"label": label}
+
+
+def record_decision(run: RunState, label: str, parent: str, stage: str, selection: dict[str, Any],
+                    *, delta: float | None = None, ci: tuple[float | None, float | None] = (None, None)
+                    ) -> None:
+    """selection.json, the decisions row and the version's state, in one step; a won child
+    becomes the current best when it beats the best (with Pareto parents it may not)."""
+    write_json(run.ws.version(label) / "selection.json", {**selection, "stage": stage, "parent": parent})
+    verdict = selection["decision"]
+    best = run.best()
+    promote = verdict == "won" and (parent == best or run.score(label) > run.score(best))
+    with run.store.atomic():
+        run.store.upsert("decisions", {
+            "version": label, "parent": parent, "stage": stage, "decision": verdict,
+            "delta": delta, "ci_low": ci[0], "ci_high": ci[1], "reason": selection["reason"],
+            "selection_json": json.dumps(selection), "decided_at": now()}, pk="version")
+        run.store.db["versions"].update(label, {"decision": verdict, "stage": stage,
+                                                "status": "decided"})
+        if promote:
+            run.store.db["runs"].update(run.ws.root.name, {"current_best": label})
+    log.info("selection.decided", version=label, parent=parent, decision=verdict, stage=stage,
+             reason=selection["reason"], promoted=promote)
+    run.ui.decided(label, verdict, selection["reason"])
+
+
+def mark_baseline(run: RunState, stage: str) -> None:
+    """v0 is evaluated: it enters the lineage as the baseline every child is measured against."""
+    if (run.store.get("versions", "v0") or {}).get("decision") is None:
+        with run.store.atomic():
+            run.store.db["versions"].update("v0", {"decision": "baseline", "stage": stage,
+                                                   "status": "evaluated"})

@@ -1,0 +1,42 @@
+"""What the engine optimises: a Target says what is varied, how a candidate is proposed, how it is
+evaluated and decided against its parent, and how a version is summarised. The engine knows only
+the order of the steps (GEPA's adapter, kept smaller). Never holds state of its own across
+processes: everything a target needs again is in state.db or the run folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from optimizer.search.propose import Candidate, Rejected
+
+
+class Target(Protocol):
+    """One thing to optimise (the skill's body, its description, ...). A new target is one module
+    that implements this and one line in optimizer.search.targets; the engine never changes."""
+
+    name: str  # as --target names it, and as state.db's runs.target records it
+    stage: str  # versions.stage of a version this target has evaluated (the parent pool)
+
+    async def start(self) -> str | None:
+        """Evaluate v0 (and whatever it is measured against), once per run: a resume finds it
+        done. Returns a reason to stop before any proposal, or None to search."""
+        ...
+
+    async def propose(self, parent: str, dest: Path, sample: int) -> Candidate | Rejected:
+        """A candidate folder made from the parent's skill at `dest`, or why there is none.
+        `sample` numbers the proposal so a resume asks exactly the same question."""
+        ...
+
+    async def judge(self, label: str, parent: str) -> bool:
+        """Evaluate a registered version and decide it against its parent (state.record_decision).
+        Returns False when an urgent stop left it undecided: a resume judges it again."""
+        ...
+
+    async def measure_test(self, label: str) -> dict[str, Any]:
+        """The version on the sealed test split: at least {"score": float | None}."""
+        ...
+
+    def write_lineage(self, iteration: int) -> None:
+        """The lineage files other tools read (history.json, ...), rebuilt from state.db."""
+        ...
