@@ -8,7 +8,6 @@ import contextlib
 import functools
 import json
 import os
-import posixpath
 import re
 import selectors
 import shlex
@@ -23,24 +22,51 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import structlog
 
 from optimizer.errors import WorkFailed
+from optimizer.sandbox.paths import (
+    rewrite_fixed_paths,
+    to_host_path,
+    to_sandbox_path,
+    unrewrite_host_paths,
+)
+from optimizer.sandbox.policy import (
+    SANDBOX_PATH,
+    SKILL_MOUNT,
+    WORK_MOUNT,
+    Mode,
+    SandboxPolicy,
+    SandboxResult,
+    is_secret_name,
+    scrub_env,
+)
 
-WORK_MOUNT = "/workspace"
-SKILL_MOUNT = "/skill"
+__all__ = [
+    "SKILL_MOUNT",
+    "WORK_MOUNT",
+    "Mode",
+    "SandboxPolicy",
+    "SandboxResult",
+    "bwrap_available",
+    "confinement_for",
+    "is_secret_name",
+    "memory_limit_mechanism",
+    "process_limit_mechanism",
+    "run",
+    "run_async",
+    "scrub_env",
+    "to_host_path",
+    "to_sandbox_path",
+]
 
-Mode = Literal["auto", "bwrap", "none", "strict"]
-_MODES = ("auto", "bwrap", "none", "strict")
 
 # The command runs as this uid in a user namespace of its own, without capabilities. bwrap maps
 # it onto the uid that started bwrap (root here), so that uid's files look like the command's
 # own: that is what lets it write /workspace, and why nothing of the host is bound but the
 # read-only system folders and an allow-list of /etc.
 _SANDBOX_UID = "1000"
-_SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Only what programs need to start; /etc/shadow, pip.conf, npmrc, apt auth, ssh keys stay out.
 _ETC_ALLOWED = (
     "alternatives", "bash.bashrc", "ca-certificates", "crypto-policies", "debian_version",
@@ -61,139 +87,6 @@ _executor_lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
 
 
-@dataclass(frozen=True)
-class SandboxPolicy:
-    """How one command may run; built by the caller from the `[sandbox]` settings."""
-
-    mode: Mode = "auto"
-    timeout_s: float = 60.0
-    memory_mb: int = 1024
-    max_output_bytes: int = 1_000_000
-    max_processes: int = 256
-    max_file_bytes: int = 50_000_000
-
-    def __post_init__(self) -> None:
-        if self.mode not in _MODES:
-            raise ValueError(f"sandbox mode must be one of {', '.join(_MODES)}, not {self.mode!r}")
-        for name in ("timeout_s", "memory_mb", "max_output_bytes", "max_processes", "max_file_bytes"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"sandbox {name} must be positive")
-
-
-@dataclass
-class SandboxResult:
-    """What one command did; every per-run failure is described here, never raised."""
-
-    exit_code: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    output_truncated: bool = False
-    duration_s: float = 0.0
-    confined: bool = False
-    error: str | None = None
-    infra: bool = False  # the sandbox itself failed (could not start): not the command's doing
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and self.error is None
-
-
-# ---------------------------------------------------------------- environment
-
-
-_SECRET_PREFIXES = ("ANTHROPIC_", "OPENAI_", "AWS_")
-_SECRET_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
-
-
-def is_secret_name(name: str) -> bool:
-    upper = name.upper()
-    return upper.startswith(_SECRET_PREFIXES) or any(part in upper for part in _SECRET_PARTS)
-
-
-def scrub_env(env: Mapping[str, str] | None) -> dict[str, str]:
-    """A copy without anything that looks like a credential; names are matched, never values."""
-    return {k: v for k, v in (env or {}).items() if not is_secret_name(k)}
-
-
-# ---------------------------------------------------------------- path translation
-
-
-def _normalize_sandbox_path(sandbox_path: str) -> str | None:
-    if not sandbox_path or "\x00" in sandbox_path:
-        return None
-    path = sandbox_path if sandbox_path.startswith("/") else f"{WORK_MOUNT}/{sandbox_path}"
-    path = posixpath.normpath(path)
-    # normpath keeps a leading "//" (POSIX leaves it implementation-defined); treat it as "/".
-    return "/" + path.lstrip("/")
-
-
-def _within(path: Path, root: Path) -> bool:
-    return path == root or path.is_relative_to(root)
-
-
-def to_host_path(
-    sandbox_path: str,
-    work_dir: Path,
-    skill_dir: Path | None,
-    *,
-    for_write: bool = False,
-) -> Path | None:
-    """The host path behind a sandbox path (relative ones start at /workspace), or None when it
-    leaves /workspace and /skill, by `..` or by a symlink; with for_write, /skill is refused."""
-    path = _normalize_sandbox_path(sandbox_path)
-    if path is None:
-        return None
-    skill_root = Path(skill_dir).resolve() if skill_dir is not None else None
-    for mount, root in ((WORK_MOUNT, work_dir), (SKILL_MOUNT, skill_dir)):
-        if root is None or not (path == mount or path.startswith(mount + "/")):
-            continue
-        if for_write and mount == SKILL_MOUNT:
-            return None
-        real_root = Path(root).resolve()
-        # resolve() follows every symlink that exists, so a link planted by the command that
-        # points outside is caught here, on the host, where it would be followed for real.
-        candidate = (real_root / path[len(mount) :].lstrip("/")).resolve()
-        if not _within(candidate, real_root):
-            return None
-        if for_write and skill_root is not None and _within(candidate, skill_root):
-            return None
-        return candidate
-    return None
-
-
-def to_sandbox_path(host_path: str | Path, work_dir: Path, skill_dir: Path | None) -> str | None:
-    """The fixed sandbox path of a host path under work_dir or skill_dir, else None."""
-    try:
-        real = Path(host_path).resolve()
-    except (OSError, RuntimeError, ValueError):
-        return None
-    roots = [(WORK_MOUNT, Path(work_dir).resolve())]
-    if skill_dir is not None:
-        roots.append((SKILL_MOUNT, Path(skill_dir).resolve()))
-    # The most specific root wins, so a skill folder inside the work folder reads as /skill.
-    for mount, root in sorted(roots, key=lambda item: len(item[1].parts), reverse=True):
-        if _within(real, root):
-            rel = real.relative_to(root).as_posix()
-            return mount if rel == "." else f"{mount}/{rel}"
-    return None
-
-
-# The unconfined fallback cannot show /workspace and /skill, so fixed paths in the command are
-# rewritten to per-run symlinks (short, space-free) and host paths in the output back again.
-_FIXED_PATH = re.compile(r"(?<![\w.~/$-])(/workspace|/skill)(?![\w.-])")
-
-
-def _rewrite_fixed_paths(text: str, mapping: Mapping[str, str]) -> str:
-    return _FIXED_PATH.sub(lambda m: mapping.get(m.group(1), m.group(1)), text)
-
-
-def _unrewrite_host_paths(text: str, mapping: Mapping[str, str]) -> str:
-    for host, fixed in sorted(mapping.items(), key=lambda item: len(item[0]), reverse=True):
-        text = text.replace(host, fixed)
-    return text
-
-
 # ---------------------------------------------------------------- probes
 
 
@@ -207,7 +100,7 @@ def bwrap_available() -> bool:
              "--tmpfs", "/tmp", "true"]
     try:
         done = subprocess.run(probe, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, env={"PATH": _SANDBOX_PATH},
+                              stderr=subprocess.DEVNULL, env={"PATH": SANDBOX_PATH},
                               timeout=20, check=False)
     except (OSError, subprocess.SubprocessError):
         return False
@@ -528,7 +421,7 @@ def _bwrap_argv(
     # bwrap builds the skeleton (/, /etc) on a tmpfs; read-only, nothing can be planted there.
     argv += ["--remount-ro", "/"]
     argv += ["--chdir", WORK_MOUNT, "--clearenv"]
-    inner_env = {"PATH": _SANDBOX_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+    inner_env = {"PATH": SANDBOX_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
                  "WORKSPACE": WORK_MOUNT}
     if skill_dir is not None:
         inner_env["SKILL_DIR"] = SKILL_MOUNT
@@ -861,7 +754,7 @@ def _run(
             if cgroup is not None:
                 argv = ["/bin/sh", "-c", _cgroup_join_prefix(cgroup) + 'exec "$@"',
                         "sandbox-cgroup", *argv]
-            proc_env = {"PATH": _SANDBOX_PATH, "LANG": "C.UTF-8"}
+            proc_env = {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8"}
             cwd = "/"
         else:
             # Unconfined ("none", or "auto" without bwrap): the whole host is visible and
@@ -877,7 +770,7 @@ def _run(
                                                target_is_directory=True)
             (scratch / "tmp").mkdir()
             to_links = {mount: str(link) for mount, link in links.items()}
-            cmd = [_rewrite_fixed_paths(arg, to_links) for arg in cmd]
+            cmd = [rewrite_fixed_paths(arg, to_links) for arg in cmd]
             host_to_fixed = {str(scratch / "tmp"): "/tmp", str(work_dir.absolute()): WORK_MOUNT,
                              str(work_dir.resolve()): WORK_MOUNT, to_links[WORK_MOUNT]: WORK_MOUNT}
             if skill_dir is not None:
@@ -887,7 +780,7 @@ def _run(
             if policy.mode == "none":
                 proc_env = scrub_env(os.environ)
             else:
-                proc_env = {"PATH": os.environ.get("PATH", _SANDBOX_PATH),
+                proc_env = {"PATH": os.environ.get("PATH", SANDBOX_PATH),
                             "HOME": str(scratch / "tmp"), "TMPDIR": str(scratch / "tmp"),
                             "LANG": "C.UTF-8"}
             proc_env.update({"WORKSPACE": to_links[WORK_MOUNT], "PWD": to_links[WORK_MOUNT]})
@@ -906,8 +799,8 @@ def _run(
 
     stdout, stderr = _decode(outcome.stdout), _decode(outcome.stderr)
     if host_to_fixed:
-        stdout = _unrewrite_host_paths(stdout, host_to_fixed)
-        stderr = _unrewrite_host_paths(stderr, host_to_fixed)
+        stdout = unrewrite_host_paths(stdout, host_to_fixed)
+        stderr = unrewrite_host_paths(stderr, host_to_fixed)
     error: str | None = None
     infra = False
     exit_code = outcome.returncode
