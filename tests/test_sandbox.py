@@ -17,6 +17,7 @@ from optimizer import sandbox as sb
 from optimizer.errors import WorkFailed
 from optimizer.sandbox import (
     SandboxPolicy,
+    cgroups,
     run,
     run_async,
     scrub_env,
@@ -220,7 +221,7 @@ def test_background_leftovers_die_when_the_command_ends(work: Path) -> None:
 @pytest.mark.parametrize("mechanism", ["as found", "rlimit only"])
 def test_memory_limit(mechanism: str, work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if mechanism == "rlimit only":
-        monkeypatch.setattr(sb, "_cgroup_parents", dict)
+        monkeypatch.setattr(cgroups, "cgroup_parents", dict)
     result = run('python3 -c "b = bytearray(2_000_000_000)"', work_dir=work, skill_dir=None,
                  policy=POLICY)
     assert result.exit_code not in (0, None)

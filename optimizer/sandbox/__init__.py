@@ -10,14 +10,12 @@ import json
 import os
 import re
 import selectors
-import shlex
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,6 +24,19 @@ from pathlib import Path
 import structlog
 
 from optimizer.errors import WorkFailed
+from optimizer.sandbox.cgroups import (
+    CLEANUP_S,
+    RunCgroup,
+    memory_limit_mechanism,
+    process_limit_mechanism,
+)
+from optimizer.sandbox.limits import (
+    SETUP_FAILED,
+    cgroup_join_prefix,
+    limits_script,
+    system_bash,
+    unconfined_nproc,
+)
 from optimizer.sandbox.paths import (
     rewrite_fixed_paths,
     to_host_path,
@@ -76,9 +87,7 @@ _ETC_ALLOWED = (
     "profile", "protocols", "services", "shells", "ssl", "terminfo", "timezone", "vim", "xml",
 )
 _ETC_ALLOWED_GLOBS = ("python3*", "java-*")
-_SETUP_FAILED = "sandbox-setup-failed:"
 _GRACE_S = 1.0  # after the command ends or is killed, how long pipes may take to reach EOF
-_CLEANUP_S = 5.0  # how long killed processes may take to vanish from their cgroup
 
 _log = structlog.get_logger()
 _warned: set[str] = set()
@@ -149,229 +158,7 @@ def confinement_for(policy: SandboxPolicy) -> bool:
     return False
 
 
-# ---------------------------------------------------------------- process limits (cgroups)
-#
-# RLIMIT_NPROC cannot stop a fork bomb when the daemon runs as root: the kernel exempts uid 0,
-# and bwrap started by root maps the sandbox uid back to host uid 0, so it stays exempt even
-# inside `--unshare-user`. A pids cgroup counts every process whatever its uid, so where one can
-# be created (root, or a delegated subtree) each run gets its own with pids.max, plus a memory
-# cgroup bounding the run's total memory (then RLIMIT_AS is not set, see _limits_script). Elsewhere (a non-root daemon) RLIMIT_NPROC does work:
-# inside bwrap's user namespace the count is per sandbox. Root without cgroups has only the
-# wall clock and the pid namespace: the warning "sandbox.no_process_limit" says so.
-
-_CGROUP_LIMIT_FILES = {
-    ("v1", "pids"): "pids.max",
-    ("v2", "pids"): "pids.max",
-    ("v1", "memory"): "memory.limit_in_bytes",
-    ("v2", "memory"): "memory.max",
-}
-# Without these a run over its memory limit would swap instead of being stopped.
-_CGROUP_EXTRA_FILES = {
-    ("v1", "memory"): ("memory.memsw.limit_in_bytes", None),
-    ("v2", "memory"): ("memory.swap.max", "0"),
-}
-_CGROUP_PARENT = "skill-optimizer"
-
-
-def _own_cgroup_dirs() -> dict[str, tuple[str, Path]]:
-    """controller -> (hierarchy version, our own cgroup folder), for pids and memory."""
-    try:
-        own = Path("/proc/self/cgroup").read_text().splitlines()
-        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return {}
-    own_paths: dict[str, str] = {}
-    for line in own:
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        controllers = parts[1].split(",") if parts[1] else ["<v2>"]
-        for controller in controllers:
-            own_paths[controller] = parts[2]
-    found: dict[str, tuple[str, Path]] = {}
-    for line in mounts:
-        left, _, right = line.partition(" - ")
-        fields, tail = left.split(), right.split()
-        if len(fields) < 5 or len(tail) < 3:
-            continue
-        root, mount_point, fstype, options = fields[3], fields[4], tail[0], tail[2].split(",")
-        if fstype == "cgroup":
-            pairs = [(c, "v1", own_paths.get(c)) for c in ("pids", "memory") if c in options]
-        elif fstype == "cgroup2":
-            pairs = [(c, "v2", own_paths.get("<v2>")) for c in ("pids", "memory")]
-        else:
-            continue
-        for controller, version, own_path in pairs:
-            if own_path is None or controller in found and found[controller][0] == "v1":
-                continue
-            if root != "/" and not (own_path == root or own_path.startswith(root + "/")):
-                continue
-            rel = own_path[len(root) :] if root != "/" else own_path
-            folder = Path(mount_point) / rel.lstrip("/")
-            if folder.is_dir():
-                found[controller] = (version, folder)
-    return found
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-@functools.cache
-def _cgroup_parents() -> dict[str, tuple[Path, str, str]]:
-    """controller -> (folder in which per-run cgroups are made, limit file, hierarchy version),
-    where that works."""
-    usable: dict[str, tuple[Path, str, str]] = {}
-    for controller, (version, own_dir) in _own_cgroup_dirs().items():
-        parent = own_dir / _CGROUP_PARENT
-        limit_file = _CGROUP_LIMIT_FILES[(version, controller)]
-        try:
-            if version == "v2":
-                # Children can only get a controller our own cgroup already hands down.
-                if controller not in (own_dir / "cgroup.subtree_control").read_text().split():
-                    continue
-                parent.mkdir(exist_ok=True)
-                # The parent holds no process, so enabling the controller for its children is
-                # allowed; it never touches the daemon's own cgroup.
-                (parent / "cgroup.subtree_control").write_text(f"+{controller}")
-            else:
-                parent.mkdir(exist_ok=True)
-            probe = parent / f"probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-            probe.mkdir()
-            ok = (probe / limit_file).exists()
-            probe.rmdir()
-        except OSError:
-            continue
-        if ok:
-            usable[controller] = (parent, limit_file, version)
-            _remove_stale_cgroups(parent)
-    return usable
-
-
-def _remove_stale_cgroups(parent: Path) -> None:
-    """Empty per-run cgroups left by daemons that died; those of live daemons are kept."""
-    for child in parent.glob("run-*"):
-        pid_text = child.name.split("-")[1] if child.name.count("-") >= 2 else ""
-        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
-            with contextlib.suppress(OSError):
-                child.rmdir()
-
-
-def process_limit_mechanism() -> str:
-    """How max_processes is enforced here: "cgroup", "rlimit" (non-root) or "none"."""
-    if "pids" in _cgroup_parents():
-        return "cgroup"
-    return "rlimit" if os.geteuid() != 0 else "none"
-
-
-def memory_limit_mechanism() -> str:
-    """How memory_mb is enforced here: "cgroup" (the run's total) or "rlimit" (per process)."""
-    return "cgroup" if "memory" in _cgroup_parents() else "rlimit"
-
-
-class _RunCgroup:
-    """The cgroups of one run: limits on entry, every member killed and the folders removed on
-    exit."""
-
-    def __init__(self, folders: list[Path], controllers: set[str]) -> None:
-        self.folders = folders
-        self.controllers = controllers
-
-    @classmethod
-    def create(cls, policy: SandboxPolicy) -> _RunCgroup | None:
-        limits = {"pids": str(policy.max_processes), "memory": str(policy.memory_mb * 2**20)}
-        name = f"run-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        folders: list[Path] = []
-        controllers: set[str] = set()
-        for controller, (parent, limit_file, version) in _cgroup_parents().items():
-            folder = parent / name
-            try:
-                folder.mkdir()
-            except OSError:
-                continue
-            try:
-                (folder / limit_file).write_text(limits[controller])
-            except OSError:
-                with contextlib.suppress(OSError):
-                    folder.rmdir()
-                continue
-            extra = _CGROUP_EXTRA_FILES.get((version, controller))
-            if extra is not None and (folder / extra[0]).exists():
-                with contextlib.suppress(OSError):
-                    (folder / extra[0]).write_text(extra[1] or limits[controller])
-            folders.append(folder)
-            controllers.add(controller)
-        return cls(folders, controllers) if folders else None
-
-    @property
-    def procs_files(self) -> list[Path]:
-        return [folder / "cgroup.procs" for folder in self.folders]
-
-    def members(self) -> set[int]:
-        pids: set[int] = set()
-        for procs in self.procs_files:
-            with contextlib.suppress(OSError):
-                pids.update(int(p) for p in procs.read_text().split())
-        return pids
-
-    def kill(self) -> None:
-        for folder in self.folders:
-            kill_file = folder / "cgroup.kill"
-            if kill_file.exists():
-                with contextlib.suppress(OSError):
-                    kill_file.write_text("1")
-        for pid in self.members():
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-
-    def close(self) -> None:
-        deadline = time.monotonic() + _CLEANUP_S
-        while self.members() and time.monotonic() < deadline:
-            self.kill()
-            time.sleep(0.01)
-        for folder in self.folders:
-            try:
-                folder.rmdir()
-            except OSError as exc:
-                _log.warning("sandbox.cgroup_left", folder=str(folder), error=str(exc))
-
-
 # ---------------------------------------------------------------- command lines
-
-
-def _limits_script(policy: SandboxPolicy, nproc: int, address_space: bool) -> str:
-    """A bash prologue setting the rlimits (soft and hard, so the command cannot raise them)
-    before exec-ing the command; bash instead of preexec_fn, which is unsafe with threads."""
-    fsize_kb = max(1, policy.max_file_bytes // 1024)
-    # RLIMIT_AS counts reserved address space, not memory: it stops the JVM (and, when small,
-    # V8) from starting at all. It is the fallback for where no memory cgroup measures the
-    # run's real use.
-    as_limit = f"ulimit -v {policy.memory_mb * 1024} && " if address_space else ""
-    return (
-        f"ulimit -c 0 && {as_limit}ulimit -f {fsize_kb} && ulimit -u {nproc} || "
-        f"{{ echo '{_SETUP_FAILED} cannot set resource limits' >&2; exit 125; }}; "
-        'exec "$@"'
-    )
-
-
-def _cgroup_join_prefix(cgroup: _RunCgroup | None) -> str:
-    if cgroup is None:
-        return ""
-    joins = " && ".join(f"echo $$ > {shlex.quote(str(p))}" for p in cgroup.procs_files)
-    return f"{{ {joins}; }} || {{ echo '{_SETUP_FAILED} cannot join the run cgroup' >&2; exit 125; }}; "
-
-
-def _system_bash() -> str:
-    for candidate in ("/usr/bin/bash", "/bin/bash"):
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return shutil.which("bash") or "bash"
 
 
 def _system_dir_args() -> Iterator[str]:
@@ -430,28 +217,9 @@ def _bwrap_argv(
         argv += ["--setenv", key, value]
     if status_fd is not None:
         argv += ["--json-status-fd", str(status_fd)]
-    argv += ["--", _system_bash(), "-c",
-             _limits_script(policy, policy.max_processes, address_space), "sandbox-limits", *cmd]
+    argv += ["--", system_bash(), "-c",
+             limits_script(policy, policy.max_processes, address_space), "sandbox-limits", *cmd]
     return argv
-
-
-def _own_process_count() -> int:
-    uid = os.getuid()
-    count = 0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if entry.stat(follow_symlinks=False).st_uid == uid:
-                    count += 1
-    return count
-
-
-def _unconfined_nproc(policy: SandboxPolicy) -> int:
-    # Outside a user namespace RLIMIT_NPROC counts every process of the uid, so the budget is
-    # added to what already runs; for root the limit is not enforced anyway.
-    if os.geteuid() == 0:
-        return policy.max_processes
-    return _own_process_count() + policy.max_processes
 
 
 # ---------------------------------------------------------------- running
@@ -504,7 +272,7 @@ def _supervise(
     stdin: str | None,
     policy: SandboxPolicy,
     status_pipe: tuple[int, int] | None,
-    cgroup: _RunCgroup | None,
+    cgroup: RunCgroup | None,
     canceller: _Canceller | None,
 ) -> _Outcome:
     outcome = _Outcome()
@@ -563,7 +331,7 @@ def _supervise(
 
     def kill_group() -> None:
         nonlocal give_up_at
-        give_up_at = min(give_up_at, time.monotonic() + _CLEANUP_S)
+        give_up_at = min(give_up_at, time.monotonic() + CLEANUP_S)
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
         if cgroup is not None:
@@ -668,7 +436,7 @@ def _supervise(
         if not exited:
             kill_group()
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=_CLEANUP_S)
+                proc.wait(timeout=CLEANUP_S)
         sel.close()
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             if pipe is not None:
@@ -739,7 +507,7 @@ def _run(
 
     host_to_fixed: dict[str, str] = {}
     with contextlib.ExitStack() as stack:
-        cgroup = _RunCgroup.create(policy)
+        cgroup = RunCgroup.create(policy)
         if cgroup is not None:
             stack.callback(cgroup.close)
         address_space = cgroup is None or "memory" not in cgroup.controllers
@@ -752,7 +520,7 @@ def _run(
                                policy, env, status_pipe[1] if status_pipe else None,
                                address_space)
             if cgroup is not None:
-                argv = ["/bin/sh", "-c", _cgroup_join_prefix(cgroup) + 'exec "$@"',
+                argv = ["/bin/sh", "-c", cgroup_join_prefix(cgroup) + 'exec "$@"',
                         "sandbox-cgroup", *argv]
             proc_env = {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8"}
             cwd = "/"
@@ -787,9 +555,9 @@ def _run(
             if skill_dir is not None:
                 proc_env["SKILL_DIR"] = to_links[SKILL_MOUNT]
             proc_env.update(scrub_env(env))
-            script = _cgroup_join_prefix(cgroup) + _limits_script(
-                policy, _unconfined_nproc(policy), address_space)
-            argv = [_system_bash(), "-c", script, "sandbox-limits", *cmd]
+            script = cgroup_join_prefix(cgroup) + limits_script(
+                policy, unconfined_nproc(policy), address_space)
+            argv = [system_bash(), "-c", script, "sandbox-limits", *cmd]
             cwd = to_links[WORK_MOUNT]
         try:
             outcome = _supervise(argv, cwd=cwd, env=proc_env, stdin=stdin, policy=policy,
@@ -816,8 +584,8 @@ def _run(
         # with its own prefix; the command never ran, which is not the command's failure.
         error = "bubblewrap could not set up the sandbox: " + (stderr.strip() or "no message")
         infra = True
-    elif exit_code == 125 and _SETUP_FAILED in stderr:
-        error = next(line for line in stderr.splitlines() if _SETUP_FAILED in line)
+    elif exit_code == 125 and SETUP_FAILED in stderr:
+        error = next(line for line in stderr.splitlines() if SETUP_FAILED in line)
         infra = True
     return SandboxResult(
         exit_code=exit_code,
