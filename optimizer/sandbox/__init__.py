@@ -8,7 +8,6 @@ import contextlib
 import functools
 import json
 import os
-import re
 import selectors
 import shutil
 import signal
@@ -16,20 +15,19 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import structlog
-
-from optimizer.errors import WorkFailed
+from optimizer.sandbox.argv import bwrap_argv, bwrap_options
 from optimizer.sandbox.cgroups import (
     CLEANUP_S,
     RunCgroup,
     memory_limit_mechanism,
     process_limit_mechanism,
 )
+from optimizer.sandbox.confinement import bwrap_available, confinement_for, report, warn_once
 from optimizer.sandbox.limits import (
     SETUP_FAILED,
     cgroup_join_prefix,
@@ -65,6 +63,7 @@ __all__ = [
     "is_secret_name",
     "memory_limit_mechanism",
     "process_limit_mechanism",
+    "report",
     "run",
     "run_async",
     "scrub_env",
@@ -73,153 +72,10 @@ __all__ = [
 ]
 
 
-# The command runs as this uid in a user namespace of its own, without capabilities. bwrap maps
-# it onto the uid that started bwrap (root here), so that uid's files look like the command's
-# own: that is what lets it write /workspace, and why nothing of the host is bound but the
-# read-only system folders and an allow-list of /etc.
-_SANDBOX_UID = "1000"
-# Only what programs need to start; /etc/shadow, pip.conf, npmrc, apt auth, ssh keys stay out.
-_ETC_ALLOWED = (
-    "alternatives", "bash.bashrc", "ca-certificates", "crypto-policies", "debian_version",
-    "fonts", "gai.conf", "group", "host.conf", "hosts", "inputrc", "ld.so.cache", "ld.so.conf",
-    "ld.so.conf.d", "locale.alias", "locale.conf", "localtime", "lsb-release", "magic",
-    "magic.mime", "mime.types", "nsswitch.conf", "os-release", "passwd", "perl", "pki",
-    "profile", "protocols", "services", "shells", "ssl", "terminfo", "timezone", "vim", "xml",
-)
-_ETC_ALLOWED_GLOBS = ("python3*", "java-*")
 _GRACE_S = 1.0  # after the command ends or is killed, how long pipes may take to reach EOF
 
-_log = structlog.get_logger()
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
 _executor_lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
-
-
-# ---------------------------------------------------------------- probes
-
-
-@functools.cache
-def bwrap_available() -> bool:
-    """Whether bubblewrap really works here, tried once per process."""
-    exe = shutil.which("bwrap")
-    if exe is None:
-        return False
-    probe = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
-             "--tmpfs", "/tmp", "true"]
-    try:
-        done = subprocess.run(probe, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, env={"PATH": SANDBOX_PATH},
-                              timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
-
-
-@functools.cache
-def _bwrap_options() -> frozenset[str]:
-    """Options of the installed bwrap, so that newer hardening flags are used where they exist."""
-    exe = shutil.which("bwrap")
-    if exe is None:
-        return frozenset()
-    try:
-        done = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=10,
-                              check=False)
-    except (OSError, subprocess.SubprocessError):
-        return frozenset()
-    return frozenset(re.findall(r"(--[a-z0-9-]+)", done.stdout + done.stderr))
-
-
-def _warn_once(event: str, **fields: object) -> None:
-    with _warned_lock:
-        if event in _warned:
-            return
-        _warned.add(event)
-    _log.warning(event, **fields)
-
-
-def confinement_for(policy: SandboxPolicy) -> bool:
-    """Whether runs under this policy are confined; raises WorkFailed when the policy demands
-    bubblewrap and it does not work here. Callers may use it to refuse early, at start-up."""
-    if policy.mode == "none":
-        return False
-    if bwrap_available():
-        return True
-    if policy.mode in ("bwrap", "strict"):
-        raise WorkFailed(
-            f"sandbox mode {policy.mode!r} needs bubblewrap, which is missing or does not work on "
-            "this machine: install it (apt-get install bubblewrap) or set sandbox.mode = \"auto\"."
-        )
-    _warn_once(
-        "sandbox.unconfined",
-        reason="bubblewrap is missing or does not work here: model-written commands run "
-        "UNCONFINED, with only limits, a scrubbed environment and the work folder as cwd",
-    )
-    return False
-
-
-# ---------------------------------------------------------------- command lines
-
-
-def _system_dir_args() -> Iterator[str]:
-    yield from ("--ro-bind", "/usr", "/usr")
-    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        host = Path("/") / name
-        if host.is_symlink():
-            yield from ("--symlink", os.readlink(host), f"/{name}")
-        elif host.is_dir():
-            yield from ("--ro-bind", str(host), f"/{name}")
-    etc = Path("/etc")
-    names = set(_ETC_ALLOWED)
-    for pattern in _ETC_ALLOWED_GLOBS:
-        names.update(p.name for p in etc.glob(pattern))
-    for name in sorted(names):
-        if (etc / name).exists():
-            yield from ("--ro-bind-try", f"/etc/{name}", f"/etc/{name}")
-
-
-def _bwrap_argv(
-    cmd: list[str],
-    work_dir: Path,
-    skill_dir: Path | None,
-    policy: SandboxPolicy,
-    env: Mapping[str, str] | None,
-    status_fd: int | None,
-    address_space: bool,
-) -> list[str]:
-    options = _bwrap_options()
-    argv = [shutil.which("bwrap") or "bwrap"]
-    argv += ["--unshare-user", "--uid", _SANDBOX_UID, "--gid", _SANDBOX_UID]
-    if "--disable-userns" in options:
-        argv.append("--disable-userns")
-    argv += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-             "--unshare-cgroup-try", "--hostname", "sandbox",
-             "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    # Nothing is bound but the system folders: the home, /work, the host /tmp, /opt and the
-    # project do not exist inside, which is stronger than hiding them under a tmpfs.
-    argv += list(_system_dir_args())
-    argv += ["--dev", "/dev", "--proc", "/proc"]
-    if "--size" in options:
-        argv += ["--size", str(policy.memory_mb * 2**20)]
-    argv += ["--tmpfs", "/tmp"]
-    argv += ["--bind", str(work_dir), WORK_MOUNT]
-    if skill_dir is not None:
-        argv += ["--ro-bind", str(skill_dir), SKILL_MOUNT]
-    # bwrap builds the skeleton (/, /etc) on a tmpfs; read-only, nothing can be planted there.
-    argv += ["--remount-ro", "/"]
-    argv += ["--chdir", WORK_MOUNT, "--clearenv"]
-    inner_env = {"PATH": SANDBOX_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-                 "WORKSPACE": WORK_MOUNT}
-    if skill_dir is not None:
-        inner_env["SKILL_DIR"] = SKILL_MOUNT
-    inner_env.update(scrub_env(env))
-    for key, value in inner_env.items():
-        argv += ["--setenv", key, value]
-    if status_fd is not None:
-        argv += ["--json-status-fd", str(status_fd)]
-    argv += ["--", system_bash(), "-c",
-             limits_script(policy, policy.max_processes, address_space), "sandbox-limits", *cmd]
-    return argv
 
 
 # ---------------------------------------------------------------- running
@@ -501,7 +357,7 @@ def _run(
         return failed("the command is empty", infra=False)
 
     if policy.mode != "none" and process_limit_mechanism() == "none":
-        _warn_once("sandbox.no_process_limit",
+        warn_once("sandbox.no_process_limit",
                    reason="running as root without a usable pids cgroup: max_processes is not "
                    "enforced, only the wall clock and the pid namespace bound a fork bomb")
 
@@ -513,9 +369,9 @@ def _run(
         address_space = cgroup is None or "memory" not in cgroup.controllers
         status_pipe: tuple[int, int] | None = None
         if confined:
-            if "--json-status-fd" in _bwrap_options():
+            if "--json-status-fd" in bwrap_options():
                 status_pipe = os.pipe()
-            argv = _bwrap_argv(cmd, work_dir.resolve(),
+            argv = bwrap_argv(cmd, work_dir.resolve(),
                                Path(skill_dir).resolve() if skill_dir is not None else None,
                                policy, env, status_pipe[1] if status_pipe else None,
                                address_space)
