@@ -6,23 +6,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import os
-import selectors
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from optimizer.sandbox.argv import bwrap_argv, bwrap_options
 from optimizer.sandbox.cgroups import (
-    CLEANUP_S,
     RunCgroup,
     memory_limit_mechanism,
     process_limit_mechanism,
@@ -51,6 +45,7 @@ from optimizer.sandbox.policy import (
     is_secret_name,
     scrub_env,
 )
+from optimizer.sandbox.supervise import SpawnFailed, supervise
 
 __all__ = [
     "SKILL_MOUNT",
@@ -72,28 +67,11 @@ __all__ = [
 ]
 
 
-_GRACE_S = 1.0  # after the command ends or is killed, how long pipes may take to reach EOF
-
 _executor_lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
 
 
 # ---------------------------------------------------------------- running
-
-
-@dataclass
-class _Outcome:
-    returncode: int | None = None
-    stdout: bytes = b""
-    stderr: bytes = b""
-    truncated: bool = False
-    timed_out: bool = False
-    cancelled: bool = False
-    started_child: bool = False
-
-
-class _SpawnFailed(Exception):
-    """The command could not be started at all (a missing program, a bad folder)."""
 
 
 class _Canceller:
@@ -110,216 +88,6 @@ class _Canceller:
         for fd in (self.read_fd, self.write_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
-
-
-def _parent_pid_of(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rpartition(")")[2].split()[1])
-
-
-def _supervise(
-    argv: list[str],
-    *,
-    cwd: str,
-    env: dict[str, str],
-    stdin: str | None,
-    policy: SandboxPolicy,
-    status_pipe: tuple[int, int] | None,
-    cgroup: RunCgroup | None,
-    canceller: _Canceller | None,
-) -> _Outcome:
-    outcome = _Outcome()
-    pass_fds = (status_pipe[1],) if status_pipe else ()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group: one killpg reaches grandchildren
-            pass_fds=pass_fds,
-        )
-    except OSError as exc:
-        if status_pipe:
-            for fd in status_pipe:
-                os.close(fd)
-        raise _SpawnFailed(str(exc)) from exc
-    if status_pipe:
-        os.close(status_pipe[1])
-    started = time.monotonic()
-    deadline = started + policy.timeout_s
-    cap = policy.max_output_bytes
-    buffers = {"out": bytearray(), "err": bytearray()}
-    status_text = bytearray()
-    sandbox_init: int | None = None
-    pending_stdin = memoryview((stdin or "").encode("utf-8"))
-
-    sel = selectors.DefaultSelector()
-    assert proc.stdout is not None and proc.stderr is not None
-    for tag, stream in (("out", proc.stdout), ("err", proc.stderr)):
-        os.set_blocking(stream.fileno(), False)
-        sel.register(stream.fileno(), selectors.EVENT_READ, tag)
-    if proc.stdin is not None:
-        if pending_stdin:
-            os.set_blocking(proc.stdin.fileno(), False)
-            sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "in")
-        else:
-            proc.stdin.close()
-    if status_pipe:
-        os.set_blocking(status_pipe[0], False)
-        sel.register(status_pipe[0], selectors.EVENT_READ, "status")
-    pidfd: int | None = None
-    with contextlib.suppress(AttributeError, OSError):
-        pidfd = os.pidfd_open(proc.pid)
-        sel.register(pidfd, selectors.EVENT_READ, "exit")
-    if canceller is not None:
-        sel.register(canceller.read_fd, selectors.EVENT_READ, "cancel")
-
-    open_streams = {"out", "err"}
-    exited = False
-    kill_stage = 0  # 1: the sandbox's pid-1 was killed; 2: the whole process group was
-    escalate_at = grace_end = give_up_at = float("inf")
-
-    def kill_group() -> None:
-        nonlocal give_up_at
-        give_up_at = min(give_up_at, time.monotonic() + CLEANUP_S)
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        if cgroup is not None:
-            cgroup.kill()
-
-    def start_kill() -> None:
-        nonlocal kill_stage, escalate_at
-        # Killing bwrap's pid 1 first tears the whole pid namespace down and lets bwrap reap it
-        # and exit by itself, so when bwrap is gone every process of the sandbox is gone too.
-        if sandbox_init is not None and _parent_pid_of(sandbox_init) == proc.pid:
-            with contextlib.suppress(OSError):
-                os.kill(sandbox_init, signal.SIGKILL)
-            kill_stage, escalate_at = 1, time.monotonic() + _GRACE_S
-        else:
-            kill_group()
-            kill_stage = 2
-
-    def on_exit() -> None:
-        nonlocal exited, grace_end
-        # The leader is still a zombie here, so its pgid cannot have been reused: killing the
-        # group now takes out background leftovers (`sleep 1000 &`) of unconfined runs.
-        kill_group()
-        proc.wait()
-        exited = True
-        grace_end = time.monotonic() + _GRACE_S
-
-    try:
-        while True:
-            now = time.monotonic()
-            if not exited and kill_stage == 0 and now >= deadline:
-                outcome.timed_out = True
-                start_kill()
-            if not exited and kill_stage == 1 and now >= escalate_at:
-                kill_group()
-                kill_stage = 2
-            if exited and (not open_streams or now >= grace_end):
-                break
-            if not exited and now >= give_up_at:
-                break  # unkillable (stuck in the kernel); the finally clause tries once more
-            if exited:
-                wait = grace_end - now
-            elif kill_stage == 0:
-                wait = deadline - now
-            elif kill_stage == 1:
-                wait = escalate_at - now
-            else:
-                wait = give_up_at - now
-            if pidfd is None:
-                wait = min(wait, 0.05)
-            for key, _ in sel.select(max(0.0, wait)):
-                tag, fd = key.data, key.fd
-                if tag in buffers:
-                    try:
-                        chunk = os.read(fd, 65536)
-                    except BlockingIOError:
-                        continue
-                    if not chunk:
-                        sel.unregister(fd)
-                        open_streams.discard(tag)
-                        continue
-                    room = cap - len(buffers[tag])
-                    if len(chunk) > room:
-                        outcome.truncated = True
-                    # Past the cap the pipe is still drained, so the command never blocks on it.
-                    if room > 0:
-                        buffers[tag] += chunk[:room]
-                elif tag == "in":
-                    try:
-                        written = os.write(fd, pending_stdin[:65536])
-                        pending_stdin = pending_stdin[written:]
-                    except BlockingIOError:
-                        continue
-                    except OSError:
-                        pending_stdin = pending_stdin[:0]
-                    if not pending_stdin:
-                        sel.unregister(fd)
-                        assert proc.stdin is not None
-                        with contextlib.suppress(OSError):
-                            proc.stdin.close()
-                elif tag == "status":
-                    try:
-                        chunk = os.read(fd, 4096)
-                    except BlockingIOError:
-                        continue
-                    if not chunk:
-                        sel.unregister(fd)
-                        continue
-                    status_text.extend(chunk)
-                    if sandbox_init is None:
-                        sandbox_init = _first_child_pid(status_text)
-                elif tag == "exit":
-                    sel.unregister(fd)
-                    on_exit()
-                elif tag == "cancel":
-                    sel.unregister(fd)
-                    outcome.cancelled = True
-                    if not exited and kill_stage == 0:
-                        start_kill()
-            if pidfd is None and not exited and proc.poll() is not None:
-                on_exit()
-    finally:
-        if not exited:
-            kill_group()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=CLEANUP_S)
-        sel.close()
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        for extra_fd in (pidfd, status_pipe[0] if status_pipe else None):
-            if extra_fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(extra_fd)
-
-    outcome.returncode = proc.returncode
-    outcome.stdout, outcome.stderr = bytes(buffers["out"]), bytes(buffers["err"])
-    outcome.started_child = status_pipe is None or _first_child_pid(status_text) is not None
-    return outcome
-
-
-def _first_child_pid(status_text: bytes | bytearray) -> int | None:
-    # Only the first document counts: bwrap writes it before the command exists, and the
-    # status fd is not inherited by the command, so nothing inside can forge it.
-    first, newline, _ = bytes(status_text).partition(b"\n")
-    if not newline and not first.rstrip().endswith(b"}"):
-        return None
-    try:
-        pid = json.loads(first).get("child-pid")
-    except (ValueError, AttributeError):
-        return None
-    return pid if isinstance(pid, int) and pid > 1 else None
 
 
 def _decode(data: bytes) -> str:
@@ -416,9 +184,10 @@ def _run(
             argv = [system_bash(), "-c", script, "sandbox-limits", *cmd]
             cwd = to_links[WORK_MOUNT]
         try:
-            outcome = _supervise(argv, cwd=cwd, env=proc_env, stdin=stdin, policy=policy,
-                                 status_pipe=status_pipe, cgroup=cgroup, canceller=canceller)
-        except _SpawnFailed as exc:
+            outcome = supervise(argv, cwd=cwd, env=proc_env, stdin=stdin, policy=policy,
+                                status_pipe=status_pipe, cgroup=cgroup,
+                                cancel_fd=canceller.read_fd if canceller else None)
+        except SpawnFailed as exc:
             return failed(f"could not start the command: {exc}")
 
     stdout, stderr = _decode(outcome.stdout), _decode(outcome.stderr)
