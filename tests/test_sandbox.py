@@ -15,6 +15,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from optimizer import sandbox as sb
+from optimizer.config import Sandbox, Settings
 from optimizer.errors import WorkFailed
 from optimizer.sandbox import (
     SandboxPolicy,
@@ -339,6 +340,15 @@ def test_policy_rejects_nonsense() -> None:
         SandboxPolicy(mode="chroot")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         SandboxPolicy(timeout_s=0)
+
+
+def test_policy_from_settings_takes_every_field() -> None:
+    box = Sandbox(mode="strict", timeout_s=7.5, memory_mb=300, max_output_bytes=4096,
+                  max_file_bytes=8192, max_processes=32)
+    assert SandboxPolicy.from_settings(box) == SandboxPolicy(
+        mode="strict", timeout_s=7.5, memory_mb=300, max_output_bytes=4096,
+        max_processes=32, max_file_bytes=8192)
+    assert SandboxPolicy.from_settings(Settings().sandbox) == SandboxPolicy()
 
 
 def test_report_says_what_confinement_is_in_force(monkeypatch: pytest.MonkeyPatch) -> None:

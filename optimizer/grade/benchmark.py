@@ -43,12 +43,7 @@ def default_out_dir(root: Path = Path("runs") / "benchmarks") -> Path:
 
 
 def sandbox_policy(settings: Settings) -> SandboxPolicy:
-    sb = settings.sandbox
-    return SandboxPolicy(
-        mode=sb.mode, timeout_s=sb.timeout_s, memory_mb=sb.memory_mb,
-        max_output_bytes=sb.max_output_bytes, max_processes=sb.max_processes,
-        max_file_bytes=sb.max_file_bytes,
-    )
+    return SandboxPolicy.from_settings(settings.sandbox)
 
 
 async def grade_one(

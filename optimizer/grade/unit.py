@@ -48,10 +48,7 @@ class Scored:
 
 
 def policy(settings: Settings) -> sandbox.SandboxPolicy:
-    s = settings.sandbox
-    return sandbox.SandboxPolicy(mode=s.mode, timeout_s=s.timeout_s, memory_mb=s.memory_mb,
-                                 max_output_bytes=s.max_output_bytes,
-                                 max_processes=s.max_processes, max_file_bytes=s.max_file_bytes)
+    return sandbox.SandboxPolicy.from_settings(settings.sandbox)
 
 
 class Evaluator:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 # The fixed paths a command sees whatever the host folders behind them.
 WORK_MOUNT = "/workspace"
@@ -17,9 +17,27 @@ Mode = Literal["auto", "bwrap", "none", "strict"]
 MODES = ("auto", "bwrap", "none", "strict")
 
 
+class SandboxSettings(Protocol):
+    """What a policy is made of: the `[sandbox]` section of optimizer.config's Settings, read
+    through this shape so that the sandbox needs nothing else of the config."""
+
+    @property
+    def mode(self) -> Mode: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def memory_mb(self) -> int: ...
+    @property
+    def max_output_bytes(self) -> int: ...
+    @property
+    def max_processes(self) -> int: ...
+    @property
+    def max_file_bytes(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class SandboxPolicy:
-    """How one command may run; built by the caller from the `[sandbox]` settings."""
+    """How one command may run; built from the `[sandbox]` settings with from_settings."""
 
     mode: Mode = "auto"
     timeout_s: float = 60.0
@@ -34,6 +52,13 @@ class SandboxPolicy:
         for name in ("timeout_s", "memory_mb", "max_output_bytes", "max_processes", "max_file_bytes"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"sandbox {name} must be positive")
+
+    @classmethod
+    def from_settings(cls, box: SandboxSettings) -> SandboxPolicy:
+        """The policy of the `[sandbox]` settings; every stage builds it here, so they agree."""
+        return cls(mode=box.mode, timeout_s=box.timeout_s, memory_mb=box.memory_mb,
+                   max_output_bytes=box.max_output_bytes, max_processes=box.max_processes,
+                   max_file_bytes=box.max_file_bytes)
 
 
 @dataclass
