@@ -4,6 +4,7 @@ They never leave a process or a marker file behind, and they never touch the net
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import socket
 import subprocess
@@ -14,9 +15,12 @@ import pytest
 from structlog.testing import capture_logs
 
 from optimizer import sandbox as sb
+from optimizer.config import Sandbox, Settings
 from optimizer.errors import WorkFailed
 from optimizer.sandbox import (
     SandboxPolicy,
+    cgroups,
+    confinement,
     run,
     run_async,
     scrub_env,
@@ -220,7 +224,7 @@ def test_background_leftovers_die_when_the_command_ends(work: Path) -> None:
 @pytest.mark.parametrize("mechanism", ["as found", "rlimit only"])
 def test_memory_limit(mechanism: str, work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if mechanism == "rlimit only":
-        monkeypatch.setattr(sb, "_cgroup_parents", dict)
+        monkeypatch.setattr(cgroups, "cgroup_parents", dict)
     result = run('python3 -c "b = bytearray(2_000_000_000)"', work_dir=work, skill_dir=None,
                  policy=POLICY)
     assert result.exit_code not in (0, None)
@@ -307,7 +311,7 @@ async def test_cancelling_run_async_kills_the_command(work: Path) -> None:
 
 def test_bwrap_and_strict_refuse_without_bubblewrap(work: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sb, "bwrap_available", lambda: False)
+    monkeypatch.setattr(confinement, "bwrap_available", lambda: False)
     for mode in ("bwrap", "strict"):
         with pytest.raises(WorkFailed, match="bubblewrap"):
             run("true", work_dir=work, skill_dir=None, policy=SandboxPolicy(mode=mode))
@@ -315,8 +319,8 @@ def test_bwrap_and_strict_refuse_without_bubblewrap(work: Path,
 
 def test_auto_falls_back_loudly_once_with_fixed_paths(work: Path, skill: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sb, "bwrap_available", lambda: False)
-    monkeypatch.setattr(sb, "_warned", set())
+    monkeypatch.setattr(confinement, "bwrap_available", lambda: False)
+    confinement.reset_warnings()
     policy = SandboxPolicy(mode="auto", timeout_s=3.0)
     with capture_logs() as logs:
         first = run("cat /skill/SKILL.md > /workspace/copy.md; pwd; echo $WORKSPACE; ls /workspace",
@@ -336,6 +340,38 @@ def test_policy_rejects_nonsense() -> None:
         SandboxPolicy(mode="chroot")  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         SandboxPolicy(timeout_s=0)
+
+
+def test_policy_from_settings_takes_every_field() -> None:
+    box = Sandbox(mode="strict", timeout_s=7.5, memory_mb=300, max_output_bytes=4096,
+                  max_file_bytes=8192, max_processes=32)
+    assert SandboxPolicy.from_settings(box) == SandboxPolicy(
+        mode="strict", timeout_s=7.5, memory_mb=300, max_output_bytes=4096,
+        max_processes=32, max_file_bytes=8192)
+    assert SandboxPolicy.from_settings(Settings().sandbox) == SandboxPolicy()
+
+
+def test_report_says_what_confinement_is_in_force(monkeypatch: pytest.MonkeyPatch) -> None:
+    strict = SandboxPolicy(mode="strict", memory_mb=300)
+    found = sb.report(strict)
+    assert found["bwrap_works"] is sb.bwrap_available()
+    assert found["confined"] is sb.bwrap_available()
+    assert found["refused"] is not sb.bwrap_available()
+    assert found["process_limit"] == sb.process_limit_mechanism()
+    assert found["memory_limit"] == sb.memory_limit_mechanism()
+    assert found["policy"] == {"mode": "strict", "timeout_s": 60.0, "memory_mb": 300,
+                               "max_output_bytes": 1_000_000, "max_processes": 256,
+                               "max_file_bytes": 50_000_000}
+    # Without bubblewrap a strict policy is reported as refused, not raised, and nothing warns.
+    monkeypatch.setattr(confinement, "bwrap_available", lambda: False)
+    confinement.reset_warnings()
+    with capture_logs() as logs:
+        missing = sb.report(strict)
+        auto = sb.report()
+    assert missing["refused"] is True and missing["confined"] is False
+    assert auto["refused"] is False and auto["confined"] is False
+    assert auto["policy"] == dataclasses.asdict(SandboxPolicy())
+    assert logs == []
 
 
 # ---------------------------------------------------------------- path translation

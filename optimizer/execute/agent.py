@@ -209,12 +209,7 @@ class AnthropicExecutor(Executor):
     def __init__(self, settings: Settings, client: Any) -> None:
         super().__init__(settings)
         self.client = client
-        box = settings.sandbox
-        self.policy = sandbox.SandboxPolicy(
-            mode=box.mode, timeout_s=box.timeout_s, memory_mb=box.memory_mb,
-            max_output_bytes=box.max_output_bytes, max_processes=box.max_processes,
-            max_file_bytes=box.max_file_bytes,
-        )
+        self.policy = sandbox.SandboxPolicy.from_settings(settings.sandbox)
 
     def check(self) -> None:
         sandbox.confinement_for(self.policy)  # a strict policy without bubblewrap stops here

@@ -77,7 +77,7 @@ class Grader:
         self.executor = executor
         self.skill_name = skill_name
         self.inputs_root = inputs_root
-        self.policy = sandbox.policy_for(settings)
+        self.policy = sandbox.SandboxPolicy.from_settings(settings.sandbox)
         self.on_run = on_run
         self.should_stop = should_stop
         self._tries: Counter[str] = Counter()  # attempts at each run in this process

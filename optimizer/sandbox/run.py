@@ -1,0 +1,195 @@
+"""Run one command in the sandbox, blocking or from asyncio: launch, supervise, report.
+It must never raise for what one command did or failed to do; only an unmet policy raises."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from optimizer.sandbox.cgroups import RunCgroup, process_limit_mechanism
+from optimizer.sandbox.confinement import confinement_for, warn_once
+from optimizer.sandbox.launch import Launch, confined_launch, unconfined_launch
+from optimizer.sandbox.limits import SETUP_FAILED
+from optimizer.sandbox.paths import unrewrite_host_paths
+from optimizer.sandbox.policy import SandboxPolicy, SandboxResult
+from optimizer.sandbox.supervise import Outcome, SpawnFailed, supervise
+
+_executor_lock = threading.Lock()
+_executor: ThreadPoolExecutor | None = None
+
+
+class _Canceller:
+    """Wakes a supervising thread so that a cancelled run_async kills its command at once."""
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+
+    def cancel(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self.write_fd, b"x")
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _as_argv(command: str | Sequence[str]) -> list[str]:
+    return ["bash", "-c", command] if isinstance(command, str) else [str(c) for c in command]
+
+
+def _refusal(command: str | Sequence[str], work_dir: Path,
+             skill_dir: Path | None) -> tuple[str, bool] | None:
+    """(error, infra) when the run cannot start for its inputs, else None."""
+    if not work_dir.is_dir():
+        return f"the work folder {work_dir} does not exist", True
+    if skill_dir is not None and not Path(skill_dir).is_dir():
+        return f"the skill folder {skill_dir} does not exist", True
+    if not _as_argv(command) or (isinstance(command, str) and not command.strip()):
+        return "the command is empty", False
+    return None
+
+
+def _run(
+    command: str | Sequence[str],
+    *,
+    work_dir: Path,
+    skill_dir: Path | None,
+    policy: SandboxPolicy,
+    env: Mapping[str, str] | None,
+    stdin: str | None,
+    canceller: _Canceller | None = None,
+) -> SandboxResult:
+    started = time.monotonic()
+    confined = confinement_for(policy)
+
+    def failed(error: str, infra: bool = True) -> SandboxResult:
+        return SandboxResult(exit_code=None, stdout="", stderr="", confined=confined,
+                             duration_s=time.monotonic() - started, error=error, infra=infra)
+
+    work_dir = Path(work_dir)
+    refusal = _refusal(command, work_dir, skill_dir)
+    if refusal is not None:
+        return failed(*refusal)
+    if policy.mode != "none" and process_limit_mechanism() == "none":
+        warn_once("sandbox.no_process_limit",
+                  reason="running as root without a usable pids cgroup: max_processes is not "
+                  "enforced, only the wall clock and the pid namespace bound a fork bomb")
+
+    with contextlib.ExitStack() as stack:
+        cgroup = RunCgroup.create(policy)
+        if cgroup is not None:
+            stack.callback(cgroup.close)
+        # Without a memory cgroup measuring the run's total, RLIMIT_AS is the memory limit.
+        address_space = cgroup is None or "memory" not in cgroup.controllers
+        cmd = _as_argv(command)
+        if confined:
+            launch = confined_launch(cmd, work_dir, skill_dir, policy, env, cgroup, address_space)
+        else:
+            scratch = Path(tempfile.mkdtemp(prefix="sandbox-"))
+            stack.callback(shutil.rmtree, scratch, True)
+            launch = unconfined_launch(cmd, work_dir, skill_dir, policy, env, cgroup,
+                                       address_space, scratch)
+        try:
+            outcome = supervise(launch.argv, cwd=launch.cwd, env=launch.env, stdin=stdin,
+                                policy=policy, status_pipe=launch.status_pipe, cgroup=cgroup,
+                                cancel_fd=canceller.read_fd if canceller else None)
+        except SpawnFailed as exc:
+            return failed(f"could not start the command: {exc}")
+    result = _result(outcome, launch, confined)
+    result.duration_s = time.monotonic() - started
+    return result
+
+
+def _result(outcome: Outcome, launch: Launch, confined: bool) -> SandboxResult:
+    """The caller's view of what the supervisor saw: fixed paths, exit codes, whose failure."""
+    stdout = unrewrite_host_paths(_decode(outcome.stdout), launch.host_to_fixed)
+    stderr = unrewrite_host_paths(_decode(outcome.stderr), launch.host_to_fixed)
+    error: str | None = None
+    infra = False
+    exit_code = outcome.returncode
+    if exit_code is not None and exit_code < 0:
+        exit_code = 128 - exit_code  # the shell's convention for "killed by signal N"
+    if outcome.cancelled:
+        error, exit_code = "cancelled", None
+    elif outcome.timed_out:
+        exit_code = None
+    elif confined and (not outcome.started_child
+                       or (exit_code == 1 and stderr.startswith("bwrap: "))):
+        # bwrap reports a failed setup (a missing bind source, a refused namespace) as exit 1
+        # with its own prefix; the command never ran, which is not the command's failure.
+        error = "bubblewrap could not set up the sandbox: " + (stderr.strip() or "no message")
+        infra = True
+    elif exit_code == 125 and SETUP_FAILED in stderr:
+        error = next(line for line in stderr.splitlines() if SETUP_FAILED in line)
+        infra = True
+    return SandboxResult(exit_code=exit_code, stdout=stdout, stderr=stderr,
+                         timed_out=outcome.timed_out, output_truncated=outcome.truncated,
+                         confined=confined, error=error, infra=infra)
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def run(
+    command: str | Sequence[str],
+    *,
+    work_dir: Path,
+    skill_dir: Path | None,
+    policy: SandboxPolicy,
+    env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
+) -> SandboxResult:
+    """Run a command (a str runs as `bash -c`) with /workspace as cwd. Per-run failures are in
+    the result; only a policy that cannot be honoured here raises (WorkFailed)."""
+    return _run(command, work_dir=work_dir, skill_dir=skill_dir, policy=policy, env=env,
+                stdin=stdin)
+
+
+def _thread_pool() -> ThreadPoolExecutor:
+    # A pool of its own: asyncio's default executor has a handful of threads, which would cap
+    # how many agents run commands at once.
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="sandbox")
+        return _executor
+
+
+async def run_async(
+    command: str | Sequence[str],
+    *,
+    work_dir: Path,
+    skill_dir: Path | None,
+    policy: SandboxPolicy,
+    env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
+) -> SandboxResult:
+    """run() for asyncio; cancelling the awaiting task kills the command before re-raising."""
+    canceller = _Canceller()
+    loop = asyncio.get_running_loop()
+    job = functools.partial(_run, command, work_dir=work_dir, skill_dir=skill_dir,
+                            policy=policy, env=env, stdin=stdin, canceller=canceller)
+    future = loop.run_in_executor(_thread_pool(), job)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        canceller.cancel()
+        with contextlib.suppress(Exception):
+            await future
+        raise
+    finally:
+        if future.done():
+            canceller.close()
+        else:
+            future.add_done_callback(lambda _: canceller.close())

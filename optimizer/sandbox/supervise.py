@@ -1,0 +1,170 @@
+"""The supervisor of one command: start it, watch its pipes and its clock, stop it, report.
+It must never return while a process of the run may still be alive and killable."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+
+from optimizer.sandbox.cgroups import CLEANUP_S, RunCgroup
+from optimizer.sandbox.kill import GRACE_S, Kill
+from optimizer.sandbox.pipes import Pipes
+from optimizer.sandbox.policy import SandboxPolicy
+
+
+@dataclass
+class Outcome:
+    """What the supervisor saw; run() turns it into a SandboxResult."""
+
+    returncode: int | None = None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    truncated: bool = False
+    timed_out: bool = False
+    cancelled: bool = False
+    started_child: bool = False
+
+
+class SpawnFailed(Exception):
+    """The command could not be started at all (a missing program, a bad folder)."""
+
+
+class _Supervisor:
+    """One started command to its end: the loop, its clocks, and what "exit" and "cancel" do."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], pipes: Pipes, kill: Kill,
+                 deadline: float) -> None:
+        self.proc, self.pipes, self.kill = proc, pipes, kill
+        self.deadline = deadline
+        self.exited = False
+        self.grace_end = float("inf")
+        self.timed_out = self.cancelled = False
+
+    def loop(self) -> None:
+        while True:
+            now = time.monotonic()
+            self._enforce_clock(now)
+            if self._finished(now):
+                return
+            for event in self.pipes.ready(self._wait(now)):
+                if event == "exit":
+                    self._on_exit()
+                elif event == "cancel":
+                    self._on_cancel()
+            if self.pipes.pidfd is None and not self.exited and self.proc.poll() is not None:
+                self._on_exit()
+
+    def _enforce_clock(self, now: float) -> None:
+        if self.exited:
+            return
+        if self.kill.stage == 0 and now >= self.deadline:
+            self.timed_out = True
+            self.kill.start(self.pipes.sandbox_init)
+        self.kill.escalate_if_due(now)
+
+    def _finished(self, now: float) -> bool:
+        if self.exited:
+            return not self.pipes.open_streams or now >= self.grace_end
+        # Past give_up_at the command is unkillable (stuck in the kernel); close() tries again.
+        return now >= self.kill.give_up_at
+
+    def _wait(self, now: float) -> float:
+        if self.exited:
+            wait = self.grace_end - now
+        elif self.kill.stage == 0:
+            wait = self.deadline - now
+        else:
+            wait = self.kill.next_deadline() - now
+        if self.pipes.pidfd is None:
+            wait = min(wait, 0.05)
+        return max(0.0, wait)
+
+    def _on_exit(self) -> None:
+        # The leader is still a zombie here, so its pgid cannot have been reused: killing the
+        # group now takes out background leftovers (`sleep 1000 &`) of unconfined runs.
+        self.kill.group()
+        self.proc.wait()
+        self.exited = True
+        self.grace_end = time.monotonic() + GRACE_S
+
+    def _on_cancel(self) -> None:
+        self.cancelled = True
+        if not self.exited and self.kill.stage == 0:
+            self.kill.start(self.pipes.sandbox_init)
+
+    def close(self) -> None:
+        if not self.exited:
+            self.kill.group()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=CLEANUP_S)
+        self.pipes.close()
+
+    def outcome(self) -> Outcome:
+        return Outcome(
+            returncode=self.proc.returncode,
+            stdout=bytes(self.pipes.buffers["out"]),
+            stderr=bytes(self.pipes.buffers["err"]),
+            truncated=self.pipes.truncated,
+            timed_out=self.timed_out,
+            cancelled=self.cancelled,
+            started_child=self.pipes.started_child,
+        )
+
+
+def _spawn(
+    argv: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    stdin: str | None,
+    status_pipe: tuple[int, int] | None,
+) -> subprocess.Popen[bytes]:
+    pass_fds = (status_pipe[1],) if status_pipe else ()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group: one killpg reaches grandchildren
+            pass_fds=pass_fds,
+        )
+    except OSError as exc:
+        if status_pipe:
+            for fd in status_pipe:
+                os.close(fd)
+        raise SpawnFailed(str(exc)) from exc
+    if status_pipe:
+        # Only bwrap keeps the write end, so the read end ends when bwrap is done with it.
+        os.close(status_pipe[1])
+    return proc
+
+
+def supervise(
+    argv: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    stdin: str | None,
+    policy: SandboxPolicy,
+    status_pipe: tuple[int, int] | None,
+    cgroup: RunCgroup | None,
+    cancel_fd: int | None,
+) -> Outcome:
+    """Start argv and watch it to its end: stdin fed, output kept up to the cap, killed at the
+    deadline or on cancel. Raises SpawnFailed when it cannot start; closes both status fds."""
+    proc = _spawn(argv, cwd=cwd, env=env, stdin=stdin, status_pipe=status_pipe)
+    deadline = time.monotonic() + policy.timeout_s
+    pipes = Pipes(proc, stdin=stdin, cap=policy.max_output_bytes,
+                  status_fd=status_pipe[0] if status_pipe else None, cancel_fd=cancel_fd)
+    supervisor = _Supervisor(proc, pipes, Kill(proc, cgroup), deadline)
+    try:
+        supervisor.loop()
+    finally:
+        supervisor.close()
+    return supervisor.outcome()
