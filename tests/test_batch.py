@@ -18,7 +18,7 @@ from optimizer.grade.unit import Evaluator
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import load_evals
 from optimizer.model import batch as batching
-from optimizer.model.client import make_client
+from optimizer.model import build_client, make_client
 from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Comparison
 from optimizer.search import estimate as preview
@@ -172,11 +172,9 @@ async def test_a_server_without_batches_turns_batch_mode_off(settings, store, lo
                 "type": "not_found_error", "message": "Not found"}})
         return await inner.handle_async_request(request)
 
-    from optimizer.model.client import ModelClient
-
     sdk = anthropic.AsyncAnthropic(api_key="k", base_url="http://sim.invalid", max_retries=0,
                                    http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))
-    client = ModelClient(settings_for(True), store, sdk, simulated=True, sleep=no_wait)
+    client = build_client(settings_for(True), store, sdk, simulated=True, sleep=no_wait)
     await asyncio.gather(*(client.structured("comparator", **comparator_request(n)) for n in range(2)))
     await client.structured("comparator", **comparator_request(9))
     await client.aclose()

@@ -18,7 +18,7 @@ from optimizer.execute import Executor, Job, RunRecord, get_executor, run_one, r
 from optimizer.execute.agent import run_bash, run_editor
 from optimizer.execute.record import resolve_inputs
 from optimizer.inputs.evals import Eval, load_evals
-from optimizer.model.client import make_client
+from optimizer.model import make_client
 from optimizer.sim import Simulator
 from optimizer.sim.transport import error_reply
 from optimizer.store.db import Store

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from optimizer.config import Settings
 from optimizer.errors import BadInput, BudgetExhausted, ProviderSpendLimit, WorkFailed
-from optimizer.model.client import (
+from optimizer.model import (
     AdaptiveLimiter,
     ModelCallFailed,
     ModelClient,
@@ -598,6 +598,6 @@ async def test_providers_are_labelled_and_the_base_url_is_used(store, monkeypatc
     settings = Settings.model_validate({"llm": {"provider": "anthropic", "timeout_s": 12}})
     client = make_client(settings, store, api_key="sk-test")
     assert client.simulated is False
-    assert str(client._anthropic.base_url).startswith("http://127.0.0.1:9")
-    assert client._anthropic.max_retries == 0 and client._anthropic.timeout == 12
+    assert str(client.sdk.base_url).startswith("http://127.0.0.1:9")
+    assert client.sdk.max_retries == 0 and client.sdk.timeout == 12
     await client.aclose()

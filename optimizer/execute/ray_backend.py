@@ -112,7 +112,7 @@ class RayExecutor(Executor):
             return RunRecord.load(run_dir)
         inputs = resolve_inputs(list(eval.files), inputs_root, eval_id=eval.id)  # BadInput here
         ray = ensure_ray(self.settings)
-        from optimizer.model.client import scope
+        from optimizer.model import scope
 
         label = scope.get()
         seed_rows = self._reusable_calls(sample, label)
@@ -193,7 +193,7 @@ def run_in_worker(payload: dict[str, Any]) -> dict[str, Any]:
 
 async def _work(payload: dict[str, Any], root: Path) -> dict[str, Any]:
     from optimizer.execute import get_executor
-    from optimizer.model.client import make_client, scope
+    from optimizer.model import make_client, scope
     from optimizer.store.db import Store
 
     settings: Settings = payload["settings"]

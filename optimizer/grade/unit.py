@@ -20,8 +20,7 @@ from optimizer.errors import InfraFailure
 from optimizer.execute.record import RunRecord, is_complete
 from optimizer.grade import judge, structural
 from optimizer.inputs.evals import Eval, EvalSet
-from optimizer.model import batch
-from optimizer.model.client import scope
+from optimizer.model import batch, scope
 from optimizer.schemas import Structural
 from optimizer.search import stops
 from optimizer.store.db import Store, now

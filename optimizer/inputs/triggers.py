@@ -245,7 +245,7 @@ async def probe_one(client, skill_name: str, description: str, query: Query, run
                     seed: int) -> Probe:
     """One request; triggered when the first turn calls Skill with this skill's name."""
     # Imported here: `optimizer run` checks its input before it loads the SDK.
-    from optimizer.model.client import ModelCallFailed
+    from optimizer.model import ModelCallFailed
 
     try:
         message = await client.message("trigger", **request(skill_name, description, query, run,

@@ -15,7 +15,7 @@ from optimizer.errors import RunStopped, WorkFailed
 from optimizer.grade.stats import paired_bootstrap
 from optimizer.inputs import skill as skills
 from optimizer.inputs import triggers as trigger
-from optimizer.model.client import scope
+from optimizer.model import scope
 from optimizer.search import evidence, lineage, select, stops
 
 # Shared with the body loop: these touch only ws, store and settings, which both runs have.

@@ -19,7 +19,7 @@ from optimizer.execute import executor_for
 from optimizer.grade.unit import SCORED_SQL, Evaluator, eval_means, judge_errors, unscored
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import EvalSet, load_evals
-from optimizer.model.client import scoped
+from optimizer.model import scoped
 from optimizer.search import evidence, lineage, select, stops
 from optimizer.search.analyze import analyze
 from optimizer.search.compare import compare_versions
