@@ -15,7 +15,7 @@ import httpx2
 
 from optimizer import logs
 from optimizer.config import Settings
-from optimizer.model.client import make_client
+from optimizer.model import make_client
 from optimizer.sim import Simulator
 from optimizer.store.db import Store
 

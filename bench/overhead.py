@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from rich.console import Console  # noqa: E402
 
 from optimizer import config, daemon, logs  # noqa: E402 - the bench runs from a checkout
-from optimizer.model import client as llm  # noqa: E402 - the bench runs from a checkout
+from optimizer.model import factory as llm  # noqa: E402 - the bench runs from a checkout
 from optimizer.search import engine  # noqa: E402 - the bench runs from a checkout
 from optimizer.search.body import BodyTarget  # noqa: E402 - the bench runs from a checkout
 

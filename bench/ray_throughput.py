@@ -20,7 +20,7 @@ from optimizer.config import Settings
 from optimizer.execute import Job, get_executor, run_pool
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import load_evals
-from optimizer.model.client import make_client, scope
+from optimizer.model import make_client, scope
 from optimizer.sim import Simulator
 from optimizer.store.db import Store
 

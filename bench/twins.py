@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from optimizer.model.client import canonical_json, request_hash  # noqa: E402 - the bench runs from a checkout
+from optimizer.model import canonical_json, request_hash  # noqa: E402 - the bench runs from a checkout
 
 EXAMPLE = ROOT / "examples" / "csv-report"
 VOLATILE = {"created_at", "started_at", "decided_at"}

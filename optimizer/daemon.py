@@ -276,7 +276,7 @@ def _spawn(ws: Workspace, console: Console) -> int:
 
 def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
                 resumed: bool = False) -> int:
-    from optimizer.model import client as llm
+    from optimizer.model import factory as llm
     from optimizer.search import engine
     from optimizer.search.stops import SignalFlag
     from optimizer.search.targets import TARGETS

@@ -9,7 +9,7 @@ import pytest
 import structlog
 
 from optimizer.config import Settings
-from optimizer.model.client import ModelClient, make_client
+from optimizer.model import ModelClient, make_client
 from optimizer.store.db import Store
 
 

@@ -13,7 +13,7 @@ import httpx2
 from typer.testing import CliRunner
 
 from optimizer.cli import app
-from optimizer.model import client as llm
+from optimizer.model import factory as llm
 from optimizer.sim import Simulator
 
 ROOT = Path(__file__).resolve().parent.parent

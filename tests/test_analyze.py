@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from optimizer.model.client import StructuredAnswerError, make_client
+from optimizer.model import StructuredAnswerError, make_client
 from optimizer.schemas import Analysis
 from optimizer.search.analyze import analyze
 from optimizer.search.select import ComparisonTally

@@ -18,7 +18,7 @@ from optimizer.grade.unit import Grader, jobs_for
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import load_evals
 from optimizer.model import batch as batching
-from optimizer.model.client import make_client
+from optimizer.model import build_client, make_client
 from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Comparison
 from optimizer.search import estimate as preview
@@ -174,17 +174,63 @@ async def test_a_server_without_batches_turns_batch_mode_off(settings, store, lo
                 "type": "not_found_error", "message": "Not found"}})
         return await inner.handle_async_request(request)
 
-    from optimizer.model.client import ModelClient
-
     sdk = anthropic.AsyncAnthropic(api_key="k", base_url="http://sim.invalid", max_retries=0,
                                    http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))
-    client = ModelClient(settings_for(True), store, sdk, simulated=True, sleep=no_wait)
+    client = build_client(settings_for(True), store, sdk, simulated=True, sleep=no_wait)
     await asyncio.gather(*(client.structured("comparator", **comparator_request(n)) for n in range(2)))
     await client.structured("comparator", **comparator_request(9))
     await client.aclose()
     assert sim.stats.by_role["comparator"] == 3 and not client.batch.handles("comparator")
     assert any(e["event"] == "batch.unsupported" for e in log_capture)
     assert all(r["batch_id"] is None for r in store.query("select batch_id from calls"))
+
+
+def faulty_batches(sim: Simulator, faults: dict[tuple[str, str], list]) -> anthropic.AsyncAnthropic:
+    """An SDK client over the simulator whose batch endpoints first answer with `faults`, keyed by
+    (method, "create" or "retrieve"): each fault is a status code, or an exception to raise."""
+    inner = sim.transport()
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        path = request.url.path.rstrip("/")
+        if path.startswith("/v1/messages/batches") and not path.endswith("/results"):
+            kind = "create" if path.endswith("/batches") else "retrieve"
+            queued = faults.get((request.method, kind)) or []
+            if queued:
+                fault = queued.pop(0)
+                if isinstance(fault, int):
+                    return httpx2.Response(fault, json={"type": "error", "error": {
+                        "type": "overloaded_error", "message": "Overloaded"}})
+                raise fault(f"simulated {kind} failure", request=request)
+        return await inner.handle_async_request(request)
+
+    return anthropic.AsyncAnthropic(api_key="k", base_url="http://sim.invalid", max_retries=0,
+                                    http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))
+
+
+async def test_batch_endpoints_are_retried_by_the_clients_one_policy(store, log_capture):
+    sim = Simulator(seed=0)
+    sdk = faulty_batches(sim, {("POST", "create"): [529], ("GET", "retrieve"): [529]})
+    client = build_client(settings_for(True), store, sdk, simulated=True, sleep=no_wait)
+    answers = await asyncio.gather(*(client.structured("comparator", **comparator_request(n))
+                                     for n in range(2)))
+    await client.aclose()
+    assert len(answers) == 2 and sim.batches.stats.created == 1 and sim.stats.calls == 0
+    retries = [e for e in log_capture if e["event"] == "llm.retry_scheduled"]
+    assert [(e["what"], e["cause"], e["attempt"], e["role"]) for e in retries] == [
+        ("batch_create", "overloaded", 1, "comparator"), ("batch_poll", "overloaded", 1, "comparator")]
+    assert client.stats()["retries"] == {"overloaded": 2}
+
+
+async def test_a_batch_create_that_timed_out_is_not_sent_again(store, log_capture):
+    """It may have been accepted: a second create could be paid twice. Its items go direct."""
+    sim = Simulator(seed=0)
+    sdk = faulty_batches(sim, {("POST", "create"): [httpx2.ReadTimeout]})
+    client = build_client(settings_for(True), store, sdk, simulated=True, sleep=no_wait)
+    await asyncio.gather(*(client.structured("comparator", **comparator_request(n)) for n in range(2)))
+    await client.aclose()
+    assert sim.batches.stats.created == 0 and sim.stats.by_role["comparator"] == 2
+    assert not [e for e in log_capture if e["event"] == "llm.retry_scheduled"]
+    assert any(e["event"] == "batch.create_failed" for e in log_capture)
 
 
 async def test_the_simulated_batch_endpoints_through_the_sdk():

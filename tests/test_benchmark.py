@@ -13,7 +13,7 @@ from optimizer import schemas as s
 from optimizer.config import Settings
 from optimizer.grade.benchmark import run_benchmark
 from optimizer.inputs.artifacts import check_artifact
-from optimizer.model.client import make_client
+from optimizer.model import make_client
 from optimizer.sim import Simulator
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "csv-report"

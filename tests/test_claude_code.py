@@ -17,7 +17,7 @@ from optimizer.execute import claude_code, get_executor
 from optimizer.execute.claude_code import find_claude
 from optimizer.grade.benchmark import run_once
 from optimizer.inputs.evals import load_evals
-from optimizer.model.client import make_client
+from optimizer.model import make_client
 from optimizer.sim import Simulator, serve
 from optimizer.sim.text import system_text
 from optimizer.store.db import Store

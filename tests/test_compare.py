@@ -6,7 +6,7 @@ import pytest
 
 from optimizer.config import Selection
 from optimizer.inputs.evals import Eval
-from optimizer.model.client import StructuredAnswerError, make_client
+from optimizer.model import StructuredAnswerError, make_client
 from optimizer.schemas import Comparison
 from optimizer.search.compare import blind, compare_versions
 from optimizer.search.select import decide

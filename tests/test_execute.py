@@ -20,7 +20,7 @@ from optimizer.execute.record import resolve_inputs
 from optimizer.grade.benchmark import run_once
 from optimizer.grade.unit import Grader, jobs_for
 from optimizer.inputs.evals import Eval, load_evals
-from optimizer.model.client import make_client
+from optimizer.model import make_client
 from optimizer.sim import Simulator
 from optimizer.sim.transport import error_reply
 from optimizer.store.db import Store

@@ -16,7 +16,7 @@ from optimizer.execute import RunRecord
 from optimizer.grade import judge
 from optimizer.grade.structural import check_run
 from optimizer.inputs.evals import Eval
-from optimizer.model.client import make_client
+from optimizer.model import make_client
 from optimizer.sim import Simulator
 from optimizer.store.files import read_json
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import anthropic
 import httpx2
@@ -13,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from optimizer.config import Settings
 from optimizer.errors import BadInput, BudgetExhausted, ProviderSpendLimit, WorkFailed
-from optimizer.model.client import (
+from optimizer.model import (
     AdaptiveLimiter,
     ModelCallFailed,
     ModelClient,
@@ -598,6 +601,19 @@ async def test_providers_are_labelled_and_the_base_url_is_used(store, monkeypatc
     settings = Settings.model_validate({"llm": {"provider": "anthropic", "timeout_s": 12}})
     client = make_client(settings, store, api_key="sk-test")
     assert client.simulated is False
-    assert str(client._anthropic.base_url).startswith("http://127.0.0.1:9")
-    assert client._anthropic.max_retries == 0 and client._anthropic.timeout == 12
+    assert str(client.sdk.base_url).startswith("http://127.0.0.1:9")
+    assert client.sdk.max_retries == 0 and client.sdk.timeout == 12
     await client.aclose()
+
+
+def test_the_package_exports_its_verbs_and_loads_the_sdk_only_when_asked():
+    import optimizer.model as model
+
+    assert all(getattr(model, name) is not None for name in model.__all__)
+    # The simulator and the light commands import prompts and scopes: that must not load the SDK.
+    code = ("import sys, optimizer.model.prompts; from optimizer.model import scope, scoped; "
+            "print('anthropic' in sys.modules)")
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

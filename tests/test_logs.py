@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from optimizer import logs
 from optimizer.config import Settings
-from optimizer.model.client import ModelCallFailed, ModelClient
+from optimizer.model import ModelCallFailed, ModelClient
 from optimizer.store.db import Store
 
 FAKE_KEY = "sk-ant-api03-FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE-0123456789abcdef-AAAA"

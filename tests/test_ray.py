@@ -17,7 +17,7 @@ from optimizer.execute import get_executor
 from optimizer.execute.record import is_complete
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import load_evals
-from optimizer.model.client import make_client, scoped
+from optimizer.model import make_client, scoped
 from optimizer.sim import Simulator
 from optimizer.store.db import Store
 

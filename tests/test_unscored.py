@@ -13,7 +13,7 @@ from inprocess import EXAMPLE, Recording, cli
 from optimizer.config import Settings
 from optimizer.execute import get_executor
 from optimizer.inputs import evals as evalsets
-from optimizer.model.client import make_client
+from optimizer.model import make_client
 from optimizer.search import body
 from optimizer.store.db import Store
 

@@ -28,7 +28,7 @@ from optimizer.execute.record import (
     stage_skill,
 )
 from optimizer.inputs.skill import SKILL_FILE, parse_skill_md
-from optimizer.model.client import counting_retries
+from optimizer.model import counting_retries
 
 __all__ = ["EXECUTORS", "Executor", "RunContext", "RunRecord", "SkillInfo", "executor_for",
            "get_executor", "next_run_number"]
@@ -70,7 +70,7 @@ class RunContext:
 
 
 def _model_failed(exc: BaseException) -> bool:
-    from optimizer.model.client import ModelCallFailed
+    from optimizer.model import ModelCallFailed
 
     return isinstance(exc, ModelCallFailed)
 

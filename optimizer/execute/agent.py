@@ -215,7 +215,7 @@ class AnthropicExecutor(Executor):
         sandbox.confinement_for(self.policy)  # a strict policy without bubblewrap stops here
 
     async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
-        from optimizer.model.client import call_cost, plain
+        from optimizer.model import call_cost, plain
 
         system = system_prompt(ctx.skill, ctx.inputs)
         tools = [BASH_TOOL, EDITOR_TOOL] + ([SKILL_TOOL] if ctx.skill is not None else [])

@@ -112,7 +112,7 @@ class RayExecutor(Executor):
             return RunRecord.load(run_dir)
         inputs = resolve_inputs(list(eval.files), inputs_root, eval_id=eval.id)  # BadInput here
         ray = ensure_ray(self.settings)
-        from optimizer.model.client import scope
+        from optimizer.model import scope
 
         label = scope.get()
         seed_rows = self._reusable_calls(sample, label)
@@ -157,7 +157,7 @@ class RayExecutor(Executor):
         budget = getattr(client, "budget_usd", None)
         if budget is None:
             return None
-        spent = client._spent_before + client._spent + client._reserved
+        spent = client.committed_usd()
         # The worker's own client counts the rows it is given as spent already.
         return max(0.0, budget - spent) + sum(float(r["cost_usd"] or 0) for r in seed_rows)
 
@@ -171,12 +171,10 @@ class RayExecutor(Executor):
                 continue  # never counted twice
             store.record_call(row)
             if row.get("outcome") == "ok":
-                client._calls += 1
-                client._spent += float(row.get("cost_usd") or 0.0)
+                client.count_paid(float(row.get("cost_usd") or 0.0))
         for hit in hits:
             store.record_cache_hit(hit["hash"], hit["role"], saved_usd=float(hit["saved_usd"] or 0))
-            client._hits += 1
-            client._saved += float(hit["saved_usd"] or 0)
+            client.count_saved(float(hit["saved_usd"] or 0))
 
 
 # -- the worker ------------------------------------------------------------------------------------
@@ -193,7 +191,7 @@ def run_in_worker(payload: dict[str, Any]) -> dict[str, Any]:
 
 async def _work(payload: dict[str, Any], root: Path) -> dict[str, Any]:
     from optimizer.execute import get_executor
-    from optimizer.model.client import make_client, scope
+    from optimizer.model import make_client, scope
     from optimizer.store.db import Store
 
     settings: Settings = payload["settings"]

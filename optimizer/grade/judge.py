@@ -35,7 +35,7 @@ from optimizer import schemas as s
 from optimizer.config import Settings
 from optimizer.grade.scoring import pass_rate, rubric_weighted_mean, run_score
 from optimizer.grade.structural import RUN_FAILED, output_files
-from optimizer.model.client import ModelCallFailed, StructuredAnswerError
+from optimizer.model import ModelCallFailed, StructuredAnswerError
 from optimizer.model.prompts import load_prompt, tag, tags
 from optimizer.store.files import read_json, write_json
 

@@ -23,8 +23,7 @@ from optimizer.execute.record import RunRecord, is_complete
 from optimizer.grade import judge, structural
 from optimizer.grade.judge import GradeOutcome
 from optimizer.inputs.evals import Eval, EvalSet
-from optimizer.model import batch
-from optimizer.model.client import scoped
+from optimizer.model import batch, scoped
 from optimizer.schemas import Structural
 from optimizer.store.db import Store, now
 

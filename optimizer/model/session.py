@@ -16,7 +16,7 @@ from optimizer.store.db import Store
 class Session:
     folder: Path
     store: Store
-    client: object  # llm.ModelClient; typed loosely so a command without models stays import-light
+    client: object  # a ModelClient; typed loosely so a command without models stays import-light
 
 
 @contextmanager
@@ -24,7 +24,7 @@ def open_session(
     settings: Settings, folder: Path | None, *, budget_usd: float | None = None, console: bool = True
 ) -> Iterator[Session]:
     from optimizer import logs
-    from optimizer.model import client as llm
+    from optimizer.model import factory as llm
 
     folder = Path(folder) if folder else Path("runs") / "scratch"
     folder.mkdir(parents=True, exist_ok=True)

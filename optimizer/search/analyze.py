@@ -11,7 +11,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
-from optimizer.model.client import ModelCallFailed, StructuredAnswerError
+from optimizer.model import ModelCallFailed, StructuredAnswerError
 from optimizer.model.prompts import load_prompt, tag
 from optimizer.schemas import Analysis
 from optimizer.search.select import ComparisonTally

@@ -25,7 +25,7 @@ from optimizer.grade.unit import (
     unscored,
 )
 from optimizer.inputs.evals import EvalSet, load_evals
-from optimizer.model.client import scoped
+from optimizer.model import scoped
 from optimizer.search import evidence, lineage, select
 from optimizer.search.analyze import analyze
 from optimizer.search.compare import compare_versions

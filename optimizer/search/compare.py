@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from optimizer.grade.structural import output_files
 from optimizer.inputs.evals import Eval
-from optimizer.model.client import ModelCallFailed, StructuredAnswerError
+from optimizer.model import ModelCallFailed, StructuredAnswerError
 from optimizer.model.prompts import load_prompt, tag, tags
 from optimizer.schemas import Comparison
 from optimizer.search.select import TALLY_COUNTS, ComparisonTally

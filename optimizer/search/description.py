@@ -19,7 +19,7 @@ from optimizer.errors import WorkFailed
 from optimizer.grade.stats import paired_bootstrap
 from optimizer.inputs import skill as skills
 from optimizer.inputs.triggers import Query
-from optimizer.model.client import scoped
+from optimizer.model import scoped
 from optimizer.search import evidence, lineage, probe
 from optimizer.search.propose import Candidate, Feedback, Rejected, propose
 from optimizer.search.state import RunState, mark_baseline, record_decision

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from optimizer.config import Settings
 from optimizer.errors import BudgetExhausted, RunStopped, is_systemic
-from optimizer.model.client import scoped
+from optimizer.model import scoped
 from optimizer.search import lineage, select, stops
 from optimizer.search.propose import Candidate
 from optimizer.search.reporter import Reporter

@@ -15,7 +15,7 @@ from typing import Any
 
 from optimizer.grade.stats import percentile
 from optimizer.inputs.triggers import Query
-from optimizer.model.client import ModelCallFailed
+from optimizer.model import ModelCallFailed
 from optimizer.model.prompts import load_prompt, tag
 from optimizer.store.db import Store, now
 

@@ -14,7 +14,7 @@ import structlog
 from pydantic import BaseModel, Field
 
 from optimizer.inputs import skill as skills
-from optimizer.model.client import StructuredAnswerError
+from optimizer.model import StructuredAnswerError
 from optimizer.model.prompts import load_prompt, tag
 
 log = structlog.get_logger()

@@ -1,0 +1,28 @@
+"""USD for a model call: the price of an answer's usage, an estimate before a call, the batch
+discount. Arithmetic only: never reads the ledger and never decides about a budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optimizer.config import Price
+
+BATCH_PRICE_FACTOR = 0.5  # Message Batches cost half the standard price, every token kind
+
+
+def call_cost(price: Price, usage: Any) -> float:
+    """USD for one answer's usage; input, output, cache writes and cache reads each at their rate."""
+    return (
+        (usage.input_tokens or 0) * price.input
+        + (usage.output_tokens or 0) * price.output
+        + (getattr(usage, "cache_creation_input_tokens", 0) or 0) * price.cache_write
+        + (getattr(usage, "cache_read_input_tokens", 0) or 0) * price.cache_read
+    ) / 1_000_000
+
+
+def estimate_cost(price: Price, request_chars: int, max_tokens: int) -> float:
+    """An upper-leaning estimate before the call: the whole request JSON at 4 characters a token
+    (its keys and quoting over-count the text), priced at the dearer of input and cache write,
+    plus max_tokens of output, which the answer can never exceed."""
+    prompt = request_chars / 4 * max(price.input, price.cache_write)
+    return (prompt + max_tokens * price.output) / 1_000_000

@@ -1,0 +1,69 @@
+"""What a failed model call means to its caller: failed for good, refused for the whole account,
+or answered without valid structure. Never retries and never records; it only names the failure."""
+
+from __future__ import annotations
+
+import anthropic
+
+from optimizer.errors import OptimizerError, ProviderSpendLimit, WorkFailed
+from optimizer.logs import redact
+from optimizer.model.retry import api_message, is_spend_limit, retry_cause
+
+
+class ModelCallFailed(WorkFailed):
+    """A call that failed for good: retries spent, or an error no retry can fix (a 400, a 404).
+    Callers that run one eval turn it into data; nothing is recorded as paid."""
+
+    def __init__(self, message: str, *, role: str, cause: str, attempts: int) -> None:
+        super().__init__(message)
+        self.role, self.cause, self.attempts = role, cause, attempts
+
+
+class StructuredAnswerError(OptimizerError):
+    """The model twice failed to answer through the forced tool with valid input; callers record
+    it as data (judge_error), never as a pass or a fail."""
+
+    def __init__(self, *, role: str, tool_name: str, first_error: str, second_error: str) -> None:
+        super().__init__(
+            f"The {role} did not answer through the tool {tool_name!r} with valid input, twice: "
+            f"first {first_error}; after the repair request, {second_error}."
+        )
+        self.role, self.tool_name = role, tool_name
+        self.first_error, self.second_error = first_error, second_error
+
+
+def account_error(exc: anthropic.APIStatusError) -> OptimizerError | None:
+    """The error that stops the run when the account itself is refused (spend limit, credentials):
+    no other request would fare better. None for a refusal of this one request."""
+    if is_spend_limit(exc):
+        return ProviderSpendLimit(
+            f"The model provider says the account's spend limit is reached "
+            f"(HTTP {exc.status_code}: {redact(api_message(exc))}); raise the limit or wait "
+            "for it to reset, then resume the run."
+        )
+    if exc.status_code in (401, 403):
+        return WorkFailed(
+            f"The model provider refused the credentials (HTTP {exc.status_code}); check "
+            "ANTHROPIC_API_KEY, or use the offline simulator with --provider sim."
+        )
+    return None
+
+
+def call_failure(exc: Exception, role: str, model: str, attempts: int) -> OptimizerError:
+    """The error a caller sees for a call that failed for good, the key redacted."""
+    if isinstance(exc, OptimizerError):
+        return exc
+    cause = retry_cause(exc)
+    detail = redact(api_message(exc) if isinstance(exc, anthropic.APIStatusError) else str(exc))
+    if cause is not None:
+        return ModelCallFailed(
+            f"The {role} call to {model} failed after {attempts} attempts ({cause}: {detail}).",
+            role=role, cause=cause, attempts=attempts,
+        )
+    status = getattr(exc, "status_code", None)
+    return ModelCallFailed(
+        f"The {role} call to {model} was refused"
+        + (f" (HTTP {status}: {detail})" if status else f" ({type(exc).__name__}: {detail})")
+        + "; check the model name and the request.",
+        role=role, cause=f"http_{status}" if status else type(exc).__name__, attempts=attempts,
+    )

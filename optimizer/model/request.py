@@ -1,0 +1,75 @@
+"""The canonical form of a Messages request: the JSON that is hashed, measured and cached, and the
+prompt-caching breakpoints. Pure functions: never sends, never reads the ledger."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+MAX_CACHE_BREAKPOINTS = 4
+
+
+def plain(value: Any) -> Any:
+    """JSON-ready copy of a request part; SDK objects (a previous answer's content blocks) become
+    the dicts the API takes, so the hash does not depend on how a caller spelled them."""
+    if isinstance(value, BaseModel):
+        return plain(value.model_dump(mode="json", exclude_unset=True, exclude_none=True, warnings=False))
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def build_request(
+    *,
+    model: str,
+    max_tokens: int,
+    messages: list[Any],
+    system: str | list[dict[str, Any]] | None,
+    tools: list[dict[str, Any]] | None,
+    tool_choice: dict[str, Any] | None,
+    temperature: float | None,
+) -> dict[str, Any]:
+    """The request body with only the parts that were given, so an absent part never changes
+    the hash."""
+    request: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": plain(messages)}
+    if system:
+        request["system"] = [{"type": "text", "text": system}] if isinstance(system, str) else plain(system)
+    if tools:
+        request["tools"] = plain(tools)
+    if tool_choice:
+        request["tool_choice"] = plain(tool_choice)
+    if temperature is not None:
+        request["temperature"] = temperature
+    return request
+
+
+def canonical_json(request: Mapping[str, Any]) -> str:
+    """The request as sorted, compact JSON: the text that is hashed and measured."""
+    return json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_hash(canonical: str, role: str, sample: int) -> str:
+    """sha256 of the canonical request (no headers, no transport flags) with the role and the
+    sample index, so the three runs of one eval are three distinct calls."""
+    return hashlib.sha256(f"{role}\0{sample}\0{canonical}".encode()).hexdigest()
+
+
+def with_cache_control(request: Mapping[str, Any], already_marked: int = 0) -> dict[str, Any]:
+    """Mark the stable prefixes (the last tool definition, then the last system block) as
+    ephemeral cache breakpoints, within the API's limit of four per request. Works on a copy."""
+    marked = dict(request)
+    used = already_marked
+    for part in ("tools", "system"):
+        blocks = marked.get(part)
+        if used >= MAX_CACHE_BREAKPOINTS or not isinstance(blocks, list) or not blocks:
+            continue
+        if "cache_control" not in blocks[-1]:
+            marked[part] = [*blocks[:-1], {**blocks[-1], "cache_control": {"type": "ephemeral"}}]
+            used += 1
+    return marked

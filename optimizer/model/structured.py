@@ -1,0 +1,96 @@
+"""Answers given as the input of one forced tool: the tool built from a pydantic model, the check
+of a reply, and the one repair. Never sends a request itself; it is handed a way to ask."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import structlog
+from anthropic.types import Message
+from pydantic import BaseModel, ValidationError
+
+from optimizer.model.errors import StructuredAnswerError
+from optimizer.model.request import plain
+
+log = structlog.get_logger()
+
+Answer = TypeVar("Answer", bound=BaseModel)
+# Sends the conversation; `first` is True for the first attempt, which may join a Message Batch.
+Ask = Callable[[list[Any], bool], Awaitable[Message]]
+
+
+class BadAnswer(Exception):
+    """A reply that is not a valid call of the tool, with the user turn that says what was wrong."""
+
+    def __init__(self, error: str, reply: dict[str, Any]) -> None:
+        super().__init__(error)
+        self.reply = reply
+
+
+def forced_tool(schema: type[BaseModel], tool_name: str) -> dict[str, Any]:
+    """The tool whose input_schema is the schema; its description is the model's docstring."""
+    description = (schema.__doc__ or "").strip() or f"Give the answer as a {schema.__name__}."
+    return {"name": tool_name, "description": description,
+            "input_schema": schema.model_json_schema()}
+
+
+def tool_answer(message: Message, schema: type[Answer], tool_name: str) -> Answer:
+    """The validated input of the tool call in `message`, or BadAnswer."""
+    uses = [b for b in message.content if b.type == "tool_use"]
+    mine = [b for b in uses if b.name == tool_name]
+    if message.stop_reason == "max_tokens":
+        # Named as what it is: a cut answer's tool input is incomplete, whatever it fails on.
+        text = (f"Your answer was cut off at the output token limit before the input of "
+                f"{tool_name} was complete. Call {tool_name} again, more briefly.")
+        raise BadAnswer(
+            "the answer was cut at max_tokens before its tool input was complete",
+            {"role": "user", "content": (
+                [{"type": "tool_result", "tool_use_id": b.id, "is_error": True, "content": text}
+                 for b in uses] or [{"type": "text", "text": text}])},
+        )
+    if not mine:
+        raise BadAnswer(
+            f"no call of the tool (stop_reason {message.stop_reason})",
+            {"role": "user", "content": (
+                [{"type": "tool_result", "tool_use_id": b.id, "is_error": True,
+                  "content": f"Unknown tool; call {tool_name} instead."} for b in uses]
+                + [{"type": "text", "text": f"Answer by calling the tool {tool_name} now."}]
+            )},
+        )
+    try:
+        return schema.model_validate(mine[0].input)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            for err in exc.errors(include_url=False)
+        )
+        text = (f"The input does not match the tool's input_schema: {problems}. "
+                f"Call {tool_name} again with input that matches it.")
+        raise BadAnswer(f"invalid input ({problems})", {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": b.id, "is_error": True, "content": text}
+            for b in uses
+        ]}) from None
+
+
+async def answer_with_repair(ask: Ask, messages: list[Any], schema: type[Answer], *,
+                             role: str, tool_name: str) -> Answer:
+    """The answer to `messages`; a reply that does not validate is sent back once with the
+    error, then StructuredAnswerError."""
+    first = await ask(messages, True)
+    try:
+        return tool_answer(first, schema, tool_name)
+    except BadAnswer as exc:
+        first_error = exc
+    repair = plain(messages)
+    if first.content:  # the API refuses an empty assistant turn
+        repair.append({"role": "assistant", "content": plain(first.content)})
+    repair.append(first_error.reply)
+    log.info("llm.structured_repair", role=role, tool=tool_name, error=str(first_error))
+    second = await ask(repair, False)
+    try:
+        return tool_answer(second, schema, tool_name)
+    except BadAnswer as exc:
+        raise StructuredAnswerError(
+            role=role, tool_name=tool_name, first_error=str(first_error), second_error=str(exc)
+        ) from None
