@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from optimizer.search import estimate as preview
+from optimizer.report import spend
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"
@@ -52,7 +52,7 @@ def main() -> None:
         for mode in ("direct", "batch"):
             folder = tmp / mode
             wall = run(folder, args.iterations, mode == "batch")
-            info = preview.estimate_vs_actual(folder)
+            info = spend.estimate_vs_actual(folder)
             roles = by_role(folder)
             rows[mode] = {"wall": wall, **info["actual"], "estimate": info["expected_per_iteration_usd"],
                           "covered": sum(roles.get(r, 0.0) for r in COVERED),

@@ -276,7 +276,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Is the run alive, where is it, what has it spent, which version is best."""
-    from optimizer.report import views
+    from optimizer.report import status as views
 
     info = views.status(_require_dir(run_dir, "run"))
     if as_json:
@@ -301,7 +301,7 @@ def lineage(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """The version tree with scores, intervals, decisions and costs."""
-    from optimizer.report import views
+    from optimizer.report import tree as views
 
     tree = views.lineage(_require_dir(run_dir, "run"))
     if as_json:
@@ -314,7 +314,7 @@ def lineage(
 @handled
 def show(run_dir: RunDirArg, version: Annotated[str, typer.Argument(help="e.g. v2")]) -> None:
     """One version: its change, benchmark, selection numbers and failing expectations."""
-    from optimizer.report import views
+    from optimizer.report import show as views
 
     views.print_version(out, _require_dir(run_dir, "run"), version)
 
@@ -327,7 +327,7 @@ def diff(
     version_b: Annotated[str, typer.Argument(help="e.g. v3")],
 ) -> None:
     """The file diff of two versions and their per-eval score differences."""
-    from optimizer.report import views
+    from optimizer.report import show as views
 
     views.print_diff(out, _require_dir(run_dir, "run"), version_a, version_b)
 

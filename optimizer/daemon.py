@@ -4,17 +4,15 @@ cleanly, export. Never runs two daemons on one run folder and never loses commit
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tomllib
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 
@@ -27,10 +25,13 @@ from optimizer.inputs import evals
 from optimizer.inputs import skill as skills
 from optimizer.inputs import triggers as trigger
 from optimizer.model import prompts as prompting
+from optimizer.report import spend
 from optimizer.search import estimate as preview
 from optimizer.search.stops import parse_deadline
+from optimizer.store import readonly
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace, write_text
+from optimizer.store.lock import lock, running_pid
 
 log = structlog.get_logger()
 
@@ -57,7 +58,7 @@ def start(
     base_best = _best_of(from_run) if from_run else None
     estimate = preview.for_start(settings, evalset, base_best or skill_dir, target)
     if dry_run:  # the cost preview only: nothing is written
-        return preview.show_dry_run(console, estimate)
+        return spend.show_dry_run(console, estimate)
     run_dir = run_dir or _default_run_dir(skill.name)
     ws = Workspace(run_dir)
     if _started(ws):
@@ -75,7 +76,7 @@ def start(
             update={"deadline": deadline.isoformat(timespec="seconds")})})
     _create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target, base_best, from_run)
     console.print(f"run folder: {run_dir}")
-    preview.announce(console, ws, estimate)  # the estimate line, kept in state.db for `status`
+    spend.announce(console, ws, estimate)  # the estimate line, kept in state.db for `status`
     if detach:
         return _spawn(ws, console)
     return _foreground(ws, settings, console)
@@ -90,7 +91,7 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
     if not _started(ws):
         raise BadInput(f"{run_dir}: its creation was interrupted before the run began; start it "
                        "again with the same `optimizer run` command.")
-    if _runs_in(ws.state_db) == 0:  # the run began (history.json) but its row is gone
+    if readonly.count_runs(ws.state_db) == 0:  # the run began (history.json) but its row is gone
         raise WorkFailed(f"{ws.state_db}: holds no run although the run began (the database was "
                          "emptied or replaced); restore it from a copy or start a new run.")
     try:
@@ -107,7 +108,7 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
         write_text(ws.run_toml, config.to_toml(settings, loaded.sources))
     _refuse_if_running(ws)
     ws.stop_file.unlink(missing_ok=True)
-    preview.announce(console, ws, preview.for_workspace(ws, settings), keep=False)
+    spend.announce(console, ws, preview.for_workspace(ws, settings), keep=False)
     if detach:
         return _spawn(ws, console)
     return _foreground(ws, settings, console, resumed=True)
@@ -119,22 +120,8 @@ def _started(ws: Workspace) -> bool:
     replace those)."""
     if not ws.state_db.exists():
         return False
-    count = _runs_in(ws.state_db)
+    count = readonly.count_runs(ws.state_db)
     return count is None or count > 0 or ws.history.exists()
-
-
-def _runs_in(db: Path) -> int | None:
-    """Rows in the runs table (0 also when there is no table yet), None when unreadable."""
-    try:
-        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            return conn.execute("select count(*) from runs").fetchone()[0]
-        finally:
-            conn.close()
-    except sqlite3.OperationalError as exc:
-        return 0 if "no such table" in str(exc) else None
-    except sqlite3.DatabaseError:
-        return None
 
 
 def _remove_partial(ws: Workspace) -> None:
@@ -210,48 +197,6 @@ def _best_of(run_dir: Path) -> Path:
     finally:
         store.close()
     return ws.skill(best)
-
-
-@contextmanager
-def lock(ws: Workspace) -> Iterator[None]:
-    """An flock on the pidfile for the daemon's whole life; the kernel drops it on any death."""
-    ws.root.mkdir(parents=True, exist_ok=True)
-    handle = open(ws.pidfile, "a+")  # noqa: SIM115 - held for the whole run
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        pid = running_pid(ws)
-        raise BadInput(f"{ws.root}: a daemon is already running on this run folder (pid {pid}); "
-                       f"watch it with `optimizer status {ws.root}` or stop it with "
-                       f"`optimizer stop {ws.root}`.") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(str(os.getpid()))
-    handle.flush()
-    try:
-        yield
-    finally:
-        handle.seek(0)
-        handle.truncate()
-        handle.close()
-
-
-def running_pid(ws: Workspace) -> int | None:
-    """The pid of the live daemon of this folder, or None (a stale pidfile counts as none)."""
-    try:
-        text = ws.pidfile.read_text().strip()
-    except OSError:
-        return None
-    if not text.isdigit():
-        return None
-    with open(ws.pidfile) as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return int(text)
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return None
 
 
 def _refuse_if_running(ws: Workspace) -> None:

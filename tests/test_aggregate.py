@@ -12,9 +12,10 @@ import pytest
 
 from optimizer import schemas as s
 from optimizer.config import Scoring
-from optimizer.grade import scoring
-from optimizer.grade.aggregate import aggregate, analyst_notes, delta_string, render_markdown
+from optimizer.grade import scoring, stats
+from optimizer.grade.aggregate import aggregate, analyst_notes, delta_string
 from optimizer.grade.judge import GradeOutcome
+from optimizer.grade.markdown import render_markdown
 from optimizer.inputs.evals import Eval
 
 DIM = s.RubricDimension(id="Q1", name="clarity", description="Clear", weight=1.0)
@@ -89,7 +90,7 @@ def test_summary_numbers_match_hand_computation():
     assert ws.pass_rate.stddev == pytest.approx(math.sqrt(1 / 12), abs=1e-4)  # runs 1, .5, .5
     assert (ws.pass_rate.min, ws.pass_rate.max) == (0.5, 1.0)
     assert wo.pass_rate.mean == 0.375 and wo.pass_rate.stddev == 0.25
-    low, high = scoring.mean_ci([0.75, 0.5])
+    low, high = stats.mean_ci([0.75, 0.5])
     assert ws.pass_rate.model_extra["ci_low"] == round(low, 4)
     assert ws.pass_rate.model_extra["ci_high"] == round(high, 4)
     # time and tokens keep the judge_error run: the executor spent them
@@ -98,7 +99,7 @@ def test_summary_numbers_match_hand_computation():
     # overall efficiency: E1 (1 + .5)/2, E2 .4*.5 + .6*.8 = .68
     assert ws.overall_efficiency.mean == pytest.approx(0.715, abs=1e-4)
     assert wo.overall_efficiency.mean == pytest.approx((0.5 + 0.34) / 2, abs=1e-4)
-    sd = scoring.stddev([1.0, 0.5, 0.68])
+    sd = stats.stddev([1.0, 0.5, 0.68])
     assert ws.overall_efficiency.stddev == pytest.approx(sd, abs=1e-4)
     assert ws.consistency == pytest.approx(1 - sd / 0.715, abs=1e-3)
     assert ws.rubric_normalized.mean == 0.8 and wo.rubric_normalized.mean == 0.4
@@ -202,14 +203,14 @@ def test_render_markdown():
 
 
 def test_scoring_helpers():
-    assert scoring.stat([]) == {"mean": 0.0, "stddev": 0.0, "min": 0.0, "max": 0.0}
-    assert scoring.stat([3.0])["stddev"] == 0.0
-    assert scoring.consistency([0.8, 0.8]) == 1.0
-    assert scoring.consistency([0.0, 0.0]) == 1.0
-    assert scoring.consistency([0.0, 1.0]) == 0.0  # clamped at 0
+    assert stats.stat([]) == {"mean": 0.0, "stddev": 0.0, "min": 0.0, "max": 0.0}
+    assert stats.stat([3.0])["stddev"] == 0.0
+    assert stats.consistency([0.8, 0.8]) == 1.0
+    assert stats.consistency([0.0, 0.0]) == 1.0
+    assert stats.consistency([0.0, 1.0]) == 0.0  # clamped at 0
     assert scoring.run_score(0.5, 0.8, True, Scoring()) == pytest.approx(0.68)
     assert scoring.run_score(0.5, None, False, Scoring()) == 0.5
-    low, high = scoring.mean_ci([0.5, 0.7, 0.9])
+    low, high = stats.mean_ci([0.5, 0.7, 0.9])
     assert (low, high) == pytest.approx((0.7 - 4.3027 * 0.2 / math.sqrt(3), 0.7 + 4.3027 * 0.2 / math.sqrt(3)), abs=1e-3)
-    assert scoring.mean_ci([0.4]) == (0.4, 0.4)
-    assert scoring.t_quantile(0.975, 1) == pytest.approx(12.7062, abs=1e-3)
+    assert stats.mean_ci([0.4]) == (0.4, 0.4)
+    assert stats.t_quantile(0.975, 1) == pytest.approx(12.7062, abs=1e-3)

@@ -22,7 +22,7 @@ import pytest
 from optimizer.config import Selection
 from optimizer.inputs import triggers as trigger
 from optimizer.inputs.artifacts import check_artifact
-from optimizer.inputs.skill import set_description
+from optimizer.inputs.skillmd import set_description
 from optimizer.search.description import decide
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,7 +13,8 @@ from pydantic import TypeAdapter, ValidationError
 from optimizer import schemas as s
 from optimizer.config import Settings
 from optimizer.execute import RunRecord
-from optimizer.grade import judge
+from optimizer.grade import judge, render
+from optimizer.grade.answer import answer_schema
 from optimizer.grade.structural import check_run
 from optimizer.inputs.evals import Eval
 from optimizer.model import make_client
@@ -211,7 +212,7 @@ async def test_judge_error_after_two_malformed_replies(tmp_path, settings, store
 
 
 def test_answer_schema_checks_completeness():
-    schema = judge.answer_schema(["A", "B"], ["accuracy"])
+    schema = answer_schema(["A", "B"], ["accuracy"])
     good = {"expectations": [{"text": "B", "passed": True, "evidence": "x"},
                              {"text": "A ", "passed": False, "evidence": "y"}],
             "rubric_scores": {"accuracy": {"score": 3, "evidence": "z"}}}
@@ -240,24 +241,27 @@ async def test_no_judged_checks_means_no_call(tmp_path, settings, client, sim):
     assert out.score == 1.0 and out.rubric_normalized is None
 
 
-async def test_same_model_warning_is_logged_once(tmp_path, store, sim, log_capture, monkeypatch):
-    monkeypatch.setattr(judge, "_warned_same_model", False)
+async def test_same_model_warning_is_logged_once_per_command(tmp_path, store, sim, log_capture):
+    from optimizer.grade.benchmark import run_benchmark
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "csv-report"
+
     same = Settings().models.executor
-    settings = Settings.model_validate({"llm": {"provider": "sim"}, "models": {"grader": same}})
+    settings = Settings.model_validate({"llm": {"provider": "sim"}, "models": {"grader": same},
+                                        "evals": {"baseline_comparison": False}})
     c = make_client(settings, store, simulator=sim, sleep=no_wait)
     try:
-        ev = make_eval()
-        for k in (1, 2):
-            run_dir, record = make_run(tmp_path / str(k))
-            await grade(c, ev, run_dir, record, settings)
+        await run_benchmark(settings, c, store, skill_dir=example, evals_path=None, runs=2,
+                            out_dir=tmp_path / "bench")
     finally:
         await c.aclose()
+    assert sim.stats.by_role["grader"] > 1
     warnings = [e for e in log_capture if e["event"] == "judge.same_model_as_executor"]
     assert len(warnings) == 1 and warnings[0]["log_level"] == "warning"
 
 
 def test_truncate_marks_what_it_cut():
-    assert judge.truncate("abc", 10) == "abc"
-    cut = judge.truncate("a" * 100 + "b" * 100, 60, head=20)
+    assert render.truncate("abc", 10) == "abc"
+    cut = render.truncate("a" * 100 + "b" * 100, 60, head=20)
     assert cut.startswith("a" * 20) and cut.endswith("b" * 40)
     assert "[… 140 characters truncated …]" in cut

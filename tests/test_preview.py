@@ -14,6 +14,7 @@ import pytest
 
 from optimizer import config
 from optimizer.inputs.evals import load_evals
+from optimizer.report import spend
 from optimizer.search import estimate as preview
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,13 +79,13 @@ def test_the_estimate_follows_the_settings():
 
 
 def test_the_budget_is_compared_with_the_estimate():
-    assert preview.budget_note(estimate(budget={"usd": 1000})) .endswith("covers it")
+    assert spend.budget_note(estimate(budget={"usd": 1000})) .endswith("covers it")
     low = estimate(budget={"usd": 0.1})
-    assert "below the baseline and v0" in preview.budget_note(low)
+    assert "below the baseline and v0" in spend.budget_note(low)
     some = estimate(budget={"usd": 3.0}, loop={"max_iterations": 5})
     assert some["iterations_in_budget"] == int((3.0 - some["setup"]["usd"]) // some["per_iteration"]["usd"])
-    assert f"covers about {some['iterations_in_budget']} of 5 iterations" in preview.budget_note(some)
-    assert preview.budget_note(estimate(budget={"usd": 0})) == "no budget set"
+    assert f"covers about {some['iterations_in_budget']} of 5 iterations" in spend.budget_note(some)
+    assert spend.budget_note(estimate(budget={"usd": 0})) == "no budget set"
 
 
 def lineage(run_dir: Path) -> list:
@@ -104,14 +105,18 @@ def test_a_batch_run_shows_and_keeps_its_estimate_and_decides_as_a_direct_run(tm
     assert direct.returncode == 0, direct.stderr
     assert lineage(batch_dir) == lineage(direct_dir), "batch mode changes the price, not the answers"
 
-    info = preview.estimate_vs_actual(batch_dir)
+    info = spend.estimate_vs_actual(batch_dir)
     assert info["estimate"]["batch"] is True and info["actual"]["iterations"] == 1
     # The estimate assumes every candidate passes screening, so a run whose candidates stop
     # there costs far less; what must never happen is a large underestimate.
     assert info["actual"]["batched_calls"] > 0 and 0 < info["ratio"] < 3, info
     assert info["line"].startswith("cost: $") and "estimated for 1 iteration" in info["line"]
-    plain = preview.estimate_vs_actual(direct_dir)
+    plain = spend.estimate_vs_actual(direct_dir)
     assert plain["actual"]["batched_calls"] == 0
     assert info["actual"]["usd"] < 0.8 * plain["actual"]["usd"], "the batched roles cost half"
     status = cli("status", str(batch_dir), "--json")
     assert status.returncode == 0, status.stderr
+    shown = json.loads(status.stdout)["estimate"]
+    assert shown["line"] == info["line"] and shown["ratio"] == info["ratio"]
+    text = cli("status", str(batch_dir)).stdout
+    assert "estimate" in text and " ".join(info["line"].split()[:4]) in " ".join(text.split())

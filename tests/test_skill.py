@@ -11,15 +11,13 @@ import pytest
 from optimizer.errors import BadInput
 from optimizer.inputs.skill import (
     check_skill,
-    check_skill_md,
     content_hash,
     files_of,
     load_skill,
-    parse_skill_md,
-    set_description,
     snapshot,
     unified_diff,
 )
+from optimizer.inputs.skillmd import check_skill_md, parse_skill_md, set_description
 
 FIXTURES = Path(__file__).parent / "fixtures" / "skills"
 

@@ -11,7 +11,7 @@ import pytest
 
 from optimizer.errors import BadInput
 from optimizer.inputs import triggers as trigger
-from optimizer.inputs.skill import DESCRIPTION_MAX, NAME_RE, parse_skill_md
+from optimizer.inputs.skillmd import DESCRIPTION_MAX, NAME_RE, parse_skill_md
 from optimizer.model import make_client
 from optimizer.search import probe
 from optimizer.sim import Simulator

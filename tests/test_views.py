@@ -18,7 +18,8 @@ from rich.console import Console
 
 from optimizer import daemon, schemas
 from optimizer.errors import BadInput
-from optimizer.report import views
+from optimizer.report import show, status
+from optimizer.report import tree as lineage_view
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 
@@ -43,7 +44,7 @@ def _walk(nodes):
 
 
 def test_lineage_tree_from_the_store(built):
-    tree = views.lineage(built.root)
+    tree = lineage_view.lineage(built.root)
     json.dumps(tree)  # --json must be serialisable as is
     assert tree["count"] == len(built.labels)
     assert [n["label"] for n in tree["tree"]] == ["v0"]
@@ -64,7 +65,7 @@ def test_lineage_tree_from_the_store(built):
 
 
 def test_print_lineage_marks_best_decisions_and_simulation(built):
-    text = render(views.print_lineage, views.lineage(built.root))
+    text = render(lineage_view.print_lineage, lineage_view.lineage(built.root))
     assert "SIMULATED" in text
     assert f"★ {built.best}" in text
     for label, decision in built.decisions.items():
@@ -82,20 +83,20 @@ def test_lineage_json_from_the_command_line(built):
 
 def test_lineage_from_history_json_only_iterations_form(tmp_path):
     shutil.copy(SEEDS / "002_history.json", tmp_path / "history.json")
-    tree = views.lineage(tmp_path)
+    tree = lineage_view.lineage(tmp_path)
     assert tree["run"]["source"] == "history.json" and tree["count"] == 3
     chain = list(_walk(tree["tree"]))
     assert [n["label"] for n in chain] == ["v0", "v1", "v2"]
     assert [n["decision"] for n in chain] == ["baseline", "won", "won"]
-    text = render(views.print_lineage, tree)
+    text = render(lineage_view.print_lineage, tree)
     assert "★ v2" in text and "pass 85%" in text
 
 
 def test_lineage_from_history_json_only_versions_form(tmp_path):
     shutil.copy(SEEDS / "001_history.json", tmp_path / "history.json")
-    tree = views.lineage(tmp_path)
+    tree = lineage_view.lineage(tmp_path)
     assert tree["run"]["form"] == "versions" and tree["count"] == 1
-    text = render(views.print_lineage, tree)
+    text = render(lineage_view.print_lineage, tree)
     for shown in ("Current description text", "85%", "90%", "80%"):
         assert shown in text
 
@@ -105,7 +106,7 @@ def test_lineage_from_a_history_json_with_our_extras(built, tmp_path):
     alone.mkdir()
     shutil.copy(built.root / "history.json", alone / "history.json")
     schemas.History.model_validate(json.loads((alone / "history.json").read_text()))
-    tree = views.lineage(alone)
+    tree = lineage_view.lineage(alone)
     nodes = {n["label"]: n for n in _walk(tree["tree"])}
     decided = [label for label, d in built.decisions.items() if d]
     assert set(nodes) == set(decided)  # a pending version is not in history.json yet
@@ -115,9 +116,9 @@ def test_lineage_from_a_history_json_with_our_extras(built, tmp_path):
 
 def test_not_a_run_folder(tmp_path):
     with pytest.raises(BadInput, match="not a run folder"):
-        views.lineage(tmp_path)
+        lineage_view.lineage(tmp_path)
     with pytest.raises(BadInput, match="not a run folder"):
-        views.status(tmp_path)
+        status.status(tmp_path)
 
 
 def _snapshot(root: Path) -> tuple:
@@ -127,15 +128,15 @@ def _snapshot(root: Path) -> tuple:
 
 def test_status_is_read_only(built):
     before = _snapshot(built.root)
-    info = views.status(built.root)
-    render(views.print_status, info)
+    info = status.status(built.root)
+    render(status.print_status, info)
     assert _snapshot(built.root) == before  # not a byte, not a -wal or -shm file
 
 
 def test_status_reports_the_run(tmp_path):
     deadline = (datetime.now(UTC) + timedelta(hours=2)).isoformat(timespec="seconds")
     built = build_workspace(tmp_path / "run", versions=5, deadline=deadline)
-    info = views.status(built.root)
+    info = status.status(built.root)
     json.dumps(info)
     assert info["running"] is False and info["pid"] is None and info["status"] == "stopped"
     assert info["versions"] == 5 and info["pending"] == ["v4"]
@@ -149,7 +150,7 @@ def test_status_reports_the_run(tmp_path):
     assert sources["budget.usd"] == "--set budget.usd"
     assert sources["evals.runs_per_eval"] == "evals.json eval_config"
     assert "models.grader" not in sources  # config.toml set it to its default: not worth a line
-    text = render(views.print_status, info)
+    text = render(status.print_status, info)
     for shown in (f"★ {built.best}", "$5.00", "1 served from the ledger", "left", "--set budget.usd",
                   "SIMULATED", "sealed test"):
         assert shown in text
@@ -165,20 +166,20 @@ def test_status_while_a_daemon_holds_the_folder(tmp_path):
                                           "status": "proposed", "summary": "new"})
             writer.db["runs"].update(built.root.name, {"last_error": "disk full on /tmp"})
         with daemon.lock(ws):
-            info = views.status(built.root)
+            info = status.status(built.root)
         assert info["running"] is True and info["pid"] == os.getpid()
         assert info["versions"] == 4 and "v9" in info["pending"]
-        assert "disk full" in render(views.print_status, info)
+        assert "disk full" in render(status.print_status, info)
     finally:
         writer.close()
-    dead = views.status(built.root)  # the row says running, nobody holds the lock
+    dead = status.status(built.root)  # the row says running, nobody holds the lock
     assert dead["running"] is False
-    assert "daemon died" in render(views.print_status, dead)
+    assert "daemon died" in render(status.print_status, dead)
 
 
 def test_show_prints_the_change_numbers_and_evidence(built):
     label = "v1"
-    text = render(views.print_version, built.root, label)
+    text = render(show.print_version, built.root, label)
     assert "diff --git a/SKILL.md b/SKILL.md" in text and "+- Rule 1:" in text
     assert "Runs of v0 left out the summary" in text
     for e, score in built.scores[label].items():
@@ -191,12 +192,12 @@ def test_show_prints_the_change_numbers_and_evidence(built):
 def test_show_does_not_interpret_model_text_as_markup(built):
     with sqlite3.connect(built.root / "state.db") as conn:
         conn.execute("update versions set summary = ? where label = 'v1'", ["[bold red]x[/] y"])
-    assert "[bold red]x[/] y" in render(views.print_version, built.root, "v1")
+    assert "[bold red]x[/] y" in render(show.print_version, built.root, "v1")
 
 
 def test_show_unknown_version_names_the_known_ones(built):
     with pytest.raises(BadInput) as err:
-        views.print_version(Console(), built.root, "v42")
+        show.print_version(Console(), built.root, "v42")
     assert "v42" in str(err.value) and "v0, v1" in str(err.value)
     done = subprocess.run([sys.executable, "-m", "optimizer", "show", str(built.root), "v42"],
                           capture_output=True, text=True)
@@ -204,33 +205,33 @@ def test_show_unknown_version_names_the_known_ones(built):
 
 
 def test_diff_shows_files_and_per_eval_differences(built):
-    text = render(views.print_diff, built.root, "v0", built.best)
+    text = render(show.print_diff, built.root, "v0", built.best)
     assert "diff --git a/SKILL.md b/SKILL.md" in text and "+- Rule" in text
     for e in built.evals:
         a, b = built.scores["v0"][e], built.scores[built.best][e]
         row = next(line for line in text.splitlines() if line.split() and line.split()[0] == str(e))
         assert f"{a:.3f}" in row and f"{b:.3f}" in row and f"{b - a:+.3f}" in row
     with pytest.raises(BadInput, match="v77"):
-        views.print_diff(Console(), built.root, "v0", "v77")
+        show.print_diff(Console(), built.root, "v0", "v77")
 
 
 def test_views_of_a_real_simulated_run(tmp_path):
     root = simulated_run(tmp_path / "real")
     history = json.loads((root / "history.json").read_text())
     before = _snapshot(root)
-    tree = views.lineage(root)
-    info = views.status(root)
+    tree = lineage_view.lineage(root)
+    info = status.status(root)
     assert _snapshot(root) == before
     nodes = {n["label"]: n for n in _walk(tree["tree"])}
     assert {it["version"] for it in history["iterations"]} <= set(nodes)
     assert tree["run"]["current_best"] == history["current_best"] == info["current_best"]["version"]
     assert info["status"] == "stopped" and info["running"] is False and info["spent_usd"] > 0
     best = history["current_best"]
-    text = render(views.print_version, root, best)
+    text = render(show.print_version, root, best)
     bench = json.loads((root / best / "benchmark.json").read_text())
     for row in bench["per_eval"]:
         assert f"{row['with_skill']['mean']:.3f}" in text
     if best != "v0":
         assert "diff --git" in text
-        assert "diff --git" in render(views.print_diff, root, "v0", best)
-    assert "SIMULATED" in render(views.print_lineage, tree)
+        assert "diff --git" in render(show.print_diff, root, "v0", best)
+    assert "SIMULATED" in render(lineage_view.print_lineage, tree)

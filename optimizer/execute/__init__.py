@@ -27,7 +27,7 @@ from optimizer.execute.record import (
     resolve_inputs,
     stage_skill,
 )
-from optimizer.inputs.skill import SKILL_FILE, parse_skill_md
+from optimizer.inputs.skillmd import SKILL_FILE, parse_skill_md
 from optimizer.model import counting_retries
 
 __all__ = ["EXECUTORS", "Executor", "RunContext", "RunRecord", "SkillInfo", "executor_for",

@@ -20,7 +20,9 @@ import structlog
 from optimizer import schemas as s
 from optimizer.config import Settings
 from optimizer.execute import executor_for, next_run_number
-from optimizer.grade.aggregate import aggregate, render_markdown
+from optimizer.grade.aggregate import aggregate
+from optimizer.grade.judge import warn_same_model
+from optimizer.grade.markdown import render_markdown
 from optimizer.grade.unit import Grader, Job, Scored, committed, jobs_for, unscored
 from optimizer.inputs.evals import load_evals
 from optimizer.store.db import Store
@@ -55,6 +57,7 @@ async def run_benchmark(
     Runs left unscored by a failure of ours are tried again (evals.unscored_retries passes)."""
     skill_dir, out = Path(skill_dir).absolute(), Path(out_dir).absolute()
     evalset = load_evals(skill_dir, evals_path)
+    warn_same_model(settings)
     n_runs = runs or settings.evals.runs_per_eval
     configurations = ["with_skill"] + (["without_skill"] if settings.evals.baseline_comparison else [])
     evals = sorted(e.id for e in evalset.evals)
@@ -110,6 +113,7 @@ async def run_once(settings: Settings, client: Any, store: Store, *, skill_dir: 
 
     skill_dir, out = Path(skill_dir).absolute(), Path(out_dir).absolute()
     evalset = load_evals(skill_dir)
+    warn_same_model(settings)
     if eval_id not in evalset.ids:
         raise BadInput(f"{evalset.source}: no eval has id {eval_id}; the ids are "
                        f"{', '.join(map(str, evalset.ids))}.")

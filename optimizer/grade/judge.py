@@ -19,116 +19,36 @@ Paths of a run (DESIGN §7), each a GradeOutcome.status:
 
 from __future__ import annotations
 
-import html
-import mimetypes
 import time
-from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 import structlog
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ValidationError
 
 from optimizer import schemas as s
 from optimizer.config import Settings
+from optimizer.grade.answer import JudgeAnswer, JudgedExpectation, answer_schema
+from optimizer.grade.render import (
+    MAX_FILE_CHARS,
+    read_text,
+    render_outputs,
+    task_sections,
+    truncate,
+)
 from optimizer.grade.scoring import pass_rate, rubric_weighted_mean, run_score
-from optimizer.grade.structural import RUN_FAILED, output_files
+from optimizer.grade.structural import RUN_FAILED
 from optimizer.model import ModelCallFailed, StructuredAnswerError
-from optimizer.model.prompts import load_prompt, tag, tags
+from optimizer.model.prompts import load_prompt, tag
 from optimizer.store.files import read_json, write_json
 
 log = structlog.get_logger(__name__)
 
 GATE_SKIPPED = "skipped: structural gate failed"
-MAX_FILE_CHARS = 20_000
 MAX_OUTPUT_CHARS = 120_000
 MAX_TRANSCRIPT_CHARS = 60_000
-TRANSCRIPT_HEAD = 20_000  # the rest of the budget keeps the end, where the run's result is
-
-_warned_same_model = False
-
-
-# --- the answer the judge gives (the tool's input schema) ---------------------------------------
-
-
-class _Answer(BaseModel):
-    # Extra keys a model adds (a summary it was told we compute) are ignored, not an error.
-    model_config = ConfigDict(extra="ignore")
-
-
-class JudgedExpectation(_Answer):
-    text: str = Field(description="The expectation, copied verbatim")
-    passed: bool
-    evidence: str = Field(description="A quote with its file and line, or what is missing")
-
-
-class ClaimAnswer(_Answer):
-    claim: str
-    type: str = Field(description="factual, process or quality")
-    verified: bool
-    evidence: str
-
-
-class NotesAnswer(_Answer):
-    uncertainties: list[str] = []
-    needs_review: list[str] = []
-    workarounds: list[str] = []
-
-
-class SuggestionAnswer(_Answer):
-    assertion: str | None = Field(None, description="The expectation concerned; omit for a gap")
-    reason: str
-
-
-class FeedbackAnswer(_Answer):
-    suggestions: list[SuggestionAnswer] = []
-    overall: str = ""
-
-
-class ScoreAnswer(_Answer):
-    score: int = Field(ge=1, le=5)
-    evidence: str
-
-
-class JudgeAnswer(_Answer):
-    """What `submit_grading` carries; the summary and rubric arithmetic are ours, not the judge's."""
-
-    expectations: list[JudgedExpectation] = Field(description="Every expectation, verbatim, once")
-    claims: list[ClaimAnswer] = []
-    user_notes_summary: NotesAnswer = NotesAnswer()
-    eval_feedback: FeedbackAnswer = FeedbackAnswer()
-    rubric_scores: dict[str, ScoreAnswer] = Field(
-        default_factory=dict, description="Dimension name -> score 1..5 and evidence"
-    )
-
-
-def answer_schema(texts: list[str], dimensions: list[str]) -> type[JudgeAnswer]:
-    """JudgeAnswer that also checks this eval's completeness, so a reply missing an expectation
-    or a dimension fails validation and goes down the client's repair path."""
-    wanted = Counter(t.strip() for t in texts)
-    dims = set(dimensions)
-
-    class Answer(JudgeAnswer):
-        """The grading of one run: every expectation verbatim once, every rubric dimension once."""
-
-        model_config = ConfigDict(title="JudgeAnswer")
-
-        @model_validator(mode="after")
-        def _complete(self) -> Answer:
-            got = Counter(e.text.strip() for e in self.expectations)
-            problems = [f"expectation missing: {t!r}" for t in wanted if got[t] < wanted[t]]
-            problems += [f"expectation returned more than once: {t!r}" for t in wanted if got[t] > wanted[t]]
-            problems += [f"not an expectation of this task (copy texts verbatim): {t!r}" for t in got if t not in wanted]
-            problems += [f"rubric dimension missing: {d!r}" for d in sorted(dims - self.rubric_scores.keys())]
-            problems += [f"not a rubric dimension: {d!r}" for d in sorted(self.rubric_scores.keys() - dims)]
-            if problems:
-                raise ValueError("; ".join(problems))
-            return self
-
-    return Answer
-
 
 # --- the outcome ------------------------------------------------------------------------------
 
@@ -163,6 +83,13 @@ def unscored(eval: Any, structural: s.Structural | None, cause: str) -> GradeOut
     return GradeOutcome("unscored", grading, checks, 0.0, None, None, cause)
 
 
+def warn_same_model(settings: Settings) -> None:
+    """Once per command that grades: a judge grading its own model's work is lenient."""
+    if settings.models.grader == settings.models.executor:
+        log.warning("judge.same_model_as_executor", model=settings.models.grader,
+                    hint="set models.grader to another model: a judge grading its own kind is lenient")
+
+
 def write_outcome(run_dir: Path, outcome: GradeOutcome) -> None:
     """structural.json and grading.json, each validated by its model, each written atomically.
     An unscored run has no grading: nothing is written, and a stale file goes."""
@@ -185,7 +112,6 @@ async def grade_run(
     sample: int,
 ) -> GradeOutcome:
     """Grade one executed run whose structural checks are done (see the module rules)."""
-    global _warned_same_model
     run_dir = Path(run_dir)
     has_rubric = bool(eval.rubric)
     metrics = _metrics(run_dir)
@@ -241,10 +167,6 @@ async def grade_run(
         return finish("ok", structural, [])
 
     model = settings.models.grader
-    if model == settings.models.executor and not _warned_same_model:
-        _warned_same_model = True
-        log.warning("judge.same_model_as_executor", model=model,
-                    hint="set models.grader to another model: a judge grading its own kind is lenient")
     schema = answer_schema(list(eval.expectations), [d.name for d in eval.rubric])
     try:
         answer = await client.structured(
@@ -290,74 +212,12 @@ def fail_all(structural: s.Structural, evidence: str) -> s.Structural:
 def build_request(eval: Any, run_dir: Path) -> str:
     """The user message: tagged sections the grader prompt names, and nothing of the host (no
     paths, no times), so the same run asks the same question wherever its folder is."""
-    parts = [
-        tag("task", eval.prompt),
-        tag("expected_output", eval.expected_output or "(not given)"),
-        tag("expectations", tags("expectation", [({"id": f"E{i}"}, t) for i, t in enumerate(eval.expectations, 1)])),
-    ]
-    if eval.rubric:
-        parts.append(tag("rubric", "\n".join(_dimension_tag(d) for d in eval.rubric)))
-    parts.append(tag("outputs", render_outputs(run_dir)))
-    parts.append(tag("transcript", truncate(_read_text(run_dir / "transcript.md"), MAX_TRANSCRIPT_CHARS)))
-    notes = _read_text(run_dir / "outputs" / "user_notes.md").strip()
+    parts = task_sections(eval)
+    parts.append(tag("outputs", render_outputs(run_dir, budget=MAX_OUTPUT_CHARS)))
+    parts.append(tag("transcript", truncate(read_text(run_dir / "transcript.md"), MAX_TRANSCRIPT_CHARS)))
+    notes = read_text(run_dir / "outputs" / "user_notes.md").strip()
     parts.append(tag("user_notes", truncate(notes, MAX_FILE_CHARS) if notes else "(none)"))
     return "\n\n".join(parts)
-
-
-def _dimension_tag(dim: Any) -> str:
-    # Written out because prompting.tag() takes `name` itself as its first argument.
-    anchors = [f"Score {k}: {v}" for k, v in sorted(dim.scoring.items())]
-    body = "\n".join([dim.description, *anchors])
-    name, weight = html.escape(dim.name, quote=True), html.escape(str(dim.weight), quote=True)
-    return f'<dimension name="{name}" weight="{weight}">\n{body}\n</dimension>'
-
-
-def truncate(text: str, limit: int, head: int | None = None) -> str:
-    """text cut in the middle with a visible marker; the head keeps the start, the rest the end."""
-    if len(text) <= limit:
-        return text
-    head = min(head if head is not None else limit // 3, limit)
-    tail = limit - head
-    cut = len(text) - head - tail
-    return f"{text[:head]}\n[… {cut:,} characters truncated …]\n{text[len(text) - tail:] if tail else ''}"
-
-
-def render_outputs(run_dir: Path) -> str:
-    """Every output file: text inline (each and all capped), binaries by name, type and size."""
-    entries, budget = [], MAX_OUTPUT_CHARS
-    for rel in output_files(run_dir):
-        path = run_dir / "outputs" / rel
-        size = path.stat().st_size
-        kind = mimetypes.guess_type(rel)[0] or "application/octet-stream"
-        text = _text_or_none(path)
-        if text is None:
-            entries.append(tag("file", f"(binary file, {size:,} bytes, not shown)",
-                               path=f"outputs/{rel}", binary="true", size=size, type=kind))
-            continue
-        if budget <= 0:
-            entries.append(tag("file", f"[… not shown: the outputs passed {MAX_OUTPUT_CHARS:,} characters …]",
-                               path=f"outputs/{rel}", size=size))
-            continue
-        shown = truncate(text, min(MAX_FILE_CHARS, budget), head=min(MAX_FILE_CHARS, budget) * 3 // 4)
-        budget -= len(shown)
-        entries.append(tag("file", shown, path=f"outputs/{rel}"))
-    return "\n".join(entries) if entries else "(no output files)"
-
-
-def _text_or_none(path: Path) -> str | None:
-    with open(path, "rb") as handle:
-        data = handle.read(4 * MAX_OUTPUT_CHARS)
-    if b"\x00" in data[:8192]:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        # A cut through a multi-byte character at the read limit is still text.
-        return data[: exc.start].decode("utf-8") if exc.start > len(data) - 4 else None
-
-
-def _read_text(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
 
 
 # --- pieces of grading.json ---------------------------------------------------------------------

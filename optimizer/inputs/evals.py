@@ -3,22 +3,20 @@ Never accept a check that cannot run, and never stop at the first problem: repor
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import math
 import random
 import re
-from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from optimizer.errors import BadInput
-from optimizer.inputs.skill import SKILL_FILE, parse_skill_md
+from optimizer.inputs.explain import explain, short
+from optimizer.inputs.skillmd import SKILL_FILE, parse_skill_md
 from optimizer.schemas import (
-    STRUCTURAL_TYPES,
     EvalConfig,
     EvalRaw,
     EvalsDialect,
@@ -32,9 +30,6 @@ MAX_BYTES = 5 * 1024 * 1024
 REQUIRED_ANCHORS = ("1", "3", "5")
 MIN_EVALS_FOR_TEST = 4
 _EXPECTATION_KEYS = ("expectations", "assertions", "structural_expectations", "quality_rubric")
-_STRUCTURAL_KEYS = sorted(
-    {k for model in get_args(get_args(StructuralExpectation)[0]) for k in model.model_fields}
-)
 
 
 class Eval(BaseModel):
@@ -92,87 +87,6 @@ class Split(BaseModel):
 # ---------------------------------------------------------------------------
 # Loading
 # ---------------------------------------------------------------------------
-
-
-def _path(loc: Iterable[Any]) -> str:
-    """A pydantic location as the JSON path an author reads: evals[2].files[0]."""
-    out = ""
-    parts = list(loc)
-    for i, part in enumerate(parts):
-        # A discriminated union puts the member's tag into the location; the file has no such key.
-        if (
-            isinstance(part, str)
-            and part in STRUCTURAL_TYPES
-            and i >= 2
-            and parts[i - 2] == "structural_expectations"
-        ):
-            continue
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _fields_at(parent: tuple[Any, ...]) -> list[str]:
-    """The keys allowed in the object at `parent`, to suggest the one an unknown key meant."""
-    names = [p for p in parent if isinstance(p, str) and p not in STRUCTURAL_TYPES]
-    last = names[-1] if names else ""
-    if not parent:
-        return ["skill_name", "eval_config", "evals"]
-    fields = {
-        "eval_config": EvalConfig.model_fields,
-        "evals": EvalRaw.model_fields,
-        "structural_expectations": _STRUCTURAL_KEYS,
-        "quality_rubric": ["dimensions"],
-        "dimensions": RubricDimension.model_fields,
-        "assertions": ["id", "text"],
-    }.get(last, [])
-    return list(fields)
-
-
-def _explain(source: Path, prefix: tuple[Any, ...], err: Mapping[str, Any]) -> str:
-    """One sentence for one schema error: the file, the JSON path, what is wrong, the fix."""
-    loc = (*prefix, *err["loc"])
-    where = _path(loc)
-    kind = err["type"]
-    got = err.get("input")
-    ctx = err.get("ctx") or {}
-    if kind == "missing":
-        return f"{source}: {where} is missing; add it."
-    if kind == "extra_forbidden":
-        known = _fields_at(loc[:-1])
-        close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.5)
-        hint = f"did you mean '{close[0]}'?" if close else f"use one of {', '.join(known)}."
-        return f"{source}: {where} is not a known field; {hint}"
-    if kind == "union_tag_invalid":
-        return (
-            f"{source}: {where}.type '{ctx.get('tag')}' is not a structural expectation type; "
-            f"use one of {', '.join(STRUCTURAL_TYPES)}."
-        )
-    if kind == "union_tag_not_found":
-        return f"{source}: {where} has no 'type'; add one of {', '.join(STRUCTURAL_TYPES)}."
-    if kind == "literal_error" and loc[-1] == "operator":
-        return f"{source}: {where} is {_short(got)}, not a file_count operator; use one of {ctx.get('expected')}."
-    if kind == "string_too_short" and loc[-1] == "script":
-        return f"{source}: {where} is empty; give the bash command to run (exit 0 = pass)."
-    if kind == "greater_than" and loc[-1] == "weight":
-        return f"{source}: {where} is {_short(got)}; a rubric weight must be greater than 0."
-    if kind == "value_error":
-        message = str(ctx.get("error") or err["msg"])
-        return f"{source}: {where}: {message}."
-    if kind in ("int_type", "int_parsing", "int_from_float"):
-        return (
-            f"{source}: {where} is {_short(got)}; write a whole number such as 1, without quotes."
-        )
-    if kind.endswith("_type"):
-        expected = kind.removesuffix("_type").replace("model", "object").replace("dict", "object")
-        return (
-            f"{source}: {where} is {_short(got)}, not a {expected}; write a JSON {expected} there."
-        )
-    return f"{source}: {where} is {_short(got)}: {err['msg'].lower()}; fix the value."
 
 
 def _read(path: Path) -> tuple[Any, list[str]]:
@@ -265,7 +179,7 @@ def _semantic_problems(source: Path, skill_dir: Path, i: int, raw: dict[str, Any
                 re.compile(regex)
             except re.error as exc:
                 problems.append(
-                    f"{source}: {where}.match_regex {_short(regex)} does not compile ({exc}); "
+                    f"{source}: {where}.match_regex {short(regex)} does not compile ({exc}); "
                     "fix the Python regular expression."
                 )
         script = item.get("script")
@@ -314,7 +228,7 @@ def _repeats(source: Path, at: str, raw: dict[str, Any], key: str, field: str, w
             eval_id = raw.get("id")
             which = f" (eval id {eval_id})" if isinstance(eval_id, int) else ""
             problems.append(
-                f"{source}: {at}{which}.{key}[{j}].{field} {_short(value)} repeats "
+                f"{source}: {at}{which}.{key}[{j}].{field} {short(value)} repeats "
                 f"{key}[{first}].{field}; give every {what} of an eval its own {field}."
             )
     return problems
@@ -372,7 +286,7 @@ def load_evals(skill_dir: Path, evals_path: Path | None = None) -> EvalSet:
 
     for key in data:
         if key not in ("skill_name", "eval_config", "evals"):
-            problems.append(_explain(source, (), {"type": "extra_forbidden", "loc": (key,)}))
+            problems.append(explain(source, (), {"type": "extra_forbidden", "loc": (key,)}))
     skill_name = data.get("skill_name")
     if not isinstance(skill_name, str) or not skill_name.strip():
         problems.append(
@@ -391,7 +305,7 @@ def load_evals(skill_dir: Path, evals_path: Path | None = None) -> EvalSet:
         try:
             EvalConfig.model_validate(eval_config)
         except ValidationError as exc:
-            problems += [_explain(source, ("eval_config",), e) for e in exc.errors()]
+            problems += [explain(source, ("eval_config",), e) for e in exc.errors()]
         if not isinstance(eval_config, dict):
             eval_config = {}
 
@@ -400,13 +314,13 @@ def load_evals(skill_dir: Path, evals_path: Path | None = None) -> EvalSet:
     for i, raw in enumerate(evals_raw):
         if not isinstance(raw, dict):
             problems.append(
-                f"{source}: evals[{i}] is {_short(raw)}, not an object; write one object per eval."
+                f"{source}: evals[{i}] is {short(raw)}, not an object; write one object per eval."
             )
             continue
         try:
             parsed.append(EvalRaw.model_validate(raw))
         except ValidationError as exc:
-            problems += [_explain(source, ("evals", i), e) for e in exc.errors()]
+            problems += [explain(source, ("evals", i), e) for e in exc.errors()]
         problems += _semantic_problems(source, skill_dir, i, raw)
         eval_id = raw.get("id")
         if isinstance(eval_id, int) and not isinstance(eval_id, bool):

@@ -15,7 +15,8 @@ from optimizer.config import Settings
 from optimizer.errors import BadInput
 from optimizer.inputs import triggers as trigger
 from optimizer.inputs.evals import EvalSet, Split, load_evals, split
-from optimizer.inputs.skill import check_skill, content_hash, parse_skill_md
+from optimizer.inputs.skill import check_skill, content_hash
+from optimizer.inputs.skillmd import parse_skill_md
 
 
 class ValidationSummary(BaseModel):

@@ -55,10 +55,9 @@ from anthropic.types import Message
 
 from optimizer.model.batch_send import BatchItem, BatchSender
 from optimizer.model.client import ModelClient
-from optimizer.model.cost import BATCH_PRICE_FACTOR
+from optimizer.model.cost import BATCH_PRICE_FACTOR, BATCH_ROLES
 from optimizer.model.scopes import scope
 
-BATCH_ROLES = frozenset({"grader", "comparator", "analyzer"})
 MAX_BATCH_BYTES = 200_000_000  # under the API's 256 MB per batch
 
 

@@ -8,6 +8,9 @@ from typing import Any
 from optimizer.config import Price
 
 BATCH_PRICE_FACTOR = 0.5  # Message Batches cost half the standard price, every token kind
+# The roles whose calls may go through a batch: one answer per run or pair, none waited on by a
+# next turn (the executor and the proposer are never batched).
+BATCH_ROLES = frozenset({"grader", "comparator", "analyzer"})
 
 
 def call_cost(price: Price, usage: Any) -> float:

@@ -16,7 +16,8 @@ from typing import Any
 import jinja2
 
 from optimizer.execute.record import HARNESS_FILES
-from optimizer.report import read, views
+from optimizer.report import read
+from optimizer.report.status import status as run_status
 from optimizer.store.files import Workspace, write_text
 
 TEXT_CAP = 20_000  # characters of one text output shown inline
@@ -150,7 +151,7 @@ def build(run_dir: Path, *, review: bool = False, files_base: str = "") -> dict:
         extra["test"] = [_run(ws, r, budget) for v in sorted(ws.test_dir().glob("v*"), key=read.natural_key)
                          for r in read.run_dirs(v)]
     evals = sorted({e for n in nodes for e in (n.get("per_eval") or {})}, key=lambda e: read.natural_key(Path(e)))
-    status = views.status(run_dir) if data.source == "state.db" else None
+    status = run_status(run_dir) if data.source == "state.db" else None
     return {
         "meta": {"skill_name": data.run.get("skill_name") or data.history.get("skill_name") or ws.root.name,
                  "run_id": data.run.get("id") or ws.root.name, "simulated": data.simulated,

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from optimizer import config
 from optimizer.errors import BadInput
 from optimizer.inputs import skill as skills
+from optimizer.store import readonly
 from optimizer.store.files import Workspace
+from optimizer.store.lock import running_pid
 
 DECISIONS = ("baseline", "won", "lost", "tie")
 
@@ -38,30 +39,6 @@ def read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-
-
-def connect(db_path: Path, *, live: bool = True) -> sqlite3.Connection:
-    """A read-only connection: no migration, no checkpoint, no write of any kind to state.db.
-    A database nobody writes (no daemon, no -wal file) is opened immutable, so that not even the
-    -wal and -shm files SQLite creates for a WAL reader appear in the run folder."""
-    path = quote(str(db_path.resolve()))
-    quiet = not live and not Path(f"{db_path}-wal").exists()
-    for mode in (["immutable=1"] if quiet else []) + ["mode=ro", "immutable=1"]:
-        conn = sqlite3.connect(f"file:{path}?{mode}", uri=True, timeout=10)
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute("select count(*) from sqlite_master").fetchone()
-            return conn
-        except sqlite3.OperationalError:
-            conn.close()  # e.g. no right to create the -shm file of someone else's run folder
-    raise sqlite3.OperationalError("unable to open the database read-only")
-
-
-def rows(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> list[dict]:
-    try:
-        return [dict(r) for r in conn.execute(sql, params)]
-    except sqlite3.OperationalError:
-        return []  # a table or column an older run folder does not have yet
 
 
 def seconds_between(start: str | None, end: str | None) -> float | None:
@@ -122,28 +99,26 @@ def load(run_dir: Path, *, with_calls: bool = False) -> RunData:
 
 
 def _from_db(ws: Workspace, with_calls: bool) -> RunData:
-    from optimizer.daemon import running_pid
-
     try:
-        conn = connect(ws.state_db, live=running_pid(ws) is not None)
+        conn = readonly.connect(ws.state_db, live=running_pid(ws) is not None)
     except sqlite3.Error as exc:
         raise BadInput(f"{ws.state_db}: not a readable run database ({exc}).") from None
     with closing(conn):
-        run = (rows(conn, "select * from runs limit 1") or [{}])[0]
+        run = (readonly.rows(conn, "select * from runs limit 1") or [{}])[0]
         if not run:  # an empty file, or `optimizer run` killed while it created the folder
             raise BadInput(f"{ws.state_db}: holds no run; restore it from a copy, or start the run "
                            "again with `optimizer run`.")
         settings = parse_json(run.get("settings_json")) or {}
         best = run.get("current_best") or "v0"
-        decided = {d["version"]: d for d in rows(conn, "select * from decisions")}
-        spent = {r["scope"]: r["cost"] for r in rows(
+        decided = {d["version"]: d for d in readonly.rows(conn, "select * from decisions")}
+        spent = {r["scope"]: r["cost"] for r in readonly.rows(
             conn, "select scope, sum(cost_usd) as cost from calls group by scope")}
-        done = {r["version"]: r["done"] for r in rows(
+        done = {r["version"]: r["done"] for r in readonly.rows(
             conn, "select version, max(completed_at) as done from eval_runs "
             "where split is null or split != 'test' group by version")}
         scoped = any(scope is not None for scope in spent)  # else cost per version is unknown
         nodes = []
-        for v in rows(conn, "select * from versions order by rowid"):
+        for v in readonly.rows(conn, "select * from versions order by rowid"):
             d = decided.get(v["label"], {})
             selection = parse_json(d.get("selection_json")) or {}
             end = d.get("decided_at") or (done.get(v["label"]) if v.get("decision") else None)
@@ -161,26 +136,26 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
                 "is_best": v["label"] == best,
                 "per_eval": parse_json(v.get("split_scores_json")) or {},
             })
-        calls = rows(conn, "select count(*) as n, coalesce(sum(cost_usd), 0) as cost from calls "
+        calls = readonly.rows(conn, "select count(*) as n, coalesce(sum(cost_usd), 0) as cost from calls "
                            "where outcome = 'ok'") or [{"n": 0, "cost": 0.0}]
-        hits = rows(conn, "select count(*) as n, coalesce(sum(saved_usd), 0) as saved from cache_hits") \
+        hits = readonly.rows(conn, "select count(*) as n, coalesce(sum(saved_usd), 0) as saved from cache_hits") \
             or [{"n": 0, "saved": 0.0}]
-        total = rows(conn, "select coalesce(sum(cost_usd), 0) as s from calls") or [{"s": 0.0}]
+        total = readonly.rows(conn, "select coalesce(sum(cost_usd), 0) as s from calls") or [{"s": 0.0}]
         data = RunData(
             root=ws.root, source="state.db", run=run, settings=settings, nodes=nodes,
             current_best=best,
             simulated=(settings.get("llm") or {}).get("provider") == "sim",
             ledger={"calls": calls[0]["n"], "calls_usd": calls[0]["cost"], "spent_usd": total[0]["s"],
                     "cache_hits": hits[0]["n"], "saved_usd": hits[0]["saved"]},
-            iterations=rows(conn, "select number, parent, stage, started_at, finished_at, "
+            iterations=readonly.rows(conn, "select number, parent, stage, started_at, finished_at, "
                                   "candidates_json from iterations order by number"),
             resumes=[{"at": r["at"], "changed": parse_json(r["changed_json"]) or {}}
-                     for r in rows(conn, "select at, changed_json from resumes order by id")],
+                     for r in readonly.rows(conn, "select at, changed_json from resumes order by id")],
         )
-        data.unscored = rows(conn, "select key, error from gradings where status = 'unscored' "
+        data.unscored = readonly.rows(conn, "select key, error from gradings where status = 'unscored' "
                                    "order by key")
         if with_calls:
-            data.calls = rows(conn, "select created_at, cost_usd, scope, role from calls "
+            data.calls = readonly.rows(conn, "select created_at, cost_usd, scope, role from calls "
                                     "where cost_usd is not null order by created_at, rowid")
     for node in data.nodes:
         node["score_ci"] = score_interval(ws, node["label"])

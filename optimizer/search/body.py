@@ -13,6 +13,7 @@ from typing import Any
 
 from optimizer.errors import WorkFailed
 from optimizer.execute import executor_for
+from optimizer.grade.judge import warn_same_model
 from optimizer.grade.unit import (
     SCORED_SQL,
     Grader,
@@ -50,6 +51,7 @@ class BodyTarget:
         self.run = run
         self.evalset: EvalSet = load_evals(run.ws.root / "inputs")
         self.runs_per_eval = run.settings.evals.runs_per_eval
+        warn_same_model(run.settings)
         self.grader = Grader(run.store, run.client, run.settings, self.evalset, executor,
                              skill_name=run.skill_name, inputs_root=run.ws.root / "inputs",
                              on_run=lambda _: run.ui.run_done(), should_stop=run.interrupted)

@@ -5,7 +5,6 @@ output is whose; never count a failed call as a verdict."""
 from __future__ import annotations
 
 import asyncio
-import html
 import random
 import re
 from collections.abc import Sequence
@@ -16,10 +15,10 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
-from optimizer.grade.structural import output_files
+from optimizer.grade.render import render_outputs, task_sections
 from optimizer.inputs.evals import Eval
 from optimizer.model import ModelCallFailed, StructuredAnswerError
-from optimizer.model.prompts import load_prompt, tag, tags
+from optimizer.model.prompts import load_prompt, tag
 from optimizer.schemas import Comparison
 from optimizer.search.select import TALLY_COUNTS, ComparisonTally
 from optimizer.store.files import read_json, write_json
@@ -29,7 +28,6 @@ __all__ = ["ComparisonTally", "build_request", "blind", "compare_versions"]
 log = structlog.get_logger(__name__)
 
 NEUTRAL_PATH, NEUTRAL_VERSION, NEUTRAL_CONFIG = "[path]", "[version]", "[configuration]"
-MAX_FILE_CHARS = 20_000
 MAX_OUTPUT_CHARS = 100_000  # per side: both sides must fit one request
 _VERSION = re.compile(r"\b[vV]\d+\b")
 _CONFIG = re.compile(r"\bwith(?:out)?_skill\b")
@@ -61,59 +59,17 @@ def blind(text: str, prefixes: Sequence[str] = ()) -> str:
     return _CONFIG.sub(NEUTRAL_CONFIG, text)
 
 
-def _read_text(path: Path, limit: int) -> str | None:
-    with open(path, "rb") as handle:
-        data = handle.read(limit * 4)
-    if b"\x00" in data[:8192]:
-        return None
-    text = data.decode("utf-8", errors="replace")
-    if len(text) > limit:
-        cut = len(text) - limit
-        text = f"{text[: limit * 3 // 4]}\n[… {cut:,} characters cut …]\n{text[-(limit // 4):]}"
-    return text
-
-
 def render_side(run_dir: Path) -> str:
-    """One side's `<file path=..>` entries, blinded; binaries by size only."""
+    """One side's `<file path=..>` entries, blinded (paths relative to outputs/); binaries by size
+    only."""
     prefixes = _host_prefixes(run_dir)
-    entries, budget = [], MAX_OUTPUT_CHARS
-    for rel in output_files(run_dir):
-        path = Path(run_dir) / "outputs" / rel
-        shown_path = blind(rel, prefixes)
-        text = _read_text(path, min(MAX_FILE_CHARS, max(budget, 0))) if budget > 0 else ""
-        if text is None:
-            size = path.stat().st_size
-            entries.append(tag("file", f"(binary file, {size:,} bytes, not shown)",
-                               path=shown_path, binary="true", size=size))
-            continue
-        if budget <= 0:
-            text = f"[… not shown: this side's outputs passed {MAX_OUTPUT_CHARS:,} characters …]"
-        budget -= len(text)
-        entries.append(tag("file", blind(text, prefixes), path=shown_path))
-    return "\n".join(entries) if entries else "(no output files)"
-
-
-def _rubric(eval: Eval) -> str:
-    # Written out because prompting.tag() takes `name` itself as its first argument.
-    out = []
-    for dim in eval.rubric:
-        anchors = [f"Score {k}: {v}" for k, v in sorted(dim.scoring.items())]
-        body = "\n".join([dim.description, *anchors])
-        name, weight = html.escape(dim.name, quote=True), html.escape(str(dim.weight), quote=True)
-        out.append(f'<dimension name="{name}" weight="{weight}">\n{body}\n</dimension>')
-    return "\n".join(out)
+    return render_outputs(run_dir, budget=MAX_OUTPUT_CHARS, shown=lambda t: blind(t, prefixes),
+                          prefix="")
 
 
 def build_request(eval: Eval, a_dir: Path, b_dir: Path) -> str:
     """The user message: the task, its expectations and the two blinded outputs as A and B."""
-    expectations = [({"id": f"E{i}"}, t) for i, t in enumerate(eval.expectations, 1)]
-    parts = [
-        tag("task", eval.prompt),
-        tag("expected_output", eval.expected_output or "(not given)"),
-        tag("expectations", tags("expectation", expectations) or "(none)"),
-    ]
-    if eval.rubric:
-        parts.append(tag("rubric", _rubric(eval)))
+    parts = task_sections(eval)
     parts += [tag("output_a", render_side(a_dir)), tag("output_b", render_side(b_dir))]
     return "\n\n".join(parts)
 

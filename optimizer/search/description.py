@@ -17,7 +17,7 @@ import structlog
 from optimizer.config import Selection
 from optimizer.errors import WorkFailed
 from optimizer.grade.stats import paired_bootstrap
-from optimizer.inputs import skill as skills
+from optimizer.inputs import skillmd
 from optimizer.inputs.triggers import Query
 from optimizer.model import scoped
 from optimizer.search import evidence, lineage, probe
@@ -60,7 +60,7 @@ class DescriptionTarget:
             return
         run.set_stage(f"{label}: trigger probe, {split} ({len(todo)} requests)")
         text = (run.ws.skill(label) / "SKILL.md").read_text(encoding="utf-8")
-        description = skills.parse_skill_md(text).description
+        description = skillmd.parse_skill_md(text).description
 
         async def one(qid: int, n: int) -> None:
             result = await probe.probe_one(run.client, run.skill_name, description,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,15 +34,14 @@ import structlog
 
 from optimizer.config import Settings
 from optimizer.inputs.evals import Eval, EvalSet, split
+from optimizer.model.cost import BATCH_PRICE_FACTOR, BATCH_ROLES
+from optimizer.store import readonly
 from optimizer.store.files import Workspace
 
 log = structlog.get_logger()
 
 VERSION = 1
 CHARS_PER_TOKEN = 4
-# As in optimizer/batch.py (not imported here: `status` must not load the SDK to show a preview).
-BATCH_ROLES = frozenset({"grader", "comparator", "analyzer"})
-BATCH_PRICE_FACTOR = 0.5
 
 # What a run looks like, per provider (characters). The simulator's numbers are measured on the
 # csv-report example; the Messages API's are those of a typical agent on a small task.
@@ -212,79 +210,17 @@ def estimate(settings: Settings, evalset: EvalSet, skill_dir: Path | None = None
     return est
 
 
-def _mode_usd(part: dict[str, Any], batch: bool) -> float:
+def mode_usd(part: dict[str, Any], batch: bool) -> float:
     return part["usd_batch"] if batch else part["usd"]
 
 
 def _iterations_in_budget(est: dict[str, Any]) -> int | None:
     budget, batch = est["budget_usd"], est["batch"]
-    per = _mode_usd(est["per_iteration"], batch)
+    per = mode_usd(est["per_iteration"], batch)
     if not budget or per <= 0:
         return None
-    left = budget - _mode_usd(est["setup"], batch)
+    left = budget - mode_usd(est["setup"], batch)
     return max(0, int(math.floor(left / per + 1e-9)))
-
-
-def _money(x: float) -> str:
-    return f"${x:,.2f}" if x >= 0.1 else f"${x:,.3f}"
-
-
-def _count(n: float) -> str:
-    if n >= 1_000_000:
-        return f"{n / 1_000_000:.1f}M"
-    if n >= 10_000:
-        return f"{n / 1_000:.0f}k"
-    return f"{int(n):,}"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def line(est: dict[str, Any]) -> str:
-    """The one line shown before every real start (and at the end of --dry-run)."""
-    batch = est["batch"]
-    per, run = est["per_iteration"], est["run"]
-    other = "without batch mode" if batch else "with --batch"
-    text = (f"estimate{' (batch mode)' if batch else ''}: ~{_count(per['calls'])} model calls, "
-            f"~{_count(per['tokens'])} tokens, ~{_money(_mode_usd(per, batch))} per iteration "
-            f"(up to {_money(_mode_usd(est['per_iteration_max'], batch))} when runs are added); "
-            f"~{_money(_mode_usd(run, batch))} for the run ({_plural(est['iterations'], 'iteration')}; "
-            f"~{_money(_mode_usd(run, not batch))} {other})")
-    return f"{text}; {budget_note(est)}"
-
-
-def budget_note(est: dict[str, Any]) -> str:
-    budget, batch = est["budget_usd"], est["batch"]
-    if not budget:
-        return "no budget set"
-    need = _mode_usd(est["run"], batch)
-    if budget >= _mode_usd(est["run_max"], batch):
-        return f"budget {_money(budget)} covers it"
-    if budget >= need:
-        return f"budget {_money(budget)} covers it unless many runs are added"
-    if budget < _mode_usd(est["setup"], batch):
-        return (f"budget {_money(budget)} is below the baseline and v0 alone "
-                f"(~{_money(_mode_usd(est['setup'], batch))}): the run will stop before iteration 1")
-    k = est.get("iterations_in_budget")
-    return f"budget {_money(budget)} covers about {k} of {est['iterations']} iterations; the run stops at the budget"
-
-
-def table(est: dict[str, Any]) -> Any:
-    """A rich Table of the estimate, for --dry-run."""
-    from rich.table import Table
-
-    t = Table(title="cost estimate" + (" (simulated provider)" if est["provider"] == "sim" else ""))
-    for name in ("part", "model calls", "tokens", "USD", "USD with batch mode"):
-        t.add_column(name, justify="left" if name == "part" else "right")
-    rows = [("baseline and v0", est["setup"]), ("one iteration, typical", est["per_iteration"]),
-            ("one iteration, at most", est["per_iteration_max"]), ("sealed test", est["sealed_test"]),
-            (f"whole run ({_plural(est['iterations'], 'iteration')})", est["run"]),
-            ("whole run, at most", est["run_max"])]
-    for name, part in rows:
-        t.add_row(name, _count(part["calls"]), _count(part["tokens"]), _money(part["usd"]),
-                  _money(part["usd_batch"]))
-    return t
 
 
 def for_start(settings: Settings, evalset: Any, skill_dir: Path, target: str = "body") -> dict[str, Any] | None:
@@ -299,36 +235,12 @@ def for_start(settings: Settings, evalset: Any, skill_dir: Path, target: str = "
         return None
 
 
-def show_dry_run(console: Any, est: dict[str, Any] | None) -> int:
-    """`optimizer run --dry-run`: the table and the line; nothing is written. Exit code 0."""
-    if est is None:
-        console.print("estimate: not available for a description run (its trigger probes are not "
-                      "modelled); nothing was started.")
-        return 0
-    console.print(table(est))
-    console.print(line(est), markup=False, highlight=False)
-    console.print("dry run: nothing was written and no model was called.")
-    return 0
-
-
-def announce(console: Any, ws: Workspace | None, est: dict[str, Any] | None, *, keep: bool = True) -> None:
-    """The line before a real start; with `keep`, also stored in state.db for `status`."""
-    if est is None:
-        return
-    console.print(line(est), markup=False, highlight=False)
-    if keep and ws is not None:
-        try:
-            record(ws, est)
-        except Exception as exc:  # noqa: BLE001 - losing the preview must not stop the run
-            log.warning("preview.not_recorded", error=str(exc))
-
-
 def for_workspace(ws: Workspace, settings: Settings) -> dict[str, Any] | None:
     """The estimate of a resumed run, from its own inputs, split and current best."""
     from optimizer.inputs.evals import load_evals
 
     try:
-        row = _read_run_row(ws.state_db) or {}
+        row = readonly.run_row(ws.state_db) or {}
         if (row.get("target") or "body") != "body":
             return None
         evalset = load_evals(ws.root / "inputs")
@@ -353,79 +265,7 @@ def record(ws: Workspace, est: dict[str, Any]) -> None:
         store.close()
 
 
-def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
-    """The stored estimate against the ledger, for `optimizer status`: totals for the iterations
-    done so far, per iteration, and the ratio actual / estimated. Opens state.db read-only;
-    `estimate` is None for a run started before previews were recorded."""
-    db = Workspace(Path(run_dir)).state_db
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
-    conn.row_factory = sqlite3.Row
-    try:
-        run = conn.execute("select * from runs limit 1").fetchone()
-        run = dict(run) if run else {}
-        est = json.loads(run["estimate_json"]) if run.get("estimate_json") else None
-        columns = {r[1] for r in conn.execute("pragma table_info(calls)")}
-        batched = "sum(batch_id is not null)" if "batch_id" in columns else "0"
-        totals = dict(conn.execute(
-            "select count(*) as calls, coalesce(sum(input_tokens + output_tokens + cache_write_tokens"
-            f" + cache_read_tokens), 0) as tokens, coalesce(sum(cost_usd), 0) as usd, {batched} as"
-            " batched from calls where outcome = 'ok'").fetchone())
-        iterations = conn.execute(
-            "select number, started_at, finished_at from iterations order by number").fetchall()
-        done = [i for i in iterations if i["finished_at"]]
-        # Setup: every call recorded before the first proposal (rows are numbered as written).
-        first = conn.execute("select min(rowid) from calls where scope like 'proposal %'").fetchone()[0]
-        setup_usd = _sum_cost(conn, "rowid < ?", [first]) if first is not None else totals["usd"]
-        test_done = bool(run.get("test_json")) and bool(done)
-        # The sealed test: its share of the runs, at the ledger's mean executor + grader cost per
-        # run (a call does not say which run it served; timestamps are whole seconds).
-        runs = conn.execute("select count(*), coalesce(sum(split = 'test'), 0) from eval_runs").fetchone()
-        per_run = _sum_cost(conn, "role in ('executor', 'grader')", []) / runs[0] if runs[0] else 0.0
-        test_usd = per_run * runs[1] if test_done else 0.0
-    finally:
-        conn.close()
-    actual = {
-        "calls": totals["calls"], "tokens": totals["tokens"], "usd": round(totals["usd"], 6),
-        "batched_calls": totals["batched"] or 0, "iterations": len(done),
-        "setup_usd": round(setup_usd, 6), "sealed_test_usd": round(test_usd, 6),
-        "usd_per_iteration": round((totals["usd"] - setup_usd - test_usd) / len(done), 6) if done else None,
-    }
-    out: dict[str, Any] = {"estimate": est, "actual": actual, "expected_usd": None,
-                           "expected_per_iteration_usd": None, "ratio": None, "line": None}
-    if est is None:
-        return out
-    batch = bool(est.get("batch"))
-    expected = _mode_usd(est["setup"], batch) + len(done) * _mode_usd(est["per_iteration"], batch)
-    expected += _mode_usd(est["sealed_test"], batch) if test_done else 0.0
-    out["expected_usd"] = round(expected, 6)
-    out["expected_per_iteration_usd"] = _mode_usd(est["per_iteration"], batch)
-    out["ratio"] = round(totals["usd"] / expected, 3) if expected > 0 else None
-    per = actual["usd_per_iteration"]
-    out["line"] = (f"cost: {_money(totals['usd'])} spent against ~{_money(expected)} estimated for "
-                   f"{_plural(len(done), 'iteration')}"
-                   + (f" (x{out['ratio']:.2f})" if out["ratio"] is not None else "")
-                   + (f"; {_money(per)} per iteration against ~{_money(out['expected_per_iteration_usd'])}"
-                      if per is not None else ""))
-    return out
-
-
 # -- sizes ---------------------------------------------------------------------------------------
-
-
-def _sum_cost(conn: sqlite3.Connection, where: str, params: list[Any]) -> float:
-    row = conn.execute(f"select coalesce(sum(cost_usd), 0) from calls where outcome = 'ok' and {where}",
-                       params).fetchone()
-    return float(row[0])
-
-
-def _read_run_row(db: Path) -> dict[str, Any] | None:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
-    conn.row_factory = sqlite3.Row
-    try:
-        row = conn.execute("select * from runs limit 1").fetchone()
-        return dict(row) if row else None
-    finally:
-        conn.close()
 
 
 def _eval_chars(ev: Eval) -> int:
@@ -437,7 +277,8 @@ def _eval_chars(ev: Eval) -> int:
 def _skill_sizes(skill_dir: Path | None) -> tuple[int, int]:
     if skill_dir is None or not Path(skill_dir).is_dir():
         return 4_000, 3_000
-    from optimizer.inputs.skill import files_of, parse_skill_md
+    from optimizer.inputs.skill import files_of
+    from optimizer.inputs.skillmd import parse_skill_md
 
     files = files_of(Path(skill_dir), include_evals=False)
     total = sum(len(c) for c in files.values())
@@ -454,7 +295,7 @@ def _skill_sizes(skill_dir: Path | None) -> tuple[int, int]:
 def _prefixes(skill_dir: Path | None, evalset: EvalSet) -> dict[str, int]:
     """System prompt + tool definitions of each role: the part prompt caching reads back."""
     from optimizer.execute.agent import BASH_TOOL, EDITOR_TOOL, SKILL_TOOL
-    from optimizer.grade import judge
+    from optimizer.grade.answer import answer_schema
     from optimizer.model.prompts import load_prompt
     from optimizer.schemas import Analysis, Comparison
     from optimizer.search.propose import ProposalAnswer
@@ -465,7 +306,7 @@ def _prefixes(skill_dir: Path | None, evalset: EvalSet) -> dict[str, int]:
 
     description = ""
     if skill_dir is not None and (Path(skill_dir) / "SKILL.md").is_file():
-        from optimizer.inputs.skill import parse_skill_md
+        from optimizer.inputs.skillmd import parse_skill_md
 
         try:
             description = parse_skill_md((Path(skill_dir) / "SKILL.md").read_text(encoding="utf-8")).description
@@ -473,7 +314,7 @@ def _prefixes(skill_dir: Path | None, evalset: EvalSet) -> dict[str, int]:
             description = ""
     texts = [e.expectations for e in evalset.evals]
     dims = [[d.name for d in e.rubric] for e in evalset.evals]
-    grader_tool = max((tool(judge.answer_schema(t, d)) for t, d in zip(texts, dims, strict=True)), default=0)
+    grader_tool = max((tool(answer_schema(t, d)) for t, d in zip(texts, dims, strict=True)), default=0)
     return {
         "executor": len(load_prompt("executor").render(input_files="", skills="")) + 900 + len(description)
         + len(json.dumps([BASH_TOOL, EDITOR_TOOL, SKILL_TOOL])),

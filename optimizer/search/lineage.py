@@ -100,7 +100,7 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
     """history.json in the seed 001 `versions` form (description runs): per decided version its
     description and its trigger pass_rate, precision and recall over the train and validation
     queries together, plus our extras (per split, decision, F1, constant signal, probe errors)."""
-    from optimizer.inputs.skill import parse_skill_md
+    from optimizer.inputs.skillmd import parse_skill_md
     from optimizer.inputs.triggers import Query
     from optimizer.search import probe
 

@@ -14,6 +14,7 @@ import structlog
 from pydantic import BaseModel, Field
 
 from optimizer.inputs import skill as skills
+from optimizer.inputs import skillmd
 from optimizer.model import StructuredAnswerError
 from optimizer.model.prompts import load_prompt, tag
 
@@ -100,7 +101,7 @@ def reason_of(problem: str) -> str:
     for reason, phrase in REASONS:
         if phrase in problem:
             return reason
-    return "SKILL.md rules"  # skills.check_skill_md: front matter, name, description, body
+    return "SKILL.md rules"  # skillmd.check_skill_md: front matter, name, description, body
 
 
 def _lines(items: list[str]) -> str:
@@ -184,7 +185,7 @@ def _closest(text: str, old: str) -> str:
 def apply_edits(parent: Path, dest: Path, answer: ProposalAnswer, *, target: str) -> list[str]:
     """Copy the parent into dest and apply the edits there; return every problem found."""
     problems: list[str] = []
-    parent_doc = skills.parse_skill_md((parent / "SKILL.md").read_text(encoding="utf-8"))
+    parent_doc = skillmd.parse_skill_md((parent / "SKILL.md").read_text(encoding="utf-8"))
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(parent, dest)
     for edit in answer.edits:
@@ -230,15 +231,15 @@ def apply_edits(parent: Path, dest: Path, answer: ProposalAnswer, *, target: str
     return problems
 
 
-def _check(folder: Path, parent_doc: skills.SkillDoc, target: str) -> list[str]:
+def _check(folder: Path, parent_doc: skillmd.SkillDoc, target: str) -> list[str]:
     skill_md = folder / "SKILL.md"
     if not skill_md.is_file():
         return ["SKILL.md may not be deleted."]
     text = skill_md.read_text(encoding="utf-8")
-    problems = skills.check_skill_md(text, "SKILL.md")
+    problems = skillmd.check_skill_md(text, "SKILL.md")
     if problems:
         return problems
-    doc = skills.parse_skill_md(text)
+    doc = skillmd.parse_skill_md(text)
     if doc.name != parent_doc.name:
         problems.append(f"the name changed from '{parent_doc.name}' to '{doc.name}'; keep the name.")
     if target == "description" and doc.body.strip() != parent_doc.body.strip():

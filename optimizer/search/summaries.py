@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 
 from optimizer import schemas
-from optimizer.grade.aggregate import aggregate, analyst_notes, render_markdown
+from optimizer.grade.aggregate import aggregate, analyst_notes
+from optimizer.grade.markdown import render_markdown
 from optimizer.grade.unit import committed
 from optimizer.inputs.evals import EvalSet
 from optimizer.search.state import RunState

@@ -1,0 +1,166 @@
+"""`optimizer status`: where a run is, as data (--json) and as rich output, from state.db opened
+read-only; safe while its daemon runs. Never writes to the run folder."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from optimizer.errors import BadInput
+from optimizer.report import read, spend
+from optimizer.report.format import duration, emit, money, num, pct, signed
+from optimizer.store.files import Workspace
+from optimizer.store.lock import running_pid
+
+
+def status(run_dir: Path) -> dict:
+    """Where a run is, from state.db opened read-only; safe while its daemon runs."""
+    ws = Workspace(run_dir)
+    if not ws.state_db.is_file():
+        raise BadInput(f"{run_dir}: not a run folder (no state.db); start one with `optimizer run SKILL_DIR`.")
+    data = read.load(run_dir)
+    run, settings = data.run, data.settings
+    pid = running_pid(ws)
+    best = next((n for n in data.nodes if n["is_best"]), None)
+    budget = (settings.get("budget") or {})
+    deadline = budget.get("deadline") or None
+    iterations = data.iterations
+    return {
+        "run_dir": str(run_dir), "run_id": run.get("id"), "skill_name": run.get("skill_name"),
+        "target": run.get("target"), "simulated": data.simulated,
+        "running": pid is not None, "pid": pid,
+        "status": run.get("status"), "stage": run.get("stage"),
+        "started_at": run.get("started_at"), "finished_at": run.get("finished_at"),
+        "iteration": max((i["number"] for i in iterations), default=0),
+        "iterations_done": sum(1 for i in iterations if i.get("finished_at")),
+        "max_iterations": (settings.get("loop") or {}).get("max_iterations"),
+        "versions": len(data.nodes),
+        "pending": [n["label"] for n in data.nodes if not n["decision"] and n.get("status") != "failed"],
+        "failed": {n["label"]: n.get("error") for n in data.nodes if n.get("status") == "failed"},
+        "proposals": read.proposals(iterations),
+        "unscored": {"runs": len(data.unscored),
+                     "last": data.unscored[-1] if data.unscored else None},
+        "current_best": None if best is None else {
+            "version": best["label"], "score": best["score"], "pass_rate": best["pass_rate"]},
+        "spent_usd": round(data.ledger.get("spent_usd") or 0.0, 6),
+        "budget_usd": budget.get("usd"),
+        "estimate": _estimate(Path(run_dir)),
+        "calls": data.ledger.get("calls", 0), "cache_hits": data.ledger.get("cache_hits", 0),
+        "saved_usd": round(data.ledger.get("saved_usd") or 0.0, 6),
+        "deadline": deadline, "seconds_left": _seconds_left(deadline),
+        "last_error": run.get("last_error"), "stop_reason": run.get("stop_reason"),
+        "test": read.parse_json(run.get("test_json")),
+        "settings": read.provenance(ws.run_toml),
+        "resumes": len(data.resumes),
+        "last_resumed": data.resumes[-1] if data.resumes else None,
+    }
+
+
+def _estimate(run_dir: Path) -> dict[str, Any] | None:
+    """The cost estimate shown when the run started, against what the ledger says was spent."""
+    try:
+        return spend.estimate_vs_actual(run_dir)
+    except (sqlite3.Error, OSError, ValueError, KeyError):
+        return None  # an older run folder, or one whose estimate could not be made
+
+
+def _seconds_left(deadline: str | None) -> float | None:
+    if not deadline:
+        return None
+    try:
+        at = datetime.fromisoformat(deadline.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    at = at if at.tzinfo else at.astimezone()  # a naive deadline is local time
+    return round((at - datetime.now(UTC)).total_seconds(), 1)
+
+
+def _state_line(info: dict) -> Text:
+    state = info.get("status") or "unknown"
+    if info["running"]:
+        return Text(f"running (pid {info['pid']})", style="green")
+    if state == "running":  # the row says running but nobody holds the lock
+        return Text("not running: the daemon died without stopping; continue with `optimizer resume`",
+                    style="red")
+    return Text(state, style="red" if state == "failed" else "")
+
+
+def print_status(console: Console, info: dict) -> None:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+
+    def row(key: str, value: Any) -> None:
+        grid.add_row(key, value if isinstance(value, Text) else Text(str(value)))
+
+    title = f"{info.get('skill_name') or '?'}  {info['run_dir']}"
+    row("run", title + ("  [SIMULATED]" if info["simulated"] else ""))
+    row("state", _state_line(info))
+    row("stage", info.get("stage") or "—")
+    it = f"{info['iteration']} ({info['iterations_done']} done"
+    row("iteration", it + (f" of {info['max_iterations']})" if info.get("max_iterations") is not None else ")"))
+    pending = f", pending: {', '.join(info['pending'])}" if info["pending"] else ""
+    row("versions", f"{info['versions']}{pending}")
+    if info["proposals"]["proposals"]:
+        row("proposals", read.proposals_line(info["proposals"]))
+    if info["unscored"]["runs"]:
+        last = info["unscored"]["last"]
+        row("unscored", Text(f"{info['unscored']['runs']} runs our infrastructure failed (left out of "
+                             f"every mean, retried on resume); e.g. {last['key']}: {last['error']}",
+                             style="yellow"))
+    for label, error in info["failed"].items():
+        row("failed", Text(f"{label}: {error} (the run went on without it)", style="red"))
+    best = info.get("current_best")
+    if best:
+        row("current best", Text(f"★ {best['version']}  score {num(best['score'])}  pass rate {pct(best['pass_rate'])}",
+                                 style="bold green"))
+    budget = info.get("budget_usd")
+    row("spent", f"{money(info['spent_usd'])}" + (f" of {money(budget)}" if budget else ""))
+    if (info.get("estimate") or {}).get("line"):
+        row("estimate", info["estimate"]["line"])
+    row("ledger", f"{info['calls']} calls paid; {info['cache_hits']} served from the ledger "
+                  f"(saved {money(info['saved_usd'])})")
+    if info.get("deadline"):
+        left = info.get("seconds_left")
+        row("deadline", f"{info['deadline']} ({'passed' if left is not None and left <= 0 else duration(left) + ' left'})")
+    if info.get("last_resumed"):
+        row("resumed", _resumed_line(info))
+    if info.get("stop_reason"):
+        row("stopped", info["stop_reason"])
+    if info.get("last_error"):
+        row("last error", Text(info["last_error"], style="red"))
+    test = info.get("test")
+    if test:
+        row("sealed test", _test_line(test))
+    emit(console, grid)
+    if info["settings"]:
+        table = Table(title="settings that are not defaults", title_justify="left", show_edge=False)
+        for col in ("setting", "value", "from"):
+            table.add_column(col)
+        for s in info["settings"]:
+            table.add_row(Text(s["key"]), Text(repr(s["value"]) if isinstance(s["value"], str) else str(s["value"])),
+                          Text(s["source"]))
+        emit(console, table)
+
+
+def _resumed_line(info: dict) -> str:
+    last = info["last_resumed"]
+    times = f"{info['resumes']} times, last " if info["resumes"] > 1 else ""
+    changed = last.get("changed") or {}
+    what = ", ".join(f"{key} {before!r} → {after!r}" for key, (before, after) in changed.items())
+    return f"{times}at {last['at']}: " + (f"changed {what}" if what else "no setting changed")
+
+
+def _test_line(test: dict) -> Text:
+    if test.get("incomplete"):
+        return Text(f"incomplete: {test['incomplete']}", style="yellow")
+    versions = test.get("versions") or {}
+    parts = [f"{label} {num((v or {}).get('score'))}" for label, v in versions.items()]
+    delta = f"; Δ {signed(test.get('delta'))}" if test.get("delta") is not None else ""
+    return Text(f"evals {test.get('evals')}: " + ", ".join(parts) + delta)

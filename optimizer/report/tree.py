@@ -1,0 +1,97 @@
+"""`optimizer lineage`: the version tree with scores, intervals, decisions and costs, as data
+(--json) and as a rich tree. Never writes to the run folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from optimizer.report import read
+from optimizer.report.format import COLOURS, duration, emit, interval, money, num, pct, signed
+
+
+def lineage(run_dir: Path) -> dict:
+    """The version tree as JSON-able data: each node with its children."""
+    data = read.load(run_dir)
+    nodes = {n["label"]: {**n, "children": []} for n in data.nodes}
+    roots = []
+    for n in nodes.values():
+        parent = nodes.get(n.get("parent") or "")
+        (parent["children"] if parent is not None and parent is not n else roots).append(n)
+    return {
+        "run": {"id": data.run.get("id") or data.root.name, "skill_name": data.run.get("skill_name"),
+                "source": data.source, "form": data.form, "simulated": data.simulated,
+                "current_best": data.current_best, "status": data.run.get("status"),
+                "stop_reason": data.run.get("stop_reason")},
+        "proposals": read.proposals(data.iterations),
+        "count": len(nodes),
+        "tree": roots,
+    }
+
+
+def node_text(n: dict) -> Text:
+    text = Text(overflow="fold")
+    if n.get("is_best"):
+        text.append("★ ", style="bold yellow")
+    text.append(n["label"], style="bold")
+    decision = n.get("decision")
+    if n.get("status") == "failed":
+        text.append(f"  failed: {n.get('error')}", style="red")
+    elif decision is None:
+        text.append(f"  pending ({n.get('status') or 'proposed'})", style="dim")
+    else:
+        text.append(f"  {decision}", style=COLOURS.get(decision, ""))
+        if n.get("stage") == "screening":
+            text.append(" at screening", style="dim")
+    if n.get("delta") is not None:
+        text.append(f"  Δ {signed(n['delta'])}{interval(n.get('ci'))}")
+    text.append(f"  score {num(n.get('score'))}")
+    if n.get("score_ci"):
+        text.append(f" [{num(n['score_ci'][0])}, {num(n['score_ci'][1])}]", style="dim")
+    text.append(f"  pass {pct(n.get('pass_rate'))}")
+    text.append(f"  {money(n.get('cost_usd'))}  {duration(n.get('seconds'))}", style="dim")
+    if n.get("summary"):
+        text.append(f"  {n['summary']}", style="italic")
+    return text
+
+
+def print_lineage(console: Console, tree: dict) -> None:
+    run = tree["run"]
+    head = Text(f"{run.get('skill_name') or run['id']} lineage ({tree['count']} versions, from {run['source']})",
+                style="bold")
+    if run["simulated"]:
+        head.append("  SIMULATED", style="bold magenta")
+    if run["form"] == "versions":
+        emit(console, head)
+        table = Table(show_edge=False)
+        for col in ("iteration", "description", "pass rate", "precision", "recall"):
+            table.add_column(col)
+        for n in _flatten(tree["tree"]):
+            table.add_row(Text(str(n.get("iteration"))), Text(n.get("description") or ""), Text(pct(n.get("pass_rate"))),
+                          Text(pct(n.get("precision"))), Text(pct(n.get("recall"))))
+        emit(console, table)
+        return
+    root = Tree(head)
+    stack = [(root, n) for n in reversed(tree["tree"])]
+    while stack:  # iterative, so a 200-deep chain of wins cannot hit the recursion limit
+        parent, n = stack.pop()
+        branch = parent.add(node_text(n))
+        stack.extend((branch, c) for c in reversed(n["children"]))
+    emit(console, root)
+    if tree["proposals"]["proposals"]:
+        emit(console, Text(read.proposals_line(tree["proposals"]), style="dim"))
+    if run.get("stop_reason"):
+        emit(console, Text(f"stopped: {run['stop_reason']}", style="dim"))
+
+
+def _flatten(nodes: list[dict]) -> list[dict]:
+    out, stack = [], list(reversed(nodes))
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(reversed(n.get("children", [])))
+    return out

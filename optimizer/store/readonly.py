@@ -1,0 +1,60 @@
+"""The one read-only way into a run's state.db, for everything that only looks (status, lineage,
+the report, the review server, the daemon deciding whether a folder holds a run). Never migrates,
+checkpoints or writes anything, so a daemon may be running."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+
+def connect(db_path: Path, *, live: bool = False) -> sqlite3.Connection:
+    """A read-only connection whose rows read as mappings. A database nobody writes (`live` false
+    and no -wal file) is opened immutable, so that not even the -wal and -shm files SQLite creates
+    for a WAL reader appear in the run folder; pass live=True when a daemon may be writing."""
+    path = quote(str(Path(db_path).resolve()))
+    quiet = not live and not Path(f"{db_path}-wal").exists()
+    for mode in (["immutable=1"] if quiet else []) + ["mode=ro", "immutable=1"]:
+        conn = sqlite3.connect(f"file:{path}?{mode}", uri=True, timeout=10)
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute("select count(*) from sqlite_master").fetchone()
+            return conn
+        except sqlite3.OperationalError:
+            conn.close()  # e.g. no right to create the -shm file of someone else's run folder
+    raise sqlite3.OperationalError("unable to open the database read-only")
+
+
+def rows(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
+    try:
+        return [dict(r) for r in conn.execute(sql, params)]
+    except sqlite3.OperationalError:
+        return []  # a table or column an older run folder does not have yet
+
+
+def run_row(db_path: Path) -> dict[str, Any] | None:
+    """The run's one row, or None when there is none yet."""
+    conn = connect(db_path)
+    try:
+        found = rows(conn, "select * from runs limit 1")
+    finally:
+        conn.close()
+    return found[0] if found else None
+
+
+def count_runs(db_path: Path) -> int | None:
+    """Rows in the runs table (0 also when there is no table yet), None when unreadable."""
+    try:
+        conn = connect(db_path)
+    except sqlite3.DatabaseError:
+        return None
+    try:
+        return int(conn.execute("select count(*) from runs").fetchone()[0])
+    except sqlite3.OperationalError as exc:
+        return 0 if "no such table" in str(exc) else None
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        conn.close()
