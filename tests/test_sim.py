@@ -10,8 +10,8 @@ import httpx2
 import pytest
 import yaml
 
-from optimizer.model.prompts import tag
 from optimizer.sim import Simulator, serve
+from optimizer.tags import tag
 
 SKILL = """---
 name: csv-report

@@ -1,5 +1,7 @@
-"""Executors: run one eval once, with or without the skill, into a complete run folder; a pool.
-Never let a per-run failure stop the work (it is data), and never swallow a systemic one."""
+"""Executors: run one eval once, with or without the skill, into a complete run folder (the
+built-in agent, Claude Code, a command), and never let a per-run failure stop the work (it is
+data), nor swallow a systemic one. It may import inputs, store, sim, model, sandbox and the shared
+modules, never grade, search or report."""
 
 from __future__ import annotations
 

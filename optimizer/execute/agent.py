@@ -13,7 +13,8 @@ from optimizer.config import Settings
 from optimizer.errors import InfraFailure
 from optimizer.execute import Executor, RunContext, SkillInfo
 from optimizer.execute.record import Tally, Transcript
-from optimizer.model.prompts import load_prompt, tag
+from optimizer.model.prompts import load_prompt
+from optimizer.tags import tag
 
 BASH_TOOL = {"type": "bash_20250124", "name": "bash"}
 EDITOR_TOOL = {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"}

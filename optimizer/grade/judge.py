@@ -41,8 +41,9 @@ from optimizer.grade.render import (
 from optimizer.grade.scoring import pass_rate, rubric_weighted_mean, run_score
 from optimizer.grade.structural import RUN_FAILED
 from optimizer.model import ModelCallFailed, StructuredAnswerError
-from optimizer.model.prompts import load_prompt, tag
+from optimizer.model.prompts import load_prompt
 from optimizer.store.files import read_json, write_json
+from optimizer.tags import tag
 
 log = structlog.get_logger(__name__)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.grade.structural import output_files
-from optimizer.model.prompts import tag, tags
+from optimizer.tags import tag, tags
 
 MAX_FILE_CHARS = 20_000
 
@@ -40,7 +40,7 @@ def task_sections(eval: Any) -> list[str]:
 
 
 def _dimension(dim: Any) -> str:
-    # Written out because prompts.tag() takes `name` itself as its first argument.
+    # Written out because tags.tag() takes `name` itself as its first argument.
     anchors = [f"Score {k}: {v}" for k, v in sorted(dim.scoring.items())]
     body = "\n".join([dim.description, *anchors])
     name, weight = html.escape(dim.name, quote=True), html.escape(str(dim.weight), quote=True)

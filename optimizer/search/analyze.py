@@ -12,10 +12,11 @@ import structlog
 from pydantic import ValidationError
 
 from optimizer.model import ModelCallFailed, StructuredAnswerError
-from optimizer.model.prompts import load_prompt, tag
+from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Analysis
 from optimizer.search.select import ComparisonTally
 from optimizer.store.files import write_json
+from optimizer.tags import tag
 
 log = structlog.get_logger(__name__)
 

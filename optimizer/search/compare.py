@@ -18,10 +18,11 @@ from pydantic import ValidationError
 from optimizer.grade.render import render_outputs, task_sections
 from optimizer.inputs.evals import Eval
 from optimizer.model import ModelCallFailed, StructuredAnswerError
-from optimizer.model.prompts import load_prompt, tag
+from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Comparison
 from optimizer.search.select import TALLY_COUNTS, ComparisonTally
 from optimizer.store.files import read_json, write_json
+from optimizer.tags import tag
 
 __all__ = ["ComparisonTally", "build_request", "blind", "compare_versions"]
 

@@ -16,8 +16,9 @@ from typing import Any
 from optimizer.grade.stats import percentile
 from optimizer.inputs.triggers import Query
 from optimizer.model import ModelCallFailed
-from optimizer.model.prompts import load_prompt, tag
+from optimizer.model.prompts import load_prompt
 from optimizer.store.db import Store, now
+from optimizer.tags import tag
 
 # Beside the code (package data in pyproject.toml); importlib.resources fails on an editable install.
 DISTRACTORS = Path(__file__).resolve().parents[1] / "data" / "distractor_skills.json"

@@ -16,7 +16,8 @@ from pydantic import BaseModel, Field
 from optimizer.inputs import skill as skills
 from optimizer.inputs import skillmd
 from optimizer.model import StructuredAnswerError
-from optimizer.model.prompts import load_prompt, tag
+from optimizer.model.prompts import load_prompt
+from optimizer.tags import tag
 
 log = structlog.get_logger()
 

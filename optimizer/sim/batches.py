@@ -178,8 +178,8 @@ class BatchService:
         sample = samples.get(item["custom_id"][:16], 0)
         headers = {"x-optimizer-sample": str(sample)}
         role = world.detect_role(params, headers)
-        fault = self.sim._draw_fault(params, role, headers, False)
-        with self.sim._lock:
+        fault = self.sim.draw_fault(params, role, headers, False)
+        with self.sim.lock:
             self.sim.stats.by_role[role] += 1
             if fault:
                 self.sim.stats.faults_injected[fault] += 1

@@ -8,7 +8,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from optimizer.model.prompts import parse_tags
 from optimizer.sim.text import (
     all_stems,
     bullet_text,
@@ -18,6 +17,7 @@ from optimizer.sim.text import (
     stems,
     strip_snippets,
 )
+from optimizer.tags import parse_tags
 
 Section = Callable[[str], "str | None"]
 PASS_WORDS = 0.6  # share of an expectation's content words the outputs must contain

@@ -11,7 +11,6 @@ from typing import Any
 
 import yaml
 
-from optimizer.model.prompts import parse_tags
 from optimizer.sim.judges import failures, parse_files
 from optimizer.sim.text import (
     NEGATIVE,
@@ -23,6 +22,7 @@ from optimizer.sim.text import (
     stems,
     words,
 )
+from optimizer.tags import parse_tags
 
 Section = Callable[[str], "str | None"]
 MAX_DESCRIPTION = 1024

@@ -64,7 +64,7 @@ class Simulator:
         self.fail_role, self.fail_match = fail_role, fail_match
         self.knobs = world.Knobs(judge_noise, position_bias, proposal_quality)
         self.stats = SimStats()
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self._attempts: Counter = Counter()
         self.batches = BatchService(self, delay_s=batch_delay_s)  # /v1/messages/batches*
 
@@ -174,8 +174,8 @@ class Simulator:
             return error_reply(
                 400, "invalid_request_error", f"x-sim-force-error: unknown fault {forced!r}"
             )
-        fault = forced or self._outage(body, role) or self._draw_fault(body, role, headers, streaming)
-        with self._lock:
+        fault = forced or self._outage(body, role) or self.draw_fault(body, role, headers, streaming)
+        with self.lock:
             self.stats.calls += 1
             self.stats.by_role[role] += 1
             if fault:
@@ -209,14 +209,14 @@ class Simulator:
             return "529"
         return None
 
-    def _draw_fault(
+    def draw_fault(
         self, body: dict, role: str, headers: dict[str, str], streaming: bool
     ) -> str | None:
         # Drawn per attempt: a retry of the same request gets a fresh draw, in a fixed sequence.
         if self.fault_rate <= 0:
             return None
         key = self._key(body, role, _sample(headers), whole=True)
-        with self._lock:
+        with self.lock:
             attempt = self._attempts[key]
             self._attempts[key] += 1
         rng = random.Random(
@@ -235,12 +235,12 @@ class Simulator:
     # --- in-process transport ------------------------------------------------------------------
 
     def enter(self) -> None:
-        with self._lock:
+        with self.lock:
             self.stats.in_flight += 1
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
 
     def leave(self) -> None:
-        with self._lock:
+        with self.lock:
             self.stats.in_flight -= 1
 
     def transport(self) -> httpx2.MockTransport:

@@ -8,7 +8,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from optimizer.model.prompts import parse_tags, section
 from optimizer.sim import judges, proposer
 from optimizer.sim.text import (
     NEGATIVE,
@@ -30,6 +29,7 @@ from optimizer.sim.text import (
     tool_uses,
     words,
 )
+from optimizer.tags import parse_tags, section
 
 ROLES = ("executor", "grader", "comparator", "analyzer", "proposer", "trigger")
 FORCED_TOOLS = {

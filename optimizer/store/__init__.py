@@ -1,1 +1,4 @@
-"""TODO"""
+"""The workspace's state: the SQLite database (schema migrations, runs, gradings, versions,
+decisions, the model-call ledger), atomic file writes, the run lock and a read-only opener for the
+views. Every step writes here before the next one starts, so a crash loses nothing. It may import
+the shared modules only (optimizer.errors, config, schemas, logs, tags), never a stage."""
