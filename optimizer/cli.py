@@ -7,7 +7,6 @@ import asyncio
 import functools
 import json
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -369,8 +368,3 @@ def export(
     from optimizer import daemon
 
     out.print(daemon.export(_require_dir(run_dir, "run"), version, to, force=force))
-
-
-def main() -> None:  # pragma: no cover - the console script calls app() directly
-    app(prog_name="optimizer")
-    sys.exit(0)

@@ -19,6 +19,8 @@ def test_migrations_on_a_blank_database_create_the_columns(tmp_path):
             "cache_read_tokens", "cost_usd", "latency_ms", "outcome"} <= cols["calls"]
     assert {"key", "version", "eval_id", "configuration", "run_number", "status"} <= cols["eval_runs"]
     assert {"id", "at", "settings_json", "changed_json"} <= cols["resumes"]
+    # Columns nothing wrote are gone, so nobody reads a NULL believing it is data.
+    assert "pid" not in cols["runs"] and "cost_usd" not in cols["versions"]
     assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     applied = [r["name"] for r in store.db["_sqlite_migrations"].rows]
     store.close()

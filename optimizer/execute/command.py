@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import replace
 
 from optimizer import sandbox
 from optimizer.config import Settings
@@ -25,13 +26,9 @@ class CommandExecutor(Executor):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
-        box = settings.sandbox
         # The command is the whole agent, so its limit is the run's, not one tool call's.
-        self.policy = sandbox.SandboxPolicy(
-            mode=box.mode, timeout_s=settings.execute.timeout_s, memory_mb=box.memory_mb,
-            max_output_bytes=box.max_output_bytes, max_processes=box.max_processes,
-            max_file_bytes=box.max_file_bytes,
-        )
+        self.policy = replace(sandbox.SandboxPolicy.from_settings(settings.sandbox),
+                              timeout_s=settings.execute.timeout_s)
 
     def check(self) -> None:
         if not self.settings.execute.command.strip():

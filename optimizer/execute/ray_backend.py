@@ -191,7 +191,7 @@ def run_in_worker(payload: dict[str, Any]) -> dict[str, Any]:
 
 async def _work(payload: dict[str, Any], root: Path) -> dict[str, Any]:
     from optimizer.execute import get_executor
-    from optimizer.model import make_client, scope
+    from optimizer.model import make_client, scoped
     from optimizer.store.db import Store
 
     settings: Settings = payload["settings"]
@@ -212,21 +212,20 @@ async def _work(payload: dict[str, Any], root: Path) -> dict[str, Any]:
     client = None
     if payload["executor"] == "anthropic":
         client = make_client(settings, store, budget_usd=payload["budget_usd"])
-    token = scope.set(payload["scope"])
     run_dir = root / "runs" / payload["run_name"]
     out: dict[str, Any] = {"worker": f"{socket.gethostname()}:{os.getpid()}"}
     try:
-        executor = get_executor(payload["executor"], settings, client=client)
-        await executor.execute(
-            skill_dir=skill_dir, skill_name=payload["skill_name"], eval=payload["eval"],
-            inputs_root=inputs_root, run_dir=run_dir, run_number=payload["run_number"],
-            sample=payload["sample"],
-        )
+        with scoped(payload["scope"]):
+            executor = get_executor(payload["executor"], settings, client=client)
+            await executor.execute(
+                skill_dir=skill_dir, skill_name=payload["skill_name"], eval=payload["eval"],
+                inputs_root=inputs_root, run_dir=run_dir, run_number=payload["run_number"],
+                sample=payload["sample"],
+            )
         out["files"] = _pack(run_dir)
     except OptimizerError as exc:  # systemic: the driver raises it again
         out.update(systemic=type(exc).__name__, problems=exc.problems)
     finally:
-        scope.reset(token)
         if client is not None:
             await client.aclose()
     out["calls"] = [r for r in store.query("select * from calls") if r["hash"] not in seeded]

@@ -172,7 +172,7 @@ async def grade_run(
     try:
         answer = await client.structured(
             "grader",
-            system=load_prompt("grader").render(extra_rules=""),
+            system=load_prompt("grader").render(),
             messages=[{"role": "user", "content": build_request(eval, run_dir)}],
             schema=schema,
             tool_name="submit_grading",

@@ -40,11 +40,11 @@ import structlog
 from optimizer import sandbox
 from optimizer import schemas as s
 from optimizer.errors import InfraFailure
+from optimizer.execute.record import HARNESS_FILES
 from optimizer.grade.scoring import pass_rate
 
 log = structlog.get_logger(__name__)
 
-HARNESS_FILES = frozenset({"metrics.json", "user_notes.md"})
 CONTEXT_LINES = 2
 CUSTOM_SCRIPT_TIMEOUT_S = 30.0
 MAX_SCAN_BYTES = 5_000_000  # a check never reads more of one file than this

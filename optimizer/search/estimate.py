@@ -318,8 +318,8 @@ def _prefixes(skill_dir: Path | None, evalset: EvalSet) -> dict[str, int]:
     return {
         "executor": len(load_prompt("executor").render(input_files="", skills="")) + 900 + len(description)
         + len(json.dumps([BASH_TOOL, EDITOR_TOOL, SKILL_TOOL])),
-        "grader": len(load_prompt("grader").render(extra_rules="")) + grader_tool,
+        "grader": len(load_prompt("grader").render()) + grader_tool,
         "comparator": len(load_prompt("comparator").render()) + tool(Comparison),
         "analyzer": len(load_prompt("analyzer").render()) + tool(Analysis),
-        "proposer": len(load_prompt("proposer").render(extra_rules="")) + tool(ProposalAnswer),
+        "proposer": len(load_prompt("proposer").render()) + tool(ProposalAnswer),
     }

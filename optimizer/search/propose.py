@@ -260,7 +260,7 @@ async def propose(
     client, *, parent: Path, feedback: Feedback, target: str, dest: Path, sample: int
 ) -> Candidate | Rejected:
     """Ask once; on problems ask once more with them; then give up (a counted, logged rejection)."""
-    system = load_prompt("proposer").render(extra_rules="")
+    system = load_prompt("proposer").render()
     request = build_request(parent, feedback, target)
     messages: list[dict] = [{"role": "user", "content": request}]
     problems: list[str] = []

@@ -3,7 +3,6 @@ Every JSON file of a workspace can be rebuilt from it; nothing else may hold sta
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -182,9 +181,6 @@ class Store:
         rows = self.query("select * from runs limit 1")
         return rows[0] if rows else None
 
-    def set_json(self, table: str, pk_name: str, pk: Any, column: str, value: Any) -> None:
-        with self.atomic():
-            self.db[table].update(pk, {column: json.dumps(value)})
 
 
 @migrations()
@@ -239,3 +235,11 @@ def m006_resumes(db: sqlite_utils.Database) -> None:
     db["resumes"].create(
         {"id": int, "at": str, "settings_json": str, "changed_json": str}, pk="id"
     )
+
+
+@migrations()
+def m007_drop_unused_columns(db: sqlite_utils.Database) -> None:
+    # Never written: the daemon's pid lives in the run folder's pidfile (store/lock.py), and a
+    # version's cost is summed from the ledger by scope (search/lineage.py).
+    db["runs"].transform(drop={"pid"})
+    db["versions"].transform(drop={"cost_usd"})
