@@ -234,9 +234,10 @@ def run(
 ) -> None:
     """Start an overnight improvement run."""
     from optimizer import daemon
+    from optimizer.search.targets import TARGETS
 
-    if target not in ("body", "description"):
-        raise BadInput(f"--target {target!r}: use body or description.")
+    if target not in TARGETS:
+        raise BadInput(f"--target {target!r}: use one of {', '.join(sorted(TARGETS))}.")
     flags = {"llm.provider": provider, "loop.max_iterations": max_iterations,
              "budget.usd": budget_usd, "budget.deadline": deadline,
              "llm.batch": True if batch else None}

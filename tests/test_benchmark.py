@@ -127,3 +127,31 @@ async def test_judge_errors_are_counted_and_shown(tmp_path, settings, store, sim
     for r in errors:
         run_dir = out / f"eval-{r['eval_id']}" / r["configuration"] / f"run-{r['run_number']}"
         assert "judge_error" in json.loads((run_dir / "grading.json").read_text())
+
+
+def test_benchmark_and_v0_of_a_run_grade_an_eval_identically(tmp_path, monkeypatch):
+    """One grading unit: the same eval, run by `optimizer benchmark` and as v0 of `optimizer run`,
+    leaves the same structural.json and grading.json (timing aside)."""
+    from inprocess import EXAMPLE, cli
+
+    bench, run = tmp_path / "bench", tmp_path / "run"
+    cli(monkeypatch, None, "benchmark", str(EXAMPLE), "--provider", "sim", "--runs", "2",
+        "--out", str(bench))
+    cli(monkeypatch, None, "run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "0",
+        "--run-dir", str(run), "--set", "evals.runs_per_eval=2")
+
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "timing" and "time" not in k and "duration" not in k}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    compared = 0
+    for mine in sorted((run / "v0").glob("eval-*/with_skill/run-*")):
+        theirs = bench / mine.relative_to(run / "v0")
+        for name in ("structural.json", "grading.json"):
+            assert strip(json.loads((mine / name).read_text())) == strip(
+                json.loads((theirs / name).read_text())), f"{mine / name}"
+            compared += 1
+    assert compared >= 4  # at least two train evals, twice each
