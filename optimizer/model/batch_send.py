@@ -7,7 +7,7 @@ import asyncio
 import json
 import time
 from collections import Counter
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -48,6 +48,10 @@ class BatchItem:
 
     def meta(self) -> dict[str, Any]:
         return {"role": self.role, "model": self.model, "sample": self.sample, "scope": self.scope}
+
+
+class _Failed(Exception):
+    """A systemic failure already handed to every caller waiting on a batch."""
 
 
 class BatchSender:
@@ -102,20 +106,16 @@ class BatchSender:
         if self.client.simulated:
             headers[SAMPLES_HEADER] = json.dumps({i.key[:16]: i.sample for i in items if i.sample})
         metas = {item.key: item.meta() for item in items}
-        role, model = _labels(metas)
         sdk = self.client.sdk
         try:
             # A create that timed out or was cut is not repeated: it may have been accepted.
-            batch = await self.client.retry.call(
+            batch = await self._request(
+                metas, "batch_create",
                 lambda: sdk.messages.batches.create(requests=requests, extra_headers=headers),
-                what="batch_create", resend_ambiguous=False, role=role, model=model)
-        except asyncio.CancelledError:
-            raise
+                resend_ambiguous=False)
+        except _Failed:
+            return
         except Exception as exc:
-            failure = _systemic(exc)
-            if failure is not None:
-                self._fail(list(metas), failure)
-                return
             if _unsupported(exc):
                 self.unsupported = True
                 log.warning("batch.unsupported", error=redact(str(exc)),
@@ -139,6 +139,22 @@ class BatchSender:
                  roles=sorted({item.role for item in items}))
         await self._collect(batch.id, metas)
 
+    async def _request(self, metas: dict[str, dict[str, Any]], what: str,
+                       send: Callable[[], Awaitable[Any]], **kw: Any) -> Any:
+        """One request to the batch endpoints through the client's one retry policy. A systemic
+        failure (the budget, the provider down) is handed to every caller waiting on the batch
+        and raised as _Failed; any other failure is raised as is, for the caller to go another
+        way."""
+        role, model = _labels(metas)
+        try:
+            return await self.client.retry.call(send, what=what, role=role, model=model, **kw)
+        except Exception as exc:  # CancelledError is not an Exception: it goes through
+            failure = _systemic(exc)
+            if failure is None:
+                raise
+            self._fail(list(metas), failure)
+            raise _Failed from exc
+
     def _watch(self, batch_id: str) -> None:
         if batch_id in self._watchers:
             return
@@ -152,17 +168,11 @@ class BatchSender:
         if not await self._ended(batch_id, metas):
             return
         sdk = self.client.sdk
-        role, model = _labels(metas)
         try:
-            results = await self.client.retry.call(
-                lambda: _fetch(sdk, batch_id), what="batch_results", role=role, model=model)
-        except asyncio.CancelledError:
-            raise
+            results = await self._request(metas, "batch_results", lambda: _fetch(sdk, batch_id))
+        except _Failed:
+            return
         except Exception as exc:
-            failure = _systemic(exc)
-            if failure is not None:
-                self._fail(list(metas), failure)
-                return
             await self._lost(batch_id, metas, f"its results could not be read ({redact(str(exc))})")
             return
         await self._join(batch_id, metas, results)
@@ -171,20 +181,14 @@ class BatchSender:
         """Wait, looking less often as time passes, until the batch ends (True) or its callers
         have been given another way (False)."""
         sdk = self.client.sdk
-        role, model = _labels(metas)
         wait = self.llm.batch_poll_s
         while True:
             try:
-                batch = await self.client.retry.call(
-                    lambda: sdk.messages.batches.retrieve(batch_id),
-                    what="batch_poll", role=role, model=model)
-            except asyncio.CancelledError:
-                raise
+                batch = await self._request(metas, "batch_poll",
+                                         lambda: sdk.messages.batches.retrieve(batch_id))
+            except _Failed:
+                return False
             except Exception as exc:
-                failure = _systemic(exc)
-                if failure is not None:
-                    self._fail(list(metas), failure)
-                    return False
                 if isinstance(exc, anthropic.NotFoundError):
                     await self._lost(batch_id, metas, "the service no longer knows the batch")
                     return False

@@ -37,15 +37,9 @@ class Launch:
     host_to_fixed: dict[str, str] = field(default_factory=dict)
 
 
-def confined_launch(
-    cmd: list[str],
-    work_dir: Path,
-    skill_dir: Path | None,
-    policy: SandboxPolicy,
-    env: Mapping[str, str] | None,
-    cgroup: RunCgroup | None,
-    address_space: bool,
-) -> Launch:
+def confined_launch(cmd: list[str], work_dir: Path, skill_dir: Path | None, policy: SandboxPolicy,
+                    env: Mapping[str, str] | None, cgroup: RunCgroup | None,
+                    address_space: bool) -> Launch:
     # bwrap's status tells which process is the sandbox's pid 1, and whether the command started.
     status_pipe = os.pipe() if "--json-status-fd" in bwrap_options() else None
     argv = bwrap_argv(cmd, work_dir.resolve(),
@@ -63,16 +57,9 @@ def confined_launch(
 # command assembles at run time ("/work""space") is not found.
 
 
-def unconfined_launch(
-    cmd: list[str],
-    work_dir: Path,
-    skill_dir: Path | None,
-    policy: SandboxPolicy,
-    env: Mapping[str, str] | None,
-    cgroup: RunCgroup | None,
-    address_space: bool,
-    scratch: Path,
-) -> Launch:
+def unconfined_launch(cmd: list[str], work_dir: Path, skill_dir: Path | None,
+                      policy: SandboxPolicy, env: Mapping[str, str] | None,
+                      cgroup: RunCgroup | None, address_space: bool, scratch: Path) -> Launch:
     """The command with its fixed paths pointed at symlinks in scratch, an empty folder that
     the caller removes after the run."""
     links = _scratch_links(scratch, work_dir, skill_dir)

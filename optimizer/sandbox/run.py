@@ -141,15 +141,9 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def run(
-    command: str | Sequence[str],
-    *,
-    work_dir: Path,
-    skill_dir: Path | None,
-    policy: SandboxPolicy,
-    env: Mapping[str, str] | None = None,
-    stdin: str | None = None,
-) -> SandboxResult:
+def run(command: str | Sequence[str], *, work_dir: Path, skill_dir: Path | None,
+        policy: SandboxPolicy, env: Mapping[str, str] | None = None,
+        stdin: str | None = None) -> SandboxResult:
     """Run a command (a str runs as `bash -c`) with /workspace as cwd. Per-run failures are in
     the result; only a policy that cannot be honoured here raises (WorkFailed)."""
     return _run(command, work_dir=work_dir, skill_dir=skill_dir, policy=policy, env=env,
@@ -166,15 +160,9 @@ def _thread_pool() -> ThreadPoolExecutor:
         return _executor
 
 
-async def run_async(
-    command: str | Sequence[str],
-    *,
-    work_dir: Path,
-    skill_dir: Path | None,
-    policy: SandboxPolicy,
-    env: Mapping[str, str] | None = None,
-    stdin: str | None = None,
-) -> SandboxResult:
+async def run_async(command: str | Sequence[str], *, work_dir: Path, skill_dir: Path | None,
+                    policy: SandboxPolicy, env: Mapping[str, str] | None = None,
+                    stdin: str | None = None) -> SandboxResult:
     """run() for asyncio; cancelling the awaiting task kills the command before re-raising."""
     canceller = _Canceller()
     loop = asyncio.get_running_loop()
