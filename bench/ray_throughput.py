@@ -17,10 +17,10 @@ from pathlib import Path
 
 from optimizer import logs
 from optimizer.config import Settings
-from optimizer.execute import Job, get_executor, run_pool
+from optimizer.execute import get_executor
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import load_evals
-from optimizer.model import make_client, scope
+from optimizer.model import make_client, scoped
 from optimizer.sim import Simulator
 from optimizer.store.db import Store
 
@@ -38,19 +38,24 @@ async def measure(backend: str, runs: int, concurrency: int, latency_ms: float, 
     snapshot = folder / "v0" / "skill"
     skills.snapshot(EXAMPLE, snapshot)
     evals = load_evals(EXAMPLE)
-    jobs = []
-    for n in range(runs):
+    slots = asyncio.Semaphore(concurrency)  # the grading unit's bound (execute.concurrency)
+
+    async def one(n: int):
         ev = evals.evals[n % len(evals.evals)]
         with_skill = (n // len(evals.evals)) % 2 == 0
         config = "with_skill" if with_skill else "without_skill"
         number = n // (2 * len(evals.evals)) + 1
-        jobs.append(Job(executor, ev, EXAMPLE, folder / f"eval-{ev.id}" / config / f"run-{number}",
-                        number, number, snapshot if with_skill else None, "csv-report"))
-    token = scope.set("bench")
+        async with slots:
+            return await executor.execute(
+                skill_dir=snapshot if with_skill else None,
+                skill_name="csv-report" if with_skill else None, eval=ev, inputs_root=EXAMPLE,
+                run_dir=folder / f"eval-{ev.id}" / config / f"run-{number}",
+                run_number=number, sample=number)
+
     started = time.perf_counter()
-    records = await run_pool(jobs, concurrency)
+    with scoped("bench"):
+        records = await asyncio.gather(*(one(n) for n in range(runs)))
     wall = time.perf_counter() - started
-    scope.reset(token)
     await client.aclose()
     ok = sum(r.status == "ok" for r in records)
     calls = store.ledger_summary()["n"]
