@@ -260,7 +260,7 @@ def record(ws: Workspace, est: dict[str, Any]) -> None:
     store = Store(ws.state_db)
     try:
         with store.atomic():
-            store.db["runs"].update(ws.root.name, {"estimate_json": json.dumps(est)})
+            store.table("runs").update(ws.root.name, {"estimate_json": json.dumps(est)})
     finally:
         store.close()
 
