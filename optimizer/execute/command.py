@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Any
 
 from optimizer import sandbox
 from optimizer.config import Settings
@@ -66,7 +67,8 @@ class CommandExecutor(Executor):
         output = f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
         if result.output_truncated:
             output += f"\n[output cut at {self.policy.max_output_bytes} bytes]"
-        entry = {"type": "tool_result", "tool_use_id": "command-1", "content": ctx.scrub(output)}
+        entry: dict[str, Any] = {"type": "tool_result", "tool_use_id": "command-1",
+                                 "content": ctx.scrub(output)}
         if not result.ok:
             entry["is_error"] = True
             tally.tool_errors += 1
