@@ -103,7 +103,9 @@ async def candidate(run: RunState, target: Target, n: int, k: int, parent: str) 
     failure of this one candidate (a bad answer, an edit that cannot be applied, a bug of ours
     on an odd file) is recorded as its rejection with the reason, and the loop goes on; a resume
     replays the same answer from the ledger and records the same outcome."""
-    made = json.loads(run.store.get("iterations", n)["candidates_json"] or "{}")
+    row = run.store.get("iterations", n)
+    assert row is not None  # iterate() records iteration n before it asks for a proposal
+    made = json.loads(row["candidates_json"] or "{}")
     if str(k) in made:
         return made[str(k)].get("label")
     run.set_stage(f"iteration {n}: proposal {k + 1} from {parent}")
