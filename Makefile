@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: setup tools demo test lint bench clean-runs wheel-check
+.PHONY: setup tools demo test lint typecheck bench clean-runs wheel-check
 
 setup: $(VENV)/.installed
 
@@ -28,6 +28,10 @@ test: setup tools
 
 lint: setup
 	$(BIN)/ruff check .
+
+# The package and its checks live in pyproject.toml ([tool.mypy]).
+typecheck: setup
+	$(BIN)/mypy
 
 # A normal (non-editable) install in a fresh venv runs the demo from another folder.
 wheel-check:

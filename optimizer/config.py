@@ -174,6 +174,7 @@ class Settings(Section):
 
 
 SECTIONS: dict[str, type[Section]] = {
+    # pydantic types an annotation as any type form; every field but prices is a Section class
     name: field.annotation  # type: ignore[misc]
     for name, field in Settings.model_fields.items()
     if name != "prices"

@@ -153,7 +153,7 @@ def _create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target
     store = Store(ws.state_db)
     try:
         with store.atomic():
-            store.db["runs"].insert({
+            store.table("runs").insert({
                 "id": ws.root.name, "skill_name": skill.name, "skill_dir": str(skill_dir),
                 "target": target, "started_at": now(), "eval_set_hash": evalset.hash,
                 "split_json": split_json,
@@ -161,7 +161,7 @@ def _create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target
                 "from_run": str(from_run) if from_run else None, "current_best": "v0",
                 "stage": "created",
             })
-            store.db["versions"].insert({
+            store.table("versions").insert({
                 "label": "v0", "hash": skills.content_hash(ws.skill("v0")), "parent": None,
                 "iteration": 0, "created_at": now(), "status": "created",
                 "summary": f"best version of {from_run}" if from_run else "the original skill",
@@ -246,7 +246,7 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
                                         flag=flag, console=console))
         except WorkFailed as exc:
             with suppress(Exception), store.atomic():  # best effort: the database may be what failed
-                store.db["runs"].update(ws.root.name, {"status": "failed", "last_error": str(exc)})
+                store.table("runs").update(ws.root.name, {"status": "failed", "last_error": str(exc)})
             raise
         finally:
             signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -268,9 +268,9 @@ def record_resume(store: Store, settings: config.Settings) -> None:
     if row.get("status") == "created" and not changed:
         return
     with store.atomic():
-        store.db["resumes"].insert({"at": now(), "settings_json": settings.model_dump_json(),
-                                    "changed_json": json.dumps(changed)})
-        store.db["runs"].update(row["id"], {"settings_json": settings.model_dump_json()})
+        store.table("resumes").insert({"at": now(), "settings_json": settings.model_dump_json(),
+                                       "changed_json": json.dumps(changed)})
+        store.table("runs").update(row["id"], {"settings_json": settings.model_dump_json()})
     log.info("run.resumed", changed=changed)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping, Sequence
 
 
 def tag(name: str, content: str, /, **attrs: object) -> str:
@@ -15,7 +16,7 @@ def tag(name: str, content: str, /, **attrs: object) -> str:
     return f"<{name}{attr_text}>\n{content}\n</{name}>"
 
 
-def tags(name: str, items: list[tuple[dict[str, object], str]]) -> str:
+def tags(name: str, items: Sequence[tuple[Mapping[str, object], str]]) -> str:
     return "\n".join(tag(name, content, **attrs) for attrs, content in items)
 
 

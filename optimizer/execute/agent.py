@@ -269,7 +269,9 @@ class AnthropicExecutor(Executor):
 
     async def _tool(self, use: dict[str, Any], ctx: RunContext, tally: Tally) -> tuple[str, bool]:
         name = str(use.get("name"))
-        tool_input = use.get("input") if isinstance(use.get("input"), dict) else {}
+        tool_input = use.get("input")
+        if not isinstance(tool_input, dict):
+            tool_input = {}
         tally.tool_calls[cc_tool_name(name, tool_input)] += 1
         skill_dir = ctx.skill.dir if ctx.skill is not None else None
         if name == "bash":

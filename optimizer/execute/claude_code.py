@@ -192,8 +192,12 @@ class StreamState:
         for key in VOLATILE_KEYS:  # random per run: they would make two equal runs differ
             event.pop(key, None)
         kind = event.get("type")
-        message = event.get("message") if isinstance(event.get("message"), dict) else {}
-        content = message.get("content") if isinstance(message.get("content"), list) else []
+        message = event.get("message")
+        if not isinstance(message, dict):
+            message = {}
+        content = message.get("content")
+        if not isinstance(content, list):
+            content = []
         if kind == "assistant":
             # One API answer can arrive as several lines (one per block) with the same id.
             msg_id = str(message.get("id") or len(self.messages))

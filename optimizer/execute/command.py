@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import replace
+from typing import Any
 
 from optimizer import sandbox
 from optimizer.config import Settings
@@ -63,7 +64,8 @@ class CommandExecutor(Executor):
         output = f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
         if result.output_truncated:
             output += f"\n[output cut at {self.policy.max_output_bytes} bytes]"
-        entry = {"type": "tool_result", "tool_use_id": "command-1", "content": ctx.scrub(output)}
+        entry: dict[str, Any] = {"type": "tool_result", "tool_use_id": "command-1",
+                                 "content": ctx.scrub(output)}
         if not result.ok:
             entry["is_error"] = True
             tally.tool_errors += 1

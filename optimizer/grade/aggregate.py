@@ -31,7 +31,7 @@ from optimizer import schemas as s
 from optimizer.grade.judge import GATE_SKIPPED, GradeOutcome
 from optimizer.grade.stats import consistency_of, mean, mean_ci, stat
 
-CONFIG_ORDER = ("with_skill", "without_skill")
+CONFIG_ORDER: tuple[s.Configuration, ...] = ("with_skill", "without_skill")
 DELTA_FORMATS = {
     "pass_rate": "{:+.2f}", "time_seconds": "{:+.1f}", "tokens": "{:+.0f}",
     "rubric_normalized": "{:+.2f}", "overall_efficiency": "{:+.2f}",
@@ -71,7 +71,7 @@ def _tokens(item: Item) -> int:
     return int(getattr(item[1], "tokens", 0) or 0)
 
 
-def _summary_stat(items: Sequence[Item], value: Callable[[Item], float | None]) -> dict | None:
+def _summary_stat(items: Sequence[Item], value: Callable[[Item], float | None]) -> s.Stat | None:
     """The stat of one metric (see the module rules); None when no run has a value."""
     by_eval: dict[int, list[float]] = defaultdict(list)
     for it in items:
@@ -86,7 +86,7 @@ def _summary_stat(items: Sequence[Item], value: Callable[[Item], float | None]) 
     out = stat(runs)
     out["mean"] = mean(per_eval)
     out.update(ci_low=low, ci_high=high)
-    return {k: round(v, 4) for k, v in out.items()}
+    return s.Stat(**{k: round(v, 4) for k, v in out.items()})
 
 
 def _config_summary(items: Sequence[Item], unscored: int = 0) -> s.ConfigSummary:
@@ -94,7 +94,7 @@ def _config_summary(items: Sequence[Item], unscored: int = 0) -> s.ConfigSummary
     pr = _summary_stat(scored, lambda it: it[2].pass_rate)
     rubric = _summary_stat(scored, lambda it: it[2].rubric_normalized if it[0].rubric else None)
     oe = _summary_stat(scored, lambda it: it[2].score)
-    dims: dict[str, dict] = {}
+    dims: dict[str, s.Stat] = {}
     for name in sorted({d.name for it in scored for d in it[0].rubric}):
         def dim_score(it: Item, name: str = name) -> float | None:
             found = (it[2].grading.rubric_scores or {}).get(name)
@@ -104,12 +104,12 @@ def _config_summary(items: Sequence[Item], unscored: int = 0) -> s.ConfigSummary
             dims[name] = dim
     zero = stat([])
     return s.ConfigSummary(
-        pass_rate=pr or zero,
-        time_seconds=_summary_stat(items, _time) or zero,
-        tokens=_summary_stat(items, _tokens) or zero,
+        pass_rate=pr or s.Stat(**zero),
+        time_seconds=_summary_stat(items, _time) or s.Stat(**zero),
+        tokens=_summary_stat(items, _tokens) or s.Stat(**zero),
         rubric_normalized=rubric,
         overall_efficiency=oe,
-        consistency=round(consistency_of(oe["mean"], oe["stddev"]), 4) if oe else None,
+        consistency=round(consistency_of(oe.mean, oe.stddev), 4) if oe else None,
         rubric_dimensions=dims or None,
         runs=len(items),
         judge_errors=len(items) - len(scored),
@@ -134,7 +134,7 @@ def _run_entry(item: Item) -> s.BenchmarkRun:
     return s.BenchmarkRun(
         eval_id=eval.id,
         eval_name=eval.name,
-        configuration=_config_of(item),
+        configuration=_configuration(item),
         run_number=int(record.run_number),
         result=s.RunResult(
             pass_rate=g.summary.pass_rate,
@@ -157,6 +157,19 @@ def _run_entry(item: Item) -> s.BenchmarkRun:
 
 def _config_of(item: Item) -> str:
     return str(getattr(item[1], "configuration", ""))
+
+
+def _configuration(item: Item) -> s.Configuration:
+    config = _config_of(item)
+    if config not in CONFIG_ORDER:  # aggregate() has sorted the runs by CONFIG_ORDER.index already
+        raise ValueError(f"unknown configuration {config!r}; use with_skill or without_skill")
+    return config
+
+
+def _scored_runs(summary: s.ConfigSummary) -> int:
+    extra = summary.model_extra
+    assert extra is not None  # output models allow extra fields, so pydantic always keeps this dict
+    return extra["scored_runs"]
 
 
 def _eval_means(items: Sequence[Item]) -> dict[int, tuple[float, float, int]]:
@@ -188,7 +201,9 @@ def aggregate(
         raise ValueError(f"unknown configuration(s) {sorted(unknown)}; use with_skill or without_skill")
     order = {e.id: i for i, e in enumerate(sorted(evals, key=lambda e: e.id))}
     given = {c: list(outcomes_by_config.get(c) or []) for c in CONFIG_ORDER}
-    items = {c: [it for it in given[c] if it[2].status != "unscored"] for c in CONFIG_ORDER}
+    items: dict[str, list[Item]] = {
+        c: [it for it in given[c] if it[2].status != "unscored"] for c in CONFIG_ORDER
+    }
     lost = {c: [it for it in given[c] if it[2].status == "unscored"] for c in CONFIG_ORDER}
     summaries = {c: _config_summary(items[c], len(lost[c])) for c in CONFIG_ORDER if given[c]}
     if "with_skill" not in summaries:
@@ -200,7 +215,7 @@ def aggregate(
             sa, sb = getattr(a, metric), getattr(b, metric)
             # A side with no scored run has no value, not 0: no difference can be taken from it.
             scored_metric = metric not in ("time_seconds", "tokens")
-            if scored_metric and not (a.model_extra["scored_runs"] and b.model_extra["scored_runs"]):
+            if scored_metric and not (_scored_runs(a) and _scored_runs(b)):
                 continue
             if sa is not None and sb is not None:
                 delta[metric] = delta_string(metric, sa.mean - sb.mean)
@@ -299,9 +314,10 @@ def analyst_notes(evals: Sequence[Any], outcomes_by_config: Mapping[str, Sequenc
             for text, passed in _results(it):
                 per[(it[0].id, c)][text].append(passed)
     for i in ids:
-        ws, wo = per.get((i, "with_skill"), {}), per.get((i, "without_skill"), {})
-        for text in ws:
-            if text in wo and all(ws[text]) and all(wo[text]):
+        with_results = per.get((i, "with_skill"), {})
+        without_results = per.get((i, "without_skill"), {})
+        for text in with_results:
+            if text in without_results and all(with_results[text]) and all(without_results[text]):
                 notes.append(Note("non_discriminating", i, text, (
                     f"Eval {i}: expectation '{text}' passes in every run of both configurations "
                     "- does not discriminate the skill's value")))

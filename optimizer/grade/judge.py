@@ -157,7 +157,7 @@ async def grade_run(
     if record is not None and getattr(record, "status", "ok") == "unscored":
         return unscored(eval, structural, getattr(record, "error", None) or "the run failed")
     if record is not None and getattr(record, "status", "ok") != "ok":
-        reason = RUN_FAILED + (getattr(record, "error", None) or getattr(record, "status", "error"))
+        reason = RUN_FAILED + (getattr(record, "error", "") or getattr(record, "status", "error"))
         failed = fail_all(structural, reason)
         judged = [s.GradedExpectation(text=t, passed=False, evidence=reason) for t in eval.expectations]
         return finish("exec_error", failed, judged, error=reason)

@@ -279,7 +279,9 @@ def _tool_outputs(run_dir: Path) -> Iterator[tuple[str, str, bool]]:
                 continue
             for block in _blocks(entry):
                 if block.get("type") == "tool_use":
-                    args = block.get("input") if isinstance(block.get("input"), dict) else {}
+                    args = block.get("input")
+                    if not isinstance(args, dict):
+                        args = {}
                     # the text editor tool reads files with its `view` command
                     name = "view" if args.get("command") == "view" else block.get("name", "")
                     names[str(block.get("id"))] = str(name).lower()

@@ -59,9 +59,9 @@ def _output(path: Path, rel: str, budget: _Budget, root: Path) -> dict:
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError:
-        text = head.decode("utf-8", errors="ignore") if size > len(head) else None
-        if text is None:
+        if size <= len(head):
             return item
+        text = head.decode("utf-8", errors="ignore")
     shown = text[:TEXT_CAP]
     if budget.take(len(shown)):
         item.update(kind="text", text=shown, truncated=size > len(shown.encode("utf-8")))

@@ -176,7 +176,8 @@ def _from_history(ws: Workspace) -> RunData:
             raise BadInput(f"{ws.history}: not a valid history file ({problems[0]}); restore it or "
                            "rebuild it from state.db.")
     if isinstance(history.get("versions"), list):
-        nodes, prev = [], None
+        nodes: list[dict[str, Any]] = []
+        prev = None
         for item in history["versions"]:
             label = f"iteration {item.get('iteration', len(nodes))}"
             nodes.append({"label": label, "parent": prev, "iteration": item.get("iteration"),
@@ -333,7 +334,7 @@ def comparisons(folder: Path, label: str | None = None, parent: str | None = Non
     "child" and "parent" become the version labels when they are given."""
     cdir = folder / "comparison"
     assignment = read_json(cdir / "assignment.json")
-    names = {"child": label, "parent": parent}
+    names: dict[str | None, str | None] = {"child": label, "parent": parent}
     out = []
     for path in sorted(cdir.glob("comparison-*.json"), key=natural_key):
         data = read_json(path)

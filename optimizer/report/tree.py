@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -18,7 +19,7 @@ def lineage(run_dir: Path) -> dict:
     """The version tree as JSON-able data: each node with its children."""
     data = read.load(run_dir)
     nodes = {n["label"]: {**n, "children": []} for n in data.nodes}
-    roots = []
+    roots: list[dict[str, Any]] = []
     for n in nodes.values():
         parent = nodes.get(n.get("parent") or "")
         (parent["children"] if parent is not None and parent is not n else roots).append(n)

@@ -234,7 +234,7 @@ def record_scores(run: RunState, label: str) -> None:
                 scores.setdefault(e, []).append(row["score"])
     per_eval, rate = _means(scores), _means(rates)
     with run.store.atomic():
-        run.store.db["versions"].update(label, {
+        run.store.table("versions").update(label, {
             "score": math.fsum(per_eval.values()) / len(per_eval) if per_eval else None,
             "pass_rate": math.fsum(rate.values()) / len(rate) if rate else None,
             "split_scores_json": json.dumps(per_eval)})

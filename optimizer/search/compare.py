@@ -181,8 +181,8 @@ def _tally(slots: list[_Slot]) -> tuple[ComparisonTally, list[dict[str, Any]]]:
             ("child_wins", "parent_wins", "ties", "inconsistent", "errors", "pairs"), 0))
         counts["pairs"] += 1
         tally.pairs += 1
-        verdicts = {s.verdict for s in both}
-        if None in verdicts:
+        verdicts = {s.verdict for s in both if s.verdict is not None}
+        if any(s.verdict is None for s in both):
             verdict, key = "error", "errors"
         elif len(verdicts) == 1:
             verdict = verdicts.pop()

@@ -90,7 +90,7 @@ class DescriptionTarget:
         dev = self.metrics(label, run.train + self.validation)
         per_query = {q: float(v["passed"]) for q, v in dev["per_query"].items()}
         with run.store.atomic():
-            run.store.db["versions"].update(label, {
+            run.store.table("versions").update(label, {
                 "score": dev["pass_rate"], "pass_rate": dev["pass_rate"],
                 "split_scores_json": json.dumps(per_query)})
         write_json(run.ws.version(label) / "trigger.json", {

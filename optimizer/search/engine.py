@@ -81,7 +81,7 @@ async def iterate(run: RunState, target: Target, n: int) -> None:
         if label and not await _judge_safely(run, target, label, parent):
             return  # stopped before its decision: a resume judges it again from the ledger
     with run.store.atomic():
-        run.store.db["iterations"].update(n, {"finished_at": now(), "stage": "done"})
+        run.store.table("iterations").update(n, {"finished_at": now(), "stage": "done"})
     target.write_lineage(n)
 
 
@@ -94,7 +94,7 @@ def _start_iteration(run: RunState, target: Target, n: int) -> dict:
     row = {"number": n, "parent": parent, "stage": "propose", "candidates_json": "{}",
            "started_at": now()}
     with run.store.atomic():
-        run.store.db["iterations"].insert(row)
+        run.store.table("iterations").insert(row)
     return row
 
 
@@ -103,7 +103,9 @@ async def candidate(run: RunState, target: Target, n: int, k: int, parent: str) 
     failure of this one candidate (a bad answer, an edit that cannot be applied, a bug of ours
     on an odd file) is recorded as its rejection with the reason, and the loop goes on; a resume
     replays the same answer from the ledger and records the same outcome."""
-    made = json.loads(run.store.get("iterations", n)["candidates_json"] or "{}")
+    row = run.store.get("iterations", n)
+    assert row is not None  # iterate() records iteration n before it asks for a proposal
+    made = json.loads(row["candidates_json"] or "{}")
     if str(k) in made:
         return made[str(k)].get("label")
     run.set_stage(f"iteration {n}: proposal {k + 1} from {parent}")
@@ -128,7 +130,7 @@ async def candidate(run: RunState, target: Target, n: int, k: int, parent: str) 
             scratch.parent.rmdir()
     made[str(k)] = outcome
     with run.store.atomic():
-        run.store.db["iterations"].update(n, {"candidates_json": json.dumps(made)})
+        run.store.table("iterations").update(n, {"candidates_json": json.dumps(made)})
     log.info("proposal.made", iteration=n, k=k, **{key: str(v) for key, v in outcome.items()})
     return outcome.get("label")
 
@@ -145,7 +147,7 @@ async def _judge_safely(run: RunState, target: Target, label: str, parent: str) 
             raise
         log.exception("version.failed", version=label)
         with run.store.atomic():
-            run.store.db["versions"].update(label, {
+            run.store.table("versions").update(label, {
                 "status": "failed", "error": f"{type(exc).__name__}: {exc}"[:500]})
         return True
 
@@ -166,13 +168,13 @@ async def seal_test(run: RunState, target: Target) -> None:
     except BudgetExhausted as exc:
         result["incomplete"] = f"the budget ran out during the sealed test: {exc}"
     with run.store.atomic():
-        run.store.db["runs"].update(run.ws.root.name, {"test_json": json.dumps(result)})
+        run.store.table("runs").update(run.ws.root.name, {"test_json": json.dumps(result)})
 
 
 def _finish(run: RunState, target: Target, reason: str) -> None:
     with run.store.atomic():
-        run.store.db["runs"].update(run.ws.root.name, {"status": "stopped", "stop_reason": reason,
-                                                       "finished_at": now(), "stage": "stopped"})
+        run.store.table("runs").update(run.ws.root.name, {"status": "stopped", "stop_reason": reason,
+                                                          "finished_at": now(), "stage": "stopped"})
     target.write_lineage(loop_state(run).iterations_done)
     run.ui.finished(reason, run.best())
 
@@ -180,5 +182,5 @@ def _finish(run: RunState, target: Target, reason: str) -> None:
 def _set_running(run: RunState) -> None:
     # A run that starts again has no stop reason and no error yet: the old ones are history.
     with run.store.atomic():
-        run.store.db["runs"].update(run.ws.root.name, {"status": "running", "stop_reason": None,
-                                                       "last_error": None})
+        run.store.table("runs").update(run.ws.root.name, {"status": "running", "stop_reason": None,
+                                                          "last_error": None})

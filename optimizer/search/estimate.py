@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,13 +56,20 @@ PROFILES: dict[str, dict[str, float]] = {
 }
 
 
+class _Sums(dict[str, float]):
+    """Fractional sums per role; a missing role reads 0, as in a Counter (typed for ints only)."""
+
+    def __missing__(self, key: str) -> float:
+        return 0
+
+
 @dataclass
 class Tally:
     """Calls, tokens and USD per role for one part of a run."""
 
-    calls: Counter = field(default_factory=Counter)
-    tokens: Counter = field(default_factory=Counter)
-    usd: Counter = field(default_factory=Counter)
+    calls: _Sums = field(default_factory=_Sums)
+    tokens: _Sums = field(default_factory=_Sums)
+    usd: _Sums = field(default_factory=_Sums)
 
     def add(self, other: Tally, times: float = 1.0) -> Tally:
         for role in set(other.calls) | set(other.usd):
@@ -183,7 +189,7 @@ def estimate(settings: Settings, evalset: EvalSet, skill_dir: Path | None = None
     iterations = s.loop.max_iterations
     whole = Tally().add(setup).add(iteration, iterations).add(sealed)
     whole_most = Tally().add(setup).add(most, iterations).add(sealed)
-    est = {
+    est: dict[str, Any] = {
         "version": VERSION,
         "provider": s.llm.provider,
         "batch": s.llm.batch,
@@ -260,7 +266,7 @@ def record(ws: Workspace, est: dict[str, Any]) -> None:
     store = Store(ws.state_db)
     try:
         with store.atomic():
-            store.db["runs"].update(ws.root.name, {"estimate_json": json.dumps(est)})
+            store.table("runs").update(ws.root.name, {"estimate_json": json.dumps(est)})
     finally:
         store.close()
 

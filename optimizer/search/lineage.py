@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from optimizer import schemas
 from optimizer.store.db import Store
@@ -161,7 +163,7 @@ def _action(assertion: str | None, reason: str) -> str:
 
 
 def feedback_aggregate(store: Store, *, skill_name: str, iteration: int,
-                       extra_notes: list[tuple[str | None, str, str]] = ()) -> schemas.EvalFeedbackAggregate:
+                       extra_notes: Sequence[tuple[str | None, str, str]] = ()) -> schemas.EvalFeedbackAggregate:
     """Every eval_feedback suggestion of every grading, grouped, with analyst notes appended
     as (assertion, reason, action) triples."""
     groups: dict[tuple[str | None, str], list[str]] = defaultdict(list)
@@ -175,7 +177,7 @@ def feedback_aggregate(store: Store, *, skill_name: str, iteration: int,
         for s in (grading.get("eval_feedback") or {}).get("suggestions") or []:
             assertion = s.get("assertion") or None
             groups[(assertion, _reason_key(s.get("reason", "")))].append(s.get("reason", ""))
-    suggestions = []
+    suggestions: list[dict[str, Any]] = []
     for (assertion, _), reasons in groups.items():
         reason = min(Counter(reasons).items(), key=lambda kv: (-kv[1], kv[0]))[0]
         suggestions.append({"frequency": len(reasons), "assertion": assertion, "reason": reason,
@@ -191,7 +193,7 @@ def feedback_aggregate(store: Store, *, skill_name: str, iteration: int,
 
 
 def write_files(ws: Workspace, store: Store, *, simulated: bool, skill_name: str, iteration: int,
-                extra_notes: list[tuple[str | None, str, str]] = ()) -> None:
+                extra_notes: Sequence[tuple[str | None, str, str]] = ()) -> None:
     if store.query("select 1 from versions where decision is not null limit 1"):
         if (store.run_row() or {}).get("target") == "description":
             write_json(ws.history, history_versions(store, ws, simulated=simulated))

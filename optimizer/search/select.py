@@ -4,13 +4,17 @@ Pure functions of their inputs and a seeded random.Random: never read files, clo
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypedDict, TypeVar
 
 from optimizer.config import Selection
 from optimizer.grade.stats import mean, paired_bootstrap
 
 EvalId = int | str
+# One kind of id per call: the body target's evals are ints, a caller may key by names.
+E = TypeVar("E", bound=EvalId)
+Verdict = Literal["won", "lost", "tie"]
 # Fewer decisive swap-consistent verdicts than this never decide anything: two lucky pairs
 # would otherwise settle an inconclusive interval (see bench/selection.py for the rates).
 MIN_CONSISTENT_VERDICTS = 3
@@ -35,7 +39,7 @@ class ComparisonTally:
 
 @dataclass(frozen=True)
 class Decision:
-    decision: Literal["won", "lost", "tie"]
+    decision: Verdict
     reason: str
     delta: float | None
     ci_low: float | None
@@ -53,9 +57,24 @@ class Decision:
     excluded_evals: tuple[EvalId, ...] = ()  # evals without scored runs on both sides
 
 
+class _Common(TypedDict):
+    """The fields of a Decision that every outcome of decide() shares."""
+
+    evals: int
+    runs: int
+    comparator: dict[str, Any]
+    judge_error_rate: float
+    judge_errors: int
+    total_runs: int
+    confidence: float
+    min_effect: float
+    unscored: int
+    excluded_evals: tuple[EvalId, ...]
+
+
 def paired_differences(
-    child: dict[EvalId, list[float]], parent: dict[EvalId, list[float]]
-) -> dict[EvalId, float]:
+    child: Mapping[E, list[float]], parent: Mapping[E, list[float]]
+) -> dict[E, float]:
     """d per eval = mean child score − mean parent score, over evals where both have scores."""
     return {
         e: mean(child[e]) - mean(parent[e])
@@ -93,8 +112,8 @@ def _majority(tally: ComparisonTally | None, majority: float) -> tuple[str | Non
 
 
 def decide(
-    child_scores: dict[EvalId, list[float]],
-    parent_scores: dict[EvalId, list[float]],
+    child_scores: Mapping[E, list[float]],
+    parent_scores: Mapping[E, list[float]],
     tally: ComparisonTally | None,
     *,
     selection: Selection,
@@ -112,7 +131,7 @@ def decide(
     error_rate = judge_errors / total_runs if total_runs else 0.0
     runs = min((min(len(child_scores[e]), len(parent_scores[e])) for e in ds), default=0)
     excluded = tuple(sorted((e for e in {*child_scores, *parent_scores} if e not in ds), key=str))
-    common = dict(
+    common = _Common(
         evals=len(ds), runs=runs, comparator=comparator, judge_error_rate=error_rate,
         judge_errors=judge_errors, total_runs=total_runs,
         confidence=selection.confidence, min_effect=selection.min_effect,
@@ -145,9 +164,9 @@ def decide(
     needs_more = inconclusive and runs < selection.max_runs_per_eval
     side, words = _majority(tally, selection.comparator_majority)
 
-    def made(decision: str, reason: str) -> Decision:
+    def made(decision: Verdict, reason: str) -> Decision:
         return Decision(decision, reason + left_out, delta, low, high, needs_more_runs=needs_more,
-                        **common)  # type: ignore[arg-type]
+                        **common)
 
     if low > selection.min_effect + _EPS:
         return made("won", f"won: {where} lies above the minimum effect {selection.min_effect}.")
@@ -216,8 +235,8 @@ def selection_json(decision: Decision) -> dict[str, Any]:
     }
 
 
-def _eval_means(scores: dict[EvalId, float | list[float]]) -> dict[EvalId, float]:
-    out: dict[EvalId, float] = {}
+def _eval_means(scores: Mapping[E, float | list[float]]) -> dict[E, float]:
+    out: dict[E, float] = {}
     for e, value in scores.items():
         if isinstance(value, list | tuple):
             if value:
@@ -228,8 +247,8 @@ def _eval_means(scores: dict[EvalId, float | list[float]]) -> dict[EvalId, float
 
 
 def screen(
-    child_minibatch_scores: dict[EvalId, float | list[float]],
-    parent_scores_same_evals: dict[EvalId, float | list[float]],
+    child_minibatch_scores: Mapping[E, float | list[float]],
+    parent_scores_same_evals: Mapping[E, float | list[float]],
     *,
     margin: float,
 ) -> tuple[bool, str]:
@@ -250,13 +269,13 @@ def screen(
 
 
 @dataclass(frozen=True)
-class VersionScores:
+class VersionScores(Generic[E]):
     label: str
-    per_eval: dict[EvalId, float]
+    per_eval: dict[E, float]
     is_best: bool = False
 
 
-def _dominates(a: VersionScores, b: VersionScores) -> bool:
+def _dominates(a: VersionScores[E], b: VersionScores[E]) -> bool:
     shared = [e for e in a.per_eval if e in b.per_eval]
     if not shared:
         return False
@@ -265,7 +284,7 @@ def _dominates(a: VersionScores, b: VersionScores) -> bool:
     )
 
 
-def pareto_front(versions: list[VersionScores]) -> list[str]:
+def pareto_front(versions: Sequence[VersionScores[E]]) -> list[str]:
     """Labels of versions no other version dominates (≥ on every shared eval, > on one)."""
     return [
         v.label for v in versions
@@ -273,7 +292,7 @@ def pareto_front(versions: list[VersionScores]) -> list[str]:
     ]
 
 
-def _leads(versions: list[VersionScores]) -> dict[str, int]:
+def _leads(versions: Sequence[VersionScores[E]]) -> dict[str, int]:
     """How many evals each version leads; a tie for the lead counts for every leader."""
     evals = {e for v in versions for e in v.per_eval}
     leads = {v.label: 0 for v in versions}
@@ -285,7 +304,7 @@ def _leads(versions: list[VersionScores]) -> dict[str, int]:
     return leads
 
 
-def _best(versions: list[VersionScores]) -> str:
+def _best(versions: Sequence[VersionScores[E]]) -> str:
     flagged = [v.label for v in versions if v.is_best]
     if flagged:
         return flagged[0]
@@ -293,7 +312,7 @@ def _best(versions: list[VersionScores]) -> str:
 
 
 def select_parent(
-    versions: list[VersionScores], *, strategy: Literal["best", "pareto"], rng: random.Random
+    versions: Sequence[VersionScores[E]], *, strategy: Literal["best", "pareto"], rng: random.Random
 ) -> str:
     """`best`: the current best. `pareto` (GEPA): a version on the per-eval Pareto front, drawn
     with weight = evals it leads, so a version that is best somewhere keeps getting chances."""
@@ -312,11 +331,11 @@ def select_parent(
 
 
 def choose_minibatch(
-    train_ids: list[EvalId],
-    parent_per_eval_scores: dict[EvalId, float],
+    train_ids: Sequence[E],
+    parent_per_eval_scores: Mapping[E, float],
     k: int,
     rng: random.Random,
-) -> list[EvalId]:
+) -> list[E]:
     """k evals for the screen, stratified: most are the parent's weakest (lowest score first,
     ties broken by rng), where a proposal aimed at failures shows; one in three at most is drawn
     at random from the rest, because a screen made only of evals the parent scores 0 on could

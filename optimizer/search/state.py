@@ -47,7 +47,7 @@ class RunState:
 
     def set_stage(self, stage: str) -> None:
         with self.store.atomic():
-            self.store.db["runs"].update(self.ws.root.name, {"stage": stage})
+            self.store.table("runs").update(self.ws.root.name, {"stage": stage})
         self.ui.stage(stage)
 
     def score(self, label: str) -> float:
@@ -87,7 +87,7 @@ def register(run: RunState, n: int, parent: str, cand: Candidate) -> dict[str, s
         if (same[0]["iteration"], same[0]["parent"]) == (n, parent) and same[0]["label"] not in recorded:
             return {"label": same[0]["label"]}
         return {"duplicate": same[0]["label"]}
-    label = f"v{run.store.db['versions'].count}"
+    label = f"v{run.store.table('versions').count}"
     dest = run.ws.skill(label)
     if dest.exists():  # left by a process killed before it committed the row
         shutil.rmtree(dest)
@@ -95,7 +95,7 @@ def register(run: RunState, n: int, parent: str, cand: Candidate) -> dict[str, s
     diff = skills.unified_diff(run.ws.skill(parent), dest)
     write_text(run.ws.version(label) / "proposal.md", proposal_markdown(label, parent, cand, diff))
     with run.store.atomic():
-        run.store.db["versions"].insert({
+        run.store.table("versions").insert({
             "label": label, "hash": digest, "parent": parent, "iteration": n, "created_at": now(),
             "status": "proposed", "summary": cand.summary, "rationale": cand.rationale,
         })
@@ -116,10 +116,10 @@ def record_decision(run: RunState, label: str, parent: str, stage: str, selectio
             "version": label, "parent": parent, "stage": stage, "decision": verdict,
             "delta": delta, "ci_low": ci[0], "ci_high": ci[1], "reason": selection["reason"],
             "selection_json": json.dumps(selection), "decided_at": now()}, pk="version")
-        run.store.db["versions"].update(label, {"decision": verdict, "stage": stage,
-                                                "status": "decided"})
+        run.store.table("versions").update(label, {"decision": verdict, "stage": stage,
+                                                   "status": "decided"})
         if promote:
-            run.store.db["runs"].update(run.ws.root.name, {"current_best": label})
+            run.store.table("runs").update(run.ws.root.name, {"current_best": label})
     log.info("selection.decided", version=label, parent=parent, decision=verdict, stage=stage,
              reason=selection["reason"], promoted=promote)
     run.ui.decided(label, verdict, selection["reason"])
@@ -129,5 +129,5 @@ def mark_baseline(run: RunState, stage: str) -> None:
     """v0 is evaluated: it enters the lineage as the baseline every child is measured against."""
     if (run.store.get("versions", "v0") or {}).get("decision") is None:
         with run.store.atomic():
-            run.store.db["versions"].update("v0", {"decision": "baseline", "stage": stage,
-                                                   "status": "evaluated"})
+            run.store.table("versions").update("v0", {"decision": "baseline", "stage": stage,
+                                                      "status": "evaluated"})

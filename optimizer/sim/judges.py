@@ -103,7 +103,7 @@ def _coverage(text: str, files: list[dict]) -> float:
 
 def grade(get: Section, rng: random.Random, knobs: Any) -> dict:
     files = parse_files(get("outputs"))
-    results = []
+    results: list[dict[str, Any]] = []
     for text in _expectations(get):
         passed, evidence = check(text, files)
         if rng.random() < knobs.judge_noise:
@@ -211,7 +211,7 @@ def _eval_feedback(results: list[dict], out_chars: int) -> dict:
 
 
 def _side(get: Section, expectations: list[str], files: list[dict], dims_text: str) -> dict:
-    details = [{"text": e, "passed": check(e, files)[0]} for e in expectations]
+    details: list[dict[str, Any]] = [{"text": e, "passed": check(e, files)[0]} for e in expectations]
     passed = sum(d["passed"] for d in details)
     rate = passed / len(details) if details else 0.0
     coverage = _coverage(dims_text, files) if files else 0.0

@@ -127,7 +127,9 @@ def _neutral(
         )
     i = rng.choice(marks)
     text = bullet_text(lines[i])
-    prefix = re.match(r"\s*(?:[-*]|\d+\.)\s+", lines[i]).group(0)
+    bullet = re.match(r"\s*(?:[-*]|\d+\.)\s+", lines[i])
+    assert bullet is not None  # marks are bullet lines (text.bullet_indexes)
+    prefix = bullet.group(0)
     reworded = text[7:] if text.startswith("Always ") else "Always " + _lower_first(text)
     new_line = prefix + reworded
     after = head + "\n".join(lines[:i] + [new_line] + lines[i + 1 :])

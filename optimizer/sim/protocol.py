@@ -151,7 +151,7 @@ def cap(content: list[dict], stop: str, max_tokens: int) -> tuple[list[dict], st
 
 def malform(message: dict, body: dict) -> dict:
     """Drop a required field from the first tool call: a 200 the client's validation must catch."""
-    content = []
+    content: list[dict] = []
     for block in message["content"]:
         if block["type"] == "tool_use" and not any(b["type"] == "tool_use" for b in content):
             required = (tool_schema(body, block["name"]) or {}).get("required") or list(

@@ -179,14 +179,15 @@ def _blank(schema: dict, root: dict) -> Any:
             return _blank(real[0], root) if real else None
     kind = schema.get("type")
     kind = kind[0] if isinstance(kind, list) else kind
-    return {
+    blanks: dict[str | None, Any] = {
         "string": "",
         "integer": 0,
         "number": 0.0,
         "boolean": False,
         "array": [],
         "null": None,
-    }.get(kind, fit({}, schema, root) if kind in (None, "object") else None)
+    }
+    return blanks.get(kind, fit({}, schema, root) if kind in (None, "object") else None)
 
 
 def fit(value: Any, schema: dict | None, root: dict | None = None) -> Any:

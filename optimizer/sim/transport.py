@@ -78,9 +78,9 @@ class Simulator:
             shown["messages"] = body["messages"][:1]
         # Harness reminders carry the date: a key with them would change every night. The Claude
         # Code CLI names its (host) working folder: the same run answers alike wherever it is.
-        whole = canonical(shown)
-        text = REMINDER.sub("", whole)
-        if (cwd := _CLI_CWD.search(whole)) is not None:
+        request = canonical(shown)
+        text = REMINDER.sub("", request)
+        if (cwd := _CLI_CWD.search(request)) is not None:
             folder = cwd.group(1)
             text = text.replace(folder, "<cwd>").replace(re.sub(r"[^A-Za-z0-9]", "-", folder), "<cwd>")
         text = _CLI_HOME.sub("<home>", text)

@@ -12,6 +12,7 @@ from typing import Any
 
 import sqlite_utils
 from sqlite_utils import Migrations
+from sqlite_utils.db import Table
 
 from optimizer.errors import WorkFailed
 
@@ -24,52 +25,52 @@ def now() -> str:
 
 @migrations()
 def m001_initial(db: sqlite_utils.Database) -> None:
-    db["runs"].create(  # one row: this optimizer run
+    db.table("runs").create(  # one row: this optimizer run
         {"id": str, "skill_name": str, "skill_dir": str, "target": str, "started_at": str,
          "eval_set_hash": str, "split_json": str, "settings_json": str, "status": str,
          "stop_reason": str, "from_run": str, "finished_at": str},
         pk="id",
     )
-    db["versions"].create(
+    db.table("versions").create(
         {"label": str, "hash": str, "parent": str, "iteration": int, "created_at": str,
          "status": str, "decision": str, "summary": str, "rationale": str, "stage": str,
          "score": float, "pass_rate": float, "cost_usd": float},
         pk="label",
     )
-    db["versions"].create_index(["hash"], unique=True)
-    db["eval_runs"].create(  # one execution of one eval by one configuration
+    db.table("versions").create_index(["hash"], unique=True)
+    db.table("eval_runs").create(  # one execution of one eval by one configuration
         {"key": str, "version": str, "eval_id": int, "configuration": str, "run_number": int,
          "split": str, "status": str, "error": str, "skill_invoked": int, "tokens": int,
          "time_seconds": float, "completed_at": str},
         pk="key",
     )
-    db["eval_runs"].create_index(["version", "eval_id"])
-    db["gradings"].create(
+    db.table("eval_runs").create_index(["version", "eval_id"])
+    db.table("gradings").create(
         {"key": str, "status": str, "score": float, "pass_rate": float, "passed": int,
          "total": int, "rubric_normalized": float, "gate_passed": int, "grading_json": str,
          "structural_json": str, "completed_at": str},
         pk="key",
     )
-    db["decisions"].create(
+    db.table("decisions").create(
         {"version": str, "parent": str, "stage": str, "decision": str, "delta": float,
          "ci_low": float, "ci_high": float, "reason": str, "selection_json": str,
          "decided_at": str},
         pk="version",
     )
-    db["iterations"].create(
+    db.table("iterations").create(
         {"number": int, "parent": str, "stage": str, "candidates_json": str, "started_at": str,
          "finished_at": str},
         pk="number",
     )
-    db["calls"].create(  # the model-call ledger, which doubles as the cache that makes resume free
+    db.table("calls").create(  # the model-call ledger, which doubles as the cache that makes resume free
         {"hash": str, "role": str, "model": str, "sample": int, "outcome": str,
          "response_json": str, "input_tokens": int, "output_tokens": int,
          "cache_write_tokens": int, "cache_read_tokens": int, "cost_usd": float,
          "latency_ms": float, "attempts": int, "error": str, "created_at": str},
         pk="hash",
     )
-    db["calls"].create_index(["role"])
-    db["cache_hits"].create(  # a call served from the ledger: counted, and the money it saved
+    db.table("calls").create_index(["role"])
+    db.table("cache_hits").create(  # a call served from the ledger: counted, and the money it saved
         {"id": int, "hash": str, "role": str, "saved_usd": float, "at": str}, pk="id"
     )
 
@@ -128,15 +129,19 @@ class Store:
         self.db.conn.close()
 
     # -- generic helpers ---------------------------------------------------------------
+    def table(self, name: str) -> Table:
+        """A table of state.db (`db[name]` is typed as a table or a view; state.db has no views)."""
+        return self.db.table(name)
+
     def get(self, table: str, pk: Any) -> dict | None:
         try:
             with self._systemic_errors():
-                return self.db[table].get(pk)
+                return self.table(table).get(pk)
         except sqlite_utils.db.NotFoundError:
             return None
 
     def upsert(self, table: str, row: dict, pk: str) -> None:
-        self.db[table].upsert(row, pk=pk, alter=False)
+        self.table(table).upsert(row, pk=pk, alter=False)
 
     def query(self, sql: str, params: Any = ()) -> list[dict]:
         with self._systemic_errors():
@@ -154,7 +159,7 @@ class Store:
 
     def record_cache_hit(self, request_hash: str, role: str, saved_usd: float) -> None:
         with self.atomic():
-            self.db["cache_hits"].insert(
+            self.db.table("cache_hits").insert(
                 {"hash": request_hash, "role": role, "saved_usd": saved_usd, "at": now()}
             )
 
@@ -187,14 +192,14 @@ class Store:
 def m002_best_and_scopes(db: sqlite_utils.Database) -> None:
     # The current best is a decision, not a derivation: with Pareto parents a winning child may
     # still score below the best, so the loop records it explicitly.
-    db["runs"].add_column("current_best", str)
-    db["runs"].add_column("test_json", str)
-    db["runs"].add_column("pid", int)
-    db["runs"].add_column("stage", str)
-    db["runs"].add_column("last_error", str)
+    db.table("runs").add_column("current_best", str)
+    db.table("runs").add_column("test_json", str)
+    db.table("runs").add_column("pid", int)
+    db.table("runs").add_column("stage", str)
+    db.table("runs").add_column("last_error", str)
     # Which version (or stage) a model call was made for, so lineage can show cost per version.
-    db["calls"].add_column("scope", str)
-    db["versions"].add_column("split_scores_json", str)
+    db.table("calls").add_column("scope", str)
+    db.table("versions").add_column("split_scores_json", str)
 
 
 @migrations()
@@ -202,29 +207,29 @@ def m003_batches_and_estimate(db: sqlite_utils.Database) -> None:
     # Message Batches in flight (llm.batch): recorded as soon as the service acknowledges one, so
     # a resumed run re-attaches to it instead of paying for the same requests again. `items_json`
     # maps each custom_id (the ledger's request hash) to its role, model, sample and scope.
-    db["batches"].create(
+    db.table("batches").create(
         {"id": str, "scope": str, "roles": str, "custom_ids_json": str, "items_json": str,
          "status": str, "created_at": str, "ended_at": str, "counts_json": str},
         pk="id",
     )
-    db["batches"].create_index(["status"])
-    db["calls"].add_column("batch_id", str)  # set when the answer came through a batch
-    db["runs"].add_column("estimate_json", str)  # the cost preview shown when the run started
+    db.table("batches").create_index(["status"])
+    db.table("calls").add_column("batch_id", str)  # set when the answer came through a batch
+    db.table("runs").add_column("estimate_json", str)  # the cost preview shown when the run started
 
 
 @migrations()
 def m004_calls_scope_index(db: sqlite_utils.Database) -> None:
     # lineage sums each version's cost by scope after every iteration; without the index that is
     # a scan of the whole ledger per version.
-    db["calls"].create_index(["scope"], if_not_exists=True)
+    db.table("calls").create_index(["scope"], if_not_exists=True)
 
 
 @migrations()
 def m005_version_errors(db: sqlite_utils.Database) -> None:
     # A failure of ours while one version was evaluated: recorded on it, the run goes on.
-    db["versions"].add_column("error", str)
+    db.table("versions").add_column("error", str)
     # Why a run is unscored (DESIGN §7): its cause, shown in status and benchmark.json.
-    db["gradings"].add_column("error", str)
+    db.table("gradings").add_column("error", str)
 
 
 @migrations()
@@ -232,7 +237,7 @@ def m006_resumes(db: sqlite_utils.Database) -> None:
     # Each resume's effective settings and the keys it changed ({key: [before, after]}); the run's
     # settings_json is kept equal to the latest, so status shows the limits in force, not the
     # ones the run was started with.
-    db["resumes"].create(
+    db.table("resumes").create(
         {"id": int, "at": str, "settings_json": str, "changed_json": str}, pk="id"
     )
 
@@ -241,5 +246,5 @@ def m006_resumes(db: sqlite_utils.Database) -> None:
 def m007_drop_unused_columns(db: sqlite_utils.Database) -> None:
     # Never written: the daemon's pid lives in the run folder's pidfile (store/lock.py), and a
     # version's cost is summed from the ledger by scope (search/lineage.py).
-    db["runs"].transform(drop={"pid"})
-    db["versions"].transform(drop={"cost_usd"})
+    db.table("runs").transform(drop={"pid"})
+    db.table("versions").transform(drop={"cost_usd"})
