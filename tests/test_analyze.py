@@ -9,6 +9,7 @@ from optimizer.search.analyze import analyze
 from optimizer.search.select import ComparisonTally
 from optimizer.sim import Simulator
 from optimizer.store.files import read_json
+from optimizer.tags import parse_tags, section
 
 WINNER_MD = """---
 name: revenue-report
@@ -87,11 +88,12 @@ async def test_analysis_json_from_the_unblinded_comparison(tmp_path, recorded):
     (body,) = bodies
     text = json.loads(body)["messages"][0]["content"]
     assert str(tmp_path) not in body
-    assert '<file path="SKILL.md">' in text and '<file path="scripts/check.py">' in text
+    assert {a["path"] for a, _ in parse_tags(section(text, "winner_skill"), "file")} >= {
+        "SKILL.md", "scripts/check.py"}
     assert 'binary="true"' in text and "\\x89PNG" not in text
     assert '<failure eval="2" count="3">' in text
     # The tally is told in the versions' names: the child (v1) won 4, the parent (v0) 1.
-    assert "4 won by v1, 1 won by v0" in text and 'winner="v1" output_a="v0"' in text
+    assert "4 won by v1, 1 won by v0" in text and 'winner="v1" output_a="v0" boundary="' in text
     assert "characters cut" in text  # a long transcript is an excerpt
 
 

@@ -91,7 +91,7 @@ async def test_no_version_label_or_host_path_reaches_the_comparator(tmp_path, ma
         for secret in ("v1", "v0", "V1", str(tmp_path), "with_skill", "metrics.json"):
             assert secret not in body, secret
         assert "[version]" in text and "[path]" in text and "[configuration]" in text
-        assert '<file path="answer.md">' in text  # relative to outputs/ only
+        assert '<file path="answer.md" boundary="' in text  # relative to outputs/ only
     # An unbiased judge sees the child's answers are better, in both orders.
     assert (tally.child_wins, tally.parent_wins, tally.inconsistent, tally.errors) == (6, 0, 0, 0)
     assert tally.pairs == 6 and tally.swap_consistency == 1.0

@@ -43,7 +43,7 @@ from optimizer.grade.structural import RUN_FAILED
 from optimizer.model import ModelCallFailed, StructuredAnswerError
 from optimizer.model.prompts import load_prompt
 from optimizer.store.files import read_json, write_json
-from optimizer.tags import tag
+from optimizer.tags import data, tag
 
 log = structlog.get_logger(__name__)
 
@@ -215,9 +215,9 @@ def build_request(eval: Any, run_dir: Path) -> str:
     paths, no times), so the same run asks the same question wherever its folder is."""
     parts = task_sections(eval)
     parts.append(tag("outputs", render_outputs(run_dir, budget=MAX_OUTPUT_CHARS)))
-    parts.append(tag("transcript", truncate(read_text(run_dir / "transcript.md"), MAX_TRANSCRIPT_CHARS)))
+    parts.append(data("transcript", truncate(read_text(run_dir / "transcript.md"), MAX_TRANSCRIPT_CHARS)))
     notes = read_text(run_dir / "outputs" / "user_notes.md").strip()
-    parts.append(tag("user_notes", truncate(notes, MAX_FILE_CHARS) if notes else "(none)"))
+    parts.append(data("user_notes", truncate(notes, MAX_FILE_CHARS)) if notes else tag("user_notes", "(none)"))
     return "\n\n".join(parts)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.grade.structural import output_files
-from optimizer.tags import tag, tags
+from optimizer.tags import data, tag, tags
 
 MAX_FILE_CHARS = 20_000
 
@@ -87,5 +87,5 @@ def render_outputs(run_dir: Path, *, budget: int, shown: Callable[[str], str] = 
         cap = min(MAX_FILE_CHARS, left)
         text = truncate(text, cap, head=cap * 3 // 4)
         left -= len(text)
-        entries.append(tag("file", shown(text), path=name))
+        entries.append(data("file", shown(text), path=name))
     return "\n".join(entries) if entries else "(no output files)"

@@ -16,7 +16,7 @@ from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Analysis
 from optimizer.search.select import ComparisonTally
 from optimizer.store.files import write_json
-from optimizer.tags import tag
+from optimizer.tags import data, tag
 
 log = structlog.get_logger(__name__)
 
@@ -48,17 +48,17 @@ def render_skill(skill_dir: Path) -> str:
     entries, budget = [], MAX_SKILL_CHARS
     for path in _skill_files(skill_dir):
         rel = path.relative_to(skill_dir).as_posix()
-        data = path.read_bytes()
-        if b"\x00" in data[:8192]:
-            entries.append(tag("file", f"(binary file, {len(data):,} bytes, not shown)",
-                               path=rel, binary="true", size=len(data)))
+        raw = path.read_bytes()
+        if b"\x00" in raw[:8192]:
+            entries.append(tag("file", f"(binary file, {len(raw):,} bytes, not shown)",
+                               path=rel, binary="true", size=len(raw)))
             continue
         if budget <= 0:
             entries.append(tag("file", "[… not shown: the skill's text passed the limit …]", path=rel))
             continue
-        text = _cut(data.decode("utf-8", errors="replace"), min(MAX_SKILL_FILE_CHARS, budget))
+        text = _cut(raw.decode("utf-8", errors="replace"), min(MAX_SKILL_FILE_CHARS, budget))
         budget -= len(text)
-        entries.append(tag("file", text, path=rel))
+        entries.append(data("file", text, path=rel))
     return "\n".join(entries) if entries else "(no files)"
 
 
@@ -86,7 +86,7 @@ def render_comparisons(tally: ComparisonTally | None, winner: str, loser: str, c
         f"between the two orders, {tally.errors} errors (swap consistency {consistency})."
     ]
     for reason in tally.reasons[:MAX_REASONS]:
-        lines.append(tag("comparison", reason["reasoning"], eval=reason["eval_id"],
+        lines.append(data("comparison", reason["reasoning"], eval=reason["eval_id"],
                          run=reason["run"], winner=name[reason["verdict"]],
                          output_a=name[reason["output_a"]]))
     return "\n".join(lines)
@@ -106,7 +106,7 @@ def render_transcripts(transcripts: dict[str, str]) -> str:
             break
         text = _cut(transcripts[name], min(MAX_TRANSCRIPT_CHARS, budget))
         budget -= len(text)
-        entries.append(tag("transcript", text, name=name))
+        entries.append(data("transcript", text, name=name))
     return "\n".join(entries) or "(none)"
 
 

@@ -18,7 +18,7 @@ from optimizer.inputs.triggers import Query
 from optimizer.model import ModelCallFailed
 from optimizer.model.prompts import load_prompt
 from optimizer.store.db import Store, now
-from optimizer.tags import tag
+from optimizer.tags import data
 
 # Beside the code (package data in pyproject.toml); importlib.resources fails on an editable install.
 DISTRACTORS = Path(__file__).resolve().parents[1] / "data" / "distractor_skills.json"
@@ -60,7 +60,8 @@ def offered(skill_name: str, description: str, query: Query, run: int, *, seed: 
 
 
 def request(skill_name: str, description: str, query: Query, run: int, *, seed: int) -> dict:
-    listed = "\n".join(tag("skill", desc, name=name)
+    # A description may be a model's proposal: offered as data, like every skill's.
+    listed = "\n".join(data("skill", desc, name=name)
                        for name, desc in offered(skill_name, description, query, run, seed=seed))
     return {
         "system": load_prompt("trigger").render(available_skills=listed),

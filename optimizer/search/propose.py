@@ -17,7 +17,7 @@ from optimizer.inputs import skill as skills
 from optimizer.inputs import skillmd
 from optimizer.model import StructuredAnswerError
 from optimizer.model.prompts import load_prompt
-from optimizer.tags import tag
+from optimizer.tags import data, tag
 
 log = structlog.get_logger()
 
@@ -119,18 +119,19 @@ def build_request(parent: Path, feedback: Feedback, target: str) -> str:
             text = content if len(content) <= SHOWN_FILE_CHARS else (
                 content[:SHOWN_FILE_CHARS] + f"\n[… {len(content) - SHOWN_FILE_CHARS:,} characters truncated …]"
             )
-            shown.append(tag("file", text, path=rel))
+            shown.append(data("file", text, path=rel))
     failures = "\n".join(
         tag("failure", f.text, eval=f.eval_id, count=f.count, evidence=f.evidence[:300])
         for f in feedback.failures
     ) or "(none: every expectation passed)"
-    attempts = "\n".join(tag("attempt", a) for a in feedback.lost_attempts) or "(none)"
+    attempts = "\n".join(data("attempt", a) for a in feedback.lost_attempts) or "(none)"
     parts = [
         tag("target", target),
         tag("skill_files", "\n".join(shown)),
         tag("failed_expectations", failures),
-        tag("judge_feedback", _lines(feedback.judge_feedback)),
-        tag("analysis_suggestions", _lines(feedback.analysis_suggestions)),
+        # Models wrote these, from outputs the skill produced: data, like the outputs.
+        data("judge_feedback", _lines(feedback.judge_feedback)),
+        data("analysis_suggestions", _lines(feedback.analysis_suggestions)),
         tag("human_feedback", _lines(feedback.human_feedback)),
         tag("lost_attempts", attempts),
     ]

@@ -25,26 +25,10 @@ SHORT_OUTPUT = 200  # characters: below this a passing expectation is suspicious
 
 
 def parse_files(text: str | None) -> list[dict]:
-    """`<file path=".." [binary="true" size=".."]>content</file>` entries; a binary entry may have
-    no closing tag, so content stops at `</file>` or at the next `<file`, whichever comes first."""
-    found: list[dict] = []
-    if not text:
-        return found
-    opens = list(re.finditer(r'<file((?:\s+[\w-]+="[^"]*")*)\s*(/?)>', text))
-    for k, m in enumerate(opens):
-        attrs = dict(re.findall(r'([\w-]+)="([^"]*)"', m.group(1)))
-        end = opens[k + 1].start() if k + 1 < len(opens) else len(text)
-        close = text.find("</file>", m.end(), end)
-        content = "" if m.group(2) else text[m.end() : close if close >= 0 else end]
-        binary = attrs.get("binary") == "true"
-        found.append(
-            {
-                "path": attrs.get("path", "?"),
-                "content": "" if binary else content.strip("\n"),
-                "binary": binary,
-            }
-        )
-    return found
+    """`<file path=".." [binary="true"]>content</file>` entries, data sections included."""
+    return [{"path": attrs.get("path", "?"), "binary": attrs.get("binary") == "true",
+             "content": "" if attrs.get("binary") == "true" else content.strip("\n")}
+            for attrs, content in parse_tags(text or "", "file")]
 
 
 def _expectations(get: Section) -> list[str]:
