@@ -1,19 +1,25 @@
 """What the proposer may know about a parent: its failures on train evals with the judge's
-evidence, the judge's remarks on the evals, analyses, human feedback and the attempts that lost.
-Never reads a run of the sealed test split."""
+evidence and the end of a failing run's transcript, what each eval costs, tool calls that recur
+across evals (work a script could do), the judge's remarks, analyses, human feedback and the
+attempts that lost. Never reads a run of the sealed test split."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 
 from optimizer import schemas
-from optimizer.search.propose import Failure, Feedback
+from optimizer.grade.render import read_text, truncate
+from optimizer.search import work
+from optimizer.search.propose import EvalCost, Failure, Feedback
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, read_json
 
 MAX_FAILURES = 12
+MAX_EXCERPTS = 4  # transcript excerpts, for the most frequent failures
+EXCERPT_CHARS = 1_500
 
 
 def gather(ws: Workspace, store: Store, parent: str, train: list[int]) -> Feedback:
@@ -21,21 +27,31 @@ def gather(ws: Workspace, store: Store, parent: str, train: list[int]) -> Feedba
     is that of its lowest-numbered run, and ties in the counts are broken by eval id, then text,
     so the request never depends on which run finished first."""
     counts: Counter[tuple[int, str]] = Counter()
-    evidence: dict[tuple[int, str], str] = {}
+    first: dict[tuple[int, str], tuple[str, int]] = {}  # evidence and run of the lowest failing run
     remarks: Counter[str] = Counter()
     for e in sorted(train):
-        for grading in _gradings(store, f"{parent}/eval-{e}/with_skill"):
+        for n, grading in _gradings(store, f"{parent}/eval-{e}/with_skill"):
             for item in grading.get("expectations", []):
                 if not item.get("passed"):
                     counts[(e, item["text"])] += 1
-                    evidence.setdefault((e, item["text"]), item.get("evidence", ""))
+                    first.setdefault((e, item["text"]), (item.get("evidence", ""), n))
             feedback = grading.get("eval_feedback") or {}
             if feedback.get("overall"):
                 remarks[feedback["overall"]] += 1
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1]))
-    failures = [Failure(e, text, n, evidence[(e, text)]) for (e, text), n in ranked[:MAX_FAILURES]]
+    failures = []
+    for k, ((e, text), count) in enumerate(ranked[:MAX_FAILURES]):
+        said, n = first[(e, text)]
+        excerpt = ""
+        if k < MAX_EXCERPTS:  # the tail: where a run goes wrong, it usually ends
+            transcript = read_text(ws.run_dir(parent, e, "with_skill", n) / "transcript.md")
+            excerpt = truncate(transcript, EXCERPT_CHARS, head=EXCERPT_CHARS // 5) if transcript else ""
+        failures.append(Failure(e, text, count, said, excerpt))
+    runs = _runs(store, parent, train)
     return Feedback(
         failures=failures,
+        costs=_costs(ws, store, parent, runs),
+        repeated_work=work.repeated(ws, parent, runs),
         judge_feedback=[text for text, _ in sorted(remarks.items(), key=lambda kv: (-kv[1], kv[0]))[:5]],
         analysis_suggestions=_analysis_suggestions(ws, store, parent),
         human_feedback=_human_feedback(ws, train),
@@ -43,14 +59,41 @@ def gather(ws: Workspace, store: Store, parent: str, train: list[int]) -> Feedba
     )
 
 
-def _gradings(store: Store, prefix: str) -> list[dict]:
-    """The scored gradings under `prefix` (e.g. v1/eval-2/with_skill) by run number; unscored runs
-    and judge errors say nothing about the skill."""
+def _runs(store: Store, parent: str, train: list[int]) -> list[tuple[int, int]]:
+    """(eval, run number) of the parent's scored with_skill runs of train evals, in that order."""
+    rows = store.query("select key from gradings where key like ? and status in "
+                       "('ok', 'gated', 'exec_error')", [f"{parent}/eval-%/with_skill/run-%"])
+    found = [(int(r["key"].split("/")[1][len("eval-"):]), run_number(r["key"])) for r in rows]
+    return sorted(k for k in found if k[0] in train)
+
+
+def _costs(ws: Workspace, store: Store, parent: str, runs: list[tuple[int, int]]) -> list[EvalCost]:
+    """Per eval the mean pass rate, tokens, turns and seconds: what the skill costs, not only
+    whether it passes."""
+    rows = {r["key"]: r for r in store.query(
+        "select r.key, r.tokens, r.time_seconds, g.pass_rate from eval_runs r join gradings g "
+        "on g.key = r.key where r.key like ?", [f"{parent}/eval-%/with_skill/run-%"])}
+    per_eval: dict[int, list[tuple[float, float, float, float]]] = {}
+    for e, n in runs:
+        row = rows.get(f"{parent}/eval-{e}/with_skill/run-{n}")
+        if row is None:
+            continue
+        metrics = ws.run_dir(parent, e, "with_skill", n) / "outputs" / "metrics.json"
+        turns = (read_json(metrics).get("total_steps") or 0) if metrics.is_file() else 0
+        per_eval.setdefault(e, []).append((row["pass_rate"] or 0.0, row["tokens"] or 0,
+                                           turns, row["time_seconds"] or 0.0))
+    return [EvalCost(e, len(v), *(math.fsum(x[i] for x in v) / len(v) for i in range(4)))
+            for e, v in sorted(per_eval.items())]
+
+
+def _gradings(store: Store, prefix: str) -> list[tuple[int, dict]]:
+    """(run number, grading) of the scored runs under `prefix` (e.g. v1/eval-2/with_skill) by run
+    number; unscored runs and judge errors say nothing about the skill."""
     rows = store.query("select key, grading_json from gradings where key like ? and "
                        "grading_json is not null and status in ('ok', 'gated', 'exec_error')",
                        [f"{prefix}/run-%"])
     rows.sort(key=lambda r: run_number(r["key"]))
-    return [json.loads(r["grading_json"]) for r in rows]
+    return [(run_number(r["key"]), json.loads(r["grading_json"])) for r in rows]
 
 
 def run_number(key: str) -> int:

@@ -24,6 +24,7 @@ log = structlog.get_logger()
 MAX_FILE_CHARS = 100_000
 MAX_TOTAL_CHARS = 500_000
 SHOWN_FILE_CHARS = 20_000
+MAX_EVIDENCE_CHARS = 60_000  # what the proposer reads about the runs, beside the skill itself
 
 
 class Edit(BaseModel):
@@ -46,6 +47,19 @@ class Failure:
     text: str
     count: int
     evidence: str = ""
+    excerpt: str = ""  # the end of a failing run's transcript: what the agent did, not only why
+
+
+@dataclass
+class EvalCost:
+    """What the skill costs on one train eval, as the mean over the parent's scored runs."""
+
+    eval_id: int
+    runs: int
+    pass_rate: float
+    tokens: float
+    turns: float
+    seconds: float
 
 
 @dataclass
@@ -53,6 +67,8 @@ class Feedback:
     """Everything the proposer may see about the parent; train evals only."""
 
     failures: list[Failure] = field(default_factory=list)
+    costs: list[EvalCost] = field(default_factory=list)
+    repeated_work: list[str] = field(default_factory=list)  # tool calls that recur across evals
     judge_feedback: list[str] = field(default_factory=list)
     analysis_suggestions: list[str] = field(default_factory=list)
     human_feedback: list[str] = field(default_factory=list)
@@ -110,6 +126,9 @@ def _lines(items: list[str]) -> str:
 
 
 def build_request(parent: Path, feedback: Feedback, target: str) -> str:
+    """The skill's files, then the evidence in priority order within MAX_EVIDENCE_CHARS: what
+    failed and how the failing runs went first, the author's and the judges' words after; a
+    section that no longer fits is replaced by a note saying so."""
     files = skills.files_of(parent, include_evals=False)
     shown = []
     for rel, content in files.items():
@@ -124,23 +143,47 @@ def build_request(parent: Path, feedback: Feedback, target: str) -> str:
         tag("failure", f.text, eval=f.eval_id, count=f.count, evidence=f.evidence[:300])
         for f in feedback.failures
     ) or "(none: every expectation passed)"
+    excerpts = "\n".join(data("failing_run", f.excerpt, eval=f.eval_id, expectation=f.text[:120])
+                         for f in feedback.failures if f.excerpt) or "(none)"
     attempts = "\n".join(data("attempt", a) for a in feedback.lost_attempts) or "(none)"
-    parts = [
-        tag("target", target),
-        tag("skill_files", "\n".join(shown)),
+    evidence = [
         tag("failed_expectations", failures),
+        tag("transcript_excerpts", excerpts),
+        tag("eval_costs", _costs(feedback.costs)),
+        data("repeated_work", _lines(feedback.repeated_work)),
+        tag("human_feedback", _lines(feedback.human_feedback)),
         # Models wrote these, from outputs the skill produced: data, like the outputs.
         data("judge_feedback", _lines(feedback.judge_feedback)),
         data("analysis_suggestions", _lines(feedback.analysis_suggestions)),
-        tag("human_feedback", _lines(feedback.human_feedback)),
         tag("lost_attempts", attempts),
     ]
     if target == "description":
         queries = "\n".join(
             tag("query", q, should_trigger=str(s).lower()) for q, s in feedback.missed_queries
         )
-        parts.append(tag("missed_queries", queries or "(none)"))
-    return "\n\n".join(parts)
+        evidence.insert(0, tag("missed_queries", queries or "(none)"))
+    return "\n\n".join([tag("target", target), tag("skill_files", "\n".join(shown)),
+                         *_within(evidence, MAX_EVIDENCE_CHARS)])
+
+
+def _costs(costs: list[EvalCost]) -> str:
+    lines = [f"eval {c.eval_id}: pass rate {c.pass_rate:.2f}, {c.tokens:,.0f} tokens, "
+             f"{c.turns:.1f} turns, {c.seconds:.1f} s (mean of {c.runs} runs)" for c in costs]
+    return "\n".join(lines) or "(none)"
+
+
+def _within(sections: list[str], budget: int) -> list[str]:
+    """The sections in order while they fit; each later one becomes a one-line note."""
+    kept, left = [], budget
+    for text in sections:
+        if len(text) <= left:
+            kept.append(text)
+            left -= len(text)
+            continue
+        name = text[1: text.index(">")].split()[0]
+        kept.append(tag(name, f"[… not shown: {len(text):,} characters, over the evidence limit …]"))
+        left = 0  # a later, smaller section never jumps ahead of a more important one
+    return kept
 
 
 def _safe_rel(path: str) -> str | None:
