@@ -73,6 +73,13 @@ class Evals(Section):
     unscored_retries: int = Field(2, ge=0)
 
 
+class Probe(Section):
+    # How the description target learns whether a description triggers: "claude-code" runs the
+    # real CLI with the skill installed (what users get), "api" one routing request (offline,
+    # cheap); "auto" is the CLI when it is installed and the provider is a real endpoint.
+    method: Literal["auto", "api", "claude-code"] = "auto"
+
+
 class Scoring(Section):
     pass_weight: float = Field(0.4, ge=0)
     rubric_weight: float = Field(0.6, ge=0)
@@ -154,6 +161,7 @@ class Settings(Section):
     budget: Budget = Budget()
     evals: Evals = Evals()
     scoring: Scoring = Scoring()
+    probe: Probe = Probe()
     selection: Selection = Selection()
     execute: Execute = Execute()
     sandbox: Sandbox = Sandbox()

@@ -21,12 +21,14 @@ from rich.console import Console
 
 from optimizer import config, logs
 from optimizer.errors import BadInput, WorkFailed
+from optimizer.execute.claude_code import find_claude
 from optimizer.inputs import evals
 from optimizer.inputs import skill as skills
 from optimizer.inputs import triggers as trigger
 from optimizer.model import prompts as prompting
 from optimizer.report import spend
 from optimizer.search import estimate as preview
+from optimizer.search import probe
 from optimizer.search.stops import parse_deadline
 from optimizer.store import readonly
 from optimizer.store.db import Store, now
@@ -54,6 +56,8 @@ def start(
                else evals.load_evals(skill_dir, evals_path))
     loaded = load(evalset.eval_config)
     settings = loaded.settings
+    if target == "description" and probe.method_for(settings) == "claude-code":
+        find_claude(settings)  # a missing CLI is bad input before anything is written
     deadline = parse_deadline(settings.budget.deadline)
     base_best = _best_of(from_run) if from_run else None
     estimate = preview.for_start(settings, evalset, base_best or skill_dir, target)

@@ -33,7 +33,7 @@ def status(run_dir: Path) -> dict:
     iterations = data.iterations
     return {
         "run_dir": str(run_dir), "run_id": run.get("id"), "skill_name": run.get("skill_name"),
-        "target": run.get("target"), "simulated": data.simulated,
+        "target": run.get("target"), "simulated": data.simulated, "probe": _probe(ws),
         "running": pid is not None, "pid": pid,
         "status": run.get("status"), "stage": run.get("stage"),
         "started_at": run.get("started_at"), "finished_at": run.get("finished_at"),
@@ -60,6 +60,15 @@ def status(run_dir: Path) -> dict:
         "resumes": len(data.resumes),
         "last_resumed": data.resumes[-1] if data.resumes else None,
     }
+
+
+def _probe(ws: Workspace) -> str | None:
+    """How a description run measures triggering (recorded with v0's probe), else None."""
+    path = ws.version("v0") / "trigger.json"
+    try:
+        return read.parse_json(path.read_text(encoding="utf-8")).get("probe") if path.is_file() else None
+    except (OSError, AttributeError):
+        return None
 
 
 def _estimate(run_dir: Path) -> dict[str, Any] | None:
@@ -103,6 +112,10 @@ def print_status(console: Console, info: dict) -> None:
     row("run", title + ("  [SIMULATED]" if info["simulated"] else ""))
     row("state", _state_line(info))
     row("stage", info.get("stage") or "—")
+    if info.get("probe"):
+        row("probe", {"claude-code": "the Claude Code CLI, one `claude -p` per query",
+                      "api": "one routing request per query (the API probe)"}.get(
+                          info["probe"], info["probe"]))
     it = f"{info['iteration']} ({info['iterations_done']} done"
     row("iteration", it + (f" of {info['max_iterations']})" if info.get("max_iterations") is not None else ")"))
     pending = f", pending: {', '.join(info['pending'])}" if info["pending"] else ""

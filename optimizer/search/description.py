@@ -16,6 +16,7 @@ import structlog
 
 from optimizer.config import Selection
 from optimizer.errors import WorkFailed
+from optimizer.execute import executor_for
 from optimizer.grade.stats import paired_bootstrap
 from optimizer.inputs import skillmd
 from optimizer.inputs.triggers import Query
@@ -31,15 +32,26 @@ _EPS = 1e-12
 
 @contextmanager
 def open_target(run: RunState) -> Iterator[DescriptionTarget]:
-    yield DescriptionTarget(run)
+    method = probe.method_for(run.settings)
+    if method != "claude-code":
+        yield DescriptionTarget(run, method)
+        return
+    # One turn is enough: the CLI either calls Skill first or answers without it.
+    s = run.settings
+    settings = s.model_copy(update={"execute": s.execute.model_copy(update={"max_turns": 1})})
+    with executor_for("claude-code", settings, run.client) as cli:
+        cli.check()
+        yield DescriptionTarget(run, method, cli)
 
 
 class DescriptionTarget:
     name = "description"
     stage = "probe"  # versions.stage of a version whose train and validation probes are committed
 
-    def __init__(self, run: RunState) -> None:
+    def __init__(self, run: RunState, method: str = "api", cli: Any = None) -> None:
         self.run = run
+        self.method, self.cli = method, cli  # the Claude Code executor when method is claude-code
+        self.slots = asyncio.Semaphore(run.settings.execute.concurrency)
         self.queries = {q["id"]: Query(**q) for q in run.split["queries"]}
         self.validation: list[int] = run.split["validation"]
         self.runs = run.settings.evals.runs_per_eval
@@ -63,8 +75,14 @@ class DescriptionTarget:
         description = skillmd.parse_skill_md(text).description
 
         async def one(qid: int, n: int) -> None:
-            result = await probe.probe_one(run.client, run.skill_name, description,
-                                           self.queries[qid], n, seed=run.settings.loop.seed)
+            if self.cli is not None:
+                async with self.slots:  # one CLI process per probe: bounded like agent runs
+                    result = await probe.probe_cli(self.cli, run.ws.skill(label), run.skill_name,
+                                                   self.queries[qid], n,
+                                                   run.ws.root / ".probes" / label)
+            else:
+                result = await probe.probe_one(run.client, run.skill_name, description,
+                                               self.queries[qid], n, seed=run.settings.loop.seed)
             if result.error:
                 log.warning("trigger.probe_failed", version=label, query=qid, run=n, error=result.error)
             probe.record(run.store, label, split, result)
@@ -94,7 +112,7 @@ class DescriptionTarget:
                 "score": dev["pass_rate"], "pass_rate": dev["pass_rate"],
                 "split_scores_json": json.dumps(per_query)})
         write_json(run.ws.version(label) / "trigger.json", {
-            "version": label, "train": self.metrics(label, run.train),
+            "version": label, "probe": self.method, "train": self.metrics(label, run.train),
             "validation": self.metrics(label, self.validation)})
 
     async def start(self) -> str | None:

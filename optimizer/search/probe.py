@@ -7,13 +7,18 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from optimizer.config import Settings
+from optimizer.errors import BadInput
+from optimizer.execute.claude_code import find_claude
 from optimizer.grade.stats import percentile
+from optimizer.inputs.evals import Eval
 from optimizer.inputs.triggers import Query
 from optimizer.model import ModelCallFailed
 from optimizer.model.prompts import load_prompt
@@ -96,6 +101,43 @@ async def probe_one(client, skill_name: str, description: str, query: Query, run
     except ModelCallFailed as exc:
         return Probe(query.id, run, None, str(exc))
     return Probe(query.id, run, any(_called(b) == skill_name for b in message.content))
+
+
+def method_for(settings: Settings) -> str:
+    """The probe a run uses: "claude-code" or "api". `auto` keeps the simulator runs offline and
+    fast, and measures what Claude Code does wherever its CLI is installed."""
+    chosen = settings.probe.method
+    if chosen != "auto":
+        return chosen
+    if settings.llm.provider == "sim":
+        return "api"
+    try:
+        find_claude(settings)
+    except BadInput:
+        return "api"
+    return "claude-code"
+
+
+async def probe_cli(executor: Any, skill_dir: Path, skill_name: str, query: Query, run: int,
+                    scratch: Path) -> Probe:
+    """One `claude -p QUERY` in a fresh project with the skill under .claude/skills/, as
+    skill-creator's run_eval measures it: triggered when the CLI calls Skill with this skill. A
+    run that failed before the model answered is missing data, as a failed API probe is."""
+    where = scratch / f"q-{query.id}-run-{run}"
+    ask = Eval(id=query.id, name=f"trigger query {query.id}", prompt=query.query)
+    try:
+        record = await executor.execute(skill_dir=skill_dir, skill_name=skill_name, eval=ask,
+                                        inputs_root=scratch, run_dir=where, run_number=run,
+                                        sample=run)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+    if record.skill_invoked:
+        return Probe(query.id, run, True)
+    # The probe is the first turn: once the model answered it without Skill, how the one-turn run
+    # ended (max turns reached after some other tool) says nothing more.
+    if record.tokens and record.status != "unscored":
+        return Probe(query.id, run, False)
+    return Probe(query.id, run, None, record.error or record.status)
 
 
 def record(store: Store, label: str, split_name: str, probe: Probe) -> None:
