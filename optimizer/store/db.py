@@ -94,6 +94,7 @@ class Store:
 
     def __init__(self, path: Path, *, busy_timeout_s: float = 30.0) -> None:
         self.path = Path(path)
+        self._ledger_sql: dict[tuple[str, ...], str] = {}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=busy_timeout_s, check_same_thread=False)
@@ -149,13 +150,28 @@ class Store:
 
     # -- the ledger ----------------------------------------------------------------------
     def completed_call(self, request_hash: str) -> dict | None:
-        row = self.get("calls", request_hash)
-        return row if row and row["outcome"] == "ok" else None
+        # Plain SQL: every model call looks here first, and sqlite-utils' get() reads the table's
+        # primary keys from the schema on each call.
+        with self._systemic_errors():
+            cursor = self.db.conn.execute(
+                "SELECT * FROM calls WHERE hash = ? AND outcome = 'ok'", (request_hash,))
+            found = cursor.fetchone()
+        return dict(zip([d[0] for d in cursor.description], found, strict=True)) if found else None
 
     def record_call(self, row: dict) -> None:
+        """One statement, prepared once per row shape: the ledger write is on every model call's
+        path, and sqlite-utils' upsert reads the table's schema each time (about 10× the cost)."""
         row = {**row, "created_at": row.get("created_at") or now()}
+        columns = tuple(row)
+        sql = self._ledger_sql.get(columns)
+        if sql is None:
+            names = ", ".join(f"[{c}]" for c in columns)
+            updates = ", ".join(f"[{c}] = excluded.[{c}]" for c in columns if c != "hash")
+            sql = (f"INSERT INTO calls ({names}) VALUES ({', '.join('?' * len(columns))}) "
+                   f"ON CONFLICT(hash) DO UPDATE SET {updates}")
+            self._ledger_sql[columns] = sql
         with self.atomic():
-            self.upsert("calls", row, pk="hash")
+            self.db.conn.execute(sql, tuple(row.values()))
 
     def record_cache_hit(self, request_hash: str, role: str, saved_usd: float) -> None:
         with self.atomic():
