@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from test_daemon import RUN, cli, reference_run
+from test_daemon import RUN, reference_run
 
 from optimizer.inputs.artifacts import check_artifact
 
@@ -40,9 +40,10 @@ def events(run_dir: Path, name: str) -> list[dict]:
     return [e for e in map(json.loads, lines) if e.get("event") == name]
 
 
-def test_a_run_through_faults_ends_with_the_fault_free_lineage_and_loses_nothing(reference, tmp_path):
+def test_a_run_through_faults_ends_with_the_fault_free_lineage_and_loses_nothing(reference, tmp_path, cli):
     faulty = tmp_path / "faulty"
-    cli(*RUN, "--run-dir", str(faulty), *FAULTS)
+    done = cli(*RUN, "--run-dir", faulty, *FAULTS)
+    assert done.exit_code == 0, done.output
 
     retries = Counter(e["cause"] for e in events(faulty, "llm.retry_scheduled"))
     repairs = len(events(faulty, "llm.structured_repair"))
