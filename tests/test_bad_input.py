@@ -7,7 +7,6 @@ through `python -m optimizer` and the `optimizer` console script."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -24,8 +23,6 @@ from typer.testing import CliRunner
 
 from optimizer import logs
 from optimizer.cli import app
-
-TRIGGERS = importlib.util.find_spec("optimizer.trigger") is not None
 
 
 @dataclass
@@ -116,14 +113,13 @@ class Case:
     build: Callable[[Ctx], list[str]]  # sets the fault up, returns the command's arguments
     code: int = 2
     says: str = ""  # a word the message must contain (the file, the key or the fix)
-    triggers: bool = False  # needs the trigger evals of `--target description`
 
 
 def trigger_case(id: str, data: object, says: str) -> Case:
     def build(c: Ctx) -> list[str]:
         c.write("evals/trigger_evals.json", data if isinstance(data, str) else json.dumps(data))
         return run_args(c, "--target", "description")
-    return Case(id, build, says=says, triggers=True)
+    return Case(id, build, says=says)
 
 
 def db_case(id: str, damage: Callable[[Path], object], command: str) -> Case:
@@ -241,8 +237,6 @@ def snapshot(folder: Path, skip: Path) -> dict[str, tuple[int, int]]:
 
 
 def sandbox(case: Case, reference: Path, tmp_path: Path) -> tuple[Ctx, list[str]]:
-    if case.triggers and not TRIGGERS:
-        pytest.skip("optimizer.trigger (--target description) is not in this tree yet")
     skill = tmp_path / "skill"
     shutil.copytree(EXAMPLE, skill)
     (tmp_path / "cwd").mkdir()
