@@ -4,6 +4,8 @@ over it, a structlog capture). Keep it small; a fixture used by one file lives i
 from __future__ import annotations
 
 import asyncio
+import shutil
+from pathlib import Path
 
 import pytest
 import structlog
@@ -42,6 +44,20 @@ async def client(settings, store, sim) -> ModelClient:
     model_client = make_client(settings, store, simulator=sim, sleep=no_wait)
     yield model_client
     await model_client.aclose()
+
+
+@pytest.fixture(scope="session")
+def simulated_once(tmp_path_factory) -> Path:
+    from fixtures.workspace_builder import simulated_run
+
+    return simulated_run(tmp_path_factory.mktemp("simulated") / "real")
+
+
+@pytest.fixture
+def simulated(simulated_once, tmp_path) -> Path:
+    """A small real simulated run (`simulated_run`), made once per session; each test gets its own
+    copy, free to write a report into."""
+    return Path(shutil.copytree(simulated_once, tmp_path / "real"))
 
 
 @pytest.fixture

@@ -70,15 +70,20 @@ def spread(reverse: bool, most_s: float = 0.012) -> Callable[[str, int, bytes], 
     return delay
 
 
+def use_simulator(monkeypatch, sim: Simulator) -> None:
+    """Model clients made in this process from now on send their calls to `sim`."""
+
+    def with_sim(settings, store, **kw):
+        kw["simulator"] = sim
+        return MAKE_CLIENT(settings, store, **kw)
+
+    monkeypatch.setattr(llm, "make_client", with_sim)
+
+
 def cli(monkeypatch, sim: Simulator | None, *args: str, code: int = 0) -> str:
     """`optimizer ARGS` in this process; model calls go to `sim`. Returns what it printed."""
     if sim is not None:
-
-        def with_sim(settings, store, **kw):
-            kw["simulator"] = sim
-            return MAKE_CLIENT(settings, store, **kw)
-
-        monkeypatch.setattr(llm, "make_client", with_sim)
+        use_simulator(monkeypatch, sim)
     result = CliRunner().invoke(app, list(args), catch_exceptions=False)
     assert result.exit_code == code, result.output
     return result.output

@@ -1,11 +1,12 @@
 """A corpus of bad input, one fault per case, through the real command line: flags, config.toml,
 SKILL.md, evals.json in each dialect, trigger evals, feedback.json, and damaged run folders. Each
 gets exit 2 (1 for a damaged database) and one clear line per problem, never a traceback, and
-nothing is written outside the run folder (a bad `run` writes nothing at all)."""
+nothing is written outside the run folder (a bad `run` writes nothing at all). The corpus runs in
+this process (typer's CliRunner, stderr apart from stdout); a few cases also run as real processes,
+through `python -m optimizer` and the `optimizer` console script."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -18,8 +19,10 @@ from pathlib import Path
 import pytest
 from test_daemon import EXAMPLE, ROOT
 from test_faults import reference_run
+from typer.testing import CliRunner
 
-TRIGGERS = importlib.util.find_spec("optimizer.trigger") is not None
+from optimizer import logs
+from optimizer.cli import app
 
 
 @dataclass
@@ -110,14 +113,13 @@ class Case:
     build: Callable[[Ctx], list[str]]  # sets the fault up, returns the command's arguments
     code: int = 2
     says: str = ""  # a word the message must contain (the file, the key or the fix)
-    triggers: bool = False  # needs the trigger evals of `--target description`
 
 
 def trigger_case(id: str, data: object, says: str) -> Case:
     def build(c: Ctx) -> list[str]:
         c.write("evals/trigger_evals.json", data if isinstance(data, str) else json.dumps(data))
         return run_args(c, "--target", "description")
-    return Case(id, build, says=says, triggers=True)
+    return Case(id, build, says=says)
 
 
 def db_case(id: str, damage: Callable[[Path], object], command: str) -> Case:
@@ -234,35 +236,80 @@ def snapshot(folder: Path, skip: Path) -> dict[str, tuple[int, int]]:
             for p in folder.rglob("*") if p.is_file() and skip not in p.parents}
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input_gets_one_clear_line_and_writes_nothing(case: Case, reference, tmp_path):
-    if case.triggers and not TRIGGERS:
-        pytest.skip("optimizer.trigger (--target description) is not in this tree yet")
+def sandbox(case: Case, reference: Path, tmp_path: Path) -> tuple[Ctx, list[str]]:
     skill = tmp_path / "skill"
     shutil.copytree(EXAMPLE, skill)
     (tmp_path / "cwd").mkdir()
     (tmp_path / "home").mkdir()
     c = Ctx(root=tmp_path, skill=skill, run=tmp_path / "run", cwd=tmp_path / "cwd", reference=reference)
-    args = case.build(c)
-    run_existed = c.run.exists()
-    before = snapshot(tmp_path, c.run)
-    run_before = snapshot(c.run, tmp_path / "none") if run_existed else {}
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))}
-    env.update(HOME=str(c.root / "home"), PYTHONPATH=str(ROOT), **c.env)
-    proc = subprocess.run([sys.executable, "-m", "optimizer", *args], capture_output=True, text=True,
-                          timeout=60, env=env, cwd=c.cwd)
+    return c, case.build(c)
 
-    err = proc.stderr.strip()
-    assert proc.returncode == case.code, (proc.returncode, proc.stdout, err)
-    assert "Traceback" not in err + proc.stdout, err
+
+def refused(case: Case, c: Ctx, args: list[str], command: Callable[[], tuple[int, str, str]]) -> None:
+    """Runs `command` (it returns the exit code, stdout and stderr) and checks the refusal."""
+    run_existed = c.run.exists()
+    before = snapshot(c.root, c.run)
+    run_before = snapshot(c.run, c.root / "none") if run_existed else {}
+    code, stdout, stderr = command()
+
+    err = stderr.strip()
+    assert code == case.code, (code, stdout, err)
+    assert "Traceback" not in err + stdout, err
     lines = err.splitlines()
-    if args[0] == "check-artifact" and proc.returncode == 2 and len(lines) > 1:
+    if args[0] == "check-artifact" and code == 2 and len(lines) > 1:
         assert lines[0].endswith("file:") and all(line.startswith("  ") for line in lines[1:]), err
     else:
         assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert case.says in err, err
-    assert snapshot(tmp_path, c.run) == before  # nothing written outside the run folder
+    assert snapshot(c.root, c.run) == before  # nothing written outside the run folder
     if not run_existed:
         assert not c.run.exists()  # a refused `run` writes nothing at all
     elif args[0] in ("lineage", "status"):
-        assert snapshot(c.run, tmp_path / "none") == run_before  # read-only commands read only
+        assert snapshot(c.run, c.root / "none") == run_before  # read-only commands read only
+
+
+def clean_env(c: Ctx) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))}
+    env.update(HOME=str(c.root / "home"), PYTHONPATH=str(ROOT), **c.env)
+    return env
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_gets_one_clear_line_and_writes_nothing(case: Case, reference, tmp_path, monkeypatch):
+    c, args = sandbox(case, reference, tmp_path)
+    for key in [k for k in os.environ if k.startswith(("OPTIMIZER_", "ANTHROPIC_"))]:
+        monkeypatch.delenv(key)
+    for key, value in {"HOME": str(c.root / "home"), **c.env}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(c.cwd)
+
+    def in_process() -> tuple[int, str, str]:
+        try:  # an exception escaping the command fails the test: that would be a traceback
+            result = CliRunner().invoke(app, args, prog_name="optimizer", catch_exceptions=False)
+        finally:
+            logs.reset()  # the log sinks a `resume` configured
+        return result.exit_code, result.stdout, result.stderr
+
+    refused(case, c, args, in_process)
+
+
+# The real process path: the exit status and a clean stderr of an interpreter that ends, through
+# each entry point (`python -m optimizer`, the console script the package installs).
+PROCESS_CASES = {
+    "config.toml: unknown key": [sys.executable, "-m", "optimizer"],
+    "state.db random bytes: resume": [str(Path(sys.executable).with_name("optimizer"))],
+}
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.id in PROCESS_CASES], ids=list(PROCESS_CASES))
+def test_bad_input_as_a_real_process(case: Case, reference, tmp_path):
+    c, args = sandbox(case, reference, tmp_path)
+    entry = PROCESS_CASES[case.id]
+    assert Path(entry[0]).is_file(), f"{entry[0]}: no such entry point; install the package"
+
+    def in_a_process() -> tuple[int, str, str]:
+        proc = subprocess.run([*entry, *args], capture_output=True, text=True, timeout=60,
+                              env=clean_env(c), cwd=c.cwd)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    refused(case, c, args, in_a_process)

@@ -12,12 +12,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_daemon import EXAMPLE, RUN, cli, completed_hashes, finished, start, wait_for
+from test_daemon import EXAMPLE, RUN, completed_hashes, finished, start, wait_for
 from test_faults import full_lineage, json_files, reference_run
 
 from optimizer.inputs.artifacts import check_artifact
 
 KILLS = 20
+FULL_SPEED = ("--set", "sim.latency_ms=0")  # the last --set of a key wins
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +55,7 @@ def test_twenty_kills_then_resume_end_with_the_uninterrupted_lineage(reference, 
     first = (*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=100")
     # 100 ms a call makes the run about 15 s of work, more than the seeded kills let it do (the
     # ten timed from the lock add up to 7.9 s), so all twenty land before it ends on any machine.
+    # After the last kill the run goes on at full speed: the slow calls were there to be killed in.
     rng = random.Random(1)
     proc, kills, mid_work = start(*first), 0, 0
     while kills < KILLS:
@@ -70,7 +72,8 @@ def test_twenty_kills_then_resume_end_with_the_uninterrupted_lineage(reference, 
             proc.wait()
             kills += 1
         mid_work += log_lines(run_dir) > before  # this process was working when it died
-        proc = start("resume", str(run_dir)) if created(run_dir) else start(*first)
+        pace = FULL_SPEED if kills == KILLS else ()
+        proc = start("resume", str(run_dir), *pace) if created(run_dir) else start(*first, *pace)
     done = finished(proc, timeout=180)
     print(f"\n{kills} kills, {mid_work} of them in the middle of work; final exit {done.returncode}")
     assert done.returncode == 0, done.stderr
@@ -99,11 +102,11 @@ def test_twenty_kills_then_resume_end_with_the_uninterrupted_lineage(reference, 
 
 
 @pytest.mark.parametrize("left", ["before state.db", "state.db without its row"])
-def test_a_run_killed_while_creating_its_folder_starts_again_with_the_same_command(tmp_path, left):
+def test_a_run_killed_while_creating_its_folder_starts_again_with_the_same_command(tmp_path, left, cli):
     from optimizer.store.db import Store
 
     run_dir = tmp_path / "run"
-    command = (*RUN[:-1], "0", "--run-dir", str(run_dir), "--set", "evals.runs_per_eval=1")
+    command = (*RUN[:-1], "0", "--run-dir", run_dir, "--set", "evals.runs_per_eval=1")
     # What `optimizer run` leaves when killed at that point: run.toml first, then the snapshots.
     run_dir.mkdir()
     (run_dir / "run.toml").write_text("# The settings this run was started with\n")
@@ -112,10 +115,11 @@ def test_a_run_killed_while_creating_its_folder_starts_again_with_the_same_comma
     if left == "state.db without its row":
         shutil.copytree(EXAMPLE, run_dir / "v0" / "skill", ignore=shutil.ignore_patterns("evals"))
         Store(run_dir / "state.db").close()
-    resumed = cli("resume", str(run_dir), check=False)
-    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+    resumed = cli("resume", run_dir)
+    assert resumed.exit_code == 2 and "Traceback" not in resumed.output
     assert ("`optimizer run`" in resumed.stderr) or ("not a run folder" in resumed.stderr)
     again = cli(*command)  # the same command, no --fresh needed
+    assert again.exit_code == 0, again.output
     assert "stopped" in again.stdout
     history = json.loads((run_dir / "history.json").read_text())
     assert [i["grading_result"] for i in history["iterations"]] == ["baseline"]
@@ -154,7 +158,7 @@ def test_a_version_registered_just_before_a_kill_is_the_same_version_after_resum
     store.close()
 
 
-def test_a_moved_run_folder_resumes_and_loses_the_temp_files_a_kill_left(reference, tmp_path):
+def test_a_moved_run_folder_resumes_and_loses_the_temp_files_a_kill_left(reference, tmp_path, cli):
     run_dir = tmp_path / "run"  # copied under another name: the run's row still has the old one
     shutil.copytree(reference, run_dir)
     run = next(run_dir.glob("v0/eval-*/with_skill/run-1"))
@@ -163,6 +167,7 @@ def test_a_moved_run_folder_resumes_and_loses_the_temp_files_a_kill_left(referen
         path.write_text('{"half": ')
     kept = run_dir / "inputs" / ".notes.txt.user0001.tmp"  # the user's own file is left alone
     kept.write_text("mine")
-    cli("resume", str(run_dir))
+    resumed = cli("resume", run_dir)
+    assert resumed.exit_code == 0, resumed.output
     assert not any(p.exists() for p in stale) and kept.exists()
     assert full_lineage(run_dir) == full_lineage(reference)

@@ -1,11 +1,14 @@
 """The daemon as a user drives it: whole simulated runs through the command line, kills and
-resumes, budgets, deadlines, stop requests, a second daemon. Real processes, real state.db."""
+resumes, budgets, deadlines, stop requests, a second daemon. Real processes where the process is
+the point (kills, a second daemon, stop requests); the rest runs the same command line in this
+process (the `cli` fixture). Real state.db throughout."""
 
 from __future__ import annotations
 
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -94,11 +97,20 @@ def stage(run_dir: Path) -> str:
 RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2")
 
 
+def reference_run(factory: pytest.TempPathFactory) -> Path:
+    """One uninterrupted run of RUN per test session, shared by the modules that compare against
+    it (read it, never write it; copy it to damage it)."""
+    run_dir, done = factory.getbasetemp() / "reference-run", factory.getbasetemp() / "reference-run.done"
+    if not done.exists():
+        shutil.rmtree(run_dir, ignore_errors=True)
+        cli(*RUN, "--run-dir", str(run_dir))
+        done.touch()
+    return run_dir
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> Path:
-    run_dir = tmp_path_factory.mktemp("ref") / "run"
-    cli(*RUN, "--run-dir", str(run_dir))
-    return run_dir
+    return reference_run(tmp_path_factory)
 
 
 def test_a_full_run_wins_and_loses_and_every_file_validates(reference):
@@ -124,9 +136,12 @@ def test_a_full_run_wins_and_loses_and_every_file_validates(reference):
     assert "## Diff against" in (reference / "v1" / "proposal.md").read_text()
 
 
-def test_the_same_seed_gives_the_same_lineage_anywhere_at_any_concurrency(reference, tmp_path):
+def test_the_same_seed_gives_the_same_lineage_anywhere_at_any_concurrency(reference, tmp_path, cli,
+                                                                           monkeypatch):
     run_dir = tmp_path / "elsewhere" / "run"
-    cli(*RUN, "--run-dir", str(run_dir), "--set", "execute.concurrency=1", cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    done = cli(*RUN, "--run-dir", run_dir, "--set", "execute.concurrency=1")
+    assert done.exit_code == 0, done.output
     assert lineage_of(run_dir) == lineage_of(reference)
 
 
@@ -160,13 +175,13 @@ def test_kill_9_at_random_moments_then_resume_ends_with_the_same_lineage(referen
     assert not list(run_dir.glob("v*/.*tmp*")) and not list(run_dir.rglob(".work"))
 
 
-def test_resume_after_a_finished_run_pays_nothing_again(reference, tmp_path):
+def test_resume_after_a_finished_run_pays_nothing_again(reference, tmp_path, cli):
     run_dir = tmp_path / "run"
-    cli(*RUN, "--run-dir", str(run_dir), "--max-iterations", "1")
+    assert cli(*RUN, "--run-dir", run_dir, "--max-iterations", "1").exit_code == 0
     before = sum(completed_hashes(run_dir).values())
-    cli("resume", str(run_dir), "--max-iterations", "1")
+    assert cli("resume", run_dir, "--max-iterations", "1").exit_code == 0
     assert sum(completed_hashes(run_dir).values()) == before
-    cli("resume", str(run_dir), "--max-iterations", "2")
+    assert cli("resume", run_dir, "--max-iterations", "2").exit_code == 0
     assert lineage_of(run_dir) == lineage_of(reference)
 
 
@@ -204,9 +219,10 @@ def test_the_first_start_of_a_detached_run_is_no_resume(tmp_path):
     store.close()
 
 
-def test_a_budget_stop_never_overspends(tmp_path):
+def test_a_budget_stop_never_overspends(tmp_path, cli):
     run_dir = tmp_path / "run"
-    out = cli(*RUN, "--run-dir", str(run_dir), "--budget-usd", "1.5", "--max-iterations", "5")
+    out = cli(*RUN, "--run-dir", run_dir, "--budget-usd", "1.5", "--max-iterations", "5")
+    assert out.exit_code == 0, out.output
     conn = sqlite3.connect(run_dir / "state.db")
     spent = conn.execute("select sum(cost_usd) from calls").fetchone()[0]
     reason = conn.execute("select stop_reason from runs").fetchone()[0]
@@ -214,18 +230,19 @@ def test_a_budget_stop_never_overspends(tmp_path):
     assert "budget" in reason and "budget" in out.stdout
 
 
-def test_a_deadline_in_the_past_stops_before_any_run_is_started(tmp_path):
+def test_a_deadline_in_the_past_stops_before_any_run_is_started(tmp_path, cli):
     """The deadline is checked before each run: a passed one starts nothing but the sealed test,
     which is what a stopped run reports on."""
     run_dir = tmp_path / "run"
-    out = cli(*RUN, "--run-dir", str(run_dir), "--deadline", "2020-01-01T00:00")
+    out = cli(*RUN, "--run-dir", run_dir, "--deadline", "2020-01-01T00:00")
+    assert out.exit_code == 0, out.output
     assert "deadline" in out.stdout
     conn = sqlite3.connect(run_dir / "state.db")
     keys = [k for (k,) in conn.execute("select key from gradings")]
     assert conn.execute("select count(*) from versions").fetchone()[0] == 1
     conn.close()
     assert keys and all(k.startswith("test/") for k in keys)
-    status = json.loads(cli("status", str(run_dir), "--json").stdout)
+    status = json.loads(cli("status", run_dir, "--json").stdout)
     assert "deadline" in status["stop_reason"] and status["pending"] == ["v0"]
 
 
@@ -254,23 +271,24 @@ def test_the_stop_file_is_honoured_between_units(tmp_path):
     assert "STOP" in conn.execute("select stop_reason from runs").fetchone()[0]
 
 
-def test_bad_input_writes_nothing(tmp_path):
+def test_bad_input_writes_nothing(tmp_path, cli):
     run_dir = tmp_path / "run"
-    bad = cli("run", str(tmp_path / "missing"), "--run-dir", str(run_dir), check=False)
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr and not run_dir.exists()
-    bad = cli(*RUN, "--run-dir", str(run_dir), "--set", "loop.sed=1", check=False)
-    assert bad.returncode == 2 and "did you mean 'loop.seed'" in bad.stderr and not run_dir.exists()
-    bad = cli(*RUN, "--run-dir", str(run_dir), "--deadline", "tomorrow", check=False)
-    assert bad.returncode == 2 and "HH:MM" in bad.stderr and not run_dir.exists()
+    bad = cli("run", tmp_path / "missing", "--run-dir", run_dir)
+    assert bad.exit_code == 2 and "Traceback" not in bad.output and not run_dir.exists()
+    bad = cli(*RUN, "--run-dir", run_dir, "--set", "loop.sed=1")
+    assert bad.exit_code == 2 and "did you mean 'loop.seed'" in bad.stderr and not run_dir.exists()
+    bad = cli(*RUN, "--run-dir", run_dir, "--deadline", "tomorrow")
+    assert bad.exit_code == 2 and "HH:MM" in bad.stderr and not run_dir.exists()
 
 
-def test_export_copies_the_best_and_refuses_to_overwrite(reference, tmp_path):
+def test_export_copies_the_best_and_refuses_to_overwrite(reference, tmp_path, cli):
     target = tmp_path / "exported"
-    out = cli("export", str(reference), "--to", str(target))
+    out = cli("export", reference, "--to", target)
+    assert out.exit_code == 0, out.output
     best = json.loads((reference / "history.json").read_text())["current_best"]
     assert f"exported {best}" in out.stdout
     assert (target / "SKILL.md").read_text() == (reference / best / "skill" / "SKILL.md").read_text()
-    again = cli("export", str(reference), "v0", "--to", str(target), check=False)
-    assert again.returncode == 2 and "--force" in again.stderr
-    cli("export", str(reference), "v0", "--to", str(target), "--force")
+    again = cli("export", reference, "v0", "--to", target)
+    assert again.exit_code == 2 and "--force" in again.stderr
+    assert cli("export", reference, "v0", "--to", target, "--force").exit_code == 0
     assert (target / "SKILL.md").read_text() == (reference / "v0" / "skill" / "SKILL.md").read_text()

@@ -1,6 +1,7 @@
 """`optimizer run --target description` as a user drives it, on the simulated router: recall goes
 up from a narrow description, failed probes stay missing data, a constant signal stops the run,
-the sealed test split never reaches the proposer, bad trigger evals exit 2, and a killed run resumes."""
+the sealed test split never reaches the proposer, bad trigger evals exit 2, and a killed run resumes.
+The command line runs in this process (the `cli` fixture); the killed run is a real process."""
 
 from __future__ import annotations
 
@@ -18,12 +19,15 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from inprocess import use_simulator
 
-from optimizer.config import Selection
+from optimizer.config import Selection, Sim
 from optimizer.inputs import triggers as trigger
 from optimizer.inputs.artifacts import check_artifact
 from optimizer.inputs.skillmd import set_description
 from optimizer.search.description import decide
+from optimizer.sim import Simulator, detect_role
+from optimizer.sim.protocol import error_reply
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"
@@ -45,45 +49,24 @@ SHOULD_NOT = [
     "Resize these photos for the website", "Draft an email declining the invitation",
 ]
 
-# The real command line with the simulator instrumented: every request body is logged, and the
-# trigger requests of chosen queries get HTTP 500 (the service failing, not the router deciding).
-RUNNER = """
-import json, os
-import optimizer.sim
-from optimizer.sim import Simulator, detect_role
-from optimizer.sim.protocol import error_reply
-
-FAIL = set(json.loads(os.environ.get("TEST_FAIL_QUERIES", "[]")))
-LOG = os.environ.get("TEST_REQUEST_LOG")
-
 
 class Instrumented(Simulator):
+    """The simulator of the default settings, instrumented: every request body is kept, and the
+    trigger requests of chosen queries get HTTP 500 (the service failing, not the router deciding)."""
+
+    def __init__(self, fail: list[str] | None = None) -> None:
+        super().__init__(**Sim().model_dump())
+        self.fail = set(fail or [])
+        self.requests: list[dict] = []
+
     def handle(self, method, target, headers, raw):
         body = json.loads(raw) if raw else None
         if isinstance(body, dict) and body.get("messages"):
             role = detect_role(body, {k.lower(): v for k, v in headers.items()})
-            if LOG:
-                with open(LOG, "a") as log:
-                    log.write(json.dumps({"role": role, "body": body}) + "\\n")
-            if role == "trigger" and body["messages"][0].get("content") in FAIL:
+            self.requests.append({"role": role, "body": body})
+            if role == "trigger" and body["messages"][0].get("content") in self.fail:
                 return error_reply(500, "api_error", "Internal server error (forced by the test)")
         return super().handle(method, target, headers, raw)
-
-
-optimizer.sim.Simulator = Instrumented
-from optimizer.cli import app
-app(prog_name="optimizer")
-"""
-
-
-def cli(*args: str, runner: Path | None = None, env: dict | None = None, check: bool = True):
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))}
-    head = [str(runner)] if runner else ["-m", "optimizer"]
-    proc = subprocess.run([sys.executable, *head, *args], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, env={**clean, **(env or {})})
-    if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 def make_skill(tmp_path: Path, description: str = NARROW, name: str = "csv-report") -> Path:
@@ -97,9 +80,11 @@ def make_skill(tmp_path: Path, description: str = NARROW, name: str = "csv-repor
     return skill
 
 
-def run(skill: Path, run_dir: Path, *extra: str, **kw):
-    return cli("run", str(skill), "--target", "description", "--provider", "sim",
-               "--run-dir", str(run_dir), *extra, **kw)
+def run(cli, skill: Path, run_dir: Path, *extra: str, code: int = 0):
+    result = cli("run", skill, "--target", "description", "--provider", "sim", "--run-dir", run_dir,
+                 *extra)
+    assert result.exit_code == code, result.output
+    return result
 
 
 def history(run_dir: Path) -> dict:
@@ -126,16 +111,9 @@ def split_of(run_dir: Path) -> dict:
         conn.close()
 
 
-@pytest.fixture
-def runner(tmp_path) -> Path:
-    path = tmp_path / "runner.py"
-    path.write_text(RUNNER)
-    return path
-
-
-def test_a_narrow_description_gains_recall_and_the_files_hold_it(tmp_path):
+def test_a_narrow_description_gains_recall_and_the_files_hold_it(tmp_path, cli):
     run_dir = tmp_path / "run"
-    run(make_skill(tmp_path), run_dir, "--max-iterations", "3")
+    run(cli, make_skill(tmp_path), run_dir, "--max-iterations", "3")
     h = history(run_dir)
     assert check_artifact(run_dir / "history.json", None, True).ok
     v0 = h["versions"][0]
@@ -154,20 +132,20 @@ def test_a_narrow_description_gains_recall_and_the_files_hold_it(tmp_path):
     assert set(decided) == {v["version"] for v in h["versions"]} - {"v0"}
     selection = json.loads((run_dir / best["version"] / "selection.json").read_text())
     assert selection["split"] == "validation" and selection["delta"] > 0
-    tree = json.loads(cli("lineage", str(run_dir), "--json").stdout)
-    assert tree
+    lineage = cli("lineage", run_dir, "--json")
+    assert lineage.exit_code == 0 and json.loads(lineage.stdout), lineage.output
 
 
-def test_failed_probes_are_missing_data_never_negatives(tmp_path, runner):
+def test_failed_probes_are_missing_data_never_negatives(tmp_path, cli, monkeypatch):
     skill = make_skill(tmp_path)
     sp = trigger.split(trigger.load(skill), seed=0)
     queries = {q.id: q for q in trigger.load(skill).queries}
     dev = sp.train + sp.validation
     failing = [next(q for q in dev if queries[q].should_trigger), next(q for q in dev if not queries[q].should_trigger)]
     run_dir = tmp_path / "run"
-    run(skill, run_dir, "--max-iterations", "1", "--set", "llm.max_attempts=2",
-        "--set", "llm.backoff_initial_s=0", runner=runner,
-        env={"TEST_FAIL_QUERIES": json.dumps([queries[q].query for q in failing])})
+    use_simulator(monkeypatch, Instrumented(fail=[queries[q].query for q in failing]))
+    run(cli, skill, run_dir, "--max-iterations", "1", "--set", "llm.max_attempts=2",
+        "--set", "llm.backoff_initial_s=0")
     v0 = history(run_dir)["versions"][0]
     assert v0["probe_errors"] == 2 * 3 and v0["missing_queries"] == 2
     assert v0["queries"] == len(dev) - 2
@@ -185,10 +163,10 @@ def test_failed_probes_are_missing_data_never_negatives(tmp_path, runner):
     assert len(observed) == sum(queries[q].should_trigger for q in dev) - 1
 
 
-def test_a_constant_signal_stops_the_run_with_a_reason(tmp_path):
+def test_a_constant_signal_stops_the_run_with_a_reason(tmp_path, cli):
     skill = make_skill(tmp_path, "Zebra xylophone marimba.", name="quokka-tool")
     run_dir = tmp_path / "run"
-    proc = run(skill, run_dir, "--max-iterations", "3")
+    proc = run(cli, skill, run_dir, "--max-iterations", "3")
     assert "constant signal" in proc.stdout
     h = history(run_dir)
     assert [v["version"] for v in h["versions"]] == ["v0"]
@@ -198,14 +176,14 @@ def test_a_constant_signal_stops_the_run_with_a_reason(tmp_path):
     assert conn.execute("select count(*) from calls where role = 'proposer'").fetchone()[0] == 0
 
 
-def test_the_sealed_test_queries_never_reach_the_proposer(tmp_path, runner):
-    log = tmp_path / "requests.jsonl"
+def test_the_sealed_test_queries_never_reach_the_proposer(tmp_path, cli, monkeypatch):
+    sim = Instrumented()
+    use_simulator(monkeypatch, sim)
     run_dir = tmp_path / "run"
-    run(make_skill(tmp_path), run_dir, "--max-iterations", "2", runner=runner,
-        env={"TEST_REQUEST_LOG": str(log)})
+    run(cli, make_skill(tmp_path), run_dir, "--max-iterations", "2")
     sp = split_of(run_dir)
     text = {q["id"]: q["query"] for q in sp["queries"]}
-    requests = [json.loads(line) for line in log.read_text().splitlines()]
+    requests = sim.requests
     proposer = [(i, json.dumps(r["body"], ensure_ascii=False)) for i, r in enumerate(requests)
                 if r["role"] == "proposer"]
     assert proposer
@@ -218,26 +196,26 @@ def test_the_sealed_test_queries_never_reach_the_proposer(tmp_path, runner):
     assert sealed and min(sealed) > max(i for i, _ in proposer)
 
 
-def test_bad_trigger_evals_exit_2_with_one_sentence_and_write_nothing(tmp_path):
+def test_bad_trigger_evals_exit_2_with_one_sentence_and_write_nothing(tmp_path, cli):
     skill = make_skill(tmp_path)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"query": "Summarise a.csv", "should_trigger": True},
                                {"query": "", "should_trigger": False}]))
     run_dir = tmp_path / "run"
-    proc = run(skill, run_dir, "--evals", str(bad), check=False)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    proc = run(cli, skill, run_dir, "--evals", bad, code=2)
+    assert "Traceback" not in proc.output
     assert f"error: {bad}: [1].query is empty; write the user's request" in proc.stderr
     assert not run_dir.exists()
     (skill / "evals" / "trigger_evals.json").unlink()
-    proc = run(skill, run_dir, check=False)
-    assert proc.returncode == 2 and "trigger_evals.json: missing" in proc.stderr
+    proc = run(cli, skill, run_dir, code=2)
+    assert "trigger_evals.json: missing" in proc.stderr
 
 
-def test_kill_9_in_the_middle_then_resume_ends_with_the_same_lineage(tmp_path):
+def test_kill_9_in_the_middle_then_resume_ends_with_the_same_lineage(tmp_path, cli):
     skill = make_skill(tmp_path)
     seeds = ("--max-iterations", "2", "--set", "loop.seed=1", "--set", "sim.seed=1")
     straight, killed = tmp_path / "straight", tmp_path / "killed"
-    run(skill, straight, *seeds)
+    run(cli, skill, straight, *seeds)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))}
     proc = subprocess.Popen([sys.executable, "-m", "optimizer", "run", str(skill), "--target",
                              "description", "--provider", "sim", "--run-dir", str(killed), *seeds,
@@ -252,7 +230,8 @@ def test_kill_9_in_the_middle_then_resume_ends_with_the_same_lineage(tmp_path):
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait()
-    cli("resume", str(killed), "--set", "sim.latency_ms=0")
+    resumed = cli("resume", killed, "--set", "sim.latency_ms=0")
+    assert resumed.exit_code == 0, resumed.output
 
     def lineage(run_dir):
         return [(v["version"], v.get("parent"), v["decision"], v["description"], v["pass_rate"])

@@ -1,6 +1,7 @@
 """The disk and the database failing under a run: a read-only run folder, a full disk, a database
 locked by another process. Each stops the run with one sentence and exit 1, leaves a consistent
-state, and once the fault is gone `optimizer resume` ends with the uninterrupted run's lineage."""
+state, and once the fault is gone `optimizer resume` ends with the uninterrupted run's lineage.
+The faults strike real processes; the resumes after them run in this process."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_daemon import ROOT, RUN, cli, finished, stage, start, wait_for
+from test_daemon import ROOT, RUN, finished, stage, start, wait_for
+from test_daemon import cli as run_in_a_process
 from test_faults import full_lineage, reference_run
+from typer.testing import CliRunner
 
+from optimizer import logs
+from optimizer.cli import app
 from optimizer.inputs.artifacts import check_artifact
 
 
@@ -39,8 +44,16 @@ def reference(tmp_path_factory) -> Path:
 def partial(tmp_path_factory) -> Path:
     """The same run stopped after its first iteration; `resume --max-iterations 2` completes it."""
     run_dir = tmp_path_factory.mktemp("partial") / "run"
-    cli(*RUN, "--run-dir", str(run_dir), "--max-iterations", "1")
+    done = CliRunner().invoke(app, [*RUN, "--run-dir", str(run_dir), "--max-iterations", "1"],
+                              catch_exceptions=False)
+    logs.reset()
+    assert done.exit_code == 0, done.output
     return run_dir
+
+
+def resume(cli, run_dir: Path, *args: str) -> None:
+    done = cli("resume", run_dir, *args)
+    assert done.exit_code == 0, done.output
 
 
 def one_sentence_failure(proc: subprocess.CompletedProcess, *words: str) -> str:
@@ -71,7 +84,7 @@ def tree(folder: Path) -> dict[str, tuple[int, int]]:
 
 
 @needs_mount
-def test_a_read_only_run_folder(reference, partial, tmp_path):
+def test_a_read_only_run_folder(reference, partial, tmp_path, cli):
     run_dir = tmp_path / "run"
     shutil.copytree(partial, run_dir)
     before = tree(run_dir)
@@ -84,7 +97,7 @@ def test_a_read_only_run_folder(reference, partial, tmp_path):
     err = one_sentence_failure(proc, "Read-only file system", "read-only")
     print(f"\nread-only run folder: {err}")
     assert tree(run_dir) == before  # status and lineage read it without writing a byte
-    cli("resume", str(run_dir), "--max-iterations", "2")
+    resume(cli, run_dir, "--max-iterations", "2")
     assert full_lineage(run_dir) == full_lineage(reference)
     consistent(run_dir)
 
@@ -102,19 +115,19 @@ def small_disk(tmp_path):
 
 
 @needs_mount
-def test_a_full_disk(reference, small_disk):
+def test_a_full_disk(reference, small_disk, cli):
     run_dir = small_disk / "run"
-    proc = cli(*RUN, "--run-dir", str(run_dir), check=False)
+    proc = run_in_a_process(*RUN, "--run-dir", str(run_dir), check=False)
     err = one_sentence_failure(proc, "No space left on device", "disk is full")
     print(f"\nfull disk: {err}")
     consistent(run_dir)
     subprocess.run(["mount", "-o", "remount,size=64M", str(small_disk)], check=True)
-    cli("resume", str(run_dir))
+    resume(cli, run_dir)
     assert full_lineage(run_dir) == full_lineage(reference)
     consistent(run_dir)
 
 
-def test_a_database_locked_by_another_process(reference, tmp_path):
+def test_a_database_locked_by_another_process(reference, tmp_path, cli):
     run_dir = tmp_path / "run"
     # A short busy timeout (store.busy_timeout_s, 30 s by default) keeps the test quick.
     proc = start(*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=10",
@@ -126,12 +139,12 @@ def test_a_database_locked_by_another_process(reference, tmp_path):
         failed = finished(proc, timeout=60)
         message = one_sentence_failure(failed, "locked")
         print(f"\nlocked database: {message}")
-        again = cli("resume", str(run_dir), check=False)  # still locked: the same clear refusal
+        again = run_in_a_process("resume", str(run_dir), check=False)  # still locked: the same refusal
         one_sentence_failure(again, "locked")
     finally:
         holder.execute("ROLLBACK")
         holder.close()
     consistent(run_dir)
-    cli("resume", str(run_dir))
+    resume(cli, run_dir)
     assert full_lineage(run_dir) == full_lineage(reference)
     consistent(run_dir)

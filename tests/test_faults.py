@@ -4,30 +4,18 @@ cut streams) ends exactly where the fault-free run with the same seed ends, and 
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from test_daemon import RUN, cli
+from test_daemon import RUN, reference_run
 
 from optimizer.inputs.artifacts import check_artifact
 
 FAULTS = ("--set", "sim.fault_rate=0.2", "--set", "llm.max_attempts=12",
           "--set", "llm.backoff_initial_s=0", "--set", "llm.backoff_max_s=0")
 VOLATILE = {"cost_usd", "created_at"}  # prompt-cache accounting follows the order calls land in
-
-
-def reference_run(factory: pytest.TempPathFactory) -> Path:
-    """One fault-free run of RUN per test session, shared by the modules that compare against it
-    (read it, never write it; copy it to damage it)."""
-    run_dir, done = factory.getbasetemp() / "reference-run", factory.getbasetemp() / "reference-run.done"
-    if not done.exists():
-        shutil.rmtree(run_dir, ignore_errors=True)
-        cli(*RUN, "--run-dir", str(run_dir))
-        done.touch()
-    return run_dir
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +40,10 @@ def events(run_dir: Path, name: str) -> list[dict]:
     return [e for e in map(json.loads, lines) if e.get("event") == name]
 
 
-def test_a_run_through_faults_ends_with_the_fault_free_lineage_and_loses_nothing(reference, tmp_path):
+def test_a_run_through_faults_ends_with_the_fault_free_lineage_and_loses_nothing(reference, tmp_path, cli):
     faulty = tmp_path / "faulty"
-    cli(*RUN, "--run-dir", str(faulty), *FAULTS)
+    done = cli(*RUN, "--run-dir", faulty, *FAULTS)
+    assert done.exit_code == 0, done.output
 
     retries = Counter(e["cause"] for e in events(faulty, "llm.retry_scheduled"))
     repairs = len(events(faulty, "llm.structured_repair"))

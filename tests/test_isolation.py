@@ -37,7 +37,7 @@ def test_no_request_to_a_proposer_or_analyzer_carries_anything_of_the_test_split
                 "feedback": "FEEDBACK-MARK-TRAIN: the summary is too thin"}]
     (run_dir / "feedback.json").write_text(schemas.Feedback.model_validate(
         {"reviews": reviews, "status": "complete"}).model_dump_json())
-    cli(monkeypatch, sim, "resume", str(run_dir), "--max-iterations", "3")
+    cli(monkeypatch, sim, "resume", str(run_dir), "--max-iterations", "2")
 
     seen = "\n".join(sim.bodies("proposer", "analyzer"))
     assert sim.bodies("analyzer"), "no analysis was asked for: nothing to check"

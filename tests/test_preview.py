@@ -5,9 +5,6 @@ and stored at every real start, and `estimate_vs_actual` sets it against the led
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,12 +19,6 @@ EXAMPLE = ROOT / "examples" / "csv-report"
 FAST_BATCH = ("--set", "llm.batch_settle_s=0.02", "--set", "llm.batch_poll_s=0.01")
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))}
-    return subprocess.run([sys.executable, "-m", "optimizer", *args], capture_output=True, text=True,
-                          timeout=240, env=env, cwd=ROOT)
-
-
 def estimate(prices: dict | None = None, **sections) -> dict:
     evalset = load_evals(EXAMPLE)
     flat = [f"{s}.{k}={v}" for s, values in sections.items() for k, v in values.items()]
@@ -38,19 +29,18 @@ def estimate(prices: dict | None = None, **sections) -> dict:
     return preview.estimate(settings, evalset, EXAMPLE)
 
 
-def test_dry_run_prints_the_estimate_and_writes_nothing(tmp_path):
+def test_dry_run_prints_the_estimate_and_writes_nothing(tmp_path, cli):
     run_dir = tmp_path / "never"
-    proc = cli("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "3", "--run-dir",
-               str(run_dir), "--dry-run", "--budget-usd", "2")
-    assert proc.returncode == 0, proc.stderr
+    proc = cli("run", EXAMPLE, "--provider", "sim", "--max-iterations", "3", "--run-dir",
+               run_dir, "--dry-run", "--budget-usd", "2")
+    assert proc.exit_code == 0, proc.output
     line = next(x for x in proc.stdout.splitlines() if x.startswith("estimate"))
     for part in ("model calls", "tokens", "per iteration", "for the run (3 iterations", "with --batch",
                  "budget $2.00 covers about"):
         assert part in line, (part, line)
     assert "baseline and v0" in proc.stdout and not run_dir.exists()
-    batched = cli("run", str(EXAMPLE), "--provider", "sim", "--dry-run", "--batch", "--run-dir",
-                  str(run_dir))
-    assert batched.returncode == 0 and "estimate (batch mode):" in batched.stdout
+    batched = cli("run", EXAMPLE, "--provider", "sim", "--dry-run", "--batch", "--run-dir", run_dir)
+    assert batched.exit_code == 0 and "estimate (batch mode):" in batched.stdout
     assert "without batch mode" in batched.stdout and not run_dir.exists()
 
 
@@ -93,16 +83,15 @@ def lineage(run_dir: Path) -> list:
     return [(i["version"], i["grading_result"], i.get("overall_efficiency")) for i in history["iterations"]]
 
 
-def test_a_batch_run_shows_and_keeps_its_estimate_and_decides_as_a_direct_run(tmp_path):
+def test_a_batch_run_shows_and_keeps_its_estimate_and_decides_as_a_direct_run(tmp_path, cli):
     batch_dir, direct_dir = tmp_path / "batch", tmp_path / "direct"
-    proc = cli("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "1", "--run-dir",
-               str(batch_dir), "--batch", *FAST_BATCH)
-    assert proc.returncode == 0, proc.stderr
+    proc = cli("run", EXAMPLE, "--provider", "sim", "--max-iterations", "1", "--run-dir",
+               batch_dir, "--batch", *FAST_BATCH)
+    assert proc.exit_code == 0, proc.output
     lines = proc.stdout.splitlines()
     assert lines[1].startswith("estimate (batch mode): ~"), lines[:3]  # before the run starts
-    direct = cli("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "1", "--run-dir",
-                 str(direct_dir))
-    assert direct.returncode == 0, direct.stderr
+    direct = cli("run", EXAMPLE, "--provider", "sim", "--max-iterations", "1", "--run-dir", direct_dir)
+    assert direct.exit_code == 0, direct.output
     assert lineage(batch_dir) == lineage(direct_dir), "batch mode changes the price, not the answers"
 
     info = spend.estimate_vs_actual(batch_dir)
@@ -114,9 +103,9 @@ def test_a_batch_run_shows_and_keeps_its_estimate_and_decides_as_a_direct_run(tm
     plain = spend.estimate_vs_actual(direct_dir)
     assert plain["actual"]["batched_calls"] == 0
     assert info["actual"]["usd"] < 0.8 * plain["actual"]["usd"], "the batched roles cost half"
-    status = cli("status", str(batch_dir), "--json")
-    assert status.returncode == 0, status.stderr
+    status = cli("status", batch_dir, "--json")
+    assert status.exit_code == 0, status.output
     shown = json.loads(status.stdout)["estimate"]
     assert shown["line"] == info["line"] and shown["ratio"] == info["ratio"]
-    text = cli("status", str(batch_dir)).stdout
+    text = cli("status", batch_dir).stdout
     assert "estimate" in text and " ".join(info["line"].split()[:4]) in " ".join(text.split())

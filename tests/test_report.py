@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fixtures.workspace_builder import HOSTILE, build_workspace, simulated_run
+from fixtures.workspace_builder import HOSTILE, build_workspace
 
 from optimizer import schemas
 from optimizer.errors import BadInput
@@ -128,8 +128,8 @@ def test_two_hundred_versions_make_a_usable_file(tmp_path):
     assert size < 15_000_000, f"{size} bytes"
 
 
-def test_report_of_a_real_simulated_run(tmp_path):
-    root = simulated_run(tmp_path / "real")
+def test_report_of_a_real_simulated_run(simulated):
+    root = simulated
     history = json.loads((root / "history.json").read_text())
     data = blob(html.write_report(root, None).read_text())
     labels = [n["label"] for n in data["nodes"]]

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fixtures.workspace_builder import build_workspace, simulated_run
+from fixtures.workspace_builder import build_workspace
 
 from optimizer.report import html, server
 
@@ -142,8 +142,8 @@ def test_two_hundred_versions_stay_usable(tmp_path, page):
     assert page.problems == []
 
 
-def test_report_of_a_real_simulated_run(tmp_path, page):
-    root = simulated_run(tmp_path / "real")
+def test_report_of_a_real_simulated_run(simulated, page):
+    root = simulated
     best = json.loads((root / "history.json").read_text())["current_best"]
     labels = [n["label"] for n in html.build(root)["nodes"]]
     page.goto(html.write_report(root, None).as_uri())

@@ -7,13 +7,11 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from fixtures.workspace_builder import build_workspace, simulated_run
+from fixtures.workspace_builder import build_workspace
 from rich.console import Console
 
 from optimizer import daemon, schemas
@@ -74,9 +72,9 @@ def test_print_lineage_marks_best_decisions_and_simulation(built):
     assert "Δ +" in text or "Δ -" in text
 
 
-def test_lineage_json_from_the_command_line(built):
-    done = subprocess.run([sys.executable, "-m", "optimizer", "lineage", str(built.root), "--json"],
-                          capture_output=True, text=True, check=True)
+def test_lineage_json_from_the_command_line(built, cli):
+    done = cli("lineage", built.root, "--json")
+    assert done.exit_code == 0, done.output
     tree = json.loads(done.stdout)
     assert tree["count"] == len(built.labels) and tree["run"]["current_best"] == built.best
 
@@ -195,13 +193,12 @@ def test_show_does_not_interpret_model_text_as_markup(built):
     assert "[bold red]x[/] y" in render(show.print_version, built.root, "v1")
 
 
-def test_show_unknown_version_names_the_known_ones(built):
+def test_show_unknown_version_names_the_known_ones(built, cli):
     with pytest.raises(BadInput) as err:
         show.print_version(Console(), built.root, "v42")
     assert "v42" in str(err.value) and "v0, v1" in str(err.value)
-    done = subprocess.run([sys.executable, "-m", "optimizer", "show", str(built.root), "v42"],
-                          capture_output=True, text=True)
-    assert done.returncode == 2 and "known versions" in done.stderr
+    done = cli("show", built.root, "v42")
+    assert done.exit_code == 2 and "known versions" in done.stderr
 
 
 def test_diff_shows_files_and_per_eval_differences(built):
@@ -215,8 +212,8 @@ def test_diff_shows_files_and_per_eval_differences(built):
         show.print_diff(Console(), built.root, "v0", "v77")
 
 
-def test_views_of_a_real_simulated_run(tmp_path):
-    root = simulated_run(tmp_path / "real")
+def test_views_of_a_real_simulated_run(simulated):
+    root = simulated
     history = json.loads((root / "history.json").read_text())
     before = _snapshot(root)
     tree = lineage_view.lineage(root)
