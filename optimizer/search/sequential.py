@@ -149,10 +149,11 @@ def look(
     runs: int, max_runs: int, first_runs: int, confidence: float, min_effect: float,
     futility: float, min_verdicts: int,
 ) -> Look:
-    """won / lost / tie at this look. won: the score bound clears min_effect, or the comparator's
-    sign test favours the child at this look's α and Δ ≥ 0. lost: the upper bound is below zero,
-    or the sign test favours the parent and the lower bound is not above zero. Otherwise more runs,
-    unless runs are at the cap or the conditional power to promote is below `futility`."""
+    """won / lost / tie at this look. won: the score bound clears min_effect, or clears zero with
+    more comparator wins than losses, or the sign test favours the child at this look's α and
+    Δ ≥ 0. lost: the plain interval at `confidence` is below zero, or the sign test favours the
+    parent and the lower bound is not above zero. Otherwise more runs, unless runs are at the cap
+    or the conditional power to promote is below `futility`."""
     alpha = 1 - confidence
     spent = look_alpha(alpha, runs, max_runs, first_runs)
     a_score, a_cmp = spent * SCORE_SHARE, spent * (1 - SCORE_SHARE)
