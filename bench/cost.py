@@ -16,7 +16,10 @@ The naive protocol is ours with three settings changed, each removing one saving
                                   (up to 6) only while the interval straddles zero.
 A protocol without our ledger would also pay again for every answer the ledger served (a parent's
 comparisons asked again after runs were added): the last column adds that back.
-A second naive row runs a fixed 6 runs per eval, the power our adaptive rule reaches at its cap."""
+A second naive row runs a fixed 6 runs per eval, the power our adaptive rule reaches at its cap.
+The second row is ours with the earlier promotion rule (a fixed-95% bootstrap re-tested after
+every added run, no futility stop); the lines under the table give both rules' ratios to the naive
+rows against the targets (≤ 0.5× naive fixed-6, ≤ 1.0× naive fixed-3)."""
 
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from overhead import instrumented_run, print_table  # noqa: E402
 NAIVE = ["loop.screen_evals=0", "llm.prompt_caching=false", "selection.max_runs_per_eval=3"]
 PROTOCOLS = [
     ("ours (screening, prompt caching, adaptive 3-6 runs)", []),
+    ("ours with the earlier rule (selection.rule=bootstrap)", ["selection.rule=bootstrap"]),
     ("ours without screening", NAIVE[:1]),
     ("ours without prompt caching", NAIVE[1:2]),
     ("ours without adaptive runs (fixed 3)", NAIVE[2:]),
@@ -85,6 +89,13 @@ def main() -> None:
          "Simulated token counts follow the request text (4 characters a token); the ratios, not "
          "the dollar figures, are the result."],
     )
+    by_name = dict(results)
+    fixed3 = by_name["naive: all three removed (fixed 3 runs)"]["cost_usd"]
+    fixed6 = by_name["naive, fixed 6 runs (ours' power at its cap)"]["cost_usd"]
+    for name, r in results[:2]:
+        x3, x6 = r["cost_usd"] / fixed3, r["cost_usd"] / fixed6
+        print(f"{name}: {x6:.2f}x naive fixed-6 (target ≤ 0.5: {'ok' if x6 <= 0.5 else 'NO'}), "
+              f"{x3:.2f}x naive fixed-3 (target ≤ 1.0: {'ok' if x3 <= 1.0 else 'NO'})")
 
 
 if __name__ == "__main__":

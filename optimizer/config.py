@@ -86,6 +86,7 @@ class Scoring(Section):
 
 
 class Selection(Section):
+    rule: Literal["sequential", "bootstrap"] = "sequential"
     min_effect: float = Field(0.03, ge=0)
     confidence: float = Field(0.95, gt=0, lt=1)
     bootstrap_samples: int = Field(2000, ge=100)
@@ -94,6 +95,8 @@ class Selection(Section):
     max_judge_error_rate: float = Field(0.25, ge=0, le=1)
     max_unscored_rate: float = Field(0.5, ge=0, le=1)
     screen_margin: float = Field(0.15, ge=0)
+    futility: float = Field(0.10, ge=0, lt=1)
+    few_evals: int = Field(10, ge=1)
 
 
 class Execute(Section):

@@ -125,7 +125,8 @@ async def test_a_position_biased_comparator_decides_nothing(tmp_path, make):
     assert tally.inconsistent == tally.pairs == 6
     assert tally.child_wins == tally.parent_wins == tally.ties == 0
     assert tally.swap_consistency == 0.0
-    rule = Selection(min_effect=0.03, comparator_majority=0.75, max_runs_per_eval=3)
+    rule = Selection(rule="bootstrap", min_effect=0.03, comparator_majority=0.75,
+                     max_runs_per_eval=3)
     straddling = {e: [0.5 + d] * 3 for e, d in enumerate([0.1, -0.08, 0.05, -0.04, 0.02])}
     parent_scores = {e: [0.5] * 3 for e in range(5)}
     d = decide(straddling, parent_scores, tally, selection=rule, rng=random.Random(0))

@@ -17,8 +17,10 @@ from optimizer.search.select import (
     selection_json,
 )
 
+# The earlier rule, selected explicitly: these tests pin its behaviour (tests/test_sequential.py
+# covers the default rule).
 RULE = Selection(
-    min_effect=0.03, confidence=0.95, bootstrap_samples=1000, max_runs_per_eval=6,
+    rule="bootstrap", min_effect=0.03, confidence=0.95, bootstrap_samples=1000, max_runs_per_eval=6,
     comparator_majority=0.75, max_judge_error_rate=0.25,
 )
 STRADDLING = [0.10, -0.08, 0.05, -0.04, 0.06, 0.0, -0.06, 0.04]  # mean +0.00875

@@ -175,7 +175,8 @@ class BodyTarget:
                 f"the cause, then `optimizer resume {run.ws.root}`.")
         return select.decide(eval_means(child), eval_means(parent_res), tally,
                              selection=s.selection, rng=run.rng("bootstrap", label, runs),
-                             judge_errors=errors, total_runs=total, unscored=len(lost))
+                             judge_errors=errors, total_runs=total, unscored=len(lost),
+                             first_runs=self.runs_per_eval)
 
     async def _analyze(self, label: str, parent: str, decision: select.Decision,
                        tally: select.ComparisonTally) -> None:

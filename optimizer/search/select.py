@@ -10,6 +10,7 @@ from typing import Any, Generic, Literal, TypedDict, TypeVar
 
 from optimizer.config import Selection
 from optimizer.grade.stats import mean, paired_bootstrap
+from optimizer.search import sequential
 
 EvalId = int | str
 # One kind of id per call: the body target's evals are ints, a caller may key by names.
@@ -55,6 +56,12 @@ class Decision:
     min_effect: float = 0.0
     unscored: int = 0  # runs our infrastructure failed: left out, retried later (DESIGN §7)
     excluded_evals: tuple[EvalId, ...] = ()  # evals without scored runs on both sides
+    rule: str = "bootstrap"
+    few_evals: bool = False  # fewer evals than selection.few_evals: too few to generalise
+    futile: bool = False  # sequential: runs stopped because promotion had become unlikely
+    look_alpha: float | None = None  # sequential: the false-promotion budget this look spent
+    comparator_p: float | None = None  # sequential: the sign test's one-sided p for the child
+    promotion_power: float | None = None  # sequential: conditional power when runs continued
 
 
 class _Common(TypedDict):
@@ -70,6 +77,8 @@ class _Common(TypedDict):
     min_effect: float
     unscored: int
     excluded_evals: tuple[EvalId, ...]
+    rule: str
+    few_evals: bool
 
 
 def paired_differences(
@@ -121,11 +130,13 @@ def decide(
     judge_errors: int = 0,
     total_runs: int = 0,
     unscored: int = 0,
+    first_runs: int = 1,
 ) -> Decision:
-    """won / lost / tie by DESIGN §8. The interval is "inconclusive" when it is neither above
-    min_effect nor below zero; only then may the comparator decide, and only then are runs added.
-    The comparator may promote when Δ ≥ 0; it may demote only when the interval straddles zero
-    (a child whose interval is above zero is never `lost`)."""
+    """won / lost / tie by DESIGN §8, under selection.rule: `sequential` (sequential.look, the
+    default) or `bootstrap`, the earlier rule kept selectable: a fixed-level percentile bootstrap
+    whose interval is "inconclusive" when neither above min_effect nor below zero; only then may
+    the comparator decide by its majority, and only then are runs added. Under both the comparator
+    may promote when Δ ≥ 0 and demote only when the interval is not above zero."""
     ds = paired_differences(child_scores, parent_scores)
     comparator = _comparator_view(tally)
     error_rate = judge_errors / total_runs if total_runs else 0.0
@@ -135,9 +146,13 @@ def decide(
         evals=len(ds), runs=runs, comparator=comparator, judge_error_rate=error_rate,
         judge_errors=judge_errors, total_runs=total_runs,
         confidence=selection.confidence, min_effect=selection.min_effect,
-        unscored=unscored, excluded_evals=excluded,
+        unscored=unscored, excluded_evals=excluded, rule=selection.rule,
+        few_evals=0 < len(ds) < selection.few_evals,
     )
     left_out = _left_out(unscored, total_runs, excluded)
+    if common["few_evals"]:
+        left_out += (f" It rests on {len(ds)} eval{'s' if len(ds) > 1 else ''}, fewer than "
+                     f"{selection.few_evals}: too few to generalise beyond these tasks.")
     if error_rate > selection.max_judge_error_rate + _EPS:
         # A broken judge is not fixed by more runs of the same judge.
         return Decision(
@@ -151,6 +166,19 @@ def decide(
             "tie", "tie: no eval has scores for both the child and the parent." + left_out,
             None, None, None, needs_more_runs=False, **common,
         )
+    if selection.rule == "sequential":
+        tally = tally or ComparisonTally()
+        seen = sequential.look(
+            list(ds.values()), tally.child_wins, tally.parent_wins,
+            {e: tally.per_eval[e] for e in tally.per_eval if e in ds}, runs=runs,
+            max_runs=selection.max_runs_per_eval, first_runs=first_runs, confidence=selection.confidence,
+            min_effect=selection.min_effect, futility=selection.futility,
+            min_verdicts=MIN_CONSISTENT_VERDICTS)
+        common["confidence"] = seen.confidence  # the reported interval's, at this look's α
+        return Decision(
+            seen.decision, seen.reason + left_out, seen.delta, seen.low, seen.high,
+            needs_more_runs=seen.needs_more_runs, futile=seen.futile, look_alpha=seen.look_alpha,
+            comparator_p=seen.comparator_p, promotion_power=seen.promotion_power, **common)
     delta, low, high = paired_bootstrap(
         list(ds.values()), confidence=selection.confidence,
         samples=selection.bootstrap_samples, rng=rng,
@@ -232,6 +260,12 @@ def selection_json(decision: Decision) -> dict[str, Any]:
         "unscored": data["unscored"],
         "excluded_evals": list(data["excluded_evals"]),
         "needs_more_runs": data["needs_more_runs"],
+        "rule": data["rule"],
+        "few_evals": data["few_evals"],
+        "futile": data["futile"],
+        "look_alpha": _num(data["look_alpha"]),
+        "comparator_p": _num(data["comparator_p"]),
+        "promotion_power": _num(data["promotion_power"]),
     }
 
 
