@@ -33,7 +33,7 @@ def feedback() -> Feedback:
     return Feedback(
         failures=[Failure(2, "The report states the `Row count:`", 3, "No row count in report.md",
                           "## Step 4\nI computed the rows by eye and wrote the table.\n")],
-        costs=[EvalCost(1, 3, 1.0, 2_900, 4.0, 12.5), EvalCost(2, 3, 0.33, 5_400, 9.0, 31.0)],
+        costs=[EvalCost(1, 3, 1.0, 2_900, 4.0), EvalCost(2, 3, 0.33, 5_400, 9.0)],
         repeated_work=["runs `python - <<EOF` (in 2 evals, 5 runs)"],
         judge_feedback=["Reports never state the units."],
         analysis_suggestions=["[high] Tell the agent to run the profiling script first."],

@@ -68,21 +68,20 @@ def _runs(store: Store, parent: str, train: list[int]) -> list[tuple[int, int]]:
 
 
 def _costs(ws: Workspace, store: Store, parent: str, runs: list[tuple[int, int]]) -> list[EvalCost]:
-    """Per eval the mean pass rate, tokens, turns and seconds: what the skill costs, not only
-    whether it passes."""
+    """Per eval the mean pass rate, tokens and turns: what the skill costs, not only whether it
+    passes."""
     rows = {r["key"]: r for r in store.query(
-        "select r.key, r.tokens, r.time_seconds, g.pass_rate from eval_runs r join gradings g "
+        "select r.key, r.tokens, g.pass_rate from eval_runs r join gradings g "
         "on g.key = r.key where r.key like ?", [f"{parent}/eval-%/with_skill/run-%"])}
-    per_eval: dict[int, list[tuple[float, float, float, float]]] = {}
+    per_eval: dict[int, list[tuple[float, float, float]]] = {}
     for e, n in runs:
         row = rows.get(f"{parent}/eval-{e}/with_skill/run-{n}")
         if row is None:
             continue
         metrics = ws.run_dir(parent, e, "with_skill", n) / "outputs" / "metrics.json"
         turns = (read_json(metrics).get("total_steps") or 0) if metrics.is_file() else 0
-        per_eval.setdefault(e, []).append((row["pass_rate"] or 0.0, row["tokens"] or 0,
-                                           turns, row["time_seconds"] or 0.0))
-    return [EvalCost(e, len(v), *(math.fsum(x[i] for x in v) / len(v) for i in range(4)))
+        per_eval.setdefault(e, []).append((row["pass_rate"] or 0.0, row["tokens"] or 0, turns))
+    return [EvalCost(e, len(v), *(math.fsum(x[i] for x in v) / len(v) for i in range(3)))
             for e, v in sorted(per_eval.items())]
 
 
