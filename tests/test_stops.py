@@ -13,7 +13,7 @@ RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2", "--set
 # One stop at the start of each of these stages, in this order (the seed-11 run goes through all).
 STAGES = ["v1: screening", "v2: benchmark (3 runs", "v2: benchmark (4 runs",
           "v2: blind comparison", "iteration 2: proposal 1", "v3: benchmark (5 runs",
-          "v3: analysis", "v4: blind comparison"]
+          "v3: analysis", "iteration 2: proposal 2"]
 
 
 def decision(run_dir, label: str) -> str | None:
