@@ -37,6 +37,17 @@ SetOpt = Annotated[
 ProviderOpt = Annotated[
     str | None, typer.Option("--provider", help="Model provider: sim (offline) or anthropic.")
 ]
+UnconfinedOpt = Annotated[bool, typer.Option(
+    "--unconfined", help="Run model-written commands without bubblewrap (sandbox.mode = \"none\").")]
+
+
+def _confinement(settings: config.Settings) -> None:
+    """Before anything is written: refuse unconfined runs nobody asked for, say so when asked."""
+    from optimizer.sandbox import SandboxPolicy, startup_line
+
+    line = startup_line(SandboxPolicy.from_settings(settings.sandbox))
+    if line:
+        err.print(line, style="bold red", markup=False, highlight=False)
 
 
 def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -143,14 +154,17 @@ def execute(
     executor: Annotated[str | None, typer.Option(help="anthropic, claude-code or command.")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder to write.")] = None,
     provider: ProviderOpt = None,
+    unconfined: UnconfinedOpt = False,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
     """Run one eval once and grade it, by hand, to debug a skill or an eval."""
-    from optimizer.grade.benchmark import run_once
+    from optimizer.grade.benchmark import failure_reason, run_once
     from optimizer.model.session import open_session
 
-    loaded = load_settings(config_path, set_, flags={"llm.provider": provider, "execute.executor": executor})
+    loaded = load_settings(config_path, set_, flags={"llm.provider": provider, "execute.executor": executor,
+                                                     "sandbox.mode": "none" if unconfined else None})
+    _confinement(loaded.settings)
     target = out_dir or Path("runs") / "execute" / f"eval-{eval_id}"
     with open_session(loaded.settings, target) as session:
         run_dir, scored = asyncio.run(
@@ -162,23 +176,9 @@ def execute(
     out.print(f"{scored.status}: {shown} (pass rate {scored.pass_rate:.0%}, {score})", markup=False)
     if scored.status in ("exec_error", "judge_error", "unscored"):
         err.print(f"error: the run did not complete as a graded run ({scored.status}): "
-                  f"{scored.error or _grading_reason(run_dir)}", markup=False)
+                  f"{scored.error or failure_reason(run_dir)}", markup=False)
         raise typer.Exit(1)
 
-
-def _grading_reason(run_dir: Path) -> str:
-    """Why a run failed, as its grading or its metrics say (the first failed expectation)."""
-    for name in ("grading.json", "outputs/metrics.json"):
-        try:
-            data = json.loads((run_dir / name).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if data.get("judge_error") or data.get("error"):
-            return str(data.get("judge_error") or data.get("error"))
-        failed = [e["evidence"] for e in data.get("expectations", []) if not e.get("passed")]
-        if failed:
-            return failed[0]
-    return f"see {run_dir / 'transcript.md'}"
 
 
 @app.command()
@@ -189,6 +189,7 @@ def benchmark(
     runs: Annotated[int | None, typer.Option(help="Runs per eval and configuration.")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Benchmark folder to write.")] = None,
     provider: ProviderOpt = None,
+    unconfined: UnconfinedOpt = False,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
@@ -200,7 +201,9 @@ def benchmark(
 
     evalset = load_evals(_require_dir(skill_dir, "skill"), evals)
     loaded = load_settings(config_path, set_, eval_config=evalset.eval_config,
-                           flags={"llm.provider": provider, "evals.runs_per_eval": runs})
+                           flags={"llm.provider": provider, "evals.runs_per_eval": runs,
+                                  "sandbox.mode": "none" if unconfined else None})
+    _confinement(loaded.settings)
     folder = out_dir or default_out_dir()
     with open_session(loaded.settings, folder) as session, bar(out, "benchmark") as progress:
         path = asyncio.run(run_benchmark(loaded.settings, session.client, session.store,
@@ -229,6 +232,7 @@ def run(
     batch: Annotated[bool, typer.Option("--batch", help="Grader, comparator and analyzer calls as Message Batches (half price, slower).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the cost estimate and exit; writes nothing.")] = False,
     provider: ProviderOpt = None,
+    unconfined: UnconfinedOpt = False,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
@@ -240,7 +244,7 @@ def run(
         raise BadInput(f"--target {target!r}: use one of {', '.join(sorted(TARGETS))}.")
     flags = {"llm.provider": provider, "loop.max_iterations": max_iterations,
              "budget.usd": budget_usd, "budget.deadline": deadline,
-             "llm.batch": True if batch else None}
+             "llm.batch": True if batch else None, "sandbox.mode": "none" if unconfined else None}
     code = daemon.start(
         skill_dir=_require_dir(skill_dir, "skill"), evals_path=evals, run_dir=run_dir,
         from_run=from_run, target=target, detach=detach, fresh=fresh,
@@ -355,6 +359,19 @@ def review(
     from optimizer.report import server
 
     server.serve(_require_dir(run_dir, "run"), port=port, console=out)
+
+
+@app.command()
+@handled
+def doctor(config_path: ConfigOpt = None, set_: SetOpt = None) -> None:
+    """Check that model-written commands are confined here: bubblewrap, cgroups, limits, a probe."""
+    from optimizer.sandbox import SandboxPolicy
+    from optimizer.sandbox import doctor as checks
+
+    found = checks.diagnose(SandboxPolicy.from_settings(load_settings(config_path, set_).settings.sandbox))
+    for line in found.lines:
+        out.print(line, markup=False, highlight=False)
+    raise typer.Exit(0 if found.ok else 1)
 
 
 @app.command()

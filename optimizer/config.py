@@ -117,6 +117,7 @@ class Sandbox(Section):
     max_output_bytes: int = Field(1_000_000, ge=1024)
     max_file_bytes: int = Field(50_000_000, ge=1024)
     max_processes: int = Field(256, ge=8)
+    max_workspace_mb: int = Field(512, ge=1)
 
 
 class Sim(Section):

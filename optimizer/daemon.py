@@ -19,7 +19,7 @@ from pathlib import Path
 import structlog
 from rich.console import Console
 
-from optimizer import config, logs
+from optimizer import config, logs, sandbox
 from optimizer.errors import BadInput, WorkFailed
 from optimizer.execute.claude_code import find_claude
 from optimizer.inputs import evals
@@ -63,6 +63,7 @@ def start(
     estimate = preview.for_start(settings, evalset, base_best or skill_dir, target)
     if dry_run:  # the cost preview only: nothing is written
         return spend.show_dry_run(console, estimate)
+    unconfined = _confinement(settings)  # refuses before anything is written
     run_dir = run_dir or _default_run_dir(skill.name)
     ws = Workspace(run_dir)
     if _started(ws):
@@ -80,6 +81,8 @@ def start(
             update={"deadline": deadline.isoformat(timespec="seconds")})})
     _create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target, base_best, from_run)
     console.print(f"run folder: {run_dir}")
+    if unconfined:
+        console.print(unconfined, style="bold red", markup=False, highlight=False)
     spend.announce(console, ws, estimate)  # the estimate line, kept in state.db for `status`
     if detach:
         return _spawn(ws, console)
@@ -104,6 +107,7 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
         raise BadInput(f"{ws.run_toml}: not valid TOML ({exc}); restore it or start a new run.") from None
     loaded = config.load(base=base, env=os.environ, overrides=overrides, flags=flags)
     settings = loaded.settings
+    unconfined = _confinement(settings)
     if flags.get("budget.deadline"):
         at = parse_deadline(flags["budget.deadline"])
         settings = settings.model_copy(update={"budget": settings.budget.model_copy(
@@ -112,10 +116,18 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
         write_text(ws.run_toml, config.to_toml(settings, loaded.sources))
     _refuse_if_running(ws)
     ws.stop_file.unlink(missing_ok=True)
+    if unconfined:
+        console.print(unconfined, style="bold red", markup=False, highlight=False)
     spend.announce(console, ws, preview.for_workspace(ws, settings), keep=False)
     if detach:
         return _spawn(ws, console)
     return _foreground(ws, settings, console, resumed=True)
+
+
+def _confinement(settings: config.Settings) -> str | None:
+    """BadInput when model-written commands would run unconfined without the user's consent (no
+    bubblewrap); the console line to show when they run unconfined because the user asked."""
+    return sandbox.startup_line(sandbox.SandboxPolicy.from_settings(settings.sandbox))
 
 
 def _started(ws: Workspace) -> bool:
@@ -233,6 +245,8 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
     with lock(ws):
         _remove_stale_temp_files(ws)
         logs.configure(ws.log, console=False)
+        if settings.sandbox.mode == "none":  # the console said so at the start; the log keeps it
+            log.warning("sandbox.unconfined", reason=sandbox.UNCONFINED_LINE)
         store = Store(ws.state_db, busy_timeout_s=settings.store.busy_timeout_s)
         flag = SignalFlag()
         flag.install()

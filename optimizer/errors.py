@@ -52,6 +52,11 @@ class InfraFailure(Exception):  # noqa: N818 - a kind of outcome, named as DESIG
     run): the unit is left unscored and retried, never scored 0 (DESIGN §7)."""
 
 
+class ResourceLimit(Exception):  # noqa: N818 - a kind of outcome, as InfraFailure
+    """A limit of the whole run that its own commands passed (the workspace's total size): the
+    run stops and fails, and it scores, as a timeout does (DESIGN §7: the skill's failure)."""
+
+
 class ProviderSpendLimit(WorkFailed):
     """The provider says the account's spend limit is reached; retrying cannot help."""
 

@@ -4,6 +4,7 @@ on a terminal, and secret redaction in front of both. Never let a key-like value
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 from collections.abc import Mapping, MutableMapping
@@ -95,15 +96,24 @@ def _shared_processors() -> list:
     ]
 
 
-def _console_renderer() -> Any:
+def colours_for(stream: Any) -> bool:
+    """Colour only on a terminal, never when NO_COLOR is set (https://no-color.org), always when
+    FORCE_COLOR is: a pipe or a file gets plain text, not escape codes (as rich decides too)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    isatty = getattr(stream, "isatty", None)
     try:
-        import rich  # noqa: F401
+        return bool(isatty and isatty())
+    except (OSError, ValueError):  # a closed stream
+        return False
 
-        return structlog.dev.ConsoleRenderer(
-            colors=True, exception_formatter=structlog.dev.plain_traceback
-        )
-    except ImportError:  # rich is a dependency, but a console must never fail for lack of it
-        return structlog.dev.ConsoleRenderer(colors=False)
+
+def _console_renderer(stream: Any) -> Any:
+    return structlog.dev.ConsoleRenderer(
+        colors=colours_for(stream), exception_formatter=structlog.dev.plain_traceback
+    )
 
 
 def _remove_handlers() -> None:
@@ -137,7 +147,8 @@ def configure(log_path: Path | None, *, console: bool, level: int = logging.INFO
             )
         )
     if console:
-        root.addHandler(_handler(logging.StreamHandler(sys.stderr), _console_renderer(), level))
+        root.addHandler(_handler(logging.StreamHandler(sys.stderr), _console_renderer(sys.stderr),
+                                 level))
     root.setLevel(min(file_level, level))
     # Libraries talk at debug level about every request; their warnings are enough.
     for noisy in ("httpx2", "httpcore", "anthropic"):

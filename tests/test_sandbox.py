@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 
 from optimizer import sandbox as sb
 from optimizer.config import Sandbox, Settings
-from optimizer.errors import WorkFailed
+from optimizer.errors import BadInput
 from optimizer.sandbox import (
     SandboxPolicy,
     cgroups,
@@ -309,24 +309,42 @@ async def test_cancelling_run_async_kills_the_command(work: Path) -> None:
 # ---------------------------------------------------------------- modes
 
 
-def test_bwrap_and_strict_refuse_without_bubblewrap(work: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_mode_but_none_refuses_without_bubblewrap(work: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without bubblewrap no mode runs a command unconfined behind the user's back: "auto" too
+    refuses, with the one sentence that says how to install it or opt in."""
     monkeypatch.setattr(confinement, "bwrap_available", lambda: False)
-    for mode in ("bwrap", "strict"):
-        with pytest.raises(WorkFailed, match="bubblewrap"):
-            run("true", work_dir=work, skill_dir=None, policy=SandboxPolicy(mode=mode))
+    for mode in ("auto", "bwrap", "strict"):
+        with pytest.raises(BadInput, match=r"apt-get install bubblewrap.*--unconfined"):
+            run("touch /workspace/ran", work_dir=work, skill_dir=None,
+                policy=SandboxPolicy(mode=mode))
+        with pytest.raises(BadInput):
+            sb.startup_line(SandboxPolicy(mode=mode))
+    assert not (work / "ran").exists()
 
 
-def test_auto_falls_back_loudly_once_with_fixed_paths(work: Path, skill: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bubblewrap_hidden_from_path_is_missing(work: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe itself, not a stub: with no bwrap on PATH, "auto" refuses."""
+    monkeypatch.setenv("PATH", str(work))
+    sb.bwrap_available.cache_clear()
+    try:
+        assert not sb.bwrap_available()
+        with pytest.raises(BadInput, match="bubblewrap"):
+            run("true", work_dir=work, skill_dir=None, policy=SandboxPolicy(mode="auto"))
+    finally:
+        monkeypatch.undo()
+        sb.bwrap_available.cache_clear()
+
+
+def test_none_runs_unconfined_as_asked_with_fixed_paths(work: Path, skill: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(confinement, "bwrap_available", lambda: False)
-    confinement.reset_warnings()
-    policy = SandboxPolicy(mode="auto", timeout_s=3.0)
-    with capture_logs() as logs:
-        first = run("cat /skill/SKILL.md > /workspace/copy.md; pwd; echo $WORKSPACE; ls /workspace",
-                    work_dir=work, skill_dir=skill, policy=policy)
-        run("true", work_dir=work, skill_dir=skill, policy=policy)
-    assert [entry["event"] for entry in logs].count("sandbox.unconfined") == 1
+    policy = SandboxPolicy(mode="none", timeout_s=3.0)
+    # The opt-in is said once, by the command that starts the work (tests/test_confinement.py).
+    assert sb.startup_line(policy) == confinement.UNCONFINED_LINE
+    first = run("cat /skill/SKILL.md > /workspace/copy.md; pwd; echo $WORKSPACE; ls /workspace",
+                work_dir=work, skill_dir=skill, policy=policy)
     assert not first.confined
     assert first.ok, first
     assert (work / "copy.md").read_text() == (skill / "SKILL.md").read_text()
@@ -344,10 +362,10 @@ def test_policy_rejects_nonsense() -> None:
 
 def test_policy_from_settings_takes_every_field() -> None:
     box = Sandbox(mode="strict", timeout_s=7.5, memory_mb=300, max_output_bytes=4096,
-                  max_file_bytes=8192, max_processes=32)
+                  max_file_bytes=8192, max_processes=32, max_workspace_mb=64)
     assert SandboxPolicy.from_settings(box) == SandboxPolicy(
         mode="strict", timeout_s=7.5, memory_mb=300, max_output_bytes=4096,
-        max_processes=32, max_file_bytes=8192)
+        max_processes=32, max_file_bytes=8192, max_workspace_mb=64)
     assert SandboxPolicy.from_settings(Settings().sandbox) == SandboxPolicy()
 
 
@@ -361,7 +379,7 @@ def test_report_says_what_confinement_is_in_force(monkeypatch: pytest.MonkeyPatc
     assert found["memory_limit"] == sb.memory_limit_mechanism()
     assert found["policy"] == {"mode": "strict", "timeout_s": 60.0, "memory_mb": 300,
                                "max_output_bytes": 1_000_000, "max_processes": 256,
-                               "max_file_bytes": 50_000_000}
+                               "max_file_bytes": 50_000_000, "max_workspace_mb": 512}
     # Without bubblewrap a strict policy is reported as refused, not raised, and nothing warns.
     monkeypatch.setattr(confinement, "bwrap_available", lambda: False)
     confinement.reset_warnings()
@@ -369,7 +387,8 @@ def test_report_says_what_confinement_is_in_force(monkeypatch: pytest.MonkeyPatc
         missing = sb.report(strict)
         auto = sb.report()
     assert missing["refused"] is True and missing["confined"] is False
-    assert auto["refused"] is False and auto["confined"] is False
+    assert auto["refused"] is True and auto["confined"] is False
+    assert sb.report(SandboxPolicy(mode="none"))["refused"] is False
     assert auto["policy"] == dataclasses.asdict(SandboxPolicy())
     assert logs == []
 

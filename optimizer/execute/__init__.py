@@ -6,7 +6,9 @@ modules, never grade, search or report."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import shutil
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -17,9 +19,11 @@ from typing import Any
 
 import structlog
 
+from optimizer import sandbox
 from optimizer.config import Settings
-from optimizer.errors import BadInput, InfraFailure, is_systemic
+from optimizer.errors import BadInput, InfraFailure, ResourceLimit, is_systemic
 from optimizer.execute.record import (
+    OUTPUTS,
     RunRecord,
     Tally,
     Transcript,
@@ -110,6 +114,7 @@ class Executor(ABC):
         inputs = resolve_inputs(list(eval.files), inputs_root, eval_id=eval.id)
         skill = load_skill_info(skill_dir, skill_name) if skill_dir is not None else None
         self.check()
+        confined, how = self.confinement()
         configuration = "with_skill" if skill is not None else "without_skill"
         # Absolute once, here, for every executor: a relative path means something else to a
         # process started in the work folder (the Claude Code CLI) and to the sandbox's binds.
@@ -128,6 +133,8 @@ class Executor(ABC):
             try:
                 error = await asyncio.wait_for(self._run(ctx, transcript, tally), timeout=limit)
                 status = "error" if error else "ok"
+            except ResourceLimit as exc:
+                status, error = "resource_limit", ctx.scrub(str(exc))
             except TimeoutError:
                 status, error = "timeout", f"the run passed its wall-clock limit (execute.timeout_s = {limit:g} s)"
                 if retries[0]:  # part of that time went to waiting out a failing provider
@@ -139,12 +146,14 @@ class Executor(ABC):
                 infra = isinstance(exc, InfraFailure) or _model_failed(exc)
                 status = "unscored" if infra else "error"
                 error = ctx.scrub(str(exc) if infra else f"{type(exc).__name__}: {exc}")
+        status, error = await asyncio.to_thread(self._workspace_limit, ctx, transcript, status, error)
         if skill is not None and not tally.skill_invoked:
             transcript.note("Skill not invoked", f"The agent never called Skill for '{skill.name}'.")
         record = finish_run(
             run_dir=run_dir, eval=eval, configuration=configuration, run_number=run_number,
             executor=self.name, transcript=transcript, tally=tally, status=status, error=error,
             started=started, ended=started + (time.monotonic() - clock),
+            confined=confined, sandbox=how,
         )
         log.info("run.executed", executor=self.name, eval_id=eval.id, configuration=configuration,
                  run=run_number, status=status, tokens=record.tokens, skill_invoked=record.skill_invoked,
@@ -155,9 +164,46 @@ class Executor(ABC):
         """Refuse early (BadInput) what cannot work at all, before a run folder is made."""
         return None
 
+    def confinement(self) -> tuple[bool, str]:
+        """(confined, mechanism) of this executor's model-written commands, recorded per run;
+        raises BadInput when they would run unconfined without the user's consent."""
+        confined = sandbox.confinement_for(sandbox.SandboxPolicy.from_settings(self.settings.sandbox))
+        return confined, sandbox.mechanism(confined)
+
+    def _workspace_limit(self, ctx: RunContext, transcript: Transcript, status: str,
+                         error: str | None) -> tuple[str, str | None]:
+        """The run's status after the last measure of its workspace: one over its limit, by a
+        command or by a write on the host (an editor tool, the Claude Code CLI), fails with
+        resource_limit, and its files go at once, so that the disk gets the space back."""
+        if status != "unscored" and status != "resource_limit":
+            found = sandbox.workspace_breach(ctx.work, self.settings.sandbox.max_workspace_mb)
+            if found is not None:
+                status, error = "resource_limit", found
+        if status == "resource_limit":
+            transcript.note("Workspace over its size limit", _empty_workspace(ctx.work))
+            error = f"{error}; its files were removed"
+        return status, error
+
     @abstractmethod
     async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
         """Do the run; return None when it finished, or one sentence on why it failed."""
+
+
+def _empty_workspace(work: Path, shown: int = 5) -> str:
+    """Remove everything in a run's work folder but an empty outputs/; what was largest, said."""
+    sizes: list[tuple[int, str]] = []
+    for folder, _dirs, names in os.walk(work):
+        for name in names:
+            path = Path(folder) / name
+            try:
+                sizes.append((path.lstat().st_size, path.relative_to(work).as_posix()))
+            except OSError:
+                continue
+    shutil.rmtree(work, ignore_errors=True)
+    (work / OUTPUTS).mkdir(parents=True, exist_ok=True)
+    largest = "".join(f"\n- {rel} ({size / 2**20:.1f} MB)" for size, rel in sorted(sizes, reverse=True)[:shown])
+    return (f"Everything in the workspace was removed ({len(sizes)} files), so that the disk gets "
+            f"the space back. The largest:{largest or ' none'}")
 
 
 def load_skill_info(skill_dir: Path, skill_name: str | None) -> SkillInfo:

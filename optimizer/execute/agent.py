@@ -10,7 +10,7 @@ from typing import Any
 
 from optimizer import sandbox
 from optimizer.config import Settings
-from optimizer.errors import InfraFailure
+from optimizer.errors import InfraFailure, ResourceLimit
 from optimizer.execute import Executor, RunContext, SkillInfo
 from optimizer.execute.record import Tally, Transcript
 from optimizer.model.prompts import load_prompt
@@ -85,6 +85,8 @@ async def run_bash(
     result = await sandbox.run_async(command, work_dir=work_dir, skill_dir=skill_dir, policy=policy)
     if result.infra:  # the command never ran: the run is unscored, not the agent's failure
         raise InfraFailure(f"the sandbox could not run a command: {result.error}")
+    if result.resource_limit:  # a limit of the whole run: it ends here, as at its time limit
+        raise ResourceLimit(result.error or "a resource limit of the run was passed")
     parts = [p for p in (result.stdout, result.stderr) if p]
     if result.error:
         parts.append(f"Error: the command could not run: {result.error}")
@@ -211,9 +213,6 @@ class AnthropicExecutor(Executor):
         super().__init__(settings)
         self.client = client
         self.policy = sandbox.SandboxPolicy.from_settings(settings.sandbox)
-
-    def check(self) -> None:
-        sandbox.confinement_for(self.policy)  # a strict policy without bubblewrap stops here
 
     async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
         from optimizer.model import call_cost, plain

@@ -120,6 +120,12 @@ class ClaudeCodeExecutor(Executor):
                 raise BadInput("The claude-code executor needs ANTHROPIC_API_KEY in the environment.")
             self.api_key = "sim-key"
 
+    def confinement(self) -> tuple[bool, str]:
+        # Not in bubblewrap (see EXTRA_TOOLS): its file tools run on the host, held to the run's
+        # folder by the CLI's permission mode only. It runs no model-written command, so it needs
+        # no opt-in, but every run says so.
+        return False, "host"
+
     async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
         assert self.binary is not None
         if ctx.skill is not None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from optimizer import sandbox
 from optimizer.config import Settings
-from optimizer.errors import BadInput
+from optimizer.errors import BadInput, ResourceLimit
 from optimizer.execute import Executor, RunContext
 from optimizer.execute.record import Tally, Transcript
 
@@ -35,7 +35,6 @@ class CommandExecutor(Executor):
         if not self.settings.execute.command.strip():
             raise BadInput("execute.command is empty; set it to a command template such as "
                            "'my-agent --prompt {prompt_file} --cwd {work_dir} --skill {skill_dir}'.")
-        sandbox.confinement_for(self.policy)
 
     def command_for(self, ctx: RunContext) -> str:
         values = {
@@ -70,6 +69,8 @@ class CommandExecutor(Executor):
             entry["is_error"] = True
             tally.tool_errors += 1
         transcript.tool_results([entry], names={"command-1": "command"})
+        if result.resource_limit:
+            raise ResourceLimit(result.error or "a resource limit of the run was passed")
         if result.timed_out:
             raise TimeoutError  # the run's own wall-clock limit, reported as a timeout
         if result.error:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -43,6 +44,8 @@ class RunRecord:
     output_chars: int
     files_created: list[str]
     cost_usd: float
+    confined: bool | None = None  # whether its model-written commands ran under bubblewrap
+    sandbox: str | None = None  # how: "bwrap", "none" (unconfined, as asked), "host" (Claude Code)
 
     def to_row(self) -> dict[str, Any]:
         return {
@@ -55,6 +58,8 @@ class RunRecord:
             "tokens": self.tokens,
             "time_seconds": round(self.duration_s, 3),
             "completed_at": _iso(time.time()),
+            "confined": None if self.confined is None else int(self.confined),
+            "sandbox": self.sandbox,
         }
 
     @classmethod
@@ -79,6 +84,8 @@ class RunRecord:
             output_chars=int(metrics.get("output_chars", 0)),
             files_created=list(metrics.get("files_created", [])),
             cost_usd=float(metrics.get("cost_usd", 0.0)),
+            confined=metrics.get("confined"),
+            sandbox=metrics.get("sandbox"),
         )
 
 
@@ -277,11 +284,14 @@ def _collect_outputs(run_dir: Path, transcript: Transcript) -> tuple[list[str], 
     dropped: list[str] = []
     for path in sorted(outputs.rglob("*")):
         rel = path.relative_to(outputs).as_posix()
-        if path.is_symlink():
+        mode = path.lstat().st_mode
+        # A FIFO would block whoever reads it next (a grader, the report), a socket or a device
+        # node is nothing a task produces: they go with the links.
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             path.unlink()
             dropped.append(rel)
             continue
-        if not path.is_file() or rel in HARNESS_FILES:
+        if not stat.S_ISREG(mode) or rel in HARNESS_FILES:
             continue
         files.append(rel)
         data = path.read_bytes()
@@ -290,8 +300,10 @@ def _collect_outputs(run_dir: Path, transcript: Transcript) -> tuple[list[str], 
         except UnicodeDecodeError:
             chars += len(data)
     if dropped:
-        transcript.note("Symbolic links removed from outputs", "\n".join(f"- {d}" for d in dropped))
+        transcript.note("Links, FIFOs, sockets and device nodes removed from outputs",
+                        "\n".join(f"- {d}" for d in dropped))
     return files, chars
+
 
 
 def finish_run(
@@ -307,6 +319,8 @@ def finish_run(
     error: str | None,
     started: float,
     ended: float,
+    confined: bool | None = None,
+    sandbox: str | None = None,
 ) -> RunRecord:
     """Write the complete run folder (timing.json last) and return its record."""
     run_dir = Path(run_dir)
@@ -329,6 +343,7 @@ def finish_run(
         status=status, error=error, skill_invoked=tally.skill_invoked, tokens=tally.tokens,
         duration_s=duration, tool_calls=tool_calls, transcript_chars=len(markdown),
         output_chars=output_chars, files_created=files, cost_usd=round(tally.cost_usd, 6),
+        confined=confined, sandbox=sandbox,
     )
     write_json(run_dir / OUTPUTS / "metrics.json", {
         "tool_calls": tool_calls,
@@ -347,6 +362,8 @@ def finish_run(
         "run_number": run_number,
         "cost_usd": record.cost_usd,
         "truncated_answers": tally.truncated,
+        "confined": confined,
+        "sandbox": sandbox,
     }, model=schemas.Metrics)
     write_json(run_dir / COMPLETE_MARKER, {
         "total_tokens": tally.tokens,

@@ -10,6 +10,7 @@ eval_config (config.load(eval_config=...)): settings layering is the caller's.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -127,3 +128,18 @@ async def run_once(settings: Settings, client: Any, store: Store, *, skill_dir: 
                         skill_name=evalset.skill_name, inputs_root=skill_dir)
         scored = (await grader.grade([job], scope="execute"))[eval_id][0]
     return job.run_dir, scored
+
+
+def failure_reason(run_dir: Path) -> str:
+    """Why a run failed, as its grading or its metrics say (the first failed expectation)."""
+    for name in ("grading.json", "outputs/metrics.json"):
+        try:
+            data = json.loads((run_dir / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if data.get("judge_error") or data.get("error"):
+            return str(data.get("judge_error") or data.get("error"))
+        failed = [e["evidence"] for e in data.get("expectations", []) if not e.get("passed")]
+        if failed:
+            return failed[0]
+    return f"see {run_dir / 'transcript.md'}"

@@ -16,7 +16,7 @@ from typing import Any
 import jinja2
 
 from optimizer.execute.record import HARNESS_FILES
-from optimizer.report import read
+from optimizer.report import confinement, read
 from optimizer.report.status import status as run_status
 from optimizer.store.files import Workspace, write_text
 
@@ -160,7 +160,9 @@ def build(run_dir: Path, *, review: bool = False, files_base: str = "") -> dict:
                  "started_at": data.run.get("started_at"),
                  "generated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
                  "review": review, "files_base": files_base,
-                 "inlined_bytes": TOTAL_CAP - budget.left, "inline_cap_reached": budget.left <= 0},
+                 "inlined_bytes": TOTAL_CAP - budget.left, "inline_cap_reached": budget.left <= 0,
+                 "sandbox": confinement.describe(status["sandbox"]) if status else None,
+                 "unconfined": bool(status and status["sandbox"]["unconfined"])},
         "status": status,
         "nodes": nodes,
         "evals": evals,
@@ -191,6 +193,7 @@ def render(run_dir: Path, *, review: bool = False, files_base: str = "") -> str:
     return template.render(
         title=f"{data['meta']['skill_name']} — skill optimizer report",
         simulated=data["meta"]["simulated"], review=review,
+        unconfined=data["meta"]["sandbox"] if data["meta"]["unconfined"] else None,
         nonce=secrets.token_urlsafe(16), data_json=script_json(data),
     )
 

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from optimizer.inputs import skill as skills
-from optimizer.report import read
+from optimizer.report import confinement, read
 from optimizer.report.format import emit, num, pct, signed
 from optimizer.report.tree import node_text
 
@@ -35,6 +35,8 @@ def print_version(console: Console, run_dir: Path, version: str) -> None:
     folder = ws.version(version)
     console.rule(Text(f"{version}  ←  {n.get('parent') or 'none'}", style="bold"))
     emit(console, node_text(n))
+    box = confinement.summary(run_dir, version)
+    emit(console, Text(f"sandbox: {confinement.describe(box)}", style="bold red" if box["unconfined"] else ""))
     if n.get("reason"):
         emit(console, Text(n["reason"]))
     proposal = folder / "proposal.md"

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from optimizer.errors import BadInput
-from optimizer.report import read, spend
+from optimizer.report import confinement, read, spend
 from optimizer.report.format import duration, emit, money, num, pct, signed
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
@@ -59,6 +59,7 @@ def status(run_dir: Path) -> dict:
         "settings": read.provenance(ws.run_toml),
         "resumes": len(data.resumes),
         "last_resumed": data.resumes[-1] if data.resumes else None,
+        "sandbox": confinement.summary(Path(run_dir)),
     }
 
 
@@ -116,6 +117,9 @@ def print_status(console: Console, info: dict) -> None:
         row("probe", {"claude-code": "the Claude Code CLI, one `claude -p` per query",
                       "api": "one routing request per query (the API probe)"}.get(
                           info["probe"], info["probe"]))
+    if info.get("sandbox"):
+        box = info["sandbox"]
+        row("sandbox", Text(confinement.describe(box), style="bold red" if box["unconfined"] else ""))
     it = f"{info['iteration']} ({info['iterations_done']} done"
     row("iteration", it + (f" of {info['max_iterations']})" if info.get("max_iterations") is not None else ")"))
     pending = f", pending: {', '.join(info['pending'])}" if info["pending"] else ""

@@ -4,7 +4,15 @@ that feeds, watches, times out and kills a command, and the report of what confi
 on this machine. It may import optimizer.errors and optimizer.config only, never another stage."""
 
 from optimizer.sandbox.cgroups import memory_limit_mechanism, process_limit_mechanism
-from optimizer.sandbox.confinement import bwrap_available, confinement_for, report
+from optimizer.sandbox.confinement import (
+    UNCONFINED_LINE,
+    bwrap_available,
+    confinement_for,
+    mechanism,
+    report,
+    startup_line,
+)
+from optimizer.sandbox.disk import breach as workspace_breach
 from optimizer.sandbox.paths import to_host_path, to_sandbox_path
 from optimizer.sandbox.policy import (
     SKILL_MOUNT,
@@ -19,6 +27,7 @@ from optimizer.sandbox.run import run, run_async
 
 __all__ = [
     "SKILL_MOUNT",
+    "UNCONFINED_LINE",
     "WORK_MOUNT",
     "Mode",
     "SandboxPolicy",
@@ -26,12 +35,15 @@ __all__ = [
     "bwrap_available",
     "confinement_for",
     "is_secret_name",
+    "mechanism",
     "memory_limit_mechanism",
     "process_limit_mechanism",
     "report",
     "run",
     "run_async",
     "scrub_env",
+    "startup_line",
     "to_host_path",
     "to_sandbox_path",
+    "workspace_breach",
 ]

@@ -1,5 +1,6 @@
 """Whether runs are confined here: bubblewrap probed once, the policy's demand, loud warnings.
-It must never run a model-written command, nor fall back to unconfined runs without saying so."""
+It must never run a model-written command, nor let one run unconfined unless the user asked for
+it (sandbox.mode = "none", or --unconfined): without bubblewrap every other mode refuses."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import threading
 
 import structlog
 
-from optimizer.errors import WorkFailed
+from optimizer.errors import BadInput
 from optimizer.sandbox.argv import bwrap_options
 from optimizer.sandbox.cgroups import memory_limit_mechanism, process_limit_mechanism
 from optimizer.sandbox.policy import SANDBOX_PATH, SandboxPolicy
@@ -53,24 +54,37 @@ def reset_warnings() -> None:
         _warned.clear()
 
 
+REFUSAL = (
+    "bubblewrap is missing or does not work on this machine, and model-written commands never run "
+    "unconfined unless you ask: install it (apt-get install bubblewrap; `optimizer doctor` checks "
+    "it), or opt in to unconfined runs with --unconfined or sandbox.mode = \"none\"."
+)
+UNCONFINED_LINE = (
+    "sandbox: UNCONFINED (sandbox.mode = \"none\", as asked): model-written commands run on this "
+    "machine with only rlimits, a scrubbed environment and the workspace size limit."
+)
+
+
 def confinement_for(policy: SandboxPolicy) -> bool:
-    """Whether runs under this policy are confined; raises WorkFailed when the policy demands
-    bubblewrap and it does not work here. Callers may use it to refuse early, at start-up."""
+    """Whether runs under this policy are confined; raises BadInput when bubblewrap does not work
+    here and the user did not opt in to unconfined runs. Callers use it to refuse at start-up.
+    The opt-in is said once per command, on the console (startup_line), not per command run."""
     if policy.mode == "none":
         return False
     if bwrap_available():
         return True
-    if policy.mode in ("bwrap", "strict"):
-        raise WorkFailed(
-            f"sandbox mode {policy.mode!r} needs bubblewrap, which is missing or does not work on "
-            "this machine: install it (apt-get install bubblewrap) or set sandbox.mode = \"auto\"."
-        )
-    warn_once(
-        "sandbox.unconfined",
-        reason="bubblewrap is missing or does not work here: model-written commands run "
-        "UNCONFINED, with only limits, a scrubbed environment and the work folder as cwd",
-    )
-    return False
+    raise BadInput(REFUSAL)
+
+
+def mechanism(confined: bool) -> str:
+    """The name recorded with every run for how it was confined."""
+    return "bwrap" if confined else "none"
+
+
+def startup_line(policy: SandboxPolicy) -> str | None:
+    """Before any work: refuses (BadInput) as confinement_for does; the one console line to show
+    when the run will be unconfined, else None."""
+    return None if confinement_for(policy) else UNCONFINED_LINE
 
 
 def report(policy: SandboxPolicy | None = None) -> dict[str, object]:
@@ -87,6 +101,6 @@ def report(policy: SandboxPolicy | None = None) -> dict[str, object]:
         "process_limit": process_limit_mechanism(),
         "memory_limit": memory_limit_mechanism(),
         "confined": policy.mode != "none" and works,
-        "refused": policy.mode in ("bwrap", "strict") and not works,
+        "refused": policy.mode != "none" and not works,
         "policy": dataclasses.asdict(policy),
     }

@@ -33,6 +33,8 @@ class SandboxSettings(Protocol):
     def max_processes(self) -> int: ...
     @property
     def max_file_bytes(self) -> int: ...
+    @property
+    def max_workspace_mb(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -45,11 +47,13 @@ class SandboxPolicy:
     max_output_bytes: int = 1_000_000
     max_processes: int = 256
     max_file_bytes: int = 50_000_000
+    max_workspace_mb: int = 512
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"sandbox mode must be one of {', '.join(MODES)}, not {self.mode!r}")
-        for name in ("timeout_s", "memory_mb", "max_output_bytes", "max_processes", "max_file_bytes"):
+        for name in ("timeout_s", "memory_mb", "max_output_bytes", "max_processes", "max_file_bytes",
+                     "max_workspace_mb"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"sandbox {name} must be positive")
 
@@ -58,7 +62,7 @@ class SandboxPolicy:
         """The policy of the `[sandbox]` settings; every stage builds it here, so they agree."""
         return cls(mode=box.mode, timeout_s=box.timeout_s, memory_mb=box.memory_mb,
                    max_output_bytes=box.max_output_bytes, max_processes=box.max_processes,
-                   max_file_bytes=box.max_file_bytes)
+                   max_file_bytes=box.max_file_bytes, max_workspace_mb=box.max_workspace_mb)
 
 
 @dataclass
@@ -74,6 +78,8 @@ class SandboxResult:
     confined: bool = False
     error: str | None = None
     infra: bool = False  # the sandbox itself failed (could not start): not the command's doing
+    # A limit of the whole run the command passed ("workspace"): the run fails, and it scores.
+    resource_limit: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from optimizer.sandbox.cgroups import RunCgroup, process_limit_mechanism
 from optimizer.sandbox.confinement import confinement_for, warn_once
+from optimizer.sandbox.disk import MB, measure, over_limit_message
 from optimizer.sandbox.launch import Launch, confined_launch, unconfined_launch
 from optimizer.sandbox.limits import SETUP_FAILED
 from optimizer.sandbox.paths import unrewrite_host_paths
@@ -80,6 +81,11 @@ def _run(
     refusal = _refusal(command, work_dir, skill_dir)
     if refusal is not None:
         return failed(*refusal)
+    before = measure(work_dir, policy.max_workspace_mb * MB)
+    if before.over:  # filled by an earlier command or a host-side write: nothing more runs
+        result = failed(over_limit_message(before, policy.max_workspace_mb), infra=False)
+        result.resource_limit = "workspace"
+        return result
     if policy.mode != "none" and process_limit_mechanism() == "none":
         warn_once("sandbox.no_process_limit",
                   reason="running as root without a usable pids cgroup: max_processes is not "
@@ -102,15 +108,21 @@ def _run(
         try:
             outcome = supervise(launch.argv, cwd=launch.cwd, env=launch.env, stdin=stdin,
                                 policy=policy, status_pipe=launch.status_pipe, cgroup=cgroup,
-                                cancel_fd=canceller.read_fd if canceller else None)
+                                cancel_fd=canceller.read_fd if canceller else None,
+                                workspace=work_dir)
         except SpawnFailed as exc:
             return failed(f"could not start the command: {exc}")
-    result = _result(outcome, launch, confined)
+    if outcome.workspace is None and not outcome.cancelled:
+        # The polls may all have come before the last write: one measure after the end decides.
+        after = measure(work_dir, policy.max_workspace_mb * MB)
+        outcome.workspace = after if after.over else None
+    result = _result(outcome, launch, confined, policy)
     result.duration_s = time.monotonic() - started
     return result
 
 
-def _result(outcome: Outcome, launch: Launch, confined: bool) -> SandboxResult:
+def _result(outcome: Outcome, launch: Launch, confined: bool,
+            policy: SandboxPolicy) -> SandboxResult:
     """The caller's view of what the supervisor saw: fixed paths, exit codes, whose failure."""
     stdout = unrewrite_host_paths(_decode(outcome.stdout), launch.host_to_fixed)
     stderr = unrewrite_host_paths(_decode(outcome.stderr), launch.host_to_fixed)
@@ -119,6 +131,11 @@ def _result(outcome: Outcome, launch: Launch, confined: bool) -> SandboxResult:
     exit_code = outcome.returncode
     if exit_code is not None and exit_code < 0:
         exit_code = 128 - exit_code  # the shell's convention for "killed by signal N"
+    if outcome.workspace is not None:
+        error = over_limit_message(outcome.workspace, policy.max_workspace_mb)
+        return SandboxResult(exit_code=exit_code, stdout=stdout, stderr=stderr,
+                             output_truncated=outcome.truncated, confined=confined, error=error,
+                             resource_limit="workspace")
     if outcome.cancelled:
         error, exit_code = "cancelled", None
     elif outcome.timed_out:

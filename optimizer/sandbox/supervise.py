@@ -8,11 +8,18 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from optimizer.sandbox.cgroups import CLEANUP_S, RunCgroup
+from optimizer.sandbox.disk import MB, Usage, measure
 from optimizer.sandbox.kill import GRACE_S, Kill
 from optimizer.sandbox.pipes import Pipes
 from optimizer.sandbox.policy import SandboxPolicy
+
+# How often the workspace is measured while a command runs, at the least; a walk that takes
+# long (a folder of many entries) spaces the polls out to WATCH_COST_SHARE of one core.
+WATCH_S = 0.05
+WATCH_COST_SHARE = 0.1
 
 
 @dataclass
@@ -26,6 +33,7 @@ class Outcome:
     timed_out: bool = False
     cancelled: bool = False
     started_child: bool = False
+    workspace: Usage | None = None  # set when the workspace passed its limit: killed for it
 
 
 class SpawnFailed(Exception):
@@ -36,12 +44,15 @@ class _Supervisor:
     """One started command to its end: the loop, its clocks, and what "exit" and "cancel" do."""
 
     def __init__(self, proc: subprocess.Popen[bytes], pipes: Pipes, kill: Kill,
-                 deadline: float) -> None:
+                 deadline: float, watch: tuple[Path, int] | None = None) -> None:
         self.proc, self.pipes, self.kill = proc, pipes, kill
         self.deadline = deadline
         self.exited = False
         self.grace_end = float("inf")
         self.timed_out = self.cancelled = False
+        self.watch = watch  # (workspace folder, limit in bytes)
+        self.next_watch = time.monotonic() + WATCH_S if watch else float("inf")
+        self.workspace: Usage | None = None
 
     def loop(self) -> None:
         while True:
@@ -63,7 +74,19 @@ class _Supervisor:
         if self.kill.stage == 0 and now >= self.deadline:
             self.timed_out = True
             self.kill.start(self.pipes.sandbox_init)
+        if self.kill.stage == 0 and now >= self.next_watch:
+            self._measure(now)
         self.kill.escalate_if_due(now)
+
+    def _measure(self, now: float) -> None:
+        assert self.watch is not None
+        folder, limit = self.watch
+        usage = measure(folder, limit)
+        spent = time.monotonic() - now
+        self.next_watch = time.monotonic() + max(WATCH_S, spent / WATCH_COST_SHARE)
+        if usage.over:
+            self.workspace = usage
+            self.kill.start(self.pipes.sandbox_init)
 
     def _finished(self, now: float) -> bool:
         if self.exited:
@@ -75,7 +98,7 @@ class _Supervisor:
         if self.exited:
             wait = self.grace_end - now
         elif self.kill.stage == 0:
-            wait = self.deadline - now
+            wait = min(self.deadline, self.next_watch) - now
         else:
             wait = self.kill.next_deadline() - now
         if self.pipes.pidfd is None:
@@ -111,6 +134,7 @@ class _Supervisor:
             timed_out=self.timed_out,
             cancelled=self.cancelled,
             started_child=self.pipes.started_child,
+            workspace=self.workspace,
         )
 
 
@@ -155,14 +179,17 @@ def supervise(
     status_pipe: tuple[int, int] | None,
     cgroup: RunCgroup | None,
     cancel_fd: int | None,
+    workspace: Path | None = None,
 ) -> Outcome:
     """Start argv and watch it to its end: stdin fed, output kept up to the cap, killed at the
-    deadline or on cancel. Raises SpawnFailed when it cannot start; closes both status fds."""
+    deadline, on cancel, or when `workspace` passes policy.max_workspace_mb. Raises SpawnFailed
+    when it cannot start; closes both status fds."""
     proc = _spawn(argv, cwd=cwd, env=env, stdin=stdin, status_pipe=status_pipe)
     deadline = time.monotonic() + policy.timeout_s
     pipes = Pipes(proc, stdin=stdin, cap=policy.max_output_bytes,
                   status_fd=status_pipe[0] if status_pipe else None, cancel_fd=cancel_fd)
-    supervisor = _Supervisor(proc, pipes, Kill(proc, cgroup), deadline)
+    watch = (workspace, policy.max_workspace_mb * MB) if workspace is not None else None
+    supervisor = _Supervisor(proc, pipes, Kill(proc, cgroup), deadline, watch)
     try:
         supervisor.loop()
     finally:

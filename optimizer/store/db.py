@@ -264,3 +264,12 @@ def m007_drop_unused_columns(db: sqlite_utils.Database) -> None:
     # version's cost is summed from the ledger by scope (search/lineage.py).
     db.table("runs").transform(drop={"pid"})
     db.table("versions").transform(drop={"cost_usd"})
+
+
+@migrations()
+def m008_run_confinement(db: sqlite_utils.Database) -> None:
+    # How each run's model-written commands were confined (1 under bubblewrap, 0 not) and by what
+    # ("bwrap", "none" when the user opted out, "host" for the Claude Code CLI); null for runs
+    # made before it was recorded. status, show and the report read it.
+    db.table("eval_runs").add_column("confined", int)
+    db.table("eval_runs").add_column("sandbox", str)

@@ -1,0 +1,46 @@
+"""How the runs of a run folder were confined (eval_runs.confined and .sandbox), for status, show,
+the report and the review page. Never writes; a folder from before it was recorded says so."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from optimizer.store import readonly
+from optimizer.store.files import Workspace
+from optimizer.store.lock import running_pid
+
+# What each mechanism means, in the words a user needs when it is not bubblewrap.
+_WHY = {"none": "sandbox.mode = \"none\"",
+        "host": "the Claude Code CLI's file tools run on the host"}
+
+
+def summary(run_dir: Path, version: str | None = None) -> dict:
+    """{"runs": recorded runs, "unconfined": how many ran without bubblewrap, "by": {mechanism:
+    runs}}, over the whole run or one version."""
+    ws = Workspace(run_dir)
+    where = "sandbox is not null" + (" and version = ?" if version else "")
+    try:
+        conn = readonly.connect(ws.state_db, live=running_pid(ws) is not None)
+    except sqlite3.Error:
+        return {"runs": 0, "unconfined": 0, "by": {}}
+    with closing(conn):
+        rows = readonly.rows(conn, f"select sandbox, sum(confined) as confined, count(*) as runs "
+                                   f"from eval_runs where {where} group by sandbox order by sandbox",
+                             (version,) if version else ())
+    return {"runs": sum(r["runs"] for r in rows),
+            "unconfined": sum(r["runs"] - (r["confined"] or 0) for r in rows),
+            "by": {r["sandbox"]: r["runs"] for r in rows}}
+
+
+def describe(info: dict) -> str:
+    """One line: "bwrap (confined), 24 runs", or "UNCONFINED: …" naming why."""
+    if not info.get("runs"):
+        return "no run recorded yet"
+    if not info["unconfined"]:
+        return f"{', '.join(info['by'])} (confined), {info['runs']} runs"
+    parts = [f"{how} {n}" + (f": {_WHY[how]}" if how in _WHY else "")
+             for how, n in info["by"].items()]
+    return (f"UNCONFINED: {info['unconfined']} of {info['runs']} runs ran model-written work "
+            f"without bubblewrap ({'; '.join(parts)})")
