@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
-from optimizer.grade.render import render_outputs, task_sections
+from optimizer.grade.render import Rendered, content, render_view, task_sections
 from optimizer.inputs.evals import Eval
 from optimizer.model import ModelCallFailed, StructuredAnswerError
 from optimizer.model.prompts import load_prompt
@@ -30,6 +30,7 @@ log = structlog.get_logger(__name__)
 
 NEUTRAL_PATH, NEUTRAL_VERSION, NEUTRAL_CONFIG = "[path]", "[version]", "[configuration]"
 MAX_OUTPUT_CHARS = 100_000  # per side: both sides must fit one request
+MAX_IMAGES = 4  # per side, for the same reason
 _VERSION = re.compile(r"\b[vV]\d+\b")
 _CONFIG = re.compile(r"\bwith(?:out)?_skill\b")
 _RUN_NUMBER = re.compile(r"^run-(\d+)$")
@@ -60,19 +61,22 @@ def blind(text: str, prefixes: Sequence[str] = ()) -> str:
     return _CONFIG.sub(NEUTRAL_CONFIG, text)
 
 
-def render_side(run_dir: Path) -> str:
-    """One side's `<file path=..>` entries, blinded (paths relative to outputs/); binaries by size
-    only."""
+def render_side(run_dir: Path, label: str = "") -> Rendered:
+    """One side's `<file path=..>` entries, blinded (paths relative to outputs/), with its images
+    attached as `<label>1`, `<label>2`…. Office files and PDFs are shown as their (blinded) text;
+    a PDF is not attached as a document, since its bytes cannot be blinded."""
     prefixes = _host_prefixes(run_dir)
-    return render_outputs(run_dir, budget=MAX_OUTPUT_CHARS, shown=lambda t: blind(t, prefixes),
-                          prefix="")
+    return render_view(run_dir, budget=MAX_OUTPUT_CHARS, shown=lambda t: blind(t, prefixes),
+                       prefix="", images=MAX_IMAGES, document_bytes=-1, label=label)
 
 
-def build_request(eval: Eval, a_dir: Path, b_dir: Path) -> str:
-    """The user message: the task, its expectations and the two blinded outputs as A and B."""
+def build_request(eval: Eval, a_dir: Path, b_dir: Path) -> str | list[dict[str, Any]]:
+    """The user message: the task, its expectations and the two blinded outputs as A and B, then
+    the images of A and of B (the text alone when neither side has any)."""
+    a, b = render_side(a_dir, "A"), render_side(b_dir, "B")
     parts = task_sections(eval)
-    parts += [tag("output_a", render_side(a_dir)), tag("output_b", render_side(b_dir))]
-    return "\n\n".join(parts)
+    parts += [tag("output_a", a.text), tag("output_b", b.text)]
+    return content("\n\n".join(parts), a.attachments + b.attachments)
 
 
 def _run_number(path: Path, index: int) -> int:
