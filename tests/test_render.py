@@ -313,3 +313,21 @@ def test_the_simulated_executor_sometimes_leaves_notes_when_asked():
         assert paths[0] == f"/workspace/outputs/summary-{n}.md"
         wrote.append("/workspace/outputs/user_notes.md" in paths)
     assert 0 < sum(wrote) < 20
+
+
+@pytest.mark.parametrize("suffix", [".docx", ".pdf", ".png"])
+async def test_the_simulated_executor_writes_binary_outputs_the_judge_reads(tmp_path, graded, suffix):
+    tools = [{"name": "bash", "type": "bash_20250124"}]
+    task = f"Write a report on the wombat census to outputs/census{suffix}"
+    body = {"system": "You are an agent.", "tools": tools,
+            "messages": [{"role": "user", "content": task}]}
+    blocks_, stop = world.reply(body, "executor", __import__("random").Random(3), "u" * 16, world.Knobs())
+    (call,) = [b for b in blocks_ if b["type"] == "tool_use"]
+    command = call["input"]["command"]
+    assert stop == "tool_use" and f"base64 -d > '/workspace/outputs/census{suffix}'" in command
+    payload = command.split("<<'SIM_EOF'\n", 1)[1].rsplit("SIM_EOF", 1)[0]
+    run_dir, record = make_run(tmp_path)
+    (run_dir / "outputs" / f"census{suffix}").write_bytes(base64.b64decode(payload))
+    out, request = await graded(make_eval(["The report covers the wombat census"]), run_dir, record)
+    assert "could not be converted" not in text_of(request)
+    assert out.grading.expectations[0].passed, out.grading.expectations[0].evidence

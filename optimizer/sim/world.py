@@ -3,10 +3,12 @@ of (request body, seeded rng). Never reads a clock, a file, a global or the netw
 
 from __future__ import annotations
 
+import base64
 import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from optimizer.sim import judges, media, proposer
 from optimizer.sim.text import (
@@ -268,7 +270,11 @@ def _executor(body: dict, rng: random.Random, uid: str) -> tuple[list, str]:
     cwd = re.search(r"[Ww]orking directory:\s*(/\S+)",
                     system_text(body) + "\n" + first_user_text(body))
     path = f"{(cwd.group(1) if cwd else '/workspace').rstrip('/')}/{relative}"
-    call = _write_call(body, path, content, uid)
+    writer = media.BINARY_WRITERS.get(PurePosixPath(relative).suffix.lower())
+    # A binary output (a PNG, a PDF, a docx) goes through the shell, the one tool that writes
+    # bytes; it carries the composed text, which the simulated judges then read back.
+    call = (_binary_call(body, path, writer(content), uid) if writer else None) or \
+        _write_call(body, path, content, uid)
     if call is None:
         return [_text(content)], "end_turn"
     blocks = [_text(f"I will write {relative}."), call]
@@ -279,6 +285,16 @@ def _executor(body: dict, rng: random.Random, uid: str) -> tuple[list, str]:
         notes = _write_call(body, f"{folder}/outputs/user_notes.md", _notes(task, relative), uid, 1)
         blocks += [notes] if notes else []
     return blocks, "tool_use"
+
+
+def _binary_call(body: dict, path: str, raw: bytes, uid: str) -> dict | None:
+    for name in ("bash", "Bash"):
+        if name in tool_names(body):
+            folder = path.rsplit("/", 1)[0]
+            encoded = base64.encodebytes(raw).decode("ascii")
+            command = f"mkdir -p '{folder}' && base64 -d > '{path}' <<'SIM_EOF'\n{encoded}SIM_EOF"
+            return _tool_use(uid, 0, name, {"command": command})
+    return None
 
 
 def _notes(task: str, relative: str) -> str:
