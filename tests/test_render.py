@@ -296,6 +296,18 @@ async def test_user_notes_fill_user_notes_summary(tmp_path, graded):
 def test_free_form_notes_are_left_to_the_judge():
     assert judge.notes_summary("I was not sure about the units.") is None
     assert judge.notes_summary("") is None
+    numbered = judge.notes_summary("# Workarounds\n1. Used CSV\n2) Skipped charts\n## Needs review\nN/A\n")
+    assert numbered is not None and numbered.workarounds == ["Used CSV", "Skipped charts"]
+    assert numbered.needs_review == []
+
+
+def test_a_long_pdf_stops_converting_past_the_text_cap(tmp_path):
+    from optimizer.grade import convert
+
+    make_pdf(tmp_path / "long.pdf", ["y" * 150] * 1500)
+    text = convert.to_text(tmp_path / "long.pdf", "pdf")
+    assert text.endswith("not converted …]") and "<!-- Page number: 1000 -->" in text
+    assert len(text) < convert.MAX_TEXT + 1_000
 
 
 def test_the_simulated_executor_sometimes_leaves_notes_when_asked():

@@ -21,7 +21,9 @@ MAX_IMAGE_SIDE = 1568  # px: the Messages API downscales anything longer itself,
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # the API refuses a larger image block
 MAX_SHEET_ROWS = 500  # rows per sheet: the character budget cuts the rest anyway
 # A zip bomb disguised as a docx must not fill the memory of the grading process.
-MAX_UNZIPPED = 200 * 1024 * 1024
+MAX_UNZIPPED = 100 * 1024 * 1024
+# Text past this is cut by the renderer's per-file cap anyway: a 900-page PDF stops here.
+MAX_TEXT = 200_000
 
 
 class ConvertError(Exception):
@@ -135,8 +137,13 @@ def _pdf(path: Path) -> str:
     import pypdf
 
     reader = pypdf.PdfReader(str(path))
-    pages = [f"<!-- Page number: {n} -->\n\n{(page.extract_text() or '').strip() or '(no text)'}"
-             for n, page in enumerate(reader.pages, 1)]
+    pages, size = [], 0
+    for n, page in enumerate(reader.pages, 1):
+        if size > MAX_TEXT:
+            pages.append(f"[… pages {n}–{len(reader.pages)} not converted …]")
+            break
+        pages.append(f"<!-- Page number: {n} -->\n\n{(page.extract_text() or '').strip() or '(no text)'}")
+        size += len(pages[-1]) + 2  # with its separator
     return "\n\n".join(pages)
 
 

@@ -19,6 +19,7 @@ Paths of a run (DESIGN §7), each a GradeOutcome.status:
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -251,7 +252,7 @@ def notes_summary(text: str) -> s.UserNotesSummary | None:
             current = next((key for key, word in NOTE_HEADINGS if word in head), None)
             found = found or current is not None
         elif current and stripped and stripped.lower().strip("()._ ") not in ("none", "n/a", "-"):
-            item = stripped[2:].strip() if stripped[:2] in ("- ", "* ") else stripped
+            item = re.sub(r"^(?:[-*+]|\d+[.)])\s+", "", stripped)  # a bullet or a number
             lists[current].append(item)
     return s.UserNotesSummary(**lists) if found else None
 
