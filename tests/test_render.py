@@ -343,3 +343,23 @@ async def test_the_simulated_executor_writes_binary_outputs_the_judge_reads(tmp_
     out, request = await graded(make_eval(["The report covers the wombat census"]), run_dir, record)
     assert "could not be converted" not in text_of(request)
     assert out.grading.expectations[0].passed, out.grading.expectations[0].evidence
+
+
+def test_an_attachment_is_priced_by_what_it_shows_not_by_its_base64():
+    from optimizer.model.request import (
+        ATTACHMENT_TOKENS,
+        billed_chars,
+        build_request,
+        canonical_json,
+    )
+
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "A" * 4_000_000}}
+    pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                          "data": "A" * 400_000}}
+    request = build_request(model="m", max_tokens=10, system=None, tools=None, tool_choice=None,
+                            temperature=None, messages=[{"role": "user", "content": [
+                                {"type": "text", "text": "hello"}, image, pdf]}])
+    canonical = canonical_json(request)
+    assert billed_chars(request, canonical) == len(canonical) - 4_400_000 + 4 * ATTACHMENT_TOKENS + 4 * 10_000
+    usage = Simulator(seed=0)._usage(request, [{"type": "text", "text": "ok"}])
+    assert usage["input_tokens"] < 2 * ATTACHMENT_TOKENS + 200
