@@ -253,6 +253,8 @@ def test_a_text_run_renders_as_before_and_the_request_is_a_pure_function(tmp_pat
     assert isinstance(request, str)
     assert '(binary file, 256 bytes, not shown)' in request and "render_note" not in request
     make_png(run_dir / "outputs" / "b.png", "beta")
+    (run_dir / "outputs" / "c.docx").write_bytes(b"PK\x03\x04 damaged")
+    (run_dir / "outputs" / "d.png").write_bytes(b"not an image")  # its error names no address
     first = judge.build_request(ev, run_dir)
     other, _ = make_run(tmp_path / "elsewhere")
     for f in (run_dir / "outputs").iterdir():

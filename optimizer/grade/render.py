@@ -128,9 +128,10 @@ def render_view(run_dir: Path, *, budget: int, shown: Callable[[str], str] = lam
     """Every output file as a `<file path=..>` entry, in path order: text inline (each capped at
     MAX_FILE_CHARS, all at `budget` characters), office files and PDFs as converted text in that
     budget, images and PDFs also as attachments (at most `images` images and `document_bytes` of
-    PDF per run; -1 attaches none and says nothing), anything else by name, type and size. `shown` is applied to each path and text
-    (the comparator blinds them); paths are given relative to the run, under `prefix`. A run of
-    text files renders exactly as it did before attachments existed, so its ledger still hits."""
+    PDF per run; -1 attaches none and says nothing), anything else by name, type and size.
+    `shown` is applied to each path and text (the comparator blinds them); paths are given
+    relative to the run, under `prefix`. A run of text files renders exactly as it did before
+    attachments existed, so its ledger still hits."""
     left = _Budget(budget, budget, images, max(document_bytes, 0), document_bytes >= 0)
     entries: list[str] = []
     attachments: list[Attachment] = []
@@ -179,7 +180,8 @@ def _image_entry(path: Path, name: str, size: int, left: _Budget, attachments: l
                  label: str) -> str:
     attrs: dict[str, object] = {"path": name, "binary": "true", "size": size, "type": _type(name)}
     if left.images <= 0:
-        left.cut.append(f"the image {name} (past {len(attachments)} images)")
+        shown_images = sum(a.kind == "image" for a in attachments)
+        left.cut.append(f"the image {name} (past {shown_images} images)")
         return tag("file", f"(image, {size:,} bytes, not shown: past the run's image budget)", **attrs)
     try:
         media, raw = convert.image_bytes(path)
