@@ -365,3 +365,23 @@ def test_an_attachment_is_priced_by_what_it_shows_not_by_its_base64():
     assert billed_chars(request, canonical) == len(canonical) - 4_400_000 + 4 * ATTACHMENT_TOKENS + 4 * 10_000
     usage = Simulator(seed=0)._usage(request, [{"type": "text", "text": "ok"}])
     assert usage["input_tokens"] < 2 * ATTACHMENT_TOKENS + 200
+
+
+async def test_a_model_without_attachments_gets_names_and_text(tmp_path, store):
+    settings = Settings.model_validate({"llm": {"provider": "sim", "attachments": False}})
+    sim = Simulator(seed=0, judge_noise=0.0)
+    client = make_client(settings, store, simulator=sim, sleep=no_wait)
+    run_dir, record = make_run(tmp_path)
+    make_png(run_dir / "outputs" / "chart.png", "walrus")
+    make_pdf(run_dir / "outputs" / "brief.pdf", ["The narwhal appendix"])
+    ev = make_eval(["The brief has a narwhal appendix"])
+    structural = check_run(ev, run_dir, None, configuration="with_skill", run_error=None)
+    out = await judge.grade_run(client, ev, run_dir, record, settings=settings,
+                                structural=structural, sample=0)
+    await client.aclose()
+    view = (run_dir / judge.JUDGE_VIEW).read_text()
+    assert "(image, " in view and "not shown: this model is sent no images" in view
+    assert "The narwhal appendix" in view and "[document" not in view and "[image" not in view
+    assert out.grading.expectations[0].passed
+    request = compare.build_request(ev, run_dir, run_dir, attachments=False)
+    assert isinstance(request, str) and "sent no images" in request

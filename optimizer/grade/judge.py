@@ -175,7 +175,7 @@ async def grade_run(
 
     model = settings.models.grader
     schema = answer_schema(list(eval.expectations), [d.name for d in eval.rubric])
-    request = build_request(eval, run_dir)
+    request = build_request(eval, run_dir, attachments=settings.llm.attachments)
     # What the judge saw, beside its grading (not in outputs/, so never graded itself).
     write_text(run_dir / JUDGE_VIEW, describe(request))
     try:
@@ -219,12 +219,12 @@ def fail_all(structural: s.Structural, evidence: str) -> s.Structural:
 # --- the request --------------------------------------------------------------------------------
 
 
-def build_request(eval: Any, run_dir: Path) -> str | list[dict[str, Any]]:
+def build_request(eval: Any, run_dir: Path, *, attachments: bool = True) -> str | list[dict[str, Any]]:
     """The user message: tagged sections the grader prompt names, then any images and PDFs of the
     outputs as their own blocks; nothing of the host (no paths, no times), so the same run asks
     the same question wherever its folder is."""
     parts = task_sections(eval)
-    view = render_view(run_dir, budget=MAX_OUTPUT_CHARS)
+    view = render_view(run_dir, budget=MAX_OUTPUT_CHARS, attach=attachments)
     parts.append(tag("outputs", view.text))
     parts.append(data("transcript", truncate(read_text(run_dir / "transcript.md"), MAX_TRANSCRIPT_CHARS)))
     notes = read_text(run_dir / "outputs" / "user_notes.md").strip()

@@ -105,6 +105,7 @@ class _Budget:
     images: int
     document_bytes: int
     documents: bool
+    attach: bool  # False: the model takes no image or document blocks
     cut: list[str] = field(default_factory=list)  # what a binary file lost, said in one note
 
 
@@ -124,15 +125,17 @@ def render_outputs(run_dir: Path, *, budget: int, shown: Callable[[str], str] = 
 
 def render_view(run_dir: Path, *, budget: int, shown: Callable[[str], str] = lambda s: s,
                 prefix: str = "outputs/", images: int = MAX_IMAGES,
-                document_bytes: int = MAX_DOCUMENT_BYTES, label: str = "") -> Rendered:
+                document_bytes: int = MAX_DOCUMENT_BYTES, label: str = "",
+                attach: bool = True) -> Rendered:
     """Every output file as a `<file path=..>` entry, in path order: text inline (each capped at
     MAX_FILE_CHARS, all at `budget` characters), office files and PDFs as converted text in that
     budget, images and PDFs also as attachments (at most `images` images and `document_bytes` of
-    PDF per run; -1 attaches none and says nothing), anything else by name, type and size.
+    PDF per run; -1 attaches none and says nothing; `attach` False attaches nothing, for a model
+    that takes no image or document blocks), anything else by name, type and size.
     `shown` is applied to each path and text (the comparator blinds them); paths are given
     relative to the run, under `prefix`. A run of text files renders exactly as it did before
     attachments existed, so its ledger still hits."""
-    left = _Budget(budget, budget, images, max(document_bytes, 0), document_bytes >= 0)
+    left = _Budget(budget, budget, images, max(document_bytes, 0), document_bytes >= 0, attach)
     entries: list[str] = []
     attachments: list[Attachment] = []
     for rel in output_files(run_dir):
@@ -179,6 +182,8 @@ def _text_entry(text: str, name: str, size: int, left: _Budget, shown: Callable[
 def _image_entry(path: Path, name: str, size: int, left: _Budget, attachments: list[Attachment],
                  label: str) -> str:
     attrs: dict[str, object] = {"path": name, "binary": "true", "size": size, "type": _type(name)}
+    if not left.attach:
+        return tag("file", f"(image, {size:,} bytes, not shown: this model is sent no images)", **attrs)
     if left.images <= 0:
         shown_images = sum(a.kind == "image" for a in attachments)
         left.cut.append(f"the image {name} (past {shown_images} images)")
@@ -202,7 +207,7 @@ def _converted_entry(path: Path, kind: str, name: str, size: int, left: _Budget,
         return tag("file", f"({kind} file, {size:,} bytes, could not be converted: {exc})",
                    path=name, binary="true", size=size, type=_type(name))
     attrs: dict[str, object] = {"converted_from": kind}
-    if kind == "pdf" and left.documents:
+    if kind == "pdf" and left.documents and left.attach:
         # The text always (every provider reads it, and the budget cuts it like any text); the
         # document block too, so a model that reads PDFs sees the layout, figures and scans.
         if size <= left.document_bytes and convert.pdf_pages(path) <= MAX_DOCUMENT_PAGES:
