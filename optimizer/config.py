@@ -41,6 +41,7 @@ class Llm(Section):
     timeout_s: float = Field(600.0, gt=0)
     max_tokens: int = Field(8192, ge=1)
     prompt_caching: bool = True
+    attachments: bool = True
     batch: bool = False
     batch_poll_s: float = Field(10.0, gt=0)
     batch_poll_max_s: float = Field(300.0, gt=0)

@@ -140,6 +140,10 @@ def test_report_of_a_real_simulated_run(simulated):
     comps = [c for label in labels[1:] for c in data["pages"][label]["comparisons"]]
     assert comps and all(c["winner_version"] in (*labels, None) for c in comps)
     assert any(c["winner_version"] for c in comps)  # assignment.json unblinded them
+    runs = [r for label in labels for r in data["pages"][label]["runs"]]
+    assert any(r["judge_view"].startswith("<task>") for r in runs)  # what the grader saw
+    # The simulated agent leaves notes in some runs; the grading sums them up for the reviewer.
+    assert any((r["user_notes_summary"] or {}).get("needs_review") for r in runs)
 
 
 # -- the review server, over real HTTP ------------------------------------------------------------

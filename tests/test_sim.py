@@ -371,7 +371,8 @@ async def test_grader_passes_what_is_there_and_fails_what_is_not():
     assert grading["summary"] == {"passed": 1, "failed": 2, "total": 3, "pass_rate": 0.3333}
     assert grading["rubric_scores"]["regional_totals"]["score"] == 3  # total, region of 4 words
     assert grading["rubric_summary"]["max_possible"] == 5.0
-    assert grading["user_notes_summary"] == {}  # a required field the world had no value for
+    # No user_notes section in this request: the world sums up nothing, in the three lists.
+    assert grading["user_notes_summary"] == {"uncertainties": [], "needs_review": [], "workarounds": []}
     reasons = {s["assertion"]: s["reason"] for s in grading["eval_feedback"]["suggestions"]}
     assert reasons["Looks good"].startswith("Too vague") and grading["eval_feedback"]["overall"]
 

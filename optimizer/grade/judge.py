@@ -19,6 +19,7 @@ Paths of a run (DESIGN §7), each a GradeOutcome.status:
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,8 +34,10 @@ from optimizer.config import Settings
 from optimizer.grade.answer import JudgeAnswer, JudgedExpectation, answer_schema
 from optimizer.grade.render import (
     MAX_FILE_CHARS,
+    content,
+    describe,
     read_text,
-    render_outputs,
+    render_view,
     task_sections,
     truncate,
 )
@@ -42,7 +45,7 @@ from optimizer.grade.scoring import pass_rate, rubric_weighted_mean, run_score
 from optimizer.grade.structural import RUN_FAILED
 from optimizer.model import ModelCallFailed, StructuredAnswerError
 from optimizer.model.prompts import load_prompt
-from optimizer.store.files import read_json, write_json
+from optimizer.store.files import read_json, write_json, write_text
 from optimizer.tags import data, tag
 
 log = structlog.get_logger(__name__)
@@ -50,6 +53,7 @@ log = structlog.get_logger(__name__)
 GATE_SKIPPED = "skipped: structural gate failed"
 MAX_OUTPUT_CHARS = 120_000
 MAX_TRANSCRIPT_CHARS = 60_000
+JUDGE_VIEW = "judge_view.md"
 
 # --- the outcome ------------------------------------------------------------------------------
 
@@ -116,6 +120,7 @@ async def grade_run(
     run_dir = Path(run_dir)
     has_rubric = bool(eval.rubric)
     metrics = _metrics(run_dir)
+    notes = notes_summary(read_text(run_dir / "outputs" / "user_notes.md"))
     started, t0 = _now(), time.monotonic()
 
     def finish(status, structural, judged, answer=None, rubric_scores=None, error=None):
@@ -139,7 +144,8 @@ async def grade_run(
             execution_metrics=metrics,
             timing=_timing(run_dir, record, started, time.monotonic() - t0),
             claims=[s.Claim(**c.model_dump()) for c in answer.claims] if answer else [],
-            user_notes_summary=s.UserNotesSummary(**answer.user_notes_summary.model_dump()) if answer else None,
+            user_notes_summary=notes or (
+                s.UserNotesSummary(**answer.user_notes_summary.model_dump()) if answer else None),
             eval_feedback=_feedback(answer) if answer else None,
             rubric_scores={k: s.RubricScore(**v) for k, v in rubric_scores.items()} if rubric_scores else None,
             rubric_summary=rubric_summary,
@@ -169,11 +175,14 @@ async def grade_run(
 
     model = settings.models.grader
     schema = answer_schema(list(eval.expectations), [d.name for d in eval.rubric])
+    request = build_request(eval, run_dir, attachments=settings.llm.attachments)
+    # What the judge saw, beside its grading (not in outputs/, so never graded itself).
+    write_text(run_dir / JUDGE_VIEW, describe(request))
     try:
         answer = await client.structured(
             "grader",
             system=load_prompt("grader").render(),
-            messages=[{"role": "user", "content": build_request(eval, run_dir)}],
+            messages=[{"role": "user", "content": request}],
             schema=schema,
             tool_name="submit_grading",
             sample=sample,
@@ -210,18 +219,42 @@ def fail_all(structural: s.Structural, evidence: str) -> s.Structural:
 # --- the request --------------------------------------------------------------------------------
 
 
-def build_request(eval: Any, run_dir: Path) -> str:
-    """The user message: tagged sections the grader prompt names, and nothing of the host (no
-    paths, no times), so the same run asks the same question wherever its folder is."""
+def build_request(eval: Any, run_dir: Path, *, attachments: bool = True) -> str | list[dict[str, Any]]:
+    """The user message: tagged sections the grader prompt names, then any images and PDFs of the
+    outputs as their own blocks; nothing of the host (no paths, no times), so the same run asks
+    the same question wherever its folder is."""
     parts = task_sections(eval)
-    parts.append(tag("outputs", render_outputs(run_dir, budget=MAX_OUTPUT_CHARS)))
+    view = render_view(run_dir, budget=MAX_OUTPUT_CHARS, attach=attachments)
+    parts.append(tag("outputs", view.text))
     parts.append(data("transcript", truncate(read_text(run_dir / "transcript.md"), MAX_TRANSCRIPT_CHARS)))
     notes = read_text(run_dir / "outputs" / "user_notes.md").strip()
     parts.append(data("user_notes", truncate(notes, MAX_FILE_CHARS)) if notes else tag("user_notes", "(none)"))
-    return "\n\n".join(parts)
+    return content("\n\n".join(parts), view.attachments)
 
 
 # --- pieces of grading.json ---------------------------------------------------------------------
+
+
+NOTE_HEADINGS = (("uncertainties", "uncertain"), ("needs_review", "review"), ("workarounds", "workaround"))
+
+
+def notes_summary(text: str) -> s.UserNotesSummary | None:
+    """user_notes.md in the shape the executor prompt asks for (`## Uncertainties`, `## Needs
+    review`, `## Workarounds`, one bullet or paragraph per point) as the summary, verbatim: the
+    agent's own words are better evidence than a model's digest of them. None when the notes have
+    none of those headings; then the judge's summary (which also reads the transcript) is used."""
+    lists: dict[str, list[str]] = {key: [] for key, _ in NOTE_HEADINGS}
+    current, found = None, False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            head = stripped.lstrip("#").strip().lower()
+            current = next((key for key, word in NOTE_HEADINGS if word in head), None)
+            found = found or current is not None
+        elif current and stripped and stripped.lower().strip("()._ ") not in ("none", "n/a", "-"):
+            item = re.sub(r"^(?:[-*+]|\d+[.)])\s+", "", stripped)  # a bullet or a number
+            lists[current].append(item)
+    return s.UserNotesSummary(**lists) if found else None
 
 
 def _structural_item(r: s.StructuralResult) -> s.GradedExpectation:

@@ -20,7 +20,13 @@ from optimizer.model.attempt import attempt_once
 from optimizer.model.cost import call_cost, estimate_cost
 from optimizer.model.errors import ModelCallFailed, call_failure
 from optimizer.model.limiter import AdaptiveLimiter, RequestLocks
-from optimizer.model.request import build_request, canonical_json, request_hash, with_cache_control
+from optimizer.model.request import (
+    billed_chars,
+    build_request,
+    canonical_json,
+    request_hash,
+    with_cache_control,
+)
 from optimizer.model.retry import RetryPolicy, Sleep, Truncated
 from optimizer.model.scopes import scope
 from optimizer.model.structured import Answer, answer_with_repair, forced_tool
@@ -154,7 +160,8 @@ class ModelClient:
             cached = self.store.completed_call(key)
             if cached is not None:
                 return self._from_ledger(cached, role)
-            estimate = estimate_cost(self.settings.price(model), len(canonical), request["max_tokens"])
+            estimate = estimate_cost(self.settings.price(model), billed_chars(request, canonical),
+                                     request["max_tokens"])
             self._check_budget(role, model, estimate)
             self._reserved += estimate
             if self.settings.llm.prompt_caching:

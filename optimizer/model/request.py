@@ -11,6 +11,11 @@ from typing import Any
 from pydantic import BaseModel
 
 MAX_CACHE_BREAKPOINTS = 4
+# An attachment is billed by what it shows, not by its base64: an image within 1568 px costs at
+# most about 1,600 input tokens, a PDF page about that much as an image plus its text. Counted at
+# the 4 characters a token of the estimate, so a 5 MB image is not priced as 7 million characters.
+ATTACHMENT_TOKENS = 1_600
+PDF_BYTES_PER_TOKEN = 30  # upper-leaning: a 50 KB page counts as about 1,700 tokens
 
 
 def plain(value: Any) -> Any:
@@ -52,6 +57,24 @@ def build_request(
 def canonical_json(request: Mapping[str, Any]) -> str:
     """The request as sorted, compact JSON: the text that is hashed and measured."""
     return json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def billed_chars(request: Mapping[str, Any], canonical: str) -> int:
+    """The length of the canonical request with each base64 image or document counted as the
+    text it costs about as much as, for estimates before a call."""
+    chars = len(canonical)
+    for message in request.get("messages") or []:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for block in content if isinstance(content, list) else []:
+            source = block.get("source") if isinstance(block, Mapping) else None
+            if not isinstance(source, Mapping) or source.get("type") != "base64":
+                continue
+            encoded = len(str(source.get("data", "")))
+            tokens = ATTACHMENT_TOKENS
+            if block.get("type") == "document":
+                tokens = max(tokens, encoded * 3 // 4 // PDF_BYTES_PER_TOKEN)
+            chars += 4 * tokens - encoded
+    return chars
 
 
 def request_hash(canonical: str, role: str, sample: int) -> str:

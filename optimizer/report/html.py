@@ -82,6 +82,10 @@ def _run(ws: Workspace, run_dir: Path, budget: _Budget) -> dict:
         with (run_dir / "transcript.md").open("rb") as handle:
             transcript = handle.read(TRANSCRIPT_CAP * 4).decode("utf-8", errors="ignore")[:TRANSCRIPT_CAP]
     structural = read.read_json(run_dir / "structural.json") or {}
+    judge_view = ""  # what the grader was shown: converted files, attachments by type and size
+    if (run_dir / "judge_view.md").is_file():
+        with (run_dir / "judge_view.md").open("rb") as handle:
+            judge_view = handle.read(TRANSCRIPT_CAP * 4).decode("utf-8", errors="ignore")[:TRANSCRIPT_CAP]
     return {
         "id": ws.run_id(run_dir), "path": run_dir.relative_to(ws.root).as_posix(),
         "eval_id": read.eval_of(run_dir), "configuration": run_dir.parent.name,
@@ -90,7 +94,8 @@ def _run(ws: Workspace, run_dir: Path, budget: _Budget) -> dict:
         "expectations": grading.get("expectations") or [],
         "gate_passed": structural.get("gate_passed"),
         "eval_feedback": grading.get("eval_feedback"),
-        "outputs": outputs, "transcript": transcript,
+        "outputs": outputs, "transcript": transcript, "judge_view": judge_view,
+        "user_notes_summary": grading.get("user_notes_summary"),
     }
 
 

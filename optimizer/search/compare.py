@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
-from optimizer.grade.render import render_outputs, task_sections
+from optimizer.grade.render import Rendered, content, render_view, task_sections
 from optimizer.inputs.evals import Eval
 from optimizer.model import ModelCallFailed, StructuredAnswerError
 from optimizer.model.prompts import load_prompt
@@ -30,6 +30,7 @@ log = structlog.get_logger(__name__)
 
 NEUTRAL_PATH, NEUTRAL_VERSION, NEUTRAL_CONFIG = "[path]", "[version]", "[configuration]"
 MAX_OUTPUT_CHARS = 100_000  # per side: both sides must fit one request
+MAX_IMAGES = 4  # per side, for the same reason
 _VERSION = re.compile(r"\b[vV]\d+\b")
 _CONFIG = re.compile(r"\bwith(?:out)?_skill\b")
 _RUN_NUMBER = re.compile(r"^run-(\d+)$")
@@ -60,19 +61,23 @@ def blind(text: str, prefixes: Sequence[str] = ()) -> str:
     return _CONFIG.sub(NEUTRAL_CONFIG, text)
 
 
-def render_side(run_dir: Path) -> str:
-    """One side's `<file path=..>` entries, blinded (paths relative to outputs/); binaries by size
-    only."""
+def render_side(run_dir: Path, label: str = "", attach: bool = True) -> Rendered:
+    """One side's `<file path=..>` entries, blinded (paths relative to outputs/), with its images
+    attached as `<label>1`, `<label>2`…. Office files and PDFs are shown as their (blinded) text;
+    a PDF is not attached as a document, since its bytes cannot be blinded."""
     prefixes = _host_prefixes(run_dir)
-    return render_outputs(run_dir, budget=MAX_OUTPUT_CHARS, shown=lambda t: blind(t, prefixes),
-                          prefix="")
+    return render_view(run_dir, budget=MAX_OUTPUT_CHARS, shown=lambda t: blind(t, prefixes),
+                       prefix="", images=MAX_IMAGES, document_bytes=-1, label=label, attach=attach)
 
 
-def build_request(eval: Eval, a_dir: Path, b_dir: Path) -> str:
-    """The user message: the task, its expectations and the two blinded outputs as A and B."""
+def build_request(eval: Eval, a_dir: Path, b_dir: Path, *,
+                  attachments: bool = True) -> str | list[dict[str, Any]]:
+    """The user message: the task, its expectations and the two blinded outputs as A and B, then
+    the images of A and of B (the text alone when neither side has any)."""
+    a, b = render_side(a_dir, "A", attachments), render_side(b_dir, "B", attachments)
     parts = task_sections(eval)
-    parts += [tag("output_a", render_side(a_dir)), tag("output_b", render_side(b_dir))]
-    return "\n\n".join(parts)
+    parts += [tag("output_a", a.text), tag("output_b", b.text)]
+    return content("\n\n".join(parts), a.attachments + b.attachments)
 
 
 def _run_number(path: Path, index: int) -> int:
@@ -142,6 +147,12 @@ def _plan(evals, child_runs, parent_runs, previous, rng_seed) -> list[_Slot]:
     return slots
 
 
+def _attachments(client: Any) -> bool:
+    # A test's stand-in client may carry no settings: it takes attachments, like the API.
+    settings = getattr(client, "settings", None)
+    return bool(getattr(getattr(settings, "llm", None), "attachments", True))
+
+
 async def _judge(client: Any, slot: _Slot, ev: Eval, out_dir: Path) -> None:
     path = out_dir / f"comparison-{slot.k}.json"
     answer: Comparison | None = None
@@ -155,7 +166,8 @@ async def _judge(client: Any, slot: _Slot, ev: Eval, out_dir: Path) -> None:
             answer = await client.structured(
                 "comparator",
                 system=load_prompt("comparator").render(),
-                messages=[{"role": "user", "content": build_request(ev, slot.a_dir, slot.b_dir)}],
+                messages=[{"role": "user", "content": build_request(
+                    ev, slot.a_dir, slot.b_dir, attachments=_attachments(client))}],
                 schema=Comparison,
                 tool_name="submit_comparison",
                 sample=0,  # the two orders already differ as requests

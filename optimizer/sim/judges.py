@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from optimizer.sim.text import (
@@ -24,10 +24,14 @@ PASS_WORDS = 0.6  # share of an expectation's content words the outputs must con
 SHORT_OUTPUT = 200  # characters: below this a passing expectation is suspicious
 
 
-def parse_files(text: str | None) -> list[dict]:
-    """`<file path=".." [binary="true"]>content</file>` entries, data sections included."""
+def parse_files(text: str | None, seen: Mapping[str, str] | None = None) -> list[dict]:
+    """`<file path=".." [binary="true"]>content</file>` entries, data sections included. An
+    image attached to the request has the text the simulator could read in it (`seen`, by
+    attachment key); any other binary has none. Converted office and PDF text is plain content."""
+    seen = seen or {}
     return [{"path": attrs.get("path", "?"), "binary": attrs.get("binary") == "true",
-             "content": "" if attrs.get("binary") == "true" else content.strip("\n")}
+             "content": seen.get(attrs.get("attachment", ""), "") if attrs.get("binary") == "true"
+             else content.strip("\n")}
             for attrs, content in parse_tags(text or "", "file")]
 
 
@@ -85,8 +89,8 @@ def _coverage(text: str, files: list[dict]) -> float:
     return len(wanted & all_stems(_haystack(files))) / len(wanted) if wanted else 0.0
 
 
-def grade(get: Section, rng: random.Random, knobs: Any) -> dict:
-    files = parse_files(get("outputs"))
+def grade(get: Section, rng: random.Random, knobs: Any, seen: Mapping[str, str] | None = None) -> dict:
+    files = parse_files(get("outputs"), seen)
     results: list[dict[str, Any]] = []
     for text in _expectations(get):
         passed, evidence = check(text, files)
@@ -126,9 +130,25 @@ def grade(get: Section, rng: random.Random, knobs: Any) -> dict:
             "max_possible": 5.0,
             "normalized": round(mean / 5, 4),
         }
+    grading["user_notes_summary"] = _notes(get("user_notes") or "")
     grading["claims"] = _claims(files, out_chars)
     grading["eval_feedback"] = _eval_feedback(results, out_chars)
     return grading
+
+
+def _notes(text: str) -> dict[str, list[str]]:
+    """The agent's notes as a judge would sum them up: each bullet under a heading that names
+    uncertainty, review or a workaround, in its list."""
+    lists: dict[str, list[str]] = {"uncertainties": [], "needs_review": [], "workarounds": []}
+    current = None
+    for line in text.splitlines():
+        if line.startswith("#"):
+            head = line.lower()
+            current = next((k for k, w in (("uncertainties", "uncertain"), ("needs_review", "review"),
+                                           ("workarounds", "workaround")) if w in head), None)
+        elif current and line.strip().startswith(("- ", "* ")):
+            lists[current].append(line.strip()[2:].strip())
+    return lists
 
 
 def _claims(files: list[dict], out_chars: int) -> list[dict]:
@@ -236,13 +256,13 @@ def _side(get: Section, expectations: list[str], files: list[dict], dims_text: s
     }
 
 
-def compare(get: Section, rng: random.Random, knobs: Any) -> dict:
+def compare(get: Section, rng: random.Random, knobs: Any, seen: Mapping[str, str] | None = None) -> dict:
     expectations = _expectations(get)
     dims_text = " ".join(
         [get("task") or "", *expectations, *(f"{n} {d}" for n, _, d in _dimensions(get))]
     )
-    a = _side(get, expectations, parse_files(get("output_a")), dims_text)
-    b = _side(get, expectations, parse_files(get("output_b")), dims_text)
+    a = _side(get, expectations, parse_files(get("output_a"), seen), dims_text)
+    b = _side(get, expectations, parse_files(get("output_b"), seen), dims_text)
     diff = a["score"] - b["score"]
     winner = "TIE" if abs(diff) <= 0.05 else ("A" if diff > 0 else "B")
     if rng.random() < knobs.position_bias:

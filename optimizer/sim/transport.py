@@ -123,7 +123,7 @@ class Simulator:
         for segment in segments:
             text = canonical(segment)
             digest.update(text.encode())
-            chars += len(text)
+            chars += len(text) if not _attached(segment) else 4 * ATTACHMENT_TOKENS
             if isinstance(segment, dict) and segment.get("cache_control"):
                 marks.append((chars, digest.copy().hexdigest()))
         whole = digest.hexdigest()
@@ -278,6 +278,13 @@ class Simulator:
 
 _CLI_CWD = re.compile(r"[Ww]orking directory:\s*(/[^\s\\\"]+)")
 _CLI_HOME = re.compile(r"/[^\s\"'`]*?claude-home-[A-Za-z0-9_]+")  # the executor's private HOME
+ATTACHMENT_TOKENS = 1_600  # an image or a PDF is billed by what it shows, not by its base64
+
+
+def _attached(segment: object) -> bool:
+    return isinstance(segment, dict) and segment.get("type") in ("image", "document")
+
+
 WARM_SHARE = 0.75  # of requests that find a cacheable prefix already written
 
 

@@ -3,12 +3,14 @@ of (request body, seeded rng). Never reads a clock, a file, a global or the netw
 
 from __future__ import annotations
 
+import base64
 import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
-from optimizer.sim import judges, proposer
+from optimizer.sim import judges, media, proposer
 from optimizer.sim.text import (
     NEGATIVE,
     REMINDER,
@@ -86,7 +88,8 @@ def reply(body: dict, role: str, rng: random.Random, uid: str, knobs: Knobs) -> 
             "comparator": judges.compare,
             "analyzer": judges.analyze,
             "proposer": proposer.propose,
-        }[role](lambda tag: find_section(body, tag), rng, knobs)
+        }[role](lambda tag: find_section(body, tag), rng, knobs,
+                **({"seen": media.seen_images(body)} if role in ("grader", "comparator") else {}))
         block = _tool_use(uid, 0, name, fit(answer, tool_schema(body, name)))
         return [block], "tool_use"
     if role == "executor":
@@ -226,21 +229,24 @@ def compose_output(task: str, instructions: list[str], rng: random.Random) -> st
     return "\n".join(lines) + "\n"
 
 
-def _write_call(body: dict, path: str, content: str, uid: str) -> dict | None:
+def _write_call(body: dict, path: str, content: str, uid: str, index: int = 0) -> dict | None:
     for tool in body.get("tools") or []:
         kind, name = str(tool.get("type", "")), str(tool.get("name", ""))
         if kind.startswith("text_editor") or name == "str_replace_based_edit_tool":
             return _tool_use(
-                uid, 0, name, {"command": "create", "path": path, "file_text": content}
+                uid, index, name, {"command": "create", "path": path, "file_text": content}
             )
     if "Write" in tool_names(body):
-        return _tool_use(uid, 0, "Write", {"file_path": path, "content": content})
+        return _tool_use(uid, index, "Write", {"file_path": path, "content": content})
     for name in ("bash", "Bash"):
         if name in tool_names(body):
             folder = path.rsplit("/", 1)[0]
             command = f"mkdir -p '{folder}' && cat > '{path}' <<'SIM_EOF'\n{content}SIM_EOF"
-            return _tool_use(uid, 0, name, {"command": command})
+            return _tool_use(uid, index, name, {"command": command})
     return None
+
+
+NOTES_RATE = 0.3  # of executor runs that leave user notes
 
 
 def _executor(body: dict, rng: random.Random, uid: str) -> tuple[list, str]:
@@ -264,10 +270,39 @@ def _executor(body: dict, rng: random.Random, uid: str) -> tuple[list, str]:
     cwd = re.search(r"[Ww]orking directory:\s*(/\S+)",
                     system_text(body) + "\n" + first_user_text(body))
     path = f"{(cwd.group(1) if cwd else '/workspace').rstrip('/')}/{relative}"
-    call = _write_call(body, path, content, uid)
+    writer = media.BINARY_WRITERS.get(PurePosixPath(relative).suffix.lower())
+    # A binary output (a PNG, a PDF, a docx) goes through the shell, the one tool that writes
+    # bytes; it carries the composed text, which the simulated judges then read back.
+    call = (_binary_call(body, path, writer(content), uid) if writer else None) or \
+        _write_call(body, path, content, uid)
     if call is None:
         return [_text(content)], "end_turn"
-    return [_text(f"I will write {relative}."), call], "tool_use"
+    blocks = [_text(f"I will write {relative}."), call]
+    # Asked for notes (our executor's prompt names the file), the agent sometimes has some. Drawn
+    # after the output, so the output is the same whether or not notes are written.
+    if "user_notes.md" in system_text(body) and rng.random() < NOTES_RATE:
+        folder = path.rsplit("/outputs/", 1)[0]
+        notes = _write_call(body, f"{folder}/outputs/user_notes.md", _notes(task, relative), uid, 1)
+        blocks += [notes] if notes else []
+    return blocks, "tool_use"
+
+
+def _binary_call(body: dict, path: str, raw: bytes, uid: str) -> dict | None:
+    for name in ("bash", "Bash"):
+        if name in tool_names(body):
+            folder = path.rsplit("/", 1)[0]
+            encoded = base64.encodebytes(raw).decode("ascii")
+            command = f"mkdir -p '{folder}' && base64 -d > '{path}' <<'SIM_EOF'\n{encoded}SIM_EOF"
+            return _tool_use(uid, 0, name, {"command": command})
+    return None
+
+
+def _notes(task: str, relative: str) -> str:
+    words = sorted(stems(task))[:3]
+    return ("## Uncertainties\n"
+            f"- The task did not define {', '.join(words) or 'its terms'}; I took the usual meaning.\n"
+            "## Workarounds\n(none)\n"
+            f"## Needs review\n- Check the figures in {relative}.\n")
 
 
 # --- trigger probe ------------------------------------------------------------------------------
