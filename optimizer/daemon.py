@@ -24,6 +24,7 @@ from optimizer.errors import BadInput, WorkFailed
 from optimizer.inputs import evals
 from optimizer.inputs import skill as skills
 from optimizer.inputs import triggers as trigger
+from optimizer.inputs import validate as validation
 from optimizer.model import prompts as prompting
 from optimizer.report import spend
 from optimizer.search import estimate as preview
@@ -57,6 +58,11 @@ def start(
     deadline = parse_deadline(settings.budget.deadline)
     base_best = _best_of(from_run) if from_run else None
     estimate = preview.for_start(settings, evalset, base_best or skill_dir, target)
+    if isinstance(evalset, evals.EvalSet):  # trigger queries have their own three-way split
+        parts = evals.split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
+        small = validation.small_suite(len(parts.train), len(parts.test), settings.evals.test_fraction)
+        if small:  # said before a night is spent on it, not only in the morning
+            console.print(f"warning: {small}", style="yellow", markup=False, highlight=False)
     if dry_run:  # the cost preview only: nothing is written
         return spend.show_dry_run(console, estimate)
     run_dir = run_dir or _default_run_dir(skill.name)
