@@ -21,7 +21,7 @@ from rich.console import Console
 
 from optimizer import config, logs
 from optimizer.errors import BadInput, WorkFailed
-from optimizer.inputs import evals
+from optimizer.inputs import evals, skeleton
 from optimizer.inputs import skill as skills
 from optimizer.inputs import triggers as trigger
 from optimizer.inputs import validate as validation
@@ -53,6 +53,10 @@ def start(
     # A description run is scored by trigger evals ({query, should_trigger}), not evals.json.
     evalset = (trigger.load(skill_dir, evals_path) if target == "description"
                else evals.load_evals(skill_dir, evals_path))
+    todo = isinstance(evalset, evals.EvalSet) and skeleton.placeholder_sentence(
+        evalset.source, "replace them before a run spends money on them (evals/README.md says how)")
+    if todo:
+        raise BadInput(todo)
     loaded = load(evalset.eval_config)
     settings = loaded.settings
     deadline = parse_deadline(settings.budget.deadline)

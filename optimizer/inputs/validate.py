@@ -15,6 +15,7 @@ from optimizer.config import Settings
 from optimizer.errors import BadInput
 from optimizer.inputs import triggers as trigger
 from optimizer.inputs.evals import EvalSet, Split, load_evals, sealed_count, split
+from optimizer.inputs.skeleton import placeholder_sentence
 from optimizer.inputs.skill import check_skill, content_hash
 from optimizer.inputs.skillmd import parse_skill_md
 
@@ -82,6 +83,9 @@ def _summarise(skill_dir: Path, evalset: EvalSet, settings: Settings) -> Validat
     by_type = Counter(s.type for e in evalset.evals for s in e.structural)
     parts = split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
     small = small_suite(len(parts.train), len(parts.test), settings.evals.test_fraction)
+    # A warning, not an error: the file is valid, and a half-edited suite is worth checking.
+    todo = placeholder_sentence(evalset.source, "replace them with your own tasks and checks "
+                                "(evals/README.md says how); `optimizer run` refuses until then")
     return ValidationSummary(
         skill_dir=skill_dir,
         skill_name=doc.name,
@@ -98,7 +102,7 @@ def _summarise(skill_dir: Path, evalset: EvalSet, settings: Settings) -> Validat
         evals_with_rubric=sum(1 for e in evalset.evals if e.rubric),
         split=parts,
         eval_config=evalset.eval_config,
-        warnings=[small] if small else [],
+        warnings=[w for w in (todo, small) if w],
     )
 
 
