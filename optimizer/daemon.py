@@ -62,13 +62,10 @@ def start(
     deadline = parse_deadline(settings.budget.deadline)
     base_best = _best_of(from_run) if from_run else None
     estimate = preview.for_start(settings, evalset, base_best or skill_dir, target)
-    if isinstance(evalset, evals.EvalSet):  # trigger queries have their own three-way split
-        parts = evals.split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
-        small = validation.small_suite(len(parts.train), len(parts.test), settings.evals.test_fraction)
-        if small:  # said before a night is spent on it, not only in the morning
-            console.print(f"warning: {small}", style="yellow", markup=False, highlight=False)
     if dry_run:  # the cost preview only: nothing is written
-        return spend.show_dry_run(console, estimate)
+        code = spend.show_dry_run(console, estimate)
+        _warn_small(console, evalset, settings)
+        return code
     run_dir = run_dir or _default_run_dir(skill.name)
     ws = Workspace(run_dir)
     if _started(ws):
@@ -87,9 +84,22 @@ def start(
     _create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target, base_best, from_run)
     console.print(f"run folder: {run_dir}")
     spend.announce(console, ws, estimate)  # the estimate line, kept in state.db for `status`
+    _warn_small(console, evalset, settings)
     if detach:
         return _spawn(ws, console)
     return _foreground(ws, settings, console)
+
+
+def _warn_small(console: Console, evalset: object, settings: config.Settings) -> None:
+    """Said before a night is spent on a suite too small to conclude from, not only after it.
+    Trigger queries have their own three-way split and are left out."""
+    if not isinstance(evalset, evals.EvalSet):
+        return
+    fraction = settings.evals.test_fraction
+    parts = evals.split(evalset, test_fraction=fraction, seed=settings.loop.seed)
+    small = validation.small_suite(len(parts.train), len(parts.test), fraction)
+    if small:
+        console.print(f"warning: {small}", style="yellow", markup=False, highlight=False)
 
 
 def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, console: Console) -> int:
