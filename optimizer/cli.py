@@ -110,6 +110,22 @@ def validate(
     out.print(validation.render(summary), markup=False, highlight=False)
 
 
+@app.command()
+@handled
+def init(skill_dir: Annotated[Path, typer.Argument(help="The skill folder (holds SKILL.md).")]) -> None:
+    """Write an evals/evals.json to fill in (and evals/README.md on how); never overwrites."""
+    from optimizer.inputs import skeleton
+    from optimizer.schemas import EvalsFileRaw
+    from optimizer.store.files import write_json, write_text
+
+    target, evals, readme, guide = skeleton.plan(_require_dir(skill_dir, "skill"))
+    if guide is not None:
+        write_text(readme, guide)
+    write_json(target, evals, EvalsFileRaw)
+    out.print(f"wrote {target}{'' if guide is None else f' and {readme}'}: replace every 'TODO:' "
+              f"placeholder, then `optimizer validate {skill_dir}`.", markup=False, highlight=False)
+
+
 @app.command("check-artifact")
 @handled
 def check_artifact(

@@ -22,9 +22,10 @@ from rich.console import Console
 from optimizer import config, logs, sandbox
 from optimizer.errors import BadInput, WorkFailed
 from optimizer.execute.claude_code import find_claude
-from optimizer.inputs import evals
+from optimizer.inputs import evals, skeleton
 from optimizer.inputs import skill as skills
 from optimizer.inputs import triggers as trigger
+from optimizer.inputs import validate as validation
 from optimizer.model import prompts as prompting
 from optimizer.report import spend
 from optimizer.search import estimate as preview
@@ -54,6 +55,10 @@ def start(
     # A description run is scored by trigger evals ({query, should_trigger}), not evals.json.
     evalset = (trigger.load(skill_dir, evals_path) if target == "description"
                else evals.load_evals(skill_dir, evals_path))
+    todo = isinstance(evalset, evals.EvalSet) and skeleton.placeholder_sentence(
+        evalset.source, "replace them before a run spends money on them (evals/README.md says how)")
+    if todo:
+        raise BadInput(todo)
     loaded = load(evalset.eval_config)
     settings = loaded.settings
     if target == "description" and probe.method_for(settings) == "claude-code":
@@ -62,7 +67,9 @@ def start(
     base_best = _best_of(from_run) if from_run else None
     estimate = preview.for_start(settings, evalset, base_best or skill_dir, target)
     if dry_run:  # the cost preview only: nothing is written
-        return spend.show_dry_run(console, estimate)
+        code = spend.show_dry_run(console, estimate)
+        _warn_small(console, evalset, settings)
+        return code
     unconfined = _confinement(settings)  # refuses before anything is written
     run_dir = run_dir or _default_run_dir(skill.name)
     ws = Workspace(run_dir)
@@ -84,9 +91,22 @@ def start(
     if unconfined:
         console.print(unconfined, style="bold red", markup=False, highlight=False)
     spend.announce(console, ws, estimate)  # the estimate line, kept in state.db for `status`
+    _warn_small(console, evalset, settings)
     if detach:
         return _spawn(ws, console)
     return _foreground(ws, settings, console)
+
+
+def _warn_small(console: Console, evalset: object, settings: config.Settings) -> None:
+    """Said before a night is spent on a suite too small to conclude from, not only after it.
+    Trigger queries have their own three-way split and are left out."""
+    if not isinstance(evalset, evals.EvalSet):
+        return
+    fraction = settings.evals.test_fraction
+    parts = evals.split(evalset, test_fraction=fraction, seed=settings.loop.seed)
+    small = validation.small_suite(len(parts.train), len(parts.test), fraction)
+    if small:
+        console.print(f"warning: {small}", style="yellow", markup=False, highlight=False)
 
 
 def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, console: Console) -> int:

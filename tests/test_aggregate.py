@@ -90,9 +90,10 @@ def test_summary_numbers_match_hand_computation():
     assert ws.pass_rate.stddev == pytest.approx(math.sqrt(1 / 12), abs=1e-4)  # runs 1, .5, .5
     assert (ws.pass_rate.min, ws.pass_rate.max) == (0.5, 1.0)
     assert wo.pass_rate.mean == 0.375 and wo.pass_rate.stddev == 0.25
-    low, high = stats.mean_ci([0.75, 0.5])
-    assert ws.pass_rate.model_extra["ci_low"] == round(low, 4)
-    assert ws.pass_rate.model_extra["ci_high"] == round(high, 4)
+    low, high = stats.mean_ci([0.75, 0.5], bounds=(0.0, 1.0))
+    assert ws.pass_rate.model_extra["ci_low"] == round(low, 4) == 0.0  # t(1 df) reaches past 0 and 1
+    assert ws.pass_rate.model_extra["ci_high"] == round(high, 4) == 1.0
+    assert ws.pass_rate.model_extra["ci_evals"] == 2
     # time and tokens keep the judge_error run: the executor spent them
     assert ws.time_seconds.mean == 25.0 and wo.time_seconds.mean == 7.5
     assert ws.tokens.mean == 250 and wo.tokens.mean == 75
@@ -214,3 +215,33 @@ def test_scoring_helpers():
     assert (low, high) == pytest.approx((0.7 - 4.3027 * 0.2 / math.sqrt(3), 0.7 + 4.3027 * 0.2 / math.sqrt(3)), abs=1e-3)
     assert stats.mean_ci([0.4]) == (0.4, 0.4)
     assert stats.t_quantile(0.975, 1) == pytest.approx(12.7062, abs=1e-3)
+
+
+def test_intervals_stay_inside_what_a_metric_can_take_and_say_how_many_evals():
+    """A report once showed a score of 0.315 [-0.922, 1.552] and 95% CI -79.2 s–109.0 s."""
+    e3 = Eval(id=3, name="Three", prompt="p3", expectations=["A3", "B3"], rubric=[DIM])
+    data = {"with_skill": [run(E1, "with_skill", 1, [True, True], 1, 10),
+                           run(E2, "with_skill", 1, [False, False], 180, 9000, clarity=1),
+                           run(e3, "with_skill", 1, [True, True], 2, 20, clarity=5)]}
+    b = aggregate("demo", [E1, E2, e3], data, skill_path="/s", executor_model="m", analyzer_model="m",
+                  timestamp="2026-11-21T00:00:00Z", runs_per_configuration=1, simulated=False)
+    ws = b.run_summary.with_skill
+    for name, (low, high) in {"pass_rate": (0, 1), "overall_efficiency": (0, 1), "rubric_normalized": (0, 1),
+                              "time_seconds": (0, math.inf), "tokens": (0, math.inf)}.items():
+        extra = getattr(ws, name).model_extra
+        assert low <= extra["ci_low"] <= extra["ci_high"] <= high, name
+    raw_low = stats.mean_ci([1.0, 180.0, 2.0])[0]
+    assert raw_low < 0 and ws.time_seconds.model_extra["ci_low"] == 0.0
+    assert ws.pass_rate.model_extra["ci_evals"] == 3 and ws.rubric_normalized.model_extra["ci_evals"] == 2
+    dim = ws.rubric_dimensions["clarity"].model_extra
+    assert 1 <= dim["ci_low"] <= dim["ci_high"] <= 5
+    assert ws.pass_rate.mean == pytest.approx(2 / 3, abs=1e-4)  # the mean itself is untouched
+    md = render_markdown(b)
+    assert "n=3 evals" in md and "CI -" not in md and "–-" not in md
+
+
+def test_one_eval_gives_no_interval_rather_than_a_zero_wide_one():
+    b = bench({"with_skill": [run(E1, "with_skill", 1, [True, False], 10, 100),
+                              run(E1, "with_skill", 2, [True, True], 20, 100)]})
+    assert "ci_low" not in b.run_summary.with_skill.overall_efficiency.model_extra
+    assert "CI" not in render_markdown(b)

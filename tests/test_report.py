@@ -7,6 +7,7 @@ import http.client
 import json
 import re
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -254,3 +255,26 @@ def test_feedback_on_a_sealed_test_run_is_refused(review):
     status, body = request(port, "POST", "/api/feedback", {"run_id": run_id, "feedback": "peek"})
     assert status == 409 and b"sealed test" in body
     assert not (built.root / "feedback.json").exists()
+
+
+def test_report_says_what_a_win_was_against_and_what_the_numbers_do_not_say(tmp_path):
+    built = build_workspace(tmp_path / "run", versions=7)  # seed 0: v1, v2, v5 won; v5 best
+    with sqlite3.connect(built.root / "state.db") as conn:
+        conn.execute("update versions set decision = 'won' where label = 'v4'")
+        conn.execute("update decisions set decision = 'won' where version = 'v4'")
+        conn.execute("update runs set test_json = ?", [json.dumps({
+            "evals": [4], "best": "v5", "delta": -0.111,
+            "versions": {"v0": {"score": 1.0, "per_eval": {"4": 1.0}}, "v5": {"score": 0.889, "per_eval": {"4": 0.889}}}})])
+    page = html.render(built.root)
+    data = blob(page)
+    nodes = {n["label"]: n for n in data["nodes"]}
+    assert nodes["v4"]["verdict"].startswith("won against its parent v2; not the best: v5 scores higher")
+    assert nodes["v5"]["verdict"] == "won against its parent v2"
+    assert data["warnings"][0] == ("sealed test: v5 scored below v0 (0.889 vs 1.000); the gain may be "
+                                   "overfitting to the train evals")
+    assert data["warnings"][1].startswith("small suite: train has 3 evals and the sealed test 1")
+    assert all(n["score_evals"] == 3 for n in data["nodes"] if n["score_ci"])
+    assert all(n["delta_evals"] for n in data["nodes"] if n["ci"])
+    # the page draws them: warnings on top, the verdict beside the badge, n beside intervals
+    for hook in ('id: "warnings"', "n.verdict", "evalsNote(n.score_evals)", "evalsNote(oe.ci_evals)"):
+        assert hook in page

@@ -434,3 +434,31 @@ def test_example_profile_script_counts_missing_values() -> None:
     assert "| age | integer | 2 | 27 | 61 | 39.88 |" in out
     assert "| satisfaction | integer | 2 | 2 | 5 | 3.75 |" in out  # "NA" counts as missing
     assert "| comment | text | 4 |  |  |  |" in out
+
+
+def test_small_suites_are_called_small_with_how_many_evals_to_add() -> None:
+    summary = validate.run(EXAMPLE, None, SETTINGS)  # 5 evals: 4 train, 1 sealed test
+    assert summary.warnings == [
+        "small suite: train has 4 evals and the sealed test 1, too few for the intervals and the "
+        "sealed test to mean much; add 13 evals (18 in all: 13 train, 5 sealed test) for at least "
+        "5 in each split."
+    ]
+    assert "\nwarning: small suite: train has 4 evals" in validate.render(summary)
+    assert validate.small_suite(15, 5, 0.25) is None
+    assert validate.small_suite(6, 0, 0.0) is None  # no test asked for: train alone counts
+    assert validate.small_suite(4, 0, 0.0) == (
+        "small suite: train has 4 evals, too few for the intervals to mean much; add 1 eval (5 in "
+        "all) for at least 5.")
+    no_test = validate.small_suite(3, 0, 0.25)
+    assert no_test and "there is no sealed test" in no_test and "add 15 evals" in no_test
+    fine_train = validate.small_suite(10, 3, 0.25)
+    assert fine_train and fine_train.startswith("small suite: the sealed test has 3 evals")
+
+
+def test_run_warns_about_a_small_suite_before_it_starts(monkeypatch, tmp_path: Path) -> None:
+    from inprocess import cli
+
+    monkeypatch.chdir(tmp_path)
+    text = cli(monkeypatch, None, "run", str(EXAMPLE.resolve()), "--provider", "sim", "--dry-run")
+    assert "warning: small suite: train has 4 evals and the sealed test 1" in text
+    assert not list(tmp_path.iterdir())

@@ -19,7 +19,7 @@ from optimizer.errors import BadInput
 from optimizer.report import show, status
 from optimizer.report import tree as lineage_view
 from optimizer.store.db import Store
-from optimizer.store.files import Workspace
+from optimizer.store.files import Workspace, write_json
 
 SEEDS = Path(__file__).parent / "fixtures" / "seeds"
 
@@ -232,3 +232,83 @@ def test_views_of_a_real_simulated_run(simulated):
         assert "diff --git" in text
         assert "diff --git" in render(show.print_diff, root, "v0", best)
     assert "SIMULATED" in render(lineage_view.print_lineage, tree)
+
+
+# --- what the numbers rest on and what they do not say ----------------------------------------
+
+
+def _won_off_the_line(root: Path) -> None:
+    """Seed 0 gives v1, v2, v5 won (v5 best) and v4 a tie against v2: make v4 a win that is not
+    promoted, the case that read as "v4 won" while another version is best."""
+    with sqlite3.connect(root / "state.db") as conn:
+        conn.execute("update versions set decision = 'won' where label = 'v4'")
+        conn.execute("update decisions set decision = 'won' where version = 'v4'")
+
+
+def _test_went_backwards(root: Path, best: str) -> None:
+    test = {"evals": [4], "versions": {"v0": {"score": 1.0, "per_eval": {"4": 1.0}},
+                                       best: {"score": 0.889, "per_eval": {"4": 0.889}}},
+            "best": best, "delta": -0.111}
+    with sqlite3.connect(root / "state.db") as conn:
+        conn.execute("update runs set test_json = ?", [json.dumps(test)])
+
+
+def _raw_t_interval(root: Path, label: str) -> None:
+    """A benchmark.json as written before intervals were clamped: 0.315 [-0.922, 1.552]."""
+    path = root / label / "benchmark.json"
+    bench = json.loads(path.read_text())
+    bench["run_summary"]["with_skill"]["overall_efficiency"].update(ci_low=-0.922, ci_high=1.552)
+    write_json(path, bench, schemas.Benchmark)
+
+
+def test_a_win_says_against_what_and_why_it_is_not_the_best(built):
+    _won_off_the_line(built.root)
+    tree = lineage_view.lineage(built.root)
+    nodes = {n["label"]: n for n in _walk(tree["tree"])}
+    assert nodes["v5"]["is_best"] and nodes["v5"]["verdict"] == "won against its parent v2"
+    v4 = nodes["v4"]["verdict"]
+    assert v4.startswith("won against its parent v2; not the best: v5 scores higher (")
+    assert nodes["v1"]["verdict"] == "won against its parent v0; not the best: v5, built on it, won after it"
+    assert nodes["v3"]["verdict"] == "lost against its parent v2"
+    text = render(lineage_view.print_lineage, tree)
+    assert v4 in text
+    info = status.status(built.root)
+    assert info["other_wins"] == {"v4": v4}  # v1 and v2 are the line v5 was built along
+    text = render(status.print_status, info)
+    assert f"v4 {v4}" in text and "(won against its parent v2)" in text
+
+
+def test_a_sealed_test_below_v0_is_flagged_plainly(built):
+    _test_went_backwards(built.root, built.best)
+    warning = (f"sealed test: {built.best} scored below v0 (0.889 vs 1.000); the gain may be "
+               "overfitting to the train evals")
+    info = status.status(built.root)
+    assert warning in info["warnings"]
+    assert warning in render(status.print_status, info)
+    tree = lineage_view.lineage(built.root)
+    assert warning in tree["run"]["warnings"]
+    assert f"warning: {warning}" in render(lineage_view.print_lineage, tree)
+
+
+def test_small_splits_are_called_small_in_status_and_lineage(built):
+    info = status.status(built.root)  # 3 train evals, 1 sealed test eval
+    small = [w for w in info["warnings"] if w.startswith("small suite")]
+    assert small and "train has 3 evals and the sealed test 1" in small[0] and "add 14 evals" in small[0]
+    assert "small suite: train has 3 evals" in render(status.print_status, info)
+    assert "small suite" in render(lineage_view.print_lineage, lineage_view.lineage(built.root))
+
+
+def test_intervals_in_the_views_stay_in_range_and_say_how_many_evals(built):
+    _raw_t_interval(built.root, built.best)
+    tree = lineage_view.lineage(built.root)
+    best = next(n for n in _walk(tree["tree"]) if n["label"] == built.best)
+    assert best["score_ci"] == [0.0, 1.0] and best["score_evals"] == len(built.evals)
+    text = render(lineage_view.print_lineage, tree)
+    assert "-0.922" not in text and "1.552" not in text
+    assert f"[0.000, 1.000] (n={len(built.evals)} evals)" in text
+    assert f"] (n={len(built.evals)} evals)  score" in text  # beside Δ's interval too
+    info = status.status(built.root)
+    assert info["current_best"]["score_ci"] == [0.0, 1.0]
+    assert f"[0.000, 1.000] (n={len(built.evals)} evals)" in render(status.print_status, info)
+    shown = render(show.print_version, built.root, built.best)
+    assert "-0.922" not in shown and f"(n={len(built.evals)} evals)" in shown

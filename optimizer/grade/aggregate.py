@@ -6,7 +6,10 @@ How the numbers are made (documented for readers of benchmark.json):
 - Each stat's `mean` is the mean over evals of the per-eval mean over runs, so an eval with more
   runs does not weigh more; `stddev` (sample), `min` and `max` are over the individual runs, as
   skill-creator computes them; `ci_low`/`ci_high` are a 95% Student-t interval over the per-eval
-  means (the eval is the unit of sampling).
+  means (the eval is the unit of sampling), clamped to the range the metric can take (rates and
+  scores [0, 1], rubric dimensions [1, 5], seconds and tokens ≥ 0; see stats.mean_ci for why),
+  and `ci_evals` is how many evals it rests on. With one eval there is no interval: a zero-width
+  one would claim a certainty one eval cannot give.
 - `consistency` = max(0, 1 − stddev / max(mean, 0.05)) of the overall_efficiency stat above it.
 - judge_error runs are listed in `runs` (with `status`) and counted (`judge_errors`, notes), but
   left out of pass_rate, rubric and overall_efficiency; their time and tokens still count, since
@@ -21,6 +24,7 @@ How the numbers are made (documented for readers of benchmark.json):
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -71,7 +75,13 @@ def _tokens(item: Item) -> int:
     return int(getattr(item[1], "tokens", 0) or 0)
 
 
-def _summary_stat(items: Sequence[Item], value: Callable[[Item], float | None]) -> s.Stat | None:
+SCORE_RANGE = (0.0, 1.0)
+COUNT_RANGE = (0.0, math.inf)  # seconds and tokens
+DIMENSION_RANGE = (1.0, 5.0)  # a rubric dimension's 1–5 score
+
+
+def _summary_stat(items: Sequence[Item], value: Callable[[Item], float | None],
+                  bounds: tuple[float, float] = SCORE_RANGE) -> s.Stat | None:
     """The stat of one metric (see the module rules); None when no run has a value."""
     by_eval: dict[int, list[float]] = defaultdict(list)
     for it in items:
@@ -82,10 +92,11 @@ def _summary_stat(items: Sequence[Item], value: Callable[[Item], float | None]) 
         return None
     runs = [v for vs in by_eval.values() for v in vs]
     per_eval = [mean(vs) for _, vs in sorted(by_eval.items())]
-    low, high = mean_ci(per_eval)
     out = stat(runs)
     out["mean"] = mean(per_eval)
-    out.update(ci_low=low, ci_high=high)
+    if len(per_eval) > 1:
+        low, high = mean_ci(per_eval, bounds=bounds)
+        out.update(ci_low=low, ci_high=high, ci_evals=len(per_eval))
     return s.Stat(**{k: round(v, 4) for k, v in out.items()})
 
 
@@ -99,14 +110,14 @@ def _config_summary(items: Sequence[Item], unscored: int = 0) -> s.ConfigSummary
         def dim_score(it: Item, name: str = name) -> float | None:
             found = (it[2].grading.rubric_scores or {}).get(name)
             return found.score if found is not None else None
-        dim = _summary_stat(scored, dim_score)
+        dim = _summary_stat(scored, dim_score, DIMENSION_RANGE)
         if dim is not None:
             dims[name] = dim
     zero = stat([])
     return s.ConfigSummary(
         pass_rate=pr or s.Stat(**zero),
-        time_seconds=_summary_stat(items, _time) or s.Stat(**zero),
-        tokens=_summary_stat(items, _tokens) or s.Stat(**zero),
+        time_seconds=_summary_stat(items, _time, COUNT_RANGE) or s.Stat(**zero),
+        tokens=_summary_stat(items, _tokens, COUNT_RANGE) or s.Stat(**zero),
         rubric_normalized=rubric,
         overall_efficiency=oe,
         consistency=round(consistency_of(oe.mean, oe.stddev), 4) if oe else None,

@@ -15,7 +15,9 @@ def _cell(st: Any, pct: bool = False, unit: str = "") -> str:
     fmt = (lambda v: f"{v * 100:.0f}%") if pct else (lambda v: f"{v:,.1f}{unit}")
     text = f"{fmt(d['mean'])} ± {fmt(d['stddev'])}"
     if "ci_low" in d and d["ci_low"] != d["ci_high"]:
-        text += f" (95% CI {fmt(d['ci_low'])}–{fmt(d['ci_high'])})"
+        # A wide interval reads as precise unless the reader sees how few evals it rests on.
+        n = f", n={d['ci_evals']} evals" if d.get("ci_evals") else ""
+        text += f" (95% CI {fmt(d['ci_low'])}–{fmt(d['ci_high'])}{n})"
     return text
 
 

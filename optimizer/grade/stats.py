@@ -45,6 +45,8 @@ def paired_bootstrap(
     flat = rng.choices(values, k=n * max(1, samples))
     means = sorted(math.fsum(flat[i : i + n]) / n for i in range(0, len(flat), n))
     tail = (1 - confidence) / 2
+    # No clamping needed: every resample mean lies between min(ds) and max(ds), so an interval of
+    # score differences (each in [−1, 1]) stays inside [−1, 1] by construction.
     # A constant difference gives a zero-width interval at exactly Δ: every resample is the same
     # multiset, summed by the same correctly rounded fsum as Δ itself.
     return delta, percentile(means, tail), percentile(means, 1 - tail)
@@ -82,16 +84,26 @@ def consistency_of(mean: float, stddev: float) -> float:
     return max(0.0, 1.0 - stddev / max(mean, CONSISTENCY_FLOOR))
 
 
-def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """Student-t interval of the mean: mean ± t(1−α/2, n−1)·s/√n. Chosen over a bootstrap because
+def mean_ci(
+    values: Sequence[float], confidence: float = 0.95, *,
+    bounds: tuple[float, float] = (-math.inf, math.inf),
+) -> tuple[float, float]:
+    """Student-t interval of the mean, mean ± t(1−α/2, n−1)·s/√n, clamped to `bounds`, the range
+    the mean can take (scores [0, 1], seconds and tokens [0, ∞)). Chosen over a bootstrap because
     the unit here is the eval and suites are small (3–20 evals), where a bootstrap is too narrow
-    and not reproducible without a seed. One value (or none) gives a degenerate interval."""
+    and not reproducible without a seed. One value (or none) gives a degenerate interval.
+
+    Why clamp rather than a bounded method: the true mean lies inside the bounds, so cutting off
+    the impossible part never uncovers it (coverage is the t interval's), and the width that
+    says "3 evals are few" stays. A logit-scale interval would be the textbook bounded choice,
+    but it breaks on means of exactly 0 or 1, which scores often are (every run passes)."""
     n = len(values)
     m = mean(values)
     if n < 2:
         return (m, m)
     half = t_quantile(1 - (1 - confidence) / 2, n - 1) * stddev(values) / math.sqrt(n)
-    return (m - half, m + half)
+    low, high = bounds
+    return (min(max(m - half, low), high), max(min(m + half, high), low))
 
 
 def t_quantile(p: float, df: int) -> float:

@@ -14,9 +14,46 @@ from pydantic import BaseModel, ConfigDict
 from optimizer.config import Settings
 from optimizer.errors import BadInput
 from optimizer.inputs import triggers as trigger
-from optimizer.inputs.evals import EvalSet, Split, load_evals, split
+from optimizer.inputs.evals import EvalSet, Split, load_evals, sealed_count, split
+from optimizer.inputs.skeleton import placeholder_sentence
 from optimizer.inputs.skill import check_skill, content_hash
 from optimizer.inputs.skillmd import parse_skill_md
+
+# Below this many evals in a split, a 95% interval spans most of [0, 1] (t has few degrees of
+# freedom) and the sealed test is a handful of tasks: numbers to read as anecdotes, not evidence.
+MIN_SPLIT_EVALS = 5
+
+
+def small_suite(train: int, test: int, test_fraction: float) -> str | None:
+    """One plain sentence when a split holds fewer than MIN_SPLIT_EVALS evals, with how many evals
+    to add so that train and (when one is sealed) the test both reach it; None when both do."""
+    wants_test = test_fraction > 0
+    if train >= MIN_SPLIT_EVALS and (test >= MIN_SPLIT_EVALS or not wants_test):
+        return None
+    total = need = train + test
+    while True:  # the split rounds, so find the first total whose split gives enough to both
+        sealed = sealed_count(need, test_fraction)
+        if need - sealed >= MIN_SPLIT_EVALS and (sealed >= MIN_SPLIT_EVALS or not wants_test):
+            break
+        need += 1
+    add = f"add {_evals(need - total)} ({need} in all"
+    if not wants_test:
+        return (f"small suite: train has {_evals(train)}, too few for the intervals to mean much; "
+                f"{add}) for at least {MIN_SPLIT_EVALS}.")
+    if train >= MIN_SPLIT_EVALS:
+        what = f"the sealed test has {_evals(test)}, too few for it to mean much"
+    elif test:
+        what = (f"train has {_evals(train)} and the sealed test {test}, too few for the intervals "
+                "and the sealed test to mean much")
+    else:
+        what = (f"train has {_evals(train)} and there is no sealed test, too few for the intervals "
+                "to mean much, and nothing checks the result on unseen evals")
+    return (f"small suite: {what}; {add}: {need - sealed} train, {sealed} sealed test) for at "
+            f"least {MIN_SPLIT_EVALS} in each split.")
+
+
+def _evals(n: int) -> str:
+    return f"{n} eval" if n == 1 else f"{n} evals"
 
 
 class ValidationSummary(BaseModel):
@@ -36,6 +73,7 @@ class ValidationSummary(BaseModel):
     evals_with_rubric: int
     split: Split
     eval_config: dict[str, Any]
+    warnings: list[str] = []  # the evals are valid, but a run on them would say little
 
 
 def _summarise(skill_dir: Path, evalset: EvalSet, settings: Settings) -> ValidationSummary:
@@ -43,6 +81,11 @@ def _summarise(skill_dir: Path, evalset: EvalSet, settings: Settings) -> Validat
         (skill_dir / "SKILL.md").read_text(encoding="utf-8"), skill_dir / "SKILL.md"
     )
     by_type = Counter(s.type for e in evalset.evals for s in e.structural)
+    parts = split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
+    small = small_suite(len(parts.train), len(parts.test), settings.evals.test_fraction)
+    # A warning, not an error: the file is valid, and a half-edited suite is worth checking.
+    todo = placeholder_sentence(evalset.source, "replace them with your own tasks and checks "
+                                "(evals/README.md says how); `optimizer run` refuses until then")
     return ValidationSummary(
         skill_dir=skill_dir,
         skill_name=doc.name,
@@ -57,8 +100,9 @@ def _summarise(skill_dir: Path, evalset: EvalSet, settings: Settings) -> Validat
         critical=sum(e.critical_count for e in evalset.evals),
         rubric_dimensions=sum(len(e.rubric) for e in evalset.evals),
         evals_with_rubric=sum(1 for e in evalset.evals if e.rubric),
-        split=split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed),
+        split=parts,
         eval_config=evalset.eval_config,
+        warnings=[w for w in (todo, small) if w],
     )
 
 
@@ -109,4 +153,5 @@ def render(summary: ValidationSummary) -> str:
     ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
-    return "OK: the skill and its evals are valid.\n" + "\n".join(lines) + "\n"
+    warned = "".join(f"warning: {w}\n" for w in s.warnings)
+    return "OK: the skill and its evals are valid.\n" + "\n".join(lines) + "\n" + warned

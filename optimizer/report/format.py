@@ -7,6 +7,8 @@ from typing import Any
 
 from rich.console import Console
 
+from optimizer.report.caveats import evals_note
+
 COLOURS = {"won": "green", "lost": "red", "tie": "yellow", "baseline": "blue"}
 
 
@@ -41,5 +43,9 @@ def duration(seconds: Any) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
 
 
-def interval(ci: Any) -> str:
-    return "" if not ci else f" [{signed(ci[0])}, {signed(ci[1])}]"
+def interval(ci: Any, n: Any = None, unit: str | None = "eval", *, sign: bool = True) -> str:
+    """' [+0.010, +0.090] (n=3 evals)': an interval with how few evals it rests on."""
+    if not ci:
+        return ""
+    shown = signed if sign else num
+    return f" [{shown(ci[0])}, {shown(ci[1])}]{evals_note(n, unit)}"

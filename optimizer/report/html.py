@@ -174,6 +174,7 @@ def build(run_dir: Path, *, review: bool = False, files_base: str = "") -> dict:
         "cost": _cost_series(data.calls),
         "budget_usd": (data.settings.get("budget") or {}).get("usd"),
         "test": status.get("test") if status else data.history.get("test"),
+        "warnings": data.warnings,  # shown on top: what the numbers below do not say
         "suggestions": read.read_json(ws.feedback_aggregate),
         "pages": pages,
         "extra": extra,

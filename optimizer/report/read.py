@@ -16,6 +16,7 @@ from typing import Any
 from optimizer import config
 from optimizer.errors import BadInput
 from optimizer.inputs import skill as skills
+from optimizer.report import caveats
 from optimizer.store import readonly
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
@@ -68,6 +69,7 @@ class RunData:
     calls: list[dict] = field(default_factory=list)
     history: dict = field(default_factory=dict)
     unscored: list[dict] = field(default_factory=list)  # runs our infrastructure failed, by key
+    warnings: list[str] = field(default_factory=list)  # caveats.annotate: what the numbers do not say
 
     @property
     def ws(self) -> Workspace:
@@ -86,7 +88,17 @@ class RunData:
 
 
 def load(run_dir: Path, *, with_calls: bool = False) -> RunData:
-    ws = Workspace(run_dir)
+    data = _load(Workspace(run_dir), with_calls)
+    for node in data.nodes:
+        node["score_ci"], node["score_evals"] = caveats.score_interval(data.root, node["label"] or "")
+    test = parse_json(data.run.get("test_json")) or data.history.get("test")
+    data.warnings = caveats.annotate(data.root, data.nodes, data.current_best, data.run,
+                                     data.settings, test)
+    return data
+
+
+def _load(ws: Workspace, with_calls: bool) -> RunData:
+    run_dir = ws.root
     if ws.state_db.is_file():
         try:
             return _from_db(ws, with_calls)
@@ -130,6 +142,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
                 "score": v.get("score"), "pass_rate": v.get("pass_rate"),
                 "delta": d.get("delta"), "ci": _pair(d.get("ci_low"), d.get("ci_high")),
                 "reason": d.get("reason"), "comparator": selection.get("comparator"),
+                "delta_evals": selection.get("evals") or selection.get("queries"),
                 "cost_usd": round(spent.get(v["label"]) or 0.0, 6) if scoped else None,
                 "seconds": seconds_between(v.get("created_at"), end),
                 "created_at": v.get("created_at"), "decided_at": d.get("decided_at"),
@@ -157,8 +170,6 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
         if with_calls:
             data.calls = readonly.rows(conn, "select created_at, cost_usd, scope, role from calls "
                                     "where cost_usd is not null order by created_at, rowid")
-    for node in data.nodes:
-        node["score_ci"] = score_interval(ws, node["label"])
     data.history = read_json(ws.history) or {}
     data.simulated = data.simulated or bool(data.history.get("simulated"))
     return data
@@ -202,7 +213,6 @@ def _from_history(ws: Workspace) -> RunData:
             "comparator": it.get("comparator"), "cost_usd": it.get("cost_usd"), "seconds": None,
             "created_at": it.get("created_at"), "decided_at": None,
             "is_best": bool(it.get("is_current_best")) or it.get("version") == best, "per_eval": {},
-            "score_ci": score_interval(ws, it.get("version") or ""),
         })
     return RunData(root=ws.root, source="history.json", form="iterations",
                    run={"skill_name": history.get("skill_name"), "started_at": history.get("started_at"),
@@ -251,15 +261,6 @@ def parse_json(text: Any) -> Any:
 
 def _pair(low: Any, high: Any) -> list | None:
     return None if low is None or high is None else [low, high]
-
-
-def score_interval(ws: Workspace, label: str) -> list | None:
-    """The 95% interval of a version's mean score over evals, from its benchmark.json."""
-    if not re.fullmatch(r"v\d+", label):
-        return None
-    bench = read_json(ws.version(label) / "benchmark.json") or {}
-    stat = (((bench.get("run_summary") or {}).get("with_skill") or {}).get("overall_efficiency") or {})
-    return _pair(stat.get("ci_low"), stat.get("ci_high"))
 
 
 def per_eval(ws: Workspace, node: dict) -> dict[str, float]:

@@ -15,7 +15,8 @@ from rich.text import Text
 
 from optimizer.inputs import skill as skills
 from optimizer.report import confinement, read
-from optimizer.report.format import emit, num, pct, signed
+from optimizer.report.caveats import SCORE, bounded
+from optimizer.report.format import emit, interval, num, pct, signed
 from optimizer.report.tree import node_text
 
 
@@ -69,7 +70,7 @@ def _print_benchmark(console: Console, bench: dict | None) -> None:
         s = summary.get(conf) or {}
         oe, pr = s.get("overall_efficiency") or {}, s.get("pass_rate") or {}
         if s:
-            ci = f" [{num(oe.get('ci_low'))}, {num(oe.get('ci_high'))}]" if oe.get("ci_low") is not None else ""
+            ci = interval(bounded([oe.get("ci_low"), oe.get("ci_high")], SCORE), oe.get("ci_evals"), sign=False)
             lines.append(f"{conf}: score {num(oe.get('mean'))}{ci}, pass rate {pct(pr.get('mean'))}, "
                          f"{num((s.get('time_seconds') or {}).get('mean'), 1)}s, "
                          f"{num((s.get('tokens') or {}).get('mean'), 0)} tokens")

@@ -13,8 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from optimizer.errors import BadInput
-from optimizer.report import confinement, read, spend
-from optimizer.report.format import duration, emit, money, num, pct, signed
+from optimizer.report import caveats, confinement, read, spend
+from optimizer.report.format import duration, emit, interval, money, num, pct, signed
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 
@@ -47,7 +47,11 @@ def status(run_dir: Path) -> dict:
         "unscored": {"runs": len(data.unscored),
                      "last": data.unscored[-1] if data.unscored else None},
         "current_best": None if best is None else {
-            "version": best["label"], "score": best["score"], "pass_rate": best["pass_rate"]},
+            "version": best["label"], "score": best["score"], "pass_rate": best["pass_rate"],
+            "score_ci": best.get("score_ci"), "score_evals": best.get("score_evals"),
+            "verdict": best.get("verdict")},
+        "other_wins": caveats.stray_wins(data.nodes, data.current_best),  # and why not the best
+        "warnings": data.warnings,
         "spent_usd": round(data.ledger.get("spent_usd") or 0.0, 6),
         "budget_usd": budget.get("usd"),
         "estimate": _estimate(Path(run_dir)),
@@ -135,8 +139,12 @@ def print_status(console: Console, info: dict) -> None:
         row("failed", Text(f"{label}: {error} (the run went on without it)", style="red"))
     best = info.get("current_best")
     if best:
-        row("current best", Text(f"★ {best['version']}  score {num(best['score'])}  pass rate {pct(best['pass_rate'])}",
-                                 style="bold green"))
+        ci = interval(best.get("score_ci"), best.get("score_evals"), sign=False)
+        won = f"  ({best['verdict']})" if best.get("verdict") else ""
+        row("current best", Text(f"★ {best['version']}  score {num(best['score'])}{ci}  pass rate "
+                                 f"{pct(best['pass_rate'])}{won}", style="bold green"))
+    for label, verdict in info.get("other_wins", {}).items():
+        row("also won", f"{label} {verdict}")
     budget = info.get("budget_usd")
     row("spent", f"{money(info['spent_usd'])}" + (f" of {money(budget)}" if budget else ""))
     if (info.get("estimate") or {}).get("line"):
@@ -155,6 +163,8 @@ def print_status(console: Console, info: dict) -> None:
     test = info.get("test")
     if test:
         row("sealed test", _test_line(test))
+    for warning in info.get("warnings") or []:
+        row("warning", Text(warning, style="bold yellow"))
     emit(console, grid)
     if info["settings"]:
         table = Table(title="settings that are not defaults", title_justify="left", show_edge=False)

@@ -27,7 +27,7 @@ def lineage(run_dir: Path) -> dict:
         "run": {"id": data.run.get("id") or data.root.name, "skill_name": data.run.get("skill_name"),
                 "source": data.source, "form": data.form, "simulated": data.simulated,
                 "current_best": data.current_best, "status": data.run.get("status"),
-                "stop_reason": data.run.get("stop_reason")},
+                "stop_reason": data.run.get("stop_reason"), "warnings": data.warnings},
         "proposals": read.proposals(data.iterations),
         "count": len(nodes),
         "tree": roots,
@@ -45,14 +45,14 @@ def node_text(n: dict) -> Text:
     elif decision is None:
         text.append(f"  pending ({n.get('status') or 'proposed'})", style="dim")
     else:
-        text.append(f"  {decision}", style=COLOURS.get(decision, ""))
+        text.append(f"  {n.get('verdict') or decision}", style=COLOURS.get(decision, ""))
         if n.get("stage") == "screening":
             text.append(" at screening", style="dim")
     if n.get("delta") is not None:
-        text.append(f"  Δ {signed(n['delta'])}{interval(n.get('ci'))}")
+        text.append(f"  Δ {signed(n['delta'])}{interval(n.get('ci'), n.get('delta_evals'), n.get('delta_unit'))}")
     text.append(f"  score {num(n.get('score'))}")
     if n.get("score_ci"):
-        text.append(f" [{num(n['score_ci'][0])}, {num(n['score_ci'][1])}]", style="dim")
+        text.append(interval(n["score_ci"], n.get("score_evals"), sign=False), style="dim")
     text.append(f"  pass {pct(n.get('pass_rate'))}")
     text.append(f"  {money(n.get('cost_usd'))}  {duration(n.get('seconds'))}", style="dim")
     if n.get("summary"):
@@ -75,6 +75,7 @@ def print_lineage(console: Console, tree: dict) -> None:
             table.add_row(Text(str(n.get("iteration"))), Text(n.get("description") or ""), Text(pct(n.get("pass_rate"))),
                           Text(pct(n.get("precision"))), Text(pct(n.get("recall"))))
         emit(console, table)
+        _warn(console, run)
         return
     root = Tree(head)
     stack = [(root, n) for n in reversed(tree["tree"])]
@@ -87,6 +88,12 @@ def print_lineage(console: Console, tree: dict) -> None:
         emit(console, Text(read.proposals_line(tree["proposals"]), style="dim"))
     if run.get("stop_reason"):
         emit(console, Text(f"stopped: {run['stop_reason']}", style="dim"))
+    _warn(console, run)
+
+
+def _warn(console: Console, run: dict) -> None:
+    for warning in run.get("warnings") or []:
+        emit(console, Text(f"warning: {warning}", style="bold yellow"))
 
 
 def _flatten(nodes: list[dict]) -> list[dict]:

@@ -1,0 +1,143 @@
+"""What a number rests on and what it does not say, for status, lineage and the report: intervals
+kept inside the range they can take, with the count of evals behind them; what a version won
+against and why a winner is not the current best; a sealed test that went backwards; splits too
+small to conclude from. Reads only the run folder's own files; never writes."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from optimizer.inputs.validate import small_suite
+
+SCORE = (0.0, 1.0)
+DELTA = (-1.0, 1.0)
+
+
+def bounded(ci: Any, bounds: tuple[float, float]) -> list | None:
+    """An interval clamped to what its number can take: folders written before benchmark.json
+    clamped its intervals still hold raw t intervals (a score of 0.315 in [-0.922, 1.552])."""
+    if not ci or ci[0] is None or ci[1] is None:
+        return None
+    low, high = bounds
+    return [min(max(ci[0], low), high), max(min(ci[1], high), low)]
+
+
+def score_interval(root: Path, label: str) -> tuple[list | None, int | None]:
+    """The 95% interval of a version's mean score over evals, from its benchmark.json, inside
+    [0, 1] whatever wrote the file, and how many evals it rests on."""
+    bench = _json(root / label / "benchmark.json") if re.fullmatch(r"v\d+", label) else None
+    if not isinstance(bench, dict):
+        return None, None
+    stat = (((bench.get("run_summary") or {}).get("with_skill") or {}).get("overall_efficiency") or {})
+    rows = [r for r in bench.get("per_eval") or [] if (r.get("with_skill") or {}).get("mean") is not None]
+    ci = bounded([stat.get("ci_low"), stat.get("ci_high")], SCORE)
+    return ci, stat.get("ci_evals") or len(rows) or None
+
+
+def verdict(node: dict, by_label: dict[str, dict], best: str | None) -> str:
+    """'won against its parent v1', and for a winner that is not the current best, why not: a
+    bare "won" next to another version's star reads as a contradiction."""
+    decision, parent = node.get("decision"), node.get("parent")
+    if decision not in ("won", "lost", "tie") or not parent:
+        return ""
+    text = f"{decision} against its parent {parent}"
+    if decision != "won" or best is None or node["label"] == best or best not in by_label:
+        return text
+    return f"{text}; not the best: {_why_not_best(node, by_label[best], by_label)}"
+
+
+def _ancestors(label: str | None, by_label: dict[str, dict]) -> list[str]:
+    out: list[str] = []
+    up = (by_label.get(label or "") or {}).get("parent")
+    while up and up not in out:
+        out.append(up)
+        up = (by_label.get(up) or {}).get("parent")
+    return out
+
+
+def stray_wins(nodes: list[dict], best: str | None) -> dict[str, str]:
+    """Winners off the current best's line, with their verdicts: the ones a reader asks about.
+    Winners on the line are the path the best was built along."""
+    by_label = {n["label"]: n for n in nodes}
+    line = {best, *_ancestors(best, by_label)}
+    return {n["label"]: n.get("verdict") or "won" for n in nodes
+            if n.get("decision") == "won" and n["label"] not in line}
+
+
+def _why_not_best(node: dict, best: dict, by_label: dict[str, dict]) -> str:
+    if node["label"] in _ancestors(best["label"], by_label):  # the usual, happy reason
+        return f"{best['label']}, built on it, won after it"
+    mine, theirs = node.get("score"), best.get("score")
+    scores = "" if mine is None or theirs is None else f" ({theirs:.3f} vs {mine:.3f})"
+    if mine is not None and theirs is not None and theirs > mine:
+        return f"{best['label']} scores higher{scores}"
+    # The loop promotes a winner only when it beat the best itself or scores above it.
+    return f"it beat {node.get('parent')}, not the current best {best['label']}{scores}"
+
+
+def sealed_test_warning(test: Any) -> str | None:
+    """A final best that scores below v0 on evals the loop never saw is the sign of overfitting
+    the train evals; it must not hide in a table of numbers."""
+    if not isinstance(test, dict) or test.get("incomplete"):
+        return None
+    best, versions = test.get("best"), test.get("versions") or {}
+    if not best or best == "v0":
+        return None
+    base, final = ((versions.get(label) or {}).get("score") for label in ("v0", best))
+    if base is None or final is None or final >= base:
+        return None
+    return (f"sealed test: {best} scored below v0 ({final:.3f} vs {base:.3f}); the gain may be "
+            "overfitting to the train evals")
+
+
+def suite_warning(run: dict, settings: dict) -> str | None:
+    """The small-suite sentence of `validate`, for a run of the body target (trigger queries are
+    split three ways and counted by their own report)."""
+    if run.get("target") == "description":
+        return None
+    try:
+        split = json.loads(run.get("split_json") or "")
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(split, dict) or not isinstance(split.get("train"), list):
+        return None
+    fraction = (settings.get("evals") or {}).get("test_fraction", 0.25)
+    return small_suite(len(split["train"]), len(split.get("test") or []), fraction)
+
+
+def annotate(root: Path, nodes: list[dict], best: str | None, run: dict, settings: dict,
+             test: Any) -> list[str]:
+    """Adds `verdict` and `delta_evals` to each node; returns the run's warnings, worst first."""
+    by_label = {n["label"]: n for n in nodes}
+    unit = "query" if run.get("target") == "description" else "eval"
+    for n in nodes:
+        n["verdict"] = verdict(n, by_label, best)
+        n["delta_unit"] = unit
+        if n.get("delta_evals") is None and n.get("delta") is not None:
+            n["delta_evals"] = _selection_evals(root, n["label"])
+        n["ci"] = bounded(n.get("ci"), DELTA)
+    return [w for w in (sealed_test_warning(test), suite_warning(run, settings)) if w]
+
+
+def _selection_evals(root: Path, label: str) -> int | None:
+    """How many evals (or trigger queries) a decision's Δ rests on, from its selection.json."""
+    sel = _json(root / label / "selection.json")
+    return (sel.get("evals") or sel.get("queries")) if isinstance(sel, dict) else None
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # absent, or mid-rename while a run writes it
+        return None
+
+
+def evals_note(n: Any, unit: str | None = "eval") -> str:
+    """' (n=3 evals)' beside an interval, so three evals' interval is not read as precise."""
+    if not isinstance(n, int) or n <= 0:
+        return ""
+    unit = unit or "eval"
+    return f" (n={n} {unit if n == 1 else 'queries' if unit == 'query' else unit + 's'})"
