@@ -37,6 +37,11 @@ SetOpt = Annotated[
 ProviderOpt = Annotated[
     str | None, typer.Option("--provider", help="Model provider: sim (offline) or anthropic.")
 ]
+ExecutorOpt = Annotated[
+    str | None,
+    typer.Option("--executor", help="Who runs each eval: anthropic, claude-code or command "
+                                    "(default: execute.executor)."),
+]
 
 
 def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -140,7 +145,7 @@ def execute(
     skill_dir: Annotated[Path, typer.Argument(help="The skill folder.")],
     eval_id: Annotated[int, typer.Option("--eval", help="Id of the eval to run.")],
     without_skill: Annotated[bool, typer.Option(help="Run the baseline: no skill.")] = False,
-    executor: Annotated[str | None, typer.Option(help="anthropic, claude-code or command.")] = None,
+    executor: ExecutorOpt = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder to write.")] = None,
     provider: ProviderOpt = None,
     config_path: ConfigOpt = None,
@@ -150,7 +155,9 @@ def execute(
     from optimizer.grade.benchmark import run_once
     from optimizer.model.session import open_session
 
-    loaded = load_settings(config_path, set_, flags={"llm.provider": provider, "execute.executor": executor})
+    loaded = load_settings(config_path, set_, flags={
+        "llm.provider": provider,
+        "execute.executor": config.choice_flag("--executor", executor, "execute.executor")})
     target = out_dir or Path("runs") / "execute" / f"eval-{eval_id}"
     with open_session(loaded.settings, target) as session:
         run_dir, scored = asyncio.run(
@@ -188,6 +195,7 @@ def benchmark(
     evals: Annotated[Path | None, typer.Option(help="evals.json (default SKILL_DIR/evals/evals.json).")] = None,
     runs: Annotated[int | None, typer.Option(help="Runs per eval and configuration.")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Benchmark folder to write.")] = None,
+    executor: ExecutorOpt = None,
     provider: ProviderOpt = None,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
@@ -198,9 +206,11 @@ def benchmark(
     from optimizer.model.session import open_session
     from optimizer.report.progress import bar
 
+    executor = config.choice_flag("--executor", executor, "execute.executor")
     evalset = load_evals(_require_dir(skill_dir, "skill"), evals)
     loaded = load_settings(config_path, set_, eval_config=evalset.eval_config,
-                           flags={"llm.provider": provider, "evals.runs_per_eval": runs})
+                           flags={"llm.provider": provider, "evals.runs_per_eval": runs,
+                                  "execute.executor": executor})
     folder = out_dir or default_out_dir()
     with open_session(loaded.settings, folder) as session, bar(out, "benchmark") as progress:
         path = asyncio.run(run_benchmark(loaded.settings, session.client, session.store,
@@ -228,6 +238,7 @@ def run(
     fresh: Annotated[bool, typer.Option(help="Replace an existing --run-dir (the demo uses it).")] = False,
     batch: Annotated[bool, typer.Option("--batch", help="Grader, comparator and analyzer calls as Message Batches (half price, slower).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the cost estimate and exit; writes nothing.")] = False,
+    executor: ExecutorOpt = None,
     provider: ProviderOpt = None,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
@@ -240,7 +251,8 @@ def run(
         raise BadInput(f"--target {target!r}: use one of {', '.join(sorted(TARGETS))}.")
     flags = {"llm.provider": provider, "loop.max_iterations": max_iterations,
              "budget.usd": budget_usd, "budget.deadline": deadline,
-             "llm.batch": True if batch else None}
+             "llm.batch": True if batch else None,
+             "execute.executor": config.choice_flag("--executor", executor, "execute.executor")}
     code = daemon.start(
         skill_dir=_require_dir(skill_dir, "skill"), evals_path=evals, run_dir=run_dir,
         from_run=from_run, target=target, detach=detach, fresh=fresh,
