@@ -1,12 +1,14 @@
 """What a person watching a run sees: the --executor flag, the progress line (live on a terminal,
-plain lines elsewhere), the ETA, and elapsed time and rough finish in `status`. Whole runs go
-through the real command line in this process."""
+plain lines elsewhere), the ETA, elapsed time and rough finish in `status`, and what `resume`
+says before it continues. Whole runs go through the real command line in this process."""
 
 from __future__ import annotations
 
 import io
 import json
 import re
+import shutil
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,8 +21,9 @@ from optimizer import cli as cli_module
 from optimizer import daemon
 from optimizer.config import Settings
 from optimizer.errors import BadInput
-from optimizer.report import status
+from optimizer.report import spend, status
 from optimizer.search import pace
+from optimizer.search.estimate import resumed
 from optimizer.search.reporter import Reporter
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
@@ -143,6 +146,65 @@ def test_a_run_says_how_it_stopped_once(finished_run):
     _, out = finished_run
     stopped = [line for line in out.splitlines() if line.startswith("stopped")]
     assert stopped == [stopped[0]] and "current best" in stopped[0]
+
+
+# -- resume ----------------------------------------------------------------------------------------
+
+
+def _ledger(run_dir: Path) -> tuple[float, str]:
+    conn = sqlite3.connect(run_dir / "state.db")
+    try:
+        spent = conn.execute("select coalesce(sum(cost_usd), 0) from calls").fetchone()[0]
+        best = conn.execute("select current_best from runs").fetchone()[0]
+    finally:
+        conn.close()
+    return spent, best
+
+
+def test_resume_says_where_it_continues_and_counts_what_was_spent(finished_run, tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run[0], run_dir)
+    spent, best = _ledger(run_dir)
+    out = cli(monkeypatch, None, "resume", str(run_dir), "--max-iterations", "3")
+    lines = out.splitlines()
+    assert lines[0] == f"resuming at iteration 3 from {best} (current best {best})"
+    estimate = lines[1]
+    assert "(1 iteration left and the sealed test)" in estimate
+    assert f"+ ${spent:,.2f} already spent = ~$" in estimate
+    remaining, total = re.search(r"~\$([\d.,]+) for what remains .* = ~\$([\d.,]+) for the run",
+                                 estimate).groups()
+    assert float(total) == pytest.approx(float(remaining) + spent, abs=0.011)
+    assert [line for line in lines if line.startswith("stopped")] == [lines[-1]]
+
+
+def test_resume_at_the_iteration_limit_says_so(finished_run, tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run[0], run_dir)
+    _, best = _ledger(run_dir)
+    first = cli(monkeypatch, None, "resume", str(run_dir)).splitlines()[0]
+    assert first == (f"resuming after iteration 2: the limit of 2 iterations is reached, so only the "
+                     f"sealed test is checked; raise --max-iterations to go on (current best {best})")
+
+
+def test_the_resume_estimate_is_what_remains_plus_what_was_spent():
+    part = {"calls": 10, "tokens": 1000, "usd": 2.0, "usd_batch": 1.0}
+    est = {"iterations": 5, "batch": False, "budget_usd": 20.0, "setup": {**part, "usd": 3.0},
+           "per_iteration": part, "per_iteration_max": {**part, "usd": 4.0, "usd_batch": 2.0},
+           "sealed_test": {**part, "usd": 0.5, "usd_batch": 0.5}}
+    later = resumed(est, spent_usd=7.25, iterations_done=2, setup_done=True)
+    assert later["iterations"] == 3 and later["resume"]["remaining"]["usd"] == 6.5  # 3 × 2 + 0.5
+    assert later["run"]["usd"] == 13.75 and later["run_max"]["usd"] == 19.75
+    assert later["iterations_in_budget"] == 6  # (20 − 7.25) / 2, floored
+    text = spend.line(later)
+    assert "~$6.50 for what remains (3 iterations left and the sealed test) + $7.25 already spent" in text
+    assert "= ~$13.75 for the run" in text and text.endswith("budget $20.00 covers it")
+    # Killed during setup: what setup still lacks is part of what remains.
+    early = resumed(est, spent_usd=1.0, iterations_done=0, setup_done=False)
+    assert early["resume"]["remaining"]["usd"] == 12.5  # 5 × 2 + 0.5 + (3 − 1)
+    assert early["run"]["usd"] == 13.5
+    poor = resumed({**est, "budget_usd": 10.0}, spent_usd=7.25, iterations_done=2, setup_done=True)
+    assert spend.budget_note(poor) == ("budget $10.00 covers about 1 of the 3 iterations left; the run "
+                                       "stops at the budget")
 
 
 # -- status --------------------------------------------------------------------------------------
