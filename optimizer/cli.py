@@ -374,10 +374,14 @@ def review(
 def export(
     run_dir: RunDirArg,
     version: Annotated[str | None, typer.Argument(help="Version to export (default: current best).")] = None,
-    to: Annotated[Path, typer.Option("--to", help="Folder to copy the skill into.")] = Path("exported-skill"),
+    version_flag: Annotated[str | None, typer.Option("--version", help="The version, as a flag.")] = None,
+    to: Annotated[Path, typer.Option("--to", help="Folder to copy the skill and its evals into.")] = Path("exported-skill"),
     force: Annotated[bool, typer.Option(help="Overwrite a non-empty folder.")] = False,
 ) -> None:
-    """Copy a version's skill folder out of the run."""
+    """Copy a version's skill folder out of the run, with the evals the run used in evals/."""
     from optimizer import daemon
 
-    out.print(daemon.export(_require_dir(run_dir, "run"), version, to, force=force))
+    if version and version_flag and version != version_flag:
+        raise BadInput(f"export: the version is given twice ({version} and --version {version_flag}); "
+                       "give it once.")
+    out.print(daemon.export(_require_dir(run_dir, "run"), version or version_flag, to, force=force))

@@ -323,6 +323,8 @@ def request_stop(run_dir: Path) -> str:
 
 
 def export(run_dir: Path, version: str | None, to: Path, *, force: bool) -> str:
+    """A version's skill folder, with the evals the run used (its inputs/ copy) back under
+    evals/: the versions themselves hold none, so that no agent reads the expectations."""
     ws = Workspace(run_dir)
     if not ws.state_db.exists():
         raise BadInput(f"{run_dir}: not a run folder (no state.db).")
@@ -340,4 +342,8 @@ def export(run_dir: Path, version: str | None, to: Path, *, force: bool) -> str:
             raise BadInput(f"{to}: is not empty; choose an empty folder or pass --force to replace it.")
         shutil.rmtree(to)
     shutil.copytree(source, to, dirs_exist_ok=True)
-    return f"exported {version} to {to}"
+    evals_used = ws.root / "inputs" / "evals"
+    if not evals_used.is_dir():
+        return f"exported {version} to {to} (the run kept no evals to copy)"
+    shutil.copytree(evals_used, to / "evals", dirs_exist_ok=True)
+    return f"exported {version} to {to}, with the run's evals in {to / 'evals'}"
