@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tomllib
@@ -108,7 +109,9 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
         write_text(ws.run_toml, config.to_toml(settings, loaded.sources))
     _refuse_if_running(ws)
     ws.stop_file.unlink(missing_ok=True)
-    console.print(resume_point(ws, settings), markup=False, highlight=False)
+    # A damaged state.db gets no line here: opening it for the loop says so, in one sentence.
+    with suppress(sqlite3.DatabaseError):
+        console.print(resume_point(ws, settings), markup=False, highlight=False)
     spend.announce(console, ws, preview.for_workspace(ws, settings), keep=False)
     if detach:
         return _spawn(ws, console)
