@@ -48,6 +48,11 @@ def _confinement(settings: config.Settings) -> None:
     line = startup_line(SandboxPolicy.from_settings(settings.sandbox))
     if line:
         err.print(line, style="bold red", markup=False, highlight=False)
+ExecutorOpt = Annotated[
+    str | None,
+    typer.Option("--executor", help="Who runs each eval: anthropic, claude-code or command "
+                                    "(default: execute.executor)."),
+]
 
 
 def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -167,7 +172,7 @@ def execute(
     skill_dir: Annotated[Path, typer.Argument(help="The skill folder.")],
     eval_id: Annotated[int, typer.Option("--eval", help="Id of the eval to run.")],
     without_skill: Annotated[bool, typer.Option(help="Run the baseline: no skill.")] = False,
-    executor: Annotated[str | None, typer.Option(help="anthropic, claude-code or command.")] = None,
+    executor: ExecutorOpt = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder to write.")] = None,
     provider: ProviderOpt = None,
     unconfined: UnconfinedOpt = False,
@@ -178,8 +183,10 @@ def execute(
     from optimizer.grade.benchmark import failure_reason, run_once
     from optimizer.model.session import open_session
 
-    loaded = load_settings(config_path, set_, flags={"llm.provider": provider, "execute.executor": executor,
-                                                     "sandbox.mode": "none" if unconfined else None})
+    loaded = load_settings(config_path, set_, flags={
+        "llm.provider": provider,
+        "execute.executor": config.choice_flag("--executor", executor, "execute.executor"),
+        "sandbox.mode": "none" if unconfined else None})
     _confinement(loaded.settings)
     target = out_dir or Path("runs") / "execute" / f"eval-{eval_id}"
     with open_session(loaded.settings, target) as session:
@@ -204,6 +211,7 @@ def benchmark(
     evals: Annotated[Path | None, typer.Option(help="evals.json (default SKILL_DIR/evals/evals.json).")] = None,
     runs: Annotated[int | None, typer.Option(help="Runs per eval and configuration.")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Benchmark folder to write.")] = None,
+    executor: ExecutorOpt = None,
     provider: ProviderOpt = None,
     unconfined: UnconfinedOpt = False,
     config_path: ConfigOpt = None,
@@ -215,9 +223,11 @@ def benchmark(
     from optimizer.model.session import open_session
     from optimizer.report.progress import bar
 
+    executor = config.choice_flag("--executor", executor, "execute.executor")
     evalset = load_evals(_require_dir(skill_dir, "skill"), evals)
     loaded = load_settings(config_path, set_, eval_config=evalset.eval_config,
                            flags={"llm.provider": provider, "evals.runs_per_eval": runs,
+                                  "execute.executor": executor,
                                   "sandbox.mode": "none" if unconfined else None})
     _confinement(loaded.settings)
     folder = out_dir or default_out_dir()
@@ -247,6 +257,7 @@ def run(
     fresh: Annotated[bool, typer.Option(help="Replace an existing --run-dir (the demo uses it).")] = False,
     batch: Annotated[bool, typer.Option("--batch", help="Grader, comparator and analyzer calls as Message Batches (half price, slower).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the cost estimate and exit; writes nothing.")] = False,
+    executor: ExecutorOpt = None,
     provider: ProviderOpt = None,
     unconfined: UnconfinedOpt = False,
     config_path: ConfigOpt = None,
@@ -260,7 +271,8 @@ def run(
         raise BadInput(f"--target {target!r}: use one of {', '.join(sorted(TARGETS))}.")
     flags = {"llm.provider": provider, "loop.max_iterations": max_iterations,
              "budget.usd": budget_usd, "budget.deadline": deadline,
-             "llm.batch": True if batch else None, "sandbox.mode": "none" if unconfined else None}
+             "llm.batch": True if batch else None, "sandbox.mode": "none" if unconfined else None,
+             "execute.executor": config.choice_flag("--executor", executor, "execute.executor")}
     code = daemon.start(
         skill_dir=_require_dir(skill_dir, "skill"), evals_path=evals, run_dir=run_dir,
         from_run=from_run, target=target, detach=detach, fresh=fresh,
@@ -395,10 +407,14 @@ def doctor(config_path: ConfigOpt = None, set_: SetOpt = None) -> None:
 def export(
     run_dir: RunDirArg,
     version: Annotated[str | None, typer.Argument(help="Version to export (default: current best).")] = None,
-    to: Annotated[Path, typer.Option("--to", help="Folder to copy the skill into.")] = Path("exported-skill"),
+    version_flag: Annotated[str | None, typer.Option("--version", help="The version, as a flag.")] = None,
+    to: Annotated[Path, typer.Option("--to", help="Folder to copy the skill and its evals into.")] = Path("exported-skill"),
     force: Annotated[bool, typer.Option(help="Overwrite a non-empty folder.")] = False,
 ) -> None:
-    """Copy a version's skill folder out of the run."""
+    """Copy a version's skill folder out of the run, with the evals the run used in evals/."""
     from optimizer import daemon
 
-    out.print(daemon.export(_require_dir(run_dir, "run"), version, to, force=force))
+    if version and version_flag and version != version_flag:
+        raise BadInput(f"export: the version is given twice ({version} and --version {version_flag}); "
+                       "give it once.")
+    out.print(daemon.export(_require_dir(run_dir, "run"), version or version_flag, to, force=force))

@@ -229,6 +229,16 @@ def _type_name(section: str, key: str) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
+def choice_flag(flag: str, value: str | None, dotted: str) -> str | None:
+    """A flag whose value is one of a setting's choices, checked where it was typed, so that the
+    error names the flag the user wrote rather than the setting it feeds."""
+    section, _, key = dotted.partition(".")
+    allowed = get_args(SECTIONS[section].model_fields[key].annotation)
+    if value is not None and value not in allowed:
+        raise BadInput(f"{flag} {value!r}: use one of {', '.join(allowed)}.")
+    return value
+
+
 def _coerce(section: str, key: str, raw: str) -> Any:
     """Text from the environment or --set becomes the field's type; pydantic checks the rest."""
     annotation = SECTIONS[section].model_fields[key].annotation

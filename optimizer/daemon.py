@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tomllib
@@ -138,6 +139,9 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
     ws.stop_file.unlink(missing_ok=True)
     if unconfined:
         console.print(unconfined, style="bold red", markup=False, highlight=False)
+    # A damaged state.db gets no line here: opening it for the loop says so, in one sentence.
+    with suppress(sqlite3.DatabaseError):
+        console.print(resume_point(ws, settings), markup=False, highlight=False)
     spend.announce(console, ws, preview.for_workspace(ws, settings), keep=False)
     if detach:
         return _spawn(ws, console)
@@ -148,6 +152,29 @@ def _confinement(settings: config.Settings) -> str | None:
     """BadInput when model-written commands would run unconfined without the user's consent (no
     bubblewrap); the console line to show when they run unconfined because the user asked."""
     return sandbox.startup_line(sandbox.SandboxPolicy.from_settings(settings.sandbox))
+def resume_point(ws: Workspace, settings: config.Settings) -> str:
+    """Where a resume continues, as the engine will: the open iteration with the parent it chose,
+    or the next one from the parent the strategy will choose."""
+    conn = readonly.connect(ws.state_db)
+    try:
+        run = (readonly.rows(conn, "select current_best from runs limit 1") or [{}])[0]
+        best = run.get("current_best") or "v0"
+        iterations = readonly.rows(conn, "select number, parent, finished_at from iterations "
+                                         "order by number")
+    finally:
+        conn.close()
+    open_ = [i for i in iterations if not i["finished_at"]]
+    done = len(iterations) - len(open_)
+    if open_:
+        return f"resuming at iteration {open_[0]['number']} from {open_[0]['parent']} (current best {best})"
+    limit = settings.loop.max_iterations
+    if done >= limit:
+        return (f"resuming after iteration {done}: the limit of {limit} iterations is reached, so only "
+                f"the sealed test is checked; raise --max-iterations to go on (current best {best})")
+    if not iterations:
+        return f"resuming before iteration 1: the baseline and v0 are graded first (current best {best})"
+    parent = best if settings.loop.parent_selection == "best" else "a parent on the Pareto front"
+    return f"resuming at iteration {done + 1} from {parent} (current best {best})"
 
 
 def _started(ws: Workspace) -> bool:
@@ -335,6 +362,8 @@ def request_stop(run_dir: Path) -> str:
 
 
 def export(run_dir: Path, version: str | None, to: Path, *, force: bool) -> str:
+    """A version's skill folder, with the evals the run used (its inputs/ copy) back under
+    evals/: the versions themselves hold none, so that no agent reads the expectations."""
     ws = Workspace(run_dir)
     if not ws.state_db.exists():
         raise BadInput(f"{run_dir}: not a run folder (no state.db).")
@@ -352,4 +381,8 @@ def export(run_dir: Path, version: str | None, to: Path, *, force: bool) -> str:
             raise BadInput(f"{to}: is not empty; choose an empty folder or pass --force to replace it.")
         shutil.rmtree(to)
     shutil.copytree(source, to, dirs_exist_ok=True)
-    return f"exported {version} to {to}"
+    evals_used = ws.root / "inputs" / "evals"
+    if not evals_used.is_dir():
+        return f"exported {version} to {to} (the run kept no evals to copy)"
+    shutil.copytree(evals_used, to / "evals", dirs_exist_ok=True)
+    return f"exported {version} to {to}, with the run's evals in {to / 'evals'}"

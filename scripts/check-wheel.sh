@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Prove that a normal install works: build the wheel from a copy of the sources (setuptools writes
-# build/ and *.egg-info next to what it builds, so never in this tree), install it into a fresh
-# venv, and run the demo, lineage and report from an empty folder elsewhere: no repository, no
-# config.toml, only what the wheel ships. Needs the package registry for the dependencies.
+# Prove that a normal install works: build the wheel from a copy of the sources (the build backend,
+# scripts/build_outside.py, keeps build/ and *.egg-info out of it: checked below), install it into
+# a fresh venv, and run the demo, lineage and report from an empty folder elsewhere: no repository,
+# no config.toml, only what the wheel ships. Needs the package registry for the dependencies.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,6 +26,9 @@ else
 fi
 "$PYTHON" -m venv --clear "$VENV"  # its own pip builds the wheel too: no system pip needed
 "$VENV/bin/pip" wheel -q --disable-pip-version-check --no-deps -w "$work/dist" "$work/src"
+if compgen -G "$work/src/build" >/dev/null || compgen -G "$work/src/*.egg-info" >/dev/null; then
+  echo "check-wheel: building left build/ or *.egg-info next to the sources" >&2; exit 1
+fi
 wheel=("$work"/dist/skill_optimizer-*.whl)
 # --no-compile: byte-compiling every dependency up front costs more than compiling what is used.
 "$VENV/bin/pip" install -q --disable-pip-version-check --no-compile "${wheel[0]}"
@@ -35,7 +38,7 @@ cd "$work/elsewhere"  # not the repository: python would import this tree from t
 import sys
 from pathlib import Path
 import optimizer
-from optimizer import prompting
+from optimizer.model import prompts as prompting
 
 venv = Path(sys.argv[1]).resolve()
 assert Path(optimizer.__file__).resolve().is_relative_to(venv), f"imported {optimizer.__file__}, not the wheel"

@@ -144,6 +144,10 @@ CASES = [
     Case("flag: setting of the wrong type", lambda c: run_args(c, "--set", "loop.seed=abc"), says="loop.seed"),
     Case("flag: --set without =", lambda c: run_args(c, "--set", "noequals"), says="section.key=value"),
     Case("flag: value not among the choices", lambda c: run_args(c, "--set", "execute.executor=docker"), says="execute.executor"),
+    *[Case(f"flag: unknown --executor for {cmd}", build, says="--executor 'docker': use one of anthropic, claude-code, command.")
+      for cmd, build in (("run", lambda c: run_args(c, "--executor", "docker")),
+                         ("benchmark", lambda c: ["benchmark", str(c.skill), "--out", str(c.run), "--executor", "docker"]),
+                         ("execute", lambda c: ["execute", str(c.skill), "--eval", "1", "--out", str(c.run), "--executor", "docker"]))],
     Case("flag: value out of range", lambda c: run_args(c, "--set", "sim.fault_rate=2"), says="sim.fault_rate"),
     Case("flag: negative iterations", lambda c: run_args(c, "--max-iterations", "-1"), says="max_iterations"),
     Case("flag: negative budget", lambda c: run_args(c, "--budget-usd", "-5"), says="budget.usd"),

@@ -4,9 +4,16 @@ scripts/check-wheel.sh builds the real wheel, installs it and runs the demo (CI 
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 import tomllib
+import zipfile
 from fnmatch import fnmatch
 from pathlib import Path
+
+import pytest
 
 from optimizer.model import prompts as prompting
 
@@ -43,3 +50,28 @@ def test_a_missing_prompt_template_is_a_broken_install(tmp_path: Path, monkeypat
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "executor.md" in lines[0] and "reinstall the package" in lines[0]
     assert not list(tmp_path.iterdir())  # a dry run writes nothing, whatever fails
+
+
+def test_building_the_wheel_leaves_nothing_in_the_source_tree(tmp_path: Path) -> None:
+    """`pip wheel .` (what `pip install .` runs first) on a copy of the sources: a wheel with the
+    prompts, and no build/ or *.egg-info left next to the sources, where the next build would
+    read them again. pip fetches the build requirements (setuptools) as an install does."""
+    src, dist = tmp_path / "src", tmp_path / "dist"
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        if (ROOT / rel).is_file():
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, src / rel)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DIST_EXTRA_CONFIG")}
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                            "--disable-pip-version-check", "-w", str(dist), str(src)],
+                           env=env, capture_output=True, text=True, timeout=600)
+    if built.returncode != 0 and "setuptools" in built.stderr and (
+            "No matching distribution" in built.stderr or "Could not find a version" in built.stderr):
+        pytest.skip("the package index is out of reach: pip cannot fetch setuptools to build")
+    assert built.returncode == 0, built.stderr[-2000:]
+    names = zipfile.ZipFile(next(dist.glob("skill_optimizer-*.whl"))).namelist()
+    assert "optimizer/prompts/executor.md" in names and "optimizer/cli.py" in names
+    assert not [n for n in names if "build_outside" in n]  # the backend builds; it is not shipped
+    assert sorted(p.name for p in src.iterdir() if p.name == "build" or p.name.endswith(".egg-info")) == []

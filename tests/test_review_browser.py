@@ -125,6 +125,37 @@ def test_review_saves_feedback_and_submits(tmp_path, page):
         srv.server_close()
 
 
+def test_collapsed_runs_say_they_hold_a_feedback_box(tmp_path, page):
+    built = build_workspace(tmp_path / "run", versions=3)
+    srv, port = server.serve_in_thread(built.root)
+    run_id = built.run_id("v1", built.evals[0])
+    runs = 2 * len(built.evals)  # the builder's runs per eval
+    try:
+        page.goto(f"http://127.0.0.1:{port}/#/v1")
+        expect(page.locator("body[data-ready]")).to_have_count(1)
+        panel = page.locator(f'details.run[data-run-id="{run_id}"]')
+        expect(panel).not_to_have_attribute("open", "")
+        expect(panel.locator("> summary")).to_contain_text("✎ feedback box inside")
+        expect(page.locator(".fb-count")).to_have_text(
+            f"{runs} runs below take feedback: open one to write it (0 written so far).")
+        panel.locator("> summary").click()
+        with page.expect_response(lambda r: r.url.endswith("/api/feedback") and r.request.method == "POST"):
+            page.locator(f'textarea[data-run-id="{run_id}"]').fill("Too long.")
+        panel.locator("> summary").click()  # collapsed again: the summary says what it holds
+        expect(panel.locator("> summary")).to_contain_text("✎ feedback written")
+        expect(page.locator(".fb-count")).to_contain_text("(1 written so far)")
+        page.goto(f"http://127.0.0.1:{port}/#/test")  # the sealed test takes no feedback
+        expect(page.locator("details.run").first).to_be_attached()
+        expect(page.locator(".fb-hint, .fb-count")).to_have_count(0)
+        assert page.problems == []
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    page.goto(html.write_report(built.root, None).as_uri() + "#/v1")  # the static report: no boxes
+    expect(page.locator("details.run").first).to_be_attached()
+    expect(page.locator(".fb-hint, .fb-count")).to_have_count(0)
+
+
 def test_two_hundred_versions_stay_usable(tmp_path, page):
     built = build_workspace(tmp_path / "big", versions=200, evals=(1, 2), test_evals=(3,), runs=1)
     page.goto(html.write_report(built.root, None).as_uri())

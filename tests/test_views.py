@@ -18,6 +18,7 @@ from optimizer import daemon, schemas
 from optimizer.errors import BadInput
 from optimizer.report import show, status
 from optimizer.report import tree as lineage_view
+from optimizer.report.format import readable
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json
 
@@ -191,6 +192,23 @@ def test_show_does_not_interpret_model_text_as_markup(built):
     with sqlite3.connect(built.root / "state.db") as conn:
         conn.execute("update versions set summary = ? where label = 'v1'", ["[bold red]x[/] y"])
     assert "[bold red]x[/] y" in render(show.print_version, built.root, "v1")
+
+
+def test_show_renders_quoted_comparisons_without_tags_and_cuts_at_a_word(built):
+    path = built.root / "v1" / "analysis.json"
+    analysis = json.loads(path.read_text())
+    analysis["comparison_summary"]["comparator_reasoning"] = (
+        "20 pairs judged in both orders.\n"
+        '<comparison eval="1" run="1" winner="v1" output_a="v0">\nOutput A scores 0.59; output B is '
+        "preferred.\n</comparison>\n"
+        '<comparison eval="2" run="1" winner="v1" output_a="v1">\nOutput B misses the summa')
+    path.write_text(json.dumps(analysis))
+    text = " ".join(render(show.print_version, built.root, "v1").split())  # unfolded
+    assert "<comparison" not in text and "</comparison>" not in text and "misses the summa" not in text
+    assert "comparison eval 1, run 1, winner v1, output A v0: Output A scores 0.59; output B is preferred." in text
+    assert "comparison eval 2, run 1, winner v1, output A v1: Output B misses the…" in text
+    assert readable("x" * 10 + " " + "y" * 10, limit=15) == "x" * 10 + "…"
+    assert readable("a b c d e f", limit=7) == "a b c d…"  # the cut fell between words
 
 
 def test_show_unknown_version_names_the_known_ones(built, cli):

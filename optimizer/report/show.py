@@ -16,7 +16,7 @@ from rich.text import Text
 from optimizer.inputs import skill as skills
 from optimizer.report import confinement, read
 from optimizer.report.caveats import SCORE, bounded
-from optimizer.report.format import emit, interval, num, pct, signed
+from optimizer.report.format import emit, interval, num, pct, readable, signed
 from optimizer.report.tree import node_text
 
 
@@ -121,11 +121,11 @@ def _print_comparisons(console: Console, comps: list[dict], analysis: dict | Non
                           + ", ".join(f"{k} {v}" for k, v in won.items())))
         for c in sorted(comps, key=lambda c: c["winner"].upper() == "TIE")[:3]:  # decisive first
             who = c["winner_version"] or c["winner"]
-            parts.append(Text(f"• {c['name']} ({who}): {c['reasoning'][:300]}"))
+            parts.append(Text(f"• {c['name']} ({who}): {readable(c['reasoning'], 300)}"))
     if isinstance(analysis, dict):
         summary = (analysis.get("comparison_summary") or {}).get("comparator_reasoning")
-        if summary:
-            parts.append(Text(f"analysis: {summary}"))
+        if summary:  # the analyzer may quote the tagged comparisons it was given, cut short
+            parts.append(Text(f"analysis: {readable(summary)}"))
         for label, key in (("+", "winner_strengths"), ("−", "loser_weaknesses")):
             parts += [Text(f"  {label} {s}") for s in (analysis.get(key) or [])[:4]]
         for s in (analysis.get("improvement_suggestions") or [])[:4]:

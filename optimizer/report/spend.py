@@ -35,15 +35,23 @@ def _plural(n: int, word: str) -> str:
 
 
 def line(est: dict[str, Any]) -> str:
-    """The one line shown before every real start (and at the end of --dry-run)."""
+    """The one line shown before every real start (and at the end of --dry-run); for a resumed
+    run, what remains plus what was already spent."""
     batch = est["batch"]
     per, run = est["per_iteration"], est["run"]
     other = "without batch mode" if batch else "with --batch"
     text = (f"estimate{' (batch mode)' if batch else ''}: ~{_count(per['calls'])} model calls, "
             f"~{_count(per['tokens'])} tokens, ~{_money(mode_usd(per, batch))} per iteration "
-            f"(up to {_money(mode_usd(est['per_iteration_max'], batch))} when runs are added); "
-            f"~{_money(mode_usd(run, batch))} for the run ({_plural(est['iterations'], 'iteration')}; "
-            f"~{_money(mode_usd(run, not batch))} {other})")
+            f"(up to {_money(mode_usd(est['per_iteration_max'], batch))} when runs are added); ")
+    resume = est.get("resume")
+    if resume:
+        text += (f"~{_money(mode_usd(resume['remaining'], batch))} for what remains "
+                 f"({_plural(est['iterations'], 'iteration')} left and the sealed test) + "
+                 f"{_money(resume['spent_usd'])} already spent = ~{_money(mode_usd(run, batch))} "
+                 f"for the run (~{_money(mode_usd(run, not batch))} {other})")
+    else:
+        text += (f"~{_money(mode_usd(run, batch))} for the run ({_plural(est['iterations'], 'iteration')}; "
+                 f"~{_money(mode_usd(run, not batch))} {other})")
     return f"{text}; {budget_note(est)}"
 
 
@@ -56,11 +64,15 @@ def budget_note(est: dict[str, Any]) -> str:
         return f"budget {_money(budget)} covers it"
     if budget >= need:
         return f"budget {_money(budget)} covers it unless many runs are added"
+    resumed = bool(est.get("resume"))
     if budget < mode_usd(est["setup"], batch):
-        return (f"budget {_money(budget)} is below the baseline and v0 alone "
-                f"(~{_money(mode_usd(est['setup'], batch))}): the run will stop before iteration 1")
+        floor = "what was already spent" if resumed else "the baseline and v0 alone"
+        return (f"budget {_money(budget)} is below {floor} "
+                f"(~{_money(mode_usd(est['setup'], batch))}): the run will stop before "
+                f"{'its next iteration' if resumed else 'iteration 1'}")
     k = est.get("iterations_in_budget")
-    return f"budget {_money(budget)} covers about {k} of {est['iterations']} iterations; the run stops at the budget"
+    of = f"the {est['iterations']} iterations left" if resumed else f"{est['iterations']} iterations"
+    return f"budget {_money(budget)} covers about {k} of {of}; the run stops at the budget"
 
 
 def table(est: dict[str, Any]) -> Any:

@@ -4,7 +4,7 @@ read-only; safe while its daemon runs. Never writes to the run folder."""
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,8 @@ from rich.text import Text
 from optimizer.errors import BadInput
 from optimizer.report import caveats, confinement, read, spend
 from optimizer.report.format import duration, emit, interval, money, num, pct, signed
+from optimizer.search import pace
+from optimizer.search.estimate import mode_usd
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 
@@ -64,6 +66,8 @@ def status(run_dir: Path) -> dict:
         "resumes": len(data.resumes),
         "last_resumed": data.resumes[-1] if data.resumes else None,
         "sandbox": confinement.summary(Path(run_dir)),
+        **_timing(run, iterations, settings, running=pid is not None,
+                  spent=data.ledger.get("spent_usd") or 0.0),
     }
 
 
@@ -74,6 +78,51 @@ def _probe(ws: Workspace) -> str | None:
         return read.parse_json(path.read_text(encoding="utf-8")).get("probe") if path.is_file() else None
     except (OSError, AttributeError):
         return None
+
+
+def _timing(run: dict, iterations: list[dict], settings: dict, *, running: bool,
+            spent: float) -> dict:
+    """Elapsed time since the start, and while a daemon runs, a rough finish: the iterations left
+    (the limit, and the budget at the preview's cost per iteration) at the pace of the finished
+    ones, capped by the deadline; None when nothing can tell yet."""
+    started = pace.parse_time(run.get("started_at"))
+    ended = pace.parse_time(run.get("finished_at")) if not running else None
+    now = datetime.now(UTC)
+    out: dict[str, Any] = {"elapsed_s": None if started is None
+                           else round(((ended or now) - started).total_seconds(), 1),
+                           "finish": None}
+    if not running:
+        return out
+    loop, budget = settings.get("loop") or {}, settings.get("budget") or {}
+    seconds, done = pace.seconds_in_iterations(iterations)
+    per = None
+    if run.get("estimate_json") and budget.get("usd"):
+        est = read.parse_json(run["estimate_json"]) or {}
+        per = mode_usd(est["per_iteration"], bool(est.get("batch"))) if "per_iteration" in est else None
+    left = pace.iterations_left(done, int(loop.get("max_iterations") or 0), usd_per_iteration=per,
+                                budget_left_usd=budget["usd"] - spent if budget.get("usd") else None)
+    deadline = pace.parse_time(budget.get("deadline"))
+    end = pace.finish(seconds_in_iterations=seconds, done=done, left=left,
+                      to_deadline=None if deadline is None else (deadline - now).total_seconds())
+    at = None if end.seconds is None else (now + timedelta(seconds=end.seconds))
+    out["finish"] = {"seconds": None if end.seconds is None else round(end.seconds, 1), "by": end.by,
+                     "at": None if at is None else at.isoformat(timespec="seconds"),
+                     "iterations_left": left, "iterations_done": done}
+    return out
+
+
+def _finish_line(info: dict) -> str:
+    end = info.get("finish")
+    if not end or end["seconds"] is None:
+        return "unknown: no iteration has finished yet, and no deadline is set"
+    at = datetime.fromisoformat(end["at"]).astimezone()
+    when = at.strftime("%H:%M") if at.date() == datetime.now().astimezone().date() else at.strftime("%Y-%m-%d %H:%M")
+    if end["by"] == "deadline":
+        return f"by {when} at the latest (the deadline; in {duration(end['seconds'])})"
+    if end["by"] == "limit":
+        return "soon: no iteration left, only the sealed test"
+    return (f"about {when} (in {duration(end['seconds'])}: {end['iterations_left']} iterations left at "
+            f"the pace of the {end['iterations_done']} done)")
 
 
 def _estimate(run_dir: Path) -> dict[str, Any] | None:
@@ -151,6 +200,10 @@ def print_status(console: Console, info: dict) -> None:
         row("estimate", info["estimate"]["line"])
     row("ledger", f"{info['calls']} calls paid; {info['cache_hits']} served from the ledger "
                   f"(saved {money(info['saved_usd'])})")
+    if info.get("elapsed_s") is not None:
+        row("elapsed", duration(info["elapsed_s"]) + " since the start")
+    if info["running"]:
+        row("finish", _finish_line(info))
     if info.get("deadline"):
         left = info.get("seconds_left")
         row("deadline", f"{info['deadline']} ({'passed' if left is not None and left <= 0 else duration(left) + ' left'})")

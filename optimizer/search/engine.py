@@ -34,7 +34,8 @@ OpenTarget = Callable[[RunState], AbstractContextManager[Target]]
 async def optimize(ws: Workspace, store: Store, client: object, settings: Settings, *,
                    open_target: OpenTarget, flag: stops.SignalFlag, console: Console | None) -> str:
     """The whole run from where state.db says it is; returns why it stopped."""
-    with Reporter(console, store, simulated=bool(getattr(client, "simulated", False))) as ui:
+    simulated = bool(getattr(client, "simulated", False))
+    with Reporter(console, store, simulated=simulated, settings=settings) as ui:
         run = RunState(ws, store, client, settings, ui)
         with open_target(run) as target:
             _set_running(run)

@@ -242,7 +242,8 @@ def for_start(settings: Settings, evalset: Any, skill_dir: Path, target: str = "
 
 
 def for_workspace(ws: Workspace, settings: Settings) -> dict[str, Any] | None:
-    """The estimate of a resumed run, from its own inputs, split and current best."""
+    """The estimate of a resumed run, from its own inputs, split and current best: what remains
+    plus what the ledger says was already spent (see `resumed`)."""
     from optimizer.inputs.evals import load_evals
 
     try:
@@ -252,11 +253,45 @@ def for_workspace(ws: Workspace, settings: Settings) -> dict[str, Any] | None:
         evalset = load_evals(ws.root / "inputs")
         parts = json.loads(row.get("split_json") or "{}")
         best = row.get("current_best") or "v0"
-        return estimate(settings, evalset, ws.skill(best), train=parts.get("train"),
-                        test=parts.get("test"))
+        whole = estimate(settings, evalset, ws.skill(best), train=parts.get("train"),
+                         test=parts.get("test"))
+        conn = readonly.connect(ws.state_db)
+        try:
+            spent = conn.execute("select coalesce(sum(cost_usd), 0) from calls").fetchone()[0]
+            done, begun = conn.execute("select count(finished_at), count(*) from iterations").fetchone()
+        finally:
+            conn.close()
+        return resumed(whole, spent_usd=float(spent), iterations_done=done, setup_done=begun > 0)
     except Exception as exc:  # noqa: BLE001 - a preview never stops a resume
         log.warning("preview.failed", error=str(exc))
         return None
+
+
+def resumed(est: dict[str, Any], *, spent_usd: float, iterations_done: int,
+            setup_done: bool) -> dict[str, Any]:
+    """A whole-run estimate turned into one of a resumed run: the iterations left, the sealed test
+    and, when no iteration began yet, the unspent part of the setup; plus the money already spent.
+    The ledger answers every call already paid for again for free, so nothing is counted twice."""
+    left = max(0, est["iterations"] - iterations_done)
+
+    def setup_left(mode: str) -> float:
+        return 0.0 if setup_done else max(0.0, est["setup"][mode] - spent_usd)
+
+    def ahead(per: dict[str, Any], spent: float) -> dict[str, Any]:
+        part = {k: per[k] * left + est["sealed_test"][k] for k in ("calls", "tokens")}
+        return part | {k: round(per[k] * left + est["sealed_test"][k] + setup_left(k) + spent, 4)
+                       for k in ("usd", "usd_batch")}
+
+    out = {**est, "iterations": left,
+           "resume": {"iterations_done": iterations_done, "spent_usd": round(spent_usd, 4),
+                      "remaining": ahead(est["per_iteration"], 0.0)},
+           # What is paid before the next iteration: the budget note's floor.
+           "setup": {**est["setup"], **{k: round(spent_usd + setup_left(k), 4)
+                                        for k in ("usd", "usd_batch")}},
+           "run": ahead(est["per_iteration"], spent_usd),
+           "run_max": ahead(est["per_iteration_max"], spent_usd)}
+    out["iterations_in_budget"] = _iterations_in_budget(out)
+    return out
 
 
 def record(ws: Workspace, est: dict[str, Any]) -> None:

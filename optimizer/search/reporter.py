@@ -1,34 +1,57 @@
-"""What a person watching `optimizer run` in the foreground sees: stage, runs done, spend, best.
-Never the only record of anything: the log and state.db hold it all."""
+"""What a person watching `optimizer run` in the foreground sees: on a terminal, one live line
+(iteration, stage, runs, spend, best, elapsed, ETA); anywhere else (a pipe, a file, daemon.out)
+one plain line per stage change, without a control sequence. Never the only record of anything:
+the log and state.db hold it all."""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+import json
+import re
+import time
+from datetime import UTC, datetime
 
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn
+from rich.text import Text
+
+from optimizer.config import Settings
+from optimizer.search import pace
+from optimizer.search.estimate import mode_usd
 from optimizer.store.db import Store
 
 
 class Reporter:
-    def __init__(self, console: Console | None, store: Store, *, simulated: bool) -> None:
-        self.console, self.store, self.simulated = console, store, simulated
+    def __init__(self, console: Console | None, store: Store, *, simulated: bool,
+                 settings: Settings | None = None) -> None:
+        self.console, self.store, self.simulated, self.settings = console, store, simulated, settings
         self.runs = 0
         self._stage = "starting"
         self._progress: Progress | None = None
+        self._started = time.monotonic()
+
+    @property
+    def live(self) -> bool:
+        return self.console is not None and self.console.is_terminal
 
     def __enter__(self) -> Reporter:
+        self._started = time.monotonic()
         if self.console is not None and self.console.is_terminal:
             self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
-                                      TimeElapsedColumn(), console=self.console, transient=True)
+                                      console=self.console, transient=True)
             self._progress.start()
             self._task = self._progress.add_task(self._line())
         elif self.console is not None and self.simulated:
-            self.console.print("[dim]provider: sim — every result of this run is simulated[/]")
+            self._plain("provider: sim — every result of this run is simulated")
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
             self._progress.stop()
+
+    def _plain(self, text: str) -> None:
+        # Unstyled text and no markup: nothing a terminal would interpret reaches a file or pipe.
+        assert self.console is not None
+        self.console.print(Text(text), markup=False, highlight=False, soft_wrap=True)
 
     def _line(self) -> str:
         spent = self.store.spent_usd()
@@ -36,27 +59,79 @@ class Reporter:
         best = run.get("current_best") or "v0"
         score = (self.store.get("versions", best) or {}).get("score")
         shown = f"{score:.3f}" if score is not None else "…"
-        sim = " [simulated]" if self.simulated else ""
-        return f"{self._stage} · {self.runs} runs graded · ${spent:.2f} spent · best {best} {shown}{sim}"
+        # The live line is all a terminal shows; elsewhere the banner at the start says it once.
+        sim = " [simulated]" if self.simulated and self.live else ""
+        return " · ".join([self._where(), f"{self.runs} runs graded", f"${spent:.2f} spent",
+                           f"best {best} {shown}{sim}", *self._times(run, spent)])
+
+    def _where(self) -> str:
+        """The iteration (of the limit) and the stage, without saying the iteration twice. A
+        stage that names no iteration belongs to the open one; setup and the sealed test to none."""
+        named = re.match(r"iteration (\d+): (.*)", self._stage)
+        if named:
+            n, stage = int(named.group(1)), named.group(2)
+        elif self._stage.startswith(("baseline", "v0:", "sealed test")):
+            return self._stage
+        else:
+            rows = self.store.query("select number from iterations where finished_at is null "
+                                    "order by number limit 1")
+            if not rows:
+                return self._stage
+            n, stage = int(rows[0]["number"]), self._stage
+        limit = f" of {self.settings.loop.max_iterations}" if self.settings is not None else ""
+        return f"iteration {n}{limit}: {stage}"
+
+    def _times(self, run: dict, spent: float) -> list[str]:
+        elapsed = f"{pace.clock(time.monotonic() - self._started)} elapsed"
+        if self.settings is None:
+            return [elapsed]
+        seconds, done = pace.seconds_in_iterations(self.store.query(
+            "select started_at, finished_at from iterations where finished_at is not null "
+            "order by number"))
+        end = pace.finish(seconds_in_iterations=seconds, done=done,
+                          left=self._left(run, done, spent), to_deadline=self._to_deadline())
+        return [elapsed, pace.eta_text(end, done)]
+
+    def _left(self, run: dict, done: int, spent: float) -> int:
+        assert self.settings is not None
+        s = self.settings
+        per = None
+        if run.get("estimate_json") and s.budget.usd:
+            est = json.loads(run["estimate_json"])
+            per = mode_usd(est["per_iteration"], bool(est.get("batch")))
+        budget_left = s.budget.usd - spent if s.budget.usd else None
+        return pace.iterations_left(done, s.loop.max_iterations, budget_left_usd=budget_left,
+                                    usd_per_iteration=per)
+
+    def _to_deadline(self) -> float | None:
+        at = pace.parse_time(self.settings.budget.deadline if self.settings else None)
+        return None if at is None else (at - datetime.now(UTC)).total_seconds()
 
     def _refresh(self) -> None:
         if self._progress is not None:
             self._progress.update(self._task, description=self._line())
 
     def stage(self, text: str) -> None:
+        changed = text != self._stage
         self._stage = text
-        self._refresh()
+        if self._progress is not None:
+            self._refresh()
+        elif self.console is not None and changed:
+            self._plain(f"{self._line()}")
 
     def run_done(self) -> None:
         self.runs += 1
         self._refresh()
 
     def decided(self, label: str, verdict: str, reason: str) -> None:
-        if self.console is not None:
+        if self.live:
+            assert self.console is not None
             colour = {"won": "green", "lost": "red"}.get(verdict, "yellow")
             self.console.print(f"[{colour}]{label} {verdict}[/]: {reason}", highlight=False)
+        elif self.console is not None:
+            self._plain(f"{label} {verdict}: {reason}")
         self._refresh()
 
     def finished(self, reason: str, best: str) -> None:
         if self.console is not None:
-            self.console.print(f"stopped ({reason}); current best: {best}")
+            self._plain(f"stopped ({reason}); current best: {best}")
