@@ -72,6 +72,6 @@ def test_building_the_wheel_leaves_nothing_in_the_source_tree(tmp_path: Path) ->
         pytest.skip("the package index is out of reach: pip cannot fetch setuptools to build")
     assert built.returncode == 0, built.stderr[-2000:]
     names = zipfile.ZipFile(next(dist.glob("skill_optimizer-*.whl"))).namelist()
-    assert "optimizer/prompts/executor.md" in names and "optimizer/cli.py" in names
+    assert "optimizer/prompts/executor.md" in names and "optimizer/cli/__init__.py" in names
     assert not [n for n in names if "build_outside" in n]  # the backend builds; it is not shipped
     assert sorted(p.name for p in src.iterdir() if p.name == "build" or p.name.endswith(".egg-info")) == []

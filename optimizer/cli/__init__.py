@@ -4,99 +4,28 @@ No domain logic lives here; errors become one sentence each and an exit code (DE
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
-import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from optimizer import config
-from optimizer.errors import BadInput, OptimizerError
-
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="Improve an Agent Skill overnight: propose variants, run, grade, compare, promote.",
+from optimizer.cli.common import (
+    ConfigOpt,
+    ExecutorOpt,
+    ProviderOpt,
+    SetOpt,
+    UnconfinedOpt,
+    app,
+    confinement,
+    err,
+    handled,
+    load_settings,
+    out,
+    require_dir,
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-ConfigOpt = Annotated[
-    Path | None,
-    typer.Option("--config", help="config.toml to read (default: ./config.toml when present)."),
-]
-SetOpt = Annotated[
-    list[str] | None,
-    typer.Option("--set", help="Override one setting: section.key=value (repeatable)."),
-]
-ProviderOpt = Annotated[
-    str | None, typer.Option("--provider", help="Model provider: sim (offline) or anthropic.")
-]
-UnconfinedOpt = Annotated[bool, typer.Option(
-    "--unconfined", help="Run model-written commands without bubblewrap (sandbox.mode = \"none\").")]
-
-
-def _confinement(settings: config.Settings) -> None:
-    """Before anything is written: refuse unconfined runs nobody asked for, say so when asked."""
-    from optimizer.sandbox import SandboxPolicy, startup_line
-
-    line = startup_line(SandboxPolicy.from_settings(settings.sandbox))
-    if line:
-        err.print(line, style="bold red", markup=False, highlight=False)
-ExecutorOpt = Annotated[
-    str | None,
-    typer.Option("--executor", help="Who runs each eval: anthropic, claude-code or command "
-                                    "(default: execute.executor)."),
-]
-
-
-def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Domain errors print one line per problem and exit with their code; no traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except OptimizerError as exc:
-            stream = out if exc.exit_code == 0 else err
-            for problem in exc.problems:
-                stream.print(problem if exc.exit_code == 0 else f"error: {problem}",
-                             markup=False, highlight=False)
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            err.print("interrupted")
-            raise typer.Exit(130) from None
-        except OSError as exc:
-            err.print(f"error: {exc.filename or ''}: {exc.strerror or exc}", markup=False)
-            raise typer.Exit(1) from None
-
-    return wrapper
-
-
-def load_settings(
-    config_path: Path | None,
-    overrides: list[str] | None,
-    *,
-    eval_config: dict | None = None,
-    flags: dict[str, Any] | None = None,
-) -> config.Loaded:
-    if config_path is not None and not config_path.is_file():
-        raise BadInput(f"{config_path}: no such config file; pass an existing --config path.")
-    path = config_path or (Path("config.toml") if Path("config.toml").is_file() else None)
-    return config.load(
-        path, eval_config=eval_config, env=os.environ, overrides=overrides or [], flags=flags
-    )
-
-
-def _require_dir(path: Path, what: str) -> Path:
-    if not path.is_dir():
-        raise BadInput(f"{path}: no such {what} folder; pass the folder's path.")
-    return path
+from optimizer.errors import BadInput
 
 
 @app.command()
@@ -111,7 +40,7 @@ def validate(
     from optimizer.inputs import validate as validation
 
     loaded = load_settings(config_path, set_)
-    summary = validation.run(_require_dir(skill_dir, "skill"), evals, loaded.settings)
+    summary = validation.run(require_dir(skill_dir, "skill"), evals, loaded.settings)
     out.print(validation.render(summary), markup=False, highlight=False)
 
 
@@ -123,7 +52,7 @@ def init(skill_dir: Annotated[Path, typer.Argument(help="The skill folder (holds
     from optimizer.schemas import EvalsFileRaw
     from optimizer.store.files import write_json, write_text
 
-    target, evals, readme, guide = skeleton.plan(_require_dir(skill_dir, "skill"))
+    target, evals, readme, guide = skeleton.plan(require_dir(skill_dir, "skill"))
     if guide is not None:
         write_text(readme, guide)
     write_json(target, evals, EvalsFileRaw)
@@ -187,12 +116,12 @@ def execute(
         "llm.provider": provider,
         "execute.executor": config.choice_flag("--executor", executor, "execute.executor"),
         "sandbox.mode": "none" if unconfined else None})
-    _confinement(loaded.settings)
+    confinement(loaded.settings)
     target = out_dir or Path("runs") / "execute" / f"eval-{eval_id}"
     with open_session(loaded.settings, target) as session:
         run_dir, scored = asyncio.run(
             run_once(loaded.settings, session.client, session.store,
-                     skill_dir=_require_dir(skill_dir, "skill"), eval_id=eval_id,
+                     skill_dir=require_dir(skill_dir, "skill"), eval_id=eval_id,
                      without_skill=without_skill, out_dir=target))
     score = "no score" if scored.score is None else f"score {scored.score:.3f}"
     shown = target / run_dir.relative_to(target.absolute())  # as the user named the folder
@@ -224,12 +153,12 @@ def benchmark(
     from optimizer.report.progress import bar
 
     executor = config.choice_flag("--executor", executor, "execute.executor")
-    evalset = load_evals(_require_dir(skill_dir, "skill"), evals)
+    evalset = load_evals(require_dir(skill_dir, "skill"), evals)
     loaded = load_settings(config_path, set_, eval_config=evalset.eval_config,
                            flags={"llm.provider": provider, "evals.runs_per_eval": runs,
                                   "execute.executor": executor,
                                   "sandbox.mode": "none" if unconfined else None})
-    _confinement(loaded.settings)
+    confinement(loaded.settings)
     folder = out_dir or default_out_dir()
     with open_session(loaded.settings, folder) as session, bar(out, "benchmark") as progress:
         path = asyncio.run(run_benchmark(loaded.settings, session.client, session.store,
@@ -274,7 +203,7 @@ def run(
              "llm.batch": True if batch else None, "sandbox.mode": "none" if unconfined else None,
              "execute.executor": config.choice_flag("--executor", executor, "execute.executor")}
     code = daemon.start(
-        skill_dir=_require_dir(skill_dir, "skill"), evals_path=evals, run_dir=run_dir,
+        skill_dir=require_dir(skill_dir, "skill"), evals_path=evals, run_dir=run_dir,
         from_run=from_run, target=target, detach=detach, fresh=fresh,
         load=lambda eval_config: load_settings(config_path, set_, eval_config=eval_config, flags=flags),
         console=out, dry_run=dry_run,
@@ -297,7 +226,7 @@ def resume(
 
     flags = {"loop.max_iterations": max_iterations, "budget.usd": budget_usd,
              "budget.deadline": deadline}
-    raise typer.Exit(daemon.resume(_require_dir(run_dir, "run"), overrides=set_ or [],
+    raise typer.Exit(daemon.resume(require_dir(run_dir, "run"), overrides=set_ or [],
                                    flags=flags, detach=detach, console=out))
 
 
@@ -310,7 +239,7 @@ def status(
     """Is the run alive, where is it, what has it spent, which version is best."""
     from optimizer.report import status as views
 
-    info = views.status(_require_dir(run_dir, "run"))
+    info = views.status(require_dir(run_dir, "run"))
     if as_json:
         out.print_json(json.dumps(info))
     else:
@@ -323,7 +252,7 @@ def stop(run_dir: RunDirArg) -> None:
     """Ask a running daemon to finish its current unit of work and stop."""
     from optimizer import daemon
 
-    out.print(daemon.request_stop(_require_dir(run_dir, "run")))
+    out.print(daemon.request_stop(require_dir(run_dir, "run")))
 
 
 @app.command()
@@ -335,7 +264,7 @@ def lineage(
     """The version tree with scores, intervals, decisions and costs."""
     from optimizer.report import tree as views
 
-    tree = views.lineage(_require_dir(run_dir, "run"))
+    tree = views.lineage(require_dir(run_dir, "run"))
     if as_json:
         out.print_json(json.dumps(tree))
     else:
@@ -348,7 +277,7 @@ def show(run_dir: RunDirArg, version: Annotated[str, typer.Argument(help="e.g. v
     """One version: its change, benchmark, selection numbers and failing expectations."""
     from optimizer.report import show as views
 
-    views.print_version(out, _require_dir(run_dir, "run"), version)
+    views.print_version(out, require_dir(run_dir, "run"), version)
 
 
 @app.command()
@@ -361,7 +290,7 @@ def diff(
     """The file diff of two versions and their per-eval score differences."""
     from optimizer.report import show as views
 
-    views.print_diff(out, _require_dir(run_dir, "run"), version_a, version_b)
+    views.print_diff(out, require_dir(run_dir, "run"), version_a, version_b)
 
 
 @app.command()
@@ -373,7 +302,7 @@ def report(
     """Write one self-contained HTML report of the run."""
     from optimizer.report import html
 
-    path = html.write_report(_require_dir(run_dir, "run"), output)
+    path = html.write_report(require_dir(run_dir, "run"), output)
     out.print(f"written: {path}")
 
 
@@ -386,7 +315,7 @@ def review(
     """Serve the report on loopback with a feedback box per run (saved to feedback.json)."""
     from optimizer.report import server
 
-    server.serve(_require_dir(run_dir, "run"), port=port, console=out)
+    server.serve(require_dir(run_dir, "run"), port=port, console=out)
 
 
 @app.command()
@@ -417,4 +346,4 @@ def export(
     if version and version_flag and version != version_flag:
         raise BadInput(f"export: the version is given twice ({version} and --version {version_flag}); "
                        "give it once.")
-    out.print(daemon.export(_require_dir(run_dir, "run"), version or version_flag, to, force=force))
+    out.print(daemon.export(require_dir(run_dir, "run"), version or version_flag, to, force=force))

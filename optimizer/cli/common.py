@@ -1,0 +1,97 @@
+"""What every command shares: the app, the two consoles, the common options, the error handler
+that turns a domain error into one sentence and an exit code, and settings loading."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from optimizer import config
+from optimizer.errors import BadInput, OptimizerError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Improve an Agent Skill overnight: propose variants, run, grade, compare, promote.",
+)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", help="config.toml to read (default: ./config.toml when present)."),
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Override one setting: section.key=value (repeatable)."),
+]
+ProviderOpt = Annotated[
+    str | None, typer.Option("--provider", help="Model provider: sim (offline) or anthropic.")
+]
+UnconfinedOpt = Annotated[bool, typer.Option(
+    "--unconfined", help="Run model-written commands without bubblewrap (sandbox.mode = \"none\").")]
+
+
+def confinement(settings: config.Settings) -> None:
+    """Before anything is written: refuse unconfined runs nobody asked for, say so when asked."""
+    from optimizer.sandbox import SandboxPolicy, startup_line
+
+    line = startup_line(SandboxPolicy.from_settings(settings.sandbox))
+    if line:
+        err.print(line, style="bold red", markup=False, highlight=False)
+ExecutorOpt = Annotated[
+    str | None,
+    typer.Option("--executor", help="Who runs each eval: anthropic, claude-code or command "
+                                    "(default: execute.executor)."),
+]
+
+
+def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Domain errors print one line per problem and exit with their code; no traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except OptimizerError as exc:
+            stream = out if exc.exit_code == 0 else err
+            for problem in exc.problems:
+                stream.print(problem if exc.exit_code == 0 else f"error: {problem}",
+                             markup=False, highlight=False)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err.print("interrupted")
+            raise typer.Exit(130) from None
+        except OSError as exc:
+            err.print(f"error: {exc.filename or ''}: {exc.strerror or exc}", markup=False)
+            raise typer.Exit(1) from None
+
+    return wrapper
+
+
+def load_settings(
+    config_path: Path | None,
+    overrides: list[str] | None,
+    *,
+    eval_config: dict | None = None,
+    flags: dict[str, Any] | None = None,
+) -> config.Loaded:
+    if config_path is not None and not config_path.is_file():
+        raise BadInput(f"{config_path}: no such config file; pass an existing --config path.")
+    path = config_path or (Path("config.toml") if Path("config.toml").is_file() else None)
+    return config.load(
+        path, eval_config=eval_config, env=os.environ, overrides=overrides or [], flags=flags
+    )
+
+
+def require_dir(path: Path, what: str) -> Path:
+    if not path.is_dir():
+        raise BadInput(f"{path}: no such {what} folder; pass the folder's path.")
+    return path
