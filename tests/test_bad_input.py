@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -236,8 +237,18 @@ def reference(tmp_path_factory) -> Path:
 
 
 def snapshot(folder: Path, skip: Path) -> dict[str, tuple[int, int]]:
-    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in folder.rglob("*") if p.is_file() and skip not in p.parents}
+    """Size and mtime of every file under `folder`, the folder `skip` left out."""
+    found = {}
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if os.path.join(top, d) != str(skip)]
+        for name in files:
+            try:
+                info = os.stat(os.path.join(top, name))
+            except OSError:  # a dangling link is no file
+                continue
+            if stat.S_ISREG(info.st_mode):
+                found[os.path.relpath(os.path.join(top, name), folder)] = (info.st_size, info.st_mtime_ns)
+    return found
 
 
 def sandbox(case: Case, reference: Path, tmp_path: Path) -> tuple[Ctx, list[str]]:

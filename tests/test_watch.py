@@ -116,6 +116,19 @@ def test_the_progress_line_says_iteration_stage_spend_elapsed_and_eta(tmp_path):
     assert all("elapsed" in line and "ETA 30m00s" in line for line in lines)  # 3 left at 10 min
 
 
+def test_the_live_line_on_a_terminal_keeps_its_brackets(tmp_path):
+    store = Store(tmp_path / "state.db")
+    try:
+        store.db["runs"].insert({"id": "r", "current_best": "v0"})
+        buffer = io.StringIO()
+        console = Console(file=buffer, force_terminal=True, width=300)
+        with Reporter(console, store, simulated=True, settings=Settings()):
+            pass
+    finally:
+        store.close()
+    assert "starting · 0 runs graded · $0.00 spent · best v0 … [simulated] · " in buffer.getvalue()
+
+
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory) -> tuple[Path, str]:
     """A simulated two-iteration run and what `run` printed (stdout is no terminal here)."""

@@ -36,7 +36,7 @@ class Reporter:
     def __enter__(self) -> Reporter:
         self._started = time.monotonic()
         if self.console is not None and self.console.is_terminal:
-            self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+            self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False),
                                       console=self.console, transient=True)
             self._progress.start()
             self._task = self._progress.add_task(self._line())
