@@ -98,6 +98,7 @@ class Execute(Section):
     timeout_s: float = Field(300.0, gt=0)
     concurrency: int = Field(4, ge=1)
     backend: Literal["local", "ray"] = "local"
+    tool_schemas: Literal["auto", "server", "explicit"] = "auto"
 
 
 class Sandbox(Section):
