@@ -265,14 +265,14 @@ class AnthropicExecutor(Executor):
         sandbox.confinement_for(self.policy)  # a strict policy without bubblewrap stops here
 
     async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
-        from optimizer.model import call_cost, plain
+        from optimizer.model import call_cost, plain, price_for
 
         system = system_prompt(ctx.skill, ctx.inputs)
         tools = agent_tools(self.settings, with_skill=ctx.skill is not None)
         transcript.system(system)
         messages: list[dict[str, Any]] = [{"role": "user", "content": ctx.eval.prompt}]
         limits = self.settings.execute
-        price = self.settings.price(self.settings.models.executor)
+        price = price_for(self.settings, self.settings.models.executor)
         for _turn in range(limits.max_turns):
             reply = await self.client.message(
                 "executor", system=system, messages=messages, tools=tools,

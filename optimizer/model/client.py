@@ -17,7 +17,7 @@ from optimizer.errors import BudgetExhausted, OptimizerError, ProviderUnavailabl
 from optimizer.logs import redact
 from optimizer.model import ledger
 from optimizer.model.attempt import attempt_once
-from optimizer.model.cost import call_cost, estimate_cost
+from optimizer.model.cost import call_cost, estimate_cost, price_for
 from optimizer.model.errors import ModelCallFailed, call_failure
 from optimizer.model.limiter import AdaptiveLimiter, RequestLocks
 from optimizer.model.request import build_request, canonical_json, request_hash, with_cache_control
@@ -154,7 +154,7 @@ class ModelClient:
             cached = self.store.completed_call(key)
             if cached is not None:
                 return self._from_ledger(cached, role)
-            estimate = estimate_cost(self.settings.price(model), len(canonical), request["max_tokens"])
+            estimate = estimate_cost(price_for(self.settings, model), len(canonical), request["max_tokens"])
             self._check_budget(role, model, estimate)
             self._reserved += estimate
             if self.settings.llm.prompt_caching:
@@ -208,7 +208,7 @@ class ModelClient:
             raise error from cause
         data = ledger.answer_data(message)
         usage = message.usage
-        cost = call_cost(self.settings.price(model), usage)
+        cost = call_cost(price_for(self.settings, model), usage)
         latency_ms = (time.perf_counter() - started) * 1000
         # Written and committed before the caller sees the answer: a resumed run never pays twice.
         self.store.record_call(ledger.answer_row(

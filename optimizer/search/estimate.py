@@ -33,7 +33,7 @@ import structlog
 
 from optimizer.config import Settings
 from optimizer.inputs.evals import Eval, EvalSet, split
-from optimizer.model.cost import BATCH_PRICE_FACTOR, BATCH_ROLES
+from optimizer.model.cost import BATCH_PRICE_FACTOR, BATCH_ROLES, unpriced
 from optimizer.store import readonly
 from optimizer.store.files import Workspace
 
@@ -213,6 +213,10 @@ def estimate(settings: Settings, evalset: EvalSet, skill_dir: Path | None = None
         },
     }
     est["iterations_in_budget"] = _iterations_in_budget(est)
+    # Models priced as another (the dearest listed), so the preview and status can say so.
+    roles = ("executor", "grader", "comparator", "analyzer", "proposer")
+    models = sorted({getattr(s.models, role) for role in roles})
+    est["unpriced"] = {m: f for m in models if (f := unpriced(s, m)) is not None}
     return est
 
 
