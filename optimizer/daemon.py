@@ -32,7 +32,7 @@ from optimizer.report import spend
 from optimizer.search import estimate as preview
 from optimizer.search import probe
 from optimizer.search.stops import parse_deadline
-from optimizer.store import readonly
+from optimizer.store import readonly, runtoml
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import lock, running_pid
@@ -134,7 +134,7 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
         settings = settings.model_copy(update={"budget": settings.budget.model_copy(
             update={"deadline": at.isoformat(timespec="seconds") if at else ""})})
     if loaded.sources != {k: "run.toml" for k in loaded.sources}:
-        write_text(ws.run_toml, config.to_toml(settings, loaded.sources))
+        write_text(ws.run_toml, runtoml.to_toml(settings, loaded.sources))
     _refuse_if_running(ws)
     ws.stop_file.unlink(missing_ok=True)
     if unconfined:
@@ -198,7 +198,7 @@ def _remove_partial(ws: Workspace) -> None:
 def _create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target, base_best, from_run):
     ws.root.mkdir(parents=True, exist_ok=True)
     # run.toml first: it marks a folder whose creation began, so a killed `run` can start over.
-    write_text(ws.run_toml, config.to_toml(settings, sources))
+    write_text(ws.run_toml, runtoml.to_toml(settings, sources))
     # The eval inputs are the user's files as they were at the start; the agent never sees evals/.
     inputs = ws.root / "inputs"
     skills.snapshot(skill_dir, inputs)

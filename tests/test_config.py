@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from optimizer import config
 from optimizer.errors import BadInput
+from optimizer.store import runtoml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,7 +82,7 @@ def test_bad_toml_file(tmp_path):
 
 def test_run_toml_round_trip_keeps_settings_and_sources():
     loaded = config.load(env={}, overrides=["loop.seed=5", "sim.fault_rate=0.2"])
-    text = config.to_toml(loaded.settings, loaded.sources)
+    text = runtoml.to_toml(loaded.settings, loaded.sources)
     assert "seed = 5  # --set loop.seed" in text
     import tomllib
 

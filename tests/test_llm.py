@@ -310,6 +310,29 @@ async def test_a_bad_request_is_not_retried(connect, sleeps):
     assert len(api.requests) == 1 and sleeps.waits == []
 
 
+@pytest.mark.parametrize(("reply", "expected"), [
+    # llama.cpp (its body has the same error.message shape) and Anthropic's own words.
+    (error(400, "exceed_context_size_error", "request (1531 tokens) exceeds the available "
+           "context size (1024 tokens), try increasing it"), "longer than the model's context window"),
+    (error(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"),
+     "longer than the model's context window"),
+    (error(404, "not_found_error", "model: nope"), "check models.grader and llm.base_url"),
+    (error(400, "invalid_request_error", "tools.0: unknown type"),
+     "check models.grader and that the server at llm.base_url takes this request"),
+])
+async def test_a_refused_call_says_why_and_what_to_change(connect, reply, expected):
+    with pytest.raises(ModelCallFailed) as caught:
+        await connect(Api(reply)).message("grader", messages=USER)
+    assert expected in str(caught.value) and "check the model name" not in str(caught.value)
+
+
+async def test_a_server_that_is_not_there_is_named_as_such(connect):
+    with pytest.raises(ModelCallFailed) as caught:
+        await connect(Api(_disconnect), settings_with(max_attempts=2)).message("grader", messages=USER)
+    assert "failed after 2 attempts (connection: Connection error. connection refused)" in str(caught.value)
+    assert "the server at llm.base_url is running" in str(caught.value)
+
+
 # -- ledger, cache, cost ---------------------------------------------------------------------------
 
 

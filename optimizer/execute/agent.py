@@ -16,8 +16,45 @@ from optimizer.execute.record import Tally, Transcript
 from optimizer.model.prompts import load_prompt
 from optimizer.tags import tag
 
+# Anthropic's server-defined tools: its API supplies their schemas, and Claude is trained on them.
 BASH_TOOL = {"type": "bash_20250124", "name": "bash"}
 EDITOR_TOOL = {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"}
+# The same two tools as ordinary tools, for every other Messages-API server: llama.cpp, LiteLLM and
+# the like pass a tool on as a function with the schema it carries, so a server-defined tool
+# reaches their model with no parameters at all. Same names, so one handler serves both shapes.
+BASH_SCHEMA_TOOL = {
+    "name": "bash",
+    "description": "Run one shell command with /workspace as the current folder; returns its "
+    "output. Each call starts a fresh shell (variables and cd do not carry over; files do). No "
+    "network access.",
+    "input_schema": {
+        "type": "object",
+        "properties": {"command": {"type": "string", "description": "The shell command to run."}},
+        "required": ["command"],
+    },
+}
+EDITOR_SCHEMA_TOOL = {
+    "name": "str_replace_based_edit_tool",
+    "description": "View, create and edit text files under /workspace (and view under /skill). "
+    "view: a file with line numbers, or a folder's listing. create: write file_text to path. "
+    "str_replace: replace old_str, which must occur exactly once, with new_str. insert: add "
+    "insert_text after line insert_line (0 = at the top).",
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "enum": ["view", "create", "str_replace", "insert"]},
+            "path": {"type": "string", "description": "Absolute, e.g. /workspace/outputs/a.md."},
+            "file_text": {"type": "string", "description": "create: the file's whole content."},
+            "old_str": {"type": "string", "description": "str_replace: the exact text to replace."},
+            "new_str": {"type": "string", "description": "str_replace: the text to put instead."},
+            "insert_line": {"type": "integer", "description": "insert: the line to insert after."},
+            "insert_text": {"type": "string", "description": "insert: the text to insert."},
+            "view_range": {"type": "array", "items": {"type": "integer"},
+                           "description": "view: [first, last] line; last -1 = the end."},
+        },
+        "required": ["command", "path"],
+    },
+}
 SKILL_TOOL = {
     "name": "Skill",
     "description": "Load a skill's instructions by name. Call it before starting a task that a "
@@ -39,6 +76,18 @@ SKILLS_INTRO = (
 MAX_RESULT_CHARS = 30_000
 # Metrics use Claude Code's tool names, so runs of every executor count alike (seed 002).
 EDITOR_NAMES = {"view": "Read", "create": "Write", "str_replace": "Edit", "insert": "Edit"}
+
+
+def agent_tools(settings: Settings, *, with_skill: bool) -> list[dict[str, Any]]:
+    """The agent's tool list: server-defined tools for Anthropic's own API, ordinary tools with
+    input schemas for any other server (execute.tool_schemas forces either)."""
+    shape = settings.execute.tool_schemas
+    if shape == "auto":
+        from optimizer.model.factory import is_anthropic_api
+
+        shape = "server" if is_anthropic_api(settings) else "explicit"
+    tools = [BASH_TOOL, EDITOR_TOOL] if shape == "server" else [BASH_SCHEMA_TOOL, EDITOR_SCHEMA_TOOL]
+    return tools + ([SKILL_TOOL] if with_skill else [])
 
 
 def cc_tool_name(name: str, tool_input: Mapping[str, Any]) -> str:
@@ -215,14 +264,14 @@ class AnthropicExecutor(Executor):
         self.policy = sandbox.SandboxPolicy.from_settings(settings.sandbox)
 
     async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
-        from optimizer.model import call_cost, plain
+        from optimizer.model import call_cost, plain, price_for
 
         system = system_prompt(ctx.skill, ctx.inputs)
-        tools = [BASH_TOOL, EDITOR_TOOL] + ([SKILL_TOOL] if ctx.skill is not None else [])
+        tools = agent_tools(self.settings, with_skill=ctx.skill is not None)
         transcript.system(system)
         messages: list[dict[str, Any]] = [{"role": "user", "content": ctx.eval.prompt}]
         limits = self.settings.execute
-        price = self.settings.price(self.settings.models.executor)
+        price = price_for(self.settings, self.settings.models.executor)
         for _turn in range(limits.max_turns):
             reply = await self.client.message(
                 "executor", system=system, messages=messages, tools=tools,

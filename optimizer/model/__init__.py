@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from optimizer.model.client import ModelClient
-    from optimizer.model.cost import BATCH_PRICE_FACTOR, call_cost, estimate_cost
+    from optimizer.model.cost import (
+        BATCH_PRICE_FACTOR,
+        call_cost,
+        estimate_cost,
+        price_for,
+        unpriced,
+    )
     from optimizer.model.errors import ModelCallFailed, StructuredAnswerError
     from optimizer.model.factory import build_client, make_client
     from optimizer.model.limiter import AdaptiveLimiter
@@ -24,8 +30,8 @@ if TYPE_CHECKING:
 __all__ = [
     "BATCH_PRICE_FACTOR", "AdaptiveLimiter", "ModelCallFailed", "ModelClient", "RetryPolicy",
     "StructuredAnswerError", "build_client", "call_cost", "canonical_json", "counting_retries",
-    "estimate_cost", "make_client", "plain", "request_hash", "retry_cause", "scope", "scoped",
-    "with_cache_control",
+    "estimate_cost", "make_client", "plain", "price_for", "request_hash", "retry_cause", "scope",
+    "scoped", "unpriced", "with_cache_control",
 ]
 
 # Loaded on first use, so the simulator and commands that only render prompts or read a scope
@@ -33,6 +39,7 @@ __all__ = [
 _HOMES = {
     "ModelClient": "client",
     "BATCH_PRICE_FACTOR": "cost", "call_cost": "cost", "estimate_cost": "cost",
+    "price_for": "cost", "unpriced": "cost",
     "ModelCallFailed": "errors", "StructuredAnswerError": "errors",
     "build_client": "factory", "make_client": "factory",
     "AdaptiveLimiter": "limiter",

@@ -20,7 +20,7 @@ from anthropic.types.messages.batch_create_params import Request
 from optimizer.errors import OptimizerError
 from optimizer.logs import redact
 from optimizer.model import ledger
-from optimizer.model.cost import BATCH_PRICE_FACTOR, call_cost
+from optimizer.model.cost import BATCH_PRICE_FACTOR, call_cost, price_for
 from optimizer.model.errors import account_error
 from optimizer.store.db import now
 
@@ -274,7 +274,7 @@ class BatchSender:
         data = ledger.answer_data(message)
         usage = message.usage
         model = meta.get("model") or message.model
-        cost = call_cost(self.client.settings.price(model), usage) * BATCH_PRICE_FACTOR
+        cost = call_cost(price_for(self.client.settings, model), usage) * BATCH_PRICE_FACTOR
         waited = [i.enqueued for i in self._waiting.get(key, [])]
         latency_ms = (time.perf_counter() - min(waited)) * 1000 if waited else 0.0
         self.client.store.record_call(ledger.answer_row(

@@ -17,7 +17,7 @@ from optimizer.errors import BudgetExhausted, OptimizerError, ProviderUnavailabl
 from optimizer.logs import redact
 from optimizer.model import ledger
 from optimizer.model.attempt import attempt_once
-from optimizer.model.cost import call_cost, estimate_cost
+from optimizer.model.cost import call_cost, estimate_cost, price_for
 from optimizer.model.errors import ModelCallFailed, call_failure
 from optimizer.model.limiter import AdaptiveLimiter, RequestLocks
 from optimizer.model.request import (
@@ -160,7 +160,7 @@ class ModelClient:
             cached = self.store.completed_call(key)
             if cached is not None:
                 return self._from_ledger(cached, role)
-            estimate = estimate_cost(self.settings.price(model), billed_chars(request, canonical),
+            estimate = estimate_cost(price_for(self.settings, model), billed_chars(request, canonical),
                                      request["max_tokens"])
             self._check_budget(role, model, estimate)
             self._reserved += estimate
@@ -215,7 +215,7 @@ class ModelClient:
             raise error from cause
         data = ledger.answer_data(message)
         usage = message.usage
-        cost = call_cost(self.settings.price(model), usage)
+        cost = call_cost(price_for(self.settings, model), usage)
         latency_ms = (time.perf_counter() - started) * 1000
         # Written and committed before the caller sees the answer: a resumed run never pays twice.
         self.store.record_call(ledger.answer_row(

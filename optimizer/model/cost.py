@@ -1,11 +1,16 @@
 """USD for a model call: the price of an answer's usage, an estimate before a call, the batch
-discount. Arithmetic only: never reads the ledger and never decides about a budget."""
+discount, and which price an unlisted model gets. Arithmetic only: never reads the ledger and never
+decides about a budget."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from optimizer.config import Price
+import structlog
+
+from optimizer.config import Price, Settings, quoted
+
+log = structlog.get_logger()
 
 BATCH_PRICE_FACTOR = 0.5  # Message Batches cost half the standard price, every token kind
 # The roles whose calls may go through a batch: one answer per run or pair, none waited on by a
@@ -29,3 +34,30 @@ def estimate_cost(price: Price, request_chars: int, max_tokens: int) -> float:
     plus max_tokens of output, which the answer can never exceed."""
     prompt = request_chars / 4 * max(price.input, price.cache_write)
     return (prompt + max_tokens * price.output) / 1_000_000
+
+
+_warned: set[str] = set()  # models warned about in this process
+
+
+def unpriced(settings: Settings, model: str) -> str | None:
+    """The listed model that an unlisted one is priced as (the most expensive, so a budget is
+    never under-counted); None when the model, or a prefix of its name, has a price."""
+    name = settings.priced_as(model)
+    return None if model.startswith(name) else name
+
+
+def unpriced_note(model: str, fallback: str) -> str:
+    key = f"prices.{quoted(model)}"
+    return (f"{model} has no price: priced as {fallback}; set {key} to correct it "
+            f"(--set '{key}=0' for a free model)")
+
+
+def price_for(settings: Settings, model: str) -> Price:
+    """settings.price(model), warning once per process when the model is priced as another: a
+    free local model would otherwise drain the budget at the dearest rate, unexplained."""
+    fallback = unpriced(settings, model)
+    if fallback is not None and model not in _warned:
+        _warned.add(model)
+        log.warning("prices.unknown_model", model=model, priced_as=fallback,
+                    hint=unpriced_note(model, fallback))
+    return settings.price(model)

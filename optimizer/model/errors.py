@@ -3,6 +3,8 @@ or answered without valid structure. Never retries and never records; it only na
 
 from __future__ import annotations
 
+import re
+
 import anthropic
 
 from optimizer.errors import OptimizerError, ProviderSpendLimit, WorkFailed
@@ -49,21 +51,39 @@ def account_error(exc: anthropic.APIStatusError) -> OptimizerError | None:
     return None
 
 
+# How servers say a request does not fit the model's context: Anthropic ("prompt is too long"),
+# llama.cpp ("exceeds the available context size"), OpenAI-style proxies and vLLM ("maximum
+# context length", "context_length_exceeded").
+_TOO_LONG = re.compile(r"context.(size|length|window)|prompt is too long|too many tokens", re.I)
+
+
 def call_failure(exc: Exception, role: str, model: str, attempts: int) -> OptimizerError:
     """The error a caller sees for a call that failed for good, the key redacted."""
     if isinstance(exc, OptimizerError):
         return exc
     cause = retry_cause(exc)
     detail = redact(api_message(exc) if isinstance(exc, anthropic.APIStatusError) else str(exc))
+    if cause == "connection" and exc.__cause__ is not None:  # the SDK says only "Connection error."
+        detail = f"{detail} {redact(str(exc.__cause__))}".strip()
     if cause is not None:
+        hint = ("; check the network, or that the server at llm.base_url is running"
+                if cause == "connection" else "")
         return ModelCallFailed(
-            f"The {role} call to {model} failed after {attempts} attempts ({cause}: {detail}).",
+            f"The {role} call to {model} failed after {attempts} attempts ({cause}: {detail}){hint}.",
             role=role, cause=cause, attempts=attempts,
         )
     status = getattr(exc, "status_code", None)
+    if status in (400, 413) and _TOO_LONG.search(detail):
+        fix = ("the request is longer than the model's context window; use a model or server with "
+               "a longer context (llama.cpp splits its context across parallel slots), or fewer "
+               "execute.max_turns or a smaller execute.max_tokens")
+    elif status == 404:
+        fix = f"check models.{role} and llm.base_url"
+    else:
+        fix = f"check models.{role} and that the server at llm.base_url takes this request"
     return ModelCallFailed(
         f"The {role} call to {model} was refused"
         + (f" (HTTP {status}: {detail})" if status else f" ({type(exc).__name__}: {detail})")
-        + "; check the model name and the request.",
+        + f"; {fix}.",
         role=role, cause=f"http_{status}" if status else type(exc).__name__, attempts=attempts,
     )

@@ -10,6 +10,7 @@ from typing import Any
 
 import structlog
 
+from optimizer.model.cost import unpriced_note
 from optimizer.search.estimate import mode_usd, record
 from optimizer.store import readonly
 from optimizer.store.files import Workspace
@@ -52,7 +53,13 @@ def line(est: dict[str, Any]) -> str:
     else:
         text += (f"~{_money(mode_usd(run, batch))} for the run ({_plural(est['iterations'], 'iteration')}; "
                  f"~{_money(mode_usd(run, not batch))} {other})")
-    return f"{text}; {budget_note(est)}"
+    return f"{text}; {budget_note(est)}{unpriced_notes(est)}"
+
+
+def unpriced_notes(est: dict[str, Any]) -> str:
+    """Models priced as another: the estimate (and the spend) overstate them, maybe a lot."""
+    return "".join(f"; {unpriced_note(model, fallback)}"
+                   for model, fallback in sorted((est.get("unpriced") or {}).items()))
 
 
 def budget_note(est: dict[str, Any]) -> str:
@@ -167,7 +174,8 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
                    f"{_plural(len(done), 'iteration')}"
                    + (f" (x{out['ratio']:.2f})" if out["ratio"] is not None else "")
                    + (f"; {_money(per)} per iteration against ~{_money(out['expected_per_iteration_usd'])}"
-                      if per is not None else ""))
+                      if per is not None else "")
+                   + unpriced_notes(est))
     return out
 
 

@@ -33,7 +33,7 @@ import structlog
 
 from optimizer.config import Settings
 from optimizer.inputs.evals import Eval, EvalSet, split
-from optimizer.model.cost import BATCH_PRICE_FACTOR, BATCH_ROLES
+from optimizer.model.cost import BATCH_PRICE_FACTOR, BATCH_ROLES, unpriced
 from optimizer.store import readonly
 from optimizer.store.files import Workspace
 
@@ -97,7 +97,7 @@ class _Model:
     def __init__(self, settings: Settings, skill_dir: Path | None, evalset: EvalSet) -> None:
         self.settings = settings
         self.profile = PROFILES["sim" if settings.llm.provider == "sim" else "anthropic"]
-        self.prefix = _prefixes(skill_dir, evalset)
+        self.prefix = _prefixes(settings, skill_dir, evalset)
         self.skill_chars, self.skill_body = _skill_sizes(skill_dir)
 
     def call(self, role: str, body_chars: float, output_chars: float, times: float = 1.0) -> Tally:
@@ -213,6 +213,10 @@ def estimate(settings: Settings, evalset: EvalSet, skill_dir: Path | None = None
         },
     }
     est["iterations_in_budget"] = _iterations_in_budget(est)
+    # Models priced as another (the dearest listed), so the preview and status can say so.
+    roles = ("executor", "grader", "comparator", "analyzer", "proposer")
+    models = sorted({getattr(s.models, role) for role in roles})
+    est["unpriced"] = {m: f for m in models if (f := unpriced(s, m)) is not None}
     return est
 
 
@@ -333,9 +337,9 @@ def _skill_sizes(skill_dir: Path | None) -> tuple[int, int]:
     return total, body
 
 
-def _prefixes(skill_dir: Path | None, evalset: EvalSet) -> dict[str, int]:
+def _prefixes(settings: Settings, skill_dir: Path | None, evalset: EvalSet) -> dict[str, int]:
     """System prompt + tool definitions of each role: the part prompt caching reads back."""
-    from optimizer.execute.agent import BASH_TOOL, EDITOR_TOOL, SKILL_TOOL
+    from optimizer.execute.agent import agent_tools
     from optimizer.grade.answer import answer_schema
     from optimizer.model.prompts import load_prompt
     from optimizer.schemas import Analysis, Comparison
@@ -358,7 +362,7 @@ def _prefixes(skill_dir: Path | None, evalset: EvalSet) -> dict[str, int]:
     grader_tool = max((tool(answer_schema(t, d)) for t, d in zip(texts, dims, strict=True)), default=0)
     return {
         "executor": len(load_prompt("executor").render(input_files="", skills="")) + 900 + len(description)
-        + len(json.dumps([BASH_TOOL, EDITOR_TOOL, SKILL_TOOL])),
+        + len(json.dumps(agent_tools(settings, with_skill=True))),
         "grader": len(load_prompt("grader").render()) + grader_tool,
         "comparator": len(load_prompt("comparator").render()) + tool(Comparison),
         "analyzer": len(load_prompt("analyzer").render()) + tool(Analysis),
