@@ -5,16 +5,24 @@ explicitly. Never read settings from a global; never let an unknown key pass sil
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from optimizer.errors import BadInput
+from optimizer.prices import (
+    DEFAULT_PRICES,
+    PRICE_FIELDS,
+    Price,
+    env_prices,
+    price_key,
+    quoted,
+    set_price,
+)
 
 ROLES = ("executor", "grader", "comparator", "analyzer", "proposer", "trigger")
 
@@ -144,38 +152,6 @@ class StoreSettings(Section):
     busy_timeout_s: float = Field(30.0, gt=0)
 
 
-class Price(Section):
-    """US dollars per million tokens; cache writes and reads cost as input unless given (a server
-    other than Anthropic's seldom prices them apart)."""
-
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    cache_write: float = Field(ge=0)
-    cache_read: float = Field(ge=0)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _cache_as_input(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and "input" in data:
-            try:
-                same = float(data["input"])
-            except (TypeError, ValueError):
-                same = 0.0  # input's own error is the one to report, once
-            return {"cache_write": same, "cache_read": same, **data}
-        return data
-
-
-PRICE_FIELDS = tuple(Price.model_fields)
-
-
-DEFAULT_PRICES = {
-    "claude-opus-4-6": Price(input=5.0, output=25.0, cache_write=6.25, cache_read=0.5),
-    "claude-opus-4-1": Price(input=15.0, output=75.0, cache_write=18.75, cache_read=1.5),
-    "claude-sonnet-4-6": Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3),
-    "claude-haiku-4-5": Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1),
-}
-
-
 class Settings(Section):
     models: Models = Models()
     llm: Llm = Llm()
@@ -267,45 +243,10 @@ def _coerce(section: str, key: str, raw: str) -> Any:
     return raw
 
 
-def quoted(model: str) -> str:
-    """A model name as a settings key: quoted when a dot would split it."""
-    return f'"{model}"' if "." in model or '"' in model else model
-
-
-def _price_key(rest: str, origin: str) -> tuple[str, str | None]:
-    """`<model>` or `<model>.<field>` after `prices.`: the model may be quoted ("qwen2.5:0.5b")
-    and, unquoted, keeps its dots; a trailing price field name is the field."""
-    model, field = rest, None
-    if rest.startswith('"') and '"' in rest[1:]:
-        model, _, tail = rest[1:].partition('"')
-        field = tail[1:] if tail.startswith(".") else (tail or None)
-    elif rest.rpartition(".")[2] in PRICE_FIELDS:
-        model, _, field = rest.rpartition(".")
-    if not model or (field is not None and field not in PRICE_FIELDS):
-        raise BadInput(f"{origin}: expected prices.<model>.<field> with a field of "
-                       f"{', '.join(PRICE_FIELDS)}, e.g. --set 'prices.\"qwen2.5:0.5b\".input=0'.")
-    return model, field
-
-
-def _set_price(tree: dict, sources: dict, model: str, field: str | None, value: Any,
-               origin: str) -> None:
-    """One model's price, merged over what a lower layer gave it; a price of 0 means free."""
-    entry = tree.setdefault("prices", {}).setdefault(model, {})
-    if field is not None or isinstance(value, Mapping):
-        entry.update({field: value} if field is not None else value)
-    elif not isinstance(value, bool) and str(value).strip() in ("0", "0.0"):
-        entry.update(dict.fromkeys(PRICE_FIELDS, 0.0))
-    else:
-        raise BadInput(f"{origin}: prices.{quoted(model)} = {value!r} is not a price; give its "
-                       f"fields ({', '.join(PRICE_FIELDS)}, USD per million tokens), or 0 for a "
-                       "free model.")
-    sources[f"prices.{model}"] = origin
-
-
 def _set(tree: dict, sources: dict, dotted: str, value: Any, origin: str) -> None:
     section, _, key = dotted.partition(".")
     if section == "prices":
-        _set_price(tree, sources, *_price_key(key, origin), value, origin)
+        set_price(tree, sources, *price_key(key, origin), value, origin)
     elif section not in SECTIONS or key not in SECTIONS[section].model_fields:
         raise BadInput(f"{origin}: unknown setting '{dotted}'{_suggest(dotted)}")
     else:
@@ -344,7 +285,7 @@ def load(
             _set(tree, sources, EVAL_CONFIG_KEYS[key], value, "evals.json eval_config")
     for name, raw in sorted((env if env is not None else os.environ).items()):
         if name == "OPTIMIZER_PRICES" or name.startswith("OPTIMIZER_PRICES_"):
-            _set_tables(tree, sources, {"prices": _env_prices(name, raw)}, f"env {name}")
+            _set_tables(tree, sources, {"prices": env_prices(name, raw)}, f"env {name}")
             continue
         if not name.startswith("OPTIMIZER_") or name.count("_") < 2:
             continue
@@ -381,23 +322,9 @@ def _set_tables(tree: dict, sources: dict, tables: Mapping[str, Any], origin: st
             raise BadInput(f"{origin}: '{section}' must be a [section] table of settings.")
         for key, value in values.items():
             if section == "prices":
-                _set_price(tree, sources, key, None, value, origin)
+                set_price(tree, sources, key, None, value, origin)
             else:
                 _set(tree, sources, f"{section}.{key}", value, origin)
-
-
-def _env_prices(name: str, raw: str) -> dict:
-    """OPTIMIZER_PRICES: a JSON object of model name to price (a model name is seldom a valid
-    part of a variable's name)."""
-    try:
-        prices = json.loads(raw) if name == "OPTIMIZER_PRICES" else None
-    except ValueError:
-        prices = None
-    if not isinstance(prices, dict):
-        raise BadInput(f"environment variable {name}: expected OPTIMIZER_PRICES set to a JSON "
-                       'object, e.g. OPTIMIZER_PRICES=\'{"qwen2.5:0.5b": 0, "my-model": {"input": '
-                       '1.0, "output": 2.0}}\' (USD per million tokens; 0 = free).')
-    return prices
 
 
 def _explain(err: Mapping[str, Any], sources: Mapping[str, str]) -> str:

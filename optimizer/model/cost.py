@@ -8,7 +8,8 @@ from typing import Any
 
 import structlog
 
-from optimizer.config import Price, Settings, quoted
+from optimizer.config import Settings
+from optimizer.prices import Price, quoted
 
 log = structlog.get_logger()
 
