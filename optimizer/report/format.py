@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from optimizer.report.caveats import evals_note
+from optimizer.search.pace import clock
 
 COLOURS = {"won": "green", "lost": "red", "tie": "yellow", "baseline": "blue"}
 
@@ -37,12 +38,7 @@ def money(x: Any) -> str:
 
 
 def duration(seconds: Any) -> str:
-    if seconds is None:
-        return "—"
-    s = int(round(seconds))
-    h, rest = divmod(s, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+    return clock(seconds)  # one way to write a duration, here and on the live progress line
 
 
 def interval(ci: Any, n: Any = None, unit: str | None = "eval", *, sign: bool = True) -> str:
