@@ -171,7 +171,9 @@ class ModelClient:
                     return await self.batch.call(role, model, sample, key, request)
                 return await self.send_direct(role, model, sample, key, request, stream)
             finally:
-                self._reserved -= estimate
+                # Float sums of many estimates drift: never let the reserve go below zero, where
+                # it would show as "$-0.0000 in flight".
+                self._reserved = max(0.0, self._reserved - estimate)
 
     async def structured(
         self,
