@@ -19,7 +19,7 @@ from optimizer.grade.structural import check_run
 from optimizer.inputs.evals import Eval
 from optimizer.model import make_client
 from optimizer.search import compare
-from optimizer.sim import Simulator, world
+from optimizer.sim import Simulator, media, world
 from optimizer.tags import parse_tags, section
 
 
@@ -70,26 +70,8 @@ def make_png(path: Path, text: str | None = None, size: tuple[int, int] = (8, 6)
 
 
 def make_pdf(path: Path, pages: list[str]) -> None:
-    """A minimal PDF written by hand: one Helvetica line per page."""
-    objects = ["<< /Type /Catalog /Pages 2 0 R >>", "",
-               "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-    kids = []
-    for line in pages:
-        stream = f"BT /F1 18 Tf 72 720 Td ({line}) Tj ET"
-        objects.append(f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream")
-        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources "
-                       f"<< /Font << /F1 3 0 R >> >> /Contents {len(objects)} 0 R >>")
-        kids.append(len(objects))
-    objects[1] = f"<< /Type /Pages /Kids [{' '.join(f'{k} 0 R' for k in kids)}] /Count {len(kids)} >>"
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n{body}\nendobj\n".encode()
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    path.write_bytes(bytes(out))
+    """A minimal PDF written by hand (the simulator's writer): one line per page."""
+    path.write_bytes(media.pdf_with_text("\n".join(pages), lines_per_page=1))
 
 
 # --- a run, graded through the simulator, with the request kept ----------------------------------
