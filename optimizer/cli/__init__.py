@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from optimizer import config
 from optimizer.cli.common import (
@@ -230,6 +232,14 @@ def resume(
                                    flags=flags, detach=detach, console=out))
 
 
+def _print(data: dict, as_json: bool, printer: Callable[[Console, dict], None]) -> None:
+    """A view as JSON for scripts, or as rich text for a person."""
+    if as_json:
+        out.print_json(json.dumps(data))
+    else:
+        printer(out, data)
+
+
 @app.command()
 @handled
 def status(
@@ -239,11 +249,7 @@ def status(
     """Is the run alive, where is it, what has it spent, which version is best."""
     from optimizer.report import status as views
 
-    info = views.status(require_dir(run_dir, "run"))
-    if as_json:
-        out.print_json(json.dumps(info))
-    else:
-        views.print_status(out, info)
+    _print(views.status(require_dir(run_dir, "run")), as_json, views.print_status)
 
 
 @app.command()
@@ -264,11 +270,7 @@ def lineage(
     """The version tree with scores, intervals, decisions and costs."""
     from optimizer.report import tree as views
 
-    tree = views.lineage(require_dir(run_dir, "run"))
-    if as_json:
-        out.print_json(json.dumps(tree))
-    else:
-        views.print_lineage(out, tree)
+    _print(views.lineage(require_dir(run_dir, "run")), as_json, views.print_lineage)
 
 
 @app.command()
