@@ -232,6 +232,9 @@ def resume(
                                    flags=flags, detach=detach, console=out))
 
 
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
 def _print(data: dict, as_json: bool, printer: Callable[[Console, dict], None]) -> None:
     """A view as JSON for scripts, or as rich text for a person."""
     if as_json:
@@ -244,7 +247,7 @@ def _print(data: dict, as_json: bool, printer: Callable[[Console, dict], None]) 
 @handled
 def status(
     run_dir: RunDirArg,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Is the run alive, where is it, what has it spent, which version is best."""
     from optimizer.report import status as views
@@ -265,7 +268,7 @@ def stop(run_dir: RunDirArg) -> None:
 @handled
 def lineage(
     run_dir: RunDirArg,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """The version tree with scores, intervals, decisions and costs."""
     from optimizer.report import tree as views
