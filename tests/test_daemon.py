@@ -94,7 +94,9 @@ def stage(run_dir: Path) -> str:
         return ""
 
 
-RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2")
+# Seed 2: in two iterations the simulator's proposals both win and lose (one lost at screening),
+# so the reference run walks every path a decision can take.
+RUN = ("run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=2", "--max-iterations", "2")
 
 
 def reference_run(factory: pytest.TempPathFactory) -> Path:

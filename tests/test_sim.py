@@ -4,6 +4,7 @@ over the loopback server): protocol, errors, determinism, and a world where skil
 from __future__ import annotations
 
 import asyncio
+import re
 
 import anthropic
 import httpx2
@@ -100,11 +101,13 @@ async def tool_input(client: anthropic.AsyncAnthropic, request: dict) -> dict:
     return next(b for b in message.content if b.type == "tool_use").input
 
 
-async def run_executor(client: anthropic.AsyncAnthropic, skill: str | None, sample: int) -> str:
+async def run_executor(
+    client: anthropic.AsyncAnthropic, skill: str | None, sample: int, task: str = TASK
+) -> str:
     """A tiny agent loop: returns the text of the file the executor created."""
     system = "You are an agent working in /workspace." + (f"\n{LISTING}" if skill else "")
     tools = EXECUTOR_TOOLS if skill else EXECUTOR_TOOLS[:2]
-    messages: list[dict] = [{"role": "user", "content": TASK}]
+    messages: list[dict] = [{"role": "user", "content": task}]
     written = ""
     for _ in range(6):
         reply = await client.messages.create(
@@ -466,7 +469,8 @@ async def test_a_good_proposal_adds_an_instruction_for_the_most_frequent_failure
     client = client_for(Simulator(proposal_quality=1.0))
     proposal = await tool_input(client, forced("proposer", "submit_proposal", proposal_prompt()))
     new = apply_edit(SKILL, proposal["edits"][0])
-    assert "- Make sure that the report lists the `median_order` value\n" in new
+    assert ("- Whatever the task, the report lists the `median_order` value; readers of every "
+            "answer look for it.\n") in new
     assert new.index("median_order") > new.index("## Method")  # after the last bullet
     assert front_matter(new) == front_matter(SKILL) and "median_order" in proposal["summary"]
     lost = tag("attempt", 'Add: "The report lists the `median_order` value" — lost: no gain')
@@ -727,3 +731,86 @@ async def test_loopback_server_serves_the_real_sdk_and_streams():
         server.shutdown()
         server.server_close()
     assert sim.stats.by_role["executor"] == 4
+
+
+# --- an honest world: support, not topic words; habits generalise, copied values do not --------
+
+
+async def grade_once(client, expectations: list[str], output: str, sample: int) -> list[dict]:
+    prompt = "\n".join([
+        tag("expectations", "\n".join(tag("expectation", e) for e in expectations)),
+        tag("outputs", tag("file", output, path="outputs/report.md")),
+    ])
+    grading = await tool_input(client, forced("grader", "submit_grading", prompt, sample=sample))
+    return grading["expectations"]
+
+
+async def test_a_pass_always_quotes_its_support_from_the_output_even_for_a_noisy_judge():
+    client = client_for(Simulator(seed=3, judge_noise=0.5))
+    # The case that fooled the old judge: topic words everywhere, the colour nowhere.
+    topical = "# Page\n\nThis answer covers short, html, page, colour, declares.\n"
+    assert not any([(await grade_once(client, ["The page uses the colour #d97757"], topical, k))[0]
+                    ["passed"] for k in range(40)])
+    expectations = ["The report has a `## Summary` heading", "The report gives `total_revenue`",
+                    "The report names the best region", "The report states 12 regions"]
+    passes = 0
+    for sample in range(16):
+        output = await run_executor(client, SKILL, sample)
+        for result in await grade_once(client, expectations, output, sample):
+            if result["passed"]:
+                passes += 1
+                quotes = re.findall(r'"([^"]+)"', result["evidence"])
+                assert quotes and all(q in output for q in quotes), result
+            if result["text"].endswith("12 regions"):
+                assert not result["passed"] or "12" in output
+    assert passes >= 16
+
+
+SPECIFIC = {"1": "#faf9f5", "2": "#0b0b0b", "3": "#123456", "4": "#abcdef"}
+TRAIN, TEST = ("1", "2"), ("3", "4")
+
+
+def world_expectations(eval_id: str) -> list[str]:
+    return ["The report has a `## Notes` section", "The report has a `## Summary` heading",
+            f"The report names the colour {SPECIFIC[eval_id]}"]
+
+
+async def proposal_from_train(quality: float, kind: str) -> dict:
+    failures = "\n".join(tag("failure", text, eval=e, count="3")
+                         for e in TRAIN for text in world_expectations(e)[::2])
+    prompt = "\n".join([tag("target", "body"), tag("skill_files", tag("file", SKILL, path="SKILL.md")),
+                        tag("failed_expectations", failures), tag("lost_attempts", "")])
+    client = client_for(Simulator(proposal_quality=quality))
+    for sample in range(20):
+        proposal = await tool_input(client, forced("proposer", "submit_proposal", prompt,
+                                                   sample=sample))
+        if proposal["summary"].startswith(kind):
+            return proposal
+    raise AssertionError(f"no {kind!r} proposal in 20 samples")
+
+
+async def split_pass_rates(skill: str) -> dict[str, float]:
+    client = client_for(Simulator(seed=11, judge_noise=0.0))
+    rates = {}
+    for name, ids in (("train", TRAIN), ("test", TEST)):
+        passed = total = 0
+        for eval_id in ids:
+            for sample in range(8):
+                output = await run_executor(client, skill, sample)
+                results = await grade_once(client, world_expectations(eval_id), output, sample)
+                passed += sum(r["passed"] for r in results)
+                total += len(results)
+        rates[name] = passed / total
+    return rates
+
+
+async def test_copying_train_values_gains_on_train_only_and_a_general_habit_gains_on_both():
+    parrot = await proposal_from_train(0.0, "Add instructions for failing expectations")
+    general = await proposal_from_train(1.0, "Generalise from failing expectations")
+    parroted = apply_edit(SKILL, parrot["edits"][0])
+    generalised = apply_edit(SKILL, general["edits"][0])
+    assert "#faf9f5" in parroted and "#faf9f5" not in generalised and "#0b0b0b" not in generalised
+    base, copied, habit = [await split_pass_rates(s) for s in (SKILL, parroted, generalised)]
+    # One of three expectations per eval moves: a gain is about 0.3, sampling noise about 0.05.
+    assert copied["train"] - base["train"] >= 0.25 and abs(copied["test"] - base["test"]) <= 0.1
+    assert habit["train"] - base["train"] >= 0.25 and habit["test"] - base["test"] >= 0.25

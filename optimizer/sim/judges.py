@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from optimizer.sim.support import support
 from optimizer.sim.text import (
     all_stems,
     bullet_text,
@@ -20,7 +21,6 @@ from optimizer.sim.text import (
 from optimizer.tags import parse_tags
 
 Section = Callable[[str], "str | None"]
-PASS_WORDS = 0.6  # share of an expectation's content words the outputs must contain
 SHORT_OUTPUT = 200  # characters: below this a passing expectation is suspicious
 
 
@@ -63,25 +63,9 @@ def _haystack(files: list[dict]) -> str:
 
 
 def check(expectation: str, files: list[dict]) -> tuple[bool, str]:
-    """(passed, evidence): every snippet verbatim and most content words present in the outputs."""
-    if not files:
-        return False, "No output files were produced."
-    hay = _haystack(files)
-    found_stems = all_stems(hay)
-    snips = snippets(expectation)
-    wanted = stems(strip_snippets(expectation))
-    missing_snips = [s for s in snips if s not in hay]
-    missing_words = sorted(wanted - found_stems)
-    share = 1 - len(missing_words) / len(wanted) if wanted else 1.0
-    if missing_snips or share < PASS_WORDS:
-        parts = [f"`{s}`" for s in missing_snips] + missing_words
-        return False, "Not found in the outputs: " + ", ".join(parts[:8]) + "."
-    best = max(
-        ((f["path"], line) for f in files for line in f["content"].splitlines() if line.strip()),
-        key=lambda pl: (sum(s in pl[1] for s in snips), len(all_stems(pl[1]) & wanted)),
-        default=(files[0]["path"], ""),
-    )
-    return True, f'Found in {best[0]}: "{best[1].strip()[:200]}"'
+    """(passed, evidence) under the simulator's rule of support (sim/support.py)."""
+    found = support(expectation, files)
+    return found.passed, found.evidence
 
 
 def _coverage(text: str, files: list[dict]) -> float:
@@ -93,9 +77,14 @@ def grade(get: Section, rng: random.Random, knobs: Any, seen: Mapping[str, str] 
     files = parse_files(get("outputs"), seen)
     results: list[dict[str, Any]] = []
     for text in _expectations(get):
-        passed, evidence = check(text, files)
-        if rng.random() < knobs.judge_noise:
-            passed = not passed  # a noisy judge keeps its evidence and flips its verdict
+        found = support(text, files)
+        passed, evidence = found.passed, found.evidence
+        # A noisy judge misses support that is there, or accepts a near miss; it never passes an
+        # expectation without quoting what it leant on.
+        if rng.random() < knobs.judge_noise and (passed or found.partial):
+            passed = not passed
+            evidence += (" The judge accepted this as close enough." if passed
+                         else " The judge did not accept this as meeting the expectation.")
         results.append({"text": text, "passed": passed, "evidence": evidence})
     n_pass = sum(r["passed"] for r in results)
     total = len(results)
@@ -321,6 +310,16 @@ def analyze(get: Section, rng: random.Random, knobs: Any) -> dict:
         }
         for k, (text, count, _) in enumerate(failed[:3])
     ]
+    repeated = plain_lines(get("repeated_work") or "")
+    if repeated:
+        suggestions.append(
+            {
+                "priority": "medium",
+                "category": "tools",
+                "suggestion": f"Bundle the step every run repeats as a script in scripts/: {repeated[0]}",
+                "expected_impact": "Fewer turns and tokens per run; the step is done the same way each time.",
+            }
+        )
     if len(winner) > 10:
         suggestions.append(
             {

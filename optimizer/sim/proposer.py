@@ -1,5 +1,7 @@
-"""The simulated proposer: good edits (an instruction per frequent failure) with probability
-proposal_quality, plausible bad ones otherwise. Never touches the front matter in body mode."""
+"""The simulated proposer: good edits (the general habit behind a frequent failure) with
+probability proposal_quality, plausible bad ones otherwise (dropping or muting an instruction, or
+copying one eval's expectation and values into the skill: overfitting, which gains on that eval
+and nowhere else). Never touches the front matter in body mode."""
 
 from __future__ import annotations
 
@@ -14,12 +16,15 @@ import yaml
 from optimizer.sim.judges import failures, parse_files
 from optimizer.sim.text import (
     NEGATIVE,
+    TASK_VALUES,
     bullet_indexes,
     bullet_text,
+    facts,
     snippets,
     split_front_matter,
     stem,
     stems,
+    strip_snippets,
     words,
 )
 from optimizer.tags import parse_tags
@@ -69,9 +74,10 @@ def _body(get: Section, path: str, content: str, good: bool, rng: random.Random)
     lines = body.split("\n")
     marks = bullet_indexes(lines)
     last = marks[-1] if marks else None
-    failed = sorted(failures(get("failed_expectations")), key=lambda f: -f[1])
+    failed = _unique(sorted(failures(get("failed_expectations")), key=lambda f: -f[1]))
     lost = " ".join(c for _, c in parse_tags(get("lost_attempts") or "", "attempt")).lower()
-    fresh = [f for f in failed if _one_line(f[0]).lower() not in lost + " " + body.lower()]
+    shared = _shared_facts(failed)
+    fresh = [f for f in failed if _general(f[0], shared).lower() not in lost + " " + body.lower()]
 
     def insert(new_lines: list[str]) -> tuple[str, str, str]:
         at = last + 1 if last is not None else len(lines) - (lines[-1] == "")
@@ -81,14 +87,29 @@ def _body(get: Section, path: str, content: str, good: bool, rng: random.Random)
         return after, anchor, anchor + "\n".join(new_lines) + "\n"
 
     if failed and good and fresh:
+        # A good author generalises: one task's values stay out of the skill, the habit goes in.
         chosen = fresh[: 2 if len(fresh) > 1 and rng.random() < 0.5 else 1]
-        added = [f"- Make sure that {_lower_first(_one_line(t))}" for t, _, _ in chosen]
+        added = [f"- Whatever the task, {_lower_first(_general(t, shared))}; readers of every "
+                 "answer look for it." for t, _, _ in chosen]
         after, old, new = insert(added)
         names = "; ".join(f'"{_one_line(t)}"' for t, _, _ in chosen)
         why = "; ".join(f"failed in {n} run(s) of eval {e or '?'}" for _, n, e in chosen)
         return _result(
-            f"Add instructions for failing expectations: {names}",
-            f"These expectations {why}, and the skill never asked for them explicitly.",
+            f"Generalise from failing expectations: {names}",
+            f"These expectations {why}; the skill now asks for the habit behind them in every "
+            "task, not for one eval's values.",
+            _edit(path, content, after, old, new),
+        )
+    specific = [f for f in fresh if _general(f[0], shared) != _one_line(f[0])]
+    if failed and not good and specific and rng.random() < 0.5:
+        # The overfitting edit a careless author makes: the eval's own wording and values.
+        chosen = specific[:2]
+        after, old, new = insert([f"- Make sure that {_lower_first(_one_line(t))}"
+                                  for t, _, _ in chosen])
+        return _result(
+            "Add instructions for failing expectations: "
+            + "; ".join(f'"{_one_line(t)}"' for t, _, _ in chosen),
+            "The skill never asked for these explicitly.",
             _edit(path, content, after, old, new),
         )
     if failed and not good:
@@ -113,6 +134,37 @@ def _body(get: Section, path: str, content: str, good: bool, rng: random.Random)
             _edit(path, content, after, old, new),
         )
     return _neutral(path, content, head, lines, marks, rng)
+
+
+def _unique(failed: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
+    """One entry per expectation text: the same wording failing in two evals is one habit."""
+    seen: dict[str, tuple[str, int, str]] = {}
+    for text, count, eval_id in failed:
+        seen.setdefault(_one_line(text).lower(), (text, count, eval_id))
+    return list(seen.values())
+
+
+def _shared_facts(failed: list[tuple[str, int, str]]) -> set[str]:
+    """Values that failing expectations of two or more evals name: a convention of the skill
+    (a brand colour every page must use), not one task's answer."""
+    evals_of: dict[str, set[str]] = {}
+    for text, _, eval_id in failed:
+        for fact in facts(strip_snippets(text)):
+            evals_of.setdefault(fact, set()).add(eval_id)
+    return {fact for fact, evals in evals_of.items() if len(evals) >= 2}
+
+
+def _general(text: str, shared: set[str]) -> str:
+    """The expectation without the values only one eval names, asking for the task's own."""
+    line = _one_line(text)
+    specific = [f for f in facts(strip_snippets(line)) if f not in shared]
+    for fact in specific:
+        line = re.sub(rf"[\"'\u201c]?{re.escape(fact)}[\"'\u201d]?", "", line, count=1)
+    if not specific:
+        return line
+    line = re.sub(r"\s+", " ", line).replace("( ", "(")
+    line = re.sub(r"\(\s*[,;]?\s*\)|\s+([,;:.)])", r"\1", line).strip(" ,;:")
+    return f"{line} {TASK_VALUES}"
 
 
 def _neutral(

@@ -25,6 +25,9 @@ _SNIPPET = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 _BULLET = re.compile(r"^\s*(?:[-*]|\d+\.)\s+(.+?)\s*$")
 # An instruction with one of these words and a snippet tells the agent to leave the snippet out.
 NEGATIVE = re.compile(r"\b(skip|omit|never include|do not include|don't include|leave out)\b", re.I)
+# How a general instruction asks for a task's specifics instead of naming one task's values; an
+# agent that follows it carries every value the task names into its answer.
+TASK_VALUES = "with the values the task gives"
 # Harness-injected context (Claude Code puts the date and the skill list there), not the task.
 REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 
@@ -60,6 +63,25 @@ def snippets(text: str) -> list[str]:
 
 def strip_snippets(text: str) -> str:
     return re.sub(r"\s+", " ", _SNIPPET.sub("", text)).strip()
+
+
+# Values an expectation names that a judge must see as written: quoted strings, colours, numbers.
+_FACT = re.compile(
+    r'"([^"\n]{1,80})"|\u201c([^\u201d\n]{1,80})\u201d|(?<![\w])\'([^\'\n]{2,80})\'(?![\w])'
+    r"|(?<![\w#])(#[0-9a-fA-F]{3,8})(?![\w])"
+    r"|(?<![\w.#/-])(\d+(?:[.,]\d+)*%?)(?![\w])"
+)
+
+
+def facts(text: str) -> list[str]:
+    """The specific values a sentence names, in order: what separates "the CSS declares #faf9f5"
+    (one task's answer) from "the CSS declares the brand colours" (any task's)."""
+    found = (next(g for g in m.groups() if g is not None) for m in _FACT.finditer(text))
+    return list(dict.fromkeys(f.strip() for f in found if f.strip()))
+
+
+def strip_facts(text: str) -> str:
+    return re.sub(r"\s+", " ", _FACT.sub("", text)).strip()
 
 
 def strip_reminders(text: str) -> str:

@@ -14,9 +14,11 @@ from optimizer.sim import judges, media, proposer
 from optimizer.sim.text import (
     NEGATIVE,
     REMINDER,
+    TASK_VALUES,
     block_text,
     bullet_text,
     bullets,
+    facts,
     first_user_text,
     fit,
     forced_tool,
@@ -216,6 +218,8 @@ def compose_output(task: str, instructions: list[str], rng: random.Random) -> st
     rate = follow_rate(len(instructions))
     followed = [bullet_text(line) for line in instructions if rng.random() < rate]
     task_snippets = [s for s in snippets(task) if rng.random() < 0.5]
+    if any(TASK_VALUES in line for line in followed):
+        task_snippets = snippets(task) + facts(strip_snippets(task))
     suppressed = {s for line in followed if NEGATIVE.search(line) for s in snippets(line)}
     title = " ".join(task.replace("`", "").split()[:6]) or "Answer"
     lines = [f"# {title}", "", f"This answer covers {', '.join(chosen) or 'the request'}.", ""]
