@@ -6,6 +6,7 @@ import pytest
 from optimizer.model import StructuredAnswerError, make_client
 from optimizer.schemas import Analysis
 from optimizer.search.analyze import analyze
+from optimizer.search.propose import EvalCost
 from optimizer.search.select import ComparisonTally
 from optimizer.sim import Simulator
 from optimizer.store.files import read_json
@@ -77,6 +78,8 @@ async def test_analysis_json_from_the_unblinded_comparison(tmp_path, recorded):
         tally=TALLY, failed_expectations=FAILED,
         transcripts={"v1 eval-1 run-1": "Read SKILL.md\n" + "step\n" * 3000},
         out_path=out,
+        costs=[EvalCost(eval_id=1, pass_rate=0.5, tokens=12_345, turns=7.0, runs=3)],
+        repeated_work=["bash: python scripts/profile.py data.csv (in 3 evals)"],
     )
     assert isinstance(result, Analysis)
     data = Analysis.model_validate(read_json(out))
@@ -95,6 +98,11 @@ async def test_analysis_json_from_the_unblinded_comparison(tmp_path, recorded):
     # The tally is told in the versions' names: the child (v1) won 4, the parent (v0) 1.
     assert "4 won by v1, 1 won by v0" in text and 'winner="v1" output_a="v0" boundary="' in text
     assert "characters cut" in text  # a long transcript is an excerpt
+    # The proposer's evidence of cost reaches the analyzer too, and shapes its suggestions.
+    assert "eval 1: pass rate 0.50, 12,345 tokens, 7.0 turns" in section(text, "eval_costs")
+    assert "scripts/profile.py" in section(text, "repeated_work")
+    assert any(s.category == "tools" and "scripts/profile.py" in s.suggestion
+               for s in data.improvement_suggestions)
 
 
 class Refusing:

@@ -296,6 +296,25 @@ def test_a_win_says_against_what_and_why_it_is_not_the_best(built):
     assert f"v4 {v4}" in text and "(won against its parent v2)" in text
 
 
+def test_a_train_gain_that_the_sealed_test_does_not_show_is_flagged_beside_its_train_delta(built):
+    nodes = {n["label"]: n for n in _walk(lineage_view.lineage(built.root)["tree"])}
+    gain = round(nodes[built.best]["score"] - nodes["v0"]["score"], 4)
+    assert gain > 0  # the fixture's best gained on the train evals
+    test = {"evals": [4], "versions": {"v0": {"score": 0.5, "per_eval": {"4": 0.5}},
+                                       built.best: {"score": 0.5, "per_eval": {"4": 0.5}}},
+            "best": built.best, "delta": 0.0}
+    with sqlite3.connect(built.root / "state.db") as conn:
+        conn.execute("update runs set test_json = ?", [json.dumps(test)])
+    info = status.status(built.root)
+    assert info["test"]["train_delta"] == gain
+    warning = (f"sealed test: {built.best} gained {gain:+.3f} over v0 on the train evals and "
+               "+0.000 on the 1 sealed eval; the gain has not shown beyond the tasks the loop saw")
+    assert warning in info["warnings"]
+    text = render(status.print_status, info)
+    assert f"(on the train evals Δ {gain:+.3f})" in " ".join(text.split())
+    assert f"warning: {warning}" in render(lineage_view.print_lineage, lineage_view.lineage(built.root))
+
+
 def test_a_sealed_test_below_v0_is_flagged_plainly(built):
     _test_went_backwards(built.root, built.best)
     warning = (f"sealed test: {built.best} scored below v0 (0.889 vs 1.000); the gain may be "

@@ -78,19 +78,38 @@ def _why_not_best(node: dict, best: dict, by_label: dict[str, dict]) -> str:
     return f"it beat {node.get('parent')}, not the current best {best['label']}{scores}"
 
 
-def sealed_test_warning(test: Any) -> str | None:
-    """A final best that scores below v0 on evals the loop never saw is the sign of overfitting
-    the train evals; it must not hide in a table of numbers."""
+def train_delta(test: Any, nodes: list[dict]) -> float | None:
+    """What the sealed test's best gained over v0 on the train evals, to set beside its sealed
+    Δ: a gain that shows on train only is fitted to the tasks the loop saw."""
+    if not isinstance(test, dict) or not test.get("best") or test.get("best") == "v0":
+        return None
+    scores = {n["label"]: n.get("score") for n in nodes}
+    base, final = scores.get("v0"), scores.get(test["best"])
+    return None if base is None or final is None else round(final - base, 4)
+
+
+def sealed_test_warning(test: Any, nodes: list[dict] | None = None) -> str | None:
+    """A final best that scores below v0 on evals the loop never saw, or gains on the train evals
+    but not on the sealed ones, is the sign of overfitting the train evals; it must not hide in a
+    table of numbers."""
     if not isinstance(test, dict) or test.get("incomplete"):
         return None
     best, versions = test.get("best"), test.get("versions") or {}
     if not best or best == "v0":
         return None
     base, final = ((versions.get(label) or {}).get("score") for label in ("v0", best))
-    if base is None or final is None or final >= base:
+    if base is None or final is None:
         return None
-    return (f"sealed test: {best} scored below v0 ({final:.3f} vs {base:.3f}); the gain may be "
-            "overfitting to the train evals")
+    if final < base:
+        return (f"sealed test: {best} scored below v0 ({final:.3f} vs {base:.3f}); the gain may "
+                "be overfitting to the train evals")
+    gain = train_delta(test, nodes or [])
+    if gain is not None and gain > 0 and final - base <= 0:
+        n = len(test.get("evals") or [])
+        return (f"sealed test: {best} gained {gain:+.3f} over v0 on the train evals and "
+                f"{final - base:+.3f} on the {n} sealed eval{'s' if n != 1 else ''}; the gain has "
+                "not shown beyond the tasks the loop saw")
+    return None
 
 
 def suite_warning(run: dict, settings: dict) -> str | None:
@@ -119,7 +138,7 @@ def annotate(root: Path, nodes: list[dict], best: str | None, run: dict, setting
         if n.get("delta_evals") is None and n.get("delta") is not None:
             n["delta_evals"] = _selection_evals(root, n["label"])
         n["ci"] = bounded(n.get("ci"), DELTA)
-    return [w for w in (sealed_test_warning(test), suite_warning(run, settings)) if w]
+    return [w for w in (sealed_test_warning(test, nodes), suite_warning(run, settings)) if w]
 
 
 def _selection_evals(root: Path, label: str) -> int | None:

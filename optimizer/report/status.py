@@ -61,7 +61,7 @@ def status(run_dir: Path) -> dict:
         "saved_usd": round(data.ledger.get("saved_usd") or 0.0, 6),
         "deadline": deadline, "seconds_left": _seconds_left(deadline),
         "last_error": run.get("last_error"), "stop_reason": run.get("stop_reason"),
-        "test": read.parse_json(run.get("test_json")),
+        "test": _with_train_delta(read.parse_json(run.get("test_json")), data.nodes),
         "settings": read.provenance(ws.run_toml),
         "resumes": len(data.resumes),
         "last_resumed": data.resumes[-1] if data.resumes else None,
@@ -69,6 +69,11 @@ def status(run_dir: Path) -> dict:
         **_timing(run, iterations, settings, running=pid is not None,
                   spent=data.ledger.get("spent_usd") or 0.0),
     }
+
+
+def _with_train_delta(test: Any, nodes: list[dict]) -> Any:
+    gain = caveats.train_delta(test, nodes)
+    return test if gain is None else {**test, "train_delta": gain}
 
 
 def _probe(ws: Workspace) -> str | None:
@@ -243,4 +248,6 @@ def _test_line(test: dict) -> Text:
     versions = test.get("versions") or {}
     parts = [f"{label} {num((v or {}).get('score'))}" for label, v in versions.items()]
     delta = f"; Δ {signed(test.get('delta'))}" if test.get("delta") is not None else ""
+    if test.get("train_delta") is not None:
+        delta += f" (on the train evals Δ {signed(test['train_delta'])})"
     return Text(f"evals {test.get('evals')}: " + ", ".join(parts) + delta)
