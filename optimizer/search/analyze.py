@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from optimizer.model import ModelCallFailed, StructuredAnswerError
 from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Analysis
+from optimizer.search.propose import EvalCost, render_costs
 from optimizer.search.select import ComparisonTally
 from optimizer.store.files import write_json
 from optimizer.tags import data, tag
@@ -128,6 +129,8 @@ async def analyze(
     transcripts: dict[str, str],
     out_path: Path,
     winner_is_child: bool | None = None,
+    costs: list[EvalCost] | None = None,
+    repeated_work: list[str] | None = None,
 ) -> Analysis | None:
     """Ask the analyzer; write and return analysis.json, or None (and no file) when it fails."""
     child_won = _child_won(winner_label, loser_label, winner_is_child)
@@ -137,6 +140,10 @@ async def analyze(
         tag("comparisons", render_comparisons(tally, winner_label, loser_label, child_won)),
         tag("failed_expectations", render_failures(failed_expectations)),
         tag("transcripts", render_transcripts(transcripts)),
+        # The same evidence the proposer gets: what each eval costs the version whose failures
+        # are listed, and the tool calls its runs repeat (candidates for a bundled script).
+        tag("eval_costs", render_costs(costs or [])),
+        data("repeated_work", "\n".join(f"- {w}" for w in repeated_work or []) or "(none)"),
     ])
     try:
         answer = await client.structured(

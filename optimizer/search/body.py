@@ -182,7 +182,8 @@ class BodyTarget:
                        tally: select.ComparisonTally) -> None:
         run = self.run
         winner, loser = (label, parent) if decision.decision == "won" else (parent, label)
-        found = evidence.gather(run.ws, run.store, loser, run.train).failures
+        gathered = evidence.gather(run.ws, run.store, loser, run.train)
+        found = gathered.failures
         transcripts = {}
         for lab in (winner, loser):
             for e in run.train[:3]:
@@ -194,7 +195,8 @@ class BodyTarget:
             await analyze(run.client, winner_skill=run.ws.skill(winner),
                           loser_skill=run.ws.skill(loser), winner_label=winner, loser_label=loser,
                           tally=tally, failed_expectations=[(f.eval_id, f.text, f.count) for f in found],
-                          transcripts=transcripts, out_path=run.ws.version(label) / "analysis.json")
+                          transcripts=transcripts, out_path=run.ws.version(label) / "analysis.json",
+                          costs=gathered.costs, repeated_work=gathered.repeated_work)
 
     async def measure_test(self, label: str) -> dict[str, Any]:
         ws = self.run.ws

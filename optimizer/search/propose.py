@@ -148,7 +148,7 @@ def build_request(parent: Path, feedback: Feedback, target: str) -> str:
     evidence = [
         tag("failed_expectations", failures),
         tag("transcript_excerpts", excerpts),
-        tag("eval_costs", _costs(feedback.costs)),
+        tag("eval_costs", render_costs(feedback.costs)),
         data("repeated_work", _lines(feedback.repeated_work)),
         tag("human_feedback", _lines(feedback.human_feedback)),
         # Models wrote these, from outputs the skill produced: data, like the outputs.
@@ -165,7 +165,7 @@ def build_request(parent: Path, feedback: Feedback, target: str) -> str:
                          *_within(evidence, MAX_EVIDENCE_CHARS)])
 
 
-def _costs(costs: list[EvalCost]) -> str:
+def render_costs(costs: list[EvalCost]) -> str:
     # Tokens and turns, not seconds: wall time depends on what else ran at once, and nothing
     # sent to a model may depend on timing (DESIGN §12); tokens and turns measure the same cost.
     lines = [f"eval {c.eval_id}: pass rate {c.pass_rate:.2f}, {c.tokens:,.0f} tokens, "
