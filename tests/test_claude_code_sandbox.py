@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -57,10 +58,10 @@ def bash(command: str) -> tuple[str, dict]:
 
 
 async def run_scripted(tmp_path: Path, steps: list[tuple[str, dict]], *, skill: Path = EXAMPLE,
-                       mode: str = "auto") -> tuple[object, Scripted]:
+                       **box: object) -> tuple[object, Scripted]:
     sim = Scripted(steps)
     server, port = serve(sim, "127.0.0.1", 0)
-    settings = Settings.model_validate({"llm": {"provider": "sim"}, "sandbox": {"mode": mode}})
+    settings = Settings.model_validate({"llm": {"provider": "sim"}, "sandbox": box})
     # The run folder laid out as in a real run: the evals sit five folders above the workspace.
     run_dir = tmp_path / "run" / "v0" / "eval-1" / "with_skill" / "run-1"
     try:
@@ -151,6 +152,15 @@ async def test_the_sandbox_reaches_only_the_model(tmp_path: Path) -> None:
     seen = "\n".join(sim.results)
     assert "host-listener-unreachable" in seen and "host-listener-reachable" not in seen
     assert "eth0" not in seen and "lo" in seen  # a network namespace with a loopback only
+
+
+async def test_a_workspace_over_its_limit_stops_the_cli(tmp_path: Path) -> None:
+    fill = "for i in $(seq 40); do head -c 1000000 /dev/zero > outputs/f$i; done; sleep 50"
+    started = time.monotonic()
+    record, _ = await run_scripted(tmp_path, [bash(fill)], max_workspace_mb=5)
+    assert record.status == "resource_limit", record.error
+    assert time.monotonic() - started < 30  # stopped while it ran, not when its command ended
+    assert list((record.run_dir / "outputs").glob("f*")) == []
 
 
 async def test_unconfined_on_request_runs_on_the_host_without_bash(tmp_path: Path) -> None:

@@ -11,12 +11,13 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from optimizer import sandbox
 from optimizer.config import Settings
-from optimizer.errors import BadInput
+from optimizer.errors import BadInput, ResourceLimit
 from optimizer.execute import Executor, RunContext
 from optimizer.execute.record import Tally, Transcript
 
@@ -36,6 +37,7 @@ BINARY_MOUNT = "/opt/claude-code/claude"
 MAX_STDERR = 64_000
 VOLATILE_KEYS = ("uuid", "session_id", "timestamp")
 STREAM_LIMIT = 64 * 1024 * 1024  # one stream-json line carries a whole file the agent wrote
+WATCH_S = 0.1  # how often the workspace is measured while the CLI runs, at the least
 
 
 def find_claude(settings: Settings) -> Path:
@@ -165,7 +167,8 @@ class ClaudeCodeExecutor(Executor):
             (home / "tmp").mkdir()
             env = cli_env(home=home, base_url=self.base_url, api_key=self.api_key,
                           sample=ctx.sample)
-            return await _stream(args, str(ctx.work), env, ctx, transcript, tally, str(home))
+            return await _stream(args, str(ctx.work), env, ctx, transcript, tally, str(home),
+                                 self.settings.sandbox.max_workspace_mb)
 
     async def _run_boxed(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
         assert self.binary is not None
@@ -185,19 +188,23 @@ class ClaudeCodeExecutor(Executor):
             headers={"x-optimizer-sample": str(ctx.sample)}, env=boxed_env(self.settings),
             binds=binds,
         ) as box:
-            return await _stream(box.argv, "/", box.env, ctx, transcript, tally, None)
+            return await _stream(box.argv, "/", box.env, ctx, transcript, tally, None,
+                                 self.settings.sandbox.max_workspace_mb)
 
 
 async def _stream(argv: list[str], cwd: str, env: dict[str, str], ctx: RunContext,
-                  transcript: Transcript, tally: Tally, home: str | None) -> str | None:
+                  transcript: Transcript, tally: Tally, home: str | None,
+                  max_workspace_mb: int) -> str | None:
     """Start the CLI, feed it the prompt, read its stream-json to the end; why it failed, or
-    None. Cancelled (the run's timeout), it kills the whole process group first."""
+    None. Cancelled (the run's timeout), it kills the whole process group first; a workspace
+    over its limit kills it too, and raises ResourceLimit."""
     proc = await asyncio.create_subprocess_exec(
         *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         start_new_session=True, limit=STREAM_LIMIT,
     )
     stream = StreamState(ctx.skill.name if ctx.skill is not None else None, home)
+    watch = asyncio.create_task(_watch(ctx.work, max_workspace_mb, proc.pid))
     try:
         stderr = asyncio.create_task(_drain(proc.stderr))
         assert proc.stdin is not None and proc.stdout is not None
@@ -210,13 +217,30 @@ async def _stream(argv: list[str], cwd: str, env: dict[str, str], ctx: RunContex
         code = await proc.wait()
         err_text = await stderr
     finally:
+        watch.cancel()
         # A timeout cancels us here: the whole process group goes, children included.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         if proc.returncode is None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(proc.wait())
+    if watch.done() and not watch.cancelled() and (over := watch.result()):
+        raise ResourceLimit(over)
     return stream.outcome(code, ctx.scrub(err_text))
+
+
+async def _watch(work: Path, max_mb: int, pid: int) -> str | None:
+    """Measure the workspace while the CLI runs, as the sandbox's supervisor does for a command
+    (its Bash commands are the CLI's children, not ours); past the limit, kill the CLI."""
+    while True:
+        started = time.monotonic()
+        over = await asyncio.to_thread(sandbox.workspace_breach, work, max_mb)
+        if over is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            return over
+        # A folder of many entries is slow to walk: then the polls space out (a tenth of a core).
+        await asyncio.sleep(max(WATCH_S, 10 * (time.monotonic() - started)))
 
 
 async def _drain(reader: asyncio.StreamReader | None) -> str:
