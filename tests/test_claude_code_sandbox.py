@@ -15,6 +15,7 @@ from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.execute import get_executor
 from optimizer.inputs.evals import load_evals
+from optimizer.sandbox import box
 from optimizer.sim import Simulator, serve
 from tests.test_claude_code import EXAMPLE, needs_cli
 
@@ -161,6 +162,16 @@ async def test_a_workspace_over_its_limit_stops_the_cli(tmp_path: Path) -> None:
     assert record.status == "resource_limit", record.error
     assert time.monotonic() - started < 30  # stopped while it ran, not when its command ended
     assert list((record.run_dir / "outputs").glob("f*")) == []
+
+
+async def test_a_sandbox_that_cannot_start_leaves_the_run_unscored(tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    # A bind whose source is gone: bwrap fails before the CLI starts, which is not the skill's.
+    monkeypatch.setattr(box, "find_node", lambda: ("/opt/node/bin/node",
+                                                   [("--ro-bind", str(tmp_path / "gone"), "/opt/node")]))
+    record, sim = await run_scripted(tmp_path, [])
+    assert record.status == "unscored" and "could not start" in (record.error or "")
+    assert "bwrap:" in (record.error or "") and sim.headers == []
 
 
 async def test_unconfined_on_request_runs_on_the_host_without_bash(tmp_path: Path) -> None:

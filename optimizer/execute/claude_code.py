@@ -17,7 +17,7 @@ from typing import Any
 
 from optimizer import sandbox
 from optimizer.config import Settings
-from optimizer.errors import BadInput, ResourceLimit
+from optimizer.errors import BadInput, InfraFailure, ResourceLimit
 from optimizer.execute import Executor, RunContext
 from optimizer.execute.record import Tally, Transcript
 
@@ -37,6 +37,7 @@ BINARY_MOUNT = "/opt/claude-code/claude"
 MAX_STDERR = 64_000
 VOLATILE_KEYS = ("uuid", "session_id", "timestamp")
 STREAM_LIMIT = 64 * 1024 * 1024  # one stream-json line carries a whole file the agent wrote
+NO_RESULT = "the Claude Code CLI exited with code"
 WATCH_S = 0.1  # how often the workspace is measured while the CLI runs, at the least
 
 
@@ -188,8 +189,12 @@ class ClaudeCodeExecutor(Executor):
             headers={"x-optimizer-sample": str(ctx.sample)}, env=boxed_env(self.settings),
             binds=binds,
         ) as box:
-            return await _stream(box.argv, "/", box.env, ctx, transcript, tally, None,
-                                 self.settings.sandbox.max_workspace_mb)
+            failed = await _stream(box.argv, "/", box.env, ctx, transcript, tally, None,
+                                   self.settings.sandbox.max_workspace_mb)
+        if failed and failed.startswith(NO_RESULT) and _box_failed(failed):
+            # The sandbox or its relay never started the CLI: ours to retry, not the skill's 0.
+            raise InfraFailure(f"the sandbox could not start the Claude Code CLI: {failed}")
+        return failed
 
 
 async def _stream(argv: list[str], cwd: str, env: dict[str, str], ctx: RunContext,
@@ -227,6 +232,12 @@ async def _stream(argv: list[str], cwd: str, env: dict[str, str], ctx: RunContex
     if watch.done() and not watch.cancelled() and (over := watch.result()):
         raise ResourceLimit(over)
     return stream.outcome(code, ctx.scrub(err_text))
+
+
+def _box_failed(failed: str) -> bool:
+    # bwrap's own setup errors start with "bwrap:"; the forwarder's and the limits' exit 125-127.
+    return any(mark in failed for mark in ("bwrap: ", "sandbox relay: ", sandbox.SETUP_FAILED)) or \
+        any(f"exited with code {code} " in failed for code in (125, 126, 127))
 
 
 async def _watch(work: Path, max_mb: int, pid: int) -> str | None:
@@ -326,7 +337,7 @@ class StreamState:
         result = self.result
         if result is None:
             tail = stderr.strip()[-1500:] or "no output"
-            return f"the Claude Code CLI exited with code {exit_code} without a result: {tail}"
+            return f"{NO_RESULT} {exit_code} without a result: {tail}"
         if result.get("is_error") or result.get("subtype") != "success":
             detail = result.get("result") or result.get("errors") or ""
             return (f"the Claude Code CLI ended with {result.get('subtype')!r} after "

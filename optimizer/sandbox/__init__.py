@@ -14,6 +14,7 @@ from optimizer.sandbox.confinement import (
     startup_line,
 )
 from optimizer.sandbox.disk import breach as workspace_breach
+from optimizer.sandbox.limits import SETUP_FAILED
 from optimizer.sandbox.paths import to_host_path, to_sandbox_path
 from optimizer.sandbox.policy import (
     SKILL_MOUNT,
@@ -27,6 +28,7 @@ from optimizer.sandbox.policy import (
 from optimizer.sandbox.run import run, run_async
 
 __all__ = [
+    "SETUP_FAILED",
     "Box",
     "SKILL_MOUNT",
     "UNCONFINED_LINE",
