@@ -5,6 +5,9 @@ target; nothing reaches the network."""
 from __future__ import annotations
 
 import asyncio
+import shutil
+import ssl
+import subprocess
 from pathlib import Path
 
 import httpx2
@@ -56,6 +59,35 @@ async def test_requests_go_to_the_target_with_the_real_key(tmp_path: Path, sim) 
     for _, seen in sim.requests:
         assert seen["x-api-key"] == "real-key" and seen["x-optimizer-sample"] == "3"
         assert seen["host"] == sim.url.removeprefix("http://")
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the test certificate")
+async def test_an_https_target_gets_tls_from_the_relay(tmp_path: Path, sim, monkeypatch) -> None:
+    # As with api.anthropic.com: the CLI speaks plain HTTP to the relay, the relay does TLS,
+    # checking the target's certificate (here one made for 127.0.0.1, trusted for this test).
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    server, port = serve(sim, "127.0.0.1", 0)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    sock = tmp_path / "relay.sock"
+    try:
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)  # the usual trust store
+        async with Relay(sock, f"https://127.0.0.1:{port}", "real-key"), through(sock) as client:
+            untrusted = await client.post("/v1/messages", json=BODY)
+        reached = list(sim.requests)
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        async with Relay(sock, f"https://127.0.0.1:{port}", "real-key"), through(sock) as client:
+            answer = await client.post("/v1/messages", json=BODY, headers={"x-api-key": "x"})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert untrusted.status_code == 502 and reached == []
+    assert answer.status_code == 200 and answer.json()["type"] == "message"
+    assert sim.requests[-1][1]["x-api-key"] == "real-key"
 
 
 async def test_a_way_to_another_host_is_refused(tmp_path: Path, sim) -> None:
