@@ -13,9 +13,10 @@ import pytest
 
 from optimizer import sandbox
 from optimizer.config import Settings
+from optimizer.errors import BadInput
 from optimizer.execute import get_executor
 from optimizer.inputs.evals import load_evals
-from optimizer.sandbox import box
+from optimizer.sandbox import box, confinement
 from optimizer.sim import Simulator, serve
 from tests.test_claude_code import EXAMPLE, needs_cli
 
@@ -181,3 +182,12 @@ async def test_unconfined_on_request_runs_on_the_host_without_bash(tmp_path: Pat
     assert metrics["sandbox"] == "host" and metrics["confined"] is False
     init = json.loads((record.run_dir / "transcript.jsonl").read_text().splitlines()[1])
     assert "Bash" not in init["tools"]
+
+
+async def test_without_bubblewrap_it_refuses_unless_asked(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(confinement, "bwrap_available", lambda: False)
+    with pytest.raises(BadInput, match="apt-get install bubblewrap"):
+        await run_scripted(tmp_path, [])
+    assert not (tmp_path / "run").exists()
+    record, _ = await run_scripted(tmp_path, [], mode="none")
+    assert record.status == "ok" and record.sandbox == "host"
