@@ -4,6 +4,7 @@ simulator on loopback: it calls Skill and Write, and the run folder records it. 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -72,6 +73,7 @@ async def test_claude_code_calls_skill_and_writes_the_output(tmp_path: Path, sim
     s.Timing.model_validate_json((record.run_dir / "timing.json").read_text())
     assert metrics["tool_calls"]["Skill"] == 1 and metrics["tool_calls"]["Write"] == 1
     assert metrics["executor"] == "claude-code" and record.cost_usd > 0 and record.tokens > 0
+    assert metrics["sandbox"] == "bwrap" and metrics["confined"] is True
     report = (record.run_dir / "outputs/report.md").read_text()
     assert any(snippet in report for snippet in SKILL_SNIPPETS)  # loaded through Skill
     transcript = (record.run_dir / "transcript.jsonl").read_text()
@@ -88,7 +90,8 @@ async def test_claude_code_baseline_has_no_skill(tmp_path: Path, sim_url: str) -
     assert record.skill_invoked is None and "Skill" not in record.tool_calls
     assert record.files_created == ["report.md"]
     init = json.loads((record.run_dir / "transcript.jsonl").read_text().splitlines()[1])
-    assert init["subtype"] == "init" and "Skill" not in init["tools"] and "Bash" not in init["tools"]
+    # Bash is offered inside bubblewrap only (see test_claude_code_sandbox.py).
+    assert init["subtype"] == "init" and "Skill" not in init["tools"] and "Bash" in init["tools"]
 
 
 @needs_cli
@@ -175,7 +178,9 @@ def test_execute_command_with_a_relative_out_folder(tmp_path: Path, monkeypatch,
     result = cli("execute", EXAMPLE, "--eval", "1", "--executor", "claude-code",
                  "--provider", "sim", "--out", "runs/cc")
     assert result.exit_code == 0, result.output
-    assert "ok: runs/cc/with_skill/run-1" in result.stdout
+    # The simulated agent skips the skill now and then (drawn from the request, so fixed for
+    # one CLI version and tool list): graded, the run may then be gated; the folder is the point.
+    assert re.search(r"^(ok|gated): runs/cc/with_skill/run-1\b", result.stdout, re.M)
     assert (tmp_path / "runs/cc/with_skill/run-1/outputs/report.md").is_file()
 
 

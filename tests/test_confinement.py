@@ -230,10 +230,11 @@ def test_doctor_passes_where_confinement_works(cli) -> None:
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert [line.split(":")[0] for line in lines] == [
-        "bubblewrap", "processes", "memory", "limits", "probe", "confinement"]
+        "bubblewrap", "processes", "memory", "limits", "probe", "claude code", "confinement"]
     assert "works" in lines[0] and "bubblewrap 0." in lines[0]
     assert "network unreachable" in lines[4] and "not visible" in lines[4]
-    assert "512 MB" in lines[3] and lines[5].startswith("confinement: works")
+    assert "in bubblewrap" in lines[5] and "relay" in lines[5]
+    assert "512 MB" in lines[3] and lines[6].startswith("confinement: works")
 
 
 def test_doctor_fails_without_bubblewrap_and_says_what_to_do(cli, no_bwrap) -> None:

@@ -45,7 +45,8 @@ class RunRecord:
     files_created: list[str]
     cost_usd: float
     confined: bool | None = None  # whether its model-written commands ran under bubblewrap
-    sandbox: str | None = None  # how: "bwrap", "none" (unconfined, as asked), "host" (Claude Code)
+    # How: "bwrap", "none" (unconfined, as asked), "host" (the Claude Code CLI unconfined, as asked).
+    sandbox: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         return {

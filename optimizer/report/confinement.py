@@ -13,7 +13,8 @@ from optimizer.store.lock import running_pid
 
 # What each mechanism means, in the words a user needs when it is not bubblewrap.
 _WHY = {"none": "sandbox.mode = \"none\"",
-        "host": "the Claude Code CLI's file tools run on the host"}
+        # Before the CLI ran in bubblewrap every run of it was "host"; now only an opted-out one.
+        "host": "the Claude Code CLI ran on the host, its file tools unconfined"}
 
 
 def summary(run_dir: Path, version: str | None = None) -> dict:

@@ -1,8 +1,9 @@
 """The sandbox owns the confinement of model-written commands (the executor's bash tool, the
-custom_script checks): the bubblewrap argv, the limits (rlimits, per-run cgroups), the supervisor
-that feeds, watches, times out and kills a command, and the report of what confinement is in force
-on this machine. It may import optimizer.errors and optimizer.config only, never another stage."""
+custom_script checks, the Claude Code CLI and its relay to the model): the bubblewrap argv, the
+limits (rlimits, per-run cgroups), the supervisor that feeds, watches, times out and kills a
+command, and the report of what confinement is in force on this machine. It may import optimizer.errors and optimizer.config only, never another stage."""
 
+from optimizer.sandbox.box import Box, confined_program, find_node
 from optimizer.sandbox.cgroups import memory_limit_mechanism, process_limit_mechanism
 from optimizer.sandbox.confinement import (
     UNCONFINED_LINE,
@@ -13,6 +14,7 @@ from optimizer.sandbox.confinement import (
     startup_line,
 )
 from optimizer.sandbox.disk import breach as workspace_breach
+from optimizer.sandbox.limits import SETUP_FAILED
 from optimizer.sandbox.paths import to_host_path, to_sandbox_path
 from optimizer.sandbox.policy import (
     SKILL_MOUNT,
@@ -26,6 +28,8 @@ from optimizer.sandbox.policy import (
 from optimizer.sandbox.run import run, run_async
 
 __all__ = [
+    "SETUP_FAILED",
+    "Box",
     "SKILL_MOUNT",
     "UNCONFINED_LINE",
     "WORK_MOUNT",
@@ -33,7 +37,9 @@ __all__ = [
     "SandboxPolicy",
     "SandboxResult",
     "bwrap_available",
+    "confined_program",
     "confinement_for",
+    "find_node",
     "is_secret_name",
     "mechanism",
     "memory_limit_mechanism",

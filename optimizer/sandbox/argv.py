@@ -8,7 +8,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from optimizer.sandbox.limits import limits_script, system_bash
@@ -97,7 +97,10 @@ def bwrap_argv(
     env: Mapping[str, str] | None,
     status_fd: int | None,
     address_space: bool,
+    binds: Sequence[tuple[str, str, str]] = (),
 ) -> list[str]:
+    """bwrap's argv; `binds` are more (option, host path, sandbox path) mounts, for a program
+    the sandbox runs that is not in the system folders (the Claude Code CLI, its relay socket)."""
     options = bwrap_options()
     argv = [shutil.which("bwrap") or "bwrap", *_namespace_args(options)]
     # Nothing is bound but the system folders: the home, /work, the host /tmp, /opt and the
@@ -110,6 +113,8 @@ def bwrap_argv(
     argv += ["--bind", str(work_dir), WORK_MOUNT]
     if skill_dir is not None:
         argv += ["--ro-bind", str(skill_dir), SKILL_MOUNT]
+    for option, host, inside in binds:
+        argv += [option, host, inside]
     # bwrap builds the skeleton (/, /etc) on a tmpfs; read-only, nothing can be planted there.
     argv += ["--remount-ro", "/"]
     argv += ["--chdir", WORK_MOUNT, "--clearenv"]

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from optimizer.errors import BadInput
+from optimizer.sandbox.box import find_node
 from optimizer.sandbox.confinement import bwrap_available, confinement_for, report
 from optimizer.sandbox.policy import SANDBOX_PATH, SandboxPolicy
 from optimizer.sandbox.run import run
@@ -105,6 +106,19 @@ def _probe(policy: SandboxPolicy) -> tuple[bool, str]:
                   "host file beside the workspace not visible, /workspace writable")
 
 
+def _claude_code_line(policy: SandboxPolicy) -> str:
+    """How the claude-code executor would run: confined, its relay needs node."""
+    if policy.mode == "none":
+        return "claude code: on the host, without its Bash tool (sandbox.mode = \"none\")"
+    try:
+        node, _ = find_node()
+    except BadInput:
+        return ("claude code: CANNOT run confined: node is not on PATH (its relay to the model runs "
+                "in node inside the sandbox); install Node.js. Other executors are not affected.")
+    return ("claude code: in bubblewrap with its Bash tool; its model calls go out only through "
+            f"the relay to the model endpoint (node inside: {node})")
+
+
 def diagnose(policy: SandboxPolicy) -> Diagnosis:
     """The doctor's lines; ok when the runs of this policy will be confined, tested here."""
     found = report(policy)
@@ -118,6 +132,7 @@ def diagnose(policy: SandboxPolicy) -> Diagnosis:
         lines.append("probe:       " + said)
     else:
         lines.append("probe:       not run: no working bubblewrap")
+    lines.append(_claude_code_line(policy))
     if policy.mode == "none":
         lines.append("confinement: OFF by your settings (sandbox.mode = \"none\" or --unconfined): "
                      "model-written commands run UNCONFINED; drop that setting to confine them"

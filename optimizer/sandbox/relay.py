@@ -1,0 +1,154 @@
+"""The host end of a confined agent's one way out: an HTTP relay on a unix socket, bound into the
+sandbox, that forwards each request to the model endpoint and nowhere else. It must never forward
+to another host, nor let the real API key into the sandbox: it puts the key in on the way out."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
+
+import httpx2
+
+# In the sandbox, where the agent's HTTP client is pointed (ANTHROPIC_BASE_URL); its own network
+# namespace has nothing else listening, so any port would do.
+INNER_PORT = 8089
+# The only key the sandboxed agent holds: the relay swaps it for the real one.
+PLACEHOLDER_KEY = "sk-ant-sandboxed-by-the-relay"
+HEAD_LIMIT = 256 * 1024
+# Per connection, not end to end: they are always about to be (re)used, or gone.
+_HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer",
+        "transfer-encoding", "upgrade", "host", "content-length"}
+# The forwarder inside the sandbox (node, run with `node -e FORWARDER -- SOCKET PORT CMD...`):
+# listens on loopback, pipes every connection to the relay's socket, and starts CMD once it
+# listens, so that the agent's first request finds it; it ends with CMD's exit status. It sets
+# the agent's ANTHROPIC_* variables itself, since bwrap passes no credential-looking name.
+FORWARDER = r"""
+const net = require("net"), { spawn } = require("child_process"), os = require("os");
+const [sock, port, ...cmd] = process.argv.slice(1);
+const server = net.createServer((inner) => {
+  const outer = net.connect(sock);
+  inner.pipe(outer); outer.pipe(inner);
+  inner.on("error", () => outer.destroy()); outer.on("error", () => inner.destroy());
+  inner.on("close", () => outer.destroy()); outer.on("close", () => inner.destroy());
+});
+server.on("error", (e) => { console.error("sandbox relay: " + e.message); process.exit(125); });
+server.listen(Number(port), "127.0.0.1", () => {
+  process.env.ANTHROPIC_BASE_URL = "http://127.0.0.1:" + port;
+  process.env.ANTHROPIC_API_KEY = "@KEY@";
+  const child = spawn(cmd[0], cmd.slice(1), { stdio: "inherit" });
+  child.on("error", (e) => { console.error("sandbox relay: " + e.message); process.exit(127); });
+  child.on("exit", (code, sig) => process.exit(code ?? 128 + (os.constants.signals[sig] || 0)));
+});
+""".replace("@KEY@", PLACEHOLDER_KEY)
+
+
+class Relay:
+    """Serves one run's socket: each request goes to `target` (its path appended to the target's),
+    with the real key and any `headers` set; the answer streams back as it comes."""
+
+    def __init__(self, socket_path: Path, target: str, api_key: str,
+                 headers: Mapping[str, str] | None = None) -> None:
+        self.socket_path = socket_path
+        self.target = target.rstrip("/")
+        self.api_key = api_key
+        self.headers = dict(headers or {})
+        self.requests = 0
+        self._server: asyncio.AbstractServer | None = None
+        self._client: httpx2.AsyncClient | None = None
+
+    async def __aenter__(self) -> Relay:
+        # No read timeout: an answer may stream for minutes; the run's own clock ends it.
+        self._client = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=None))
+        self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket_path),
+                                                       limit=HEAD_LIMIT)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 5)
+        if self._client is not None:
+            await self._client.aclose()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while await self._one(reader, writer):
+                pass
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Relay one request; whether the connection stays open for the next."""
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError:
+            return False  # the client closed between requests
+        method, path, headers = _parse_head(head)
+        body = await _read_body(reader, headers)
+        keep = headers.get("connection", "").lower() != "close"
+        sent = {k: v for k, v in headers.items() if k not in _HOP}
+        if "x-api-key" in sent:
+            sent["x-api-key"] = self.api_key
+        sent.update(self.headers)
+        self.requests += 1
+        assert self._client is not None
+        try:
+            async with self._client.stream(method, self.target + path, headers=sent,
+                                           content=body) as answer:
+                bodyless = method == "HEAD" or answer.status_code in (204, 304)
+                writer.write(_answer_head(answer, chunked=not bodyless))
+                if not bodyless:
+                    async for chunk in answer.aiter_raw():
+                        writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                        await writer.drain()
+                    writer.write(b"0\r\n\r\n")
+        except httpx2.HTTPError as exc:
+            text = f"the sandbox relay could not reach the model endpoint: {type(exc).__name__}"
+            data = text.encode()
+            writer.write(b"HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\n"
+                         b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(data), data))
+            keep = False
+        await writer.drain()
+        return keep
+
+
+def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
+    lines = head.decode("latin-1").split("\r\n")
+    method, path, _version = lines[0].split(" ", 2)
+    if not path.startswith("/"):  # an absolute URL or a CONNECT: a way to another host
+        raise ValueError("only origin-form requests are relayed")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if line:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+    return method, path, headers
+
+
+async def _read_body(reader: asyncio.StreamReader, headers: Mapping[str, str]) -> bytes:
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        parts = []
+        while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+            parts.append(await reader.readexactly(size))
+            await reader.readexactly(2)
+        while await reader.readuntil(b"\r\n") != b"\r\n":  # trailers, if any
+            pass
+        return b"".join(parts)
+    return await reader.readexactly(int(headers.get("content-length") or 0))
+
+
+def _answer_head(answer: httpx2.Response, *, chunked: bool) -> bytes:
+    lines = [f"HTTP/1.1 {answer.status_code} {answer.reason_phrase or 'Status'}"]
+    lines += [f"{k}: {v}" for k, v in answer.headers.multi_items() if k.lower() not in _HOP]
+    if chunked:
+        lines.append("transfer-encoding: chunked")
+    else:
+        lines.append("content-length: 0")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
