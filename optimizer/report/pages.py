@@ -9,13 +9,17 @@ import json
 import mimetypes
 import os
 import re
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 from optimizer.execute.record import HARNESS_FILES
 from optimizer.report import read
+from optimizer.store import readonly
 from optimizer.store.files import Workspace
+from optimizer.store.lock import running_pid
 
 TEXT_CAP = 20_000  # characters of one text output shown inline
 IMAGE_CAP = 400_000  # bytes of one image inlined as a data: URI
@@ -112,6 +116,7 @@ def _runs(ws: Workspace, folder: Path, budget: Budget, configuration: str = "wit
     if not base.startswith(root):
         return
     rel = Path(folder).relative_to(ws.root).as_posix()
+    graded = _graded(ws, rel)
     found = []
     for ev in _entries(base):
         if not (ev.name.startswith("eval-") and ev.is_dir() and _inside(ev.path, root, ev.is_symlink())):
@@ -122,8 +127,27 @@ def _runs(ws: Workspace, folder: Path, budget: Budget, configuration: str = "wit
                           for r in _entries(side.path)
                           if r.name.startswith("run-") and r.is_dir() and _inside(r.path, root, r.is_symlink())]
     for *_, ev_name, run_name in sorted(found):
-        yield _run(f"{rel}/{ev_name}/{configuration}/{run_name}", f"{base}/{ev_name}/{configuration}/{run_name}",
-                   root, budget)
+        key = f"{rel}/{ev_name}/{configuration}/{run_name}"
+        yield _run(key, f"{base}/{ev_name}/{configuration}/{run_name}", root, budget, graded.get(key))
+
+
+def _graded(ws: Workspace, rel: str) -> dict[str, tuple[str, int | None]]:
+    """The gradings state.db holds for the runs under `rel` ({run key: (grading.json's text,
+    gate passed)}), in one query: two files fewer to open per run. A run without a row (a
+    folder with history.json only, or graded but killed before its commit) is read from files."""
+    if not ws.state_db.is_file():
+        return {}
+    try:
+        conn = readonly.connect(ws.state_db, live=running_pid(ws) is not None)
+    except sqlite3.Error:
+        return {}
+    with closing(conn):  # keys are the run folders' paths: a range of the primary key
+        try:
+            rows = conn.execute("select key, grading_json, gate_passed from gradings where key >= ? and key < ? "
+                                "and grading_json is not null", (f"{rel}/", f"{rel}0"))
+            return {key: (text, gate) for key, text, gate in rows}
+        except sqlite3.Error:
+            return {}
 
 
 def _head(path: str, cap: int) -> bytes:
@@ -133,9 +157,16 @@ def _head(path: str, cap: int) -> bytes:
 
 def _json(path: str) -> dict:
     try:
-        data = json.loads(_head(path, -1))
-    except (OSError, ValueError):
+        return _loads(_head(path, -1))
+    except OSError:
         return {}  # absent, or mid-rename while a run goes on
+
+
+def _loads(text: str | bytes) -> dict:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
     return data if isinstance(data, dict) else {}
 
 
@@ -146,8 +177,9 @@ def _text(path: str) -> str:
         return ""
 
 
-def _run(rel: str, path: str, root: str, budget: Budget) -> dict:
-    grading = _json(f"{path}/grading.json")
+def _run(rel: str, path: str, root: str, budget: Budget, graded: tuple[str, int | None] | None) -> dict:
+    grading = _loads(graded[0]) if graded else _json(f"{path}/grading.json")
+    gate = graded[1] if graded else None
     out = f"{path}/outputs"
     eval_dir, configuration, run = rel.split("/")[-3:]
     return {
@@ -156,7 +188,7 @@ def _run(rel: str, path: str, root: str, budget: Budget) -> dict:
         "run": run.removeprefix("run-"),
         "summary": grading.get("summary"),
         "expectations": grading.get("expectations") or [],
-        "gate_passed": _json(f"{path}/structural.json").get("gate_passed"),
+        "gate_passed": bool(gate) if gate is not None else _json(f"{path}/structural.json").get("gate_passed"),
         "eval_feedback": grading.get("eval_feedback"),
         "outputs": _outputs(out, root, budget) if _inside(out, root, os.path.islink(out)) else [],
         "transcript": _text(f"{path}/transcript.md"),
