@@ -2,7 +2,7 @@
 (state.db rows, the run folders the report reads, history.json), then the time and peak memory of
 `optimizer lineage`, `status` and `report`, each in its own process. Never a timed test.
 
-    .venv/bin/python bench/scale.py [--versions 200] [--evals 50] [--runs 3] [--tracemalloc]
+    .venv/bin/python bench/scale.py [--versions 200] [--evals 50] [--runs 3] [--tracemalloc] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
             "per_eval": [{"eval_id": e, "with_skill": {"mean": scores[label][e]}} for e in eval_ids]}))
         created = tick()
         version_rows.append((label, f"hash-{label}", parent, i, created, "decided", verdict, f"rule {i}",
-                             f"why rule {i}", "benchmark", mean, mean * 0.9, 0.4,
+                             f"why rule {i}", "benchmark", mean, mean * 0.9,
                              json.dumps({str(e): s for e, s in scores[label].items()})))
         if parent:
             delta = mean - sum(scores[parent].values()) / evals
@@ -162,8 +162,8 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
                       settings.model_dump_json(), "stopped", "reached the iteration limit", best, "stopped",
                       tick()))
         conn.executemany("insert into versions (label, hash, parent, iteration, created_at, status, decision, "
-                         "summary, rationale, stage, score, pass_rate, cost_usd, split_scores_json) "
-                         "values (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", version_rows)
+                         "summary, rationale, stage, score, pass_rate, split_scores_json) "
+                         "values (?,?,?,?,?,?,?,?,?,?,?,?,?)", version_rows)
         conn.executemany("insert into decisions values (?,?,?,?,?,?,?,?,?,?)", decision_rows)
         conn.executemany("insert into iterations values (?,?,?,?,?,?)", iteration_rows)
         conn.executemany("insert into eval_runs (key, version, eval_id, configuration, run_number, split, status, "
@@ -191,45 +191,68 @@ def measure(args: list[str], trace: bool) -> dict:
         return {"code": proc.returncode, "error": last}
 
 
+def html_mb(target: Path) -> tuple[float, float]:
+    """The page a browser opens first, and the detail files beside it that it loads on demand."""
+    beside = target.with_name(f"{target.stem}_files")
+    details = sum(p.stat().st_size for p in beside.iterdir()) if beside.is_dir() else 0
+    return target.stat().st_size / 2**20, details / 2**20
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--versions", type=int, default=200)
     parser.add_argument("--evals", type=int, default=50)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--tracemalloc", action="store_true", help="also the peak of Python allocations (slower)")
+    parser.add_argument("--dir", type=Path, help="synthesise the run here and keep it; reused when it exists "
+                        "(the synthesis takes about a minute)")
     args = parser.parse_args()
     available = {name: importlib.util.find_spec(f"optimizer.report.{name}") is not None
-                 for name in ("views", "html")}
+                 for name in ("status", "html")}
     with tempfile.TemporaryDirectory() as tmp:
-        run_dir = Path(tmp) / "big-run"
+        run_dir = args.dir.resolve() / "big-run" if args.dir else Path(tmp) / "big-run"
         started = time.perf_counter()
-        made = synthesise(run_dir, args.versions, args.evals, args.runs)
+        if (run_dir / "state.db").is_file():
+            made = {"versions": args.versions, "gradings": 0, "calls": 0, "files": 0, "reused": True,
+                    "db_mb": (run_dir / "state.db").stat().st_size / 2**20}
+        else:
+            made = synthesise(run_dir, args.versions, args.evals, args.runs)
         build_s = time.perf_counter() - started
-        commands = [("lineage", ["lineage", str(run_dir)], "views"),
-                    ("lineage --json", ["lineage", str(run_dir), "--json"], "views"),
-                    ("status", ["status", str(run_dir)], "views"),
-                    ("status --json", ["status", str(run_dir), "--json"], "views"),
-                    ("report", ["report", str(run_dir), "-o", str(Path(tmp) / "report.html")], "html")]
-        rows = []
+        report = Path(tmp) / "report.html"
+        commands = [("lineage", ["lineage", str(run_dir)], "status"),
+                    ("lineage --json", ["lineage", str(run_dir), "--json"], "status"),
+                    ("status", ["status", str(run_dir)], "status"),
+                    ("status --json", ["status", str(run_dir), "--json"], "status"),
+                    ("report", ["report", str(run_dir), "-o", str(report)], "html")]
+        rows, measured = [], {}
         for name, argv, module in commands:
             if not available[module]:
-                rows.append([f"optimizer {name}", "not available", "-", "-", "-"])
+                rows.append([f"optimizer {name}", "not available", "-", "-", "-", "-"])
                 continue
             m = measure(argv, args.tracemalloc)
             if m.get("code"):
-                rows.append([f"optimizer {name}", f"failed (exit {m.get('code')})", "-", "-",
+                rows.append([f"optimizer {name}", f"failed (exit {m.get('code')})", "-", "-", "-",
                              m.get("error", "")[:60]])
                 continue
-            extra = ""
+            measured[name] = m
+            page = "-"
             if name == "report":
-                extra = f"{(Path(tmp) / 'report.html').stat().st_size / 2**20:.1f} MB html"
+                index, details = html_mb(report)
+                page = f"{index:.2f}"
+                m["note"] = f"+ {details:.1f} MB of detail files, loaded one version at a time"
             rows.append([f"optimizer {name}", f"{m['seconds']:.2f}", f"{m['max_rss_kb'] / 1024:.0f}",
-                         f"{m['peak_py'] / 2**20:.0f}" if m.get("peak_py") is not None else "-", extra])
+                         f"{m['peak_py'] / 2**20:.0f}" if m.get("peak_py") is not None else "-", page,
+                         m.get("note", "")])
+        if "report" in measured and "lineage --json" in measured:
+            r, lj = measured["report"], measured["lineage --json"]
+            rows.append(["report / lineage --json", f"{r['seconds'] / lj['seconds']:.2f}x",
+                         f"{r['max_rss_kb'] / lj['max_rss_kb']:.2f}x", "-", "-", ""])
+    counted = ("a reused run folder" if made.get("reused") else
+               f"{made['gradings']:,} graded runs, {made['calls']:,} ledger rows, {made['files']:,} run files")
     print_table(
         f"Review commands on {args.versions} versions x {args.evals} evals x {args.runs} runs "
-        f"({made['gradings']:,} graded runs, {made['calls']:,} ledger rows, {made['files']:,} run files, "
-        f"state.db {made['db_mb']:.0f} MB; synthesised in {build_s:.0f} s)",
-        ["command", "wall s", "peak RSS MB", "peak Python MB", "note"],
+        f"({counted}, state.db {made['db_mb']:.0f} MB; synthesised in {build_s:.0f} s)",
+        ["command", "wall s", "peak RSS MB", "peak Python MB", "HTML MB", "note"],
         rows,
         ["Each command runs in a fresh process (imports included); peak RSS is its VmHWM, "
          "Python allocations from tracemalloc with --tracemalloc."],

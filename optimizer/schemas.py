@@ -577,6 +577,35 @@ class Feedback(_Out):
     status: str
 
 
+class ReportOutput(_Out):
+    name: str
+    size: int = Field(ge=0)
+    kind: Literal["text", "image", "file"]
+
+
+class ReportRun(_Out):
+    """One run as a page of the HTML report shows it: its grading, outputs and transcript."""
+
+    id: str
+    path: str
+    eval_id: str
+    configuration: str
+    run: str
+    expectations: list[dict[str, Any]]
+    outputs: list[ReportOutput]
+    transcript: str
+    judge_view: str
+
+
+class ReportPage(_Out):
+    """report_files/<key>.js beside report.html (the data it hands to the page): one version's
+    change, numbers and runs, or the baseline's or the sealed test's runs."""
+
+    runs: list[ReportRun]
+    failing: list[dict[str, Any]] = []
+    comparisons: list[dict[str, Any]] = []
+
+
 class AggregateSuggestion(_Out):
     keep_null = ("assertion",)
     frequency: int = Field(ge=1)

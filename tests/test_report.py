@@ -19,10 +19,18 @@ from optimizer.report import html, server
 
 SEEDS = Path(__file__).parent / "fixtures" / "seeds"
 BLOB = re.compile(r'<script type="application/json" id="report-data">(.*?)</script>', re.S)
+DETAIL = re.compile(r'reportDetail\(("[^"]*"),("[^"]*"),(.*)\);\n', re.S)
 
 
 def blob(page: str) -> dict:
     return json.loads(BLOB.search(page).group(1))
+
+
+def detail(report: Path, key: str) -> dict:
+    """The data of one page, from its script beside the report."""
+    m = DETAIL.fullmatch((html.details_dir(report) / f"{key}.js").read_text())
+    assert json.loads(m.group(1)) == key and json.loads(m.group(2)) == blob(report.read_text())["meta"]["token"]
+    return json.loads(m.group(3))
 
 
 @pytest.fixture
@@ -44,21 +52,24 @@ def test_report_is_self_contained(built):
 
 
 def test_model_written_output_cannot_become_markup(built):
-    page = html.write_report(built.root, None).read_text()
+    path = html.write_report(built.root, None)
+    page = path.read_text()
     assert HOSTILE not in page and "</script><script>alert(1)" not in page
     assert len(re.findall(r"<script", page)) == 2  # the JSON blob and the page's own code
-    data = blob(page)
-    texts = [o.get("text", "") for r in data["pages"]["v1"]["runs"] for o in r["outputs"]]
+    script = (html.details_dir(path) / "v1.js").read_text()
+    assert HOSTILE not in script and "<" not in script  # nothing that could open or close a tag
+    texts = [o.get("text", "") for r in detail(path, "v1")["runs"] for o in r["outputs"]]
     assert any(HOSTILE in t for t in texts)  # the text itself survives, as data
 
 
 def test_report_data_covers_the_run(built):
-    data = blob(html.render(built.root))
+    path = html.write_report(built.root, None)
+    data = blob(path.read_text())
     assert [n["label"] for n in data["nodes"]] == built.labels
     assert data["meta"]["current_best"] == built.best and data["meta"]["simulated"] is True
-    assert set(data["pages"]) == set(built.labels)
+    assert data["pages"] == [*built.labels, "baseline", "test"]
     assert data["evals"] == [str(e) for e in built.evals]
-    v1 = data["pages"]["v1"]
+    v1 = detail(path, "v1")
     assert "+- Rule 1" in v1["diff"] and v1["selection"]["decision"] == built.decisions["v1"]
     assert v1["benchmark"]["per_eval"] and v1["failing"] and v1["analysis"]
     run = v1["runs"][0]
@@ -70,8 +81,9 @@ def test_report_data_covers_the_run(built):
     costs = [c[1] for c in data["cost"]]
     assert costs == sorted(costs) and costs[-1] > 0
     assert data["test"]["best"] == built.best and data["suggestions"]["suggestions"]
-    assert {r["id"] for r in data["extra"]["baseline"]} >= {f"baseline-eval-{e}-without_skill-run-1" for e in built.evals}
-    assert any(r["id"].startswith("test-v0-eval-") for r in data["extra"]["test"])
+    assert {r["id"] for r in detail(path, "baseline")["runs"]} >= {
+        f"baseline-eval-{e}-without_skill-run-1" for e in built.evals}
+    assert any(r["id"].startswith("test-v0-eval-") for r in detail(path, "test")["runs"])
     assert 'id="sim-banner"' in html.render(built.root)
 
 
@@ -85,7 +97,7 @@ def test_large_outputs_are_capped(built):
     out = built.root / "v1" / "eval-1" / "with_skill" / "run-1" / "outputs"
     (out / "huge.txt").write_text("x" * (html.TEXT_CAP * 3))
     (out / "big.png").write_bytes(b"\x89PNG" + b"\0" * (html.IMAGE_CAP + 1))
-    outputs = {o["name"]: o for o in blob(html.render(built.root))["pages"]["v1"]["runs"][0]["outputs"]}
+    outputs = {o["name"]: o for o in detail(html.write_report(built.root, None), "v1")["runs"][0]["outputs"]}
     assert outputs["huge.txt"]["truncated"] and len(outputs["huge.txt"]["text"]) == html.TEXT_CAP
     assert outputs["big.png"]["kind"] == "file" and outputs["big.png"]["size"] > html.IMAGE_CAP
 
@@ -95,9 +107,9 @@ def test_an_output_linking_out_of_the_run_is_not_read(built, tmp_path):
     secret.write_text("host secret")
     out = built.root / "v1" / "eval-1" / "with_skill" / "run-1" / "outputs"
     (out / "leak.txt").symlink_to(secret)
-    page = html.render(built.root)
-    assert "host secret" not in page
-    outputs = {o["name"]: o for o in blob(page)["pages"]["v1"]["runs"][0]["outputs"]}
+    path = html.write_report(built.root, None)
+    assert not [p for p in [path, *html.details_dir(path).iterdir()] if "host secret" in p.read_text()]
+    outputs = {o["name"]: o for o in detail(path, "v1")["runs"][0]["outputs"]}
     assert outputs["leak.txt"]["kind"] == "file"
 
 
@@ -116,32 +128,60 @@ def test_report_of_a_history_json_only_folder(tmp_path):
 def test_report_of_a_description_run_history(tmp_path):
     shutil.copy(SEEDS / "001_history.json", tmp_path / "history.json")
     data = blob(html.write_report(tmp_path, None).read_text())
-    assert data["meta"]["form"] == "versions" and data["pages"] == {}
+    assert data["meta"]["form"] == "versions" and data["pages"] == []
+    assert not (tmp_path / "report_files").exists()
     assert data["nodes"][0]["description"] == "Current description text"
 
 
 def test_two_hundred_versions_make_a_usable_file(tmp_path):
     built = build_workspace(tmp_path / "big", versions=200, evals=(1, 2), test_evals=(3,), runs=1)
     path = html.write_report(built.root, None)
-    size = path.stat().st_size
     data = blob(path.read_text())
-    assert len(data["nodes"]) == 200 and len(data["pages"]) == 200
-    assert size < 15_000_000, f"{size} bytes"
+    assert len(data["nodes"]) == 200 and len(data["pages"]) == 202  # and the baseline and test runs
+    # The index holds one row per version, never a version's runs: those are in its own script.
+    details = {p.stem: p.stat().st_size for p in html.details_dir(path).iterdir()}
+    assert set(details) == set(data["pages"])
+    assert path.stat().st_size < 400_000 < sum(details.values()), (path.stat().st_size, sum(details.values()))
+    assert '"expectations"' not in path.read_text()
+
+
+def test_the_index_does_not_grow_with_the_runs_of_a_version(tmp_path):
+    """Three times the runs per version leave report.html the same size: they go to the pages."""
+    sizes = []
+    for runs in (1, 3):
+        built = build_workspace(tmp_path / f"runs-{runs}", versions=4, evals=(1, 2, 3), runs=runs)
+        path = html.write_report(built.root, None)
+        v2 = detail(path, "v2")
+        assert len(v2["runs"]) == 3 * runs and all(r["expectations"] for r in v2["runs"])
+        sizes.append(path.stat().st_size)
+    assert abs(sizes[1] - sizes[0]) < 2_000, sizes
+
+
+def test_a_report_written_again_drops_the_pages_it_no_longer_has(built, tmp_path):
+    path = html.write_report(built.root, tmp_path / "r.html")
+    folder = html.details_dir(path)
+    (folder / "v99.js").write_text("reportDetail('v99', 'old', {});\n")
+    (folder / "notes.txt").write_text("mine")
+    html.write_report(built.root, path)
+    assert not (folder / "v99.js").exists() and (folder / "notes.txt").read_text() == "mine"
+    assert detail(path, "v1")["runs"]  # and the pages are the new report's
 
 
 def test_report_of_a_real_simulated_run(simulated):
     root = simulated
     history = json.loads((root / "history.json").read_text())
-    data = blob(html.write_report(root, None).read_text())
+    path = html.write_report(root, None)
+    data = blob(path.read_text())
     labels = [n["label"] for n in data["nodes"]]
+    pages = {label: detail(path, label) for label in labels}
     assert {it["version"] for it in history["iterations"]} <= set(labels)
     assert data["meta"]["current_best"] == history["current_best"] and data["meta"]["simulated"]
-    assert all(data["pages"][label]["runs"] for label in labels)
+    assert all(pages[label]["runs"] for label in labels)
     assert data["cost"] and data["evals"] and data["suggestions"] is not None
-    comps = [c for label in labels[1:] for c in data["pages"][label]["comparisons"]]
+    comps = [c for label in labels[1:] for c in pages[label]["comparisons"]]
     assert comps and all(c["winner_version"] in (*labels, None) for c in comps)
     assert any(c["winner_version"] for c in comps)  # assignment.json unblinded them
-    runs = [r for label in labels for r in data["pages"][label]["runs"]]
+    runs = [r for label in labels for r in pages[label]["runs"]]
     assert any(r["judge_view"].startswith("<task>") for r in runs)  # what the grader saw
     # The simulated agent leaves notes in some runs; the grading sums them up for the reviewer.
     assert any((r["user_notes_summary"] or {}).get("needs_review") for r in runs)
@@ -245,6 +285,18 @@ def test_review_page_is_the_report_in_review_mode(review):
     status, body = request(port, "GET", "/")
     page = body.decode()
     assert status == 200 and blob(page)["meta"]["review"] is True and 'id="submit-all"' in page
+
+
+def test_review_server_sends_a_page_when_it_is_opened(review):
+    built, port = review
+    _, body = request(port, "GET", "/")
+    token = blob(body.decode())["meta"]["token"]
+    status, body = request(port, "GET", "/api/details/v1.js")
+    m = DETAIL.fullmatch(body.decode())
+    assert status == 200 and json.loads(m.group(1)) == "v1" and json.loads(m.group(2)) == token
+    assert json.loads(m.group(3))["runs"][0]["id"] == built.run_id("v1", built.evals[0])
+    assert request(port, "GET", "/api/details/v99.js")[0] == 404
+    assert request(port, "GET", "/api/details/state.db")[0] == 404
 
 
 def test_feedback_on_a_sealed_test_run_is_refused(review):

@@ -68,7 +68,9 @@ def test_report_opens_renders_and_routes(tmp_path, page):
     page.locator('svg.lineage g.node[data-label="v1"]').click()
     expect(page.locator("#version-title")).to_contain_text("v1")
     assert page.url.endswith("#/v1")
+    # v1's page is not in report.html: its script beside it is loaded now, from file://
     expect(page.locator("pre.diff .add")).to_contain_text("Rule 1")
+    assert "Rule 1" not in path.read_text()
     run = page.locator("details.run").first
     run.locator("> summary").click()
     # the model's hostile output is on the page as text, and nothing ran
@@ -82,6 +84,21 @@ def test_report_opens_renders_and_routes(tmp_path, page):
     won = sum(1 for d in built.decisions.values() if d == "won")
     expect(page.locator("#versions tbody tr")).to_have_count(won)
     assert page.problems == []
+
+
+def test_a_page_that_cannot_be_loaded_says_so(tmp_path, page):
+    built = build_workspace(tmp_path / "run", versions=3)
+    path = html.write_report(built.root, None)
+    (html.details_dir(path) / "v2.js").unlink()
+    page.goto(path.as_uri() + "#/v2")
+    expect(page.locator("body[data-ready]")).to_have_count(1)
+    expect(page.locator("#version-title")).to_contain_text("v2")  # the index's numbers still show
+    expect(page.locator(".detail-error")).to_contain_text("The details of v2 could not be loaded from report_files/v2.js")
+    expect(page.locator(".detail-error")).to_contain_text("missing or unreadable")
+    page.goto(path.as_uri() + "#/v1")  # the other pages still open
+    page.locator("details.run > summary").first.click()
+    expect(page.locator("details.run[open] li").first).to_contain_text("The report")
+    assert [p for p in page.problems if "v2.js" not in p and "ERR_FILE_NOT_FOUND" not in p] == []
 
 
 def test_review_saves_feedback_and_submits(tmp_path, page):

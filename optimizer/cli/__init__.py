@@ -304,11 +304,12 @@ def report(
     run_dir: RunDirArg,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="HTML file to write.")] = None,
 ) -> None:
-    """Write one self-contained HTML report of the run."""
+    """Write the HTML report of the run: the page, and its versions' pages in a folder beside it."""
     from optimizer.report import html
 
     path = html.write_report(require_dir(run_dir, "run"), output)
-    out.print(f"written: {path}")
+    pages = html.details_dir(path)
+    out.print(f"written: {path}" + (f" and {pages.name}/, which it needs beside it" if pages.is_dir() else ""))
 
 
 @app.command()

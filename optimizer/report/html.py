@@ -1,162 +1,80 @@
-"""The HTML report: one self-contained file whose page renders lazily from one embedded JSON blob.
-Never references the network, and never puts run data into the page as markup (textContent only)."""
+"""The HTML report: an index page (report.html) that renders lazily from one embedded JSON blob,
+and one script per version beside it (report_files/v12.js) that the page loads when the version
+is opened. Never references the network, and never puts run data into the page as markup
+(textContent only)."""
 
 from __future__ import annotations
 
-import base64
 import json
-import mimetypes
 import os
 import re
 import secrets
+import sqlite3
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 
-from optimizer.execute.record import HARNESS_FILES
-from optimizer.report import confinement, read
+from optimizer import schemas
+from optimizer.report import confinement, pages, read
 from optimizer.report.status import status as run_status
+from optimizer.store import readonly
 from optimizer.store.files import Workspace, write_text
+from optimizer.store.lock import running_pid
 
-TEXT_CAP = 20_000  # characters of one text output shown inline
-IMAGE_CAP = 400_000  # bytes of one image inlined as a data: URI
-TOTAL_CAP = 30_000_000  # bytes inlined over the whole report; past it, outputs are only listed
-TRANSCRIPT_CAP = 6_000
+TEXT_CAP, IMAGE_CAP = pages.TEXT_CAP, pages.IMAGE_CAP
 COST_POINTS = 400
-IMAGE_TYPES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg"}
 TEMPLATE = "template.html.j2"
+# A page's script calls this with its key, the token of the index it was written with, and its data.
+CALLBACK = "reportDetail"
+DETAIL_NAME = re.compile(r"(v\d+|baseline|test)\.js")
 
 
-class _Budget:
-    """What is left of TOTAL_CAP: a run with huge outputs still gives a report that opens."""
-
-    def __init__(self, total: int = TOTAL_CAP) -> None:
-        self.left = total
-
-    def take(self, n: int) -> bool:
-        if n > self.left:
-            return False
-        self.left -= n
-        return True
-
-
-def _output(path: Path, rel: str, budget: _Budget, root: Path) -> dict:
-    size = path.stat().st_size
-    item: dict[str, Any] = {"name": rel, "size": size, "kind": "file"}
-    if not path.resolve().is_relative_to(root):
-        return item  # a model-made link to a host file: listed, never read into the report
-    if path.suffix.lower() in IMAGE_TYPES:
-        if size <= IMAGE_CAP and budget.take(size):
-            mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-            item.update(kind="image", data=f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}")
-        return item
-    with path.open("rb") as handle:
-        head = handle.read(TEXT_CAP * 4)
-    if b"\0" in head:
-        return item
+def _cost_series(ws: Workspace) -> list[list]:
+    """Cumulative spend over time in at most COST_POINTS + 1 points, streamed from the ledger: a
+    long run has 100,000 calls, and holding them all only to drop most costs 10s of MB."""
+    if not ws.state_db.is_file():
+        return []
+    where = "from calls where cost_usd is not null"
     try:
-        text = head.decode("utf-8")
-    except UnicodeDecodeError:
-        if size <= len(head):
-            return item
-        text = head.decode("utf-8", errors="ignore")
-    shown = text[:TEXT_CAP]
-    if budget.take(len(shown)):
-        item.update(kind="text", text=shown, truncated=size > len(shown.encode("utf-8")))
-    return item
-
-
-def _run(ws: Workspace, run_dir: Path, budget: _Budget) -> dict:
-    grading = read.read_json(run_dir / "grading.json") or {}
-    outputs = []
-    out_dir = run_dir / "outputs"
-    if out_dir.is_dir():
-        for path in sorted(out_dir.rglob("*"), key=read.natural_key):
-            rel = path.relative_to(out_dir).as_posix()
-            if path.is_file() and rel not in HARNESS_FILES:
-                outputs.append(_output(path, rel, budget, ws.root.resolve()))
-    transcript = ""
-    if (run_dir / "transcript.md").is_file():
-        with (run_dir / "transcript.md").open("rb") as handle:
-            transcript = handle.read(TRANSCRIPT_CAP * 4).decode("utf-8", errors="ignore")[:TRANSCRIPT_CAP]
-    structural = read.read_json(run_dir / "structural.json") or {}
-    judge_view = ""  # what the grader was shown: converted files, attachments by type and size
-    if (run_dir / "judge_view.md").is_file():
-        with (run_dir / "judge_view.md").open("rb") as handle:
-            judge_view = handle.read(TRANSCRIPT_CAP * 4).decode("utf-8", errors="ignore")[:TRANSCRIPT_CAP]
-    return {
-        "id": ws.run_id(run_dir), "path": run_dir.relative_to(ws.root).as_posix(),
-        "eval_id": read.eval_of(run_dir), "configuration": run_dir.parent.name,
-        "run": run_dir.name.removeprefix("run-"),
-        "summary": grading.get("summary"),
-        "expectations": grading.get("expectations") or [],
-        "gate_passed": structural.get("gate_passed"),
-        "eval_feedback": grading.get("eval_feedback"),
-        "outputs": outputs, "transcript": transcript, "judge_view": judge_view,
-        "user_notes_summary": grading.get("user_notes_summary"),
-    }
-
-
-def _diff(ws: Workspace, parent: str | None, label: str) -> str | None:
-    try:
-        return read.version_diff(ws, parent, label) if parent else None
-    except Exception:  # noqa: BLE001 - a broken snapshot must not stop the whole report
-        return None
-
-
-def _page(ws: Workspace, node: dict, budget: _Budget) -> dict:
-    folder = ws.version(node["label"])
-    proposal = folder / "proposal.md"
-    bench = read.read_json(folder / "benchmark.json") or {}
-    return {
-        "rationale": read.rationale(proposal.read_text(encoding="utf-8")) if proposal.is_file()
-        else node.get("rationale") or "",
-        "diff": _diff(ws, node.get("parent"), node["label"]),
-        "benchmark": {"run_summary": bench.get("run_summary"), "per_eval": bench.get("per_eval"),
-                      "notes": bench.get("notes")} if bench else None,
-        "selection": read.read_json(folder / "selection.json"),
-        "comparisons": read.comparisons(folder, node["label"], node.get("parent")),
-        "analysis": read.read_json(folder / "analysis.json"),
-        "failing": read.failing(folder),
-        "runs": [_run(ws, r, budget) for r in read.run_dirs(folder)],
-    }
-
-
-def _cost_series(calls: list[dict]) -> list[list]:
-    total, series = 0.0, []
-    for c in calls:
-        total += c.get("cost_usd") or 0.0
-        if c.get("created_at"):
-            series.append([c["created_at"], round(total, 6)])
-    if len(series) > COST_POINTS:  # keep the shape, drop points; the last one is the total
-        step = len(series) / COST_POINTS
-        series = [series[int(i * step)] for i in range(COST_POINTS)] + [series[-1]]
+        conn = readonly.connect(ws.state_db, live=running_pid(ws) is not None)
+    except sqlite3.Error:
+        return []
+    with closing(conn):
+        try:
+            dated = conn.execute(f"select count(*) {where} and created_at is not null "
+                                 "and created_at != ''").fetchone()[0]
+            rows = conn.execute(f"select created_at, cost_usd {where} order by created_at, rowid")
+            # keep the shape, drop points; the last one is the total
+            keep = {int(i * dated / COST_POINTS) for i in range(COST_POINTS)} if dated > COST_POINTS else None
+            total, series, k = 0.0, [], 0
+            for at, cost in rows:
+                total += cost or 0.0
+                if at:
+                    if keep is None or k in keep or k == dated - 1:
+                        series.append([at, round(total, 6)])
+                    k += 1
+        except sqlite3.OperationalError:  # an older run folder without the column
+            return []
     return series
 
 
-def build(run_dir: Path, *, review: bool = False, files_base: str = "") -> dict:
-    """Everything the page shows, as JSON-able data."""
-    data = read.load(run_dir, with_calls=True)
+def build(run_dir: Path, *, review: bool = False, files_base: str = "", details_base: str = "",
+          token: str = "", data: read.RunData | None = None, inlined: int = 0) -> dict:
+    """What the index page shows, as JSON-able data; each page's runs come from its own script."""
+    data = data or read.load(run_dir)
     ws = data.ws
-    budget = _Budget()
     nodes = []
     for n in data.nodes:
         flat = {k: v for k, v in n.items() if k not in ("rationale", "children")}
         if data.form == "iterations":
             flat["per_eval"] = read.per_eval(ws, n)
         nodes.append(flat)
-    pages = {n["label"]: _page(ws, n, budget) for n in data.nodes
-             if data.form == "iterations" and re.fullmatch(r"v\d+", n["label"] or "")}
-    extra = {}
-    if (ws.root / "baseline").is_dir():
-        extra["baseline"] = [_run(ws, r, budget) for r in read.run_dirs(ws.root / "baseline", "without_skill")]
-    if ws.test_dir().is_dir():
-        extra["test"] = [_run(ws, r, budget) for v in sorted(ws.test_dir().glob("v*"), key=read.natural_key)
-                         for r in read.run_dirs(v)]
-    evals = sorted({e for n in nodes for e in (n.get("per_eval") or {})}, key=lambda e: read.natural_key(Path(e)))
-    status = run_status(run_dir) if data.source == "state.db" else None
+    evals = sorted({e for n in nodes for e in (n.get("per_eval") or {})}, key=read.natural_key)
+    status = run_status(run_dir, data) if data.source == "state.db" else None
     return {
         "meta": {"skill_name": data.run.get("skill_name") or data.history.get("skill_name") or ws.root.name,
                  "run_id": data.run.get("id") or ws.root.name, "simulated": data.simulated,
@@ -165,20 +83,27 @@ def build(run_dir: Path, *, review: bool = False, files_base: str = "") -> dict:
                  "started_at": data.run.get("started_at"),
                  "generated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
                  "review": review, "files_base": files_base,
-                 "inlined_bytes": TOTAL_CAP - budget.left, "inline_cap_reached": budget.left <= 0,
+                 "details_base": details_base, "token": token, "callback": CALLBACK,
+                 "inlined_bytes": inlined, "inline_cap_reached": inlined >= pages.TOTAL_CAP,
                  "sandbox": confinement.describe(status["sandbox"]) if status else None,
                  "unconfined": bool(status and status["sandbox"]["unconfined"])},
         "status": status,
         "nodes": nodes,
         "evals": evals,
-        "cost": _cost_series(data.calls),
+        "cost": _cost_series(ws),
         "budget_usd": (data.settings.get("budget") or {}).get("usd"),
         "test": status.get("test") if status else data.history.get("test"),
         "warnings": data.warnings,  # shown on top: what the numbers below do not say
         "suggestions": read.read_json(ws.feedback_aggregate),
-        "pages": pages,
-        "extra": extra,
+        "pages": pages.keys(data),  # which pages exist; their data is loaded when one is opened
     }
+
+
+def detail_script(key: str, token: str, page: dict) -> str:
+    """One page as a script that hands its data to the index page. A script, not a JSON file:
+    a page opened from file:// may load a script beside it, but browsers refuse it fetch()."""
+    schemas.ReportPage.model_validate(page)
+    return f"{CALLBACK}({script_json(key)},{script_json(token)},{script_json(page)});\n"
 
 
 def script_json(data: Any) -> str:
@@ -193,21 +118,43 @@ def _environment() -> jinja2.Environment:
                               autoescape=True, undefined=jinja2.StrictUndefined)
 
 
-def render(run_dir: Path, *, review: bool = False, files_base: str = "") -> str:
-    data = build(run_dir, review=review, files_base=files_base)
+def render(run_dir: Path, *, review: bool = False, files_base: str = "", details_base: str = "",
+           token: str = "", data: read.RunData | None = None, inlined: int = 0) -> str:
+    """The index page; `details_base` is where it finds each page's script (<key>.js)."""
+    index = build(run_dir, review=review, files_base=files_base, details_base=details_base, token=token,
+                  data=data, inlined=inlined)
     template = _environment().get_template(TEMPLATE)
     return template.render(
-        title=f"{data['meta']['skill_name']} — skill optimizer report",
-        simulated=data["meta"]["simulated"], review=review,
-        unconfined=data["meta"]["sandbox"] if data["meta"]["unconfined"] else None,
-        nonce=secrets.token_urlsafe(16), data_json=script_json(data),
+        title=f"{index['meta']['skill_name']} — skill optimizer report",
+        simulated=index["meta"]["simulated"], review=review,
+        unconfined=index["meta"]["sandbox"] if index["meta"]["unconfined"] else None,
+        nonce=secrets.token_urlsafe(16), data_json=script_json(index),
     )
 
 
+def details_dir(target: Path) -> Path:
+    """Where the pages of `target` (report.html) go: report_files/, as browsers save a page."""
+    return target.with_name(f"{target.stem}_files")
+
+
 def write_report(run_dir: Path, output: Path | None = None) -> Path:
-    """report.html (or `output`): links to run files are relative to where the file is written."""
+    """report.html (or `output`) and its pages beside it; links to run files are relative to
+    where the file is written. The pages go first, one at a time, and the index last, so the index
+    never names a page that is not there yet."""
     target = Path(output) if output is not None else Workspace(run_dir).report
     base = os.path.relpath(Path(run_dir).resolve(), target.resolve().parent).replace(os.sep, "/")
-    html = render(run_dir, files_base="" if base == "." else f"{base}/")
+    folder = details_dir(target)
+    data = read.load(run_dir)
+    token = secrets.token_hex(8)  # a page left from an earlier report says so instead of mixing in
+    budget = pages.Budget()
+    keys = pages.keys(data)
+    for key in keys:
+        write_text(folder / f"{key}.js", detail_script(key, token, pages.page(data.ws, data, key, budget)))
+    html = render(run_dir, files_base="" if base == "." else f"{base}/", details_base=f"{quote(folder.name)}/",
+                  token=token, data=data, inlined=pages.TOTAL_CAP - budget.left)
     write_text(target, html)
+    stale = [p for p in folder.iterdir() if DETAIL_NAME.fullmatch(p.name) and p.stem not in keys] \
+        if folder.is_dir() else []
+    for path in stale:  # only what an earlier report wrote: the folder may hold anything else
+        path.unlink(missing_ok=True)
     return target

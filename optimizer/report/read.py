@@ -7,6 +7,7 @@ import json
 import re
 import sqlite3
 import tomllib
+from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,7 +31,7 @@ def label_key(label: str) -> tuple[int, str]:
     return (int(m.group(1)), "") if m else (10**9, label or "")
 
 
-def natural_key(path: Path) -> list:
+def natural_key(path: Path | str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
 
 
@@ -304,11 +305,15 @@ def eval_of(run_dir: Path) -> str:
 
 def failing(folder: Path) -> list[dict]:
     """Failed expectations over the with_skill runs of a version, most frequent first."""
+    return tally_failing((eval_of(run), read_json(run / "grading.json")) for run in run_dirs(folder))
+
+
+def tally_failing(gradings: Iterable[tuple[str, Any]]) -> list[dict]:
+    """failing() over (eval id, grading.json) pairs already read, in run order."""
     seen: dict[tuple[str, str], dict] = {}
-    for run in run_dirs(folder):
-        grading = read_json(run / "grading.json") or {}
-        for item in grading.get("expectations") or []:
-            key = (eval_of(run), str(item.get("text", "")))
+    for eval_id, grading in gradings:
+        for item in (grading if isinstance(grading, dict) else {}).get("expectations") or []:
+            key = (eval_id, str(item.get("text", "")))
             entry = seen.setdefault(key, {"eval_id": key[0], "text": key[1], "failed": 0, "runs": 0,
                                           "evidence": ""})
             entry["runs"] += 1
@@ -316,7 +321,7 @@ def failing(folder: Path) -> list[dict]:
                 entry["failed"] += 1
                 entry["evidence"] = entry["evidence"] or str(item.get("evidence", ""))
     out = [e for e in seen.values() if e["failed"]]
-    return sorted(out, key=lambda e: (-e["failed"], natural_key(Path(e["eval_id"])), e["text"]))
+    return sorted(out, key=lambda e: (-e["failed"], natural_key(e["eval_id"]), e["text"]))
 
 
 def _unblind(assignment: Any, name: str, k: str) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import secrets
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,7 +17,7 @@ from rich.console import Console
 
 from optimizer import schemas
 from optimizer.errors import BadInput
-from optimizer.report import html, read
+from optimizer.report import html, pages, read
 from optimizer.store.db import now
 from optimizer.store.files import Workspace, write_json
 
@@ -25,6 +26,7 @@ MAX_BODY = 1_000_000
 MAX_FEEDBACK = 100_000
 RUN_GLOBS = ("v*/eval-*/*/run-*", "baseline/eval-*/*/run-*", "test/v*/eval-*/*/run-*")
 INERT = "default-src 'none'; img-src data:; sandbox"  # a served output cannot script our origin
+DETAILS = "/api/details/"  # + <key>.js: one page of the report, read from the run when it is opened
 
 
 def run_ids(root: Path) -> set[str]:
@@ -58,6 +60,7 @@ class ReviewServer(ThreadingHTTPServer):
         self.ws = Workspace(self.root)
         self.lock = threading.Lock()  # one read-modify-write of feedback.json at a time
         self.known = run_ids(self.root)
+        self.token = secrets.token_hex(8)
         super().__init__((HOST, port), Handler)
 
     @property
@@ -143,8 +146,10 @@ class Handler(BaseHTTPRequestHandler):
         if path is None:
             return self._error(HTTPStatus.FORBIDDEN, "that path is outside the run folder")
         if path in ("/", "/index.html"):
-            page = html.render(self.server.root, review=True).encode("utf-8")
-            return self._send(HTTPStatus.OK, page, "text/html; charset=utf-8")
+            page = html.render(self.server.root, review=True, details_base=DETAILS, token=self.server.token)
+            return self._send(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8")
+        if path.startswith(DETAILS):
+            return self._details(path.removeprefix(DETAILS))
         if path == "/api/feedback":
             try:
                 return self._json(HTTPStatus.OK, load_feedback(self.server.ws))
@@ -153,6 +158,15 @@ class Handler(BaseHTTPRequestHandler):
         return self._file(path)
 
     do_HEAD = do_GET
+
+    def _details(self, name: str) -> None:
+        data = read.load(self.server.root)
+        key = name.removesuffix(".js")
+        if not html.DETAIL_NAME.fullmatch(name) or key not in pages.keys(data):
+            return self._error(HTTPStatus.NOT_FOUND, f"the run has no page {key!r}")
+        page = pages.page(data.ws, data, key, pages.Budget())
+        script = html.detail_script(key, self.server.token, page).encode("utf-8")
+        self._send(HTTPStatus.OK, script, "text/javascript; charset=utf-8")
 
     def _file(self, path: str) -> None:
         root = self.server.root

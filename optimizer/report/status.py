@@ -21,12 +21,13 @@ from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 
 
-def status(run_dir: Path) -> dict:
-    """Where a run is, from state.db opened read-only; safe while its daemon runs."""
+def status(run_dir: Path, data: read.RunData | None = None) -> dict:
+    """Where a run is, from state.db opened read-only; safe while its daemon runs. `data`: the
+    run as read.load read it already, so the report does not read 200 versions twice."""
     ws = Workspace(run_dir)
     if not ws.state_db.is_file():
         raise BadInput(f"{run_dir}: not a run folder (no state.db); start one with `optimizer run SKILL_DIR`.")
-    data = read.load(run_dir)
+    data = data or read.load(run_dir)
     run, settings = data.run, data.settings
     pid = running_pid(ws)
     best = next((n for n in data.nodes if n["is_best"]), None)
