@@ -682,6 +682,16 @@ class SelectionComparator(_Exact):
     errors: int
     pairs: int
     swap_consistency: float | None
+    single_order: int = 0  # first-order ties, not judged in the second order (compare.py)
+
+
+class AddedRuns(_Exact):
+    """Where one look's extra runs went (search/allot.py)."""
+
+    runs: int  # the look they led to
+    to: list[int | str]  # evals that got a run, by id
+    skipped_identical: list[int | str]  # every child run and every parent run scored the same
+    skipped_low_variance: list[int | str]  # outside selection.runs_share of the most variable d
 
 
 class BenchmarkSelection(_Exact):
@@ -695,7 +705,8 @@ class BenchmarkSelection(_Exact):
     interval: SelectionInterval
     min_effect: float
     evals: int
-    runs_per_eval: int
+    runs_per_eval: int  # the fewest of any eval
+    max_runs_per_eval: int = 0  # the most of any eval
     comparator: SelectionComparator
     swap_consistency: float | None
     judge_errors: int
@@ -710,6 +721,7 @@ class BenchmarkSelection(_Exact):
     look_alpha: float | None
     comparator_p: float | None
     promotion_power: float | None
+    added_runs: list[AddedRuns] = []
 
 
 class TriggerSide(_Exact):
