@@ -18,8 +18,10 @@ A protocol without our ledger would also pay again for every answer the ledger s
 comparisons asked again after runs were added): the last column adds that back.
 A second naive row runs a fixed 6 runs per eval, the power our adaptive rule reaches at its cap.
 The second row is ours with the earlier promotion rule (a fixed-95% bootstrap re-tested after
-every added run, no futility stop); the lines under the table give both rules' ratios to the naive
-rows against the targets (≤ 0.5× naive fixed-6, ≤ 1.0× naive fixed-3)."""
+every added run, no futility stop); the third adds a look's runs only to evals whose runs were
+not all identical (selection.runs_to=informative); the fourth judges every pair in both orders
+(selection.second_order=always, the earlier protocol). The lines under the table give those rows'
+ratios to the naive rows against the targets (≤ 0.5× naive fixed-6, ≤ 1.0× naive fixed-3)."""
 
 from __future__ import annotations
 
@@ -36,6 +38,8 @@ NAIVE = ["loop.screen_evals=0", "llm.prompt_caching=false", "selection.max_runs_
 PROTOCOLS = [
     ("ours (screening, prompt caching, adaptive 3-6 runs)", []),
     ("ours with the earlier rule (selection.rule=bootstrap)", ["selection.rule=bootstrap"]),
+    ("ours, extra runs only where informative", ["selection.runs_to=informative"]),
+    ("ours, both comparator orders always", ["selection.second_order=always"]),
     ("ours without screening", NAIVE[:1]),
     ("ours without prompt caching", NAIVE[1:2]),
     ("ours without adaptive runs (fixed 3)", NAIVE[2:]),
@@ -92,7 +96,7 @@ def main() -> None:
     by_name = dict(results)
     fixed3 = by_name["naive: all three removed (fixed 3 runs)"]["cost_usd"]
     fixed6 = by_name["naive, fixed 6 runs (ours' power at its cap)"]["cost_usd"]
-    for name, r in results[:2]:
+    for name, r in results[:4]:
         x3, x6 = r["cost_usd"] / fixed3, r["cost_usd"] / fixed6
         print(f"{name}: {x6:.2f}x naive fixed-6 (target ≤ 0.5: {'ok' if x6 <= 0.5 else 'NO'}), "
               f"{x3:.2f}x naive fixed-3 (target ≤ 1.0: {'ok' if x3 <= 1.0 else 'NO'})")

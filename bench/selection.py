@@ -10,11 +10,15 @@ Never a timed test and never a model call: it prints a table and the target rati
 # noise (sd 0.09): observed scores have sd ≈ 0.15, clipped to [0, 1]. The comparator answers "A"
 # with probability position_bias whatever it sees; otherwise it perceives each output's true
 # quality with noise (sd 0.07) and says TIE when the two look within 0.02 of each other.
+# --levels K (0: off) rounds every observed score to one of K+1 levels (0, 1/K, …, 1), as an eval
+# graded on K binary expectations is: with K = 1 or 2 many evals have all runs identical (an
+# expectation passed every time), the case selection.runs_to = informative skips.
 #
 # Rules, side by side:
 #   sequential, bootstrap  optimizer.select.decide with the selection settings and that
 #            selection.rule (the new default and the earlier rule), from 3 runs per eval, adding
-#            a run to both versions while it says needs_more_runs (as the loop does);
+#            a run to both versions while it says needs_more_runs, to the evals that
+#            optimizer.search.allot picks (selection.runs_to, --runs-to), as the loop does;
 #   point    promote when the mean child score is above the mean parent score (3 runs);
 #   3 votes  promote when the child wins ≥ 2 of 3 single-order comparator votes (random order).
 
@@ -32,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from optimizer.config import Selection
 from optimizer.search import select as select_module
+from optimizer.search.allot import allot
 from optimizer.search.select import ComparisonTally, Decision, decide
 
 DELTAS = (-0.05, 0.0, 0.05, 0.10, 0.20)
@@ -53,13 +58,14 @@ class Cell:
     min_verdicts: int
     rules: tuple[str, ...] = RULES
     hetero: float = HETERO_SD
+    levels: int = 0
 
 
 @dataclass
 class RuleResult:
     won: int = 0
     by_comparator: int = 0
-    runs_used: int = 0
+    runs_used: float = 0.0  # summed over trials: mean runs per eval of each
 
 
 @dataclass
@@ -77,8 +83,9 @@ def _clip(x: float) -> float:
 class World:
     """One trial's evals, with runs drawn lazily so the adaptive rule can ask for more."""
 
-    def __init__(self, n_evals: int, delta: float, rng: random.Random, hetero: float) -> None:
-        self.rng = rng
+    def __init__(self, n_evals: int, delta: float, rng: random.Random, hetero: float,
+                 levels: int = 0) -> None:
+        self.rng, self.levels = rng, levels
         self.parent_mean = [rng.uniform(0.15, 0.85) for _ in range(n_evals)]
         self.child_mean = [m + delta + rng.gauss(0, hetero) for m in self.parent_mean]
         # each pair judged once in each order, remembered: every rule sees the same verdicts
@@ -89,17 +96,20 @@ class World:
 
     def _run(self, mean: float) -> tuple[float, float]:
         quality = mean + self.rng.gauss(0, RUN_SD)
-        return quality, _clip(quality + self.rng.gauss(0, JUDGE_SD))
+        score = _clip(quality + self.rng.gauss(0, JUDGE_SD))
+        return quality, round(score * self.levels) / self.levels if self.levels else score
 
-    def ensure_runs(self, runs: int) -> None:
+    def ensure_runs(self, runs: int | dict[int, int]) -> None:
         for e in range(len(self.parent_mean)):
-            while len(self.child[e]) < runs:
+            wanted = runs if isinstance(runs, int) else runs[e]
+            while len(self.child[e]) < wanted:
                 self.child[e].append(self._run(self.child_mean[e]))
                 self.parent[e].append(self._run(self.parent_mean[e]))
 
-    def scores(self, runs: int) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
-        child = {e: [s for _, s in self.child[e][:runs]] for e in range(len(self.child))}
-        parent = {e: [s for _, s in self.parent[e][:runs]] for e in range(len(self.parent))}
+    def scores(self, runs: int | dict[int, int]) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
+        n = {e: runs if isinstance(runs, int) else runs[e] for e in range(len(self.child))}
+        child = {e: [s for _, s in self.child[e][:n[e]]] for e in range(len(self.child))}
+        parent = {e: [s for _, s in self.parent[e][:n[e]]] for e in range(len(self.parent))}
         return child, parent
 
     def judge(self, quality_a: float, quality_b: float, bias: float) -> str:
@@ -131,28 +141,37 @@ KEYS = {"child": "child_wins", "parent": "parent_wins", "tie": "ties",
         "inconsistent": "inconsistent"}
 
 
-def _adaptive(world: World, cell: Cell, rule: str, rng: random.Random) -> tuple[int, Decision]:
-    """One rule from START_RUNS runs per eval, adding a run while it asks for more."""
+def _adaptive(world: World, cell: Cell, rule: str, rng: random.Random) -> tuple[float, Decision]:
+    """One rule from START_RUNS runs per eval, adding a run (to the evals allot picks) while it
+    asks for more; returns the mean runs per eval and the decision."""
     selection = replace_rule(cell.selection, rule)
     cap = max(START_RUNS, selection.max_runs_per_eval)
     tally = ComparisonTally()
-    runs, judged = START_RUNS, 0
+    runs = START_RUNS
+    want = dict.fromkeys(range(cell.n_evals), START_RUNS)
+    judged = dict.fromkeys(range(cell.n_evals), 0)
     while True:
-        world.ensure_runs(runs)
-        child, parent = world.scores(runs)
-        for r in range(judged, runs):
-            for e in range(cell.n_evals):
+        world.ensure_runs(want)
+        child, parent = world.scores(want)
+        for e in range(cell.n_evals):
+            for r in range(judged[e], want[e]):
                 key = KEYS[_pair_verdict(world, e, r, cell.position_bias)]
                 counts = tally.per_eval.setdefault(e, dict.fromkeys(KEYS.values(), 0))
                 counts[key] += 1
                 setattr(tally, key, getattr(tally, key) + 1)
                 tally.pairs += 1
-        judged = runs
+            judged[e] = want[e]
         tally.swap_consistency = 1 - tally.inconsistent / tally.pairs
         decision = decide(child, parent, tally, selection=selection, rng=rng, judge_errors=0,
-                          total_runs=2 * runs * cell.n_evals, first_runs=START_RUNS)
+                          total_runs=2 * sum(want.values()), first_runs=START_RUNS, look=runs)
+        used = sum(want.values()) / cell.n_evals
         if not decision.needs_more_runs or runs >= cap:
-            return runs, decision
+            return used, decision
+        more = allot(child, parent, want, look=runs, mode=selection.runs_to,
+                     share=selection.runs_share)
+        if not more.to:
+            return used, decision
+        want.update(more.to)
         runs += 1
 
 
@@ -167,7 +186,7 @@ def run_cell(cell: Cell) -> CellResult:
         # One world per trial, seeded by the trial alone: every rule and every setting sees the
         # same evals and the same first runs (common random numbers make columns comparable).
         rng = random.Random(f"{cell.seed}:{cell.n_evals}:{cell.delta}:{trial}")
-        world = World(cell.n_evals, cell.delta, rng, cell.hetero)
+        world = World(cell.n_evals, cell.delta, rng, cell.hetero, cell.levels)
         world.ensure_runs(START_RUNS)
         child, parent = world.scores(START_RUNS)
 
@@ -237,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rules", nargs="*", default=list(RULES), choices=RULES)
     p.add_argument("--hetero", type=float, default=HETERO_SD,
                    help="sd of the per-eval spread of the child's true advantage")
+    p.add_argument("--levels", type=int, default=0,
+                   help="round observed scores to K+1 levels (0: continuous); 1 = pass/fail")
+    p.add_argument("--runs-to", default=defaults.runs_to, choices=("informative", "all"))
+    p.add_argument("--runs-share", type=float, default=defaults.runs_share)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--position-bias", type=float, default=0.3)
@@ -253,11 +276,12 @@ def main(argv: list[str] | None = None) -> int:
         max_runs_per_eval=args.max_runs, confidence=args.confidence,
         bootstrap_samples=args.samples, futility=args.futility,
         max_judge_error_rate=defaults.max_judge_error_rate, screen_margin=defaults.screen_margin,
+        runs_to=args.runs_to, runs_share=args.runs_share,
     )
     rules = tuple(args.rules)
     cells = [
         Cell(n, d, args.trials, args.seed, selection, args.position_bias, args.min_verdicts,
-             rules, args.hetero)
+             rules, args.hetero, args.levels)
         for n in args.evals for d in args.deltas
     ]
     started = time.perf_counter()
@@ -274,7 +298,9 @@ def main(argv: list[str] | None = None) -> int:
         f"futility={selection.futility} (sequential); majority={selection.comparator_majority} "
         f"samples={selection.bootstrap_samples} (bootstrap); min_verdicts={args.min_verdicts} "
         f"position_bias={args.position_bias}; start {START_RUNS} runs/eval; "
-        f"score sd≈{(RUN_SD**2 + JUDGE_SD**2) ** 0.5:.2f}; per-eval spread sd {args.hetero}"
+        f"score sd≈{(RUN_SD**2 + JUDGE_SD**2) ** 0.5:.2f}; per-eval spread sd {args.hetero}; "
+        f"runs_to={selection.runs_to} runs_share={selection.runs_share}; "
+        f"score levels {args.levels or 'continuous'}"
     )
     head = " | ".join(f"{rule[:10]:>10} {'(by cmp)':>8} {'runs/eval':>9}" for rule in rules)
     header = f"{'evals':>5} {'Δ_true':>7} {'trials':>6} | {head} | {'point':>6} | {'3 votes':>7}"

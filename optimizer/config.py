@@ -107,6 +107,15 @@ class Selection(Section):
     screen_margin: float = Field(0.15, ge=0)
     futility: float = Field(0.10, ge=0, lt=1)
     few_evals: int = Field(10, ge=1)
+    # "decisive": a pair is judged in its second order only when the first is decisive (a
+    # first-order tie cannot become a swap-consistent win or loss); "always": both orders.
+    second_order: Literal["decisive", "always"] = "decisive"
+    # Where a look's extra runs go: "all": every eval; "informative" skips evals whose runs were
+    # all identical and gives the run to the runs_share of the rest with the largest variance of
+    # d. "all" is the default: bench/selection.py measured less power for "informative" (with
+    # pass/fail scores, 3 identical runs often hide a rare failure) for few runs saved.
+    runs_to: Literal["all", "informative"] = "all"
+    runs_share: float = Field(1.0, gt=0, le=1)
 
 
 class Execute(Section):

@@ -9,6 +9,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    RootModel,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
@@ -672,3 +673,147 @@ class SimpleComparison(_Out):
     scores: dict[str, float] = {}
     content_score: dict[str, float] = {}
     structure_score: dict[str, float] = {}
+
+
+# ---------------------------------------------------------------------------
+# Our own files: selection.json and trigger.json (not seed files). `extra="forbid"`: the model is
+# the exact shape written, so a field added to a writer without its model fails before writing.
+# ---------------------------------------------------------------------------
+
+
+class _Exact(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+Decided = Literal["won", "lost", "tie"]
+
+
+class ScreenSelection(_Exact):
+    """selection.json of a child stopped at screening (search/body.py)."""
+
+    stage: Literal["screening"]
+    decision: Decided
+    reason: str
+    parent: str
+
+
+class SelectionInterval(_Exact):
+    low: float | None
+    high: float | None
+    confidence: float
+
+
+class SelectionComparator(_Exact):
+    child_wins: int
+    parent_wins: int
+    ties: int
+    inconsistent: int
+    errors: int
+    pairs: int
+    swap_consistency: float | None
+    single_order: int = 0  # first-order ties, not judged in the second order (compare.py)
+
+
+class AddedRuns(_Exact):
+    """Where one look's extra runs went (search/allot.py)."""
+
+    runs: int  # the look they led to
+    to: list[int | str]  # evals that got a run, by id
+    skipped_identical: list[int | str]  # every child run and every parent run scored the same
+    skipped_low_variance: list[int | str]  # outside selection.runs_share of the most variable d
+
+
+class BenchmarkSelection(_Exact):
+    """selection.json of a body child decided by the promotion rule (select.selection_json)."""
+
+    stage: Literal["benchmark"]
+    decision: Decided
+    reason: str
+    parent: str
+    delta: float | None
+    interval: SelectionInterval
+    min_effect: float
+    evals: int
+    runs_per_eval: int  # the fewest of any eval
+    max_runs_per_eval: int = 0  # the most of any eval
+    comparator: SelectionComparator
+    swap_consistency: float | None
+    judge_errors: int
+    total_runs: int
+    judge_error_rate: float
+    unscored: int
+    excluded_evals: list[int | str]
+    needs_more_runs: bool
+    rule: Literal["sequential", "bootstrap"]
+    few_evals: bool
+    futile: bool
+    look_alpha: float | None
+    comparator_p: float | None
+    promotion_power: float | None
+    added_runs: list[AddedRuns] = []
+
+
+class TriggerSide(_Exact):
+    pass_rate: float | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    constant_signal: Literal["never", "always", False]
+
+
+class DevPassRate(_Exact):
+    child: float | None
+    parent: float | None
+
+
+class ProbeSelection(_Exact):
+    """selection.json of a description child (search/description.py decide). `parent` is the
+    parent's label: it replaces, in the file, the parent's metrics of the decision dict."""
+
+    stage: Literal["probe"]
+    decision: Decided
+    reason: str
+    parent: str
+    delta: float | None
+    interval: SelectionInterval | None
+    queries: int
+    split: Literal["validation"]
+    child: TriggerSide
+    dev_pass_rate: DevPassRate
+    min_effect: float
+
+
+class SelectionFile(RootModel[Annotated[ScreenSelection | BenchmarkSelection | ProbeSelection,
+                                        Field(discriminator="stage")]]):
+    """selection.json, one shape per stage that decides."""
+
+
+class QueryOutcome(_Exact):
+    rate: float
+    runs: int
+    passed: bool
+    should_trigger: bool
+
+
+class TriggerMetrics(_Exact):
+    """probe.metrics of one split."""
+
+    pass_rate: float | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    ci: dict[str, list[float | None] | None]
+    queries: int
+    missing_queries: int
+    probe_errors: int
+    constant_signal: Literal["never", "always", False]
+    per_query: dict[str, QueryOutcome]
+
+
+class TriggerFile(_Exact):
+    """trigger.json of a description version (search/description.py)."""
+
+    version: str
+    probe: str
+    train: TriggerMetrics
+    validation: TriggerMetrics

@@ -168,6 +168,49 @@ async def test_unpaired_runs_are_skipped_and_a_resume_calls_nothing_again(tmp_pa
     assert {r["k"] for r in after} == set(range(1, 13))
 
 
+def same_answers(root):
+    """Child and parent with the same good answers: an unbiased judge calls every pair a tie."""
+    child, parent = workspace(root, leak=False)
+    for runs in parent.values():
+        for run_dir in runs:
+            ev = int(run_dir.parent.parent.name.split("-")[1])
+            n = int(run_dir.name.split("-")[1])
+            # not byte-equal: the two orders must be two requests, not one the ledger serves
+            (run_dir / "outputs" / "answer.md").write_text(GOOD[ev] + f"Draft {n}. Reviewed.\n")
+    return child, parent
+
+
+async def test_the_second_order_is_skipped_after_a_first_order_tie(tmp_path, make):
+    child, parent = same_answers(tmp_path)
+    recorder = Recorder(Simulator(seed=0, position_bias=0.0))
+    out = tmp_path / "cmp"
+    tally = await compare_versions(make(recorder.sim), evals=EVALS, child_runs=child,
+                                   parent_runs=parent, out_dir=out, rng_seed=0)
+    assert len(recorder.bodies) == 6  # one order per pair: every first verdict was a tie
+    assert tally.pairs == tally.single_order == 6
+    assert tally.ties == tally.inconsistent == tally.child_wins == tally.parent_wins == 0
+    assert tally.swap_consistency is None  # no pair was judged in both orders
+    assert tally.per_eval[1]["single_order"] == 3 and tally.reasons == []
+    rows = read_json(out / "assignment.json")["comparisons"]
+    assert [r["k"] for r in rows] == list(range(1, 13))  # numbers kept for both orders
+    skipped = [r for r in rows if "skipped" in r]
+    assert len(skipped) == 6 and all(r["order"] == 2 and "verdict" not in r for r in skipped)
+    assert not any((out / f"comparison-{r['k']}.json").exists() for r in skipped)
+    pairs = read_json(out / "assignment.json")["pairs"]
+    assert {p["verdict"] for p in pairs} == {"single_order"}
+
+
+async def test_both_orders_are_judged_when_asked(tmp_path, make):
+    child, parent = same_answers(tmp_path / "a")
+    recorder = Recorder(Simulator(seed=0, position_bias=0.0))
+    tally = await compare_versions(make(recorder.sim), evals=EVALS, child_runs=child,
+                                   parent_runs=parent, out_dir=tmp_path / "a" / "cmp",
+                                   rng_seed=0, second_order="always")
+    assert len(recorder.bodies) == 12 and tally.ties == 6 and tally.single_order == 0
+    assert tally.swap_consistency == 1.0
+
+
+
 class FailingOnce:
     """A comparator whose answers never validate on one eval: StructuredAnswerError there."""
 
@@ -190,10 +233,13 @@ async def test_a_failed_comparator_call_is_an_error_never_a_verdict(tmp_path, ma
     assert tally.errors == 3 and tally.child_wins == 3 and tally.pairs == 6
     assert tally.swap_consistency == 1.0  # errors are not judged pairs
     assert tally.per_eval[2] == {"child_wins": 0, "parent_wins": 0, "ties": 0,
-                                 "inconsistent": 0, "errors": 3, "pairs": 3}
+                                 "inconsistent": 0, "errors": 3, "pairs": 3, "single_order": 0}
     rows = read_json(out / "assignment.json")["comparisons"]
     failed = [r for r in rows if r["eval_id"] == 2]
-    assert all("error" in r and "verdict" not in r for r in failed)
+    assert all("verdict" not in r for r in failed)
+    # the first order failed, so the second was not asked: the pair is an error either way
+    assert all("error" in r for r in failed if r["order"] == 1)
+    assert all("skipped" in r for r in failed if r["order"] == 2)
     assert not any((out / f"comparison-{r['k']}.json").exists() for r in failed)
 
 

@@ -254,3 +254,72 @@ def test_without_skill_summary_is_optional():
     parsed = s.RunSummary.model_validate(summary)
     assert parsed.without_skill is None and parsed.with_skill.consistency == 0.96
     assert parsed.with_skill.rubric_dimensions["tdd_philosophy"].mean == 4.2
+
+
+# -- our own files: selection.json and trigger.json --------------------------------------------
+
+
+def _benchmark_selection() -> dict:
+    import random
+
+    from optimizer.config import Selection
+    from optimizer.search.select import ComparisonTally, decide, selection_json
+
+    child = {e: [0.6, 0.7, 0.65] for e in range(5)}
+    parent = {e: [0.5, 0.55, 0.6] for e in range(5)}
+    tally = ComparisonTally(child_wins=6, parent_wins=1, ties=2, inconsistent=3, pairs=12,
+                            swap_consistency=0.75)
+    d = decide(child, parent, tally, selection=Selection(), rng=random.Random(0), first_runs=3)
+    return {**selection_json(d), "stage": "benchmark", "parent": "v0"}
+
+
+def _trigger_metrics() -> dict:
+    from optimizer.inputs.triggers import Query
+    from optimizer.search import probe
+
+    queries = {i: Query(i, f"q{i}", i < 2) for i in range(4)}
+    outcomes = {0: {1: True, 2: True}, 1: {1: False, 2: None}, 2: {1: False}, 3: {}}
+    return probe.metrics(outcomes, queries, [0, 1, 2, 3], samples=50)
+
+
+def test_selection_json_of_each_stage_validates_against_its_model():
+    import random
+
+    from optimizer.config import Selection
+    from optimizer.search.description import decide as decide_description
+
+    assert isinstance(s.SelectionFile.model_validate(_benchmark_selection()).root,
+                      s.BenchmarkSelection)
+    screened = {"decision": "lost", "reason": "stopped at screening", "stage": "screening",
+                "parent": "v0"}
+    assert isinstance(s.SelectionFile.model_validate(screened).root, s.ScreenSelection)
+    m = _trigger_metrics()
+    chosen = decide_description(m, m, 0.5, 0.5, selection=Selection(), rng=random.Random(0))
+    written = {**chosen, "stage": "probe", "parent": "v0"}  # as state.record_decision writes it
+    assert isinstance(s.SelectionFile.model_validate(written).root, s.ProbeSelection)
+
+
+@pytest.mark.parametrize("change", [{"surprise": 1}, {"decision": "promoted"}, {"evals": "ten"}])
+def test_selection_json_refuses_a_field_its_model_does_not_know(change):
+    with pytest.raises(ValidationError):
+        s.SelectionFile.model_validate({**_benchmark_selection(), **change})
+
+
+def test_record_decision_validates_before_writing(tmp_path):
+    from types import SimpleNamespace
+
+    from optimizer.search.state import record_decision
+
+    version = tmp_path / "v1"
+    run = SimpleNamespace(ws=SimpleNamespace(version=lambda label: tmp_path / label))
+    with pytest.raises(ValidationError):
+        record_decision(run, "v1", "v0", "benchmark", {**_benchmark_selection(), "stray": True})
+    assert not (version / "selection.json").exists()
+
+
+def test_trigger_json_validates_against_its_model():
+    m = _trigger_metrics()
+    s.TriggerFile.model_validate({"version": "v0", "probe": "api", "train": m, "validation": m})
+    with pytest.raises(ValidationError):
+        s.TriggerFile.model_validate({"version": "v0", "probe": "api", "train": m,
+                                      "validation": {**m, "accuracy": 1.0}})

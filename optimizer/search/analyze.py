@@ -81,10 +81,12 @@ def render_comparisons(tally: ComparisonTally | None, winner: str, loser: str, c
     consistency = (
         "n/a" if tally.swap_consistency is None else f"{tally.swap_consistency:.0%}"
     )
+    single = (f", {tally.single_order} ties in the first order not judged again"
+              if tally.single_order else "")
     lines = [
         f"{tally.pairs} output pairs judged in both orders: {wins[winner]} won by {winner}, "
         f"{wins[loser]} won by {loser}, {tally.ties} ties, {tally.inconsistent} inconsistent "
-        f"between the two orders, {tally.errors} errors (swap consistency {consistency})."
+        f"between the two orders, {tally.errors} errors{single} (swap consistency {consistency})."
     ]
     for reason in tally.reasons[:MAX_REASONS]:
         lines.append(data("comparison", reason["reasoning"], eval=reason["eval_id"],

@@ -8,6 +8,7 @@ import json
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from optimizer.grade.unit import (
 )
 from optimizer.inputs.evals import EvalSet, load_evals
 from optimizer.model import scoped
-from optimizer.search import evidence, lineage, select
+from optimizer.search import allot, evidence, lineage, select
 from optimizer.search.analyze import analyze
 from optimizer.search.compare import compare_versions
 from optimizer.search.propose import Candidate, Rejected, propose
@@ -58,12 +59,13 @@ class BodyTarget:
 
     # -- runs of a version ----------------------------------------------------------------------
 
-    async def version(self, label: str, evals: list[int], runs: int) -> Results:
-        """with_skill runs 1..runs of `label` on train evals."""
+    async def version(self, label: str, evals: list[int], runs: int | dict[int, int]) -> Results:
+        """with_skill runs 1..runs of `label` on train evals (runs: one count, or one per eval)."""
         ws = self.run.ws
-        return await self.grader.grade(jobs_for(
-            evals, runs, prefix=f"{label}/", root=ws.root, configuration="with_skill",
-            skill_dir=ws.skill(label), version=label), scope=label)
+        counts = runs if isinstance(runs, dict) else dict.fromkeys(evals, runs)
+        return await self.grader.grade([job for e in evals for job in jobs_for(
+            [e], counts[e], prefix=f"{label}/", root=ws.root, configuration="with_skill",
+            skill_dir=ws.skill(label), version=label)], scope=label)
 
     async def baseline(self, evals: list[int], runs: int) -> Results:
         return await self.grader.grade(jobs_for(
@@ -132,24 +134,37 @@ class BodyTarget:
                 record_scores(run, label)
                 record_decision(run, label, parent, "screening", {"decision": "lost", "reason": why})
                 return True
+        # Runs per eval; after each undecided look, allot.allot says which evals get one more.
+        counts = dict.fromkeys(run.train, runs)
+        added: list[allot.Allotment[int]] = []
         while True:
             if run.interrupted():
                 return False
             run.set_stage(f"{label}: benchmark ({runs} runs per eval)")
-            child_res = await self.version(label, run.train, runs)
-            parent_res = await self.version(parent, run.train, runs)
+            child_res = await self.version(label, run.train, counts)
+            parent_res = await self.version(parent, run.train, counts)
             if run.interrupted():
                 return False
             run.set_stage(f"{label}: blind comparison with {parent}")
             with scoped(label):  # the comparison's calls are part of what the child cost
                 tally = await compare_versions(
                     run.client, evals=[self.evalset.by_id(e) for e in run.train],
-                    child_runs=self._dirs(label, runs), parent_runs=self._dirs(parent, runs),
-                    out_dir=run.ws.comparison_dir(label), rng_seed=s.loop.seed)
+                    child_runs=self._dirs(label, counts), parent_runs=self._dirs(parent, counts),
+                    out_dir=run.ws.comparison_dir(label), rng_seed=s.loop.seed,
+                    second_order=s.selection.second_order)
             decision = self._decide(label, parent, child_res, parent_res, tally, runs)
             if not (decision.needs_more_runs and runs < s.selection.max_runs_per_eval):
                 break
+            more = allot.allot(eval_means(child_res), eval_means(parent_res), counts, look=runs,
+                               mode=s.selection.runs_to, share=s.selection.runs_share)
+            if not more.to:
+                decision = allot.nothing_to_add(decision)
+                break
+            added.append(more)
+            counts.update(more.to)
             runs += 1
+        decision = replace(decision, reason=decision.reason + allot.uneven_note(counts, added),
+                           added_runs=tuple(a.as_json() for a in added))
         if run.interrupted():
             return False
         for version in (label, parent):
@@ -176,7 +191,7 @@ class BodyTarget:
         return select.decide(eval_means(child), eval_means(parent_res), tally,
                              selection=s.selection, rng=run.rng("bootstrap", label, runs),
                              judge_errors=errors, total_runs=total, unscored=len(lost),
-                             first_runs=self.runs_per_eval)
+                             first_runs=self.runs_per_eval, look=runs)
 
     async def _analyze(self, label: str, parent: str, decision: select.Decision,
                        tally: select.ComparisonTally) -> None:
@@ -214,9 +229,9 @@ class BodyTarget:
                             skill_name=run.skill_name, iteration=iteration,
                             extra_notes=analyst_suggestions(run, self.evalset))
 
-    def _dirs(self, label: str, runs: int) -> dict[int, list[Path]]:
+    def _dirs(self, label: str, counts: dict[int, int]) -> dict[int, list[Path]]:
         ws = self.run.ws
-        return {e: [ws.run_dir(label, e, "with_skill", n) for n in range(1, runs + 1)]
+        return {e: [ws.run_dir(label, e, "with_skill", n) for n in range(1, counts[e] + 1)]
                 for e in self.run.train}
 
 

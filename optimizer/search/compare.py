@@ -1,6 +1,9 @@
 """Blind comparator: every run pair of child and parent is judged twice, A and B swapped, and a
-verdict counts only when both orders agree. Never show a version label, a host path or whose
-output is whose; never count a failed call as a verdict."""
+verdict counts only when both orders agree. The second order is asked only when the first is
+decisive (selection.second_order = "decisive"): a first-order tie or error can never become a
+decisive swap-consistent verdict, the only kind the promotion rule counts, so the second call
+could not change a decision. Never show a version label, a host path or whose output is whose;
+never count a failed call as a verdict."""
 
 from __future__ import annotations
 
@@ -105,6 +108,7 @@ class _Slot:
     verdict: str | None = None  # child | parent | tie, or None on error
     reasoning: str = ""
     error: str | None = None
+    skipped: bool = False  # order 2 not asked: order 1 was not decisive
 
 
 def _side_of(winner: str, child_is_a: bool) -> str:
@@ -190,12 +194,16 @@ def _tally(slots: list[_Slot]) -> tuple[ComparisonTally, list[dict[str, Any]]]:
     for (eval_id, run), both in grouped.items():
         both.sort(key=lambda s: s.order)
         counts = tally.per_eval.setdefault(eval_id, dict.fromkeys(
-            ("child_wins", "parent_wins", "ties", "inconsistent", "errors", "pairs"), 0))
+            ("child_wins", "parent_wins", "ties", "inconsistent", "errors", "pairs",
+             "single_order"), 0))
         counts["pairs"] += 1
         tally.pairs += 1
+        both = [s for s in both if not s.skipped]
         verdicts = {s.verdict for s in both if s.verdict is not None}
         if any(s.verdict is None for s in both):
             verdict, key = "error", "errors"
+        elif len(both) == 1:  # a first-order tie: not asked again, neither agreeing nor not
+            verdict, key = "single_order", "single_order"
         elif len(verdicts) == 1:
             verdict = verdicts.pop()
             key = {"child": "child_wins", "parent": "parent_wins", "tie": "ties"}[verdict]
@@ -208,7 +216,7 @@ def _tally(slots: list[_Slot]) -> tuple[ComparisonTally, list[dict[str, Any]]]:
         setattr(tally, key, getattr(tally, key) + 1)
         pairs.append({"eval_id": eval_id, "run": run, "comparisons": [s.k for s in both],
                       "verdict": verdict})
-    judged = tally.pairs - tally.errors
+    judged = tally.pairs - tally.errors - tally.single_order
     agreeing = tally.child_wins + tally.parent_wins + tally.ties
     tally.swap_consistency = agreeing / judged if judged else None
     return tally, pairs
@@ -224,6 +232,8 @@ def _assignment(slots: list[_Slot], pairs: list[dict], tally: ComparisonTally | 
             row["verdict"] = s.verdict
         if s.error is not None:
             row["error"] = s.error
+        if s.skipped:
+            row["skipped"] = "the first order was not decisive"
         rows.append(row)
     data: dict[str, Any] = {"comparisons": rows, "pairs": pairs}
     if tally is not None:
@@ -239,19 +249,31 @@ async def compare_versions(
     parent_runs: dict[int, list[Path]],
     out_dir: Path,
     rng_seed: int,
+    second_order: str = "decisive",
 ) -> ComparisonTally:
-    """Judge every run pair in both orders; write comparison-<k>.json and assignment.json (which
-    version was A in each k) under out_dir; return the tally of swap-consistent verdicts."""
+    """Judge every run pair in its first order, then in the second order the pairs whose first
+    verdict was decisive (every pair when second_order = "always"); write comparison-<k>.json and
+    assignment.json (which version was A in each k) under out_dir; return the tally of
+    swap-consistent verdicts. Which pairs get a second call depends only on the first verdicts,
+    never on which call finished first."""
     out_dir = Path(out_dir)
     assignment = out_dir / "assignment.json"
     slots = _plan(evals, child_runs, parent_runs, _load_previous(assignment), rng_seed)
     # The mapping is on disk before any verdict is, so a comparison file is never orphaned.
     write_json(assignment, _assignment(slots, [], None))
     by_id = {ev.id: ev for ev in evals}
-    await asyncio.gather(*(_judge(client, s, by_id[s.eval_id], out_dir) for s in slots))
+    firsts = {(s.eval_id, s.run): s for s in slots if s.order == 1}
+    await asyncio.gather(*(_judge(client, s, by_id[s.eval_id], out_dir) for s in firsts.values()))
+    seconds = [s for s in slots if s.order == 2]
+    for s in seconds:
+        first = firsts[s.eval_id, s.run]
+        s.skipped = second_order == "decisive" and first.verdict not in ("child", "parent")
+    await asyncio.gather(*(_judge(client, s, by_id[s.eval_id], out_dir) for s in seconds
+                           if not s.skipped))
     tally, pairs = _tally(slots)
     write_json(assignment, _assignment(slots, pairs, tally))
     log.info("compare.completed", pairs=tally.pairs, child_wins=tally.child_wins,
              parent_wins=tally.parent_wins, ties=tally.ties, inconsistent=tally.inconsistent,
-             errors=tally.errors, swap_consistency=tally.swap_consistency)
+             errors=tally.errors, single_order=tally.single_order,
+             swap_consistency=tally.swap_consistency)
     return tally

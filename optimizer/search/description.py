@@ -21,6 +21,7 @@ from optimizer.grade.stats import paired_bootstrap
 from optimizer.inputs import skillmd
 from optimizer.inputs.triggers import Query
 from optimizer.model import scoped
+from optimizer.schemas import TriggerFile
 from optimizer.search import evidence, lineage, probe
 from optimizer.search.propose import Candidate, Feedback, Rejected, propose
 from optimizer.search.state import RunState, mark_baseline, record_decision
@@ -113,7 +114,7 @@ class DescriptionTarget:
                 "split_scores_json": json.dumps(per_query)})
         write_json(run.ws.version(label) / "trigger.json", {
             "version": label, "probe": self.method, "train": self.metrics(label, run.train),
-            "validation": self.metrics(label, self.validation)})
+            "validation": self.metrics(label, self.validation)}, TriggerFile)
 
     async def start(self) -> str | None:
         """v0 on train and validation, and whether a search may start from it. A constant signal

@@ -7,7 +7,8 @@ The model of one run (every number an assumption, listed under "assumptions" in 
   runs_per_eval runs; the sealed test: v0 and the final best on the test evals, same runs.
 - per iteration, for each of loop.proposals_per_iteration candidates: one proposer call; the
   screening minibatch (loop.screen_evals runs, when 0 < screen_evals < train evals); the child's
-  train evals × runs_per_eval runs; two comparator calls (both orders) per run pair; one
+  train evals × runs_per_eval runs; two comparator calls (both orders) per run pair (the second
+  is skipped after a first-order tie, selection.second_order: the estimate leans high); one
   analyzer call. "Typical" assumes every candidate passes screening and no runs are added;
   "at most" adds runs for child and parent up to selection.max_runs_per_eval, with their
   comparisons.

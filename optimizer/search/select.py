@@ -32,7 +32,9 @@ class ComparisonTally:
     inconsistent: int = 0
     errors: int = 0
     pairs: int = 0
-    swap_consistency: float | None = None  # agreeing pairs / judged pairs; None when none judged
+    # agreeing pairs / pairs judged in both orders; None when none were
+    swap_consistency: float | None = None
+    single_order: int = 0  # pairs whose first order was a tie, so not judged in the second
     per_eval: dict[EvalId, dict[str, int]] = field(default_factory=dict)
     # unblinded reasonings of consistent pairs, for the analyzer: {eval_id, verdict, reasoning}
     reasons: list[dict[str, Any]] = field(default_factory=list)
@@ -62,6 +64,8 @@ class Decision:
     look_alpha: float | None = None  # sequential: the false-promotion budget this look spent
     comparator_p: float | None = None  # sequential: the sign test's one-sided p for the child
     promotion_power: float | None = None  # sequential: conditional power when runs continued
+    max_runs: int = 0  # the most runs of any paired eval (extra runs go where they inform)
+    added_runs: tuple[dict[str, Any], ...] = ()  # where each look's extra runs went (allot.py)
 
 
 class _Common(TypedDict):
@@ -69,6 +73,7 @@ class _Common(TypedDict):
 
     evals: int
     runs: int
+    max_runs: int
     comparator: dict[str, Any]
     judge_error_rate: float
     judge_errors: int
@@ -93,7 +98,7 @@ def paired_differences(
 
 
 TALLY_COUNTS = ("child_wins", "parent_wins", "ties", "inconsistent", "errors", "pairs",
-                "swap_consistency")
+                "swap_consistency", "single_order")
 
 
 def _comparator_view(tally: ComparisonTally | None) -> dict[str, Any]:
@@ -108,6 +113,8 @@ def _majority(tally: ComparisonTally | None, majority: float) -> tuple[str | Non
     counts = (
         f"{tally.child_wins} for the child, {tally.parent_wins} for the parent and {tally.ties} "
         f"ties agreed in both orders; {tally.inconsistent} pairs did not"
+        + (f"; {tally.single_order} first-order ties were not judged again" if tally.single_order
+           else "")
     )
     if decisive < MIN_CONSISTENT_VERDICTS:
         return None, f"there are too few decisive comparator verdicts ({counts})"
@@ -131,19 +138,23 @@ def decide(
     total_runs: int = 0,
     unscored: int = 0,
     first_runs: int = 1,
+    look: int | None = None,
 ) -> Decision:
     """won / lost / tie by DESIGN §8, under selection.rule: `sequential` (sequential.look, the
     default) or `bootstrap`, the earlier rule kept selectable: a fixed-level percentile bootstrap
     whose interval is "inconclusive" when neither above min_effect nor below zero; only then may
     the comparator decide by its majority, and only then are runs added. Under both the comparator
-    may promote when Δ ≥ 0 and demote only when the interval is not above zero."""
+    may promote when Δ ≥ 0 and demote only when the interval is not above zero. `look` numbers
+    the look (the loop's runs per eval) when evals have run different counts; default the fewest."""
     ds = paired_differences(child_scores, parent_scores)
     comparator = _comparator_view(tally)
     error_rate = judge_errors / total_runs if total_runs else 0.0
-    runs = min((min(len(child_scores[e]), len(parent_scores[e])) for e in ds), default=0)
+    sizes = [min(len(child_scores[e]), len(parent_scores[e])) for e in ds]
+    runs = min(sizes, default=0)
+    look = runs if look is None else look
     excluded = tuple(sorted((e for e in {*child_scores, *parent_scores} if e not in ds), key=str))
     common = _Common(
-        evals=len(ds), runs=runs, comparator=comparator, judge_error_rate=error_rate,
+        evals=len(ds), runs=runs, max_runs=max(sizes, default=0), comparator=comparator, judge_error_rate=error_rate,
         judge_errors=judge_errors, total_runs=total_runs,
         confidence=selection.confidence, min_effect=selection.min_effect,
         unscored=unscored, excluded_evals=excluded, rule=selection.rule,
@@ -170,7 +181,7 @@ def decide(
         tally = tally or ComparisonTally()
         seen = sequential.look(
             list(ds.values()), tally.child_wins, tally.parent_wins,
-            {e: tally.per_eval[e] for e in tally.per_eval if e in ds}, runs=runs,
+            {e: tally.per_eval[e] for e in tally.per_eval if e in ds}, runs=look,
             max_runs=selection.max_runs_per_eval, first_runs=first_runs, confidence=selection.confidence,
             min_effect=selection.min_effect, futility=selection.futility,
             min_verdicts=MIN_CONSISTENT_VERDICTS)
@@ -189,7 +200,7 @@ def decide(
         f"{len(ds)} evals × {runs} runs"
     )
     inconclusive = low <= selection.min_effect + _EPS and high >= -_EPS
-    needs_more = inconclusive and runs < selection.max_runs_per_eval
+    needs_more = inconclusive and look < selection.max_runs_per_eval
     side, words = _majority(tally, selection.comparator_majority)
 
     def made(decision: Verdict, reason: str) -> Decision:
@@ -205,7 +216,7 @@ def decide(
     if side == "parent" and low <= _EPS:
         return made("lost", f"lost: {where} straddles zero, and {words}.")
     more = (
-        f"; more runs are needed ({runs} of at most {selection.max_runs_per_eval} per eval)"
+        f"; more runs are needed ({look} of at most {selection.max_runs_per_eval} per eval)"
         if needs_more else ""
     )
     if side == "child":
@@ -252,6 +263,7 @@ def selection_json(decision: Decision) -> dict[str, Any]:
         "min_effect": data["min_effect"],
         "evals": data["evals"],
         "runs_per_eval": data["runs"],
+        "max_runs_per_eval": data["max_runs"],
         "comparator": comparator,
         "swap_consistency": comparator.get("swap_consistency"),
         "judge_errors": data["judge_errors"],
@@ -266,6 +278,7 @@ def selection_json(decision: Decision) -> dict[str, Any]:
         "look_alpha": _num(data["look_alpha"]),
         "comparator_p": _num(data["comparator_p"]),
         "promotion_power": _num(data["promotion_power"]),
+        "added_runs": list(data["added_runs"]),
     }
 
 

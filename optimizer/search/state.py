@@ -13,6 +13,7 @@ import structlog
 
 from optimizer.config import Settings
 from optimizer.inputs import skill as skills
+from optimizer.schemas import SelectionFile
 from optimizer.search import lineage, stops
 from optimizer.search.propose import Candidate, proposal_markdown
 from optimizer.search.reporter import Reporter
@@ -107,7 +108,8 @@ def record_decision(run: RunState, label: str, parent: str, stage: str, selectio
                     ) -> None:
     """selection.json, the decisions row and the version's state, in one step; a won child
     becomes the current best when it beats the best (with Pareto parents it may not)."""
-    write_json(run.ws.version(label) / "selection.json", {**selection, "stage": stage, "parent": parent})
+    write_json(run.ws.version(label) / "selection.json", {**selection, "stage": stage, "parent": parent},
+               SelectionFile)
     verdict = selection["decision"]
     best = run.best()
     promote = verdict == "won" and (parent == best or run.score(label) > run.score(best))

@@ -1,0 +1,72 @@
+"""Where a look's extra runs go (optimizer/search/allot.py): a pure function of the scores and
+the run counts, ties by eval id."""
+
+import random
+
+from optimizer.config import Selection
+from optimizer.schemas import SelectionFile
+from optimizer.search.allot import allot, identical, nothing_to_add, uneven_note
+from optimizer.search.select import decide, selection_json
+
+CHILD = {1: [1.0, 1.0, 1.0], 2: [0.2, 0.8, 0.5], 3: [0.5, 0.6, 0.55], 4: [0.0, 0.0, 0.0]}
+PARENT = {1: [1.0, 1.0, 1.0], 2: [0.3, 0.6, 0.4], 3: [0.5, 0.5, 0.6], 4: [1.0, 1.0, 1.0]}
+COUNTS = dict.fromkeys(CHILD, 3)
+
+
+def test_an_eval_whose_child_and_parent_runs_are_all_identical_gets_no_extra_run():
+    more = allot(CHILD, PARENT, COUNTS, look=3, mode="informative", share=1.0)
+    assert more.to == {2: 4, 3: 4} and more.look == 4
+    assert more.skipped_identical == (1, 4)  # d = 0 and d = −1, each with no spread at all
+    assert identical([0.7, 0.7], [0.2, 0.2]) and not identical([0.7, 0.7], [0.2, 0.3])
+
+
+def test_the_earlier_rule_adds_a_run_to_every_eval():
+    assert allot(CHILD, PARENT, COUNTS, look=3, mode="all", share=0.5).to == dict.fromkeys(CHILD, 4)
+
+
+def test_a_share_goes_to_the_largest_variance_of_d_first_ties_by_eval_id():
+    more = allot(CHILD, PARENT, COUNTS, look=3, mode="informative", share=0.5)
+    assert more.to == {2: 4} and more.skipped_low_variance == (3,)
+    tied = {e: [0.1, 0.9, 0.5] for e in (9, 2, 5)}
+    more = allot(tied, tied, dict.fromkeys(tied, 3), look=3, mode="informative", share=0.34)
+    assert more.to == {2: 4, 5: 4}  # ceil(0.34 · 3) = 2, equal variances: the lowest ids
+
+
+def test_the_allotment_does_not_depend_on_the_order_of_the_evals():
+    keys = list(CHILD)
+    random.Random(1).shuffle(keys)
+    shuffled = allot({k: CHILD[k] for k in keys}, {k: PARENT[k] for k in reversed(keys)},
+                     {k: 3 for k in keys}, look=3, mode="informative", share=0.5)
+    assert shuffled == allot(CHILD, PARENT, COUNTS, look=3, mode="informative", share=0.5)
+
+
+def test_an_eval_without_scores_on_both_sides_is_the_least_settled():
+    more = allot({1: [0.5, 0.6], 2: []}, {1: [0.5, 0.7], 2: [0.4]}, {1: 2, 2: 2}, look=2,
+                 mode="informative", share=0.5)
+    assert more.to == {2: 3}
+
+
+def test_the_look_numbers_the_alpha_spent_not_the_fewest_runs():
+    child = {**CHILD, 2: CHILD[2] + [0.6], 3: CHILD[3] + [0.6]}
+    parent = {**PARENT, 2: PARENT[2] + [0.5], 3: PARENT[3] + [0.5]}
+    at3 = decide(child, parent, None, selection=Selection(), rng=random.Random(0), first_runs=3)
+    at4 = decide(child, parent, None, selection=Selection(), rng=random.Random(0), first_runs=3,
+                 look=4)
+    assert at3.runs == at4.runs == 3 and at4.max_runs == 4
+    assert at4.look_alpha > at3.look_alpha  # the second look's share, not the first's again
+
+
+def test_selection_json_says_where_runs_went_and_validates():
+    from dataclasses import replace
+
+    more = allot(CHILD, PARENT, COUNTS, look=3, mode="informative", share=1.0)
+    d = decide(CHILD, PARENT, None, selection=Selection(), rng=random.Random(0), first_runs=3)
+    d = replace(d, added_runs=(more.as_json(),))
+    data = selection_json(d)
+    assert data["added_runs"] == [{"runs": 4, "to": [2, 3], "skipped_identical": [1, 4],
+                                   "skipped_low_variance": []}]
+    SelectionFile.model_validate({**data, "stage": "benchmark", "parent": "v0"})
+    note = uneven_note({1: 3, 2: 4, 3: 4, 4: 3}, [more])
+    assert "from 3 to 4" in note and "evals 1, 4 had all runs identical" in note
+    stopped = nothing_to_add(replace(d, needs_more_runs=True))
+    assert not stopped.needs_more_runs and "No runs were added" in stopped.reason
