@@ -8,9 +8,11 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     RootModel,
     SerializerFunctionWrapHandler,
+    Tag,
     field_validator,
     model_serializer,
     model_validator,
@@ -767,8 +769,8 @@ class DevPassRate(_Exact):
 
 
 class ProbeSelection(_Exact):
-    """selection.json of a description child (search/description.py decide). `parent` is the
-    parent's label: it replaces, in the file, the parent's metrics of the decision dict."""
+    """selection.json of a description child (search/description.py decide): the validation
+    queries' Δ, and both sides' trigger metrics."""
 
     stage: Literal["probe"]
     decision: Decided
@@ -778,14 +780,37 @@ class ProbeSelection(_Exact):
     interval: SelectionInterval | None
     queries: int
     split: Literal["validation"]
-    child: TriggerSide
+    child_metrics: TriggerSide
+    parent_metrics: TriggerSide
     dev_pass_rate: DevPassRate
     min_effect: float
 
 
-class SelectionFile(RootModel[Annotated[ScreenSelection | BenchmarkSelection | ProbeSelection,
-                                        Field(discriminator="stage")]]):
-    """selection.json, one shape per stage that decides."""
+class TargetSelection(BaseModel):
+    """selection.json of a stage this file does not know: a target added in its own module
+    (search/targets.py) decides in its own terms; the engine needs only these fields."""
+
+    model_config = ConfigDict(extra="allow")
+    stage: str
+    decision: Decided
+    reason: str
+    parent: str
+
+
+KNOWN_STAGES = ("screening", "benchmark", "probe")
+
+
+def _selection_shape(value: Any) -> str:
+    stage = value.get("stage") if isinstance(value, dict) else getattr(value, "stage", None)
+    return stage if stage in KNOWN_STAGES else "target"
+
+
+class SelectionFile(RootModel[Annotated[
+        Annotated[ScreenSelection, Tag("screening")] | Annotated[BenchmarkSelection, Tag("benchmark")]
+        | Annotated[ProbeSelection, Tag("probe")] | Annotated[TargetSelection, Tag("target")],
+        Discriminator(_selection_shape)]]):
+    """selection.json, one exact shape per stage the product knows, and the engine's fields for
+    a target's own stage."""
 
 
 class QueryOutcome(_Exact):

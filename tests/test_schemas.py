@@ -296,7 +296,10 @@ def test_selection_json_of_each_stage_validates_against_its_model():
     m = _trigger_metrics()
     chosen = decide_description(m, m, 0.5, 0.5, selection=Selection(), rng=random.Random(0))
     written = {**chosen, "stage": "probe", "parent": "v0"}  # as state.record_decision writes it
-    assert isinstance(s.SelectionFile.model_validate(written).root, s.ProbeSelection)
+    probe_file = s.SelectionFile.model_validate(written).root
+    assert isinstance(probe_file, s.ProbeSelection)
+    # The parent's label and both sides' metrics live side by side; neither replaces the other.
+    assert probe_file.parent == "v0" and probe_file.parent_metrics.f1 == m["f1"]
 
 
 @pytest.mark.parametrize("change", [{"surprise": 1}, {"decision": "promoted"}, {"evals": "ten"}])

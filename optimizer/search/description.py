@@ -206,8 +206,9 @@ def decide(child: dict, parent: dict, child_dev: float | None, parent_dev: float
     both = sorted(set(child["per_query"]) & set(parent["per_query"]), key=int)
     ds = [float(child["per_query"][q]["passed"]) - float(parent["per_query"][q]["passed"]) for q in both]
     out = {"delta": None, "interval": None, "queries": len(ds), "split": "validation",
-           "child": {k: child[k] for k in ("pass_rate", "precision", "recall", "f1", "constant_signal")},
-           "parent": {k: parent[k] for k in ("pass_rate", "precision", "recall", "f1", "constant_signal")},
+           # Named apart from "parent", which selection.json uses for the parent's label.
+           "child_metrics": {k: child[k] for k in ("pass_rate", "precision", "recall", "f1", "constant_signal")},
+           "parent_metrics": {k: parent[k] for k in ("pass_rate", "precision", "recall", "f1", "constant_signal")},
            "dev_pass_rate": {"child": child_dev, "parent": parent_dev}, "min_effect": selection.min_effect}
     if not ds:
         return {**out, "decision": "tie", "reason": "tie: no validation query has probe results "
