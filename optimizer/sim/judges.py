@@ -344,7 +344,9 @@ def analyze(get: Section, rng: random.Random, knobs: Any) -> dict:
             "winner": "A",
             "winner_skill": "winner_skill",
             "loser_skill": "loser_skill",
-            "comparator_reasoning": comparisons[:300] or "No comparator reasoning given.",
+            # The tally sentence, as a reader would sum it up; never the tagged entries below it.
+            "comparator_reasoning": comparisons.split("\n", 1)[0].split("<", 1)[0].strip()[:300]
+            or "No comparator reasoning given.",
         },
         "winner_strengths": [f"Instructs: {b}" for b in only_winner[:3]]
         or ["Same instructions, luckier runs"],
