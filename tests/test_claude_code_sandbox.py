@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import time
 from pathlib import Path
 
@@ -191,3 +192,45 @@ async def test_without_bubblewrap_it_refuses_unless_asked(tmp_path: Path, monkey
     assert not (tmp_path / "run").exists()
     record, _ = await run_scripted(tmp_path, [], mode="none")
     assert record.status == "ok" and record.sandbox == "host"
+
+
+def test_a_node_outside_the_system_folders_is_bound_alone_never_its_folder(tmp_path, monkeypatch):
+    # node at ~/bin/node: binding its folder's parent would show the whole home to the sandbox.
+    home_bin = tmp_path / "home" / "bin"
+    home_bin.mkdir(parents=True)
+    (home_bin / "node").write_text("#!/bin/sh\n")
+    (home_bin / "node").chmod(0o755)
+    (tmp_path / "home" / ".ssh").mkdir()
+    monkeypatch.setenv("PATH", str(home_bin))
+    from optimizer.sandbox import find_node
+
+    node, binds = find_node()
+    assert node == "/opt/node/bin/node"
+    assert binds == [("--ro-bind", str((home_bin / "node").resolve()), "/opt/node/bin/node")]
+
+
+class Overloaded(Scripted):
+    """An endpoint that answers every message with 529, as the API does when it is overloaded."""
+
+    def handle(self, method, target, headers, raw):  # type: ignore[no-untyped-def]
+        from optimizer.sim.protocol import error_reply
+
+        if target.startswith("/v1/messages"):
+            self.headers.append({k.lower(): v for k, v in headers.items()})
+            return error_reply(529, "overloaded_error", "Overloaded")
+        return super().handle(method, target, headers, raw)
+
+
+async def test_an_endpoint_that_fails_the_cli_leaves_the_run_unscored(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    # The API's failure, past the CLI's own retries, is not the skill's: no score of 0. One
+    # retry instead of the CLI's ten, whose backoff would take three minutes.
+    from optimizer.execute import claude_code
+
+    boxed = claude_code.boxed_env
+    monkeypatch.setattr(claude_code, "boxed_env",
+                        lambda settings: {**boxed(settings), "CLAUDE_CODE_MAX_RETRIES": "1"})
+    monkeypatch.setattr(sys.modules[__name__], "Scripted", Overloaded)
+    record, sim = await run_scripted(tmp_path, [])
+    assert sim.headers, "the CLI never reached the endpoint"
+    assert record.status == "unscored" and "model endpoint failed" in (record.error or "")

@@ -103,8 +103,34 @@ async def test_a_way_to_another_host_is_refused(tmp_path: Path, sim) -> None:
     assert sim.requests == []
 
 
-async def test_an_unreachable_target_answers_502(tmp_path: Path) -> None:
+async def test_an_unreachable_target_answers_502_and_counts_as_a_failure_of_ours(tmp_path: Path) -> None:
     sock = tmp_path / "relay.sock"
-    async with Relay(sock, "http://127.0.0.1:9", "real-key"), through(sock) as client:
+    async with Relay(sock, "http://127.0.0.1:9", "real-key") as relay, through(sock) as client:
         answer = await client.post("/v1/messages", json=BODY)
     assert answer.status_code == 502 and "could not reach the model endpoint" in answer.text
+    assert relay.failures == 1  # the Claude Code executor leaves such a run unscored
+
+
+async def test_only_the_messages_api_without_server_side_reach_is_relayed(tmp_path: Path, sim) -> None:
+    # The key the relay adds could act on the whole account, and server tools or MCP servers
+    # would reach other hosts on the sandbox's behalf.
+    sock = tmp_path / "relay.sock"
+    refused = [("GET", "/v1/models", None), ("POST", "/v1/files", BODY),
+               ("POST", "/v1/messages/batches", BODY), ("DELETE", "/v1/skills/x", None),
+               ("POST", "/v1/messages", {**BODY, "mcp_servers": [{"type": "url", "url": "http://x"}]}),
+               ("POST", "/v1/messages", {**BODY, "tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]}),
+               ("POST", "/v1/messages", {**BODY, "tools": [{"type": "web_search_20250305", "name": "web_search"}]})]
+    key = {"x-api-key": PLACEHOLDER_KEY, "anthropic-version": "2023-06-01"}
+    async with Relay(sock, sim.url, "real-key") as relay, through(sock) as client:
+        answers = [await client.request(method, path, json=body, headers=key)
+                   for method, path, body in refused]
+        allowed = await client.post("/v1/messages?beta=true", headers=key, json={**BODY, "tools": [
+            {"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]})
+        counted = await client.post("/v1/messages/count_tokens", json=BODY, headers=key)
+        too_big = await client.post("/v1/messages", content=b"x" * (32 * 1024 * 1024 + 1))
+    assert [a.status_code for a in answers] == [403] * len(refused)
+    assert all(a.json()["error"]["type"] == "relay_error" for a in answers)
+    assert allowed.status_code == 200 and counted.status_code in (200, 404)
+    assert too_big.status_code == 413
+    assert [path.split("?")[0] for path, _ in sim.requests] == ["/v1/messages", "/v1/messages/count_tokens"]
+    assert relay.failures == 0

@@ -191,9 +191,14 @@ class ClaudeCodeExecutor(Executor):
         ) as box:
             failed = await _stream(box.argv, "/", box.env, ctx, transcript, tally, None,
                                    self.settings.sandbox.max_workspace_mb)
-        if failed and failed.startswith(NO_RESULT) and _box_failed(failed):
+        if failed and failed.startswith(NO_RESULT) and (_box_failed(failed) or box.relay.requests == 0):
             # The sandbox or its relay never started the CLI: ours to retry, not the skill's 0.
             raise InfraFailure(f"the sandbox could not start the Claude Code CLI: {failed}")
+        if failed and box.relay.failures:
+            # The endpoint failed the CLI (unreachable, 429, 5xx past the CLI's own retries):
+            # a failure of ours, left unscored and retried, never the skill's 0.
+            raise InfraFailure(f"the model endpoint failed {box.relay.failures} request(s) of "
+                               f"this run: {failed}")
         return failed
 
 

@@ -34,7 +34,9 @@ class Box:
 
 def find_node() -> tuple[str, list[tuple[str, str, str]]]:
     """node as the sandbox sees it, and the bind that shows it there when it is not in a system
-    folder (an nvm install under the home: only its own folder is bound, read-only)."""
+    folder: the binary alone, read-only. Its folder may be the user's home (~/bin/node) or a
+    tree of other things, none of which the sandbox may see; node needs only its binary and the
+    system's libraries."""
     found = shutil.which("node")
     if found is None:
         raise BadInput("The confined claude-code executor needs node on PATH (its relay to the "
@@ -43,7 +45,8 @@ def find_node() -> tuple[str, list[tuple[str, str, str]]]:
     real = Path(found).resolve()
     if str(real).startswith(_SYSTEM):
         return str(real), []
-    return f"{NODE_MOUNT}/bin/{real.name}", [("--ro-bind", str(real.parent.parent), NODE_MOUNT)]
+    inside = f"{NODE_MOUNT}/bin/node"
+    return inside, [("--ro-bind", str(real), inside)]
 
 
 @contextlib.asynccontextmanager
@@ -79,7 +82,9 @@ async def confined_program(
                           # RLIMIT_AS would stop the CLI's runtime, which reserves far more
                           # address space than it uses; only a memory cgroup bounds it.
                           address_space=False,
-                          binds=[("--bind", str(folder), RELAY_MOUNT), *node_binds, *binds])
+                          # Read-only: connecting to the socket needs no write, and the
+                          # sandbox must not fill or replace a host folder.
+                          binds=[("--ro-bind", str(folder), RELAY_MOUNT), *node_binds, *binds])
         if cgroup is not None:
             argv = ["/bin/sh", "-c", cgroup_join_prefix(cgroup) + 'exec "$@"', "sandbox-cgroup",
                     *argv]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -17,6 +18,12 @@ INNER_PORT = 8089
 # The only key the sandboxed agent holds: the relay swaps it for the real one.
 PLACEHOLDER_KEY = "sk-ant-sandboxed-by-the-relay"
 HEAD_LIMIT = 256 * 1024
+MAX_BODY = 32 * 1024 * 1024  # a request the relay holds in the daemon's memory, outside any cgroup
+# What an agent needs of the API. The rest (files, batches, skills, models of the organisation)
+# would let a command in the sandbox act on the user's account with the real key.
+ALLOWED = {("POST", "/v1/messages"), ("POST", "/v1/messages/count_tokens")}
+# Tools the service runs itself, reaching hosts on the sandbox's behalf.
+SERVER_TOOLS = ("web_search", "web_fetch", "code_execution", "mcp")
 # Per connection, not end to end: they are always about to be (re)used, or gone.
 _HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer",
         "transfer-encoding", "upgrade", "host", "content-length"}
@@ -55,14 +62,16 @@ class Relay:
         self.api_key = api_key
         self.headers = dict(headers or {})
         self.requests = 0
+        self.failures = 0  # answers that say the endpoint failed us, not the agent: 429, 5xx, unreachable
         self._server: asyncio.AbstractServer | None = None
         self._client: httpx2.AsyncClient | None = None
 
     async def __aenter__(self) -> Relay:
-        # No read timeout: an answer may stream for minutes; the run's own clock ends it.
-        self._client = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=None))
         self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket_path),
                                                        limit=HEAD_LIMIT)
+        # No read timeout: an answer may stream for minutes; the run's own clock ends it. The
+        # daemon's environment applies (its proxy, SSL_CERT_FILE), as for its own model calls.
+        self._client = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=None))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -77,7 +86,7 @@ class Relay:
         try:
             while await self._one(reader, writer):
                 pass
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError):
+        except Exception:  # noqa: BLE001 - whatever the sandbox sent, the relay goes on serving
             pass
         finally:
             writer.close()
@@ -91,8 +100,15 @@ class Relay:
         except asyncio.IncompleteReadError:
             return False  # the client closed between requests
         method, path, headers = _parse_head(head)
+        if int(headers.get("content-length") or 0) > MAX_BODY:
+            await _refuse(writer, 413, "the request is larger than the sandbox relay forwards")
+            return False
         body = await _read_body(reader, headers)
         keep = headers.get("connection", "").lower() != "close"
+        refusal = _refusal(method, path, body)
+        if refusal:
+            await _refuse(writer, 403, refusal)
+            return keep
         sent = {k: v for k, v in headers.items() if k not in _HOP}
         if "x-api-key" in sent:
             sent["x-api-key"] = self.api_key
@@ -102,6 +118,8 @@ class Relay:
         try:
             async with self._client.stream(method, self.target + path, headers=sent,
                                            content=body) as answer:
+                if answer.status_code == 429 or answer.status_code >= 500:
+                    self.failures += 1
                 bodyless = method == "HEAD" or answer.status_code in (204, 304)
                 writer.write(_answer_head(answer, chunked=not bodyless))
                 if not bodyless:
@@ -109,14 +127,44 @@ class Relay:
                         writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                         await writer.drain()
                     writer.write(b"0\r\n\r\n")
-        except httpx2.HTTPError as exc:
-            text = f"the sandbox relay could not reach the model endpoint: {type(exc).__name__}"
-            data = text.encode()
-            writer.write(b"HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\n"
-                         b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(data), data))
-            keep = False
+        except httpx2.HTTPError as exc:  # unreachable, refused, cut: the endpoint failed us
+            self.failures += 1
+            await _refuse(writer, 502, "the sandbox relay could not reach the model endpoint: "
+                          f"{type(exc).__name__}")
+            return False
+        except Exception as exc:  # noqa: BLE001 - a request the client library will not send
+            await _refuse(writer, 400, f"the sandbox relay could not send this request: "
+                          f"{type(exc).__name__}")
+            return False
         await writer.drain()
         return keep
+
+
+def _refusal(method: str, path: str, body: bytes) -> str | None:
+    """Why a request may not leave the sandbox, or None."""
+    if (method, path.split("?", 1)[0]) not in ALLOWED:
+        return f"{method} {path.split('?', 1)[0]} is not relayed: only the Messages API is"
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return "the request body is not JSON the relay can check"
+    if not isinstance(request, dict):
+        return "the request body is not a JSON object"
+    if request.get("mcp_servers"):
+        return "MCP servers are not relayed: they would reach other hosts"
+    for tool in request.get("tools") or []:
+        kind = str(tool.get("type", "")) if isinstance(tool, dict) else ""
+        if kind.startswith(SERVER_TOOLS):
+            return f"the server tool {kind!r} is not relayed: it would reach other hosts"
+    return None
+
+
+async def _refuse(writer: asyncio.StreamWriter, status: int, text: str) -> None:
+    reason = {400: "Bad Request", 403: "Forbidden", 413: "Payload Too Large", 502: "Bad Gateway"}.get(status, "Error")
+    data = json.dumps({"type": "error", "error": {"type": "relay_error", "message": text}}).encode()
+    writer.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+                 b"\r\n%s" % (status, reason.encode(), len(data), data))
+    await writer.drain()
 
 
 def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
@@ -134,8 +182,12 @@ def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
 
 async def _read_body(reader: asyncio.StreamReader, headers: Mapping[str, str]) -> bytes:
     if "chunked" in headers.get("transfer-encoding", "").lower():
-        parts = []
+        parts: list[bytes] = []
+        total = 0
         while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+            total += size
+            if total > MAX_BODY:
+                raise ValueError("a chunked body larger than the relay forwards")
             parts.append(await reader.readexactly(size))
             await reader.readexactly(2)
         while await reader.readuntil(b"\r\n") != b"\r\n":  # trailers, if any
