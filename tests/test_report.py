@@ -297,6 +297,9 @@ def test_review_server_sends_a_page_when_it_is_opened(review):
     assert json.loads(m.group(3))["runs"][0]["id"] == built.run_id("v1", built.evals[0])
     assert request(port, "GET", "/api/details/v99.js")[0] == 404
     assert request(port, "GET", "/api/details/state.db")[0] == 404
+    # Another site's <script src=…> (a cross-site no-cors load) gets nothing to read.
+    assert request(port, "GET", "/api/details/v1.js", headers={"Sec-Fetch-Site": "cross-site"})[0] == 403
+    assert request(port, "GET", "/api/details/v1.js", headers={"Sec-Fetch-Site": "same-origin"})[0] == 200
 
 
 def test_feedback_on_a_sealed_test_run_is_refused(review):

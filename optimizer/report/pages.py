@@ -209,7 +209,16 @@ def _outputs(out_dir: str, root: str, budget: Budget) -> list[dict]:
                 stack.append((entry.path, rel + "/"))
             elif entry.is_file() and rel not in HARNESS_FILES:
                 files.append((read.natural_key(rel), rel, entry))
-    return [_output(entry, rel, budget, root) for _, rel, entry in sorted(files, key=lambda f: f[0])]
+    return [_output_or_gone(entry, rel, budget, root) for _, rel, entry in sorted(files, key=lambda f: f[0])]
+
+
+def _output_or_gone(entry: os.DirEntry, rel: str, budget: Budget, root: str) -> dict:
+    # A live run (or a workspace emptied past its size limit) may remove a file between the
+    # listing and the read: the file is listed, the page still made.
+    try:
+        return _output(entry, rel, budget, root)
+    except OSError:
+        return {"name": rel, "size": 0, "kind": "file"}
 
 
 def _output(entry: os.DirEntry, rel: str, budget: Budget, root: str) -> dict:
@@ -221,7 +230,9 @@ def _output(entry: os.DirEntry, rel: str, budget: Budget, root: str) -> dict:
         item: dict[str, Any] = {"name": rel, "size": size, "kind": "file"}
         if size <= IMAGE_CAP and budget.take(size):
             mime = mimetypes.guess_type(entry.name)[0] or "application/octet-stream"
-            item.update(kind="image", data=f"data:{mime};base64,{base64.b64encode(_head(entry.path, -1)).decode()}")
+            raw = _head(entry.path, IMAGE_CAP + 1)  # the file may have grown since its stat
+            if len(raw) <= IMAGE_CAP:
+                item.update(kind="image", data=f"data:{mime};base64,{base64.b64encode(raw).decode()}")
         return item
     head = _head(entry.path, TEXT_CAP * 4)
     # A read shorter than asked is the whole file: its size without another system call.

@@ -126,6 +126,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
+        # A page of another site may not embed what this server serves (a <script> or <img>
+        # load carries no Origin header): browsers drop such cross-site loads.
+        self.send_header("Cross-Origin-Resource-Policy", "same-origin")
         for key, value in (extra or {}).items():
             self.send_header(key, value)
         self.end_headers()
@@ -160,6 +163,10 @@ class Handler(BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
     def _details(self, name: str) -> None:
+        # A version's page is a script: another site could load it with its own reportDetail()
+        # and read the runs. Browsers say where a load comes from; only the review page may.
+        if self.headers.get("Sec-Fetch-Site", "same-origin") != "same-origin":
+            return self._error(HTTPStatus.FORBIDDEN, "a version's page loads only from the review page")
         data = read.load(self.server.root)
         key = name.removesuffix(".js")
         if not html.DETAIL_NAME.fullmatch(name) or key not in pages.keys(data):

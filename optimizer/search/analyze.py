@@ -84,9 +84,10 @@ def render_comparisons(tally: ComparisonTally | None, winner: str, loser: str, c
     single = (f", {tally.single_order} ties in the first order not judged again"
               if tally.single_order else "")
     lines = [
-        f"{tally.pairs} output pairs judged in both orders: {wins[winner]} won by {winner}, "
+        f"{tally.pairs} output pairs judged: {wins[winner]} won by {winner}, "
         f"{wins[loser]} won by {loser}, {tally.ties} ties, {tally.inconsistent} inconsistent "
-        f"between the two orders, {tally.errors} errors{single} (swap consistency {consistency})."
+        f"between the two orders, {tally.errors} errors{single} (swap consistency {consistency} "
+        "over the pairs judged in both orders)."
     ]
     for reason in tally.reasons[:MAX_REASONS]:
         lines.append(data("comparison", reason["reasoning"], eval=reason["eval_id"],

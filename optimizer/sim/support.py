@@ -43,7 +43,8 @@ def _quote(line: str, item: str | None) -> str:
 
 
 def _line_with(lines: list[str], item: str) -> str:
-    return next(line for line in lines if has_item(line, item))
+    # An item that spans lines (a snippet with a line break in it) is quoted as itself.
+    return next((line for line in lines if has_item(line, item)), item)
 
 
 def _share(wanted: set[str], text: str) -> float:
@@ -62,7 +63,7 @@ def support(expectation: str, files: list[dict]) -> Support:
     partial: tuple[str, list[str]] | None = None
     for f in files:
         text = f"{f['path']}\n{f['content']}"
-        lines = [line for line in f["content"].splitlines() if line.strip()]
+        lines = [line for line in f["content"].split("\n") if line.strip()]
         if items:
             if any(not has_item(f["content"], item) for item in items):
                 continue
