@@ -15,7 +15,7 @@ from fixtures.workspace_builder import HOSTILE, build_workspace
 
 from optimizer import schemas
 from optimizer.errors import BadInput
-from optimizer.report import html, server
+from optimizer.report import html, pages, server
 
 SEEDS = Path(__file__).parent / "fixtures" / "seeds"
 BLOB = re.compile(r'<script type="application/json" id="report-data">(.*?)</script>', re.S)
@@ -36,6 +36,19 @@ def detail(report: Path, key: str) -> dict:
 @pytest.fixture
 def built(tmp_path):
     return build_workspace(tmp_path / "run", versions=6, hostile=True)
+
+
+def test_each_page_has_its_own_inline_budget_so_the_last_versions_show_their_outputs(built, monkeypatch):
+    # A cap shared by the whole report went to the first versions' outputs and left the latest
+    # with file names only. A cap that fits one run's outputs: every page inlines its first run.
+    path = html.write_report(built.root, None)
+    first = next(o for o in detail(path, "v1")["runs"][0]["outputs"] if o["kind"] == "text")
+    monkeypatch.setattr(pages, "PAGE_CAP", len(first["text"]) + 200)  # about one run
+    path = html.write_report(built.root, None)
+    for key in ("v1", "v4", "baseline", "test"):  # in the order the pages are written
+        kinds = [o["kind"] for o in detail(path, key)["runs"][0]["outputs"]]
+        assert "text" in kinds, (key, kinds)
+    assert blob(path.read_text())["meta"]["inline_cap_reached"] is True
 
 
 def test_report_is_written_next_to_the_run_by_default(built):

@@ -63,7 +63,8 @@ def _cost_series(ws: Workspace) -> list[list]:
 
 
 def build(run_dir: Path, *, review: bool = False, files_base: str = "", details_base: str = "",
-          token: str = "", data: read.RunData | None = None, inlined: int = 0) -> dict:
+          token: str = "", data: read.RunData | None = None, inlined: int = 0,
+          capped: bool = False) -> dict:
     """What the index page shows, as JSON-able data; each page's runs come from its own script."""
     data = data or read.load(run_dir)
     ws = data.ws
@@ -84,7 +85,7 @@ def build(run_dir: Path, *, review: bool = False, files_base: str = "", details_
                  "generated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
                  "review": review, "files_base": files_base,
                  "details_base": details_base, "token": token, "callback": CALLBACK,
-                 "inlined_bytes": inlined, "inline_cap_reached": inlined >= pages.TOTAL_CAP,
+                 "inlined_bytes": inlined, "inline_cap_reached": capped,
                  "sandbox": confinement.describe(status["sandbox"]) if status else None,
                  "unconfined": bool(status and status["sandbox"]["unconfined"])},
         "status": status,
@@ -119,10 +120,11 @@ def _environment() -> jinja2.Environment:
 
 
 def render(run_dir: Path, *, review: bool = False, files_base: str = "", details_base: str = "",
-           token: str = "", data: read.RunData | None = None, inlined: int = 0) -> str:
+           token: str = "", data: read.RunData | None = None, inlined: int = 0,
+           capped: bool = False) -> str:
     """The index page; `details_base` is where it finds each page's script (<key>.js)."""
     index = build(run_dir, review=review, files_base=files_base, details_base=details_base, token=token,
-                  data=data, inlined=inlined)
+                  data=data, inlined=inlined, capped=capped)
     template = _environment().get_template(TEMPLATE)
     return template.render(
         title=f"{index['meta']['skill_name']} — skill optimizer report",
@@ -146,12 +148,14 @@ def write_report(run_dir: Path, output: Path | None = None) -> Path:
     folder = details_dir(target)
     data = read.load(run_dir)
     token = secrets.token_hex(8)  # a page left from an earlier report says so instead of mixing in
-    budget = pages.Budget()
     keys = pages.keys(data)
+    inlined, capped = 0, False
     for key in keys:
+        budget = pages.Budget()
         write_text(folder / f"{key}.js", detail_script(key, token, pages.page(data.ws, data, key, budget)))
+        inlined, capped = inlined + budget.used, capped or budget.refused
     html = render(run_dir, files_base="" if base == "." else f"{base}/", details_base=f"{quote(folder.name)}/",
-                  token=token, data=data, inlined=pages.TOTAL_CAP - budget.left)
+                  token=token, data=data, inlined=inlined, capped=capped)
     write_text(target, html)
     stale = [p for p in folder.iterdir() if DETAIL_NAME.fullmatch(p.name) and p.stem not in keys] \
         if folder.is_dir() else []

@@ -23,23 +23,32 @@ from optimizer.store.lock import running_pid
 
 TEXT_CAP = 20_000  # characters of one text output shown inline
 IMAGE_CAP = 400_000  # bytes of one image inlined as a data: URI
-TOTAL_CAP = 30_000_000  # bytes inlined over the whole report; past it, outputs are only listed
+# Bytes inlined in one version's page (each page loads on its own); past it, the page lists its
+# outputs by name. Per page, not per report: a shared cap went to the first versions and left
+# the latest, the baseline and the sealed test with names only.
+PAGE_CAP = 8_000_000
 TRANSCRIPT_CAP = 6_000
 IMAGE_TYPES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg"}
 EXTRA = ("baseline", "test")  # the pages of runs that belong to no version
 
 
 class Budget:
-    """What is left of TOTAL_CAP: a run with huge outputs still gives a report that opens."""
+    """What is left of one page's cap: a run with huge outputs still gives pages that open."""
 
-    def __init__(self, total: int = TOTAL_CAP) -> None:
-        self.left = total
+    def __init__(self, total: int | None = None) -> None:
+        self.total = self.left = PAGE_CAP if total is None else total
+        self.refused = False  # something was listed by name only
 
     def take(self, n: int) -> bool:
         if n > self.left:
+            self.refused = True
             return False
         self.left -= n
         return True
+
+    @property
+    def used(self) -> int:
+        return self.total - self.left
 
 
 def keys(data: read.RunData) -> list[str]:
