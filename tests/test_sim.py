@@ -814,3 +814,13 @@ async def test_copying_train_values_gains_on_train_only_and_a_general_habit_gain
     # One of three expectations per eval moves: a gain is about 0.3, sampling noise about 0.05.
     assert copied["train"] - base["train"] >= 0.25 and abs(copied["test"] - base["test"]) <= 0.1
     assert habit["train"] - base["train"] >= 0.25 and habit["test"] - base["test"] >= 0.25
+
+
+async def test_a_value_that_fails_in_two_evals_is_a_convention_and_stays_in_the_general_edit():
+    failures = "\n".join(tag("failure", "The page uses the brand colour #d97757", eval=e, count="2")
+                         for e in ("1", "3"))
+    prompt = "\n".join([tag("target", "body"), tag("skill_files", tag("file", SKILL, path="SKILL.md")),
+                        tag("failed_expectations", failures), tag("lost_attempts", "")])
+    proposal = await tool_input(client_for(Simulator(proposal_quality=1.0)),
+                                forced("proposer", "submit_proposal", prompt))
+    assert "#d97757" in apply_edit(SKILL, proposal["edits"][0])

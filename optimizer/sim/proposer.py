@@ -74,9 +74,12 @@ def _body(get: Section, path: str, content: str, good: bool, rng: random.Random)
     lines = body.split("\n")
     marks = bullet_indexes(lines)
     last = marks[-1] if marks else None
-    failed = _unique(sorted(failures(get("failed_expectations")), key=lambda f: -f[1]))
+    reported = sorted(failures(get("failed_expectations")), key=lambda f: -f[1])
+    # Shared values are counted before the same wording from several evals becomes one entry:
+    # that wording failing in two evals is exactly what makes its value a convention.
+    shared = _shared_facts(reported)
+    failed = _unique(reported)
     lost = " ".join(c for _, c in parse_tags(get("lost_attempts") or "", "attempt")).lower()
-    shared = _shared_facts(failed)
     fresh = [f for f in failed if _general(f[0], shared).lower() not in lost + " " + body.lower()]
 
     def insert(new_lines: list[str]) -> tuple[str, str, str]:
