@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -313,6 +314,21 @@ def test_review_server_sends_a_page_when_it_is_opened(review):
     # Another site's <script src=…> (a cross-site no-cors load) gets nothing to read.
     assert request(port, "GET", "/api/details/v1.js", headers={"Sec-Fetch-Site": "cross-site"})[0] == 403
     assert request(port, "GET", "/api/details/v1.js", headers={"Sec-Fetch-Site": "same-origin"})[0] == 200
+
+
+def test_review_server_reads_the_run_again_only_when_it_changed(review, monkeypatch):
+    built, port = review
+    loads = []
+    real = server.read.load
+    monkeypatch.setattr(server.read, "load", lambda root: loads.append(root) or real(root))
+    for key in ("v1", "v2", "v1"):
+        assert request(port, "GET", f"/api/details/{key}.js")[0] == 200
+    assert len(loads) <= 1  # at most the first page reads the run; the next ones reuse it
+    before = len(loads)
+    state = built.root / "state.db"
+    os.utime(state, ns=(state.stat().st_atime_ns, state.stat().st_mtime_ns + 1_000_000_000))
+    assert request(port, "GET", "/api/details/v2.js")[0] == 200
+    assert len(loads) == before + 1  # a daemon wrote: the page shows what it wrote
 
 
 def test_feedback_on_a_sealed_test_run_is_refused(review):

@@ -61,7 +61,19 @@ class ReviewServer(ThreadingHTTPServer):
         self.lock = threading.Lock()  # one read-modify-write of feedback.json at a time
         self.known = run_ids(self.root)
         self.token = secrets.token_hex(8)
+        self._loaded: tuple[tuple, read.RunData] | None = None
+        self._load_lock = threading.Lock()
         super().__init__((HOST, port), Handler)
+
+    def run_data(self) -> read.RunData:
+        """The run as read.load reads it, read again only when its files changed: on a long run
+        each version opened would otherwise read the whole run (seconds at 200 versions)."""
+        stamp = tuple(_stamp(p) for p in (self.ws.state_db, self.ws.state_db.with_name("state.db-wal"),
+                                          self.ws.history))
+        with self._load_lock:
+            if self._loaded is None or self._loaded[0] != stamp:
+                self._loaded = (stamp, read.load(self.root))
+            return self._loaded[1]
 
     @property
     def port(self) -> int:
@@ -90,6 +102,14 @@ class ReviewServer(ThreadingHTTPServer):
     def submit(self) -> dict:
         with self.lock:
             return save_feedback(self.ws, {**load_feedback(self.ws), "status": "complete"})
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -167,7 +187,7 @@ class Handler(BaseHTTPRequestHandler):
         # and read the runs. Browsers say where a load comes from; only the review page may.
         if self.headers.get("Sec-Fetch-Site", "same-origin") != "same-origin":
             return self._error(HTTPStatus.FORBIDDEN, "a version's page loads only from the review page")
-        data = read.load(self.server.root)
+        data = self.server.run_data()
         key = name.removesuffix(".js")
         if not html.DETAIL_NAME.fullmatch(name) or key not in pages.keys(data):
             return self._error(HTTPStatus.NOT_FOUND, f"the run has no page {key!r}")
