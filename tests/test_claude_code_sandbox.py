@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_claude_code import EXAMPLE, needs_cli
 
 from optimizer import sandbox
 from optimizer.config import Settings
@@ -19,7 +20,6 @@ from optimizer.execute import get_executor
 from optimizer.inputs.evals import load_evals
 from optimizer.sandbox import box, confinement
 from optimizer.sim import Simulator, serve
-from tests.test_claude_code import EXAMPLE, needs_cli
 
 pytestmark = [
     needs_cli,

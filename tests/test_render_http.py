@@ -13,12 +13,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from inprocess import ROOT
 from typer.testing import CliRunner
 
 from optimizer.cli import app
 from optimizer.sim import Simulator, serve
 from optimizer.tags import section
-from tests.inprocess import ROOT
 
 MEMO = ROOT / "examples" / "memo-writer"
 
