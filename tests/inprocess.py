@@ -6,8 +6,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import threading
+import urllib.error
+import urllib.request
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import httpx2
 from typer.testing import CliRunner
@@ -100,3 +105,52 @@ def history(run_dir: Path) -> dict:
         return value
 
     return strip(json.loads((run_dir / "history.json").read_text()))
+
+
+class Recorder(ThreadingHTTPServer):
+    """A loopback proxy in front of a model server (ours or an independent one) that keeps every
+    request body, so a test sees the requests exactly as they left the product. Serves from a
+    thread of its own once made; call shutdown() and server_close()."""
+
+    daemon_threads = True
+
+    def __init__(self, upstream: str) -> None:
+        super().__init__(("127.0.0.1", 0), _Forward)
+        self.upstream = upstream
+        self.bodies: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def since(self, mark: int) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.bodies[mark:])
+
+
+class _Forward(BaseHTTPRequestHandler):
+    server: Recorder
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        with self.server.lock:
+            self.server.bodies.append(json.loads(raw))
+        # End-to-end headers go on (the key, the role): the upstream may check them.
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+        request = urllib.request.Request(self.server.upstream + self.path.split("?", 1)[0],
+                                         data=raw, method="POST", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=300) as reply:
+                status, body, kind = reply.status, reply.read(), reply.headers.get("content-type")
+        except urllib.error.HTTPError as exc:
+            status, body, kind = exc.code, exc.read(), exc.headers.get("content-type")
+        self.send_response(status)
+        self.send_header("content-type", kind or "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: Any) -> None:
+        pass

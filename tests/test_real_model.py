@@ -12,15 +12,12 @@ import json
 import os
 import socket
 import sqlite3
-import threading
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from inprocess import Recorder
 
 ROOT = Path(__file__).resolve().parents[1]
 SKILL = ROOT / "tests" / "fixtures" / "skills" / "greeting"
@@ -69,59 +66,11 @@ def start_server(n_ctx: int, n_parallel: int = 2) -> Any:
     return server
 
 
-class Recorder(ThreadingHTTPServer):
-    """A loopback proxy in front of the model server that keeps every request body, so a test
-    sees the requests exactly as an independent server received them."""
-
-    daemon_threads = True
-
-    def __init__(self, upstream: str) -> None:
-        super().__init__(("127.0.0.1", 0), _Forward)
-        self.upstream = upstream
-        self.bodies: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def since(self, mark: int) -> list[dict[str, Any]]:
-        with self.lock:
-            return list(self.bodies[mark:])
-
-
-class _Forward(BaseHTTPRequestHandler):
-    server: Recorder
-
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        with self.server.lock:
-            self.server.bodies.append(json.loads(raw))
-        request = urllib.request.Request(
-            self.server.upstream + self.path.split("?", 1)[0], data=raw, method="POST",
-            headers={"content-type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=300) as reply:
-                status, body, kind = reply.status, reply.read(), reply.headers.get("content-type")
-        except urllib.error.HTTPError as exc:
-            status, body, kind = exc.code, exc.read(), exc.headers.get("content-type")
-        self.send_response(status)
-        self.send_header("content-type", kind or "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_args: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def live():
     """One server and its recording proxy for the whole module."""
     server = start_server(n_ctx=8192)
     recorder = Recorder(server.listening_address)
-    thread = threading.Thread(target=recorder.serve_forever, daemon=True)
-    thread.start()
     yield recorder
     recorder.shutdown()
     recorder.server_close()

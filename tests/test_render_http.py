@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
-import urllib.error
-import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from inprocess import ROOT
+from inprocess import ROOT, Recorder
 from typer.testing import CliRunner
 
 from optimizer.cli import app
@@ -23,52 +19,22 @@ from optimizer.tags import section
 MEMO = ROOT / "examples" / "memo-writer"
 
 
-def logging_proxy(upstream: str, log: list[dict]) -> ThreadingHTTPServer:
-    """Forwards every POST to `upstream` and keeps its JSON body: what left the product."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-            raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-            log.append(json.loads(raw))
-            headers = {k: v for k, v in self.headers.items()
-                       if k.lower() not in ("host", "content-length")}
-            request = urllib.request.Request(upstream + self.path, raw, headers, method="POST")
-            try:
-                response = urllib.request.urlopen(request, timeout=60)
-            except urllib.error.HTTPError as error:
-                response = error
-            data = response.read()
-            self.send_response(response.status)
-            self.send_header("content-type", response.headers.get("content-type", "application/json"))
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args) -> None:
-            pass
-
-    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    proxy.daemon_threads = True
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    return proxy
-
-
 @pytest.fixture(scope="module")
 def wire(tmp_path_factory) -> tuple[Path, list[dict]]:
     server, port = serve(Simulator(seed=0), "127.0.0.1", 0)
-    log: list[dict] = []
-    proxy = logging_proxy(f"http://127.0.0.1:{port}", log)
+    proxy = Recorder(f"http://127.0.0.1:{port}")
     out = tmp_path_factory.mktemp("wire") / "bench"
     try:
         result = CliRunner().invoke(app, ["benchmark", str(MEMO), "--provider", "anthropic", "--runs", "1",
                          "--out", str(out), "--set",
-                         f"llm.base_url=http://127.0.0.1:{proxy.server_address[1]}"],
+                         f"llm.base_url={proxy.url}"],
                         env={"ANTHROPIC_API_KEY": "sk-test-not-a-key"})
         assert result.exit_code == 0, result.output
     finally:
         proxy.shutdown()
+        proxy.server_close()
         server.shutdown()
-    return out, log
+    return out, proxy.since(0)
 
 
 def grader_request(log: list[dict], output: str) -> dict:
