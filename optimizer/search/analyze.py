@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from optimizer.model import ModelCallFailed, StructuredAnswerError
 from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Analysis
-from optimizer.search.propose import EvalCost, render_costs
+from optimizer.search.propose import EvalCost, bullet_lines, render_costs
 from optimizer.search.select import ComparisonTally
 from optimizer.store.files import write_json
 from optimizer.tags import data, tag
@@ -146,7 +146,7 @@ async def analyze(
         # The same evidence the proposer gets: what each eval costs the version whose failures
         # are listed, and the tool calls its runs repeat (candidates for a bundled script).
         tag("eval_costs", render_costs(costs or [])),
-        data("repeated_work", "\n".join(f"- {w}" for w in repeated_work or []) or "(none)"),
+        data("repeated_work", bullet_lines(repeated_work or [])),
     ])
     try:
         answer = await client.structured(

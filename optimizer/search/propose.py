@@ -120,7 +120,7 @@ def reason_of(problem: str) -> str:
     return "SKILL.md rules"  # skillmd.check_skill_md: front matter, name, description, body
 
 
-def _lines(items: list[str]) -> str:
+def bullet_lines(items: list[str]) -> str:
     return "\n".join(f"- {item}" for item in items) or "(none)"
 
 
@@ -149,11 +149,11 @@ def build_request(parent: Path, feedback: Feedback, target: str) -> str:
         tag("failed_expectations", failures),
         tag("transcript_excerpts", excerpts),
         tag("eval_costs", render_costs(feedback.costs)),
-        data("repeated_work", _lines(feedback.repeated_work)),
-        tag("human_feedback", _lines(feedback.human_feedback)),
+        data("repeated_work", bullet_lines(feedback.repeated_work)),
+        tag("human_feedback", bullet_lines(feedback.human_feedback)),
         # Models wrote these, from outputs the skill produced: data, like the outputs.
-        data("judge_feedback", _lines(feedback.judge_feedback)),
-        data("analysis_suggestions", _lines(feedback.analysis_suggestions)),
+        data("judge_feedback", bullet_lines(feedback.judge_feedback)),
+        data("analysis_suggestions", bullet_lines(feedback.analysis_suggestions)),
         tag("lost_attempts", attempts),
     ]
     if target == "description":
@@ -312,7 +312,7 @@ async def propose(
     for attempt in (0, 1):
         if problems:
             messages = [{"role": "user", "content": request + "\n\n" + tag(
-                "previous_problems", _lines(problems)
+                "previous_problems", bullet_lines(problems)
                 + "\nYour previous proposal was rejected for these reasons; propose again without them.")}]
         try:
             answer = await client.structured(
