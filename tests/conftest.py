@@ -14,6 +14,17 @@ from optimizer.config import Settings
 from optimizer.model import ModelClient, make_client
 from optimizer.store.db import Store
 
+# The longest files, started first: pytest-xdist hands files to its workers in collection order
+# (--dist loadfile), and the real-model tier (100 s on one core) started last would leave the
+# other worker idle for most of it. Longest first: the tail of the suite is short files.
+LONGEST_FIRST = ("test_real_model.py", "test_daemon.py", "test_security.py", "test_crash.py",
+                 "test_disk_faults.py", "test_bad_input.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files keep their order
+
 
 async def no_wait(_seconds: float) -> None:
     """Retries in tests do not wait; they still yield, as a real sleep would."""

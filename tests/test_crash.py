@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from launcher import Forked
 from test_daemon import EXAMPLE, RUN, completed_hashes, finished, start, wait_for
 from test_faults import full_lineage, json_files, reference_run
 
@@ -43,7 +44,7 @@ def log_lines(run_dir: Path) -> int:
     return len(path.read_bytes().splitlines()) if path.exists() else 0
 
 
-def holds_the_lock(run_dir: Path, proc: subprocess.Popen) -> bool:
+def holds_the_lock(run_dir: Path, proc: Forked) -> bool:
     try:
         return proc.poll() is not None or (run_dir / "optimizer.pid").read_text() == str(proc.pid)
     except OSError:

@@ -1,7 +1,8 @@
 """The daemon as a user drives it: whole simulated runs through the command line, kills and
-resumes, budgets, deadlines, stop requests, a second daemon. Real processes where the process is
-the point (kills, a second daemon, stop requests); the rest runs the same command line in this
-process (the `cli` fixture). Real state.db throughout."""
+resumes, budgets, deadlines, stop requests, a second daemon. Processes of their own where the
+process is the point (kills, a second daemon, stop requests), forked from the test launcher
+(launcher.py); the reference run through `python -m optimizer`; the rest runs the same command
+line in this process (the `cli` fixture). Real state.db throughout."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from launcher import Forked, launch
 
 from optimizer import daemon
 from optimizer.config import Settings
@@ -29,27 +31,39 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"
 
 
-def cli(*args: str, check: bool = True, timeout: float = 240, **kw) -> subprocess.CompletedProcess:
+def cli(*args: str, check: bool = True, timeout: float = 240, fresh: bool = False,
+        **kw) -> subprocess.CompletedProcess:
+    """`optimizer ARGS` in a process of its own, forked from the test launcher (launcher.py) or,
+    with fresh=True, a new interpreter through `python -m optimizer`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))}
-    proc = subprocess.run([sys.executable, "-m", "optimizer", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=kw.get("cwd", ROOT))
+    if fresh:
+        proc = subprocess.run([sys.executable, "-m", "optimizer", *args], capture_output=True,
+                              text=True, timeout=timeout, env=env, cwd=kw.get("cwd", ROOT))
+    else:
+        forked = start(*args, cwd=kw.get("cwd", ROOT))
+        try:
+            forked.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            forked.kill()
+            finished(forked)
+            raise
+        proc = finished(forked)
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
 
 
-def start(*args: str) -> subprocess.Popen:
-    """A daemon in the background. Its output goes to files, not pipes: a pipe that nobody reads
-    while the daemon runs fills up and blocks it forever."""
+def start(*args: str, cwd: Path = ROOT) -> Forked:
+    """A daemon in the background, forked from the test launcher. Its output goes to files, not
+    pipes: a pipe that nobody reads while the daemon runs fills up and blocks it forever."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))}
     out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
-    proc = subprocess.Popen([sys.executable, "-m", "optimizer", *args], stdout=out, stderr=err,
-                            text=True, env=env, cwd=ROOT)
+    proc = launch([*args], cwd=cwd, env=env, stdout=out, stderr=err)
     proc.captured = (out, err)  # type: ignore[attr-defined]
     return proc
 
 
-def finished(proc: subprocess.Popen, timeout: float = 240) -> subprocess.CompletedProcess:
+def finished(proc: Forked, timeout: float = 240) -> subprocess.CompletedProcess:
     """Waits for a started daemon and returns what it printed."""
     proc.wait(timeout=timeout)
     texts = []
@@ -106,7 +120,7 @@ def reference_run(factory: pytest.TempPathFactory) -> Path:
     run_dir, done = factory.getbasetemp() / "reference-run", factory.getbasetemp() / "reference-run.done"
     if not done.exists():
         shutil.rmtree(run_dir, ignore_errors=True)
-        cli(*RUN, "--run-dir", str(run_dir))
+        cli(*RUN, "--run-dir", str(run_dir), fresh=True)  # the entry point a user runs
         done.touch()
     return run_dir
 
@@ -151,7 +165,10 @@ def test_the_same_seed_gives_the_same_lineage_anywhere_at_any_concurrency(refere
 def test_kill_9_at_random_moments_then_resume_ends_with_the_same_lineage(reference, tmp_path):
     run_dir = tmp_path / "run"
     rng = random.Random(7)
-    proc = start(*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=15")
+    # 60 ms a call: about 10 s of work, more than five kills at most 2 s apart let it do. After
+    # the last kill the run goes on at full speed.
+    slow = ("--set", "sim.latency_ms=60")
+    proc = start(*RUN, "--run-dir", str(run_dir), *slow)
     kills = 0
     # A bounded number of kills, then the run may end: on a slow or loaded machine a process may
     # not get past start-up between two kills, and an unbounded loop would never end.
@@ -163,10 +180,11 @@ def test_kill_9_at_random_moments_then_resume_ends_with_the_same_lineage(referen
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             kills += 1
+        pace = ("--set", "sim.latency_ms=0") if kills == 5 else ()
         if not (run_dir / "state.db").exists():
-            proc = start(*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=15")
+            proc = start(*RUN, "--run-dir", str(run_dir), *slow, *pace)
         else:
-            proc = start("resume", str(run_dir))
+            proc = start("resume", str(run_dir), *pace)
     done = finished(proc)
     assert done.returncode == 0, done.stderr
     assert kills >= 3
@@ -251,8 +269,9 @@ def test_a_deadline_in_the_past_stops_before_any_run_is_started(tmp_path, cli):
 
 def test_a_second_daemon_is_refused_and_stop_ends_the_first(tmp_path):
     run_dir = tmp_path / "run"
+    # Patience 50: the run cannot end on its own (a plateau) before the stop reaches it.
     first = start(*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=40",
-                  "--max-iterations", "50")
+                  "--max-iterations", "50", "--set", "loop.patience=50")
     wait_for(lambda: stage(run_dir).startswith(("iteration", "v1")))
     second = cli("resume", str(run_dir), check=False)
     assert second.returncode == 2
@@ -266,7 +285,8 @@ def test_a_second_daemon_is_refused_and_stop_ends_the_first(tmp_path):
 
 def test_the_stop_file_is_honoured_between_units(tmp_path):
     run_dir = tmp_path / "run"
-    proc = start(*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=40", "--max-iterations", "50")
+    proc = start(*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=40", "--max-iterations", "50",
+                 "--set", "loop.patience=50")  # never a plateau before the stop file is read
     wait_for(lambda: stage(run_dir).startswith(("iteration", "v1")))
     (run_dir / "STOP").write_text("please stop\n")
     assert proc.wait(timeout=60) == 0

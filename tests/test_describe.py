@@ -12,14 +12,13 @@ import re
 import shutil
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from inprocess import use_simulator
+from launcher import launch
 
 from optimizer.config import Selection, Sim
 from optimizer.inputs import triggers as trigger
@@ -217,10 +216,10 @@ def test_kill_9_in_the_middle_then_resume_ends_with_the_same_lineage(tmp_path, c
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     run(cli, skill, straight, *seeds)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))}
-    proc = subprocess.Popen([sys.executable, "-m", "optimizer", "run", str(skill), "--target",
-                             "description", "--provider", "sim", "--run-dir", str(killed), *seeds,
-                             "--set", "sim.latency_ms=40"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(os.devnull, "w") as null:
+        proc = launch(["run", str(skill), "--target", "description", "--provider", "sim",
+                       "--run-dir", str(killed), *seeds, "--set", "sim.latency_ms=40"],
+                      cwd=ROOT, env=env, stdout=null, stderr=null)
     try:
         deadline = time.monotonic() + 60
         # Polls another process's progress: killed while it probes a child description.
