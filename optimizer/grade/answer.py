@@ -3,6 +3,7 @@ completeness against the eval it grades. Never computes a summary: the arithmeti
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -61,7 +62,13 @@ class JudgeAnswer(_Answer):
 
 def answer_schema(texts: list[str], dimensions: list[str]) -> type[JudgeAnswer]:
     """JudgeAnswer that also checks this eval's completeness, so a reply missing an expectation
-    or a dimension fails validation and goes down the client's repair path."""
+    or a dimension fails validation and goes down the client's repair path. One class per eval:
+    the client builds each class's tool definition once."""
+    return _answer_schema(tuple(texts), tuple(dimensions))
+
+
+@functools.lru_cache(maxsize=512)
+def _answer_schema(texts: tuple[str, ...], dimensions: tuple[str, ...]) -> type[JudgeAnswer]:
     wanted = Counter(t.strip() for t in texts)
     dims = set(dimensions)
 
