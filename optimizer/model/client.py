@@ -206,11 +206,14 @@ class ModelClient:
         headers = {"x-optimizer-role": role, "x-optimizer-sample": str(sample)}
         started = time.perf_counter()
         attempts = 0
+
+        async def attempt() -> Message:
+            nonlocal attempts
+            attempts += 1
+            return await attempt_once(self.sdk, self.limiter, request, headers, stream)
+
         try:
-            async for attempt in self.retry.retrying(what="message", role=role, model=model):
-                with attempt:
-                    attempts = attempt.retry_state.attempt_number
-                    message = await attempt_once(self.sdk, self.limiter, request, headers, stream)
+            message, _ = await self.retry.attempts(attempt, what="message", role=role, model=model)
         except (anthropic.AnthropicError, httpx2.HTTPError, Truncated, OptimizerError) as exc:
             # Provider and transport failures only; a bug in a request is left to surface as is.
             error, cause = self._give_up(exc, key, role, model, sample, attempts, started)

@@ -73,6 +73,11 @@ def retry_cause(exc: BaseException | None) -> str | None:
     return None
 
 
+def _transient(exc: BaseException, resend_ambiguous: bool) -> bool:
+    cause = retry_cause(exc)
+    return cause is not None and (resend_ambiguous or cause not in AMBIGUOUS_CAUSES)
+
+
 def api_message(exc: anthropic.APIStatusError) -> str:
     """The service's own words for an error response."""
     return str(exc.api_message or exc.message)
@@ -126,15 +131,10 @@ class RetryPolicy:
                  resend_ambiguous: bool = True) -> AsyncRetrying:
         """Attempts of one request. With resend_ambiguous=False a timeout or a cut answer is not
         retried: a request that may have been accepted (a batch create) must not be paid twice."""
-
-        def transient(exc: BaseException) -> bool:
-            cause = retry_cause(exc)
-            return cause is not None and (resend_ambiguous or cause not in AMBIGUOUS_CAUSES)
-
         return AsyncRetrying(
             stop=stop_after_attempt(self.llm.max_attempts),
             wait=self._wait,
-            retry=retry_if_exception(transient),
+            retry=retry_if_exception(lambda exc: _transient(exc, resend_ambiguous)),
             before_sleep=lambda state: self._log_retry(what, role, model, state),
             sleep=self._do_sleep,
             reraise=True,
@@ -143,10 +143,28 @@ class RetryPolicy:
     async def call(self, fn: Callable[[], Awaitable[T]], *, what: str, role: str, model: str,
                    resend_ambiguous: bool = True) -> T:
         """`fn()` under this policy; its last failure is raised as is."""
+        result, _attempts = await self.attempts(fn, what=what, role=role, model=model,
+                                                resend_ambiguous=resend_ambiguous)
+        return result
+
+    async def attempts(self, fn: Callable[[], Awaitable[T]], *, what: str, role: str, model: str,
+                       resend_ambiguous: bool = True) -> tuple[T, int]:
+        """`fn()` under this policy and the number of attempts it took. The first attempt runs
+        alone: nearly every call succeeds at once, and building tenacity's loop costs about
+        100 us, more than the rest of a call's bookkeeping. A transient first failure is replayed
+        as the loop's first attempt, so it waits, logs and counts exactly as the loop would."""
+        try:
+            return await fn(), 1
+        except Exception as exc:  # noqa: BLE001 - anything not transient is raised as is
+            if self.llm.max_attempts <= 1 or not _transient(exc, resend_ambiguous):
+                raise
+            first = exc
         async for attempt in self.retrying(what=what, role=role, model=model,
                                            resend_ambiguous=resend_ambiguous):
             with attempt:
-                return await fn()
+                if attempt.retry_state.attempt_number == 1:
+                    raise first
+                return await fn(), attempt.retry_state.attempt_number
         raise AssertionError("unreachable")  # pragma: no cover - reraise=True raises instead
 
     def _wait(self, state: RetryCallState) -> float:
