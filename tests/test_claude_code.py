@@ -184,23 +184,31 @@ def test_execute_command_with_a_relative_out_folder(tmp_path: Path, monkeypatch,
     assert (tmp_path / "runs/cc/with_skill/run-1/outputs/report.md").is_file()
 
 
-class Prying(Simulator):
-    """A model that tries the CLI's file tools outside the project folder, then stops."""
+class Scripted(Simulator):
+    """A model that makes the given tool calls one per turn, then stops (to pry outside the
+    project folder, to run a skill's script); it keeps the headers the CLI sent and the tool
+    results it got back."""
 
     def __init__(self, steps: list[tuple[str, dict]]) -> None:
         super().__init__(seed=0)
         self.steps = steps
+        self.headers: list[dict] = []
+        self.results: list[str] = []
 
     def respond(self, body, headers):  # type: ignore[no-untyped-def]
-        done = sum(1 for m in body["messages"] if isinstance(m.get("content"), list)
-                   for b in m["content"] if b.get("type") == "tool_result")
+        self.headers.append({k.lower(): v for k, v in headers.items()})
+        results = [b for m in body["messages"] if isinstance(m.get("content"), list)
+                   for b in m["content"] if b.get("type") == "tool_result"]
+        self.results = [json.dumps(b.get("content")) for b in results]
+        done = len(results)
         if done < len(self.steps):
             name, tool_input = self.steps[done]
-            content = [{"type": "tool_use", "id": f"toolu_pry_{done}", "name": name, "input": tool_input}]
+            content = [{"type": "tool_use", "id": f"toolu_s_{done}", "name": name,
+                        "input": tool_input}]
             stop = "tool_use"
         else:
             content, stop = [{"type": "text", "text": "Done."}], "end_turn"
-        return {"id": f"msg_pry_{done}", "type": "message", "role": "assistant",
+        return {"id": f"msg_s_{done}", "type": "message", "role": "assistant",
                 "model": body.get("model"), "content": content, "stop_reason": stop,
                 "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 10}}
 
@@ -213,7 +221,7 @@ async def test_claude_code_file_tools_stay_in_the_project_folder(tmp_path: Path)
              ("Write", {"file_path": str(tmp_path / "escaped.txt"), "content": "out"}),
              ("Grep", {"pattern": "secret", "path": str(tmp_path)}),
              ("Write", {"file_path": "outputs/inside.txt", "content": "in"})]
-    server, port = serve(Prying(steps), "127.0.0.1", 0)
+    server, port = serve(Scripted(steps), "127.0.0.1", 0)
     try:
         record = await run(settings_with(), f"http://127.0.0.1:{port}", tmp_path / "runs/run-1",
                            with_skill=True)

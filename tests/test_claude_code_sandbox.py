@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_claude_code import EXAMPLE, needs_cli
+from test_claude_code import EXAMPLE, Scripted, needs_cli
 
 from optimizer import sandbox
 from optimizer.config import Settings
@@ -19,41 +19,13 @@ from optimizer.errors import BadInput
 from optimizer.execute import get_executor
 from optimizer.inputs.evals import load_evals
 from optimizer.sandbox import box, confinement
-from optimizer.sim import Simulator, serve
+from optimizer.sim import serve
 
 pytestmark = [
     needs_cli,
     pytest.mark.skipif(not sandbox.bwrap_available(), reason="bubblewrap does not work here"),
 ]
 REAL_KEY = "sk-ant-test-the-real-key-0042"
-
-
-class Scripted(Simulator):
-    """A model that makes the given tool calls one per turn, then stops; it keeps what the CLI
-    sent (bodies and headers) and the tool results it got back."""
-
-    def __init__(self, steps: list[tuple[str, dict]]) -> None:
-        super().__init__(seed=0)
-        self.steps = steps
-        self.headers: list[dict] = []
-        self.results: list[str] = []
-
-    def respond(self, body, headers):  # type: ignore[no-untyped-def]
-        self.headers.append({k.lower(): v for k, v in headers.items()})
-        results = [b for m in body["messages"] if isinstance(m.get("content"), list)
-                   for b in m["content"] if b.get("type") == "tool_result"]
-        self.results = [json.dumps(b.get("content")) for b in results]
-        done = len(results)
-        if done < len(self.steps):
-            name, tool_input = self.steps[done]
-            content = [{"type": "tool_use", "id": f"toolu_s_{done}", "name": name,
-                        "input": tool_input}]
-            stop = "tool_use"
-        else:
-            content, stop = [{"type": "text", "text": "Done."}], "end_turn"
-        return {"id": f"msg_s_{done}", "type": "message", "role": "assistant",
-                "model": body.get("model"), "content": content, "stop_reason": stop,
-                "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 10}}
 
 
 def bash(command: str) -> tuple[str, dict]:
