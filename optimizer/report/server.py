@@ -169,7 +169,8 @@ class Handler(BaseHTTPRequestHandler):
         if path is None:
             return self._error(HTTPStatus.FORBIDDEN, "that path is outside the run folder")
         if path in ("/", "/index.html"):
-            page = html.render(self.server.root, review=True, details_base=DETAILS, token=self.server.token)
+            page = html.render(self.server.root, review=True, details_base=DETAILS, token=self.server.token,
+                               data=self.server.run_data())  # the read its pages then share
             return self._send(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8")
         if path.startswith(DETAILS):
             return self._details(path.removeprefix(DETAILS))
