@@ -343,12 +343,12 @@ def _prefixes(settings: Settings, skill_dir: Path | None, evalset: EvalSet) -> d
     from optimizer.execute.agent import agent_tools
     from optimizer.grade.answer import answer_schema
     from optimizer.model.prompts import load_prompt
+    from optimizer.model.structured import forced_tool
     from optimizer.schemas import Analysis, Comparison
     from optimizer.search.propose import ProposalAnswer
 
     def tool(schema: Any) -> int:
-        return len(json.dumps({"name": "submit", "description": (schema.__doc__ or "").strip(),
-                               "input_schema": schema.model_json_schema()}))
+        return len(json.dumps(forced_tool(schema, "submit")))  # the definition the client sends
 
     description = ""
     if skill_dir is not None and (Path(skill_dir) / "SKILL.md").is_file():
