@@ -15,7 +15,6 @@ from pydantic import BaseModel, Field
 
 from optimizer.inputs import skill as skills
 from optimizer.inputs import skillmd
-from optimizer.model import StructuredAnswerError
 from optimizer.model.prompts import load_prompt
 from optimizer.tags import data, tag
 
@@ -305,6 +304,10 @@ async def propose(
     client, *, parent: Path, feedback: Feedback, target: str, dest: Path, sample: int
 ) -> Candidate | Rejected:
     """Ask once; on problems ask once more with them; then give up (a counted, logged rejection)."""
+    # Imported here: the review commands read this module's reasons, and the model package's
+    # errors import the anthropic SDK (2 s of CPU) that they never call.
+    from optimizer.model import StructuredAnswerError
+
     system = load_prompt("proposer").render()
     request = build_request(parent, feedback, target)
     messages: list[dict] = [{"role": "user", "content": request}]
