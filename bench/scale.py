@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from overhead import print_table  # noqa: E402
 
 from optimizer import config  # noqa: E402 - the bench runs from a checkout
+from optimizer.grade import preview  # noqa: E402 - the bench runs from a checkout
 from optimizer.search import lineage  # noqa: E402 - the bench runs from a checkout
 from optimizer.store import runtoml  # noqa: E402 - the bench runs from a checkout
 from optimizer.store.db import Store  # noqa: E402 - the bench runs from a checkout
@@ -80,6 +81,7 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
         return at(clock[0])
 
     gradings, eval_runs, calls, version_rows, decision_rows, iteration_rows = [], [], [], [], [], []
+    previews: list[tuple[str, str]] = []
     files = 0
 
     def run_folder(label: str, key: str, run_dir: Path, e: int, n: int, configuration: str, score: float) -> None:
@@ -100,6 +102,7 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
         eval_runs.append((key, label, e, configuration, n, "train", "ok", None, 1, 4200, 12.0, done))
         gradings.append((key, "ok", score, grading["summary"]["pass_rate"], sum(passed), 3, None, 1,
                          json.dumps(grading), "{}", done))
+        previews.append((key, json.dumps(preview.of_run(run_dir))))  # as the grading unit keeps it
         for role, cost in (("executor", 0.004), ("grader", 0.006), ("comparator", 0.003)):
             calls.append((f"{key}:{role}", role, "claude-sonnet-4-6", n, "ok", "{}", 1500, 300, 0, 1200,
                           cost, 900.0, 1, None, done, label))
@@ -172,6 +175,7 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
         conn.executemany("insert into gradings (key, status, score, pass_rate, passed, total, rubric_normalized, "
                          "gate_passed, grading_json, structural_json, completed_at) "
                          "values (?,?,?,?,?,?,?,?,?,?,?)", gradings)
+        conn.executemany("insert into previews (key, preview_json) values (?,?)", previews)
         conn.executemany("insert into calls (hash, role, model, sample, outcome, response_json, input_tokens, "
                          "output_tokens, cache_write_tokens, cache_read_tokens, cost_usd, latency_ms, attempts, "
                          "error, created_at, scope) values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", calls)

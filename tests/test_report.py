@@ -16,7 +16,9 @@ from fixtures.workspace_builder import HOSTILE, build_workspace
 
 from optimizer import schemas
 from optimizer.errors import BadInput
+from optimizer.grade import preview
 from optimizer.report import html, pages, server
+from optimizer.report.read import load as read_run
 
 SEEDS = Path(__file__).parent / "fixtures" / "seeds"
 BLOB = re.compile(r'<script type="application/json" id="report-data">(.*?)</script>', re.S)
@@ -111,6 +113,7 @@ def test_large_outputs_are_capped(built):
     out = built.root / "v1" / "eval-1" / "with_skill" / "run-1" / "outputs"
     (out / "huge.txt").write_text("x" * (html.TEXT_CAP * 3))
     (out / "big.png").write_bytes(b"\x89PNG" + b"\0" * (html.IMAGE_CAP + 1))
+    built.regrade("v1/eval-1/with_skill/run-1")
     outputs = {o["name"]: o for o in detail(html.write_report(built.root, None), "v1")["runs"][0]["outputs"]}
     assert outputs["huge.txt"]["truncated"] and len(outputs["huge.txt"]["text"]) == html.TEXT_CAP
     assert outputs["big.png"]["kind"] == "file" and outputs["big.png"]["size"] > html.IMAGE_CAP
@@ -121,6 +124,7 @@ def test_an_output_linking_out_of_the_run_is_not_read(built, tmp_path):
     secret.write_text("host secret")
     out = built.root / "v1" / "eval-1" / "with_skill" / "run-1" / "outputs"
     (out / "leak.txt").symlink_to(secret)
+    built.regrade("v1/eval-1/with_skill/run-1")
     path = html.write_report(built.root, None)
     assert not [p for p in [path, *html.details_dir(path).iterdir()] if "host secret" in p.read_text()]
     outputs = {o["name"]: o for o in detail(path, "v1")["runs"][0]["outputs"]}
@@ -199,6 +203,37 @@ def test_report_of_a_real_simulated_run(simulated):
     assert any(r["judge_view"].startswith("<task>") for r in runs)  # what the grader saw
     # The simulated agent leaves notes in some runs; the grading sums them up for the reviewer.
     assert any((r["user_notes_summary"] or {}).get("needs_review") for r in runs)
+
+
+def test_pages_read_from_state_db_are_the_pages_read_from_the_run_folders(simulated):
+    # The grading unit keeps each run's preview in state.db, so the report opens no run folder;
+    # a run graded before previews were kept is read from its folder, and must look the same.
+    with sqlite3.connect(simulated / "state.db") as conn:
+        graded = {k for (k,) in conn.execute("select key from gradings")}
+        kept = {k for (k,) in conn.execute("select key from previews")}
+    assert graded and kept == graded
+    path = html.write_report(simulated, None)
+    keys = pages.keys(read_run(simulated))
+    from_db = {key: detail(path, key) for key in keys}
+    with sqlite3.connect(simulated / "state.db") as conn:
+        conn.execute("delete from previews")
+    path = html.write_report(simulated, None)
+    assert {key: detail(path, key) for key in keys} == from_db
+    assert any(o["kind"] == "text" for page in from_db.values() for r in page["runs"] for o in r["outputs"])
+
+
+def test_a_run_with_many_large_outputs_keeps_a_bounded_preview_and_shows_them_all(built):
+    key = "v1/eval-1/with_skill/run-1"
+    out = built.root / key / "outputs"
+    for n in range(1, 13):  # 12 × 20,000 characters: past what one run keeps in state.db
+        (out / f"part-{n}.txt").write_text(f"part {n} " + "x" * preview.TEXT_CAP)
+    built.regrade(key)
+    with sqlite3.connect(built.root / "state.db") as conn:
+        kept = json.loads(conn.execute("select preview_json from previews where key = ?", (key,)).fetchone()[0])
+    assert sum(len(o.get("text", "")) for o in kept["outputs"]) <= preview.KEPT_CAP
+    assert any(o.get("read") for o in kept["outputs"])
+    shown = {o["name"]: o for o in detail(html.write_report(built.root, None), "v1")["runs"][0]["outputs"]}
+    assert all(shown[f"part-{n}.txt"]["text"].startswith(f"part {n} ") for n in range(1, 13))
 
 
 # -- the review server, over real HTTP ------------------------------------------------------------

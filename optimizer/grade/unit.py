@@ -20,7 +20,7 @@ from optimizer import sandbox, schemas
 from optimizer.config import Settings
 from optimizer.errors import InfraFailure, Interrupted
 from optimizer.execute.record import RunRecord, is_complete
-from optimizer.grade import judge, structural
+from optimizer.grade import judge, preview, structural
 from optimizer.grade.judge import GradeOutcome
 from optimizer.inputs.evals import Eval, EvalSet
 from optimizer.model import batch, scoped
@@ -128,7 +128,8 @@ class Grader:
             if not isinstance(checked, GradeOutcome):
                 checked = await self._judge(job, record, checked)
             judge.write_outcome(job.run_dir, checked)
-        return self._commit(job, checked)
+            shown = await asyncio.to_thread(preview.of_run, job.run_dir)
+        return self._commit(job, checked, shown)
 
     async def _check(self, job: Job, record: RunRecord) -> Structural | GradeOutcome:
         """The structural checks, or an unscored outcome when the sandbox could not run one."""
@@ -146,7 +147,7 @@ class Grader:
                                      settings=self.settings, structural=checks,
                                      sample=job.run_number)
 
-    def _commit(self, job: Job, outcome: GradeOutcome) -> Scored:
+    def _commit(self, job: Job, outcome: GradeOutcome, shown: dict) -> Scored:
         graded = outcome.status != "unscored"
         row = {
             "key": job.key, "status": outcome.status, "score": outcome.score,
@@ -164,6 +165,7 @@ class Grader:
                         cause=outcome.error)
         with self.store.atomic():
             self.store.upsert("gradings", row, pk="key")
+            self.store.upsert("previews", {"key": job.key, "preview_json": json.dumps(shown)}, pk="key")
         scored = _scored(job, row)
         if self.on_run:
             self.on_run(scored)

@@ -5,7 +5,6 @@ opened: its change, numbers and every run with its outputs. One page at a time, 
 from __future__ import annotations
 
 import base64
-import json
 import mimetypes
 import os
 import re
@@ -15,20 +14,19 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from optimizer.execute.record import HARNESS_FILES
+import orjson
+
+from optimizer.grade import preview
 from optimizer.report import read
 from optimizer.store import readonly
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 
-TEXT_CAP = 20_000  # characters of one text output shown inline
-IMAGE_CAP = 400_000  # bytes of one image inlined as a data: URI
+TEXT_CAP, IMAGE_CAP = preview.TEXT_CAP, preview.IMAGE_CAP  # what one output may show inline
 # Bytes inlined in one version's page (each page loads on its own); past it, the page lists its
 # outputs by name. Per page, not per report: a shared cap went to the first versions and left
 # the latest, the baseline and the sealed test with names only.
 PAGE_CAP = 8_000_000
-TRANSCRIPT_CAP = 6_000
-IMAGE_TYPES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg"}
 EXTRA = ("baseline", "test")  # the pages of runs that belong to no version
 
 
@@ -99,10 +97,48 @@ def _diff(ws: Workspace, parent: str | None, label: str) -> str | None:
         return None
 
 
-# -- run folders ---------------------------------------------------------------------------------
-# 30,000 run folders make every system call and every Path object count: paths are strings here,
-# and os.scandir gives names, types and whether an entry is a link in one call, where pathlib's
-# glob, is_file and resolve cost one or more system calls each.
+# -- runs ----------------------------------------------------------------------------------------
+# 30,000 runs make every system call count: a page's runs, their gradings and their previews come
+# from state.db in one query, and only a run graded before previews were kept (or a folder with
+# history.json only) is read from its folder.
+
+
+def _runs(ws: Workspace, folder: Path, budget: Budget, configuration: str = "with_skill") -> Iterator[dict]:
+    """The runs under a version (or baseline) folder, eval-*/<configuration>/run-*, in natural order."""
+    root = str(ws.root.resolve()) + os.sep
+    if not str(Path(folder).resolve()).startswith(root):
+        return
+    rel = Path(folder).relative_to(ws.root).as_posix()
+    rows = _committed(ws, rel)
+    keys = _walk(str(folder), rel, root, configuration) if rows is None else list(rows)
+    found = []
+    for key in keys:  # eval-2 before eval-10, then run-2 before run-10
+        m = _RUN_KEY.fullmatch(key, len(rel) + 1)
+        if m and m["side"] == configuration:
+            found.append((_number(m["eval"]), _number(m["run"]), key))
+    home = str(ws.root)
+    for *_, key in sorted(found):
+        yield _run(key, f"{home}/{key}", budget, (rows or {}).get(key, (None, None, None)))
+
+
+_RUN_KEY = re.compile(r"eval-(?P<eval>[^/]+)/(?P<side>[^/]+)/run-(?P<run>[^/]+)")
+
+
+def _number(name: str) -> tuple[int, str]:
+    return (int(name), "") if name.isdigit() else (-1, name)
+
+
+def _walk(base: str, rel: str, root: str, configuration: str) -> list[str]:
+    """The run keys of a folder that state.db does not describe, from the folder itself."""
+    keys = []
+    for ev in _entries(base):
+        if not (ev.name.startswith("eval-") and ev.is_dir() and preview.readable(ev.path, root)):
+            continue
+        for side in _entries(ev.path):
+            if side.name == configuration and side.is_dir() and preview.readable(side.path, root):
+                keys += [f"{rel}/{ev.name}/{configuration}/{r.name}" for r in _entries(side.path)
+                         if r.name.startswith("run-") and r.is_dir() and preview.readable(r.path, root)]
+    return keys
 
 
 def _entries(folder: str) -> list[os.DirEntry]:
@@ -113,83 +149,52 @@ def _entries(folder: str) -> list[os.DirEntry]:
         return []
 
 
-def _inside(path: str, root: str, link: bool) -> bool:
-    """A link may point anywhere (a model can make one): only its target tells."""
-    return not link or os.path.realpath(path).startswith(root)
+Committed = tuple[str | None, int | None, str | None]  # grading.json's text, gate passed, preview
 
 
-def _runs(ws: Workspace, folder: Path, budget: Budget, configuration: str = "with_skill") -> Iterator[dict]:
-    """The runs under a version (or baseline) folder, eval-*/<configuration>/run-*, in natural order."""
-    root = str(ws.root.resolve()) + os.sep
-    base = str(Path(folder).resolve())
-    if not base.startswith(root):
-        return
-    rel = Path(folder).relative_to(ws.root).as_posix()
-    graded = _graded(ws, rel)
-    found = []
-    for ev in _entries(base):
-        if not (ev.name.startswith("eval-") and ev.is_dir() and _inside(ev.path, root, ev.is_symlink())):
-            continue
-        for side in _entries(ev.path):
-            if side.name == configuration and side.is_dir() and _inside(side.path, root, side.is_symlink()):
-                found += [(read.natural_key(ev.name), read.natural_key(r.name), ev.name, r.name)
-                          for r in _entries(side.path)
-                          if r.name.startswith("run-") and r.is_dir() and _inside(r.path, root, r.is_symlink())]
-    for *_, ev_name, run_name in sorted(found):
-        key = f"{rel}/{ev_name}/{configuration}/{run_name}"
-        yield _run(key, f"{base}/{ev_name}/{configuration}/{run_name}", root, budget, graded.get(key))
-
-
-def _graded(ws: Workspace, rel: str) -> dict[str, tuple[str, int | None]]:
-    """The gradings state.db holds for the runs under `rel` ({run key: (grading.json's text,
-    gate passed)}), in one query: two files fewer to open per run. A run without a row (a
-    folder with history.json only, or graded but killed before its commit) is read from files."""
+def _committed(ws: Workspace, rel: str) -> dict[str, Committed] | None:
+    """Every run state.db holds under `rel` ({run key: (grading, gate, preview)}), in one query:
+    keys are the run folders' paths, so this is a range of the primary key. None without state.db."""
     if not ws.state_db.is_file():
-        return {}
+        return None
     try:
         conn = readonly.connect(ws.state_db, live=running_pid(ws) is not None)
     except sqlite3.Error:
-        return {}
-    with closing(conn):  # keys are the run folders' paths: a range of the primary key
-        try:
-            rows = conn.execute("select key, grading_json, gate_passed from gradings where key >= ? and key < ? "
-                                "and grading_json is not null", (f"{rel}/", f"{rel}0"))
-            return {key: (text, gate) for key, text, gate in rows}
+        return None
+    with closing(conn):
+        try:  # a state.db from before previews were kept has no such table
+            kept = conn.execute("select 1 from sqlite_master where name = 'previews'").fetchone()
+            rows = conn.execute(
+                "select r.key, g.grading_json, g.gate_passed, "
+                + ("p.preview_json" if kept else "null")
+                + " from eval_runs r left join gradings g on g.key = r.key"
+                + (" left join previews p on p.key = r.key" if kept else "")
+                + " where r.key >= ? and r.key < ?", (f"{rel}/", f"{rel}0"))
+            return {key: (grading, gate if grading is not None else None, view)
+                    for key, grading, gate, view in rows}
         except sqlite3.Error:
-            return {}
-
-
-def _head(path: str, cap: int) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read(cap)
+            return None
 
 
 def _json(path: str) -> dict:
     try:
-        return _loads(_head(path, -1))
+        return _loads(preview.head(path, -1))
     except OSError:
         return {}  # absent, or mid-rename while a run goes on
 
 
 def _loads(text: str | bytes) -> dict:
     try:
-        data = json.loads(text)
-    except ValueError:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
         return {}
     return data if isinstance(data, dict) else {}
 
 
-def _text(path: str) -> str:
-    try:
-        return _head(path, TRANSCRIPT_CAP * 4).decode("utf-8", errors="ignore")[:TRANSCRIPT_CAP]
-    except OSError:
-        return ""
-
-
-def _run(rel: str, path: str, root: str, budget: Budget, graded: tuple[str, int | None] | None) -> dict:
-    grading = _loads(graded[0]) if graded else _json(f"{path}/grading.json")
-    gate = graded[1] if graded else None
-    out = f"{path}/outputs"
+def _run(rel: str, path: str, budget: Budget, committed: Committed) -> dict:
+    graded, gate, kept = committed
+    grading = _loads(graded) if graded is not None else _json(f"{path}/grading.json")
+    view = _loads(kept) if kept is not None else preview.of_run(path)
     eval_dir, configuration, run = rel.split("/")[-3:]
     return {
         "id": rel.replace("/", "-"), "path": rel,
@@ -199,63 +204,26 @@ def _run(rel: str, path: str, root: str, budget: Budget, graded: tuple[str, int 
         "expectations": grading.get("expectations") or [],
         "gate_passed": bool(gate) if gate is not None else _json(f"{path}/structural.json").get("gate_passed"),
         "eval_feedback": grading.get("eval_feedback"),
-        "outputs": _outputs(out, root, budget) if _inside(out, root, os.path.islink(out)) else [],
-        "transcript": _text(f"{path}/transcript.md"),
-        "judge_view": _text(f"{path}/judge_view.md"),  # what the grader was shown
+        "outputs": [_shown(path, item, budget) for item in view.get("outputs") or []],
+        "transcript": view.get("transcript") or "",
+        "judge_view": view.get("judge_view") or "",  # what the grader was shown
         "user_notes_summary": grading.get("user_notes_summary"),
         "grading": grading,  # for the version's failing expectations; not part of the page
     }
 
 
-def _outputs(out_dir: str, root: str, budget: Budget) -> list[dict]:
-    files: list[tuple[list, str, os.DirEntry]] = []
-    stack = [(out_dir, "")]
-    while stack:  # links to folders are not followed, as pathlib's rglob does not follow them
-        folder, prefix = stack.pop()
-        for entry in _entries(folder):
-            rel = prefix + entry.name
-            if entry.is_dir(follow_symlinks=False):
-                stack.append((entry.path, rel + "/"))
-            elif entry.is_file() and rel not in HARNESS_FILES:
-                files.append((read.natural_key(rel), rel, entry))
-    return [_output_or_gone(entry, rel, budget, root) for _, rel, entry in sorted(files, key=lambda f: f[0])]
-
-
-def _output_or_gone(entry: os.DirEntry, rel: str, budget: Budget, root: str) -> dict:
-    # A live run (or a workspace emptied past its size limit) may remove a file between the
-    # listing and the read: the file is listed, the page still made.
-    try:
-        return _output(entry, rel, budget, root)
-    except OSError:
-        return {"name": rel, "size": 0, "kind": "file"}
-
-
-def _output(entry: os.DirEntry, rel: str, budget: Budget, root: str) -> dict:
-    if not _inside(entry.path, root, entry.is_symlink()):  # a model-made link to a host file: listed, never read
-        return {"name": rel, "size": entry.stat().st_size, "kind": "file"}
-    suffix = os.path.splitext(entry.name)[1].lower()
-    if suffix in IMAGE_TYPES:
-        size = entry.stat().st_size
-        item: dict[str, Any] = {"name": rel, "size": size, "kind": "file"}
-        if size <= IMAGE_CAP and budget.take(size):
-            mime = mimetypes.guess_type(entry.name)[0] or "application/octet-stream"
-            raw = _head(entry.path, IMAGE_CAP + 1)  # the file may have grown since its stat
-            if len(raw) <= IMAGE_CAP:
-                item.update(kind="image", data=f"data:{mime};base64,{base64.b64encode(raw).decode()}")
-        return item
-    head = _head(entry.path, TEXT_CAP * 4)
-    # A read shorter than asked is the whole file: its size without another system call.
-    size = len(head) if len(head) < TEXT_CAP * 4 else entry.stat().st_size
-    item = {"name": rel, "size": size, "kind": "file"}
-    if b"\0" in head:
-        return item
-    try:
-        text = head.decode("utf-8")
-    except UnicodeDecodeError:
-        if size <= len(head):
-            return item
-        text = head.decode("utf-8", errors="ignore")
-    shown = text[:TEXT_CAP]
-    if budget.take(len(shown)):
-        item.update(kind="text", text=shown, truncated=size > len(shown.encode("utf-8")))
-    return item
+def _shown(run_dir: str, item: dict, budget: Budget) -> dict:
+    """One output on a page: inlined while the page's budget lasts, else listed by name."""
+    shown: dict[str, Any] = {"name": item["name"], "size": item["size"], "kind": "file"}
+    if item.get("image"):
+        if item["size"] <= IMAGE_CAP and budget.take(item["size"]):
+            raw = preview.image(run_dir, item)
+            if raw is not None:
+                mime = mimetypes.guess_type(item["name"])[0] or "application/octet-stream"
+                shown.update(kind="image", data=f"data:{mime};base64,{base64.b64encode(raw).decode()}")
+        return shown
+    if item.get("read"):
+        item = preview.read_output(run_dir, item)
+    if "text" in item and budget.take(len(item["text"])):
+        shown.update(kind="text", text=item["text"], truncated=item["truncated"])
+    return shown

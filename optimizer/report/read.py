@@ -16,6 +16,7 @@ from typing import Any
 
 from optimizer import config
 from optimizer.errors import BadInput
+from optimizer.grade.preview import natural_key
 from optimizer.inputs import skill as skills
 from optimizer.report import caveats
 from optimizer.store import readonly
@@ -29,10 +30,6 @@ def label_key(label: str) -> tuple[int, str]:
     """v2 before v10."""
     m = re.fullmatch(r"v(\d+)", label or "")
     return (int(m.group(1)), "") if m else (10**9, label or "")
-
-
-def natural_key(path: Path | str) -> list:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
 
 
 def read_json(path: Path) -> Any:

@@ -273,3 +273,11 @@ def m008_run_confinement(db: sqlite_utils.Database) -> None:
     # made before it was recorded. status, show and the report read it.
     db.table("eval_runs").add_column("confined", int)
     db.table("eval_runs").add_column("sandbox", str)
+
+
+@migrations()
+def m009_run_previews(db: sqlite_utils.Database) -> None:
+    # What the report shows of each run (grade/preview.py), kept when the run is graded so that a
+    # report reads state.db instead of every run folder. Runs graded before have no row; the
+    # report reads their folders.
+    db.table("previews").create({"key": str, "preview_json": str}, pk="key")
