@@ -15,12 +15,13 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def write_text(path: Path, text: str) -> None:
-    """Temp file in the same folder, fsync, rename: a reader sees the old file or the new one."""
-    write_bytes(path, text.encode("utf-8"))
+def write_text(path: Path, text: str, *, durable: bool = True) -> None:
+    """Temp file in the same folder, fsync, rename: a reader sees the old file or the new one.
+    `durable=False` skips the fsyncs, for files any command can write again (a report's pages)."""
+    write_bytes(path, text.encode("utf-8"), durable=durable)
 
 
-def write_bytes(path: Path, data: bytes) -> None:
+def write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = None
     try:
@@ -29,7 +30,8 @@ def write_bytes(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp is not None:
@@ -39,7 +41,8 @@ def write_bytes(path: Path, data: bytes) -> None:
             # temp file (or nothing at all, as a failed write or fsync does).
             raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def _fsync_dir(folder: Path) -> None:
