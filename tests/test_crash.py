@@ -53,9 +53,10 @@ def holds_the_lock(run_dir: Path, proc: Forked) -> bool:
 
 def test_twenty_kills_then_resume_end_with_the_uninterrupted_lineage(reference, tmp_path):
     run_dir = tmp_path / "run"
-    first = (*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=100")
-    # 100 ms a call makes the run about 15 s of work, more than the seeded kills let it do (the
-    # ten timed from the lock add up to 7.9 s), so all twenty land before it ends on any machine.
+    first = (*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=200")
+    # 200 ms a call makes the run about 30 s of work, twice what the seeded kills let it do (the
+    # twenty waits add up to 17 s), so all twenty land before it ends on any machine; at 100 ms
+    # one run in a few ended before its twentieth kill.
     # After the last kill the run goes on at full speed: the slow calls were there to be killed in.
     rng = random.Random(1)
     proc, kills, mid_work = start(*first), 0, 0
