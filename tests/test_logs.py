@@ -86,6 +86,19 @@ def test_the_console_shows_info_and_up_and_a_second_configure_replaces_the_sinks
     assert capsys.readouterr().err == ""
 
 
+def test_a_logger_bound_before_a_configure_writes_to_the_new_sinks(tmp_path):
+    # An executor binds its logger once per run; a second configure() closes the first file,
+    # and the bound logger's next event must reach the new file, not a closed one.
+    logs.configure(tmp_path / "a.log", console=False)
+    bound = structlog.get_logger().bind(executor="anthropic")
+    bound.info("run.started")
+    logs.configure(tmp_path / "b.log", console=False)
+    bound.info("run.finished", api_key=FAKE_KEY)
+    assert "run.finished" not in (tmp_path / "a.log").read_text()
+    line = json.loads((tmp_path / "b.log").read_text().splitlines()[-1])
+    assert line["event"] == "run.finished" and line["executor"] == "anthropic" and line["api_key"] == logs.MASK
+
+
 class Label(BaseModel):
     label: str
 
