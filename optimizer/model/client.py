@@ -30,6 +30,7 @@ from optimizer.model.request import (
 from optimizer.model.retry import RetryPolicy, Sleep, Truncated
 from optimizer.model.scopes import scope
 from optimizer.model.structured import Answer, answer_with_repair, forced_tool
+from optimizer.prices import Price
 from optimizer.store.db import Store
 
 log = structlog.get_logger()
@@ -76,6 +77,7 @@ class ModelClient:
         # client adds its own costs as it records them, so no call sums the whole ledger.
         self._spent_before = store.spent_usd() if budget_usd is not None else 0.0
         self._locks = RequestLocks()
+        self._prices: dict[str, Price] = {}
         self._calls = 0
         self._errors = 0
         self._hits = 0
@@ -160,7 +162,7 @@ class ModelClient:
             cached = self.store.completed_call(key)
             if cached is not None:
                 return self._from_ledger(cached, role)
-            estimate = estimate_cost(price_for(self.settings, model), billed_chars(request, canonical),
+            estimate = estimate_cost(self._price(model), billed_chars(request, canonical),
                                      request["max_tokens"])
             self._check_budget(role, model, estimate)
             self._reserved += estimate
@@ -220,7 +222,7 @@ class ModelClient:
             raise error from cause
         data = ledger.answer_data(message)
         usage = message.usage
-        cost = call_cost(price_for(self.settings, model), usage)
+        cost = call_cost(self._price(model), usage)
         latency_ms = (time.perf_counter() - started) * 1000
         # Written and committed before the caller sees the answer: a resumed run never pays twice.
         self.store.record_call(ledger.answer_row(
@@ -234,6 +236,14 @@ class ModelClient:
         return Message.model_validate(data)
 
     # -- insides --------------------------------------------------------------------------------
+
+    def _price(self, model: str) -> Price:
+        """price_for, once per model: a client's settings never change, and the lookup scans
+        the price table twice on every call otherwise."""
+        price = self._prices.get(model)
+        if price is None:
+            price = self._prices[model] = price_for(self.settings, model)
+        return price
 
     def _model_for(self, role: str) -> str:
         if role not in type(self.settings.models).model_fields:

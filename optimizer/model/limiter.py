@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import structlog
@@ -64,13 +62,10 @@ class AdaptiveLimiter:
                 self.in_flight += 1
                 waiter.set_result(None)
 
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[int]:
-        epoch = await self.acquire()
-        try:
-            yield epoch
-        finally:
-            self.release()
+    def slot(self) -> _Slot:
+        """`async with limiter.slot() as epoch:` one slot for one attempt. A class, not a
+        generator: it is entered on every model call."""
+        return _Slot(self)
 
     def on_rate_limited(self, epoch: int) -> None:
         self._successes = 0
@@ -101,6 +96,19 @@ class AdaptiveLimiter:
         self.limit = limit
 
 
+class _Slot:
+    __slots__ = ("limiter",)
+
+    def __init__(self, limiter: AdaptiveLimiter) -> None:
+        self.limiter = limiter
+
+    async def __aenter__(self) -> int:
+        return await self.limiter.acquire()
+
+    async def __aexit__(self, *_exc: object) -> None:
+        self.limiter.release()
+
+
 class RequestLocks:
     """One lock per request hash, held while its ledger row is checked and its call is made; a
     lock nobody holds or waits for is dropped, so the table stays as small as the calls in flight."""
@@ -108,14 +116,32 @@ class RequestLocks:
     def __init__(self) -> None:
         self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
 
-    @asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[None]:
-        lock, users = self._locks.setdefault(key, (asyncio.Lock(), [0]))
+    def hold(self, key: str) -> _Held:
+        """`async with locks.hold(key):` the request's lock (a class, as _Slot is)."""
+        return _Held(self._locks, key)
+
+
+class _Held:
+    __slots__ = ("key", "locks")
+
+    def __init__(self, locks: dict[str, tuple[asyncio.Lock, list[int]]], key: str) -> None:
+        self.locks, self.key = locks, key
+
+    async def __aenter__(self) -> None:
+        lock, users = self.locks.setdefault(self.key, (asyncio.Lock(), [0]))
         users[0] += 1
         try:
-            async with lock:
-                yield
-        finally:
-            users[0] -= 1
-            if users[0] == 0:
-                del self._locks[key]
+            await lock.acquire()
+        except BaseException:
+            self._leave(users)
+            raise
+
+    async def __aexit__(self, *_exc: object) -> None:
+        lock, users = self.locks[self.key]
+        lock.release()
+        self._leave(users)
+
+    def _leave(self, users: list[int]) -> None:
+        users[0] -= 1
+        if users[0] == 0:
+            del self.locks[self.key]
