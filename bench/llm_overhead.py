@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import math
 import statistics
 import tempfile
@@ -102,6 +103,24 @@ def _ledger_write_cost(folder: Path, n: int = 500) -> float:
     return elapsed
 
 
+def _log_event_cost(folder: Path, n: int = 2000) -> float:
+    """Seconds per llm.call_completed event written to a run's log, measured alone (best of 5)."""
+    import structlog
+
+    logs.configure(folder / "events.log", console=False)
+    log = structlog.get_logger()
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for i in range(n):
+            log.debug("llm.call_completed", hash="0" * 64, role="executor", model="claude-sonnet-4-5",
+                      sample=i, input_tokens=300, output_tokens=40, cost_usd=0.0012, latency_ms=51.2,
+                      attempts=1)
+        best = min(best, (time.perf_counter() - start) / n)
+    logs.reset()
+    return best
+
+
 def _median(passes: list[dict]) -> dict:
     """The pass with the median wall time, its CPU time replaced by the median CPU time."""
     ordered = sorted(passes, key=lambda r: r["wall"])
@@ -130,17 +149,25 @@ def main() -> None:
         runs: dict[str, list[dict]] = {"bare": [], "floor": [], "ours": [], "budgeted": []}
         # The four paths in turn, --repeat times, each row the median: on a shared 2-core machine
         # one pass of a path varies by about 10 % on its own.
+        # Each pass starts from a collected heap: a full collection of the garbage the passes
+        # before it left (the last pass's SDK client and store) would otherwise land in whichever
+        # path runs next; the budgeted path, last in each round, paid most of them.
         for r in range(args.repeat):
+            gc.collect()
             runs["bare"].append(asyncio.run(bare_sdk(args.calls, args.concurrency, args.latency_ms)))
+            gc.collect()
             runs["floor"].append(asyncio.run(bare_sdk(args.calls, args.concurrency, args.latency_ms,
                                                       ledger=folder / f"floor{r}.db")))
+            gc.collect()
             runs["ours"].append(asyncio.run(model_client(args.calls, args.concurrency, args.latency_ms,
                                                          folder / f"a{r}", budget=None)))
+            gc.collect()
             runs["budgeted"].append(asyncio.run(model_client(args.calls, args.concurrency,
                                                              args.latency_ms, folder / f"b{r}",
                                                              budget=1000.0)))
         bare, floor, ours, budgeted = (_median(runs[k]) for k in ("bare", "floor", "ours", "budgeted"))
         write_s = _ledger_write_cost(folder)
+        event_s = _log_event_cost(folder)
     rows = [("SDK + simulator only", bare), ("floor: SDK + simulator + plain INSERT", floor),
             ("ModelClient, no budget", ours), ("ModelClient, with budget", budgeted)]
     title = (f"{args.calls} calls, concurrency {args.concurrency}, simulator latency "
@@ -151,6 +178,7 @@ def main() -> None:
               f"{r['cpu'] / args.calls * 1000:.2f}", str(r["max_in_flight"]), str(r["calls"])]
              for name, r in rows]
     notes = [f"ledger insert alone (committed, WAL, synchronous=NORMAL): {write_s * 1e6:.0f} us",
+             f"one llm.call_completed log event alone: {event_s * 1e6:.0f} us",
              f"ledger rows written: {ours['rows']}; retries: {ours['stats']['retries'] or 'none'}",
              f"the client alone adds {(ours['cpu'] - floor['cpu']) / args.calls * 1000:.2f} ms of CPU a call "
              "to the floor",
