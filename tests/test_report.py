@@ -222,6 +222,16 @@ def test_pages_read_from_state_db_are_the_pages_read_from_the_run_folders(simula
     assert any(o["kind"] == "text" for page in from_db.values() for r in page["runs"] for o in r["outputs"])
 
 
+def test_without_state_db_the_pages_are_read_from_the_run_folders(built):
+    path = html.write_report(built.root, None)
+    from_db = {key: detail(path, key) for key in ("v1", "baseline", "test")}
+    for name in ("state.db", "state.db-wal", "state.db-shm"):
+        (built.root / name).unlink(missing_ok=True)
+    path = html.write_report(built.root, None)
+    assert {key: detail(path, key)["runs"] for key in from_db} == {k: p["runs"] for k, p in from_db.items()}
+    assert all(from_db[key]["runs"] for key in from_db)
+
+
 def test_a_run_with_many_large_outputs_keeps_a_bounded_preview_and_shows_them_all(built):
     key = "v1/eval-1/with_skill/run-1"
     out = built.root / key / "outputs"

@@ -72,7 +72,8 @@ def readable(path: str, inside: str) -> bool:
     return not os.path.islink(path) or os.path.realpath(path).startswith(inside)
 
 
-def _entries(folder: str) -> list[os.DirEntry]:
+def entries(folder: str) -> list[os.DirEntry]:
+    """A folder's entries with their types in one system call; none when it is gone."""
     try:
         with os.scandir(folder) as it:
             return list(it)
@@ -94,7 +95,7 @@ def _listing(out_dir: str) -> list[tuple[str, os.DirEntry]]:
     stack = [(out_dir, "")]
     while stack:
         folder, prefix = stack.pop()
-        for entry in _entries(folder):
+        for entry in entries(folder):
             rel = prefix + entry.name
             if entry.is_dir(follow_symlinks=False):
                 stack.append((entry.path, rel + "/"))

@@ -131,22 +131,14 @@ def _number(name: str) -> tuple[int, str]:
 def _walk(base: str, rel: str, root: str, configuration: str) -> list[str]:
     """The run keys of a folder that state.db does not describe, from the folder itself."""
     keys = []
-    for ev in _entries(base):
+    for ev in preview.entries(base):
         if not (ev.name.startswith("eval-") and ev.is_dir() and preview.readable(ev.path, root)):
             continue
-        for side in _entries(ev.path):
+        for side in preview.entries(ev.path):
             if side.name == configuration and side.is_dir() and preview.readable(side.path, root):
-                keys += [f"{rel}/{ev.name}/{configuration}/{r.name}" for r in _entries(side.path)
+                keys += [f"{rel}/{ev.name}/{configuration}/{r.name}" for r in preview.entries(side.path)
                          if r.name.startswith("run-") and r.is_dir() and preview.readable(r.path, root)]
     return keys
-
-
-def _entries(folder: str) -> list[os.DirEntry]:
-    try:
-        with os.scandir(folder) as it:
-            return list(it)
-    except OSError:
-        return []
 
 
 Committed = tuple[str | None, int | None, str | None]  # grading.json's text, gate passed, preview
