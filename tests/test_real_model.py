@@ -134,7 +134,7 @@ def settings(base_url: str) -> list[str]:
     """--set flags for every command: the local model in every role, free; small answers (the
     judge's are cut, which is a judge_error by design); a failing call given up fast."""
     flags = [f"llm.base_url={base_url}", f'prices."{MODEL}"=0',
-             "execute.max_tokens=32", "execute.max_turns=2", "llm.max_tokens=32",
+             "execute.max_tokens=32", "execute.max_turns=2", "llm.max_tokens=16",
              "llm.max_attempts=2", "llm.backoff_initial_s=0.1", "llm.backoff_max_s=0.2",
              # One call at a time: the server computes on one thread anyway, and a request
              # that waits finds the previous one's prefix (system prompt, tools) in its cache.
