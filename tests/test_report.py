@@ -3,6 +3,7 @@ needs no network, that model-written text cannot become markup, and the server's
 
 from __future__ import annotations
 
+import fcntl
 import http.client
 import json
 import os
@@ -235,8 +236,8 @@ def test_without_state_db_the_pages_are_read_from_the_run_folders(built):
 def test_a_run_with_many_large_outputs_keeps_a_bounded_preview_and_shows_them_all(built):
     key = "v1/eval-1/with_skill/run-1"
     out = built.root / key / "outputs"
-    for n in range(1, 13):  # 12 × 20,000 characters: past what one run keeps in state.db
-        (out / f"part-{n}.txt").write_text(f"part {n} " + "x" * preview.TEXT_CAP)
+    for n in range(1, 13):  # 12 × 19,000 characters: past what one run keeps, and no multiple of it
+        (out / f"part-{n}.txt").write_text(f"part {n} " + "x" * 19_000)
     built.regrade(key)
     with sqlite3.connect(built.root / "state.db") as conn:
         kept = json.loads(conn.execute("select preview_json from previews where key = ?", (key,)).fetchone()[0])
@@ -244,6 +245,52 @@ def test_a_run_with_many_large_outputs_keeps_a_bounded_preview_and_shows_them_al
     assert any(o.get("read") for o in kept["outputs"])
     shown = {o["name"]: o for o in detail(html.write_report(built.root, None), "v1")["runs"][0]["outputs"]}
     assert all(shown[f"part-{n}.txt"]["text"].startswith(f"part {n} ") for n in range(1, 13))
+
+
+def test_a_run_still_executing_is_on_its_page_while_the_daemon_works(built):
+    # Its folder is there, its row in eval_runs comes when it has executed.
+    key = "v1/eval-2/with_skill/run-1"
+    with sqlite3.connect(built.root / "state.db") as conn:
+        conn.execute("delete from eval_runs where key = ?", (key,))
+    pidfile = built.root / "optimizer.pid"
+    pidfile.write_text(str(os.getpid()))
+    with open(pidfile) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as the daemon holds it
+        runs = detail(html.write_report(built.root, built.root / "live.html"), "v1")["runs"]
+    assert key in {r["path"] for r in runs}
+
+
+def test_an_eval_folder_that_links_out_of_the_workspace_is_not_read(built, tmp_path):
+    outside = tmp_path / "outside"
+    shutil.move(built.root / "v1" / "eval-2", outside)
+    (outside / "with_skill" / "run-1" / "outputs" / "notes.txt").write_text("HOST SECRET")
+    (built.root / "v1" / "eval-2").symlink_to(outside)
+    with sqlite3.connect(built.root / "state.db") as conn:  # as for runs graded before previews
+        conn.execute("delete from previews where key like 'v1/eval-2/%'")
+    path = html.write_report(built.root, None)
+    assert not [p for p in [path, *html.details_dir(path).iterdir()] if "HOST SECRET" in p.read_text()]
+
+
+def test_an_output_whose_name_is_not_utf8_is_listed_and_the_run_still_shown(built):
+    key = "v1/eval-1/with_skill/run-1"
+    out = built.root / key / "outputs"
+    with open(os.path.join(os.fsencode(out), b"\xffnotes.txt"), "wb") as handle:
+        handle.write(b"text under a name that is not UTF-8")
+    for keep in (True, False):  # the preview kept by the grading, and one made from the folder
+        if keep:
+            built.regrade(key)
+        else:
+            with sqlite3.connect(built.root / "state.db") as conn:
+                conn.execute("delete from previews where key = ?", (key,))
+        run = detail(html.write_report(built.root, None), "v1")["runs"][0]
+        assert run["transcript"] and "\ufffdnotes.txt" in {o["name"] for o in run["outputs"]}
+        assert any(o["kind"] == "text" for o in run["outputs"])  # report.md still shown
+
+
+def test_a_number_past_64_bits_in_a_version_file_does_not_stop_the_report(built):
+    selection = built.root / "v1" / "selection.json"
+    selection.write_text('{"n": 123456789012345678901234567890}')
+    assert detail(html.write_report(built.root, None), "v1")["selection"] == {"n": 123456789012345678901234567890}
 
 
 # -- the review server, over real HTTP ------------------------------------------------------------

@@ -39,20 +39,40 @@ def of_run(run_dir: Path | str) -> dict:
     kept = [KEPT_CAP]
     return {**{key: _head_text(f"{path}/{name}") for key, name in HEADS},
             "outputs": [_describe(entry.path, rel, entry.is_symlink(), inside, kept)
+                        if _utf8(rel) else _undecodable(entry, rel)
                         for rel, entry in _listing(out)] if readable(out, inside) else []}
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _undecodable(entry: os.DirEntry, rel: str) -> dict:
+    """A name that is not UTF-8 (a model can write one): listed as shown, never read, since the
+    shown name no longer leads to the file."""
+    try:
+        size = entry.stat().st_size
+    except OSError:
+        size = 0
+    return {"name": rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), "size": size}
 
 
 def read_output(run_dir: Path | str, item: dict) -> dict:
     """A text output the preview marked `read` (past KEPT_CAP), described from its file now."""
     path, inside = _output_path(run_dir, item)
-    return _describe(path, item["name"], os.path.islink(path), inside, [KEPT_CAP])
+    # Resolved whatever its last part is: a folder on the way could have become a link.
+    return _describe(path, item["name"], True, inside, [KEPT_CAP])
 
 
 def image(run_dir: Path | str, item: dict) -> bytes | None:
     """An image output's bytes; None when it is gone, links out, or grew past IMAGE_CAP."""
     path, inside = _output_path(run_dir, item)
     try:
-        raw = head(path, IMAGE_CAP + 1) if readable(path, inside) else None
+        raw = head(path, IMAGE_CAP + 1) if os.path.realpath(path).startswith(inside) else None
     except OSError:
         return None
     return raw if raw is not None and len(raw) <= IMAGE_CAP else None
@@ -118,7 +138,7 @@ def _described(path: str, rel: str, link: bool, inside: str, kept: list[int]) ->
         return {"name": rel, "size": os.stat(path).st_size}
     if os.path.splitext(rel)[1].lower() in IMAGE_TYPES:
         return {"name": rel, "size": os.stat(path).st_size, "read": True, "image": True}
-    if kept[0] <= 0:
+    if kept[0] <= 0:  # nothing more fits: not even read
         return {"name": rel, "size": os.stat(path).st_size, "read": True}
     raw = head(path, TEXT_CAP * 4)
     # A read shorter than asked is the whole file: its size without another system call.
@@ -132,5 +152,7 @@ def _described(path: str, rel: str, link: bool, inside: str, kept: list[int]) ->
             return {"name": rel, "size": size}
         text = raw.decode("utf-8", errors="ignore")
     shown = text[:TEXT_CAP]
+    if len(shown) > kept[0]:  # kept out whole, so no run keeps more than KEPT_CAP
+        return {"name": rel, "size": size, "read": True}
     kept[0] -= len(shown)
     return {"name": rel, "size": size, "text": shown, "truncated": size > len(shown.encode("utf-8"))}

@@ -5,6 +5,7 @@ is opened. Never references the network, and never puts run data into the page a
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -113,7 +114,10 @@ _AS_JSON_MODULE = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | or
 
 def script_json(data: Any) -> str:
     """JSON that is inert inside a <script> element: no '<', '>' or '&' can close or open a tag."""
-    text = orjson.dumps(data, default=str, option=_AS_JSON_MODULE).decode("utf-8")
+    try:
+        text = orjson.dumps(data, default=str, option=_AS_JSON_MODULE).decode("utf-8")
+    except TypeError:  # what orjson refuses and the json module writes (an integer past 64 bits)
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 

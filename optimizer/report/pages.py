@@ -5,11 +5,13 @@ opened: its change, numbers and every run with its outputs. One page at a time, 
 from __future__ import annotations
 
 import base64
+import functools
+import json
 import mimetypes
 import os
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -110,7 +112,11 @@ def _runs(ws: Workspace, folder: Path, budget: Budget, configuration: str = "wit
         return
     rel = Path(folder).relative_to(ws.root).as_posix()
     rows = _committed(ws, rel)
-    keys = _walk(str(folder), rel, root, configuration) if rows is None else list(rows)
+    keys = set(rows or ())
+    # A run still executing (or killed before its row) has a folder and no row yet: while the
+    # daemon works, and for folders state.db does not describe, the folders are listed too.
+    if not rows or running_pid(ws) is not None:
+        keys.update(_walk(str(folder), rel, root, configuration))
     found = []
     for key in keys:  # eval-2 before eval-10, then run-2 before run-10
         m = _RUN_KEY.fullmatch(key, len(rel) + 1)
@@ -118,7 +124,7 @@ def _runs(ws: Workspace, folder: Path, budget: Budget, configuration: str = "wit
             found.append((_number(m["eval"]), _number(m["run"]), key))
     home = str(ws.root)
     for *_, key in sorted(found):
-        yield _run(key, f"{home}/{key}", budget, (rows or {}).get(key, (None, None, None)))
+        yield _run(key, f"{home}/{key}", budget, (rows or {}).get(key, (None, None, None)), root)
 
 
 _RUN_KEY = re.compile(r"eval-(?P<eval>[^/]+)/(?P<side>[^/]+)/run-(?P<run>[^/]+)")
@@ -179,14 +185,22 @@ def _loads(text: str | bytes) -> dict:
     try:
         data = orjson.loads(text)
     except orjson.JSONDecodeError:
-        return {}
+        try:  # what orjson refuses and the json module reads (a lone surrogate, NaN)
+            data = json.loads(text)
+        except ValueError:
+            return {}
     return data if isinstance(data, dict) else {}
 
 
-def _run(rel: str, path: str, budget: Budget, committed: Committed) -> dict:
+def _run(rel: str, path: str, budget: Budget, committed: Committed, root: str) -> dict:
     graded, gate, kept = committed
-    grading = _loads(graded) if graded is not None else _json(f"{path}/grading.json")
-    view = _loads(kept) if kept is not None else preview.of_run(path)
+    # The folder is read only when it really is inside the workspace: state.db names a run's
+    # folder, it does not vouch that no eval or run folder became a link to elsewhere.
+    inside = functools.cache(lambda: os.path.realpath(path).startswith(root))
+    grading = _loads(graded) if graded is not None else _json(f"{path}/grading.json") if inside() else {}
+    view = _loads(kept) if kept is not None else preview.of_run(path) if inside() else {}
+    if gate is None:
+        gate = _json(f"{path}/structural.json").get("gate_passed") if inside() else None
     eval_dir, configuration, run = rel.split("/")[-3:]
     return {
         "id": rel.replace("/", "-"), "path": rel,
@@ -194,9 +208,9 @@ def _run(rel: str, path: str, budget: Budget, committed: Committed) -> dict:
         "run": run.removeprefix("run-"),
         "summary": grading.get("summary"),
         "expectations": grading.get("expectations") or [],
-        "gate_passed": bool(gate) if gate is not None else _json(f"{path}/structural.json").get("gate_passed"),
+        "gate_passed": bool(gate) if gate is not None else None,
         "eval_feedback": grading.get("eval_feedback"),
-        "outputs": [_shown(path, item, budget) for item in view.get("outputs") or []],
+        "outputs": [_shown(path, item, budget, inside) for item in view.get("outputs") or []],
         "transcript": view.get("transcript") or "",
         "judge_view": view.get("judge_view") or "",  # what the grader was shown
         "user_notes_summary": grading.get("user_notes_summary"),
@@ -204,9 +218,11 @@ def _run(rel: str, path: str, budget: Budget, committed: Committed) -> dict:
     }
 
 
-def _shown(run_dir: str, item: dict, budget: Budget) -> dict:
+def _shown(run_dir: str, item: dict, budget: Budget, inside: Callable[[], bool]) -> dict:
     """One output on a page: inlined while the page's budget lasts, else listed by name."""
     shown: dict[str, Any] = {"name": item["name"], "size": item["size"], "kind": "file"}
+    if item.get("read") and not inside():
+        return shown
     if item.get("image"):
         if item["size"] <= IMAGE_CAP and budget.take(item["size"]):
             raw = preview.image(run_dir, item)
