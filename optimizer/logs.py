@@ -68,7 +68,15 @@ def redact(value: Any, name: str | None = None) -> Any:
 
 
 def redact_processor(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> dict:
-    return {k: redact(v, k) for k, v in event_dict.items()}
+    return {k: _redacted(v, k) for k, v in event_dict.items()}
+
+
+def _redacted(value: Any, name: str) -> Any:
+    # A value whose str() raises must not turn a log call into a failure of the caller's work.
+    try:
+        return redact(value, name)
+    except Exception:  # noqa: BLE001 - logging never raises into its caller
+        return f"<{type(value).__name__} that could not be rendered>"
 
 
 _HANDLER_MARK = "_optimizer_handler"
@@ -168,7 +176,12 @@ class _Sinks:
         for handler, render in _sinks:
             if not isinstance(level, int) or level < handler.level:
                 continue
-            line = render(None, method, dict(event)) + "\n"
+            try:
+                line = render(None, method, dict(event)) + "\n"
+            except Exception as exc:  # noqa: BLE001 - logging never raises into its caller
+                line = render(None, method, {"event": str(event.get("event")), "level": event.get("level"),
+                                             "timestamp": event.get("timestamp"),
+                                             "log_error": f"fields not rendered: {type(exc).__name__}"}) + "\n"
             handler.acquire()
             try:
                 stream = getattr(handler, "stream", None)

@@ -99,6 +99,20 @@ def test_a_logger_bound_before_a_configure_writes_to_the_new_sinks(tmp_path):
     assert line["event"] == "run.finished" and line["executor"] == "anthropic" and line["api_key"] == logs.MASK
 
 
+def test_a_value_that_cannot_be_rendered_never_fails_the_caller(tmp_path):
+    class Broken:
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    logs.configure(tmp_path / "o.log", console=False)
+    log = structlog.get_logger()
+    log.warning("odd.keys", table={(1, 2): "a"})
+    log.warning("odd.value", thing=Broken(), api_key=FAKE_KEY)
+    lines = [json.loads(line) for line in (tmp_path / "o.log").read_text().splitlines()]
+    assert [line["event"] for line in lines] == ["odd.keys", "odd.value"]
+    assert "could not be rendered" in lines[1]["thing"] and FAKE_KEY not in (tmp_path / "o.log").read_text()
+
+
 class Label(BaseModel):
     label: str
 
