@@ -57,8 +57,8 @@ def redact(value: Any, name: str | None = None) -> Any:
         if name is not None and value and _secret_name(name):
             return MASK
         return _mask_text(value)
-    if isinstance(value, Mapping):
-        return {k: redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, Mapping):  # a key can be text a model or a server wrote, too
+        return {_mask_text(k) if isinstance(k, str) else k: redact(v, str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [redact(v, name) for v in value]
     if value is None or isinstance(value, bool | int | float):

@@ -41,6 +41,7 @@ def test_redact_masks_credential_fields_but_keeps_token_counts():
         "input_tokens": 1200, "output_tokens": 80, "cache_read_tokens": 0,
         "tokens": "12", "password": None, "secret_things": ["a", "b"],
         "note": f"key={FAKE_KEY}", "nested": [{"client_secret": "s3cret"}],
+        "by_header": {f"Bearer {FAKE_KEY}": 1},
     }
     out = logs.redact(event)
     assert out["api_key"] == out["headers"]["Authorization"] == out["headers"]["x-api-key"] == "[redacted]"
@@ -49,6 +50,7 @@ def test_redact_masks_credential_fields_but_keeps_token_counts():
     assert out["tokens"] == "[redacted]" and out["password"] is None
     assert out["secret_things"] == ["[redacted]", "[redacted]"]
     assert out["note"] == "key=[redacted]" and out["nested"] == [{"client_secret": "[redacted]"}]
+    assert out["by_header"] == {"Bearer [redacted]": 1}
 
 
 def test_configure_writes_redacted_json_lines_to_the_run_log(tmp_path, capsys):
