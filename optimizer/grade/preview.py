@@ -72,7 +72,7 @@ def image(run_dir: Path | str, item: dict) -> bytes | None:
     """An image output's bytes; None when it is gone, links out, or grew past IMAGE_CAP."""
     path, inside = _output_path(run_dir, item)
     try:
-        raw = head(path, IMAGE_CAP + 1) if os.path.realpath(path).startswith(inside) else None
+        raw = head(path, IMAGE_CAP + 1) if within(path, inside) else None
     except OSError:
         return None
     return raw if raw is not None and len(raw) <= IMAGE_CAP else None
@@ -87,9 +87,14 @@ def head(path: str, cap: int) -> bytes:
         return handle.read(cap)
 
 
+def within(path: str, inside: str) -> bool:
+    """The path, every link on its way resolved, is under `inside` (a folder ending in os.sep)."""
+    return os.path.realpath(path).startswith(inside)
+
+
 def readable(path: str, inside: str) -> bool:
     """A link may point anywhere (a model can make one): only its target tells."""
-    return not os.path.islink(path) or os.path.realpath(path).startswith(inside)
+    return not os.path.islink(path) or within(path, inside)
 
 
 def entries(folder: str) -> list[os.DirEntry]:
@@ -134,7 +139,7 @@ def _describe(path: str, rel: str, link: bool, inside: str, kept: list[int]) -> 
 
 
 def _described(path: str, rel: str, link: bool, inside: str, kept: list[int]) -> dict:
-    if link and not os.path.realpath(path).startswith(inside):  # a link to a host file: listed, never read
+    if link and not within(path, inside):  # a link to a host file: listed, never read
         return {"name": rel, "size": os.stat(path).st_size}
     if os.path.splitext(rel)[1].lower() in IMAGE_TYPES:
         return {"name": rel, "size": os.stat(path).st_size, "read": True, "image": True}

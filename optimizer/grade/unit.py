@@ -128,7 +128,8 @@ class Grader:
             if not isinstance(checked, GradeOutcome):
                 checked = await self._judge(job, record, checked)
             judge.write_outcome(job.run_dir, checked)
-            shown = await asyncio.to_thread(preview.of_run, job.run_dir)
+        # Outside the producer: this run asks nothing more of the stage's batch.
+        shown = await asyncio.to_thread(preview.of_run, job.run_dir)
         return self._commit(job, checked, shown)
 
     async def _check(self, job: Job, record: RunRecord) -> Structural | GradeOutcome:

@@ -111,11 +111,12 @@ def _runs(ws: Workspace, folder: Path, budget: Budget, configuration: str = "wit
     if not str(Path(folder).resolve()).startswith(root):
         return
     rel = Path(folder).relative_to(ws.root).as_posix()
-    rows = _committed(ws, rel)
+    live = running_pid(ws) is not None
+    rows = _committed(ws, rel, live)
     keys = set(rows or ())
     # A run still executing (or killed before its row) has a folder and no row yet: while the
     # daemon works, and for folders state.db does not describe, the folders are listed too.
-    if not rows or running_pid(ws) is not None:
+    if not rows or live:
         keys.update(_walk(str(folder), rel, root, configuration))
     found = []
     for key in keys:  # eval-2 before eval-10, then run-2 before run-10
@@ -135,7 +136,7 @@ def _number(name: str) -> tuple[int, str]:
 
 
 def _walk(base: str, rel: str, root: str, configuration: str) -> list[str]:
-    """The run keys of a folder that state.db does not describe, from the folder itself."""
+    """The run keys under a folder, from the folder itself (what state.db may not hold yet)."""
     keys = []
     for ev in preview.entries(base):
         if not (ev.name.startswith("eval-") and ev.is_dir() and preview.readable(ev.path, root)):
@@ -150,13 +151,13 @@ def _walk(base: str, rel: str, root: str, configuration: str) -> list[str]:
 Committed = tuple[str | None, int | None, str | None]  # grading.json's text, gate passed, preview
 
 
-def _committed(ws: Workspace, rel: str) -> dict[str, Committed] | None:
+def _committed(ws: Workspace, rel: str, live: bool) -> dict[str, Committed] | None:
     """Every run state.db holds under `rel` ({run key: (grading, gate, preview)}), in one query:
     keys are the run folders' paths, so this is a range of the primary key. None without state.db."""
     if not ws.state_db.is_file():
         return None
     try:
-        conn = readonly.connect(ws.state_db, live=running_pid(ws) is not None)
+        conn = readonly.connect(ws.state_db, live=live)
     except sqlite3.Error:
         return None
     with closing(conn):
@@ -196,7 +197,7 @@ def _run(rel: str, path: str, budget: Budget, committed: Committed, root: str) -
     graded, gate, kept = committed
     # The folder is read only when it really is inside the workspace: state.db names a run's
     # folder, it does not vouch that no eval or run folder became a link to elsewhere.
-    inside = functools.cache(lambda: os.path.realpath(path).startswith(root))
+    inside = functools.cache(lambda: preview.within(path, root))
     grading = _loads(graded) if graded is not None else _json(f"{path}/grading.json") if inside() else {}
     view = _loads(kept) if kept is not None else preview.of_run(path) if inside() else {}
     if gate is None:
