@@ -235,24 +235,14 @@ def resume(
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
-def _print(data: dict, as_json: bool, printer: Callable[[Console, dict], None]) -> None:
-    """A view as JSON for scripts, or as rich text for a person."""
+def _view(run_dir: Path, as_json: bool, read: Callable[[Path], dict],
+          printer: Callable[[Console, dict], None]) -> None:
+    """A read-only view of a run: JSON for scripts, or rich text for a person."""
+    data = read(require_dir(run_dir, "run"))
     if as_json:
         out.print_json(json.dumps(data))
     else:
         printer(out, data)
-
-
-@app.command()
-@handled
-def status(
-    run_dir: RunDirArg,
-    as_json: JsonOpt = False,
-) -> None:
-    """Is the run alive, where is it, what has it spent, which version is best."""
-    from optimizer.report import status as views
-
-    _print(views.status(require_dir(run_dir, "run")), as_json, views.print_status)
 
 
 @app.command()
@@ -266,14 +256,20 @@ def stop(run_dir: RunDirArg) -> None:
 
 @app.command()
 @handled
-def lineage(
-    run_dir: RunDirArg,
-    as_json: JsonOpt = False,
-) -> None:
+def status(run_dir: RunDirArg, as_json: JsonOpt = False) -> None:
+    """Is the run alive, where is it, what has it spent, which version is best."""
+    from optimizer.report import status as views
+
+    _view(run_dir, as_json, views.status, views.print_status)
+
+
+@app.command()
+@handled
+def lineage(run_dir: RunDirArg, as_json: JsonOpt = False) -> None:
     """The version tree with scores, intervals, decisions and costs."""
     from optimizer.report import tree as views
 
-    _print(views.lineage(require_dir(run_dir, "run")), as_json, views.print_lineage)
+    _view(run_dir, as_json, views.lineage, views.print_lineage)
 
 
 @app.command()
