@@ -11,15 +11,28 @@ import re
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from optimizer.sim import world
 from optimizer.sim.protocol import ERRORS, Reply, error_reply, invalid, json_reply, malform
 
-if TYPE_CHECKING:
-    from optimizer.sim.transport import Simulator
+
+class Host(Protocol):
+    """What the batch half needs of its Simulator (transport.py), named here so that the two
+    modules do not import each other."""
+
+    seed: int
+    lock: threading.Lock
+    stats: Any
+
+    def draw_fault(self, body: dict, role: str, headers: dict[str, str],
+                   streaming: bool) -> str | None: ...
+
+    def respond(self, body: dict, headers: Mapping[str, str]) -> dict: ...
+
 
 PREFIX = "/v1/messages/batches"
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -55,7 +68,7 @@ class BatchService:
     (tests use it to make one item `errored` or `expired`); otherwise the simulator's fault_rate
     decides, per item, as it does per direct call."""
 
-    def __init__(self, sim: Simulator, *, delay_s: float = 0.0, shuffle: bool = True) -> None:
+    def __init__(self, sim: Host, *, delay_s: float = 0.0, shuffle: bool = True) -> None:
         self.sim = sim
         self.delay_s = delay_s
         self.shuffle = shuffle
