@@ -29,6 +29,36 @@ def test_migrations_on_a_blank_database_create_the_columns(tmp_path):
     assert [r["name"] for r in again.db["_sqlite_migrations"].rows] == applied
 
 
+def test_run_keys_become_indexed_columns_and_older_rows_get_their_parts(tmp_path):
+    """m010: a state.db written before the columns existed opens with each grading's parts filled
+    in from its key, and queries by column find them."""
+    import sqlite_utils
+
+    from optimizer.store.db import migrations
+
+    path = tmp_path / "state.db"
+    old = sqlite_utils.Database(path)
+    migrations.apply(old, stop_before="m010_run_key_columns")
+    keys = ["v2/eval-10/with_skill/run-12", "baseline/eval-3/without_skill/run-1",
+            "test/v0/eval-1/with_skill/run-2", "with_skill/run-4"]
+    old["eval_runs"].insert({"key": "with_skill/run-4", "eval_id": 7})
+    for key in keys:
+        old["gradings"].insert({"key": key, "status": "ok"})
+    old.close()
+    store = Store(path)
+    rows = {r["key"]: (r["prefix"], r["eval_id"], r["configuration"], r["run_number"])
+            for r in store.query("select * from gradings")}
+    assert rows == {"v2/eval-10/with_skill/run-12": ("v2/", 10, "with_skill", 12),
+                    "baseline/eval-3/without_skill/run-1": ("baseline/", 3, "without_skill", 1),
+                    "test/v0/eval-1/with_skill/run-2": ("test/v0/", 1, "with_skill", 2),
+                    "with_skill/run-4": ("", 7, "with_skill", 4)}
+    plan = " ".join(str(r) for r in store.db.execute(
+        "explain query plan select * from gradings where prefix = 'v2/' and "
+        "configuration = 'with_skill' and eval_id = 10").fetchall())
+    assert "USING INDEX" in plan
+    store.close()
+
+
 def test_ledger_spent_and_completed_calls(tmp_path):
     store = Store(tmp_path / "state.db")
     store.record_call({"hash": "a", "role": "grader", "model": "m", "sample": 0, "outcome": "ok",

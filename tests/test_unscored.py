@@ -16,6 +16,7 @@ from optimizer.inputs import evals as evalsets
 from optimizer.model import make_client
 from optimizer.search import body
 from optimizer.store.db import Store
+from optimizer.store.keys import RunKey
 
 FAST = ("--provider", "sim", "--set", "llm.max_attempts=2", "--set", "llm.backoff_initial_s=0",
         "--set", "llm.backoff_max_s=0")
@@ -104,7 +105,7 @@ def test_judge_errors_and_unscored_runs_never_enter_a_version_score(tmp_path):
             ("v0/eval-2/with_skill/run-2", "exec_error", 0.0, 0.0),  # the skill's failure: 0
         ):
             store.db["gradings"].insert({"key": key, "status": status, "score": score,
-                                         "pass_rate": rate})
+                                         "pass_rate": rate, **RunKey.parse(key).columns()})
     body.record_scores(SimpleNamespace(store=store, train=[1, 2]), "v0")  # type: ignore[arg-type]
     row = store.get("versions", "v0")
     assert row["score"] == 0.4 and row["pass_rate"] == 0.4

@@ -26,6 +26,7 @@ from optimizer.inputs.evals import Eval, EvalSet
 from optimizer.model import batch, scoped
 from optimizer.schemas import Structural
 from optimizer.store.db import Store, now
+from optimizer.store.keys import RunKey
 
 log = structlog.get_logger()
 
@@ -49,6 +50,11 @@ class Job:
     skill_dir: Path | None
     version: str
     split: str = "train"
+    prefix: str = ""  # the key's folder part ("v1/", "baseline/", "test/v0/"): store/keys.py
+
+    @property
+    def run_key(self) -> RunKey:
+        return RunKey(self.prefix, self.eval_id, self.configuration, self.run_number)
 
 
 @dataclass(frozen=True)
@@ -159,7 +165,7 @@ class Grader:
             "gate_passed": int(outcome.structural.gate_passed) if graded else None,
             "grading_json": outcome.grading.model_dump_json(exclude_none=True) if graded else None,
             "structural_json": outcome.structural.model_dump_json() if graded else None,
-            "error": outcome.error, "completed_at": now(),
+            "error": outcome.error, "completed_at": now(), **job.run_key.columns(),
         }
         if not graded:
             log.warning("run.unscored", run=job.key, attempt=self._tries[job.key],
@@ -211,16 +217,6 @@ def unscored(*results: dict[int, list[Scored]]) -> list[Scored]:
                   key=lambda s: s.key)
 
 
-def eval_of(key: str) -> int:
-    """The eval id of a run key (v1/eval-3/with_skill/run-2 → 3)."""
-    return int(key.split("eval-", 1)[1].split("/", 1)[0])
-
-
-def run_number(key: str) -> int:
-    """The n of a key ending in run-<n>: run-10 comes after run-9, as text order would not."""
-    return int(key.rpartition("/run-")[2])
-
-
 def jobs_for(evals: Sequence[int], runs: int, *, prefix: str, root: Path, configuration: str,
              skill_dir: Path | None, version: str, split: str = "train") -> list[Job]:
     """Runs 1..runs of each eval, keyed `<prefix>eval-<id>/<configuration>/run-<n>` and kept in
@@ -228,24 +224,22 @@ def jobs_for(evals: Sequence[int], runs: int, *, prefix: str, root: Path, config
     jobs = []
     for e in evals:
         for n in range(1, runs + 1):
-            rel = f"{prefix}eval-{e}/{configuration}/run-{n}"
-            jobs.append(Job(rel, root / rel, e, configuration, n, skill_dir, version, split))
+            rel = str(RunKey(prefix, e, configuration, n))
+            jobs.append(Job(rel, root / rel, e, configuration, n, skill_dir, version, split, prefix))
     return jobs
 
 
 def committed(store: Store, root: Path, evalset: EvalSet, prefix: str,
               eval_ids: Sequence[int]) -> list[tuple[Eval, RunRecord, GradeOutcome]]:
-    """(eval, record, outcome) of every graded run keyed `<prefix>eval-<id>/<configuration>/run-<n>`
-    with id in eval_ids, by (eval, run number): what aggregate() takes."""
+    """(eval, record, outcome) of every graded run under `prefix` (e.g. "v2/") with an eval id in
+    eval_ids, by (eval, configuration, run number): what aggregate() takes."""
     wanted = set(eval_ids)
     out = []
-    for row in store.query("select * from gradings where key like ? order by key",
-                           [f"{prefix}eval-%"]):
-        rest = row["key"][len(prefix):]
-        parts = rest.split("/")
-        if len(parts) != 3 or not parts[0].startswith("eval-") or eval_of(rest) not in wanted:
+    for row in store.query("select * from gradings where prefix = ? "
+                           "order by eval_id, configuration, run_number", [prefix]):
+        if row["eval_id"] not in wanted:
             continue
-        eval = evalset.by_id(eval_of(rest))
+        eval = evalset.by_id(row["eval_id"])
         if row["status"] == "unscored":
             outcome = judge.unscored(eval, None, row["error"] or "")
         else:

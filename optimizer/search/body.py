@@ -20,10 +20,8 @@ from optimizer.grade.unit import (
     Grader,
     Scored,
     eval_means,
-    eval_of,
     jobs_for,
     judge_errors,
-    run_number,
     unscored,
 )
 from optimizer.inputs.evals import EvalSet, load_evals
@@ -96,8 +94,9 @@ class BodyTarget:
         run = self.run
         wanted: dict[str, set[int]] = {}
         runs: dict[str, int] = {}
-        for row in run.store.query("select key from gradings where status = 'unscored' order by key"):
-            label, e, n = row["key"].split("/")[0], eval_of(row["key"]), run_number(row["key"])
+        for row in run.store.query("select prefix, eval_id, run_number from gradings where "
+                                   "status = 'unscored' order by prefix, eval_id, run_number"):
+            label, e, n = row["prefix"].split("/")[0], row["eval_id"], row["run_number"]
             if label in ("baseline", "v0", run.best()) and e in run.train:
                 wanted.setdefault(label, set()).add(e)
                 runs[label] = max(runs.get(label, 0), n)
@@ -240,12 +239,13 @@ def record_scores(run: RunState, label: str) -> None:
     them; never over what one caller happens to hold (a resume would record fewer runs). Runs are
     read in (eval, run number) order and summed exactly, so no completion order shows in the
     number; unscored runs and judge errors are left out (DESIGN §7)."""
-    rows = run.store.query("select key, score, pass_rate from gradings where key like ? and "
-                           f"status in {SCORED_SQL}", [f"{label}/eval-%/with_skill/run-%"])
+    rows = run.store.query("select eval_id, score, pass_rate from gradings where prefix = ? and "
+                           f"configuration = 'with_skill' and status in {SCORED_SQL} "
+                           "order by eval_id, run_number", [f"{label}/"])
     scores: dict[int, list[float]] = {}
     rates: dict[int, list[float]] = {}
-    for row in sorted(rows, key=lambda r: (eval_of(r["key"]), run_number(r["key"]))):
-        e = eval_of(row["key"])
+    for row in rows:
+        e = row["eval_id"]
         if e in run.train:
             rates.setdefault(e, []).append(row["pass_rate"])
             if row["score"] is not None:

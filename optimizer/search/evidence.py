@@ -12,6 +12,7 @@ from collections import Counter
 
 from optimizer import schemas
 from optimizer.grade.render import read_text, truncate
+from optimizer.grade.unit import SCORED_SQL
 from optimizer.search import work
 from optimizer.search.propose import EvalCost, Failure, Feedback
 from optimizer.store.db import Store
@@ -30,7 +31,7 @@ def gather(ws: Workspace, store: Store, parent: str, train: list[int]) -> Feedba
     first: dict[tuple[int, str], tuple[str, int]] = {}  # evidence and run of the lowest failing run
     remarks: Counter[str] = Counter()
     for e in sorted(train):
-        for n, grading in _gradings(store, f"{parent}/eval-{e}/with_skill"):
+        for n, grading in _gradings(store, parent, e):
             for item in grading.get("expectations", []):
                 if not item.get("passed"):
                     counts[(e, item["text"])] += 1
@@ -61,21 +62,21 @@ def gather(ws: Workspace, store: Store, parent: str, train: list[int]) -> Feedba
 
 def _runs(store: Store, parent: str, train: list[int]) -> list[tuple[int, int]]:
     """(eval, run number) of the parent's scored with_skill runs of train evals, in that order."""
-    rows = store.query("select key from gradings where key like ? and status in "
-                       "('ok', 'gated', 'exec_error')", [f"{parent}/eval-%/with_skill/run-%"])
-    found = [(int(r["key"].split("/")[1][len("eval-"):]), run_number(r["key"])) for r in rows]
-    return sorted(k for k in found if k[0] in train)
+    rows = store.query("select eval_id, run_number from gradings where prefix = ? and "
+                       f"configuration = 'with_skill' and status in {SCORED_SQL} "
+                       "order by eval_id, run_number", [f"{parent}/"])
+    return [(r["eval_id"], r["run_number"]) for r in rows if r["eval_id"] in train]
 
 
 def _costs(ws: Workspace, store: Store, parent: str, runs: list[tuple[int, int]]) -> list[EvalCost]:
     """Per eval the mean pass rate, tokens and turns: what the skill costs, not only whether it
     passes."""
-    rows = {r["key"]: r for r in store.query(
-        "select r.key, r.tokens, g.pass_rate from eval_runs r join gradings g "
-        "on g.key = r.key where r.key like ?", [f"{parent}/eval-%/with_skill/run-%"])}
+    rows = {(r["eval_id"], r["run_number"]): r for r in store.query(
+        "select g.eval_id, g.run_number, r.tokens, g.pass_rate from gradings g join eval_runs r "
+        "on r.key = g.key where g.prefix = ? and g.configuration = 'with_skill'", [f"{parent}/"])}
     per_eval: dict[int, list[tuple[float, float, float]]] = {}
     for e, n in runs:
-        row = rows.get(f"{parent}/eval-{e}/with_skill/run-{n}")
+        row = rows.get((e, n))
         if row is None:
             continue
         metrics = ws.run_dir(parent, e, "with_skill", n) / "outputs" / "metrics.json"
@@ -85,19 +86,13 @@ def _costs(ws: Workspace, store: Store, parent: str, runs: list[tuple[int, int]]
             for e, v in sorted(per_eval.items())]
 
 
-def _gradings(store: Store, prefix: str) -> list[tuple[int, dict]]:
-    """(run number, grading) of the scored runs under `prefix` (e.g. v1/eval-2/with_skill) by run
-    number; unscored runs and judge errors say nothing about the skill."""
-    rows = store.query("select key, grading_json from gradings where key like ? and "
-                       "grading_json is not null and status in ('ok', 'gated', 'exec_error')",
-                       [f"{prefix}/run-%"])
-    rows.sort(key=lambda r: run_number(r["key"]))
-    return [(run_number(r["key"]), json.loads(r["grading_json"])) for r in rows]
-
-
-def run_number(key: str) -> int:
-    """The n of a key ending in run-<n>: run-10 comes after run-9, as text order would not."""
-    return int(key.rpartition("/run-")[2])
+def _gradings(store: Store, parent: str, eval_id: int) -> list[tuple[int, dict]]:
+    """(run number, grading) of the parent's scored with_skill runs of one eval, by run number;
+    unscored runs and judge errors say nothing about the skill."""
+    rows = store.query("select run_number, grading_json from gradings where prefix = ? and "
+                       "eval_id = ? and configuration = 'with_skill' and grading_json is not null "
+                       f"and status in {SCORED_SQL} order by run_number", [f"{parent}/", eval_id])
+    return [(r["run_number"], json.loads(r["grading_json"])) for r in rows]
 
 
 def _analysis_suggestions(ws: Workspace, store: Store, parent: str) -> list[str]:

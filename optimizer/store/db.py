@@ -281,3 +281,26 @@ def m009_run_previews(db: sqlite_utils.Database) -> None:
     # report reads state.db instead of every run folder. Runs graded before have no row; the
     # report reads their folders.
     db.table("previews").create({"key": str, "preview_json": str}, pk="key")
+
+
+@migrations()
+def m010_run_key_columns(db: sqlite_utils.Database) -> None:
+    # A grading's run key as columns (store/keys.py), indexed, so that a version's scores and
+    # failures are selected by column instead of matching key text. Older rows get their parts
+    # from their keys, once, here; `optimizer execute` rows without an eval segment take theirs
+    # from eval_runs.
+    from optimizer.store.keys import RunKey
+
+    gradings = db.table("gradings")
+    for column, kind in (("prefix", str), ("eval_id", int), ("configuration", str),
+                         ("run_number", int)):
+        gradings.add_column(column, kind)
+    evals = {r["key"]: r["eval_id"] for r in db.query("select key, eval_id from eval_runs")}
+    for row in list(db.query("select key from gradings")):
+        try:
+            parts = RunKey.parse(row["key"], evals.get(row["key"]))
+        except ValueError:
+            continue  # not a key this version wrote; left without parts, never selected
+        gradings.update(row["key"], parts.columns())
+    gradings.create_index(["prefix", "configuration", "eval_id", "run_number"])
+
