@@ -62,7 +62,8 @@ class Llm(Section):
 
 class Loop(Section):
     max_iterations: int = Field(5, ge=0)
-    proposals_per_iteration: int = Field(2, ge=1)
+    # At most 99: a proposal's ledger sample packs (iteration, index) (search/target.py).
+    proposals_per_iteration: int = Field(2, ge=1, le=99)
     patience: int = Field(3, ge=1)
     target_score: float = Field(1.0, ge=0, le=1)
     parent_selection: Literal["best", "pareto"] = "best"

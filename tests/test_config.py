@@ -94,3 +94,14 @@ def test_unknown_model_is_priced_as_the_most_expensive():
     s = config.Settings()
     assert s.price("some-new-model") == s.prices["claude-opus-4-1"]
     assert s.price("claude-sonnet-4-6-20260101") == s.prices["claude-sonnet-4-6"]
+
+
+def test_proposals_per_iteration_stays_below_the_sample_packing_limit(tmp_path):
+    """A proposal's ledger sample is iteration·100 + index: 100 proposals would make iteration 1's
+    last one ask iteration 2's first question."""
+    from optimizer.search.target import proposal_sample
+
+    with pytest.raises(BadInput, match="proposals_per_iteration"):
+        config.load(None, overrides=["loop.proposals_per_iteration=100"])
+    samples = {proposal_sample(n, k) for n in range(1, 30) for k in range(99)}
+    assert len(samples) == 29 * 99

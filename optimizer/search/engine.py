@@ -20,7 +20,7 @@ from optimizer.search import lineage, select, stops
 from optimizer.search.propose import Candidate
 from optimizer.search.reporter import Reporter
 from optimizer.search.state import RunState, loop_state, register
-from optimizer.search.target import Target
+from optimizer.search.target import Target, proposal_sample
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace
 
@@ -114,7 +114,7 @@ async def candidate(run: RunState, target: Target, n: int, k: int, parent: str) 
     outcome: dict
     try:
         with scoped(f"proposal {n}-{k}"):
-            result = await target.propose(parent, scratch, n * 100 + k)
+            result = await target.propose(parent, scratch, proposal_sample(n, k))
         if isinstance(result, Candidate):
             outcome = register(run, n, parent, result)
         else:

@@ -10,6 +10,18 @@ from typing import Any, Protocol
 
 from optimizer.search.propose import Candidate, Rejected
 
+# A proposal's sample number, which keys its model call in the ledger, packs (iteration, index) as
+# iteration·100 + index; loop.proposals_per_iteration is capped below 100 so two never collide.
+PROPOSALS_PER_ITERATION_MAX = 99
+
+
+def proposal_sample(iteration: int, index: int) -> int:
+    """The sample number of proposal `index` (from 0) of `iteration`: a pure function of the pair,
+    so a resume asks exactly the same question, and distinct for distinct pairs."""
+    if not 0 <= index <= PROPOSALS_PER_ITERATION_MAX:
+        raise ValueError(f"proposal index {index} is outside 0..{PROPOSALS_PER_ITERATION_MAX}")
+    return iteration * 100 + index
+
 
 class Target(Protocol):
     """One thing to optimise (the skill's body, its description, ...). A new target is one module
@@ -25,7 +37,7 @@ class Target(Protocol):
 
     async def propose(self, parent: str, dest: Path, sample: int) -> Candidate | Rejected:
         """A candidate folder made from the parent's skill at `dest`, or why there is none.
-        `sample` numbers the proposal so a resume asks exactly the same question."""
+        `sample` is proposal_sample(iteration, index)."""
         ...
 
     async def judge(self, label: str, parent: str) -> bool:
