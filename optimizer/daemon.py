@@ -1,10 +1,10 @@
-"""The long run around the loop: create or reopen a workspace, hold its lock, detach, stop
-cleanly, export. Never runs two daemons on one run folder and never loses committed state."""
+"""The long run around the loop: check the inputs, hold the run folder's lock, fork or run in the
+foreground, stop cleanly. The folder's creation lives in store/workspace.py, export in
+store/export.py. Never runs two daemons on one run folder and never loses committed state."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import signal
@@ -29,10 +29,11 @@ from optimizer.inputs import triggers as trigger
 from optimizer.inputs import validate as validation
 from optimizer.model import prompts as prompting
 from optimizer.report import spend
+from optimizer.report.resume import resume_point
 from optimizer.search import estimate as preview
 from optimizer.search import probe
 from optimizer.search.stops import parse_deadline
-from optimizer.store import readonly, runtoml
+from optimizer.store import readonly, resumes, runtoml, workspace
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import lock, running_pid
@@ -65,7 +66,7 @@ def start(
     if target == "description" and probe.method_for(settings) == "claude-code":
         find_claude(settings)  # a missing CLI is bad input before anything is written
     deadline = parse_deadline(settings.budget.deadline)
-    base_best = _best_of(from_run) if from_run else None
+    base_best = workspace.best_of(from_run) if from_run else None
     estimate = preview.for_start(settings, evalset, base_best or skill_dir, target)
     if dry_run:  # the cost preview only: nothing is written
         code = spend.show_dry_run(console, estimate)
@@ -74,7 +75,7 @@ def start(
     unconfined = _confinement(settings)  # refuses before anything is written
     run_dir = run_dir or _default_run_dir(skill.name)
     ws = Workspace(run_dir)
-    if _started(ws):
+    if workspace.started(ws):
         if not fresh:
             raise BadInput(f"{run_dir}: already holds a run; continue it with `optimizer resume "
                            f"{run_dir}`, or pick another --run-dir.")
@@ -82,12 +83,12 @@ def start(
         shutil.rmtree(run_dir)
     elif ws.run_toml.exists() or ws.state_db.exists():  # a `run` killed while creating it
         _refuse_if_running(ws)
-        _remove_partial(ws)
+        workspace.remove_partial(ws)
     sources = dict(loaded.sources)
     if deadline is not None:  # "07:00" means the next 07:00 from now, also after a resume
         settings = settings.model_copy(update={"budget": settings.budget.model_copy(
             update={"deadline": deadline.isoformat(timespec="seconds")})})
-    _create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target, base_best, from_run)
+    workspace.create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target, base_best, from_run)
     console.print(f"run folder: {run_dir}")
     if unconfined:
         console.print(unconfined, style="bold red", markup=False, highlight=False)
@@ -116,7 +117,7 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
     if not ws.state_db.exists() or not ws.run_toml.exists():
         raise BadInput(f"{run_dir}: not a run folder (no state.db and run.toml); start one with "
                        "`optimizer run SKILL_DIR`.")
-    if not _started(ws):
+    if not workspace.started(ws):
         raise BadInput(f"{run_dir}: its creation was interrupted before the run began; start it "
                        "again with the same `optimizer run` command.")
     if readonly.count_runs(ws.state_db) == 0:  # the run began (history.json) but its row is gone
@@ -152,114 +153,6 @@ def _confinement(settings: config.Settings) -> str | None:
     """BadInput when model-written commands would run unconfined without the user's consent (no
     bubblewrap); the console line to show when they run unconfined because the user asked."""
     return sandbox.startup_line(sandbox.SandboxPolicy.from_settings(settings.sandbox))
-def resume_point(ws: Workspace, settings: config.Settings) -> str:
-    """Where a resume continues, as the engine will: the open iteration with the parent it chose,
-    or the next one from the parent the strategy will choose."""
-    conn = readonly.connect(ws.state_db)
-    try:
-        run = (readonly.rows(conn, "select current_best from runs limit 1") or [{}])[0]
-        best = run.get("current_best") or "v0"
-        iterations = readonly.rows(conn, "select number, parent, finished_at from iterations "
-                                         "order by number")
-    finally:
-        conn.close()
-    open_ = [i for i in iterations if not i["finished_at"]]
-    done = len(iterations) - len(open_)
-    if open_:
-        return f"resuming at iteration {open_[0]['number']} from {open_[0]['parent']} (current best {best})"
-    limit = settings.loop.max_iterations
-    if done >= limit:
-        return (f"resuming after iteration {done}: the limit of {limit} iterations is reached, so only "
-                f"the sealed test is checked; raise --max-iterations to go on (current best {best})")
-    if not iterations:
-        return f"resuming before iteration 1: the baseline and v0 are graded first (current best {best})"
-    parent = best if settings.loop.parent_selection == "best" else "a parent on the Pareto front"
-    return f"resuming at iteration {done + 1} from {parent} (current best {best})"
-
-
-def _started(ws: Workspace) -> bool:
-    """The run began: state.db holds its row, which `_create` commits last, after every other
-    part; or state.db is damaged, or the loop already wrote history.json (only --fresh may
-    replace those)."""
-    if not ws.state_db.exists():
-        return False
-    count = readonly.count_runs(ws.state_db)
-    return count is None or count > 0 or ws.history.exists()
-
-
-def _remove_partial(ws: Workspace) -> None:
-    """What `_create` had written (run.toml first) when its process died before the run's row."""
-    for name in ("state.db", "state.db-wal", "state.db-shm", "run.toml"):
-        (ws.root / name).unlink(missing_ok=True)
-    for folder in [ws.root / "inputs", ws.version("v0"), *ws.root.glob(".inputs.tmp-*")]:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target, base_best, from_run):
-    ws.root.mkdir(parents=True, exist_ok=True)
-    # run.toml first: it marks a folder whose creation began, so a killed `run` can start over.
-    write_text(ws.run_toml, runtoml.to_toml(settings, sources))
-    # The eval inputs are the user's files as they were at the start; the agent never sees evals/.
-    inputs = ws.root / "inputs"
-    skills.snapshot(skill_dir, inputs)
-    if evals_path is not None:
-        (inputs / "evals").mkdir(exist_ok=True)
-        name = "trigger_evals.json" if target == "description" else "evals.json"
-        shutil.copyfile(evals_path, inputs / "evals" / name)
-    v0_source = base_best or skill_dir
-    _snapshot_version(v0_source, ws.skill("v0"))
-    if target == "description":  # train / validation / sealed test, with the queries themselves
-        split_json = trigger.split_json(evalset, trigger.split(evalset, seed=settings.loop.seed))
-    else:
-        split = evals.split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
-        split_json = json.dumps({"train": split.train, "test": split.test, "note": split.note})
-    store = Store(ws.state_db)
-    try:
-        with store.atomic():
-            store.table("runs").insert({
-                "id": ws.root.name, "skill_name": skill.name, "skill_dir": str(skill_dir),
-                "target": target, "started_at": now(), "eval_set_hash": evalset.hash,
-                "split_json": split_json,
-                "settings_json": settings.model_dump_json(), "status": "created",
-                "from_run": str(from_run) if from_run else None, "current_best": "v0",
-                "stage": "created",
-            })
-            store.table("versions").insert({
-                "label": "v0", "hash": skills.content_hash(ws.skill("v0")), "parent": None,
-                "iteration": 0, "created_at": now(), "status": "created",
-                "summary": f"best version of {from_run}" if from_run else "the original skill",
-            })
-    finally:
-        store.close()
-
-
-def _remove_stale_temp_files(ws: Workspace) -> None:
-    """An atomic write cut short by a kill leaves its temp file (files.write_bytes); with the lock
-    held no writer of the run is alive, so each one left is stale. The review server writes
-    feedback.json without the lock, and inputs/ holds the user's own files: both are left alone."""
-    for path in ws.root.rglob(".*.tmp"):
-        rel = path.relative_to(ws.root).parts
-        if path.is_file() and rel[0] != "inputs" and not path.name.startswith(".feedback.json."):
-            path.unlink(missing_ok=True)
-
-
-def _snapshot_version(src: Path, dest: Path) -> str:
-    """A version's skill folder without evals/: the agent must not read the expectations."""
-    digest = skills.snapshot(src, dest)
-    shutil.rmtree(dest / "evals", ignore_errors=True)
-    return digest
-
-
-def _best_of(run_dir: Path) -> Path:
-    ws = Workspace(run_dir)
-    if not ws.state_db.exists():
-        raise BadInput(f"--from {run_dir}: not a run folder (no state.db); name a finished run.")
-    store = Store(ws.state_db)
-    try:
-        best = (store.run_row() or {}).get("current_best") or "v0"
-    finally:
-        store.close()
-    return ws.skill(best)
 
 
 def _refuse_if_running(ws: Workspace) -> None:
@@ -290,7 +183,7 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
     from optimizer.search.targets import TARGETS
 
     with lock(ws):
-        _remove_stale_temp_files(ws)
+        workspace.remove_stale_temp_files(ws)
         logs.configure(ws.log, console=False)
         if settings.sandbox.mode == "none":  # the console said so at the start; the log keeps it
             log.warning("sandbox.unconfined", reason=sandbox.UNCONFINED_LINE)
@@ -304,7 +197,7 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
                 with store.atomic():
                     store.db.execute("update runs set id = ?", [ws.root.name])
             if resumed:
-                record_resume(store, settings)
+                resumes.record_resume(store, settings)
             client = llm.make_client(settings, store, budget_usd=settings.budget.usd)
             target = TARGETS[(store.run_row() or {}).get("target") or "body"]
             asyncio.run(engine.optimize(ws, store, client, settings, open_target=target,
@@ -320,35 +213,6 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
     return 0  # the reporter printed how the run stopped, and its current best
 
 
-def record_resume(store: Store, settings: config.Settings) -> None:
-    """This resume's effective settings become the run's current ones, with the keys that changed
-    since the last start or resume. Recorded by the process that runs the loop (with the lock
-    held), so a detached resume is one row; the first start of a detached `run` (its row still
-    "created") is no resume unless something changed."""
-    row = store.run_row() or {}
-    before = _flatten(json.loads(row.get("settings_json") or "{}"))
-    after = _flatten(settings.model_dump(mode="json"))
-    changed = {key: [before.get(key), value] for key, value in sorted(after.items())
-               if before.get(key) != value}
-    if row.get("status") == "created" and not changed:
-        return
-    with store.atomic():
-        store.table("resumes").insert({"at": now(), "settings_json": settings.model_dump_json(),
-                                       "changed_json": json.dumps(changed)})
-        store.table("runs").update(row["id"], {"settings_json": settings.model_dump_json()})
-    log.info("run.resumed", changed=changed)
-
-
-def _flatten(tree: dict, prefix: str = "") -> dict:
-    flat: dict = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 def request_stop(run_dir: Path) -> str:
     ws = Workspace(run_dir)
     if not ws.state_db.exists():
@@ -359,30 +223,3 @@ def request_stop(run_dir: Path) -> str:
         return f"no daemon is running on {run_dir}; it will not start the next unit of work."
     os.kill(pid, signal.SIGTERM)
     return f"asked pid {pid} to stop after the unit of work in flight."
-
-
-def export(run_dir: Path, version: str | None, to: Path, *, force: bool) -> str:
-    """A version's skill folder, with the evals the run used (its inputs/ copy) back under
-    evals/: the versions themselves hold none, so that no agent reads the expectations."""
-    ws = Workspace(run_dir)
-    if not ws.state_db.exists():
-        raise BadInput(f"{run_dir}: not a run folder (no state.db).")
-    if version is None:
-        store = Store(ws.state_db)
-        try:
-            version = (store.run_row() or {}).get("current_best") or "v0"
-        finally:
-            store.close()
-    source = ws.skill(version)
-    if not source.is_dir():
-        raise BadInput(f"{run_dir}: has no version '{version}'; `optimizer lineage {run_dir}` lists them.")
-    if to.exists() and any(to.iterdir()):
-        if not force:
-            raise BadInput(f"{to}: is not empty; choose an empty folder or pass --force to replace it.")
-        shutil.rmtree(to)
-    shutil.copytree(source, to, dirs_exist_ok=True)
-    evals_used = ws.root / "inputs" / "evals"
-    if not evals_used.is_dir():
-        return f"exported {version} to {to} (the run kept no evals to copy)"
-    shutil.copytree(evals_used, to / "evals", dirs_exist_ok=True)
-    return f"exported {version} to {to}, with the run's evals in {to / 'evals'}"

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from launcher import Forked, launch
 
-from optimizer import daemon
 from optimizer.config import Settings
 from optimizer.inputs.artifacts import check_artifact
+from optimizer.store import resumes
 from optimizer.store.db import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -232,10 +232,10 @@ def test_the_first_start_of_a_detached_run_is_no_resume(tmp_path):
     store = Store(tmp_path / "state.db")
     settings = Settings()
     store.db["runs"].insert({"id": "r", "status": "created", "settings_json": settings.model_dump_json()})
-    daemon.record_resume(store, settings)
+    resumes.record_resume(store, settings)
     assert store.db["resumes"].count == 0
     store.db["runs"].update("r", {"status": "stopped"})
-    daemon.record_resume(store, settings)
+    resumes.record_resume(store, settings)
     assert store.db["resumes"].count == 1
     store.close()
 

@@ -343,9 +343,9 @@ def export(
     force: Annotated[bool, typer.Option(help="Overwrite a non-empty folder.")] = False,
 ) -> None:
     """Copy a version's skill folder out of the run, with the evals the run used in evals/."""
-    from optimizer import daemon
+    from optimizer.store.export import export_version
 
     if version and version_flag and version != version_flag:
         raise BadInput(f"export: the version is given twice ({version} and --version {version_flag}); "
                        "give it once.")
-    out.print(daemon.export(require_dir(run_dir, "run"), version or version_flag, to, force=force))
+    out.print(export_version(require_dir(run_dir, "run"), version or version_flag, to, force=force))

@@ -1,0 +1,107 @@
+"""A run folder's life before the loop: created in an order a kill can undo (run.toml first,
+state.db's run row last), recognised as started, cleaned of what a killed writer left, and the
+version it starts from snapshotted without its evals (docs/design.md §5)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from optimizer import config
+from optimizer.errors import BadInput
+from optimizer.inputs import evals
+from optimizer.inputs import skill as skills
+from optimizer.inputs import triggers as trigger
+from optimizer.store import readonly, runtoml
+from optimizer.store.db import Store, now
+from optimizer.store.files import Workspace, write_text
+
+
+def started(ws: Workspace) -> bool:
+    """The run began: state.db holds its row, which `create` commits last, after every other
+    part; or state.db is damaged, or the loop already wrote history.json (only --fresh may
+    replace those)."""
+    if not ws.state_db.exists():
+        return False
+    count = readonly.count_runs(ws.state_db)
+    return count is None or count > 0 or ws.history.exists()
+
+
+def remove_partial(ws: Workspace) -> None:
+    """What `create` had written (run.toml first) when its process died before the run's row."""
+    for name in ("state.db", "state.db-wal", "state.db-shm", "run.toml"):
+        (ws.root / name).unlink(missing_ok=True)
+    for folder in [ws.root / "inputs", ws.version("v0"), *ws.root.glob(".inputs.tmp-*")]:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def create(ws: Workspace, settings: config.Settings, sources: dict, skill: skills.Skill,
+           evalset: evals.EvalSet | trigger.TriggerSet, skill_dir: Path, evals_path: Path | None,
+           target: str, base_best: Path | None, from_run: Path | None) -> None:
+    """The run folder, its inputs and v0, and state.db's run row, committed last."""
+    ws.root.mkdir(parents=True, exist_ok=True)
+    # run.toml first: it marks a folder whose creation began, so a killed `run` can start over.
+    write_text(ws.run_toml, runtoml.to_toml(settings, sources))
+    # The eval inputs are the user's files as they were at the start; the agent never sees evals/.
+    inputs = ws.root / "inputs"
+    skills.snapshot(skill_dir, inputs)
+    if evals_path is not None:
+        (inputs / "evals").mkdir(exist_ok=True)
+        name = "trigger_evals.json" if target == "description" else "evals.json"
+        shutil.copyfile(evals_path, inputs / "evals" / name)
+    v0_source = base_best or skill_dir
+    snapshot_version(v0_source, ws.skill("v0"))
+    if isinstance(evalset, trigger.TriggerSet):  # --target description: train / validation /
+        # sealed test, with the queries themselves
+        split_json = trigger.split_json(evalset, trigger.split(evalset, seed=settings.loop.seed))
+    else:
+        split = evals.split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
+        split_json = json.dumps({"train": split.train, "test": split.test, "note": split.note})
+    store = Store(ws.state_db)
+    try:
+        with store.atomic():
+            store.table("runs").insert({
+                "id": ws.root.name, "skill_name": skill.name, "skill_dir": str(skill_dir),
+                "target": target, "started_at": now(), "eval_set_hash": evalset.hash,
+                "split_json": split_json,
+                "settings_json": settings.model_dump_json(), "status": "created",
+                "from_run": str(from_run) if from_run else None, "current_best": "v0",
+                "stage": "created",
+            })
+            store.table("versions").insert({
+                "label": "v0", "hash": skills.content_hash(ws.skill("v0")), "parent": None,
+                "iteration": 0, "created_at": now(), "status": "created",
+                "summary": f"best version of {from_run}" if from_run else "the original skill",
+            })
+    finally:
+        store.close()
+
+
+def remove_stale_temp_files(ws: Workspace) -> None:
+    """An atomic write cut short by a kill leaves its temp file (files.write_bytes); with the lock
+    held no writer of the run is alive, so each one left is stale. The review server writes
+    feedback.json without the lock, and inputs/ holds the user's own files: both are left alone."""
+    for path in ws.root.rglob(".*.tmp"):
+        rel = path.relative_to(ws.root).parts
+        if path.is_file() and rel[0] != "inputs" and not path.name.startswith(".feedback.json."):
+            path.unlink(missing_ok=True)
+
+
+def snapshot_version(src: Path, dest: Path) -> str:
+    """A version's skill folder without evals/: the agent must not read the expectations."""
+    digest = skills.snapshot(src, dest)
+    shutil.rmtree(dest / "evals", ignore_errors=True)
+    return digest
+
+
+def best_of(run_dir: Path) -> Path:
+    ws = Workspace(run_dir)
+    if not ws.state_db.exists():
+        raise BadInput(f"--from {run_dir}: not a run folder (no state.db); name a finished run.")
+    store = Store(ws.state_db)
+    try:
+        best = (store.run_row() or {}).get("current_best") or "v0"
+    finally:
+        store.close()
+    return ws.skill(best)
