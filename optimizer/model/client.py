@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anthropic
 import httpx2
@@ -20,6 +20,7 @@ from optimizer.model.attempt import attempt_once
 from optimizer.model.cost import call_cost, estimate_cost, price_for
 from optimizer.model.errors import ModelCallFailed, call_failure
 from optimizer.model.limiter import AdaptiveLimiter, RequestLocks
+from optimizer.model.port import Client
 from optimizer.model.request import (
     billed_chars,
     build_request,
@@ -75,7 +76,7 @@ class ModelClient:
         self._reserved = 0.0  # estimates of calls in flight, so concurrent calls share the budget
         # The ledger's spend when this client started (a resumed run's earlier calls count); this
         # client adds its own costs as it records them, so no call sums the whole ledger.
-        self._spent_before = store.spent_usd() if budget_usd is not None else 0.0
+        self._spent_before = store.spent_usd()
         self._locks = RequestLocks()
         self._prices: dict[str, Price] = {}
         self._calls = 0
@@ -116,6 +117,12 @@ class ModelClient:
             "concurrency_limit": self.limiter.limit,
             "simulated": self._simulated,
         }
+
+    def spent_usd(self) -> float:
+        """The run's spend so far: the ledger's before this client, and this client's own calls
+        (and those it was told of) since. What the budget stop reads, without summing the
+        ledger before every unit of work."""
+        return self._spent_before + self._spent
 
     def committed_usd(self) -> float:
         """The run's spend so far (with the ledger's before this client) plus the estimates of
@@ -289,3 +296,9 @@ class ModelClient:
                 f"(the last: {error}); the run stops here with everything committed: resume "
                 "it once the provider answers again."), None
         return error, (None if error is exc else exc)
+
+
+if TYPE_CHECKING:  # mypy holds the one client to the protocol the stages are typed against
+
+    def _conforms(client: ModelClient) -> Client:
+        return client

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from optimizer.config import Settings
+from optimizer.model.port import Client
 from optimizer.store.db import Store
 
 
@@ -16,7 +17,7 @@ from optimizer.store.db import Store
 class Session:
     folder: Path
     store: Store
-    client: object  # a ModelClient; typed loosely so a command without models stays import-light
+    client: Client
 
 
 @contextmanager

@@ -16,6 +16,7 @@ from rich.console import Console
 from optimizer.config import Settings
 from optimizer.errors import BudgetExhausted, RunStopped, is_systemic
 from optimizer.model import scoped
+from optimizer.model.port import Client
 from optimizer.search import lineage, select, stops
 from optimizer.search.propose import Candidate
 from optimizer.search.reporter import Reporter
@@ -31,15 +32,13 @@ log = structlog.get_logger()
 OpenTarget = Callable[[RunState], AbstractContextManager[Target]]
 
 
-async def optimize(ws: Workspace, store: Store, client: object, settings: Settings, *,
+async def optimize(ws: Workspace, store: Store, client: Client, settings: Settings, *,
                    open_target: OpenTarget, flag: stops.SignalFlag, console: Console | None) -> str:
     """The whole run from where state.db says it is; returns why it stopped."""
-    simulated = bool(getattr(client, "simulated", False))
-    with Reporter(console, store, simulated=simulated, settings=settings) as ui:
-        run = RunState(ws, store, client, settings, ui)
+    with Reporter(console, store, simulated=client.simulated, settings=settings) as ui:
+        run = RunState(ws, store, client, settings, ui, stop_rules(ws, settings, flag))
         with open_target(run) as target:
             _set_running(run)
-            run.stops = stop_rules(run, flag)
             try:
                 reason = await target.start()
                 while reason is None and (reason := run.stops.any(loop_state(run))) is None:
@@ -52,10 +51,9 @@ async def optimize(ws: Workspace, store: Store, client: object, settings: Settin
     return reason
 
 
-def stop_rules(run: RunState, flag: stops.SignalFlag) -> stops.StopRules:
-    s = run.settings
+def stop_rules(ws: Workspace, s: Settings, flag: stops.SignalFlag) -> stops.StopRules:
     return stops.StopRules(
-        urgent=(flag.condition(), stops.stop_file(run.ws.stop_file), stops.budget(s.budget.usd),
+        urgent=(flag.condition(), stops.stop_file(ws.stop_file), stops.budget(s.budget.usd),
                 stops.deadline(stops.parse_deadline(s.budget.deadline))),
         at_iteration_end=(stops.max_iterations(s.loop.max_iterations),
                           stops.target(s.loop.target_score), stops.plateau(s.loop.patience)))

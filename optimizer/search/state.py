@@ -13,6 +13,7 @@ import structlog
 
 from optimizer.config import Settings
 from optimizer.inputs import skill as skills
+from optimizer.model.port import Client
 from optimizer.schemas import SelectionFile
 from optimizer.search import lineage, stops
 from optimizer.search.propose import Candidate, proposal_markdown
@@ -26,19 +27,20 @@ log = structlog.get_logger()
 class RunState:
     """One run's folder, database, model client, settings, split and stop rules."""
 
-    def __init__(self, ws: Workspace, store: Store, client: Any, settings: Settings,
-                 reporter: Reporter) -> None:
+    def __init__(self, ws: Workspace, store: Store, client: Client, settings: Settings,
+                 reporter: Reporter, stop_rules: stops.StopRules) -> None:
         self.ws, self.store, self.client, self.settings, self.ui = ws, store, client, settings, reporter
         self.row: dict[str, Any] = store.run_row() or {}
         self.skill_name: str = self.row["skill_name"]
         self.split: dict[str, Any] = json.loads(self.row["split_json"])
         self.train: list[int] = self.split["train"]
         self.test: list[int] = self.split["test"]
-        self.stops = stops.StopRules(())  # set by the engine once the signal handler is in place
+        self.stops = stop_rules
 
     def interrupted(self) -> str | None:
-        """The reason to stop now (a signal, the stop file, the budget, the deadline), or None."""
-        return self.stops.now(loop_state(self))
+        """The reason to stop now (a signal, the stop file, the budget, the deadline), or None.
+        Asked before every run starts, so it reads the spend from the client, not the ledger."""
+        return self.stops.now(stops.LoopState(spent_usd=self.client.spent_usd()))
 
     def rng(self, *purpose: object) -> random.Random:
         return random.Random(":".join(map(str, (self.settings.loop.seed, *purpose))))

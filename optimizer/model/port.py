@@ -1,0 +1,71 @@
+"""What the stages may ask of the model client: a protocol, so that a stage names the type it uses
+without importing the SDK (client.py does, and costs 2 s), and a test can hand in a client of its
+own. `client.ModelClient` is the one implementation; mypy checks it against this."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from anthropic.types import Message
+    from pydantic import BaseModel
+
+    from optimizer.config import Settings
+    from optimizer.store.db import Store
+
+Answer = TypeVar("Answer", bound="BaseModel")
+
+
+class Client(Protocol):
+    settings: Settings
+    store: Store
+    budget_usd: float | None
+    batch: Any  # model.client.BatchRoute in batch mode, else None
+
+    @property
+    def simulated(self) -> bool:
+        """True when the offline simulator answers; every result shown says so."""
+        ...
+
+    def spent_usd(self) -> float:
+        """The run's spend so far, the ledger's before this client included."""
+        ...
+
+    def committed_usd(self) -> float: ...
+
+    def count_paid(self, cost: float) -> None: ...
+
+    def count_saved(self, saved: float) -> None: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    async def aclose(self) -> None: ...
+
+    async def message(
+        self,
+        role: str,
+        *,
+        system: str | list[dict[str, Any]] | None = None,
+        messages: list[Any],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        sample: int = 0,
+        model: str | None = None,
+        stream: bool = False,
+        temperature: float | None = None,
+        batch: bool = False,
+    ) -> Message: ...
+
+    async def structured(
+        self,
+        role: str,
+        *,
+        system: str | list[dict[str, Any]] | None,
+        messages: list[Any],
+        schema: type[Answer],
+        tool_name: str,
+        sample: int = 0,
+        model: str | None = None,
+        max_tokens: int | None = None,
+    ) -> Answer: ...
