@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from optimizer.config import Settings
 from optimizer.errors import BadInput
+from optimizer.inputs import placement
 from optimizer.inputs import triggers as trigger
 from optimizer.inputs.evals import EvalSet, Split, load_evals, sealed_count, split
 from optimizer.inputs.skeleton import placeholder_sentence
@@ -155,3 +156,17 @@ def render(summary: ValidationSummary) -> str:
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
     warned = "".join(f"warning: {w}\n" for w in s.warnings)
     return "OK: the skill and its evals are valid.\n" + "\n".join(lines) + "\n" + warned
+
+
+def train_counts(skill_dir: Path, evals_path: Path | None, *, test_fraction: float,
+                 seed: int) -> tuple[int, int]:
+    """(train evals now, train evals once every pending candidate is accepted): what `validate`,
+    `status` and the report turn into the power line."""
+    evalset = load_evals(skill_dir, evals_path)
+    parts = split(evalset, test_fraction=test_fraction, seed=seed)
+    found = placement.read_candidates(evalset.source.parent / placement.CANDIDATES_FILE)
+    waiting = [c for c in (found.candidates if found else []) if c.status == "pending"]
+    added = sum(1 for c in waiting if c.kind == "new_eval"
+                and placement.side(c.eval.prompt, test_fraction=test_fraction, seed=seed) == "train")
+    dropped = len({c.target_eval_id for c in waiting if c.kind == "drop" and c.target_eval_id in parts.train})
+    return len(parts.train), len(parts.train) + added - dropped
