@@ -191,3 +191,25 @@ def test_an_accept_that_would_break_evals_json_changes_nothing(world, cli) -> No
     assert result.exit_code == 2 and "gone.csv' does not exist" in result.output
     assert (skill / "evals" / "evals.json").read_bytes() == before
     assert json.loads(path.read_text())["candidates"][0]["status"] == "pending"
+
+
+def test_review_in_the_terminal_accepts_rejects_and_skips(world, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from optimizer.cli import app
+
+    skill, project, projects = world
+    for day in (20, 21, 22):
+        s = Session(project, start=f"2026-11-{day}T09:00:00.000Z")
+        s.user(f"Summarise the orders of day {day}").skill("csv-report", skill).write(projects)
+    runner = CliRunner()
+    assert runner.invoke(app, ["evals", "mine", str(skill), "--from", str(projects), "--since", "3650d"]).exit_code == 0
+    first = json.loads((skill / "evals" / "candidates.json").read_text())["candidates"][0]["eval"]["prompt"]
+    # An edit opens $EDITOR; here the "editor" rewrites the prompt.
+    monkeypatch.setattr("click.edit", lambda text, **_: text.replace(first, first + ", in euros"))
+    done = runner.invoke(app, ["evals", "review", str(skill)], input="e\ny\nr\ns\n")
+    assert done.exit_code == 0, done.output
+    assert "accepted: eval 6" in done.output and "rejected" in done.output
+    states = [c["status"] for c in json.loads((skill / "evals" / "candidates.json").read_text())["candidates"]]
+    assert states == ["accepted", "rejected", "pending"]
+    assert json.loads((skill / "evals" / "evals.json").read_text())["evals"][-1]["prompt"] == first + ", in euros"

@@ -37,9 +37,15 @@ def save(skill_dir: Path, data: CandidatesFile) -> Path:
 
 
 def merge(current: CandidatesFile, found: list[Candidate]) -> tuple[CandidatesFile, int]:
-    """Add the candidates not already in the file (by id); a reviewed one is never reopened."""
+    """Add the candidates not already in the file (by id), in the order drafted (sessions by file
+    path, then by time in the file; suggestions in the aggregate's order); a reviewed one is never
+    reopened."""
     known = {c.id for c in current.candidates}
-    new = [c for c in sorted(found, key=lambda c: c.id) if c.id not in known]
+    new: list[Candidate] = []
+    for c in found:
+        if c.id not in known:
+            known.add(c.id)
+            new.append(c)
     return current.model_copy(update={"candidates": [*current.candidates, *new]}), len(new)
 
 
@@ -91,7 +97,10 @@ def accept(skill_dir: Path, skill_name: str, cid: str, settings: Settings) -> Ca
         raise BadInput(f"candidate {cid} is already {cand.status}; nothing to accept.")
     source = skill_dir / EVALS_FILE
     raw = json.loads(source.read_text(encoding="utf-8"))
-    grown, eval_id = _applied(raw, cand)
+    # An id once given is never given again, not even after its eval was dropped: runs, feedback
+    # and reports name evals by id.
+    used = {i for c in data.candidates for i in (c.eval_id, c.target_eval_id) if i is not None}
+    grown, eval_id = _applied(raw, cand, max(used, default=0))
     text = json.dumps(grown, indent=2, ensure_ascii=False) + "\n"
     _check(skill_dir, source, text)
     side = None
@@ -120,10 +129,10 @@ def _check(skill_dir: Path, source: Path, text: str) -> None:
         trial.unlink(missing_ok=True)
 
 
-def _applied(raw: dict[str, Any], cand: Candidate) -> tuple[dict[str, Any], int | None]:
+def _applied(raw: dict[str, Any], cand: Candidate, used: int) -> tuple[dict[str, Any], int | None]:
     evals = [e for e in raw.get("evals", []) if isinstance(e, dict)]
     if cand.kind == "new_eval":
-        eval_id = max((e["id"] for e in evals if isinstance(e.get("id"), int)), default=0) + 1
+        eval_id = max([used, *(e["id"] for e in evals if isinstance(e.get("id"), int))]) + 1
         entry = in_dialect(detect_evals_dialect(raw), eval_id, cand.eval)
         return {**raw, "evals": [*raw["evals"], entry]}, eval_id
     target = next((e for e in evals if e.get("id") == cand.target_eval_id), None)
