@@ -849,7 +849,7 @@ class TriggerFile(_Exact):
 # for the user's review; only an accepted candidate ever reaches evals.json.
 # ---------------------------------------------------------------------------
 
-CandidateKind = Literal["new_eval", "sharpen", "drop"]
+CandidateKind = Literal["new_eval", "sharpen", "add_check", "drop"]
 CandidateStatus = Literal["pending", "accepted", "rejected"]
 
 
@@ -892,7 +892,7 @@ class Candidate(_Exact):
     # Files the task used but that were not copied into evals/files/ (too large, outside the
     # project, gone): named so the user can add them by hand.
     files_named: list[str] = []
-    # sharpen / drop: the eval (and for sharpen the expectation text) the candidate is about.
+    # sharpen / add_check / drop: the eval (and for sharpen the expectation text) it is about.
     target_eval_id: int | None = None
     replaces: str | None = None
     reason: str = ""

@@ -45,11 +45,12 @@ def test_suggest_drafts_the_three_kinds(tmp_path, cli) -> None:
     data = CandidatesFile.model_validate_json((skill / "evals" / "candidates.json").read_text())
     kinds = [(c.kind, c.target_eval_id) for c in data.candidates]
     # Eval 4 carries the same expectation, but the analyst named eval 1; the judge errors are no eval.
-    assert kinds == [("sharpen", 1), ("new_eval", None), ("drop", 6)]
+    # A failure mode no expectation checks becomes a check on a train eval (the first, as none is named).
+    assert kinds == [("sharpen", 1), ("add_check", 1), ("drop", 6)]
     sharpen, new, drop = data.candidates
     assert sharpen.replaces == SUMMARY and sharpen.eval.expectations[0].startswith(SUMMARY + ", and it must fail")
     assert new.eval.expectations == ["The report names the date range of the data"]
-    assert new.eval.prompt and new.origin.source == "run" and "asks what eval 2 asks" in drop.reason
+    assert new.origin.source == "run" and "asks what eval 2 asks" in drop.reason
     again = cli("evals", "suggest", run, "--skill", skill)
     assert "0 new" in again.output
 
@@ -59,9 +60,10 @@ def test_accepting_suggestions_edits_evals_json_as_they_say(tmp_path, cli) -> No
     assert cli("evals", "suggest", run, "--skill", skill).exit_code == 0
     assert cli("evals", "accept", skill, "--all").exit_code == 0
     evals = {e["id"]: e for e in json.loads((skill / "evals" / "evals.json").read_text())["evals"]}
-    assert 6 not in evals and 7 in evals  # the twin dropped, the new eval appended after the highest id
+    assert sorted(evals) == [1, 2, 3, 4, 5]  # the twin dropped
     assert SUMMARY not in evals[1]["expectations"] and SUMMARY in evals[4]["expectations"]
-    assert evals[7]["expectations"] == ["The report names the date range of the data"]
+    assert evals[1]["expectations"][-1] == "The report names the date range of the data"
+    assert len(evals[1]["expectations"]) == 4
     assert cli("validate", skill).exit_code == 0
 
 
@@ -79,3 +81,21 @@ def test_suggest_on_a_real_simulated_run(simulated, tmp_path, cli) -> None:
     result = cli("evals", "suggest", simulated, "--skill", skill)
     assert result.exit_code == 0, result.output
     CandidatesFile.model_validate_json((skill / "evals" / "candidates.json").read_text())
+
+
+def test_a_missing_check_seen_on_a_sealed_eval_goes_to_a_train_eval(simulated, tmp_path, cli) -> None:
+    import sqlite3
+
+    skill = tmp_path / "skill"
+    shutil.copytree(EXAMPLE, skill)
+    with sqlite3.connect(simulated / "state.db") as db:
+        split = json.loads(db.execute("select split_json from runs").fetchone()[0])
+    sealed = split["test"][0]
+    (simulated / "eval_feedback_aggregate.json").write_text(json.dumps({
+        "skill_name": "csv-report", "iteration": 1, "total_runs": 4, "suggestions": [
+            {"frequency": 2, "assertion": None, "reason": f"Eval {sealed}: no assertion checks the units",
+             "action": "Add an expectation that checks this."}]}))
+    assert cli("evals", "suggest", simulated, "--skill", skill).exit_code == 0
+    [cand] = json.loads((skill / "evals" / "candidates.json").read_text())["candidates"]
+    assert cand["kind"] == "add_check" and cand["target_eval_id"] in split["train"]
+    assert cand["eval"]["expectations"] == ["The units"]

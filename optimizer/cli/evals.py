@@ -92,6 +92,7 @@ def _show(c: object) -> str:
 
     assert isinstance(c, Candidate)
     what = {"new_eval": "new eval", "sharpen": f"sharper expectation for eval {c.target_eval_id}",
+            "add_check": f"new check for eval {c.target_eval_id}",
             "drop": f"drop eval {c.target_eval_id}"}[c.kind]
     lines = [f"[{c.id}] {what} — from {c.origin.source} {c.origin.file} {c.origin.time}".rstrip()]
     if c.kind != "drop":

@@ -147,6 +147,12 @@ def _applied(raw: dict[str, Any], cand: Candidate, used: int) -> tuple[dict[str,
 
 def _sharpened(entry: dict[str, Any], cand: Candidate) -> dict[str, Any]:
     new_text = (cand.eval.expectations or [""])[0]
+    if cand.kind == "add_check":
+        if "assertions" in entry:
+            taken = {str(a.get("id")) for a in entry["assertions"] if isinstance(a, dict)}
+            new_id = next(f"A{i}" for i in range(len(taken) + 1, len(taken) + 1000) if f"A{i}" not in taken)
+            return {**entry, "assertions": [*entry["assertions"], {"id": new_id, "text": new_text}]}
+        return {**entry, "expectations": [*(entry.get("expectations") or []), new_text]}
     if "assertions" in entry:
         items = entry["assertions"]
         hit = [a for a in items if a.get("text") == cand.replaces]

@@ -27,8 +27,8 @@ from optimizer.store.files import Workspace
 _EVAL_NAMED = re.compile(r"\bEval (\d+)\b")
 _VAGUE = re.compile(r"discriminat|vague|would (also )?pass|passes in every run|too easy|always pass",
                     re.IGNORECASE)
-_NO_CHECK = re.compile(r"^(no (assertion|expectation|eval|check)s? (checks?|verif\w*|covers?)\s*(whether|that|if)?\s*)",
-                       re.IGNORECASE)
+_NO_CHECK = re.compile(r"^(eval \d+:\s*)?(no (assertion|expectation|eval|check)s? (checks?|verif\w*|covers?)\s*"
+                       r"(whether|that|if)?\s*)?", re.IGNORECASE)
 SAME_TASK = 0.9  # prompts this alike (difflib ratio, whitespace folded) with the same files: one task
 
 
@@ -47,9 +47,10 @@ def from_run(run_dir: Path, skill: Path | None) -> tuple[Path, list[Candidate]]:
                        f"({str(exc).splitlines()[0]}); `optimizer check-artifact {path}` says more.") from None
     evalset = load_evals(skill_dir)
     origin = CandidateOrigin(source="run", file=str(path), time=_started(ws))
+    train = _train_of(ws, evalset)
     found: list[Candidate] = []
     for item in aggregate.suggestions:
-        found += _from_suggestion(item, evalset, origin)
+        found += _from_suggestion(item, evalset, origin, train)
     found += duplicates(evalset, origin)
     return skill_dir, found
 
@@ -61,6 +62,17 @@ def _skill_of(ws: Workspace) -> Path:
         raise BadInput(f"{ws.root}: the run does not name a skill folder that still exists; pass "
                        "--skill SKILL_DIR.")
     return folder
+
+
+def _train_of(ws: Workspace, evalset: EvalSet) -> list[int]:
+    """The run's train evals that the skill folder still holds (all of them without a state.db)."""
+    row = readonly.run_row(ws.state_db) if ws.state_db.is_file() else None
+    try:
+        train = json.loads((row or {}).get("split_json") or "{}").get("train")
+    except ValueError:
+        train = None
+    ids = sorted(evalset.ids)
+    return [i for i in ids if i in train] if isinstance(train, list) else ids
 
 
 def _started(ws: Workspace) -> str:
@@ -76,23 +88,23 @@ def _targets(item: AggregateSuggestion, evalset: EvalSet) -> list[Eval]:
     return sorted(carrying, key=lambda e: e.id)
 
 
-def _from_suggestion(item: AggregateSuggestion, evalset: EvalSet, origin: CandidateOrigin) -> list[Candidate]:
+def _from_suggestion(item: AggregateSuggestion, evalset: EvalSet, origin: CandidateOrigin,
+                     train: list[int]) -> list[Candidate]:
     reason, action = redact.text(item.reason), redact.text(item.action)
     if item.assertion is None:
         # A failure mode no expectation checks; the analyst's own notes without one (errors,
         # a skill that hurts) are about runs, not about a missing check.
-        if getattr(item, "source", None) == "analyst":
+        if getattr(item, "source", None) == "analyst" or not train:
             return []
         check = _NO_CHECK.sub("", reason).strip().rstrip(".")
         check = check[:1].upper() + check[1:]
         named = _EVAL_NAMED.search(reason)
-        ids = sorted(evalset.ids)
-        base = evalset.by_id(int(named.group(1))) if named and int(named.group(1)) in ids else evalset.by_id(ids[0])
+        # A check on a train eval where the runs showed it, not a twin of that eval: a twin placed
+        # by its own hash could put one task on both sides of the split.
+        base = evalset.by_id(int(named.group(1)) if named and int(named.group(1)) in train else train[0])
         return [Candidate(
-            id=candidate_id("run", "new_eval", reason), kind="new_eval", origin=origin,
-            eval=CandidateEval(name=f"{base.name}: {check[:60]}", prompt=base.prompt,
-                               expected_output=base.expected_output, files=list(base.files),
-                               expectations=[check]),
+            id=candidate_id("run", "add_check", reason), kind="add_check", origin=origin,
+            target_eval_id=base.id, eval=CandidateEval(name=base.name, expectations=[check]),
             reason=f"seen {item.frequency} time(s), and no expectation checks it: {reason}")]
     out = []
     for target in _targets(item, evalset):
