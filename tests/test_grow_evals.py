@@ -213,3 +213,15 @@ def test_review_in_the_terminal_accepts_rejects_and_skips(world, monkeypatch) ->
     states = [c["status"] for c in json.loads((skill / "evals" / "candidates.json").read_text())["candidates"]]
     assert states == ["accepted", "rejected", "pending"]
     assert json.loads((skill / "evals" / "evals.json").read_text())["evals"][-1]["prompt"] == first + ", in euros"
+
+
+def test_hidden_files_are_named_never_copied(world, cli) -> None:
+    skill, project, projects = world
+    (project / ".env").write_text("DATABASE_URL=postgres://u:pw@h/db\n")
+    s = Session(project).user("Profile data/orders.csv using the settings in .env").skill("csv-report", skill)
+    s.tool("Read", {"file_path": str(project / ".env")}).write(projects)
+    assert cli("evals", "mine", skill, "--from", projects, "--since", "3650d").exit_code == 0
+    [cand] = json.loads((skill / "evals" / "candidates.json").read_text())["candidates"]
+    assert cand["eval"]["files"] == ["evals/files/orders.csv"]
+    assert [n for n in cand["files_named"] if ".env" in n and "hidden file" in n]
+    assert not (skill / "evals" / "files" / ".env").exists()

@@ -47,6 +47,8 @@ def _copy(skill_dir: Path, source: Path, cwd: str) -> tuple[str | None, str]:
     """(the eval's path of the copy, '') or (None, why it was only named)."""
     if not cwd or not source.resolve().is_relative_to(Path(cwd).resolve()):
         return None, "outside the session's project folder"
+    if any(part.startswith(".") for part in source.resolve().relative_to(Path(cwd).resolve()).parts):
+        return None, "a hidden file (.env and the like hold settings, not task inputs)"
     size = source.stat().st_size
     if size > MAX_COPY_BYTES:
         return None, f"{size} bytes, over the {MAX_COPY_BYTES // 1024} KB copied"
