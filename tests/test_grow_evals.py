@@ -225,3 +225,18 @@ def test_hidden_files_are_named_never_copied(world, cli) -> None:
     assert cand["eval"]["files"] == ["evals/files/orders.csv"]
     assert [n for n in cand["files_named"] if ".env" in n and "hidden file" in n]
     assert not (skill / "evals" / "files" / ".env").exists()
+
+
+def test_validate_says_what_the_pending_candidates_would_buy(world, cli) -> None:
+    skill, project, projects = world
+    plain = cli("validate", skill).output
+    assert "power" in plain and "with 4 train evals a +0.10 gain is found 29%" in plain
+    for day in range(10, 16):
+        s = Session(project, start=f"2026-11-{day}T09:00:00.000Z")
+        s.user(f"Profile the readings of day {day}").skill("csv-report", skill).write(projects)
+    assert cli("evals", "mine", skill, "--from", projects, "--since", "3650d").exit_code == 0
+    grown = cli("validate", skill).output
+    later = [line for line in grown.splitlines() if line.startswith("power")][0]
+    assert "with 4 train evals" in later and "once the pending candidates" in later
+    n = int(later.split("; with ")[1].split(",")[0])
+    assert 4 < n <= 10  # the six candidates that its hash puts in train

@@ -147,3 +147,15 @@ def test_status_and_resume_say_what_the_new_evals_buy_without_changing_the_run(s
     with sqlite3.connect(simulated / "state.db") as db:
         assert db.execute("select split_json from runs").fetchone()[0] == split_before
     assert len(json.loads((simulated / "inputs" / "evals" / "evals.json").read_text())["evals"]) == 5
+
+
+def test_the_report_carries_the_power_line(simulated, tmp_path, cli) -> None:
+    from optimizer.report import html
+
+    skill = skill_with_candidates(tmp_path, cli)
+    point_run_at(simulated, skill)
+    data = html.build(simulated)
+    assert data["power"]["train"] == 4 and data["power"]["next_train"] >= 4
+    assert "gain is found" in data["power"]["line"]
+    page = html.write_report(simulated, None).read_text()
+    assert "gain is found" in page and 'id: "power"' in page

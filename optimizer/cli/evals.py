@@ -26,6 +26,20 @@ SkillArg = Annotated[Path, typer.Argument(help="The skill folder (holds SKILL.md
 DEFAULT_FROM = Path("~/.claude/projects")
 
 
+@evals_app.callback()
+def _logs() -> None:
+    """Events to the terminal at warning level and up, redacted as every log is; the counts these
+    commands log are already in what they print. A caller that configured logging keeps it."""
+    import logging
+
+    import structlog
+
+    from optimizer import logs
+
+    if not structlog.is_configured():
+        logs.configure(None, console=True, level=logging.WARNING)
+
+
 def _say(text: str) -> None:
     out.print(text, markup=False, highlight=False)
 
@@ -76,7 +90,7 @@ def suggest(
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
-    """Draft sharper expectations, evals for uncovered failures, and duplicates to drop from a run."""
+    """Draft sharper expectations, checks for uncovered failure modes and duplicates to drop, from a run."""
     from optimizer.grow import mine as grow
     from optimizer.grow import suggest as suggestions
 
