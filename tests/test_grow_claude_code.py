@@ -127,3 +127,20 @@ def test_real_cli_sessions_become_candidates_without_their_secrets(cli_sessions,
     run_cli(monkeypatch, None, "validate", str(skill))
     grown = json.loads((skill / "evals" / "evals.json").read_text())
     assert [e["id"] for e in grown["evals"]] == list(range(1, 11))
+    run_cli(monkeypatch, None, "check-artifact", str(skill / "evals" / "evals.json"), "--strict")
+    assert read_as_skill_creator(skill) == 10
+
+
+def read_as_skill_creator(skill: Path) -> int:
+    """evals.json as seed 002 describes it for skill-creator, read without our models: a unique
+    integer id, the prompt, the expected output, input files relative to the skill root, and the
+    expectations as statements."""
+    data = json.loads((skill / "evals" / "evals.json").read_text())
+    assert data["skill_name"] == "csv-report"
+    ids = [e["id"] for e in data["evals"]]
+    assert len(set(ids)) == len(ids) and all(type(i) is int for i in ids)
+    for e in data["evals"]:
+        assert isinstance(e["prompt"], str) and e["prompt"] and isinstance(e.get("expected_output", ""), str)
+        assert all((skill / f).is_file() for f in e.get("files", []))
+        assert all(isinstance(x, str) and x for x in e["expectations"])
+    return len(ids)

@@ -27,7 +27,9 @@ def for_run(run: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any] | N
     out: dict[str, Any] = {"train": train, "power": round(power.power_at(train), 3),
                            "effect": power.effect(), "next_train": None, "next_power": None,
                            "new_evals": 0, "line": power.line(train, what="train evals in this run")}
-    source = Path(run.get("skill_dir") or "")
+    if not run.get("skill_dir"):
+        return out
+    source = Path(run["skill_dir"])
     loop, evals = settings.get("loop") or {}, settings.get("evals") or {}
     try:
         now, later = train_counts(source, None, test_fraction=float(evals.get("test_fraction", 0.25)),
