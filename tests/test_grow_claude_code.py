@@ -35,6 +35,24 @@ TASKS = {
 CORRECTION = "No, that is wrong: round every number to two decimals and add a Notes section"
 
 
+class SkillFirst(Simulator):
+    """The simulator, but its agent always calls the Skill tool first: whether the simulated agent
+    picks the skill is drawn from the request, which names the test's temporary folder, and a
+    session without the skill is (rightly) no candidate. The rest of each turn is the world's."""
+
+    def respond(self, body, headers):  # type: ignore[no-untyped-def]
+        offered = any(t.get("name") == "Skill" for t in body.get("tools") or [])
+        called = any(b.get("type") == "tool_use" and b.get("name") == "Skill"
+                     for m in body["messages"] if isinstance(m.get("content"), list) for b in m["content"])
+        if not offered or called:
+            return super().respond(body, headers)
+        return {"id": "msg_skill_first", "type": "message", "role": "assistant", "model": body.get("model"),
+                "content": [{"type": "tool_use", "id": "toolu_skill_first", "name": "Skill",
+                             "input": {"skill": "csv-report"}}],
+                "stop_reason": "tool_use", "stop_sequence": None,
+                "usage": {"input_tokens": 10, "output_tokens": 10}}
+
+
 def _binary() -> Path | None:
     try:
         return find_claude(Settings())
@@ -71,7 +89,7 @@ def cli_sessions(tmp_path: Path):
     (project / "data").mkdir()
     for name in TASKS:
         shutil.copy(EXAMPLE / "evals" / "files" / f"{name}.csv", project / "data")
-    server, port = serve(Simulator(seed=0), "127.0.0.1", 0)
+    server, port = serve(SkillFirst(seed=0), "127.0.0.1", 0)
     url = f"http://127.0.0.1:{port}"
     try:
         ids = {name: claude(binary, project, home, url, task) for name, task in TASKS.items()}

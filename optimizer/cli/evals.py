@@ -48,9 +48,13 @@ def _outlook(skill_dir: Path, config_path: Path | None, set_: list[str] | None) 
     from optimizer.inputs import power, validate
 
     settings = load_settings(config_path, set_).settings
-    now, later = validate.train_counts(skill_dir, None, test_fraction=settings.evals.test_fraction,
-                                        seed=settings.loop.seed)
-    _say(f"power: {power.line(now, later)} (once the pending candidates are accepted).")
+    try:
+        now, later = validate.train_counts(skill_dir, None, test_fraction=settings.evals.test_fraction,
+                                            seed=settings.loop.seed)
+    except BadInput as exc:  # the candidates are written; the file they would join needs a fix first
+        _say(f"power: not computed, evals.json does not load: {exc.problems[0]}")
+        return
+    _say(f"power: {power.line(now, later)}" + (" once the pending candidates are accepted." if later != now else "."))
 
 
 @evals_app.command()
