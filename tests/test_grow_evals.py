@@ -240,3 +240,14 @@ def test_validate_says_what_the_pending_candidates_would_buy(world, cli) -> None
     assert "with 4 train evals" in later and "once the pending candidates" in later
     n = int(later.split("; with ")[1].split(",")[0])
     assert 4 < n <= 10  # the six candidates that its hash puts in train
+
+
+def test_accepting_into_a_broken_evals_json_is_bad_input(world, cli) -> None:
+    skill, project, projects = world
+    used_session(project, skill).write(projects)
+    assert cli("evals", "mine", skill, "--from", projects, "--since", "3650d").exit_code == 0
+    (skill / "evals" / "evals.json").write_text('{"skill_name": "csv-report", "evals": [')
+    result = cli("evals", "accept", skill, "--all")
+    assert result.exit_code == 2 and "evals.json: not valid JSON" in result.output
+    assert "Traceback" not in result.output
+    assert json.loads((skill / "evals" / "candidates.json").read_text())["candidates"][0]["status"] == "pending"

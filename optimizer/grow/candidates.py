@@ -96,7 +96,8 @@ def accept(skill_dir: Path, skill_name: str, cid: str, settings: Settings) -> Ca
     if cand.status != "pending":
         raise BadInput(f"candidate {cid} is already {cand.status}; nothing to accept.")
     source = skill_dir / EVALS_FILE
-    raw = json.loads(source.read_text(encoding="utf-8"))
+    load_evals(skill_dir)  # a missing or broken evals.json is the user's to fix first, in one sentence
+    raw = json.loads(source.read_text(encoding="utf-8-sig"))
     # An id once given is never given again, not even after its eval was dropped: runs, feedback
     # and reports name evals by id.
     used = {i for c in data.candidates for i in (c.eval_id, c.target_eval_id) if i is not None}

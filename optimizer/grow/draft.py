@@ -102,7 +102,7 @@ def _outputs(use: Use) -> list[str]:
 
 
 def candidate(skill_dir: Path, use: Use) -> Candidate:
-    """The heuristic draft: every string passes through redaction before the model holds it."""
+    """The heuristic draft: every string passes through redaction before the candidate holds it."""
     task = redact.text(use.task)
     files, named = [], []
     for source in _inputs(use):
