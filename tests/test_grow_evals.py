@@ -251,3 +251,24 @@ def test_accepting_into_a_broken_evals_json_is_bad_input(world, cli) -> None:
     assert result.exit_code == 2 and "evals.json: not valid JSON" in result.output
     assert "Traceback" not in result.output
     assert json.loads((skill / "evals" / "candidates.json").read_text())["candidates"][0]["status"] == "pending"
+
+
+def test_with_a_provider_only_new_drafts_are_sent_and_only_redacted(world, monkeypatch, tmp_path) -> None:
+    from inprocess import Recording
+    from inprocess import cli as run_cli
+
+    skill, project, projects = world
+    monkeypatch.chdir(tmp_path)
+    used_session(project, skill).write(projects)
+    sim = Recording(seed=0)
+    args = ("evals", "mine", str(skill), "--from", str(projects), "--since", "3650d", "--provider", "sim")
+    run_cli(monkeypatch, sim, *args)
+    sent = [body for _, _, body in sim.requests if "submit_eval_drafts" in body]
+    assert len(sent) == 1 and "rounded to two decimals" in sent[0]
+    assert not any(secret in body for secret in SECRETS for _, _, body in sim.requests)
+    Session(project, start="2026-11-24T09:00:00.000Z").user("Chart data/orders.csv").skill("csv-report", skill) \
+        .write(projects)
+    run_cli(monkeypatch, sim, *args)
+    second = [body for _, _, body in sim.requests if "submit_eval_drafts" in body][1:]
+    assert len(second) == 1 and "Chart evals/files/orders.csv" in second[0]
+    assert "rounded to two decimals" not in second[0]  # the first draft is not sent again

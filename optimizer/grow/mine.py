@@ -3,6 +3,7 @@ Never writes evals.json (only an accepted candidate does) and never sends anythi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,14 +28,16 @@ class Mined:
 
 
 def mine(skill_dir: Path, root: Path, since: datetime | None, *,
-         refine: object | None = None) -> Mined:
+         refine: Callable[[list[Candidate]], list[Candidate]] | None = None) -> Mined:
     """Draft a candidate per use of the skill found under root; `refine`, when given, is a
     callable that rewrites the redacted drafts (a model, with --provider)."""
     name = load_skill(skill_dir).name
     uses = sessions.mine(root, name, since)
     found = [draft.candidate(skill_dir, u) for u in uses]
-    if refine is not None and found:
-        found = refine(found)  # type: ignore[operator]
+    known = {c.id for c in candidates.load(skill_dir, name).candidates}
+    fresh = [c for c in found if c.id not in known]
+    if refine is not None and fresh:  # only what the file lacks: a reviewed draft is never re-sent
+        found = refine(fresh)
     return _store(skill_dir, name, found, sessions=len({u.file for u in uses}), uses=len(uses),
                   event="evals.mined")
 
