@@ -90,6 +90,7 @@ def test_accepting_candidates_in_chromium_grows_the_evals_the_next_run_uses(simu
             cards = tab.locator('.candidate[data-status="pending"]')
             expect(cards).to_have_count(3)
             assert SECRET not in tab.content()
+            expect(cards.nth(0)).not_to_contain_text("null")  # no missing value printed as text
             expect(tab.locator("#power")).to_contain_text("gain is found")
             # Edit the first card's prompt, then accept it; accept the second as drafted.
             first = cards.nth(0)
