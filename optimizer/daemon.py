@@ -23,6 +23,7 @@ from rich.console import Console
 from optimizer import config, logs, sandbox
 from optimizer.errors import BadInput, WorkFailed
 from optimizer.execute.claude_code import find_claude
+from optimizer.grow import outlook
 from optimizer.inputs import evals, skeleton
 from optimizer.inputs import skill as skills
 from optimizer.inputs import triggers as trigger
@@ -143,6 +144,9 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
     # A damaged state.db gets no line here: opening it for the loop says so, in one sentence.
     with suppress(sqlite3.DatabaseError):
         console.print(resume_point(ws, settings), markup=False, highlight=False)
+        grown = outlook.resume_note(ws.root, readonly.run_row(ws.state_db) or {}, settings.model_dump(mode="json"))
+        if grown:  # the evals grew since the start: they are for the next run, never this one
+            console.print(grown, markup=False, highlight=False)
     spend.announce(console, ws, preview.for_workspace(ws, settings), keep=False)
     if detach:
         return _spawn(ws, console)

@@ -349,3 +349,8 @@ def export(
         raise BadInput(f"export: the version is given twice ({version} and --version {version_flag}); "
                        "give it once.")
     out.print(export_version(require_dir(run_dir, "run"), version or version_flag, to, force=force))
+
+
+from optimizer.cli.evals import evals_app  # noqa: E402 - the sub-app registers after the commands above
+
+app.add_typer(evals_app, name="evals")

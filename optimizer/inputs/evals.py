@@ -11,10 +11,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from optimizer.errors import BadInput
+from optimizer.inputs import placement
 from optimizer.inputs.explain import explain, short
+from optimizer.inputs.placement import Split
 from optimizer.inputs.skillmd import SKILL_FILE, parse_skill_md
 from optimizer.schemas import (
     EvalConfig,
@@ -65,6 +67,7 @@ class EvalSet(BaseModel):
     evals: list[Eval]
     hash: str
     source: Path
+    grown: tuple[int, ...] = ()  # appended by `optimizer evals` accept: placed by hash (placement.py)
 
     @property
     def ids(self) -> list[int]:
@@ -75,18 +78,6 @@ class EvalSet(BaseModel):
             if e.id == eval_id:
                 return e
         raise KeyError(eval_id)
-
-
-class Split(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    train: list[int]
-    test: list[int] = Field(default_factory=list)
-    note: str
-
-
-# ---------------------------------------------------------------------------
-# Loading
-# ---------------------------------------------------------------------------
 
 
 def _read(path: Path) -> tuple[Any, list[str]]:
@@ -342,6 +333,7 @@ def load_evals(skill_dir: Path, evals_path: Path | None = None) -> EvalSet:
         evals=evals,
         hash=_hash(skill_name, evals, skill_dir),
         source=source,
+        grown=tuple(i for i in placement.accepted_ids(source.parent) if i in seen),
     )
 
 
@@ -362,7 +354,14 @@ def split(evalset: EvalSet, *, test_fraction: float, seed: int) -> Split:
     """Seeded, stratified train/test split. Strata are the kinds of checks an eval carries
     (structural expectations, a rubric, both, or judged expectations only), so the sealed test
     set measures the same mix the loop optimises; each stratum gets its share of the test set by
-    largest remainder, and the evals within a stratum are drawn with random.Random(seed)."""
+    largest remainder, and the evals within a stratum are drawn with random.Random(seed). Evals
+    appended by `optimizer evals` (evalset.grown) are placed by their own hash on top, so adding
+    evals never moves one that was already placed."""
+    if evalset.grown:
+        base = evalset.model_copy(update={"evals": [e for e in evalset.evals if e.id not in evalset.grown],
+                                          "grown": ()})
+        return placement.place(split(base, test_fraction=test_fraction, seed=seed),
+                               [evalset.by_id(i) for i in evalset.grown], test_fraction=test_fraction, seed=seed)
     ids = sorted(evalset.ids)
     n_test = sealed_count(len(ids), test_fraction)
     if n_test == 0:

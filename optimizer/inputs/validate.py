@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from optimizer.config import Settings
 from optimizer.errors import BadInput
+from optimizer.inputs import placement, power
 from optimizer.inputs import triggers as trigger
 from optimizer.inputs.evals import EvalSet, Split, load_evals, sealed_count, split
 from optimizer.inputs.skeleton import placeholder_sentence
@@ -72,6 +73,7 @@ class ValidationSummary(BaseModel):
     rubric_dimensions: int
     evals_with_rubric: int
     split: Split
+    power: str = ""  # the chance to find +0.10 with these train evals, and with the pending candidates
     eval_config: dict[str, Any]
     warnings: list[str] = []  # the evals are valid, but a run on them would say little
 
@@ -101,9 +103,17 @@ def _summarise(skill_dir: Path, evalset: EvalSet, settings: Settings) -> Validat
         rubric_dimensions=sum(len(e.rubric) for e in evalset.evals),
         evals_with_rubric=sum(1 for e in evalset.evals if e.rubric),
         split=parts,
+        power=_power(skill_dir, evalset, settings, len(parts.train)),
         eval_config=evalset.eval_config,
         warnings=[w for w in (todo, small) if w],
     )
+
+
+def _power(skill_dir: Path, evalset: EvalSet, settings: Settings, train: int) -> str:
+    _, later = train_counts(skill_dir, evalset.source, test_fraction=settings.evals.test_fraction,
+                            seed=settings.loop.seed)
+    waiting = "" if later == train else " once the pending candidates in evals/candidates.json are accepted"
+    return power.line(train, later) + waiting + " (selection bench, optimizer/data/power.json)"
 
 
 def run(skill_dir: Path, evals_path: Path | None, settings: Settings) -> ValidationSummary:
@@ -149,9 +159,24 @@ def render(summary: ValidationSummary) -> str:
         ("rubric", f"{s.rubric_dimensions} dimensions over {s.evals_with_rubric} evals"),
         ("split", split_line),
         ("", s.split.note),
+        ("power", s.power),
         ("eval_config", config),
     ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
     warned = "".join(f"warning: {w}\n" for w in s.warnings)
     return "OK: the skill and its evals are valid.\n" + "\n".join(lines) + "\n" + warned
+
+
+def train_counts(skill_dir: Path, evals_path: Path | None, *, test_fraction: float,
+                 seed: int) -> tuple[int, int]:
+    """(train evals now, train evals once every pending candidate is accepted): what `validate`,
+    `status` and the report turn into the power line."""
+    evalset = load_evals(skill_dir, evals_path)
+    parts = split(evalset, test_fraction=test_fraction, seed=seed)
+    found = placement.read_candidates(evalset.source.parent / placement.CANDIDATES_FILE)
+    waiting = [c for c in (found.candidates if found else []) if c.status == "pending"]
+    added = sum(1 for c in waiting if c.kind == "new_eval"
+                and placement.side(c.eval.prompt, test_fraction=test_fraction, seed=seed) == "train")
+    dropped = len({c.target_eval_id for c in waiting if c.kind == "drop" and c.target_eval_id in parts.train})
+    return len(parts.train), len(parts.train) + added - dropped

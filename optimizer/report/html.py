@@ -97,6 +97,7 @@ def build(run_dir: Path, *, review: bool = False, files_base: str = "", details_
         "test": status.get("test") if status else data.history.get("test"),
         "warnings": data.warnings,  # shown on top: what the numbers below do not say
         "suggestions": read.read_json(ws.feedback_aggregate),
+        "power": status.get("power") if status else None,  # what more evals would buy
         "pages": pages.keys(data),  # which pages exist; their data is loaded when one is opened
     }
 

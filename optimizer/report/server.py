@@ -17,6 +17,7 @@ from rich.console import Console
 
 from optimizer import schemas
 from optimizer.errors import BadInput
+from optimizer.grow import review as grow_review
 from optimizer.report import html, pages, read
 from optimizer.store.db import now
 from optimizer.store.files import Workspace, write_json
@@ -26,6 +27,7 @@ MAX_BODY = 1_000_000
 MAX_FEEDBACK = 100_000
 RUN_GLOBS = ("v*/eval-*/*/run-*", "baseline/eval-*/*/run-*", "test/v*/eval-*/*/run-*")
 INERT = "default-src 'none'; img-src data:; sandbox"  # a served output cannot script our origin
+CANDIDATE_ACTIONS = ("/api/candidates/accept", "/api/candidates/edit", "/api/candidates/reject")
 DETAILS = "/api/details/"  # + <key>.js: one page of the report, read from the run when it is opened
 
 
@@ -63,7 +65,16 @@ class ReviewServer(ThreadingHTTPServer):
         self.token = secrets.token_hex(8)
         self._loaded: tuple[tuple, read.RunData] | None = None
         self._load_lock = threading.Lock()
+        row = read.load(self.root).run  # the skill folder the run began from: its candidate evals
+        self.skill_dir = Path(row["skill_dir"]) if row.get("skill_dir") else None
         super().__init__((HOST, port), Handler)
+
+    def candidates(self, action: str | None = None, body: dict | None = None) -> dict:
+        settings = self.run_data().settings
+        with self.lock:
+            if action is None:
+                return grow_review.listing(self.skill_dir, settings)
+            return grow_review.act(self.skill_dir, settings, action, body or {})
 
     def run_data(self) -> read.RunData:
         """The run as read.load reads it, read again only when its files changed: on a long run
@@ -174,9 +185,10 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8")
         if path.startswith(DETAILS):
             return self._details(path.removeprefix(DETAILS))
-        if path == "/api/feedback":
+        if path in ("/api/feedback", "/api/candidates"):
             try:
-                return self._json(HTTPStatus.OK, load_feedback(self.server.ws))
+                return self._json(HTTPStatus.OK, load_feedback(self.server.ws) if path == "/api/feedback"
+                                  else self.server.candidates())
             except BadInput as exc:
                 return self._error(HTTPStatus.CONFLICT, str(exc))
         return self._file(path)
@@ -225,6 +237,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self._json(HTTPStatus.OK, self.server.review(run_id, text))
             if path == "/api/feedback/submit":
                 return self._json(HTTPStatus.OK, self.server.submit())
+            if path in CANDIDATE_ACTIONS:  # accepting writes the skill's evals.json, never the run
+                return self._json(HTTPStatus.OK, self.server.candidates(path.rsplit("/", 1)[1], body))
         except (ValueError, AttributeError, ValidationError) as exc:
             return self._error(HTTPStatus.BAD_REQUEST, f"bad request: {exc}")
         except BadInput as exc:

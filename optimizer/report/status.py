@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from optimizer.errors import BadInput
+from optimizer.grow import outlook
 from optimizer.report import caveats, confinement, read, spend
 from optimizer.report.format import duration, emit, interval, money, num, pct, signed
 from optimizer.search import pace
@@ -67,6 +68,7 @@ def status(run_dir: Path, data: read.RunData | None = None) -> dict:
         "resumes": len(data.resumes),
         "last_resumed": data.resumes[-1] if data.resumes else None,
         "sandbox": confinement.summary(Path(run_dir)),
+        "power": outlook.for_run(run, settings),
         **_timing(run, iterations, settings, running=pid is not None,
                   spent=data.ledger.get("spent_usd") or 0.0),
     }
@@ -222,6 +224,8 @@ def print_status(console: Console, info: dict) -> None:
     test = info.get("test")
     if test:
         row("sealed test", _test_line(test))
+    if info.get("power"):
+        row("power", info["power"]["line"])
     for warning in info.get("warnings") or []:
         row("warning", Text(warning, style="bold yellow"))
     emit(console, grid)

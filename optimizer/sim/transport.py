@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import httpx2
 
-from optimizer.sim import world
+from optimizer.sim import drafter, world
 from optimizer.sim.batches import BatchService
 from optimizer.sim.protocol import (
     ERRORS,
@@ -91,7 +91,8 @@ class Simulator:
         headers = {k.lower(): v for k, v in headers.items()}
         role = world.detect_role(body, headers)
         key = self._key(body, role, _sample(headers))
-        content, stop = world.reply(body, role, random.Random(int(key, 16)), key, self.knobs)
+        content, stop = (drafter.reply(body, key) if drafter.handles(body)  # `evals mine --provider`
+                         else world.reply(body, role, random.Random(int(key, 16)), key, self.knobs))
         content, stop = cap(content, stop, int(body.get("max_tokens") or 4096))
         return {
             "id": f"msg_sim_{key[:24]}",

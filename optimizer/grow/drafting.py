@@ -1,0 +1,98 @@
+"""`optimizer evals mine --provider`: a model rewrites the heuristic drafts' expected outputs and
+expectations. Only redacted drafts are sent; a failed call keeps the heuristic drafts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+import structlog
+from pydantic import BaseModel, ConfigDict, Field
+
+from optimizer.config import Settings
+from optimizer.inputs import redact
+from optimizer.inputs.skill import load_skill
+from optimizer.model.prompts import load_prompt
+from optimizer.schemas import Candidate
+from optimizer.tags import data, tag
+
+log = structlog.get_logger()
+ROLE = "eval_drafter"
+TOOL = "submit_eval_drafts"
+
+
+def bullet_lines(items: list[str]) -> str:
+    return "\n".join(f"- {item}" for item in items) or "(none)"
+
+
+class Drafted(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    expected_output: str = Field(min_length=1)
+    expectations: list[str] = Field(min_length=1, max_length=8)
+
+
+class DraftAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    drafts: list[Drafted]
+
+
+def request_text(name: str, description: str, drafts: list[Candidate]) -> str:
+    """The user message: redacted once more here, so no caller can send an unredacted draft."""
+    entries = []
+    for c in sorted(drafts, key=lambda c: c.id):
+        parts = [data("prompt", c.eval.prompt), data("files", bullet_lines(c.eval.files)),
+                 data("outputs", bullet_lines(c.signals.outputs)),
+                 data("corrections", bullet_lines(c.signals.corrections)),
+                 data("follow_ups", bullet_lines(c.signals.follow_ups)),
+                 data("errors", bullet_lines(c.signals.errors)),
+                 data("heuristic_expectations", bullet_lines(c.eval.expectations))]
+        entries.append(tag("draft", "\n".join(parts), id=c.id))
+    text = "\n\n".join([tag("skill", f"name: {name}\ndescription: {description}"),
+                        tag("drafts", "\n\n".join(entries))])
+    return redact.text(text)
+
+
+def refiner(settings: Settings, skill_dir: Path) -> Callable[[list[Candidate]], list[Candidate]]:
+    """A callable for grow.mine: one model call for all drafts, through the ledger (and log) of
+    runs/evals-mine/<skill>/, as `execute` keeps runs/execute/: never inside the skill folder,
+    whose evals/ a run copies."""
+    skill = load_skill(skill_dir)
+
+    def refine(drafts: list[Candidate]) -> list[Candidate]:
+        from optimizer.model.session import open_session
+
+        with open_session(settings, Path("runs") / "evals-mine" / skill.name, console=False) as session:
+            return asyncio.run(_ask(session.client, settings, skill.name, skill.description, drafts))
+
+    return refine
+
+
+async def _ask(client, settings: Settings, name: str, description: str,
+               drafts: list[Candidate]) -> list[Candidate]:
+    from optimizer.model.errors import ModelCallFailed
+    from optimizer.model.structured import StructuredAnswerError
+
+    try:
+        answer = await client.structured(
+            ROLE, system=load_prompt(ROLE).render(),
+            messages=[{"role": "user", "content": request_text(name, description, drafts)}],
+            schema=DraftAnswer, tool_name=TOOL, model=settings.models.analyzer)
+    except (StructuredAnswerError, ModelCallFailed) as exc:
+        log.warning("evals.drafting_failed", error=redact.text(str(exc))[:300])
+        return drafts
+    finally:
+        await client.aclose()
+    by_id = {d.id: d for d in answer.drafts}
+    out = []
+    for c in drafts:
+        got = by_id.get(c.id)
+        if got is None:
+            out.append(c)
+            continue
+        new_eval = c.eval.model_copy(update={
+            "expected_output": redact.text(got.expected_output),
+            "expectations": [redact.text(e) for e in got.expectations]})
+        out.append(c.model_copy(update={"eval": new_eval, "drafted_by": f"model {settings.models.analyzer}"}))
+    return out

@@ -1,0 +1,60 @@
+"""What growing the evals buys a run: the power to find +0.10 with the run's train evals, and with
+the evals its skill folder holds now (accepted since, or waiting as candidates). Never changes a
+run's split: a running run keeps the evals it copied at its start."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from optimizer.errors import BadInput
+from optimizer.inputs import power
+from optimizer.inputs.validate import train_counts
+
+
+def for_run(run: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any] | None:
+    """The power line of a run (body target only: trigger queries have their own split). Reads the
+    skill folder the run was started from, when it is still there; its problems only shorten the line."""
+    if (run.get("target") or "body") != "body":
+        return None
+    try:
+        train = len(json.loads(run.get("split_json") or "{}").get("train") or [])
+    except ValueError:
+        return None
+    if not train:
+        return None
+    out: dict[str, Any] = {"train": train, "power": round(power.power_at(train), 3),
+                           "effect": power.effect(), "next_train": None, "next_power": None,
+                           "new_evals": 0, "line": power.line(train, what="train evals in this run")}
+    if not run.get("skill_dir"):
+        return out
+    source = Path(run["skill_dir"])
+    loop, evals = settings.get("loop") or {}, settings.get("evals") or {}
+    try:
+        now, later = train_counts(source, None, test_fraction=float(evals.get("test_fraction", 0.25)),
+                                  seed=int(loop.get("seed", 0)))
+    except (BadInput, OSError, ValueError):
+        return out
+    if later == train:
+        return out
+    out |= {"next_train": later, "next_power": round(power.power_at(later), 3), "new_evals": later - train,
+            "line": (f"{power.line(train, later, what='train evals in this run')} on the next run, "
+                     f"with the evals {source} holds now"
+                     + (" and its pending candidates" if later != now else "")
+                     + f" (`optimizer run {source} --from <this run>`)")}
+    return out
+
+
+def resume_note(ws_root: Path, run: dict[str, Any], settings: dict[str, Any]) -> str | None:
+    """Said on resume when the skill folder's evals grew since the run began: the run goes on
+    with the split it started with."""
+    info = for_run(run, settings)
+    if not info or not info["next_train"]:
+        return None
+    source = run.get("skill_dir")
+    return (f"note: {source}/evals now gives {info['next_train']} train evals, this run keeps its "
+            f"{info['train']} (a running run's split never changes); start the next run with "
+            f"`optimizer run {source} --from {ws_root}` to use them "
+            f"(power to find +{info['effect']:.2f}: {info['power']:.0%} now, {info['next_power']:.0%} then).")
+

@@ -1,0 +1,37 @@
+"""The simulated eval drafter (`optimizer evals mine --provider sim`): turns each draft's corrections
+and outputs into checks, as the prompt asks. Never invents what the drafts do not say."""
+
+from __future__ import annotations
+
+from optimizer.sim.text import first_user_text, forced_tool
+from optimizer.tags import parse_tags
+
+TOOL = "submit_eval_drafts"
+
+
+def handles(body: dict) -> bool:
+    return forced_tool(body) == TOOL
+
+
+def _items(section: str, name: str) -> list[str]:
+    found = parse_tags(section, name)
+    text = found[0][1] if found else ""
+    return [line[2:].strip() for line in text.splitlines() if line.startswith("- ")]
+
+
+def answer(body: dict) -> dict:
+    drafts = []
+    for attrs, section in parse_tags(first_user_text(body), "draft"):
+        outputs = _items(section, "outputs")
+        checks = [f"The output already reflects this correction: {c}" for c in _items(section, "corrections")]
+        checks += [f"`{o}` exists and is not empty" for o in outputs]
+        checks = checks or _items(section, "heuristic_expectations") or ["The output answers the task"]
+        said = f"writes {', '.join(outputs)}" if outputs else "answers the task"
+        drafts.append({"id": attrs.get("id", ""), "expected_output": f"A result that {said}.",
+                       "expectations": checks[:8]})
+    return {"drafts": drafts}
+
+
+def reply(body: dict, uid: str) -> tuple[list, str]:
+    block = {"type": "tool_use", "id": f"toolu_sim_{uid[:16]}_0", "name": TOOL, "input": answer(body)}
+    return [block], "tool_use"
