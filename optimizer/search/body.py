@@ -155,14 +155,15 @@ class BodyTarget:
             decision = self._decide(label, parent, child_res, parent_res, tally, runs)
             if not (decision.needs_more_runs and runs < s.selection.max_runs_per_eval):
                 break
+            upto = decision.next_runs or runs + 1  # the next look of the rule's schedule
             more = allot.allot(eval_means(child_res), eval_means(parent_res), counts, look=runs,
-                               mode=s.selection.runs_to, share=s.selection.runs_share)
+                               mode=s.selection.runs_to, share=s.selection.runs_share, to_runs=upto)
             if not more.to:
                 decision = allot.nothing_to_add(decision)
                 break
             added.append(more)
             counts.update(more.to)
-            runs += 1
+            runs = upto
         decision = replace(decision, reason=decision.reason + allot.uneven_note(counts, added),
                            added_runs=tuple(a.as_json() for a in added))
         if run.interrupted():
