@@ -105,7 +105,7 @@ class Selection(Section):
     max_judge_error_rate: float = Field(0.25, ge=0, le=1)
     max_unscored_rate: float = Field(0.5, ge=0, le=1)
     screen_margin: float = Field(0.15, ge=0)
-    futility: float = Field(0.10, ge=0, lt=1)
+    futility: float = Field(0.30, ge=0, lt=1)
     few_evals: int = Field(10, ge=1)
     # "decisive": a pair is judged in its second order only when the first is decisive (a
     # first-order tie cannot become a swap-consistent win or loss); "always": both orders.

@@ -34,9 +34,14 @@ Scope = Literal["tasks", "general"]
 # Cumulative share of α spent by a look at r of R runs per eval: (r/R)^SPEND_POWER. 3 keeps a
 # little for the first look (clear children stop there) and most for the last, best-informed one.
 SPEND_POWER = 3.0
-# The scores get this share of each look's α, the comparator the rest: neither test can spend the
-# other's share. The scores carry the `tasks` claim alone (the comparator's test is over evals).
+# Under `general` the scores get this share of each look's α, the comparator the rest: neither test
+# can spend the other's share. Under `tasks` the scores get all of it: the comparator's test has
+# evals as its units, too few below 10 evals to ever decide at these levels (t with 2 to 8 df).
 SCORE_SHARE = 0.75
+
+
+def score_share(scope: Scope) -> float:
+    return 1.0 if scope == "tasks" else SCORE_SHARE
 # The look after r runs per eval is at ceil(GROWTH·r) runs (at least r + 1, at most the cap): 3, 5,
 # 8, 12. Few looks waste little α on the union bound; each extension is worth its wait.
 GROWTH = 1.5
@@ -194,12 +199,13 @@ def promotion_power(
     fraction = min(1.0, runs / max_runs)
     last = look_alpha(alpha, max_runs, max_runs, first_runs)
     power = 0.0
-    if comparator.df:
-        cmp_final = t_quantile(1 - last * (1 - SCORE_SHARE), comparator.df)
+    share = score_share(scores.scope)
+    if comparator.df and share < 1:
+        cmp_final = t_quantile(1 - last * (1 - share), comparator.df)
         power = conditional_power(comparator.z, fraction, cmp_final)
     if scores.df:
         final_df = scores.df if scores.scope == "general" else round(scores.df * max_runs / runs)
-        score_final = t_quantile(1 - last * SCORE_SHARE, max(1, final_df))
+        score_final = t_quantile(1 - last * share, max(1, final_df))
         # Against zero, not min_effect: a bound above zero wins too when the comparator agrees.
         z_score = scores.delta / scores.se if scores.se > 0 else math.copysign(math.inf, scores.delta)
         power = max(power, conditional_power(z_score, fraction, score_final))
@@ -243,7 +249,8 @@ def look(
     false-discovery control (search/night.py) passes a smaller one."""
     alpha = 1 - confidence if alpha is None else alpha
     spent = look_alpha(alpha, runs, max_runs, first_runs)
-    a_score, a_cmp = spent * SCORE_SHARE, spent * (1 - SCORE_SHARE)
+    share = score_share(scope)
+    a_score, a_cmp = spent * share, spent * (1 - share)
     s = score_test(child, parent, a_score, scope)
     c = comparator_test(wins, losses, per_eval, min_verdicts)
     n = len(child)
@@ -284,10 +291,10 @@ def look(
     if worse.high < 0:
         return out("lost", f"lost: {where}; its {confidence:.0%} upper bound {worse.high:+.3f} "
                            "lies below zero.")
-    if c.p_child <= a_cmp and s.delta >= 0:
+    if a_cmp > 0 and c.p_child <= a_cmp and s.delta >= 0:
         return out("won", f"won: {where} is inconclusive, and {votes} (sign test over "
                           f"{c.df + 1} evals p = {c.p_child:.4f} ≤ {a_cmp:.4f}).")
-    if c.p_parent <= a_cmp and s.low <= 0:
+    if a_cmp > 0 and c.p_parent <= a_cmp and s.low <= 0:
         return out("lost", f"lost: {where} straddles zero, and {votes} (sign test over "
                            f"{c.df + 1} evals p = {c.p_parent:.4f} ≤ {a_cmp:.4f}).")
     tail = f"{votes} (sign test p = {c.p_child:.3f} for the child, more than {a_cmp:.4f})"
