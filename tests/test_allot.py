@@ -47,18 +47,20 @@ def test_an_eval_without_scores_on_both_sides_is_the_least_settled():
 
 
 def test_the_look_numbers_the_alpha_spent_not_the_fewest_runs():
-    child = {**CHILD, 2: CHILD[2] + [0.6, 0.7], 3: CHILD[3] + [0.6, 0.5]}
-    parent = {**PARENT, 2: PARENT[2] + [0.5, 0.4], 3: PARENT[3] + [0.5, 0.6]}
+    child = {**CHILD, 2: CHILD[2] + [0.6], 3: CHILD[3] + [0.6]}
+    parent = {**PARENT, 2: PARENT[2] + [0.5], 3: PARENT[3] + [0.5]}
     at3 = decide(child, parent, None, selection=Selection(), rng=random.Random(0), first_runs=3)
-    at5 = decide(child, parent, None, selection=Selection(), rng=random.Random(0), first_runs=3,
-                 look=5)
-    assert at3.runs == at5.runs == 3 and at5.max_runs == 5
-    assert at5.look_alpha > at3.look_alpha  # the second look's share, not the first's again
+    at4 = decide(child, parent, None, selection=Selection(), rng=random.Random(0), first_runs=3,
+                 look=4)
+    assert at3.runs == at4.runs == 3 and at4.max_runs == 4
+    assert at4.look_alpha > at3.look_alpha  # the second look's share, not the first's again
 
 
 def test_runs_grow_to_the_next_look():
-    more = allot(CHILD, PARENT, COUNTS, look=3, mode="all", share=1.0, to_runs=5)
-    assert more.to == dict.fromkeys(CHILD, 5) and more.look == 5
+    more = allot(CHILD, PARENT, COUNTS, look=4, mode="all", share=1.0, to_runs=6)
+    assert more.to == dict.fromkeys(CHILD, 5) and more.look == 6  # from 3 runs: two more each
+    assert allot(CHILD, PARENT, dict.fromkeys(CHILD, 4), look=4, mode="all", share=1.0,
+                 to_runs=6).to == dict.fromkeys(CHILD, 6)
 
 
 def test_selection_json_says_where_runs_went_and_validates():

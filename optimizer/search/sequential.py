@@ -1,5 +1,5 @@
 """The sequential promotion rule's statistics (DESIGN §8 and §16, docs/selection.md): looks at a
-few run counts (3, 5, 8, 12 runs per eval by default), each allowed a fixed share of the
+few run counts (3, 4, 6, 9, 12 runs per eval by default), each allowed a fixed share of the
 false-promotion budget, two tests per look (the scores and the blind comparator), a futility stop
 and a claim (`scope`) that says what the evidence is about. Pure: no rng, no files, no clock.
 
@@ -35,20 +35,23 @@ Scope = Literal["tasks", "general"]
 # little for the first look (clear children stop there) and most for the last, best-informed one.
 SPEND_POWER = 3.0
 # Under `general` the scores get this share of each look's α, the comparator the rest: neither test
-# can spend the other's share. Under `tasks` the scores get all of it: the comparator's test has
-# evals as its units, too few below 10 evals to ever decide at these levels (t with 2 to 8 df).
-SCORE_SHARE = 0.75
+# can spend the other's share. The comparator's test carried 1–9% of the wins in bench/selection.py
+# at 10–50 evals, so it gets a tenth. Under `tasks` the scores get all of it: the comparator's
+# test has evals as its units, too few below 10 evals to decide at these levels (t, 2 to 8 df).
+SCORE_SHARE = 0.9
 
 
 def score_share(scope: Scope) -> float:
     return 1.0 if scope == "tasks" else SCORE_SHARE
-# The look after r runs per eval is at ceil(GROWTH·r) runs (at least r + 1, at most the cap): 3, 5,
-# 8, 12. Few looks waste little α on the union bound; each extension is worth its wait.
+# The look after r runs per eval is at floor(GROWTH·r) runs (at least r + 1, at most the cap): 3, 4,
+# 6, 9, 12. The first extension is one run, so an equal child that futility lets through costs
+# little (≤ 4.0 runs per eval in bench/selection.py; 3, 5, 8, 12 gave 4.0–4.4); later ones grow.
 GROWTH = 1.5
 # Every variance pools in PRIOR_N pseudo-observations of PRIOR_VAR, the largest variance a score in
-# [0, 1] can have: identical runs then never make an interval narrow, and because no real variance
-# exceeds it, the pooled figure can only err on the wide side.
-PRIOR_VAR, PRIOR_N = 0.25, 1
+# [0, 1] can have: identical runs then never make an interval collapse, and because no real
+# variance exceeds it, the pooled figure can only err on the wide side. A quarter of one: a whole
+# one nearly doubled the variance of 3 evals × 3 continuous runs and cost 1–3 points of power.
+PRIOR_VAR, PRIOR_N = 0.25, 0.25
 _NORMAL = NormalDist()
 _EPS = 1e-12
 
@@ -65,7 +68,7 @@ def schedule(first_runs: int, max_runs: int) -> tuple[int, ...]:
         return (first,)
     looks = [first]
     while looks[-1] < max_runs:
-        looks.append(min(max_runs, max(looks[-1] + 1, math.ceil(GROWTH * looks[-1] - _EPS))))
+        looks.append(min(max_runs, max(looks[-1] + 1, math.floor(GROWTH * looks[-1] + _EPS))))
     return tuple(looks)
 
 
@@ -123,7 +126,7 @@ def score_test(child: Sequence[Sequence[float]], parent: Sequence[Sequence[float
     pooled, df_w, varied = _within(child, parent)
     within = math.fsum(pooled * (1 / len(c) + 1 / len(p)) for c, p in zip(child, parent, strict=True)) / n**2
     if scope == "tasks" and df_w > 0:
-        df = df_w + PRIOR_N
+        df = df_w
         se = math.sqrt(within)
     else:
         scope = "general"
@@ -188,28 +191,22 @@ def conditional_power(z_now: float, fraction: float, z_final: float) -> float:
     return _NORMAL.cdf((z_now / math.sqrt(fraction) - z_final) / math.sqrt(1 - fraction))
 
 
-def promotion_power(
-    scores: ScoreTest, comparator: ComparatorTest, *, runs: int, max_runs: int, first_runs: int,
-    alpha: float,
-) -> float:
-    """The better of the two tests' conditional power to promote at the last look, with runs per
-    eval as the information fraction. Approximate for `general` (more runs do not shrink the
-    between-eval spread), but futility only ever stops runs: a wrong guess costs power, never a
-    false promotion."""
+def promotion_power(scores: ScoreTest, *, runs: int, max_runs: int, first_runs: int,
+                    alpha: float) -> float:
+    """The score test's conditional power to promote at the last look, with runs per eval as the
+    information fraction. The comparator's is left out: counting the better of two noisy guesses
+    kept equal children running (4.2–4.4 runs per eval in bench/selection.py) for 1–9% of the
+    wins. Approximate for `general` (more runs do not shrink the between-eval spread), but
+    futility only ever stops runs: a wrong guess costs power, never a false promotion."""
+    if not scores.df:
+        return 0.0
     fraction = min(1.0, runs / max_runs)
     last = look_alpha(alpha, max_runs, max_runs, first_runs)
-    power = 0.0
-    share = score_share(scores.scope)
-    if comparator.df and share < 1:
-        cmp_final = t_quantile(1 - last * (1 - share), comparator.df)
-        power = conditional_power(comparator.z, fraction, cmp_final)
-    if scores.df:
-        final_df = scores.df if scores.scope == "general" else round(scores.df * max_runs / runs)
-        score_final = t_quantile(1 - last * share, max(1, final_df))
-        # Against zero, not min_effect: a bound above zero wins too when the comparator agrees.
-        z_score = scores.delta / scores.se if scores.se > 0 else math.copysign(math.inf, scores.delta)
-        power = max(power, conditional_power(z_score, fraction, score_final))
-    return power
+    final_df = scores.df if scores.scope == "general" else round(scores.df * max_runs / runs)
+    score_final = t_quantile(1 - last * score_share(scores.scope), max(1, final_df))
+    # Against zero, not min_effect: a bound above zero wins too when the comparator agrees.
+    z_score = scores.delta / scores.se if scores.se > 0 else math.copysign(math.inf, scores.delta)
+    return conditional_power(z_score, fraction, score_final)
 
 
 @dataclass(frozen=True)
@@ -303,7 +300,7 @@ def look(
     if upcoming is None:
         return out("tie", f"tie: {where} is inconclusive, and {tail}; runs are at the cap of "
                           f"{max_runs} per eval.")
-    power = promotion_power(s, c, runs=runs, max_runs=max_runs, first_runs=first_runs, alpha=alpha)
+    power = promotion_power(s, runs=runs, max_runs=max_runs, first_runs=first_runs, alpha=alpha)
     if power < futility:
         return out("tie", f"tie: {where} is inconclusive, and {tail}; no more runs are added: if "
                           f"the trend holds, the chance of promotion at {max_runs} runs is "
