@@ -136,7 +136,7 @@ class BodyTarget:
                 return True
         # Runs per eval; after each undecided look, allot.allot says which evals get more.
         counts = dict.fromkeys(run.train, runs)
-        family = night_for(run, label)
+        family = night.for_decision(run.store.query(night.ROWS_SQL), s.selection, label)
         added: list[allot.Allotment[int]] = []
         while True:
             if run.interrupted():
@@ -239,16 +239,6 @@ class BodyTarget:
         ws = self.run.ws
         return {e: [ws.run_dir(label, e, "with_skill", n) for n in range(1, counts[e] + 1)]
                 for e in self.run.train}
-
-
-def night_for(run: RunState, label: str) -> night.Night | None:
-    """The night's share of α for `label` (selection.night = lord), from the decisions recorded
-    before it; None when each decision keeps the whole 1 − confidence."""
-    s = run.settings.selection
-    if s.night != "lord" or s.rule != "sequential":
-        return None
-    rows = run.store.query("select version, stage, decision from decisions")
-    return night.night_of(rows, label, 1 - s.confidence)
 
 
 def record_scores(run: RunState, label: str) -> None:

@@ -25,6 +25,7 @@ GAMMA_POWER = 1.5
 ZETA = 2.612375348685488
 # Decisions the promotion rule makes; a screened-out child never reached it and spends nothing.
 RULE_STAGES = ("benchmark", "probe")
+ROWS_SQL = "select version, stage, decision from decisions"
 
 
 def gamma(j: int) -> float:
@@ -69,6 +70,14 @@ def night_of(rows: Sequence[dict[str, Any]], label: str, fdr: float) -> Night:
     made = sorted((r for r in rows if r["stage"] in RULE_STAGES and _number(r["version"]) < mine),
                   key=lambda r: _number(r["version"]))
     return lord([r["decision"] == "won" for r in made], fdr)
+
+
+def for_decision(rows: Sequence[dict[str, Any]], selection: Any, label: str) -> Night | None:
+    """The Night of `label` under selection.night = lord (FDR = 1 − confidence), else None: each
+    decision then keeps the whole 1 − confidence."""
+    if selection.night != "lord" or selection.rule != "sequential":
+        return None
+    return night_of(rows, label, 1 - selection.confidence)
 
 
 def summary(rows: Sequence[dict[str, Any]], fdr: float | None, alpha: float = 0.05) -> str:

@@ -100,7 +100,7 @@ class ScoreTest:
     se: float
     df: int
     scope: Scope
-    varied: bool  # some eval's runs differed on some side: the data show their own noise
+    varied: bool  # some eval's runs differed on some side (or none was repeated)
 
 
 def _within(child: Sequence[Sequence[float]], parent: Sequence[Sequence[float]]) -> tuple[float, int, bool]:
@@ -111,7 +111,8 @@ def _within(child: Sequence[Sequence[float]], parent: Sequence[Sequence[float]])
             m = mean(runs)
             ss += math.fsum((x - m) ** 2 for x in runs)
             df += len(runs) - 1
-    return (ss + PRIOR_N * PRIOR_VAR) / (df + PRIOR_N), df, ss > _EPS
+    # With one run a side there was nothing to repeat: "no run varied" says nothing then.
+    return (ss + PRIOR_N * PRIOR_VAR) / (df + PRIOR_N), df, ss > _EPS or df == 0
 
 
 def score_test(child: Sequence[Sequence[float]], parent: Sequence[Sequence[float]], alpha: float,
@@ -295,6 +296,8 @@ def look(
         return out("lost", f"lost: {where} straddles zero, and {votes} (sign test over "
                            f"{c.df + 1} evals p = {c.p_parent:.4f} ≤ {a_cmp:.4f}).")
     tail = f"{votes} (sign test p = {c.p_child:.3f} for the child, more than {a_cmp:.4f})"
+    if not wins + losses:
+        tail = "there are no decisive comparator verdicts"
     if blind and s.low > 0:
         tail += "; every run of each eval scored the same, so the scores alone cannot promote yet"
     if upcoming is None:
