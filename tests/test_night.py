@@ -45,3 +45,25 @@ def test_the_summary_says_how_many_and_what_bounds_them():
                                          "promotions are false on average (online "
                                          "false-discovery control, LORD++).")
     assert "selection.night = none" in night.summary(rows, None, 0.05)
+
+
+def test_status_lineage_and_report_word_the_claim_and_the_night():
+    from optimizer.report import caveats
+
+    nodes = [{"label": "v0", "decision": "baseline", "stage": "benchmark"},
+             {"label": "v1", "parent": "v0", "decision": "won", "stage": "benchmark",
+              "scope": "tasks", "night": {"method": "lord", "fdr": 0.05}},
+             {"label": "v2", "parent": "v1", "decision": "won", "stage": "benchmark",
+              "scope": "general", "night": {"method": "lord", "fdr": 0.05}},
+             {"label": "v3", "parent": "v2", "decision": "tie", "stage": "benchmark"},
+             {"label": "v4", "parent": "v2", "decision": "lost", "stage": "screening"}]
+    by_label = {n["label"]: n for n in nodes}
+    assert caveats.verdict(nodes[1], by_label, "v2").startswith(
+        "won against its parent v0 (better on these tasks)")
+    assert "better in general" in caveats.verdict(nodes[2], by_label, "v2")
+    assert "sealed test checks it" in caveats.verdict(nodes[2], by_label, "v2")
+    assert caveats.promotions(nodes) == ("2 promotions in 3 decisions; at most 5% of such "
+                                         "promotions are false on average (online "
+                                         "false-discovery control, LORD++).")
+    # decisions made before the rule recorded its α claim nothing about the night
+    assert caveats.promotions([{**n, "night": None} for n in nodes]) is None
