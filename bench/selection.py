@@ -1,86 +1,65 @@
-"""Selection quality of the promotion rule, simulated (no model calls): false promotions and power.
-Never a timed test and never a model call: it prints a table and the target ratios.
+"""Selection quality of the promotion rule on a panel of noise worlds (no model calls): false
+promotions, power, runs per eval, and the power of an oracle at the same runs. Never a timed test
+and never a model call: it prints tables and the issue's targets, per world and per claim.
 
-    .venv/bin/python bench/selection.py [--trials 500] [--rules sequential bootstrap] [--hetero X] ...
-"""
+    .venv/bin/python bench/selection.py [--trials 400] [--quick] [--worlds ...] [--evals ...]
+        [--write-power optimizer/data/power.json]
 
-# The world of one trial: each eval has a difficulty (the parent's true mean score, uniform in
-# [0.15, 0.85]); the child's true mean is the parent's plus Δ_true plus a per-eval heterogeneity
-# (sd 0.05, --hetero). A run's true quality is its mean plus run noise (sd 0.12) and the judge adds its own
-# noise (sd 0.09): observed scores have sd ≈ 0.15, clipped to [0, 1]. The comparator answers "A"
-# with probability position_bias whatever it sees; otherwise it perceives each output's true
-# quality with noise (sd 0.07) and says TIE when the two look within 0.02 of each other.
-# --levels K (0: off) rounds every observed score to one of K+1 levels (0, 1/K, …, 1), as an eval
-# graded on K binary expectations is: with K = 1 or 2 many evals have all runs identical (an
-# expectation passed every time), the case selection.runs_to = informative skips.
-#
-# Rules, side by side:
-#   sequential, bootstrap  optimizer.select.decide with the selection settings and that
-#            selection.rule (the new default and the earlier rule), from 3 runs per eval, adding
-#            a run to both versions while it says needs_more_runs, to the evals that
-#            optimizer.search.allot picks (selection.runs_to, --runs-to), as the loop does;
-#   point    promote when the mean child score is above the mean parent score (3 runs);
-#   3 votes  promote when the child wins ≥ 2 of 3 single-order comparator votes (random order).
+The worlds are described in bench/_worlds.py. Each trial starts at 3 runs per eval and asks
+optimizer.search.select.decide (the product's rule, with the default selection settings) again at
+the runs per eval it names (decision.next_runs) while it says needs_more_runs, with the claim of
+the column: `made` is the claim the rule makes by default for that suite size (selection.scope =
+auto: tasks below selection.few_evals evals), `tasks` and `general` force one.
+
+Oracle: a fixed-sample one-sided z test at α = 0.05 that knows the true variances, at the rule's
+mean runs per eval for that cell (`oracle`), and at the cap of 12 runs per eval (`oracle@cap`):
+when even that is below 80%, no rule finds +0.10 with 80% power at this budget. For `tasks` its
+variance is Σ(σ²_child + σ²_parent)/(r·E²); for `general` (τ² + mean(σ²_child + σ²_parent)/r)/E,
+τ² the spread of the true per-eval advantage. `t 1 look`: the rule's own score test for the claim
+(which must estimate the variance) in one look at the whole α = 0.05, at the same runs rounded:
+the gap between it and the oracle is the price of not knowing the variance (few evals for
+`general`), the gap between it and the rule the price of looking several times and stopping
+early."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist, median
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from optimizer.config import Selection
-from optimizer.search import select as select_module
-from optimizer.search.allot import allot
-from optimizer.search.select import ComparisonTally, Decision, decide
+import _worlds as worlds  # noqa: E402
 
-DELTAS = (-0.05, 0.0, 0.05, 0.10, 0.20)
+from optimizer.config import Selection  # noqa: E402
+from optimizer.search import sequential  # noqa: E402
+from optimizer.search.select import ComparisonTally, Decision, claim_scope, decide  # noqa: E402
+
+DELTAS = (-0.05, 0.0, 0.10)
 EVAL_COUNTS = (3, 5, 8, 10, 20, 50)
-RULES = ("sequential", "bootstrap")
 START_RUNS = 3
+ORACLE_TRIALS = 100
+# Kept for bench/comparator.py, which draws from this file's earlier single world.
 RUN_SD, JUDGE_SD, HETERO_SD = 0.12, 0.09, 0.05
 COMPARATOR_SD, COMPARATOR_TIE = 0.07, 0.02
-
-
-@dataclass(frozen=True)
-class Cell:
-    n_evals: int
-    delta: float
-    trials: int
-    seed: int
-    selection: Selection
-    position_bias: float
-    min_verdicts: int
-    rules: tuple[str, ...] = RULES
-    hetero: float = HETERO_SD
-    levels: int = 0
-
-
-@dataclass
-class RuleResult:
-    won: int = 0
-    by_comparator: int = 0
-    runs_used: float = 0.0  # summed over trials: mean runs per eval of each
-
-
-@dataclass
-class CellResult:
-    cell: Cell
-    point: int = 0
-    votes: int = 0
-    rules: dict[str, RuleResult] = field(default_factory=dict)
+_Z95 = NormalDist().inv_cdf(0.95)
+_RNG = random.Random(0)  # decide's rng: the sequential rule never draws from it
 
 
 def _clip(x: float) -> float:
     return min(1.0, max(0.0, x))
 
 
-class World:
+class World:  # the earlier single world, for bench/comparator.py
     """One trial's evals, with runs drawn lazily so the adaptive rule can ask for more."""
 
     def __init__(self, n_evals: int, delta: float, rng: random.Random, hetero: float,
@@ -128,207 +107,230 @@ def _side(verdict: str, child_is_a: bool) -> str:
     return "child" if (verdict == "A") == child_is_a else "parent"
 
 
-def _pair_verdict(world: World, e: int, r: int, bias: float) -> str:
-    if (e, r) not in world.verdicts:
-        qc, qp = world.child[e][r][0], world.parent[e][r][0]
-        first = _side(world.judge(qc, qp, bias), True)
-        second = _side(world.judge(qp, qc, bias), False)
-        world.verdicts[e, r] = first if first == second else "inconsistent"
-    return world.verdicts[e, r]
+def _side(verdict: str, child_is_a: bool) -> str:
+    if verdict == "TIE":
+        return "tie"
+    return "child" if (verdict == "A") == child_is_a else "parent"
 
 
-KEYS = {"child": "child_wins", "parent": "parent_wins", "tie": "ties",
-        "inconsistent": "inconsistent"}
+@dataclass(frozen=True)
+class Cell:
+    world: str
+    n_evals: int
+    delta: float
+    claim: str  # "tasks" or "general"
+    trials: int
+    seed: int
 
 
-def _adaptive(world: World, cell: Cell, rule: str, rng: random.Random) -> tuple[float, Decision]:
-    """One rule from START_RUNS runs per eval, adding a run (to the evals allot picks) while it
-    asks for more; returns the mean runs per eval and the decision."""
-    selection = replace_rule(cell.selection, rule)
-    cap = max(START_RUNS, selection.max_runs_per_eval)
-    tally = ComparisonTally()
+@dataclass
+class CellResult:
+    cell: Cell
+    won: int = 0
+    by_comparator: int = 0
+    runs: float = 0.0  # summed mean runs per eval
+    oracle: float = float("nan")  # at the rule's mean runs per eval
+    oracle_cap: float = float("nan")  # at the cap
+    one_look: float = float("nan")  # the rule's own t test, one look at α, at the same runs
+
+    @property
+    def rate(self) -> float:
+        return self.won / self.cell.trials
+
+    @property
+    def mean_runs(self) -> float:
+        return self.runs / self.cell.trials
+
+
+def _tally(verdict: np.ndarray) -> ComparisonTally:
+    wins, losses = (verdict > 0).sum(1), (verdict < 0).sum(1)
+    tally = ComparisonTally(child_wins=int(wins.sum()), parent_wins=int(losses.sum()),
+                            pairs=verdict.size)
+    tally.per_eval = {e: {"child_wins": int(w), "parent_wins": int(lost)}
+                      for e, (w, lost) in enumerate(zip(wins, losses, strict=True))}
+    return tally
+
+
+def adaptive(tr: worlds.Trial, claim: str, selection: Selection) -> tuple[int, Decision]:
+    """The rule from START_RUNS runs per eval, at each look it names, as the loop runs it."""
     runs = START_RUNS
-    want = dict.fromkeys(range(cell.n_evals), START_RUNS)
-    judged = dict.fromkeys(range(cell.n_evals), 0)
     while True:
-        world.ensure_runs(want)
-        child, parent = world.scores(want)
-        for e in range(cell.n_evals):
-            for r in range(judged[e], want[e]):
-                key = KEYS[_pair_verdict(world, e, r, cell.position_bias)]
-                counts = tally.per_eval.setdefault(e, dict.fromkeys(KEYS.values(), 0))
-                counts[key] += 1
-                setattr(tally, key, getattr(tally, key) + 1)
-                tally.pairs += 1
-            judged[e] = want[e]
-        tally.swap_consistency = 1 - tally.inconsistent / tally.pairs
-        decision = decide(child, parent, tally, selection=selection, rng=rng, judge_errors=0,
-                          total_runs=2 * sum(want.values()), first_runs=START_RUNS, look=runs)
-        used = sum(want.values()) / cell.n_evals
-        if not decision.needs_more_runs or runs >= cap:
-            return used, decision
-        more = allot(child, parent, want, look=runs, mode=selection.runs_to,
-                     share=selection.runs_share)
-        if not more.to:
-            return used, decision
-        want.update(more.to)
-        runs += 1
+        child = dict(enumerate(tr.child[:, :runs].tolist()))
+        parent = dict(enumerate(tr.parent[:, :runs].tolist()))
+        decision = decide(child, parent, _tally(tr.verdict[:, :runs]), selection=selection,
+                          rng=_RNG, first_runs=START_RUNS, look=runs, scope=claim,
+                          total_runs=2 * runs * len(child))
+        if not decision.needs_more_runs or decision.next_runs is None:
+            return runs, decision
+        runs = min(decision.next_runs, worlds.CAP)
 
 
-def replace_rule(selection: Selection, rule: str) -> Selection:
-    return selection.model_copy(update={"rule": rule})
+def _oracle(cell: Cell, runs: float) -> tuple[float, float]:
+    """(power at `runs`, power at the cap) of the known-variance fixed-sample z test."""
+    n, found = cell.n_evals, []
+    for t in range(min(cell.trials, ORACLE_TRIALS)):
+        tr = worlds.trial(cell.world, n, cell.delta, cell.claim == "tasks",
+                          (cell.seed, n, round(cell.delta * 1000) + 1000, t, 7), oracle=True)
+        found.append((tr.true_d, tr.var_sum))
+    normal = NormalDist()
+    out = []
+    for r in (runs, float(worlds.CAP)):
+        if cell.claim == "tasks":
+            out.append(float(np.mean([normal.cdf(d.mean() / np.sqrt(v.sum() / (r * n * n)) - _Z95)
+                                      for d, v in found])))
+        else:
+            delta = float(np.mean([d.mean() for d, _ in found]))
+            tau2 = float(np.mean([d.var(ddof=1) for d, _ in found])) if n > 1 else 0.0
+            var = float(np.mean([v.mean() for _, v in found]))
+            out.append(normal.cdf(delta / np.sqrt((tau2 + var / r) / n) - _Z95))
+    return out[0], out[1]
+
+
+def _one_look(cell: Cell, runs: float) -> float:
+    """Power of the rule's score test for the claim in one look at the whole α (0.05), at the
+    cell's mean runs per eval rounded: what estimating the variance costs, without the looks."""
+    r, won = max(2, round(runs)), 0
+    trials = min(cell.trials, 2 * ORACLE_TRIALS)
+    for t in range(trials):
+        tr = worlds.trial(cell.world, cell.n_evals, cell.delta, cell.claim == "tasks",
+                          (cell.seed, cell.n_evals, round(cell.delta * 1000) + 1000, t))
+        test = sequential.score_test(tr.child[:, :r].tolist(), tr.parent[:, :r].tolist(), 0.05,
+                                     "tasks" if cell.claim == "tasks" else "general")
+        won += test.low > 0
+    return won / trials
 
 
 def run_cell(cell: Cell) -> CellResult:
-    select_module.MIN_CONSISTENT_VERDICTS = cell.min_verdicts  # a module constant, per worker
+    selection = Selection()
     result = CellResult(cell)
-    for trial in range(cell.trials):
-        # One world per trial, seeded by the trial alone: every rule and every setting sees the
-        # same evals and the same first runs (common random numbers make columns comparable).
-        rng = random.Random(f"{cell.seed}:{cell.n_evals}:{cell.delta}:{trial}")
-        world = World(cell.n_evals, cell.delta, rng, cell.hetero, cell.levels)
-        world.ensure_runs(START_RUNS)
-        child, parent = world.scores(START_RUNS)
-
-        # naive 1: the point estimate
-        if sum(map(sum, child.values())) > sum(map(sum, parent.values())):
-            result.point += 1
-
-        # naive 2: three single-order votes on three random pairs, order drawn at random
-        wins = 0
-        for _ in range(3):
-            e, r = rng.randrange(cell.n_evals), rng.randrange(START_RUNS)
-            child_is_a = rng.random() < 0.5
-            qc, qp = world.child[e][r][0], world.parent[e][r][0]
-            qa, qb = (qc, qp) if child_is_a else (qp, qc)
-            wins += _side(world.judge(qa, qb, cell.position_bias), child_is_a) == "child"
-        result.votes += wins >= 2
-
-        # the rules, each with adaptive runs; every pair is judged once in each order
-        for rule in cell.rules:
-            runs, decision = _adaptive(world, cell, rule, rng)
-            got = result.rules.setdefault(rule, RuleResult())
-            got.runs_used += runs
-            if decision.decision == "won":
-                got.won += 1
-                got.by_comparator += "comparator" in decision.reason
+    for t in range(cell.trials):
+        tr = worlds.trial(cell.world, cell.n_evals, cell.delta, cell.claim == "tasks",
+                          (cell.seed, cell.n_evals, round(cell.delta * 1000) + 1000, t))
+        runs, decision = adaptive(tr, cell.claim, selection)
+        result.runs += runs
+        if decision.decision == "won":
+            result.won += 1
+            result.by_comparator += "sign test" in decision.reason
+    if cell.delta > 0:
+        result.oracle, result.oracle_cap = _oracle(cell, result.mean_runs)
+        result.one_look = _one_look(cell, result.mean_runs)
     return result
 
 
-def _rate(results: list[CellResult], rule: str, n_evals: int | None, pick) -> float:
-    """The worst promotion rate of `rule` over the cells picked (max: a bound must hold in each)."""
-    rates = [r.rules[rule].won / r.cell.trials for r in results
-             if (n_evals is None or r.cell.n_evals == n_evals) and pick(r.cell.delta)]
-    return max(rates) if rates else float("nan")
+def _find(results: list[CellResult], world: str, n: int, delta: float, claim: str) -> CellResult | None:
+    return next((r for r in results if r.cell.world == world and r.cell.n_evals == n
+                 and abs(r.cell.delta - delta) < 1e-9 and r.cell.claim == claim), None)
 
 
-def _runs(results: list[CellResult], rule: str, n_evals: int, delta: float) -> float:
-    found = [r.rules[rule].runs_used / r.cell.trials for r in results
-             if r.cell.n_evals == n_evals and abs(r.cell.delta - delta) < 1e-9]
-    return found[0] if found else float("nan")
+def _fmt(x: float | None, bound: float | None = None, higher: bool = False) -> str:
+    if x is None or x != x:
+        return "–"
+    ok = "" if bound is None else (" ok" if (x >= bound if higher else x <= bound) else " NO")
+    return f"{x:.1%}{ok}"
 
 
-def _power(results: list[CellResult], rule: str, n_evals: int, delta: float) -> float:
-    found = [r.rules[rule].won / r.cell.trials for r in results
-             if r.cell.n_evals == n_evals and abs(r.cell.delta - delta) < 1e-9]
-    return found[0] if found else float("nan")
+def report(results: list[CellResult], worlds_run: list[str], evals: list[int]) -> list[str]:
+    """Per world and eval count, for the claim made by default: the targets of issue 27."""
+    made = Selection()
+    lines, failures = [], []
+    head = (f"{'world':<12} {'evals':>5} {'claim':<7} | {'equal':>9} {'−0.05':>9} {'runs eq':>8} | "
+            f"{'+0.10':>7} {'runs':>5} {'oracle':>7} {'gap':>9} {'t 1 look':>8} {'oracle@cap':>10} | "
+            f"{'other claim +0.10':>17}")
+    lines += [head, "-" * len(head)]
+    for world in worlds_run:
+        for n in evals:
+            claim = claim_scope(made, n)
+            other = "general" if claim == "tasks" else "tasks"
+            eq, worse = _find(results, world, n, 0.0, claim), _find(results, world, n, -0.05, claim)
+            up, up_other = _find(results, world, n, 0.10, claim), _find(results, world, n, 0.10, other)
+            gap = up.oracle - up.rate if up else float("nan")
+            runs_eq = eq.mean_runs if eq else float("nan")
+            row = (f"{world:<12} {n:>5} {claim:<7} | {_fmt(eq.rate if eq else None, 0.05):>9} "
+                   f"{_fmt(worse.rate if worse else None, 0.01):>9} "
+                   f"{runs_eq:>5.2f}{' ok' if runs_eq <= 4.0 else ' NO':>3} | "
+                   f"{_fmt(up.rate if up else None):>7} {up.mean_runs if up else float('nan'):>5.2f} "
+                   f"{_fmt(up.oracle if up else None):>7} "
+                   f"{(f'{gap:+.1%}' + (' ok' if gap <= 0.10 else ' NO')) if up else '–':>9} "
+                   f"{_fmt(up.one_look if up else None):>8} "
+                   f"{_fmt(up.oracle_cap if up else None):>10} | "
+                   f"{other} {_fmt(up_other.rate if up_other else None):>9}")
+            lines.append(row)
+            if up and up.oracle_cap < 0.80:
+                failures.append(f"{world}, {n} evals, {claim}: the oracle at the cap of "
+                                f"{worlds.CAP} runs per eval reaches {up.oracle_cap:.0%}")
+    lines.append("")
+    lines.append("Cells where +0.10 cannot be found with 80% power by any rule at this budget "
+                 "(even a test that knew the true variances, at 12 runs per eval, falls short):")
+    lines += [f"  {f}" for f in failures] or ["  none"]
+    return lines
 
 
-# (what, target, how to read it off the results, True when a higher figure is better)
-TARGETS = [
-    ("runs/eval, equal child, 10 evals", 4.0, lambda rs, rule: _runs(rs, rule, 10, 0.0), False),
-    ("runs/eval, −0.05 child, 10 evals", 3.5, lambda rs, rule: _runs(rs, rule, 10, -0.05), False),
-    ("false promotions, equal child, worst eval count", 0.05,
-     lambda rs, rule: _rate(rs, rule, None, lambda d: abs(d) < 1e-9), False),
-    ("false promotions, −0.05 child, worst eval count", 0.01,
-     lambda rs, rule: _rate(rs, rule, None, lambda d: d < -1e-9), False),
-    ("power at +0.10, 10 evals", 0.80, lambda rs, rule: _power(rs, rule, 10, 0.10), True),
-    ("power at +0.05, 20 evals", 0.35, lambda rs, rule: _power(rs, rule, 20, 0.05), True),
-]
+def power_table(results: list[CellResult], evals: list[int], worlds_run: list[str]) -> dict:
+    scope: dict[str, dict[str, float]] = {"tasks": {}, "general": {}}
+    for claim in scope:
+        for n in evals:
+            found = [r.rate for w in worlds_run if (r := _find(results, w, n, 0.10, claim))]
+            if found:
+                scope[claim][str(n)] = round(median(found), 3)
+    return scope
 
 
 def main(argv: list[str] | None = None) -> int:
-    defaults = Selection()
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--trials", type=int, default=500)
+    p.add_argument("--trials", type=int, default=400)
+    p.add_argument("--quick", action="store_true",
+                   help="a CI-sized smoke: 60 trials, 3 and 10 evals, three worlds")
+    p.add_argument("--worlds", nargs="*", default=list(worlds.WORLDS), choices=worlds.WORLDS)
     p.add_argument("--evals", type=int, nargs="*", default=list(EVAL_COUNTS))
     p.add_argument("--deltas", type=float, nargs="*", default=list(DELTAS))
-    p.add_argument("--rules", nargs="*", default=list(RULES), choices=RULES)
-    p.add_argument("--hetero", type=float, default=HETERO_SD,
-                   help="sd of the per-eval spread of the child's true advantage")
-    p.add_argument("--levels", type=int, default=0,
-                   help="round observed scores to K+1 levels (0: continuous); 1 = pass/fail")
-    p.add_argument("--runs-to", default=defaults.runs_to, choices=("informative", "all"))
-    p.add_argument("--runs-share", type=float, default=defaults.runs_share)
+    p.add_argument("--claims", nargs="*", default=["tasks", "general"], choices=("tasks", "general"))
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--position-bias", type=float, default=0.3)
-    p.add_argument("--min-effect", type=float, default=defaults.min_effect)
-    p.add_argument("--majority", type=float, default=defaults.comparator_majority)
-    p.add_argument("--max-runs", type=int, default=defaults.max_runs_per_eval)
-    p.add_argument("--confidence", type=float, default=defaults.confidence)
-    p.add_argument("--samples", type=int, default=defaults.bootstrap_samples)
-    p.add_argument("--futility", type=float, default=defaults.futility)
-    p.add_argument("--min-verdicts", type=int, default=select_module.MIN_CONSISTENT_VERDICTS)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--write-power", type=Path, default=None,
+                   help="write the +0.10 power per claim and eval count (median over the worlds)")
     args = p.parse_args(argv)
-    selection = Selection(
-        min_effect=args.min_effect, comparator_majority=args.majority,
-        max_runs_per_eval=args.max_runs, confidence=args.confidence,
-        bootstrap_samples=args.samples, futility=args.futility,
-        max_judge_error_rate=defaults.max_judge_error_rate, screen_margin=defaults.screen_margin,
-        runs_to=args.runs_to, runs_share=args.runs_share,
-    )
-    rules = tuple(args.rules)
-    cells = [
-        Cell(n, d, args.trials, args.seed, selection, args.position_bias, args.min_verdicts,
-             rules, args.hetero, args.levels)
-        for n in args.evals for d in args.deltas
-    ]
+    if args.quick:
+        args.trials, args.evals = 60, [3, 10]
+        args.worlds = ["continuous", "pass/fail", "taste"]
+    cells = [Cell(w, n, d, c, args.trials, args.seed) for w in args.worlds for n in args.evals
+             for d in args.deltas for c in args.claims]
     started = time.perf_counter()
     if args.workers > 1:
         with ProcessPoolExecutor(args.workers) as pool:
-            results = list(pool.map(run_cell, cells))
+            results = list(pool.map(run_cell, cells, chunksize=4))
     else:
         results = [run_cell(c) for c in cells]
     elapsed = time.perf_counter() - started
-
-    print(
-        f"Selection rules, simulated (no model calls): min_effect={selection.min_effect} "
-        f"confidence={selection.confidence} max_runs={selection.max_runs_per_eval} "
-        f"futility={selection.futility} (sequential); majority={selection.comparator_majority} "
-        f"samples={selection.bootstrap_samples} (bootstrap); min_verdicts={args.min_verdicts} "
-        f"position_bias={args.position_bias}; start {START_RUNS} runs/eval; "
-        f"score sd≈{(RUN_SD**2 + JUDGE_SD**2) ** 0.5:.2f}; per-eval spread sd {args.hetero}; "
-        f"runs_to={selection.runs_to} runs_share={selection.runs_share}; "
-        f"score levels {args.levels or 'continuous'}"
-    )
-    head = " | ".join(f"{rule[:10]:>10} {'(by cmp)':>8} {'runs/eval':>9}" for rule in rules)
-    header = f"{'evals':>5} {'Δ_true':>7} {'trials':>6} | {head} | {'point':>6} | {'3 votes':>7}"
-    print(header)
-    print("-" * len(header))
-    for res in results:
-        c, t = res.cell, res.cell.trials
-        kind = "false" if c.delta <= 0 else "power"
-        cols = " | ".join(
-            f"{res.rules[rule].won / t:>10.1%} {res.rules[rule].by_comparator / t:>8.1%} "
-            f"{res.rules[rule].runs_used / t:>9.2f}" for rule in rules)
-        print(f"{c.n_evals:>5} {c.delta:>+7.2f} {t:>6} | {cols} | {res.point / t:>6.1%} | "
-              f"{res.votes / t:>7.1%}   {kind}")
+    s = Selection()
+    print(f"Promotion rule on a panel of worlds (no model calls): rule={s.rule} "
+          f"confidence={s.confidence} min_effect={s.min_effect} futility={s.futility} "
+          f"runs {START_RUNS}→{s.max_runs_per_eval} per eval; {args.trials} trials a cell "
+          f"(standard error of a 5% rate ≈ {np.sqrt(0.05 * 0.95 / args.trials):.1%}).")
+    print("Targets for the claim made: equal child promoted ≤ 5%, −0.05 child ≤ 1%, runs/eval "
+          "for an equal child ≤ 4.0, power at +0.10 within 10 points of the oracle.")
     print()
-    width = max(len(what) for what, *_ in TARGETS)
-    print(f"{'target':<{width}} {'bound':>6} | " + " | ".join(f"{rule:>10}" for rule in rules))
-    for what, bound, read, higher in TARGETS:
-        figures = []
-        for rule in rules:
-            x = read(results, rule)
-            ok = x >= bound if higher else x <= bound
-            shown = f"{x:.2f}" if bound > 1 else f"{x:.1%}"
-            figures.append(f"{shown + (' ok' if ok else ' NO'):>10}")
-        sign = "≥" if higher else "≤"
-        shown_bound = f"{bound:.1f}" if bound > 1 else f"{bound:.0%}"
-        print(f"{what:<{width}} {sign}{shown_bound:>5} | " + " | ".join(figures))
-    print(f"{len(results) * args.trials} trials per rule in {elapsed:.1f} s (figures read off "
-          "the cells above; a missing cell shows nan).")
+    for line in report(results, args.worlds, args.evals):
+        print(line)
+    print()
+    print("Every claim, every cell (promoted / by comparator / runs per eval; oracle at the same runs):")
+    for r in results:
+        c = r.cell
+        extra = (f"  oracle {r.oracle:.1%}  t 1 look {r.one_look:.1%}  oracle@cap {r.oracle_cap:.1%}"
+                 if c.delta > 0 else "")
+        print(f"  {c.world:<12} {c.n_evals:>3} evals {c.delta:+.2f} {c.claim:<7} "
+              f"{r.rate:>6.1%} {r.by_comparator / c.trials:>6.1%} {r.mean_runs:>5.2f}{extra}")
+    print(f"{len(results) * args.trials} trials in {elapsed:.0f} s.")
+    if args.write_power:
+        cmd = "bench/selection.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        data = {"effect": 0.10, "source": f".venv/bin/python {cmd.strip()}",
+                "worlds": f"the median over the panel's {len(args.worlds)} worlds "
+                          f"({', '.join(args.worlds)}), {args.trials} trials a cell",
+                "scope": power_table(results, args.evals, args.worlds)}
+        args.write_power.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.write_power.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(args.write_power)
+        print(f"wrote {args.write_power}")
     return 0
 
 

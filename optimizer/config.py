@@ -101,12 +101,12 @@ class Selection(Section):
     min_effect: float = Field(0.03, ge=0)
     confidence: float = Field(0.95, gt=0, lt=1)
     bootstrap_samples: int = Field(2000, ge=100)
-    max_runs_per_eval: int = Field(6, ge=1)
+    max_runs_per_eval: int = Field(12, ge=1)
     comparator_majority: float = Field(0.75, gt=0.5, le=1)
     max_judge_error_rate: float = Field(0.25, ge=0, le=1)
     max_unscored_rate: float = Field(0.5, ge=0, le=1)
     screen_margin: float = Field(0.15, ge=0)
-    futility: float = Field(0.10, ge=0, lt=1)
+    futility: float = Field(0.30, ge=0, lt=1)
     few_evals: int = Field(10, ge=1)
     # "decisive": a pair is judged in its second order only when the first is decisive (a
     # first-order tie cannot become a swap-consistent win or loss); "always": both orders.
@@ -117,6 +117,12 @@ class Selection(Section):
     # pass/fail scores, 3 identical runs often hide a rare failure) for few runs saved.
     runs_to: Literal["all", "informative"] = "all"
     runs_share: float = Field(1.0, gt=0, le=1)
+    # The claim a promotion makes: "tasks" (better on these evals; runs are the units), "general"
+    # (better on evals like these; evals are the units); "auto": tasks below few_evals evals.
+    scope: Literal["auto", "tasks", "general"] = "auto"
+    # A night's promotions as a family: "lord" (online false-discovery control, LORD++: each
+    # decision's α from the decisions before it) or "none" (each decision at 1 − confidence).
+    night: Literal["lord", "none"] = "lord"
 
 
 class Execute(Section):

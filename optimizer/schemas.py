@@ -725,6 +725,15 @@ class AddedRuns(_Exact):
     skipped_low_variance: list[int | str]  # outside selection.runs_share of the most variable d
 
 
+class NightControl(_Exact):
+    """A night's promotions as a family (search/night.py): LORD++ online false-discovery control."""
+
+    method: Literal["lord"]
+    fdr: float  # the bound on the expected share of false promotions among the night's
+    decision_index: int  # 1-based: this decision's place in the run's decided children
+    earlier_promotions: int  # won decisions before it, which earned it α
+
+
 class BenchmarkSelection(_Exact):
     """selection.json of a body child decided by the promotion rule (select.selection_json)."""
 
@@ -753,6 +762,12 @@ class BenchmarkSelection(_Exact):
     comparator_p: float | None
     promotion_power: float | None
     added_runs: list[AddedRuns] = []
+    # The claim a promotion makes: "tasks" (better on these evals) or "general" (on evals like
+    # these); files from before the claims were named were over evals, i.e. general.
+    scope: Literal["tasks", "general"] = "general"
+    next_runs: int | None = None  # the next look's runs per eval, when more were wanted
+    alpha: float | None = None  # the decision's whole false-promotion budget (the night's share)
+    night: NightControl | None = None  # the night's false-discovery control when it applied
 
 
 class TriggerSide(_Exact):
@@ -784,6 +799,12 @@ class ProbeSelection(_Exact):
     parent_metrics: TriggerSide
     dev_pass_rate: DevPassRate
     min_effect: float
+    # The body's rule with the queries as the units (issue 27); absent in files made before it.
+    rule: Literal["sequential", "bootstrap"] | None = None
+    scope: Literal["tasks", "general"] | None = None
+    alpha: float | None = None
+    comparator_p: float | None = None
+    night: NightControl | None = None
 
 
 class TargetSelection(BaseModel):

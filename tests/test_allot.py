@@ -56,6 +56,13 @@ def test_the_look_numbers_the_alpha_spent_not_the_fewest_runs():
     assert at4.look_alpha > at3.look_alpha  # the second look's share, not the first's again
 
 
+def test_runs_grow_to_the_next_look():
+    more = allot(CHILD, PARENT, COUNTS, look=4, mode="all", share=1.0, to_runs=6)
+    assert more.to == dict.fromkeys(CHILD, 5) and more.look == 6  # from 3 runs: two more each
+    assert allot(CHILD, PARENT, dict.fromkeys(CHILD, 4), look=4, mode="all", share=1.0,
+                 to_runs=6).to == dict.fromkeys(CHILD, 6)
+
+
 def test_selection_json_says_where_runs_went_and_validates():
     from dataclasses import replace
 

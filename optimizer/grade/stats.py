@@ -128,6 +128,13 @@ def t_quantile(p: float, df: int) -> float:
     return q if p > 0.5 else -q
 
 
+def t_cdf(t: float, df: int) -> float:
+    """P(T ≤ t) for Student's t with df degrees of freedom."""
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    return _t_cdf(t, df)
+
+
 def _t_cdf(t: float, df: int) -> float:
     x = df / (df + t * t)
     tail = 0.5 * _betainc(df / 2, 0.5, x)

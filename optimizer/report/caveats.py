@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.inputs.validate import small_suite
+from optimizer.search import night
 
+CLAIMS = {"tasks": "better on these", "general": "better in general, over evals like these"}
 SCORE = (0.0, 1.0)
 DELTA = (-1.0, 1.0)
 
@@ -44,9 +46,30 @@ def verdict(node: dict, by_label: dict[str, dict], best: str | None) -> str:
     if decision not in ("won", "lost", "tie") or not parent:
         return ""
     text = f"{decision} against its parent {parent}"
+    if decision == "won" and node.get("scope") in CLAIMS:
+        text += f" ({CLAIMS[node['scope']]} {'queries' if node.get('stage') == 'probe' else 'tasks'}"
+        text += ")" if node["scope"] == "tasks" else "; the sealed test checks it)"
     if decision != "won" or best is None or node["label"] == best or best not in by_label:
         return text
     return f"{text}; not the best: {_why_not_best(node, by_label[best], by_label)}"
+
+
+def promotions(nodes: list[dict]) -> str | None:
+    """"6 promotions in 20 decisions; at most 5% of such promotions are false on average": the
+    night's family of promotions and what bounds it, from the decisions' own selection.json (the
+    control they were made under), None before the promotion rule decided anything."""
+    rows = [{"version": n["label"], "stage": n.get("stage"), "decision": n.get("decision")}
+            for n in nodes if n.get("decision") in ("won", "lost", "tie")]
+    nights = [n["night"] for n in nodes if isinstance(n.get("night"), dict)]
+    ruled = [r for r in rows if r["stage"] in night.RULE_STAGES]
+    if not ruled:
+        return None
+    if nights:
+        return night.summary(rows, float(nights[0]["fdr"]))
+    alphas = [float(n["alpha"]) for n in nodes if isinstance(n.get("alpha"), int | float)]
+    if not alphas:  # decided before the rule recorded its α: say nothing it did not claim
+        return None
+    return night.summary(rows, None, max(alphas))
 
 
 def _ancestors(label: str | None, by_label: dict[str, dict]) -> list[str]:

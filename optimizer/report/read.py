@@ -140,6 +140,9 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
                 "score": v.get("score"), "pass_rate": v.get("pass_rate"),
                 "delta": d.get("delta"), "ci": _pair(d.get("ci_low"), d.get("ci_high")),
                 "reason": d.get("reason"), "comparator": selection.get("comparator"),
+                # the claim a promotion makes, and the night's control it was made under
+                "scope": selection.get("scope"), "alpha": selection.get("alpha"),
+                "night": selection.get("night"),
                 "delta_evals": selection.get("evals") or selection.get("queries"),
                 "cost_usd": round(spent.get(v["label"]) or 0.0, 6) if scoped else None,
                 "seconds": seconds_between(v.get("created_at"), end),

@@ -55,6 +55,7 @@ def status(run_dir: Path, data: read.RunData | None = None) -> dict:
             "score_ci": best.get("score_ci"), "score_evals": best.get("score_evals"),
             "verdict": best.get("verdict")},
         "other_wins": caveats.stray_wins(data.nodes, data.current_best),  # and why not the best
+        "promotions": caveats.promotions(data.nodes),  # the night's family and what bounds it
         "warnings": data.warnings,
         "spent_usd": round(data.ledger.get("spent_usd") or 0.0, 6),
         "budget_usd": budget.get("usd"),
@@ -202,6 +203,8 @@ def print_status(console: Console, info: dict) -> None:
                                  f"{pct(best['pass_rate'])}{won}", style="bold green"))
     for label, verdict in info.get("other_wins", {}).items():
         row("also won", f"{label} {verdict}")
+    if info.get("promotions"):
+        row("promotions", info["promotions"])
     budget = info.get("budget_usd")
     row("spent", f"{money(info['spent_usd'])}" + (f" of {money(budget)}" if budget else ""))
     if (info.get("estimate") or {}).get("line"):
@@ -255,4 +258,5 @@ def _test_line(test: dict) -> Text:
     delta = f"; Δ {signed(test.get('delta'))}" if test.get("delta") is not None else ""
     if test.get("train_delta") is not None:
         delta += f" (on the train evals Δ {signed(test['train_delta'])})"
-    return Text(f"evals {test.get('evals')}: " + ", ".join(parts) + delta)
+    return Text(f"evals {test.get('evals')}: " + ", ".join(parts) + delta
+                + " (the check of generality: evals the search never saw)")

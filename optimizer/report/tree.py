@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from optimizer.report import read
+from optimizer.report import caveats, read
 from optimizer.report.format import COLOURS, duration, emit, interval, money, num, pct, signed
 
 
@@ -29,6 +29,7 @@ def lineage(run_dir: Path) -> dict:
                 "current_best": data.current_best, "status": data.run.get("status"),
                 "stop_reason": data.run.get("stop_reason"), "warnings": data.warnings},
         "proposals": read.proposals(data.iterations),
+        "promotions": caveats.promotions(data.nodes),
         "count": len(nodes),
         "tree": roots,
     }
@@ -86,6 +87,8 @@ def print_lineage(console: Console, tree: dict) -> None:
     emit(console, root)
     if tree["proposals"]["proposals"]:
         emit(console, Text(read.proposals_line(tree["proposals"]), style="dim"))
+    if tree.get("promotions"):
+        emit(console, Text(tree["promotions"], style="dim"))
     if run.get("stop_reason"):
         emit(console, Text(f"stopped: {run['stop_reason']}", style="dim"))
     _warn(console, run)

@@ -60,20 +60,27 @@ def _key(e: EvalId) -> tuple[int, int, str]:
 def allot(
     child: Mapping[E, list[float]], parent: Mapping[E, list[float]],
     counts: Mapping[E, int], *, look: int, mode: Literal["all", "informative"], share: float,
+    to_runs: int | None = None,
 ) -> Allotment[E]:
-    """Which evals get one more run after the look at `look` runs. `all`: every eval (the earlier
-    rule). `informative`: not an eval whose runs were all identical on both sides; of the others
-    the ceil(share · n) with the largest variance of d, ties by eval id. An eval without scores
-    on both sides (all its runs unscored, say) counts as the least settled of all."""
+    """Which evals get more runs after the look at `look` runs, up to `to_runs` each (the next
+    look's run count; default one more). `all`: every eval. `informative`: not an eval whose runs
+    were all identical on both sides; of the others the ceil(share · n) with the largest variance
+    of d, ties by eval id. An eval without scores on both sides (all its runs unscored, say)
+    counts as the least settled of all."""
     evals = sorted(counts, key=_key)
+    target = look + 1 if to_runs is None else to_runs
+
+    def grown(e: E) -> int:
+        return max(counts[e] + 1, counts[e] + target - look)
+
     if mode == "all":
-        return Allotment(look + 1, {e: counts[e] + 1 for e in evals})
+        return Allotment(target, {e: grown(e) for e in evals})
     same = tuple(e for e in evals if identical(child.get(e, []), parent.get(e, [])))
     rest = [e for e in evals if e not in same]
     ranked = sorted(rest, key=lambda e: (-d_variance(child.get(e, []), parent.get(e, [])), _key(e)))
     chosen = ranked[: math.ceil(share * len(ranked) - _EPS)]
     low = tuple(sorted((e for e in rest if e not in chosen), key=_key))
-    return Allotment(look + 1, {e: counts[e] + 1 for e in sorted(chosen, key=_key)}, same, low)
+    return Allotment(target, {e: grown(e) for e in sorted(chosen, key=_key)}, same, low)
 
 
 def nothing_to_add(decision: Decision) -> Decision:

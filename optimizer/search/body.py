@@ -26,7 +26,7 @@ from optimizer.grade.unit import (
 )
 from optimizer.inputs.evals import EvalSet, load_evals
 from optimizer.model import scoped
-from optimizer.search import allot, evidence, lineage, select
+from optimizer.search import allot, evidence, lineage, night, select
 from optimizer.search.analyze import analyze
 from optimizer.search.compare import compare_versions
 from optimizer.search.propose import Candidate, Rejected, propose
@@ -133,8 +133,9 @@ class BodyTarget:
                 record_scores(run, label)
                 record_decision(run, label, parent, "screening", {"decision": "lost", "reason": why})
                 return True
-        # Runs per eval; after each undecided look, allot.allot says which evals get one more.
+        # Runs per eval; after each undecided look, allot.allot says which evals get more.
         counts = dict.fromkeys(run.train, runs)
+        family = night.for_decision(run.store.query(night.ROWS_SQL), s.selection, label)
         added: list[allot.Allotment[int]] = []
         while True:
             if run.interrupted():
@@ -151,17 +152,19 @@ class BodyTarget:
                     child_runs=self._dirs(label, counts), parent_runs=self._dirs(parent, counts),
                     out_dir=run.ws.comparison_dir(label), rng_seed=s.loop.seed,
                     second_order=s.selection.second_order)
-            decision = self._decide(label, parent, child_res, parent_res, tally, runs)
+            decision = self._decide(label, parent, child_res, parent_res, tally, runs,
+                                    family.alpha if family else None)
             if not (decision.needs_more_runs and runs < s.selection.max_runs_per_eval):
                 break
+            upto = decision.next_runs or runs + 1  # the next look of the rule's schedule
             more = allot.allot(eval_means(child_res), eval_means(parent_res), counts, look=runs,
-                               mode=s.selection.runs_to, share=s.selection.runs_share)
+                               mode=s.selection.runs_to, share=s.selection.runs_share, to_runs=upto)
             if not more.to:
                 decision = allot.nothing_to_add(decision)
                 break
             added.append(more)
             counts.update(more.to)
-            runs += 1
+            runs = upto
         decision = replace(decision, reason=decision.reason + allot.uneven_note(counts, added),
                            added_runs=tuple(a.as_json() for a in added))
         if run.interrupted():
@@ -171,12 +174,15 @@ class BodyTarget:
             write_benchmark(run, self.evalset, version)
         run.set_stage(f"{label}: analysis")
         await self._analyze(label, parent, decision, tally)
-        record_decision(run, label, parent, self.stage, select.selection_json(decision),
+        chosen = select.selection_json(decision)
+        if family:
+            chosen["night"] = family.as_json()
+        record_decision(run, label, parent, self.stage, chosen,
                         delta=decision.delta, ci=(decision.ci_low, decision.ci_high))
         return True
 
     def _decide(self, label: str, parent: str, child: Results, parent_res: Results,
-                tally: select.ComparisonTally, runs: int) -> select.Decision:
+                tally: select.ComparisonTally, runs: int, alpha: float | None) -> select.Decision:
         run, s = self.run, self.run.settings
         errors, total = judge_errors(child, parent_res)
         lost = unscored(child, parent_res)
@@ -190,7 +196,7 @@ class BodyTarget:
         return select.decide(eval_means(child), eval_means(parent_res), tally,
                              selection=s.selection, rng=run.rng("bootstrap", label, runs),
                              judge_errors=errors, total_runs=total, unscored=len(lost),
-                             first_runs=self.runs_per_eval, look=runs)
+                             first_runs=self.runs_per_eval, look=runs, alpha=alpha)
 
     async def _analyze(self, label: str, parent: str, decision: select.Decision,
                        tally: select.ComparisonTally) -> None:

@@ -17,12 +17,11 @@ import structlog
 from optimizer.config import Selection
 from optimizer.errors import WorkFailed
 from optimizer.execute import executor_for
-from optimizer.grade.stats import paired_bootstrap
 from optimizer.inputs import skillmd
 from optimizer.inputs.triggers import Query
 from optimizer.model import scoped
 from optimizer.schemas import TriggerFile
-from optimizer.search import evidence, lineage, probe
+from optimizer.search import evidence, lineage, night, probe, select
 from optimizer.search.propose import Candidate, Feedback, Rejected, propose
 from optimizer.search.state import RunState, mark_baseline, record_decision
 from optimizer.store.files import write_json
@@ -175,9 +174,13 @@ class DescriptionTarget:
         await self.probe(label, "validation")
         self._record(label)
         both = run.train + self.validation
+        family = night.for_decision(run.store.query(night.ROWS_SQL), run.settings.selection, label)
         chosen = decide(self.metrics(label, self.validation), self.metrics(parent, self.validation),
                         self.metrics(label, both)["pass_rate"], self.metrics(parent, both)["pass_rate"],
-                        selection=run.settings.selection, rng=run.rng("bootstrap", label))
+                        selection=run.settings.selection, rng=run.rng("bootstrap", label),
+                        alpha=family.alpha if family else None)
+        if family:
+            chosen["night"] = family.as_json()
         interval = chosen["interval"] or {}
         record_decision(run, label, parent, self.stage, chosen, delta=chosen["delta"],
                         ci=(interval.get("low"), interval.get("high")))
@@ -195,45 +198,62 @@ class DescriptionTarget:
 
 
 def decide(child: dict, parent: dict, child_dev: float | None, parent_dev: float | None, *,
-           selection: Selection, rng: random.Random) -> dict:
-    """won / lost / tie of a child description against its parent on the validation queries.
-    d per query = child pass − parent pass (each 0 or 1), over queries observed for both; Δ is
-    their mean (the accuracy difference) with the paired bootstrap interval over queries. `won`
-    when the interval lies above min_effect; `lost` when below zero. An inconclusive interval
-    (small validation splits are) has no comparator to consult, so it is settled by Δ itself,
-    with train and validation together as the check against luck: `won` when Δ > 0 and that
-    accuracy did not drop, `lost` when Δ < 0, `tie` (the parent stays) otherwise."""
+           selection: Selection, rng: random.Random, alpha: float | None = None) -> dict:
+    """won / lost / tie of a child description against its parent on the validation queries, by
+    the body's promotion rule (select.decide) with the queries as the evals and their probes as
+    the runs: d per query = child share of right probes − parent share, over queries observed
+    for both; Δ their mean (the accuracy difference), under the claim selection.scope gives for
+    that many queries (`auto`: "better on these queries" below selection.few_evals), in one look
+    at the decision's whole α (no probes are added). An inconclusive interval is a `tie`: the
+    parent stays. A child that wins on validation while its accuracy on train and
+    validation together dropped is a `tie` too (the check against luck)."""
     both = sorted(set(child["per_query"]) & set(parent["per_query"]), key=int)
-    ds = [float(child["per_query"][q]["passed"]) - float(parent["per_query"][q]["passed"]) for q in both]
-    out = {"delta": None, "interval": None, "queries": len(ds), "split": "validation",
+    out = {"delta": None, "interval": None, "queries": len(both), "split": "validation",
            # Named apart from "parent", which selection.json uses for the parent's label.
            "child_metrics": {k: child[k] for k in ("pass_rate", "precision", "recall", "f1", "constant_signal")},
            "parent_metrics": {k: parent[k] for k in ("pass_rate", "precision", "recall", "f1", "constant_signal")},
            "dev_pass_rate": {"child": child_dev, "parent": parent_dev}, "min_effect": selection.min_effect}
-    if not ds:
+    if not both:
         return {**out, "decision": "tie", "reason": "tie: no validation query has probe results "
                 "for both the child and the parent."}
-    delta, low, high = paired_bootstrap(ds, confidence=selection.confidence,
-                                        samples=selection.bootstrap_samples, rng=rng)
-    out.update(delta=round(delta, 6), interval={"low": round(low, 6), "high": round(high, 6),
-                                                "confidence": selection.confidence})
-    where = (f"validation accuracy Δ = {delta:+.3f} with {selection.confidence:.0%} interval "
-             f"[{low:+.3f}, {high:+.3f}] over {len(ds)} queries")
+    child_runs, parent_runs = _runs(child, both), _runs(parent, both)
+    runs = min(len(r) for r in (*child_runs.values(), *parent_runs.values()))
+    # Each query was probed `runs` times: one look at the whole α, no runs to add.
+    one_look = selection.model_copy(update={"rule": "sequential", "max_runs_per_eval": runs})
+    made = select.decide(child_runs, parent_runs, None, selection=one_look, rng=rng,
+                         first_runs=runs, look=runs, alpha=alpha)
+    out.update(delta=_round(made.delta), interval=None if made.ci_low is None else {
+        "low": round(made.ci_low, 6), "high": round(made.ci_high or 0.0, 6),
+        "confidence": made.confidence}, rule="sequential", scope=made.scope, alpha=_round(made.alpha),
+        comparator_p=None)
+    verdict, why = made.decision, made.reason.replace(" evals ×", " validation queries ×")
+    why = why.replace("Δ =", "validation accuracy Δ =", 1).replace(" evals", " queries")
+    why = why.replace(" per eval", " per query").replace("these tasks", "these queries")
     kept = child_dev is not None and parent_dev is not None and child_dev >= parent_dev - _EPS
-    if low > selection.min_effect + _EPS:
-        verdict, why = "won", f"won: {where} lies above the minimum effect {selection.min_effect}."
-    elif high < -_EPS:
-        verdict, why = "lost", f"lost: {where} lies below zero."
-    elif delta > _EPS and kept:
-        verdict, why = "won", (f"won: {where} is inconclusive, but Δ > 0 and the accuracy on train "
-                               f"and validation did not drop ({parent_dev} → {child_dev}).")
-    elif delta < -_EPS:
-        verdict, why = "lost", f"lost: {where} is inconclusive and Δ < 0."
-    elif delta > _EPS:
-        verdict, why = "tie", (f"tie: {where} is inconclusive, and the accuracy on train and "
-                               f"validation dropped ({parent_dev} → {child_dev}).")
-    else:
-        verdict, why = "tie", f"tie: {where}; the parent stays."
+    if verdict == "won" and not kept:
+        verdict, why = "tie", (f"tie: {why[len('won: '):]} But the accuracy on train and "
+                               f"validation together dropped ({parent_dev} → {child_dev}), so the "
+                               "parent stays.")
     if child["constant_signal"]:
         why += f" The child's signal is constant (it triggers {child['constant_signal']})."
     return {**out, "decision": verdict, "reason": why}
+
+
+def _runs(side: dict, queries: list[str]) -> dict[str, list[float]]:
+    """Each probe of a query as a unit score: 1 when the router did what the query wants. The
+    metrics keep a query's trigger rate over its probes; the probes are rebuilt from it."""
+    out = {}
+    for q in queries:
+        row = side["per_query"][q]
+        n = max(1, int(row.get("runs") or 1))
+        if "rate" not in row:  # a caller with pass/fail only: one probe
+            out[q] = [float(row["passed"])]
+            continue
+        fired = round(float(row["rate"]) * n)
+        right = fired if row.get("should_trigger", True) else n - fired
+        out[q] = [1.0] * right + [0.0] * (n - right)
+    return out
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)

@@ -6,11 +6,14 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Generic, Literal, TypedDict, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar
 
 from optimizer.config import Selection
 from optimizer.grade.stats import mean, paired_bootstrap
 from optimizer.search import sequential
+from optimizer.search.parents import VersionScores as VersionScores
+from optimizer.search.parents import pareto_front as pareto_front
+from optimizer.search.parents import select_parent as select_parent
 
 EvalId = int | str
 # One kind of id per call: the body target's evals are ints, a caller may key by names.
@@ -66,6 +69,11 @@ class Decision:
     promotion_power: float | None = None  # sequential: conditional power when runs continued
     max_runs: int = 0  # the most runs of any paired eval (extra runs go where they inform)
     added_runs: tuple[dict[str, Any], ...] = ()  # where each look's extra runs went (allot.py)
+    # what a promotion claims: "tasks" (better on these evals; runs are the units) or "general"
+    # (better on evals like these; evals are the units). The bootstrap rule's unit is the eval.
+    scope: str = "general"
+    next_runs: int | None = None  # sequential: runs per eval of the next look, when wanted
+    alpha: float | None = None  # sequential: this decision's whole false-promotion budget
 
 
 class _Common(TypedDict):
@@ -139,13 +147,18 @@ def decide(
     unscored: int = 0,
     first_runs: int = 1,
     look: int | None = None,
+    scope: str | None = None,
+    alpha: float | None = None,
 ) -> Decision:
     """won / lost / tie by DESIGN §8, under selection.rule: `sequential` (sequential.look, the
     default) or `bootstrap`, the earlier rule kept selectable: a fixed-level percentile bootstrap
     whose interval is "inconclusive" when neither above min_effect nor below zero; only then may
     the comparator decide by its majority, and only then are runs added. Under both the comparator
     may promote when Δ ≥ 0 and demote only when the interval is not above zero. `look` numbers
-    the look (the loop's runs per eval) when evals have run different counts; default the fewest."""
+    the look (the loop's runs per eval) when evals have run different counts; default the fewest.
+    `scope` ("tasks", "general"; default selection.scope, whose "auto" is tasks below
+    selection.few_evals evals) is the claim a promotion makes; `alpha` (default 1 − confidence)
+    the decision's false-promotion budget, smaller under the night's control (search/night.py)."""
     ds = paired_differences(child_scores, parent_scores)
     comparator = _comparator_view(tally)
     error_rate = judge_errors / total_runs if total_runs else 0.0
@@ -179,17 +192,22 @@ def decide(
         )
     if selection.rule == "sequential":
         tally = tally or ComparisonTally()
+        order = sorted(ds, key=_order)  # a stated order: sums do not depend on the caller's
         seen = sequential.look(
-            list(ds.values()), tally.child_wins, tally.parent_wins,
+            [child_scores[e] for e in order], [parent_scores[e] for e in order],
+            tally.child_wins, tally.parent_wins,
             {e: tally.per_eval[e] for e in tally.per_eval if e in ds}, runs=look,
             max_runs=selection.max_runs_per_eval, first_runs=first_runs, confidence=selection.confidence,
             min_effect=selection.min_effect, futility=selection.futility,
-            min_verdicts=MIN_CONSISTENT_VERDICTS)
+            min_verdicts=MIN_CONSISTENT_VERDICTS, scope=claim_scope(selection, len(ds), scope),
+            alpha=alpha)
         common["confidence"] = seen.confidence  # the reported interval's, at this look's α
         return Decision(
             seen.decision, seen.reason + left_out, seen.delta, seen.low, seen.high,
             needs_more_runs=seen.needs_more_runs, futile=seen.futile, look_alpha=seen.look_alpha,
-            comparator_p=seen.comparator_p, promotion_power=seen.promotion_power, **common)
+            comparator_p=seen.comparator_p, promotion_power=seen.promotion_power, scope=seen.scope,
+            next_runs=seen.next_runs, alpha=1 - selection.confidence if alpha is None else alpha,
+            **common)
     delta, low, high = paired_bootstrap(
         list(ds.values()), confidence=selection.confidence,
         samples=selection.bootstrap_samples, rng=rng,
@@ -224,6 +242,22 @@ def decide(
     elif side == "parent":
         words = f"{words}, but the interval is above zero"
     return made("tie", f"tie: {where} is inconclusive, and {words}{more}.")
+
+
+def claim_scope(selection: Selection, n_evals: int, asked: str | None = None) -> sequential.Scope:
+    """The claim a promotion makes: the one asked, else selection.scope; "auto" is `tasks` below
+    selection.few_evals evals (where `general` has too few units to find anything) and
+    `general` from there on."""
+    chosen = asked or selection.scope
+    if chosen == "auto":
+        return "tasks" if n_evals < selection.few_evals else "general"
+    if chosen not in ("tasks", "general"):
+        raise ValueError(f"unknown scope {chosen!r}: use tasks, general or auto")
+    return "tasks" if chosen == "tasks" else "general"
+
+
+def _order(e: EvalId) -> tuple[int, int, str]:
+    return (0, e, "") if isinstance(e, int) else (1, 0, str(e))
 
 
 def _left_out(unscored: int, total: int, excluded: tuple[EvalId, ...]) -> str:
@@ -279,6 +313,9 @@ def selection_json(decision: Decision) -> dict[str, Any]:
         "comparator_p": _num(data["comparator_p"]),
         "promotion_power": _num(data["promotion_power"]),
         "added_runs": list(data["added_runs"]),
+        "scope": data["scope"],
+        "next_runs": data["next_runs"],
+        "alpha": _num(data["alpha"]),
     }
 
 
@@ -313,68 +350,6 @@ def screen(
             f"−{margin} (clearly worse than the parent)."
         )
     return True, f"passed screening: mean difference {d:+.3f} over {len(shared)} evals ≥ −{margin}."
-
-
-@dataclass(frozen=True)
-class VersionScores(Generic[E]):
-    label: str
-    per_eval: dict[E, float]
-    is_best: bool = False
-
-
-def _dominates(a: VersionScores[E], b: VersionScores[E]) -> bool:
-    shared = [e for e in a.per_eval if e in b.per_eval]
-    if not shared:
-        return False
-    return all(a.per_eval[e] >= b.per_eval[e] - _EPS for e in shared) and any(
-        a.per_eval[e] > b.per_eval[e] + _EPS for e in shared
-    )
-
-
-def pareto_front(versions: Sequence[VersionScores[E]]) -> list[str]:
-    """Labels of versions no other version dominates (≥ on every shared eval, > on one)."""
-    return [
-        v.label for v in versions
-        if not any(_dominates(o, v) for o in versions if o.label != v.label)
-    ]
-
-
-def _leads(versions: Sequence[VersionScores[E]]) -> dict[str, int]:
-    """How many evals each version leads; a tie for the lead counts for every leader."""
-    evals = {e for v in versions for e in v.per_eval}
-    leads = {v.label: 0 for v in versions}
-    for e in evals:
-        best = max(v.per_eval[e] for v in versions if e in v.per_eval)
-        for v in versions:
-            if e in v.per_eval and v.per_eval[e] >= best - _EPS:
-                leads[v.label] += 1
-    return leads
-
-
-def _best(versions: Sequence[VersionScores[E]]) -> str:
-    flagged = [v.label for v in versions if v.is_best]
-    if flagged:
-        return flagged[0]
-    return max(versions, key=lambda v: mean(list(v.per_eval.values())) if v.per_eval else -1).label
-
-
-def select_parent(
-    versions: Sequence[VersionScores[E]], *, strategy: Literal["best", "pareto"], rng: random.Random
-) -> str:
-    """`best`: the current best. `pareto` (GEPA): a version on the per-eval Pareto front, drawn
-    with weight = evals it leads, so a version that is best somewhere keeps getting chances."""
-    if not versions:
-        raise ValueError("select_parent needs at least one version")
-    if strategy == "best":
-        return _best(versions)
-    if strategy != "pareto":
-        raise ValueError(f"unknown parent selection strategy {strategy!r}")
-    front = set(pareto_front(versions))
-    leads = _leads(versions)
-    labels = [v.label for v in versions if v.label in front and leads[v.label] > 0]
-    if not labels:
-        return _best(versions)
-    return rng.choices(labels, weights=[leads[label] for label in labels], k=1)[0]
 
 
 def choose_minibatch(

@@ -1,93 +1,185 @@
-"""The sequential promotion rule's statistics (DESIGN §8, docs/selection.md): one look per number of
-runs per eval, each allowed a fixed share of the false-promotion budget, two tests per look (the
-scores and the blind comparator), and a futility stop. Pure: no rng, no files, no clock.
+"""The sequential promotion rule's statistics (DESIGN §8 and §16, docs/selection.md): looks at a
+few run counts (3, 4, 6, 9, 12 runs per eval by default), each allowed a fixed share of the
+false-promotion budget, two tests per look (the scores and the blind comparator), a futility stop
+and a claim (`scope`) that says what the evidence is about. Pure: no rng, no files, no clock.
 
-Why this shape: the loop re-tests after every added run, and re-testing a fixed 95% interval
-inflates the error rate with each look. Spending α = 1 − confidence across the looks and across
-the two tests bounds the chance of ever promoting an equal child by α (a union bound), whatever
-the looks' correlation and however early the loop stops."""
+Why this shape: re-testing a fixed 95% interval after every added run inflates the error rate
+with each look. Spending α across the looks and across the two tests bounds the chance of ever
+promoting an equal child by α (a union bound, whatever the looks' correlation), provided each
+look's own test holds its level; bench/selection.py measures that on a panel of noise worlds
+rather than trusting it.
+
+Two claims:
+- `tasks`: better on these evals. The evals are fixed and the runs are the units: Δ's standard
+  error comes from the run-to-run variance within each eval (pooled over evals and sides), with
+  Σ(runs − 1) degrees of freedom. Valid and powerful at 3 to 8 evals.
+- `general`: better on evals like these. The evals are the units: Student-t over the per-eval
+  differences with evals − 1 degrees of freedom, never narrower than the `tasks` error.
+Neither can collapse: a pseudo-observation of the largest variance a [0, 1] score can have is
+pooled into every variance, so identical runs never give a zero-width interval."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from statistics import NormalDist
 from typing import Any, Literal
 
-from optimizer.grade.stats import mean, stddev, t_quantile
+from optimizer.grade.stats import mean, t_cdf
+from optimizer.grade.stats import t_quantile as _t_quantile
 
-# Cumulative share of α spent by the k-th of K looks: (k/K)^SPEND_POWER. 3 keeps a little for the
-# first look (clear children stop there) and most for the last, best-informed one; with 1 or 2
-# bench/selection.py measured less power at +0.10 and the same false-promotion rate.
+Scope = Literal["tasks", "general"]
+# Cumulative share of α spent by a look at r of R runs per eval: (r/R)^SPEND_POWER. 3 keeps a
+# little for the first look (clear children stop there) and most for the last, best-informed one.
 SPEND_POWER = 3.0
-# The scores and the comparator each get half of α: neither test can spend the other's share.
-SCORE_SHARE = 0.5
+# Under `general` the scores get this share of each look's α, the comparator the rest: neither test
+# can spend the other's share. The comparator's test carried 1–9% of the wins in bench/selection.py
+# at 10–50 evals, so it gets a tenth. Under `tasks` the scores get all of it: the comparator's
+# test has evals as its units, too few below 10 evals to decide at these levels (t, 2 to 8 df).
+SCORE_SHARE = 0.9
+
+
+def score_share(scope: Scope) -> float:
+    return 1.0 if scope == "tasks" else SCORE_SHARE
+# The look after r runs per eval is at floor(GROWTH·r) runs (at least r + 1, at most the cap): 3, 4,
+# 6, 9, 12. The first extension is one run, so an equal child that futility lets through costs
+# little (≤ 4.0 runs per eval in bench/selection.py; 3, 5, 8, 12 gave 4.0–4.4); later ones grow.
+GROWTH = 1.5
+# Every variance pools in PRIOR_N pseudo-observations of PRIOR_VAR, the largest variance a score in
+# [0, 1] can have: identical runs then never make an interval collapse, and because no real
+# variance exceeds it, the pooled figure can only err on the wide side. A quarter of one: a whole
+# one nearly doubled the variance of 3 evals × 3 continuous runs and cost 1–3 points of power.
+PRIOR_VAR, PRIOR_N = 0.25, 0.25
 _NORMAL = NormalDist()
+_EPS = 1e-12
+
+
+@lru_cache(maxsize=4096)
+def t_quantile(p: float, df: int) -> float:
+    return _t_quantile(p, df)
+
+
+def schedule(first_runs: int, max_runs: int) -> tuple[int, ...]:
+    """The run counts per eval at which the rule looks: first_runs, then ×GROWTH, up to the cap."""
+    first = max(1, first_runs)
+    if first >= max_runs:
+        return (first,)
+    looks = [first]
+    while looks[-1] < max_runs:
+        looks.append(min(max_runs, max(looks[-1] + 1, math.floor(GROWTH * looks[-1] + _EPS))))
+    return tuple(looks)
+
+
+def next_look(runs: int, first_runs: int, max_runs: int) -> int | None:
+    """The run count of the next look after `runs`, or None at or past the cap."""
+    return next((r for r in schedule(first_runs, max_runs) if r > runs), None)
 
 
 def look_alpha(alpha: float, runs: int, max_runs: int, first_runs: int = 1) -> float:
-    """α this look may spend: α·[(k/K)^p − ((k−1)/K)^p] for the k-th of K possible looks, from
-    first_runs to max_runs runs per eval. Summed over the K looks it is α."""
-    first = max(1, min(first_runs, max_runs))
-    k = max(1, min(runs, max_runs) - first + 1)
-    looks = max_runs - first + 1
-    return alpha * ((k / looks) ** SPEND_POWER - ((k - 1) / looks) ** SPEND_POWER)
+    """α the look at `runs` runs per eval may spend: α·[(r/R)^p − (r'/R)^p], r' the previous look
+    of the schedule. A run count that is not a look spends nothing (a caller adding one run at a
+    time reaches the next look); past the cap it is the last look. Summed over the looks it is α."""
+    looks = schedule(first_runs, max_runs)
+    runs = min(runs, looks[-1])
+    if runs not in looks:
+        return 0.0
+    k = looks.index(runs)
+    top = looks[-1]
+    before = (looks[k - 1] / top) ** SPEND_POWER if k else 0.0
+    return alpha * ((runs / top) ** SPEND_POWER - before)
 
 
 @dataclass(frozen=True)
 class ScoreTest:
     delta: float
-    low: float  # one-sided bounds at the look's score α (the reported interval)
+    low: float  # one-sided bounds at the test's α, inside [−1, 1] (the reported interval)
     high: float
     t: float  # the Student-t quantile behind them
     se: float
+    df: int
+    scope: Scope
+    varied: bool  # some eval's runs differed on some side (or none was repeated)
 
 
-def score_test(ds: Sequence[float], alpha: float) -> ScoreTest:
-    """Student-t bounds on the mean per-eval difference. Not a bootstrap: over 3–10 evals a
-    percentile bootstrap is far too narrow (it ignores that s itself is estimated from n points);
-    t(n−1) widens with few evals as it should. One eval gives an unbounded interval."""
+def _within(child: Sequence[Sequence[float]], parent: Sequence[Sequence[float]]) -> tuple[float, int, bool]:
+    """(pooled run variance with the pseudo-observation, its degrees of freedom, any run varied)."""
+    ss, df = 0.0, 0
+    for runs in (*child, *parent):
+        if len(runs) >= 2:
+            m = mean(runs)
+            ss += math.fsum((x - m) ** 2 for x in runs)
+            df += len(runs) - 1
+    # With one run a side there was nothing to repeat: "no run varied" says nothing then.
+    return (ss + PRIOR_N * PRIOR_VAR) / (df + PRIOR_N), df, ss > _EPS or df == 0
+
+
+def score_test(child: Sequence[Sequence[float]], parent: Sequence[Sequence[float]], alpha: float,
+               scope: Scope) -> ScoreTest:
+    """One-sided Student-t bounds at α on Δ = mean over evals of d = mean child − mean parent.
+    `tasks`: se² = Σ s²(1/n_child + 1/n_parent)/E², s² the pooled run variance, Σ(n − 1) df.
+    `general`: se² = the larger of s²_d/E (s²_d over evals) and the `tasks` se², E − 1 df; with
+    one run a side s²_d pools a pseudo-observation instead. Without runs to pool (one run each)
+    `tasks` falls back to `general`."""
+    ds = [mean(c) - mean(p) for c, p in zip(child, parent, strict=True)]
     n, delta = len(ds), mean(ds)
-    if n < 2:
-        return ScoreTest(delta, -math.inf, math.inf, math.inf, math.inf)
-    se = stddev(ds) / math.sqrt(n)
-    t = t_quantile(1 - alpha, n - 1)
-    return ScoreTest(delta, delta - t * se, delta + t * se, t, se)
+    pooled, df_w, varied = _within(child, parent)
+    within = math.fsum(pooled * (1 / len(c) + 1 / len(p)) for c, p in zip(child, parent, strict=True)) / n**2
+    if scope == "tasks" and df_w > 0:
+        df = df_w
+        se = math.sqrt(within)
+    else:
+        scope = "general"
+        if n < 2:
+            return ScoreTest(delta, -1.0, 1.0, math.inf, math.inf, 0, scope, varied)
+        ss_d = math.fsum((d - delta) ** 2 for d in ds)
+        if df_w:  # the run-to-run variance is the floor: d cannot vary less than its runs do
+            se = math.sqrt(max(ss_d / (n - 1) / n, within))
+        else:  # one run a side (the description's queries): a pseudo-observation is the floor
+            se = math.sqrt((ss_d + PRIOR_N * 2 * PRIOR_VAR) / (n - 1 + PRIOR_N) / n)
+        df = n - 1
+    t = t_quantile(1 - alpha, df) if alpha > 0 else math.inf
+    # The true Δ of scores in [0, 1] lies in [−1, 1]: cutting there never uncovers it.
+    low = max(-1.0, min(1.0, delta - t * se))
+    high = min(1.0, max(-1.0, delta + t * se))
+    return ScoreTest(delta, low, high, t, se, df, scope, varied)
 
 
 @dataclass(frozen=True)
 class ComparatorTest:
     wins: int
     losses: int
-    z: float  # for the child: > 0 when it wins more; 0 when too few verdicts
+    z: float  # the t statistic for the child: > 0 when it wins more; 0 when too few verdicts
     p_child: float  # one-sided p-values
     p_parent: float
+    df: int = 0
 
 
 def comparator_test(
     wins: int, losses: int, per_eval: Mapping[Any, Mapping[str, int]], min_verdicts: int
 ) -> ComparatorTest:
-    """A sign test on the decisive swap-consistent verdicts, z = (w − l ∓ 1)/√V with a continuity
-    correction. V is the larger of the binomial variance (w + l) and the between-eval variance of
-    the per-eval margins: verdicts of one eval share its difficulty, and counting them as
-    independent would overstate the evidence when one eval carries the margin."""
-    n = wins + losses
-    if n < min_verdicts:
+    """A sign test over evals: per eval the margin m = (w − l)/(w + l) of its decisive
+    swap-consistent verdicts, their mean tested by Student-t with (evals with verdicts − 1) df.
+    Evals are the units because verdicts of one eval share its difficulty and the comparator's
+    taste for it; the variance is never below the binomial one (1/(w + l) per eval), so margins
+    that happen to agree cannot make it collapse. Fewer than two such evals never decide."""
+    if wins + losses < min_verdicts:
         return ComparatorTest(wins, losses, 0.0, 1.0, 1.0)
-    variance = float(n)
-    margins = [(c.get("child_wins", 0) - c.get("parent_wins", 0),
-                c.get("child_wins", 0) + c.get("parent_wins", 0)) for c in per_eval.values()]
-    margins = [m for m in margins if m[1]]
-    if len(margins) >= 2:
-        rate = (wins - losses) / n
-        spread = math.fsum((x - k * rate) ** 2 for x, k in margins)
-        variance = max(variance, spread * len(margins) / (len(margins) - 1))
-    root = math.sqrt(variance)
-    z = (wins - losses) / root
-    p_child = 1 - _NORMAL.cdf((wins - losses - 1) / root)
-    p_parent = 1 - _NORMAL.cdf((losses - wins - 1) / root)
-    return ComparatorTest(wins, losses, z, p_child, p_parent)
+    margins, floor = [], 0.0
+    for counts in per_eval.values():
+        w, lost = counts.get("child_wins", 0), counts.get("parent_wins", 0)
+        if w + lost:
+            margins.append((w - lost) / (w + lost))
+            floor += 1 / (w + lost)
+    k = len(margins)
+    if k < 2:
+        return ComparatorTest(wins, losses, 0.0, 1.0, 1.0)
+    m = mean(margins)
+    spread = math.fsum((x - m) ** 2 for x in margins) / (k - 1)
+    se = math.sqrt(max(spread / k, floor / k**2))
+    z = m / se
+    return ComparatorTest(wins, losses, z, 1 - t_cdf(z, k - 1), t_cdf(z, k - 1), k - 1)
 
 
 def conditional_power(z_now: float, fraction: float, z_final: float) -> float:
@@ -100,27 +192,22 @@ def conditional_power(z_now: float, fraction: float, z_final: float) -> float:
     return _NORMAL.cdf((z_now / math.sqrt(fraction) - z_final) / math.sqrt(1 - fraction))
 
 
-def promotion_power(
-    scores: ScoreTest, comparator: ComparatorTest, *, n_evals: int, runs: int, max_runs: int,
-    first_runs: int, alpha: float,
-) -> float:
-    """The better of the two tests' conditional power to promote at the last look (R runs per
-    eval), with runs per eval as the information fraction. Approximate for the scores (adding
-    runs does not shrink the between-eval spread), but futility only ever stops runs, so a wrong
-    guess costs power, never a false promotion."""
+def promotion_power(scores: ScoreTest, *, runs: int, max_runs: int, first_runs: int,
+                    alpha: float) -> float:
+    """The score test's conditional power to promote at the last look, with runs per eval as the
+    information fraction. The comparator's is left out: counting the better of two noisy guesses
+    kept equal children running (4.2–4.4 runs per eval in bench/selection.py) for 1–9% of the
+    wins. Approximate for `general` (more runs do not shrink the between-eval spread), but
+    futility only ever stops runs: a wrong guess costs power, never a false promotion."""
+    if not scores.df:
+        return 0.0
     fraction = min(1.0, runs / max_runs)
     last = look_alpha(alpha, max_runs, max_runs, first_runs)
-    cmp_final = _NORMAL.inv_cdf(1 - last * (1 - SCORE_SHARE))
-    cp_cmp = conditional_power(comparator.z, fraction, cmp_final)
-    if n_evals < 2:
-        return cp_cmp
-    score_final = t_quantile(1 - last * SCORE_SHARE, n_evals - 1)
+    final_df = scores.df if scores.scope == "general" else round(scores.df * max_runs / runs)
+    score_final = t_quantile(1 - last * score_share(scores.scope), max(1, final_df))
     # Against zero, not min_effect: a bound above zero wins too when the comparator agrees.
-    if scores.se == 0:
-        z_score = math.inf if scores.delta > 0 else -math.inf
-    else:
-        z_score = scores.delta / scores.se
-    return max(cp_cmp, conditional_power(z_score, fraction, score_final))
+    z_score = scores.delta / scores.se if scores.se > 0 else math.copysign(math.inf, scores.delta)
+    return conditional_power(z_score, fraction, score_final)
 
 
 @dataclass(frozen=True)
@@ -138,71 +225,90 @@ class Look:
     look_alpha: float
     comparator_p: float
     promotion_power: float | None
+    scope: Scope = "general"
+    next_runs: int | None = None  # the runs per eval of the next look, when runs are wanted
 
 
-def _bound(x: float) -> float | None:
-    return None if math.isinf(x) else x
+CLAIM = {"tasks": "better on these tasks", "general": "better in general"}
 
 
 def look(
-    ds: Sequence[float], wins: int, losses: int, per_eval: Mapping[Any, Mapping[str, int]], *,
-    runs: int, max_runs: int, first_runs: int, confidence: float, min_effect: float,
-    futility: float, min_verdicts: int,
+    child: Sequence[Sequence[float]], parent: Sequence[Sequence[float]], wins: int, losses: int,
+    per_eval: Mapping[Any, Mapping[str, int]], *, runs: int, max_runs: int, first_runs: int,
+    confidence: float, min_effect: float, futility: float, min_verdicts: int,
+    scope: Scope = "general", alpha: float | None = None,
 ) -> Look:
-    """won / lost / tie at this look. won: the score bound clears min_effect, or clears zero with
-    more comparator wins than losses, or the sign test favours the child at this look's α and
-    Δ ≥ 0. lost: the plain interval at `confidence` is below zero, or the sign test favours the
-    parent and the lower bound is not above zero. Otherwise more runs, unless runs are at the cap
-    or the conditional power to promote is below `futility`."""
-    alpha = 1 - confidence
+    """won / lost / tie at this look, for the claim `scope`. won: the score bound clears
+    min_effect, or clears zero with more comparator wins than losses, or the comparator's test
+    favours the child at this look's α and Δ ≥ 0. lost: the plain interval at `confidence` is
+    below zero, or the comparator favours the parent and the lower bound is not above zero.
+    Otherwise more runs, unless runs are at the cap or the conditional power to promote is below
+    `futility`. `alpha` (default 1 − confidence) is this decision's whole budget: the night's
+    false-discovery control (search/night.py) passes a smaller one."""
+    alpha = 1 - confidence if alpha is None else alpha
     spent = look_alpha(alpha, runs, max_runs, first_runs)
-    a_score, a_cmp = spent * SCORE_SHARE, spent * (1 - SCORE_SHARE)
-    s = score_test(ds, a_score)
+    share = score_share(scope)
+    a_score, a_cmp = spent * share, spent * (1 - share)
+    s = score_test(child, parent, a_score, scope)
     c = comparator_test(wins, losses, per_eval, min_verdicts)
-    n = len(ds)
+    n = len(child)
     level = 1 - 2 * a_score
+    claim = f"the claim: {CLAIM[s.scope]}"
     where = (f"Δ = {s.delta:+.3f} with {level:.1%} Student-t interval [{s.low:+.3f}, {s.high:+.3f}] "
-             f"over {n} evals × {runs} runs (this look spends α = {spent:.4f} of {alpha:.2f})")
-    if n < 2:
+             f"over {n} evals × {runs} runs ({claim}; this look spends α = {spent:.4f} of "
+             f"{alpha:.3g})")
+    if math.isinf(s.se):
         where = f"Δ = {s.delta:+.3f} over 1 eval × {runs} runs (no interval from one eval)"
     votes = (f"the comparator favoured the child in {wins} and the parent in {losses} decisive "
              f"swap-consistent verdicts")
+    upcoming = next_look(runs, first_runs, max_runs)
 
-    def out(decision: Literal["won", "lost", "tie"], reason: str, more: bool = False, futile: bool = False,
-            power: float | None = None) -> Look:
-        return Look(decision, reason, s.delta, _bound(s.low), _bound(s.high), level, more, futile,
-                    spent, c.p_child, power)
+    def out(decision: Literal["won", "lost", "tie"], reason: str, more: bool = False,
+            futile: bool = False, power: float | None = None) -> Look:
+        return Look(decision, reason, s.delta, None if math.isinf(s.se) else s.low,
+                    None if math.isinf(s.se) else s.high, level, more, futile, spent, c.p_child,
+                    power, s.scope, upcoming if more else None)
 
-    if s.low > min_effect:
+    if spent <= 0 and upcoming is not None:
+        return out("tie", f"tie: {runs} runs per eval is not a look of this rule (looks at "
+                          f"{', '.join(map(str, schedule(first_runs, max_runs)))}); more runs are "
+                          f"needed, up to {upcoming} per eval.", more=True)
+    # With no run-to-run variation the data cannot show their own noise: the first look never
+    # promotes on the scores alone then (the floor keeps later looks honest).
+    blind = not s.varied and runs <= first_runs
+    if s.low > min_effect and not blind:
         return out("won", f"won: {where} lies above the minimum effect {min_effect}.")
-    if s.low > 0 and wins > losses:
+    if s.low > 0 and wins > losses and not blind:
         # No extra α: this is a subset of "the bound is above zero", whose chance for an equal
         # child is the score share already spent; the comparator only has to agree.
         return out("won", f"won: {where} lies above zero though not above the minimum effect "
                           f"{min_effect}, and {votes}.")
     # Losing is not promoting: the parent stays either way, so `lost` needs no share of the
     # spent α, only the plain two-sided interval at the configured confidence below zero.
-    worse = score_test(ds, alpha / 2)
+    worse = score_test(child, parent, (1 - confidence) / 2, scope)
     if worse.high < 0:
         return out("lost", f"lost: {where}; its {confidence:.0%} upper bound {worse.high:+.3f} "
                            "lies below zero.")
-    if c.p_child <= a_cmp and s.delta >= 0:
-        return out("won", f"won: {where} is inconclusive, and {votes} (sign test p = "
-                          f"{c.p_child:.4f} ≤ {a_cmp:.4f}).")
-    if c.p_parent <= a_cmp and s.low <= 0:
-        return out("lost", f"lost: {where} straddles zero, and {votes} (sign test p = "
-                           f"{c.p_parent:.4f} ≤ {a_cmp:.4f}).")
+    if a_cmp > 0 and c.p_child <= a_cmp and s.delta >= 0:
+        return out("won", f"won: {where} is inconclusive, and {votes} (sign test over "
+                          f"{c.df + 1} evals p = {c.p_child:.4f} ≤ {a_cmp:.4f}).")
+    if a_cmp > 0 and c.p_parent <= a_cmp and s.low <= 0:
+        return out("lost", f"lost: {where} straddles zero, and {votes} (sign test over "
+                           f"{c.df + 1} evals p = {c.p_parent:.4f} ≤ {a_cmp:.4f}).")
     tail = f"{votes} (sign test p = {c.p_child:.3f} for the child, more than {a_cmp:.4f})"
-    if runs >= max_runs:
+    if not wins + losses:
+        tail = "there are no decisive comparator verdicts"
+    if blind and s.low > 0:
+        tail += "; every run of each eval scored the same, so the scores alone cannot promote yet"
+    if upcoming is None:
         return out("tie", f"tie: {where} is inconclusive, and {tail}; runs are at the cap of "
                           f"{max_runs} per eval.")
-    power = promotion_power(s, c, n_evals=n, runs=runs, max_runs=max_runs, first_runs=first_runs,
-                            alpha=alpha)
+    power = promotion_power(s, runs=runs, max_runs=max_runs, first_runs=first_runs, alpha=alpha)
     if power < futility:
         return out("tie", f"tie: {where} is inconclusive, and {tail}; no more runs are added: if "
                           f"the trend holds, the chance of promotion at {max_runs} runs is "
                           f"{power:.1%}, below selection.futility = {futility:.0%}.",
                    futile=True, power=power)
-    return out("tie", f"tie: {where} is inconclusive, and {tail}; more runs are needed ({runs} of "
-                      f"at most {max_runs} per eval; chance of promotion if the trend holds "
-                      f"{power:.1%}).", more=True, power=power)
+    return out("tie", f"tie: {where} is inconclusive, and {tail}; more runs are needed (next look "
+                      f"at {upcoming} of at most {max_runs} per eval; chance of promotion if the "
+                      f"trend holds {power:.1%}).", more=True, power=power)

@@ -1,0 +1,69 @@
+"""A run's promotions as a family (optimizer/search/night.py): LORD++ levels from the recorded
+decisions, in version order, whatever order the rows come in."""
+
+import random
+
+import pytest
+
+from optimizer.search import night
+
+
+def test_the_levels_never_spend_more_than_the_wealth():
+    # Without a promotion the levels sum to at most W0 = α/2 however long the night.
+    levels = [night.lord([False] * t, 0.05).alpha for t in range(2000)]
+    assert sum(levels) <= 0.025 + 1e-9
+    assert levels == sorted(levels, reverse=True)  # a run of failures spends more and more thinly
+    assert sum(night.gamma(j) for j in range(1, 200000)) == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_promotion_earns_later_decisions_alpha():
+    before = night.lord([False, False], 0.05)
+    after = night.lord([False, True], 0.05)
+    assert after.alpha > before.alpha and after.promotions == 1 and after.index == 3
+    two = night.lord([True, True], 0.05)
+    assert two.alpha > night.lord([True, False], 0.05).alpha
+
+
+def test_the_night_is_read_in_version_order_and_skips_screened_children():
+    rows = [{"version": "v10", "stage": "benchmark", "decision": "won"},
+            {"version": "v2", "stage": "benchmark", "decision": "lost"},
+            {"version": "v3", "stage": "screening", "decision": "lost"},
+            {"version": "v1", "stage": "benchmark", "decision": "won"},
+            {"version": "v12", "stage": "benchmark", "decision": "won"}]
+    shuffled = list(rows)
+    random.Random(3).shuffle(shuffled)
+    a, b = night.night_of(rows, "v11", 0.05), night.night_of(shuffled, "v11", 0.05)
+    assert a == b  # a pure function of the recorded decisions: a resume gets the same α
+    assert a.index == 4 and a.promotions == 2  # v1, v2, v10 (v3 never reached the rule; v12 later)
+    assert a.alpha == night.lord([True, False, True], 0.05).alpha
+
+
+def test_the_summary_says_how_many_and_what_bounds_them():
+    rows = [{"version": f"v{i}", "stage": "benchmark", "decision": d}
+            for i, d in enumerate(["won", "lost", "won", "tie"], start=1)]
+    assert night.summary(rows, 0.05) == ("2 promotions in 4 decisions; at most 5% of such "
+                                         "promotions are false on average (online "
+                                         "false-discovery control, LORD++).")
+    assert "selection.night = none" in night.summary(rows, None, 0.05)
+
+
+def test_status_lineage_and_report_word_the_claim_and_the_night():
+    from optimizer.report import caveats
+
+    nodes = [{"label": "v0", "decision": "baseline", "stage": "benchmark"},
+             {"label": "v1", "parent": "v0", "decision": "won", "stage": "benchmark",
+              "scope": "tasks", "night": {"method": "lord", "fdr": 0.05}},
+             {"label": "v2", "parent": "v1", "decision": "won", "stage": "benchmark",
+              "scope": "general", "night": {"method": "lord", "fdr": 0.05}},
+             {"label": "v3", "parent": "v2", "decision": "tie", "stage": "benchmark"},
+             {"label": "v4", "parent": "v2", "decision": "lost", "stage": "screening"}]
+    by_label = {n["label"]: n for n in nodes}
+    assert caveats.verdict(nodes[1], by_label, "v2").startswith(
+        "won against its parent v0 (better on these tasks)")
+    assert "better in general" in caveats.verdict(nodes[2], by_label, "v2")
+    assert "sealed test checks it" in caveats.verdict(nodes[2], by_label, "v2")
+    assert caveats.promotions(nodes) == ("2 promotions in 3 decisions; at most 5% of such "
+                                         "promotions are false on average (online "
+                                         "false-discovery control, LORD++).")
+    # decisions made before the rule recorded its α claim nothing about the night
+    assert caveats.promotions([{**n, "night": None} for n in nodes]) is None
