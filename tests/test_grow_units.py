@@ -52,13 +52,23 @@ def test_ordinary_text_is_left_alone() -> None:
 
 def test_power_interpolates_between_measured_counts_and_clamps_outside() -> None:
     table = power.table()["scope"]["general"]
-    assert power.power_at(3) == table["3"] and power.power_at(10) == table["10"]
-    assert power.power_at(1) == table["3"] and power.power_at(500) == table["50"]
-    assert table["3"] < power.power_at(4) < table["5"]
-    assert power.power_at(4) == pytest.approx((table["3"] + table["5"]) / 2)
-    assert power.power_at(7, "tasks") == pytest.approx(power.power_at(7, "general"))
-    assert power.line(3, 10) == (f"with 3 train evals a +0.10 gain is found {table['3']:.0%} of the time; "
-                                 f"with 10, {table['10']:.0%}")
+    assert power.power_at(3, "general") == table["3"] and power.power_at(10, "general") == table["10"]
+    assert power.power_at(1, "general") == table["3"] and power.power_at(500, "general") == table["50"]
+    assert table["3"] < power.power_at(4, "general") < table["5"]
+    assert power.power_at(4, "general") == pytest.approx((table["3"] + table["5"]) / 2)
+    tasks = power.table()["scope"]["tasks"]
+    assert power.power_at(7, "tasks") == pytest.approx(tasks["5"] + (tasks["8"] - tasks["5"]) * 2 / 3)
+
+
+def test_the_power_line_follows_the_claim_each_count_makes() -> None:
+    """Below selection.few_evals a run claims "better on these tasks", from there "in general":
+    the advice quotes the power of the claim the run would make at each count."""
+    tasks, general = power.table()["scope"]["tasks"], power.table()["scope"]["general"]
+    assert power.power_at(3) == tasks["3"] and power.power_at(20) == general["20"]
+    assert power.line(3, 20) == (f"with 3 train evals a +0.10 gain is found {tasks['3']:.0%} of the "
+                                 f"time (better on these tasks); with 20, {general['20']:.0%} of the "
+                                 "time (better in general)")
+    assert power.power_at(3, few_evals=2) == general["3"]
 
 
 def test_damaged_lines_sidechains_and_subagent_files_are_no_uses(tmp_path: Path) -> None:

@@ -54,7 +54,8 @@ def _outlook(skill_dir: Path, config_path: Path | None, set_: list[str] | None) 
     except BadInput as exc:  # the candidates are written; the file they would join needs a fix first
         _say(f"power: not computed, evals.json does not load: {exc.problems[0]}")
         return
-    _say(f"power: {power.line(now, later)}" + (" once the pending candidates are accepted." if later != now else "."))
+    scope, few = settings.selection.scope, settings.selection.few_evals
+    _say(f"power: {power.line(now, later, scope=scope, few_evals=few)}" + (" once the pending candidates are accepted." if later != now else "."))
 
 
 @evals_app.command()

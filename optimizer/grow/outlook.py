@@ -24,9 +24,11 @@ def for_run(run: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any] | N
         return None
     if not train:
         return None
-    out: dict[str, Any] = {"train": train, "power": round(power.power_at(train), 3),
+    selection = settings.get("selection") or {}
+    scope, few = str(selection.get("scope", "auto")), int(selection.get("few_evals", 10))
+    out: dict[str, Any] = {"train": train, "power": round(power.power_at(train, scope=scope, few_evals=few), 3),
                            "effect": power.effect(), "next_train": None, "next_power": None,
-                           "new_evals": 0, "line": power.line(train, what="train evals in this run")}
+                           "new_evals": 0, "line": power.line(train, what="train evals in this run", scope=scope, few_evals=few)}
     if not run.get("skill_dir"):
         return out
     source = Path(run["skill_dir"])
@@ -38,8 +40,8 @@ def for_run(run: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any] | N
         return out
     if later == train:
         return out
-    out |= {"next_train": later, "next_power": round(power.power_at(later), 3), "new_evals": later - train,
-            "line": (f"{power.line(train, later, what='train evals in this run')} on the next run, "
+    out |= {"next_train": later, "next_power": round(power.power_at(later, scope=scope, few_evals=few), 3), "new_evals": later - train,
+            "line": (f"{power.line(train, later, what='train evals in this run', scope=scope, few_evals=few)} on the next run, "
                      f"with the evals {source} holds now"
                      + (" and its pending candidates" if later != now else "")
                      + f" (`optimizer run {source} --from <this run>`)")}

@@ -34,7 +34,8 @@ def listing(skill_dir: Path | None, run_settings: dict[str, Any]) -> dict[str, A
     ordered = [*candidates.pending(data), *(c for c in data.candidates if c.status != "pending")]
     return {"available": True, "skill_dir": str(skill_dir), "file": str(candidates.path_of(skill_dir)),
             "candidates": [c.model_dump(mode="json") for c in ordered],
-            "power": power.line(now, later) + (" once the pending candidates are accepted" if later != now else "")}
+            "power": power.line(now, later, scope=settings.selection.scope,
+                                  few_evals=settings.selection.few_evals) + (" once the pending candidates are accepted" if later != now else "")}
 
 
 def act(skill_dir: Path | None, run_settings: dict[str, Any], action: str, body: dict[str, Any]) -> dict[str, Any]:

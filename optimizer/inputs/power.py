@@ -20,9 +20,21 @@ def effect() -> float:
     return float(table()["effect"])
 
 
-def power_at(n_evals: int, scope: Scope = "general") -> float:
-    """The measured power at n_evals, linear between measured counts, clamped outside them."""
-    points = sorted((int(k), float(v)) for k, v in table()["scope"][scope].items())
+def claim(n_evals: int, scope: str = "auto", few_evals: int = 10) -> Scope:
+    """The claim a promotion over n_evals evals makes (selection.scope; "auto" is `tasks` below
+    selection.few_evals evals, where `general` has too few units to find anything, and
+    `general` from there on). search.select.claim_scope decides by this one rule."""
+    if scope == "auto":
+        return "tasks" if n_evals < few_evals else "general"
+    if scope not in ("tasks", "general"):
+        raise ValueError(f"unknown scope {scope!r}: use tasks, general or auto")
+    return "tasks" if scope == "tasks" else "general"
+
+
+def power_at(n_evals: int, scope: str = "auto", *, few_evals: int = 10) -> float:
+    """The measured power at n_evals for the claim made there, linear between measured counts,
+    clamped outside them."""
+    points = sorted((int(k), float(v)) for k, v in table()["scope"][claim(n_evals, scope, few_evals)].items())
     if n_evals <= points[0][0]:
         return points[0][1]
     for (n0, p0), (n1, p1) in zip(points, points[1:], strict=False):
@@ -31,10 +43,20 @@ def power_at(n_evals: int, scope: Scope = "general") -> float:
     return points[-1][1]
 
 
-def line(n_now: int, n_next: int | None = None, *, scope: Scope = "general", what: str = "train evals") -> str:
-    """One sentence: the power now and, when the count will change, with the new count."""
+_CLAIMS = {"tasks": "better on these tasks", "general": "better in general"}
+
+
+def line(n_now: int, n_next: int | None = None, *, scope: str = "auto", few_evals: int = 10,
+         what: str = "train evals") -> str:
+    """One sentence: the power now and, when the count will change, with the new count; each
+    names the claim a promotion would make at that count."""
     gain = f"+{effect():.2f}"
-    now = f"with {n_now} {what} a {gain} gain is found {power_at(n_now, scope):.0%} of the time"
+
+    def found(n: int) -> str:
+        return (f"{power_at(n, scope, few_evals=few_evals):.0%} of the time "
+                f"({_CLAIMS[claim(n, scope, few_evals)]})")
+
+    now = f"with {n_now} {what} a {gain} gain is found {found(n_now)}"
     if n_next is None or n_next == n_now:
         return now
-    return f"{now}; with {n_next}, {power_at(n_next, scope):.0%}"
+    return f"{now}; with {n_next}, {found(n_next)}"

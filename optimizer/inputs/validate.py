@@ -113,7 +113,8 @@ def _power(skill_dir: Path, evalset: EvalSet, settings: Settings, train: int) ->
     _, later = train_counts(skill_dir, evalset.source, test_fraction=settings.evals.test_fraction,
                             seed=settings.loop.seed)
     waiting = "" if later == train else " once the pending candidates in evals/candidates.json are accepted"
-    return power.line(train, later) + waiting + " (selection bench, optimizer/data/power.json)"
+    scope, few = settings.selection.scope, settings.selection.few_evals
+    return power.line(train, later, scope=scope, few_evals=few) + waiting + " (selection bench, optimizer/data/power.json)"
 
 
 def run(skill_dir: Path, evals_path: Path | None, settings: Settings) -> ValidationSummary:

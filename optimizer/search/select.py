@@ -10,6 +10,7 @@ from typing import Any, Literal, TypedDict, TypeVar
 
 from optimizer.config import Selection
 from optimizer.grade.stats import mean, paired_bootstrap
+from optimizer.inputs import power
 from optimizer.search import sequential
 from optimizer.search.parents import VersionScores as VersionScores
 from optimizer.search.parents import pareto_front as pareto_front
@@ -245,15 +246,9 @@ def decide(
 
 
 def claim_scope(selection: Selection, n_evals: int, asked: str | None = None) -> sequential.Scope:
-    """The claim a promotion makes: the one asked, else selection.scope; "auto" is `tasks` below
-    selection.few_evals evals (where `general` has too few units to find anything) and
-    `general` from there on."""
-    chosen = asked or selection.scope
-    if chosen == "auto":
-        return "tasks" if n_evals < selection.few_evals else "general"
-    if chosen not in ("tasks", "general"):
-        raise ValueError(f"unknown scope {chosen!r}: use tasks, general or auto")
-    return "tasks" if chosen == "tasks" else "general"
+    """The claim a promotion makes: the one asked, else selection.scope (inputs/power.claim, the
+    one rule the power advice uses too)."""
+    return power.claim(n_evals, asked or selection.scope, selection.few_evals)
 
 
 def _order(e: EvalId) -> tuple[int, int, str]:
