@@ -353,3 +353,6 @@ def export(
         raise BadInput(f"export: the version is given twice ({version} and --version {version_flag}); "
                        "give it once.")
     out.print(daemon.export(require_dir(run_dir, "run"), version or version_flag, to, force=force))
+
+
+from optimizer.cli import nightly  # noqa: E402,F401 - registers gate, summary, schedule, nightly
