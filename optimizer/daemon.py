@@ -28,7 +28,7 @@ from optimizer.inputs import skill as skills
 from optimizer.inputs import triggers as trigger
 from optimizer.inputs import validate as validation
 from optimizer.model import prompts as prompting
-from optimizer.report import spend
+from optimizer.report import spend, summary
 from optimizer.search import estimate as preview
 from optimizer.search import probe
 from optimizer.search.stops import parse_deadline
@@ -48,6 +48,7 @@ def start(
     *, skill_dir: Path, evals_path: Path | None, run_dir: Path | None, from_run: Path | None,
     target: str, detach: bool, fresh: bool,
     load: Callable[[dict], config.Loaded], console: Console, dry_run: bool = False,
+    notify: str | None = None,
 ) -> int:
     """`optimizer run`: check everything first (nothing is written on bad input), then create
     the workspace and run the loop here or in the background."""
@@ -94,8 +95,8 @@ def start(
     spend.announce(console, ws, estimate)  # the estimate line, kept in state.db for `status`
     _warn_small(console, evalset, settings)
     if detach:
-        return _spawn(ws, console)
-    return _foreground(ws, settings, console)
+        return _spawn(ws, console, notify)
+    return _foreground(ws, settings, console, notify=notify)
 
 
 def _warn_small(console: Console, evalset: object, settings: config.Settings) -> None:
@@ -110,7 +111,8 @@ def _warn_small(console: Console, evalset: object, settings: config.Settings) ->
         console.print(f"warning: {small}", style="yellow", markup=False, highlight=False)
 
 
-def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, console: Console) -> int:
+def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, console: Console,
+           notify: str | None = None) -> int:
     prompting.check_installed()
     ws = Workspace(run_dir)
     if not ws.state_db.exists() or not ws.run_toml.exists():
@@ -144,8 +146,8 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
         console.print(resume_point(ws, settings), markup=False, highlight=False)
     spend.announce(console, ws, preview.for_workspace(ws, settings), keep=False)
     if detach:
-        return _spawn(ws, console)
-    return _foreground(ws, settings, console, resumed=True)
+        return _spawn(ws, console, notify)
+    return _foreground(ws, settings, console, resumed=True, notify=notify)
 
 
 def _confinement(settings: config.Settings) -> str | None:
@@ -269,10 +271,11 @@ def _refuse_if_running(ws: Workspace) -> None:
                        f"stop it first with `optimizer stop {ws.root}`.")
 
 
-def _spawn(ws: Workspace, console: Console) -> int:
+def _spawn(ws: Workspace, console: Console, notify: str | None = None) -> int:
     out = open(ws.root / "daemon.out", "ab")  # noqa: SIM115 - handed to the child
     child = subprocess.Popen(
-        [sys.executable, "-m", "optimizer", "resume", str(ws.root)],
+        [sys.executable, "-m", "optimizer", "resume", str(ws.root),
+         *(["--notify", notify] if notify else [])],
         stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
     )
     out.close()
@@ -283,7 +286,7 @@ def _spawn(ws: Workspace, console: Console) -> int:
 
 
 def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
-                resumed: bool = False) -> int:
+                resumed: bool = False, notify: str | None = None) -> int:
     from optimizer.model import factory as llm
     from optimizer.search import engine
     from optimizer.search.stops import SignalFlag
@@ -317,6 +320,7 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
             signal.signal(signal.SIGINT, signal.default_int_handler)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             store.close()
+            summary.at_end(ws.root, notify, console)
     return 0  # the reporter printed how the run stopped, and its current best
 
 

@@ -76,3 +76,27 @@ def gate(
     out.print(gate_comment.line(result), markup=False, highlight=False)
     out.print(f"runs: {folder}" + (f"; comment: {comment}" if comment else ""), markup=False)
     raise typer.Exit(0 if result.passed else 1)
+
+
+@app.command("summary")
+@handled
+def summary_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="The run folder (runs/<skill>-<time>).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """The morning summary of a run: what won and by how much, the change, the cost, what to check."""
+    from optimizer.report import summary
+    from optimizer.store.files import Workspace
+    from optimizer.store.lock import running_pid
+
+    folder = require_dir(run_dir, "run")
+    md, js = summary.paths(folder)
+    if not Workspace(folder).state_db.is_file():
+        raise BadInput(f"{folder}: not a run folder (no state.db); pass a folder `optimizer run` made.")
+    # The one written when the run ended, which may carry a night's error; a live run's is made now.
+    if md.is_file() and js.is_file() and running_pid(Workspace(folder)) is None:
+        text = js.read_text(encoding="utf-8") if as_json else md.read_text(encoding="utf-8")
+    else:
+        built = summary.build(folder)
+        text = built.model_dump_json(indent=2) if as_json else summary.markdown(built)
+    out.print(text, markup=False, highlight=False, soft_wrap=True)
