@@ -12,6 +12,7 @@ import typer
 from optimizer.cli.common import (
     ConfigOpt,
     ExecutorOpt,
+    NotifyOpt,
     ProviderOpt,
     SetOpt,
     UnconfinedOpt,
@@ -100,3 +101,87 @@ def summary_cmd(
         built = summary.build(folder)
         text = built.model_dump_json(indent=2) if as_json else summary.markdown(built)
     out.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command()
+@handled
+def schedule(
+    skill_dir: Annotated[Path | None, typer.Argument(help="The skill folder to improve every night.")] = None,
+    at: Annotated[str, typer.Option(help="When each night starts, HH:MM local time.")] = "22:30",
+    until: Annotated[str, typer.Option(help="When each night must stop, HH:MM local time.")] = "07:00",
+    budget_usd: Annotated[float | None, typer.Option(help="What one night may spend, in USD.")] = None,
+    fresh: Annotated[bool, typer.Option(help="Each night a new run from the last best, not a resume.")] = False,
+    runs_root: Annotated[Path, typer.Option(help="Where the nights' run folders go.")] = Path("runs"),
+    notify: NotifyOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be installed; install nothing.")] = False,
+    list_: Annotated[bool, typer.Option("--list", help="List the nightly schedules.")] = False,
+    remove: Annotated[Path | None, typer.Option(help="Remove the schedule of this skill folder.")] = None,
+    provider: ProviderOpt = None,
+    config_path: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Run a skill's improvement every night: a systemd user timer, or a crontab line without systemd."""
+    from optimizer.inputs.evals import load_evals
+    from optimizer.nightly import schedule as plan
+
+    if list_:
+        found = plan.entries()
+        for e in found:
+            out.print(f"{e['name']}  {e['where']}  at {e['at']}  {e['skill_dir']}\n  {e['command']}",
+                      markup=False, highlight=False)
+        if not found:
+            out.print("no nightly schedules", markup=False)
+        return
+    if remove is not None:
+        out.print(plan.remove(remove.absolute()), markup=False, highlight=False)
+        return
+    if skill_dir is None:
+        raise BadInput("schedule: name the skill folder (or pass --list or --remove SKILL_DIR).")
+    if budget_usd is None or budget_usd <= 0:
+        raise BadInput("schedule: --budget-usd is required and must be positive: what one night may spend, e.g. 10.")
+    evalset = load_evals(require_dir(skill_dir, "skill"))  # a night must not find bad input at 3 a.m.
+    loaded = load_settings(config_path, set_, eval_config=evalset.eval_config,
+                           flags={"llm.provider": provider})
+    entry = plan.Entry(
+        skill_dir=skill_dir.absolute(), at=plan.check_time("--at", at), until=plan.check_time("--until", until),
+        budget_usd=budget_usd, runs_root=runs_root.absolute(), workdir=Path.cwd(), fresh=fresh,
+        extra=[*(["--provider", loaded.settings.llm.provider] if provider else []),
+               *(["--config", str(config_path.absolute())] if config_path else []),
+               *[a for s in set_ or [] for a in ("--set", s)],
+               *(["--notify", notify] if notify else [])])
+    if entry.at == entry.until:
+        raise BadInput(f"--at {at} and --until {until}: a night needs time between its start and its end.")
+    where = plan.backend()
+    if dry_run:
+        out.print(plan.plan(entry, where), markup=False, highlight=False, end="")
+        return
+    out.print(plan.install(entry, where), markup=False, highlight=False)
+
+
+@app.command(hidden=True)
+@handled
+def nightly(
+    skill_dir: Annotated[Path, typer.Argument(help="The skill folder.")],
+    until: Annotated[str, typer.Option(help="The night's deadline, HH:MM local time.")],
+    budget_usd: Annotated[float, typer.Option(help="What this night may spend, in USD.")],
+    runs_root: Annotated[Path, typer.Option(help="Where the nights' run folders are.")] = Path("runs"),
+    fresh: Annotated[bool, typer.Option(help="A new run from the last best, not a resume.")] = False,
+    notify: NotifyOpt = None,
+    provider: ProviderOpt = None,
+    config_path: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """One night (what a schedule runs): resume the last run, or start one chained to it."""
+    from optimizer.nightly import night
+    from optimizer.nightly.schedule import check_time, name_for
+
+    if budget_usd <= 0:
+        raise BadInput(f"--budget-usd {budget_usd}: give a positive amount in USD.")
+    deadline = check_time("--until", until)
+    flags = {"llm.provider": provider, "budget.usd": budget_usd, "budget.deadline": deadline}
+    code = night.run_night(
+        skill_dir=require_dir(skill_dir, "skill"), until=deadline, budget_usd=budget_usd,
+        fresh=fresh, runs_root=runs_root, notify=notify, overrides=set_ or [],
+        load=lambda ec: load_settings(config_path, set_, eval_config=ec, flags=flags),
+        log_name=name_for(skill_dir), console=out)
+    raise typer.Exit(code)
