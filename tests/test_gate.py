@@ -139,3 +139,14 @@ def test_bad_input_exits_2_and_writes_nothing(cli, skills, case):
     assert len([line for line in result.output.splitlines() if line.startswith("error:")]) == 1
     assert not (tmp / "c.md").exists()
     assert case == "out-not-empty" or not (tmp / "g").exists()
+
+
+def test_a_head_whose_instructions_are_deleted_is_worse_not_bad_input(cli, skills):
+    base, tmp = skills
+    head = Path(shutil.copytree(base, tmp / "head"))
+    front = (base / "SKILL.md").read_text().split("---", 2)[1]
+    (head / "SKILL.md").write_text(f"---{front}---\n")  # the body is gone: not a valid skill any more
+    result = cli("gate", base, head, "--provider", "sim", "--out", tmp / "g", "--comment", tmp / "c.md")
+    assert result.exit_code == 1, result.output
+    body = (tmp / "c.md").read_text()
+    assert body.startswith("## Skill gate: ❌ worse") and "not a valid skill" in body

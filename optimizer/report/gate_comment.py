@@ -13,6 +13,8 @@ VERDICT = {"not_worse": "✅ not worse", "worse": "❌ worse", "inconclusive": "
 def decision_word(result: GateResult) -> str:
     if result.identical:
         return "✅ unchanged"
+    if result.invalid_head:
+        return "❌ worse"
     if result.test is None:
         return "❌ no decision"
     return VERDICT[result.test.outcome]

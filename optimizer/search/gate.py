@@ -44,6 +44,7 @@ class GateResult:
     total_runs: int = 0
     cost_usd: float = 0.0
     note: str = ""  # why no test could be made, when none was
+    invalid_head: list[str] = field(default_factory=list)  # HEAD's problems as a skill, if any
 
     @property
     def passed(self) -> bool:
@@ -51,11 +52,13 @@ class GateResult:
 
 
 def check_inputs(base: Path, head: Path, evals_path: Path | None, margin: float) -> EvalSet:
-    """Everything the gate needs, checked before anything runs or is written (BadInput, exit 2)."""
+    """Everything the gate needs, checked before anything runs or is written (BadInput, exit 2).
+    A HEAD whose SKILL.md breaks the skill rules is no bad input: it is the pull request's
+    change, and the gate judges it worse (head_problems)."""
     for side, path in (("BASE_SKILL", base), ("HEAD_SKILL", head)):
         if not (path / "SKILL.md").is_file():
             raise BadInput(f"{path}: {side} has no SKILL.md; pass the skill's folder.")
-        skills.load_skill(path)
+    skills.load_skill(base)
     if not 0 < margin < 1:
         raise BadInput(f"--margin {margin}: use a score difference between 0 and 1, e.g. 0.05.")
     evalset = load_evals(base, evals_path)
@@ -71,6 +74,12 @@ async def run_gate(settings: Settings, client: Any, store: Store, *, base: Path,
     """Run both skills on every eval (runs_per_eval each), then test HEAD against BASE. A budget
     that runs out leaves the gate without a test (note says so), never with a partial one."""
     out = Path(out_dir).absolute()
+    broken = skills.check_skill(head)
+    if broken:  # a skill that cannot load cannot run: worse than any skill that can
+        result = GateResult(base, head, evalset.source, False, settings.evals.runs_per_eval, None,
+                            invalid_head=broken)
+        result.note = "HEAD is not a valid skill, so it is worse than BASE: " + " ".join(broken)
+        return result
     copies = {side: _copy(src, out / side) for side, src in zip(SIDES, (base, head), strict=True)}
     identical = skills.content_hash(copies["base"]) == skills.content_hash(copies["head"])
     runs = settings.evals.runs_per_eval
