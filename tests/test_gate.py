@@ -104,6 +104,7 @@ def test_a_harmful_edit_fails_with_a_comment(cli, skills):
     body = (tmp / "c.md").read_text()
     assert body.startswith("## Skill gate: ❌")
     assert "SIMULATED" in body and "### Per eval" in body and "Cost: $" in body
+    assert "Largest drop: eval " in body
     rows = [line for line in body.splitlines() if line.startswith("| ") and line.count("|") == 6][1:]
     assert len(rows) == 5  # one per eval, each with its own difference
     diffs = [float(r.split("|")[4]) for r in rows]

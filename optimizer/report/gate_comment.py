@@ -58,6 +58,12 @@ def markdown(result: GateResult, *, simulated: bool = False) -> str:
             out.append(f"| {e} {name} | {num(row['base'])} | {num(row['head'])} | "
                        f"{signed(row['diff'])} | {row['base_runs']}/{row['head_runs']} |")
         out.append("")
+        worst = min(((row["diff"], e) for e, row in result.per_eval.items() if row["diff"] is not None),
+                    default=None)
+        if worst is not None and worst[0] < 0:
+            # The mean over few evals can hide an edit that breaks one task (bench/gate.py, "sparse").
+            out += [f"Largest drop: eval {worst[1]} ({signed(worst[0])}); an edit that breaks a few "
+                    "tasks can pass on average, so read that eval's runs.", ""]
     if result.unscored or result.judge_errors:
         out += [f"⚠ {result.unscored} of {result.total_runs} runs could not be scored (a failure of our "
                 f"infrastructure, left out) and {result.judge_errors} had judge errors (left out).", ""]

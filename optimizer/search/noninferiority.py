@@ -11,6 +11,7 @@ the runs could not have told from none. It never narrows an interval the data ma
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Literal
 from optimizer.grade.stats import mean, stddev, t_quantile
 
 Outcome = Literal["not_worse", "worse", "inconclusive"]
+_t = functools.lru_cache(maxsize=256)(t_quantile)  # a bisection each call; bench/gate.py makes 10⁵
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ def check(diffs: Mapping[int, float], *, confidence: float, margin: float, step:
     floor = step / math.sqrt(n)  # the sample sd of (step, 0, …, 0): one eval moved by one step
     own = stddev(ds)
     spread = max(own, floor)
-    t = t_quantile(confidence, n - 1)
+    t = _t(confidence, n - 1)
     half = t * spread / math.sqrt(n)
     low, high = delta - half, delta + half
     where = (f"Δ = {delta:+.3f} (HEAD − BASE, mean over {n} evals), {confidence:.0%} lower bound "
@@ -75,3 +77,4 @@ def check(diffs: Mapping[int, float], *, confidence: float, margin: float, step:
                   "More evals narrow the interval most; more runs per eval help when runs vary.")
     return NonInferiority(outcome, delta, low, high, confidence, margin, n, spread, own < floor, t,
                           reason)
+
