@@ -113,11 +113,14 @@ def test_a_harmful_edit_fails_with_a_comment(cli, skills):
     assert not (tmp / "g" / "head" / "evals").exists()  # the agent never sees the expectations
 
 
-@pytest.mark.parametrize("case", ["no-skill-md", "margin", "one-eval", "out-not-empty", "budget"])
-def test_bad_input_exits_2_and_writes_nothing(cli, skills, case):
+@pytest.mark.parametrize("case", ["no-skill-md", "margin", "one-eval", "out-not-empty", "budget", "no-key"])
+def test_bad_input_exits_2_and_writes_nothing(cli, skills, case, monkeypatch):
     base, tmp = skills
     head = Path(shutil.copytree(base, tmp / "head"))
-    args = [base, head, "--provider", "sim", "--out", tmp / "g", "--comment", tmp / "c.md"]
+    (head / "SKILL.md").write_text((head / "SKILL.md").read_text() + "\nOne more line.\n")
+    provider = "anthropic" if case == "no-key" else "sim"
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    args = [base, head, "--provider", provider, "--out", tmp / "g", "--comment", tmp / "c.md"]
     if case == "no-skill-md":
         (head / "SKILL.md").unlink()
     elif case == "margin":
@@ -151,3 +154,14 @@ def test_a_head_whose_instructions_are_deleted_is_worse_not_bad_input(cli, skill
     assert result.exit_code == 1, result.output
     body = (tmp / "c.md").read_text()
     assert body.startswith("## Skill gate: ❌ worse") and "not a valid skill" in body
+
+
+def test_a_budget_that_runs_out_gives_no_decision_and_no_number(cli, skills):
+    base, tmp = skills
+    head = _harmful(base, tmp / "head")
+    result = cli("gate", base, head, "--provider", "sim", "--budget-usd", "0.05", "--out", tmp / "g",
+                 "--comment", tmp / "c.md")
+    assert result.exit_code == 1, result.output
+    body = (tmp / "c.md").read_text()
+    assert body.startswith("## Skill gate: ❌ no decision") and "budget ran out" in body
+    assert "lower bound" not in body  # a partial measurement is no test

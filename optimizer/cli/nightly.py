@@ -48,6 +48,7 @@ def gate(
     from optimizer import config
     from optimizer.grade.benchmark import default_out_dir
     from optimizer.model.session import open_session
+    from optimizer.nightly.night import api_key_missing
     from optimizer.report import gate_comment
     from optimizer.report.progress import bar
     from optimizer.search.gate import check_inputs, run_gate
@@ -62,6 +63,9 @@ def gate(
         "execute.executor": config.choice_flag("--executor", executor, "execute.executor"),
         "sandbox.mode": "none" if unconfined else None})
     confinement(loaded.settings)
+    missing = api_key_missing(loaded.settings)
+    if missing:  # before the folder is made: bad input writes nothing
+        raise BadInput(missing)
     folder = out_dir or default_out_dir(Path("runs") / "gate")
     if folder.exists() and any(folder.iterdir()):
         raise BadInput(f"--out {folder}: is not empty; a gate needs a folder of its own (omit --out "
