@@ -198,3 +198,15 @@ def test_a_night_without_an_api_key_says_so_once(cli, places, monkeypatch):
 def test_python_of_the_installed_command_is_this_one(places):
     entry = schedule.Entry(places["skill"], "22:30", "07:00", 10.0, places["runs"], places["runs"].parent)
     assert entry.argv()[:4] == [sys.executable, "-m", "optimizer", "nightly"]
+
+
+def test_list_works_without_a_crontab_command(cli, places, monkeypatch):
+    monkeypatch.setenv("OPTIMIZER_CRONTAB", "/no/such/crontab")
+    monkeypatch.setenv("OPTIMIZER_SCHEDULER", "systemd")
+    assert _schedule(cli, places).exit_code == 0
+    listed = cli("schedule", "--list")
+    assert listed.exit_code == 0 and schedule.name_for(places["skill"]) in listed.output
+    monkeypatch.setenv("OPTIMIZER_SCHEDULER", "cron")
+    failed = _schedule(cli, places)
+    assert failed.exit_code == 1 and "/no/such/crontab" in failed.output  # one sentence, no traceback
+    assert "Traceback" not in failed.output

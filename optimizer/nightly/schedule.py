@@ -160,7 +160,10 @@ def _must(argv: list[str], stdin: str | None = None) -> str:
 
 
 def _cron_lines() -> list[str]:
-    done = _run(_crontab("-l"))
+    try:
+        done = _run(_crontab("-l"))
+    except WorkFailed:  # no crontab command here (a systemd machine without cron): no lines of ours
+        return []
     # `crontab -l` fails when the user has no crontab yet: that is an empty one.
     return done.stdout.splitlines() if done.returncode == 0 else []
 
