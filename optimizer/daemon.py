@@ -46,9 +46,8 @@ def _default_run_dir(skill_name: str) -> Path:
 
 def start(
     *, skill_dir: Path, evals_path: Path | None, run_dir: Path | None, from_run: Path | None,
-    target: str, detach: bool, fresh: bool,
+    target: str, detach: bool, fresh: bool, notify: str | None = None,
     load: Callable[[dict], config.Loaded], console: Console, dry_run: bool = False,
-    notify: str | None = None,
 ) -> int:
     """`optimizer run`: check everything first (nothing is written on bad input), then create
     the workspace and run the loop here or in the background."""
@@ -96,7 +95,7 @@ def start(
     _warn_small(console, evalset, settings)
     if detach:
         return _spawn(ws, console, notify)
-    return _foreground(ws, settings, console, notify=notify)
+    return _foreground_summarised(ws, settings, console, notify=notify)
 
 
 def _warn_small(console: Console, evalset: object, settings: config.Settings) -> None:
@@ -147,7 +146,7 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
     spend.announce(console, ws, preview.for_workspace(ws, settings), keep=False)
     if detach:
         return _spawn(ws, console, notify)
-    return _foreground(ws, settings, console, resumed=True, notify=notify)
+    return _foreground_summarised(ws, settings, console, resumed=True, notify=notify)
 
 
 def _confinement(settings: config.Settings) -> str | None:
@@ -285,8 +284,18 @@ def _spawn(ws: Workspace, console: Console, notify: str | None = None) -> int:
     return 0
 
 
+def _foreground_summarised(ws: Workspace, settings: config.Settings, console: Console, *,
+                           resumed: bool = False, notify: str | None = None) -> int:
+    """The run here, then summary.md once the lock is released (held, it would read as live)."""
+    try:
+        return _foreground(ws, settings, console, resumed=resumed)
+    finally:
+        if running_pid(ws) is None:  # else the lock was refused: another daemon's run
+            summary.at_end(ws.root, notify, console)
+
+
 def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
-                resumed: bool = False, notify: str | None = None) -> int:
+                resumed: bool = False) -> int:
     from optimizer.model import factory as llm
     from optimizer.search import engine
     from optimizer.search.stops import SignalFlag
@@ -320,7 +329,6 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
             signal.signal(signal.SIGINT, signal.default_int_handler)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             store.close()
-            summary.at_end(ws.root, notify, console)
     return 0  # the reporter printed how the run stopped, and its current best
 
 

@@ -40,7 +40,6 @@ def test_a_run_ends_with_a_summary_and_notifies(cli, tmp_path, monkeypatch):
     assert data.best and data.train is not None and data.spent_usd > 0
     text = md.read_text()
     assert text.startswith("# Morning summary: csv-report") and "## Cost" in text
-    assert f"summary: {md}" in result.output
     path, first = record.read_text().splitlines()
     assert Path(path) == md and first == "# Morning summary: csv-report"
     printed = cli("summary", run_dir)

@@ -204,8 +204,6 @@ def at_end(run_dir: Path, notify_command: str | None, console: Console | None = 
     except Exception:
         log.exception("summary.failed", run=str(run_dir))
         return None
-    if console is not None:
-        console.print(f"summary: {path}", markup=False, highlight=False)
     if notify_command:
         problem = notify(notify_command, path)
         if problem and console is not None:
