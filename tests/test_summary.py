@@ -36,6 +36,8 @@ def test_a_run_ends_with_a_summary_and_notifies(cli, tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     md, js = summary.paths(run_dir)
     assert md.is_file() and js.is_file()
+    # read after the lock was released: a finished run folder keeps no WAL reader's files
+    assert not (run_dir / "state.db-wal").exists() and not (run_dir / "state.db-shm").exists()
     data = schemas.MorningSummary.model_validate(json.loads(js.read_text()))
     assert data.best and data.train is not None and data.spent_usd > 0
     text = md.read_text()
