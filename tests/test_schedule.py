@@ -210,3 +210,13 @@ def test_list_works_without_a_crontab_command(cli, places, monkeypatch):
     failed = _schedule(cli, places)
     assert failed.exit_code == 1 and "/no/such/crontab" in failed.output  # one sentence, no traceback
     assert "Traceback" not in failed.output
+
+
+def test_a_night_whose_budget_is_spent_at_once_says_so_in_the_log_and_the_summary(cli, places):
+    result = cli("nightly", places["skill"], "--until", "07:00", "--budget-usd", "0.01",
+                 "--runs-root", places["runs"], *SMALL)
+    assert result.exit_code == 0, result.output  # a budget is a stop, not a failure
+    [run] = _night_runs(places)
+    log = (places["runs"] / f"{schedule.name_for(places['skill'])}.log").read_text().splitlines()
+    assert "budget" in log[-1] and log[-1].count(": stopped: ") == 1
+    assert "budget" in (run / "summary.md").read_text()

@@ -84,7 +84,11 @@ def run_night(*, skill_dir: Path, until: str, budget_usd: float, fresh: bool, ru
         if exc.exit_code == 0:  # a clean stop is a night that ran
             return 0
         return _failed(exc.problems[0], target, runs_root, log_name, notify, console, exc.exit_code)
-    log_line(runs_root, log_name, f"{target}: the night ended (summary: {summary.paths(target)[0]})")
+    row = readonly.run_row(Workspace(target).state_db) or {}
+    # How it ended, in the run's own words: a budget spent at once is one sentence here too.
+    log_line(runs_root, log_name, f"{target}: {row.get('status') or 'ended'}: "
+                                  f"{row.get('stop_reason') or row.get('last_error') or 'see the summary'} "
+                                  f"(summary: {summary.paths(target)[0]})")
     return code
 
 
