@@ -220,3 +220,22 @@ def test_a_night_whose_budget_is_spent_at_once_says_so_in_the_log_and_the_summar
     log = (places["runs"] / f"{schedule.name_for(places['skill'])}.log").read_text().splitlines()
     assert "budget" in log[-1] and log[-1].count(": stopped: ") == 1
     assert "budget" in (run / "summary.md").read_text()
+
+
+def test_the_installed_crontab_line_runs_a_night_in_sh_with_the_env_file(cli, places, monkeypatch, tmp_path):
+    monkeypatch.setenv("OPTIMIZER_SCHEDULER", "cron")
+    assert _schedule(cli, places).exit_code == 0
+    line = places["table"].read_text().splitlines()[-1]
+    body = line.split(None, 5)[5].rsplit(" " + schedule.MARK, 1)[0]
+    home = tmp_path / "home"
+    (home / ".config" / "skill-optimizer").mkdir(parents=True)
+    # the night reads the user's env file: here it sets a setting the run then records
+    (home / ".config" / "skill-optimizer" / "env").write_text("OPTIMIZER_LOOP_PATIENCE=7\n")
+    env = {"HOME": str(home), "PATH": os.environ["PATH"], "PYTHONPATH": str(REPO)}
+    done = subprocess.run(["sh", "-c", body], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    [run] = _night_runs(places)
+    assert (run / "summary.md").is_file()
+    assert "patience = 7" in (run / "run.toml").read_text()
+    log = (places["runs"] / f"{schedule.name_for(places['skill'])}.log").read_text()
+    assert "starting" in log and "stopped" in log  # the night's lines and its output, appended

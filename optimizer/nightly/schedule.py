@@ -126,8 +126,9 @@ def cron_line(entry: Entry) -> str:
     log = entry.runs_root / f"{entry.name}.log"
     env = ENV_FILE.replace("~", "$HOME", 1)
     cmd = " ".join(shlex.quote(a) for a in entry.argv())
-    body = (f"cd {shlex.quote(str(entry.workdir))} && (set -a; [ -r \"{env}\" ] && . \"{env}\"; set +a; "
-            f"exec {cmd}) >> {shlex.quote(str(log))} 2>&1")
+    # The runs folder is made first: the log's redirection needs it before the night can make it.
+    body = (f"mkdir -p {shlex.quote(str(entry.runs_root))} && cd {shlex.quote(str(entry.workdir))} && "
+            f"(set -a; [ -r \"{env}\" ] && . \"{env}\"; set +a; exec {cmd}) >> {shlex.quote(str(log))} 2>&1")
     return f"{int(m)} {int(h)} * * * {body.replace('%', chr(92) + '%')} {MARK}{entry.name}"
 
 
