@@ -248,6 +248,11 @@ def test_review_page_follows_a_running_daemon_without_a_reload(tmp_path, page):
                          "'2026-11-20T23:00:00Z', 'test')")
         expect(line).to_contain_text("stage: sealed test: v3")
         expect(line).not_to_contain_text("spent " + spent)
+        pending = page.locator("#versions tbody tr", has_text="pending")
+        expect(pending).to_have_count(1)  # v3, the builder's last version, waits for its decision
+        with sqlite3.connect(db) as conn:  # the daemon decides it: the overview follows
+            conn.execute("update versions set decision = 'lost', status = 'decided' where label = 'v3'")
+        expect(pending).to_have_count(0)
         held.__exit__(None, None, None)  # the daemon ends
         move(status="stopped", stop_reason="reached 4 iterations", stage="stopped")
         expect(line).to_contain_text("stopped: reached 4 iterations")

@@ -27,7 +27,7 @@ def bar(console: Console, title: str) -> Iterator[ProgressFn]:
 # What the review page's progress line shows, from `status`: small, so it can be asked every few
 # seconds while a daemon runs without sending the whole report each time.
 PROGRESS_KEYS = ("running", "status", "stage", "iteration", "iterations_done", "max_iterations",
-                 "versions", "current_best", "spent_usd", "budget_usd", "finish", "deadline",
+                 "versions", "pending", "current_best", "spent_usd", "budget_usd", "finish", "deadline",
                  "seconds_left", "stop_reason", "last_error", "elapsed_s")
 
 
