@@ -106,3 +106,17 @@ def test_summary_of_a_folder_that_is_not_a_run_is_bad_input(cli, tmp_path):
     (tmp_path / "x").mkdir()
     result = cli("summary", tmp_path / "x")
     assert result.exit_code == 2 and "not a run folder" in result.output
+
+
+def test_unscored_runs_and_a_failure_are_things_to_look_at(tmp_path):
+    import sqlite3
+
+    built = build_workspace(tmp_path / "run", versions=3, pending=False)
+    with sqlite3.connect(built.root / "state.db") as conn:
+        conn.execute("insert into gradings (key, status, error) values ('v1/eval-9/with_skill/run-1', "
+                     "'unscored', 'the sandbox could not start')")
+        conn.execute("update runs set status = 'failed', last_error = 'the disk is full'")
+    found = summary.build(built.root)
+    assert any(item.startswith("1 run could not be scored") for item in found.look_at)
+    assert "the run failed: the disk is full" in found.look_at
+    assert "## What to look at\n\n- " in summary.markdown(found)

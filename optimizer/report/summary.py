@@ -107,8 +107,9 @@ def _headline(best: str, won: bool, train: Any, sealed: Any, scope: str | None, 
 
 def _look_at(run_dir: Path, data: read.RunData, info: dict) -> list[str]:
     items = list(data.warnings)
-    if info["unscored"]["runs"]:
-        items.append(f"{info['unscored']['runs']} runs could not be scored (a failure of ours; left "
+    k = info["unscored"]["runs"]
+    if k:
+        items.append(f"{k} run{'s' if k != 1 else ''} could not be scored (a failure of ours; left "
                      "out of every mean and retried on resume)")
     items += [f"{label} failed: {error}" for label, error in sorted(info["failed"].items())]
     items += [f"{label} also won: {verdict}" for label, verdict in sorted(info["other_wins"].items())]
