@@ -29,7 +29,7 @@ from optimizer.inputs import skill as skills
 from optimizer.inputs import triggers as trigger
 from optimizer.inputs import validate as validation
 from optimizer.model import prompts as prompting
-from optimizer.report import spend
+from optimizer.report import spend, summary
 from optimizer.report.resume import resume_point
 from optimizer.search import estimate as preview
 from optimizer.search import probe
@@ -48,7 +48,7 @@ def _default_run_dir(skill_name: str) -> Path:
 
 def start(
     *, skill_dir: Path, evals_path: Path | None, run_dir: Path | None, from_run: Path | None,
-    target: str, detach: bool, fresh: bool,
+    target: str, detach: bool, fresh: bool, notify: str | None = None,
     load: Callable[[dict], config.Loaded], console: Console, dry_run: bool = False,
 ) -> int:
     """`optimizer run`: check everything first (nothing is written on bad input), then create
@@ -96,8 +96,8 @@ def start(
     spend.announce(console, ws, estimate)  # the estimate line, kept in state.db for `status`
     _warn_small(console, evalset, settings)
     if detach:
-        return _spawn(ws, console)
-    return _foreground(ws, settings, console)
+        return _spawn(ws, console, notify)
+    return _foreground_summarised(ws, settings, console, notify=notify)
 
 
 def _warn_small(console: Console, evalset: object, settings: config.Settings) -> None:
@@ -112,7 +112,8 @@ def _warn_small(console: Console, evalset: object, settings: config.Settings) ->
         console.print(f"warning: {small}", style="yellow", markup=False, highlight=False)
 
 
-def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, console: Console) -> int:
+def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, console: Console,
+           notify: str | None = None) -> int:
     prompting.check_installed()
     ws = Workspace(run_dir)
     if not ws.state_db.exists() or not ws.run_toml.exists():
@@ -149,8 +150,8 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
             console.print(grown, markup=False, highlight=False)
     spend.announce(console, ws, preview.for_workspace(ws, settings), keep=False)
     if detach:
-        return _spawn(ws, console)
-    return _foreground(ws, settings, console, resumed=True)
+        return _spawn(ws, console, notify)
+    return _foreground_summarised(ws, settings, console, resumed=True, notify=notify)
 
 
 def _confinement(settings: config.Settings) -> str | None:
@@ -166,10 +167,11 @@ def _refuse_if_running(ws: Workspace) -> None:
                        f"stop it first with `optimizer stop {ws.root}`.")
 
 
-def _spawn(ws: Workspace, console: Console) -> int:
+def _spawn(ws: Workspace, console: Console, notify: str | None = None) -> int:
     out = open(ws.root / "daemon.out", "ab")  # noqa: SIM115 - handed to the child
     child = subprocess.Popen(
-        [sys.executable, "-m", "optimizer", "resume", str(ws.root)],
+        [sys.executable, "-m", "optimizer", "resume", str(ws.root),
+         *(["--notify", notify] if notify else [])],
         stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
     )
     out.close()
@@ -177,6 +179,16 @@ def _spawn(ws: Workspace, console: Console) -> int:
     console.print(f"  watch:  optimizer status {ws.root}\n  log:    {ws.log}\n"
                   f"  stop:   optimizer stop {ws.root}")
     return 0
+
+
+def _foreground_summarised(ws: Workspace, settings: config.Settings, console: Console, *,
+                           resumed: bool = False, notify: str | None = None) -> int:
+    """The run here, then summary.md once the lock is released (held, it would read as live)."""
+    try:
+        return _foreground(ws, settings, console, resumed=resumed)
+    finally:
+        if running_pid(ws) is None:  # else the lock was refused: another daemon's run
+            summary.at_end(ws.root, notify, console)
 
 
 def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
@@ -195,7 +207,7 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
         flag = SignalFlag()
         flag.install()
         try:
-            # The run's row is keyed by its folder's name (_create); a folder moved or renamed
+            # The run's row is keyed by its folder's name (store/workspace.create); a folder moved or renamed
             # since keeps its state under the old name, so the key follows the folder.
             if (store.run_row() or {}).get("id", ws.root.name) != ws.root.name:
                 with store.atomic():

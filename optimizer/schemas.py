@@ -927,3 +927,41 @@ class Candidate(_Exact):
 class CandidatesFile(_Exact):
     skill_name: str
     candidates: list[Candidate] = []
+class SummaryNumbers(_Exact):
+    """One comparison of the final best with v0: scores, their difference and its interval."""
+
+    v0: float | None = None
+    best: float | None = None
+    delta: float | None = None
+    low: float | None = None  # the interval of delta over evals (Student-t), None when it cannot be made
+    high: float | None = None
+    confidence: float
+    evals: int
+
+
+class MorningSummary(_Exact):
+    """summary.json beside summary.md (report/summary.py): what a night did, for a person and for
+    the --notify command. `scope` is the claim's reach: "better on these tasks" or "general"."""
+
+    run_dir: str
+    skill_name: str | None = None
+    simulated: bool
+    status: str | None = None
+    stop_reason: str | None = None
+    last_error: str | None = None
+    night_error: str | None = None  # the one sentence of a night that could not run
+    started_at: str | None = None
+    finished_at: str | None = None
+    from_run: str | None = None
+    best: str
+    won: bool
+    headline: str
+    scope: str | None = None
+    train: SummaryNumbers | None = None
+    sealed: SummaryNumbers | None = None
+    decision: str | None = None  # the best's own decision against its parent, as selection.json says
+    diff: str | None = None
+    spent_usd: float
+    budget_usd: float | None = None
+    calls: int
+    look_at: list[str]

@@ -16,7 +16,7 @@ STAGES = ("inputs", "store", "sim", "model", "sandbox", "execute", "grade", "sea
 # Flat contract modules every stage may import; they import only each other.
 SHARED = ("errors", "config", "prices", "schemas", "logs", "tags")
 # Entry points: they may import anything, and only they may import each other.
-ENTRY = ("cli", "daemon", "__main__")
+ENTRY = ("cli", "daemon", "nightly", "__main__")
 MAX_LINES = 400
 LONGER = {"optimizer.schemas"}  # the contract of the seed files, kept in one file on purpose
 MAX_FLAT = 8

@@ -16,6 +16,7 @@ from optimizer import config
 from optimizer.cli.common import (
     ConfigOpt,
     ExecutorOpt,
+    NotifyOpt,
     ProviderOpt,
     SetOpt,
     UnconfinedOpt,
@@ -188,6 +189,7 @@ def run(
     fresh: Annotated[bool, typer.Option(help="Replace an existing --run-dir (the demo uses it).")] = False,
     batch: Annotated[bool, typer.Option("--batch", help="Grader, comparator and analyzer calls as Message Batches (half price, slower).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the cost estimate and exit; writes nothing.")] = False,
+    notify: NotifyOpt = None,
     executor: ExecutorOpt = None,
     provider: ProviderOpt = None,
     unconfined: UnconfinedOpt = False,
@@ -208,7 +210,7 @@ def run(
         skill_dir=require_dir(skill_dir, "skill"), evals_path=evals, run_dir=run_dir,
         from_run=from_run, target=target, detach=detach, fresh=fresh,
         load=lambda eval_config: load_settings(config_path, set_, eval_config=eval_config, flags=flags),
-        console=out, dry_run=dry_run,
+        console=out, dry_run=dry_run, notify=notify,
     )
     raise typer.Exit(code)
 
@@ -221,6 +223,7 @@ def resume(
     max_iterations: Annotated[int | None, typer.Option(help="New iteration limit.")] = None,
     budget_usd: Annotated[float | None, typer.Option(help="New spending limit in USD.")] = None,
     deadline: Annotated[str | None, typer.Option(help="New deadline.")] = None,
+    notify: NotifyOpt = None,
     set_: SetOpt = None,
 ) -> None:
     """Continue a run from its current best after a stop, a crash or a deadline."""
@@ -229,7 +232,7 @@ def resume(
     flags = {"loop.max_iterations": max_iterations, "budget.usd": budget_usd,
              "budget.deadline": deadline}
     raise typer.Exit(daemon.resume(require_dir(run_dir, "run"), overrides=set_ or [],
-                                   flags=flags, detach=detach, console=out))
+                                   flags=flags, detach=detach, console=out, notify=notify))
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
@@ -354,3 +357,5 @@ def export(
 from optimizer.cli.evals import evals_app  # noqa: E402 - the sub-app registers after the commands above
 
 app.add_typer(evals_app, name="evals")
+
+from optimizer.cli import nightly  # noqa: E402,F401 - registers gate, summary, schedule, nightly

@@ -35,6 +35,8 @@ SetOpt = Annotated[
 ProviderOpt = Annotated[
     str | None, typer.Option("--provider", help="Model provider: sim (offline) or anthropic.")
 ]
+NotifyOpt = Annotated[str | None, typer.Option(
+    "--notify", help="A command of yours to run with summary.md's path when the run ends (mail, chat).")]
 UnconfinedOpt = Annotated[bool, typer.Option(
     "--unconfined", help="Run model-written commands without bubblewrap (sandbox.mode = \"none\").")]
 

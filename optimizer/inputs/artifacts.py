@@ -31,6 +31,7 @@ FILE_KINDS = {
     "history.json": "history",
     "feedback.json": "feedback",
     "eval_feedback_aggregate.json": "eval_feedback_aggregate",
+    "summary.json": "summary",
 }
 KINDS = tuple(FILE_KINDS.values())
 
@@ -48,6 +49,7 @@ WRITE_MODELS: dict[str, type[BaseModel]] = {
     "history": s.History,
     "feedback": s.Feedback,
     "eval_feedback_aggregate": s.EvalFeedbackAggregate,
+    "summary": s.MorningSummary,
 }
 
 # Why a form is refused under --strict: the viewer reads only the full forms.
@@ -162,6 +164,8 @@ def detect_form(kind: str, data: dict[str, Any]) -> tuple[str, type[BaseModel]]:
         if "versions" in data and "iterations" not in data:
             return "versions (seed 001)", s.HistoryVersions
         return "iterations (seed 002)", s.History
+    if kind == "summary":  # ours, not a seed format: the morning summary of a run
+        return "morning summary", s.MorningSummary
     seed = {"structural": "004", "eval_feedback_aggregate": "004", "feedback": "001"}
     return f"full (seed {seed.get(kind, '002')})", WRITE_MODELS[kind]
 

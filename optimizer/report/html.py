@@ -65,7 +65,7 @@ def _cost_series(ws: Workspace) -> list[list]:
 
 def build(run_dir: Path, *, review: bool = False, files_base: str = "", details_base: str = "",
           token: str = "", data: read.RunData | None = None, inlined: int = 0,
-          capped: bool = False) -> dict:
+          capped: bool = False, refresh_ms: int = 0) -> dict:
     """What the index page shows, as JSON-able data; each page's runs come from its own script."""
     data = data or read.load(run_dir)
     ws = data.ws
@@ -87,6 +87,7 @@ def build(run_dir: Path, *, review: bool = False, files_base: str = "", details_
                  "review": review, "files_base": files_base,
                  "details_base": details_base, "token": token, "callback": CALLBACK,
                  "inlined_bytes": inlined, "inline_cap_reached": capped,
+                 "refresh_ms": refresh_ms,  # the review page asks /api/progress this often while the run runs
                  "sandbox": confinement.describe(status["sandbox"]) if status else None,
                  "unconfined": bool(status and status["sandbox"]["unconfined"])},
         "status": status,
@@ -130,10 +131,10 @@ def _environment() -> jinja2.Environment:
 
 def render(run_dir: Path, *, review: bool = False, files_base: str = "", details_base: str = "",
            token: str = "", data: read.RunData | None = None, inlined: int = 0,
-           capped: bool = False) -> str:
+           capped: bool = False, refresh_ms: int = 0) -> str:
     """The index page; `details_base` is where it finds each page's script (<key>.js)."""
     index = build(run_dir, review=review, files_base=files_base, details_base=details_base, token=token,
-                  data=data, inlined=inlined, capped=capped)
+                  data=data, inlined=inlined, capped=capped, refresh_ms=refresh_ms)
     template = _environment().get_template(TEMPLATE)
     return template.render(
         title=f"{index['meta']['skill_name']} — skill optimizer report",

@@ -22,3 +22,15 @@ def bar(console: Console, title: str) -> Iterator[ProgressFn]:
             progress.update(task, completed=done, total=total, description=f"{title}: {label}")
 
         yield update
+
+
+# What the review page's progress line shows, from `status`: small, so it can be asked every few
+# seconds while a daemon runs without sending the whole report each time.
+PROGRESS_KEYS = ("running", "status", "stage", "iteration", "iterations_done", "max_iterations",
+                 "versions", "pending", "current_best", "spent_usd", "budget_usd", "finish", "deadline",
+                 "seconds_left", "stop_reason", "last_error", "elapsed_s")
+
+
+def snapshot(info: dict) -> dict:
+    """The progress fields of a status dict, in a fixed order."""
+    return {key: info.get(key) for key in PROGRESS_KEYS}

@@ -18,7 +18,7 @@ from rich.console import Console
 from optimizer import schemas
 from optimizer.errors import BadInput
 from optimizer.grow import review as grow_review
-from optimizer.report import html, pages, read
+from optimizer.report import html, pages, progress, read, status
 from optimizer.store.db import now
 from optimizer.store.files import Workspace, write_json
 
@@ -29,6 +29,7 @@ RUN_GLOBS = ("v*/eval-*/*/run-*", "baseline/eval-*/*/run-*", "test/v*/eval-*/*/r
 INERT = "default-src 'none'; img-src data:; sandbox"  # a served output cannot script our origin
 CANDIDATE_ACTIONS = ("/api/candidates/accept", "/api/candidates/edit", "/api/candidates/reject")
 DETAILS = "/api/details/"  # + <key>.js: one page of the report, read from the run when it is opened
+REFRESH_MS = 5000  # how often the page asks for progress while the daemon runs
 
 
 def run_ids(root: Path) -> set[str]:
@@ -57,8 +58,9 @@ def save_feedback(ws: Workspace, data: dict) -> dict:
 class ReviewServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, run_dir: Path, port: int) -> None:
+    def __init__(self, run_dir: Path, port: int, refresh_ms: int = REFRESH_MS) -> None:
         self.root = Path(run_dir).resolve()
+        self.refresh_ms = refresh_ms
         self.ws = Workspace(self.root)
         self.lock = threading.Lock()  # one read-modify-write of feedback.json at a time
         self.known = run_ids(self.root)
@@ -181,8 +183,16 @@ class Handler(BaseHTTPRequestHandler):
             return self._error(HTTPStatus.FORBIDDEN, "that path is outside the run folder")
         if path in ("/", "/index.html"):
             page = html.render(self.server.root, review=True, details_base=DETAILS, token=self.server.token,
-                               data=self.server.run_data())  # the read its pages then share
+                               data=self.server.run_data(),  # the read its pages then share
+                               refresh_ms=self.server.refresh_ms)
             return self._send(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8")
+        if path == "/api/progress":
+            return self._json(HTTPStatus.OK, progress.snapshot(status.status(self.server.root,
+                                                                              self.server.run_data())))
+        if path == "/api/index":  # the page's data again, when the progress says the run moved on
+            return self._json(HTTPStatus.OK, html.build(
+                self.server.root, review=True, details_base=DETAILS, token=self.server.token,
+                data=self.server.run_data(), refresh_ms=self.server.refresh_ms))
         if path.startswith(DETAILS):
             return self._details(path.removeprefix(DETAILS))
         if path in ("/api/feedback", "/api/candidates"):
@@ -247,18 +257,18 @@ class Handler(BaseHTTPRequestHandler):
         return self._error(HTTPStatus.NOT_FOUND, "no such endpoint")
 
 
-def _server(run_dir: Path, port: int) -> ReviewServer:
+def _server(run_dir: Path, port: int, refresh_ms: int = REFRESH_MS) -> ReviewServer:
     read.load(run_dir)  # a clear error for a folder that is not a run
     load_feedback(Workspace(run_dir))
     try:
-        return ReviewServer(run_dir, port)
+        return ReviewServer(run_dir, port, refresh_ms)
     except OSError as exc:
         raise BadInput(f"port {port} on {HOST} cannot be used ({exc.strerror}); pass another --port.") from None
 
 
-def serve_in_thread(run_dir: Path, port: int = 0) -> tuple[ReviewServer, int]:
+def serve_in_thread(run_dir: Path, port: int = 0, refresh_ms: int = REFRESH_MS) -> tuple[ReviewServer, int]:
     """For tests: a running server and its port; stop it with server.shutdown(); server.server_close()."""
-    server = _server(run_dir, port)
+    server = _server(run_dir, port, refresh_ms)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="review-server",
                      daemon=True).start()
     return server, server.port

@@ -1,0 +1,191 @@
+"""The commands of nights and pull requests (DESIGN §17): `gate`, `summary`, `schedule` and the
+hidden `nightly` a timer runs. Each parses, loads settings, calls one function and prints."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from optimizer.cli.common import (
+    ConfigOpt,
+    ExecutorOpt,
+    NotifyOpt,
+    ProviderOpt,
+    SetOpt,
+    UnconfinedOpt,
+    app,
+    confinement,
+    err,
+    handled,
+    load_settings,
+    out,
+    require_dir,
+)
+from optimizer.errors import BadInput
+
+
+@app.command()
+@handled
+def gate(
+    base_skill: Annotated[Path, typer.Argument(help="The skill as it is (e.g. the main branch's).")],
+    head_skill: Annotated[Path, typer.Argument(help="The skill as the pull request leaves it.")],
+    evals: Annotated[Path | None, typer.Option(help="evals.json (default BASE_SKILL/evals/evals.json).")] = None,
+    budget_usd: Annotated[float | None, typer.Option(help="Hard spending limit in USD.")] = None,
+    margin: Annotated[float, typer.Option(help="HEAD may score lower than BASE by less than this.")] = 0.05,
+    comment: Annotated[Path | None, typer.Option(help="Write a markdown pull-request comment here.")] = None,
+    runs: Annotated[int | None, typer.Option(help="Runs per eval and skill.")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for the runs (default runs/gate/<time>).")] = None,
+    executor: ExecutorOpt = None,
+    provider: ProviderOpt = None,
+    unconfined: UnconfinedOpt = False,
+    config_path: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Is HEAD not worse than BASE? Exit 0 not worse, 1 worse or not shown, 2 bad input."""
+    from optimizer import config
+    from optimizer.grade.benchmark import default_out_dir
+    from optimizer.model.session import open_session
+    from optimizer.nightly.night import api_key_missing
+    from optimizer.report import gate_comment
+    from optimizer.report.progress import bar
+    from optimizer.search.gate import check_inputs, run_gate
+    from optimizer.store.files import write_text
+
+    if budget_usd is not None and budget_usd <= 0:
+        raise BadInput(f"--budget-usd {budget_usd}: give a positive amount in USD, e.g. 5.")
+    evalset = check_inputs(require_dir(base_skill, "BASE skill"), require_dir(head_skill, "HEAD skill"),
+                           evals, margin)
+    loaded = load_settings(config_path, set_, eval_config=evalset.eval_config, flags={
+        "llm.provider": provider, "evals.runs_per_eval": runs, "budget.usd": budget_usd,
+        "execute.executor": config.choice_flag("--executor", executor, "execute.executor"),
+        "sandbox.mode": "none" if unconfined else None})
+    confinement(loaded.settings)
+    missing = api_key_missing(loaded.settings)
+    if missing:  # before the folder is made: bad input writes nothing
+        raise BadInput(missing)
+    folder = out_dir or default_out_dir(Path("runs") / "gate")
+    if folder.exists() and any(folder.iterdir()):
+        raise BadInput(f"--out {folder}: is not empty; a gate needs a folder of its own (omit --out "
+                       "for a new one under runs/gate/).")
+    with open_session(loaded.settings, folder, budget_usd=budget_usd, console=False) as session, \
+            bar(err, "gate") as progress:
+        result = asyncio.run(run_gate(loaded.settings, session.client, session.store,
+                                      base=base_skill, head=head_skill, evalset=evalset,
+                                      out_dir=folder, margin=margin, progress=progress))
+        simulated = bool(getattr(session.client, "simulated", False))
+    if comment is not None:
+        write_text(comment, gate_comment.markdown(result, simulated=simulated))
+    out.print(gate_comment.line(result), markup=False, highlight=False)
+    out.print(f"runs: {folder}" + (f"; comment: {comment}" if comment else ""), markup=False)
+    raise typer.Exit(0 if result.passed else 1)
+
+
+@app.command("summary")
+@handled
+def summary_cmd(
+    run_dir: Annotated[Path, typer.Argument(help="The run folder (runs/<skill>-<time>).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """The morning summary of a run: what won and by how much, the change, the cost, what to check."""
+    from optimizer.report import summary
+    from optimizer.store.files import Workspace
+    from optimizer.store.lock import running_pid
+
+    folder = require_dir(run_dir, "run")
+    md, js = summary.paths(folder)
+    if not Workspace(folder).state_db.is_file():
+        raise BadInput(f"{folder}: not a run folder (no state.db); pass a folder `optimizer run` made.")
+    # The one written when the run ended, which may carry a night's error; a live run's is made now.
+    if md.is_file() and js.is_file() and running_pid(Workspace(folder)) is None:
+        text = js.read_text(encoding="utf-8") if as_json else md.read_text(encoding="utf-8")
+    else:
+        built = summary.build(folder)
+        text = built.model_dump_json(indent=2) if as_json else summary.markdown(built)
+    out.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command()
+@handled
+def schedule(
+    skill_dir: Annotated[Path | None, typer.Argument(help="The skill folder to improve every night.")] = None,
+    at: Annotated[str, typer.Option(help="When each night starts, HH:MM local time.")] = "22:30",
+    until: Annotated[str, typer.Option(help="When each night must stop, HH:MM local time.")] = "07:00",
+    budget_usd: Annotated[float | None, typer.Option(help="What one night may spend, in USD.")] = None,
+    fresh: Annotated[bool, typer.Option(help="Each night a new run from the last best, not a resume.")] = False,
+    runs_root: Annotated[Path, typer.Option(help="Where the nights' run folders go.")] = Path("runs"),
+    notify: NotifyOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be installed; install nothing.")] = False,
+    list_: Annotated[bool, typer.Option("--list", help="List the nightly schedules.")] = False,
+    remove: Annotated[Path | None, typer.Option(help="Remove the schedule of this skill folder.")] = None,
+    provider: ProviderOpt = None,
+    config_path: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """Run a skill's improvement every night: a systemd user timer, or a crontab line without systemd."""
+    from optimizer.inputs.evals import load_evals
+    from optimizer.nightly import schedule as plan
+
+    if list_:
+        found = plan.entries()
+        for e in found:
+            out.print(f"{e['name']}  {e['where']}  at {e['at']}  {e['skill_dir']}\n  {e['command']}",
+                      markup=False, highlight=False)
+        if not found:
+            out.print("no nightly schedules", markup=False)
+        return
+    if remove is not None:
+        out.print(plan.remove(remove.absolute()), markup=False, highlight=False)
+        return
+    if skill_dir is None:
+        raise BadInput("schedule: name the skill folder (or pass --list or --remove SKILL_DIR).")
+    if budget_usd is None or budget_usd <= 0:
+        raise BadInput("schedule: --budget-usd is required and must be positive: what one night may spend, e.g. 10.")
+    evalset = load_evals(require_dir(skill_dir, "skill"))  # a night must not find bad input at 3 a.m.
+    loaded = load_settings(config_path, set_, eval_config=evalset.eval_config,
+                           flags={"llm.provider": provider})
+    entry = plan.Entry(
+        skill_dir=skill_dir.absolute(), at=plan.check_time("--at", at), until=plan.check_time("--until", until),
+        budget_usd=budget_usd, runs_root=runs_root.absolute(), workdir=Path.cwd(), fresh=fresh,
+        extra=[*(["--provider", loaded.settings.llm.provider] if provider else []),
+               *(["--config", str(config_path.absolute())] if config_path else []),
+               *[a for s in set_ or [] for a in ("--set", s)],
+               *(["--notify", notify] if notify else [])])
+    if entry.at == entry.until:
+        raise BadInput(f"--at {at} and --until {until}: a night needs time between its start and its end.")
+    where = plan.backend()
+    if dry_run:
+        out.print(plan.plan(entry, where), markup=False, highlight=False, end="")
+        return
+    out.print(plan.install(entry, where), markup=False, highlight=False)
+
+
+@app.command(hidden=True)
+@handled
+def nightly(
+    skill_dir: Annotated[Path, typer.Argument(help="The skill folder.")],
+    until: Annotated[str, typer.Option(help="The night's deadline, HH:MM local time.")],
+    budget_usd: Annotated[float, typer.Option(help="What this night may spend, in USD.")],
+    runs_root: Annotated[Path, typer.Option(help="Where the nights' run folders are.")] = Path("runs"),
+    fresh: Annotated[bool, typer.Option(help="A new run from the last best, not a resume.")] = False,
+    notify: NotifyOpt = None,
+    provider: ProviderOpt = None,
+    config_path: ConfigOpt = None,
+    set_: SetOpt = None,
+) -> None:
+    """One night (what a schedule runs): resume the last run, or start one chained to it."""
+    from optimizer.nightly import night
+    from optimizer.nightly.schedule import check_time, name_for
+
+    if budget_usd <= 0:
+        raise BadInput(f"--budget-usd {budget_usd}: give a positive amount in USD.")
+    deadline = check_time("--until", until)
+    flags = {"llm.provider": provider, "budget.usd": budget_usd, "budget.deadline": deadline}
+    code = night.run_night(
+        skill_dir=require_dir(skill_dir, "skill"), until=deadline, budget_usd=budget_usd,
+        fresh=fresh, runs_root=runs_root, notify=notify, overrides=set_ or [],
+        load=lambda ec: load_settings(config_path, set_, eval_config=ec, flags=flags),
+        log_name=name_for(skill_dir), console=out)
+    raise typer.Exit(code)

@@ -1,0 +1,212 @@
+"""The morning summary (DESIGN §17): at the end of every run, summary.md (and summary.json, its
+data) say what won and by how much on train and on the sealed test, with intervals and the
+claim's scope, the winning diff, the cost, and what to look at. Reads the run folder only; writes
+those two files atomically, the JSON validated first. Never sends anything anywhere: --notify
+runs the user's own command."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import structlog
+from rich.console import Console
+
+from optimizer import schemas
+from optimizer.grade.stats import mean, mean_ci
+from optimizer.report import read
+from optimizer.report.status import status as run_status
+from optimizer.store.files import write_json, write_text
+
+log = structlog.get_logger()
+CONFIDENCE = 0.95
+DIFF_CAP = 12_000  # characters of the winning diff in summary.md; the rest is in `optimizer diff`
+SCOPES = {"these_tasks": "better on these tasks", "general": "better in general"}
+
+
+def paths(run_dir: Path) -> tuple[Path, Path]:
+    return Path(run_dir) / "summary.md", Path(run_dir) / "summary.json"
+
+
+def build(run_dir: Path, *, night_error: str | None = None) -> schemas.MorningSummary:
+    data = read.load(run_dir)
+    info = run_status(run_dir, data)
+    best = data.current_best or "v0"
+    by_label = {n["label"]: n for n in data.nodes}
+    test = info.get("test") if isinstance(info.get("test"), dict) else None
+    train = _compare(read.per_eval(data.ws, by_label.get("v0") or {"label": "v0"}),
+                     read.per_eval(data.ws, by_label.get(best) or {"label": best}))
+    sealed = _sealed(test, best)
+    selection = read.read_json(data.ws.version(best) / "selection.json") if best != "v0" else None
+    won = best != "v0"
+    scope = _scope(selection, sealed, data.warnings) if won else None
+    return schemas.MorningSummary(
+        run_dir=str(run_dir), skill_name=data.run.get("skill_name"), simulated=data.simulated,
+        status=info.get("status"), stop_reason=info.get("stop_reason"),
+        last_error=info.get("last_error"), night_error=night_error,
+        started_at=info.get("started_at"), finished_at=info.get("finished_at"),
+        from_run=data.run.get("from_run"), best=best, won=won,
+        headline=_headline(best, won, train, sealed, scope, night_error),
+        scope=scope, train=train, sealed=sealed,
+        decision=(selection or {}).get("reason") if isinstance(selection, dict) else None,
+        diff=read.version_diff(data.ws, "v0", best) if won else None,
+        spent_usd=info.get("spent_usd") or 0.0, budget_usd=info.get("budget_usd"),
+        calls=info.get("calls") or 0, look_at=_look_at(run_dir, data, info))
+
+
+def _compare(v0: dict[str, float], best: dict[str, float]) -> schemas.SummaryNumbers | None:
+    """best − v0 paired over the evals both scored, with a Student-t interval over evals."""
+    shared = sorted(set(v0) & set(best), key=read.natural_key)
+    if not shared:
+        return None
+    diffs = [best[e] - v0[e] for e in shared]
+    low = high = None
+    if len(diffs) >= 2:
+        low, high = mean_ci(diffs, CONFIDENCE, bounds=(-1.0, 1.0))
+    return schemas.SummaryNumbers(
+        v0=round(mean([v0[e] for e in shared]), 4), best=round(mean([best[e] for e in shared]), 4),
+        delta=round(mean(diffs), 4), low=None if low is None else round(low, 4),
+        high=None if high is None else round(high, 4), confidence=CONFIDENCE, evals=len(shared))
+
+
+def _sealed(test: dict | None, best: str) -> schemas.SummaryNumbers | None:
+    if not test or test.get("incomplete"):
+        return None
+    versions = test.get("versions") or {}
+    v0 = (versions.get("v0") or {}).get("per_eval") or {}
+    final = (versions.get(best) or versions.get("v0") or {}).get("per_eval") or {}
+    return _compare({str(k): v for k, v in v0.items() if v is not None},
+                    {str(k): v for k, v in final.items() if v is not None})
+
+
+def _scope(selection: Any, sealed: schemas.SummaryNumbers | None, warnings: list[str]) -> str:
+    """selection.json's own `scope` when it states one. Else "better in general" only when the
+    decision did not rest on too few evals and the sealed test's own interval (evals the loop
+    never saw as the units) lies above zero; "better on these tasks" otherwise (DESIGN §16)."""
+    stated = selection.get("scope") if isinstance(selection, dict) else None
+    if isinstance(stated, str) and stated:
+        return SCOPES.get(stated, stated)
+    few = bool(selection.get("few_evals")) if isinstance(selection, dict) else True
+    shown = sealed is not None and sealed.low is not None and sealed.low > 0 and not any(
+        w.startswith("sealed test") for w in warnings)
+    return SCOPES["general"] if shown and not few else SCOPES["these_tasks"]
+
+
+def _headline(best: str, won: bool, train: Any, sealed: Any, scope: str | None, night: str | None) -> str:
+    if night:
+        return f"This night did not run: {night}"
+    if not won:
+        return "Nothing won: v0, the skill the run started from, is still the best."
+    gain = f" by {train.delta:+.3f} on the train evals" if train and train.delta is not None else ""
+    held = f" and {sealed.delta:+.3f} on the sealed test" if sealed and sealed.delta is not None else ""
+    return f"{best} won{gain}{held} ({scope})."
+
+
+def _look_at(run_dir: Path, data: read.RunData, info: dict) -> list[str]:
+    items = list(data.warnings)
+    k = info["unscored"]["runs"]
+    if k:
+        items.append(f"{k} run{'s' if k != 1 else ''} could not be scored (a failure of ours; left "
+                     "out of every mean and retried on resume)")
+    items += [f"{label} failed: {error}" for label, error in sorted(info["failed"].items())]
+    items += [f"{label} also won: {verdict}" for label, verdict in sorted(info["other_wins"].items())]
+    if info.get("last_error"):
+        items.append(f"the run failed: {info['last_error']}")
+    candidates = _candidates(Path(data.run.get("skill_dir") or ""), Path(run_dir))
+    if candidates:
+        items.append(f"{candidates} candidate evals wait for review in evals/candidates.json")
+    return items
+
+
+def _candidates(skill_dir: Path, run_dir: Path) -> int:
+    """Candidate evals mined for review (evals/candidates.json), in the skill or the run folder."""
+    for path in (skill_dir / "evals" / "candidates.json", run_dir / "evals" / "candidates.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        items = data.get("candidates", data.get("evals")) if isinstance(data, dict) else data
+        if isinstance(items, list):
+            return len(items)
+    return 0
+
+
+def _numbers(name: str, n: schemas.SummaryNumbers | None, won: bool) -> str:
+    if n is None:
+        return f"- {name}: not measured"
+    evals = f"{n.evals} eval{'s' if n.evals != 1 else ''}"
+    if not won:  # v0 against itself: a difference of zero is no finding
+        return f"- {name}: v0 {n.v0:.3f} over {evals}; no version beat it"
+    ci = f" [{n.low:+.3f}, {n.high:+.3f}]" if n.low is not None and n.high is not None else \
+        " (no interval from one eval)"
+    return (f"- {name}: v0 {n.v0:.3f} → best {n.best:.3f}, Δ {n.delta:+.3f}{ci}, "
+            f"{n.confidence:.0%} Student-t over {evals}")
+
+
+def markdown(s: schemas.MorningSummary) -> str:
+    out = [f"# Morning summary: {s.skill_name or '?'}", ""]
+    if s.simulated:
+        out += ["> **SIMULATED**: every number comes from the offline simulator, not a model.", ""]
+    out += [f"**{s.headline}**", "", f"Run `{s.run_dir}`: {s.status or '?'}"
+            + (f" ({s.stop_reason})" if s.stop_reason else "")
+            + (f"; started from the best of `{s.from_run}`" if s.from_run else "") + ".", ""]
+    out += ["## What won", "", f"- best version: {s.best}" + (f" ({s.scope})" if s.scope else ""),
+            _numbers("train", s.train, s.won), _numbers("sealed test", s.sealed, s.won)]
+    if s.decision:
+        out.append(f"- its decision: {s.decision}")
+    out.append("")
+    if s.diff:
+        diff = s.diff if len(s.diff) <= DIFF_CAP else s.diff[:DIFF_CAP] + "\n… (cut; see `optimizer diff`)\n"
+        out += [f"## The change (v0 → {s.best})", "", "```diff", diff.rstrip("\n"), "```", ""]
+    budget = f" of ${s.budget_usd:.2f}" if s.budget_usd else ""
+    out += ["## Cost", "", f"${s.spent_usd:.2f}{budget} in {s.calls} model calls.", ""]
+    out += ["## What to look at", ""] + ([f"- {item}" for item in s.look_at] or ["- nothing"]) + [""]
+    return "\n".join(out)
+
+
+def write(run_dir: Path, *, night_error: str | None = None) -> Path:
+    """summary.json (validated) then summary.md, each atomically; returns summary.md's path."""
+    summary = build(run_dir, night_error=night_error)
+    md, js = paths(run_dir)
+    write_json(js, summary, schemas.MorningSummary)
+    write_text(md, markdown(summary))
+    log.info("summary.written", path=str(md), best=summary.best, won=summary.won)
+    return md
+
+
+def notify(command: str, summary_md: Path) -> str | None:
+    """Run the user's own command with the summary's path as its last argument (no shell, so no
+    quoting surprises); the problem in one sentence when it fails, else None. Never raises: a
+    notification that fails must not fail the night."""
+    try:
+        argv = [*shlex.split(command), str(summary_md)]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        problem = f"--notify {command!r} could not run: {exc}"
+    else:
+        if done.returncode == 0:
+            return None
+        problem = (f"--notify {command!r} exited with {done.returncode}: "
+                   f"{(done.stderr or done.stdout).strip()[:300]}")
+    log.warning("summary.notify_failed", problem=problem)
+    return problem
+
+
+def at_end(run_dir: Path, notify_command: str | None, console: Console | None = None, *,
+           night_error: str | None = None) -> Path | None:
+    """summary.md at the end of every run, however it ended, then the user's --notify command
+    with its path. Best effort: a summary that cannot be made is logged, never raised over the
+    run's own outcome."""
+    try:
+        path = write(run_dir, night_error=night_error)
+    except Exception:
+        log.exception("summary.failed", run=str(run_dir))
+        return None
+    if notify_command:
+        problem = notify(notify_command, path)
+        if problem and console is not None:
+            console.print(f"warning: {problem}", style="yellow", markup=False, highlight=False)
+    return path

@@ -1,0 +1,167 @@
+"""`optimizer gate BASE HEAD`: both versions of a skill on the same evals, through the one grading
+unit, and the non-inferiority test of HEAD against BASE (noninferiority.py). Never writes outside
+its folder, never scores a failure of ours, and never lets the evals reach the agent.
+
+Layout: <out>/base/ and <out>/head/ (the two skills as run, without evals/), <out>/eval-<id>/
+{base,head}/run-<n>/ (each run, graded), <out>/state.db (the ledger and the gradings)."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from optimizer.config import Settings
+from optimizer.errors import BadInput, BudgetExhausted
+from optimizer.execute import executor_for
+from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, unscored
+from optimizer.inputs import skill as skills
+from optimizer.inputs.evals import EvalSet, load_evals
+from optimizer.search import noninferiority
+from optimizer.search.select import paired_differences
+from optimizer.store.db import Store
+
+log = structlog.get_logger()
+SIDES = ("base", "head")
+
+
+@dataclass
+class GateResult:
+    """What the gate found: the test (None when it could not be made), per-eval means, cost."""
+
+    base: Path
+    head: Path
+    evals_path: Path
+    identical: bool
+    runs_per_eval: int
+    test: noninferiority.NonInferiority | None
+    per_eval: dict[int, dict[str, Any]] = field(default_factory=dict)
+    unscored: int = 0
+    judge_errors: int = 0
+    total_runs: int = 0
+    cost_usd: float = 0.0
+    note: str = ""  # why no test could be made, when none was
+    invalid_head: list[str] = field(default_factory=list)  # HEAD's problems as a skill, if any
+
+    @property
+    def passed(self) -> bool:
+        return self.identical or (self.test is not None and self.test.outcome == "not_worse")
+
+
+def check_inputs(base: Path, head: Path, evals_path: Path | None, margin: float) -> EvalSet:
+    """Everything the gate needs, checked before anything runs or is written (BadInput, exit 2).
+    A HEAD whose SKILL.md breaks the skill rules is no bad input: it is the pull request's
+    change, and the gate judges it worse (head_problems)."""
+    for side, path in (("BASE_SKILL", base), ("HEAD_SKILL", head)):
+        if not (path / "SKILL.md").is_file():
+            raise BadInput(f"{path}: {side} has no SKILL.md; pass the skill's folder.")
+    skills.load_skill(base)
+    if not 0 < margin < 1:
+        raise BadInput(f"--margin {margin}: use a score difference between 0 and 1, e.g. 0.05.")
+    evalset = load_evals(base, evals_path)
+    if len(evalset.evals) < 2:
+        raise BadInput(f"{evalset.source}: holds {len(evalset.evals)} eval; the gate needs at least 2 "
+                       "to bound a difference (add evals).")
+    return evalset
+
+
+async def run_gate(settings: Settings, client: Any, store: Store, *, base: Path, head: Path,
+                   evalset: EvalSet, out_dir: Path, margin: float,
+                   progress: Any = None) -> GateResult:
+    """Run both skills on every eval (runs_per_eval each), then test HEAD against BASE. A budget
+    that runs out leaves the gate without a test (note says so), never with a partial one."""
+    out = Path(out_dir).absolute()
+    broken = skills.check_skill(head)
+    if broken:  # a skill that cannot load cannot run: worse than any skill that can
+        result = GateResult(base, head, evalset.source, False, settings.evals.runs_per_eval, None,
+                            invalid_head=broken)
+        result.note = "HEAD is not a valid skill, so it is worse than BASE: " + " ".join(broken)
+        return result
+    copies = {side: _copy(src, out / side) for side, src in zip(SIDES, (base, head), strict=True)}
+    identical = skills.content_hash(copies["base"]) == skills.content_hash(copies["head"])
+    runs = settings.evals.runs_per_eval
+    result = GateResult(base, head, evalset.source, identical, runs, None)
+    if identical:  # nothing changed: nothing to measure, and nothing is spent
+        result.note = "HEAD's skill files are identical to BASE's (evals/ aside); nothing was run."
+        return result
+    evals = sorted(evalset.ids)
+    done = [0]
+    total = len(SIDES) * len(evals) * runs
+
+    def step(scored: Scored) -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], total, f"eval {scored.eval_id} {scored.configuration} run "
+                                     f"{scored.run_number}: {scored.status}")
+
+    scores: dict[str, dict[int, list[Scored]]] = {}
+    try:
+        with executor_for(None, settings, client) as executor:
+            for side in SIDES:
+                name = skills.load_skill(copies[side]).name
+                grader = Grader(store, client, settings, evalset, executor, skill_name=name,
+                                inputs_root=base,  # eval files are relative to BASE, as loaded
+                                on_run=step)
+                jobs = jobs_for(evals, runs, prefix="", root=out, configuration=side,
+                                skill_dir=copies[side], version=side)
+                scores[side] = await _grade(grader, jobs, settings.evals.unscored_retries)
+    except BudgetExhausted as exc:
+        result.note = f"the budget ran out before both skills were measured: {exc}"
+        result.cost_usd = _spent(store)
+        return result
+    return _decide(result, evalset, scores, settings, margin, store)
+
+
+async def _grade(grader: Grader, jobs: list, retries: int) -> dict[int, list[Scored]]:
+    results = await grader.grade(jobs, scope="gate")
+    for _ in range(retries):  # runs our infrastructure failed are tried again, as a run would
+        if not unscored(results):
+            break
+        results = await grader.grade(jobs, scope="gate")
+    return results
+
+
+def _decide(result: GateResult, evalset: EvalSet, scores: dict[str, dict[int, list[Scored]]],
+            settings: Settings, margin: float, store: Store) -> GateResult:
+    means = {side: eval_means(scores[side]) for side in SIDES}
+    diffs = paired_differences(means["head"], means["base"])
+    every = [s for side in SIDES for runs in scores[side].values() for s in runs]
+    result.unscored = sum(s.status == "unscored" for s in every)
+    result.judge_errors = sum(s.status == "judge_error" for s in every)
+    result.total_runs = len(every)
+    result.cost_usd = _spent(store)
+    for e in sorted(evalset.ids):
+        b, h = means["base"].get(e) or [], means["head"].get(e) or []
+        result.per_eval[e] = {
+            "name": evalset.by_id(e).name, "base": sum(b) / len(b) if b else None,
+            "head": sum(h) / len(h) if h else None, "diff": diffs.get(e),
+            "base_runs": len(b), "head_runs": len(h)}
+    if len(diffs) < 2:
+        result.note = (f"only {len(diffs)} eval{'s' if len(diffs) != 1 else ''} had scored runs on both "
+                       f"sides ({result.unscored} runs unscored, {result.judge_errors} judge errors); "
+                       "no bound can be made, so not worse is not shown.")
+        return result
+    sizes = [min(len(means["base"][e]), len(means["head"][e])) for e in diffs]
+    counts = {e: len(evalset.by_id(e).expectations) + len(evalset.by_id(e).structural) for e in diffs}
+    result.test = noninferiority.check(
+        diffs, confidence=settings.selection.confidence, margin=margin,
+        step=noninferiority.resolution(min(sizes), counts))
+    log.info("gate.decided", outcome=result.test.outcome, delta=round(result.test.delta, 4),
+             low=round(result.test.low, 4), evals=len(diffs), unscored=result.unscored)
+    return result
+
+
+def _copy(src: Path, dest: Path) -> Path:
+    """The skill as it runs: its files without evals/, so the agent never reads expectations."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    skills.snapshot(src, dest)
+    shutil.rmtree(dest / "evals", ignore_errors=True)
+    return dest
+
+
+def _spent(store: Store) -> float:
+    return round(store.spent_usd(), 6)

@@ -1,0 +1,167 @@
+"""`optimizer gate BASE HEAD`: the non-inferiority bound (a Student-t bound over evals that never
+collapses to zero width) and the command on the simulator: an unchanged skill passes, a skill
+whose instructions are gone fails, bad input exits 2 and writes nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from optimizer.grade.stats import t_quantile
+from optimizer.search import noninferiority as ni
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "csv-report"
+
+
+# -- the statistics ---------------------------------------------------------------------------------
+def test_alike_differences_never_give_a_zero_width_interval():
+    found = ni.check({1: 0.0, 2: 0.0, 3: 0.0}, confidence=0.95, margin=0.05, step=0.25)
+    assert found.floored
+    assert found.high - found.low > 0
+    # the floor is one eval moved by one step: sd of (0.25, 0, 0) = 0.25/√3
+    assert found.spread == pytest.approx(0.25 / math.sqrt(3))
+    assert found.outcome == "inconclusive"  # three coarse evals cannot show 0.05
+
+
+def test_the_bound_uses_student_t_over_evals_not_a_normal_quantile():
+    diffs = {1: 0.10, 2: -0.02, 3: 0.04}
+    found = ni.check(diffs, confidence=0.95, margin=0.05, step=0.01)
+    sd = math.sqrt(sum((d - 0.04) ** 2 for d in diffs.values()) / 2)
+    assert found.t == pytest.approx(t_quantile(0.95, 2))  # 2.92, where a normal would say 1.645
+    assert found.low == pytest.approx(0.04 - t_quantile(0.95, 2) * sd / math.sqrt(3))
+    assert not found.floored
+
+
+def test_outcomes_follow_the_margin():
+    step = 0.01
+    assert ni.check({e: 0.0 + 0.01 * (e % 2) for e in range(10)}, confidence=0.95, margin=0.05,
+                    step=step).outcome == "not_worse"
+    assert ni.check({e: -0.5 + 0.01 * (e % 2) for e in range(10)}, confidence=0.95, margin=0.05,
+                    step=step).outcome == "worse"
+    # centred on −margin: neither shown
+    assert ni.check({e: -0.05 + 0.1 * (e % 2) - 0.05 for e in range(10)}, confidence=0.95,
+                    margin=0.05, step=step).outcome == "inconclusive"
+
+
+def test_one_eval_is_refused():
+    with pytest.raises(ValueError):
+        ni.check({1: 0.0}, confidence=0.95, margin=0.05, step=0.1)
+
+
+def test_resolution_is_the_coarsest_evals_step():
+    assert ni.resolution(3, {1: 4, 2: 8}) == pytest.approx(1 / 12)
+    assert ni.resolution(2, {1: 0}) == pytest.approx(0.5)
+
+
+# -- the command on the simulator -------------------------------------------------------------------
+@pytest.fixture
+def skills(tmp_path) -> tuple[Path, Path]:
+    if not (EXAMPLE / "evals" / "evals.json").is_file():
+        pytest.skip("examples/csv-report is not there")
+    base = Path(shutil.copytree(EXAMPLE, tmp_path / "base"))
+    return base, tmp_path
+
+
+def _harmful(base: Path, dest: Path) -> Path:
+    """HEAD keeps the name and description but its instructions are gone: it tells the agent to
+    write nothing. In any sensible world that scores far below the skill."""
+    head = Path(shutil.copytree(base, dest))
+    front = (base / "SKILL.md").read_text().split("---", 2)[1]
+    (head / "SKILL.md").write_text(f"---{front}---\n\n# CSV report\n\nDo not write any file and do not "
+                                   "read the data. Reply only with the word \"no\".\n")
+    return head
+
+
+def test_an_unchanged_skill_passes_and_spends_nothing(cli, skills):
+    base, tmp = skills
+    same = Path(shutil.copytree(base, tmp / "same"))
+    result = cli("gate", base, same, "--provider", "sim", "--out", tmp / "g", "--comment", tmp / "c.md")
+    assert result.exit_code == 0, result.output
+    assert "unchanged" in result.output
+    assert "Cost: $0.00" in (tmp / "c.md").read_text()
+
+
+def test_a_reworded_skill_is_not_worse(cli, skills):
+    base, tmp = skills
+    head = Path(shutil.copytree(base, tmp / "head"))
+    text = (head / "SKILL.md").read_text().replace("skim in a minute", "skim in one minute")
+    (head / "SKILL.md").write_text(text + "\n")
+    result = cli("gate", base, head, "--provider", "sim", "--out", tmp / "g", "--comment", tmp / "c.md")
+    assert result.exit_code == 0, result.output
+    body = (tmp / "c.md").read_text()
+    assert "not worse" in body and "lower bound" in body and "| 1 " in body
+
+
+def test_a_harmful_edit_fails_with_a_comment(cli, skills):
+    base, tmp = skills
+    head = _harmful(base, tmp / "head")
+    result = cli("gate", base, head, "--provider", "sim", "--out", tmp / "g", "--comment", tmp / "c.md")
+    assert result.exit_code == 1, result.output
+    body = (tmp / "c.md").read_text()
+    assert body.startswith("## Skill gate: ❌")
+    assert "SIMULATED" in body and "### Per eval" in body and "Cost: $" in body
+    assert "Largest drop: eval " in body
+    rows = [line for line in body.splitlines() if line.startswith("| ") and line.count("|") == 6][1:]
+    assert len(rows) == 5  # one per eval, each with its own difference
+    diffs = [float(r.split("|")[4]) for r in rows]
+    assert all(d < 0 for d in diffs)
+    assert (tmp / "g" / "eval-1" / "head" / "run-1" / "grading.json").is_file()
+    assert not (tmp / "g" / "head" / "evals").exists()  # the agent never sees the expectations
+
+
+@pytest.mark.parametrize("case", ["no-skill-md", "margin", "one-eval", "out-not-empty", "budget", "no-key"])
+def test_bad_input_exits_2_and_writes_nothing(cli, skills, case, monkeypatch):
+    base, tmp = skills
+    head = Path(shutil.copytree(base, tmp / "head"))
+    (head / "SKILL.md").write_text((head / "SKILL.md").read_text() + "\nOne more line.\n")
+    provider = "anthropic" if case == "no-key" else "sim"
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    args = [base, head, "--provider", provider, "--out", tmp / "g", "--comment", tmp / "c.md"]
+    if case == "no-skill-md":
+        (head / "SKILL.md").unlink()
+    elif case == "margin":
+        args += ["--margin", "1.5"]
+    elif case == "one-eval":
+        one = tmp / "one.json"
+        data = (base / "evals" / "evals.json").read_text()
+        raw = json.loads(data)
+        raw["evals"] = raw["evals"][:1]
+        one.write_text(json.dumps(raw))
+        args += ["--evals", one]
+    elif case == "out-not-empty":
+        (tmp / "g").mkdir()
+        (tmp / "g" / "x").write_text("mine")
+    elif case == "budget":
+        args += ["--budget-usd", "0"]
+    result = cli("gate", *args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert len([line for line in result.output.splitlines() if line.startswith("error:")]) == 1
+    assert not (tmp / "c.md").exists()
+    assert case == "out-not-empty" or not (tmp / "g").exists()
+
+
+def test_a_head_whose_instructions_are_deleted_is_worse_not_bad_input(cli, skills):
+    base, tmp = skills
+    head = Path(shutil.copytree(base, tmp / "head"))
+    front = (base / "SKILL.md").read_text().split("---", 2)[1]
+    (head / "SKILL.md").write_text(f"---{front}---\n")  # the body is gone: not a valid skill any more
+    result = cli("gate", base, head, "--provider", "sim", "--out", tmp / "g", "--comment", tmp / "c.md")
+    assert result.exit_code == 1, result.output
+    body = (tmp / "c.md").read_text()
+    assert body.startswith("## Skill gate: ❌ worse") and "not a valid skill" in body
+
+
+def test_a_budget_that_runs_out_gives_no_decision_and_no_number(cli, skills):
+    base, tmp = skills
+    head = _harmful(base, tmp / "head")
+    result = cli("gate", base, head, "--provider", "sim", "--budget-usd", "0.05", "--out", tmp / "g",
+                 "--comment", tmp / "c.md")
+    assert result.exit_code == 1, result.output
+    body = (tmp / "c.md").read_text()
+    assert body.startswith("## Skill gate: ❌ no decision") and "budget ran out" in body
+    assert "lower bound" not in body  # a partial measurement is no test

@@ -1,0 +1,122 @@
+"""The morning summary: every run ends with summary.md and a valid summary.json, `--notify` runs
+the user's command with its path, `optimizer summary` prints it, and what it says (the winner, its
+intervals and scope, the diff, the cost, what to look at) comes from the run folder."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from fixtures.workspace_builder import build_workspace
+
+from optimizer import schemas
+from optimizer.report import summary
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _notifier(tmp_path: Path) -> tuple[str, Path]:
+    """A command of the user's: it records the path it was given and the file's first line."""
+    record = tmp_path / "notified.txt"
+    script = tmp_path / "notify.py"
+    script.write_text("import sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
+                      f"pathlib.Path({str(record)!r}).write_text(str(p) + '\\n' + "
+                      "p.read_text().splitlines()[0])\n")
+    return f"{sys.executable} {script}", record
+
+
+def test_a_run_ends_with_a_summary_and_notifies(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    command, record = _notifier(tmp_path)
+    run_dir = tmp_path / "run"
+    result = cli("run", "examples/csv-report", "--provider", "sim", "--max-iterations", "1",
+                 "--run-dir", run_dir, "--set", "evals.runs_per_eval=1",
+                 "--set", "selection.max_runs_per_eval=2", "--notify", command)
+    assert result.exit_code == 0, result.output
+    md, js = summary.paths(run_dir)
+    assert md.is_file() and js.is_file()
+    # read after the lock was released: a finished run folder keeps no WAL reader's files
+    assert not (run_dir / "state.db-wal").exists() and not (run_dir / "state.db-shm").exists()
+    data = schemas.MorningSummary.model_validate(json.loads(js.read_text()))
+    assert data.best and data.train is not None and data.spent_usd > 0
+    text = md.read_text()
+    assert text.startswith("# Morning summary: csv-report") and "## Cost" in text
+    path, first = record.read_text().splitlines()
+    assert Path(path) == md and first == "# Morning summary: csv-report"
+    printed = cli("summary", run_dir)
+    assert printed.exit_code == 0 and printed.output.strip() == text.strip()
+    as_json = cli("summary", run_dir, "--json")
+    assert schemas.MorningSummary.model_validate(json.loads(as_json.output)).best == data.best
+
+
+def test_a_failing_notify_command_is_a_warning_not_a_failure(tmp_path):
+    built = build_workspace(tmp_path / "run", versions=3, pending=False)
+    lines: list[str] = []
+
+    class Console:
+        def print(self, text, **_kw):
+            lines.append(text)
+
+    path = summary.at_end(built.root, f"{sys.executable} -c 'import sys; sys.exit(3)'", Console())  # type: ignore[arg-type]
+    assert path == built.root / "summary.md" and path.is_file()
+    assert any(line.startswith("warning: --notify") and "exited with 3" in line for line in lines)
+    assert summary.notify("/no/such/command", path) is not None
+
+
+def test_the_winner_its_numbers_diff_and_what_to_look_at(tmp_path):
+    built = build_workspace(tmp_path / "run", versions=8, pending=False)
+    assert built.best != "v0"  # the builder's seeded walk has a winner
+    skill = tmp_path / "skill"
+    (skill / "evals").mkdir(parents=True)
+    (skill / "evals" / "candidates.json").write_text(json.dumps({"candidates": [{"prompt": "a"}, {"prompt": "b"}]}))
+    import sqlite3
+    with sqlite3.connect(built.root / "state.db") as conn:
+        conn.execute("update runs set skill_dir = ?", [str(skill)])
+    found = summary.build(built.root)
+    assert found.won and found.best == built.best
+    v0 = sum(built.scores["v0"][e] for e in built.evals) / len(built.evals)
+    best = sum(built.scores[built.best][e] for e in built.evals) / len(built.evals)
+    assert found.train is not None and abs(found.train.delta - (best - v0)) < 1e-3
+    assert found.train.low is not None and found.train.low < found.train.delta < found.train.high
+    # three train evals and one sealed: no sealed interval, so no claim beyond these tasks
+    assert found.scope == "better on these tasks"
+    assert found.diff and "+- Rule" in found.diff
+    assert any("2 candidate evals" in item for item in found.look_at)
+    assert any(item.startswith("small suite") for item in found.look_at)
+    text = summary.markdown(found)
+    assert f"**{built.best} won by" in text and "```diff" in text and "[+" in text
+
+
+def test_a_stated_scope_is_used_as_it_is(tmp_path):
+    built = build_workspace(tmp_path / "run", versions=8, pending=False)
+    sel = built.root / built.best / "selection.json"
+    data = json.loads(sel.read_text())
+    sel.write_text(json.dumps({**data, "scope": "general"}))
+    assert summary.build(built.root).scope == "better in general"
+
+
+def test_a_night_error_is_the_headline(tmp_path):
+    built = build_workspace(tmp_path / "run", versions=3, pending=False)
+    path = summary.write(built.root, night_error="No API key: set ANTHROPIC_API_KEY.")
+    assert "**This night did not run: No API key: set ANTHROPIC_API_KEY.**" in path.read_text()
+
+
+def test_summary_of_a_folder_that_is_not_a_run_is_bad_input(cli, tmp_path):
+    (tmp_path / "x").mkdir()
+    result = cli("summary", tmp_path / "x")
+    assert result.exit_code == 2 and "not a run folder" in result.output
+
+
+def test_unscored_runs_and_a_failure_are_things_to_look_at(tmp_path):
+    import sqlite3
+
+    built = build_workspace(tmp_path / "run", versions=3, pending=False)
+    with sqlite3.connect(built.root / "state.db") as conn:
+        conn.execute("insert into gradings (key, status, error) values ('v1/eval-9/with_skill/run-1', "
+                     "'unscored', 'the sandbox could not start')")
+        conn.execute("update runs set status = 'failed', last_error = 'the disk is full'")
+    found = summary.build(built.root)
+    assert any(item.startswith("1 run could not be scored") for item in found.look_at)
+    assert "the run failed: the disk is full" in found.look_at
+    assert "## What to look at\n\n- " in summary.markdown(found)
