@@ -81,6 +81,7 @@ class Evals(Section):
     structural_gate: bool = True
     baseline_comparison: bool = True
     unscored_retries: int = Field(2, ge=0)
+    internal_error_streak: int = Field(3, ge=1)
 
 
 class Probe(Section):

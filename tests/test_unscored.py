@@ -155,3 +155,31 @@ def test_a_judge_answer_cut_at_max_tokens_is_a_named_judge_error(tmp_path, monke
     bench = json.loads((out / "benchmark.json").read_text())
     errors = [r for r in bench["runs"] if r["status"] == "judge_error"]
     assert errors and all("max_tokens" in r["notes"][0] for r in errors)
+
+
+def test_a_bug_of_ours_is_unscored_counted_as_a_defect_and_several_in_a_row_stop_the_run(
+        tmp_path, monkeypatch):
+    """An exception the executor did not expect leaves its run unscored ("internal error:
+    <type>"), never 0; `status` counts it as a defect; evals.internal_error_streak of them in a
+    row stop the run as systemic, with the runs committed."""
+    from optimizer.execute.agent import AnthropicExecutor
+
+    async def broken(self, ctx, transcript, tally):
+        raise KeyError("a bug of ours")
+
+    monkeypatch.setattr(AnthropicExecutor, "_run", broken)
+    run_dir = tmp_path / "run"
+    out = cli(monkeypatch, Recording(), "run", str(EXAMPLE), "--run-dir", str(run_dir),
+              "--max-iterations", "1", "--set", "execute.concurrency=1",
+              "--set", "evals.internal_error_streak=3", *FAST, code=1)
+    assert "3 runs in a row ended with an internal error of ours" in out
+    rows = gradings(run_dir)
+    # The stage stops starting runs at the third; one already started may finish (of 12).
+    assert 3 <= len(rows) <= 4 and all(v == ("unscored", None) for v in rows.values()), rows
+    status = json.loads(cli(monkeypatch, None, "status", str(run_dir), "--json"))
+    assert status["defects"]["runs"] == len(rows) and status["defects"]["by_type"] == {"KeyError": len(rows)}
+    assert status["defects"]["last"]["error"].startswith("internal error: KeyError")
+    log = (run_dir / "optimizer.log").read_text()
+    assert "run.internal_error" in log and "Traceback" in log and "a bug of ours" in log
+    shown = cli(monkeypatch, None, "status", str(run_dir))
+    assert f"{len(rows)} runs ended by an internal error of ours (KeyError x{len(rows)}" in shown
