@@ -183,3 +183,31 @@ def test_a_bug_of_ours_is_unscored_counted_as_a_defect_and_several_in_a_row_stop
     assert "run.internal_error" in log and "Traceback" in log and "a bug of ours" in log
     shown = cli(monkeypatch, None, "status", str(run_dir))
     assert f"{len(rows)} runs ended by an internal error of ours (KeyError x{len(rows)}" in shown
+
+
+def test_a_check_that_hangs_is_unscored_and_hanging_on_both_configurations_stops_the_run(tmp_path, monkeypatch):
+    """A custom_script past its limit leaves the run unscored, naming the check and the limit;
+    once it has hung with the skill and without it, the check is broken: the benchmark stops
+    with one sentence naming the evals file, the eval and the check (exit 2)."""
+    import shutil
+
+    skill = tmp_path / "skill"
+    shutil.copytree(EXAMPLE, skill)
+    evals_file = skill / "evals" / "evals.json"
+    data = json.loads(evals_file.read_text())
+    data["evals"] = data["evals"][:1]
+    data["evals"][0]["structural_expectations"] = [
+        {"id": "S9", "type": "custom_script", "description": "hangs", "script": "sleep 30"}]
+    evals_file.write_text(json.dumps(data))
+    out = tmp_path / "bench"
+    shown = cli(monkeypatch, Recording(), "benchmark", str(skill), "--out", str(out), "--runs", "1",
+                "--set", "sandbox.timeout_s=1", "--set", "execute.concurrency=1", *FAST, code=2)
+    said = " ".join(shown.split())
+    assert f"{evals_file}: eval 1's custom_script check 'S9' hangs past its time limit of 1 s" in said
+    assert "both with and without the skill" in said
+    rows = gradings(out)
+    assert rows and all(v == ("unscored", None) for v in rows.values()), rows
+    conn = sqlite3.connect(out / "state.db")
+    errors = [e for (e,) in conn.execute("select error from gradings")]
+    conn.close()
+    assert all("custom_script check 'S9' passed its time limit of 1 s" in e for e in errors)
