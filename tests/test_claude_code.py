@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import tiers
 
 from optimizer import schemas as s
 from optimizer.config import Settings
@@ -36,10 +37,10 @@ def _binary() -> Path | None:
         return None
 
 
-needs_cli = pytest.mark.skipif(
-    _binary() is None,
-    reason="the Claude Code CLI is not installed: run scripts/install-claude-code.sh "
-    "(npm package @anthropic-ai/claude-code; CI installs it)",
+needs_cli = tiers.needs(
+    "claude-code",
+    None if _binary() is not None else "the Claude Code CLI is not installed: run "
+    "scripts/install-claude-code.sh (npm package @anthropic-ai/claude-code; CI installs it)",
 )
 
 

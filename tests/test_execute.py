@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+import tiers
 
 from optimizer import sandbox
 from optimizer import schemas as s
@@ -31,8 +32,8 @@ EXAMPLE = REPO / "examples" / "csv-report"
 SKILL_SNIPPETS = ("Row count:", "## Columns", "# Report:", "Following the guideline")
 RUN_FILES = ("transcript.jsonl", "transcript.md", "timing.json", "eval_metadata.json",
              "outputs/metrics.json")
-needs_bwrap = pytest.mark.skipif(not sandbox.bwrap_available(),
-                                 reason="bubblewrap is missing here (apt-get install bubblewrap)")
+needs_bwrap = tiers.needs("bubblewrap", None if sandbox.bwrap_available() else
+                          "bubblewrap is missing here (apt-get install bubblewrap)")
 
 
 async def no_wait(_seconds: float) -> None:

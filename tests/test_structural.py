@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import tiers
 from pydantic import TypeAdapter
 
 from optimizer import schemas as s
@@ -283,7 +284,7 @@ def test_no_errors_falls_back_to_transcript_md(tmp_path):
 @pytest.mark.parametrize("mode", ["none", "bwrap"])
 def test_custom_script_pass_fail_and_outputs_dir(tmp_path, mode):
     if mode == "bwrap" and not bwrap_available():
-        pytest.skip("bubblewrap is not usable on this machine")
+        tiers.skip("bubblewrap", "bubblewrap is not usable on this machine")
     r = run(tmp_path, {"outputs/report.md": REPORT})
     ev = Eval(id=1, name="e", prompt="p", structural=[
         exp(type="custom_script", script='grep -q "## Columns" "$OUTPUTS_DIR/report.md" && echo fine'),
