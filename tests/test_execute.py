@@ -227,6 +227,21 @@ async def test_a_slow_provider_charges_only_the_models_normal_generation_time(tm
     assert metrics["model_wait_seconds"] < 0.1 and metrics["skill_seconds"] >= 0.3
 
 
+async def test_a_run_over_its_limit_only_by_a_slow_providers_generation_time_is_unscored(
+        tmp_path: Path, store) -> None:
+    """At 1 s a call and 1000 tokens a second, each call charges its tokens' worth, the rest is
+    waiting: the limit passes only by the estimate, which a slow provider makes unsure."""
+    settings = settings_with(timeout_s=0.3, model_tokens_per_s=1000)
+    client = make_client(settings, store, simulator=Simulator(seed=0, latency_ms=1000), sleep=no_wait)
+    record = await execute(get_executor("anthropic", settings, client=client), tmp_path / "run-1",
+                           with_skill=True)
+    await client.aclose()
+    assert record.status == "unscored", record.error
+    assert "only by the model's generation time while the provider was slow" in (record.error or "")
+    metrics = assert_complete(record.run_dir)
+    assert metrics["skill_seconds"] >= 0.3 and metrics["model_wait_seconds"] > 0.1
+
+
 @needs_bwrap
 async def test_a_command_that_sleeps_past_the_limit_still_times_out(tmp_path: Path, store) -> None:
     """A slow provider does not excuse the skill's own work: `sleep 30` against a 1 s limit."""
