@@ -15,6 +15,7 @@ T = TypeVar("T")
 # The longest sleep between looks at the clock while it is paused: a call that ends lets the
 # skill's time run again, and the limit is then found within this.
 LOOK_S = 0.25
+IDLE_LOOK_S = 1.0
 
 
 class SkillTimeout(Exception):
@@ -37,9 +38,10 @@ async def within_limits(work: Awaitable[T], clock: RunClock, *, limit_s: float,
             wait_left = max_wait_s - clock.waiting_s()
             if left <= 0 or wait_left <= 0:
                 break
-            # While the clock runs, the limit cannot come sooner than `left`; while it is paused,
-            # only the wait limit can, so look again often enough to see a call end.
-            nap = min(left, wait_left, LOOK_S) if clock.paused() else min(left, wait_left)
+            # While the clock runs, the limit cannot come sooner than `left`; a call that starts
+            # meanwhile pauses it, and only the wait limit can then pass: look again often
+            # enough to see either (one wake a second per run costs nothing).
+            nap = min(left, wait_left, LOOK_S if clock.paused() else IDLE_LOOK_S)
             done, _ = await asyncio.wait({task}, timeout=max(nap, 0.01))
             if done:
                 return task.result()
