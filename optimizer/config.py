@@ -82,6 +82,7 @@ class Evals(Section):
     structural_gate: bool = True
     baseline_comparison: bool = True
     unscored_retries: int = Field(2, ge=0)
+    internal_error_streak: int = Field(3, ge=1)
 
 
 class Probe(Section):
@@ -132,6 +133,8 @@ class Execute(Section):
     max_turns: int = Field(20, ge=1)
     max_tokens: int = Field(8192, ge=1)
     timeout_s: float = Field(300.0, gt=0)
+    model_tokens_per_s: float = Field(100.0, ge=0)
+    model_wait_max_s: float = Field(1800.0, gt=0)
     concurrency: int = Field(4, ge=1)
     backend: Literal["local", "ray"] = "local"
     tool_schemas: Literal["auto", "server", "explicit"] = "auto"

@@ -251,6 +251,10 @@ class Metrics(ExecutionMetrics):
     """outputs/metrics.json, written by the executor."""
 
     files_created: list[str] = []
+    # The run clock's split (DESIGN §7): the time counted against execute.timeout_s, and the
+    # time spent waiting on the model provider beyond its normal generation time, left out.
+    skill_seconds: float | None = Field(default=None, ge=0)
+    model_wait_seconds: float | None = Field(default=None, ge=0)
 
 
 class GradingTiming(_Out):

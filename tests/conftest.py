@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import structlog
+import tiers
 
 from optimizer.config import Settings
 from optimizer.model import ModelClient, make_client
@@ -24,6 +27,43 @@ LONGEST_FIRST = ("test_real_model.py", "test_daemon.py", "test_security.py", "te
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files keep their order
+
+
+def _skip_text(report: pytest.CollectReport | pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    return str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+
+
+def _fail_the_skip(report: pytest.CollectReport | pytest.TestReport) -> None:
+    """Under OPTIMIZER_REQUIRE_ALL_TIERS=1 a skip is a failure: a tier that cannot run here must
+    not leave the session green (DESIGN §12)."""
+    if report.skipped and tiers.required() and not hasattr(report, "wasxfail"):
+        why = _skip_text(report)
+        report.outcome = "failed"
+        report.longrepr = (f"tier {tiers.tier_of(why)} did not run, and {tiers.REQUIRE_ALL}=1 "
+                           f"requires every tier: {why}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    outcome = yield
+    _fail_the_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    outcome = yield  # a module skipped whole (importorskip at its top) is a skip too
+    _fail_the_skip(outcome.get_result())
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # type: ignore[no-untyped-def]
+    """One line naming the tiers that did not run here, so a local green says what it left out."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    counts = Counter(tiers.tier_of(_skip_text(r)) for r in skipped)
+    if counts:
+        listed = ", ".join(f"{tier} ({n} tests)" for tier, n in sorted(counts.items()))
+        terminalreporter.write_line(f"tiers that did not run: {listed}; see README.md (Tests), "
+                                    f"CI runs them all ({tiers.REQUIRE_ALL}=1)", yellow=True)
 
 
 async def no_wait(_seconds: float) -> None:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import tiers
 
 from optimizer import schemas as s
 from optimizer.config import Settings
@@ -36,10 +37,10 @@ def _binary() -> Path | None:
         return None
 
 
-needs_cli = pytest.mark.skipif(
-    _binary() is None,
-    reason="the Claude Code CLI is not installed: run scripts/install-claude-code.sh "
-    "(npm package @anthropic-ai/claude-code; CI installs it)",
+needs_cli = tiers.needs(
+    "claude-code",
+    None if _binary() is not None else "the Claude Code CLI is not installed: run "
+    "scripts/install-claude-code.sh (npm package @anthropic-ai/claude-code; CI installs it)",
 )
 
 
@@ -106,15 +107,18 @@ async def test_claude_code_max_turns_and_timeout_are_data(tmp_path: Path) -> Non
     assert short.status == "error" and "error_max_turns" in (short.error or "")
     assert (short.run_dir / "timing.json").is_file()
 
+    # A provider that takes 20 s a call is not the skill's timeout: the run clock stops while
+    # the relay waits, and past execute.model_wait_max_s the run is stopped, unscored.
     slow_server, slow_port = serve(Simulator(seed=0, latency_ms=20_000), "127.0.0.1", 0)
     try:
         started = time.monotonic()
-        slow = await run(settings_with(timeout_s=2), f"http://127.0.0.1:{slow_port}",
-                         tmp_path / "slow", with_skill=True)
+        slow = await run(settings_with(timeout_s=2, model_wait_max_s=3),
+                         f"http://127.0.0.1:{slow_port}", tmp_path / "slow", with_skill=True)
     finally:
         slow_server.shutdown()
         slow_server.server_close()
-    assert slow.status == "timeout" and time.monotonic() - started < 10
+    assert slow.status == "unscored" and "model_wait_max_s" in (slow.error or "")
+    assert time.monotonic() - started < 10
     assert (slow.run_dir / "timing.json").is_file()
     left = subprocess.run(["pgrep", "-af", str(tmp_path / "slow")], capture_output=True, text=True)
     assert left.stdout.strip() == ""
@@ -233,6 +237,58 @@ async def test_claude_code_file_tools_stay_in_the_project_folder(tmp_path: Path)
     assert "the-secret-words" not in (record.run_dir / "transcript.jsonl").read_text()
     metrics = json.loads((record.run_dir / "outputs/metrics.json").read_text())
     assert metrics["errors_encountered"] == 3 and record.skill_invoked is False
+
+
+def host_settings(**execute: object) -> Settings:
+    return Settings.model_validate({"llm": {"provider": "sim"}, "sandbox": {"mode": "none"},
+                                    "execute": execute})
+
+
+@needs_cli
+async def test_on_the_host_the_clis_api_failure_is_unscored_from_its_result_line(
+        tmp_path: Path, monkeypatch) -> None:
+    """sandbox.mode none: the CLI gives up on an overloaded endpoint; its result line says so
+    (api_error_status 529), and the run is ours, unscored, never the skill's 0."""
+    monkeypatch.setitem(claude_code.COMMON_ENV, "CLAUDE_CODE_MAX_RETRIES", "1")
+    server, port = serve(Simulator(seed=0, fail_role="executor"), "127.0.0.1", 0)
+    try:
+        record = await run(host_settings(), f"http://127.0.0.1:{port}", tmp_path / "run-1",
+                           with_skill=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert record.status == "unscored", record.error
+    assert "model endpoint failed the Claude Code CLI: HTTP 529 overloaded_error" in (record.error or "")
+    assert record.confined is False and record.sandbox == "host"
+
+
+def test_the_result_line_tells_an_api_failure_from_the_agents_own() -> None:
+    failed = {"is_error": True, "subtype": "success", "terminal_reason": "api_error",
+              "api_error_status": 500, "api_error_type": "api_error", "result": "API Error: 500"}
+    assert claude_code.api_failure(failed) == "HTTP 500 api_error: API Error: 500"
+    unreachable = {"is_error": True, "terminal_reason": "api_error", "result": "Connection error."}
+    assert claude_code.api_failure(unreachable) == "HTTP - no answer: Connection error."
+    turns = {"is_error": True, "subtype": "error_max_turns", "num_turns": 2}
+    assert claude_code.api_failure(turns) is None
+    cut = {"is_error": True, "terminal_reason": "api_error", "api_error": "max_output_tokens"}
+    assert claude_code.api_failure(cut) is None
+
+
+@needs_cli
+async def test_on_the_host_a_slow_provider_is_not_the_skills_timeout(tmp_path: Path) -> None:
+    """The host CLI's calls pass a loopback relay that stops the run clock: 2.5 s a call against
+    a 2 s limit finishes."""
+    server, port = serve(Simulator(seed=0, latency_ms=2500), "127.0.0.1", 0)
+    try:
+        record = await run(host_settings(timeout_s=2), f"http://127.0.0.1:{port}",
+                           tmp_path / "run-1", with_skill=True)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert record.status == "ok", record.error
+    metrics = json.loads((record.run_dir / "outputs/metrics.json").read_text())
+    assert metrics["model_calls"] >= 2 and metrics["model_wait_seconds"] >= 2.5 * metrics["model_calls"] - 0.2
+    assert metrics["skill_seconds"] < 2 < record.duration_s
 
 
 async def test_a_missing_cli_names_the_npm_package(tmp_path: Path, monkeypatch) -> None:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import tiers
 from test_claude_code import EXAMPLE, Scripted, needs_cli
 
 from optimizer import sandbox
@@ -23,7 +24,7 @@ from optimizer.sim import serve
 
 pytestmark = [
     needs_cli,
-    pytest.mark.skipif(not sandbox.bwrap_available(), reason="bubblewrap does not work here"),
+    tiers.needs("bubblewrap", None if sandbox.bwrap_available() else "bubblewrap does not work here"),
 ]
 REAL_KEY = "sk-ant-test-the-real-key-0042"
 

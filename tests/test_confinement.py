@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tiers
 
 from optimizer import logs
 from optimizer import sandbox as sb
@@ -29,8 +30,8 @@ from optimizer.store.db import Store
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "csv-report"
-needs_bwrap = pytest.mark.skipif(not sb.bwrap_available(),
-                                 reason="bubblewrap is missing here (apt-get install bubblewrap)")
+needs_bwrap = tiers.needs("bubblewrap", None if sb.bwrap_available() else
+                          "bubblewrap is missing here (apt-get install bubblewrap)")
 MODES = [pytest.param("bwrap", marks=needs_bwrap), "none"]
 # Ten 10 MB files, each written whole; a 30 MB workspace holds three of them.
 TEN_FILES = "for i in 1 2 3 4 5 6 7 8 9 10; do head -c 10485760 /dev/zero > /workspace/outputs/f$i; done"

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tiers
 from test_daemon import ROOT, RUN, finished, stage, start, wait_for
 from test_daemon import cli as run_in_a_process
 from test_faults import full_lineage, reference_run
@@ -32,7 +33,7 @@ def _can_mount() -> str | None:
     return None
 
 
-needs_mount = pytest.mark.skipif(_can_mount() is not None, reason=str(_can_mount()))
+needs_mount = tiers.needs("mounts", _can_mount())
 
 
 @pytest.fixture(scope="module")

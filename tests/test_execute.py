@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+import tiers
 
 from optimizer import sandbox
 from optimizer import schemas as s
@@ -31,8 +32,8 @@ EXAMPLE = REPO / "examples" / "csv-report"
 SKILL_SNIPPETS = ("Row count:", "## Columns", "# Report:", "Following the guideline")
 RUN_FILES = ("transcript.jsonl", "transcript.md", "timing.json", "eval_metadata.json",
              "outputs/metrics.json")
-needs_bwrap = pytest.mark.skipif(not sandbox.bwrap_available(),
-                                 reason="bubblewrap is missing here (apt-get install bubblewrap)")
+needs_bwrap = tiers.needs("bubblewrap", None if sandbox.bwrap_available() else
+                          "bubblewrap is missing here (apt-get install bubblewrap)")
 
 
 async def no_wait(_seconds: float) -> None:
@@ -179,18 +180,115 @@ async def test_a_refused_model_call_leaves_the_run_unscored_with_a_complete_fold
     await client.aclose()
 
 
-async def test_a_timeout_is_a_run_with_a_complete_folder(tmp_path: Path, store) -> None:
-    settings = settings_with(timeout_s=0.3)
+class SleeperSim(Simulator):
+    """The simulated agent's first answer runs `sleep 30` in bash; its next one ends the run."""
+
+    def respond(self, body, headers):  # type: ignore[no-untyped-def]
+        if self.roles_of(body) != "executor":
+            return super().respond(body, headers)
+        first = len(body["messages"]) == 1
+        content = ([{"type": "tool_use", "id": "toolu_sleep", "name": "bash",
+                     "input": {"command": "sleep 30"}}] if first else [{"type": "text", "text": "Done."}])
+        return {"id": "msg_sleep", "type": "message", "role": "assistant", "model": body["model"],
+                "content": content, "stop_reason": "tool_use" if first else "end_turn",
+                "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 10}}
+
+    @staticmethod
+    def roles_of(body):  # type: ignore[no-untyped-def]
+        from optimizer.sim import world
+
+        return world.detect_role(body, {})
+
+
+async def test_a_slow_provider_is_not_the_skills_timeout(tmp_path: Path, store) -> None:
+    """Three calls at 0.6 s each against a 0.3 s limit: the waiting is the provider's, not the
+    skill's, so the run finishes (before the run clock it was a timeout, scored 0)."""
+    settings = settings_with(timeout_s=0.3, model_tokens_per_s=0)
+    client = make_client(settings, store, simulator=Simulator(seed=0, latency_ms=600), sleep=no_wait)
+    record = await execute(get_executor("anthropic", settings, client=client), tmp_path / "run-1",
+                           with_skill=True)
+    await client.aclose()
+    assert record.status == "ok", record.error
+    metrics = assert_complete(record.run_dir)
+    assert metrics["model_calls"] >= 2 and metrics["model_wait_seconds"] >= 0.6 * metrics["model_calls"] - 0.1
+    assert metrics["skill_seconds"] < 0.3 < record.duration_s
+
+
+async def test_a_slow_provider_charges_only_the_models_normal_generation_time(tmp_path: Path, store) -> None:
+    """At 10 tokens a second each answer's tokens cost the skill more than the call took: the
+    whole call is charged, nothing is waiting, and the run is over its limit."""
+    settings = settings_with(timeout_s=0.3, model_tokens_per_s=10)
+    client = make_client(settings, store, simulator=Simulator(seed=0, latency_ms=200), sleep=no_wait)
+    record = await execute(get_executor("anthropic", settings, client=client), tmp_path / "run-1",
+                           with_skill=True)
+    await client.aclose()
+    assert record.status == "timeout" and "execute.timeout_s = 0.3 s" in (record.error or "")
+    metrics = assert_complete(record.run_dir)
+    assert metrics["model_wait_seconds"] < 0.1 and metrics["skill_seconds"] >= 0.3
+
+
+async def test_a_run_over_its_limit_only_by_a_slow_providers_generation_time_is_unscored(
+        tmp_path: Path, store) -> None:
+    """At 1 s a call and 1000 tokens a second, each call charges its tokens' worth, the rest is
+    waiting: the limit passes only by the estimate, which a slow provider makes unsure."""
+    settings = settings_with(timeout_s=0.3, model_tokens_per_s=1000)
+    client = make_client(settings, store, simulator=Simulator(seed=0, latency_ms=1000), sleep=no_wait)
+    record = await execute(get_executor("anthropic", settings, client=client), tmp_path / "run-1",
+                           with_skill=True)
+    await client.aclose()
+    assert record.status == "unscored", record.error
+    assert "only by the model's generation time while the provider was slow" in (record.error or "")
+    metrics = assert_complete(record.run_dir)
+    assert metrics["skill_seconds"] >= 0.3 and metrics["model_wait_seconds"] > 0.1
+
+
+@needs_bwrap
+async def test_a_command_that_sleeps_past_the_limit_still_times_out(tmp_path: Path, store) -> None:
+    """A slow provider does not excuse the skill's own work: `sleep 30` against a 1 s limit."""
+    settings = settings_with(timeout_s=1, model_tokens_per_s=0)
+    client = make_client(settings, store, simulator=SleeperSim(seed=0, latency_ms=400), sleep=no_wait)
+    started = time.monotonic()
+    record = await execute(get_executor("anthropic", settings, client=client), tmp_path / "run-1",
+                           with_skill=False)
+    await client.aclose()
+    assert time.monotonic() - started < 6
+    assert record.status == "timeout" and "execute.timeout_s = 1 s" in (record.error or "")
+    metrics = assert_complete(record.run_dir)
+    assert metrics["errors_encountered"] == 1 and metrics["skill_seconds"] >= 1
+    assert metrics["model_wait_seconds"] >= 0.3
+    assert "## Error" in (record.run_dir / "transcript.md").read_text()
+
+
+async def test_a_provider_slower_than_the_wait_limit_leaves_the_run_unscored(tmp_path: Path, store) -> None:
+    settings = settings_with(timeout_s=0.3, model_wait_max_s=0.5)
     client = make_client(settings, store, simulator=Simulator(seed=0, latency_ms=5000), sleep=no_wait)
     started = time.monotonic()
     record = await execute(get_executor("anthropic", settings, client=client), tmp_path / "run-1",
                            with_skill=False)
     assert time.monotonic() - started < 4
-    assert record.status == "timeout" and "execute.timeout_s" in (record.error or "")
+    assert record.status == "unscored" and "execute.model_wait_max_s = 0.5 s" in (record.error or "")
     metrics = assert_complete(record.run_dir)
-    assert metrics["errors_encountered"] == 1
-    assert "## Error" in (record.run_dir / "transcript.md").read_text()
+    assert metrics["errors_encountered"] == 1 and metrics["model_wait_seconds"] >= 0.5
     await client.aclose()
+
+
+class Broken(Executor):
+    """An executor with a bug of ours: a KeyError in the middle of its work."""
+
+    name = "broken"
+
+    async def _run(self, ctx, transcript, tally):  # type: ignore[no-untyped-def]
+        return {}["missing"]
+
+
+async def test_an_exception_of_ours_leaves_the_run_unscored_as_an_internal_error(
+        tmp_path: Path, log_capture) -> None:
+    record = await execute(Broken(settings_with()), tmp_path / "run-1", with_skill=False)
+    assert record.status == "unscored"
+    assert (record.error or "").startswith("internal error: KeyError")
+    assert_complete(record.run_dir)
+    logged = [e for e in log_capture if e["event"] == "run.internal_error"]
+    assert logged and logged[0]["error_type"] == "KeyError" and logged[0]["exc_info"] is not None
 
 
 async def test_a_spent_budget_stops_the_work_and_leaves_no_complete_folder(tmp_path: Path, store, sim) -> None:

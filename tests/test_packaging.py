@@ -13,7 +13,7 @@ import zipfile
 from fnmatch import fnmatch
 from pathlib import Path
 
-import pytest
+import tiers
 
 from optimizer.model import prompts as prompting
 
@@ -69,7 +69,8 @@ def test_building_the_wheel_leaves_nothing_in_the_source_tree(tmp_path: Path) ->
                            env=env, capture_output=True, text=True, timeout=600)
     if built.returncode != 0 and "setuptools" in built.stderr and (
             "No matching distribution" in built.stderr or "Could not find a version" in built.stderr):
-        pytest.skip("the package index is out of reach: pip cannot fetch setuptools to build")
+        tiers.skip("package-index", "the package index is out of reach: pip cannot fetch "
+                   "setuptools to build")
     assert built.returncode == 0, built.stderr[-2000:]
     names = zipfile.ZipFile(next(dist.glob("skill_optimizer-*.whl"))).namelist()
     assert "optimizer/prompts/executor.md" in names and "optimizer/cli/__init__.py" in names

@@ -5,11 +5,13 @@ the outputs equal a local run's, and a redone run pays nothing twice. Skipped on
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
+import tiers
 
 from optimizer.config import Settings
 from optimizer.errors import BadInput
@@ -27,7 +29,10 @@ EXAMPLE = ROOT / "examples" / "csv-report"
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install '.[ray]')")
+    if importlib.util.find_spec("ray") is None:
+        tiers.skip("ray", "Ray is not installed (pip install '.[ray]')")
+    import ray
+
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="warning")
     yield ray
     ray.shutdown()

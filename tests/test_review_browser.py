@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import tiers
 from fixtures.workspace_builder import build_workspace
 
 from optimizer.report import html, server
@@ -18,9 +19,10 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
-                                reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (dev extra) is not installed")
+pytestmark = tiers.needs("chromium", None if CHROMIUM.exists() else
+                         "needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason=tiers.reason("chromium", "playwright (dev extra) is not installed"))
 expect = playwright_api.expect
 
 

@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import tiers
 from structlog.testing import capture_logs
 
 from optimizer import sandbox as sb
@@ -28,9 +29,9 @@ from optimizer.sandbox import (
     to_sandbox_path,
 )
 
-needs_bwrap = pytest.mark.skipif(
-    not sb.bwrap_available(),
-    reason="bubblewrap is not installed or does not work here (apt-get install bubblewrap)",
+needs_bwrap = tiers.needs(
+    "bubblewrap", None if sb.bwrap_available() else
+    "bubblewrap is not installed or does not work here (apt-get install bubblewrap)",
 )
 
 POLICY = SandboxPolicy(
@@ -160,7 +161,7 @@ def test_no_network(work: Path) -> None:
 @pytest.mark.parametrize("mode", ["bwrap", "none"])
 def test_no_api_key_inside(mode: str, work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if mode == "bwrap" and not sb.bwrap_available():
-        pytest.skip("bubblewrap is not installed or does not work here")
+        tiers.skip("bubblewrap", "bubblewrap is not installed or does not work here")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-from-parent")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-parent")
     passed = {"ANTHROPIC_API_KEY": "sk-passed", "GITHUB_TOKEN": "ghp-passed", "KEEP_ME": "yes"}
@@ -197,7 +198,7 @@ def test_scrub_env_drops_secret_looking_names_and_keeps_path() -> None:
 @pytest.mark.parametrize("mode", ["bwrap", "none"])
 def test_timeout_kills_the_whole_process_group(mode: str, work: Path) -> None:
     if mode == "bwrap" and not sb.bwrap_available():
-        pytest.skip("bubblewrap is not installed or does not work here")
+        tiers.skip("bubblewrap", "bubblewrap is not installed or does not work here")
     digits = marker_digits()
     background, foreground = f"1000.{digits}1", f"1000.{digits}2"
     # `( … & )` double-forks, so the first sleep is no longer a child of the command's shell.
@@ -253,8 +254,8 @@ def test_file_size_cap(work: Path) -> None:
 @needs_bwrap
 def test_fork_bomb_is_contained(work: Path) -> None:
     if sb.process_limit_mechanism() == "none":
-        pytest.skip("root without a usable pids cgroup: a fork bomb would only be stopped by "
-                    "the clock, and running one would hurt this machine")
+        tiers.skip("pids-cgroup", "root without a usable pids cgroup: a fork bomb would only be "
+                   "stopped by the clock, and running one would hurt this machine")
     marker = f"forkbomb-{uuid.uuid4().hex}"
     # $0 names every forked copy of the shell, so pgrep can find any that survive.
     result = run(["bash", "-c", ":(){ :|:& };:; sleep 30", marker], work_dir=work,
@@ -434,7 +435,7 @@ def test_to_sandbox_path(work: Path, skill: Path, tmp_path: Path) -> None:
 
 def test_env_var_names_inside_are_fixed(work: Path, skill: Path) -> None:
     if not sb.bwrap_available():
-        pytest.skip("bubblewrap is not installed or does not work here")
+        tiers.skip("bubblewrap", "bubblewrap is not installed or does not work here")
     result = run('echo "$WORKSPACE $SKILL_DIR $HOME"; hostname', work_dir=work, skill_dir=skill,
                  policy=POLICY)
     assert result.stdout == "/workspace /skill /tmp\nsandbox\n"

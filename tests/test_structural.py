@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+import tiers
 from pydantic import TypeAdapter
 
 from optimizer import schemas as s
-from optimizer.errors import BadInput
-from optimizer.grade.structural import check_run, matching, transcript_errors
+from optimizer.errors import BadInput, InfraFailure
+from optimizer.grade.structural import CheckTimedOut, check_run, matching, transcript_errors
 from optimizer.inputs.evals import Eval, load_evals
 from optimizer.sandbox import SandboxPolicy, bwrap_available
 
@@ -283,7 +284,7 @@ def test_no_errors_falls_back_to_transcript_md(tmp_path):
 @pytest.mark.parametrize("mode", ["none", "bwrap"])
 def test_custom_script_pass_fail_and_outputs_dir(tmp_path, mode):
     if mode == "bwrap" and not bwrap_available():
-        pytest.skip("bubblewrap is not usable on this machine")
+        tiers.skip("bubblewrap", "bubblewrap is not usable on this machine")
     r = run(tmp_path, {"outputs/report.md": REPORT})
     ev = Eval(id=1, name="e", prompt="p", structural=[
         exp(type="custom_script", script='grep -q "## Columns" "$OUTPUTS_DIR/report.md" && echo fine'),
@@ -301,11 +302,15 @@ def test_custom_script_cannot_change_the_run(tmp_path):
     assert not (r / "outputs" / "new").exists()
 
 
-def test_custom_script_timeout_fails(tmp_path):
+def test_a_custom_script_that_hangs_is_unscored_naming_the_check_and_its_limit(tmp_path):
+    """Not a failed expectation (it was one before): a check that hangs says nothing of the skill."""
     r = run(tmp_path, {})
     ev = Eval(id=1, name="e", prompt="p", structural=[exp(type="custom_script", script="sleep 5")])
-    res = check_run(ev, r, SandboxPolicy(mode="none", timeout_s=0.5), configuration="with_skill")
-    assert not res.expectations[0].passed and "timed out" in res.expectations[0].evidence
+    with pytest.raises(CheckTimedOut) as caught:
+        check_run(ev, r, SandboxPolicy(mode="none", timeout_s=0.5), configuration="with_skill")
+    assert caught.value.check == "S1" and caught.value.limit_s == 0.5
+    assert "custom_script check 'S1' passed its time limit of 0.5 s" in str(caught.value)
+    assert isinstance(caught.value, InfraFailure)
 
 
 # --- the whole result ---------------------------------------------------------------------------

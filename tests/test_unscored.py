@@ -156,3 +156,59 @@ def test_a_judge_answer_cut_at_max_tokens_is_a_named_judge_error(tmp_path, monke
     bench = json.loads((out / "benchmark.json").read_text())
     errors = [r for r in bench["runs"] if r["status"] == "judge_error"]
     assert errors and all("max_tokens" in r["notes"][0] for r in errors)
+
+
+def test_a_bug_of_ours_is_unscored_counted_as_a_defect_and_several_in_a_row_stop_the_run(
+        tmp_path, monkeypatch):
+    """An exception the executor did not expect leaves its run unscored ("internal error:
+    <type>"), never 0; `status` counts it as a defect; evals.internal_error_streak of them in a
+    row stop the run as systemic, with the runs committed."""
+    from optimizer.execute.agent import AnthropicExecutor
+
+    async def broken(self, ctx, transcript, tally):
+        raise KeyError("a bug of ours")
+
+    monkeypatch.setattr(AnthropicExecutor, "_run", broken)
+    run_dir = tmp_path / "run"
+    out = cli(monkeypatch, Recording(), "run", str(EXAMPLE), "--run-dir", str(run_dir),
+              "--max-iterations", "1", "--set", "execute.concurrency=1",
+              "--set", "evals.internal_error_streak=3", *FAST, code=1)
+    assert "3 runs in a row ended with an internal error of ours" in out
+    rows = gradings(run_dir)
+    # The stage stops starting runs at the third; one already started may finish (of 12).
+    assert 3 <= len(rows) <= 4 and all(v == ("unscored", None) for v in rows.values()), rows
+    status = json.loads(cli(monkeypatch, None, "status", str(run_dir), "--json"))
+    assert status["defects"]["runs"] == len(rows) and status["defects"]["by_type"] == {"KeyError": len(rows)}
+    assert status["defects"]["last"]["error"].startswith("internal error: KeyError")
+    log = (run_dir / "optimizer.log").read_text()
+    assert "run.internal_error" in log and "Traceback" in log and "a bug of ours" in log
+    shown = cli(monkeypatch, None, "status", str(run_dir))
+    assert f"{len(rows)} runs ended by an internal error of ours (KeyError x{len(rows)}" in shown
+
+
+def test_a_check_that_hangs_is_unscored_and_hanging_on_both_configurations_stops_the_run(tmp_path, monkeypatch):
+    """A custom_script past its limit leaves the run unscored, naming the check and the limit;
+    once it has hung with the skill and without it, the check is broken: the benchmark stops
+    with one sentence naming the evals file, the eval and the check (exit 2)."""
+    import shutil
+
+    skill = tmp_path / "skill"
+    shutil.copytree(EXAMPLE, skill)
+    evals_file = skill / "evals" / "evals.json"
+    data = json.loads(evals_file.read_text())
+    data["evals"] = data["evals"][:1]
+    data["evals"][0]["structural_expectations"] = [
+        {"id": "S9", "type": "custom_script", "description": "hangs", "script": "sleep 30"}]
+    evals_file.write_text(json.dumps(data))
+    out = tmp_path / "bench"
+    shown = cli(monkeypatch, Recording(), "benchmark", str(skill), "--out", str(out), "--runs", "1",
+                "--set", "sandbox.timeout_s=1", "--set", "execute.concurrency=1", *FAST, code=2)
+    said = " ".join(shown.split())
+    assert f"{evals_file}: eval 1's custom_script check 'S9' hangs past its time limit of 1 s" in said
+    assert "both with and without the skill" in said
+    rows = gradings(out)
+    assert rows and all(v == ("unscored", None) for v in rows.values()), rows
+    conn = sqlite3.connect(out / "state.db")
+    errors = [e for (e,) in conn.execute("select error from gradings")]
+    conn.close()
+    assert all("custom_script check 'S9' passed its time limit of 1 s" in e for e in errors)

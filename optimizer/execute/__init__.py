@@ -22,6 +22,7 @@ import structlog
 from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.errors import BadInput, InfraFailure, ResourceLimit, is_systemic
+from optimizer.execute.limit import ProviderTooSlow, SkillTimeout, within_limits
 from optimizer.execute.record import (
     OUTPUTS,
     RunRecord,
@@ -34,12 +35,16 @@ from optimizer.execute.record import (
     stage_skill,
 )
 from optimizer.inputs.skillmd import SKILL_FILE, parse_skill_md
-from optimizer.model import counting_retries
+from optimizer.model.clock import RunClock, run_clock
 
 __all__ = ["EXECUTORS", "Executor", "RunContext", "RunRecord", "SkillInfo", "executor_for",
            "get_executor", "next_run_number"]
 
 EXECUTORS = ("anthropic", "claude-code", "command")
+# The start of the error of a run that an unexpected exception of ours ended (status counts them).
+INTERNAL_ERROR = "internal error: "
+# Waiting on the provider below this is noise of the clock, not a slow provider.
+SLOW_S = 0.1
 log = structlog.get_logger()
 
 
@@ -87,6 +92,39 @@ def _systemic(exc: BaseException) -> bool:
     return is_systemic(exc) and not _model_failed(exc)
 
 
+def _ours(exc: Exception, ctx: RunContext) -> tuple[str, str]:
+    """A failure of ours is not a score (DESIGN §7): the run is left unscored. An exception we
+    did not expect is a defect of ours: its type names it, its traceback goes to the log."""
+    if isinstance(exc, InfraFailure) or _model_failed(exc):
+        return "unscored", ctx.scrub(str(exc))
+    log.error("run.internal_error", eval_id=getattr(ctx.eval, "id", None), run=ctx.run_number,
+              error_type=type(exc).__name__, exc_info=exc)
+    return "unscored", f"{INTERNAL_ERROR}{type(exc).__name__}: {ctx.scrub(str(exc))}"
+
+
+def timed_out(exc: Exception, clock: RunClock, limit_s: float, max_wait_s: float) -> tuple[str, str]:
+    """The status and error of a run stopped by a limit. The skill's own time past its limit is
+    the skill's timeout (scored 0), unless it passed only by the model's estimated generation time
+    while the provider was slow: that estimate is unsure then, so the run is ours, unscored."""
+    waited = clock.waiting_s()
+    if isinstance(exc, ProviderTooSlow):
+        return "unscored", (f"the run waited {waited:.1f} s on the model provider, past "
+                            f"execute.model_wait_max_s = {max_wait_s:g} s")
+    said = f"the run passed its time limit (execute.timeout_s = {limit_s:g} s)"
+    if waited > SLOW_S and clock.skill_s() - clock.model_charged_s() < limit_s:
+        return "unscored", (f"{said} only by the model's generation time while the provider was "
+                            f"slow ({waited:.1f} s of waiting left out)")
+    return "timeout", f"{said}: {clock.skill_s():.1f} s of the skill's time"
+
+
+def clock_figures(clock: RunClock) -> dict[str, float | int]:
+    """The split recorded in metrics.json: the skill's time and the time spent waiting."""
+    return {"skill_seconds": round(clock.skill_s(), 3),
+            "model_wait_seconds": round(clock.waiting_s(), 3),
+            "model_generation_seconds": round(clock.model_charged_s(), 3),
+            "model_calls": clock.calls}
+
+
 class Executor(ABC):
     """Runs one eval once into run_dir; subclasses implement `_run` and fill the tally."""
 
@@ -126,33 +164,32 @@ class Executor(ABC):
         ctx = RunContext(eval, work, where, skill, names, run_number, sample)
         transcript = Transcript(eval.prompt, names)
         tally = Tally(skill_invoked=False if skill is not None else None)
-        started, clock = time.time(), time.monotonic()
-        limit = self.settings.execute.timeout_s
-        status, error = "ok", None
-        with counting_retries() as retries:
+        started = time.time()
+        limits = self.settings.execute
+        status: str = "ok"
+        error: str | None = None
+        with run_clock(limits.model_tokens_per_s) as clock:
             try:
-                error = await asyncio.wait_for(self._run(ctx, transcript, tally), timeout=limit)
+                error = await within_limits(self._run(ctx, transcript, tally), clock,
+                                            limit_s=limits.timeout_s,
+                                            max_wait_s=limits.model_wait_max_s)
                 status = "error" if error else "ok"
             except ResourceLimit as exc:
                 status, error = "resource_limit", ctx.scrub(str(exc))
-            except TimeoutError:
-                status, error = "timeout", f"the run passed its wall-clock limit (execute.timeout_s = {limit:g} s)"
-                if retries[0]:  # part of that time went to waiting out a failing provider
-                    status, error = "unscored", f"{error} while {retries[0]} model calls were retried"
+            except (SkillTimeout, ProviderTooSlow) as exc:
+                status, error = timed_out(exc, clock, limits.timeout_s, limits.model_wait_max_s)
             except Exception as exc:
                 if _systemic(exc):
                     raise
-                # A failure of ours is not a score (DESIGN §7): the run is left unscored.
-                infra = isinstance(exc, InfraFailure) or _model_failed(exc)
-                status = "unscored" if infra else "error"
-                error = ctx.scrub(str(exc) if infra else f"{type(exc).__name__}: {exc}")
+                status, error = _ours(exc, ctx)
+        tally.clock = clock_figures(clock)
         status, error = await asyncio.to_thread(self._workspace_limit, ctx, transcript, status, error)
         if skill is not None and not tally.skill_invoked:
             transcript.note("Skill not invoked", f"The agent never called Skill for '{skill.name}'.")
         record = finish_run(
             run_dir=run_dir, eval=eval, configuration=configuration, run_number=run_number,
             executor=self.name, transcript=transcript, tally=tally, status=status, error=error,
-            started=started, ended=started + (time.monotonic() - clock),
+            started=started, ended=started + clock.wall_s(),
             confined=confined, sandbox=how,
         )
         log.info("run.executed", executor=self.name, eval_id=eval.id, configuration=configuration,

@@ -20,6 +20,7 @@ from optimizer.config import Settings
 from optimizer.errors import BadInput, InfraFailure, ResourceLimit
 from optimizer.execute import Executor, RunContext
 from optimizer.execute.record import Tally, Transcript
+from optimizer.sandbox.relay import PLACEHOLDER_KEY, Relay
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL_BINARY = REPO / ".tools" / "node_modules" / ".bin" / "claude"
@@ -163,13 +164,19 @@ class ClaudeCodeExecutor(Executor):
             shutil.copytree(ctx.skill.dir, ctx.work / ".claude" / "skills" / ctx.skill.name)
         args = cli_args(self.binary, ctx, model=self.settings.models.executor,
                         max_turns=self.settings.execute.max_turns)
+        # Its calls go through a relay on loopback, as in the sandbox: the run clock stops while
+        # they wait on the provider, and the relay counts the endpoint's failures.
+        relay = Relay(None, self.base_url or ANTHROPIC_URL, self.api_key,
+                      {"x-optimizer-sample": str(ctx.sample)})
         with tempfile.TemporaryDirectory(prefix="claude-home-") as home_dir:
             home = Path(home_dir)
             (home / "tmp").mkdir()
-            env = cli_env(home=home, base_url=self.base_url, api_key=self.api_key,
-                          sample=ctx.sample)
-            return await _stream(args, str(ctx.work), env, ctx, transcript, tally, str(home),
-                                 self.settings.sandbox.max_workspace_mb)
+            async with relay:
+                env = cli_env(home=home, base_url=relay.url, api_key=PLACEHOLDER_KEY,
+                              sample=ctx.sample)
+                failed = await _stream(args, str(ctx.work), env, ctx, transcript, tally, str(home),
+                                       self.settings.sandbox.max_workspace_mb)
+        return _endpoint_failed(failed, relay)
 
     async def _run_boxed(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
         assert self.binary is not None
@@ -194,12 +201,16 @@ class ClaudeCodeExecutor(Executor):
         if failed and failed.startswith(NO_RESULT) and (_box_failed(failed) or box.relay.requests == 0):
             # The sandbox or its relay never started the CLI: ours to retry, not the skill's 0.
             raise InfraFailure(f"the sandbox could not start the Claude Code CLI: {failed}")
-        if failed and box.relay.failures:
-            # The endpoint failed the CLI (unreachable, 429, 5xx past the CLI's own retries):
-            # a failure of ours, left unscored and retried, never the skill's 0.
-            raise InfraFailure(f"the model endpoint failed {box.relay.failures} request(s) of "
-                               f"this run: {failed}")
-        return failed
+        return _endpoint_failed(failed, box.relay)
+
+
+def _endpoint_failed(failed: str | None, relay: Relay) -> str | None:
+    """`failed`, unless the endpoint failed the CLI (unreachable, 429, 5xx past the CLI's own
+    retries): a failure of ours, raised as such, left unscored and retried, never the skill's 0."""
+    if failed and relay.failures:
+        raise InfraFailure(f"the model endpoint failed {relay.failures} request(s) of "
+                           f"this run: {failed}")
+    return failed
 
 
 async def _stream(argv: list[str], cwd: str, env: dict[str, str], ctx: RunContext,
@@ -343,8 +354,25 @@ class StreamState:
         if result is None:
             tail = stderr.strip()[-1500:] or "no output"
             return f"{NO_RESULT} {exit_code} without a result: {tail}"
+        if result.get("is_error") and (api := api_failure(result)):
+            # The CLI gave up on the model endpoint after its own retries: ours, never a 0.
+            raise InfraFailure(f"the model endpoint failed the Claude Code CLI: {api}")
         if result.get("is_error") or result.get("subtype") != "success":
             detail = result.get("result") or result.get("errors") or ""
             return (f"the Claude Code CLI ended with {result.get('subtype')!r} after "
                     f"{result.get('num_turns')} turns{': ' + str(detail) if detail else ''}")
         return None
+
+
+def api_failure(result: dict[str, Any]) -> str | None:
+    """What the CLI's result line says of a failed API call (its api_error_status, or the
+    terminal_reason "api_error" of a connection that failed), or None when the run ended
+    otherwise. An answer cut at the output limit is the agent's, not the endpoint's failure."""
+    status = result.get("api_error_status")
+    if result.get("api_error") == "max_output_tokens":
+        return None
+    if not isinstance(status, int) and result.get("terminal_reason") != "api_error":
+        return None
+    kind = result.get("api_error_type") or "no answer"
+    said = str(result.get("result") or "").strip()[:300]
+    return f"HTTP {status if isinstance(status, int) else '-'} {kind}" + (f": {said}" if said else "")

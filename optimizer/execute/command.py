@@ -12,6 +12,7 @@ from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.errors import BadInput, ResourceLimit
 from optimizer.execute import Executor, RunContext
+from optimizer.execute.limit import SkillTimeout
 from optimizer.execute.record import Tally, Transcript
 
 PLACEHOLDER = re.compile(r"\{(prompt_file|work_dir|skill_dir)\}")
@@ -72,7 +73,7 @@ class CommandExecutor(Executor):
         if result.resource_limit:
             raise ResourceLimit(result.error or "a resource limit of the run was passed")
         if result.timed_out:
-            raise TimeoutError  # the run's own wall-clock limit, reported as a timeout
+            raise SkillTimeout  # the command is the skill's work: its limit is the run's
         if result.error:
             return ctx.scrub(f"the command could not run: {result.error}")
         if result.exit_code:

@@ -105,6 +105,8 @@ class Tally:
     tokens: int = 0
     cost_usd: float = 0.0
     skill_invoked: bool | None = None
+    # The run clock's split (skill_seconds, model_wait_seconds, ...), set when the run ends.
+    clock: dict[str, float | int] = field(default_factory=dict)
 
     def add_usage(self, usage: Any) -> None:
         get = usage.get if isinstance(usage, dict) else (lambda k, d=0: getattr(usage, k, d))
@@ -365,6 +367,7 @@ def finish_run(
         "truncated_answers": tally.truncated,
         "confined": confined,
         "sandbox": sandbox,
+        **tally.clock,
     }, model=schemas.Metrics)
     write_json(run_dir / COMPLETE_MARKER, {
         "total_tokens": tally.tokens,

@@ -347,6 +347,17 @@ def _no_errors(_exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tuple[boo
 # --- custom script ------------------------------------------------------------------------------
 
 
+class CheckTimedOut(InfraFailure):
+    """A custom_script check that passed its time limit: its expectation, and so the run, is
+    unscored, never failed (DESIGN §7)."""
+
+    def __init__(self, check: str, limit_s: float, output: str) -> None:
+        self.check, self.limit_s = check, limit_s
+        super().__init__(f"the custom_script check '{check}' passed its time limit of {limit_s:g} s "
+                         f"(a check's limit is at most {CUSTOM_SCRIPT_TIMEOUT_S:g} s), so its "
+                         f"expectation is unscored; output: {output}")
+
+
 def _custom_script(exp: Any, run_dir: Path, policy: Any, skill_dir: Path | None) -> tuple[bool, str]:
     policy = script_policy(policy)
     # A copy, so a script that writes can never change the finished run it judges.
@@ -364,8 +375,8 @@ def _custom_script(exp: Any, run_dir: Path, policy: Any, skill_dir: Path | None)
     tail = _quote((result.stdout + "\n" + result.stderr).strip()[-400:], 200)
     if result.infra:
         raise InfraFailure(f"the sandbox could not run the custom_script {exp.id}: {result.error}")
-    if result.timed_out:
-        return False, f"script timed out after {policy.timeout_s:g} s; output: {tail}"
+    if result.timed_out:  # a check that hangs cannot say whether the skill did its work
+        raise CheckTimedOut(exp.id, policy.timeout_s, tail)
     if result.error:
         return False, f"script could not run: {result.error}"
     verdict = "exit 0" if result.exit_code == 0 else f"exit {result.exit_code}"

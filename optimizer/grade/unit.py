@@ -18,7 +18,8 @@ import structlog
 
 from optimizer import sandbox, schemas
 from optimizer.config import Settings
-from optimizer.errors import InfraFailure, Interrupted
+from optimizer.errors import BadInput, InfraFailure, Interrupted, WorkFailed
+from optimizer.execute import INTERNAL_ERROR
 from optimizer.execute.record import RunRecord, is_complete
 from optimizer.grade import judge, preview, structural
 from optimizer.grade.judge import GradeOutcome
@@ -87,6 +88,9 @@ class Grader:
         self.should_stop = should_stop
         self._tries: Counter[str] = Counter()  # attempts at each run in this process
         self._slots = asyncio.Semaphore(settings.execute.concurrency)
+        self._defects = 0  # runs an exception of ours ended, in a row (in commit order)
+        self._hung: dict[tuple[int, str], set[str]] = {}  # (eval, check) -> configurations
+        self.source = evalset.source
 
     async def grade(self, jobs: Sequence[Job], *, scope: str) -> dict[int, list[Scored]]:
         """Every job, the results per eval in job order (never completion order), their model
@@ -126,6 +130,8 @@ class Grader:
             async with self._slots:
                 if stop_check is not None and (reason := stop_check()):
                     return reason  # not started: a stop was asked while this run waited
+                if self._defects >= self.settings.evals.internal_error_streak:
+                    return "runs in a row ended with an internal error of ours"  # not started
                 self._tries[job.key] += 1
                 record = await self._execute(job)
                 checked = await self._check(job, record)
@@ -146,8 +152,23 @@ class Grader:
                 structural.check_run, eval, job.run_dir, structural.script_policy(self.policy),
                 configuration=job.configuration, skill_dir=job.skill_dir,
                 run_error=None if record.status == "ok" else (record.error or record.status))
+        except structural.CheckTimedOut as exc:
+            self._note_hung(eval, job.configuration, exc)
+            return judge.unscored(eval, None, str(exc))
         except InfraFailure as exc:
             return judge.unscored(eval, None, str(exc))
+
+    def _note_hung(self, eval: Eval, configuration: str, exc: structural.CheckTimedOut) -> None:
+        """A check that hangs with the skill and without it hangs whatever the outputs: the
+        check is broken, and every run of its eval would stay unscored. The run stops and says
+        which to fix."""
+        seen = self._hung.setdefault((eval.id, exc.check), set())
+        seen.add(configuration)
+        if {"with_skill", "without_skill"} <= seen:
+            raise BadInput(
+                f"{self.source}: eval {eval.id}'s custom_script check '{exc.check}' hangs past its "
+                f"time limit of {exc.limit_s:g} s both with and without the skill, so it is "
+                "broken, not the skill; make the script finish (or remove it), then resume.")
 
     async def _judge(self, job: Job, record: RunRecord, checks: Structural) -> GradeOutcome:
         return await judge.grade_run(self.client, self.evals[job.eval_id], job.run_dir, record,
@@ -176,7 +197,22 @@ class Grader:
         scored = _scored(job, row)
         if self.on_run:
             self.on_run(scored)
+        self._count_defect(outcome.error if not graded else None)
         return scored
+
+    def _count_defect(self, error: str | None) -> None:
+        """A bug of ours that ends run after run is systemic: stop, with the runs committed, so
+        that the night is not spent failing every run the same way."""
+        if not (error or "").startswith(INTERNAL_ERROR):
+            self._defects = 0
+            return
+        self._defects += 1
+        limit = self.settings.evals.internal_error_streak
+        if self._defects >= limit:
+            raise WorkFailed(
+                f"{self._defects} runs in a row ended with an internal error of ours (the last: "
+                f"{error}); the run stops here with everything committed. The traceback is in "
+                "optimizer.log (run.internal_error); report it, then resume.")
 
     async def _execute(self, job: Job) -> RunRecord:
         if is_complete(job.run_dir) and self.store.get("eval_runs", job.key):

@@ -17,6 +17,7 @@ from optimizer.errors import BudgetExhausted, OptimizerError, ProviderUnavailabl
 from optimizer.logs import redact
 from optimizer.model import ledger
 from optimizer.model.attempt import attempt_once
+from optimizer.model.clock import ModelCall, current_clock
 from optimizer.model.cost import call_cost, estimate_cost, price_for
 from optimizer.model.errors import ModelCallFailed, call_failure
 from optimizer.model.limiter import AdaptiveLimiter, RequestLocks
@@ -165,6 +166,14 @@ class ModelClient:
             system=system, tools=tools, tool_choice=tool_choice, temperature=temperature)
         canonical = canonical_json(request)
         key = request_hash(canonical, role, sample)
+        # The run clock (if any) stops while this call waits on the provider (DESIGN §7).
+        with ModelCall(current_clock()) as timed:
+            answer = await self._answer(role, model, sample, key, request, canonical, stream, batch)
+            timed.tokens = answer.usage.output_tokens or 0
+        return answer
+
+    async def _answer(self, role: str, model: str, sample: int, key: str, request: dict[str, Any],
+                      canonical: str, stream: bool, batch: bool) -> Message:
         async with self._locks.hold(key):  # the same request twice at once is paid once
             cached = self.store.completed_call(key)
             if cached is not None:

@@ -4,6 +4,7 @@ read-only; safe while its daemon runs. Never writes to the run folder."""
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from optimizer.errors import BadInput
+from optimizer.execute import INTERNAL_ERROR
 from optimizer.grow import outlook
 from optimizer.report import caveats, confinement, read, spend
 from optimizer.report.format import duration, emit, interval, money, num, pct, signed
@@ -50,6 +52,7 @@ def status(run_dir: Path, data: read.RunData | None = None) -> dict:
         "proposals": read.proposals(iterations),
         "unscored": {"runs": len(data.unscored),
                      "last": data.unscored[-1] if data.unscored else None},
+        "defects": _defects(data.unscored),
         "current_best": None if best is None else {
             "version": best["label"], "score": best["score"], "pass_rate": best["pass_rate"],
             "score_ci": best.get("score_ci"), "score_evals": best.get("score_evals"),
@@ -73,6 +76,15 @@ def status(run_dir: Path, data: read.RunData | None = None) -> dict:
         **_timing(run, iterations, settings, running=pid is not None,
                   spent=data.ledger.get("spent_usd") or 0.0),
     }
+
+
+def _defects(unscored: list[dict]) -> dict:
+    """Runs an unexpected exception of ours ended ("internal error: <type>: ..."): bugs to
+    report, counted by type, apart from the provider's and the sandbox's failures."""
+    found = [u for u in unscored if str(u.get("error") or "").startswith(INTERNAL_ERROR)]
+    kinds = Counter(str(u["error"])[len(INTERNAL_ERROR):].split(":", 1)[0].strip() for u in found)
+    return {"runs": len(found), "by_type": dict(sorted(kinds.items())),
+            "last": found[-1] if found else None}
 
 
 def _with_train_delta(test: Any, nodes: list[dict]) -> Any:
@@ -193,6 +205,12 @@ def print_status(console: Console, info: dict) -> None:
         row("unscored", Text(f"{info['unscored']['runs']} runs our infrastructure failed (left out of "
                              f"every mean, retried on resume); e.g. {last['key']}: {last['error']}",
                              style="yellow"))
+    defects = info.get("defects") or {}
+    if defects.get("runs"):
+        kinds = ", ".join(f"{kind} x{n}" for kind, n in defects["by_type"].items())
+        row("defects", Text(f"{defects['runs']} runs ended by an internal error of ours ({kinds}; "
+                            "tracebacks in optimizer.log, run.internal_error): please report them",
+                            style="bold red"))
     for label, error in info["failed"].items():
         row("failed", Text(f"{label}: {error} (the run went on without it)", style="red"))
     best = info.get("current_best")

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import httpx2
 
+from optimizer.model.clock import ModelCall, current_clock
+
 # In the sandbox, where the agent's HTTP client is pointed (ANTHROPIC_BASE_URL); its own network
 # namespace has nothing else listening, so any port would do.
 INNER_PORT = 8089
@@ -55,20 +57,30 @@ class Relay:
     """Serves one run's socket: each request goes to `target` (its path appended to the target's),
     with the real key and any `headers` set; the answer streams back as it comes."""
 
-    def __init__(self, socket_path: Path, target: str, api_key: str,
+    def __init__(self, socket_path: Path | None, target: str, api_key: str,
                  headers: Mapping[str, str] | None = None) -> None:
+        # None: a loopback TCP port instead (`url`), for the CLI on the host (sandbox mode none).
         self.socket_path = socket_path
+        self.url = ""
         self.target = target.rstrip("/")
         self.api_key = api_key
         self.headers = dict(headers or {})
         self.requests = 0
         self.failures = 0  # answers that say the endpoint failed us, not the agent: 429, 5xx, unreachable
+        # The run's clock, made where the relay is: it stops while a request is relayed, as for
+        # our own model calls, so the CLI's waiting on the provider is never the skill's time.
+        self.clock = current_clock()
         self._server: asyncio.AbstractServer | None = None
         self._client: httpx2.AsyncClient | None = None
 
     async def __aenter__(self) -> Relay:
-        self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket_path),
-                                                       limit=HEAD_LIMIT)
+        if self.socket_path is not None:
+            self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket_path),
+                                                           limit=HEAD_LIMIT)
+        else:
+            self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=HEAD_LIMIT)
+            port = self._server.sockets[0].getsockname()[1]
+            self.url = f"http://127.0.0.1:{port}"
         # No read timeout: an answer may stream for minutes; the run's own clock ends it. The
         # daemon's environment applies (its proxy, SSL_CERT_FILE), as for its own model calls.
         self._client = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=None))
@@ -114,6 +126,11 @@ class Relay:
             sent["x-api-key"] = self.api_key
         sent.update(self.headers)
         self.requests += 1
+        with ModelCall(self.clock):
+            return await self._forward(method, path, sent, body, keep, writer)
+
+    async def _forward(self, method: str, path: str, sent: dict[str, str], body: bytes, keep: bool,
+                       writer: asyncio.StreamWriter) -> bool:
         assert self._client is not None
         try:
             async with self._client.stream(method, self.target + path, headers=sent,

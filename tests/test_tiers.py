@@ -1,0 +1,72 @@
+"""The tier switch itself: under OPTIMIZER_REQUIRE_ALL_TIERS=1 a test skipped for a missing tier
+(a marker, a skip half-way through a test, a module skipped whole) fails the session; without it
+the session passes and prints one line naming the tiers that did not run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+SKIPPING = '''
+import pytest
+import tiers
+
+@tiers.needs("bubblewrap", "bubblewrap is missing in this test")
+def test_marked():
+    assert True
+
+def test_half_way():
+    assert 1 + 1 == 2
+    tiers.skip("chromium", "no browser in this test")
+    assert False, "never reached"
+
+def test_runs():
+    assert True
+'''
+WHOLE_MODULE = '''
+import pytest
+import tiers
+
+pytest.importorskip("a_module_that_is_not_there", reason=tiers.reason("ray", "no such module"))
+
+def test_never_collected():
+    assert True
+'''
+
+
+def session(tmp_path: Path, required: bool, *args: str) -> subprocess.CompletedProcess[str]:
+    for name in ("conftest.py", "tiers.py"):
+        shutil.copy(HERE / name, tmp_path / name)
+    (tmp_path / "test_skipping.py").write_text(SKIPPING)
+    (tmp_path / "test_whole_module.py").write_text(WHOLE_MODULE)
+    env = {k: v for k, v in os.environ.items() if k != "OPTIMIZER_REQUIRE_ALL_TIERS"}
+    if required:
+        env["OPTIMIZER_REQUIRE_ALL_TIERS"] = "1"
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                           "--rootdir", str(tmp_path), "-c", os.devnull, "-o", "asyncio_default_fixture_loop_scope=function",
+                           str(tmp_path), *args],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+
+
+def test_without_the_switch_skips_pass_and_one_line_names_the_tiers_left_out(tmp_path: Path) -> None:
+    done = session(tmp_path, False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("tiers that did not run")]
+    assert len(lines) == 1, done.stdout
+    assert "bubblewrap (1 tests), chromium (1 tests), ray (1 tests)" in lines[0]
+
+
+def test_under_the_switch_every_skip_of_a_tier_fails_the_session(tmp_path: Path) -> None:
+    done = session(tmp_path, True, "-n", "2")  # through pytest-xdist's workers, as `make test`
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "tier bubblewrap did not run" in out and "tier chromium did not run" in out
+    assert "tier ray did not run" in out
+    # A skip in setup (a marker) or collection (a module) fails as an error, one in a test as a failure.
+    assert "1 failed, 1 passed, 2 errors" in out, out
+    assert "tiers that did not run" not in out
