@@ -75,7 +75,7 @@ def gate(
         result = asyncio.run(run_gate(loaded.settings, session.client, session.store,
                                       base=base_skill, head=head_skill, evalset=evalset,
                                       out_dir=folder, margin=margin, progress=progress))
-        simulated = bool(getattr(session.client, "simulated", False))
+        simulated = session.client.simulated
     if comment is not None:
         write_text(comment, gate_comment.markdown(result, simulated=simulated))
     out.print(gate_comment.line(result), markup=False, highlight=False)

@@ -36,6 +36,7 @@ from optimizer.execute.record import (
 )
 from optimizer.inputs.skillmd import SKILL_FILE, parse_skill_md
 from optimizer.model.clock import RunClock, run_clock
+from optimizer.model.port import Client
 
 __all__ = ["EXECUTORS", "Executor", "RunContext", "RunRecord", "SkillInfo", "executor_for",
            "get_executor", "next_run_number"]
@@ -259,7 +260,7 @@ def get_executor(
     name: str | None,
     settings: Settings,
     *,
-    client: Any = None,
+    client: Client | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
 ) -> Executor:
@@ -295,7 +296,7 @@ def next_run_number(folder: Path) -> int:
 
 
 @contextmanager
-def executor_for(name: str | None, settings: Settings, client: Any) -> Iterator[Executor]:
+def executor_for(name: str | None, settings: Settings, client: Client | None) -> Iterator[Executor]:
     """The executor for `name`, with the loopback simulator the Claude Code CLI needs when the
     provider is the simulator (the CLI makes its own model calls), stopped afterwards."""
     name = name or settings.execute.executor

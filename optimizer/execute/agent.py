@@ -13,6 +13,7 @@ from optimizer.config import Settings
 from optimizer.errors import InfraFailure, ResourceLimit
 from optimizer.execute import Executor, RunContext, SkillInfo
 from optimizer.execute.record import Tally, Transcript
+from optimizer.model.port import Client
 from optimizer.model.prompts import load_prompt
 from optimizer.tags import tag
 
@@ -258,7 +259,7 @@ class AnthropicExecutor(Executor):
 
     name = "anthropic"
 
-    def __init__(self, settings: Settings, client: Any) -> None:
+    def __init__(self, settings: Settings, client: Client) -> None:
         super().__init__(settings)
         self.client = client
         self.policy = sandbox.SandboxPolicy.from_settings(settings.sandbox)

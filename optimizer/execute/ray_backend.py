@@ -47,6 +47,7 @@ from optimizer.errors import (
 from optimizer.execute import EXECUTORS, Executor, RunContext
 from optimizer.execute.record import RunRecord, Tally, Transcript, is_complete, resolve_inputs
 from optimizer.inputs.skill import files_of
+from optimizer.model.port import Client
 
 log = structlog.get_logger()
 
@@ -88,7 +89,7 @@ class RayExecutor(Executor):
     """Sends each run to a Ray worker and writes what comes back; the same interface as the local
     executors, so the Evaluator and run_pool use it unchanged."""
 
-    def __init__(self, settings: Settings, inner: str, *, client: Any = None,
+    def __init__(self, settings: Settings, inner: str, *, client: Client | None = None,
                  base_url: str | None = None) -> None:
         super().__init__(settings)
         if inner not in EXECUTORS:
@@ -142,7 +143,7 @@ class RayExecutor(Executor):
     # -- the driver's ledger ----------------------------------------------------------------------
 
     def _store(self) -> Any:
-        return getattr(self.client, "store", None)
+        return self.client.store if self.client is not None else None
 
     def _reusable_calls(self, sample: int, label: str | None) -> list[dict]:
         store = self._store()
@@ -154,8 +155,8 @@ class RayExecutor(Executor):
 
     def _budget_left(self, seed_rows: list[dict]) -> float | None:
         client = self.client
-        budget = getattr(client, "budget_usd", None)
-        if budget is None:
+        budget = client.budget_usd if client is not None else None
+        if client is None or budget is None:
             return None
         spent = client.committed_usd()
         # The worker's own client counts the rows it is given as spent already.
@@ -164,7 +165,7 @@ class RayExecutor(Executor):
     def _adopt(self, calls: list[dict], hits: list[dict]) -> None:
         """The worker's ledger rows into the driver's ledger, counted as this run's spend."""
         store, client = self._store(), self.client
-        if store is None:
+        if store is None or client is None:
             return
         for row in calls:
             if store.completed_call(row["hash"]) is not None:

@@ -14,7 +14,6 @@ import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import structlog
 
@@ -26,6 +25,7 @@ from optimizer.grade.judge import warn_same_model
 from optimizer.grade.markdown import render_markdown
 from optimizer.grade.unit import Grader, Job, Scored, committed, jobs_for, unscored
 from optimizer.inputs.evals import load_evals
+from optimizer.model.port import Client
 from optimizer.store.db import Store
 from optimizer.store.files import write_json, write_text
 
@@ -45,7 +45,7 @@ def default_out_dir(root: Path = Path("runs") / "benchmarks") -> Path:
 
 async def run_benchmark(
     settings: Settings,
-    client: Any,
+    client: Client,
     store: Store,
     *,
     skill_dir: Path,
@@ -96,7 +96,7 @@ async def run_benchmark(
         evalset.skill_name, evalset.evals, by_config,
         skill_path=str(skill_dir), executor_model=settings.models.executor,
         analyzer_model=settings.models.grader, runs_per_configuration=n_runs,
-        simulated=bool(getattr(client, "simulated", False)),
+        simulated=client.simulated,
     )
     write_json(out / "benchmark.json", benchmark, s.Benchmark)
     write_text(out / "benchmark.md", render_markdown(benchmark))
@@ -106,7 +106,7 @@ async def run_benchmark(
     return out / "benchmark.json"
 
 
-async def run_once(settings: Settings, client: Any, store: Store, *, skill_dir: Path, eval_id: int,
+async def run_once(settings: Settings, client: Client, store: Store, *, skill_dir: Path, eval_id: int,
                    without_skill: bool, out_dir: Path) -> tuple[Path, Scored]:
     """`optimizer execute`: one eval once into OUT/<configuration>/run-<n> (the next free n),
     graded like any run: the run folder and its Scored."""

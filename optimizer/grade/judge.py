@@ -44,6 +44,7 @@ from optimizer.grade.render import (
 from optimizer.grade.scoring import pass_rate, rubric_weighted_mean, run_score
 from optimizer.grade.structural import RUN_FAILED
 from optimizer.model import ModelCallFailed, StructuredAnswerError
+from optimizer.model.port import Client
 from optimizer.model.prompts import load_prompt
 from optimizer.store.files import read_json, write_json, write_text
 from optimizer.tags import data, tag
@@ -107,7 +108,7 @@ def write_outcome(run_dir: Path, outcome: GradeOutcome) -> None:
 
 
 async def grade_run(
-    client: Any,
+    client: Client,
     eval: Any,
     run_dir: Path,
     record: Any,

@@ -25,6 +25,7 @@ from optimizer.grade import judge, preview, structural
 from optimizer.grade.judge import GradeOutcome
 from optimizer.inputs.evals import Eval, EvalSet
 from optimizer.model import batch, scoped
+from optimizer.model.port import Client
 from optimizer.schemas import Structural
 from optimizer.store.db import Store, now
 from optimizer.store.keys import RunKey
@@ -74,7 +75,7 @@ class Grader:
     """Grades jobs through one executor and one model client, idempotently, a bounded number at
     once (execute.concurrency)."""
 
-    def __init__(self, store: Store, client: Any, settings: Settings, evalset: EvalSet,
+    def __init__(self, store: Store, client: Client, settings: Settings, evalset: EvalSet,
                  executor: Any, *, skill_name: str, inputs_root: Path,
                  on_run: Callable[[Scored], None] | None = None,
                  should_stop: Callable[[], str | None] | None = None) -> None:

@@ -56,6 +56,7 @@ from anthropic.types import Message
 from optimizer.model.batch_send import BatchItem, BatchSender
 from optimizer.model.client import ModelClient
 from optimizer.model.cost import BATCH_PRICE_FACTOR, BATCH_ROLES
+from optimizer.model.port import Client
 from optimizer.model.scopes import scope
 
 MAX_BATCH_BYTES = 200_000_000  # under the API's 256 MB per batch
@@ -70,15 +71,15 @@ class _Producer:
 _current: contextvars.ContextVar[_Producer | None] = contextvars.ContextVar("batch_producer", default=None)
 
 
-def active(client: Any) -> bool:
+def active(client: Client | None) -> bool:
     """True when the client sends batch-role calls through Message Batches."""
-    return getattr(client, "batch", None) is not None
+    return client is not None and client.batch is not None
 
 
-def producer(client: Any) -> AbstractContextManager[None]:
+def producer(client: Client | None) -> AbstractContextManager[None]:
     """Mark the calling task as one unit of a stage: while any unit is neither waiting on a batched
     answer nor finished, the stage's batch is held for it. A no-op without batch mode."""
-    collector = getattr(client, "batch", None)
+    collector = client.batch if client is not None else None
     return collector.producer() if collector is not None else nullcontext()
 
 

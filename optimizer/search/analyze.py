@@ -12,6 +12,7 @@ import structlog
 from pydantic import ValidationError
 
 from optimizer.model import ModelCallFailed, StructuredAnswerError
+from optimizer.model.port import Client
 from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Analysis
 from optimizer.search.propose import EvalCost, bullet_lines, render_costs
@@ -121,7 +122,7 @@ def _skill_ref(skill_dir: Path, label: str) -> str:
 
 
 async def analyze(
-    client: Any,
+    client: Client,
     *,
     winner_skill: Path,
     loser_skill: Path,

@@ -230,7 +230,7 @@ class BodyTarget:
 
     def write_lineage(self, iteration: int) -> None:
         run = self.run
-        lineage.write_files(run.ws, run.store, simulated=bool(getattr(run.client, "simulated", False)),
+        lineage.write_files(run.ws, run.store, simulated=run.client.simulated,
                             skill_name=run.skill_name, iteration=iteration,
                             extra_notes=analyst_suggestions(run, self.evalset))
 

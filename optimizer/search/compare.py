@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from optimizer.grade.render import Rendered, content, render_view, task_sections
 from optimizer.inputs.evals import Eval
 from optimizer.model import ModelCallFailed, StructuredAnswerError
+from optimizer.model.port import Client
 from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Comparison
 from optimizer.search.select import TALLY_COUNTS, ComparisonTally
@@ -151,13 +152,13 @@ def _plan(evals, child_runs, parent_runs, previous, rng_seed) -> list[_Slot]:
     return slots
 
 
-def _attachments(client: Any) -> bool:
+def _attachments(client: Client) -> bool:
     # A test's stand-in client may carry no settings: it takes attachments, like the API.
     settings = getattr(client, "settings", None)
     return bool(getattr(getattr(settings, "llm", None), "attachments", True))
 
 
-async def _judge(client: Any, slot: _Slot, ev: Eval, out_dir: Path) -> None:
+async def _judge(client: Client, slot: _Slot, ev: Eval, out_dir: Path) -> None:
     path = out_dir / f"comparison-{slot.k}.json"
     answer: Comparison | None = None
     if slot.known and path.is_file():
@@ -242,7 +243,7 @@ def _assignment(slots: list[_Slot], pairs: list[dict], tally: ComparisonTally | 
 
 
 async def compare_versions(
-    client: Any,
+    client: Client,
     *,
     evals: list[Eval],
     child_runs: dict[int, list[Path]],

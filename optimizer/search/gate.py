@@ -20,6 +20,7 @@ from optimizer.execute import executor_for
 from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, unscored
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import EvalSet, load_evals
+from optimizer.model.port import Client
 from optimizer.search import noninferiority
 from optimizer.search.select import paired_differences
 from optimizer.store.db import Store
@@ -68,7 +69,7 @@ def check_inputs(base: Path, head: Path, evals_path: Path | None, margin: float)
     return evalset
 
 
-async def run_gate(settings: Settings, client: Any, store: Store, *, base: Path, head: Path,
+async def run_gate(settings: Settings, client: Client, store: Store, *, base: Path, head: Path,
                    evalset: EvalSet, out_dir: Path, margin: float,
                    progress: Any = None) -> GateResult:
     """Run both skills on every eval (runs_per_eval each), then test HEAD against BASE. A budget

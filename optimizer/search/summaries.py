@@ -39,7 +39,7 @@ def write_benchmark(run: RunState, evalset: EvalSet, label: str) -> schemas.Benc
         skill_path=f"{label}/skill", executor_model=run.settings.models.executor,
         analyzer_model=run.settings.models.grader,
         runs_per_configuration=max((it[1].run_number for it in with_skill), default=0),
-        simulated=bool(getattr(run.client, "simulated", False)),
+        simulated=run.client.simulated,
     )
     folder = run.ws.version(label)
     write_json(folder / "benchmark.json", benchmark, schemas.Benchmark)
