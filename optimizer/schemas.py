@@ -13,6 +13,7 @@ from pydantic import (
     RootModel,
     SerializerFunctionWrapHandler,
     Tag,
+    field_serializer,
     field_validator,
     model_serializer,
     model_validator,
@@ -708,6 +709,10 @@ class SelectionInterval(_Exact):
     high: float | None
     confidence: float
 
+    @field_serializer("low", "high")
+    def _rounded(self, value: float | None) -> float | None:
+        return None if value is None else round(value, 6)
+
 
 class SelectionComparator(_Exact):
     child_wins: int
@@ -718,6 +723,10 @@ class SelectionComparator(_Exact):
     pairs: int
     swap_consistency: float | None
     single_order: int = 0  # first-order ties, not judged in the second order (compare.py)
+
+    @field_serializer("swap_consistency")
+    def _rounded(self, value: float | None) -> float | None:
+        return None if value is None else round(value, 6)
 
 
 class AddedRuns(_Exact):
@@ -738,13 +747,19 @@ class NightControl(_Exact):
     earlier_promotions: int  # won decisions before it, which earned it α
 
 
-class BenchmarkSelection(_Exact):
-    """selection.json of a body child decided by the promotion rule (select.selection_json)."""
+def _six(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
 
-    stage: Literal["benchmark"]
+
+class RuleDecision(_Exact):
+    """The promotion rule's decision and every number behind it: search/select.decide returns it,
+    state.db's decisions row and selection.json hold it as it is (BenchmarkSelection adds where
+    it was made). One model, so the value, the row and the file cannot drift apart."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     decision: Decided
     reason: str
-    parent: str
     delta: float | None
     interval: SelectionInterval
     min_effect: float
@@ -756,21 +771,54 @@ class BenchmarkSelection(_Exact):
     judge_errors: int
     total_runs: int
     judge_error_rate: float
-    unscored: int
-    excluded_evals: list[int | str]
+    unscored: int  # runs our infrastructure failed: left out, retried later (docs/design.md §7)
+    excluded_evals: list[int | str]  # evals without scored runs on both sides
     needs_more_runs: bool
     rule: Literal["sequential", "bootstrap"]
-    few_evals: bool
-    futile: bool
-    look_alpha: float | None
-    comparator_p: float | None
-    promotion_power: float | None
+    few_evals: bool  # fewer evals than selection.few_evals: too few to generalise
+    futile: bool  # sequential: runs stopped because promotion had become unlikely
+    look_alpha: float | None  # sequential: the false-promotion budget this look spent
+    comparator_p: float | None  # sequential: the sign test's one-sided p for the child
+    promotion_power: float | None  # sequential: conditional power when runs continued
     added_runs: list[AddedRuns] = []
     # The claim a promotion makes: "tasks" (better on these evals) or "general" (on evals like
     # these); files from before the claims were named were over evals, i.e. general.
     scope: Literal["tasks", "general"] = "general"
     next_runs: int | None = None  # the next look's runs per eval, when more were wanted
     alpha: float | None = None  # the decision's whole false-promotion budget (the night's share)
+
+    @field_serializer("delta", "swap_consistency", "judge_error_rate", "look_alpha",
+                      "comparator_p", "promotion_power", "alpha")
+    def _rounded(self, value: float | None) -> float | None:
+        return _six(value)
+
+    # The names the rule's callers and benches read.
+    @property
+    def ci_low(self) -> float | None:
+        return self.interval.low
+
+    @property
+    def ci_high(self) -> float | None:
+        return self.interval.high
+
+    @property
+    def confidence(self) -> float:
+        return self.interval.confidence
+
+    @property
+    def runs(self) -> int:
+        return self.runs_per_eval
+
+    @property
+    def max_runs(self) -> int:
+        return self.max_runs_per_eval
+
+
+class BenchmarkSelection(RuleDecision):
+    """selection.json of a body child decided by the promotion rule: the decision, and where."""
+
+    stage: Literal["benchmark"]
+    parent: str
     night: NightControl | None = None  # the night's false-discovery control when it applied
 
 

@@ -6,7 +6,7 @@ import random
 from optimizer.config import Selection
 from optimizer.schemas import SelectionFile
 from optimizer.search.allot import allot, identical, nothing_to_add, uneven_note
-from optimizer.search.select import decide, selection_json
+from optimizer.search.select import decide
 
 CHILD = {1: [1.0, 1.0, 1.0], 2: [0.2, 0.8, 0.5], 3: [0.5, 0.6, 0.55], 4: [0.0, 0.0, 0.0]}
 PARENT = {1: [1.0, 1.0, 1.0], 2: [0.3, 0.6, 0.4], 3: [0.5, 0.5, 0.6], 4: [1.0, 1.0, 1.0]}
@@ -64,16 +64,16 @@ def test_runs_grow_to_the_next_look():
 
 
 def test_selection_json_says_where_runs_went_and_validates():
-    from dataclasses import replace
+    from optimizer.schemas import AddedRuns
 
     more = allot(CHILD, PARENT, COUNTS, look=3, mode="informative", share=1.0)
     d = decide(CHILD, PARENT, None, selection=Selection(), rng=random.Random(0), first_runs=3)
-    d = replace(d, added_runs=(more.as_json(),))
-    data = selection_json(d)
+    d = d.model_copy(update={"added_runs": [AddedRuns.model_validate(more.as_json())]})
+    data = d.model_dump(mode="json")
     assert data["added_runs"] == [{"runs": 4, "to": [2, 3], "skipped_identical": [1, 4],
                                    "skipped_low_variance": []}]
     SelectionFile.model_validate({**data, "stage": "benchmark", "parent": "v0"})
     note = uneven_note({1: 3, 2: 4, 3: 4, 4: 3}, [more])
     assert "from 3 to 4" in note and "evals 1, 4 had all runs identical" in note
-    stopped = nothing_to_add(replace(d, needs_more_runs=True))
+    stopped = nothing_to_add(d.model_copy(update={"needs_more_runs": True}))
     assert not stopped.needs_more_runs and "No runs were added" in stopped.reason

@@ -263,14 +263,14 @@ def _benchmark_selection() -> dict:
     import random
 
     from optimizer.config import Selection
-    from optimizer.search.select import ComparisonTally, decide, selection_json
+    from optimizer.search.select import ComparisonTally, decide
 
     child = {e: [0.6, 0.7, 0.65] for e in range(5)}
     parent = {e: [0.5, 0.55, 0.6] for e in range(5)}
     tally = ComparisonTally(child_wins=6, parent_wins=1, ties=2, inconsistent=3, pairs=12,
                             swap_consistency=0.75)
     d = decide(child, parent, tally, selection=Selection(), rng=random.Random(0), first_runs=3)
-    return {**selection_json(d), "stage": "benchmark", "parent": "v0"}
+    return {**d.model_dump(mode="json"), "stage": "benchmark", "parent": "v0"}
 
 
 def _trigger_metrics() -> dict:

@@ -14,7 +14,6 @@ from optimizer.search.select import (
     pareto_front,
     screen,
     select_parent,
-    selection_json,
 )
 
 # The earlier rule, selected explicitly: these tests pin its behaviour (tests/test_sequential.py
@@ -131,7 +130,7 @@ def test_decisions_are_seeded():
 
 def test_selection_json_carries_every_number():
     d = run(STRADDLING, tally(child=8, parent=1, ties=2, inconsistent=3), runs=6)
-    data = selection_json(d)
+    data = d.model_dump(mode="json")
     assert data["decision"] == "won" and data["reason"] == d.reason
     assert data["delta"] == pytest.approx(d.delta, abs=1e-6)
     assert data["interval"]["low"] == pytest.approx(d.ci_low, abs=1e-6)

@@ -4,7 +4,7 @@ import pytest
 
 from optimizer.config import Selection
 from optimizer.search import sequential
-from optimizer.search.select import ComparisonTally, decide, selection_json
+from optimizer.search.select import ComparisonTally, decide
 
 NEW = Selection()  # the default rule is the sequential one
 OLD = Selection(rule="bootstrap")
@@ -78,7 +78,7 @@ def test_three_evals_with_a_narrow_bootstrap_interval_are_not_promoted():
     new = run(ds, runs=6)  # the default claim at 3 evals: better on these tasks, nothing more
     assert new.scope == "tasks" and "better on these tasks" in new.reason
     assert new.few_evals and "too few to generalise" in new.reason
-    assert selection_json(new)["few_evals"] is True
+    assert new.model_dump(mode="json")["few_evals"] is True
 
 
 def test_three_lucky_comparator_verdicts_do_not_promote():
@@ -123,8 +123,8 @@ def test_the_decision_ignores_the_rng_and_the_order_of_evals():
     a = decide(child, parent, t, selection=NEW, rng=random.Random(1), first_runs=3)
     b = decide(dict(reversed(child.items())), parent, t, selection=NEW, rng=random.Random(2),
                first_runs=3)
-    assert selection_json(a) == selection_json(b)
-    assert selection_json(a)["rule"] == "sequential"
+    assert a.model_dump(mode="json") == b.model_dump(mode="json")
+    assert a.model_dump(mode="json")["rule"] == "sequential"
 
 
 def _table(rng, n_evals, runs, pass_fail):
@@ -182,7 +182,7 @@ def test_the_claim_defaults_by_suite_size_and_is_written():
     many = run([0.1] * 12, tally({}))
     assert few.scope == "tasks" and many.scope == "general"
     assert "better on these tasks" in few.reason and "better in general" in many.reason
-    assert selection_json(few)["scope"] == "tasks"
+    assert few.model_dump(mode="json")["scope"] == "tasks"
     asked = decide(*scores([0.1, 0.12, 0.08]), None, selection=NEW, rng=random.Random(0),
                    first_runs=3, scope="general")
     assert asked.scope == "general"

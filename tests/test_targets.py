@@ -59,7 +59,7 @@ class ReferencesTarget:
         delta = self._record(label) - self.run.score(parent)
         verdict = "won" if delta > 0 else "lost"
         record_decision(self.run, label, parent, self.stage,
-                        {"decision": verdict, "reason": f"{delta:+.2f} references score"}, delta=delta)
+                        {"decision": verdict, "reason": f"{delta:+.2f} references score", "delta": delta})
         return True
 
     async def measure_test(self, label: str) -> dict:

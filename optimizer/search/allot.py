@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Generic, Literal
 
 from optimizer.grade.stats import mean
@@ -85,9 +85,9 @@ def allot(
 
 def nothing_to_add(decision: Decision) -> Decision:
     """The decision when more runs were wanted but no eval could gain from one."""
-    return replace(decision, needs_more_runs=False, reason=decision.reason + (
+    return decision.model_copy(update={"needs_more_runs": False, "reason": decision.reason + (
         " No runs were added: every eval's runs so far scored the same for the child and for the "
-        "parent, so another run would hardly move Δ."))
+        "parent, so another run would hardly move Δ.")})
 
 
 def uneven_note(counts: Mapping[E, int], history: list[Allotment[E]]) -> str:

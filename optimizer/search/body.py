@@ -8,7 +8,6 @@ import json
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from optimizer.grade.unit import (
 )
 from optimizer.inputs.evals import EvalSet, load_evals
 from optimizer.model import scoped
+from optimizer.schemas import AddedRuns
 from optimizer.search import allot, evidence, lineage, night, select
 from optimizer.search.analyze import analyze
 from optimizer.search.compare import compare_versions
@@ -165,8 +165,9 @@ class BodyTarget:
             added.append(more)
             counts.update(more.to)
             runs = upto
-        decision = replace(decision, reason=decision.reason + allot.uneven_note(counts, added),
-                           added_runs=tuple(a.as_json() for a in added))
+        decision = decision.model_copy(update={
+            "reason": decision.reason + allot.uneven_note(counts, added),
+            "added_runs": [AddedRuns.model_validate(a.as_json()) for a in added]})
         if run.interrupted():
             return False
         for version in (label, parent):
@@ -174,11 +175,10 @@ class BodyTarget:
             write_benchmark(run, self.evalset, version)
         run.set_stage(f"{label}: analysis")
         await self._analyze(label, parent, decision, tally)
-        chosen = select.selection_json(decision)
+        chosen = decision.model_dump(mode="json")
         if family:
             chosen["night"] = family.as_json()
-        record_decision(run, label, parent, self.stage, chosen,
-                        delta=decision.delta, ci=(decision.ci_low, decision.ci_high))
+        record_decision(run, label, parent, self.stage, chosen)
         return True
 
     def _decide(self, label: str, parent: str, child: Results, parent_res: Results,

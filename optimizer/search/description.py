@@ -181,9 +181,7 @@ class DescriptionTarget:
                         alpha=family.alpha if family else None)
         if family:
             chosen["night"] = family.as_json()
-        interval = chosen["interval"] or {}
-        record_decision(run, label, parent, self.stage, chosen, delta=chosen["delta"],
-                        ci=(interval.get("low"), interval.get("high")))
+        record_decision(run, label, parent, self.stage, chosen)
         return True
 
     async def measure_test(self, label: str) -> dict[str, Any]:
@@ -222,10 +220,9 @@ def decide(child: dict, parent: dict, child_dev: float | None, parent_dev: float
     one_look = selection.model_copy(update={"rule": "sequential", "max_runs_per_eval": runs})
     made = select.decide(child_runs, parent_runs, None, selection=one_look, rng=rng,
                          first_runs=runs, look=runs, alpha=alpha)
-    out.update(delta=_round(made.delta), interval=None if made.ci_low is None else {
-        "low": round(made.ci_low, 6), "high": round(made.ci_high or 0.0, 6),
-        "confidence": made.confidence}, rule="sequential", scope=made.scope, alpha=_round(made.alpha),
-        comparator_p=None)
+    rounded = made.model_dump(mode="json", include={"delta", "interval", "scope", "alpha"})
+    out.update(rounded, interval=None if made.ci_low is None else rounded["interval"],
+               rule="sequential", comparator_p=None)
     verdict, why = made.decision, made.reason.replace(" evals ×", " validation queries ×")
     why = why.replace("Δ =", "validation accuracy Δ =", 1).replace(" evals", " queries")
     why = why.replace(" per eval", " per query").replace("these tasks", "these queries")
@@ -253,7 +250,3 @@ def _runs(side: dict, queries: list[str]) -> dict[str, list[float]]:
         right = fired if row.get("should_trigger", True) else n - fired
         out[q] = [1.0] * right + [0.0] * (n - right)
     return out
-
-
-def _round(x: float | None) -> float | None:
-    return None if x is None else round(x, 6)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, TypeVar
 
 from optimizer.config import Selection
 from optimizer.grade.stats import mean, paired_bootstrap
 from optimizer.inputs import power
+from optimizer.schemas import RuleDecision, SelectionComparator, SelectionInterval
 from optimizer.search import sequential
 from optimizer.search.parents import VersionScores as VersionScores
 from optimizer.search.parents import pareto_front as pareto_front
@@ -44,55 +45,36 @@ class ComparisonTally:
     reasons: list[dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Decision:
-    decision: Verdict
-    reason: str
-    delta: float | None
-    ci_low: float | None
-    ci_high: float | None
-    evals: int
-    runs: int  # runs per eval behind the interval (the fewest of any paired eval)
-    comparator: dict[str, Any]
-    judge_error_rate: float
-    needs_more_runs: bool
-    judge_errors: int = 0
-    total_runs: int = 0
-    confidence: float = 0.95
-    min_effect: float = 0.0
-    unscored: int = 0  # runs our infrastructure failed: left out, retried later (DESIGN §7)
-    excluded_evals: tuple[EvalId, ...] = ()  # evals without scored runs on both sides
-    rule: str = "bootstrap"
-    few_evals: bool = False  # fewer evals than selection.few_evals: too few to generalise
-    futile: bool = False  # sequential: runs stopped because promotion had become unlikely
-    look_alpha: float | None = None  # sequential: the false-promotion budget this look spent
-    comparator_p: float | None = None  # sequential: the sign test's one-sided p for the child
-    promotion_power: float | None = None  # sequential: conditional power when runs continued
-    max_runs: int = 0  # the most runs of any paired eval (extra runs go where they inform)
-    added_runs: tuple[dict[str, Any], ...] = ()  # where each look's extra runs went (allot.py)
-    # what a promotion claims: "tasks" (better on these evals; runs are the units) or "general"
-    # (better on evals like these; evals are the units). The bootstrap rule's unit is the eval.
-    scope: str = "general"
-    next_runs: int | None = None  # sequential: runs per eval of the next look, when wanted
-    alpha: float | None = None  # sequential: this decision's whole false-promotion budget
+# The rule's decision is the file's model: the value decide() returns is what selection.json holds.
+Decision = RuleDecision
 
 
 class _Common(TypedDict):
     """The fields of a Decision that every outcome of decide() shares."""
 
     evals: int
-    runs: int
-    max_runs: int
-    comparator: dict[str, Any]
+    runs_per_eval: int
+    max_runs_per_eval: int
+    comparator: SelectionComparator
+    swap_consistency: float | None
     judge_error_rate: float
     judge_errors: int
     total_runs: int
-    confidence: float
     min_effect: float
     unscored: int
-    excluded_evals: tuple[EvalId, ...]
-    rule: str
+    excluded_evals: list[EvalId]
+    rule: Literal["sequential", "bootstrap"]
     few_evals: bool
+
+
+def _decision(verdict: Verdict, reason: str, delta: float | None, low: float | None,
+              high: float | None, confidence: float, common: _Common, **more: Any) -> Decision:
+    return Decision(decision=verdict, reason=reason, delta=delta,
+                    interval=SelectionInterval(low=low, high=high, confidence=confidence),
+                    needs_more_runs=more.pop("needs_more_runs", False),
+                    futile=more.pop("futile", False), look_alpha=more.pop("look_alpha", None),
+                    comparator_p=more.pop("comparator_p", None),
+                    promotion_power=more.pop("promotion_power", None), **common, **more)
 
 
 def paired_differences(
@@ -110,8 +92,8 @@ TALLY_COUNTS = ("child_wins", "parent_wins", "ties", "inconsistent", "errors", "
                 "swap_consistency", "single_order")
 
 
-def _comparator_view(tally: ComparisonTally | None) -> dict[str, Any]:
-    return {k: getattr(tally or ComparisonTally(), k) for k in TALLY_COUNTS}
+def _comparator_view(tally: ComparisonTally | None) -> SelectionComparator:
+    return SelectionComparator(**{k: getattr(tally or ComparisonTally(), k) for k in TALLY_COUNTS})
 
 
 def _majority(tally: ComparisonTally | None, majority: float) -> tuple[str | None, str]:
@@ -168,11 +150,11 @@ def decide(
     look = runs if look is None else look
     excluded = tuple(sorted((e for e in {*child_scores, *parent_scores} if e not in ds), key=str))
     common = _Common(
-        evals=len(ds), runs=runs, max_runs=max(sizes, default=0), comparator=comparator, judge_error_rate=error_rate,
-        judge_errors=judge_errors, total_runs=total_runs,
-        confidence=selection.confidence, min_effect=selection.min_effect,
-        unscored=unscored, excluded_evals=excluded, rule=selection.rule,
-        few_evals=0 < len(ds) < selection.few_evals,
+        evals=len(ds), runs_per_eval=runs, max_runs_per_eval=max(sizes, default=0),
+        comparator=comparator, swap_consistency=comparator.swap_consistency,
+        judge_error_rate=error_rate, judge_errors=judge_errors, total_runs=total_runs,
+        min_effect=selection.min_effect, unscored=unscored, excluded_evals=list(excluded),
+        rule=selection.rule, few_evals=0 < len(ds) < selection.few_evals,
     )
     left_out = _left_out(unscored, total_runs, excluded)
     if common["few_evals"]:
@@ -180,16 +162,16 @@ def decide(
                      f"{selection.few_evals}: too few to generalise beyond these tasks.")
     if error_rate > selection.max_judge_error_rate + _EPS:
         # A broken judge is not fixed by more runs of the same judge.
-        return Decision(
+        return _decision(
             "tie",
             f"tie: {judge_errors} of {total_runs} runs ({error_rate:.0%}) had judge errors, above "
             f"the limit of {selection.max_judge_error_rate:.0%}, so the scores cannot be trusted.",
-            None, None, None, needs_more_runs=False, **common,
+            None, None, None, selection.confidence, common,
         )
     if not ds:
-        return Decision(
+        return _decision(
             "tie", "tie: no eval has scores for both the child and the parent." + left_out,
-            None, None, None, needs_more_runs=False, **common,
+            None, None, None, selection.confidence, common,
         )
     if selection.rule == "sequential":
         tally = tally or ComparisonTally()
@@ -202,13 +184,12 @@ def decide(
             min_effect=selection.min_effect, futility=selection.futility,
             min_verdicts=MIN_CONSISTENT_VERDICTS, scope=claim_scope(selection, len(ds), scope),
             alpha=alpha)
-        common["confidence"] = seen.confidence  # the reported interval's, at this look's α
-        return Decision(
+        return _decision(  # the interval's confidence is the look's, at the α it spent
             seen.decision, seen.reason + left_out, seen.delta, seen.low, seen.high,
-            needs_more_runs=seen.needs_more_runs, futile=seen.futile, look_alpha=seen.look_alpha,
-            comparator_p=seen.comparator_p, promotion_power=seen.promotion_power, scope=seen.scope,
-            next_runs=seen.next_runs, alpha=1 - selection.confidence if alpha is None else alpha,
-            **common)
+            seen.confidence, common, needs_more_runs=seen.needs_more_runs, futile=seen.futile,
+            look_alpha=seen.look_alpha, comparator_p=seen.comparator_p,
+            promotion_power=seen.promotion_power, scope=seen.scope, next_runs=seen.next_runs,
+            alpha=1 - selection.confidence if alpha is None else alpha)
     delta, low, high = paired_bootstrap(
         list(ds.values()), confidence=selection.confidence,
         samples=selection.bootstrap_samples, rng=rng,
@@ -223,8 +204,8 @@ def decide(
     side, words = _majority(tally, selection.comparator_majority)
 
     def made(decision: Verdict, reason: str) -> Decision:
-        return Decision(decision, reason + left_out, delta, low, high, needs_more_runs=needs_more,
-                        **common)
+        return _decision(decision, reason + left_out, delta, low, high, selection.confidence,
+                         common, needs_more_runs=needs_more)
 
     if low > selection.min_effect + _EPS:
         return made("won", f"won: {where} lies above the minimum effect {selection.min_effect}.")
@@ -268,50 +249,6 @@ def _left_out(unscored: int, total: int, excluded: tuple[EvalId, ...]) -> str:
         parts.append(f"eval{'s' if len(excluded) > 1 else ''} {which} had no scored runs on both "
                      "sides and did not count")
     return " " + "; ".join(parts).capitalize() + "."
-
-
-def _num(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
-
-
-def selection_json(decision: Decision) -> dict[str, Any]:
-    """selection.json: the decision and every number behind it."""
-    data = asdict(decision)
-    comparator = dict(data.pop("comparator"))
-    if comparator.get("swap_consistency") is not None:
-        comparator["swap_consistency"] = round(comparator["swap_consistency"], 6)
-    return {
-        "decision": data["decision"],
-        "reason": data["reason"],
-        "delta": _num(data["delta"]),
-        "interval": {
-            "low": _num(data["ci_low"]),
-            "high": _num(data["ci_high"]),
-            "confidence": data["confidence"],
-        },
-        "min_effect": data["min_effect"],
-        "evals": data["evals"],
-        "runs_per_eval": data["runs"],
-        "max_runs_per_eval": data["max_runs"],
-        "comparator": comparator,
-        "swap_consistency": comparator.get("swap_consistency"),
-        "judge_errors": data["judge_errors"],
-        "total_runs": data["total_runs"],
-        "judge_error_rate": round(data["judge_error_rate"], 6),
-        "unscored": data["unscored"],
-        "excluded_evals": list(data["excluded_evals"]),
-        "needs_more_runs": data["needs_more_runs"],
-        "rule": data["rule"],
-        "few_evals": data["few_evals"],
-        "futile": data["futile"],
-        "look_alpha": _num(data["look_alpha"]),
-        "comparator_p": _num(data["comparator_p"]),
-        "promotion_power": _num(data["promotion_power"]),
-        "added_runs": list(data["added_runs"]),
-        "scope": data["scope"],
-        "next_runs": data["next_runs"],
-        "alpha": _num(data["alpha"]),
-    }
 
 
 def _eval_means(scores: Mapping[E, float | list[float]]) -> dict[E, float]:

@@ -105,11 +105,11 @@ def register(run: RunState, n: int, parent: str, cand: Candidate) -> dict[str, s
     return {"label": label}
 
 
-def record_decision(run: RunState, label: str, parent: str, stage: str, selection: dict[str, Any],
-                    *, delta: float | None = None, ci: tuple[float | None, float | None] = (None, None)
-                    ) -> None:
+def record_decision(run: RunState, label: str, parent: str, stage: str, selection: dict[str, Any]) -> None:
     """selection.json, the decisions row and the version's state, in one step; a won child
-    becomes the current best when it beats the best (with Pareto parents it may not)."""
+    becomes the current best when it beats the best (with Pareto parents it may not). The row's
+    delta and interval are read from the selection itself, never passed beside it."""
+    interval = selection.get("interval") or {}
     write_json(run.ws.version(label) / "selection.json", {**selection, "stage": stage, "parent": parent},
                SelectionFile)
     verdict = selection["decision"]
@@ -118,7 +118,8 @@ def record_decision(run: RunState, label: str, parent: str, stage: str, selectio
     with run.store.atomic():
         run.store.upsert("decisions", {
             "version": label, "parent": parent, "stage": stage, "decision": verdict,
-            "delta": delta, "ci_low": ci[0], "ci_high": ci[1], "reason": selection["reason"],
+            "delta": selection.get("delta"), "ci_low": interval.get("low"),
+            "ci_high": interval.get("high"), "reason": selection["reason"],
             "selection_json": json.dumps(selection), "decided_at": now()}, pk="version")
         run.store.table("versions").update(label, {"decision": verdict, "stage": stage,
                                                    "status": "decided"})
