@@ -41,7 +41,7 @@ def decision(run_dir, label: str) -> str | None:
 
 
 def test_a_stop_at_any_stage_then_resume_ends_with_the_uninterrupted_history(tmp_path, monkeypatch):
-    show = Reporter.stage
+    show = Reporter.activity
     reached: list[str] = []
 
     def record(self, text: str) -> None:
@@ -49,7 +49,7 @@ def test_a_stop_at_any_stage_then_resume_ends_with_the_uninterrupted_history(tmp
         show(self, text)
 
     with monkeypatch.context() as patch:
-        patch.setattr(Reporter, "stage", record)
+        patch.setattr(Reporter, "activity", record)
         cli(patch, None, *RUN, "--run-dir", str(tmp_path / "reference"))
     stages = stops_for(reached)
     run_dir = tmp_path / "run"
@@ -62,7 +62,7 @@ def test_a_stop_at_any_stage_then_resume_ends_with_the_uninterrupted_history(tmp
             (run_dir / "STOP").write_text("stop requested by the test\n")
         show(self, text)
 
-    monkeypatch.setattr(Reporter, "stage", stage)
+    monkeypatch.setattr(Reporter, "activity", stage)
     out = cli(monkeypatch, None, *RUN, "--run-dir", str(run_dir))
     stops = 0
     while "STOP" in out:

@@ -106,8 +106,8 @@ def test_the_progress_line_says_iteration_stage_spend_elapsed_and_eta(tmp_path):
         buffer = io.StringIO()
         settings = Settings.model_validate({"loop": {"max_iterations": 4}, "budget": {"usd": 0}})
         with Reporter(Console(file=buffer, width=300), store, simulated=False, settings=settings) as ui:
-            ui.stage("iteration 2: proposal 1 from v1")
-            ui.stage("v3: screening")
+            ui.activity("iteration 2: proposal 1 from v1")
+            ui.activity("v3: screening")
     finally:
         store.close()
     lines = buffer.getvalue().splitlines()

@@ -24,13 +24,13 @@ def _parent_pid_of(pid: int) -> int | None:
 
 
 class Kill:
-    """How far the kill of one run went: stage 0 not started, 1 the sandbox's pid 1 killed,
+    """How far the kill of one run went: level 0 not started, 1 the sandbox's pid 1 killed,
     2 the whole process group and cgroups killed."""
 
     def __init__(self, proc: subprocess.Popen[bytes], cgroup: RunCgroup | None) -> None:
         self.proc = proc
         self.cgroup = cgroup
-        self.stage = 0
+        self.level = 0
         self.escalate_at = self.give_up_at = float("inf")
 
     def group(self) -> None:
@@ -48,16 +48,16 @@ class Kill:
         if sandbox_init is not None and _parent_pid_of(sandbox_init) == self.proc.pid:
             with contextlib.suppress(OSError):
                 os.kill(sandbox_init, signal.SIGKILL)
-            self.stage, self.escalate_at = 1, time.monotonic() + GRACE_S
+            self.level, self.escalate_at = 1, time.monotonic() + GRACE_S
         else:
             self.group()
-            self.stage = 2
+            self.level = 2
 
     def escalate_if_due(self, now: float) -> None:
         """When bwrap did not exit within the grace after its pid 1 died, kill everything."""
-        if self.stage == 1 and now >= self.escalate_at:
+        if self.level == 1 and now >= self.escalate_at:
             self.group()
-            self.stage = 2
+            self.level = 2
 
     def next_deadline(self) -> float:
-        return self.escalate_at if self.stage == 1 else self.give_up_at
+        return self.escalate_at if self.level == 1 else self.give_up_at

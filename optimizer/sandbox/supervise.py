@@ -71,10 +71,10 @@ class _Supervisor:
     def _enforce_clock(self, now: float) -> None:
         if self.exited:
             return
-        if self.kill.stage == 0 and now >= self.deadline:
+        if self.kill.level == 0 and now >= self.deadline:
             self.timed_out = True
             self.kill.start(self.pipes.sandbox_init)
-        if self.kill.stage == 0 and now >= self.next_watch:
+        if self.kill.level == 0 and now >= self.next_watch:
             self._measure(now)
         self.kill.escalate_if_due(now)
 
@@ -97,7 +97,7 @@ class _Supervisor:
     def _wait(self, now: float) -> float:
         if self.exited:
             wait = self.grace_end - now
-        elif self.kill.stage == 0:
+        elif self.kill.level == 0:
             wait = min(self.deadline, self.next_watch) - now
         else:
             wait = self.kill.next_deadline() - now
@@ -115,7 +115,7 @@ class _Supervisor:
 
     def _on_cancel(self) -> None:
         self.cancelled = True
-        if not self.exited and self.kill.stage == 0:
+        if not self.exited and self.kill.level == 0:
             self.kill.start(self.pipes.sandbox_init)
 
     def close(self) -> None:

@@ -76,9 +76,9 @@ class BodyTarget:
         """v0 on the train evals, and the no-skill baseline once per eval set."""
         run = self.run
         if run.settings.evals.baseline_comparison:
-            run.set_stage("baseline: without_skill runs")
+            run.show_activity("baseline: without_skill runs")
             await self.baseline(run.train, self.runs_per_eval)
-        run.set_stage("v0: with_skill runs")
+        run.show_activity("v0: with_skill runs")
         await self.version("v0", run.train, self.runs_per_eval)
         record_scores(run, "v0")
         mark_baseline(run, self.stage)
@@ -101,7 +101,7 @@ class BodyTarget:
                 wanted.setdefault(label, set()).add(e)
                 runs[label] = max(runs.get(label, 0), n)
         for label in sorted(wanted):
-            run.set_stage(f"{label}: retrying unscored runs")
+            run.show_activity(f"{label}: retrying unscored runs")
             if label == "baseline":
                 await self.baseline(sorted(wanted[label]), runs[label])
                 continue
@@ -122,7 +122,7 @@ class BodyTarget:
         runs = self.runs_per_eval
         parent_res = await self.version(parent, run.train, runs)
         if 0 < s.loop.screen_evals < len(run.train):
-            run.set_stage(f"{label}: screening")
+            run.show_activity(f"{label}: screening")
             batch = select.choose_minibatch(run.train, _means(eval_means(parent_res)),
                                             s.loop.screen_evals, run.rng("minibatch", label))
             child_mb = await self.version(label, batch, 1)
@@ -140,12 +140,12 @@ class BodyTarget:
         while True:
             if run.interrupted():
                 return False
-            run.set_stage(f"{label}: benchmark ({runs} runs per eval)")
+            run.show_activity(f"{label}: benchmark ({runs} runs per eval)")
             child_res = await self.version(label, run.train, counts)
             parent_res = await self.version(parent, run.train, counts)
             if run.interrupted():
                 return False
-            run.set_stage(f"{label}: blind comparison with {parent}")
+            run.show_activity(f"{label}: blind comparison with {parent}")
             with scoped(label):  # the comparison's calls are part of what the child cost
                 tally = await compare_versions(
                     run.client, evals=[self.evalset.by_id(e) for e in run.train],
@@ -173,7 +173,7 @@ class BodyTarget:
         for version in (label, parent):
             record_scores(run, version)
             write_benchmark(run, self.evalset, version)
-        run.set_stage(f"{label}: analysis")
+        run.show_activity(f"{label}: analysis")
         await self._analyze(label, parent, decision, tally)
         chosen = decision.model_dump(mode="json")
         if family:

@@ -70,7 +70,7 @@ class DescriptionTarget:
         todo = [(q, n) for q in ids for n in range(1, self.runs + 1) if done.get(q, {}).get(n) is None]
         if not todo:
             return
-        run.set_stage(f"{label}: trigger probe, {split} ({len(todo)} requests)")
+        run.show_activity(f"{label}: trigger probe, {split} ({len(todo)} requests)")
         text = (run.ws.skill(label) / "SKILL.md").read_text(encoding="utf-8")
         description = skillmd.parse_skill_md(text).description
 

@@ -85,7 +85,7 @@ async def iterate(run: RunState, target: Target, n: int) -> None:
 
 
 def _start_iteration(run: RunState, target: Target, n: int) -> dict:
-    run.set_stage(f"iteration {n}: choosing a parent")
+    run.show_activity(f"iteration {n}: choosing a parent")
     versions = [select.VersionScores(v.label, run.per_eval(v.label), v.label == run.best())
                 for v in lineage.versions(run.store) if v.stage == target.stage and v.decision]
     parent = select.select_parent(versions, strategy=run.settings.loop.parent_selection,
@@ -107,7 +107,7 @@ async def candidate(run: RunState, target: Target, n: int, k: int, parent: str) 
     made = json.loads(row["candidates_json"] or "{}")
     if str(k) in made:
         return made[str(k)].get("label")
-    run.set_stage(f"iteration {n}: proposal {k + 1} from {parent}")
+    run.show_activity(f"iteration {n}: proposal {k + 1} from {parent}")
     scratch = run.ws.root / ".proposals" / f"{n}-{k}"
     outcome: dict
     try:
@@ -160,7 +160,7 @@ async def seal_test(run: RunState, target: Target) -> None:
     result: dict = {"evals": run.test, "versions": {}}
     try:
         for label in dict.fromkeys(["v0", best]):
-            run.set_stage(f"sealed test: {label}")
+            run.show_activity(f"sealed test: {label}")
             result["versions"][label] = await target.measure_test(label)
         scores = [result["versions"][lab]["score"] for lab in ("v0", best)]
         result.update(best=best, delta=round(scores[1] - scores[0], 4) if None not in scores else None)

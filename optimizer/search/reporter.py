@@ -25,7 +25,7 @@ class Reporter:
                  settings: Settings | None = None) -> None:
         self.console, self.store, self.simulated, self.settings = console, store, simulated, settings
         self.runs = 0
-        self._stage = "starting"
+        self._activity = "starting"
         self._progress: Progress | None = None
         self._started = time.monotonic()
 
@@ -67,17 +67,17 @@ class Reporter:
     def _where(self) -> str:
         """The iteration (of the limit) and the stage, without saying the iteration twice. A
         stage that names no iteration belongs to the open one; setup and the sealed test to none."""
-        named = re.match(r"iteration (\d+): (.*)", self._stage)
+        named = re.match(r"iteration (\d+): (.*)", self._activity)
         if named:
             n, stage = int(named.group(1)), named.group(2)
-        elif self._stage.startswith(("baseline", "v0:", "sealed test")):
-            return self._stage
+        elif self._activity.startswith(("baseline", "v0:", "sealed test")):
+            return self._activity
         else:
             rows = self.store.query("select number from iterations where finished_at is null "
                                     "order by number limit 1")
             if not rows:
-                return self._stage
-            n, stage = int(rows[0]["number"]), self._stage
+                return self._activity
+            n, stage = int(rows[0]["number"]), self._activity
         limit = f" of {self.settings.loop.max_iterations}" if self.settings is not None else ""
         return f"iteration {n}{limit}: {stage}"
 
@@ -111,9 +111,9 @@ class Reporter:
         if self._progress is not None:
             self._progress.update(self._task, description=self._line())
 
-    def stage(self, text: str) -> None:
-        changed = text != self._stage
-        self._stage = text
+    def activity(self, text: str) -> None:
+        changed = text != self._activity
+        self._activity = text
         if self._progress is not None:
             self._refresh()
         elif self.console is not None and changed:

@@ -48,10 +48,10 @@ class RunState:
     def best(self) -> str:
         return lineage.current_best(self.store)
 
-    def set_stage(self, stage: str) -> None:
+    def show_activity(self, text: str) -> None:
         with self.store.atomic():
-            self.store.table("runs").update(self.ws.root.name, {"stage": stage})
-        self.ui.stage(stage)
+            self.store.table("runs").update(self.ws.root.name, {"stage": text})  # runs.stage: what the daemon is doing now
+        self.ui.activity(text)
 
     def score(self, label: str) -> float:
         return (self.store.get("versions", label) or {}).get("score") or 0.0

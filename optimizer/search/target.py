@@ -28,7 +28,11 @@ class Target(Protocol):
     that implements this and one line in optimizer.search.targets; the engine never changes."""
 
     name: str  # as --target names it, and as state.db's runs.target records it
-    stage: str  # versions.stage of a version this target has evaluated (the parent pool)
+    # The kind of decision this target makes: selection.json's `stage` field and versions.stage
+    # of the versions it decided, which are the pool its parents are drawn from. (The other
+    # "stages" are named apart: a folder of the code is a layer, what the daemon is doing now is
+    # its activity, runs.stage in state.db.)
+    stage: str
 
     async def start(self) -> str | None:
         """Evaluate v0 (and whatever it is measured against), once per run: a resume finds it
