@@ -25,11 +25,11 @@ if TYPE_CHECKING:
     from optimizer.model.limiter import AdaptiveLimiter
     from optimizer.model.request import canonical_json, plain, request_hash, with_cache_control
     from optimizer.model.retry import RetryPolicy, retry_cause
-    from optimizer.model.scopes import counting_retries, scope, scoped
+    from optimizer.model.scopes import scope, scoped
 
 __all__ = [
     "BATCH_PRICE_FACTOR", "AdaptiveLimiter", "ModelCallFailed", "ModelClient", "RetryPolicy",
-    "StructuredAnswerError", "build_client", "call_cost", "canonical_json", "counting_retries",
+    "StructuredAnswerError", "build_client", "call_cost", "canonical_json",
     "estimate_cost", "make_client", "plain", "price_for", "request_hash", "retry_cause", "scope",
     "scoped", "unpriced", "with_cache_control",
 ]
@@ -46,7 +46,7 @@ _HOMES = {
     "canonical_json": "request", "plain": "request", "request_hash": "request",
     "with_cache_control": "request",
     "RetryPolicy": "retry", "retry_cause": "retry",
-    "counting_retries": "scopes", "scope": "scopes", "scoped": "scopes",
+    "scope": "scopes", "scoped": "scopes",
 }
 
 

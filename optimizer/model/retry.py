@@ -17,7 +17,6 @@ import structlog
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from optimizer.config import Llm
-from optimizer.model.scopes import note_retry
 
 log = structlog.get_logger()
 
@@ -185,7 +184,6 @@ class RetryPolicy:
         exc = state.outcome.exception() if state.outcome else None
         cause = retry_cause(exc) or "unknown"
         self.counts[cause] += 1
-        note_retry()
         wait = state.next_action.sleep if state.next_action else 0.0
         log.info("llm.retry_scheduled", what=what, role=role, model=model,
                  attempt=state.attempt_number, cause=cause, wait=round(float(wait), 3))
