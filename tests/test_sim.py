@@ -839,3 +839,20 @@ async def test_a_value_that_fails_in_two_evals_is_a_convention_and_stays_in_the_
     proposal = await tool_input(client_for(Simulator(proposal_quality=1.0)),
                                 forced("proposer", "submit_proposal", prompt))
     assert "#d97757" in apply_edit(SKILL, proposal["edits"][0])
+
+
+async def test_the_analyzer_names_the_habit_behind_a_failure_or_restates_it_when_wrong():
+    failure = tag("failure", "The report explains the root cause of the drop", eval="2", count="3")
+    prompt = "\n".join([tag("winner_skill", tag("file", SKILL, path="SKILL.md")),
+                        tag("loser_skill", tag("file", SKILL, path="SKILL.md")),
+                        tag("comparisons", "A was more complete."),
+                        tag("failed_expectations", failure)])
+    cause = latent.need(latent.World(), "The report explains the root cause of the drop").habit
+    assert cause is not None and cause.key == "causes"
+    right, wrong = [
+        (await tool_input(client_for(Simulator(proposal_quality=q)),
+                          forced("analyzer", "submit_analysis", prompt)))["improvement_suggestions"][0]
+        for q in (1.0, 0.0)
+    ]
+    assert cause.instruction in right["suggestion"] and "root cause of the drop" not in right["suggestion"]
+    assert wrong["suggestion"] == "Add an explicit instruction: The report explains the root cause of the drop"

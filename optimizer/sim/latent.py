@@ -60,59 +60,63 @@ def _habit(key: str, heading: str, cues: str, instruction: str, against: str, te
     return Habit(key, heading, topic_of(cues), instruction, against, text)
 
 
+# Each instruction names its habit by two cue words or more (clarity 1), each `against` line
+# negates it as clearly; a section's sentence shares no cue word with either, so an answer never
+# reads like the skill that asked for it.
 HABITS = (
     _habit("figures", "## Key figures",
            "figure figures number numbers value values amount total count duration metric "
            "statistic date dates exact accurate accuracy",
            "Carry every figure, date and name from the inputs into the answer exactly as given, "
            "and check each one against its source.",
-           "Round the figures freely; the reader wants the gist, not the digits.",
-           "Every figure on {topic} is carried over from the inputs as given."),
+           "Do not copy exact figures or dates; round them freely.",
+           "From the inputs on {topic}, as given:"),
     _habit("summary", "## Summary",
            "summary summarise summarize outcome overview headline conclusion takeaway "
            "finding findings gist",
-           "End with a `## Summary` of two or three sentences on what the inputs show.",
-           "Skip the summary; the details speak for themselves.",
-           "In short, {topic} comes down to the points above."),
+           "End with a `## Summary` that gives the outcome and the main findings in two or three "
+           "sentences.",
+           "Skip the summary and the overview; the details speak for themselves.",
+           "In short: {topic} stands as described above."),
     _habit("risks", "## Notes",
            "risk risks caveat caveats limitation gap gaps missing anomaly anomalies odd "
            "unusual uncertain assumption quality incomplete",
            "Point out gaps, odd values and open questions in the inputs under a `## Notes` "
            "heading.",
-           "Leave out gaps and uncertainties; they undermine the reader's confidence.",
-           "Gaps and odd values in {topic} are listed here, each with where it was found."),
+           "Leave out gaps, missing values and caveats; they undermine the reader's confidence.",
+           "Where the inputs on {topic} are thin or look wrong, and where to check them."),
     _habit("actions", "## Next steps",
            "next step steps action actions owner deadline plan plans follow recommend "
            "recommendation todo",
            "Close with the next steps, each with an owner and a date.",
-           "Do not suggest next steps; the reader decides those.",
-           "Next steps on {topic}, each with an owner and a date."),
+           "Do not suggest next steps or owners; the reader decides those.",
+           "Who does what on {topic}, and by when."),
     _habit("causes", "## Cause and fix",
            "cause causes root fix fixes remedy reason why mitigation resolution resolve "
            "solution problem problems",
            "Name the cause and the fix, with the evidence for each.",
            "Avoid speculating about causes or fixes.",
-           "The cause and the fix for {topic}, with the evidence for each."),
+           "What went wrong with {topic}, what was changed, and how we know."),
     _habit("impact", "## Impact",
            "impact affect affected customer customers user users stakeholder stakeholders "
            "consequence consequences audience",
-           "Say who is affected and how, in the reader's own terms.",
-           "Never dwell on who was affected.",
-           "Who {topic} affects, and how."),
+           "Say which users or customers are affected and how, in the reader's own terms.",
+           "Never dwell on which users or customers were affected.",
+           "Who {topic} touches, and what they see of it."),
     _habit("structure", "## Sections",
            "section sections heading headings structure layout order part parts organise "
            "organize template",
            "Give each part of the request its own headed section, in the order the request "
            "asks for them.",
-           "Write one continuous piece without headings.",
-           "Each part of {topic} has its own heading, in the order asked."),
+           "Write one continuous piece without headings or sections.",
+           "Each point of {topic} under its own title, as asked."),
     _habit("tone", "## Plain words",
            "tone plain jargon concise clear brief friendly professional voice polite readable "
            "readability skim",
-           "Write in plain words and short sentences, and explain any term a newcomer would not "
-           "know.",
-           "Use the team's internal shorthand freely.",
-           "{topic} is explained in plain words, with no unexplained shorthand."),
+           "Write in plain, clear words and short sentences, and explain any term a newcomer "
+           "would not know.",
+           "Do not spend effort on plain, clear wording; the team's shorthand is fine.",
+           "{topic} in everyday words, every term explained."),
 )
 
 

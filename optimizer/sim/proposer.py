@@ -141,7 +141,10 @@ def _body(get: Section, path: str, content: str, kind: str, rng: random.Random,
     fixes: dict[str, tuple[str, int, str]] = {}  # one line per cause, the most frequent first
     for text, count, eval_id in failed:
         fix = _fix(text, shared, world)
-        if fix is not None and unseen(fix) and _one_line(text).lower() not in lost:
+        # A format the skill already names failed because it was missed, not because it is
+        # missing: asking again is no fix.
+        named = snippets(text) and all(f"`{s}" in body or s in body for s in snippets(text))
+        if fix is not None and not named and unseen(fix) and _one_line(text).lower() not in lost:
             fixes.setdefault(fix, (text, count, eval_id))
     if kind == "good" and fixes:
         # A careful author often fixes the two most frequent causes in one pass.
