@@ -234,7 +234,9 @@ async def test_a_skill_with_snippets_makes_them_appear_far_more_often():
         return sum(all(w in f for w in wanted) for f in files) / len(files)
 
     with_skill, without = await rate(SKILL), await rate(None)
-    assert with_skill >= 0.75 and without <= 0.1
+    # `## Summary` is a heading the summary habit writes: it comes with that habit's capability
+    # (0.81 in world 0), so all three together: about 0.95 (the skill is called) x 0.97^3 x 0.81.
+    assert with_skill >= 0.6 and without <= 0.1
 
 
 async def test_a_negative_instruction_suppresses_its_snippet():

@@ -38,8 +38,8 @@ def subject(task: str) -> str:
 
 def plan(instructions: list[str], rng: random.Random, world: World) -> Plan:
     """Which behaviours this run switches on: each instruction is followed with its attention
-    times its clarity; a negation that fires turns its behaviours off; an untold habit is done at
-    its base rate; a habit that is on comes out right at its capability."""
+    times its clarity; a negation that fires turns its behaviours off; any habit is also done
+    untold at its base rate; a habit that is on comes out right at its capability."""
     wanted: dict[str, bool] = {}
     banned: set[str] = set()
     items: list[str] = []
@@ -57,8 +57,10 @@ def plan(instructions: list[str], rng: random.Random, world: World) -> Plan:
                 (dropped.update if ask.negative else items.extend)(ask.items)
     on = []
     for habit in habits(world):
-        named = habit.key in wanted
-        told = wanted.get(habit.key, False) or (not named and rng.random() < base_rate(world, habit))
+        # A skipped instruction leaves the agent where it was: it still does the habit untold at
+        # its base rate, so naming a habit vaguely never makes it rarer.
+        untold = rng.random() < base_rate(world, habit)
+        told = wanted.get(habit.key, False) or untold
         right = rng.random() < capability(world, habit)
         if told and right and habit.key not in banned:
             on.append(habit)
@@ -74,15 +76,9 @@ def compose_output(task: str, instructions: list[str], rng: random.Random, world
     topic = subject(task)
     title = " ".join(task.replace("`", "").split()[:6]) or "Answer"
     lines = [f"# {title}", "", f"{INTRO} {', '.join(chosen) or 'the request'}.", ""]
-    by_heading = {h.heading: h for h in HABITS}
-    sections = list(done.on)
     for item in done.items:
-        habit = by_heading.get(item.strip())
-        if habit is not None:
-            sections += [habit] if habit not in sections else []
-        else:
-            lines += _item(item, topic)
-    for habit in sections:
+        lines += _item(item, topic)
+    for habit in done.on:
         text = habit.text.format(topic=topic)
         lines += ["", habit.heading, text[:1].upper() + text[1:]]
         if habit is HABITS[0]:

@@ -143,8 +143,8 @@ def habits(world: World) -> tuple[Habit, ...]:
 
 
 def base_rate(world: World, habit: Habit) -> float:
-    """How often the agent does it untold: 5 % to 30 %, fixed per world."""
-    return 0.05 + 0.25 * draw(world, "base", habit.key)
+    """How often the agent does it untold: 3 % to 20 %, fixed per world."""
+    return 0.03 + 0.17 * draw(world, "base", habit.key)
 
 
 def capability(world: World, habit: Habit) -> float:
@@ -223,7 +223,12 @@ def read_instruction(world: World, line: str) -> Ask:
         # that it does not name.
         hidden, clarity = route(world, topic)
         named = [(hidden, clarity)] if hidden is not None else []
-    items = tuple(snippets(line) + facts(strip_snippets(line)))
+    # A heading a habit writes, asked for by name, asks for that habit's section: what goes
+    # under it, at the habit's capability.
+    headed = [(h, 1.0) for h in habits(world) if h.heading in snippets(line)]
+    named = list(dict(named + headed).items())
+    items = tuple(i for i in snippets(line) + facts(strip_snippets(line))
+                  if i not in {h.heading for h, _ in headed})
     return Ask(tuple(named), items, negative)
 
 

@@ -103,13 +103,14 @@ def _fix(text: str, shared: set[str], world: World) -> str | None:
     named = [by_heading[s] for s in snippets(text) if s in by_heading]
     if named:
         return f"- {named[0].instruction}"
-    conventions = [f for f in facts(strip_snippets(text)) if f in shared]
+    values = facts(strip_snippets(text))
+    conventions = [f for f in values if f in shared]
     if conventions:
         return f"- Use {' and '.join(conventions)} in every answer; every task of this kind expects it."
+    if values:
+        return f"- {HABITS[0].instruction}"  # one task's value: the habit that carries them all
     if snippets(text):
         return _format_line(snippets(text))
-    if found.items:
-        return f"- {HABITS[0].instruction}"
     return None
 
 
@@ -138,20 +139,24 @@ def _body(get: Section, path: str, content: str, kind: str, rng: random.Random,
         said = bullet_text(line).lower()
         return said not in lost and said not in body.lower()
 
-    fixes: dict[str, tuple[str, int, str]] = {}  # one line per cause, the most frequent first
+    # One line per cause, with every failure it would fix: a cause behind failures in several
+    # evals outranks any one of them, which is what finding the cause means.
+    fixes: dict[str, list[tuple[str, int, str]]] = {}
     for text, count, eval_id in failed:
         fix = _fix(text, shared, world)
         # A format the skill already names failed because it was missed, not because it is
         # missing: asking again is no fix.
-        named = snippets(text) and all(f"`{s}" in body or s in body for s in snippets(text))
+        named = snippets(text) and not facts(strip_snippets(text)) and all(
+            s in body for s in snippets(text))
         if fix is not None and not named and unseen(fix) and _one_line(text).lower() not in lost:
-            fixes.setdefault(fix, (text, count, eval_id))
-    if kind == "good" and fixes:
+            fixes.setdefault(fix, []).append((text, count, eval_id))
+    causes = sorted(fixes.items(), key=lambda f: -sum(n for _, n, _ in f[1]))
+    if kind == "good" and causes:
         # A careful author often fixes the two most frequent causes in one pass.
-        chosen = list(fixes.items())[: 2 if len(fixes) > 1 and rng.random() < 0.7 else 1]
+        chosen = causes[: 2 if len(causes) > 1 and rng.random() < 0.7 else 1]
         after, old, new = insert([f for f, _ in chosen])
         why = "; ".join(f'"{_one_line(t)}" failed in {n} run(s) of eval {e or "?"}'
-                        for _, (t, n, e) in chosen)
+                        for _, cases in chosen for t, n, e in cases[:3])
         return _result(
             "Ask for what the failing expectations need: "
             + "; ".join(bullet_text(f) for f, _ in chosen),
