@@ -234,3 +234,10 @@ async def test_no_passed_expectation_quotes_the_skill_over_a_hundred_graded_runs
                     assert quotes and all(q in output for q in quotes), result
                     assert not any(_restates(q, restated) for q in quotes), result
     assert graded >= 100 and passes >= 50
+
+
+def test_the_simulator_states_its_worlds_ceiling_for_any_evals():
+    evals = [(str(e["id"]), e["expectations"]) for e in INCIDENT_EVALS["evals"]]
+    default, other = Simulator().ceiling(evals), Simulator(world=2).ceiling(evals)
+    assert default == latent.ceiling(evals) and other == latent.ceiling(evals, latent.World(world=2))
+    assert 0 < default.mean < 1 and default.mean != other.mean and set(default.per_eval) == {"1", "2", "3", "4"}

@@ -10,14 +10,15 @@ import random
 import re
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import httpx2
 
 from optimizer.sim import world as sim_world
 from optimizer.sim.batches import BatchService
-from optimizer.sim.latent import World
+from optimizer.sim.latent import Ceiling, World
+from optimizer.sim.latent import ceiling as latent_ceiling
 from optimizer.sim.protocol import (
     ERRORS,
     FAULT_KINDS,
@@ -78,6 +79,11 @@ class Simulator:
         self.lock = threading.Lock()
         self._attempts: Counter = Counter()
         self.batches = BatchService(self, delay_s=batch_delay_s)  # /v1/messages/batches*
+
+    def ceiling(self, evals: Iterable[tuple[str, Sequence[str]]]) -> Ceiling:
+        """The best possible skill's expected judged pass rate in this simulator's world
+        (`latent.ceiling`): the limit a bench measures a search's captured headroom against."""
+        return latent_ceiling(evals, self.knobs.world)
 
     # --- content -------------------------------------------------------------------------------
 
