@@ -254,8 +254,9 @@ def _executor(body: dict, rng: random.Random, uid: str, knobs: Knobs) -> tuple[l
         return [_text(content)], "end_turn"
     blocks = [_text(f"I will write {relative}."), call]
     # Asked for notes (our executor's prompt names the file), the agent sometimes has some. Drawn
-    # after the output, so the output is the same whether or not notes are written.
-    if "user_notes.md" in system_text(body) and rng.random() < NOTES_RATE:
+    # from the request's own key, apart from the output's draws: how many draws an answer takes
+    # depends on the skill, and must not decide whether notes are written.
+    if "user_notes.md" in system_text(body) and random.Random(f"notes:{uid}").random() < NOTES_RATE:
         folder = path.rsplit("/outputs/", 1)[0]
         notes = _write_call(body, f"{folder}/outputs/user_notes.md", _notes(task, relative), uid, 1)
         blocks += [notes] if notes else []
