@@ -105,3 +105,12 @@ def test_proposals_per_iteration_stays_below_the_sample_packing_limit(tmp_path):
         config.load(None, overrides=["loop.proposals_per_iteration=100"])
     samples = {proposal_sample(n, k) for n in range(1, 30) for k in range(99)}
     assert len(samples) == 29 * 99
+
+
+def test_simulated_edit_rates_must_share_one_proposal():
+    with pytest.raises(BadInput, match="sim.proposal_quality \\+ sim.overfit_rate \\+ sim.harmful_rate is 1.2"):
+        config.load(env={}, overrides=["sim.proposal_quality=0.95", "sim.overfit_rate=0.15",
+                                       "sim.harmful_rate=0.1"])
+    loaded = config.load(env={}, overrides=["sim.proposal_quality=0.75"])
+    assert loaded.settings.sim.proposal_quality + loaded.settings.sim.overfit_rate + \
+        loaded.settings.sim.harmful_rate == pytest.approx(1.0)
