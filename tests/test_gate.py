@@ -90,7 +90,10 @@ def test_a_reworded_skill_is_not_worse(cli, skills):
     head = Path(shutil.copytree(base, tmp / "head"))
     text = (head / "SKILL.md").read_text().replace("skim in a minute", "skim in one minute")
     (head / "SKILL.md").write_text(text + "\n")
-    result = cli("gate", base, head, "--provider", "sim", "--out", tmp / "g", "--comment", tmp / "c.md")
+    # 10 runs an eval: in the simulated world a run's pass rate varies by about 0.2, and over 5
+    # evals 3 runs leave the lower bound near -0.12, past the margin (docs/nightly.md).
+    result = cli("gate", base, head, "--provider", "sim", "--runs", "10", "--out", tmp / "g",
+                 "--comment", tmp / "c.md")
     assert result.exit_code == 0, result.output
     body = (tmp / "c.md").read_text()
     assert "not worse" in body and "lower bound" in body and "| 1 " in body
