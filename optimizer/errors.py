@@ -47,14 +47,14 @@ class ProviderUnavailable(WorkFailed):
     The run stops with everything committed; a resume retries what was left unscored."""
 
 
-class InfraFailure(Exception):  # noqa: N818 - a kind of outcome, named as DESIGN §7 names it
+class InfraFailure(Exception):  # noqa: N818 - a kind of outcome, named as docs/design.md §7 names it
     """A failure of ours inside one unit of work (the sandbox could not start, a check could not
-    run): the unit is left unscored and retried, never scored 0 (DESIGN §7)."""
+    run): the unit is left unscored and retried, never scored 0 (docs/design.md §7)."""
 
 
 class ResourceLimit(Exception):  # noqa: N818 - a kind of outcome, as InfraFailure
     """A limit of the whole run that its own commands passed (the workspace's total size): the
-    run stops and fails, and it scores, as a timeout does (DESIGN §7: the skill's failure)."""
+    run stops and fails, and it scores, as a timeout does (docs/design.md §7: the skill's failure)."""
 
 
 class ProviderSpendLimit(WorkFailed):
@@ -66,7 +66,7 @@ _DISK_ERRNOS = frozenset({28, 30, 122})  # ENOSPC, EROFS, EDQUOT
 
 
 def is_systemic(exc: BaseException) -> bool:
-    """A failure that must stop the whole run (DESIGN §3) rather than be recorded as data of the
+    """A failure that must stop the whole run (docs/design.md §3) rather than be recorded as data of the
     one unit it happened in: our own errors (credentials, budget, bad input, a model provider that
     failed for good), a full or read-only disk, and anything that is not an Exception at all."""
     if not isinstance(exc, Exception) or isinstance(exc, OptimizerError):

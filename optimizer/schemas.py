@@ -1,4 +1,4 @@
-"""Pydantic models of every seed JSON file (../shared/seeds), the contract with skill-creator.
+"""Pydantic models of every seed JSON file (docs/seeds/), the contract with skill-creator.
 Never rename, drop or re-nest a seed field here: the viewer reads these names exactly."""
 
 from __future__ import annotations
@@ -252,7 +252,7 @@ class Metrics(ExecutionMetrics):
     """outputs/metrics.json, written by the executor."""
 
     files_created: list[str] = []
-    # The run clock's split (DESIGN §7): the time counted against execute.timeout_s, and the
+    # The run clock's split (docs/design.md §7): the time counted against execute.timeout_s, and the
     # time spent waiting on the model provider beyond its normal generation time, left out.
     skill_seconds: float | None = Field(default=None, ge=0)
     model_wait_seconds: float | None = Field(default=None, ge=0)

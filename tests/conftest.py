@@ -36,7 +36,7 @@ def _skip_text(report: pytest.CollectReport | pytest.TestReport) -> str:
 
 def _fail_the_skip(report: pytest.CollectReport | pytest.TestReport) -> None:
     """Under OPTIMIZER_REQUIRE_ALL_TIERS=1 a skip is a failure: a tier that cannot run here must
-    not leave the session green (DESIGN §12)."""
+    not leave the session green (docs/design.md §12)."""
     if report.skipped and tiers.required() and not hasattr(report, "wasxfail"):
         why = _skip_text(report)
         report.outcome = "failed"

@@ -1,4 +1,4 @@
-"""Hand-made Claude Code session files, in the shape the CLI writes them (DESIGN §17, checked against
+"""Hand-made Claude Code session files, in the shape the CLI writes them (docs/design.md §17, checked against
 the files of CLI 2.1.330): one JSON record a line. Not a test module."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "optimizer"
-# The stages of DESIGN §4 in order: each may import the stages before it, never one after it.
+# The stages of docs/design.md §4 in order: each may import the stages before it, never one after it.
 STAGES = ("inputs", "store", "sim", "model", "sandbox", "execute", "grade", "search", "grow", "report")
 # Flat contract modules every stage may import; they import only each other.
 SHARED = ("errors", "config", "prices", "schemas", "logs", "tags")

@@ -70,7 +70,7 @@ def run_args(c: Ctx, *extra: str) -> list[str]:
             *extra]
 
 
-# The three dialects of evals.json (DESIGN §6): the example's extended form, plus these two.
+# The three dialects of evals.json (docs/design.md §6): the example's extended form, plus these two.
 def expectations_dialect(d: dict) -> dict:
     return {"skill_name": "csv-report", "evals": [
         {"id": e["id"], "prompt": e["prompt"], "expected_output": e["expected_output"],

@@ -171,7 +171,7 @@ async def test_a_relative_run_folder_works_as_an_absolute_one(tmp_path: Path, mo
 
 
 async def test_a_refused_model_call_leaves_the_run_unscored_with_a_complete_folder(tmp_path: Path, store) -> None:
-    """A model call that failed for good is a failure of ours, not the skill's (DESIGN §7)."""
+    """A model call that failed for good is a failure of ours, not the skill's (docs/design.md §7)."""
     client = make_client(settings_with(), store, simulator=RefusingSim(seed=0), sleep=no_wait)
     record = await execute(get_executor("anthropic", settings_with(), client=client),
                            tmp_path / "run-1", with_skill=True)

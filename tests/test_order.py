@@ -1,5 +1,5 @@
 """Order never leaks into results: twin runs whose model calls finish in opposite orders ask the
-model exactly the same questions and write the same history.json (DESIGN §12)."""
+model exactly the same questions and write the same history.json (docs/design.md §12)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The simulated world does not reward restating what the judge checks (DESIGN §15): a checklist
+"""The simulated world does not reward restating what the judge checks (docs/design.md §15): a checklist
 of expectations gains no more than clear instructions for the behaviours it names, copied values
 gain on their own eval only, general instructions gain on train and sealed evals alike, harmful
 edits cost, and no passed expectation's evidence quotes the skill. Skills are read from folders

@@ -1,5 +1,5 @@
 """A stop leaves the version in progress undecided, whatever stage it lands in, and a resume ends
-where an uninterrupted run ends: no interim decision is ever recorded (DESIGN §8)."""
+where an uninterrupted run ends: no interim decision is ever recorded (docs/design.md §8)."""
 
 from __future__ import annotations
 

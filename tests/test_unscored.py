@@ -1,4 +1,4 @@
-"""A failure of ours is not a score (DESIGN §7): runs our infrastructure failed are unscored,
+"""A failure of ours is not a score (docs/design.md §7): runs our infrastructure failed are unscored,
 left out of every mean, counted and shown, and tried again on a later pass or a resume."""
 
 from __future__ import annotations

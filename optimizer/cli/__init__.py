@@ -1,5 +1,5 @@
 """The command line: each command parses, loads settings, calls one function and prints.
-No domain logic lives here; errors become one sentence each and an exit code (DESIGN §11)."""
+No domain logic lives here; errors become one sentence each and an exit code (docs/design.md §11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The commands of nights and pull requests (DESIGN §17): `gate`, `summary`, `schedule` and the
+"""The commands of nights and pull requests (docs/design.md §17): `gate`, `summary`, `schedule` and the
 hidden `nightly` a timer runs. Each parses, loads settings, calls one function and prints."""
 
 from __future__ import annotations

@@ -89,12 +89,12 @@ def _model_failed(exc: BaseException) -> bool:
 
 def _systemic(exc: BaseException) -> bool:
     # A model call that failed for good leaves this run unscored; credentials refused, a spend
-    # limit, an outage, a budget, bad input or a full disk stop the whole run (DESIGN §3).
+    # limit, an outage, a budget, bad input or a full disk stop the whole run (docs/design.md §3).
     return is_systemic(exc) and not _model_failed(exc)
 
 
 def _ours(exc: Exception, ctx: RunContext) -> tuple[str, str]:
-    """A failure of ours is not a score (DESIGN §7): the run is left unscored. An exception we
+    """A failure of ours is not a score (docs/design.md §7): the run is left unscored. An exception we
     did not expect is a defect of ours: its type names it, its traceback goes to the log."""
     if isinstance(exc, InfraFailure) or _model_failed(exc):
         return "unscored", ctx.scrub(str(exc))

@@ -99,7 +99,7 @@ def cli_args(binary: Path | str, ctx: RunContext, *, model: str, max_turns: int,
     tools = ",".join((*FILE_TOOLS, *(SANDBOX_TOOLS if shell else ()),
                       *(("Skill",) if ctx.skill is not None else ())))
     listed = ", ".join(ctx.inputs) or "none"
-    # No host path here (DESIGN §12): the CLI already tells the model its working directory,
+    # No host path here (docs/design.md §12): the CLI already tells the model its working directory,
     # and a path of ours would be one more that differs with where the run folder is.
     note = ("The task's input files are in your working directory, at these relative paths: "
             f"{listed}. Save every file you produce in the outputs/ folder of your working "

@@ -1,4 +1,4 @@
-"""A run's time limit on the skill's own time (DESIGN §7): the run clock pauses while a model call
+"""A run's time limit on the skill's own time (docs/design.md §7): the run clock pauses while a model call
 waits on the provider, so a slow or failing provider never turns into the skill's timeout. Never
 scores a run: it says only which limit ended it."""
 

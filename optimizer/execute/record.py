@@ -23,7 +23,7 @@ WORK = ".work"
 SKILL_COPY = ".skill"
 OUTPUTS = "outputs"
 COMPLETE_MARKER = "timing.json"
-HARNESS_FILES = frozenset({"metrics.json", "user_notes.md"})  # not outputs (DESIGN §5)
+HARNESS_FILES = frozenset({"metrics.json", "user_notes.md"})  # not outputs (docs/design.md §5)
 
 
 @dataclass
@@ -356,7 +356,7 @@ def finish_run(
         "errors_encountered": tally.tool_errors + (1 if status != "ok" else 0),
         "output_chars": output_chars,
         "transcript_chars": len(markdown),
-        # our extensions (output may add fields, DESIGN §6)
+        # our extensions (output may add fields, docs/design.md §6)
         "skill_invoked": tally.skill_invoked,
         "status": status,
         "error": error,

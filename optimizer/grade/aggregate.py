@@ -14,7 +14,7 @@ How the numbers are made (documented for readers of benchmark.json):
 - judge_error runs are listed in `runs` (with `status`) and counted (`judge_errors`, notes), but
   left out of pass_rate, rubric and overall_efficiency; their time and tokens still count, since
   the executor really spent them. exec_error runs count everywhere, with score 0.
-- unscored runs (our infrastructure failed them, DESIGN §7) are in no mean and not in `runs`:
+- unscored runs (our infrastructure failed them, docs/design.md §7) are in no mean and not in `runs`:
   they are listed in the added `unscored` field with their cause and counted per configuration.
   A configuration none of whose runs could be scored has `scored_runs: 0`, and benchmark.md
   shows no value for it (the seed's stat fields stay, at zero, for readers that need them).

@@ -1,7 +1,7 @@
 """Layer-2 grader: one forced `submit_grading` call per run, turned into the extended grading.json.
 Never let a protocol failure pass or vanish: a reply that fails twice is a counted `judge_error`.
 
-Paths of a run (DESIGN §7), each a GradeOutcome.status:
+Paths of a run (docs/design.md §7), each a GradeOutcome.status:
 - `exec_error`: the executor failed or timed out. Every expectation fails with "run failed: …",
   the score is 0, the judge is not called; the run is kept and counted.
 - `gated`: the structural gate failed while `evals.structural_gate` is on. The judge is not
@@ -74,7 +74,7 @@ class GradeOutcome:
 
 
 def unscored(eval: Any, structural: s.Structural | None, cause: str) -> GradeOutcome:
-    """A run our infrastructure failed (DESIGN §7): no score, never 0; its grading.json is not
+    """A run our infrastructure failed (docs/design.md §7): no score, never 0; its grading.json is not
     written (the run has no grading), and the cause is kept for status and benchmark.json."""
     reason = UNSCORED + cause
     checks = fail_all(structural, reason) if structural is not None else s.Structural(

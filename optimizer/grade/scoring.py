@@ -1,4 +1,4 @@
-"""Run score arithmetic (DESIGN §7): pass rate, rubric weighted mean, run score.
+"""Run score arithmetic (docs/design.md §7): pass rate, rubric weighted mean, run score.
 Pure functions of numbers only; never read files, call a model or round away information here."""
 
 from __future__ import annotations

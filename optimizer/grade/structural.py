@@ -84,7 +84,7 @@ def check_run(
             try:
                 passed, evidence = _CHECKS[exp.type](exp, run_dir, policy, skill_dir)
             except InfraFailure:
-                raise  # the sandbox failed, not the run: the run is unscored (DESIGN §7)
+                raise  # the sandbox failed, not the run: the run is unscored (docs/design.md §7)
             except Exception as exc:  # a broken check is a failed check, never a crashed loop
                 log.warning("structural.check_failed", id=exp.id, type=exp.type, error=str(exc))
                 passed, evidence = False, f"check could not run: {exc}"
@@ -349,7 +349,7 @@ def _no_errors(_exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tuple[boo
 
 class CheckTimedOut(InfraFailure):
     """A custom_script check that passed its time limit: its expectation, and so the run, is
-    unscored, never failed (DESIGN §7)."""
+    unscored, never failed (docs/design.md §7)."""
 
     def __init__(self, check: str, limit_s: float, output: str) -> None:
         self.check, self.limit_s = check, limit_s

@@ -1,7 +1,7 @@
 """The grading unit: one run of one eval for one configuration is executed, checked structurally
 against the skill it ran with, judged, and committed before the next step. `optimizer run`,
 `benchmark` and `execute` all grade through it. Never redoes a run whose grading is committed,
-never keeps a half-written run folder, and never scores a failure of ours (DESIGN §7)."""
+never keeps a half-written run folder, and never scores a failure of ours (docs/design.md §7)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from optimizer.store.keys import RunKey
 
 log = structlog.get_logger()
 
-# The statuses whose score counts (DESIGN §7); judge_error and unscored runs are counted and shown
+# The statuses whose score counts (docs/design.md §7); judge_error and unscored runs are counted and shown
 # but never averaged.
 SCORED = ("ok", "gated", "exec_error")
 SCORED_SQL = "(" + ", ".join(f"'{s}'" for s in SCORED) + ")"

@@ -1,4 +1,4 @@
-"""Claude Code session files (~/.claude/projects/<project>/*.jsonl, DESIGN §17) read for the times a
+"""Claude Code session files (~/.claude/projects/<project>/*.jsonl, docs/design.md §17) read for the times a
 skill was used: the task, the files, what the user said after. Never write or send what it reads."""
 
 from __future__ import annotations

@@ -166,7 +166,7 @@ class ModelClient:
             system=system, tools=tools, tool_choice=tool_choice, temperature=temperature)
         canonical = canonical_json(request)
         key = request_hash(canonical, role, sample)
-        # The run clock (if any) stops while this call waits on the provider (DESIGN §7).
+        # The run clock (if any) stops while this call waits on the provider (docs/design.md §7).
         with ModelCall(current_clock()) as timed:
             answer = await self._answer(role, model, sample, key, request, canonical, stream, batch)
             timed.tokens = answer.usage.output_tokens or 0

@@ -1,4 +1,4 @@
-"""The morning summary (DESIGN §17): at the end of every run, summary.md (and summary.json, its
+"""The morning summary (docs/design.md §17): at the end of every run, summary.md (and summary.json, its
 data) say what won and by how much on train and on the sealed test, with intervals and the
 claim's scope, the winning diff, the cost, and what to look at. Reads the run folder only; writes
 those two files atomically, the JSON validated first. Never sends anything anywhere: --notify
@@ -85,7 +85,7 @@ def _sealed(test: dict | None, best: str) -> schemas.SummaryNumbers | None:
 def _scope(selection: Any, sealed: schemas.SummaryNumbers | None, warnings: list[str]) -> str:
     """selection.json's own `scope` when it states one. Else "better in general" only when the
     decision did not rest on too few evals and the sealed test's own interval (evals the loop
-    never saw as the units) lies above zero; "better on these tasks" otherwise (DESIGN §16)."""
+    never saw as the units) lies above zero; "better on these tasks" otherwise (docs/design.md §16)."""
     stated = selection.get("scope") if isinstance(selection, dict) else None
     if isinstance(stated, str) and stated:
         return SCOPES.get(stated, stated)

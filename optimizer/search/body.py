@@ -1,5 +1,5 @@
 """The body target: SKILL.md and the skill's files are varied, and a candidate is run on the train
-evals, graded, compared blind with its parent and decided by the promotion rule (DESIGN §8).
+evals, graded, compared blind with its parent and decided by the promotion rule (docs/design.md §8).
 Never shows the proposer or the analyzer anything of the sealed test split."""
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class BodyTarget:
         return None
 
     async def retry_unscored(self) -> None:
-        """Each process tries again the runs a failure of ours left unscored (DESIGN §7) where
+        """Each process tries again the runs a failure of ours left unscored (docs/design.md §7) where
         later decisions and the sealed test rest on them: the baseline, v0 and the current best.
         Decided versions keep their decisions; their unscored runs stay counted and shown."""
         run = self.run
@@ -244,7 +244,7 @@ def record_scores(run: RunState, label: str) -> None:
     """A version's score is over every committed, scored train run it has, whichever stage added
     them; never over what one caller happens to hold (a resume would record fewer runs). Runs are
     read in (eval, run number) order and summed exactly, so no completion order shows in the
-    number; unscored runs and judge errors are left out (DESIGN §7)."""
+    number; unscored runs and judge errors are left out (docs/design.md §7)."""
     rows = run.store.query("select eval_id, score, pass_rate from gradings where prefix = ? and "
                            f"configuration = 'with_skill' and status in {SCORED_SQL} "
                            "order by eval_id, run_number", [f"{label}/"])

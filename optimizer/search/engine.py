@@ -1,4 +1,4 @@
-"""The search engine of DESIGN §3, one for every target: start (v0), then iterations of choose a
+"""The search engine of docs/design.md §3, one for every target: start (v0), then iterations of choose a
 parent → propose → judge (the target evaluates, compares and decides) → record, until a stop
 condition; then the sealed test. Each step commits before the next, so a killed run resumes where
 it was. Only this module knows the order of the steps, and it never knows what is varied."""

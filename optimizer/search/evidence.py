@@ -129,7 +129,7 @@ _RUN_ID = re.compile(r"(?:v\d+|baseline)-eval-(\d+)-(?:with_skill|without_skill)
 
 
 def train_run(run_id: str, train: list[int]) -> bool:
-    """A feedback.json run id (DESIGN §5) of a run of a train eval, outside the sealed test/."""
+    """A feedback.json run id (docs/design.md §5) of a run of a train eval, outside the sealed test/."""
     m = _RUN_ID.fullmatch(run_id)
     return m is not None and int(m.group(1)) in train
 

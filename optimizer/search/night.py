@@ -1,4 +1,4 @@
-"""A run's promotions as a family (DESIGN §16, docs/selection.md): online false-discovery control by
+"""A run's promotions as a family (docs/design.md §16, docs/selection.md): online false-discovery control by
 LORD++ (Ramdas, Yang, Wainwright and Jordan 2017). Decision t may spend
 
     α_t = γ_t·W0 + (α − W0)·γ_(t − τ1) + α·Σ_(j ≥ 2) γ_(t − τj),   W0 = α/2,

@@ -1,4 +1,4 @@
-"""The gate's statistics (`optimizer gate`, DESIGN §17): is HEAD not worse than BASE by more than a
+"""The gate's statistics (`optimizer gate`, docs/design.md §17): is HEAD not worse than BASE by more than a
 margin? Evals are the units, a Student-t bound over their paired differences at the promotion
 rule's confidence. Pure: no rng, no files, no clock. Never a normal approximation, never an
 interval of zero width.

@@ -1,4 +1,4 @@
-"""Parent selection (DESIGN §3): the current best, or a draw from the per-eval Pareto front.
+"""Parent selection (docs/design.md §3): the current best, or a draw from the per-eval Pareto front.
 Pure: a function of the versions' per-eval scores and a seeded random.Random."""
 
 from __future__ import annotations

@@ -166,7 +166,7 @@ def build_request(parent: Path, feedback: Feedback, target: str) -> str:
 
 def render_costs(costs: list[EvalCost]) -> str:
     # Tokens and turns, not seconds: wall time depends on what else ran at once, and nothing
-    # sent to a model may depend on timing (DESIGN §12); tokens and turns measure the same cost.
+    # sent to a model may depend on timing (docs/design.md §12); tokens and turns measure the same cost.
     lines = [f"eval {c.eval_id}: pass rate {c.pass_rate:.2f}, {c.tokens:,.0f} tokens, "
              f"{c.turns:.1f} turns (mean of {c.runs} runs)" for c in costs]
     return "\n".join(lines) or "(none)"

@@ -1,4 +1,4 @@
-"""The promotion rule (DESIGN §8), the cheap screen, parent selection and minibatch choice.
+"""The promotion rule (docs/design.md §8), the cheap screen, parent selection and minibatch choice.
 Pure functions of their inputs and a seeded random.Random: never read files, clocks or globals."""
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def decide(
     scope: str | None = None,
     alpha: float | None = None,
 ) -> Decision:
-    """won / lost / tie by DESIGN §8, under selection.rule: `sequential` (sequential.look, the
+    """won / lost / tie by docs/design.md §8, under selection.rule: `sequential` (sequential.look, the
     default) or `bootstrap`, the earlier rule kept selectable: a fixed-level percentile bootstrap
     whose interval is "inconclusive" when neither above min_effect nor below zero; only then may
     the comparator decide by its majority, and only then are runs added. Under both the comparator

@@ -1,4 +1,4 @@
-"""The sequential promotion rule's statistics (DESIGN §8 and §16, docs/selection.md): looks at a
+"""The sequential promotion rule's statistics (docs/design.md §8 and §16, docs/selection.md): looks at a
 few run counts (3, 4, 6, 9, 12 runs per eval by default), each allowed a fixed share of the
 false-promotion budget, two tests per look (the scores and the blind comparator), a futility stop
 and a claim (`scope`) that says what the evidence is about. Pure: no rng, no files, no clock.

@@ -129,7 +129,7 @@ class Simulator:
         # ones for reads, so a real bill follows the order calls land in. Here whether a prefix
         # was warm is drawn from the prefix and the request itself (WARM_SHARE of the time): the
         # same request always costs the same, so twin runs cost the same to the last digit and a
-        # run's spend is a function of its ledger (DESIGN §12).
+        # run's spend is a function of its ledger (docs/design.md §12).
         digest, chars, marks = hashlib.sha256(), 0, []
         system = body.get("system") or []
         segments = list(body.get("tools") or [])
@@ -244,7 +244,7 @@ class Simulator:
         if rng.random() >= self.fault_rate:
             return None
         kinds = ["429", "529", "500", "timeout"]
-        # Malformed input only on a first ask: the client repairs once (DESIGN §7), and a drawn
+        # Malformed input only on a first ask: the client repairs once (docs/design.md §7), and a drawn
         # second malformed answer would turn a transport fault into a judge error.
         first_ask = len(body.get("messages") or []) == 1
         kinds += ["malformed"] if role in sim_world.TOOL_OF_ROLE and first_ask else []

@@ -76,7 +76,7 @@ def m001_initial(db: sqlite_utils.Database) -> None:
 
 
 # What the disk or another process can do to state.db: each stops the run with one sentence
-# (DESIGN §3: systemic), never a traceback and never a run recorded as failed because of it.
+# (docs/design.md §3: systemic), never a traceback and never a run recorded as failed because of it.
 _SYSTEMIC = {
     "SQLITE_BUSY": "is locked by another process; close that process or wait for it, then resume the run",
     "SQLITE_LOCKED": "is locked by another process; close that process or wait for it, then resume the run",
@@ -244,7 +244,7 @@ def m004_calls_scope_index(db: sqlite_utils.Database) -> None:
 def m005_version_errors(db: sqlite_utils.Database) -> None:
     # A failure of ours while one version was evaluated: recorded on it, the run goes on.
     db.table("versions").add_column("error", str)
-    # Why a run is unscored (DESIGN §7): its cause, shown in status and benchmark.json.
+    # Why a run is unscored (docs/design.md §7): its cause, shown in status and benchmark.json.
     db.table("gradings").add_column("error", str)
 
 

@@ -1,4 +1,4 @@
-"""Atomic writes and the paths of a run's workspace, in one place (DESIGN §5).
+"""Atomic writes and the paths of a run's workspace, in one place (docs/design.md §5).
 Never write a JSON artifact that its model has not validated; never leave a half-written file."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ CONFIGURATIONS = ("with_skill", "without_skill")
 
 
 class Workspace:
-    """Where every file of one optimizer run lives (DESIGN §5)."""
+    """Where every file of one optimizer run lives (docs/design.md §5)."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
