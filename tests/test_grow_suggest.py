@@ -57,13 +57,15 @@ def test_suggest_drafts_the_three_kinds(tmp_path, cli) -> None:
 
 def test_accepting_suggestions_edits_evals_json_as_they_say(tmp_path, cli) -> None:
     skill, run = setup(tmp_path)
+    before = {e["id"]: e for e in json.loads((skill / "evals" / "evals.json").read_text())["evals"]}
     assert cli("evals", "suggest", run, "--skill", skill).exit_code == 0
     assert cli("evals", "accept", skill, "--all").exit_code == 0
     evals = {e["id"]: e for e in json.loads((skill / "evals" / "evals.json").read_text())["evals"]}
     assert sorted(evals) == [1, 2, 3, 4, 5]  # the twin dropped
     assert SUMMARY not in evals[1]["expectations"] and SUMMARY in evals[4]["expectations"]
     assert evals[1]["expectations"][-1] == "The report names the date range of the data"
-    assert len(evals[1]["expectations"]) == 4
+    # the sharper expectation takes the old one's place, the added check is one more
+    assert len(evals[1]["expectations"]) == len(before[1]["expectations"]) + 1
     assert cli("validate", skill).exit_code == 0
 
 
