@@ -40,7 +40,9 @@ class Trial:
     var_sum: np.ndarray | None  # (evals,) true σ²_child + σ²_parent of one run (oracle only)
 
 
-def _advantage(world: str, n: int, delta: float, centre: bool, rng: np.random.Generator) -> np.ndarray:
+def _advantage(
+    world: str, n: int, delta: float, centre: bool, rng: np.random.Generator
+) -> np.ndarray:
     sd = 0.15 if world == "hetero" else HETERO_SD
     h = rng.normal(0, sd, n)
     if centre:
@@ -48,8 +50,13 @@ def _advantage(world: str, n: int, delta: float, centre: bool, rng: np.random.Ge
     return delta + h
 
 
-def _draw(world: str, base: np.ndarray, shape: tuple[int, int], rng: np.random.Generator,
-          probs: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _draw(
+    world: str,
+    base: np.ndarray,
+    shape: tuple[int, int],
+    rng: np.random.Generator,
+    probs: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """(observed scores, latent quality the comparator sees) for runs around `base` (evals,)."""
     if world == "pass/fail":
         p = np.clip(base, 0, 1)[:, None]
@@ -88,8 +95,14 @@ def _verdicts(world: str, qc: np.ndarray, qp: np.ndarray, rng: np.random.Generat
     return np.where(first == second, first, 0.0)
 
 
-def trial(world: str, n_evals: int, delta: float, centre: bool, seed: tuple[int, ...],
-          oracle: bool = False) -> Trial:
+def trial(
+    world: str,
+    n_evals: int,
+    delta: float,
+    centre: bool,
+    seed: tuple[int, ...],
+    oracle: bool = False,
+) -> Trial:
     rng = np.random.default_rng(list(seed))
     shape = (n_evals, CAP)
     if world in ("pass/fail", "expectations"):
@@ -110,8 +123,9 @@ def trial(world: str, n_evals: int, delta: float, centre: bool, seed: tuple[int,
             mc, mp, vc, vp = pc, pb, pc * (1 - pc), pb * (1 - pb)
             child, qc = _draw(world, pc, shape, rng)
             parent, qp = _draw(world, pb, shape, rng)
-        return Trial(child, parent, _verdicts(world, qc, qp, rng), mc - mp,
-                     vc + vp if oracle else None)
+        return Trial(
+            child, parent, _verdicts(world, qc, qp, rng), mc - mp, vc + vp if oracle else None
+        )
     mb = rng.uniform(0.15, 0.85, n_evals)
     mc_latent = mb + _advantage(world, n_evals, delta, centre, rng)
     child, qc = _draw(world, mc_latent, shape, rng)

@@ -30,8 +30,14 @@ async def one(mode: str, url: str, folder: Path, n: int) -> tuple[float, str]:
     executor = get_executor("claude-code", settings, base_url=url, api_key="sk-bench")
     started = time.perf_counter()
     record = await executor.execute(
-        skill_dir=EXAMPLE, skill_name=None, eval=load_evals(EXAMPLE).by_id(1), inputs_root=EXAMPLE,
-        run_dir=folder / mode / f"run-{n}", run_number=n, sample=n)
+        skill_dir=EXAMPLE,
+        skill_name=None,
+        eval=load_evals(EXAMPLE).by_id(1),
+        inputs_root=EXAMPLE,
+        run_dir=folder / mode / f"run-{n}",
+        run_number=n,
+        sample=n,
+    )
     return time.perf_counter() - started, record.status
 
 
@@ -57,8 +63,13 @@ def main() -> None:
         table.add_column(col)
     names = {"auto": "bubblewrap + relay", "none": "unconfined (host)"}
     for mode, values in seconds.items():
-        table.add_row(names[mode], f"{statistics.median(values):.2f}", f"{min(values):.2f}",
-                      f"{max(values):.2f}", ", ".join(sorted(statuses[mode])))
+        table.add_row(
+            names[mode],
+            f"{statistics.median(values):.2f}",
+            f"{min(values):.2f}",
+            f"{max(values):.2f}",
+            ", ".join(sorted(statuses[mode])),
+        )
     Console().print(table)
     ratio = statistics.median(seconds["auto"]) / statistics.median(seconds["none"])
     print(f"confined / unconfined (medians): {ratio:.2f}x")

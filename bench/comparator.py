@@ -45,9 +45,18 @@ def _judge(world: noise.World, qa: float, qb: float, bias: float, tie: float) ->
 
 
 def noise_cell(n_evals: int, delta: float, bias: float, tie: float, trials: int) -> dict:
-    out = {"pairs": 0, "calls_always": 0, "calls_decisive": 0, "agree_always": 0,
-           "agree_decisive": 0, "both_decisive": 0, "first_ties": 0, "same_test": 0,
-           "wins": 0, "losses": 0}
+    out = {
+        "pairs": 0,
+        "calls_always": 0,
+        "calls_decisive": 0,
+        "agree_always": 0,
+        "agree_decisive": 0,
+        "both_decisive": 0,
+        "first_ties": 0,
+        "same_test": 0,
+        "wins": 0,
+        "losses": 0,
+    }
     for trial in range(trials):
         rng = noise.random.Random(f"cmp:{n_evals}:{delta}:{bias}:{tie}:{trial}")
         world = noise.World(n_evals, delta, rng, noise.HETERO_SD)
@@ -85,11 +94,15 @@ def noise_cell(n_evals: int, delta: float, bias: float, tie: float, trials: int)
 
 
 def noise_table(trials: int) -> None:
-    print(f"1. Noise model of bench/selection.py: 10 evals x {RUNS} runs, {trials} trials a row, "
-          "every pair judged in a random first order")
-    head = (f"{'Δ_true':>6} {'bias':>5} {'tie':>5} | {'calls always':>12} {'decisive':>8} "
-            f"{'saved':>6} | {'1st-order ties':>14} | {'swap cons. always':>17} {'decisive':>8} | "
-            f"{'sign test same':>14} | {'wins/losses per trial':>21}")
+    print(
+        f"1. Noise model of bench/selection.py: 10 evals x {RUNS} runs, {trials} trials a row, "
+        "every pair judged in a random first order"
+    )
+    head = (
+        f"{'Δ_true':>6} {'bias':>5} {'tie':>5} | {'calls always':>12} {'decisive':>8} "
+        f"{'saved':>6} | {'1st-order ties':>14} | {'swap cons. always':>17} {'decisive':>8} | "
+        f"{'sign test same':>14} | {'wins/losses per trial':>21}"
+    )
     print(head)
     print("-" * len(head))
     for tie in (noise.COMPARATOR_TIE, 0.10):
@@ -97,18 +110,24 @@ def noise_table(trials: int) -> None:
             for delta in (0.0, 0.10):
                 c = noise_cell(10, delta, bias, tie, trials)
                 saved = 1 - c["calls_decisive"] / c["calls_always"]
-                print(f"{delta:>+6.2f} {bias:>5.1f} {tie:>5.2f} | {c['calls_always'] / trials:>12.1f} "
-                      f"{c['calls_decisive'] / trials:>8.1f} {saved:>6.1%} | "
-                      f"{c['first_ties'] / c['pairs']:>14.1%} | "
-                      f"{c['agree_always'] / c['pairs']:>17.1%} "
-                      f"{c['agree_decisive'] / max(1, c['both_decisive']):>8.1%} | "
-                      f"{c['same_test'] / trials:>14.1%} | "
-                      f"{c['wins'] / trials:>10.1f} / {c['losses'] / trials:<9.1f}")
-    print("swap cons. = pairs whose two orders agree / pairs judged in both orders (always: every "
-          "pair; decisive: the pairs whose first order was decisive).")
-    print("sign test same = trials where sequential.comparator_test gave the same wins, losses, z "
-          "and p under both protocols (100% expected: a first-order tie is never a decisive "
-          "swap-consistent verdict).")
+                print(
+                    f"{delta:>+6.2f} {bias:>5.1f} {tie:>5.2f} | {c['calls_always'] / trials:>12.1f} "
+                    f"{c['calls_decisive'] / trials:>8.1f} {saved:>6.1%} | "
+                    f"{c['first_ties'] / c['pairs']:>14.1%} | "
+                    f"{c['agree_always'] / c['pairs']:>17.1%} "
+                    f"{c['agree_decisive'] / max(1, c['both_decisive']):>8.1%} | "
+                    f"{c['same_test'] / trials:>14.1%} | "
+                    f"{c['wins'] / trials:>10.1f} / {c['losses'] / trials:<9.1f}"
+                )
+    print(
+        "swap cons. = pairs whose two orders agree / pairs judged in both orders (always: every "
+        "pair; decisive: the pairs whose first order was decisive)."
+    )
+    print(
+        "sign test same = trials where sequential.comparator_test gave the same wins, losses, z "
+        "and p under both protocols (100% expected: a first-order tie is never a decisive "
+        "swap-consistent verdict)."
+    )
     print()
 
 
@@ -116,11 +135,13 @@ def _sim_run(root: Path, second_order: str, iterations: int) -> dict:
     from overhead import instrumented_run
 
     run_dir = root / second_order
-    instrumented_run(run_dir, overrides=[f"selection.second_order={second_order}"],
-                     iterations=iterations)
+    instrumented_run(
+        run_dir, overrides=[f"selection.second_order={second_order}"], iterations=iterations
+    )
     db = sqlite3.connect(run_dir / "state.db")
-    calls = db.execute("select count(*) from calls where role = 'comparator' and outcome = 'ok'"
-                       ).fetchone()[0]
+    calls = db.execute(
+        "select count(*) from calls where role = 'comparator' and outcome = 'ok'"
+    ).fetchone()[0]
     decisions = db.execute("select version, decision from decisions order by version").fetchall()
     db.close()
     tally = {"pairs": 0, "agree": 0, "judged": 0, "single": 0, "wins": 0, "losses": 0}
@@ -140,18 +161,24 @@ def sim_table(iterations: int) -> None:
     print(f"2. Simulator provider end to end: examples/csv-report, {iterations} iterations")
     with tempfile.TemporaryDirectory() as tmp:
         got = {mode: _sim_run(Path(tmp), mode, iterations) for mode in ("always", "decisive")}
-    head = (f"{'second_order':>12} | {'comparator calls':>16} | {'pairs':>5} | "
-            f"{'1st-order ties':>14} | {'swap consistency':>16} | {'wins/losses':>11}")
+    head = (
+        f"{'second_order':>12} | {'comparator calls':>16} | {'pairs':>5} | "
+        f"{'1st-order ties':>14} | {'swap consistency':>16} | {'wins/losses':>11}"
+    )
     print(head)
     print("-" * len(head))
     for mode, g in got.items():
         consistency = g["agree"] / g["judged"] if g["judged"] else float("nan")
-        print(f"{mode:>12} | {g['calls']:>16} | {g['pairs']:>5} | {g['single']:>14} | "
-              f"{consistency:>16.1%} | {g['wins']:>5} / {g['losses']:<5}")
+        print(
+            f"{mode:>12} | {g['calls']:>16} | {g['pairs']:>5} | {g['single']:>14} | "
+            f"{consistency:>16.1%} | {g['wins']:>5} / {g['losses']:<5}"
+        )
     a, d = got["always"], got["decisive"]
-    print(f"comparator calls saved: {1 - d['calls'] / a['calls']:.1%}; the same decisions in both "
-          f"runs: {'yes' if a['decisions'] == d['decisions'] else 'NO'} "
-          f"({', '.join(f'{v} {x}' for v, x in d['decisions'])})")
+    print(
+        f"comparator calls saved: {1 - d['calls'] / a['calls']:.1%}; the same decisions in both "
+        f"runs: {'yes' if a['decisions'] == d['decisions'] else 'NO'} "
+        f"({', '.join(f'{v} {x}' for v, x in d['decisions'])})"
+    )
 
 
 def main() -> int:

@@ -87,8 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--worlds", nargs="*", default=list(WORLDS), choices=WORLDS)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    table = Table(title=f"P(gate says not worse), {args.trials} trials a cell, {args.runs} runs per eval, "
-                        f"margin {args.margin}; Δ_true = −margin is the false pass rate (target ≤ 5%)")
+    table = Table(
+        title=f"P(gate says not worse), {args.trials} trials a cell, {args.runs} runs per eval, "
+        f"margin {args.margin}; Δ_true = −margin is the false pass rate (target ≤ 5%)"
+    )
     table.add_column("world")
     table.add_column("evals", justify="right")
     for d in DELTAS:
@@ -100,15 +102,22 @@ def main(argv: list[str] | None = None) -> int:
             row = [world, str(n)]
             for d in DELTAS:
                 rng = random.Random(f"{args.seed}-{world}-{n}-{d}")
-                passed = sum(trial(world, n, d, args.runs, args.margin, rng) == "not_worse"
-                             for _ in range(args.trials)) / args.trials
+                passed = (
+                    sum(
+                        trial(world, n, d, args.runs, args.margin, rng) == "not_worse"
+                        for _ in range(args.trials)
+                    )
+                    / args.trials
+                )
                 if abs(d + args.margin) < 1e-9:
                     worst = max(worst, passed)
                 row.append(f"{passed:.1%}")
             table.add_row(*row)
     console = Console(width=140)
     console.print(table)
-    console.print(f"worst false pass rate (Δ_true = −{args.margin}) over every world and size: {worst:.1%}")
+    console.print(
+        f"worst false pass rate (Δ_true = −{args.margin}) over every world and size: {worst:.1%}"
+    )
     return 0
 
 

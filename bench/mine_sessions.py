@@ -22,9 +22,19 @@ FILLER = 40  # records of other work per session (tool calls and answers), as a 
 
 
 def _record(kind: str, sid: str, cwd: Path, n: int, content) -> str:  # type: ignore[no-untyped-def]
-    return json.dumps({"type": kind, "sessionId": sid, "cwd": str(cwd), "uuid": f"{sid}-{n}",
-                       "timestamp": f"2026-11-20T09:{n // 60:02d}:{n % 60:02d}.000Z",
-                       "message": {"role": kind, "content": content}}) + "\n"
+    return (
+        json.dumps(
+            {
+                "type": kind,
+                "sessionId": sid,
+                "cwd": str(cwd),
+                "uuid": f"{sid}-{n}",
+                "timestamp": f"2026-11-20T09:{n // 60:02d}:{n % 60:02d}.000Z",
+                "message": {"role": kind, "content": content},
+            }
+        )
+        + "\n"
+    )
 
 
 def build(root: Path, sessions: int, share: float) -> dict[str, str]:
@@ -43,11 +53,35 @@ def build(root: Path, sessions: int, share: float) -> dict[str, str]:
         lines = [_record("user", sid, project, 0, task)]
         uses = bool(every) and i % every == 0
         if uses:
-            lines.append(_record("assistant", sid, project, 1, [
-                {"type": "tool_use", "id": f"t{i}", "name": "Skill", "input": {"skill": "csv-report"}}]))
-            expected[sid] = task.replace("data/sales.csv", "evals/files/sales.csv").replace(secret, "[redacted]")
+            lines.append(
+                _record(
+                    "assistant",
+                    sid,
+                    project,
+                    1,
+                    [
+                        {
+                            "type": "tool_use",
+                            "id": f"t{i}",
+                            "name": "Skill",
+                            "input": {"skill": "csv-report"},
+                        }
+                    ],
+                )
+            )
+            expected[sid] = task.replace("data/sales.csv", "evals/files/sales.csv").replace(
+                secret, "[redacted]"
+            )
         for n in range(2, FILLER):
-            lines.append(_record("assistant", sid, project, n, [{"type": "text", "text": f"step {n} of the work"}]))
+            lines.append(
+                _record(
+                    "assistant",
+                    sid,
+                    project,
+                    n,
+                    [{"type": "text", "text": f"step {n} of the work"}],
+                )
+            )
         (folder / f"{sid}.jsonl").write_text("".join(lines), encoding="utf-8")
     return expected
 
@@ -62,8 +96,14 @@ def measure(sessions: int, share: float) -> tuple[int, int, int, float, int]:
         mined = mine.mine(skill, root / "projects", None)
         seconds = time.perf_counter() - started
         data = json.loads((skill / "evals" / "candidates.json").read_text())
-        exact = sum(1 for c in data["candidates"] if expected.get(c["origin"]["session_id"]) == c["eval"]["prompt"])
-        written = "".join(p.read_text(errors="replace") for p in (skill / "evals").rglob("*") if p.is_file())
+        exact = sum(
+            1
+            for c in data["candidates"]
+            if expected.get(c["origin"]["session_id"]) == c["eval"]["prompt"]
+        )
+        written = "".join(
+            p.read_text(errors="replace") for p in (skill / "evals").rglob("*") if p.is_file()
+        )
         leaks = written.count("SecretKeyPlanted")
         return sessions, mined.uses, exact, seconds, leaks
 
@@ -71,14 +111,22 @@ def measure(sessions: int, share: float) -> tuple[int, int, int, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sessions", type=int, nargs="+", default=[100, 1000])
-    parser.add_argument("--share", type=float, default=0.05, help="share of sessions that use the skill")
+    parser.add_argument(
+        "--share", type=float, default=0.05, help="share of sessions that use the skill"
+    )
     args = parser.parse_args()
     logs.configure(None, console=True, level=logging.WARNING)
-    print(f"evals mine, heuristics only; {FILLER} records a session; share using the skill {args.share:.0%}")
-    print(f"{'sessions':>9} {'uses':>5} {'prompt = task':>14} {'seconds':>8} {'ms/session':>11} {'secrets leaked':>15}")
+    print(
+        f"evals mine, heuristics only; {FILLER} records a session; share using the skill {args.share:.0%}"
+    )
+    print(
+        f"{'sessions':>9} {'uses':>5} {'prompt = task':>14} {'seconds':>8} {'ms/session':>11} {'secrets leaked':>15}"
+    )
     for n in args.sessions:
         sessions, uses, exact, seconds, leaks = measure(n, args.share)
-        print(f"{sessions:>9} {uses:>5} {exact:>10}/{uses:<3} {seconds:>8.2f} {1000 * seconds / sessions:>11.2f} {leaks:>15}")
+        print(
+            f"{sessions:>9} {uses:>5} {exact:>10}/{uses:<3} {seconds:>8.2f} {1000 * seconds / sessions:>11.2f} {leaks:>15}"
+        )
 
 
 if __name__ == "__main__":

@@ -33,16 +33,25 @@ MIX = ((0.0, 0.6), (-0.05, 0.2), (0.10, 0.1), (0.20, 0.1))
 def _child(tr: worlds.Trial, claim: str, selection: Selection, alpha: float) -> bool:
     runs = bench.START_RUNS
     while True:
-        made = decide(dict(enumerate(tr.child[:, :runs].tolist())),
-                      dict(enumerate(tr.parent[:, :runs].tolist())),
-                      bench._tally(tr.verdict[:, :runs]), selection=selection, rng=bench._RNG,
-                      first_runs=bench.START_RUNS, look=runs, scope=claim, alpha=alpha)
+        made = decide(
+            dict(enumerate(tr.child[:, :runs].tolist())),
+            dict(enumerate(tr.parent[:, :runs].tolist())),
+            bench._tally(tr.verdict[:, :runs]),
+            selection=selection,
+            rng=bench._RNG,
+            first_runs=bench.START_RUNS,
+            look=runs,
+            scope=claim,
+            alpha=alpha,
+        )
         if not made.needs_more_runs or made.next_runs is None:
             return made.decision == "won"
         runs = min(made.next_runs, worlds.CAP)
 
 
-def one_night(seed: int, n_evals: int, children: int, world: str, control: str) -> tuple[int, int, int]:
+def one_night(
+    seed: int, n_evals: int, children: int, world: str, control: str
+) -> tuple[int, int, int]:
     """(promotions, false promotions, better children) of one night."""
     selection = Selection()
     claim = claim_scope(selection, n_evals)
@@ -68,10 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--world", default="continuous", choices=worlds.WORLDS)
     args = p.parse_args(argv)
     started = time.perf_counter()
-    print(f"Nights of {args.children} children ({', '.join(f'{d:+.2f}: {w:.0%}' for d, w in MIX)}), "
-          f"world {args.world}, {args.nights} nights a row")
-    print(f"{'evals':>5} {'control':<7} | {'promotions':>10} {'false':>6} {'FDR':>6} "
-          f"{'nights with a false one':>23} | {'better found':>12}")
+    print(
+        f"Nights of {args.children} children ({', '.join(f'{d:+.2f}: {w:.0%}' for d, w in MIX)}), "
+        f"world {args.world}, {args.nights} nights a row"
+    )
+    print(
+        f"{'evals':>5} {'control':<7} | {'promotions':>10} {'false':>6} {'FDR':>6} "
+        f"{'nights with a false one':>23} | {'better found':>12}"
+    )
     for n in args.evals:
         for control in ("none", "lord"):
             got = [one_night(s, n, args.children, args.world, control) for s in range(args.nights)]
@@ -80,8 +93,10 @@ def main(argv: list[str] | None = None) -> int:
             fdr = sum(g[1] / max(1, g[0]) for g in got) / args.nights
             any_false = sum(g[1] > 0 for g in got) / args.nights
             better = sum(g[2] for g in got) / args.nights
-            print(f"{n:>5} {control:<7} | {promoted:>10.2f} {false:>6.2f} {fdr:>6.1%} "
-                  f"{any_false:>23.1%} | {(promoted - false) / better:>12.1%}")
+            print(
+                f"{n:>5} {control:<7} | {promoted:>10.2f} {false:>6.2f} {fdr:>6.1%} "
+                f"{any_false:>23.1%} | {(promoted - false) / better:>12.1%}"
+            )
     print(f"{time.perf_counter() - started:.0f} s")
     return 0
 

@@ -36,9 +36,23 @@ def main() -> int:
         (skill / "evals").mkdir(exist_ok=True)
         shutil.copy(EVALS, skill / "evals" / "evals.json")
         out = Path(tmp) / "bench"
-        subprocess.run([sys.executable, "-m", "optimizer", "benchmark", str(skill), "--provider",
-                        "sim", "--runs", str(args.runs), "--out", str(out)],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "optimizer",
+                "benchmark",
+                str(skill),
+                "--provider",
+                "sim",
+                "--runs",
+                str(args.runs),
+                "--out",
+                str(out),
+            ],
+            check=True,
+            capture_output=True,
+        )
         report(out)
     return 0
 
@@ -48,8 +62,10 @@ def report(out: Path) -> None:
     print("| configuration | pass rate (mean) | stddev | runs |\n|---|---|---|---|")
     for config in ("with_skill", "without_skill"):
         s = bench["run_summary"][config]
-        print(f"| {config} | {s['pass_rate']['mean']:.3f} | {s['pass_rate']['stddev']:.3f} | "
-              f"{s.get('scored_runs', '')} |")
+        print(
+            f"| {config} | {s['pass_rate']['mean']:.3f} | {s['pass_rate']['stddev']:.3f} | "
+            f"{s.get('scored_runs', '')} |"
+        )
     cited = []
     for grading in sorted(out.glob("eval-*/*/run-*/grading.json")):
         for e in json.loads(grading.read_text())["expectations"]:

@@ -42,34 +42,44 @@ class Phase:
     ledger: dict = field(default_factory=dict)  # token and cost sums the phase added
 
 
-LEDGER_SUMS = ("count(*) as calls, coalesce(sum(input_tokens),0) as input_tokens, "
-               "coalesce(sum(output_tokens),0) as output_tokens, "
-               "coalesce(sum(cache_write_tokens),0) as cache_write_tokens, "
-               "coalesce(sum(cache_read_tokens),0) as cache_read_tokens, "
-               "coalesce(sum(cost_usd),0) as cost_usd")
+LEDGER_SUMS = (
+    "count(*) as calls, coalesce(sum(input_tokens),0) as input_tokens, "
+    "coalesce(sum(output_tokens),0) as output_tokens, "
+    "coalesce(sum(cache_write_tokens),0) as cache_write_tokens, "
+    "coalesce(sum(cache_read_tokens),0) as cache_read_tokens, "
+    "coalesce(sum(cost_usd),0) as cost_usd"
+)
 
 
 def _ledger(store) -> dict:
     row = store.query(f"select {LEDGER_SUMS} from calls where outcome = 'ok'")[0]
-    hits = store.query("select count(*) as n, coalesce(sum(saved_usd),0) as saved from cache_hits")[0]
+    hits = store.query("select count(*) as n, coalesce(sum(saved_usd),0) as saved from cache_hits")[
+        0
+    ]
     return {**row, "cache_hits": hits["n"], "saved_usd": hits["saved"]}
 
 
-def instrumented_run(run_dir: Path, *, overrides: list[str], iterations: int,
-                     skill_dir: Path = EXAMPLE) -> tuple[list[Phase], dict]:
+def instrumented_run(
+    run_dir: Path, *, overrides: list[str], iterations: int, skill_dir: Path = EXAMPLE
+) -> tuple[list[Phase], dict]:
     """One `optimizer run` in this process, with the ledger read before and after the baseline
     and each iteration; returns the phases and the client's own stats."""
     phases: list[Phase] = []
     seen: dict = {}
-    original_iterate, original_start, original_client = engine.iterate, BodyTarget.start, llm.make_client
+    original_iterate, original_start, original_client = (
+        engine.iterate,
+        BodyTarget.start,
+        llm.make_client,
+    )
 
     async def measured(name: str, run, work) -> None:
         before, wall, cpu = _ledger(run.store), time.perf_counter(), time.process_time()
         await work
         after = _ledger(run.store)
         diff = {k: after[k] - before[k] for k in after}
-        phases.append(Phase(name, diff["calls"], time.perf_counter() - wall,
-                            time.process_time() - cpu, diff))
+        phases.append(
+            Phase(name, diff["calls"], time.perf_counter() - wall, time.process_time() - cpu, diff)
+        )
 
     async def iterate(run, target, n):
         await measured(f"iteration {n}", run, original_iterate(run, target, n))
@@ -85,12 +95,24 @@ def instrumented_run(run_dir: Path, *, overrides: list[str], iterations: int,
     try:
         flags = {"llm.provider": "sim", "loop.max_iterations": iterations}
         daemon.start(
-            skill_dir=skill_dir, evals_path=None, run_dir=run_dir, from_run=None, target="body",
-            detach=False, fresh=True, console=Console(file=io.StringIO()),
-            load=lambda eval_config: config.load(None, eval_config=eval_config, env={},
-                                                 overrides=overrides, flags=flags))
+            skill_dir=skill_dir,
+            evals_path=None,
+            run_dir=run_dir,
+            from_run=None,
+            target="body",
+            detach=False,
+            fresh=True,
+            console=Console(file=io.StringIO()),
+            load=lambda eval_config: config.load(
+                None, eval_config=eval_config, env={}, overrides=overrides, flags=flags
+            ),
+        )
     finally:
-        engine.iterate, BodyTarget.start, llm.make_client = original_iterate, original_start, original_client
+        engine.iterate, BodyTarget.start, llm.make_client = (
+            original_iterate,
+            original_start,
+            original_client,
+        )
         logs.reset()
     client = seen["client"]
     return phases, {**client.stats(), "max_in_flight": client.limiter.max_in_flight}
@@ -119,32 +141,62 @@ def main() -> None:
     overrides = [f"sim.latency_ms={args.latency_ms:g}", f"llm.max_concurrency={args.concurrency}"]
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        phases, stats = instrumented_run(Path(tmp) / "run", overrides=overrides, iterations=args.iterations)
+        phases, stats = instrumented_run(
+            Path(tmp) / "run", overrides=overrides, iterations=args.iterations
+        )
     total = time.perf_counter() - started
     latency = args.latency_ms / 1000
     rows = []
     for p in phases:
         ideal = math.ceil(p.calls / args.concurrency) * latency
-        rows.append([p.name, str(p.calls), str(p.ledger["cache_hits"]), f"{p.wall:.2f}", f"{ideal:.2f}",
-                     f"{p.wall / ideal:.2f}" if ideal else "-", f"{p.cpu:.2f}",
-                     f"{p.cpu / p.calls * 1000:.1f}" if p.calls else "-"])
+        rows.append(
+            [
+                p.name,
+                str(p.calls),
+                str(p.ledger["cache_hits"]),
+                f"{p.wall:.2f}",
+                f"{ideal:.2f}",
+                f"{p.wall / ideal:.2f}" if ideal else "-",
+                f"{p.cpu:.2f}",
+                f"{p.cpu / p.calls * 1000:.1f}" if p.calls else "-",
+            ]
+        )
     loop_phases = [p for p in phases if p.name.startswith("iteration")]
     calls = sum(p.calls for p in loop_phases)
     wall = sum(p.wall for p in loop_phases)
     ideal = sum(math.ceil(p.calls / args.concurrency) * latency for p in loop_phases)
-    rows.append(["all iterations", str(calls), str(sum(p.ledger["cache_hits"] for p in loop_phases)),
-                 f"{wall:.2f}", f"{ideal:.2f}", f"{wall / ideal:.2f}" if ideal else "-",
-                 f"{sum(p.cpu for p in loop_phases):.2f}",
-                 f"{sum(p.cpu for p in loop_phases) / calls * 1000:.1f}" if calls else "-"])
+    rows.append(
+        [
+            "all iterations",
+            str(calls),
+            str(sum(p.ledger["cache_hits"] for p in loop_phases)),
+            f"{wall:.2f}",
+            f"{ideal:.2f}",
+            f"{wall / ideal:.2f}" if ideal else "-",
+            f"{sum(p.cpu for p in loop_phases):.2f}",
+            f"{sum(p.cpu for p in loop_phases) / calls * 1000:.1f}" if calls else "-",
+        ]
+    )
     print_table(
         f"Iteration wall time against ceil(calls / {args.concurrency}) x {args.latency_ms:g} ms "
         f"(simulated run of examples/csv-report, {args.iterations} iterations)",
-        ["phase", "model calls", "ledger hits", "wall s", "ideal s", "ratio", "CPU s", "CPU ms/call"],
+        [
+            "phase",
+            "model calls",
+            "ledger hits",
+            "wall s",
+            "ideal s",
+            "ratio",
+            "CPU s",
+            "CPU ms/call",
+        ],
         rows,
-        [f"max calls in flight: {stats['max_in_flight']} (limit {args.concurrency}); retries: "
-         f"{stats['retries'] or 'none'}; whole run {total:.1f} s including the sealed test",
-         "ratio = wall / ideal; above 1 = sequential turns (agent loop, judge after each run, "
-         "comparator after both) plus our own CPU per call (last column)."],
+        [
+            f"max calls in flight: {stats['max_in_flight']} (limit {args.concurrency}); retries: "
+            f"{stats['retries'] or 'none'}; whole run {total:.1f} s including the sealed test",
+            "ratio = wall / ideal; above 1 = sequential turns (agent loop, judge after each run, "
+            "comparator after both) plus our own CPU per call (last column).",
+        ],
     )
 
 

@@ -27,32 +27,53 @@ EXAMPLE = ROOT / "examples" / "csv-report"
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "optimizer", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "optimizer", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def measure(iterations: int, tmp: Path) -> dict:
     run_dir = tmp / f"run-{iterations}"
-    common = [str(EXAMPLE), "--provider", "sim", "--max-iterations", str(iterations),
-              "--run-dir", str(run_dir)]
+    common = [
+        str(EXAMPLE),
+        "--provider",
+        "sim",
+        "--max-iterations",
+        str(iterations),
+        "--run-dir",
+        str(run_dir),
+    ]
     dry = _cli("run", *common, "--dry-run")
     line = next((x for x in dry.stdout.splitlines() if x.startswith("estimate:")), "")
     done = _cli("run", *common, "--fresh")
     if done.returncode != 0:
-        raise SystemExit(f"the run failed ({done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"the run failed ({done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+        )
     status = json.loads(_cli("status", str(run_dir), "--json").stdout)
     got = status["estimate"]
     est, actual = got["estimate"], got["actual"]
     n = actual["iterations"]
-    expected_calls = (est["setup"]["calls"] + n * est["per_iteration"]["calls"]
-                      + est["sealed_test"]["calls"])
-    return {"iterations": n, "dry_run_line": line, "rows": [
-        ("setup (baseline and v0), USD", est["setup"]["usd"], actual["setup_usd"]),
-        ("per iteration, USD", est["per_iteration"]["usd"], actual["usd_per_iteration"]),
-        ("sealed test, USD", est["sealed_test"]["usd"], actual["sealed_test_usd"]),
-        ("whole run, USD", got["expected_usd"], actual["usd"]),
-        ("whole run, model calls", expected_calls, actual["calls"]),
-    ], "at_most": est["run_max"]["usd"]}
+    expected_calls = (
+        est["setup"]["calls"] + n * est["per_iteration"]["calls"] + est["sealed_test"]["calls"]
+    )
+    return {
+        "iterations": n,
+        "dry_run_line": line,
+        "rows": [
+            ("setup (baseline and v0), USD", est["setup"]["usd"], actual["setup_usd"]),
+            ("per iteration, USD", est["per_iteration"]["usd"], actual["usd_per_iteration"]),
+            ("sealed test, USD", est["sealed_test"]["usd"], actual["sealed_test_usd"]),
+            ("whole run, USD", got["expected_usd"], actual["usd"]),
+            ("whole run, model calls", expected_calls, actual["calls"]),
+        ],
+        "at_most": est["run_max"]["usd"],
+    }
 
 
 def main() -> int:
@@ -69,15 +90,22 @@ def main() -> int:
         for part, estimate, actual in r["rows"]:
             ratio = actual / estimate if estimate else float("nan")
             ok = "yes" if 0.5 <= ratio <= 2.0 else "NO"
-            shown = (f"{estimate:>9.0f} | {actual:>9.0f}" if "calls" in part
-                     else f"{estimate:>9.3f} | {actual:>9.3f}")
+            shown = (
+                f"{estimate:>9.0f} | {actual:>9.0f}"
+                if "calls" in part
+                else f"{estimate:>9.3f} | {actual:>9.3f}"
+            )
             print(f"{r['iterations']:>10} | {part:<30} | {shown} | {ratio:>6.2f} | {ok}")
         print(f"{'':>10} | dry run said: {r['dry_run_line']}")
-        print(f"{'':>10} | whole run 'at most' (every look adds runs up to the cap): "
-              f"${r['at_most']:.3f}")
-    print("ratio = actual / estimate. The estimate is 'typical' (no candidate stopped at "
-          "screening, no runs added, both comparator orders asked for every pair): screening "
-          "stops and first-order ties lower the actual, added runs raise it.")
+        print(
+            f"{'':>10} | whole run 'at most' (every look adds runs up to the cap): "
+            f"${r['at_most']:.3f}"
+        )
+    print(
+        "ratio = actual / estimate. The estimate is 'typical' (no candidate stopped at "
+        "screening, no runs added, both comparator orders asked for every pair): screening "
+        "stops and first-order ties lower the actual, added runs raise it."
+    )
     return 0
 
 

@@ -28,9 +28,13 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "csv-report"
 
 
 async def measure(backend: str, runs: int, concurrency: int, latency_ms: float, tmp: Path) -> dict:
-    settings = Settings.model_validate({
-        "llm": {"provider": "sim"}, "sim": {"latency_ms": latency_ms},
-        "execute": {"backend": backend, "concurrency": concurrency}})
+    settings = Settings.model_validate(
+        {
+            "llm": {"provider": "sim"},
+            "sim": {"latency_ms": latency_ms},
+            "execute": {"backend": backend, "concurrency": concurrency},
+        }
+    )
     folder = tmp / f"{backend}-{latency_ms:g}"
     store = Store(folder / "state.db")
     client = make_client(settings, store, simulator=Simulator(seed=0, latency_ms=latency_ms))
@@ -48,9 +52,13 @@ async def measure(backend: str, runs: int, concurrency: int, latency_ms: float, 
         async with slots:
             return await executor.execute(
                 skill_dir=snapshot if with_skill else None,
-                skill_name="csv-report" if with_skill else None, eval=ev, inputs_root=EXAMPLE,
+                skill_name="csv-report" if with_skill else None,
+                eval=ev,
+                inputs_root=EXAMPLE,
                 run_dir=folder / f"eval-{ev.id}" / config / f"run-{number}",
-                run_number=number, sample=number)
+                run_number=number,
+                sample=number,
+            )
 
     started = time.perf_counter()
     with scoped("bench"):
@@ -60,8 +68,16 @@ async def measure(backend: str, runs: int, concurrency: int, latency_ms: float, 
     ok = sum(r.status == "ok" for r in records)
     calls = store.ledger_summary()["n"]
     store.close()
-    return {"backend": backend, "latency_ms": latency_ms, "runs": runs, "ok": ok, "calls": calls,
-            "concurrency": concurrency, "wall": wall, "rate": runs / wall}
+    return {
+        "backend": backend,
+        "latency_ms": latency_ms,
+        "runs": runs,
+        "ok": ok,
+        "calls": calls,
+        "concurrency": concurrency,
+        "wall": wall,
+        "rate": runs / wall,
+    }
 
 
 def main() -> None:
@@ -74,17 +90,25 @@ def main() -> None:
     import ray
 
     cold = time.perf_counter()
-    ray.init(num_cpus=args.concurrency, include_dashboard=False, log_to_driver=False,
-             logging_level="warning")
+    ray.init(
+        num_cpus=args.concurrency,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level="warning",
+    )
     ray.get([ray.remote(lambda: 0).remote() for _ in range(args.concurrency)])  # workers up
     cold = time.perf_counter() - cold
     tmp = Path(tempfile.mkdtemp(prefix="bench-ray-"))
     rows = []
     try:
         for latency in args.latency_ms:
-            asyncio.run(measure("ray", 2, args.concurrency, latency, tmp / "warm"))  # import warm-up
+            asyncio.run(
+                measure("ray", 2, args.concurrency, latency, tmp / "warm")
+            )  # import warm-up
             for backend in ("local", "ray"):
-                rows.append(asyncio.run(measure(backend, args.runs, args.concurrency, latency, tmp)))
+                rows.append(
+                    asyncio.run(measure(backend, args.runs, args.concurrency, latency, tmp))
+                )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         ray.shutdown()
@@ -92,13 +116,17 @@ def main() -> None:
     print("| backend | latency/call | runs (ok) | model calls | concurrency | wall s | runs/s |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['backend']} | {r['latency_ms']:g} ms | {r['runs']} ({r['ok']}) | {r['calls']} "
-              f"| {r['concurrency']} | {r['wall']:.2f} | {r['rate']:.2f} |")
+        print(
+            f"| {r['backend']} | {r['latency_ms']:g} ms | {r['runs']} ({r['ok']}) | {r['calls']} "
+            f"| {r['concurrency']} | {r['wall']:.2f} | {r['rate']:.2f} |"
+        )
     print()
     for latency in args.latency_ms:
         local = next(r for r in rows if r["backend"] == "local" and r["latency_ms"] == latency)
         remote = next(r for r in rows if r["backend"] == "ray" and r["latency_ms"] == latency)
-        print(f"latency {latency:g} ms: ray / local throughput = {remote['rate'] / local['rate']:.2f}")
+        print(
+            f"latency {latency:g} ms: ray / local throughput = {remote['rate'] / local['rate']:.2f}"
+        )
 
 
 if __name__ == "__main__":

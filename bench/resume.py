@@ -30,14 +30,21 @@ EXAMPLE = ROOT / "examples" / "csv-report"
 
 
 def optimizer(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "optimizer", *args], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "optimizer", *args],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def lineage(run_dir: Path) -> list:
     history = json.loads((run_dir / "history.json").read_text())
-    return [{k: v for k, v in item.items() if k not in ("cost_usd", "created_at")}
-            for item in history["iterations"]] + [history["current_best"], history.get("test")]
+    return [
+        {k: v for k, v in item.items() if k not in ("cost_usd", "created_at")}
+        for item in history["iterations"]
+    ] + [history["current_best"], history.get("test")]
 
 
 def ledger_rows(run_dir: Path) -> int:
@@ -88,7 +95,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    common = ("--provider", "sim", "--max-iterations", "2", "--set", f"sim.latency_ms={args.latency_ms:g}")
+    common = (
+        "--provider",
+        "sim",
+        "--max-iterations",
+        "2",
+        "--set",
+        f"sim.latency_ms={args.latency_ms:g}",
+    )
     with tempfile.TemporaryDirectory() as tmp:
         reference, run_dir = Path(tmp) / "reference", Path(tmp) / "run"
         started = time.perf_counter()
@@ -130,18 +144,29 @@ def main() -> None:
         f"Kill -9 and resume: {kills} kills of one simulated run (examples/csv-report, 2 iterations, "
         f"latency {args.latency_ms:g} ms, seed {args.seed})",
         ["measure", "value"],
-        [[f"kills (each 0.2-1.0 s into the work; {args.kills} asked)", str(kills)],
-         ["completed model calls paid twice (0 expected)", str(repeated)],
-         ["ledger rows: interrupted / uninterrupted", f"{rows_run} / {rows_ref}"],
-         ["lineage equals the uninterrupted run's", "yes" if same else "NO"],
-         ["resume: start to lock held, median / max s",
-          f"{statistics.median(lock_s):.2f} / {max(lock_s):.2f}" if lock_s else "-"],
-         ["resume: lock held to first work logged, median / max s",
-          f"{statistics.median(work_s):.2f} / {max(work_s):.2f}" if work_s else "-"],
-         ["resume of a finished run (nothing left to do), s", f"{idle_resume:.2f}"],
-         ["wall: uninterrupted / with kills, s", f"{reference_wall:.1f} / {interrupted_wall:.1f}"]],
-        ["Work in flight at a kill (a run half done, a call not yet answered) is done again; an "
-         "answer already in the ledger never is."],
+        [
+            [f"kills (each 0.2-1.0 s into the work; {args.kills} asked)", str(kills)],
+            ["completed model calls paid twice (0 expected)", str(repeated)],
+            ["ledger rows: interrupted / uninterrupted", f"{rows_run} / {rows_ref}"],
+            ["lineage equals the uninterrupted run's", "yes" if same else "NO"],
+            [
+                "resume: start to lock held, median / max s",
+                f"{statistics.median(lock_s):.2f} / {max(lock_s):.2f}" if lock_s else "-",
+            ],
+            [
+                "resume: lock held to first work logged, median / max s",
+                f"{statistics.median(work_s):.2f} / {max(work_s):.2f}" if work_s else "-",
+            ],
+            ["resume of a finished run (nothing left to do), s", f"{idle_resume:.2f}"],
+            [
+                "wall: uninterrupted / with kills, s",
+                f"{reference_wall:.1f} / {interrupted_wall:.1f}",
+            ],
+        ],
+        [
+            "Work in flight at a kill (a run half done, a call not yet answered) is done again; an "
+            "answer already in the ledger never is."
+        ],
     )
 
 

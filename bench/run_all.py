@@ -28,7 +28,11 @@ SCRIPTS = [
     ("scale.py", [], "lineage, status and report on 200 versions x 50 evals x 3 runs"),
     ("selection.py", [], "false promotions and power of the promotion rule"),
     ("llm_overhead.py", ["--calls", "1000"], "what the model client adds to a call"),
-    ("twins.py", [], "twin runs through sim-server: same requests and lineage; kill -9 repays nothing"),
+    (
+        "twins.py",
+        [],
+        "twin runs through sim-server: same requests and lineage; kill -9 repays nothing",
+    ),
 ]
 
 
@@ -52,18 +56,22 @@ def machine() -> list[str]:
         memory = f"{total_kb / 2**20:.1f} GiB"
     except (OSError, StopIteration, ValueError):
         memory = "unknown"
-    return [f"- CPUs (nproc): {os.cpu_count()}",
-            f"- memory: {memory}",
-            f"- Python: {platform.python_version()} ({sys.executable})",
-            f"- system: {platform.platform()}",
-            f"- date: {datetime.now().astimezone().isoformat(timespec='seconds')}"]
+    return [
+        f"- CPUs (nproc): {os.cpu_count()}",
+        f"- memory: {memory}",
+        f"- Python: {platform.python_version()} ({sys.executable})",
+        f"- system: {platform.platform()}",
+        f"- date: {datetime.now().astimezone().isoformat(timespec='seconds')}",
+    ]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="script names to run (default: all)")
     args = parser.parse_args()
-    chosen = [s for s in all_scripts() if not args.only or s[0] in args.only or s[0][:-3] in args.only]
+    chosen = [
+        s for s in all_scripts() if not args.only or s[0] in args.only or s[0][:-3] in args.only
+    ]
     env = {**os.environ, "COLUMNS": "170", "NO_COLOR": "1", "TERM": "dumb"}
     sections = []
     failed = 0
@@ -78,11 +86,14 @@ def main() -> int:
         status = "" if proc.returncode == 0 else f" — FAILED with exit code {proc.returncode}"
         failed += proc.returncode != 0
         print(output + f"\n({seconds:.0f} s{status})\n", flush=True)
-        sections.append(f"## {script}: {what}\n\n`{shown}` ({seconds:.0f} s{status})\n\n"
-                        f"```\n{output}\n```\n")
-    text = ("# Benchmark results\n\nWritten by `bench/run_all.py` (`make bench`). Every figure comes "
-            "from the offline simulator (provider `sim`), so the ratios, not the dollar amounts, are "
-            "the result.\n\n## Machine\n\n" + "\n".join(machine()) + "\n\n" + "\n".join(sections))
+        sections.append(
+            f"## {script}: {what}\n\n`{shown}` ({seconds:.0f} s{status})\n\n```\n{output}\n```\n"
+        )
+    text = (
+        "# Benchmark results\n\nWritten by `bench/run_all.py` (`make bench`). Every figure comes "
+        "from the offline simulator (provider `sim`), so the ratios, not the dollar amounts, are "
+        "the result.\n\n## Machine\n\n" + "\n".join(machine()) + "\n\n" + "\n".join(sections)
+    )
     if args.only:
         print("--only given: bench/RESULTS.md left as it was")
     else:

@@ -62,8 +62,9 @@ def _clip(x: float) -> float:
 class World:  # the earlier single world, for bench/comparator.py
     """One trial's evals, with runs drawn lazily so the adaptive rule can ask for more."""
 
-    def __init__(self, n_evals: int, delta: float, rng: random.Random, hetero: float,
-                 levels: int = 0) -> None:
+    def __init__(
+        self, n_evals: int, delta: float, rng: random.Random, hetero: float, levels: int = 0
+    ) -> None:
         self.rng, self.levels = rng, levels
         self.parent_mean = [rng.uniform(0.15, 0.85) for _ in range(n_evals)]
         self.child_mean = [m + delta + rng.gauss(0, hetero) for m in self.parent_mean]
@@ -85,10 +86,12 @@ class World:  # the earlier single world, for bench/comparator.py
                 self.child[e].append(self._run(self.child_mean[e]))
                 self.parent[e].append(self._run(self.parent_mean[e]))
 
-    def scores(self, runs: int | dict[int, int]) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
+    def scores(
+        self, runs: int | dict[int, int]
+    ) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
         n = {e: runs if isinstance(runs, int) else runs[e] for e in range(len(self.child))}
-        child = {e: [s for _, s in self.child[e][:n[e]]] for e in range(len(self.child))}
-        parent = {e: [s for _, s in self.parent[e][:n[e]]] for e in range(len(self.parent))}
+        child = {e: [s for _, s in self.child[e][: n[e]]] for e in range(len(self.child))}
+        parent = {e: [s for _, s in self.parent[e][: n[e]]] for e in range(len(self.parent))}
         return child, parent
 
     def judge(self, quality_a: float, quality_b: float, bias: float) -> str:
@@ -144,10 +147,13 @@ class CellResult:
 
 def _tally(verdict: np.ndarray) -> ComparisonTally:
     wins, losses = (verdict > 0).sum(1), (verdict < 0).sum(1)
-    tally = ComparisonTally(child_wins=int(wins.sum()), parent_wins=int(losses.sum()),
-                            pairs=verdict.size)
-    tally.per_eval = {e: {"child_wins": int(w), "parent_wins": int(lost)}
-                      for e, (w, lost) in enumerate(zip(wins, losses, strict=True))}
+    tally = ComparisonTally(
+        child_wins=int(wins.sum()), parent_wins=int(losses.sum()), pairs=verdict.size
+    )
+    tally.per_eval = {
+        e: {"child_wins": int(w), "parent_wins": int(lost)}
+        for e, (w, lost) in enumerate(zip(wins, losses, strict=True))
+    }
     return tally
 
 
@@ -157,9 +163,17 @@ def adaptive(tr: worlds.Trial, claim: str, selection: Selection) -> tuple[int, D
     while True:
         child = dict(enumerate(tr.child[:, :runs].tolist()))
         parent = dict(enumerate(tr.parent[:, :runs].tolist()))
-        decision = decide(child, parent, _tally(tr.verdict[:, :runs]), selection=selection,
-                          rng=_RNG, first_runs=START_RUNS, look=runs, scope=claim,
-                          total_runs=2 * runs * len(child))
+        decision = decide(
+            child,
+            parent,
+            _tally(tr.verdict[:, :runs]),
+            selection=selection,
+            rng=_RNG,
+            first_runs=START_RUNS,
+            look=runs,
+            scope=claim,
+            total_runs=2 * runs * len(child),
+        )
         if not decision.needs_more_runs or decision.next_runs is None:
             return runs, decision
         runs = min(decision.next_runs, worlds.CAP)
@@ -169,15 +183,29 @@ def _oracle(cell: Cell, runs: float) -> tuple[float, float]:
     """(power at `runs`, power at the cap) of the known-variance fixed-sample z test."""
     n, found = cell.n_evals, []
     for t in range(min(cell.trials, ORACLE_TRIALS)):
-        tr = worlds.trial(cell.world, n, cell.delta, cell.claim == "tasks",
-                          (cell.seed, n, round(cell.delta * 1000) + 1000, t, 7), oracle=True)
+        tr = worlds.trial(
+            cell.world,
+            n,
+            cell.delta,
+            cell.claim == "tasks",
+            (cell.seed, n, round(cell.delta * 1000) + 1000, t, 7),
+            oracle=True,
+        )
         found.append((tr.true_d, tr.var_sum))
     normal = NormalDist()
     out = []
     for r in (runs, float(worlds.CAP)):
         if cell.claim == "tasks":
-            out.append(float(np.mean([normal.cdf(d.mean() / np.sqrt(v.sum() / (r * n * n)) - _Z95)
-                                      for d, v in found])))
+            out.append(
+                float(
+                    np.mean(
+                        [
+                            normal.cdf(d.mean() / np.sqrt(v.sum() / (r * n * n)) - _Z95)
+                            for d, v in found
+                        ]
+                    )
+                )
+            )
         else:
             delta = float(np.mean([d.mean() for d, _ in found]))
             tau2 = float(np.mean([d.var(ddof=1) for d, _ in found])) if n > 1 else 0.0
@@ -192,10 +220,19 @@ def _one_look(cell: Cell, runs: float) -> float:
     r, won = max(2, round(runs)), 0
     trials = min(cell.trials, 2 * ORACLE_TRIALS)
     for t in range(trials):
-        tr = worlds.trial(cell.world, cell.n_evals, cell.delta, cell.claim == "tasks",
-                          (cell.seed, cell.n_evals, round(cell.delta * 1000) + 1000, t))
-        test = sequential.score_test(tr.child[:, :r].tolist(), tr.parent[:, :r].tolist(), 0.05,
-                                     "tasks" if cell.claim == "tasks" else "general")
+        tr = worlds.trial(
+            cell.world,
+            cell.n_evals,
+            cell.delta,
+            cell.claim == "tasks",
+            (cell.seed, cell.n_evals, round(cell.delta * 1000) + 1000, t),
+        )
+        test = sequential.score_test(
+            tr.child[:, :r].tolist(),
+            tr.parent[:, :r].tolist(),
+            0.05,
+            "tasks" if cell.claim == "tasks" else "general",
+        )
         won += test.low > 0
     return won / trials
 
@@ -204,8 +241,13 @@ def run_cell(cell: Cell) -> CellResult:
     selection = Selection()
     result = CellResult(cell)
     for t in range(cell.trials):
-        tr = worlds.trial(cell.world, cell.n_evals, cell.delta, cell.claim == "tasks",
-                          (cell.seed, cell.n_evals, round(cell.delta * 1000) + 1000, t))
+        tr = worlds.trial(
+            cell.world,
+            cell.n_evals,
+            cell.delta,
+            cell.claim == "tasks",
+            (cell.seed, cell.n_evals, round(cell.delta * 1000) + 1000, t),
+        )
         runs, decision = adaptive(tr, cell.claim, selection)
         result.runs += runs
         if decision.decision == "won":
@@ -217,9 +259,20 @@ def run_cell(cell: Cell) -> CellResult:
     return result
 
 
-def _find(results: list[CellResult], world: str, n: int, delta: float, claim: str) -> CellResult | None:
-    return next((r for r in results if r.cell.world == world and r.cell.n_evals == n
-                 and abs(r.cell.delta - delta) < 1e-9 and r.cell.claim == claim), None)
+def _find(
+    results: list[CellResult], world: str, n: int, delta: float, claim: str
+) -> CellResult | None:
+    return next(
+        (
+            r
+            for r in results
+            if r.cell.world == world
+            and r.cell.n_evals == n
+            and abs(r.cell.delta - delta) < 1e-9
+            and r.cell.claim == claim
+        ),
+        None,
+    )
 
 
 def _fmt(x: float | None, bound: float | None = None, higher: bool = False) -> str:
@@ -233,34 +286,45 @@ def report(results: list[CellResult], worlds_run: list[str], evals: list[int]) -
     """Per world and eval count, for the claim made by default: the targets of issue 27."""
     made = Selection()
     lines, failures = [], []
-    head = (f"{'world':<12} {'evals':>5} {'claim':<7} | {'equal':>9} {'−0.05':>9} {'runs eq':>8} | "
-            f"{'+0.10':>7} {'runs':>5} {'oracle':>7} {'gap':>9} {'t 1 look':>8} {'oracle@cap':>10} | "
-            f"{'other claim +0.10':>17}")
+    head = (
+        f"{'world':<12} {'evals':>5} {'claim':<7} | {'equal':>9} {'−0.05':>9} {'runs eq':>8} | "
+        f"{'+0.10':>7} {'runs':>5} {'oracle':>7} {'gap':>9} {'t 1 look':>8} {'oracle@cap':>10} | "
+        f"{'other claim +0.10':>17}"
+    )
     lines += [head, "-" * len(head)]
     for world in worlds_run:
         for n in evals:
             claim = claim_scope(made, n)
             other = "general" if claim == "tasks" else "tasks"
             eq, worse = _find(results, world, n, 0.0, claim), _find(results, world, n, -0.05, claim)
-            up, up_other = _find(results, world, n, 0.10, claim), _find(results, world, n, 0.10, other)
+            up, up_other = (
+                _find(results, world, n, 0.10, claim),
+                _find(results, world, n, 0.10, other),
+            )
             gap = up.oracle - up.rate if up else float("nan")
             runs_eq = eq.mean_runs if eq else float("nan")
-            row = (f"{world:<12} {n:>5} {claim:<7} | {_fmt(eq.rate if eq else None, 0.05):>9} "
-                   f"{_fmt(worse.rate if worse else None, 0.01):>9} "
-                   f"{runs_eq:>5.2f}{' ok' if runs_eq <= 4.0 else ' NO':>3} | "
-                   f"{_fmt(up.rate if up else None):>7} {up.mean_runs if up else float('nan'):>5.2f} "
-                   f"{_fmt(up.oracle if up else None):>7} "
-                   f"{(f'{gap:+.1%}' + (' ok' if gap <= 0.10 else ' NO')) if up else '–':>9} "
-                   f"{_fmt(up.one_look if up else None):>8} "
-                   f"{_fmt(up.oracle_cap if up else None):>10} | "
-                   f"{other} {_fmt(up_other.rate if up_other else None):>9}")
+            row = (
+                f"{world:<12} {n:>5} {claim:<7} | {_fmt(eq.rate if eq else None, 0.05):>9} "
+                f"{_fmt(worse.rate if worse else None, 0.01):>9} "
+                f"{runs_eq:>5.2f}{' ok' if runs_eq <= 4.0 else ' NO':>3} | "
+                f"{_fmt(up.rate if up else None):>7} {up.mean_runs if up else float('nan'):>5.2f} "
+                f"{_fmt(up.oracle if up else None):>7} "
+                f"{(f'{gap:+.1%}' + (' ok' if gap <= 0.10 else ' NO')) if up else '–':>9} "
+                f"{_fmt(up.one_look if up else None):>8} "
+                f"{_fmt(up.oracle_cap if up else None):>10} | "
+                f"{other} {_fmt(up_other.rate if up_other else None):>9}"
+            )
             lines.append(row)
             if up and up.oracle_cap < 0.80:
-                failures.append(f"{world}, {n} evals, {claim}: the oracle at the cap of "
-                                f"{worlds.CAP} runs per eval reaches {up.oracle_cap:.0%}")
+                failures.append(
+                    f"{world}, {n} evals, {claim}: the oracle at the cap of "
+                    f"{worlds.CAP} runs per eval reaches {up.oracle_cap:.0%}"
+                )
     lines.append("")
-    lines.append("Cells where +0.10 cannot be found with 80% power by any rule at this budget "
-                 "(even a test that knew the true variances, at 12 runs per eval, falls short):")
+    lines.append(
+        "Cells where +0.10 cannot be found with 80% power by any rule at this budget "
+        "(even a test that knew the true variances, at 12 runs per eval, falls short):"
+    )
     lines += [f"  {f}" for f in failures] or ["  none"]
     return lines
 
@@ -278,22 +342,36 @@ def power_table(results: list[CellResult], evals: list[int], worlds_run: list[st
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=400)
-    p.add_argument("--quick", action="store_true",
-                   help="a CI-sized smoke: 60 trials, 3 and 10 evals, three worlds")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a CI-sized smoke: 60 trials, 3 and 10 evals, three worlds",
+    )
     p.add_argument("--worlds", nargs="*", default=list(worlds.WORLDS), choices=worlds.WORLDS)
     p.add_argument("--evals", type=int, nargs="*", default=list(EVAL_COUNTS))
     p.add_argument("--deltas", type=float, nargs="*", default=list(DELTAS))
-    p.add_argument("--claims", nargs="*", default=["tasks", "general"], choices=("tasks", "general"))
+    p.add_argument(
+        "--claims", nargs="*", default=["tasks", "general"], choices=("tasks", "general")
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--write-power", type=Path, default=None,
-                   help="write the +0.10 power per claim and eval count (median over the worlds)")
+    p.add_argument(
+        "--write-power",
+        type=Path,
+        default=None,
+        help="write the +0.10 power per claim and eval count (median over the worlds)",
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.trials, args.evals = 60, [3, 10]
         args.worlds = ["continuous", "pass/fail", "taste"]
-    cells = [Cell(w, n, d, c, args.trials, args.seed) for w in args.worlds for n in args.evals
-             for d in args.deltas for c in args.claims]
+    cells = [
+        Cell(w, n, d, c, args.trials, args.seed)
+        for w in args.worlds
+        for n in args.evals
+        for d in args.deltas
+        for c in args.claims
+    ]
     started = time.perf_counter()
     if args.workers > 1:
         with ProcessPoolExecutor(args.workers) as pool:
@@ -302,30 +380,44 @@ def main(argv: list[str] | None = None) -> int:
         results = [run_cell(c) for c in cells]
     elapsed = time.perf_counter() - started
     s = Selection()
-    print(f"Promotion rule on a panel of worlds (no model calls): rule={s.rule} "
-          f"confidence={s.confidence} min_effect={s.min_effect} futility={s.futility} "
-          f"runs {START_RUNS}→{s.max_runs_per_eval} per eval; {args.trials} trials a cell "
-          f"(standard error of a 5% rate ≈ {np.sqrt(0.05 * 0.95 / args.trials):.1%}).")
-    print("Targets for the claim made: equal child promoted ≤ 5%, −0.05 child ≤ 1%, runs/eval "
-          "for an equal child ≤ 4.0, power at +0.10 within 10 points of the oracle.")
+    print(
+        f"Promotion rule on a panel of worlds (no model calls): rule={s.rule} "
+        f"confidence={s.confidence} min_effect={s.min_effect} futility={s.futility} "
+        f"runs {START_RUNS}→{s.max_runs_per_eval} per eval; {args.trials} trials a cell "
+        f"(standard error of a 5% rate ≈ {np.sqrt(0.05 * 0.95 / args.trials):.1%})."
+    )
+    print(
+        "Targets for the claim made: equal child promoted ≤ 5%, −0.05 child ≤ 1%, runs/eval "
+        "for an equal child ≤ 4.0, power at +0.10 within 10 points of the oracle."
+    )
     print()
     for line in report(results, args.worlds, args.evals):
         print(line)
     print()
-    print("Every claim, every cell (promoted / by comparator / runs per eval; oracle at the same runs):")
+    print(
+        "Every claim, every cell (promoted / by comparator / runs per eval; oracle at the same runs):"
+    )
     for r in results:
         c = r.cell
-        extra = (f"  oracle {r.oracle:.1%}  t 1 look {r.one_look:.1%}  oracle@cap {r.oracle_cap:.1%}"
-                 if c.delta > 0 else "")
-        print(f"  {c.world:<12} {c.n_evals:>3} evals {c.delta:+.2f} {c.claim:<7} "
-              f"{r.rate:>6.1%} {r.by_comparator / c.trials:>6.1%} {r.mean_runs:>5.2f}{extra}")
+        extra = (
+            f"  oracle {r.oracle:.1%}  t 1 look {r.one_look:.1%}  oracle@cap {r.oracle_cap:.1%}"
+            if c.delta > 0
+            else ""
+        )
+        print(
+            f"  {c.world:<12} {c.n_evals:>3} evals {c.delta:+.2f} {c.claim:<7} "
+            f"{r.rate:>6.1%} {r.by_comparator / c.trials:>6.1%} {r.mean_runs:>5.2f}{extra}"
+        )
     print(f"{len(results) * args.trials} trials in {elapsed:.0f} s.")
     if args.write_power:
         cmd = "bench/selection.py " + " ".join(argv if argv is not None else sys.argv[1:])
-        data = {"effect": 0.10, "source": f".venv/bin/python {cmd.strip()}",
-                "worlds": f"the median over the panel's {len(args.worlds)} worlds "
-                          f"({', '.join(args.worlds)}), {args.trials} trials a cell",
-                "scope": power_table(results, args.evals, args.worlds)}
+        data = {
+            "effect": 0.10,
+            "source": f".venv/bin/python {cmd.strip()}",
+            "worlds": f"the median over the panel's {len(args.worlds)} worlds "
+            f"({', '.join(args.worlds)}), {args.trials} trials a cell",
+            "scope": power_table(results, args.evals, args.worlds),
+        }
         args.write_power.parent.mkdir(parents=True, exist_ok=True)
         tmp = args.write_power.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

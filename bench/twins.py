@@ -75,7 +75,9 @@ class _ProxyHandler(BaseHTTPRequestHandler):
     def _forward(self) -> None:
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
         conn = http.client.HTTPConnection("127.0.0.1", self.server.upstream_port, timeout=600)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+        headers = {
+            k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")
+        }
         try:
             conn.request(self.command, self.path, body=body, headers=headers)
             reply = conn.getresponse()
@@ -128,17 +130,45 @@ def ledger_ok(run_dir: Path) -> set[str]:
 
 def start_sim(seed: int, latency_ms: float) -> tuple[subprocess.Popen, int]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "optimizer", "sim-server", "--port", "0", "--set", f"sim.seed={seed}",
-         "--set", f"sim.latency_ms={latency_ms}"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        [
+            sys.executable,
+            "-m",
+            "optimizer",
+            "sim-server",
+            "--port",
+            "0",
+            "--set",
+            f"sim.seed={seed}",
+            "--set",
+            f"sim.latency_ms={latency_ms}",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     line = proc.stdout.readline()  # "simulated Messages API on http://127.0.0.1:PORT (...)"
     port = int(line.split("http://127.0.0.1:", 1)[1].split()[0])
     return proc, port
 
 
 def command(run_dir: Path, proxy_port: int, iterations: int, seed: int) -> list[str]:
-    return [sys.executable, "-m", "optimizer", "run", str(EXAMPLE), "--provider", "anthropic",
-            "--set", f"llm.base_url=http://127.0.0.1:{proxy_port}", "--set", f"loop.seed={seed}",
-            "--max-iterations", str(iterations), "--run-dir", str(run_dir)]
+    return [
+        sys.executable,
+        "-m",
+        "optimizer",
+        "run",
+        str(EXAMPLE),
+        "--provider",
+        "anthropic",
+        "--set",
+        f"llm.base_url=http://127.0.0.1:{proxy_port}",
+        "--set",
+        f"loop.seed={seed}",
+        "--max-iterations",
+        str(iterations),
+        "--run-dir",
+        str(run_dir),
+    ]
 
 
 def environment() -> dict[str, str]:
@@ -177,50 +207,75 @@ def main() -> int:
             for name in ("a", "b"):
                 runs[name] = Path(tmp) / name
                 t0 = time.monotonic()
-                subprocess.run(command(runs[name], port, args.iterations, args.seed), env=env,
-                               check=True, capture_output=True, cwd=ROOT)
+                subprocess.run(
+                    command(runs[name], port, args.iterations, args.seed),
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    cwd=ROOT,
+                )
                 seconds[name] = time.monotonic() - t0
                 seen[name] = proxy.take()
             asked = {n: Counter((r, s, h) for r, s, h, _ in seen[n]) for n in seen}
             same_requests = asked["a"] == asked["b"]
             same_lineage = lineage(runs["a"]) == lineage(runs["b"])
-            rows += [("requests, twin a / twin b", f"{len(seen['a'])} / {len(seen['b'])}"),
-                     ("seconds, twin a / twin b", f"{seconds['a']:.0f} / {seconds['b']:.0f}"),
-                     ("same request multiset", str(same_requests)),
-                     ("same lineage (history.json)", str(same_lineage))]
+            rows += [
+                ("requests, twin a / twin b", f"{len(seen['a'])} / {len(seen['b'])}"),
+                ("seconds, twin a / twin b", f"{seconds['a']:.0f} / {seconds['b']:.0f}"),
+                ("same request multiset", str(same_requests)),
+                ("same lineage (history.json)", str(same_lineage)),
+            ]
             failed |= not (same_requests and same_lineage)
 
             killed = Path(tmp) / "killed"
             delay = random.Random(args.kill_seed).uniform(0.3, 0.8) * seconds["a"]
-            proc = subprocess.Popen(command(killed, port, args.iterations, args.seed), env=env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+            proc = subprocess.Popen(
+                command(killed, port, args.iterations, args.seed),
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd=ROOT,
+            )
             time.sleep(delay)
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             time.sleep(3 * args.latency_ms / 1000)  # the proxy logs calls in flight once answered
             before, completed = proxy.take(), ledger_ok(killed)
             matched = sum(1 for *_, h, _ in before if h in completed)
-            subprocess.run([sys.executable, "-m", "optimizer", "resume", str(killed)], env=env,
-                           check=True, capture_output=True, cwd=ROOT)
+            subprocess.run(
+                [sys.executable, "-m", "optimizer", "resume", str(killed)],
+                env=env,
+                check=True,
+                capture_output=True,
+                cwd=ROOT,
+            )
             after = proxy.take()
             repaid = [h for _, _, h, _ in after if h in completed]
-            in_flight = {h for _, _, h, _ in before if h not in completed} & {h for *_, h, _ in after}
+            in_flight = {h for _, _, h, _ in before if h not in completed} & {
+                h for *_, h, _ in after
+            }
             same_after_kill = lineage(killed) == lineage(runs["a"])
-            rows += [(f"SIGKILL at {delay:.1f} s: requests before / after resume",
-                      f"{len(before)} / {len(after)}"),
-                     ("  completed before the kill (ledger)", str(len(completed))),
-                     ("  requests before the kill found in the ledger", f"{matched} of {len(before)}"),
-                     ("  in flight at the kill, asked again", str(len(in_flight))),
-                     ("completed calls paid again after resume", str(len(repaid))),
-                     ("same lineage after kill + resume", str(same_after_kill))]
+            rows += [
+                (
+                    f"SIGKILL at {delay:.1f} s: requests before / after resume",
+                    f"{len(before)} / {len(after)}",
+                ),
+                ("  completed before the kill (ledger)", str(len(completed))),
+                ("  requests before the kill found in the ledger", f"{matched} of {len(before)}"),
+                ("  in flight at the kill, asked again", str(len(in_flight))),
+                ("completed calls paid again after resume", str(len(repaid))),
+                ("same lineage after kill + resume", str(same_after_kill)),
+            ]
             failed |= bool(repaid) or not same_after_kill
     finally:
         proxy.shutdown()
         sim.terminate()
         sim.wait()
     width = max(len(k) for k, _ in rows)
-    print(f"twins through sim-server (seed {args.seed}, latency {args.latency_ms:g} ms, "
-          f"{args.iterations} iterations)")
+    print(
+        f"twins through sim-server (seed {args.seed}, latency {args.latency_ms:g} ms, "
+        f"{args.iterations} iterations)"
+    )
     for key, value in rows:
         print(f"  {key.ljust(width)}  {value}")
     print("FAILED" if failed else "OK")

@@ -23,8 +23,7 @@ from rich.table import Table
 from optimizer import sandbox
 from optimizer.sandbox.disk import MB, measure
 
-WRITER = ("i=0; while :; do head -c 10485760 /dev/zero > /workspace/f$i || exit 1; "
-          "i=$((i+1)); done")
+WRITER = "i=0; while :; do head -c 10485760 /dev/zero > /workspace/f$i || exit 1; i=$((i+1)); done"
 
 
 def _fill(folder: Path, files: int, size: int = 1024) -> None:
@@ -55,10 +54,16 @@ def walk_cost(root: Path) -> Table:
 
 
 def overshoot(root: Path, limit_mb: int) -> Table:
-    table = Table(title=f"watcher: a writer of 10 MB files at full speed, limit {limit_mb} MB "
-                        "(5 runs each)")
-    for col in ("mode", "stopped by", "MB on disk when stopped (max)", "overshoot MB (max)",
-                "seconds to stop (median)"):
+    table = Table(
+        title=f"watcher: a writer of 10 MB files at full speed, limit {limit_mb} MB (5 runs each)"
+    )
+    for col in (
+        "mode",
+        "stopped by",
+        "MB on disk when stopped (max)",
+        "overshoot MB (max)",
+        "seconds to stop (median)",
+    ):
         table.add_column(col, justify="right")
     modes = (["bwrap"] if sandbox.bwrap_available() else []) + ["none"]
     for mode in modes:
@@ -73,8 +78,13 @@ def overshoot(root: Path, limit_mb: int) -> Table:
             causes.add(result.resource_limit or result.error or "nothing")
             sizes.append(measure(work).bytes / MB)
             shutil.rmtree(work)
-        table.add_row(mode, ", ".join(sorted(causes)), f"{max(sizes):.0f}",
-                      f"{max(sizes) - limit_mb:.0f}", f"{statistics.median(secs):.2f}")
+        table.add_row(
+            mode,
+            ", ".join(sorted(causes)),
+            f"{max(sizes):.0f}",
+            f"{max(sizes) - limit_mb:.0f}",
+            f"{statistics.median(secs):.2f}",
+        )
     return table
 
 
@@ -91,18 +101,21 @@ def loop_image(root: Path, limit_mb: int) -> list[str]:
     image, mount = root / "ws.img", root / "mnt"
     mount.mkdir()
     try:
-        steps = {"create": _timed(["truncate", "-s", f"{limit_mb}M", str(image)]),
-                 "mkfs.ext4": _timed(["mkfs.ext4", "-q", "-F", str(image)]),
-                 "mount": _timed(["mount", "-o", "loop", str(image), str(mount)]),
-                 "umount": _timed(["umount", str(mount)])}
+        steps = {
+            "create": _timed(["truncate", "-s", f"{limit_mb}M", str(image)]),
+            "mkfs.ext4": _timed(["mkfs.ext4", "-q", "-F", str(image)]),
+            "mount": _timed(["mount", "-o", "loop", str(image), str(mount)]),
+            "umount": _timed(["umount", str(mount)]),
+        }
     except (subprocess.CalledProcessError, OSError) as exc:
         return [f"loop image: does not work here ({exc}); not measured"]
     finally:
         subprocess.run(["umount", str(mount)], capture_output=True, check=False)
     total = sum(steps.values())
     parts = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in steps.items())
-    return [f"loop image per run: {total * 1000:.0f} ms ({parts}); root and a free loop device "
-            "needed"]
+    return [
+        f"loop image per run: {total * 1000:.0f} ms ({parts}); root and a free loop device needed"
+    ]
 
 
 def tmpfs_copy(root: Path) -> Table:
@@ -139,8 +152,10 @@ def main() -> int:
         for line in loop_image(root, args.limit_mb):
             console.print(line)
         console.print(tmpfs_copy(root))
-    console.print("The watcher costs nothing per run and a walk per poll; its overshoot is what "
-                  "a writer adds between two polls (bounded per file by max_file_bytes).")
+    console.print(
+        "The watcher costs nothing per run and a walk per poll; its overshoot is what "
+        "a writer adds between two polls (bounded per file by max_file_bytes)."
+    )
     return 0
 
 

@@ -47,19 +47,32 @@ def _default_run_dir(skill_name: str) -> Path:
 
 
 def start(
-    *, skill_dir: Path, evals_path: Path | None, run_dir: Path | None, from_run: Path | None,
-    target: str, detach: bool, fresh: bool, notify: str | None = None,
-    load: Callable[[dict], config.Loaded], console: Console, dry_run: bool = False,
+    *,
+    skill_dir: Path,
+    evals_path: Path | None,
+    run_dir: Path | None,
+    from_run: Path | None,
+    target: str,
+    detach: bool,
+    fresh: bool,
+    notify: str | None = None,
+    load: Callable[[dict], config.Loaded],
+    console: Console,
+    dry_run: bool = False,
 ) -> int:
     """`optimizer run`: check everything first (nothing is written on bad input), then create
     the workspace and run the loop here or in the background."""
     prompting.check_installed()
     skill = skills.load_skill(skill_dir)
     # A description run is scored by trigger evals ({query, should_trigger}), not evals.json.
-    evalset = (trigger.load(skill_dir, evals_path) if target == "description"
-               else evals.load_evals(skill_dir, evals_path))
+    evalset = (
+        trigger.load(skill_dir, evals_path)
+        if target == "description"
+        else evals.load_evals(skill_dir, evals_path)
+    )
     todo = isinstance(evalset, evals.EvalSet) and skeleton.placeholder_sentence(
-        evalset.source, "replace them before a run spends money on them (evals/README.md says how)")
+        evalset.source, "replace them before a run spends money on them (evals/README.md says how)"
+    )
     if todo:
         raise BadInput(todo)
     loaded = load(evalset.eval_config)
@@ -78,8 +91,10 @@ def start(
     ws = Workspace(run_dir)
     if workspace.started(ws):
         if not fresh:
-            raise BadInput(f"{run_dir}: already holds a run; continue it with `optimizer resume "
-                           f"{run_dir}`, or pick another --run-dir.")
+            raise BadInput(
+                f"{run_dir}: already holds a run; continue it with `optimizer resume "
+                f"{run_dir}`, or pick another --run-dir."
+            )
         _refuse_if_running(ws)
         shutil.rmtree(run_dir)
     elif ws.run_toml.exists() or ws.state_db.exists():  # a `run` killed while creating it
@@ -87,9 +102,16 @@ def start(
         workspace.remove_partial(ws)
     sources = dict(loaded.sources)
     if deadline is not None:  # "07:00" means the next 07:00 from now, also after a resume
-        settings = settings.model_copy(update={"budget": settings.budget.model_copy(
-            update={"deadline": deadline.isoformat(timespec="seconds")})})
-    workspace.create(ws, settings, sources, skill, evalset, skill_dir, evals_path, target, base_best, from_run)
+        settings = settings.model_copy(
+            update={
+                "budget": settings.budget.model_copy(
+                    update={"deadline": deadline.isoformat(timespec="seconds")}
+                )
+            }
+        )
+    workspace.create(
+        ws, settings, sources, skill, evalset, skill_dir, evals_path, target, base_best, from_run
+    )
     console.print(f"run folder: {run_dir}")
     if unconfined:
         console.print(unconfined, style="bold red", markup=False, highlight=False)
@@ -112,30 +134,50 @@ def _warn_small(console: Console, evalset: object, settings: config.Settings) ->
         console.print(f"warning: {small}", style="yellow", markup=False, highlight=False)
 
 
-def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, console: Console,
-           notify: str | None = None) -> int:
+def resume(
+    run_dir: Path,
+    *,
+    overrides: list[str],
+    flags: dict,
+    detach: bool,
+    console: Console,
+    notify: str | None = None,
+) -> int:
     prompting.check_installed()
     ws = Workspace(run_dir)
     if not ws.state_db.exists() or not ws.run_toml.exists():
-        raise BadInput(f"{run_dir}: not a run folder (no state.db and run.toml); start one with "
-                       "`optimizer run SKILL_DIR`.")
+        raise BadInput(
+            f"{run_dir}: not a run folder (no state.db and run.toml); start one with "
+            "`optimizer run SKILL_DIR`."
+        )
     if not workspace.started(ws):
-        raise BadInput(f"{run_dir}: its creation was interrupted before the run began; start it "
-                       "again with the same `optimizer run` command.")
+        raise BadInput(
+            f"{run_dir}: its creation was interrupted before the run began; start it "
+            "again with the same `optimizer run` command."
+        )
     if readonly.count_runs(ws.state_db) == 0:  # the run began (history.json) but its row is gone
-        raise WorkFailed(f"{ws.state_db}: holds no run although the run began (the database was "
-                         "emptied or replaced); restore it from a copy or start a new run.")
+        raise WorkFailed(
+            f"{ws.state_db}: holds no run although the run began (the database was "
+            "emptied or replaced); restore it from a copy or start a new run."
+        )
     try:
         base = tomllib.loads(ws.run_toml.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{ws.run_toml}: not valid TOML ({exc}); restore it or start a new run.") from None
+        raise BadInput(
+            f"{ws.run_toml}: not valid TOML ({exc}); restore it or start a new run."
+        ) from None
     loaded = config.load(base=base, env=os.environ, overrides=overrides, flags=flags)
     settings = loaded.settings
     unconfined = _confinement(settings)
     if flags.get("budget.deadline"):
         at = parse_deadline(flags["budget.deadline"])
-        settings = settings.model_copy(update={"budget": settings.budget.model_copy(
-            update={"deadline": at.isoformat(timespec="seconds") if at else ""})})
+        settings = settings.model_copy(
+            update={
+                "budget": settings.budget.model_copy(
+                    update={"deadline": at.isoformat(timespec="seconds") if at else ""}
+                )
+            }
+        )
     if loaded.sources != {k: "run.toml" for k in loaded.sources}:
         write_text(ws.run_toml, runtoml.to_toml(settings, loaded.sources))
     _refuse_if_running(ws)
@@ -145,7 +187,9 @@ def resume(run_dir: Path, *, overrides: list[str], flags: dict, detach: bool, co
     # A damaged state.db gets no line here: opening it for the loop says so, in one sentence.
     with suppress(sqlite3.DatabaseError):
         console.print(resume_point(ws, settings), markup=False, highlight=False)
-        grown = outlook.resume_note(ws.root, readonly.run_row(ws.state_db) or {}, settings.model_dump(mode="json"))
+        grown = outlook.resume_note(
+            ws.root, readonly.run_row(ws.state_db) or {}, settings.model_dump(mode="json")
+        )
         if grown:  # the evals grew since the start: they are for the next run, never this one
             console.print(grown, markup=False, highlight=False)
     spend.announce(console, ws, preview.for_workspace(ws, settings), keep=False)
@@ -163,26 +207,45 @@ def _confinement(settings: config.Settings) -> str | None:
 def _refuse_if_running(ws: Workspace) -> None:
     pid = running_pid(ws)
     if pid is not None:
-        raise BadInput(f"{ws.root}: a daemon is already running on this run folder (pid {pid}); "
-                       f"stop it first with `optimizer stop {ws.root}`.")
+        raise BadInput(
+            f"{ws.root}: a daemon is already running on this run folder (pid {pid}); "
+            f"stop it first with `optimizer stop {ws.root}`."
+        )
 
 
 def _spawn(ws: Workspace, console: Console, notify: str | None = None) -> int:
     out = open(ws.root / "daemon.out", "ab")  # noqa: SIM115 - handed to the child
     child = subprocess.Popen(
-        [sys.executable, "-m", "optimizer", "resume", str(ws.root),
-         *(["--notify", notify] if notify else [])],
-        stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "optimizer",
+            "resume",
+            str(ws.root),
+            *(["--notify", notify] if notify else []),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=out,
+        start_new_session=True,
     )
     out.close()
     console.print(f"running in the background as pid {child.pid}")
-    console.print(f"  watch:  optimizer status {ws.root}\n  log:    {ws.log}\n"
-                  f"  stop:   optimizer stop {ws.root}")
+    console.print(
+        f"  watch:  optimizer status {ws.root}\n  log:    {ws.log}\n"
+        f"  stop:   optimizer stop {ws.root}"
+    )
     return 0
 
 
-def _foreground_summarised(ws: Workspace, settings: config.Settings, console: Console, *,
-                           resumed: bool = False, notify: str | None = None) -> int:
+def _foreground_summarised(
+    ws: Workspace,
+    settings: config.Settings,
+    console: Console,
+    *,
+    resumed: bool = False,
+    notify: str | None = None,
+) -> int:
     """The run here, then summary.md once the lock is released (held, it would read as live)."""
     try:
         return _foreground(ws, settings, console, resumed=resumed)
@@ -191,8 +254,9 @@ def _foreground_summarised(ws: Workspace, settings: config.Settings, console: Co
             summary.at_end(ws.root, notify, console)
 
 
-def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
-                resumed: bool = False) -> int:
+def _foreground(
+    ws: Workspace, settings: config.Settings, console: Console, *, resumed: bool = False
+) -> int:
     from optimizer.model import factory as llm
     from optimizer.search import engine
     from optimizer.search.stops import SignalFlag
@@ -216,11 +280,19 @@ def _foreground(ws: Workspace, settings: config.Settings, console: Console, *,
                 resumes.record_resume(store, settings)
             client = llm.make_client(settings, store, budget_usd=settings.budget.usd)
             target = TARGETS[(store.run_row() or {}).get("target") or "body"]
-            asyncio.run(engine.optimize(ws, store, client, settings, open_target=target,
-                                        flag=flag, console=console))
+            asyncio.run(
+                engine.optimize(
+                    ws, store, client, settings, open_target=target, flag=flag, console=console
+                )
+            )
         except WorkFailed as exc:
-            with suppress(Exception), store.atomic():  # best effort: the database may be what failed
-                store.table("runs").update(ws.root.name, {"status": "failed", "last_error": str(exc)})
+            with (
+                suppress(Exception),
+                store.atomic(),
+            ):  # best effort: the database may be what failed
+                store.table("runs").update(
+                    ws.root.name, {"status": "failed", "last_error": str(exc)}
+                )
             raise
         finally:
             signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -58,7 +58,9 @@ def redact(value: Any, name: str | None = None) -> Any:
             return MASK
         return _mask_text(value)
     if isinstance(value, Mapping):  # a key can be text a model or a server wrote, too
-        return {_mask_text(k) if isinstance(k, str) else k: redact(v, str(k)) for k, v in value.items()}
+        return {
+            _mask_text(k) if isinstance(k, str) else k: redact(v, str(k)) for k, v in value.items()
+        }
     if isinstance(value, list | tuple | set | frozenset):
         return [redact(v, name) for v in value]
     if value is None or isinstance(value, bool | int | float):
@@ -179,9 +181,19 @@ class _Sinks:
             try:
                 line = render(None, method, dict(event)) + "\n"
             except Exception as exc:  # noqa: BLE001 - logging never raises into its caller
-                line = render(None, method, {"event": str(event.get("event")), "level": event.get("level"),
-                                             "timestamp": event.get("timestamp"),
-                                             "log_error": f"fields not rendered: {type(exc).__name__}"}) + "\n"
+                line = (
+                    render(
+                        None,
+                        method,
+                        {
+                            "event": str(event.get("event")),
+                            "level": event.get("level"),
+                            "timestamp": event.get("timestamp"),
+                            "log_error": f"fields not rendered: {type(exc).__name__}",
+                        },
+                    )
+                    + "\n"
+                )
             handler.acquire()
             try:
                 stream = getattr(handler, "stream", None)
@@ -217,7 +229,12 @@ def configure(log_path: Path | None, *, console: bool, level: int = logging.INFO
     if log_path is not None:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         renderer = structlog.processors.JSONRenderer(serializer=_json_line)
-        sinks.append((_handler(_RunLogHandler(log_path, encoding="utf-8"), renderer, logging.DEBUG), renderer))
+        sinks.append(
+            (
+                _handler(_RunLogHandler(log_path, encoding="utf-8"), renderer, logging.DEBUG),
+                renderer,
+            )
+        )
     if console:
         renderer = _console_renderer(sys.stderr)
         sinks.append((_handler(logging.StreamHandler(sys.stderr), renderer, level), renderer))

@@ -62,13 +62,16 @@ def price_key(rest: str, origin: str) -> tuple[str, str | None]:
     elif rest.rpartition(".")[2] in PRICE_FIELDS:
         model, _, field = rest.rpartition(".")
     if not model or (field is not None and field not in PRICE_FIELDS):
-        raise BadInput(f"{origin}: expected prices.<model>.<field> with a field of "
-                       f"{', '.join(PRICE_FIELDS)}, e.g. --set 'prices.\"qwen2.5:0.5b\".input=0'.")
+        raise BadInput(
+            f"{origin}: expected prices.<model>.<field> with a field of "
+            f"{', '.join(PRICE_FIELDS)}, e.g. --set 'prices.\"qwen2.5:0.5b\".input=0'."
+        )
     return model, field
 
 
-def set_price(tree: dict, sources: dict, model: str, field: str | None, value: Any,
-               origin: str) -> None:
+def set_price(
+    tree: dict, sources: dict, model: str, field: str | None, value: Any, origin: str
+) -> None:
     """One model's price, merged over what a lower layer gave it; a price of 0 means free."""
     entry = tree.setdefault("prices", {}).setdefault(model, {})
     if field is not None or isinstance(value, Mapping):
@@ -76,9 +79,11 @@ def set_price(tree: dict, sources: dict, model: str, field: str | None, value: A
     elif not isinstance(value, bool) and str(value).strip() in ("0", "0.0"):
         entry.update(dict.fromkeys(PRICE_FIELDS, 0.0))
     else:
-        raise BadInput(f"{origin}: prices.{quoted(model)} = {value!r} is not a price; give its "
-                       f"fields ({', '.join(PRICE_FIELDS)}, USD per million tokens), or 0 for a "
-                       "free model.")
+        raise BadInput(
+            f"{origin}: prices.{quoted(model)} = {value!r} is not a price; give its "
+            f"fields ({', '.join(PRICE_FIELDS)}, USD per million tokens), or 0 for a "
+            "free model."
+        )
     sources[f"prices.{model}"] = origin
 
 
@@ -90,7 +95,9 @@ def env_prices(name: str, raw: str) -> dict:
     except ValueError:
         prices = None
     if not isinstance(prices, dict):
-        raise BadInput(f"environment variable {name}: expected OPTIMIZER_PRICES set to a JSON "
-                       'object, e.g. OPTIMIZER_PRICES=\'{"qwen2.5:0.5b": 0, "my-model": {"input": '
-                       '1.0, "output": 2.0}}\' (USD per million tokens; 0 = free).')
+        raise BadInput(
+            f"environment variable {name}: expected OPTIMIZER_PRICES set to a JSON "
+            'object, e.g. OPTIMIZER_PRICES=\'{"qwen2.5:0.5b": 0, "my-model": {"input": '
+            '1.0, "output": 2.0}}\' (USD per million tokens; 0 = free).'
+        )
     return prices

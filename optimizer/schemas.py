@@ -787,8 +787,15 @@ class RuleDecision(_Exact):
     next_runs: int | None = None  # the next look's runs per eval, when more were wanted
     alpha: float | None = None  # the decision's whole false-promotion budget (the night's share)
 
-    @field_serializer("delta", "swap_consistency", "judge_error_rate", "look_alpha",
-                      "comparator_p", "promotion_power", "alpha")
+    @field_serializer(
+        "delta",
+        "swap_consistency",
+        "judge_error_rate",
+        "look_alpha",
+        "comparator_p",
+        "promotion_power",
+        "alpha",
+    )
     def _rounded(self, value: float | None) -> float | None:
         return _six(value)
 
@@ -878,10 +885,17 @@ def _selection_shape(value: Any) -> str:
     return stage if stage in KNOWN_STAGES else "target"
 
 
-class SelectionFile(RootModel[Annotated[
-        Annotated[ScreenSelection, Tag("screening")] | Annotated[BenchmarkSelection, Tag("benchmark")]
-        | Annotated[ProbeSelection, Tag("probe")] | Annotated[TargetSelection, Tag("target")],
-        Discriminator(_selection_shape)]]):
+class SelectionFile(
+    RootModel[
+        Annotated[
+            Annotated[ScreenSelection, Tag("screening")]
+            | Annotated[BenchmarkSelection, Tag("benchmark")]
+            | Annotated[ProbeSelection, Tag("probe")]
+            | Annotated[TargetSelection, Tag("target")],
+            Discriminator(_selection_shape),
+        ]
+    ]
+):
     """selection.json, one exact shape per stage the product knows, and the engine's fields for
     a target's own stage."""
 
@@ -979,13 +993,17 @@ class Candidate(_Exact):
 class CandidatesFile(_Exact):
     skill_name: str
     candidates: list[Candidate] = []
+
+
 class SummaryNumbers(_Exact):
     """One comparison of the final best with v0: scores, their difference and its interval."""
 
     v0: float | None = None
     best: float | None = None
     delta: float | None = None
-    low: float | None = None  # the interval of delta over evals (Student-t), None when it cannot be made
+    low: float | None = (
+        None  # the interval of delta over evals (Student-t), None when it cannot be made
+    )
     high: float | None = None
     confidence: float
     evals: int
@@ -1011,7 +1029,9 @@ class MorningSummary(_Exact):
     scope: str | None = None
     train: SummaryNumbers | None = None
     sealed: SummaryNumbers | None = None
-    decision: str | None = None  # the best's own decision against its parent, as selection.json says
+    decision: str | None = (
+        None  # the best's own decision against its parent, as selection.json says
+    )
     diff: str | None = None
     spent_usd: float
     budget_usd: float | None = None

@@ -41,8 +41,11 @@ BOUNDARY_LEN = 24  # hex digits: 96 bits
 _ATTR = re.compile(r'([a-zA-Z_][\w-]*)="([^"]*)"')
 # A data section, found left to right: the first opening whose own closing line follows wins, so
 # whatever sits inside it (a forged section, a fake boundary) is content, never structure.
-_DATA = re.compile(rf'<([\w-]+)((?:\s+[\w-]+="[^"]*")*?)\s+boundary="([0-9a-f]{{{BOUNDARY_LEN}}})">\n'
-                   r'(.*?)\n</\1 boundary="\3">', re.S)
+_DATA = re.compile(
+    rf'<([\w-]+)((?:\s+[\w-]+="[^"]*")*?)\s+boundary="([0-9a-f]{{{BOUNDARY_LEN}}})">\n'
+    r'(.*?)\n</\1 boundary="\3">',
+    re.S,
+)
 
 
 def parse_tags(text: str, name: str) -> list[tuple[dict[str, str], str]]:
@@ -54,12 +57,12 @@ def parse_tags(text: str, name: str) -> list[tuple[dict[str, str], str]]:
         if m.group(1) == name:
             found.append((m.start(), _attrs(m.group(2)), m.group(4)))
         # Blanked at equal length, so positions in `masked` are positions in `text`.
-        pieces += [text[done: m.start()], " " * (m.end() - m.start())]
+        pieces += [text[done : m.start()], " " * (m.end() - m.start())]
         done = m.end()
     masked = "".join([*pieces, text[done:]])
     pattern = re.compile(rf"<{name}((?:\s+[\w-]+=\"[^\"]*\")*)\s*>\n?(.*?)\n?</{name}>", re.S)
     for m in pattern.finditer(masked):
-        found.append((m.start(), _attrs(m.group(1)), text[m.start(2): m.end(2)]))
+        found.append((m.start(), _attrs(m.group(1)), text[m.start(2) : m.end(2)]))
     return [(attrs, content) for _, attrs, content in sorted(found, key=lambda f: f[0])]
 
 

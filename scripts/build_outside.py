@@ -18,17 +18,26 @@ from typing import Any
 from setuptools import build_meta as _setuptools
 from setuptools.build_meta import *  # noqa: F403 - every hook this module does not wrap
 
-HOOKS = ("get_requires_for_build_wheel", "get_requires_for_build_sdist",
-         "prepare_metadata_for_build_wheel", "build_wheel", "build_sdist",
-         "get_requires_for_build_editable", "prepare_metadata_for_build_editable", "build_editable")
+HOOKS = (
+    "get_requires_for_build_wheel",
+    "get_requires_for_build_sdist",
+    "prepare_metadata_for_build_wheel",
+    "build_wheel",
+    "build_sdist",
+    "get_requires_for_build_editable",
+    "prepare_metadata_for_build_editable",
+    "build_editable",
+)
 
 
 @contextmanager
 def _outside() -> Iterator[None]:
     with tempfile.TemporaryDirectory(prefix="skill-optimizer-build-") as tmp:
         extra = Path(tmp) / "setup.cfg"
-        extra.write_text(f"[build]\nbuild_base = {Path(tmp) / 'build'}\n\n"
-                         f"[egg_info]\negg_base = {tmp}\n", encoding="utf-8")
+        extra.write_text(
+            f"[build]\nbuild_base = {Path(tmp) / 'build'}\n\n[egg_info]\negg_base = {tmp}\n",
+            encoding="utf-8",
+        )
         before = os.environ.get("DIST_EXTRA_CONFIG")
         os.environ["DIST_EXTRA_CONFIG"] = str(extra)
         try:

@@ -20,13 +20,21 @@ from optimizer.store.db import Store
 # The longest files, started first: pytest-xdist hands files to its workers in collection order
 # (--dist loadfile), and the real-model tier (100 s on one core) started last would leave the
 # other worker idle for most of it. Longest first: the tail of the suite is short files.
-LONGEST_FIRST = ("test_real_model.py", "test_daemon.py", "test_security.py", "test_crash.py",
-                 "test_disk_faults.py", "test_bad_input.py")
+LONGEST_FIRST = (
+    "test_real_model.py",
+    "test_daemon.py",
+    "test_security.py",
+    "test_crash.py",
+    "test_disk_faults.py",
+    "test_bad_input.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: files keep their order
+    items.sort(
+        key=lambda item: rank.get(item.path.name, len(rank))
+    )  # stable: files keep their order
 
 
 def _skip_text(report: pytest.CollectReport | pytest.TestReport) -> str:
@@ -40,8 +48,10 @@ def _fail_the_skip(report: pytest.CollectReport | pytest.TestReport) -> None:
     if report.skipped and tiers.required() and not hasattr(report, "wasxfail"):
         why = _skip_text(report)
         report.outcome = "failed"
-        report.longrepr = (f"tier {tiers.tier_of(why)} did not run, and {tiers.REQUIRE_ALL}=1 "
-                           f"requires every tier: {why}")
+        report.longrepr = (
+            f"tier {tiers.tier_of(why)} did not run, and {tiers.REQUIRE_ALL}=1 "
+            f"requires every tier: {why}"
+        )
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -62,8 +72,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # ty
     counts = Counter(tiers.tier_of(_skip_text(r)) for r in skipped)
     if counts:
         listed = ", ".join(f"{tier} ({n} tests)" for tier, n in sorted(counts.items()))
-        terminalreporter.write_line(f"tiers that did not run: {listed}; see README.md (Tests), "
-                                    f"CI runs them all ({tiers.REQUIRE_ALL}=1)", yellow=True)
+        terminalreporter.write_line(
+            f"tiers that did not run: {listed}; see README.md (Tests), "
+            f"CI runs them all ({tiers.REQUIRE_ALL}=1)",
+            yellow=True,
+        )
 
 
 async def no_wait(_seconds: float) -> None:

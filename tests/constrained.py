@@ -56,42 +56,73 @@ def bounded(schema: Any, defs: dict[str, Any]) -> dict[str, Any]:
     if kind == "object":
         required = list(schema.get("required", []))
         props = schema.get("properties", {})
-        return {"type": "object", "additionalProperties": False, "required": required,
-                "properties": {k: bounded(props[k], defs) for k in required}}
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": required,
+            "properties": {k: bounded(props[k], defs) for k in required},
+        }
     if kind == "array":
         low = int(schema.get("minItems", 0))
-        return {"type": "array", "items": bounded(schema.get("items", {}), defs),
-                "minItems": low, "maxItems": max(1, low)}
+        return {
+            "type": "array",
+            "items": bounded(schema.get("items", {}), defs),
+            "minItems": low,
+            "maxItems": max(1, low),
+        }
     if kind == "string":
         return {"type": "string", "maxLength": TEXT_MAX}
     if kind in ("number", "integer"):  # whole numbers in a small range: no endless digits
-        return {"type": "integer", "minimum": max(0, schema.get("minimum", 0)),
-                "maximum": min(10, schema.get("maximum", 10))}
+        return {
+            "type": "integer",
+            "minimum": max(0, schema.get("minimum", 0)),
+            "maximum": min(10, schema.get("maximum", 10)),
+        }
     return {k: v for k, v in schema.items() if k in ("type",)}
 
 
-def constrain(role: str, schema: dict[str, Any], request_text: str,
-              expectations: Sequence[str]) -> dict[str, Any]:
+def constrain(
+    role: str, schema: dict[str, Any], request_text: str, expectations: Sequence[str]
+) -> dict[str, Any]:
     """The response format for one forced-tool request of `role`."""
     defs = schema.get("$defs", {})
     out = bounded(schema, defs)
     if role == "grader":
         named = [t for t in expectations if t in request_text]
         out["properties"]["expectations"] = {
-            "type": "array", "minItems": len(named), "maxItems": len(named),
-            "prefixItems": [{"type": "object", "additionalProperties": False,
-                             "required": ["text", "passed", "evidence"],
-                             "properties": {"text": {"const": t}, "passed": {"type": "boolean"},
-                                            "evidence": {"type": "string", "maxLength": TEXT_MAX}}}
-                            for t in named]}
+            "type": "array",
+            "minItems": len(named),
+            "maxItems": len(named),
+            "prefixItems": [
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["text", "passed", "evidence"],
+                    "properties": {
+                        "text": {"const": t},
+                        "passed": {"type": "boolean"},
+                        "evidence": {"type": "string", "maxLength": TEXT_MAX},
+                    },
+                }
+                for t in named
+            ],
+        }
     if role == "proposer":  # one edit the product can apply: a short new file in the skill
         out["properties"]["edits"] = {
-            "type": "array", "minItems": 1, "maxItems": 1,
-            "items": {"type": "object", "additionalProperties": False,
-                      "required": ["path", "action", "content"],
-                      "properties": {"path": {"const": NOTE_PATH}, "action": {"const": "write"},
-                                     "content": {"type": "string", "minLength": 1,
-                                                 "maxLength": TEXT_MAX}}}}
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 1,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["path", "action", "content"],
+                "properties": {
+                    "path": {"const": NOTE_PATH},
+                    "action": {"const": "write"},
+                    "content": {"type": "string", "minLength": 1, "maxLength": TEXT_MAX},
+                },
+            },
+        }
     return out
 
 
@@ -114,25 +145,50 @@ def chat_request(body: dict[str, Any], response_format: dict[str, Any]) -> dict[
 
     # llama.cpp's own converter (llguidance here), told to write JSON without whitespace: a small
     # model otherwise spends half its tokens on indentation.
-    compact = {**response_format, "x-guidance": {"whitespace_flexible": False,
-                                                 "key_separator": ":", "item_separator": ","}}
-    return {"model": body["model"], "messages": messages, "max_tokens": body["max_tokens"],
-            "temperature": 0, "grammar": xllamacpp.json_schema_to_grammar(json.dumps(compact))}
+    compact = {
+        **response_format,
+        "x-guidance": {"whitespace_flexible": False, "key_separator": ":", "item_separator": ","},
+    }
+    return {
+        "model": body["model"],
+        "messages": messages,
+        "max_tokens": body["max_tokens"],
+        "temperature": 0,
+        "grammar": xllamacpp.json_schema_to_grammar(json.dumps(compact)),
+    }
 
 
 def message_reply(body: dict[str, Any], tool: str, chat: dict[str, Any]) -> dict[str, Any]:
     choice = chat["choices"][0]
     text = choice["message"].get("content") or ""
-    usage = {"input_tokens": chat["usage"]["prompt_tokens"],
-             "output_tokens": chat["usage"]["completion_tokens"]}
+    usage = {
+        "input_tokens": chat["usage"]["prompt_tokens"],
+        "output_tokens": chat["usage"]["completion_tokens"],
+    }
     if choice.get("finish_reason") == "length":  # cut: the product sees a cut answer
         content, stop = [{"type": "text", "text": text}], "max_tokens"
     else:
-        content, stop = [{"type": "tool_use", "id": "toolu_constrained", "name": tool,
-                          "input": json.loads(text)}], "tool_use"
-    return {"id": "msg_constrained", "type": "message", "role": "assistant",
-            "model": body["model"], "content": content, "stop_reason": stop,
-            "stop_sequence": None, "usage": usage}
+        content, stop = (
+            [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_constrained",
+                    "name": tool,
+                    "input": json.loads(text),
+                }
+            ],
+            "tool_use",
+        )
+    return {
+        "id": "msg_constrained",
+        "type": "message",
+        "role": "assistant",
+        "model": body["model"],
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": usage,
+    }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -145,7 +201,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.startswith("/v1/messages") and choice.get("type") == "tool":
             self._constrained(body, choice["name"])
             return
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+        headers = {
+            k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")
+        }
         status, answer = self._post(self.path.split("?", 1)[0], raw, headers)
         self._send(status, answer)
 
@@ -154,9 +212,11 @@ class _Handler(BaseHTTPRequestHandler):
         schema = next(t["input_schema"] for t in body["tools"] if t["name"] == tool)
         asked = json.dumps(body.get("system")) + json.dumps(body["messages"])
         fmt = constrain(role, schema, asked, self.server.expectations)
-        status, answer = self._post("/v1/chat/completions",
-                                    json.dumps(chat_request(body, fmt)).encode(),
-                                    {"content-type": "application/json"})
+        status, answer = self._post(
+            "/v1/chat/completions",
+            json.dumps(chat_request(body, fmt)).encode(),
+            {"content-type": "application/json"},
+        )
         if status != 200:
             self._send(status, answer)
             return
@@ -167,8 +227,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, json.dumps(reply).encode())
 
     def _post(self, path: str, raw: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-        request = urllib.request.Request(self.server.upstream + path, data=raw, method="POST",
-                                         headers=headers)
+        request = urllib.request.Request(
+            self.server.upstream + path, data=raw, method="POST", headers=headers
+        )
         try:
             with urllib.request.urlopen(request, timeout=300) as reply:
                 return reply.status, reply.read()

@@ -31,8 +31,13 @@ class Recording(Simulator):
     """The simulator behind a transport that delays each call by `delay(role, sample, body)`
     seconds and keeps every request it answers (role, sample, canonical body)."""
 
-    def __init__(self, *, delay: Callable[[str, int, bytes], float] | None = None,
-                 proposal: dict | None = None, **knobs) -> None:
+    def __init__(
+        self,
+        *,
+        delay: Callable[[str, int, bytes], float] | None = None,
+        proposal: dict | None = None,
+        **knobs,
+    ) -> None:
         super().__init__(**knobs)
         self.delay = delay
         self.proposal = proposal  # when set, every proposer call answers with this tool input
@@ -138,9 +143,15 @@ class _Forward(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.bodies.append(json.loads(raw))
         # End-to-end headers go on (the key, the role): the upstream may check them.
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
-        request = urllib.request.Request(self.server.upstream + self.path.split("?", 1)[0],
-                                         data=raw, method="POST", headers=headers)
+        headers = {
+            k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")
+        }
+        request = urllib.request.Request(
+            self.server.upstream + self.path.split("?", 1)[0],
+            data=raw,
+            method="POST",
+            headers=headers,
+        )
         try:
             with urllib.request.urlopen(request, timeout=300) as reply:
                 status, body, kind = reply.status, reply.read(), reply.headers.get("content-type")

@@ -56,7 +56,9 @@ def serve(fd: int) -> None:
                 break
             if pid == 0:
                 break
-            sock.send(json.dumps({"exited": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
+            sock.send(
+                json.dumps({"exited": pid, "code": os.waitstatus_to_exitcode(status)}).encode()
+            )
 
 
 def _child(request: dict[str, Any], fds: list[int]) -> None:
@@ -110,10 +112,15 @@ class Launcher:
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))}
-        self.process = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), str(theirs.fileno())],
-                                        pass_fds=[theirs.fileno()], env=env,
-                                        stdin=subprocess.DEVNULL)
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))
+        }
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
         theirs.close()
         self.sock = ours
         self.lock = threading.Lock()  # one request at a time: its reply is the next "started"
@@ -144,15 +151,19 @@ class Launcher:
     def alive(self) -> bool:
         return self.process.poll() is None and -1 not in self.started
 
-    def start(self, args: list[str], *, cwd: Path, env: dict[str, str], stdout: IO[Any],
-              stderr: IO[Any]) -> Forked:
+    def start(
+        self, args: list[str], *, cwd: Path, env: dict[str, str], stdout: IO[Any], stderr: IO[Any]
+    ) -> Forked:
         with self.lock:
             self.next_id += 1
             request = {"id": self.next_id, "args": args, "cwd": str(cwd), "env": env}
-            socket.send_fds(self.sock, [json.dumps(request).encode()], [stdout.fileno(), stderr.fileno()])
+            socket.send_fds(
+                self.sock, [json.dumps(request).encode()], [stdout.fileno(), stderr.fileno()]
+            )
             with self.changed:
-                self.changed.wait_for(lambda: self.next_id in self.started or -1 in self.started,
-                                      timeout=60)
+                self.changed.wait_for(
+                    lambda: self.next_id in self.started or -1 in self.started, timeout=60
+                )
                 pid = self.started.pop(self.next_id, None)
         if pid is None:
             raise RuntimeError("the test launcher did not start the command")
@@ -191,8 +202,9 @@ _launcher: Launcher | None = None
 _guard = threading.Lock()
 
 
-def launch(args: list[str], *, cwd: Path, env: dict[str, str], stdout: IO[Any],
-           stderr: IO[Any]) -> Forked:
+def launch(
+    args: list[str], *, cwd: Path, env: dict[str, str], stdout: IO[Any], stderr: IO[Any]
+) -> Forked:
     """`optimizer ARGS` as a process of its own, forked from this test process's launcher."""
     global _launcher
     with _guard:

@@ -17,28 +17,56 @@ class Session:
         self.id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{cwd}{start}"))
         self.start = start
         self.lines: list[dict[str, Any]] = [
-            {"type": "queue-operation", "operation": "enqueue", "timestamp": start, "sessionId": self.id}]
+            {
+                "type": "queue-operation",
+                "operation": "enqueue",
+                "timestamp": start,
+                "sessionId": self.id,
+            }
+        ]
         self.tick = 0
 
     def _base(self, kind: str) -> dict[str, Any]:
         self.tick += 1
         stamp = self.start[:17] + f"{self.tick:02d}" + self.start[19:]
-        return {"type": kind, "uuid": str(uuid.uuid4()), "sessionId": self.id, "timestamp": stamp,
-                "cwd": str(self.cwd), "isSidechain": False, "userType": "external", "version": "2.1.330"}
+        return {
+            "type": kind,
+            "uuid": str(uuid.uuid4()),
+            "sessionId": self.id,
+            "timestamp": stamp,
+            "cwd": str(self.cwd),
+            "isSidechain": False,
+            "userType": "external",
+            "version": "2.1.330",
+        }
 
     def user(self, text: str) -> Session:
         self.lines.append({**self._base("user"), "message": {"role": "user", "content": text}})
         return self
 
     def meta(self, text: str) -> Session:
-        self.lines.append({**self._base("user"), "isMeta": True,
-                           "message": {"role": "user", "content": [{"type": "text", "text": text}]}})
+        self.lines.append(
+            {
+                **self._base("user"),
+                "isMeta": True,
+                "message": {"role": "user", "content": [{"type": "text", "text": text}]},
+            }
+        )
         return self
 
-    def tool(self, name: str, tool_input: dict[str, Any], result: str = "ok", *, error: bool = False) -> Session:
+    def tool(
+        self, name: str, tool_input: dict[str, Any], result: str = "ok", *, error: bool = False
+    ) -> Session:
         tid = f"toolu_{len(self.lines)}"
-        self.lines.append({**self._base("assistant"), "message": {
-            "role": "assistant", "content": [{"type": "tool_use", "id": tid, "name": name, "input": tool_input}]}})
+        self.lines.append(
+            {
+                **self._base("assistant"),
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": tid, "name": name, "input": tool_input}],
+                },
+            }
+        )
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tid, "content": result}
         if error:
             block["is_error"] = True
@@ -47,11 +75,17 @@ class Session:
 
     def skill(self, name: str, skill_dir: Path) -> Session:
         self.tool("Skill", {"skill": name}, f"Launching skill: {name}")
-        return self.meta(f"Base directory for this skill: {skill_dir}\n\n# {name}\n\nDo the work well.")
+        return self.meta(
+            f"Base directory for this skill: {skill_dir}\n\n# {name}\n\nDo the work well."
+        )
 
     def say(self, text: str) -> Session:
-        self.lines.append({**self._base("assistant"), "message": {
-            "role": "assistant", "content": [{"type": "text", "text": text}]}})
+        self.lines.append(
+            {
+                **self._base("assistant"),
+                "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+            }
+        )
         return self
 
     def write(self, projects: Path) -> Path:

@@ -33,8 +33,13 @@ class Rec:
     status: str = "ok"
 
 
-def outcome(ev: Eval, results: list[bool], *, clarity: int | None = None, status: str = "ok") -> GradeOutcome:
-    items = [s.GradedExpectation(text=t, passed=p, evidence="e") for t, p in zip(ev.expectations, results, strict=True)]
+def outcome(
+    ev: Eval, results: list[bool], *, clarity: int | None = None, status: str = "ok"
+) -> GradeOutcome:
+    items = [
+        s.GradedExpectation(text=t, passed=p, evidence="e")
+        for t, p in zip(ev.expectations, results, strict=True)
+    ]
     passed = sum(results)
     rate = passed / len(results)
     rubric = None
@@ -44,14 +49,30 @@ def outcome(ev: Eval, results: list[bool], *, clarity: int | None = None, status
         rubric = s.RubricSummary(weighted_mean=clarity or 0, normalized=normalized)
     grading = s.Grading(
         expectations=items,
-        summary=s.PassSummary(passed=passed, failed=len(results) - passed, total=len(results), pass_rate=rate),
+        summary=s.PassSummary(
+            passed=passed, failed=len(results) - passed, total=len(results), pass_rate=rate
+        ),
         rubric_scores={"clarity": s.RubricScore(score=clarity, evidence="x")} if clarity else None,
         rubric_summary=rubric,
     )
-    score = None if status == "judge_error" else scoring.run_score(rate, normalized, bool(ev.rubric), Scoring())
-    return GradeOutcome(status, grading, s.Structural(expectations=[], summary=s.PassSummary(
-        passed=0, failed=0, total=0, pass_rate=0), gate_passed=True), rate, normalized, score,
-        "bad reply" if status == "judge_error" else None)
+    score = (
+        None
+        if status == "judge_error"
+        else scoring.run_score(rate, normalized, bool(ev.rubric), Scoring())
+    )
+    return GradeOutcome(
+        status,
+        grading,
+        s.Structural(
+            expectations=[],
+            summary=s.PassSummary(passed=0, failed=0, total=0, pass_rate=0),
+            gate_passed=True,
+        ),
+        rate,
+        normalized,
+        score,
+        "bad reply" if status == "judge_error" else None,
+    )
 
 
 def run(ev, config, n, results, time, tokens, **kw):
@@ -77,9 +98,17 @@ def dataset() -> dict[str, list]:
 
 
 def bench(data=None) -> s.Benchmark:
-    return aggregate("demo", [E1, E2], data or dataset(), skill_path="/skills/demo", executor_model="m1",
-                     analyzer_model="m2", timestamp="2026-11-21T00:00:00Z", runs_per_configuration=2,
-                     simulated=True)
+    return aggregate(
+        "demo",
+        [E1, E2],
+        data or dataset(),
+        skill_path="/skills/demo",
+        executor_model="m1",
+        analyzer_model="m2",
+        timestamp="2026-11-21T00:00:00Z",
+        runs_per_configuration=2,
+        simulated=True,
+    )
 
 
 def test_summary_numbers_match_hand_computation():
@@ -91,7 +120,9 @@ def test_summary_numbers_match_hand_computation():
     assert (ws.pass_rate.min, ws.pass_rate.max) == (0.5, 1.0)
     assert wo.pass_rate.mean == 0.375 and wo.pass_rate.stddev == 0.25
     low, high = stats.mean_ci([0.75, 0.5], bounds=(0.0, 1.0))
-    assert ws.pass_rate.model_extra["ci_low"] == round(low, 4) == 0.0  # t(1 df) reaches past 0 and 1
+    assert (
+        ws.pass_rate.model_extra["ci_low"] == round(low, 4) == 0.0
+    )  # t(1 df) reaches past 0 and 1
     assert ws.pass_rate.model_extra["ci_high"] == round(high, 4) == 1.0
     assert ws.pass_rate.model_extra["ci_evals"] == 2
     # time and tokens keep the judge_error run: the executor spent them
@@ -106,8 +137,11 @@ def test_summary_numbers_match_hand_computation():
     assert ws.rubric_normalized.mean == 0.8 and wo.rubric_normalized.mean == 0.4
     assert ws.rubric_dimensions["clarity"].mean == 4 and wo.rubric_dimensions["clarity"].mean == 2
     assert b.run_summary.delta == {
-        "pass_rate": "+0.25", "time_seconds": "+17.5", "tokens": "+175",
-        "rubric_normalized": "+0.40", "overall_efficiency": "+0.29",  # .715 - .42 = .2949…
+        "pass_rate": "+0.25",
+        "time_seconds": "+17.5",
+        "tokens": "+175",
+        "rubric_normalized": "+0.40",
+        "overall_efficiency": "+0.29",  # .715 - .42 = .2949…
     }
 
 
@@ -116,18 +150,44 @@ def test_runs_counts_and_per_eval_table():
     extra = b.model_extra
     assert extra["judge_errors"] == 1 and extra["exec_errors"] == 0
     assert [(r.eval_id, r.configuration, r.run_number) for r in b.runs] == [
-        (1, "with_skill", 1), (1, "with_skill", 2), (1, "without_skill", 1), (1, "without_skill", 2),
-        (2, "with_skill", 1), (2, "with_skill", 2), (2, "without_skill", 1), (2, "without_skill", 2),
+        (1, "with_skill", 1),
+        (1, "with_skill", 2),
+        (1, "without_skill", 1),
+        (1, "without_skill", 2),
+        (2, "with_skill", 1),
+        (2, "with_skill", 2),
+        (2, "without_skill", 1),
+        (2, "without_skill", 2),
     ]
     first = b.runs[0]
-    assert first.result.model_dump() == {"pass_rate": 1.0, "passed": 2, "failed": 0, "total": 2,
-                                         "time_seconds": 10.0, "tokens": 100, "tool_calls": 0, "errors": 0}
-    assert b.runs[5].model_extra["status"] == "judge_error" and b.runs[5].notes[0].startswith("judge_error")
+    assert first.result.model_dump() == {
+        "pass_rate": 1.0,
+        "passed": 2,
+        "failed": 0,
+        "total": 2,
+        "time_seconds": 10.0,
+        "tokens": 100,
+        "tool_calls": 0,
+        "errors": 0,
+    }
+    assert b.runs[5].model_extra["status"] == "judge_error" and b.runs[5].notes[0].startswith(
+        "judge_error"
+    )
     per = {row["eval_id"]: row for row in extra["per_eval"]}
-    assert per[1]["with_skill"] == {"mean": 0.75, "pass_rate": 0.75, "runs": 2, "judge_errors": 0,
-                                    "unscored": 0}
-    assert per[2]["with_skill"] == {"mean": 0.68, "pass_rate": 0.5, "runs": 2, "judge_errors": 1,
-                                    "unscored": 0}
+    assert per[1]["with_skill"] == {
+        "mean": 0.75,
+        "pass_rate": 0.75,
+        "runs": 2,
+        "judge_errors": 0,
+        "unscored": 0,
+    }
+    assert per[2]["with_skill"] == {
+        "mean": 0.68,
+        "pass_rate": 0.5,
+        "runs": 2,
+        "judge_errors": 1,
+        "unscored": 0,
+    }
     assert per[1]["delta"] == "+0.25" and per[2]["delta"] == "+0.34"
     assert b.metadata.evals_run == [1, 2] and b.metadata.model_extra["simulated"] is True
     s.Benchmark.model_validate(b.model_dump(mode="json"))  # what write_json checks
@@ -141,9 +201,17 @@ def test_delta_does_not_depend_on_order():
         for runs in data.values():
             rng.shuffle(runs)
         reordered = dict(reversed(list(data.items())))  # without_skill first
-        got = aggregate("demo", [E2, E1], reordered, skill_path="/skills/demo", executor_model="m1",
-                        analyzer_model="m2", timestamp="2026-11-21T00:00:00Z", runs_per_configuration=2,
-                        simulated=True)
+        got = aggregate(
+            "demo",
+            [E2, E1],
+            reordered,
+            skill_path="/skills/demo",
+            executor_model="m1",
+            analyzer_model="m2",
+            timestamp="2026-11-21T00:00:00Z",
+            runs_per_configuration=2,
+            simulated=True,
+        )
         assert got.model_dump(mode="json") == base
 
 
@@ -165,17 +233,31 @@ def test_analyst_notes():
     assert ("skill_not_invoked", 1, None) in kinds
     assert ("skill_hurts", 1, None) not in kinds
     cost = next(n for n in notes if n.kind == "cost")
-    assert cost.text == ("The skill costs +17.5 s and +175 tokens per run on average, and changes the "
-                         "pass rate by +0.25")
+    assert cost.text == (
+        "The skill costs +17.5 s and +175 tokens per run on average, and changes the "
+        "pass rate by +0.25"
+    )
     assert bench().notes == [n.text for n in notes]
 
 
 def test_skill_hurts_and_exec_errors():
     data = {
-        "with_skill": [run(E1, "with_skill", 1, [False, False], 1, 1),
-                       (E1, Rec("with_skill", 2, 1, 1, True, "error"),
-                        GradeOutcome("exec_error", outcome(E1, [False, False]).grading,
-                                     outcome(E1, [False, False]).structural, 0.0, None, 0.0, "run failed: x"))],
+        "with_skill": [
+            run(E1, "with_skill", 1, [False, False], 1, 1),
+            (
+                E1,
+                Rec("with_skill", 2, 1, 1, True, "error"),
+                GradeOutcome(
+                    "exec_error",
+                    outcome(E1, [False, False]).grading,
+                    outcome(E1, [False, False]).structural,
+                    0.0,
+                    None,
+                    0.0,
+                    "run failed: x",
+                ),
+            ),
+        ],
         "without_skill": [run(E1, "without_skill", 1, [True, False], 1, 1)],
     }
     b = aggregate("demo", [E1], data, timestamp="t")
@@ -212,7 +294,9 @@ def test_scoring_helpers():
     assert scoring.run_score(0.5, 0.8, True, Scoring()) == pytest.approx(0.68)
     assert scoring.run_score(0.5, None, False, Scoring()) == 0.5
     low, high = stats.mean_ci([0.5, 0.7, 0.9])
-    assert (low, high) == pytest.approx((0.7 - 4.3027 * 0.2 / math.sqrt(3), 0.7 + 4.3027 * 0.2 / math.sqrt(3)), abs=1e-3)
+    assert (low, high) == pytest.approx(
+        (0.7 - 4.3027 * 0.2 / math.sqrt(3), 0.7 + 4.3027 * 0.2 / math.sqrt(3)), abs=1e-3
+    )
     assert stats.mean_ci([0.4]) == (0.4, 0.4)
     assert stats.t_quantile(0.975, 1) == pytest.approx(12.7062, abs=1e-3)
 
@@ -220,19 +304,40 @@ def test_scoring_helpers():
 def test_intervals_stay_inside_what_a_metric_can_take_and_say_how_many_evals():
     """A report once showed a score of 0.315 [-0.922, 1.552] and 95% CI -79.2 s–109.0 s."""
     e3 = Eval(id=3, name="Three", prompt="p3", expectations=["A3", "B3"], rubric=[DIM])
-    data = {"with_skill": [run(E1, "with_skill", 1, [True, True], 1, 10),
-                           run(E2, "with_skill", 1, [False, False], 180, 9000, clarity=1),
-                           run(e3, "with_skill", 1, [True, True], 2, 20, clarity=5)]}
-    b = aggregate("demo", [E1, E2, e3], data, skill_path="/s", executor_model="m", analyzer_model="m",
-                  timestamp="2026-11-21T00:00:00Z", runs_per_configuration=1, simulated=False)
+    data = {
+        "with_skill": [
+            run(E1, "with_skill", 1, [True, True], 1, 10),
+            run(E2, "with_skill", 1, [False, False], 180, 9000, clarity=1),
+            run(e3, "with_skill", 1, [True, True], 2, 20, clarity=5),
+        ]
+    }
+    b = aggregate(
+        "demo",
+        [E1, E2, e3],
+        data,
+        skill_path="/s",
+        executor_model="m",
+        analyzer_model="m",
+        timestamp="2026-11-21T00:00:00Z",
+        runs_per_configuration=1,
+        simulated=False,
+    )
     ws = b.run_summary.with_skill
-    for name, (low, high) in {"pass_rate": (0, 1), "overall_efficiency": (0, 1), "rubric_normalized": (0, 1),
-                              "time_seconds": (0, math.inf), "tokens": (0, math.inf)}.items():
+    for name, (low, high) in {
+        "pass_rate": (0, 1),
+        "overall_efficiency": (0, 1),
+        "rubric_normalized": (0, 1),
+        "time_seconds": (0, math.inf),
+        "tokens": (0, math.inf),
+    }.items():
         extra = getattr(ws, name).model_extra
         assert low <= extra["ci_low"] <= extra["ci_high"] <= high, name
     raw_low = stats.mean_ci([1.0, 180.0, 2.0])[0]
     assert raw_low < 0 and ws.time_seconds.model_extra["ci_low"] == 0.0
-    assert ws.pass_rate.model_extra["ci_evals"] == 3 and ws.rubric_normalized.model_extra["ci_evals"] == 2
+    assert (
+        ws.pass_rate.model_extra["ci_evals"] == 3
+        and ws.rubric_normalized.model_extra["ci_evals"] == 2
+    )
     dim = ws.rubric_dimensions["clarity"].model_extra
     assert 1 <= dim["ci_low"] <= dim["ci_high"] <= 5
     assert ws.pass_rate.mean == pytest.approx(2 / 3, abs=1e-4)  # the mean itself is untouched
@@ -241,7 +346,13 @@ def test_intervals_stay_inside_what_a_metric_can_take_and_say_how_many_evals():
 
 
 def test_one_eval_gives_no_interval_rather_than_a_zero_wide_one():
-    b = bench({"with_skill": [run(E1, "with_skill", 1, [True, False], 10, 100),
-                              run(E1, "with_skill", 2, [True, True], 20, 100)]})
+    b = bench(
+        {
+            "with_skill": [
+                run(E1, "with_skill", 1, [True, False], 10, 100),
+                run(E1, "with_skill", 2, [True, True], 20, 100),
+            ]
+        }
+    )
     assert "ci_low" not in b.run_summary.with_skill.overall_efficiency.model_extra
     assert "CI" not in render_markdown(b)

@@ -35,14 +35,26 @@ def test_a_share_goes_to_the_largest_variance_of_d_first_ties_by_eval_id():
 def test_the_allotment_does_not_depend_on_the_order_of_the_evals():
     keys = list(CHILD)
     random.Random(1).shuffle(keys)
-    shuffled = allot({k: CHILD[k] for k in keys}, {k: PARENT[k] for k in reversed(keys)},
-                     {k: 3 for k in keys}, look=3, mode="informative", share=0.5)
+    shuffled = allot(
+        {k: CHILD[k] for k in keys},
+        {k: PARENT[k] for k in reversed(keys)},
+        {k: 3 for k in keys},
+        look=3,
+        mode="informative",
+        share=0.5,
+    )
     assert shuffled == allot(CHILD, PARENT, COUNTS, look=3, mode="informative", share=0.5)
 
 
 def test_an_eval_without_scores_on_both_sides_is_the_least_settled():
-    more = allot({1: [0.5, 0.6], 2: []}, {1: [0.5, 0.7], 2: [0.4]}, {1: 2, 2: 2}, look=2,
-                 mode="informative", share=0.5)
+    more = allot(
+        {1: [0.5, 0.6], 2: []},
+        {1: [0.5, 0.7], 2: [0.4]},
+        {1: 2, 2: 2},
+        look=2,
+        mode="informative",
+        share=0.5,
+    )
     assert more.to == {2: 3}
 
 
@@ -50,8 +62,9 @@ def test_the_look_numbers_the_alpha_spent_not_the_fewest_runs():
     child = {**CHILD, 2: CHILD[2] + [0.6], 3: CHILD[3] + [0.6]}
     parent = {**PARENT, 2: PARENT[2] + [0.5], 3: PARENT[3] + [0.5]}
     at3 = decide(child, parent, None, selection=Selection(), rng=random.Random(0), first_runs=3)
-    at4 = decide(child, parent, None, selection=Selection(), rng=random.Random(0), first_runs=3,
-                 look=4)
+    at4 = decide(
+        child, parent, None, selection=Selection(), rng=random.Random(0), first_runs=3, look=4
+    )
     assert at3.runs == at4.runs == 3 and at4.max_runs == 4
     assert at4.look_alpha > at3.look_alpha  # the second look's share, not the first's again
 
@@ -59,8 +72,9 @@ def test_the_look_numbers_the_alpha_spent_not_the_fewest_runs():
 def test_runs_grow_to_the_next_look():
     more = allot(CHILD, PARENT, COUNTS, look=4, mode="all", share=1.0, to_runs=6)
     assert more.to == dict.fromkeys(CHILD, 5) and more.look == 6  # from 3 runs: two more each
-    assert allot(CHILD, PARENT, dict.fromkeys(CHILD, 4), look=4, mode="all", share=1.0,
-                 to_runs=6).to == dict.fromkeys(CHILD, 6)
+    assert allot(
+        CHILD, PARENT, dict.fromkeys(CHILD, 4), look=4, mode="all", share=1.0, to_runs=6
+    ).to == dict.fromkeys(CHILD, 6)
 
 
 def test_selection_json_says_where_runs_went_and_validates():
@@ -70,8 +84,9 @@ def test_selection_json_says_where_runs_went_and_validates():
     d = decide(CHILD, PARENT, None, selection=Selection(), rng=random.Random(0), first_runs=3)
     d = d.model_copy(update={"added_runs": [AddedRuns.model_validate(more.as_json())]})
     data = d.model_dump(mode="json")
-    assert data["added_runs"] == [{"runs": 4, "to": [2, 3], "skipped_identical": [1, 4],
-                                   "skipped_low_variance": []}]
+    assert data["added_runs"] == [
+        {"runs": 4, "to": [2, 3], "skipped_identical": [1, 4], "skipped_low_variance": []}
+    ]
     SelectionFile.model_validate({**data, "stage": "benchmark", "parent": "v0"})
     note = uneven_note({1: 3, 2: 4, 3: 4, 4: 3}, [more])
     assert "from 3 to 4" in note and "evals 1, 4 had all runs identical" in note

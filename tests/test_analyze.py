@@ -45,13 +45,27 @@ def skills(root):
 
 
 TALLY = ComparisonTally(
-    child_wins=4, parent_wins=1, ties=1, inconsistent=2, errors=0, pairs=8,
+    child_wins=4,
+    parent_wins=1,
+    ties=1,
+    inconsistent=2,
+    errors=0,
+    pairs=8,
     swap_consistency=0.75,
-    reasons=[{"eval_id": 1, "run": 1, "verdict": "child", "output_a": "parent",
-              "reasoning": "Output B names every region; output A names none."}],
+    reasons=[
+        {
+            "eval_id": 1,
+            "run": 1,
+            "verdict": "child",
+            "output_a": "parent",
+            "reasoning": "Output B names every region; output A names none.",
+        }
+    ],
 )
-FAILED = [(1, "The summary names the northern, southern and western regions", 2),
-          (2, "The explanation gives the churn rate `7%`", 3)]
+FAILED = [
+    (1, "The summary names the northern, southern and western regions", 2),
+    (2, "The explanation gives the churn rate `7%`", 3),
+]
 
 
 @pytest.fixture
@@ -74,8 +88,13 @@ async def test_analysis_json_from_the_unblinded_comparison(tmp_path, recorded):
     winner, loser = skills(tmp_path)
     out = tmp_path / "v1" / "analysis.json"
     result = await analyze(
-        client, winner_skill=winner, loser_skill=loser, winner_label="v1", loser_label="v0",
-        tally=TALLY, failed_expectations=FAILED,
+        client,
+        winner_skill=winner,
+        loser_skill=loser,
+        winner_label="v1",
+        loser_label="v0",
+        tally=TALLY,
+        failed_expectations=FAILED,
         transcripts={"v1 eval-1 run-1": "Read SKILL.md\n" + "step\n" * 3000},
         out_path=out,
         costs=[EvalCost(eval_id=1, pass_rate=0.5, tokens=12_345, turns=7.0, runs=3)],
@@ -92,7 +111,9 @@ async def test_analysis_json_from_the_unblinded_comparison(tmp_path, recorded):
     text = json.loads(body)["messages"][0]["content"]
     assert str(tmp_path) not in body
     assert {a["path"] for a, _ in parse_tags(section(text, "winner_skill"), "file")} >= {
-        "SKILL.md", "scripts/check.py"}
+        "SKILL.md",
+        "scripts/check.py",
+    }
     assert 'binary="true"' in text and "\\x89PNG" not in text
     assert '<failure eval="2" count="3">' in text
     # The tally is told in the versions' names: the child (v1) won 4, the parent (v0) 1.
@@ -101,22 +122,32 @@ async def test_analysis_json_from_the_unblinded_comparison(tmp_path, recorded):
     # The proposer's evidence of cost reaches the analyzer too, and shapes its suggestions.
     assert "eval 1: pass rate 0.50, 12,345 tokens, 7.0 turns" in section(text, "eval_costs")
     assert "scripts/profile.py" in section(text, "repeated_work")
-    assert any(s.category == "tools" and "scripts/profile.py" in s.suggestion
-               for s in data.improvement_suggestions)
+    assert any(
+        s.category == "tools" and "scripts/profile.py" in s.suggestion
+        for s in data.improvement_suggestions
+    )
 
 
 class Refusing:
     async def structured(self, role, **kw):
-        raise StructuredAnswerError(role=role, tool_name=kw["tool_name"],
-                                    first_error="bad", second_error="bad again")
+        raise StructuredAnswerError(
+            role=role, tool_name=kw["tool_name"], first_error="bad", second_error="bad again"
+        )
 
 
 async def test_a_failed_analysis_writes_nothing(tmp_path, log_capture):
     winner, loser = skills(tmp_path)
     out = tmp_path / "v1" / "analysis.json"
     result = await analyze(
-        Refusing(), winner_skill=winner, loser_skill=loser, winner_label="v1",
-        loser_label="v0", tally=TALLY, failed_expectations=FAILED, transcripts={}, out_path=out,
+        Refusing(),
+        winner_skill=winner,
+        loser_skill=loser,
+        winner_label="v1",
+        loser_label="v0",
+        tally=TALLY,
+        failed_expectations=FAILED,
+        transcripts={},
+        out_path=out,
     )
     assert result is None and not out.exists()
     assert any(e["event"] == "analyze.failed" and e["log_level"] == "warning" for e in log_capture)

@@ -12,7 +12,18 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "optimizer"
 # The stages of docs/design.md §4 in order: each may import the stages before it, never one after it.
-STAGES = ("inputs", "store", "sim", "model", "sandbox", "execute", "grade", "search", "grow", "report")
+STAGES = (
+    "inputs",
+    "store",
+    "sim",
+    "model",
+    "sandbox",
+    "execute",
+    "grade",
+    "search",
+    "grow",
+    "report",
+)
 # Flat contract modules every stage may import; they import only each other.
 SHARED = ("errors", "config", "prices", "schemas", "logs", "tags")
 # Entry points: they may import anything, and only they may import each other.
@@ -37,7 +48,8 @@ MODULES = modules()
 def _type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def imports(name: str, *, typing: bool = False) -> list[tuple[str, str | None, int]]:
@@ -54,7 +66,9 @@ def imports(name: str, *, typing: bool = False) -> list[tuple[str, str | None, i
                 visit(child)
             return
         if isinstance(node, ast.Import):
-            found.extend((a.name, None, node.lineno) for a in node.names if a.name.startswith("optimizer"))
+            found.extend(
+                (a.name, None, node.lineno) for a in node.names if a.name.startswith("optimizer")
+            )
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -63,7 +77,11 @@ def imports(name: str, *, typing: bool = False) -> list[tuple[str, str | None, i
             if base.startswith("optimizer"):
                 for alias in node.names:
                     sub = f"{base}.{alias.name}"
-                    found.append((sub, None, node.lineno) if sub in MODULES else (base, alias.name, node.lineno))
+                    found.append(
+                        (sub, None, node.lineno)
+                        if sub in MODULES
+                        else (base, alias.name, node.lineno)
+                    )
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -82,10 +100,15 @@ def rank(stage: str) -> int | None:
 
 
 def test_no_module_imports_another_modules_private_names():
-    bad = [f"{name}:{line} takes {taken} from {target}"
-           for name in MODULES for target, taken, line in imports(name)
-           if taken is not None and taken.startswith("_") and not taken.startswith("__")
-           and target != name]
+    bad = [
+        f"{name}:{line} takes {taken} from {target}"
+        for name in MODULES
+        for target, taken, line in imports(name)
+        if taken is not None
+        and taken.startswith("_")
+        and not taken.startswith("__")
+        and target != name
+    ]
     assert bad == []
 
 
@@ -109,11 +132,15 @@ def test_stages_import_only_the_stages_above_them():
 def test_there_is_no_import_cycle():
     """Type-only imports count: two modules that need each other's types are one module, or need
     a protocol between them."""
-    graph = {name: sorted({t for t, _, _ in imports(name, typing=True) if t in MODULES and t != name})
-             for name in MODULES}
+    graph = {
+        name: sorted({t for t, _, _ in imports(name, typing=True) if t in MODULES and t != name})
+        for name in MODULES
+    }
     # A package's __init__ imports its own modules to export them; that is not a cycle of code.
-    graph = {n: [t for t in ts if not (MODULES[n].name == "__init__.py" and t.startswith(n + "."))]
-             for n, ts in graph.items()}
+    graph = {
+        n: [t for t in ts if not (MODULES[n].name == "__init__.py" and t.startswith(n + "."))]
+        for n, ts in graph.items()
+    }
     state: dict[str, int] = {}
     cycles: list[list[str]] = []
 
@@ -121,7 +148,7 @@ def test_there_is_no_import_cycle():
         state[node] = 1
         for nxt in graph[node]:
             if state.get(nxt) == 1:
-                cycles.append(path[path.index(nxt):] + [nxt])
+                cycles.append(path[path.index(nxt) :] + [nxt])
             elif nxt not in state:
                 walk(nxt, path + [nxt])
         state[node] = 2
@@ -136,21 +163,30 @@ def test_no_query_matches_run_keys_as_text():
     """A run's parts are columns (store/keys.py); matching key text breaks on run-10 and hides
     the query from the index."""
     like = re.compile(r"\bkey\s+like\b", re.IGNORECASE)
-    found = [f"{name}:{i}" for name, path in MODULES.items()
-             for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if like.search(line)]
+    found = [
+        f"{name}:{i}"
+        for name, path in MODULES.items()
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if like.search(line)
+    ]
     assert found == []
 
 
 def test_modules_stay_small_and_few_stay_flat():
     long = {n: len(p.read_text(encoding="utf-8").splitlines()) for n, p in MODULES.items()}
     assert {n: k for n, k in long.items() if k > MAX_LINES and n not in LONGER} == {}
-    flat = [n for n, p in MODULES.items() if p.parent == PACKAGE and p.stem not in ("__init__", "__main__")]
+    flat = [
+        n
+        for n, p in MODULES.items()
+        if p.parent == PACKAGE and p.stem not in ("__init__", "__main__")
+    ]
     assert len(flat) <= MAX_FLAT, flat
     assert set(flat) <= {f"optimizer.{m}" for m in (*SHARED, *ENTRY)}, flat
 
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_every_stage_says_what_it_owns_and_may_import(stage):
-    doc = ast.get_docstring(ast.parse((PACKAGE / stage / "__init__.py").read_text(encoding="utf-8")))
+    doc = ast.get_docstring(
+        ast.parse((PACKAGE / stage / "__init__.py").read_text(encoding="utf-8"))
+    )
     assert doc and len(doc) > 120 and "import" in doc, f"optimizer/{stage}/__init__.py"

@@ -47,19 +47,31 @@ async def stage(tmp: Path, settings: Settings, sim: Simulator, store: Store | No
     client = make_client(settings, store, simulator=sim, sleep=no_wait)
     evalset = load_evals(EXAMPLE)
     executor = get_executor("anthropic", settings, client=client)
-    grader = Grader(store, client, settings, evalset, executor, skill_name="csv-report",
-                    inputs_root=EXAMPLE)
+    grader = Grader(
+        store, client, settings, evalset, executor, skill_name="csv-report", inputs_root=EXAMPLE
+    )
     try:
-        results = await grader.grade(jobs_for([1, 2], 2, prefix="v0/", root=ws.root,
-                                              configuration="with_skill", skill_dir=ws.skill("v0"),
-                                              version="v0"), scope="v0")
+        results = await grader.grade(
+            jobs_for(
+                [1, 2],
+                2,
+                prefix="v0/",
+                root=ws.root,
+                configuration="with_skill",
+                skill_dir=ws.skill("v0"),
+                version="v0",
+            ),
+            scope="v0",
+        )
     finally:
         await client.aclose()
     return results, store
 
 
 def rows(store: Store, role: str) -> list[dict]:
-    return store.query("select * from calls where role = ? and outcome = 'ok' order by hash", [role])
+    return store.query(
+        "select * from calls where role = ? and outcome = 'ok' order by hash", [role]
+    )
 
 
 async def test_a_stage_of_judge_calls_is_one_batch_joined_by_custom_id(tmp_path):
@@ -82,7 +94,9 @@ async def test_a_stage_of_judge_calls_is_one_batch_joined_by_custom_id(tmp_path)
     for e in (1, 2):  # each run got its own answer back: the same grading as without batches
         assert [(s.status, s.score) for s in batched[e]] == [(s.status, s.score) for s in direct[e]]
     for b, d in zip(graders, rows(plain, "grader"), strict=True):
-        assert json.loads(b["response_json"])["content"] == json.loads(d["response_json"])["content"]
+        assert (
+            json.loads(b["response_json"])["content"] == json.loads(d["response_json"])["content"]
+        )
 
 
 async def test_cost_is_recorded_at_the_batch_rate(tmp_path):
@@ -90,9 +104,12 @@ async def test_cost_is_recorded_at_the_batch_rate(tmp_path):
     _, store = await stage(tmp_path, settings, Simulator(seed=0))
     price = settings.price(settings.models.grader)
     for row in rows(store, "grader"):
-        standard = (row["input_tokens"] * price.input + row["output_tokens"] * price.output
-                    + row["cache_write_tokens"] * price.cache_write
-                    + row["cache_read_tokens"] * price.cache_read) / 1e6
+        standard = (
+            row["input_tokens"] * price.input
+            + row["output_tokens"] * price.output
+            + row["cache_write_tokens"] * price.cache_write
+            + row["cache_read_tokens"] * price.cache_read
+        ) / 1e6
         assert row["cost_usd"] == pytest.approx(standard * batching.BATCH_PRICE_FACTOR)
     assert preview.BATCH_PRICE_FACTOR == batching.BATCH_PRICE_FACTOR
     assert preview.BATCH_ROLES == batching.BATCH_ROLES
@@ -114,15 +131,20 @@ async def test_errored_and_expired_items_are_sent_directly_at_the_standard_price
 
 def comparator_request(n: int) -> dict:
     text = f"<task>Write report {n}</task>\n<output_a>alpha {n}</output_a>\n<output_b>beta {n}</output_b>"
-    return {"system": load_prompt("comparator").render(), "schema": Comparison,
-            "tool_name": "submit_comparison", "messages": [{"role": "user", "content": text}]}
+    return {
+        "system": load_prompt("comparator").render(),
+        "schema": Comparison,
+        "tool_name": "submit_comparison",
+        "messages": [{"role": "user", "content": text}],
+    }
 
 
 async def test_calls_without_a_stage_go_as_one_batch_once_they_stop_coming(settings, store):
     sim = Simulator(seed=0)
     client = make_client(settings_for(True), store, simulator=sim, sleep=no_wait)
-    answers = await asyncio.gather(*(client.structured("comparator", **comparator_request(n))
-                                     for n in range(5)))
+    answers = await asyncio.gather(
+        *(client.structured("comparator", **comparator_request(n)) for n in range(5))
+    )
     await client.aclose()
     assert sim.batches.stats.created == 1 and sim.batches.stats.requests == 5
     assert all(a.winner in ("A", "B", "TIE") for a in answers)
@@ -170,14 +192,25 @@ async def test_a_server_without_batches_turns_batch_mode_off(settings, store, lo
 
     async def handler(request: httpx2.Request) -> httpx2.Response:
         if request.url.path.startswith("/v1/messages/batches"):
-            return httpx2.Response(404, json={"type": "error", "error": {
-                "type": "not_found_error", "message": "Not found"}})
+            return httpx2.Response(
+                404,
+                json={
+                    "type": "error",
+                    "error": {"type": "not_found_error", "message": "Not found"},
+                },
+            )
         return await inner.handle_async_request(request)
 
-    sdk = anthropic.AsyncAnthropic(api_key="k", base_url="http://sim.invalid", max_retries=0,
-                                   http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))
+    sdk = anthropic.AsyncAnthropic(
+        api_key="k",
+        base_url="http://sim.invalid",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+    )
     client = build_client(settings_for(True), store, sdk, simulated=True, sleep=no_wait)
-    await asyncio.gather(*(client.structured("comparator", **comparator_request(n)) for n in range(2)))
+    await asyncio.gather(
+        *(client.structured("comparator", **comparator_request(n)) for n in range(2))
+    )
     await client.structured("comparator", **comparator_request(9))
     await client.aclose()
     assert sim.stats.by_role["comparator"] == 3 and not client.batch.handles("comparator")
@@ -198,26 +231,38 @@ def faulty_batches(sim: Simulator, faults: dict[tuple[str, str], list]) -> anthr
             if queued:
                 fault = queued.pop(0)
                 if isinstance(fault, int):
-                    return httpx2.Response(fault, json={"type": "error", "error": {
-                        "type": "overloaded_error", "message": "Overloaded"}})
+                    return httpx2.Response(
+                        fault,
+                        json={
+                            "type": "error",
+                            "error": {"type": "overloaded_error", "message": "Overloaded"},
+                        },
+                    )
                 raise fault(f"simulated {kind} failure", request=request)
         return await inner.handle_async_request(request)
 
-    return anthropic.AsyncAnthropic(api_key="k", base_url="http://sim.invalid", max_retries=0,
-                                    http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)))
+    return anthropic.AsyncAnthropic(
+        api_key="k",
+        base_url="http://sim.invalid",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
+    )
 
 
 async def test_batch_endpoints_are_retried_by_the_clients_one_policy(store, log_capture):
     sim = Simulator(seed=0)
     sdk = faulty_batches(sim, {("POST", "create"): [529], ("GET", "retrieve"): [529]})
     client = build_client(settings_for(True), store, sdk, simulated=True, sleep=no_wait)
-    answers = await asyncio.gather(*(client.structured("comparator", **comparator_request(n))
-                                     for n in range(2)))
+    answers = await asyncio.gather(
+        *(client.structured("comparator", **comparator_request(n)) for n in range(2))
+    )
     await client.aclose()
     assert len(answers) == 2 and sim.batches.stats.created == 1 and sim.stats.calls == 0
     retries = [e for e in log_capture if e["event"] == "llm.retry_scheduled"]
     assert [(e["what"], e["cause"], e["attempt"], e["role"]) for e in retries] == [
-        ("batch_create", "overloaded", 1, "comparator"), ("batch_poll", "overloaded", 1, "comparator")]
+        ("batch_create", "overloaded", 1, "comparator"),
+        ("batch_poll", "overloaded", 1, "comparator"),
+    ]
     assert client.stats()["retries"] == {"overloaded": 2}
 
 
@@ -226,7 +271,9 @@ async def test_a_batch_create_that_timed_out_is_not_sent_again(store, log_captur
     sim = Simulator(seed=0)
     sdk = faulty_batches(sim, {("POST", "create"): [httpx2.ReadTimeout]})
     client = build_client(settings_for(True), store, sdk, simulated=True, sleep=no_wait)
-    await asyncio.gather(*(client.structured("comparator", **comparator_request(n)) for n in range(2)))
+    await asyncio.gather(
+        *(client.structured("comparator", **comparator_request(n)) for n in range(2))
+    )
     await client.aclose()
     assert sim.batches.stats.created == 0 and sim.stats.by_role["comparator"] == 2
     assert not [e for e in log_capture if e["event"] == "llm.retry_scheduled"]
@@ -235,11 +282,16 @@ async def test_a_batch_create_that_timed_out_is_not_sent_again(store, log_captur
 
 async def test_the_simulated_batch_endpoints_through_the_sdk():
     sim = Simulator(seed=0, batch_delay_s=60)
-    sdk = anthropic.AsyncAnthropic(api_key="k", base_url="http://sim.invalid", max_retries=0,
-                                   http_client=httpx2.AsyncClient(transport=sim.transport()))
+    sdk = anthropic.AsyncAnthropic(
+        api_key="k",
+        base_url="http://sim.invalid",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=sim.transport()),
+    )
     params = {"model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
-    made = await sdk.messages.batches.create(requests=[
-        {"custom_id": "a", "params": params}, {"custom_id": "b", "params": params}])
+    made = await sdk.messages.batches.create(
+        requests=[{"custom_id": "a", "params": params}, {"custom_id": "b", "params": params}]
+    )
     assert made.processing_status == "in_progress" and made.request_counts.processing == 2
     with pytest.raises(anthropic.AnthropicError):
         await sdk.messages.batches.results(made.id)  # no results_url before it ends
@@ -248,18 +300,23 @@ async def test_the_simulated_batch_endpoints_through_the_sdk():
     ended = await sdk.messages.batches.retrieve(made.id)
     assert ended.processing_status == "ended" and ended.request_counts.canceled == 2
     lines = [entry async for entry in await sdk.messages.batches.results(made.id)]
-    assert sorted(e.custom_id for e in lines) == ["a", "b"] and {e.result.type for e in lines} == {"canceled"}
+    assert sorted(e.custom_id for e in lines) == ["a", "b"] and {e.result.type for e in lines} == {
+        "canceled"
+    }
     with pytest.raises(anthropic.BadRequestError):
         await sdk.messages.batches.create(requests=[{"custom_id": "x", "params": params}] * 2)
     with pytest.raises(anthropic.NotFoundError):
         await sdk.messages.batches.retrieve("msgbatch_nope")
     quick = Simulator(seed=0)
-    sdk2 = anthropic.AsyncAnthropic(api_key="k", base_url="http://sim.invalid", max_retries=0,
-                                    http_client=httpx2.AsyncClient(transport=quick.transport()))
+    sdk2 = anthropic.AsyncAnthropic(
+        api_key="k",
+        base_url="http://sim.invalid",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=quick.transport()),
+    )
     done = await sdk2.messages.batches.create(requests=[{"custom_id": "a", "params": params}])
     (line,) = [e async for e in await sdk2.messages.batches.results(done.id)]
     direct = await sdk2.messages.create(**params)
     assert line.result.type == "succeeded" and line.result.message.content == direct.content
     await sdk.close()
     await sdk2.close()
-

@@ -30,8 +30,16 @@ def example() -> Path:
 
 async def test_full_benchmark_on_the_example(tmp_path, settings, client, store, sim, example):
     seen: list[tuple[int, int, str]] = []
-    path = await run_benchmark(settings, client, store, skill_dir=example, evals_path=None, runs=1,
-                               out_dir=tmp_path / "bench", progress=lambda d, t, label: seen.append((d, t, label)))
+    path = await run_benchmark(
+        settings,
+        client,
+        store,
+        skill_dir=example,
+        evals_path=None,
+        runs=1,
+        out_dir=tmp_path / "bench",
+        progress=lambda d, t, label: seen.append((d, t, label)),
+    )
     out = tmp_path / "bench"
     assert path == out / "benchmark.json"
     bench = s.Benchmark.model_validate(json.loads((out / "benchmark.json").read_text()))
@@ -54,9 +62,20 @@ async def test_full_benchmark_on_the_example(tmp_path, settings, client, store, 
     assert md.startswith("# Skill benchmark: csv-report") and "SIMULATION" in md
 
 
-async def test_folder_reads_back_as_skill_creator_walks_it(tmp_path, settings, client, store, example):
-    out = (await run_benchmark(settings, client, store, skill_dir=example, evals_path=None, runs=1,
-                               out_dir=tmp_path / "bench")).parent
+async def test_folder_reads_back_as_skill_creator_walks_it(
+    tmp_path, settings, client, store, example
+):
+    out = (
+        await run_benchmark(
+            settings,
+            client,
+            store,
+            skill_dir=example,
+            evals_path=None,
+            runs=1,
+            out_dir=tmp_path / "bench",
+        )
+    ).parent
     gradings = sorted(out.glob("eval-*/*/run-*/grading.json"))
     assert gradings
     assert {g.parent.parent.name for g in gradings} == {"with_skill", "without_skill"}
@@ -83,11 +102,22 @@ async def test_folder_reads_back_as_skill_creator_walks_it(tmp_path, settings, c
 
 
 async def test_without_baseline(tmp_path, store, sim, example):
-    settings = Settings.model_validate({"llm": {"provider": "sim"}, "evals": {"baseline_comparison": False}})
+    settings = Settings.model_validate(
+        {"llm": {"provider": "sim"}, "evals": {"baseline_comparison": False}}
+    )
     c = make_client(settings, store, simulator=sim, sleep=no_wait)
     try:
-        out = (await run_benchmark(settings, c, store, skill_dir=example, evals_path=None, runs=1,
-                                   out_dir=tmp_path / "bench")).parent
+        out = (
+            await run_benchmark(
+                settings,
+                c,
+                store,
+                skill_dir=example,
+                evals_path=None,
+                runs=1,
+                out_dir=tmp_path / "bench",
+            )
+        ).parent
     finally:
         await c.aclose()
     assert not list(out.glob("eval-*/without_skill"))
@@ -113,8 +143,17 @@ class ForceMalformedGrader:
 async def test_judge_errors_are_counted_and_shown(tmp_path, settings, store, sim, example):
     c = make_client(settings, store, simulator=ForceMalformedGrader(sim), sleep=no_wait)
     try:
-        out = (await run_benchmark(settings, c, store, skill_dir=example, evals_path=None, runs=1,
-                                   out_dir=tmp_path / "bench")).parent
+        out = (
+            await run_benchmark(
+                settings,
+                c,
+                store,
+                skill_dir=example,
+                evals_path=None,
+                runs=1,
+                out_dir=tmp_path / "bench",
+            )
+        ).parent
     finally:
         await c.aclose()
     bench = json.loads((out / "benchmark.json").read_text())
@@ -133,15 +172,43 @@ def test_benchmark_and_v0_of_a_run_grade_an_eval_identically(tmp_path, monkeypat
     from inprocess import EXAMPLE, cli
 
     bench, run = tmp_path / "bench", tmp_path / "run"
-    cli(monkeypatch, None, "benchmark", str(EXAMPLE), "--provider", "sim", "--runs", "2",
-        "--out", str(bench))
-    cli(monkeypatch, None, "run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "0",
-        "--run-dir", str(run), "--set", "evals.runs_per_eval=2")
+    cli(
+        monkeypatch,
+        None,
+        "benchmark",
+        str(EXAMPLE),
+        "--provider",
+        "sim",
+        "--runs",
+        "2",
+        "--out",
+        str(bench),
+    )
+    cli(
+        monkeypatch,
+        None,
+        "run",
+        str(EXAMPLE),
+        "--provider",
+        "sim",
+        "--max-iterations",
+        "0",
+        "--run-dir",
+        str(run),
+        "--set",
+        "evals.runs_per_eval=2",
+    )
 
     def strip(value):
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k != "timing" and "time" not in k
-                    and "duration" not in k and not k.endswith("_seconds")}
+            return {
+                k: strip(v)
+                for k, v in value.items()
+                if k != "timing"
+                and "time" not in k
+                and "duration" not in k
+                and not k.endswith("_seconds")
+            }
         if isinstance(value, list):
             return [strip(v) for v in value]
         return value
@@ -151,6 +218,7 @@ def test_benchmark_and_v0_of_a_run_grade_an_eval_identically(tmp_path, monkeypat
         theirs = bench / mine.relative_to(run / "v0")
         for name in ("structural.json", "grading.json"):
             assert strip(json.loads((mine / name).read_text())) == strip(
-                json.loads((theirs / name).read_text())), f"{mine / name}"
+                json.loads((theirs / name).read_text())
+            ), f"{mine / name}"
             compared += 1
     assert compared >= 4  # at least two train evals, twice each

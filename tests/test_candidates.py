@@ -16,21 +16,31 @@ from optimizer.search.propose import ProposalAnswer, Rejected, apply_edits, reas
 SKILL_MD = EXAMPLE / "SKILL.md"
 
 
-@pytest.mark.parametrize(("text", "old", "new", "expected"), [
-    ("a\nb\nc", "b\n", "B\n", "a\nB\nc"),
-    ("a\nb", "b\n", "b\nc\n", "a\nb\nc\n"),  # the file lacks the final newline the anchor has
-    ("a\r\nb\r\nc\r\n", "b\n", "B\n", "a\r\nB\r\nc\r\n"),  # CRLF file, LF anchor
-    ("a  \n", "a  \n", "z\n", "z\n"),
-])
+@pytest.mark.parametrize(
+    ("text", "old", "new", "expected"),
+    [
+        ("a\nb\nc", "b\n", "B\n", "a\nB\nc"),
+        ("a\nb", "b\n", "b\nc\n", "a\nb\nc\n"),  # the file lacks the final newline the anchor has
+        ("a\r\nb\r\nc\r\n", "b\n", "B\n", "a\r\nB\r\nc\r\n"),  # CRLF file, LF anchor
+        ("a  \n", "a  \n", "z\n", "z\n"),
+    ],
+)
 def test_safe_near_misses_are_applied(text, old, new, expected):
     assert replace_once(text, old, new) == (expected, None)
 
 
-@pytest.mark.parametrize(("old", "says", "reason"), [
-    ("", "'old' is empty", "old text empty"),
-    ("- x", "occurs 2 times", "old text not unique"),
-    ("- Always end with a summray", "line 3: '- Always end with a summary'", "old text not found"),
-])
+@pytest.mark.parametrize(
+    ("old", "says", "reason"),
+    [
+        ("", "'old' is empty", "old text empty"),
+        ("- x", "occurs 2 times", "old text not unique"),
+        (
+            "- Always end with a summray",
+            "line 3: '- Always end with a summary'",
+            "old text not found",
+        ),
+    ],
+)
 def test_unsafe_replaces_are_refused_with_what_to_fix(old, says, reason):
     text = "# T\n- x\n- Always end with a summary\n- x\n"
     out, problem = replace_once(text, old, "new")
@@ -41,16 +51,29 @@ def answer(*edits: dict, summary: str = "a change") -> ProposalAnswer:
     return ProposalAnswer(summary=summary, rationale="because", edits=list(edits))
 
 
-@pytest.mark.parametrize(("edit", "reason"), [
-    ({"path": "evals/evals.json", "action": "write", "content": "{}"}, "outside the skill folder"),
-    ({"path": "../outside.md", "action": "write", "content": "x"}, "outside the skill folder"),
-    ({"path": "/etc/passwd", "action": "write", "content": "x"}, "outside the skill folder"),
-    ({"path": "SKILL.md", "action": "write", "content": "no front matter\n"}, "SKILL.md rules"),
-    ({"path": "SKILL.md", "action": "replace", "old": "name: csv-report", "new": "name: other"},
-     "name changed"),
-    ({"path": "SKILL.md", "action": "delete"}, "SKILL.md deleted"),
-    ({"path": "missing.md", "action": "replace", "old": "a", "new": "b"}, "file edit failed"),
-])
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        (
+            {"path": "evals/evals.json", "action": "write", "content": "{}"},
+            "outside the skill folder",
+        ),
+        ({"path": "../outside.md", "action": "write", "content": "x"}, "outside the skill folder"),
+        ({"path": "/etc/passwd", "action": "write", "content": "x"}, "outside the skill folder"),
+        ({"path": "SKILL.md", "action": "write", "content": "no front matter\n"}, "SKILL.md rules"),
+        (
+            {
+                "path": "SKILL.md",
+                "action": "replace",
+                "old": "name: csv-report",
+                "new": "name: other",
+            },
+            "name changed",
+        ),
+        ({"path": "SKILL.md", "action": "delete"}, "SKILL.md deleted"),
+        ({"path": "missing.md", "action": "replace", "old": "a", "new": "b"}, "file edit failed"),
+    ],
+)
 def test_bad_edits_are_problems_with_a_counted_reason(tmp_path, edit, reason):
     parent = tmp_path / "parent"
     skills.snapshot(EXAMPLE, parent)
@@ -59,8 +82,16 @@ def test_bad_edits_are_problems_with_a_counted_reason(tmp_path, edit, reason):
     assert not (tmp_path / "outside.md").exists()
 
 
-RUN = ("--provider", "sim", "--max-iterations", "1", "--set", "loop.proposals_per_iteration=1",
-       "--set", "evals.runs_per_eval=1")
+RUN = (
+    "--provider",
+    "sim",
+    "--max-iterations",
+    "1",
+    "--set",
+    "loop.proposals_per_iteration=1",
+    "--set",
+    "evals.runs_per_eval=1",
+)
 
 
 def outcomes(run_dir) -> list[dict]:
@@ -81,22 +112,62 @@ def outcome(run_dir) -> dict:
         conn.close()
 
 
-@pytest.mark.parametrize(("proposal", "expected"), [
-    ({"summary": " ", "rationale": "", "edits": [
-        {"path": "SKILL.md", "action": "replace", "old": "# CSV report", "new": "# CSV reports"}]},
-     {"label": "v1", "summary": "edits SKILL.md"}),
-    ({"summary": "x", "rationale": "y", "edits": [
-        {"path": "SKILL.md", "action": "replace", "old": "", "new": "prepended\n"}]},
-     {"reasons": ["old text empty"]}),
-    ({"summary": "x", "rationale": "y", "edits": [
-        {"path": "evals/evals.json", "action": "write", "content": "[]"}]},
-     {"reasons": ["outside the skill folder"]}),
-    ({"summary": "x", "rationale": "y", "edits": [
-        {"path": "SKILL.md", "action": "write", "content": "---\nname: csv-report\n---\n"}]},
-     {"reasons": ["SKILL.md rules"]}),
-], ids=["blank-summary", "empty-old", "edits-evals", "broken-front-matter"])
+@pytest.mark.parametrize(
+    ("proposal", "expected"),
+    [
+        (
+            {
+                "summary": " ",
+                "rationale": "",
+                "edits": [
+                    {
+                        "path": "SKILL.md",
+                        "action": "replace",
+                        "old": "# CSV report",
+                        "new": "# CSV reports",
+                    }
+                ],
+            },
+            {"label": "v1", "summary": "edits SKILL.md"},
+        ),
+        (
+            {
+                "summary": "x",
+                "rationale": "y",
+                "edits": [
+                    {"path": "SKILL.md", "action": "replace", "old": "", "new": "prepended\n"}
+                ],
+            },
+            {"reasons": ["old text empty"]},
+        ),
+        (
+            {
+                "summary": "x",
+                "rationale": "y",
+                "edits": [{"path": "evals/evals.json", "action": "write", "content": "[]"}],
+            },
+            {"reasons": ["outside the skill folder"]},
+        ),
+        (
+            {
+                "summary": "x",
+                "rationale": "y",
+                "edits": [
+                    {
+                        "path": "SKILL.md",
+                        "action": "write",
+                        "content": "---\nname: csv-report\n---\n",
+                    }
+                ],
+            },
+            {"reasons": ["SKILL.md rules"]},
+        ),
+    ],
+    ids=["blank-summary", "empty-old", "edits-evals", "broken-front-matter"],
+)
 def test_a_bad_candidate_is_recorded_and_the_run_and_its_resume_go_on(
-        tmp_path, monkeypatch, proposal, expected):
+    tmp_path, monkeypatch, proposal, expected
+):
     run_dir = tmp_path / "run"
     sim = Recording(proposal=proposal)
     cli(monkeypatch, sim, "run", str(EXAMPLE), "--run-dir", str(run_dir), *RUN)
@@ -104,7 +175,10 @@ def test_a_bad_candidate_is_recorded_and_the_run_and_its_resume_go_on(
     if "summary" in expected:  # a blank summary is no reason to lose the proposal
         expected = dict(expected)
         summary = expected.pop("summary")
-        assert json.loads((run_dir / "history.json").read_text())["iterations"][1]["summary"] == summary
+        assert (
+            json.loads((run_dir / "history.json").read_text())["iterations"][1]["summary"]
+            == summary
+        )
     assert {k: first.get(k) for k in expected} == expected, first
     cli(monkeypatch, sim, "resume", str(run_dir), "--max-iterations", "2")
     first_again, second = outcomes(run_dir)
@@ -134,21 +208,51 @@ def test_a_skill_without_a_final_newline_takes_the_proposers_edits(tmp_path, mon
     skill, run_dir = tmp_path / "skill", tmp_path / "run"
     shutil.copytree(EXAMPLE, skill)
     (skill / "SKILL.md").write_text(SKILL_MD.read_text().rstrip("\n"))
-    cli(monkeypatch, Recording(), "run", str(skill), "--run-dir", str(run_dir), "--provider", "sim",
-        "--max-iterations", "2", "--set", "evals.runs_per_eval=1")
+    cli(
+        monkeypatch,
+        Recording(),
+        "run",
+        str(skill),
+        "--run-dir",
+        str(run_dir),
+        "--provider",
+        "sim",
+        "--max-iterations",
+        "2",
+        "--set",
+        "evals.runs_per_eval=1",
+    )
     conn = sqlite3.connect(run_dir / "state.db")
-    made = [o for (c,) in conn.execute("select candidates_json from iterations")
-            for o in json.loads(c).values()]
+    made = [
+        o
+        for (c,) in conn.execute("select candidates_json from iterations")
+        for o in json.loads(c).values()
+    ]
     conn.close()
     assert len(made) == 4 and not [o for o in made if "rejected" in o], made
 
 
 def test_rejections_are_counted_by_reason_in_status_lineage_and_the_report(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
-    bad = {"summary": "x", "rationale": "y", "edits": [
-        {"path": "SKILL.md", "action": "replace", "old": "no such text", "new": "z"}]}
-    cli(monkeypatch, Recording(proposal=bad), "run", str(EXAMPLE), "--run-dir", str(run_dir),
-        "--provider", "sim", "--max-iterations", "2", "--set", "evals.runs_per_eval=1")
+    bad = {
+        "summary": "x",
+        "rationale": "y",
+        "edits": [{"path": "SKILL.md", "action": "replace", "old": "no such text", "new": "z"}],
+    }
+    cli(
+        monkeypatch,
+        Recording(proposal=bad),
+        "run",
+        str(EXAMPLE),
+        "--run-dir",
+        str(run_dir),
+        "--provider",
+        "sim",
+        "--max-iterations",
+        "2",
+        "--set",
+        "evals.runs_per_eval=1",
+    )
     expected = "4 proposals: 0 versions, 0 duplicates, 4 rejected (old text not found 4)"
     for command in ("status", "lineage"):  # rich wraps long lines: compare the words
         printed = cli(monkeypatch, None, command, str(run_dir))

@@ -39,7 +39,9 @@ def _binary() -> Path | None:
 
 needs_cli = tiers.needs(
     "claude-code",
-    None if _binary() is not None else "the Claude Code CLI is not installed: run "
+    None
+    if _binary() is not None
+    else "the Claude Code CLI is not installed: run "
     "scripts/install-claude-code.sh (npm package @anthropic-ai/claude-code; CI installs it)",
 )
 
@@ -58,9 +60,13 @@ def sim_url():
 
 async def run(settings: Settings, base_url: str, run_dir: Path, *, with_skill: bool):
     return await get_executor("claude-code", settings, base_url=base_url).execute(
-        skill_dir=EXAMPLE if with_skill else None, skill_name="csv-report",
-        eval=load_evals(EXAMPLE).by_id(1), inputs_root=EXAMPLE, run_dir=run_dir,
-        run_number=1, sample=0,
+        skill_dir=EXAMPLE if with_skill else None,
+        skill_name="csv-report",
+        eval=load_evals(EXAMPLE).by_id(1),
+        inputs_root=EXAMPLE,
+        run_dir=run_dir,
+        run_number=1,
+        sample=0,
     )
 
 
@@ -99,8 +105,12 @@ async def test_claude_code_baseline_has_no_skill(tmp_path: Path, sim_url: str) -
 async def test_claude_code_max_turns_and_timeout_are_data(tmp_path: Path) -> None:
     server, port = serve(Simulator(seed=0), "127.0.0.1", 0)
     try:
-        short = await run(settings_with(max_turns=1), f"http://127.0.0.1:{port}",
-                          tmp_path / "short", with_skill=True)
+        short = await run(
+            settings_with(max_turns=1),
+            f"http://127.0.0.1:{port}",
+            tmp_path / "short",
+            with_skill=True,
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -112,8 +122,12 @@ async def test_claude_code_max_turns_and_timeout_are_data(tmp_path: Path) -> Non
     slow_server, slow_port = serve(Simulator(seed=0, latency_ms=20_000), "127.0.0.1", 0)
     try:
         started = time.monotonic()
-        slow = await run(settings_with(timeout_s=2, model_wait_max_s=3),
-                         f"http://127.0.0.1:{slow_port}", tmp_path / "slow", with_skill=True)
+        slow = await run(
+            settings_with(timeout_s=2, model_wait_max_s=3),
+            f"http://127.0.0.1:{slow_port}",
+            tmp_path / "slow",
+            with_skill=True,
+        )
     finally:
         slow_server.shutdown()
         slow_server.server_close()
@@ -130,8 +144,15 @@ async def test_run_once_starts_a_simulator_for_the_cli(tmp_path: Path) -> None:
     store = Store(tmp_path / "state.db")
     client = make_client(settings, store, simulator=Simulator(seed=0))
     try:
-        run_dir, scored = await run_once(settings, client, store, skill_dir=EXAMPLE, eval_id=1,
-                                         without_skill=False, out_dir=tmp_path)
+        run_dir, scored = await run_once(
+            settings,
+            client,
+            store,
+            skill_dir=EXAMPLE,
+            eval_id=1,
+            without_skill=False,
+            out_dir=tmp_path,
+        )
     finally:
         await client.aclose()
         store.close()
@@ -159,8 +180,12 @@ async def test_a_relative_run_folder_keeps_the_outputs(tmp_path: Path, monkeypat
     sim = Recording()
     server, port = serve(sim, "127.0.0.1", 0)
     try:
-        record = await run(settings_with(), f"http://127.0.0.1:{port}",
-                           Path("runs/demo/with_skill/run-1"), with_skill=True)
+        record = await run(
+            settings_with(),
+            f"http://127.0.0.1:{port}",
+            Path("runs/demo/with_skill/run-1"),
+            with_skill=True,
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -179,8 +204,18 @@ async def test_a_relative_run_folder_keeps_the_outputs(tmp_path: Path, monkeypat
 @needs_cli
 def test_execute_command_with_a_relative_out_folder(tmp_path: Path, monkeypatch, cli) -> None:
     monkeypatch.chdir(tmp_path)
-    result = cli("execute", EXAMPLE, "--eval", "1", "--executor", "claude-code",
-                 "--provider", "sim", "--out", "runs/cc")
+    result = cli(
+        "execute",
+        EXAMPLE,
+        "--eval",
+        "1",
+        "--executor",
+        "claude-code",
+        "--provider",
+        "sim",
+        "--out",
+        "runs/cc",
+    )
     assert result.exit_code == 0, result.output
     # The simulated agent skips the skill now and then (drawn from the request, so fixed for
     # one CLI version and tool list): graded, the run may then be gated; the folder is the point.
@@ -201,34 +236,50 @@ class Scripted(Simulator):
 
     def respond(self, body, headers):  # type: ignore[no-untyped-def]
         self.headers.append({k.lower(): v for k, v in headers.items()})
-        results = [b for m in body["messages"] if isinstance(m.get("content"), list)
-                   for b in m["content"] if b.get("type") == "tool_result"]
+        results = [
+            b
+            for m in body["messages"]
+            if isinstance(m.get("content"), list)
+            for b in m["content"]
+            if b.get("type") == "tool_result"
+        ]
         self.results = [json.dumps(b.get("content")) for b in results]
         done = len(results)
         if done < len(self.steps):
             name, tool_input = self.steps[done]
-            content = [{"type": "tool_use", "id": f"toolu_s_{done}", "name": name,
-                        "input": tool_input}]
+            content = [
+                {"type": "tool_use", "id": f"toolu_s_{done}", "name": name, "input": tool_input}
+            ]
             stop = "tool_use"
         else:
             content, stop = [{"type": "text", "text": "Done."}], "end_turn"
-        return {"id": f"msg_s_{done}", "type": "message", "role": "assistant",
-                "model": body.get("model"), "content": content, "stop_reason": stop,
-                "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 10}}
+        return {
+            "id": f"msg_s_{done}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 10},
+        }
 
 
 @needs_cli
 async def test_claude_code_file_tools_stay_in_the_project_folder(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("the-secret-words")
-    steps = [("Read", {"file_path": str(secret)}),
-             ("Write", {"file_path": str(tmp_path / "escaped.txt"), "content": "out"}),
-             ("Grep", {"pattern": "secret", "path": str(tmp_path)}),
-             ("Write", {"file_path": "outputs/inside.txt", "content": "in"})]
+    steps = [
+        ("Read", {"file_path": str(secret)}),
+        ("Write", {"file_path": str(tmp_path / "escaped.txt"), "content": "out"}),
+        ("Grep", {"pattern": "secret", "path": str(tmp_path)}),
+        ("Write", {"file_path": "outputs/inside.txt", "content": "in"}),
+    ]
     server, port = serve(Scripted(steps), "127.0.0.1", 0)
     try:
-        record = await run(settings_with(), f"http://127.0.0.1:{port}", tmp_path / "runs/run-1",
-                           with_skill=True)
+        record = await run(
+            settings_with(), f"http://127.0.0.1:{port}", tmp_path / "runs/run-1", with_skill=True
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -240,31 +291,42 @@ async def test_claude_code_file_tools_stay_in_the_project_folder(tmp_path: Path)
 
 
 def host_settings(**execute: object) -> Settings:
-    return Settings.model_validate({"llm": {"provider": "sim"}, "sandbox": {"mode": "none"},
-                                    "execute": execute})
+    return Settings.model_validate(
+        {"llm": {"provider": "sim"}, "sandbox": {"mode": "none"}, "execute": execute}
+    )
 
 
 @needs_cli
 async def test_on_the_host_the_clis_api_failure_is_unscored_from_its_result_line(
-        tmp_path: Path, monkeypatch) -> None:
+    tmp_path: Path, monkeypatch
+) -> None:
     """sandbox.mode none: the CLI gives up on an overloaded endpoint; its result line says so
     (api_error_status 529), and the run is ours, unscored, never the skill's 0."""
     monkeypatch.setitem(claude_code.COMMON_ENV, "CLAUDE_CODE_MAX_RETRIES", "1")
     server, port = serve(Simulator(seed=0, fail_role="executor"), "127.0.0.1", 0)
     try:
-        record = await run(host_settings(), f"http://127.0.0.1:{port}", tmp_path / "run-1",
-                           with_skill=True)
+        record = await run(
+            host_settings(), f"http://127.0.0.1:{port}", tmp_path / "run-1", with_skill=True
+        )
     finally:
         server.shutdown()
         server.server_close()
     assert record.status == "unscored", record.error
-    assert "model endpoint failed the Claude Code CLI: HTTP 529 overloaded_error" in (record.error or "")
+    assert "model endpoint failed the Claude Code CLI: HTTP 529 overloaded_error" in (
+        record.error or ""
+    )
     assert record.confined is False and record.sandbox == "host"
 
 
 def test_the_result_line_tells_an_api_failure_from_the_agents_own() -> None:
-    failed = {"is_error": True, "subtype": "success", "terminal_reason": "api_error",
-              "api_error_status": 500, "api_error_type": "api_error", "result": "API Error: 500"}
+    failed = {
+        "is_error": True,
+        "subtype": "success",
+        "terminal_reason": "api_error",
+        "api_error_status": 500,
+        "api_error_type": "api_error",
+        "result": "API Error: 500",
+    }
     assert claude_code.api_failure(failed) == "HTTP 500 api_error: API Error: 500"
     unreachable = {"is_error": True, "terminal_reason": "api_error", "result": "Connection error."}
     assert claude_code.api_failure(unreachable) == "HTTP - no answer: Connection error."
@@ -280,14 +342,21 @@ async def test_on_the_host_a_slow_provider_is_not_the_skills_timeout(tmp_path: P
     a 2 s limit finishes."""
     server, port = serve(Simulator(seed=0, latency_ms=2500), "127.0.0.1", 0)
     try:
-        record = await run(host_settings(timeout_s=2), f"http://127.0.0.1:{port}",
-                           tmp_path / "run-1", with_skill=True)
+        record = await run(
+            host_settings(timeout_s=2),
+            f"http://127.0.0.1:{port}",
+            tmp_path / "run-1",
+            with_skill=True,
+        )
     finally:
         server.shutdown()
         server.server_close()
     assert record.status == "ok", record.error
     metrics = json.loads((record.run_dir / "outputs/metrics.json").read_text())
-    assert metrics["model_calls"] >= 2 and metrics["model_wait_seconds"] >= 2.5 * metrics["model_calls"] - 0.2
+    assert (
+        metrics["model_calls"] >= 2
+        and metrics["model_wait_seconds"] >= 2.5 * metrics["model_calls"] - 0.2
+    )
     assert metrics["skill_seconds"] < 2 < record.duration_s
 
 

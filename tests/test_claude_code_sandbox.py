@@ -24,7 +24,9 @@ from optimizer.sim import serve
 
 pytestmark = [
     needs_cli,
-    tiers.needs("bubblewrap", None if sandbox.bwrap_available() else "bubblewrap does not work here"),
+    tiers.needs(
+        "bubblewrap", None if sandbox.bwrap_available() else "bubblewrap does not work here"
+    ),
 ]
 REAL_KEY = "sk-ant-test-the-real-key-0042"
 
@@ -33,8 +35,9 @@ def bash(command: str) -> tuple[str, dict]:
     return "Bash", {"command": command, "description": "a step of the test"}
 
 
-async def run_scripted(tmp_path: Path, steps: list[tuple[str, dict]], *, skill: Path = EXAMPLE,
-                       **box: object) -> tuple[object, Scripted]:
+async def run_scripted(
+    tmp_path: Path, steps: list[tuple[str, dict]], *, skill: Path = EXAMPLE, **box: object
+) -> tuple[object, Scripted]:
     sim = Scripted(steps)
     server, port = serve(sim, "127.0.0.1", 0)
     settings = Settings.model_validate({"llm": {"provider": "sim"}, "sandbox": box})
@@ -42,9 +45,16 @@ async def run_scripted(tmp_path: Path, steps: list[tuple[str, dict]], *, skill: 
     run_dir = tmp_path / "run" / "v0" / "eval-1" / "with_skill" / "run-1"
     try:
         record = await get_executor(
-            "claude-code", settings, base_url=f"http://127.0.0.1:{port}", api_key=REAL_KEY,
-        ).execute(skill_dir=skill, skill_name=None, eval=load_evals(EXAMPLE).by_id(1),
-                  inputs_root=EXAMPLE, run_dir=run_dir, run_number=1, sample=0)
+            "claude-code", settings, base_url=f"http://127.0.0.1:{port}", api_key=REAL_KEY
+        ).execute(
+            skill_dir=skill,
+            skill_name=None,
+            eval=load_evals(EXAMPLE).by_id(1),
+            inputs_root=EXAMPLE,
+            run_dir=run_dir,
+            run_number=1,
+            sample=0,
+        )
     finally:
         server.shutdown()
         server.server_close()
@@ -54,7 +64,9 @@ async def run_scripted(tmp_path: Path, steps: list[tuple[str, dict]], *, skill: 
 def texts(record) -> str:  # type: ignore[no-untyped-def]
     run_dir = record.run_dir
     parts = [(run_dir / "transcript.jsonl").read_text()]
-    parts += [p.read_text(errors="replace") for p in (run_dir / "outputs").rglob("*") if p.is_file()]
+    parts += [
+        p.read_text(errors="replace") for p in (run_dir / "outputs").rglob("*") if p.is_file()
+    ]
     return "\n".join(parts)
 
 
@@ -71,8 +83,10 @@ async def test_the_home_and_the_evals_are_not_visible(tmp_path: Path, monkeypatc
         ("Read", {"file_path": str(home / ".ssh" / "id_ed25519")}),
         ("Read", {"file_path": "../inputs/evals/evals.json"}),
         ("Read", {"file_path": up}),
-        bash(f"echo probe-ran; cat {home}/.ssh/id_ed25519 ~/.ssh/id_ed25519 {up} "
-             f"../inputs/evals/evals.json {evals}; ls -a .. / {tmp_path} 2>&1 | head -50"),
+        bash(
+            f"echo probe-ran; cat {home}/.ssh/id_ed25519 ~/.ssh/id_ed25519 {up} "
+            f"../inputs/evals/evals.json {evals}; ls -a .. / {tmp_path} 2>&1 | head -50"
+        ),
         bash("cat > outputs/report.md <<'EOF'\n# Report\nwritten from inside\nEOF"),
     ]
     record, sim = await run_scripted(tmp_path, steps)
@@ -88,8 +102,10 @@ async def test_the_home_and_the_evals_are_not_visible(tmp_path: Path, monkeypatc
 async def test_a_skill_script_runs_through_bash(tmp_path: Path) -> None:
     skill = tmp_path / "skill"
     (skill / "scripts").mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: hello-skill\ndescription: Says hello from a "
-                                    "script.\n---\n\nRun scripts/hello.sh.\n")
+    (skill / "SKILL.md").write_text(
+        "---\nname: hello-skill\ndescription: Says hello from a "
+        "script.\n---\n\nRun scripts/hello.sh.\n"
+    )
     script = skill / "scripts" / "hello.sh"
     script.write_text('#!/bin/sh\necho "hello from the skill, $1"\n')
     script.chmod(0o755)
@@ -97,13 +113,17 @@ async def test_a_skill_script_runs_through_bash(tmp_path: Path) -> None:
     steps = [
         bash(f"{where}/scripts/hello.sh sandbox > outputs/hello.txt; cat outputs/hello.txt"),
         # The CLI itself refuses a write it sees into .claude/; one it cannot see meets the mount.
-        bash("python3 -c \"import sys; open('.cl' + 'aude/skills/hello-skill/SKILL.md', 'w')\" "
-             "2>&1 | grep -o 'Read-only file system' || echo skill-is-writable"),
+        bash(
+            "python3 -c \"import sys; open('.cl' + 'aude/skills/hello-skill/SKILL.md', 'w')\" "
+            "2>&1 | grep -o 'Read-only file system' || echo skill-is-writable"
+        ),
         bash("env"),
     ]
     record, sim = await run_scripted(tmp_path, steps, skill=skill)
     assert record.status == "ok", record.error
-    assert (record.run_dir / "outputs" / "hello.txt").read_text() == "hello from the skill, sandbox\n"
+    assert (
+        record.run_dir / "outputs" / "hello.txt"
+    ).read_text() == "hello from the skill, sandbox\n"
     seen = "\n".join(sim.results)
     assert "hello from the skill, sandbox" in seen and "Read-only file system" in seen
     assert record.tool_calls["Bash"] == 3
@@ -118,9 +138,13 @@ async def test_the_sandbox_reaches_only_the_model(tmp_path: Path) -> None:
         listener.listen(8)
         listener.setblocking(False)
         port = listener.getsockname()[1]
-        steps = [bash(f"if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then echo "
-                      "host-listener-reachable; else echo host-listener-unreachable; fi; "
-                      "cat /proc/net/dev | tail -n +3 | cut -d: -f1")]
+        steps = [
+            bash(
+                f"if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then echo "
+                "host-listener-reachable; else echo host-listener-unreachable; fi; "
+                "cat /proc/net/dev | tail -n +3 | cut -d: -f1"
+            )
+        ]
         record, sim = await run_scripted(tmp_path, steps)
         with pytest.raises(BlockingIOError):
             listener.accept()  # nobody ever connected
@@ -139,11 +163,15 @@ async def test_a_workspace_over_its_limit_stops_the_cli(tmp_path: Path) -> None:
     assert list((record.run_dir / "outputs").glob("f*")) == []
 
 
-async def test_a_sandbox_that_cannot_start_leaves_the_run_unscored(tmp_path: Path,
-                                                                   monkeypatch) -> None:
+async def test_a_sandbox_that_cannot_start_leaves_the_run_unscored(
+    tmp_path: Path, monkeypatch
+) -> None:
     # A bind whose source is gone: bwrap fails before the CLI starts, which is not the skill's.
-    monkeypatch.setattr(box, "find_node", lambda: ("/opt/node/bin/node",
-                                                   [("--ro-bind", str(tmp_path / "gone"), "/opt/node")]))
+    monkeypatch.setattr(
+        box,
+        "find_node",
+        lambda: ("/opt/node/bin/node", [("--ro-bind", str(tmp_path / "gone"), "/opt/node")]),
+    )
     record, sim = await run_scripted(tmp_path, [])
     assert record.status == "unscored" and "could not start" in (record.error or "")
     assert "bwrap:" in (record.error or "") and sim.headers == []
@@ -194,15 +222,19 @@ class Overloaded(Scripted):
         return super().handle(method, target, headers, raw)
 
 
-async def test_an_endpoint_that_fails_the_cli_leaves_the_run_unscored(tmp_path: Path,
-                                                                      monkeypatch) -> None:
+async def test_an_endpoint_that_fails_the_cli_leaves_the_run_unscored(
+    tmp_path: Path, monkeypatch
+) -> None:
     # The API's failure, past the CLI's own retries, is not the skill's: no score of 0. One
     # retry instead of the CLI's ten, whose backoff would take three minutes.
     from optimizer.execute import claude_code
 
     boxed = claude_code.boxed_env
-    monkeypatch.setattr(claude_code, "boxed_env",
-                        lambda settings: {**boxed(settings), "CLAUDE_CODE_MAX_RETRIES": "1"})
+    monkeypatch.setattr(
+        claude_code,
+        "boxed_env",
+        lambda settings: {**boxed(settings), "CLAUDE_CODE_MAX_RETRIES": "1"},
+    )
     monkeypatch.setattr(sys.modules[__name__], "Scripted", Overloaded)
     record, sim = await run_scripted(tmp_path, [])
     assert sim.headers, "the CLI never reached the endpoint"

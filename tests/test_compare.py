@@ -15,12 +15,24 @@ from optimizer.store.db import Store
 from optimizer.store.files import read_json
 
 EVALS = [
-    Eval(id=1, name="revenue", prompt="Summarise the quarterly revenue report into summary.md.",
-         expectations=["The summary states the total revenue `4.2M`",
-                       "The summary names the `northern`, `southern` and `western` regions"]),
-    Eval(id=2, name="churn", prompt="Explain the customer churn figures in churn.md.",
-         expectations=["The explanation gives the churn rate `7%`",
-                       "The explanation compares churn with the `previous quarter`"]),
+    Eval(
+        id=1,
+        name="revenue",
+        prompt="Summarise the quarterly revenue report into summary.md.",
+        expectations=[
+            "The summary states the total revenue `4.2M`",
+            "The summary names the `northern`, `southern` and `western` regions",
+        ],
+    ),
+    Eval(
+        id=2,
+        name="churn",
+        prompt="Explain the customer churn figures in churn.md.",
+        expectations=[
+            "The explanation gives the churn rate `7%`",
+            "The explanation compares churn with the `previous quarter`",
+        ],
+    ),
 ]
 GOOD = {
     1: "# Revenue summary\nTotal revenue: 4.2M.\nRegions: northern, southern and western.\n",
@@ -83,8 +95,14 @@ async def test_no_version_label_or_host_path_reaches_the_comparator(tmp_path, ma
     child, parent = workspace(tmp_path / "ws")
     recorder = Recorder(Simulator(seed=0, position_bias=0.0))
     out = tmp_path / "ws" / "v1" / "comparison"
-    tally = await compare_versions(make(recorder.sim), evals=EVALS, child_runs=child,
-                                   parent_runs=parent, out_dir=out, rng_seed=0)
+    tally = await compare_versions(
+        make(recorder.sim),
+        evals=EVALS,
+        child_runs=child,
+        parent_runs=parent,
+        out_dir=out,
+        rng_seed=0,
+    )
     assert len(recorder.bodies) == 12  # 2 evals × 3 pairs × 2 orders
     for body in recorder.bodies:
         text = json.loads(body)["messages"][0]["content"]
@@ -101,8 +119,14 @@ async def test_no_version_label_or_host_path_reaches_the_comparator(tmp_path, ma
 async def test_each_pair_is_judged_in_both_orders_and_recorded(tmp_path, make):
     child, parent = workspace(tmp_path, leak=False)
     out = tmp_path / "cmp"
-    await compare_versions(make(Simulator(seed=0, position_bias=0.0)), evals=EVALS,
-                           child_runs=child, parent_runs=parent, out_dir=out, rng_seed=3)
+    await compare_versions(
+        make(Simulator(seed=0, position_bias=0.0)),
+        evals=EVALS,
+        child_runs=child,
+        parent_runs=parent,
+        out_dir=out,
+        rng_seed=3,
+    )
     rows = read_json(out / "assignment.json")["comparisons"]
     assert [r["k"] for r in rows] == list(range(1, 13))
     by_pair = {}
@@ -119,14 +143,20 @@ async def test_each_pair_is_judged_in_both_orders_and_recorded(tmp_path, make):
 
 async def test_a_position_biased_comparator_decides_nothing(tmp_path, make):
     child, parent = workspace(tmp_path, leak=False)
-    tally = await compare_versions(make(Simulator(seed=0, position_bias=1.0)), evals=EVALS,
-                                   child_runs=child, parent_runs=parent,
-                                   out_dir=tmp_path / "cmp", rng_seed=0)
+    tally = await compare_versions(
+        make(Simulator(seed=0, position_bias=1.0)),
+        evals=EVALS,
+        child_runs=child,
+        parent_runs=parent,
+        out_dir=tmp_path / "cmp",
+        rng_seed=0,
+    )
     assert tally.inconsistent == tally.pairs == 6
     assert tally.child_wins == tally.parent_wins == tally.ties == 0
     assert tally.swap_consistency == 0.0
-    rule = Selection(rule="bootstrap", min_effect=0.03, comparator_majority=0.75,
-                     max_runs_per_eval=3)
+    rule = Selection(
+        rule="bootstrap", min_effect=0.03, comparator_majority=0.75, max_runs_per_eval=3
+    )
     straddling = {e: [0.5 + d] * 3 for e, d in enumerate([0.1, -0.08, 0.05, -0.04, 0.02])}
     parent_scores = {e: [0.5] * 3 for e in range(5)}
     d = decide(straddling, parent_scores, tally, selection=rule, rng=random.Random(0))
@@ -138,15 +168,17 @@ async def test_unpaired_runs_are_skipped_and_a_resume_calls_nothing_again(tmp_pa
     recorder = Recorder(Simulator(seed=0, position_bias=0.3))
     client = make(recorder.sim)
     out = tmp_path / "cmp"
-    first = await compare_versions(client, evals=EVALS, child_runs=child, parent_runs=parent,
-                                   out_dir=out, rng_seed=0)
+    first = await compare_versions(
+        client, evals=EVALS, child_runs=child, parent_runs=parent, out_dir=out, rng_seed=0
+    )
     assert first.pairs == 4 and len(recorder.bodies) == 8
     # A fresh ledger: only the files on disk can spare the calls.
     fresh = Store(tmp_path / "other" / "state.db")
     try:
         other = make_client(settings, fresh, simulator=recorder.sim, sleep=no_wait)
-        again = await compare_versions(other, evals=EVALS, child_runs=child,
-                                       parent_runs=parent, out_dir=out, rng_seed=0)
+        again = await compare_versions(
+            other, evals=EVALS, child_runs=child, parent_runs=parent, out_dir=out, rng_seed=0
+        )
         await other.aclose()
     finally:
         fresh.close()
@@ -160,8 +192,9 @@ async def test_unpaired_runs_are_skipped_and_a_resume_calls_nothing_again(tmp_pa
         (extra / "outputs").mkdir(parents=True)
         (extra / "outputs" / "answer.md").write_text(POOR[ev.id])
         parent[ev.id].append(extra)
-    grown = await compare_versions(client, evals=EVALS, child_runs=child, parent_runs=parent,
-                                   out_dir=out, rng_seed=0)
+    grown = await compare_versions(
+        client, evals=EVALS, child_runs=child, parent_runs=parent, out_dir=out, rng_seed=0
+    )
     assert grown.pairs == 6 and len(recorder.bodies) == 12
     after = read_json(out / "assignment.json")["comparisons"]
     assert after[: len(before)] == before
@@ -184,8 +217,14 @@ async def test_the_second_order_is_skipped_after_a_first_order_tie(tmp_path, mak
     child, parent = same_answers(tmp_path)
     recorder = Recorder(Simulator(seed=0, position_bias=0.0))
     out = tmp_path / "cmp"
-    tally = await compare_versions(make(recorder.sim), evals=EVALS, child_runs=child,
-                                   parent_runs=parent, out_dir=out, rng_seed=0)
+    tally = await compare_versions(
+        make(recorder.sim),
+        evals=EVALS,
+        child_runs=child,
+        parent_runs=parent,
+        out_dir=out,
+        rng_seed=0,
+    )
     assert len(recorder.bodies) == 6  # one order per pair: every first verdict was a tie
     assert tally.pairs == tally.single_order == 6
     assert tally.ties == tally.inconsistent == tally.child_wins == tally.parent_wins == 0
@@ -203,12 +242,17 @@ async def test_the_second_order_is_skipped_after_a_first_order_tie(tmp_path, mak
 async def test_both_orders_are_judged_when_asked(tmp_path, make):
     child, parent = same_answers(tmp_path / "a")
     recorder = Recorder(Simulator(seed=0, position_bias=0.0))
-    tally = await compare_versions(make(recorder.sim), evals=EVALS, child_runs=child,
-                                   parent_runs=parent, out_dir=tmp_path / "a" / "cmp",
-                                   rng_seed=0, second_order="always")
+    tally = await compare_versions(
+        make(recorder.sim),
+        evals=EVALS,
+        child_runs=child,
+        parent_runs=parent,
+        out_dir=tmp_path / "a" / "cmp",
+        rng_seed=0,
+        second_order="always",
+    )
     assert len(recorder.bodies) == 12 and tally.ties == 6 and tally.single_order == 0
     assert tally.swap_consistency == 1.0
-
 
 
 class FailingOnce:
@@ -219,8 +263,9 @@ class FailingOnce:
 
     async def structured(self, role, **kw):
         if self.bad in kw["messages"][0]["content"]:
-            raise StructuredAnswerError(role=role, tool_name=kw["tool_name"],
-                                        first_error="x", second_error="y")
+            raise StructuredAnswerError(
+                role=role, tool_name=kw["tool_name"], first_error="x", second_error="y"
+            )
         return await self.real.structured(role, **kw)
 
 
@@ -228,12 +273,20 @@ async def test_a_failed_comparator_call_is_an_error_never_a_verdict(tmp_path, ma
     child, parent = workspace(tmp_path, leak=False)
     client = FailingOnce(make(Simulator(seed=0, position_bias=0.0)), EVALS[1].prompt)
     out = tmp_path / "cmp"
-    tally = await compare_versions(client, evals=EVALS, child_runs=child, parent_runs=parent,
-                                   out_dir=out, rng_seed=0)
+    tally = await compare_versions(
+        client, evals=EVALS, child_runs=child, parent_runs=parent, out_dir=out, rng_seed=0
+    )
     assert tally.errors == 3 and tally.child_wins == 3 and tally.pairs == 6
     assert tally.swap_consistency == 1.0  # errors are not judged pairs
-    assert tally.per_eval[2] == {"child_wins": 0, "parent_wins": 0, "ties": 0,
-                                 "inconsistent": 0, "errors": 3, "pairs": 3, "single_order": 0}
+    assert tally.per_eval[2] == {
+        "child_wins": 0,
+        "parent_wins": 0,
+        "ties": 0,
+        "inconsistent": 0,
+        "errors": 3,
+        "pairs": 3,
+        "single_order": 0,
+    }
     rows = read_json(out / "assignment.json")["comparisons"]
     failed = [r for r in rows if r["eval_id"] == 2]
     assert all("verdict" not in r for r in failed)
@@ -246,5 +299,7 @@ async def test_a_failed_comparator_call_is_an_error_never_a_verdict(tmp_path, ma
 def test_blind_replaces_labels_paths_and_configurations():
     text = "v12 beat V3 at /work/runs/r/v12/eval-1/with_skill/run-1; without_skill too; vivid v2x"
     out = blind(text, ["/work/runs/r"])
-    assert out == ("[version] beat [version] at [path]/[version]/eval-1/[configuration]/run-1; "
-                   "[configuration] too; vivid v2x")
+    assert out == (
+        "[version] beat [version] at [path]/[version]/eval-1/[configuration]/run-1; "
+        "[configuration] too; vivid v2x"
+    )

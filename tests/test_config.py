@@ -37,11 +37,19 @@ def test_precedence_defaults_toml_evalconfig_env_set_flags(tmp_path):
         flags={"loop.max_iterations": 11, "budget.usd": None},
     )
     s = loaded.settings
-    assert s.evals.runs_per_eval == 4 and loaded.source("evals.runs_per_eval") == "evals.json eval_config"
+    assert (
+        s.evals.runs_per_eval == 4
+        and loaded.source("evals.runs_per_eval") == "evals.json eval_config"
+    )
     assert s.models.grader == "judge-x"
     assert s.loop.seed == 7 and loaded.source("loop.seed") == "env OPTIMIZER_LOOP_SEED"
-    assert s.llm.max_concurrency == 9 and loaded.source("llm.max_concurrency") == "--set llm.max_concurrency"
-    assert s.loop.max_iterations == 11 and loaded.source("loop.max_iterations") == "command-line flag"
+    assert (
+        s.llm.max_concurrency == 9
+        and loaded.source("llm.max_concurrency") == "--set llm.max_concurrency"
+    )
+    assert (
+        s.loop.max_iterations == 11 and loaded.source("loop.max_iterations") == "command-line flag"
+    )
     assert s.budget.usd == 20.0 and loaded.source("budget.usd") == "default"
 
 
@@ -108,9 +116,21 @@ def test_proposals_per_iteration_stays_below_the_sample_packing_limit(tmp_path):
 
 
 def test_simulated_edit_rates_must_share_one_proposal():
-    with pytest.raises(BadInput, match="sim.proposal_quality \\+ sim.overfit_rate \\+ sim.harmful_rate is 1.2"):
-        config.load(env={}, overrides=["sim.proposal_quality=0.95", "sim.overfit_rate=0.15",
-                                       "sim.harmful_rate=0.1"])
+    with pytest.raises(
+        BadInput, match="sim.proposal_quality \\+ sim.overfit_rate \\+ sim.harmful_rate is 1.2"
+    ):
+        config.load(
+            env={},
+            overrides=[
+                "sim.proposal_quality=0.95",
+                "sim.overfit_rate=0.15",
+                "sim.harmful_rate=0.1",
+            ],
+        )
     loaded = config.load(env={}, overrides=["sim.proposal_quality=0.75"])
-    assert loaded.settings.sim.proposal_quality + loaded.settings.sim.overfit_rate + \
-        loaded.settings.sim.harmful_rate == pytest.approx(1.0)
+    assert (
+        loaded.settings.sim.proposal_quality
+        + loaded.settings.sim.overfit_rate
+        + loaded.settings.sim.harmful_rate
+        == pytest.approx(1.0)
+    )

@@ -30,11 +30,15 @@ from optimizer.store.db import Store
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "csv-report"
-needs_bwrap = tiers.needs("bubblewrap", None if sb.bwrap_available() else
-                          "bubblewrap is missing here (apt-get install bubblewrap)")
+needs_bwrap = tiers.needs(
+    "bubblewrap",
+    None if sb.bwrap_available() else "bubblewrap is missing here (apt-get install bubblewrap)",
+)
 MODES = [pytest.param("bwrap", marks=needs_bwrap), "none"]
 # Ten 10 MB files, each written whole; a 30 MB workspace holds three of them.
-TEN_FILES = "for i in 1 2 3 4 5 6 7 8 9 10; do head -c 10485760 /dev/zero > /workspace/outputs/f$i; done"
+TEN_FILES = (
+    "for i in 1 2 3 4 5 6 7 8 9 10; do head -c 10485760 /dev/zero > /workspace/outputs/f$i; done"
+)
 
 
 @pytest.fixture
@@ -57,15 +61,21 @@ def settings_with(**sections: dict) -> Settings:
 
 
 @pytest.mark.parametrize("command", ["run", "execute", "benchmark"])
-def test_without_bubblewrap_auto_refuses_before_anything_is_written(cli, no_bwrap, tmp_path: Path,
-                                                                    command: str) -> None:
+def test_without_bubblewrap_auto_refuses_before_anything_is_written(
+    cli, no_bwrap, tmp_path: Path, command: str
+) -> None:
     target = tmp_path / "out"
-    where = {"run": ["--run-dir", target, "--max-iterations", "0"],
-             "execute": ["--eval", "1", "--out", target], "benchmark": ["--out", target]}[command]
+    where = {
+        "run": ["--run-dir", target, "--max-iterations", "0"],
+        "execute": ["--eval", "1", "--out", target],
+        "benchmark": ["--out", target],
+    }[command]
     result = cli(command, EXAMPLE, *where)
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "apt-get install bubblewrap" in lines[0] and "--unconfined" in lines[0]
+    assert (
+        len(lines) == 1 and "apt-get install bubblewrap" in lines[0] and "--unconfined" in lines[0]
+    )
     assert "Traceback" not in result.output
     assert not target.exists()
 
@@ -84,13 +94,21 @@ def test_unconfined_flag_runs_says_so_once_and_records_it(cli, no_bwrap, tmp_pat
 
 @needs_bwrap
 async def test_a_confined_run_is_recorded_as_such(tmp_path: Path, client, store) -> None:
-    run_dir, scored = await run_once(settings_with(), client, store, skill_dir=EXAMPLE, eval_id=1,
-                                     without_skill=False, out_dir=tmp_path)
+    run_dir, scored = await run_once(
+        settings_with(),
+        client,
+        store,
+        skill_dir=EXAMPLE,
+        eval_id=1,
+        without_skill=False,
+        out_dir=tmp_path,
+    )
     assert scored.status == "ok"
     metrics = json.loads((run_dir / "outputs/metrics.json").read_text())
     assert (metrics["confined"], metrics["sandbox"]) == (True, "bwrap")
     assert store.query("select confined, sandbox from eval_runs") == [
-        {"confined": 1, "sandbox": "bwrap"}]
+        {"confined": 1, "sandbox": "bwrap"}
+    ]
 
 
 def test_migration_adds_the_confinement_columns(tmp_path: Path) -> None:
@@ -103,8 +121,19 @@ def test_migration_adds_the_confinement_columns(tmp_path: Path) -> None:
 
 def test_status_show_and_report_say_how_runs_were_confined(cli, no_bwrap, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    started = cli("run", EXAMPLE, "--run-dir", run_dir, "--max-iterations", "0", "--unconfined",
-                  "--set", "evals.runs_per_eval=1", "--set", "evals.baseline_comparison=false")
+    started = cli(
+        "run",
+        EXAMPLE,
+        "--run-dir",
+        run_dir,
+        "--max-iterations",
+        "0",
+        "--unconfined",
+        "--set",
+        "evals.runs_per_eval=1",
+        "--set",
+        "evals.baseline_comparison=false",
+    )
     assert started.exit_code == 0, started.output
     assert started.output.count("sandbox: UNCONFINED") == 1
     status = cli("status", run_dir)
@@ -120,8 +149,10 @@ def test_status_show_and_report_say_how_runs_were_confined(cli, no_bwrap, tmp_pa
 
 
 def test_confined_runs_read_as_confined() -> None:
-    assert shown.describe({"runs": 4, "unconfined": 0, "by": {"bwrap": 4}}) == \
-        "bwrap (confined), 4 runs"
+    assert (
+        shown.describe({"runs": 4, "unconfined": 0, "by": {"bwrap": 4}})
+        == "bwrap (confined), 4 runs"
+    )
     mixed = shown.describe({"runs": 5, "unconfined": 2, "by": {"bwrap": 3, "host": 2}})
     assert mixed.startswith("UNCONFINED: 2 of 5 runs") and "Claude Code" in mixed
     assert shown.describe({"runs": 0, "unconfined": 0, "by": {}}) == "no run recorded yet"
@@ -180,11 +211,14 @@ def test_empty_files_count_as_what_they_cost_the_disk(tmp_path: Path) -> None:
 
 
 async def test_a_run_over_its_workspace_limit_fails_scores_zero_and_frees_the_disk(
-        tmp_path: Path, client, store) -> None:
-    settings = settings_with(execute={"executor": "command", "command": TEN_FILES},
-                             sandbox={"max_workspace_mb": 30})
-    run_dir, scored = await run_once(settings, client, store, skill_dir=EXAMPLE, eval_id=1,
-                                     without_skill=True, out_dir=tmp_path)
+    tmp_path: Path, client, store
+) -> None:
+    settings = settings_with(
+        execute={"executor": "command", "command": TEN_FILES}, sandbox={"max_workspace_mb": 30}
+    )
+    run_dir, scored = await run_once(
+        settings, client, store, skill_dir=EXAMPLE, eval_id=1, without_skill=True, out_dir=tmp_path
+    )
     # The skill's failure, not ours: it is graded (exec_error, score 0), not left unscored.
     assert (scored.status, scored.score) == ("exec_error", 0.0)
     row = store.query("select status, error from eval_runs")[0]
@@ -203,17 +237,26 @@ async def test_the_agent_stops_at_the_workspace_limit(tmp_path: Path) -> None:
 
 
 async def test_fifos_sockets_and_device_nodes_leave_outputs(tmp_path: Path) -> None:
-    make = ("mkfifo /workspace/outputs/pipe && "
-            "python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('/workspace/outputs/sock')\" && "
-            + ("mknod /workspace/outputs/null c 1 3 && " if os.geteuid() == 0 else "")
-            + "echo kept > /workspace/outputs/real.txt")
+    make = (
+        "mkfifo /workspace/outputs/pipe && "
+        "python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('/workspace/outputs/sock')\" && "
+        + ("mknod /workspace/outputs/null c 1 3 && " if os.geteuid() == 0 else "")
+        + "echo kept > /workspace/outputs/real.txt"
+    )
     # Unconfined on purpose: only there can root make a device node.
-    settings = settings_with(execute={"executor": "command", "command": make},
-                             sandbox={"mode": "none"})
+    settings = settings_with(
+        execute={"executor": "command", "command": make}, sandbox={"mode": "none"}
+    )
     ev = load_evals(EXAMPLE).by_id(1)
     record = await get_executor(None, settings).execute(
-        skill_dir=None, skill_name=None, eval=ev, inputs_root=EXAMPLE, run_dir=tmp_path / "run-1",
-        run_number=1, sample=0)
+        skill_dir=None,
+        skill_name=None,
+        eval=ev,
+        inputs_root=EXAMPLE,
+        run_dir=tmp_path / "run-1",
+        run_number=1,
+        sample=0,
+    )
     assert record.status == "ok", record.error
     outputs = tmp_path / "run-1" / "outputs"
     assert sorted(p.name for p in outputs.iterdir()) == ["metrics.json", "real.txt"]
@@ -231,7 +274,14 @@ def test_doctor_passes_where_confinement_works(cli) -> None:
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert [line.split(":")[0] for line in lines] == [
-        "bubblewrap", "processes", "memory", "limits", "probe", "claude code", "confinement"]
+        "bubblewrap",
+        "processes",
+        "memory",
+        "limits",
+        "probe",
+        "claude code",
+        "confinement",
+    ]
     assert "works" in lines[0] and "bubblewrap 0." in lines[0]
     assert "network unreachable" in lines[4] and "not visible" in lines[4]
     assert "in bubblewrap" in lines[5] and "relay" in lines[5]
@@ -248,8 +298,12 @@ def test_doctor_fails_without_bubblewrap_and_says_what_to_do(cli, no_bwrap) -> N
 
 @needs_bwrap
 def test_doctor_fails_when_the_probe_sees_a_leak(cli, monkeypatch: pytest.MonkeyPatch) -> None:
-    leaky = SandboxResult(exit_code=0, stdout="network=reachable\nseen=/root\nworkspace=writable\n",
-                          stderr="", confined=True)
+    leaky = SandboxResult(
+        exit_code=0,
+        stdout="network=reachable\nseen=/root\nworkspace=writable\n",
+        stderr="",
+        confined=True,
+    )
     monkeypatch.setattr(doctor, "run", lambda *a, **k: leaky)
     result = cli("doctor")
     assert result.exit_code == 1

@@ -77,7 +77,9 @@ def test_twenty_kills_then_resume_end_with_the_uninterrupted_lineage(reference, 
         pace = FULL_SPEED if kills == KILLS else ()
         proc = start("resume", str(run_dir), *pace) if created(run_dir) else start(*first, *pace)
     done = finished(proc, timeout=180)
-    print(f"\n{kills} kills, {mid_work} of them in the middle of work; final exit {done.returncode}")
+    print(
+        f"\n{kills} kills, {mid_work} of them in the middle of work; final exit {done.returncode}"
+    )
     assert done.returncode == 0, done.stderr
     assert kills == KILLS and mid_work >= KILLS // 4
 
@@ -104,7 +106,9 @@ def test_twenty_kills_then_resume_end_with_the_uninterrupted_lineage(reference, 
 
 
 @pytest.mark.parametrize("left", ["before state.db", "state.db without its row"])
-def test_a_run_killed_while_creating_its_folder_starts_again_with_the_same_command(tmp_path, left, cli):
+def test_a_run_killed_while_creating_its_folder_starts_again_with_the_same_command(
+    tmp_path, left, cli
+):
     from optimizer.store.db import Store
 
     run_dir = tmp_path / "run"

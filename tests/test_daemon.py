@@ -31,14 +31,21 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"
 
 
-def cli(*args: str, check: bool = True, timeout: float = 240, fresh: bool = False,
-        **kw) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, check: bool = True, timeout: float = 240, fresh: bool = False, **kw
+) -> subprocess.CompletedProcess:
     """`optimizer ARGS` in a process of its own, forked from the test launcher (launcher.py) or,
     with fresh=True, a new interpreter through `python -m optimizer`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))}
     if fresh:
-        proc = subprocess.run([sys.executable, "-m", "optimizer", *args], capture_output=True,
-                              text=True, timeout=timeout, env=env, cwd=kw.get("cwd", ROOT))
+        proc = subprocess.run(
+            [sys.executable, "-m", "optimizer", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=kw.get("cwd", ROOT),
+        )
     else:
         forked = start(*args, cwd=kw.get("cwd", ROOT))
         try:
@@ -76,8 +83,16 @@ def finished(proc: Forked, timeout: float = 240) -> subprocess.CompletedProcess:
 
 def lineage_of(run_dir: Path) -> list[tuple]:
     history = json.loads((run_dir / "history.json").read_text())
-    return [(i["version"], i["parent"], i["grading_result"], i.get("overall_efficiency"),
-             i.get("summary")) for i in history["iterations"]] + [("best", history["current_best"])]
+    return [
+        (
+            i["version"],
+            i["parent"],
+            i["grading_result"],
+            i.get("overall_efficiency"),
+            i.get("summary"),
+        )
+        for i in history["iterations"]
+    ] + [("best", history["current_best"])]
 
 
 def completed_hashes(run_dir: Path) -> Counter:
@@ -117,7 +132,10 @@ RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2")
 def reference_run(factory: pytest.TempPathFactory) -> Path:
     """One uninterrupted run of RUN per test session, shared by the modules that compare against
     it (read it, never write it; copy it to damage it)."""
-    run_dir, done = factory.getbasetemp() / "reference-run", factory.getbasetemp() / "reference-run.done"
+    run_dir, done = (
+        factory.getbasetemp() / "reference-run",
+        factory.getbasetemp() / "reference-run.done",
+    )
     if not done.exists():
         shutil.rmtree(run_dir, ignore_errors=True)
         cli(*RUN, "--run-dir", str(run_dir), fresh=True)  # the entry point a user runs
@@ -139,7 +157,10 @@ def test_a_full_run_wins_and_loses_and_every_file_validates(reference):
     assert history["simulated"] is True and history["test"]["versions"]["v0"]["score"] is not None
     checked = 0
     for path in reference.rglob("*.json"):
-        if {"outputs", "inputs"} & set(path.parts) or path.name in ("assignment.json", "selection.json"):
+        if {"outputs", "inputs"} & set(path.parts) or path.name in (
+            "assignment.json",
+            "selection.json",
+        ):
             continue
         report = check_artifact(path, None, True)
         assert report.ok, (path, report.problems)
@@ -153,8 +174,9 @@ def test_a_full_run_wins_and_loses_and_every_file_validates(reference):
     assert "## Diff against" in (reference / "v1" / "proposal.md").read_text()
 
 
-def test_the_same_seed_gives_the_same_lineage_anywhere_at_any_concurrency(reference, tmp_path, cli,
-                                                                           monkeypatch):
+def test_the_same_seed_gives_the_same_lineage_anywhere_at_any_concurrency(
+    reference, tmp_path, cli, monkeypatch
+):
     run_dir = tmp_path / "elsewhere" / "run"
     monkeypatch.chdir(tmp_path)
     done = cli(*RUN, "--run-dir", run_dir, "--set", "execute.concurrency=1")
@@ -231,7 +253,9 @@ def test_the_first_start_of_a_detached_run_is_no_resume(tmp_path):
     # `run --detach` starts its loop through `resume` in the child: that is the run's start.
     store = Store(tmp_path / "state.db")
     settings = Settings()
-    store.db["runs"].insert({"id": "r", "status": "created", "settings_json": settings.model_dump_json()})
+    store.db["runs"].insert(
+        {"id": "r", "status": "created", "settings_json": settings.model_dump_json()}
+    )
     resumes.record_resume(store, settings)
     assert store.db["resumes"].count == 0
     store.db["runs"].update("r", {"status": "stopped"})
@@ -270,8 +294,17 @@ def test_a_deadline_in_the_past_stops_before_any_run_is_started(tmp_path, cli):
 def test_a_second_daemon_is_refused_and_stop_ends_the_first(tmp_path):
     run_dir = tmp_path / "run"
     # Patience 50: the run cannot end on its own (a plateau) before the stop reaches it.
-    first = start(*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=40",
-                  "--max-iterations", "50", "--set", "loop.patience=50")
+    first = start(
+        *RUN,
+        "--run-dir",
+        str(run_dir),
+        "--set",
+        "sim.latency_ms=40",
+        "--max-iterations",
+        "50",
+        "--set",
+        "loop.patience=50",
+    )
     wait_for(lambda: stage(run_dir).startswith(("iteration", "v1")))
     second = cli("resume", str(run_dir), check=False)
     assert second.returncode == 2
@@ -285,8 +318,17 @@ def test_a_second_daemon_is_refused_and_stop_ends_the_first(tmp_path):
 
 def test_the_stop_file_is_honoured_between_units(tmp_path):
     run_dir = tmp_path / "run"
-    proc = start(*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=40", "--max-iterations", "50",
-                 "--set", "loop.patience=50")  # never a plateau before the stop file is read
+    proc = start(
+        *RUN,
+        "--run-dir",
+        str(run_dir),
+        "--set",
+        "sim.latency_ms=40",
+        "--max-iterations",
+        "50",
+        "--set",
+        "loop.patience=50",
+    )  # never a plateau before the stop file is read
     wait_for(lambda: stage(run_dir).startswith(("iteration", "v1")))
     (run_dir / "STOP").write_text("please stop\n")
     assert proc.wait(timeout=60) == 0
@@ -310,8 +352,12 @@ def test_export_copies_the_best_and_refuses_to_overwrite(reference, tmp_path, cl
     assert out.exit_code == 0, out.output
     best = json.loads((reference / "history.json").read_text())["current_best"]
     assert f"exported {best}" in out.stdout
-    assert (target / "SKILL.md").read_text() == (reference / best / "skill" / "SKILL.md").read_text()
+    assert (target / "SKILL.md").read_text() == (
+        reference / best / "skill" / "SKILL.md"
+    ).read_text()
     again = cli("export", reference, "v0", "--to", target)
     assert again.exit_code == 2 and "--force" in again.stderr
     assert cli("export", reference, "v0", "--to", target, "--force").exit_code == 0
-    assert (target / "SKILL.md").read_text() == (reference / "v0" / "skill" / "SKILL.md").read_text()
+    assert (target / "SKILL.md").read_text() == (
+        reference / "v0" / "skill" / "SKILL.md"
+    ).read_text()

@@ -52,14 +52,22 @@ SHOULD = [
     "A summary of the survey spreadsheet, with an overview of each column",
 ]
 SHOULD_NOT = [
-    "Convert orders.csv to JSON", "Draw a bar chart of revenue by month",
-    "Write a SQL query for the top customers", "Translate this paragraph into German",
-    "Schedule a meeting with the design team next week", "Review my pull request for bugs",
-    "Resize these photos for the website", "Draft an email declining the invitation",
-    "Book a flight to Berlin for Monday", "Fix the failing unit test in the parser",
-    "Compose a birthday poem for my sister", "Set up a cron job for nightly backups",
-    "Explain how TCP handshakes work", "Rename all variables to snake_case",
-    "Plan a three-day trip to Lisbon", "Write a cover letter for a design job",
+    "Convert orders.csv to JSON",
+    "Draw a bar chart of revenue by month",
+    "Write a SQL query for the top customers",
+    "Translate this paragraph into German",
+    "Schedule a meeting with the design team next week",
+    "Review my pull request for bugs",
+    "Resize these photos for the website",
+    "Draft an email declining the invitation",
+    "Book a flight to Berlin for Monday",
+    "Fix the failing unit test in the parser",
+    "Compose a birthday poem for my sister",
+    "Set up a cron job for nightly backups",
+    "Explain how TCP handshakes work",
+    "Rename all variables to snake_case",
+    "Plan a three-day trip to Lisbon",
+    "Write a cover letter for a design job",
 ]
 
 
@@ -86,7 +94,9 @@ def make_skill(tmp_path: Path, description: str = NARROW, name: str = "csv-repor
     skill = tmp_path / "skill"
     shutil.copytree(EXAMPLE, skill)
     md = skill / "SKILL.md"
-    md.write_text(set_description(md.read_text(), description).replace("name: csv-report", f"name: {name}"))
+    md.write_text(
+        set_description(md.read_text(), description).replace("name: csv-report", f"name: {name}")
+    )
     items = [{"query": q, "should_trigger": True} for q in SHOULD]
     items += [{"query": q, "should_trigger": False} for q in SHOULD_NOT]
     (skill / "evals" / "trigger_evals.json").write_text(json.dumps(items, indent=1))
@@ -94,8 +104,9 @@ def make_skill(tmp_path: Path, description: str = NARROW, name: str = "csv-repor
 
 
 def run(cli, skill: Path, run_dir: Path, *extra: str, code: int = 0):
-    result = cli("run", skill, "--target", "description", "--provider", "sim", "--run-dir", run_dir,
-                 *extra)
+    result = cli(
+        "run", skill, "--target", "description", "--provider", "sim", "--run-dir", run_dir, *extra
+    )
     assert result.exit_code == code, result.output
     return result
 
@@ -137,7 +148,10 @@ def test_a_narrow_description_gains_recall_and_the_files_hold_it(tmp_path, cli):
         assert best["splits"][split]["recall"] > v0["splits"][split]["recall"]
     assert best["splits"]["validation"]["pass_rate"] > v0["splits"]["validation"]["pass_rate"]
     assert best["description"].startswith(NARROW) and len(best["description"]) <= 1024
-    assert h["test"]["best"] == best["version"] and set(h["test"]["versions"]) == {"v0", best["version"]}
+    assert h["test"]["best"] == best["version"] and set(h["test"]["versions"]) == {
+        "v0",
+        best["version"],
+    }
     assert h["simulated"] is True and h["target"] == "description"
     conn = sqlite3.connect(run_dir / "state.db")
     decided = dict(conn.execute("select version, decision from decisions").fetchall())
@@ -154,11 +168,23 @@ def test_failed_probes_are_missing_data_never_negatives(tmp_path, cli, monkeypat
     sp = trigger.split(trigger.load(skill), seed=0)
     queries = {q.id: q for q in trigger.load(skill).queries}
     dev = sp.train + sp.validation
-    failing = [next(q for q in dev if queries[q].should_trigger), next(q for q in dev if not queries[q].should_trigger)]
+    failing = [
+        next(q for q in dev if queries[q].should_trigger),
+        next(q for q in dev if not queries[q].should_trigger),
+    ]
     run_dir = tmp_path / "run"
     use_simulator(monkeypatch, Instrumented(fail=[queries[q].query for q in failing]))
-    run(cli, skill, run_dir, "--max-iterations", "1", "--set", "llm.max_attempts=2",
-        "--set", "llm.backoff_initial_s=0")
+    run(
+        cli,
+        skill,
+        run_dir,
+        "--max-iterations",
+        "1",
+        "--set",
+        "llm.max_attempts=2",
+        "--set",
+        "llm.backoff_initial_s=0",
+    )
     v0 = history(run_dir)["versions"][0]
     assert v0["probe_errors"] == 2 * 3 and v0["missing_queries"] == 2
     assert v0["queries"] == len(dev) - 2
@@ -166,8 +192,10 @@ def test_failed_probes_are_missing_data_never_negatives(tmp_path, cli, monkeypat
     for split in ("train", "validation"):
         assert not {str(q) for q in failing} & set(per_query[split]["per_query"])
     conn = sqlite3.connect(run_dir / "state.db")
-    rows = conn.execute("select status, skill_invoked, error from eval_runs where version = 'v0' "
-                        f"and eval_id in ({failing[0]}, {failing[1]})").fetchall()
+    rows = conn.execute(
+        "select status, skill_invoked, error from eval_runs where version = 'v0' "
+        f"and eval_id in ({failing[0]}, {failing[1]})"
+    ).fetchall()
     assert len(rows) == 6 and {r[:2] for r in rows} == {("error", None)}
     assert all("failed after 2 attempts" in r[2] for r in rows)
     # the recall of v0 is over the should-trigger queries that were observed, the failed one out
@@ -197,23 +225,36 @@ def test_the_sealed_test_queries_never_reach_the_proposer(tmp_path, cli, monkeyp
     sp = split_of(run_dir)
     text = {q["id"]: q["query"] for q in sp["queries"]}
     requests = sim.requests
-    proposer = [(i, json.dumps(r["body"], ensure_ascii=False)) for i, r in enumerate(requests)
-                if r["role"] == "proposer"]
+    proposer = [
+        (i, json.dumps(r["body"], ensure_ascii=False))
+        for i, r in enumerate(requests)
+        if r["role"] == "proposer"
+    ]
     assert proposer
     for _, body in proposer:
         for q in sp["test"] + sp["validation"]:
             assert text[q] not in body
     assert any(text[q] in body for q in sp["train"] for _, body in proposer)  # the capture works
-    sealed = [i for i, r in enumerate(requests) if r["role"] == "trigger"
-              and r["body"]["messages"][0]["content"] in {text[q] for q in sp["test"]}]
+    sealed = [
+        i
+        for i, r in enumerate(requests)
+        if r["role"] == "trigger"
+        and r["body"]["messages"][0]["content"] in {text[q] for q in sp["test"]}
+    ]
     assert sealed and min(sealed) > max(i for i, _ in proposer)
 
 
 def test_bad_trigger_evals_exit_2_with_one_sentence_and_write_nothing(tmp_path, cli):
     skill = make_skill(tmp_path)
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps([{"query": "Summarise a.csv", "should_trigger": True},
-                               {"query": "", "should_trigger": False}]))
+    bad.write_text(
+        json.dumps(
+            [
+                {"query": "Summarise a.csv", "should_trigger": True},
+                {"query": "", "should_trigger": False},
+            ]
+        )
+    )
     run_dir = tmp_path / "run"
     proc = run(cli, skill, run_dir, "--evals", bad, code=2)
     assert "Traceback" not in proc.output
@@ -231,9 +272,25 @@ def test_kill_9_in_the_middle_then_resume_ends_with_the_same_lineage(tmp_path, c
     run(cli, skill, straight, *seeds)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPTIMIZER_", "ANTHROPIC_"))}
     with open(os.devnull, "w") as null:
-        proc = launch(["run", str(skill), "--target", "description", "--provider", "sim",
-                       "--run-dir", str(killed), *seeds, "--set", "sim.latency_ms=40"],
-                      cwd=ROOT, env=env, stdout=null, stderr=null)
+        proc = launch(
+            [
+                "run",
+                str(skill),
+                "--target",
+                "description",
+                "--provider",
+                "sim",
+                "--run-dir",
+                str(killed),
+                *seeds,
+                "--set",
+                "sim.latency_ms=40",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=null,
+            stderr=null,
+        )
     try:
         deadline = time.monotonic() + 60
         # Polls another process's progress: killed while it probes a child description.
@@ -247,13 +304,18 @@ def test_kill_9_in_the_middle_then_resume_ends_with_the_same_lineage(tmp_path, c
     assert resumed.exit_code == 0, resumed.output
 
     def lineage(run_dir):
-        return [(v["version"], v.get("parent"), v["decision"], v["description"], v["pass_rate"])
-                for v in history(run_dir)["versions"]]
+        return [
+            (v["version"], v.get("parent"), v["decision"], v["description"], v["pass_rate"])
+            for v in history(run_dir)["versions"]
+        ]
 
     assert lineage(killed) == lineage(straight)
     assert history(killed)["test"] == history(straight)["test"]
-    paid = Counter(json.loads(line).get("hash") for line in (killed / "optimizer.log").read_text().splitlines()
-                   if json.loads(line).get("event") == "llm.call_completed")
+    paid = Counter(
+        json.loads(line).get("hash")
+        for line in (killed / "optimizer.log").read_text().splitlines()
+        if json.loads(line).get("event") == "llm.call_completed"
+    )
     assert paid and max(paid.values()) == 1  # the ledger answered every repeated request
 
 
@@ -261,33 +323,67 @@ def test_kill_9_in_the_middle_then_resume_ends_with_the_same_lineage(tmp_path, c
 
 
 def metrics(passes: list[bool]) -> dict:
-    return {"per_query": {str(i): {"passed": p} for i, p in enumerate(passes)}, "pass_rate": None,
-            "precision": None, "recall": None, "f1": None, "constant_signal": False}
+    return {
+        "per_query": {str(i): {"passed": p} for i, p in enumerate(passes)},
+        "pass_rate": None,
+        "precision": None,
+        "recall": None,
+        "f1": None,
+        "constant_signal": False,
+    }
 
 
-@pytest.mark.parametrize("child, parent, child_dev, parent_dev, verdict", [
-    ([True] * 8, [False] * 8, 1.0, 0.5, "won"),           # the interval is above min_effect
-    ([True] * 8, [False] * 8, 0.4, 0.5, "tie"),           # won on validation, but dev dropped
-    ([False] * 8, [True] * 8, 0.5, 1.0, "lost"),          # the interval is below zero
-    # Δ > 0 with an inconclusive interval: the earlier rule promoted it on Δ alone; the body's
-    # rule, queries as the units, keeps the parent (issue 27: no promotion without error control)
-    ([True, True, False, False], [True, False, False, False], 0.8, 0.7, "tie"),
-    ([True, False, False, False], [True, True, False, False], 0.9, 0.7, "tie"),  # Δ < 0, unclear
-    ([True, False], [True, False], 0.9, 0.7, "tie"),      # validation cannot tell them apart
-])
+@pytest.mark.parametrize(
+    "child, parent, child_dev, parent_dev, verdict",
+    [
+        ([True] * 8, [False] * 8, 1.0, 0.5, "won"),  # the interval is above min_effect
+        ([True] * 8, [False] * 8, 0.4, 0.5, "tie"),  # won on validation, but dev dropped
+        ([False] * 8, [True] * 8, 0.5, 1.0, "lost"),  # the interval is below zero
+        # Δ > 0 with an inconclusive interval: the earlier rule promoted it on Δ alone; the body's
+        # rule, queries as the units, keeps the parent (issue 27: no promotion without error control)
+        ([True, True, False, False], [True, False, False, False], 0.8, 0.7, "tie"),
+        (
+            [True, False, False, False],
+            [True, True, False, False],
+            0.9,
+            0.7,
+            "tie",
+        ),  # Δ < 0, unclear
+        ([True, False], [True, False], 0.9, 0.7, "tie"),  # validation cannot tell them apart
+    ],
+)
 def test_the_description_selection_rule(child, parent, child_dev, parent_dev, verdict):
-    out = decide(metrics(child), metrics(parent), child_dev, parent_dev,
-                 selection=Selection(), rng=random.Random(0))
+    out = decide(
+        metrics(child),
+        metrics(parent),
+        child_dev,
+        parent_dev,
+        selection=Selection(),
+        rng=random.Random(0),
+    )
     assert out["decision"] == verdict, out["reason"]
     assert out["reason"].startswith(verdict)
 
 
 def test_the_description_rule_is_the_body_rule_with_queries_as_units():
-    out = decide(metrics([True] * 8), metrics([False] * 8), 1.0, 0.5, selection=Selection(),
-                 rng=random.Random(0), alpha=0.001)
+    out = decide(
+        metrics([True] * 8),
+        metrics([False] * 8),
+        1.0,
+        0.5,
+        selection=Selection(),
+        rng=random.Random(0),
+        alpha=0.001,
+    )
     assert out["rule"] == "sequential" and out["scope"] == "general" and out["alpha"] == 0.001
     assert "8 validation queries" in out["reason"] and "better in general" in out["reason"]
     # identical answers never promote, and an all-agreeing table keeps a non-zero width
-    same = decide(metrics([True, False] * 6), metrics([True, False] * 6), 1.0, 0.5,
-                  selection=Selection(), rng=random.Random(0))
+    same = decide(
+        metrics([True, False] * 6),
+        metrics([True, False] * 6),
+        1.0,
+        0.5,
+        selection=Selection(),
+        rng=random.Random(0),
+    )
     assert same["decision"] == "tie" and same["interval"]["high"] > same["interval"]["low"]

@@ -26,8 +26,12 @@ from optimizer.inputs.artifacts import check_artifact
 def _can_mount() -> str | None:
     """Why mounts cannot be made here, or None. Root ignores permission bits, so a read-only
     folder and a full disk need real mounts (a bind mount remounted ro, a small tmpfs)."""
-    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=1M tmpfs /mnt"],
-                           capture_output=True, text=True, check=False)
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=1M tmpfs /mnt"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if probe.returncode != 0:
         return f"cannot mount here (unshare -m + mount: {probe.stderr.strip() or probe.returncode})"
     return None
@@ -45,8 +49,9 @@ def reference(tmp_path_factory) -> Path:
 def partial(tmp_path_factory) -> Path:
     """The same run stopped after its first iteration; `resume --max-iterations 2` completes it."""
     run_dir = tmp_path_factory.mktemp("partial") / "run"
-    done = CliRunner().invoke(app, [*RUN, "--run-dir", str(run_dir), "--max-iterations", "1"],
-                              catch_exceptions=False)
+    done = CliRunner().invoke(
+        app, [*RUN, "--run-dir", str(run_dir), "--max-iterations", "1"], catch_exceptions=False
+    )
     logs.reset()
     assert done.exit_code == 0, done.output
     return run_dir
@@ -80,8 +85,11 @@ def consistent(run_dir: Path) -> None:
 
 
 def tree(folder: Path) -> dict[str, tuple[int, int]]:
-    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in folder.rglob("*") if p.is_file()}
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
 
 
 @needs_mount
@@ -90,11 +98,18 @@ def test_a_read_only_run_folder(reference, partial, tmp_path, cli):
     shutil.copytree(partial, run_dir)
     before = tree(run_dir)
     # A private mount namespace: the read-only bind mount disappears with the command.
-    script = ('mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && '
-              '"$2" -m optimizer status "$1" >/dev/null && "$2" -m optimizer lineage "$1" >/dev/null && '
-              'exec "$2" -m optimizer resume "$1" --max-iterations 2')
-    proc = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(run_dir), sys.executable],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    script = (
+        'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && '
+        '"$2" -m optimizer status "$1" >/dev/null && "$2" -m optimizer lineage "$1" >/dev/null && '
+        'exec "$2" -m optimizer resume "$1" --max-iterations 2'
+    )
+    proc = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script, "sh", str(run_dir), sys.executable],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     err = one_sentence_failure(proc, "Read-only file system", "read-only")
     print(f"\nread-only run folder: {err}")
     assert tree(run_dir) == before  # status and lineage read it without writing a byte
@@ -131,8 +146,15 @@ def test_a_full_disk(reference, small_disk, cli):
 def test_a_database_locked_by_another_process(reference, tmp_path, cli):
     run_dir = tmp_path / "run"
     # A short busy timeout (store.busy_timeout_s, 30 s by default) keeps the test quick.
-    proc = start(*RUN, "--run-dir", str(run_dir), "--set", "sim.latency_ms=10",
-                 "--set", "store.busy_timeout_s=0.5")
+    proc = start(
+        *RUN,
+        "--run-dir",
+        str(run_dir),
+        "--set",
+        "sim.latency_ms=10",
+        "--set",
+        "store.busy_timeout_s=0.5",
+    )
     wait_for(lambda: stage(run_dir).startswith(("iteration", "v1")))
     holder = sqlite3.connect(run_dir / "state.db", timeout=30, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")  # e.g. a database browser left in a write transaction
@@ -140,7 +162,9 @@ def test_a_database_locked_by_another_process(reference, tmp_path, cli):
         failed = finished(proc, timeout=60)
         message = one_sentence_failure(failed, "locked")
         print(f"\nlocked database: {message}")
-        again = run_in_a_process("resume", str(run_dir), check=False)  # still locked: the same refusal
+        again = run_in_a_process(
+            "resume", str(run_dir), check=False
+        )  # still locked: the same refusal
         one_sentence_failure(again, "locked")
     finally:
         holder.execute("ROLLBACK")

@@ -30,10 +30,19 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "csv-report"
 # Lines only the skill's body carries; the simulated agent copies what it follows.
 SKILL_SNIPPETS = ("Row count:", "## Columns", "# Report:", "Following the guideline")
-RUN_FILES = ("transcript.jsonl", "transcript.md", "timing.json", "eval_metadata.json",
-             "outputs/metrics.json")
-needs_bwrap = tiers.needs("bubblewrap", None if sandbox.bwrap_available() else
-                          "bubblewrap is missing here (apt-get install bubblewrap)")
+RUN_FILES = (
+    "transcript.jsonl",
+    "transcript.md",
+    "timing.json",
+    "eval_metadata.json",
+    "outputs/metrics.json",
+)
+needs_bwrap = tiers.needs(
+    "bubblewrap",
+    None
+    if sandbox.bwrap_available()
+    else "bubblewrap is missing here (apt-get install bubblewrap)",
+)
 
 
 async def no_wait(_seconds: float) -> None:
@@ -67,11 +76,23 @@ def example_eval() -> Eval:
     return load_evals(EXAMPLE).by_id(1)
 
 
-async def execute(executor: Executor, run_dir: Path, *, with_skill: bool, sample: int = 0,
-                  ev: Eval | None = None, skill: Path = EXAMPLE) -> RunRecord:
+async def execute(
+    executor: Executor,
+    run_dir: Path,
+    *,
+    with_skill: bool,
+    sample: int = 0,
+    ev: Eval | None = None,
+    skill: Path = EXAMPLE,
+) -> RunRecord:
     return await executor.execute(
-        skill_dir=skill if with_skill else None, skill_name=None, eval=ev or example_eval(),
-        inputs_root=skill, run_dir=run_dir, run_number=1, sample=sample,
+        skill_dir=skill if with_skill else None,
+        skill_name=None,
+        eval=ev or example_eval(),
+        inputs_root=skill,
+        run_dir=run_dir,
+        run_number=1,
+        sample=sample,
     )
 
 
@@ -128,7 +149,11 @@ async def test_anthropic_with_and_without_skill(tmp_path: Path) -> None:
     calls = sim.stats.calls
     again = await execute(executor, with_skill.run_dir, with_skill=True)
     assert sim.stats.calls == calls
-    assert (again.status, again.tokens, again.tool_calls) == ("ok", with_skill.tokens, with_skill.tool_calls)
+    assert (again.status, again.tokens, again.tool_calls) == (
+        "ok",
+        with_skill.tokens,
+        with_skill.tool_calls,
+    )
     assert again.to_row()["skill_invoked"] == 1
     await client.aclose()
     store.close()
@@ -157,8 +182,12 @@ async def test_a_relative_run_folder_works_as_an_absolute_one(tmp_path: Path, mo
         sim = RecordingSim(seed=3)
         store = Store(tmp_path / f"{run_dir.parent.name}.db")
         client = make_client(settings_with(), store, simulator=sim, sleep=no_wait)
-        record = await execute(get_executor("anthropic", settings_with(), client=client), run_dir,
-                               with_skill=True, sample=2)
+        record = await execute(
+            get_executor("anthropic", settings_with(), client=client),
+            run_dir,
+            with_skill=True,
+            sample=2,
+        )
         await client.aclose()
         store.close()
         assert record.status == "ok", record.error
@@ -170,11 +199,16 @@ async def test_a_relative_run_folder_works_as_an_absolute_one(tmp_path: Path, mo
     assert "runs/rel" not in bodies and str(tmp_path) not in bodies
 
 
-async def test_a_refused_model_call_leaves_the_run_unscored_with_a_complete_folder(tmp_path: Path, store) -> None:
+async def test_a_refused_model_call_leaves_the_run_unscored_with_a_complete_folder(
+    tmp_path: Path, store
+) -> None:
     """A model call that failed for good is a failure of ours, not the skill's (docs/design.md §7)."""
     client = make_client(settings_with(), store, simulator=RefusingSim(seed=0), sleep=no_wait)
-    record = await execute(get_executor("anthropic", settings_with(), client=client),
-                           tmp_path / "run-1", with_skill=True)
+    record = await execute(
+        get_executor("anthropic", settings_with(), client=client),
+        tmp_path / "run-1",
+        with_skill=True,
+    )
     assert record.status == "unscored" and "400" in (record.error or "")
     metrics = assert_complete(record.run_dir)
     assert metrics["errors_encountered"] >= 1 and metrics["status"] == "unscored"
@@ -190,11 +224,28 @@ class SleeperSim(Simulator):
         if self.roles_of(body) != "executor":
             return super().respond(body, headers)
         first = len(body["messages"]) == 1
-        content = ([{"type": "tool_use", "id": "toolu_sleep", "name": "bash",
-                     "input": {"command": "sleep 30"}}] if first else [{"type": "text", "text": "Done."}])
-        return {"id": "msg_sleep", "type": "message", "role": "assistant", "model": body["model"],
-                "content": content, "stop_reason": "tool_use" if first else "end_turn",
-                "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 10}}
+        content = (
+            [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_sleep",
+                    "name": "bash",
+                    "input": {"command": "sleep 30"},
+                }
+            ]
+            if first
+            else [{"type": "text", "text": "Done."}]
+        )
+        return {
+            "id": "msg_sleep",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": content,
+            "stop_reason": "tool_use" if first else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 10},
+        }
 
     @staticmethod
     def roles_of(body):  # type: ignore[no-untyped-def]
@@ -207,23 +258,34 @@ async def test_a_slow_provider_is_not_the_skills_timeout(tmp_path: Path, store) 
     """Three calls at 0.6 s each against a 0.3 s limit: the waiting is the provider's, not the
     skill's, so the run finishes (before the run clock it was a timeout, scored 0)."""
     settings = settings_with(timeout_s=0.3, model_tokens_per_s=0)
-    client = make_client(settings, store, simulator=Simulator(seed=0, latency_ms=600), sleep=no_wait)
-    record = await execute(get_executor("anthropic", settings, client=client), tmp_path / "run-1",
-                           with_skill=True)
+    client = make_client(
+        settings, store, simulator=Simulator(seed=0, latency_ms=600), sleep=no_wait
+    )
+    record = await execute(
+        get_executor("anthropic", settings, client=client), tmp_path / "run-1", with_skill=True
+    )
     await client.aclose()
     assert record.status == "ok", record.error
     metrics = assert_complete(record.run_dir)
-    assert metrics["model_calls"] >= 2 and metrics["model_wait_seconds"] >= 0.6 * metrics["model_calls"] - 0.1
+    assert (
+        metrics["model_calls"] >= 2
+        and metrics["model_wait_seconds"] >= 0.6 * metrics["model_calls"] - 0.1
+    )
     assert metrics["skill_seconds"] < 0.3 < record.duration_s
 
 
-async def test_a_slow_provider_charges_only_the_models_normal_generation_time(tmp_path: Path, store) -> None:
+async def test_a_slow_provider_charges_only_the_models_normal_generation_time(
+    tmp_path: Path, store
+) -> None:
     """At 10 tokens a second each answer's tokens cost the skill more than the call took: the
     whole call is charged, nothing is waiting, and the run is over its limit."""
     settings = settings_with(timeout_s=0.3, model_tokens_per_s=10)
-    client = make_client(settings, store, simulator=Simulator(seed=0, latency_ms=200), sleep=no_wait)
-    record = await execute(get_executor("anthropic", settings, client=client), tmp_path / "run-1",
-                           with_skill=True)
+    client = make_client(
+        settings, store, simulator=Simulator(seed=0, latency_ms=200), sleep=no_wait
+    )
+    record = await execute(
+        get_executor("anthropic", settings, client=client), tmp_path / "run-1", with_skill=True
+    )
     await client.aclose()
     assert record.status == "timeout" and "execute.timeout_s = 0.3 s" in (record.error or "")
     metrics = assert_complete(record.run_dir)
@@ -231,13 +293,17 @@ async def test_a_slow_provider_charges_only_the_models_normal_generation_time(tm
 
 
 async def test_a_run_over_its_limit_only_by_a_slow_providers_generation_time_is_unscored(
-        tmp_path: Path, store) -> None:
+    tmp_path: Path, store
+) -> None:
     """At 1 s a call and 1000 tokens a second, each call charges its tokens' worth, the rest is
     waiting: the limit passes only by the estimate, which a slow provider makes unsure."""
     settings = settings_with(timeout_s=0.3, model_tokens_per_s=1000)
-    client = make_client(settings, store, simulator=Simulator(seed=0, latency_ms=1000), sleep=no_wait)
-    record = await execute(get_executor("anthropic", settings, client=client), tmp_path / "run-1",
-                           with_skill=True)
+    client = make_client(
+        settings, store, simulator=Simulator(seed=0, latency_ms=1000), sleep=no_wait
+    )
+    record = await execute(
+        get_executor("anthropic", settings, client=client), tmp_path / "run-1", with_skill=True
+    )
     await client.aclose()
     assert record.status == "unscored", record.error
     assert "only by the model's generation time while the provider was slow" in (record.error or "")
@@ -249,10 +315,13 @@ async def test_a_run_over_its_limit_only_by_a_slow_providers_generation_time_is_
 async def test_a_command_that_sleeps_past_the_limit_still_times_out(tmp_path: Path, store) -> None:
     """A slow provider does not excuse the skill's own work: `sleep 30` against a 1 s limit."""
     settings = settings_with(timeout_s=1, model_tokens_per_s=0)
-    client = make_client(settings, store, simulator=SleeperSim(seed=0, latency_ms=400), sleep=no_wait)
+    client = make_client(
+        settings, store, simulator=SleeperSim(seed=0, latency_ms=400), sleep=no_wait
+    )
     started = time.monotonic()
-    record = await execute(get_executor("anthropic", settings, client=client), tmp_path / "run-1",
-                           with_skill=False)
+    record = await execute(
+        get_executor("anthropic", settings, client=client), tmp_path / "run-1", with_skill=False
+    )
     await client.aclose()
     assert time.monotonic() - started < 6
     assert record.status == "timeout" and "execute.timeout_s = 1 s" in (record.error or "")
@@ -262,14 +331,21 @@ async def test_a_command_that_sleeps_past_the_limit_still_times_out(tmp_path: Pa
     assert "## Error" in (record.run_dir / "transcript.md").read_text()
 
 
-async def test_a_provider_slower_than_the_wait_limit_leaves_the_run_unscored(tmp_path: Path, store) -> None:
+async def test_a_provider_slower_than_the_wait_limit_leaves_the_run_unscored(
+    tmp_path: Path, store
+) -> None:
     settings = settings_with(timeout_s=0.3, model_wait_max_s=0.5)
-    client = make_client(settings, store, simulator=Simulator(seed=0, latency_ms=5000), sleep=no_wait)
+    client = make_client(
+        settings, store, simulator=Simulator(seed=0, latency_ms=5000), sleep=no_wait
+    )
     started = time.monotonic()
-    record = await execute(get_executor("anthropic", settings, client=client), tmp_path / "run-1",
-                           with_skill=False)
+    record = await execute(
+        get_executor("anthropic", settings, client=client), tmp_path / "run-1", with_skill=False
+    )
     assert time.monotonic() - started < 4
-    assert record.status == "unscored" and "execute.model_wait_max_s = 0.5 s" in (record.error or "")
+    assert record.status == "unscored" and "execute.model_wait_max_s = 0.5 s" in (
+        record.error or ""
+    )
     metrics = assert_complete(record.run_dir)
     assert metrics["errors_encountered"] == 1 and metrics["model_wait_seconds"] >= 0.5
     await client.aclose()
@@ -285,7 +361,8 @@ class Broken(Executor):
 
 
 async def test_an_exception_of_ours_leaves_the_run_unscored_as_an_internal_error(
-        tmp_path: Path, log_capture) -> None:
+    tmp_path: Path, log_capture
+) -> None:
     record = await execute(Broken(settings_with()), tmp_path / "run-1", with_skill=False)
     assert record.status == "unscored"
     assert (record.error or "").startswith("internal error: KeyError")
@@ -294,11 +371,16 @@ async def test_an_exception_of_ours_leaves_the_run_unscored_as_an_internal_error
     assert logged and logged[0]["error_type"] == "KeyError" and logged[0]["exc_info"] is not None
 
 
-async def test_a_spent_budget_stops_the_work_and_leaves_no_complete_folder(tmp_path: Path, store, sim) -> None:
+async def test_a_spent_budget_stops_the_work_and_leaves_no_complete_folder(
+    tmp_path: Path, store, sim
+) -> None:
     client = make_client(settings_with(), store, budget_usd=0.0, simulator=sim, sleep=no_wait)
     with pytest.raises(BudgetExhausted):
-        await execute(get_executor("anthropic", settings_with(), client=client), tmp_path / "run-1",
-                      with_skill=True)
+        await execute(
+            get_executor("anthropic", settings_with(), client=client),
+            tmp_path / "run-1",
+            with_skill=True,
+        )
     assert not (tmp_path / "run-1" / "timing.json").exists()
     await client.aclose()
 
@@ -340,11 +422,17 @@ def test_editor_tool_is_confined(tmp_path: Path) -> None:
         return run_editor(tool_input, work_dir=work, skill_dir=skill, max_file_bytes=1000)
 
     assert edit(command="create", path="/workspace/outputs/a.md", file_text="one\ntwo\n") == (
-        "File created successfully at: /workspace/outputs/a.md", False)
-    assert edit(command="str_replace", path="/workspace/outputs/a.md", old_str="two",
-                new_str="2")[1] is False
-    assert edit(command="insert", path="/workspace/outputs/a.md", insert_line=0,
-                insert_text="zero")[1] is False
+        "File created successfully at: /workspace/outputs/a.md",
+        False,
+    )
+    assert (
+        edit(command="str_replace", path="/workspace/outputs/a.md", old_str="two", new_str="2")[1]
+        is False
+    )
+    assert (
+        edit(command="insert", path="/workspace/outputs/a.md", insert_line=0, insert_text="zero")[1]
+        is False
+    )
     assert (work / "outputs/a.md").read_text() == "zero\none\n2\n"
     text, is_error = edit(command="view", path="/workspace/outputs/a.md", view_range=[2, 3])
     assert not is_error and "one" in text and "zero" not in text
@@ -373,20 +461,33 @@ def test_input_paths_that_escape_are_refused(tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("secret")
     (skill / "evals/files/link.csv").symlink_to(tmp_path / "secret.txt")
     assert resolve_inputs(["evals/files/ok.csv"], skill, eval_id=1) == [
-        ((skill / "evals/files/ok.csv").resolve(), "evals/files/ok.csv")]
-    cases = {"../../etc/passwd": "'..'", "/etc/passwd": "absolute", "evals/files/link.csv": "symbolic link",
-             "evals/files/missing.csv": "does not exist"}
+        ((skill / "evals/files/ok.csv").resolve(), "evals/files/ok.csv")
+    ]
+    cases = {
+        "../../etc/passwd": "'..'",
+        "/etc/passwd": "absolute",
+        "evals/files/link.csv": "symbolic link",
+        "evals/files/missing.csv": "does not exist",
+    }
     for rel, words in cases.items():
         with pytest.raises(BadInput) as caught:
             resolve_inputs([rel], skill, eval_id=7)
-        assert words in str(caught.value) and "eval 7" in str(caught.value) and rel in str(caught.value)
+        assert (
+            words in str(caught.value)
+            and "eval 7" in str(caught.value)
+            and rel in str(caught.value)
+        )
 
 
 async def test_executor_refuses_bad_inputs_before_making_a_folder(tmp_path: Path, client) -> None:
     ev = example_eval().model_copy(update={"files": ["../../etc/passwd"]})
     with pytest.raises(BadInput):
-        await execute(get_executor("anthropic", settings_with(), client=client), tmp_path / "run-1",
-                      with_skill=True, ev=ev)
+        await execute(
+            get_executor("anthropic", settings_with(), client=client),
+            tmp_path / "run-1",
+            with_skill=True,
+            ev=ev,
+        )
     assert not (tmp_path / "run-1").exists()
 
 
@@ -394,7 +495,9 @@ async def test_executor_refuses_bad_inputs_before_making_a_folder(tmp_path: Path
 
 
 async def test_command_executor_runs_the_template_in_the_sandbox(tmp_path: Path) -> None:
-    settings = settings_with(executor="command", command="cp {prompt_file} {work_dir}/outputs/echo.txt && ls {skill_dir}")
+    settings = settings_with(
+        executor="command", command="cp {prompt_file} {work_dir}/outputs/echo.txt && ls {skill_dir}"
+    )
     record = await execute(get_executor(None, settings), tmp_path / "run-1", with_skill=True)
     assert record.status == "ok", record.error
     assert_complete(record.run_dir)
@@ -405,11 +508,21 @@ async def test_command_executor_runs_the_template_in_the_sandbox(tmp_path: Path)
 
 
 async def test_command_executor_failure_and_timeout_are_data(tmp_path: Path) -> None:
-    failed = await execute(get_executor(None, settings_with(executor="command", command="echo oops >&2; exit 3")),
-                           tmp_path / "fail", with_skill=False)
-    assert failed.status == "error" and "code 3" in (failed.error or "") and "oops" in (failed.error or "")
-    slow = await execute(get_executor(None, settings_with(executor="command", command="sleep 30", timeout_s=0.5)),
-                         tmp_path / "slow", with_skill=False)
+    failed = await execute(
+        get_executor(None, settings_with(executor="command", command="echo oops >&2; exit 3")),
+        tmp_path / "fail",
+        with_skill=False,
+    )
+    assert (
+        failed.status == "error"
+        and "code 3" in (failed.error or "")
+        and "oops" in (failed.error or "")
+    )
+    slow = await execute(
+        get_executor(None, settings_with(executor="command", command="sleep 30", timeout_s=0.5)),
+        tmp_path / "slow",
+        with_skill=False,
+    )
     assert slow.status == "timeout"
     for record in (failed, slow):
         assert_complete(record.run_dir)
@@ -437,14 +550,31 @@ class Sleepy(Executor):
         return None
 
 
-async def test_the_grader_bounds_concurrency_and_keeps_job_order(tmp_path: Path, client, store) -> None:
+async def test_the_grader_bounds_concurrency_and_keeps_job_order(
+    tmp_path: Path, client, store
+) -> None:
     settings = settings_with(concurrency=2)
     executor = Sleepy(settings)
     finished: list[int] = []
-    grader = Grader(store, client, settings, load_evals(EXAMPLE), executor, skill_name="csv-report",
-                    inputs_root=EXAMPLE, on_run=lambda s: finished.append(s.run_number))
-    jobs = jobs_for([1], 5, prefix="", root=tmp_path, configuration="without_skill",
-                    skill_dir=None, version="baseline")
+    grader = Grader(
+        store,
+        client,
+        settings,
+        load_evals(EXAMPLE),
+        executor,
+        skill_name="csv-report",
+        inputs_root=EXAMPLE,
+        on_run=lambda s: finished.append(s.run_number),
+    )
+    jobs = jobs_for(
+        [1],
+        5,
+        prefix="",
+        root=tmp_path,
+        configuration="without_skill",
+        skill_dir=None,
+        version="baseline",
+    )
     results = await grader.grade(jobs, scope="baseline")
     assert [s.run_number for s in results[1]] == [1, 2, 3, 4, 5]
     assert executor.peak == 2
@@ -452,16 +582,37 @@ async def test_the_grader_bounds_concurrency_and_keeps_job_order(tmp_path: Path,
     assert all((job.run_dir / "timing.json").is_file() for job in jobs)
 
 
-async def test_run_once_numbers_runs_grades_them_and_reads_the_evals(tmp_path: Path, client, store) -> None:
+async def test_run_once_numbers_runs_grades_them_and_reads_the_evals(
+    tmp_path: Path, client, store
+) -> None:
     settings = settings_with()
-    done = [await run_once(settings, client, store, skill_dir=EXAMPLE, eval_id=1,
-                           without_skill=without, out_dir=tmp_path)
-            for without in (False, False, True)]
+    done = [
+        await run_once(
+            settings,
+            client,
+            store,
+            skill_dir=EXAMPLE,
+            eval_id=1,
+            without_skill=without,
+            out_dir=tmp_path,
+        )
+        for without in (False, False, True)
+    ]
     assert [d.relative_to(tmp_path).as_posix() for d, _ in done] == [
-        "with_skill/run-1", "with_skill/run-2", "without_skill/run-1"]
+        "with_skill/run-1",
+        "with_skill/run-2",
+        "without_skill/run-1",
+    ]
     assert all((d / "grading.json").is_file() and s.score is not None for d, s in done)
     with pytest.raises(BadInput, match="no eval has id 99"):
-        await run_once(settings, client, store, skill_dir=EXAMPLE, eval_id=99, without_skill=False,
-                       out_dir=tmp_path)
+        await run_once(
+            settings,
+            client,
+            store,
+            skill_dir=EXAMPLE,
+            eval_id=99,
+            without_skill=False,
+            out_dir=tmp_path,
+        )
     with pytest.raises(BadInput, match="not an executor"):
         get_executor("nope", settings)

@@ -13,8 +13,16 @@ from test_daemon import RUN, reference_run
 
 from optimizer.inputs.artifacts import check_artifact
 
-FAULTS = ("--set", "sim.fault_rate=0.2", "--set", "llm.max_attempts=12",
-          "--set", "llm.backoff_initial_s=0", "--set", "llm.backoff_max_s=0")
+FAULTS = (
+    "--set",
+    "sim.fault_rate=0.2",
+    "--set",
+    "llm.max_attempts=12",
+    "--set",
+    "llm.backoff_initial_s=0",
+    "--set",
+    "llm.backoff_max_s=0",
+)
 VOLATILE = {"cost_usd", "created_at"}  # prompt-cache accounting follows the order calls land in
 
 
@@ -28,7 +36,10 @@ def full_lineage(run_dir: Path) -> dict:
     intervals, comparator tallies, summaries, the current best and the sealed test."""
     history = json.loads((run_dir / "history.json").read_text())
     items = [{k: v for k, v in item.items() if k not in VOLATILE} for item in history["iterations"]]
-    return {"iterations": items, **{k: history.get(k) for k in ("current_best", "stop_reason", "test")}}
+    return {
+        "iterations": items,
+        **{k: history.get(k) for k in ("current_best", "stop_reason", "test")},
+    }
 
 
 def json_files(run_dir: Path) -> set[str]:
@@ -40,7 +51,9 @@ def events(run_dir: Path, name: str) -> list[dict]:
     return [e for e in map(json.loads, lines) if e.get("event") == name]
 
 
-def test_a_run_through_faults_ends_with_the_fault_free_lineage_and_loses_nothing(reference, tmp_path, cli):
+def test_a_run_through_faults_ends_with_the_fault_free_lineage_and_loses_nothing(
+    reference, tmp_path, cli
+):
     faulty = tmp_path / "faulty"
     done = cli(*RUN, "--run-dir", faulty, *FAULTS)
     assert done.exit_code == 0, done.output
@@ -55,8 +68,10 @@ def test_a_run_through_faults_ends_with_the_fault_free_lineage_and_loses_nothing
     print("\nretries at sim.fault_rate=0.2, by cause (llm.retry_scheduled events):")
     for cause, n in sorted(retries.items()):
         print(f"  {cause:<14} {n:>4}")
-    print(f"  {'total':<14} {sum(retries.values()):>4}   (ledger: {attempts} extra attempts over "
-          f"{calls} completed calls; {repairs} malformed answers repaired)")
+    print(
+        f"  {'total':<14} {sum(retries.values()):>4}   (ledger: {attempts} extra attempts over "
+        f"{calls} completed calls; {repairs} malformed answers repaired)"
+    )
 
     assert sum(retries.values()) == attempts > 0
     assert {"rate_limit", "overloaded", "server_error", "timeout"} <= set(retries)

@@ -38,13 +38,28 @@ def test_the_bound_uses_student_t_over_evals_not_a_normal_quantile():
 
 def test_outcomes_follow_the_margin():
     step = 0.01
-    assert ni.check({e: 0.0 + 0.01 * (e % 2) for e in range(10)}, confidence=0.95, margin=0.05,
-                    step=step).outcome == "not_worse"
-    assert ni.check({e: -0.5 + 0.01 * (e % 2) for e in range(10)}, confidence=0.95, margin=0.05,
-                    step=step).outcome == "worse"
+    assert (
+        ni.check(
+            {e: 0.0 + 0.01 * (e % 2) for e in range(10)}, confidence=0.95, margin=0.05, step=step
+        ).outcome
+        == "not_worse"
+    )
+    assert (
+        ni.check(
+            {e: -0.5 + 0.01 * (e % 2) for e in range(10)}, confidence=0.95, margin=0.05, step=step
+        ).outcome
+        == "worse"
+    )
     # centred on −margin: neither shown
-    assert ni.check({e: -0.05 + 0.1 * (e % 2) - 0.05 for e in range(10)}, confidence=0.95,
-                    margin=0.05, step=step).outcome == "inconclusive"
+    assert (
+        ni.check(
+            {e: -0.05 + 0.1 * (e % 2) - 0.05 for e in range(10)},
+            confidence=0.95,
+            margin=0.05,
+            step=step,
+        ).outcome
+        == "inconclusive"
+    )
 
 
 def test_one_eval_is_refused():
@@ -71,15 +86,19 @@ def _harmful(base: Path, dest: Path) -> Path:
     write nothing. In any sensible world that scores far below the skill."""
     head = Path(shutil.copytree(base, dest))
     front = (base / "SKILL.md").read_text().split("---", 2)[1]
-    (head / "SKILL.md").write_text(f"---{front}---\n\n# CSV report\n\nDo not write any file and do not "
-                                   "read the data. Reply only with the word \"no\".\n")
+    (head / "SKILL.md").write_text(
+        f"---{front}---\n\n# CSV report\n\nDo not write any file and do not "
+        'read the data. Reply only with the word "no".\n'
+    )
     return head
 
 
 def test_an_unchanged_skill_passes_and_spends_nothing(cli, skills):
     base, tmp = skills
     same = Path(shutil.copytree(base, tmp / "same"))
-    result = cli("gate", base, same, "--provider", "sim", "--out", tmp / "g", "--comment", tmp / "c.md")
+    result = cli(
+        "gate", base, same, "--provider", "sim", "--out", tmp / "g", "--comment", tmp / "c.md"
+    )
     assert result.exit_code == 0, result.output
     assert "unchanged" in result.output
     assert "Cost: $0.00" in (tmp / "c.md").read_text()
@@ -92,8 +111,19 @@ def test_a_reworded_skill_is_not_worse(cli, skills):
     (head / "SKILL.md").write_text(text + "\n")
     # 10 runs an eval: in the simulated world a run's pass rate varies by about 0.2, and over 5
     # evals 3 runs leave the lower bound near -0.12, past the margin (docs/nightly.md).
-    result = cli("gate", base, head, "--provider", "sim", "--runs", "10", "--out", tmp / "g",
-                 "--comment", tmp / "c.md")
+    result = cli(
+        "gate",
+        base,
+        head,
+        "--provider",
+        "sim",
+        "--runs",
+        "10",
+        "--out",
+        tmp / "g",
+        "--comment",
+        tmp / "c.md",
+    )
     assert result.exit_code == 0, result.output
     body = (tmp / "c.md").read_text()
     assert "not worse" in body and "lower bound" in body and "| 1 " in body
@@ -102,13 +132,17 @@ def test_a_reworded_skill_is_not_worse(cli, skills):
 def test_a_harmful_edit_fails_with_a_comment(cli, skills):
     base, tmp = skills
     head = _harmful(base, tmp / "head")
-    result = cli("gate", base, head, "--provider", "sim", "--out", tmp / "g", "--comment", tmp / "c.md")
+    result = cli(
+        "gate", base, head, "--provider", "sim", "--out", tmp / "g", "--comment", tmp / "c.md"
+    )
     assert result.exit_code == 1, result.output
     body = (tmp / "c.md").read_text()
     assert body.startswith("## Skill gate: ❌")
     assert "SIMULATED" in body and "### Per eval" in body and "Cost: $" in body
     assert "Largest drop: eval " in body
-    rows = [line for line in body.splitlines() if line.startswith("| ") and line.count("|") == 6][1:]
+    rows = [line for line in body.splitlines() if line.startswith("| ") and line.count("|") == 6][
+        1:
+    ]
     assert len(rows) == 5  # one per eval, each with its own difference
     diffs = [float(r.split("|")[4]) for r in rows]
     assert all(d < 0 for d in diffs)
@@ -116,7 +150,9 @@ def test_a_harmful_edit_fails_with_a_comment(cli, skills):
     assert not (tmp / "g" / "head" / "evals").exists()  # the agent never sees the expectations
 
 
-@pytest.mark.parametrize("case", ["no-skill-md", "margin", "one-eval", "out-not-empty", "budget", "no-key"])
+@pytest.mark.parametrize(
+    "case", ["no-skill-md", "margin", "one-eval", "out-not-empty", "budget", "no-key"]
+)
 def test_bad_input_exits_2_and_writes_nothing(cli, skills, case, monkeypatch):
     base, tmp = skills
     head = Path(shutil.copytree(base, tmp / "head"))
@@ -152,8 +188,12 @@ def test_a_head_whose_instructions_are_deleted_is_worse_not_bad_input(cli, skill
     base, tmp = skills
     head = Path(shutil.copytree(base, tmp / "head"))
     front = (base / "SKILL.md").read_text().split("---", 2)[1]
-    (head / "SKILL.md").write_text(f"---{front}---\n")  # the body is gone: not a valid skill any more
-    result = cli("gate", base, head, "--provider", "sim", "--out", tmp / "g", "--comment", tmp / "c.md")
+    (head / "SKILL.md").write_text(
+        f"---{front}---\n"
+    )  # the body is gone: not a valid skill any more
+    result = cli(
+        "gate", base, head, "--provider", "sim", "--out", tmp / "g", "--comment", tmp / "c.md"
+    )
     assert result.exit_code == 1, result.output
     body = (tmp / "c.md").read_text()
     assert body.startswith("## Skill gate: ❌ worse") and "not a valid skill" in body
@@ -162,8 +202,19 @@ def test_a_head_whose_instructions_are_deleted_is_worse_not_bad_input(cli, skill
 def test_a_budget_that_runs_out_gives_no_decision_and_no_number(cli, skills):
     base, tmp = skills
     head = _harmful(base, tmp / "head")
-    result = cli("gate", base, head, "--provider", "sim", "--budget-usd", "0.05", "--out", tmp / "g",
-                 "--comment", tmp / "c.md")
+    result = cli(
+        "gate",
+        base,
+        head,
+        "--provider",
+        "sim",
+        "--budget-usd",
+        "0.05",
+        "--out",
+        tmp / "g",
+        "--comment",
+        tmp / "c.md",
+    )
     assert result.exit_code == 1, result.output
     body = (tmp / "c.md").read_text()
     assert body.startswith("## Skill gate: ❌ no decision") and "budget ran out" in body

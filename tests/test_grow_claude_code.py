@@ -42,15 +42,31 @@ class SkillFirst(Simulator):
 
     def respond(self, body, headers):  # type: ignore[no-untyped-def]
         offered = any(t.get("name") == "Skill" for t in body.get("tools") or [])
-        called = any(b.get("type") == "tool_use" and b.get("name") == "Skill"
-                     for m in body["messages"] if isinstance(m.get("content"), list) for b in m["content"])
+        called = any(
+            b.get("type") == "tool_use" and b.get("name") == "Skill"
+            for m in body["messages"]
+            if isinstance(m.get("content"), list)
+            for b in m["content"]
+        )
         if not offered or called:
             return super().respond(body, headers)
-        return {"id": "msg_skill_first", "type": "message", "role": "assistant", "model": body.get("model"),
-                "content": [{"type": "tool_use", "id": "toolu_skill_first", "name": "Skill",
-                             "input": {"skill": "csv-report"}}],
-                "stop_reason": "tool_use", "stop_sequence": None,
-                "usage": {"input_tokens": 10, "output_tokens": 10}}
+        return {
+            "id": "msg_skill_first",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_skill_first",
+                    "name": "Skill",
+                    "input": {"skill": "csv-report"},
+                }
+            ],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 10},
+        }
 
 
 def _binary() -> Path | None:
@@ -60,19 +76,46 @@ def _binary() -> Path | None:
         return None
 
 
-needs_cli = pytest.mark.skipif(_binary() is None, reason="the Claude Code CLI is not installed: run "
-                               "scripts/install-claude-code.sh (npm package @anthropic-ai/claude-code)")
+needs_cli = pytest.mark.skipif(
+    _binary() is None,
+    reason="the Claude Code CLI is not installed: run "
+    "scripts/install-claude-code.sh (npm package @anthropic-ai/claude-code)",
+)
 
 
 def claude(binary: Path, project: Path, home: Path, url: str, prompt: str, *extra: str) -> str:
     """One `claude -p` turn as a user would run it: sessions persisted under HOME/.claude/projects/."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
-           "TMPDIR": str(home / "tmp"), "ANTHROPIC_API_KEY": "sim-key", "ANTHROPIC_BASE_URL": url,
-           **COMMON_ENV}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "TMPDIR": str(home / "tmp"),
+        "ANTHROPIC_API_KEY": "sim-key",
+        "ANTHROPIC_BASE_URL": url,
+        **COMMON_ENV,
+    }
     done = subprocess.run(
-        [str(binary), "-p", "--output-format", "stream-json", "--verbose", "--tools",
-         "Read,Write,Edit,Glob,Grep,Skill", "--permission-mode", "acceptEdits", "--allowedTools", "Skill",
-         *extra], input=prompt, cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        [
+            str(binary),
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--tools",
+            "Read,Write,Edit,Glob,Grep,Skill",
+            "--permission-mode",
+            "acceptEdits",
+            "--allowedTools",
+            "Skill",
+            *extra,
+        ],
+        input=prompt,
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     return result["session_id"]
@@ -85,7 +128,11 @@ def cli_sessions(tmp_path: Path):
     assert binary is not None
     project, home = tmp_path / "work", tmp_path / "home"
     (home / "tmp").mkdir(parents=True)
-    shutil.copytree(EXAMPLE, project / ".claude" / "skills" / "csv-report", ignore=shutil.ignore_patterns("evals"))
+    shutil.copytree(
+        EXAMPLE,
+        project / ".claude" / "skills" / "csv-report",
+        ignore=shutil.ignore_patterns("evals"),
+    )
     (project / "data").mkdir()
     for name in TASKS:
         shutil.copy(EXAMPLE / "evals" / "files" / f"{name}.csv", project / "data")
@@ -103,7 +150,9 @@ def cli_sessions(tmp_path: Path):
 
 
 @needs_cli
-def test_real_cli_sessions_become_candidates_without_their_secrets(cli_sessions, tmp_path, monkeypatch) -> None:
+def test_real_cli_sessions_become_candidates_without_their_secrets(
+    cli_sessions, tmp_path, monkeypatch
+) -> None:
     projects, ids = cli_sessions
     monkeypatch.chdir(tmp_path)  # the drafting ledger goes to ./runs/evals-mine/
     skill = tmp_path / "skill"
@@ -111,8 +160,19 @@ def test_real_cli_sessions_become_candidates_without_their_secrets(cli_sessions,
     for f in (skill / "evals" / "files").iterdir():
         f.unlink()  # the copies must come from the sessions' project, not from the example
     sim = Recording(seed=0)
-    printed = run_cli(monkeypatch, sim, "evals", "mine", str(skill), "--from", str(projects),
-                      "--since", "3650d", "--provider", "sim")
+    printed = run_cli(
+        monkeypatch,
+        sim,
+        "evals",
+        "mine",
+        str(skill),
+        "--from",
+        str(projects),
+        "--since",
+        "3650d",
+        "--provider",
+        "sim",
+    )
     assert "5 use(s) of the skill in 5 session(s); 5 new candidate(s)" in printed
     data = CandidatesFile.model_validate_json((skill / "evals" / "candidates.json").read_text())
     by_session = {c.origin.session_id: c for c in data.candidates}
@@ -123,8 +183,9 @@ def test_real_cli_sessions_become_candidates_without_their_secrets(cli_sessions,
         expected = expected.replace(KEY, "[redacted]").replace(TOKEN, "[redacted]")
         assert cand.eval.prompt == expected
         assert cand.eval.files == [f"evals/files/{name}.csv"]
-        assert (skill / "evals" / "files" / f"{name}.csv").read_bytes() == \
-            (EXAMPLE / "evals" / "files" / f"{name}.csv").read_bytes()
+        assert (skill / "evals" / "files" / f"{name}.csv").read_bytes() == (
+            EXAMPLE / "evals" / "files" / f"{name}.csv"
+        ).read_bytes()
         assert cand.origin.file.endswith(f"{ids[name]}.jsonl") and cand.origin.time.startswith("20")
         assert cand.drafted_by.startswith("model") and cand.signals.outputs == ["outputs/report.md"]
     corrected = by_session[ids["sales"]]
@@ -158,7 +219,11 @@ def read_as_skill_creator(skill: Path) -> int:
     ids = [e["id"] for e in data["evals"]]
     assert len(set(ids)) == len(ids) and all(type(i) is int for i in ids)
     for e in data["evals"]:
-        assert isinstance(e["prompt"], str) and e["prompt"] and isinstance(e.get("expected_output", ""), str)
+        assert (
+            isinstance(e["prompt"], str)
+            and e["prompt"]
+            and isinstance(e.get("expected_output", ""), str)
+        )
         assert all((skill / f).is_file() for f in e.get("files", []))
         assert all(isinstance(x, str) and x for x in e["expectations"])
     return len(ids)

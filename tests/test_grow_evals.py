@@ -18,8 +18,12 @@ from optimizer.schemas import CandidatesFile, EvalsFileRaw
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "csv-report"
-SECRETS = ("sk-ant-api03-PlantedSecretKey0123456789abcdef", "ghp_PLANTEDplantedPLANTEDplanted012345",
-           "AKIAPLANTEDSECRET123", "hunter2-planted-pw")
+SECRETS = (
+    "sk-ant-api03-PlantedSecretKey0123456789abcdef",
+    "ghp_PLANTEDplantedPLANTEDplanted012345",
+    "AKIAPLANTEDSECRET123",
+    "hunter2-planted-pw",
+)
 
 
 @pytest.fixture
@@ -30,18 +34,25 @@ def world(tmp_path: Path):
     project = tmp_path / "project"
     (project / "data").mkdir(parents=True)
     (project / "data" / "orders.csv").write_text(
-        f"id,amount,note\n1,10,ok\n2,12,token={SECRETS[1]}\n3,9,fine\n", encoding="utf-8")
+        f"id,amount,note\n1,10,ok\n2,12,token={SECRETS[1]}\n3,9,fine\n", encoding="utf-8"
+    )
     (project / "big.csv").write_text("x\n" + "1\n" * 400_000, encoding="utf-8")
     return skill, project, tmp_path / "projects"
 
 
-def used_session(project: Path, skill_dir: Path, *, start: str = "2026-11-20T09:00:00.000Z") -> Session:
+def used_session(
+    project: Path, skill_dir: Path, *, start: str = "2026-11-20T09:00:00.000Z"
+) -> Session:
     s = Session(project, start=start)
-    s.user(f"Profile data/orders.csv into outputs/report.md please; the API key is {SECRETS[0]} "
-           f"and password={SECRETS[3]}")
+    s.user(
+        f"Profile data/orders.csv into outputs/report.md please; the API key is {SECRETS[0]} "
+        f"and password={SECRETS[3]}"
+    )
     s.skill("csv-report", skill_dir)
     s.tool("Read", {"file_path": str(project / "data" / "orders.csv")}, "id,amount")
-    s.tool("Bash", {"command": "python missing.py"}, f"No such file; env had {SECRETS[2]}", error=True)
+    s.tool(
+        "Bash", {"command": "python missing.py"}, f"No such file; env had {SECRETS[2]}", error=True
+    )
     s.tool("Write", {"file_path": str(project / "outputs" / "report.md"), "content": "# Report"})
     s.say("Done: I wrote outputs/report.md.")
     s.user("No, the amounts should be rounded to two decimals, and add a Notes section")
@@ -59,7 +70,9 @@ def test_mine_drafts_a_candidate_from_a_session(world, cli, log_capture) -> None
     data = CandidatesFile.model_validate_json((skill / "evals" / "candidates.json").read_text())
     [cand] = data.candidates
     # The prompt is the user's task, its file pointed at the copy, its secrets masked.
-    assert cand.eval.prompt.startswith("Profile evals/files/orders.csv into outputs/report.md please")
+    assert cand.eval.prompt.startswith(
+        "Profile evals/files/orders.csv into outputs/report.md please"
+    )
     assert cand.eval.files == ["evals/files/orders.csv"]
     copied = (skill / "evals" / "files" / "orders.csv").read_text()
     assert copied.startswith("id,amount,note\n1,10,ok\n") and "[redacted]" in copied
@@ -70,7 +83,9 @@ def test_mine_drafts_a_candidate_from_a_session(world, cli, log_capture) -> None
     assert cand.origin.time.startswith("2026-11-20") and cand.status == "pending"
     # evals.json is never written by mining; no secret is anywhere we wrote or said.
     assert (skill / "evals" / "evals.json").read_bytes() == before
-    written = "".join(p.read_text(errors="replace") for p in (skill / "evals").rglob("*") if p.is_file())
+    written = "".join(
+        p.read_text(errors="replace") for p in (skill / "evals").rglob("*") if p.is_file()
+    )
     said = result.output + json.dumps(log_capture, default=str)
     for secret in SECRETS:
         assert secret not in written and secret not in said
@@ -92,11 +107,15 @@ def test_mining_twice_adds_nothing_and_reviewed_candidates_stay_reviewed(world, 
 def test_only_sessions_that_used_this_skill_and_are_recent_enough(world, cli) -> None:
     skill, project, projects = world
     used_session(project, skill, start="2020-01-01T09:00:00.000Z").write(projects)  # too old
-    other = Session(project, start="2026-11-22T09:00:00.000Z").user("Write a memo about data/orders.csv")
+    other = Session(project, start="2026-11-22T09:00:00.000Z").user(
+        "Write a memo about data/orders.csv"
+    )
     other.tool("Skill", {"skill": "memo-writer"}, "Launching skill: memo-writer").write(projects)
     slash = Session(project, start="2026-11-23T09:00:00.000Z")
-    slash.user("<command-message>csv-report is running…</command-message>\n<command-name>/csv-report"
-               "</command-name>\n<command-args>summarise big.csv for me</command-args>")
+    slash.user(
+        "<command-message>csv-report is running…</command-message>\n<command-name>/csv-report"
+        "</command-name>\n<command-args>summarise big.csv for me</command-args>"
+    )
     slash.tool("Read", {"file_path": str(project / "big.csv")}).write(projects)
     result = cli("evals", "mine", skill, "--from", projects, "--since", "2026-11-01")
     assert result.exit_code == 0, result.output
@@ -118,22 +137,34 @@ def test_accepting_appends_in_the_files_dialect_and_keeps_the_split(tmp_path, cl
         if dialect == "extended":
             evals.append(e)
         elif dialect == "assertions":
-            evals.append({"id": e["id"], "prompt": e["prompt"], "files": e["files"],
-                          "assertions": [{"id": f"A{i}", "text": t} for i, t in enumerate(texts, 1)]})
+            evals.append(
+                {
+                    "id": e["id"],
+                    "prompt": e["prompt"],
+                    "files": e["files"],
+                    "assertions": [{"id": f"A{i}", "text": t} for i, t in enumerate(texts, 1)],
+                }
+            )
         else:
-            evals.append({"id": e["id"], "prompt": e["prompt"], "files": e["files"], "expectations": texts})
+            evals.append(
+                {"id": e["id"], "prompt": e["prompt"], "files": e["files"], "expectations": texts}
+            )
     grown = {"skill_name": "csv-report", "evals": evals}
     if dialect == "extended":
         grown["eval_config"] = raw["eval_config"]
     (skill / "evals" / "evals.json").write_text(json.dumps(grown))
     settings = Settings()
-    old = split(load_evals(skill), test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
+    old = split(
+        load_evals(skill), test_fraction=settings.evals.test_fraction, seed=settings.loop.seed
+    )
     projects = tmp_path / "projects"
     for day in range(10, 22):  # twelve sessions, twelve different tasks
         project = tmp_path / f"p{day}"
         project.mkdir()
         s = Session(project, start=f"2026-11-{day}T09:00:00.000Z")
-        s.user(f"Report on the numbers of week {day} in a short markdown file").skill("csv-report", skill)
+        s.user(f"Report on the numbers of week {day} in a short markdown file").skill(
+            "csv-report", skill
+        )
         s.write(projects)
     assert cli("evals", "mine", skill, "--from", projects, "--since", "3650d").exit_code == 0
     result = cli("evals", "accept", skill, "--all")
@@ -145,15 +176,23 @@ def test_accepting_appends_in_the_files_dialect_and_keeps_the_split(tmp_path, cl
     assert all(("assertions" in e) == (dialect == "assertions") for e in added)
     assert all(("name" in e) == (dialect == "extended") for e in added)
     assert cli("validate", skill).exit_code == 0
-    new = split(load_evals(skill), test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
-    assert [i for i in new.train if i <= 5] == old.train and [i for i in new.test if i <= 5] == old.test
+    new = split(
+        load_evals(skill), test_fraction=settings.evals.test_fraction, seed=settings.loop.seed
+    )
+    assert [i for i in new.train if i <= 5] == old.train and [
+        i for i in new.test if i <= 5
+    ] == old.test
     # The sealed test grows too, and each added eval sits where its own hash says.
     assert [i for i in new.test if i > 5]
     for e in added:
-        side = placement.side(e["prompt"], test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
+        side = placement.side(
+            e["prompt"], test_fraction=settings.evals.test_fraction, seed=settings.loop.seed
+        )
         assert (e["id"] in new.test) == (side == "test")
     accepted = json.loads((skill / "evals" / "candidates.json").read_text())["candidates"]
-    assert {c["status"] for c in accepted} == {"accepted"} and {c["eval_id"] for c in accepted} == set(range(6, 18))
+    assert {c["status"] for c in accepted} == {"accepted"} and {
+        c["eval_id"] for c in accepted
+    } == set(range(6, 18))
 
 
 def test_the_placement_of_an_eval_depends_on_its_prompt_only() -> None:
@@ -161,13 +200,17 @@ def test_the_placement_of_an_eval_depends_on_its_prompt_only() -> None:
     sides = [placement.side(p, test_fraction=0.25, seed=0) for p in prompts]
     assert sides == [placement.side(p, test_fraction=0.25, seed=0) for p in reversed(prompts)][::-1]
     assert 0.18 < sides.count("test") / len(sides) < 0.32
-    assert placement.side("a  b\n c", test_fraction=0.25, seed=0) == placement.side("a b c", test_fraction=0.25, seed=0)
+    assert placement.side("a  b\n c", test_fraction=0.25, seed=0) == placement.side(
+        "a b c", test_fraction=0.25, seed=0
+    )
 
 
 def test_bad_input_is_one_sentence_and_writes_nothing(world, cli) -> None:
     skill, project, projects = world
     missing = cli("evals", "mine", skill, "--from", projects / "nowhere")
-    assert missing.exit_code == 2 and "--from" in missing.output and "Traceback" not in missing.output
+    assert (
+        missing.exit_code == 2 and "--from" in missing.output and "Traceback" not in missing.output
+    )
     since = cli("evals", "mine", skill, "--from", project, "--since", "last tuesday")
     assert since.exit_code == 2 and "--since 'last tuesday'" in since.output
     assert not (skill / "evals" / "candidates.json").exists()
@@ -203,22 +246,39 @@ def test_review_in_the_terminal_accepts_rejects_and_skips(world, monkeypatch) ->
         s = Session(project, start=f"2026-11-{day}T09:00:00.000Z")
         s.user(f"Summarise the orders of day {day}").skill("csv-report", skill).write(projects)
     runner = CliRunner()
-    assert runner.invoke(app, ["evals", "mine", str(skill), "--from", str(projects), "--since", "3650d"]).exit_code == 0
-    first = json.loads((skill / "evals" / "candidates.json").read_text())["candidates"][0]["eval"]["prompt"]
+    assert (
+        runner.invoke(
+            app, ["evals", "mine", str(skill), "--from", str(projects), "--since", "3650d"]
+        ).exit_code
+        == 0
+    )
+    first = json.loads((skill / "evals" / "candidates.json").read_text())["candidates"][0]["eval"][
+        "prompt"
+    ]
     # An edit opens $EDITOR; here the "editor" rewrites the prompt.
     monkeypatch.setattr("click.edit", lambda text, **_: text.replace(first, first + ", in euros"))
     done = runner.invoke(app, ["evals", "review", str(skill)], input="e\ny\nr\ns\n")
     assert done.exit_code == 0, done.output
     assert "accepted: eval 6" in done.output and "rejected" in done.output
-    states = [c["status"] for c in json.loads((skill / "evals" / "candidates.json").read_text())["candidates"]]
+    states = [
+        c["status"]
+        for c in json.loads((skill / "evals" / "candidates.json").read_text())["candidates"]
+    ]
     assert states == ["accepted", "rejected", "pending"]
-    assert json.loads((skill / "evals" / "evals.json").read_text())["evals"][-1]["prompt"] == first + ", in euros"
+    assert (
+        json.loads((skill / "evals" / "evals.json").read_text())["evals"][-1]["prompt"]
+        == first + ", in euros"
+    )
 
 
 def test_hidden_files_are_named_never_copied(world, cli) -> None:
     skill, project, projects = world
     (project / ".env").write_text("DATABASE_URL=postgres://u:pw@h/db\n")
-    s = Session(project).user("Profile data/orders.csv using the settings in .env").skill("csv-report", skill)
+    s = (
+        Session(project)
+        .user("Profile data/orders.csv using the settings in .env")
+        .skill("csv-report", skill)
+    )
     s.tool("Read", {"file_path": str(project / ".env")}).write(projects)
     assert cli("evals", "mine", skill, "--from", projects, "--since", "3650d").exit_code == 0
     [cand] = json.loads((skill / "evals" / "candidates.json").read_text())["candidates"]
@@ -251,10 +311,15 @@ def test_accepting_into_a_broken_evals_json_is_bad_input(world, cli) -> None:
     result = cli("evals", "accept", skill, "--all")
     assert result.exit_code == 2 and "evals.json: not valid JSON" in result.output
     assert "Traceback" not in result.output
-    assert json.loads((skill / "evals" / "candidates.json").read_text())["candidates"][0]["status"] == "pending"
+    assert (
+        json.loads((skill / "evals" / "candidates.json").read_text())["candidates"][0]["status"]
+        == "pending"
+    )
 
 
-def test_with_a_provider_only_new_drafts_are_sent_and_only_redacted(world, monkeypatch, tmp_path) -> None:
+def test_with_a_provider_only_new_drafts_are_sent_and_only_redacted(
+    world, monkeypatch, tmp_path
+) -> None:
     from inprocess import Recording
     from inprocess import cli as run_cli
 
@@ -262,13 +327,24 @@ def test_with_a_provider_only_new_drafts_are_sent_and_only_redacted(world, monke
     monkeypatch.chdir(tmp_path)
     used_session(project, skill).write(projects)
     sim = Recording(seed=0)
-    args = ("evals", "mine", str(skill), "--from", str(projects), "--since", "3650d", "--provider", "sim")
+    args = (
+        "evals",
+        "mine",
+        str(skill),
+        "--from",
+        str(projects),
+        "--since",
+        "3650d",
+        "--provider",
+        "sim",
+    )
     run_cli(monkeypatch, sim, *args)
     sent = [body for _, _, body in sim.requests if "submit_eval_drafts" in body]
     assert len(sent) == 1 and "rounded to two decimals" in sent[0]
     assert not any(secret in body for secret in SECRETS for _, _, body in sim.requests)
-    Session(project, start="2026-11-24T09:00:00.000Z").user("Chart data/orders.csv").skill("csv-report", skill) \
-        .write(projects)
+    Session(project, start="2026-11-24T09:00:00.000Z").user("Chart data/orders.csv").skill(
+        "csv-report", skill
+    ).write(projects)
     run_cli(monkeypatch, sim, *args)
     second = [body for _, _, body in sim.requests if "submit_eval_drafts" in body][1:]
     assert len(second) == 1 and "Chart evals/files/orders.csv" in second[0]

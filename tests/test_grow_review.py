@@ -18,8 +18,15 @@ from optimizer.schemas import EvalsFileRaw
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "csv-report"
 CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 SECRET = "sk-ant-api03-ReviewPagePlantedSecret0123456789"
 
 
@@ -27,12 +34,18 @@ def skill_with_candidates(tmp_path: Path, cli) -> Path:
     skill = tmp_path / "skill"
     shutil.copytree(EXAMPLE, skill)
     projects = tmp_path / "projects"
-    for day, task in ((20, "Profile the stock levels for purchasing, short please"),
-                      (21, f"Write a markdown summary of the returns data; my key is {SECRET}"),
-                      (22, "Give me a one-page overview of the survey answers")):
+    for day, task in (
+        (20, "Profile the stock levels for purchasing, short please"),
+        (21, f"Write a markdown summary of the returns data; my key is {SECRET}"),
+        (22, "Give me a one-page overview of the survey answers"),
+    ):
         project = tmp_path / f"p{day}"
         project.mkdir()
-        s = Session(project, start=f"2026-11-{day}T09:00:00.000Z").user(task).skill("csv-report", skill)
+        s = (
+            Session(project, start=f"2026-11-{day}T09:00:00.000Z")
+            .user(task)
+            .skill("csv-report", skill)
+        )
         s.say("Done.").user("Wrong: put the row count first").write(projects)
     assert cli("evals", "mine", skill, "--from", projects, "--since", "3650d").exit_code == 0
     return skill
@@ -52,8 +65,16 @@ def test_the_review_api_accepts_edits_and_rejects(simulated, tmp_path, cli) -> N
         listing = srv.candidates()
         assert listing["available"] and len(listing["candidates"]) == 3
         first, second, _ = (c["id"] for c in listing["candidates"])
-        after = srv.candidates("accept", {"id": first, "eval": {"prompt": "Profile evals/files/inventory.csv",
-                                                               "files": ["evals/files/inventory.csv"]}})
+        after = srv.candidates(
+            "accept",
+            {
+                "id": first,
+                "eval": {
+                    "prompt": "Profile evals/files/inventory.csv",
+                    "files": ["evals/files/inventory.csv"],
+                },
+            },
+        )
         srv.candidates("reject", {"id": second})
         with pytest.raises(ValueError):
             srv.candidates("accept", {"id": first, "eval": {"status": "accepted"}})
@@ -63,16 +84,25 @@ def test_the_review_api_accepts_edits_and_rejects(simulated, tmp_path, cli) -> N
     states = {c["id"]: c["status"] for c in after["candidates"]}
     assert states[first] == "accepted"
     data = json.loads((skill / "evals" / "evals.json").read_text())
-    assert data["evals"][-1]["prompt"] == "Profile evals/files/inventory.csv" and data["evals"][-1]["id"] == 6
+    assert (
+        data["evals"][-1]["prompt"] == "Profile evals/files/inventory.csv"
+        and data["evals"][-1]["id"] == 6
+    )
     # The run folder itself is untouched: its inputs and split are those it started with.
-    assert len(json.loads((simulated / "inputs" / "evals" / "evals.json").read_text())["evals"]) == 5
+    assert (
+        len(json.loads((simulated / "inputs" / "evals" / "evals.json").read_text())["evals"]) == 5
+    )
 
 
-browser_only = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium")
+browser_only = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
+)
 
 
 @browser_only
-def test_accepting_candidates_in_chromium_grows_the_evals_the_next_run_uses(simulated, tmp_path, cli, monkeypatch) -> None:
+def test_accepting_candidates_in_chromium_grows_the_evals_the_next_run_uses(
+    simulated, tmp_path, cli, monkeypatch
+) -> None:
     playwright_api = pytest.importorskip("playwright.sync_api")
     expect = playwright_api.expect
     skill = skill_with_candidates(tmp_path, cli)
@@ -97,7 +127,9 @@ def test_accepting_candidates_in_chromium_grows_the_evals_the_next_run_uses(simu
             first.locator("textarea.cand-prompt").fill("Profile the stock levels in a short report")
             first.locator('button[data-action="accept"]').click()
             expect(tab.locator('.candidate[data-status="accepted"]')).to_have_count(1)
-            tab.locator('.candidate[data-status="pending"]').nth(0).locator('button[data-action="accept"]').click()
+            tab.locator('.candidate[data-status="pending"]').nth(0).locator(
+                'button[data-action="accept"]'
+            ).click()
             expect(tab.locator('.candidate[data-status="accepted"]')).to_have_count(2)
             tab.locator('.candidate[data-status="pending"] button[data-action="reject"]').click()
             expect(tab.locator('.candidate[data-status="rejected"]')).to_have_count(1)
@@ -121,8 +153,22 @@ def test_accepting_candidates_in_chromium_grows_the_evals_the_next_run_uses(simu
     from optimizer.sim import Simulator
 
     sim = Recording()
-    run_cli(monkeypatch, sim, "run", str(skill), "--run-dir", str(run_dir), "--provider", "sim",
-            "--max-iterations", "0", "--set", "evals.runs_per_eval=1", "--set", "evals.baseline_comparison=false")
+    run_cli(
+        monkeypatch,
+        sim,
+        "run",
+        str(skill),
+        "--run-dir",
+        str(run_dir),
+        "--provider",
+        "sim",
+        "--max-iterations",
+        "0",
+        "--set",
+        "evals.runs_per_eval=1",
+        "--set",
+        "evals.baseline_comparison=false",
+    )
     with sqlite3.connect(run_dir / "state.db") as db:
         split = json.loads(db.execute("select split_json from runs").fetchone()[0])
     assert sorted(split["train"] + split["test"]) == [1, 2, 3, 4, 5, 6, 7]
@@ -130,7 +176,9 @@ def test_accepting_candidates_in_chromium_grows_the_evals_the_next_run_uses(simu
     assert isinstance(sim, Simulator)
 
 
-def test_status_and_resume_say_what_the_new_evals_buy_without_changing_the_run(simulated, tmp_path, cli) -> None:
+def test_status_and_resume_say_what_the_new_evals_buy_without_changing_the_run(
+    simulated, tmp_path, cli
+) -> None:
     skill = skill_with_candidates(tmp_path, cli)
     point_run_at(simulated, skill)
     with sqlite3.connect(simulated / "state.db") as db:
@@ -144,10 +192,15 @@ def test_status_and_resume_say_what_the_new_evals_buy_without_changing_the_run(s
     assert "power" in shown and "on the next run" in shown and "pending" not in shown
     resumed = cli("resume", simulated)
     assert resumed.exit_code == 0, resumed.output
-    assert "a running run's split never changes" in resumed.output and f"--from {simulated}" in resumed.output
+    assert (
+        "a running run's split never changes" in resumed.output
+        and f"--from {simulated}" in resumed.output
+    )
     with sqlite3.connect(simulated / "state.db") as db:
         assert db.execute("select split_json from runs").fetchone()[0] == split_before
-    assert len(json.loads((simulated / "inputs" / "evals" / "evals.json").read_text())["evals"]) == 5
+    assert (
+        len(json.loads((simulated / "inputs" / "evals" / "evals.json").read_text())["evals"]) == 5
+    )
 
 
 def test_the_report_carries_the_power_line(simulated, tmp_path, cli) -> None:

@@ -19,22 +19,49 @@ def setup(tmp_path: Path) -> tuple[Path, Path]:
     shutil.copytree(EXAMPLE, skill)
     path = skill / "evals" / "evals.json"
     data = json.loads(path.read_text())
-    twin = dict(data["evals"][1], id=6, name="Survey again",
-                prompt=data["evals"][1]["prompt"].replace("Our customer", "Our customers'"))
+    twin = dict(
+        data["evals"][1],
+        id=6,
+        name="Survey again",
+        prompt=data["evals"][1]["prompt"].replace("Our customer", "Our customers'"),
+    )
     data["evals"].append(twin)
     path.write_text(json.dumps(data, indent=2))
     run = tmp_path / "run"
     run.mkdir()
-    (run / "eval_feedback_aggregate.json").write_text(json.dumps({
-        "skill_name": "csv-report", "iteration": 2, "total_runs": 12, "suggestions": [
-            {"frequency": 3, "assertion": SUMMARY, "reason": f"Eval 1: expectation '{SUMMARY}' passes in "
-             "every run of both configurations - does not discriminate the skill's value",
-             "action": "Replace or sharpen it: it passes with and without the skill.", "source": "analyst"},
-            {"frequency": 2, "assertion": None, "reason": "No assertion checks that the report names the "
-             "date range of the data", "action": "Add an expectation that checks this."},
-            {"frequency": 1, "assertion": None, "reason": "3 run(s) had judge error(s), excluded from the means",
-             "action": "Look at the judge.", "source": "analyst"},
-        ]}))
+    (run / "eval_feedback_aggregate.json").write_text(
+        json.dumps(
+            {
+                "skill_name": "csv-report",
+                "iteration": 2,
+                "total_runs": 12,
+                "suggestions": [
+                    {
+                        "frequency": 3,
+                        "assertion": SUMMARY,
+                        "reason": f"Eval 1: expectation '{SUMMARY}' passes in "
+                        "every run of both configurations - does not discriminate the skill's value",
+                        "action": "Replace or sharpen it: it passes with and without the skill.",
+                        "source": "analyst",
+                    },
+                    {
+                        "frequency": 2,
+                        "assertion": None,
+                        "reason": "No assertion checks that the report names the "
+                        "date range of the data",
+                        "action": "Add an expectation that checks this.",
+                    },
+                    {
+                        "frequency": 1,
+                        "assertion": None,
+                        "reason": "3 run(s) had judge error(s), excluded from the means",
+                        "action": "Look at the judge.",
+                        "source": "analyst",
+                    },
+                ],
+            }
+        )
+    )
     return skill, run
 
 
@@ -48,7 +75,9 @@ def test_suggest_drafts_the_three_kinds(tmp_path, cli) -> None:
     # A failure mode no expectation checks becomes a check on a train eval (the first, as none is named).
     assert kinds == [("sharpen", 1), ("add_check", 1), ("drop", 6)]
     sharpen, new, drop = data.candidates
-    assert sharpen.replaces == SUMMARY and sharpen.eval.expectations[0].startswith(SUMMARY + ", and it must fail")
+    assert sharpen.replaces == SUMMARY and sharpen.eval.expectations[0].startswith(
+        SUMMARY + ", and it must fail"
+    )
     assert new.eval.expectations == ["The report names the date range of the data"]
     assert new.origin.source == "run" and "asks what eval 2 asks" in drop.reason
     again = cli("evals", "suggest", run, "--skill", skill)
@@ -85,7 +114,9 @@ def test_suggest_on_a_real_simulated_run(simulated, tmp_path, cli) -> None:
     CandidatesFile.model_validate_json((skill / "evals" / "candidates.json").read_text())
 
 
-def test_a_missing_check_seen_on_a_sealed_eval_goes_to_a_train_eval(simulated, tmp_path, cli) -> None:
+def test_a_missing_check_seen_on_a_sealed_eval_goes_to_a_train_eval(
+    simulated, tmp_path, cli
+) -> None:
     import sqlite3
 
     skill = tmp_path / "skill"
@@ -93,10 +124,23 @@ def test_a_missing_check_seen_on_a_sealed_eval_goes_to_a_train_eval(simulated, t
     with sqlite3.connect(simulated / "state.db") as db:
         split = json.loads(db.execute("select split_json from runs").fetchone()[0])
     sealed = split["test"][0]
-    (simulated / "eval_feedback_aggregate.json").write_text(json.dumps({
-        "skill_name": "csv-report", "iteration": 1, "total_runs": 4, "suggestions": [
-            {"frequency": 2, "assertion": None, "reason": f"Eval {sealed}: no assertion checks the units",
-             "action": "Add an expectation that checks this."}]}))
+    (simulated / "eval_feedback_aggregate.json").write_text(
+        json.dumps(
+            {
+                "skill_name": "csv-report",
+                "iteration": 1,
+                "total_runs": 4,
+                "suggestions": [
+                    {
+                        "frequency": 2,
+                        "assertion": None,
+                        "reason": f"Eval {sealed}: no assertion checks the units",
+                        "action": "Add an expectation that checks this.",
+                    }
+                ],
+            }
+        )
+    )
     assert cli("evals", "suggest", simulated, "--skill", skill).exit_code == 0
     [cand] = json.loads((skill / "evals" / "candidates.json").read_text())["candidates"]
     assert cand["kind"] == "add_check" and cand["target_eval_id"] in split["train"]

@@ -32,13 +32,16 @@ def test_every_key_shape_is_masked_in_text(secret: str) -> None:
     assert secret not in masked and "[redacted]" in masked and masked.startswith("use ")
 
 
-@pytest.mark.parametrize(("given", "kept", "gone"), [
-    ("password=hunter2xyz and more", "password=", "hunter2xyz"),
-    ('{"api_key": "abc123def456"}', '"api_key": "', "abc123def456"),
-    ("DB_PASSWORD: s3cretvalue", "DB_PASSWORD: ", "s3cretvalue"),
-    ("https://alice:opensesame@example.com/x", "https://alice:", "opensesame"),
-    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----", "", "MIIEow"),
-])
+@pytest.mark.parametrize(
+    ("given", "kept", "gone"),
+    [
+        ("password=hunter2xyz and more", "password=", "hunter2xyz"),
+        ('{"api_key": "abc123def456"}', '"api_key": "', "abc123def456"),
+        ("DB_PASSWORD: s3cretvalue", "DB_PASSWORD: ", "s3cretvalue"),
+        ("https://alice:opensesame@example.com/x", "https://alice:", "opensesame"),
+        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----", "", "MIIEow"),
+    ],
+)
 def test_assigned_credentials_lose_their_value_only(given: str, kept: str, gone: str) -> None:
     masked = redact.text(given)
     assert gone not in masked and kept in masked
@@ -52,12 +55,18 @@ def test_ordinary_text_is_left_alone() -> None:
 
 def test_power_interpolates_between_measured_counts_and_clamps_outside() -> None:
     table = power.table()["scope"]["general"]
-    assert power.power_at(3, "general") == table["3"] and power.power_at(10, "general") == table["10"]
-    assert power.power_at(1, "general") == table["3"] and power.power_at(500, "general") == table["50"]
+    assert (
+        power.power_at(3, "general") == table["3"] and power.power_at(10, "general") == table["10"]
+    )
+    assert (
+        power.power_at(1, "general") == table["3"] and power.power_at(500, "general") == table["50"]
+    )
     assert table["3"] < power.power_at(4, "general") < table["5"]
     assert power.power_at(4, "general") == pytest.approx((table["3"] + table["5"]) / 2)
     tasks = power.table()["scope"]["tasks"]
-    assert power.power_at(7, "tasks") == pytest.approx(tasks["5"] + (tasks["8"] - tasks["5"]) * 2 / 3)
+    assert power.power_at(7, "tasks") == pytest.approx(
+        tasks["5"] + (tasks["8"] - tasks["5"]) * 2 / 3
+    )
 
 
 def test_the_power_line_follows_the_claim_each_count_makes() -> None:
@@ -65,9 +74,11 @@ def test_the_power_line_follows_the_claim_each_count_makes() -> None:
     the advice quotes the power of the claim the run would make at each count."""
     tasks, general = power.table()["scope"]["tasks"], power.table()["scope"]["general"]
     assert power.power_at(3) == tasks["3"] and power.power_at(20) == general["20"]
-    assert power.line(3, 20) == (f"with 3 train evals a +0.10 gain is found {tasks['3']:.0%} of the "
-                                 f"time (better on these tasks); with 20, {general['20']:.0%} of the "
-                                 "time (better in general)")
+    assert power.line(3, 20) == (
+        f"with 3 train evals a +0.10 gain is found {tasks['3']:.0%} of the "
+        f"time (better on these tasks); with 20, {general['20']:.0%} of the "
+        "time (better in general)"
+    )
     assert power.power_at(3, few_evals=2) == general["3"]
 
 
@@ -77,8 +88,18 @@ def test_damaged_lines_sidechains_and_subagent_files_are_no_uses(tmp_path: Path)
     path = s.write(tmp_path / "projects")
     with path.open("a") as handle:
         handle.write('{"type": "user", "message": {"content": "cut sho')  # a write cut short
-        handle.write("\n" + json.dumps({"type": "user", "isSidechain": True, "sessionId": s.id,
-                                        "message": {"role": "user", "content": "a subagent's prompt"}}) + "\n")
+        handle.write(
+            "\n"
+            + json.dumps(
+                {
+                    "type": "user",
+                    "isSidechain": True,
+                    "sessionId": s.id,
+                    "message": {"role": "user", "content": "a subagent's prompt"},
+                }
+            )
+            + "\n"
+        )
     sub = path.with_suffix("") / "subagents"
     sub.mkdir(parents=True)
     Session(project).user("agent task").skill("csv-report", tmp_path).write(sub)
@@ -87,9 +108,16 @@ def test_damaged_lines_sidechains_and_subagent_files_are_no_uses(tmp_path: Path)
 
 
 def test_a_second_request_after_the_answer_is_a_second_use(tmp_path: Path) -> None:
-    s = Session(tmp_path).user("Report on a.csv").skill("csv-report", tmp_path / "csv-report").say("Done.")
+    s = (
+        Session(tmp_path)
+        .user("Report on a.csv")
+        .skill("csv-report", tmp_path / "csv-report")
+        .say("Done.")
+    )
     s.user("Thanks. Now report on b.csv").skill("csv-report", tmp_path / "csv-report").say("Done.")
     s.user("That is wrong: the mean is missing")
     uses = sessions.uses(s.write(tmp_path / "projects"), "csv-report")
-    assert [(u.task, u.later) for u in uses] == [("Report on a.csv", []),
-                                                 ("Thanks. Now report on b.csv", ["That is wrong: the mean is missing"])]
+    assert [(u.task, u.later) for u in uses] == [
+        ("Report on a.csv", []),
+        ("Thanks. Now report on b.csv", ["That is wrong: the mean is missing"]),
+    ]

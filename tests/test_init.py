@@ -14,9 +14,11 @@ from inprocess import cli
 from optimizer.inputs import skeleton
 from optimizer.schemas import StructuralType
 
-SKILL_MD = ("---\nname: notes-digest\ndescription: Turn meeting notes into a digest of decisions and "
-            "action items. Use it when asked to summarise meeting notes.\n---\n\n# Notes digest\n\n"
-            "Write `outputs/result.md`.\n")
+SKILL_MD = (
+    "---\nname: notes-digest\ndescription: Turn meeting notes into a digest of decisions and "
+    "action items. Use it when asked to summarise meeting notes.\n---\n\n# Notes digest\n\n"
+    "Write `outputs/result.md`.\n"
+)
 
 
 @pytest.fixture
@@ -29,7 +31,9 @@ def skill(tmp_path: Path, monkeypatch) -> Path:
 
 
 def files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def test_init_writes_a_skeleton_that_validates_with_its_placeholders_named(skill, monkeypatch):
@@ -48,8 +52,10 @@ def test_init_writes_a_skeleton_that_validates_with_its_placeholders_named(skill
 
     shown = cli(monkeypatch, None, "validate", str(skill))
     assert shown.startswith("OK: the skill and its evals are valid.")
-    assert (f"warning: {evals_json}: evals[0].prompt and {len(skeleton.PLACEHOLDERS) - 1} more still "
-            "hold the placeholder text `optimizer init` wrote") in shown
+    assert (
+        f"warning: {evals_json}: evals[0].prompt and {len(skeleton.PLACEHOLDERS) - 1} more still "
+        "hold the placeholder text `optimizer init` wrote"
+    ) in shown
     assert "warning: small suite: train has 2 evals" in shown
 
 

@@ -24,19 +24,42 @@ def marked_skill(tmp_path):
     return skill
 
 
-def test_no_request_to_a_proposer_or_analyzer_carries_anything_of_the_test_split(tmp_path, monkeypatch):
+def test_no_request_to_a_proposer_or_analyzer_carries_anything_of_the_test_split(
+    tmp_path, monkeypatch
+):
     skill, run_dir = marked_skill(tmp_path), tmp_path / "run"
     sim = Recording(seed=3)
     args = ("--provider", "sim", "--set", "sim.seed=3")
-    cli(monkeypatch, sim, "run", str(skill), "--run-dir", str(run_dir), "--max-iterations", "1", *args)
+    cli(
+        monkeypatch,
+        sim,
+        "run",
+        str(skill),
+        "--run-dir",
+        str(run_dir),
+        "--max-iterations",
+        "1",
+        *args,
+    )
     split = json.loads((run_dir / "history.json").read_text())["test"]
     (test_eval,), train = split["evals"], [e for e in range(1, 6) if e not in split["evals"]]
-    reviews = [{"run_id": f"test-v0-eval-{test_eval}-with_skill-run-1", "timestamp": "",
-                "feedback": "FEEDBACK-MARK-TEST: the sealed run looked off"},
-               {"run_id": f"v0-eval-{train[0]}-with_skill-run-1", "timestamp": "",
-                "feedback": "FEEDBACK-MARK-TRAIN: the summary is too thin"}]
-    (run_dir / "feedback.json").write_text(schemas.Feedback.model_validate(
-        {"reviews": reviews, "status": "complete"}).model_dump_json())
+    reviews = [
+        {
+            "run_id": f"test-v0-eval-{test_eval}-with_skill-run-1",
+            "timestamp": "",
+            "feedback": "FEEDBACK-MARK-TEST: the sealed run looked off",
+        },
+        {
+            "run_id": f"v0-eval-{train[0]}-with_skill-run-1",
+            "timestamp": "",
+            "feedback": "FEEDBACK-MARK-TRAIN: the summary is too thin",
+        },
+    ]
+    (run_dir / "feedback.json").write_text(
+        schemas.Feedback.model_validate(
+            {"reviews": reviews, "status": "complete"}
+        ).model_dump_json()
+    )
     cli(monkeypatch, sim, "resume", str(run_dir), "--max-iterations", "2")
 
     seen = "\n".join(sim.bodies("proposer", "analyzer"))

@@ -38,10 +38,20 @@ def answer(text="hello", *, tool=None, usage=None, model="mid-model") -> dict:
         name, tool_input = tool
         content = [{"type": "tool_use", "id": "toolu_1", "name": name, "input": tool_input}]
     return {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": content,
-        "stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None,
-        "usage": usage or {"input_tokens": 10, "output_tokens": 5,
-                           "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": "tool_use" if tool else "end_turn",
+        "stop_sequence": None,
+        "usage": usage
+        or {
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
     }
 
 
@@ -61,31 +71,69 @@ def sse(message: dict, *, stop: bool = True, error_kind: str | None = None) -> h
     for i, block in enumerate(message["content"]):
         if block["type"] == "text":
             events += [
-                ("content_block_start", {"type": "content_block_start", "index": i,
-                                         "content_block": {"type": "text", "text": ""}}),
-                ("content_block_delta", {"type": "content_block_delta", "index": i,
-                                         "delta": {"type": "text_delta", "text": block["text"]}}),
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": i,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                ),
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "text_delta", "text": block["text"]},
+                    },
+                ),
             ]
         else:
             raw = json.dumps(block["input"])
-            events.append(("content_block_start", {"type": "content_block_start", "index": i,
-                                                   "content_block": {**block, "input": {}}}))
+            events.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": i,
+                        "content_block": {**block, "input": {}},
+                    },
+                )
+            )
             for piece in (raw[: len(raw) // 2], raw[len(raw) // 2 :]):
-                events.append(("content_block_delta", {
-                    "type": "content_block_delta", "index": i,
-                    "delta": {"type": "input_json_delta", "partial_json": piece}}))
+                events.append(
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": i,
+                            "delta": {"type": "input_json_delta", "partial_json": piece},
+                        },
+                    )
+                )
         if error_kind:
-            events.append(("error", {"type": "error", "error": {"type": error_kind, "message": "Overloaded"}}))
+            events.append(
+                ("error", {"type": "error", "error": {"type": error_kind, "message": "Overloaded"}})
+            )
             break
         events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
     if not error_kind:
-        events.append(("message_delta", {"type": "message_delta",
-                                         "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                                         "usage": {"output_tokens": message["usage"]["output_tokens"]}}))
+        events.append(
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                    "usage": {"output_tokens": message["usage"]["output_tokens"]},
+                },
+            )
+        )
         if stop:
             events.append(("message_stop", {"type": "message_stop"}))
     text = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
-    return httpx2.Response(200, content=text.encode(), headers={"content-type": "text/event-stream"})
+    return httpx2.Response(
+        200, content=text.encode(), headers={"content-type": "text/event-stream"}
+    )
 
 
 class Api:
@@ -146,13 +194,20 @@ PRICES = {
     "mid-model": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3},
     "small-model": {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.1},
 }
-MODELS = {"executor": "mid-model", "grader": "big-model", "comparator": "big-model",
-          "analyzer": "big-model", "proposer": "big-model", "trigger": "small-model"}
+MODELS = {
+    "executor": "mid-model",
+    "grader": "big-model",
+    "comparator": "big-model",
+    "analyzer": "big-model",
+    "proposer": "big-model",
+    "trigger": "small-model",
+}
 
 
 def settings_with(**llm) -> Settings:
     return Settings.model_validate(
-        {"llm": {"provider": "sim", **llm}, "models": MODELS, "prices": PRICES})
+        {"llm": {"provider": "sim", **llm}, "models": MODELS, "prices": PRICES}
+    )
 
 
 @pytest.fixture
@@ -167,7 +222,9 @@ async def connect(store, sleeps):
 
     def build(api, settings: Settings | None = None, **kw) -> ModelClient:
         sdk = anthropic.AsyncAnthropic(
-            api_key="test-key", base_url="http://api.invalid", max_retries=0,
+            api_key="test-key",
+            base_url="http://api.invalid",
+            max_retries=0,
             http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(api)),
         )
         client = ModelClient(settings or settings_with(), store, sdk, sleep=sleeps, **kw)
@@ -186,7 +243,9 @@ def retry_events(logs) -> list[dict]:
 # -- retries ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("retry_after", "cap", "expected"), [("7", 60.0, 7.0), ("120", 10.0, 10.0)])
+@pytest.mark.parametrize(
+    ("retry_after", "cap", "expected"), [("7", 60.0, 7.0), ("120", 10.0, 10.0)]
+)
 async def test_429_waits_as_long_as_retry_after_says_capped_at_backoff_max(
     connect, sleeps, store, log_capture, retry_after, cap, expected
 ):
@@ -196,16 +255,28 @@ async def test_429_waits_as_long_as_retry_after_says_capped_at_backoff_max(
     assert reply.content[0].text == "hello"
     assert sleeps.waits == [expected]
     [event] = retry_events(log_capture)
-    assert event == {**event, "role": "grader", "attempt": 1, "cause": "rate_limit", "wait": expected}
+    assert event == {
+        **event,
+        "role": "grader",
+        "attempt": 1,
+        "cause": "rate_limit",
+        "wait": expected,
+    }
     assert store.query("select attempts, outcome from calls") == [{"attempts": 2, "outcome": "ok"}]
     assert client.stats()["retries"] == {"rate_limit": 1}
 
 
 @pytest.mark.parametrize(
     ("fault", "cause", "stream"),
-    [("429", "rate_limit", False), ("529", "overloaded", False), ("500", "server_error", False),
-     ("timeout", "timeout", False), ("truncate", "truncated", False),
-     ("truncate", "truncated", True), ("529", "overloaded", True)],
+    [
+        ("429", "rate_limit", False),
+        ("529", "overloaded", False),
+        ("500", "server_error", False),
+        ("timeout", "timeout", False),
+        ("truncate", "truncated", False),
+        ("truncate", "truncated", True),
+        ("529", "overloaded", True),
+    ],
 )
 async def test_each_simulated_fault_is_retried_then_answered(
     connect, sim, sleeps, log_capture, fault, cause, stream
@@ -240,7 +311,9 @@ def _disconnect(request):
     ],
     ids=["503", "408", "409", "connection", "stream-overloaded-event", "stream-without-stop"],
 )
-async def test_other_transient_failures_are_retried(connect, sleeps, log_capture, fault, cause, stream):
+async def test_other_transient_failures_are_retried(
+    connect, sleeps, log_capture, fault, cause, stream
+):
     good = sse(answer("whole")) if stream else ok(answer("whole"))
     api = Api(fault, good)
     client = connect(api)
@@ -262,9 +335,17 @@ async def test_the_simulated_spend_limit_stops_without_retrying(connect, sim, sl
     "fault",
     [
         error(429, "rate_limit_error", "You have reached your specified API usage limits."),
-        httpx2.Response(429, json={"type": "error", "error": {
-            "type": "rate_limit_error", "message": "limit",
-            "details": {"error_code": "enforced_spend_limit_reached"}}}),
+        httpx2.Response(
+            429,
+            json={
+                "type": "error",
+                "error": {
+                    "type": "rate_limit_error",
+                    "message": "limit",
+                    "details": {"error_code": "enforced_spend_limit_reached"},
+                },
+            },
+        ),
     ],
     ids=["message", "error_code"],
 )
@@ -278,11 +359,17 @@ async def test_spend_limit_stops_without_retrying(connect, sleeps, store, log_ca
     assert client.limiter.limit == 8  # not a rate limit: the concurrency stays
 
 
-async def test_gives_up_after_max_attempts_with_a_typed_error(connect, sim, sleeps, store, log_capture):
+async def test_gives_up_after_max_attempts_with_a_typed_error(
+    connect, sim, sleeps, store, log_capture
+):
     client = connect(Forced(sim, "529", "529", "529"), settings_with(max_attempts=3))
     with pytest.raises(ModelCallFailed, match="after 3 attempts") as caught:
         await client.message("grader", messages=USER)
-    assert (caught.value.cause, caught.value.attempts, caught.value.exit_code) == ("overloaded", 3, 1)
+    assert (caught.value.cause, caught.value.attempts, caught.value.exit_code) == (
+        "overloaded",
+        3,
+        1,
+    )
     assert sim.stats.calls == 3 and len(sleeps.waits) == 2
     assert [e["attempt"] for e in retry_events(log_capture)] == [1, 2]
     [row] = store.query("select outcome, attempts, cost_usd, error from calls")
@@ -310,16 +397,32 @@ async def test_a_bad_request_is_not_retried(connect, sleeps):
     assert len(api.requests) == 1 and sleeps.waits == []
 
 
-@pytest.mark.parametrize(("reply", "expected"), [
-    # llama.cpp (its body has the same error.message shape) and Anthropic's own words.
-    (error(400, "exceed_context_size_error", "request (1531 tokens) exceeds the available "
-           "context size (1024 tokens), try increasing it"), "longer than the model's context window"),
-    (error(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"),
-     "longer than the model's context window"),
-    (error(404, "not_found_error", "model: nope"), "check models.grader and llm.base_url"),
-    (error(400, "invalid_request_error", "tools.0: unknown type"),
-     "check models.grader and that the server at llm.base_url takes this request"),
-])
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        # llama.cpp (its body has the same error.message shape) and Anthropic's own words.
+        (
+            error(
+                400,
+                "exceed_context_size_error",
+                "request (1531 tokens) exceeds the available "
+                "context size (1024 tokens), try increasing it",
+            ),
+            "longer than the model's context window",
+        ),
+        (
+            error(
+                400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum"
+            ),
+            "longer than the model's context window",
+        ),
+        (error(404, "not_found_error", "model: nope"), "check models.grader and llm.base_url"),
+        (
+            error(400, "invalid_request_error", "tools.0: unknown type"),
+            "check models.grader and that the server at llm.base_url takes this request",
+        ),
+    ],
+)
 async def test_a_refused_call_says_why_and_what_to_change(connect, reply, expected):
     with pytest.raises(ModelCallFailed) as caught:
         await connect(Api(reply)).message("grader", messages=USER)
@@ -328,8 +431,12 @@ async def test_a_refused_call_says_why_and_what_to_change(connect, reply, expect
 
 async def test_a_server_that_is_not_there_is_named_as_such(connect):
     with pytest.raises(ModelCallFailed) as caught:
-        await connect(Api(_disconnect), settings_with(max_attempts=2)).message("grader", messages=USER)
-    assert "failed after 2 attempts (connection: Connection error. connection refused)" in str(caught.value)
+        await connect(Api(_disconnect), settings_with(max_attempts=2)).message(
+            "grader", messages=USER
+        )
+    assert "failed after 2 attempts (connection: Connection error. connection refused)" in str(
+        caught.value
+    )
     assert "the server at llm.base_url is running" in str(caught.value)
 
 
@@ -339,7 +446,9 @@ async def test_a_server_that_is_not_there_is_named_as_such(connect):
 async def test_a_repeated_call_is_served_from_the_ledger(client, sim, store):
     one = await client.message("executor", system="Be brief.", messages=USER)
     assert sim.stats.calls == 1 and client.simulated
-    two = await client.message("executor", system=[{"type": "text", "text": "Be brief."}], messages=USER)
+    two = await client.message(
+        "executor", system=[{"type": "text", "text": "Be brief."}], messages=USER
+    )
     assert sim.stats.calls == 1 and one == two
     [call] = store.query("select hash, cost_usd from calls")
     [hit] = store.query("select hash, role, saved_usd from cache_hits")
@@ -375,28 +484,44 @@ async def test_samples_are_distinct_calls_and_roles_too(connect, store):
     await client.message("trigger", messages=USER, model="mid-model")
     assert len(api.requests) == 3
     rows = store.query("select role, sample from calls order by role, sample")
-    assert rows == [{"role": "executor", "sample": 0}, {"role": "executor", "sample": 1},
-                    {"role": "trigger", "sample": 0}]
+    assert rows == [
+        {"role": "executor", "sample": 0},
+        {"role": "executor", "sample": 1},
+        {"role": "trigger", "sample": 0},
+    ]
     assert [r.headers["x-optimizer-sample"] for r in api.requests] == ["0", "1", "0"]
-    assert [r.headers["x-optimizer-role"] for r in api.requests] == ["executor", "executor", "trigger"]
+    assert [r.headers["x-optimizer-role"] for r in api.requests] == [
+        "executor",
+        "executor",
+        "trigger",
+    ]
 
 
 async def test_cost_prices_each_kind_of_token_at_its_own_rate(connect, store):
-    usage = {"input_tokens": 1000, "output_tokens": 500,
-             "cache_creation_input_tokens": 2000, "cache_read_input_tokens": 3000}
+    usage = {
+        "input_tokens": 1000,
+        "output_tokens": 500,
+        "cache_creation_input_tokens": 2000,
+        "cache_read_input_tokens": 3000,
+    }
     client = connect(Api(ok(answer(usage=usage))))
     await client.message("executor", messages=USER, model="mid-model")
     # mid-model: $3 in, $15 out, $3.75 cache write, $0.30 cache read per million tokens
     expected = (1000 * 3 + 500 * 15 + 2000 * 3.75 + 3000 * 0.30) / 1e6
     [row] = store.query("select * from calls")
     assert row["cost_usd"] == pytest.approx(expected) == pytest.approx(0.0189)
-    assert (row["input_tokens"], row["output_tokens"], row["cache_write_tokens"],
-            row["cache_read_tokens"]) == (1000, 500, 2000, 3000)
+    assert (
+        row["input_tokens"],
+        row["output_tokens"],
+        row["cache_write_tokens"],
+        row["cache_read_tokens"],
+    ) == (1000, 500, 2000, 3000)
     assert row["model"] == "mid-model" and row["latency_ms"] >= 0
     assert client.stats()["spent_usd"] == pytest.approx(expected)
     big = settings_with().price("big-model")
     assert call_cost(big, anthropic.types.Usage(**usage)) == pytest.approx(
-        (1000 * 15 + 500 * 75 + 2000 * 18.75 + 3000 * 1.5) / 1e6)
+        (1000 * 15 + 500 * 75 + 2000 * 18.75 + 3000 * 1.5) / 1e6
+    )
 
 
 async def test_concurrent_identical_calls_are_paid_once(connect):
@@ -416,8 +541,9 @@ async def test_stable_prefixes_are_marked_for_prompt_caching(connect):
     tools = [{"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("a", "b")]
     await connect(api).message("executor", system="You are careful.", messages=USER, tools=tools)
     body = api.bodies()[0]
-    assert body["system"] == [{"type": "text", "text": "You are careful.",
-                               "cache_control": {"type": "ephemeral"}}]
+    assert body["system"] == [
+        {"type": "text", "text": "You are careful.", "cache_control": {"type": "ephemeral"}}
+    ]
     assert "cache_control" not in body["tools"][0]
     assert body["tools"][1]["cache_control"] == {"type": "ephemeral"}
     assert "x-api-key" not in body and "stream" not in body
@@ -426,7 +552,8 @@ async def test_stable_prefixes_are_marked_for_prompt_caching(connect):
 async def test_prompt_caching_off_sends_no_breakpoints_and_keeps_the_hash(store, connect):
     api = Api(ok())
     await connect(api, settings_with(prompt_caching=False)).message(
-        "executor", system="S", messages=USER)
+        "executor", system="S", messages=USER
+    )
     assert "cache_control" not in json.dumps(api.bodies()[0])
     # The same request with caching on is the same ledger entry.
     await connect(api).message("executor", system="S", messages=USER)
@@ -437,13 +564,19 @@ async def test_prompt_caching_off_sends_no_breakpoints_and_keeps_the_hash(store,
 
 
 async def test_a_streamed_answer_with_a_tool_call_is_parsed(connect, store):
-    streamed = answer(tool=("verdict", {"score": 4, "notes": ["a", "b"]}),
-                      usage={"input_tokens": 30, "output_tokens": 12})
+    streamed = answer(
+        tool=("verdict", {"score": 4, "notes": ["a", "b"]}),
+        usage={"input_tokens": 30, "output_tokens": 12},
+    )
     api = Api(sse(streamed))
     reply = await connect(api).message("grader", messages=USER, stream=True)
     assert api.bodies()[0]["stream"] is True
     [block] = reply.content
-    assert (block.type, block.name, block.input) == ("tool_use", "verdict", {"score": 4, "notes": ["a", "b"]})
+    assert (block.type, block.name, block.input) == (
+        "tool_use",
+        "verdict",
+        {"score": 4, "notes": ["a", "b"]},
+    )
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (30, 12)
     assert store.query("select output_tokens from calls") == [{"output_tokens": 12}]
 
@@ -451,8 +584,11 @@ async def test_a_streamed_answer_with_a_tool_call_is_parsed(connect, store):
 async def test_a_simulated_stream_gives_the_same_answer_as_a_plain_call(connect, sim, store):
     from optimizer.sim import Simulator
 
-    tool = {"name": "submit_label", "description": "label",
-            "input_schema": Labelled.model_json_schema()}
+    tool = {
+        "name": "submit_label",
+        "description": "label",
+        "input_schema": Labelled.model_json_schema(),
+    }
     ask = dict(messages=USER, tools=[tool], tool_choice={"type": "tool", "name": "submit_label"})
     streamed = await connect(Forced(sim)).message("grader", stream=True, **ask)
     plain_ = await connect(Forced(Simulator(seed=0))).message("grader", sample=1, **ask)
@@ -483,7 +619,8 @@ async def test_a_malformed_structured_answer_is_repaired_once(connect, store):
     good = answer(tool=("grade", {"score": 4, "reasons": [{"text": "clear"}]}))
     api = Api(ok(bad), ok(good))
     verdict = await connect(api).structured(
-        "grader", system="Grade.", messages=USER, schema=Verdict, tool_name="grade")
+        "grader", system="Grade.", messages=USER, schema=Verdict, tool_name="grade"
+    )
     assert verdict == Verdict(score=4, reasons=[Reason(text="clear")])
     first, second = api.bodies()
     assert first["tool_choice"] == {"type": "tool", "name": "grade"}
@@ -493,7 +630,11 @@ async def test_a_malformed_structured_answer_is_repaired_once(connect, store):
     assert second["messages"][:1] == USER
     assert second["messages"][1]["role"] == "assistant"
     [result] = second["messages"][2]["content"]
-    assert (result["type"], result["tool_use_id"], result["is_error"]) == ("tool_result", "toolu_1", True)
+    assert (result["type"], result["tool_use_id"], result["is_error"]) == (
+        "tool_result",
+        "toolu_1",
+        True,
+    )
     assert "score" in result["content"] and "reasons" in result["content"]
     assert store.query("select outcome from calls") == [{"outcome": "ok"}, {"outcome": "ok"}]
 
@@ -502,8 +643,11 @@ async def test_two_malformed_answers_raise_structured_answer_error(connect):
     api = Api(ok(answer(tool=("grade", {"score": 9}))), ok(answer("I think it is fine.")))
     with pytest.raises(StructuredAnswerError) as caught:
         await connect(api).structured(
-            "grader", system="Grade.", messages=USER, schema=Verdict, tool_name="grade")
-    assert "score" in caught.value.first_error and "no call of the tool" in caught.value.second_error
+            "grader", system="Grade.", messages=USER, schema=Verdict, tool_name="grade"
+        )
+    assert (
+        "score" in caught.value.first_error and "no call of the tool" in caught.value.second_error
+    )
     assert len(api.requests) == 2
 
 
@@ -524,22 +668,25 @@ Labelled.model_rebuild()
 
 async def test_a_malformed_simulated_answer_is_repaired_once(connect, sim, store):
     client = connect(Forced(sim, "malformed"))
-    answer_ = await client.structured("grader", system="Label it.", messages=USER,
-                                      schema=Labelled, tool_name="submit_label")
+    answer_ = await client.structured(
+        "grader", system="Label it.", messages=USER, schema=Labelled, tool_name="submit_label"
+    )
     assert isinstance(answer_, Labelled)
     assert sim.stats.calls == 2 and sim.stats.faults_injected == {"malformed": 1}
     assert [r["outcome"] for r in store.query("select outcome from calls")] == ["ok", "ok"]
     # The same question again is two ledger hits: the malformed first answer and its repair.
-    again = await client.structured("grader", system="Label it.", messages=USER,
-                                    schema=Labelled, tool_name="submit_label")
+    again = await client.structured(
+        "grader", system="Label it.", messages=USER, schema=Labelled, tool_name="submit_label"
+    )
     assert again == answer_ and sim.stats.calls == 2 and client.stats()["cache_hits"] == 2
 
 
 async def test_two_malformed_simulated_answers_raise_structured_answer_error(connect, sim):
     client = connect(Forced(sim, "malformed", "malformed"))
     with pytest.raises(StructuredAnswerError) as caught:
-        await client.structured("grader", system="Label it.", messages=USER,
-                                schema=Labelled, tool_name="submit_label")
+        await client.structured(
+            "grader", system="Label it.", messages=USER, schema=Labelled, tool_name="submit_label"
+        )
     assert "label" in caught.value.first_error and "label" in caught.value.second_error
     assert caught.value.role == "grader" and sim.stats.calls == 2
 
@@ -558,8 +705,17 @@ async def test_a_call_that_would_pass_the_budget_never_starts(connect, store):
 
 
 async def test_spend_already_in_the_ledger_counts_against_the_budget(connect, store):
-    store.record_call({"hash": "old", "role": "grader", "model": "big-model", "sample": 0,
-                       "outcome": "ok", "cost_usd": 0.95, "attempts": 1})
+    store.record_call(
+        {
+            "hash": "old",
+            "role": "grader",
+            "model": "big-model",
+            "sample": 0,
+            "outcome": "ok",
+            "cost_usd": 0.95,
+            "attempts": 1,
+        }
+    )
     api = Api(ok())
     client = connect(api, budget_usd=1.0)
     await client.message("executor", messages=USER, max_tokens=100, model="small-model")
@@ -602,8 +758,14 @@ def test_the_limit_recovers_additively_and_never_drops_below_one():
 
 
 async def test_rate_limit_headers_cap_the_limit(connect):
-    api = Api(ok(headers={"anthropic-ratelimit-requests-remaining": "3",
-                          "anthropic-ratelimit-tokens-remaining": "90000"}))
+    api = Api(
+        ok(
+            headers={
+                "anthropic-ratelimit-requests-remaining": "3",
+                "anthropic-ratelimit-tokens-remaining": "90000",
+            }
+        )
+    )
     client = connect(api)
     await client.message("executor", messages=USER)
     assert client.limiter.limit == 3
@@ -634,8 +796,10 @@ def test_the_package_exports_its_verbs_and_loads_the_sdk_only_when_asked():
 
     assert all(getattr(model, name) is not None for name in model.__all__)
     # The simulator and the light commands import prompts and scopes: that must not load the SDK.
-    code = ("import sys, optimizer.model.prompts; from optimizer.model import scope, scoped; "
-            "print('anthropic' in sys.modules)")
+    code = (
+        "import sys, optimizer.model.prompts; from optimizer.model import scope, scoped; "
+        "print('anthropic' in sys.modules)"
+    )
     root = Path(__file__).resolve().parent.parent
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
     assert done.returncode == 0, done.stderr

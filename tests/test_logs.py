@@ -31,20 +31,33 @@ def test_redact_masks_key_like_values_anywhere_in_a_string():
     masked = logs.redact(text)
     assert FAKE_KEY not in masked and "sk-proj-abcdefghijklmnop" not in masked
     assert "abc.def-123456" not in masked and "Bearer [redacted]" in masked
-    assert logs.redact("sk-learn is a library; bearer tokens expire") == "sk-learn is a library; bearer tokens expire"
+    assert (
+        logs.redact("sk-learn is a library; bearer tokens expire")
+        == "sk-learn is a library; bearer tokens expire"
+    )
 
 
 def test_redact_masks_credential_fields_but_keeps_token_counts():
     event = {
         "api_key": "hunter2",
         "headers": {"Authorization": "Basic Zm9vOmJhcg==", "x-api-key": "abc", "accept": "json"},
-        "input_tokens": 1200, "output_tokens": 80, "cache_read_tokens": 0,
-        "tokens": "12", "password": None, "secret_things": ["a", "b"],
-        "note": f"key={FAKE_KEY}", "nested": [{"client_secret": "s3cret"}],
+        "input_tokens": 1200,
+        "output_tokens": 80,
+        "cache_read_tokens": 0,
+        "tokens": "12",
+        "password": None,
+        "secret_things": ["a", "b"],
+        "note": f"key={FAKE_KEY}",
+        "nested": [{"client_secret": "s3cret"}],
         "by_header": {f"Bearer {FAKE_KEY}": 1},
     }
     out = logs.redact(event)
-    assert out["api_key"] == out["headers"]["Authorization"] == out["headers"]["x-api-key"] == "[redacted]"
+    assert (
+        out["api_key"]
+        == out["headers"]["Authorization"]
+        == out["headers"]["x-api-key"]
+        == "[redacted]"
+    )
     assert out["headers"]["accept"] == "json"
     assert (out["input_tokens"], out["output_tokens"], out["cache_read_tokens"]) == (1200, 80, 0)
     assert out["tokens"] == "[redacted]" and out["password"] is None
@@ -66,8 +79,14 @@ def test_configure_writes_redacted_json_lines_to_the_run_log(tmp_path, capsys):
         log.exception("loop.failed")
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [line["event"] for line in lines] == [
-        "iteration.completed", "llm.call_completed", f"retrying with {logs.MASK}", "loop.failed"]
-    assert lines[0]["number"] == 3 and lines[0]["input_tokens"] == 50 and lines[0]["level"] == "info"
+        "iteration.completed",
+        "llm.call_completed",
+        f"retrying with {logs.MASK}",
+        "loop.failed",
+    ]
+    assert (
+        lines[0]["number"] == 3 and lines[0]["input_tokens"] == 50 and lines[0]["level"] == "info"
+    )
     assert lines[0]["api_key"] == logs.MASK and "timestamp" in lines[0]
     assert "RuntimeError: boom [redacted]" in lines[3]["exception"]
     assert FAKE_KEY not in path.read_text()
@@ -98,7 +117,11 @@ def test_a_logger_bound_before_a_configure_writes_to_the_new_sinks(tmp_path):
     bound.info("run.finished", api_key=FAKE_KEY)
     assert "run.finished" not in (tmp_path / "a.log").read_text()
     line = json.loads((tmp_path / "b.log").read_text().splitlines()[-1])
-    assert line["event"] == "run.finished" and line["executor"] == "anthropic" and line["api_key"] == logs.MASK
+    assert (
+        line["event"] == "run.finished"
+        and line["executor"] == "anthropic"
+        and line["api_key"] == logs.MASK
+    )
 
 
 def test_a_value_that_cannot_be_rendered_never_fails_the_caller(tmp_path):
@@ -112,7 +135,10 @@ def test_a_value_that_cannot_be_rendered_never_fails_the_caller(tmp_path):
     log.warning("odd.value", thing=Broken(), api_key=FAKE_KEY)
     lines = [json.loads(line) for line in (tmp_path / "o.log").read_text().splitlines()]
     assert [line["event"] for line in lines] == ["odd.keys", "odd.value"]
-    assert "could not be rendered" in lines[1]["thing"] and FAKE_KEY not in (tmp_path / "o.log").read_text()
+    assert (
+        "could not be rendered" in lines[1]["thing"]
+        and FAKE_KEY not in (tmp_path / "o.log").read_text()
+    )
 
 
 class Label(BaseModel):
@@ -130,7 +156,9 @@ async def test_a_simulated_session_leaves_the_key_in_no_file(tmp_path):
     seen_auth: list[str] = []
 
     async def handler(request: httpx2.Request) -> httpx2.Response:
-        seen_auth.append(request.headers.get("authorization") or request.headers.get("x-api-key") or "")
+        seen_auth.append(
+            request.headers.get("authorization") or request.headers.get("x-api-key") or ""
+        )
         if faults and (fault := faults.pop(0)):
             request.headers["x-sim-force-error"] = fault
         return await inner.handle_async_request(request)
@@ -141,7 +169,9 @@ async def test_a_simulated_session_leaves_the_key_in_no_file(tmp_path):
     store = Store(run / "state.db")
     settings = Settings.model_validate({"llm": {"provider": "anthropic", "max_attempts": 2}})
     sdk = anthropic.AsyncAnthropic(
-        api_key=FAKE_KEY, base_url="http://sim.invalid", max_retries=0,
+        api_key=FAKE_KEY,
+        base_url="http://sim.invalid",
+        max_retries=0,
         http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler)),
     )
     client = ModelClient(settings, store, sdk, sleep=no_wait)
@@ -149,7 +179,9 @@ async def test_a_simulated_session_leaves_the_key_in_no_file(tmp_path):
     log.info("session.started", api_key=FAKE_KEY, note=f"using {FAKE_KEY}")
     user = [{"role": "user", "content": f"Say hello. (my key is {FAKE_KEY[:12]}…)"}]
     await client.message("executor", messages=user)
-    await client.structured("grader", system="Label.", messages=user, schema=Label, tool_name="label")
+    await client.structured(
+        "grader", system="Label.", messages=user, schema=Label, tool_name="label"
+    )
     await client.message("executor", messages=user, sample=1, stream=True)
     with pytest.raises(ModelCallFailed):
         await client.message("executor", messages=user, sample=2)

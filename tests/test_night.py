@@ -25,11 +25,13 @@ def test_a_promotion_earns_later_decisions_alpha():
 
 
 def test_the_night_is_read_in_version_order_and_skips_screened_children():
-    rows = [{"version": "v10", "stage": "benchmark", "decision": "won"},
-            {"version": "v2", "stage": "benchmark", "decision": "lost"},
-            {"version": "v3", "stage": "screening", "decision": "lost"},
-            {"version": "v1", "stage": "benchmark", "decision": "won"},
-            {"version": "v12", "stage": "benchmark", "decision": "won"}]
+    rows = [
+        {"version": "v10", "stage": "benchmark", "decision": "won"},
+        {"version": "v2", "stage": "benchmark", "decision": "lost"},
+        {"version": "v3", "stage": "screening", "decision": "lost"},
+        {"version": "v1", "stage": "benchmark", "decision": "won"},
+        {"version": "v12", "stage": "benchmark", "decision": "won"},
+    ]
     shuffled = list(rows)
     random.Random(3).shuffle(shuffled)
     a, b = night.night_of(rows, "v11", 0.05), night.night_of(shuffled, "v11", 0.05)
@@ -39,31 +41,52 @@ def test_the_night_is_read_in_version_order_and_skips_screened_children():
 
 
 def test_the_summary_says_how_many_and_what_bounds_them():
-    rows = [{"version": f"v{i}", "stage": "benchmark", "decision": d}
-            for i, d in enumerate(["won", "lost", "won", "tie"], start=1)]
-    assert night.summary(rows, 0.05) == ("2 promotions in 4 decisions; at most 5% of such "
-                                         "promotions are false on average (online "
-                                         "false-discovery control, LORD++).")
+    rows = [
+        {"version": f"v{i}", "stage": "benchmark", "decision": d}
+        for i, d in enumerate(["won", "lost", "won", "tie"], start=1)
+    ]
+    assert night.summary(rows, 0.05) == (
+        "2 promotions in 4 decisions; at most 5% of such "
+        "promotions are false on average (online "
+        "false-discovery control, LORD++)."
+    )
     assert "selection.night = none" in night.summary(rows, None, 0.05)
 
 
 def test_status_lineage_and_report_word_the_claim_and_the_night():
     from optimizer.report import caveats
 
-    nodes = [{"label": "v0", "decision": "baseline", "stage": "benchmark"},
-             {"label": "v1", "parent": "v0", "decision": "won", "stage": "benchmark",
-              "scope": "tasks", "night": {"method": "lord", "fdr": 0.05}},
-             {"label": "v2", "parent": "v1", "decision": "won", "stage": "benchmark",
-              "scope": "general", "night": {"method": "lord", "fdr": 0.05}},
-             {"label": "v3", "parent": "v2", "decision": "tie", "stage": "benchmark"},
-             {"label": "v4", "parent": "v2", "decision": "lost", "stage": "screening"}]
+    nodes = [
+        {"label": "v0", "decision": "baseline", "stage": "benchmark"},
+        {
+            "label": "v1",
+            "parent": "v0",
+            "decision": "won",
+            "stage": "benchmark",
+            "scope": "tasks",
+            "night": {"method": "lord", "fdr": 0.05},
+        },
+        {
+            "label": "v2",
+            "parent": "v1",
+            "decision": "won",
+            "stage": "benchmark",
+            "scope": "general",
+            "night": {"method": "lord", "fdr": 0.05},
+        },
+        {"label": "v3", "parent": "v2", "decision": "tie", "stage": "benchmark"},
+        {"label": "v4", "parent": "v2", "decision": "lost", "stage": "screening"},
+    ]
     by_label = {n["label"]: n for n in nodes}
     assert caveats.verdict(nodes[1], by_label, "v2").startswith(
-        "won against its parent v0 (better on these tasks)")
+        "won against its parent v0 (better on these tasks)"
+    )
     assert "better in general" in caveats.verdict(nodes[2], by_label, "v2")
     assert "sealed test checks it" in caveats.verdict(nodes[2], by_label, "v2")
-    assert caveats.promotions(nodes) == ("2 promotions in 3 decisions; at most 5% of such "
-                                         "promotions are false on average (online "
-                                         "false-discovery control, LORD++).")
+    assert caveats.promotions(nodes) == (
+        "2 promotions in 3 decisions; at most 5% of such "
+        "promotions are false on average (online "
+        "false-discovery control, LORD++)."
+    )
     # decisions made before the rule recorded its α claim nothing about the night
     assert caveats.promotions([{**n, "night": None} for n in nodes]) is None

@@ -7,8 +7,18 @@ from collections import Counter
 
 from inprocess import EXAMPLE, Recording, cli, history, spread
 
-RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2",
-       "--set", "sim.seed=11", "--set", "execute.concurrency=4")
+RUN = (
+    "run",
+    str(EXAMPLE),
+    "--provider",
+    "sim",
+    "--max-iterations",
+    "2",
+    "--set",
+    "sim.seed=11",
+    "--set",
+    "execute.concurrency=4",
+)
 
 
 def twin(tmp_path, monkeypatch, reverse: bool) -> Recording:

@@ -57,22 +57,55 @@ def test_building_the_wheel_leaves_nothing_in_the_source_tree(tmp_path: Path) ->
     prompts, and no build/ or *.egg-info left next to the sources, where the next build would
     read them again. pip fetches the build requirements (setuptools) as an install does."""
     src, dist = tmp_path / "src", tmp_path / "dist"
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, listed):
         if (ROOT / rel).is_file():
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, src / rel)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DIST_EXTRA_CONFIG")}
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                            "--disable-pip-version-check", "-w", str(dist), str(src)],
-                           env=env, capture_output=True, text=True, timeout=600)
-    if built.returncode != 0 and "setuptools" in built.stderr and (
-            "No matching distribution" in built.stderr or "Could not find a version" in built.stderr):
-        tiers.skip("package-index", "the package index is out of reach: pip cannot fetch "
-                   "setuptools to build")
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-w",
+            str(dist),
+            str(src),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if (
+        built.returncode != 0
+        and "setuptools" in built.stderr
+        and (
+            "No matching distribution" in built.stderr or "Could not find a version" in built.stderr
+        )
+    ):
+        tiers.skip(
+            "package-index",
+            "the package index is out of reach: pip cannot fetch setuptools to build",
+        )
     assert built.returncode == 0, built.stderr[-2000:]
     names = zipfile.ZipFile(next(dist.glob("skill_optimizer-*.whl"))).namelist()
     assert "optimizer/prompts/executor.md" in names and "optimizer/cli/__init__.py" in names
     assert not [n for n in names if "build_outside" in n]  # the backend builds; it is not shipped
-    assert sorted(p.name for p in src.iterdir() if p.name == "build" or p.name.endswith(".egg-info")) == []
+    assert (
+        sorted(p.name for p in src.iterdir() if p.name == "build" or p.name.endswith(".egg-info"))
+        == []
+    )

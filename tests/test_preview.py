@@ -31,12 +31,29 @@ def estimate(prices: dict | None = None, **sections) -> dict:
 
 def test_dry_run_prints_the_estimate_and_writes_nothing(tmp_path, cli):
     run_dir = tmp_path / "never"
-    proc = cli("run", EXAMPLE, "--provider", "sim", "--max-iterations", "3", "--run-dir",
-               run_dir, "--dry-run", "--budget-usd", "2")
+    proc = cli(
+        "run",
+        EXAMPLE,
+        "--provider",
+        "sim",
+        "--max-iterations",
+        "3",
+        "--run-dir",
+        run_dir,
+        "--dry-run",
+        "--budget-usd",
+        "2",
+    )
     assert proc.exit_code == 0, proc.output
     line = next(x for x in proc.stdout.splitlines() if x.startswith("estimate"))
-    for part in ("model calls", "tokens", "per iteration", "for the run (3 iterations", "with --batch",
-                 "budget $2.00 covers about"):
+    for part in (
+        "model calls",
+        "tokens",
+        "per iteration",
+        "for the run (3 iterations",
+        "with --batch",
+        "budget $2.00 covers about",
+    ):
         assert part in line, (part, line)
     assert "baseline and v0" in proc.stdout and not run_dir.exists()
     batched = cli("run", EXAMPLE, "--provider", "sim", "--dry-run", "--batch", "--run-dir", run_dir)
@@ -51,48 +68,82 @@ def test_the_estimate_follows_the_settings():
     train = base["train_evals"]
     assert per["by_role"]["comparator"]["calls"] == 2 * 2 * train * 3  # 2 proposals, both orders
     more_runs = estimate(evals={"runs_per_eval": 6}, selection={"max_runs_per_eval": 6})
-    assert more_runs["per_iteration"]["by_role"]["comparator"]["calls"] == 2 * per["by_role"]["comparator"]["calls"]
-    assert estimate(loop={"proposals_per_iteration": 1})["per_iteration"]["usd"] == pytest.approx(per["usd"] / 2, rel=1e-3)
+    assert (
+        more_runs["per_iteration"]["by_role"]["comparator"]["calls"]
+        == 2 * per["by_role"]["comparator"]["calls"]
+    )
+    assert estimate(loop={"proposals_per_iteration": 1})["per_iteration"]["usd"] == pytest.approx(
+        per["usd"] / 2, rel=1e-3
+    )
     assert estimate(evals={"baseline_comparison": False})["setup"]["usd"] < base["setup"]["usd"]
     assert estimate(loop={"screen_evals": 0})["per_iteration"]["calls"] < per["calls"]
     assert base["per_iteration_max"]["usd"] > per["usd"]
     assert base["run"]["usd"] == pytest.approx(
-        base["setup"]["usd"] + base["iterations"] * per["usd"] + base["sealed_test"]["usd"], rel=1e-3)
+        base["setup"]["usd"] + base["iterations"] * per["usd"] + base["sealed_test"]["usd"],
+        rel=1e-3,
+    )
     # The batch discount applies to the grader, comparator and analyzer only.
     judged = sum(per["by_role"][r]["usd"] for r in ("grader", "comparator", "analyzer"))
     assert per["usd"] - per["usd_batch"] == pytest.approx(judged / 2, rel=1e-3)
     # The price table is used: a dearer grader makes grading dearer, nothing else.
-    dear = estimate(prices={"claude-opus-4-6": {"input": 50.0, "output": 250.0, "cache_write": 62.5,
-                                                "cache_read": 5.0}})
+    dear = estimate(
+        prices={
+            "claude-opus-4-6": {
+                "input": 50.0,
+                "output": 250.0,
+                "cache_write": 62.5,
+                "cache_read": 5.0,
+            }
+        }
+    )
     assert dear["per_iteration"]["by_role"]["grader"]["usd"] > 9 * per["by_role"]["grader"]["usd"]
     assert dear["per_iteration"]["by_role"]["executor"]["usd"] == per["by_role"]["executor"]["usd"]
 
 
 def test_the_budget_is_compared_with_the_estimate():
-    assert spend.budget_note(estimate(budget={"usd": 1000})) .endswith("covers it")
+    assert spend.budget_note(estimate(budget={"usd": 1000})).endswith("covers it")
     low = estimate(budget={"usd": 0.1})
     assert "below the baseline and v0" in spend.budget_note(low)
     some = estimate(budget={"usd": 3.0}, loop={"max_iterations": 5})
-    assert some["iterations_in_budget"] == int((3.0 - some["setup"]["usd"]) // some["per_iteration"]["usd"])
+    assert some["iterations_in_budget"] == int(
+        (3.0 - some["setup"]["usd"]) // some["per_iteration"]["usd"]
+    )
     assert f"covers about {some['iterations_in_budget']} of 5 iterations" in spend.budget_note(some)
     assert spend.budget_note(estimate(budget={"usd": 0})) == "no budget set"
 
 
 def lineage(run_dir: Path) -> list:
     history = json.loads((run_dir / "history.json").read_text())
-    return [(i["version"], i["grading_result"], i.get("overall_efficiency")) for i in history["iterations"]]
+    return [
+        (i["version"], i["grading_result"], i.get("overall_efficiency"))
+        for i in history["iterations"]
+    ]
 
 
 def test_a_batch_run_shows_and_keeps_its_estimate_and_decides_as_a_direct_run(tmp_path, cli):
     batch_dir, direct_dir = tmp_path / "batch", tmp_path / "direct"
-    proc = cli("run", EXAMPLE, "--provider", "sim", "--max-iterations", "1", "--run-dir",
-               batch_dir, "--batch", *FAST_BATCH)
+    proc = cli(
+        "run",
+        EXAMPLE,
+        "--provider",
+        "sim",
+        "--max-iterations",
+        "1",
+        "--run-dir",
+        batch_dir,
+        "--batch",
+        *FAST_BATCH,
+    )
     assert proc.exit_code == 0, proc.output
     lines = proc.stdout.splitlines()
     assert lines[1].startswith("estimate (batch mode): ~"), lines[:3]  # before the run starts
-    direct = cli("run", EXAMPLE, "--provider", "sim", "--max-iterations", "1", "--run-dir", direct_dir)
+    direct = cli(
+        "run", EXAMPLE, "--provider", "sim", "--max-iterations", "1", "--run-dir", direct_dir
+    )
     assert direct.exit_code == 0, direct.output
-    assert lineage(batch_dir) == lineage(direct_dir), "batch mode changes the price, not the answers"
+    assert lineage(batch_dir) == lineage(direct_dir), (
+        "batch mode changes the price, not the answers"
+    )
 
     info = spend.estimate_vs_actual(batch_dir)
     assert info["estimate"]["batch"] is True and info["actual"]["iterations"] == 1

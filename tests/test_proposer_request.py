@@ -26,13 +26,22 @@ def golden(name: str, text: str) -> None:
     path = GOLDEN / name
     if os.environ.get("UPDATE_GOLDEN"):
         path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), f"{path} differs; UPDATE_GOLDEN=1 to regenerate"
+    assert text == path.read_text(encoding="utf-8"), (
+        f"{path} differs; UPDATE_GOLDEN=1 to regenerate"
+    )
 
 
 def feedback() -> Feedback:
     return Feedback(
-        failures=[Failure(2, "The report states the `Row count:`", 3, "No row count in report.md",
-                          "## Step 4\nI computed the rows by eye and wrote the table.\n")],
+        failures=[
+            Failure(
+                2,
+                "The report states the `Row count:`",
+                3,
+                "No row count in report.md",
+                "## Step 4\nI computed the rows by eye and wrote the table.\n",
+            )
+        ],
         costs=[EvalCost(1, 3, 1.0, 2_900, 4.0), EvalCost(2, 3, 0.33, 5_400, 9.0)],
         repeated_work=["runs `python - <<EOF` (in 2 evals, 5 runs)"],
         judge_feedback=["Reports never state the units."],
@@ -75,25 +84,43 @@ def test_repeated_work_is_what_recurs_across_evals(tmp_path):
         path = ws.run_dir("v0", e, "with_skill", n) / "transcript.jsonl"
         path.parent.mkdir(parents=True)
         blocks = [{"type": "tool_use", "id": f"t{k}", **c} for k, c in enumerate(calls)]
-        path.write_text(json.dumps({"type": "message", "role": "assistant", "content": blocks}) + "\n")
+        path.write_text(
+            json.dumps({"type": "message", "role": "assistant", "content": blocks}) + "\n"
+        )
 
     profile = {"name": "bash", "input": {"command": "python scripts/profile_csv.py  data.csv"}}
-    helper = {"name": "str_replace_based_edit_tool",
-              "input": {"command": "create", "path": "/workspace/count.py", "file_text": "..."}}
+    helper = {
+        "name": "str_replace_based_edit_tool",
+        "input": {"command": "create", "path": "/workspace/count.py", "file_text": "..."},
+    }
     deliverable = {"name": "Write", "input": {"file_path": "/workspace/outputs/chart.py"}}
     once = {"name": "bash", "input": {"command": "ls evals/files"}}
     transcript(1, 1, profile, helper, deliverable, profile)
     transcript(2, 1, profile, helper, deliverable)
     transcript(3, 1, once, profile)
     found = work.repeated(ws, "v0", [(1, 1), (2, 1), (3, 1)])
-    assert found == ["runs `python scripts/profile_csv.py data.csv` (in 3 evals, 3 runs)",
-                     "writes a helper script `count.py` (in 2 evals, 2 runs)"]
+    assert found == [
+        "runs `python scripts/profile_csv.py data.csv` (in 3 evals, 3 runs)",
+        "writes a helper script `count.py` (in 2 evals, 2 runs)",
+    ]
 
 
 def test_a_run_sends_the_proposer_excerpts_costs_and_guidance(tmp_path, monkeypatch):
     sim = Recording(seed=0)
-    cli(monkeypatch, sim, "run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "1",
-        "--run-dir", str(tmp_path / "run"), "--set", "loop.proposals_per_iteration=1")
+    cli(
+        monkeypatch,
+        sim,
+        "run",
+        str(EXAMPLE),
+        "--provider",
+        "sim",
+        "--max-iterations",
+        "1",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--set",
+        "loop.proposals_per_iteration=1",
+    )
     (body,) = [json.loads(b) for b in sim.bodies("proposer")][:1]
     text = body["messages"][0]["content"]
     assert "tokens" in section(text, "eval_costs") and "turns" in section(text, "eval_costs")

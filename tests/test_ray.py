@@ -52,17 +52,32 @@ async def execute(tmp: Path, backend: str, store: Store, folder: str) -> list:
     evals = load_evals(EXAMPLE)
     try:
         with scoped("v0"):
-            return list(await asyncio.gather(*(executor.execute(
-                skill_dir=snapshot if c == "with_skill" else None, skill_name="csv-report",
-                eval=evals.by_id(1), inputs_root=EXAMPLE, run_dir=tmp / folder / c / "run-1",
-                run_number=1, sample=1) for c in ("with_skill", "without_skill"))))
+            return list(
+                await asyncio.gather(
+                    *(
+                        executor.execute(
+                            skill_dir=snapshot if c == "with_skill" else None,
+                            skill_name="csv-report",
+                            eval=evals.by_id(1),
+                            inputs_root=EXAMPLE,
+                            run_dir=tmp / folder / c / "run-1",
+                            run_number=1,
+                            sample=1,
+                        )
+                        for c in ("with_skill", "without_skill")
+                    )
+                )
+            )
     finally:
         await client.aclose()
 
 
 def files(run_dir: Path) -> dict[str, bytes]:
-    return {p.relative_to(run_dir).as_posix(): p.read_bytes()
-            for p in sorted(run_dir.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(run_dir).as_posix(): p.read_bytes()
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file()
+    }
 
 
 async def test_runs_execute_in_ray_workers_and_come_back_whole(tmp_path, ray_cluster):
@@ -73,21 +88,35 @@ async def test_runs_execute_in_ray_workers_and_come_back_whole(tmp_path, ray_clu
     for record in records:
         assert is_complete(record.run_dir) and not list(record.run_dir.parent.glob(".*ray-tmp"))
         assert (record.run_dir / "transcript.md").is_file()
-    assert records[0].skill_invoked is True and (records[0].run_dir / "outputs" / "report.md").is_file()
+    assert (
+        records[0].skill_invoked is True
+        and (records[0].run_dir / "outputs" / "report.md").is_file()
+    )
     # The workers' model calls are in the driver's ledger, with their scope and cost.
     calls = store.query("select * from calls where outcome = 'ok'")
-    steps = sum(len([1 for line in (r.run_dir / "transcript.jsonl").read_text().splitlines()
-                     if '"role": "assistant"' in line]) for r in records)
+    steps = sum(
+        len(
+            [
+                1
+                for line in (r.run_dir / "transcript.jsonl").read_text().splitlines()
+                if '"role": "assistant"' in line
+            ]
+        )
+        for r in records
+    )
     assert len(calls) == steps > 0 and {c["scope"] for c in calls} == {"v0"}
-    assert sum(c["cost_usd"] for c in calls) == pytest.approx(sum(r.cost_usd for r in records), rel=1e-3)
+    assert sum(c["cost_usd"] for c in calls) == pytest.approx(
+        sum(r.cost_usd for r in records), rel=1e-3
+    )
     # Same seed, same answers: the outputs are those of a local run.
     local = await execute(tmp_path, "local", Store(tmp_path / "local.db"), "local")
     for remote, here in zip(records, local, strict=True):
         a, b = files(remote.run_dir), files(here.run_dir)
         assert a.keys() == b.keys()
         assert a["transcript.md"] == b["transcript.md"]
-        assert {k: v for k, v in a.items() if k.startswith("outputs/") and "metrics" not in k} == \
-               {k: v for k, v in b.items() if k.startswith("outputs/") and "metrics" not in k}
+        assert {k: v for k, v in a.items() if k.startswith("outputs/") and "metrics" not in k} == {
+            k: v for k, v in b.items() if k.startswith("outputs/") and "metrics" not in k
+        }
 
     # A run redone (its folder lost) is served from the driver's ledger: nothing paid twice.
     spent = store.spent_usd()

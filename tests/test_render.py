@@ -78,18 +78,35 @@ def make_pdf(path: Path, pages: list[str]) -> None:
 
 
 def make_eval(expectations: list[str]) -> Eval:
-    return Eval(id=1, name="Files", prompt="Make the files in outputs/", expected_output="The files.",
-                expectations=expectations)
+    return Eval(
+        id=1,
+        name="Files",
+        prompt="Make the files in outputs/",
+        expected_output="The files.",
+        expectations=expectations,
+    )
 
 
 def make_run(tmp_path: Path, name: str = "run-1") -> tuple[Path, RunRecord]:
     run_dir = tmp_path / "eval-1" / "with_skill" / name
     (run_dir / "outputs").mkdir(parents=True)
     (run_dir / "transcript.md").write_text("# Transcript\n\nI made the files.\n")
-    record = RunRecord(run_dir=run_dir, eval_id=1, configuration="with_skill", run_number=1,
-                       status="ok", error=None, skill_invoked=True, tokens=10, duration_s=1.0,
-                       tool_calls={}, transcript_chars=10, output_chars=0, files_created=[],
-                       cost_usd=0.0)
+    record = RunRecord(
+        run_dir=run_dir,
+        eval_id=1,
+        configuration="with_skill",
+        run_number=1,
+        status="ok",
+        error=None,
+        skill_invoked=True,
+        tokens=10,
+        duration_s=1.0,
+        tool_calls={},
+        transcript_chars=10,
+        output_chars=0,
+        files_created=[],
+        cost_usd=0.0,
+    )
     return run_dir, record
 
 
@@ -109,8 +126,9 @@ async def graded(settings: Settings, store):
 
     async def grade(ev: Eval, run_dir: Path, record: RunRecord):
         structural = check_run(ev, run_dir, None, configuration="with_skill", run_error=None)
-        out = await judge.grade_run(client, ev, run_dir, record, settings=settings,
-                                    structural=structural, sample=0)
+        out = await judge.grade_run(
+            client, ev, run_dir, record, settings=settings, structural=structural, sample=0
+        )
         return out, (bodies[-1] if bodies else None)
 
     yield grade
@@ -119,8 +137,11 @@ async def graded(settings: Settings, store):
 
 def text_of(body: dict) -> str:
     content = body["messages"][0]["content"]
-    return content if isinstance(content, str) else "\n".join(
-        b["text"] for b in content if b["type"] == "text")
+    return (
+        content
+        if isinstance(content, str)
+        else "\n".join(b["text"] for b in content if b["type"] == "text")
+    )
 
 
 def blocks(body: dict, kind: str) -> list[dict]:
@@ -136,13 +157,17 @@ async def test_office_files_reach_the_judge_as_text_with_their_markers(tmp_path,
     make_docx(run_dir / "outputs" / "report.docx", "The okapi margin rose by nine points.")
     make_xlsx(run_dir / "outputs" / "numbers.xlsx")
     make_pptx(run_dir / "outputs" / "deck.pptx")
-    ev = make_eval(['The report says the "okapi margin rose"', 'The report names the "pangolin budget"'])
+    ev = make_eval(
+        ['The report says the "okapi margin rose"', 'The report names the "pangolin budget"']
+    )
     out, body = await graded(ev, run_dir, record)
     text = text_of(body)
     assert isinstance(body["messages"][0]["content"], str)  # text only: nothing to attach
     files = {a["path"]: (a, c) for a, c in parse_tags(section(text, "outputs"), "file")}
     attrs, docx_text = files["outputs/report.docx"]
-    assert attrs["converted_from"] == "docx" and "The okapi margin rose by nine points." in docx_text
+    assert (
+        attrs["converted_from"] == "docx" and "The okapi margin rose by nine points." in docx_text
+    )
     assert "## Sheet: Revenue" in files["outputs/numbers.xlsx"][1]
     assert "| Q1 | 42 |" in files["outputs/numbers.xlsx"][1]
     deck = files["outputs/deck.pptx"][1]
@@ -175,7 +200,10 @@ async def test_a_png_becomes_an_image_block_the_simulator_reads_by_its_text(tmp_
     out, body = await graded(ev, run_dir, record)
     images = blocks(body, "image")
     assert len(images) == 2 and images[0]["source"]["media_type"] == "image/png"
-    assert base64.b64decode(images[0]["source"]["data"]) == (run_dir / "outputs" / "chart.png").read_bytes()
+    assert (
+        base64.b64decode(images[0]["source"]["data"])
+        == (run_dir / "outputs" / "chart.png").read_bytes()
+    )
     assert body["messages"][0]["content"][0]["type"] == "text"
     assert '<attachment path="outputs/chart.png">\nimage 1\n</attachment>' in text_of(body)
     assert 'attachment="1"' in text_of(body) and "attached as image 1" in text_of(body)
@@ -198,12 +226,17 @@ def test_a_large_image_is_downscaled_to_the_api_limits(tmp_path):
 
 async def test_a_pdf_is_a_document_block_and_its_text_with_page_markers(tmp_path, graded):
     run_dir, record = make_run(tmp_path)
-    make_pdf(run_dir / "outputs" / "brief.pdf", ["Summary of the platypus study", "The narwhal appendix"])
+    make_pdf(
+        run_dir / "outputs" / "brief.pdf", ["Summary of the platypus study", "The narwhal appendix"]
+    )
     out, body = await graded(make_eval(['The brief has a "narwhal appendix"']), run_dir, record)
     (document,) = blocks(body, "document")
     assert document["source"]["media_type"] == "application/pdf"
     assert document["title"] == "outputs/brief.pdf"
-    assert base64.b64decode(document["source"]["data"]) == (run_dir / "outputs" / "brief.pdf").read_bytes()
+    assert (
+        base64.b64decode(document["source"]["data"])
+        == (run_dir / "outputs" / "brief.pdf").read_bytes()
+    )
     text = text_of(body)
     assert "<!-- Page number: 2 -->\n\nThe narwhal appendix" in text
     assert 'converted_from="pdf"' in text and 'attachment="document 1"' in text
@@ -233,7 +266,7 @@ def test_a_text_run_renders_as_before_and_the_request_is_a_pure_function(tmp_pat
     ev = make_eval(["alpha"])
     request = judge.build_request(ev, run_dir)
     assert isinstance(request, str)
-    assert '(binary file, 256 bytes, not shown)' in request and "render_note" not in request
+    assert "(binary file, 256 bytes, not shown)" in request and "render_note" not in request
     make_png(run_dir / "outputs" / "b.png", "beta")
     (run_dir / "outputs" / "c.docx").write_bytes(b"PK\x03\x04 damaged")
     (run_dir / "outputs" / "d.png").write_bytes(b"not an image")  # its error names no address
@@ -254,8 +287,10 @@ def test_the_comparator_sees_both_sides_images_blinded_and_no_pdf_bytes(tmp_path
     request = compare.build_request(make_eval(["x"]), a_dir, b_dir)
     assert isinstance(request, list)
     labels = [b["text"] for b in request if b["type"] == "text"][1:]
-    assert labels == ['<attachment path="[version]-chart.png">\nimage A1\n</attachment>',
-                      '<attachment path="chart.png">\nimage B1\n</attachment>']
+    assert labels == [
+        '<attachment path="[version]-chart.png">\nimage A1\n</attachment>',
+        '<attachment path="chart.png">\nimage B1\n</attachment>',
+    ]
     assert not [b for b in request if b["type"] == "document"]
     assert "tapir notes" in request[0]["text"] and "render_note" not in request[0]["text"]
 
@@ -268,19 +303,24 @@ async def test_user_notes_fill_user_notes_summary(tmp_path, graded):
     (run_dir / "outputs" / "out.md").write_text("# Out\nThe heron count is seven.\n")
     (run_dir / "outputs" / "user_notes.md").write_text(
         "## Uncertainties\n- Whether herons in flight count\n## Workarounds\n(none)\n"
-        "## Needs review\n- The count of juveniles\n")
+        "## Needs review\n- The count of juveniles\n"
+    )
     out, body = await graded(make_eval(["The output gives the heron count"]), run_dir, record)
     assert "Whether herons in flight count" in section(text_of(body), "user_notes")
     assert out.grading.user_notes_summary.model_dump() == {
-        "uncertainties": ["Whether herons in flight count"], "needs_review": ["The count of juveniles"],
-        "workarounds": []}
+        "uncertainties": ["Whether herons in flight count"],
+        "needs_review": ["The count of juveniles"],
+        "workarounds": [],
+    }
     assert "user_notes.md" not in section(text_of(body), "outputs")  # a harness file, not an output
 
 
 def test_free_form_notes_are_left_to_the_judge():
     assert judge.notes_summary("I was not sure about the units.") is None
     assert judge.notes_summary("") is None
-    numbered = judge.notes_summary("# Workarounds\n1. Used CSV\n2) Skipped charts\n## Needs review\nN/A\n")
+    numbered = judge.notes_summary(
+        "# Workarounds\n1. Used CSV\n2) Skipped charts\n## Needs review\nN/A\n"
+    )
     assert numbered is not None and numbered.workarounds == ["Used CSV", "Skipped charts"]
     assert numbered.needs_review == []
 
@@ -300,10 +340,22 @@ def test_the_simulated_executor_sometimes_leaves_notes_when_asked():
     tools = [{"name": "str_replace_based_edit_tool", "type": "text_editor_20250728"}]
     wrote = []
     for n in range(20):
-        body = {"system": system, "tools": tools, "messages": [
-            {"role": "user", "content": f"Write a summary of topic {n} to outputs/summary-{n}.md"}]}
-        replies = [world.reply(body, "executor", __import__("random").Random(n), f"u{n:016}", world.Knobs())
-                   for _ in range(2)]
+        body = {
+            "system": system,
+            "tools": tools,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": f"Write a summary of topic {n} to outputs/summary-{n}.md",
+                }
+            ],
+        }
+        replies = [
+            world.reply(
+                body, "executor", __import__("random").Random(n), f"u{n:016}", world.Knobs()
+            )
+            for _ in range(2)
+        ]
         assert replies[0] == replies[1]  # a function of the request and its seed
         paths = [b["input"]["path"] for b in replies[0][0] if b["type"] == "tool_use"]
         assert paths[0] == f"/workspace/outputs/summary-{n}.md"
@@ -312,19 +364,28 @@ def test_the_simulated_executor_sometimes_leaves_notes_when_asked():
 
 
 @pytest.mark.parametrize("suffix", [".docx", ".pdf", ".png"])
-async def test_the_simulated_executor_writes_binary_outputs_the_judge_reads(tmp_path, graded, suffix):
+async def test_the_simulated_executor_writes_binary_outputs_the_judge_reads(
+    tmp_path, graded, suffix
+):
     tools = [{"name": "bash", "type": "bash_20250124"}]
     task = f"Write a report on the wombat census to outputs/census{suffix}"
-    body = {"system": "You are an agent.", "tools": tools,
-            "messages": [{"role": "user", "content": task}]}
-    blocks_, stop = world.reply(body, "executor", __import__("random").Random(3), "u" * 16, world.Knobs())
+    body = {
+        "system": "You are an agent.",
+        "tools": tools,
+        "messages": [{"role": "user", "content": task}],
+    }
+    blocks_, stop = world.reply(
+        body, "executor", __import__("random").Random(3), "u" * 16, world.Knobs()
+    )
     (call,) = [b for b in blocks_ if b["type"] == "tool_use"]
     command = call["input"]["command"]
     assert stop == "tool_use" and f"base64 -d > '/workspace/outputs/census{suffix}'" in command
     payload = command.split("<<'SIM_EOF'\n", 1)[1].rsplit("SIM_EOF", 1)[0]
     run_dir, record = make_run(tmp_path)
     (run_dir / "outputs" / f"census{suffix}").write_bytes(base64.b64decode(payload))
-    out, request = await graded(make_eval(['The report is titled "Write a report on the wombat"']), run_dir, record)
+    out, request = await graded(
+        make_eval(['The report is titled "Write a report on the wombat"']), run_dir, record
+    )
     assert "could not be converted" not in text_of(request)
     assert out.grading.expectations[0].passed, out.grading.expectations[0].evidence
 
@@ -337,14 +398,28 @@ def test_an_attachment_is_priced_by_what_it_shows_not_by_its_base64():
         canonical_json,
     )
 
-    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "A" * 4_000_000}}
-    pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
-                                          "data": "A" * 400_000}}
-    request = build_request(model="m", max_tokens=10, system=None, tools=None, tool_choice=None,
-                            temperature=None, messages=[{"role": "user", "content": [
-                                {"type": "text", "text": "hello"}, image, pdf]}])
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "A" * 4_000_000},
+    }
+    pdf = {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": "A" * 400_000},
+    }
+    request = build_request(
+        model="m",
+        max_tokens=10,
+        system=None,
+        tools=None,
+        tool_choice=None,
+        temperature=None,
+        messages=[{"role": "user", "content": [{"type": "text", "text": "hello"}, image, pdf]}],
+    )
     canonical = canonical_json(request)
-    assert billed_chars(request, canonical) == len(canonical) - 4_400_000 + 4 * ATTACHMENT_TOKENS + 4 * 10_000
+    assert (
+        billed_chars(request, canonical)
+        == len(canonical) - 4_400_000 + 4 * ATTACHMENT_TOKENS + 4 * 10_000
+    )
     usage = Simulator(seed=0)._usage(request, [{"type": "text", "text": "ok"}])
     assert usage["input_tokens"] < 2 * ATTACHMENT_TOKENS + 200
 
@@ -358,8 +433,9 @@ async def test_a_model_without_attachments_gets_names_and_text(tmp_path, store):
     make_pdf(run_dir / "outputs" / "brief.pdf", ["The narwhal appendix"])
     ev = make_eval(['The brief has a "narwhal appendix"'])
     structural = check_run(ev, run_dir, None, configuration="with_skill", run_error=None)
-    out = await judge.grade_run(client, ev, run_dir, record, settings=settings,
-                                structural=structural, sample=0)
+    out = await judge.grade_run(
+        client, ev, run_dir, record, settings=settings, structural=structural, sample=0
+    )
     await client.aclose()
     view = (run_dir / judge.JUDGE_VIEW).read_text()
     assert "(image, " in view and "not shown: this model is sent no images" in view

@@ -25,10 +25,22 @@ def wire(tmp_path_factory) -> tuple[Path, list[dict]]:
     proxy = Recorder(f"http://127.0.0.1:{port}")
     out = tmp_path_factory.mktemp("wire") / "bench"
     try:
-        result = CliRunner().invoke(app, ["benchmark", str(MEMO), "--provider", "anthropic", "--runs", "1",
-                         "--out", str(out), "--set",
-                         f"llm.base_url={proxy.url}"],
-                        env={"ANTHROPIC_API_KEY": "sk-test-not-a-key"})
+        result = CliRunner().invoke(
+            app,
+            [
+                "benchmark",
+                str(MEMO),
+                "--provider",
+                "anthropic",
+                "--runs",
+                "1",
+                "--out",
+                str(out),
+                "--set",
+                f"llm.base_url={proxy.url}",
+            ],
+            env={"ANTHROPIC_API_KEY": "sk-test-not-a-key"},
+        )
         assert result.exit_code == 0, result.output
     finally:
         proxy.shutdown()
@@ -40,8 +52,13 @@ def wire(tmp_path_factory) -> tuple[Path, list[dict]]:
 def grader_request(log: list[dict], output: str) -> dict:
     """The grader's request for the with-skill run that wrote `output` (its transcript shows the
     skill being loaded)."""
-    found = [body for body in log if any(t.get("name") == "submit_grading" for t in body.get("tools", []))
-             and f'path="{output}"' in request_text(body) and "Tool call: Skill" in request_text(body)]
+    found = [
+        body
+        for body in log
+        if any(t.get("name") == "submit_grading" for t in body.get("tools", []))
+        and f'path="{output}"' in request_text(body)
+        and "Tool call: Skill" in request_text(body)
+    ]
     assert found, f"no grader request shows {output}"
     return found[0]
 
@@ -69,7 +86,7 @@ def test_the_docx_text_reaches_the_grader_and_the_docx_bytes_do_not(wire):
     assert only_in_docx and [line for line in only_in_docx if line not in text] == []
     # The agent's own shell command (in the transcript) may carry the bytes; the outputs may not.
     outputs = section(text, "outputs") or ""
-    assert "converted_from=\"docx\"" in outputs
+    assert 'converted_from="docx"' in outputs
     assert base64.b64encode(docx.read_bytes()[:30]).decode()[:20] not in outputs
 
 
@@ -82,11 +99,20 @@ def test_a_png_is_sent_as_an_image_block_and_a_pdf_as_a_document_block(wire):
 def test_gradings_cite_what_is_inside_the_files_and_the_skill_makes_a_difference(wire):
     out, _ = wire
     bench = json.loads((out / "benchmark.json").read_text())
-    rates = {c: bench["run_summary"][c]["pass_rate"]["mean"] for c in ("with_skill", "without_skill")}
+    rates = {
+        c: bench["run_summary"][c]["pass_rate"]["mean"] for c in ("with_skill", "without_skill")
+    }
     assert rates["with_skill"] > rates["without_skill"] + 0.3
-    judged = {t for e in json.loads((MEMO / "evals" / "evals.json").read_text())["evals"]
-              for t in e["expectations"]}
-    cited = [e["evidence"] for g in out.glob("eval-*/with_skill/run-*/grading.json")
-             for e in json.loads(g.read_text())["expectations"] if e["passed"] and e["text"] in judged]
-    assert cited and all(e.startswith('Found in outputs/') for e in cited)
+    judged = {
+        t
+        for e in json.loads((MEMO / "evals" / "evals.json").read_text())["evals"]
+        for t in e["expectations"]
+    }
+    cited = [
+        e["evidence"]
+        for g in out.glob("eval-*/with_skill/run-*/grading.json")
+        for e in json.loads(g.read_text())["expectations"]
+        if e["passed"] and e["text"] in judged
+    ]
+    assert cited and all(e.startswith("Found in outputs/") for e in cited)
     assert any(".docx" in e for e in cited) and any(".pdf" in e for e in cited)

@@ -33,7 +33,10 @@ def blob(page: str) -> dict:
 def detail(report: Path, key: str) -> dict:
     """The data of one page, from its script beside the report."""
     m = DETAIL.fullmatch((html.details_dir(report) / f"{key}.js").read_text())
-    assert json.loads(m.group(1)) == key and json.loads(m.group(2)) == blob(report.read_text())["meta"]["token"]
+    assert (
+        json.loads(m.group(1)) == key
+        and json.loads(m.group(2)) == blob(report.read_text())["meta"]["token"]
+    )
     return json.loads(m.group(3))
 
 
@@ -42,7 +45,9 @@ def built(tmp_path):
     return build_workspace(tmp_path / "run", versions=6, hostile=True)
 
 
-def test_each_page_has_its_own_inline_budget_so_the_last_versions_show_their_outputs(built, monkeypatch):
+def test_each_page_has_its_own_inline_budget_so_the_last_versions_show_their_outputs(
+    built, monkeypatch
+):
     # A cap shared by the whole report went to the first versions' outputs and left the latest
     # with file names only. A cap that fits one run's outputs: every page inlines its first run.
     path = html.write_report(built.root, None)
@@ -92,14 +97,19 @@ def test_report_data_covers_the_run(built):
     run = v1["runs"][0]
     assert run["id"] == built.run_id("v1", built.evals[0]) and run["expectations"]
     kinds = {o["name"]: o["kind"] for o in run["outputs"]}
-    assert kinds == {"chart.png": "image", "data.bin": "file", "report.md": "text"}  # metrics.json is harness
+    assert kinds == {
+        "chart.png": "image",
+        "data.bin": "file",
+        "report.md": "text",
+    }  # metrics.json is harness
     image = next(o for o in run["outputs"] if o["kind"] == "image")
     assert image["data"].startswith("data:image/png;base64,")
     costs = [c[1] for c in data["cost"]]
     assert costs == sorted(costs) and costs[-1] > 0
     assert data["test"]["best"] == built.best and data["suggestions"]["suggestions"]
     assert {r["id"] for r in detail(path, "baseline")["runs"]} >= {
-        f"baseline-eval-{e}-without_skill-run-1" for e in built.evals}
+        f"baseline-eval-{e}-without_skill-run-1" for e in built.evals
+    }
     assert any(r["id"].startswith("test-v0-eval-") for r in detail(path, "test")["runs"])
     assert 'id="sim-banner"' in html.render(built.root)
 
@@ -115,7 +125,10 @@ def test_large_outputs_are_capped(built):
     (out / "huge.txt").write_text("x" * (html.TEXT_CAP * 3))
     (out / "big.png").write_bytes(b"\x89PNG" + b"\0" * (html.IMAGE_CAP + 1))
     built.regrade("v1/eval-1/with_skill/run-1")
-    outputs = {o["name"]: o for o in detail(html.write_report(built.root, None), "v1")["runs"][0]["outputs"]}
+    outputs = {
+        o["name"]: o
+        for o in detail(html.write_report(built.root, None), "v1")["runs"][0]["outputs"]
+    }
     assert outputs["huge.txt"]["truncated"] and len(outputs["huge.txt"]["text"]) == html.TEXT_CAP
     assert outputs["big.png"]["kind"] == "file" and outputs["big.png"]["size"] > html.IMAGE_CAP
 
@@ -127,7 +140,9 @@ def test_an_output_linking_out_of_the_run_is_not_read(built, tmp_path):
     (out / "leak.txt").symlink_to(secret)
     built.regrade("v1/eval-1/with_skill/run-1")
     path = html.write_report(built.root, None)
-    assert not [p for p in [path, *html.details_dir(path).iterdir()] if "host secret" in p.read_text()]
+    assert not [
+        p for p in [path, *html.details_dir(path).iterdir()] if "host secret" in p.read_text()
+    ]
     outputs = {o["name"]: o for o in detail(path, "v1")["runs"][0]["outputs"]}
     assert outputs["leak.txt"]["kind"] == "file"
 
@@ -160,7 +175,10 @@ def test_two_hundred_versions_make_a_usable_file(tmp_path):
     # The index holds one row per version, never a version's runs: those are in its own script.
     details = {p.stem: p.stat().st_size for p in html.details_dir(path).iterdir()}
     assert set(details) == set(data["pages"])
-    assert path.stat().st_size < 400_000 < sum(details.values()), (path.stat().st_size, sum(details.values()))
+    assert path.stat().st_size < 400_000 < sum(details.values()), (
+        path.stat().st_size,
+        sum(details.values()),
+    )
     assert '"expectations"' not in path.read_text()
 
 
@@ -220,7 +238,9 @@ def test_pages_read_from_state_db_are_the_pages_read_from_the_run_folders(simula
         conn.execute("delete from previews")
     path = html.write_report(simulated, None)
     assert {key: detail(path, key) for key in keys} == from_db
-    assert any(o["kind"] == "text" for page in from_db.values() for r in page["runs"] for o in r["outputs"])
+    assert any(
+        o["kind"] == "text" for page in from_db.values() for r in page["runs"] for o in r["outputs"]
+    )
 
 
 def test_without_state_db_the_pages_are_read_from_the_run_folders(built):
@@ -229,7 +249,9 @@ def test_without_state_db_the_pages_are_read_from_the_run_folders(built):
     for name in ("state.db", "state.db-wal", "state.db-shm"):
         (built.root / name).unlink(missing_ok=True)
     path = html.write_report(built.root, None)
-    assert {key: detail(path, key)["runs"] for key in from_db} == {k: p["runs"] for k, p in from_db.items()}
+    assert {key: detail(path, key)["runs"] for key in from_db} == {
+        k: p["runs"] for k, p in from_db.items()
+    }
     assert all(from_db[key]["runs"] for key in from_db)
 
 
@@ -240,10 +262,15 @@ def test_a_run_with_many_large_outputs_keeps_a_bounded_preview_and_shows_them_al
         (out / f"part-{n}.txt").write_text(f"part {n} " + "x" * 19_000)
     built.regrade(key)
     with sqlite3.connect(built.root / "state.db") as conn:
-        kept = json.loads(conn.execute("select preview_json from previews where key = ?", (key,)).fetchone()[0])
+        kept = json.loads(
+            conn.execute("select preview_json from previews where key = ?", (key,)).fetchone()[0]
+        )
     assert sum(len(o.get("text", "")) for o in kept["outputs"]) <= preview.KEPT_CAP
     assert any(o.get("read") for o in kept["outputs"])
-    shown = {o["name"]: o for o in detail(html.write_report(built.root, None), "v1")["runs"][0]["outputs"]}
+    shown = {
+        o["name"]: o
+        for o in detail(html.write_report(built.root, None), "v1")["runs"][0]["outputs"]
+    }
     assert all(shown[f"part-{n}.txt"]["text"].startswith(f"part {n} ") for n in range(1, 13))
 
 
@@ -268,7 +295,9 @@ def test_an_eval_folder_that_links_out_of_the_workspace_is_not_read(built, tmp_p
     with sqlite3.connect(built.root / "state.db") as conn:  # as for runs graded before previews
         conn.execute("delete from previews where key like 'v1/eval-2/%'")
     path = html.write_report(built.root, None)
-    assert not [p for p in [path, *html.details_dir(path).iterdir()] if "HOST SECRET" in p.read_text()]
+    assert not [
+        p for p in [path, *html.details_dir(path).iterdir()] if "HOST SECRET" in p.read_text()
+    ]
 
 
 def test_an_output_whose_name_is_not_utf8_is_listed_and_the_run_still_shown(built):
@@ -290,7 +319,9 @@ def test_an_output_whose_name_is_not_utf8_is_listed_and_the_run_still_shown(buil
 def test_a_number_past_64_bits_in_a_version_file_does_not_stop_the_report(built):
     selection = built.root / "v1" / "selection.json"
     selection.write_text('{"n": 123456789012345678901234567890}')
-    assert detail(html.write_report(built.root, None), "v1")["selection"] == {"n": 123456789012345678901234567890}
+    assert detail(html.write_report(built.root, None), "v1")["selection"] == {
+        "n": 123456789012345678901234567890
+    }
 
 
 # -- the review server, over real HTTP ------------------------------------------------------------
@@ -307,7 +338,9 @@ def review(built):
 def request(port: int, method: str, path: str, body: object = None, headers: dict | None = None):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     payload = None if body is None else json.dumps(body)
-    conn.request(method, path, body=payload, headers={"Content-Type": "application/json", **(headers or {})})
+    conn.request(
+        method, path, body=payload, headers={"Content-Type": "application/json", **(headers or {})}
+    )
     resp = conn.getresponse()
     data = resp.read()
     conn.close()
@@ -324,10 +357,18 @@ def test_server_listens_on_loopback_only(review):
         srv.server_close()
 
 
-@pytest.mark.parametrize("path", [
-    "/../state.db", "/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/v1/%2E%2E/%2e%2e/etc/passwd",
-    "/v1/..%2f..%2fetc/passwd", "/%252e%252e/etc/passwd", "/v1/eval-1/..\\..\\state.db",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/../state.db",
+        "/../../etc/passwd",
+        "/%2e%2e/%2e%2e/etc/passwd",
+        "/v1/%2E%2E/%2e%2e/etc/passwd",
+        "/v1/..%2f..%2fetc/passwd",
+        "/%252e%252e/etc/passwd",
+        "/v1/eval-1/..\\..\\state.db",
+    ],
+)
 def test_paths_outside_the_run_folder_are_refused(review, path):
     _, port = review
     status, _ = request(port, "GET", path)
@@ -357,8 +398,13 @@ def test_run_files_are_served_inert(review):
 def test_foreign_hosts_and_origins_are_refused(review):
     _, port = review
     assert request(port, "GET", "/", headers={"Host": "attacker.example"})[0] == 403
-    status, _ = request(port, "POST", "/api/feedback", {"run_id": "v1-eval-1-with_skill-run-1", "feedback": "x"},
-                        headers={"Origin": "http://attacker.example"})
+    status, _ = request(
+        port,
+        "POST",
+        "/api/feedback",
+        {"run_id": "v1-eval-1-with_skill-run-1", "feedback": "x"},
+        headers={"Origin": "http://attacker.example"},
+    )
     assert status == 403
 
 
@@ -367,9 +413,24 @@ def test_feedback_is_saved_in_the_seed_form(review):
     run_id = built.run_id("v1", built.evals[0])
     status, body = request(port, "GET", "/api/feedback")
     assert status == 200 and json.loads(body) == {"reviews": [], "status": "in_progress"}
-    assert request(port, "POST", "/api/feedback", {"run_id": run_id, "feedback": "too long"})[0] == 200
-    assert request(port, "POST", "/api/feedback", {"run_id": run_id, "feedback": "too long, and no summary"})[0] == 200
-    assert request(port, "POST", "/api/feedback", {"run_id": "v1-eval-9-with_skill-run-1", "feedback": "?"})[0] == 400
+    assert (
+        request(port, "POST", "/api/feedback", {"run_id": run_id, "feedback": "too long"})[0] == 200
+    )
+    assert (
+        request(
+            port,
+            "POST",
+            "/api/feedback",
+            {"run_id": run_id, "feedback": "too long, and no summary"},
+        )[0]
+        == 200
+    )
+    assert (
+        request(
+            port, "POST", "/api/feedback", {"run_id": "v1-eval-9-with_skill-run-1", "feedback": "?"}
+        )[0]
+        == 400
+    )
     saved = schemas.Feedback.model_validate_json((built.root / "feedback.json").read_text())
     assert [(r.run_id, r.feedback) for r in saved.reviews] == [(run_id, "too long, and no summary")]
     assert saved.status == "in_progress"
@@ -404,8 +465,14 @@ def test_review_server_sends_a_page_when_it_is_opened(review):
     assert request(port, "GET", "/api/details/v99.js")[0] == 404
     assert request(port, "GET", "/api/details/state.db")[0] == 404
     # Another site's <script src=…> (a cross-site no-cors load) gets nothing to read.
-    assert request(port, "GET", "/api/details/v1.js", headers={"Sec-Fetch-Site": "cross-site"})[0] == 403
-    assert request(port, "GET", "/api/details/v1.js", headers={"Sec-Fetch-Site": "same-origin"})[0] == 200
+    assert (
+        request(port, "GET", "/api/details/v1.js", headers={"Sec-Fetch-Site": "cross-site"})[0]
+        == 403
+    )
+    assert (
+        request(port, "GET", "/api/details/v1.js", headers={"Sec-Fetch-Site": "same-origin"})[0]
+        == 200
+    )
 
 
 def test_review_server_reads_the_run_again_only_when_it_changed(review, monkeypatch):
@@ -438,19 +505,41 @@ def test_report_says_what_a_win_was_against_and_what_the_numbers_do_not_say(tmp_
     with sqlite3.connect(built.root / "state.db") as conn:
         conn.execute("update versions set decision = 'won' where label = 'v4'")
         conn.execute("update decisions set decision = 'won' where version = 'v4'")
-        conn.execute("update runs set test_json = ?", [json.dumps({
-            "evals": [4], "best": "v5", "delta": -0.111,
-            "versions": {"v0": {"score": 1.0, "per_eval": {"4": 1.0}}, "v5": {"score": 0.889, "per_eval": {"4": 0.889}}}})])
+        conn.execute(
+            "update runs set test_json = ?",
+            [
+                json.dumps(
+                    {
+                        "evals": [4],
+                        "best": "v5",
+                        "delta": -0.111,
+                        "versions": {
+                            "v0": {"score": 1.0, "per_eval": {"4": 1.0}},
+                            "v5": {"score": 0.889, "per_eval": {"4": 0.889}},
+                        },
+                    }
+                )
+            ],
+        )
     page = html.render(built.root)
     data = blob(page)
     nodes = {n["label"]: n for n in data["nodes"]}
-    assert nodes["v4"]["verdict"].startswith("won against its parent v2; not the best: v5 scores higher")
+    assert nodes["v4"]["verdict"].startswith(
+        "won against its parent v2; not the best: v5 scores higher"
+    )
     assert nodes["v5"]["verdict"] == "won against its parent v2"
-    assert data["warnings"][0] == ("sealed test: v5 scored below v0 (0.889 vs 1.000); the gain may be "
-                                   "overfitting to the train evals")
+    assert data["warnings"][0] == (
+        "sealed test: v5 scored below v0 (0.889 vs 1.000); the gain may be "
+        "overfitting to the train evals"
+    )
     assert data["warnings"][1].startswith("small suite: train has 3 evals and the sealed test 1")
     assert all(n["score_evals"] == 3 for n in data["nodes"] if n["score_ci"])
     assert all(n["delta_evals"] for n in data["nodes"] if n["ci"])
     # the page draws them: warnings on top, the verdict beside the badge, n beside intervals
-    for hook in ('id: "warnings"', "n.verdict", "evalsNote(n.score_evals)", "evalsNote(oe.ci_evals)"):
+    for hook in (
+        'id: "warnings"',
+        "n.verdict",
+        "evalsNote(n.score_evals)",
+        "evalsNote(oe.ci_evals)",
+    ):
         assert hook in page

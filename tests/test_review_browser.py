@@ -15,14 +15,27 @@ from fixtures.workspace_builder import build_workspace
 from optimizer.report import html, server
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
-pytestmark = tiers.needs("chromium", None if CHROMIUM.exists() else
-                         "needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+pytestmark = tiers.needs(
+    "chromium",
+    None
+    if CHROMIUM.exists()
+    else "needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)",
+)
 playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason=tiers.reason("chromium", "playwright (dev extra) is not installed"))
+    "playwright.sync_api",
+    reason=tiers.reason("chromium", "playwright (dev extra) is not installed"),
+)
 expect = playwright_api.expect
 
 
@@ -39,7 +52,10 @@ def page(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     tab = context.new_page()
     tab.problems = []  # console errors, uncaught exceptions and dialogs: none may happen
-    tab.on("console", lambda m: tab.problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    tab.on(
+        "console",
+        lambda m: tab.problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None,
+    )
     tab.on("pageerror", lambda e: tab.problems.append(f"page error: {e}"))
     tab.on("dialog", lambda d: (tab.problems.append(f"dialog: {d.message}"), d.dismiss()))
     tab.set_default_timeout(15_000)
@@ -64,7 +80,9 @@ def test_report_opens_renders_and_routes(tmp_path, page):
     expect(page.locator("svg.score-chart g.pt line.ci").first).to_be_attached()
     expect(page.locator("svg.heatmap rect.cell")).to_have_count(scored * len(built.evals))
     expect(page.locator("svg.cost-chart polyline")).to_have_count(1)
-    expect(page.locator(f'svg.lineage g.node[data-label="{built.best}"] circle')).to_have_attribute("stroke-width", "2.5")
+    expect(page.locator(f'svg.lineage g.node[data-label="{built.best}"] circle')).to_have_attribute(
+        "stroke-width", "2.5"
+    )
     shot(page, "report-overview.png")
 
     page.locator('svg.lineage g.node[data-label="v1"]').click()
@@ -95,7 +113,9 @@ def test_a_page_that_cannot_be_loaded_says_so(tmp_path, page):
     page.goto(path.as_uri() + "#/v2")
     expect(page.locator("body[data-ready]")).to_have_count(1)
     expect(page.locator("#version-title")).to_contain_text("v2")  # the index's numbers still show
-    expect(page.locator(".detail-error")).to_contain_text("The details of v2 could not be loaded from report_files/v2.js")
+    expect(page.locator(".detail-error")).to_contain_text(
+        "The details of v2 could not be loaded from report_files/v2.js"
+    )
     expect(page.locator(".detail-error")).to_contain_text("missing or unreadable")
     page.goto(path.as_uri() + "#/v1")  # the other pages still open
     page.locator("details.run > summary").first.click()
@@ -113,20 +133,25 @@ def test_review_saves_feedback_and_submits(tmp_path, page):
         expect(page.locator("body[data-ready]")).to_have_count(1)
         page.locator(f'details.run[data-run-id="{run_id}"] > summary').click()
         box = page.locator(f'textarea[data-run-id="{run_id}"]')
-        with page.expect_response(lambda r: r.url.endswith("/api/feedback") and r.request.method == "POST") as saved:
+        with page.expect_response(
+            lambda r: r.url.endswith("/api/feedback") and r.request.method == "POST"
+        ) as saved:
             box.fill("The summary is missing; the table is fine.")
         assert saved.value.ok
         expect(page.locator(f'details.run[data-run-id="{run_id}"] .saved')).to_have_text("saved")
         data = json.loads(feedback.read_text())
         assert data["status"] == "in_progress"
         assert [(r["run_id"], r["feedback"]) for r in data["reviews"]] == [
-            (run_id, "The summary is missing; the table is fine.")]
+            (run_id, "The summary is missing; the table is fine.")
+        ]
         shot(page, "review-feedback.png")
 
         page.reload()  # what was saved is shown again
         expect(page.locator("body[data-ready]")).to_have_count(1)
         page.locator(f'details.run[data-run-id="{run_id}"] > summary').click()
-        expect(page.locator(f'textarea[data-run-id="{run_id}"]')).to_have_value("The summary is missing; the table is fine.")
+        expect(page.locator(f'textarea[data-run-id="{run_id}"]')).to_have_value(
+            "The summary is missing; the table is fine."
+        )
 
         page.goto(f"http://127.0.0.1:{port}/#/baseline")
         base_id = f"baseline-eval-{built.evals[0]}-without_skill-run-1"
@@ -156,9 +181,12 @@ def test_collapsed_runs_say_they_hold_a_feedback_box(tmp_path, page):
         expect(panel).not_to_have_attribute("open", "")
         expect(panel.locator("> summary")).to_contain_text("✎ feedback box inside")
         expect(page.locator(".fb-count")).to_have_text(
-            f"{runs} runs below take feedback: open one to write it (0 written so far).")
+            f"{runs} runs below take feedback: open one to write it (0 written so far)."
+        )
         panel.locator("> summary").click()
-        with page.expect_response(lambda r: r.url.endswith("/api/feedback") and r.request.method == "POST"):
+        with page.expect_response(
+            lambda r: r.url.endswith("/api/feedback") and r.request.method == "POST"
+        ):
             page.locator(f'textarea[data-run-id="{run_id}"]').fill("Too long.")
         panel.locator("> summary").click()  # collapsed again: the summary says what it holds
         expect(panel.locator("> summary")).to_contain_text("✎ feedback written")
@@ -222,12 +250,16 @@ def test_review_page_follows_a_running_daemon_without_a_reload(tmp_path, page):
     from optimizer.store.files import Workspace
     from optimizer.store.lock import lock
 
-    built = build_workspace(tmp_path / "run", versions=4, status="running", deadline="2099-01-01T07:00:00")
+    built = build_workspace(
+        tmp_path / "run", versions=4, status="running", deadline="2099-01-01T07:00:00"
+    )
     db = built.root / "state.db"
 
     def move(**fields) -> None:
         with sqlite3.connect(db) as conn:
-            conn.execute("update runs set " + ", ".join(f"{k} = ?" for k in fields), list(fields.values()))
+            conn.execute(
+                "update runs set " + ", ".join(f"{k} = ?" for k in fields), list(fields.values())
+            )
 
     move(stage="iteration 3: proposal 1 from v2")
     srv, port = server.serve_in_thread(built.root, refresh_ms=150)
@@ -239,26 +271,34 @@ def test_review_page_follows_a_running_daemon_without_a_reload(tmp_path, page):
         line = page.locator("#progress-line")
         expect(line).to_contain_text("● running")
         expect(line).to_contain_text("stage: iteration 3: proposal 1 from v2")
-        expect(line).to_contain_text(re.compile(r"ETA (about|by) \d\d:\d\d"))  # at the pace of those done
+        expect(line).to_contain_text(
+            re.compile(r"ETA (about|by) \d\d:\d\d")
+        )  # at the pace of those done
         expect(line).to_contain_text("spent $")
         spent = line.inner_text().split("spent ")[1]
         page.evaluate("window.__same_page = 1")  # gone if the page were reloaded
         move(stage="sealed test: v3")
         with sqlite3.connect(db) as conn:  # a model call costs $2.50 meanwhile
-            conn.execute("insert into calls (hash, role, model, sample, outcome, response_json, cost_usd, "
-                         "attempts, created_at, scope) values ('x', 'grader', 'm', 0, 'ok', '{}', 2.5, 1, "
-                         "'2026-11-20T23:00:00Z', 'test')")
+            conn.execute(
+                "insert into calls (hash, role, model, sample, outcome, response_json, cost_usd, "
+                "attempts, created_at, scope) values ('x', 'grader', 'm', 0, 'ok', '{}', 2.5, 1, "
+                "'2026-11-20T23:00:00Z', 'test')"
+            )
         expect(line).to_contain_text("stage: sealed test: v3")
         expect(line).not_to_contain_text("spent " + spent)
         pending = page.locator("#versions tbody tr", has_text="pending")
         expect(pending).to_have_count(1)  # v3, the builder's last version, waits for its decision
         with sqlite3.connect(db) as conn:  # the daemon decides it: the overview follows
-            conn.execute("update versions set decision = 'lost', status = 'decided' where label = 'v3'")
+            conn.execute(
+                "update versions set decision = 'lost', status = 'decided' where label = 'v3'"
+            )
         expect(pending).to_have_count(0)
         held.__exit__(None, None, None)  # the daemon ends
         move(status="stopped", stop_reason="reached 4 iterations", stage="stopped")
         expect(line).to_contain_text("stopped: reached 4 iterations")
-        expect(page.locator(".card", has_text="status")).to_contain_text("stopped")  # the overview too
+        expect(page.locator(".card", has_text="status")).to_contain_text(
+            "stopped"
+        )  # the overview too
         assert page.evaluate("window.__same_page") == 1
         shot(page, "review-progress.png")
         assert page.problems == []

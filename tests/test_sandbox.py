@@ -30,8 +30,10 @@ from optimizer.sandbox import (
 )
 
 needs_bwrap = tiers.needs(
-    "bubblewrap", None if sb.bwrap_available() else
-    "bubblewrap is not installed or does not work here (apt-get install bubblewrap)",
+    "bubblewrap",
+    None
+    if sb.bwrap_available()
+    else "bubblewrap is not installed or does not work here (apt-get install bubblewrap)",
 )
 
 POLICY = SandboxPolicy(
@@ -76,7 +78,9 @@ def marker_digits() -> str:
 def test_workspace_is_writable_and_the_skill_readable(work: Path, skill: Path) -> None:
     result = run(
         "echo hello > /workspace/out.txt && cat /skill/SKILL.md && pwd",
-        work_dir=work, skill_dir=skill, policy=POLICY,
+        work_dir=work,
+        skill_dir=skill,
+        policy=POLICY,
     )
     assert result.ok, result
     assert result.confined
@@ -101,7 +105,9 @@ def test_host_home_and_project_are_invisible(work: Path, skill: Path) -> None:
         project = Path(__file__).resolve().parents[1]
         result = run(
             f"cat {probe}; ls {Path.home()}; ls {project}; ls /work; ls /opt",
-            work_dir=work, skill_dir=skill, policy=POLICY,
+            work_dir=work,
+            skill_dir=skill,
+            policy=POLICY,
         )
     finally:
         probe.unlink()
@@ -111,11 +117,14 @@ def test_host_home_and_project_are_invisible(work: Path, skill: Path) -> None:
 
 
 @needs_bwrap
-def test_host_tmp_is_invisible(work: Path, skill: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_host_tmp_is_invisible(
+    work: Path, skill: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     outside = tmp_path_factory.mktemp("outside") / "marker.txt"
     outside.write_text("outside\n")
-    result = run(f"cat {outside}; ls {outside.parent}", work_dir=work, skill_dir=skill,
-                 policy=POLICY)
+    result = run(
+        f"cat {outside}; ls {outside.parent}", work_dir=work, skill_dir=skill, policy=POLICY
+    )
     assert "outside" not in result.stdout
     assert result.exit_code != 0
 
@@ -126,7 +135,9 @@ def test_cannot_write_outside_the_work_folder(work: Path, skill: Path) -> None:
     result = run(
         f"for d in / /usr /etc /proc /skill; do touch $d/{name} 2>/dev/null && echo wrote $d; done;"
         f" touch /tmp/{name} && echo tmp-ok",
-        work_dir=work, skill_dir=skill, policy=POLICY,
+        work_dir=work,
+        skill_dir=skill,
+        policy=POLICY,
     )
     assert result.stdout.strip() == "tmp-ok"  # /tmp is the sandbox's own tmpfs
     for folder in ("/tmp", "/", "/usr", "/etc"):
@@ -146,8 +157,9 @@ def test_no_network(work: Path) -> None:
     try:
         confined = run(connect, work_dir=work, skill_dir=None, policy=POLICY)
         # The same command unconfined reaches the listener, so the failure above is the sandbox.
-        open_run = run(connect, work_dir=work, skill_dir=None,
-                       policy=SandboxPolicy(mode="none", timeout_s=3.0))
+        open_run = run(
+            connect, work_dir=work, skill_dir=None, policy=SandboxPolicy(mode="none", timeout_s=3.0)
+        )
         interfaces = run("cat /proc/net/dev", work_dir=work, skill_dir=None, policy=POLICY)
     finally:
         listener.close()
@@ -203,8 +215,9 @@ def test_timeout_kills_the_whole_process_group(mode: str, work: Path) -> None:
     background, foreground = f"1000.{digits}1", f"1000.{digits}2"
     # `( … & )` double-forks, so the first sleep is no longer a child of the command's shell.
     policy = SandboxPolicy(mode=mode, timeout_s=1.0)  # type: ignore[arg-type]
-    result = run(f"(sleep {background} &); sleep {foreground}", work_dir=work, skill_dir=None,
-                 policy=policy)
+    result = run(
+        f"(sleep {background} &); sleep {foreground}", work_dir=work, skill_dir=None, policy=policy
+    )
     assert result.timed_out
     assert result.exit_code is None
     assert 1.0 <= result.duration_s < 3.0
@@ -214,8 +227,9 @@ def test_timeout_kills_the_whole_process_group(mode: str, work: Path) -> None:
 @needs_bwrap
 def test_background_leftovers_die_when_the_command_ends(work: Path) -> None:
     digits = marker_digits()
-    result = run(f"sleep 1000.{digits} & echo started", work_dir=work, skill_dir=None,
-                 policy=POLICY)
+    result = run(
+        f"sleep 1000.{digits} & echo started", work_dir=work, skill_dir=None, policy=POLICY
+    )
     assert result.ok and result.stdout == "started\n"
     assert result.duration_s < 2.0
     assert leftovers(f"sleep 1000.{digits}") == ""
@@ -226,8 +240,9 @@ def test_background_leftovers_die_when_the_command_ends(work: Path) -> None:
 def test_memory_limit(mechanism: str, work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if mechanism == "rlimit only":
         monkeypatch.setattr(cgroups, "cgroup_parents", dict)
-    result = run('python3 -c "b = bytearray(2_000_000_000)"', work_dir=work, skill_dir=None,
-                 policy=POLICY)
+    result = run(
+        'python3 -c "b = bytearray(2_000_000_000)"', work_dir=work, skill_dir=None, policy=POLICY
+    )
     assert result.exit_code not in (0, None)
     if sb.memory_limit_mechanism() == "rlimit":
         assert "MemoryError" in result.stderr  # RLIMIT_AS refuses the allocation
@@ -245,8 +260,12 @@ def test_output_cap(work: Path) -> None:
 
 @needs_bwrap
 def test_file_size_cap(work: Path) -> None:
-    result = run("head -c 1000000 /dev/zero > /workspace/big.bin", work_dir=work, skill_dir=None,
-                 policy=POLICY)
+    result = run(
+        "head -c 1000000 /dev/zero > /workspace/big.bin",
+        work_dir=work,
+        skill_dir=None,
+        policy=POLICY,
+    )
     assert result.exit_code not in (0, None)  # SIGXFSZ
     assert (work / "big.bin").stat().st_size <= POLICY.max_file_bytes
 
@@ -254,12 +273,19 @@ def test_file_size_cap(work: Path) -> None:
 @needs_bwrap
 def test_fork_bomb_is_contained(work: Path) -> None:
     if sb.process_limit_mechanism() == "none":
-        tiers.skip("pids-cgroup", "root without a usable pids cgroup: a fork bomb would only be "
-                   "stopped by the clock, and running one would hurt this machine")
+        tiers.skip(
+            "pids-cgroup",
+            "root without a usable pids cgroup: a fork bomb would only be "
+            "stopped by the clock, and running one would hurt this machine",
+        )
     marker = f"forkbomb-{uuid.uuid4().hex}"
     # $0 names every forked copy of the shell, so pgrep can find any that survive.
-    result = run(["bash", "-c", ":(){ :|:& };:; sleep 30", marker], work_dir=work,
-                 skill_dir=None, policy=POLICY)
+    result = run(
+        ["bash", "-c", ":(){ :|:& };:; sleep 30", marker],
+        work_dir=work,
+        skill_dir=None,
+        policy=POLICY,
+    )
     assert result.timed_out
     assert result.duration_s < POLICY.timeout_s + 3.0
     assert "Resource temporarily unavailable" in result.stderr  # the process limit was hit
@@ -279,8 +305,9 @@ def test_exit_code_stdin_and_list_commands(work: Path) -> None:
 
 
 def test_a_missing_work_folder_is_data_not_an_exception(tmp_path: Path) -> None:
-    result = run("true", work_dir=tmp_path / "missing", skill_dir=None,
-                 policy=SandboxPolicy(mode="none"))
+    result = run(
+        "true", work_dir=tmp_path / "missing", skill_dir=None, policy=SandboxPolicy(mode="none")
+    )
     assert result.exit_code is None
     assert result.error and "does not exist" in result.error
 
@@ -288,8 +315,15 @@ def test_a_missing_work_folder_is_data_not_an_exception(tmp_path: Path) -> None:
 async def test_run_async_in_parallel(work: Path) -> None:
     policy = POLICY if sb.bwrap_available() else SandboxPolicy(mode="none", timeout_s=3.0)
     results = await asyncio.gather(
-        *(run_async(f"echo {i} > /workspace/{i}.txt && echo {i}", work_dir=work, skill_dir=None,
-                    policy=policy) for i in range(6))
+        *(
+            run_async(
+                f"echo {i} > /workspace/{i}.txt && echo {i}",
+                work_dir=work,
+                skill_dir=None,
+                policy=policy,
+            )
+            for i in range(6)
+        )
     )
     assert [r.stdout for r in results] == [f"{i}\n" for i in range(6)]
     assert sorted(p.name for p in work.iterdir()) == sorted(f"{i}.txt" for i in range(6))
@@ -310,22 +344,28 @@ async def test_cancelling_run_async_kills_the_command(work: Path) -> None:
 # ---------------------------------------------------------------- modes
 
 
-def test_every_mode_but_none_refuses_without_bubblewrap(work: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_mode_but_none_refuses_without_bubblewrap(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without bubblewrap no mode runs a command unconfined behind the user's back: "auto" too
     refuses, with the one sentence that says how to install it or opt in."""
     monkeypatch.setattr(confinement, "bwrap_available", lambda: False)
     for mode in ("auto", "bwrap", "strict"):
         with pytest.raises(BadInput, match=r"apt-get install bubblewrap.*--unconfined"):
-            run("touch /workspace/ran", work_dir=work, skill_dir=None,
-                policy=SandboxPolicy(mode=mode))
+            run(
+                "touch /workspace/ran",
+                work_dir=work,
+                skill_dir=None,
+                policy=SandboxPolicy(mode=mode),
+            )
         with pytest.raises(BadInput):
             sb.startup_line(SandboxPolicy(mode=mode))
     assert not (work / "ran").exists()
 
 
-def test_bubblewrap_hidden_from_path_is_missing(work: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bubblewrap_hidden_from_path_is_missing(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The probe itself, not a stub: with no bwrap on PATH, "auto" refuses."""
     monkeypatch.setenv("PATH", str(work))
     sb.bwrap_available.cache_clear()
@@ -338,14 +378,19 @@ def test_bubblewrap_hidden_from_path_is_missing(work: Path,
         sb.bwrap_available.cache_clear()
 
 
-def test_none_runs_unconfined_as_asked_with_fixed_paths(work: Path, skill: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_none_runs_unconfined_as_asked_with_fixed_paths(
+    work: Path, skill: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(confinement, "bwrap_available", lambda: False)
     policy = SandboxPolicy(mode="none", timeout_s=3.0)
     # The opt-in is said once, by the command that starts the work (tests/test_confinement.py).
     assert sb.startup_line(policy) == confinement.UNCONFINED_LINE
-    first = run("cat /skill/SKILL.md > /workspace/copy.md; pwd; echo $WORKSPACE; ls /workspace",
-                work_dir=work, skill_dir=skill, policy=policy)
+    first = run(
+        "cat /skill/SKILL.md > /workspace/copy.md; pwd; echo $WORKSPACE; ls /workspace",
+        work_dir=work,
+        skill_dir=skill,
+        policy=policy,
+    )
     assert not first.confined
     assert first.ok, first
     assert (work / "copy.md").read_text() == (skill / "SKILL.md").read_text()
@@ -362,11 +407,24 @@ def test_policy_rejects_nonsense() -> None:
 
 
 def test_policy_from_settings_takes_every_field() -> None:
-    box = Sandbox(mode="strict", timeout_s=7.5, memory_mb=300, max_output_bytes=4096,
-                  max_file_bytes=8192, max_processes=32, max_workspace_mb=64)
+    box = Sandbox(
+        mode="strict",
+        timeout_s=7.5,
+        memory_mb=300,
+        max_output_bytes=4096,
+        max_file_bytes=8192,
+        max_processes=32,
+        max_workspace_mb=64,
+    )
     assert SandboxPolicy.from_settings(box) == SandboxPolicy(
-        mode="strict", timeout_s=7.5, memory_mb=300, max_output_bytes=4096,
-        max_processes=32, max_file_bytes=8192, max_workspace_mb=64)
+        mode="strict",
+        timeout_s=7.5,
+        memory_mb=300,
+        max_output_bytes=4096,
+        max_processes=32,
+        max_file_bytes=8192,
+        max_workspace_mb=64,
+    )
     assert SandboxPolicy.from_settings(Settings().sandbox) == SandboxPolicy()
 
 
@@ -378,9 +436,15 @@ def test_report_says_what_confinement_is_in_force(monkeypatch: pytest.MonkeyPatc
     assert found["refused"] is not sb.bwrap_available()
     assert found["process_limit"] == sb.process_limit_mechanism()
     assert found["memory_limit"] == sb.memory_limit_mechanism()
-    assert found["policy"] == {"mode": "strict", "timeout_s": 60.0, "memory_mb": 300,
-                               "max_output_bytes": 1_000_000, "max_processes": 256,
-                               "max_file_bytes": 50_000_000, "max_workspace_mb": 512}
+    assert found["policy"] == {
+        "mode": "strict",
+        "timeout_s": 60.0,
+        "memory_mb": 300,
+        "max_output_bytes": 1_000_000,
+        "max_processes": 256,
+        "max_file_bytes": 50_000_000,
+        "max_workspace_mb": 512,
+    }
     # Without bubblewrap a strict policy is reported as refused, not raised, and nothing warns.
     monkeypatch.setattr(confinement, "bwrap_available", lambda: False)
     confinement.reset_warnings()
@@ -411,9 +475,19 @@ def test_to_host_path_refuses_escapes(work: Path, skill: Path, tmp_path: Path) -
     (work / "out-link").symlink_to(outside)
     (work / "file-link").symlink_to(Path("/etc/passwd"))
     (work / "in-link").symlink_to(work / "sub")
-    for bad in ("/workspace/../etc/passwd", "../x", "/etc/passwd", "/", "/workspacex/a",
-                "/workspace/out-link/x", "/workspace/file-link", "//etc/passwd", "",
-                "/skill/../workspace/../../x", "/workspace/a\x00b"):
+    for bad in (
+        "/workspace/../etc/passwd",
+        "../x",
+        "/etc/passwd",
+        "/",
+        "/workspacex/a",
+        "/workspace/out-link/x",
+        "/workspace/file-link",
+        "//etc/passwd",
+        "",
+        "/skill/../workspace/../../x",
+        "/workspace/a\x00b",
+    ):
         assert to_host_path(bad, work, skill) is None, bad
     assert to_host_path("/skill/x", work, None) is None
     assert to_host_path("/skill/SKILL.md", work, skill, for_write=True) is None
@@ -436,7 +510,11 @@ def test_to_sandbox_path(work: Path, skill: Path, tmp_path: Path) -> None:
 def test_env_var_names_inside_are_fixed(work: Path, skill: Path) -> None:
     if not sb.bwrap_available():
         tiers.skip("bubblewrap", "bubblewrap is not installed or does not work here")
-    result = run('echo "$WORKSPACE $SKILL_DIR $HOME"; hostname', work_dir=work, skill_dir=skill,
-                 policy=POLICY)
+    result = run(
+        'echo "$WORKSPACE $SKILL_DIR $HOME"; hostname',
+        work_dir=work,
+        skill_dir=skill,
+        policy=POLICY,
+    )
     assert result.stdout == "/workspace /skill /tmp\nsandbox\n"
     assert os.fspath(work) not in result.stdout

@@ -21,8 +21,16 @@ from optimizer.store.lock import lock
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "csv-report"
-SMALL = ["--provider", "sim", "--set", "evals.runs_per_eval=1", "--set", "loop.max_iterations=1",
-         "--set", "selection.max_runs_per_eval=2"]
+SMALL = [
+    "--provider",
+    "sim",
+    "--set",
+    "evals.runs_per_eval=1",
+    "--set",
+    "loop.max_iterations=1",
+    "--set",
+    "selection.max_runs_per_eval=2",
+]
 
 
 @pytest.fixture
@@ -31,10 +39,12 @@ def places(tmp_path, monkeypatch):
     calls = tmp_path / "calls.txt"
     table = tmp_path / "crontab.txt"
     systemctl = tmp_path / "systemctl"
-    systemctl.write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\n")
+    systemctl.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
     crontab = tmp_path / "crontab"
-    crontab.write_text(f"#!/bin/sh\nif [ \"$1\" = -l ]; then [ -f {table} ] || {{ echo 'no crontab' >&2; exit 1; }}; "
-                       f"cat {table}; else cat > {table}; fi\n")
+    crontab.write_text(
+        f"#!/bin/sh\nif [ \"$1\" = -l ]; then [ -f {table} ] || {{ echo 'no crontab' >&2; exit 1; }}; "
+        f"cat {table}; else cat > {table}; fi\n"
+    )
     for tool in (systemctl, crontab):
         tool.chmod(0o755)
     monkeypatch.setenv("OPTIMIZER_SYSTEMCTL", str(systemctl))
@@ -42,13 +52,31 @@ def places(tmp_path, monkeypatch):
     monkeypatch.setenv("OPTIMIZER_SYSTEMD_USER_DIR", str(tmp_path / "units"))
     skill = Path(shutil.copytree(EXAMPLE, tmp_path / "csv-report"))
     monkeypatch.chdir(tmp_path)
-    return {"calls": calls, "table": table, "units": tmp_path / "units", "skill": skill,
-            "runs": tmp_path / "runs", "systemctl": systemctl}
+    return {
+        "calls": calls,
+        "table": table,
+        "units": tmp_path / "units",
+        "skill": skill,
+        "runs": tmp_path / "runs",
+        "systemctl": systemctl,
+    }
 
 
 def _schedule(cli, places, *extra):
-    return cli("schedule", places["skill"], "--at", "22:30", "--until", "07:00", "--budget-usd", "10",
-               "--runs-root", places["runs"], *SMALL, *extra)
+    return cli(
+        "schedule",
+        places["skill"],
+        "--at",
+        "22:30",
+        "--until",
+        "07:00",
+        "--budget-usd",
+        "10",
+        "--runs-root",
+        places["runs"],
+        *SMALL,
+        *extra,
+    )
 
 
 def test_dry_run_prints_a_valid_timer_and_installs_nothing(cli, places, monkeypatch):
@@ -65,8 +93,9 @@ def test_dry_run_prints_a_valid_timer_and_installs_nothing(cli, places, monkeypa
         for block in result.output.split("# ")[1:-1]:
             path, text = block.split("\n", 1)
             (folder / Path(path).name).write_text(text)
-        done = subprocess.run([analyze, "verify", *sorted(map(str, folder.iterdir()))],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [analyze, "verify", *sorted(map(str, folder.iterdir()))], capture_output=True, text=True
+        )
         assert done.returncode == 0, done.stderr
 
 
@@ -87,11 +116,17 @@ def test_install_list_and_remove_with_systemd(cli, places, monkeypatch):
     monkeypatch.setenv("OPTIMIZER_SCHEDULER", "systemd")
     assert _schedule(cli, places).exit_code == 0
     name = schedule.name_for(places["skill"])
-    assert (places["units"] / f"{name}.timer").is_file() and (places["units"] / f"{name}.service").is_file()
+    assert (places["units"] / f"{name}.timer").is_file() and (
+        places["units"] / f"{name}.service"
+    ).is_file()
     calls = places["calls"].read_text().splitlines()
     assert calls == ["--user daemon-reload", f"--user enable --now {name}.timer"]
     listed = cli("schedule", "--list")
-    assert name in listed.output and "at 22:30" in listed.output and str(places["skill"]) in listed.output
+    assert (
+        name in listed.output
+        and "at 22:30" in listed.output
+        and str(places["skill"]) in listed.output
+    )
     assert cli("schedule", "--remove", places["skill"]).exit_code == 0
     assert not any(places["units"].iterdir())
     assert f"--user disable --now {name}.timer" in places["calls"].read_text()
@@ -120,9 +155,15 @@ def test_systemd_is_used_only_where_its_user_manager_answers(places, monkeypatch
     assert schedule.backend() == "cron"
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--at", "25:00"], "--at '25:00'"), (["--until", "7"], "--until '7'"),
-    (["--budget-usd", "0"], "--budget-usd is required"), (["--at", "07:00"], "a night needs time")])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--at", "25:00"], "--at '25:00'"),
+        (["--until", "7"], "--until '7'"),
+        (["--budget-usd", "0"], "--budget-usd is required"),
+        (["--at", "07:00"], "a night needs time"),
+    ],
+)
 def test_bad_schedules_exit_2_and_install_nothing(cli, places, monkeypatch, args, words):
     monkeypatch.setenv("OPTIMIZER_SCHEDULER", "systemd")
     base = {"--at": "22:30", "--until": "07:00", "--budget-usd": "10"}
@@ -134,8 +175,11 @@ def test_bad_schedules_exit_2_and_install_nothing(cli, places, monkeypatch, args
 
 def _installed_command(places) -> list[str]:
     service = next(places["units"].glob("*.service")).read_text()
-    return shlex.split(next(line for line in service.splitlines()
-                            if line.startswith("ExecStart=")).removeprefix("ExecStart="))
+    return shlex.split(
+        next(line for line in service.splitlines() if line.startswith("ExecStart=")).removeprefix(
+            "ExecStart="
+        )
+    )
 
 
 def _night_runs(places) -> list[Path]:
@@ -147,18 +191,28 @@ def test_the_installed_command_runs_a_night_then_resumes_then_chains(cli, places
     assert _schedule(cli, places).exit_code == 0
     argv = _installed_command(places)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    first = subprocess.run(argv, cwd=places["runs"].parent, env=env, capture_output=True, text=True, timeout=300)
+    first = subprocess.run(
+        argv, cwd=places["runs"].parent, env=env, capture_output=True, text=True, timeout=300
+    )
     assert first.returncode == 0, first.stderr + first.stdout
     [run] = _night_runs(places)
     assert (run / "summary.md").is_file()
-    second = subprocess.run(argv, cwd=places["runs"].parent, env=env, capture_output=True, text=True, timeout=300)
+    second = subprocess.run(
+        argv, cwd=places["runs"].parent, env=env, capture_output=True, text=True, timeout=300
+    )
     assert second.returncode == 0, second.stderr + second.stdout
     assert _night_runs(places) == [run]  # resumed, not a second run
     status = json.loads(cli("status", run, "--json").output)
     assert status["resumes"] == 1 and status["iterations_done"] == 2  # tonight's iteration on top
     assert status["budget_usd"] > 10  # what it had spent plus tonight's 10
-    third = subprocess.run([*argv, "--fresh"], cwd=places["runs"].parent, env=env, capture_output=True,
-                           text=True, timeout=300)
+    third = subprocess.run(
+        [*argv, "--fresh"],
+        cwd=places["runs"].parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert third.returncode == 0, third.stderr + third.stdout
     old, new = _night_runs(places)
     assert old == run
@@ -174,8 +228,17 @@ def test_a_night_that_finds_the_last_run_alive_starts_nothing(cli, places):
     run.mkdir(parents=True)
     (run / "state.db").write_bytes(b"")
     with lock(Workspace(run)):
-        result = cli("nightly", places["skill"], "--until", "07:00", "--budget-usd", "5",
-                     "--runs-root", places["runs"], *SMALL)
+        result = cli(
+            "nightly",
+            places["skill"],
+            "--until",
+            "07:00",
+            "--budget-usd",
+            "5",
+            "--runs-root",
+            places["runs"],
+            *SMALL,
+        )
     assert result.exit_code == 0, result.output
     assert "still running" in result.output
     assert _night_runs(places) == [run]
@@ -185,8 +248,18 @@ def test_a_night_that_finds_the_last_run_alive_starts_nothing(cli, places):
 
 def test_a_night_without_an_api_key_says_so_once(cli, places, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    result = cli("nightly", places["skill"], "--until", "07:00", "--budget-usd", "5",
-                 "--runs-root", places["runs"], "--provider", "anthropic")
+    result = cli(
+        "nightly",
+        places["skill"],
+        "--until",
+        "07:00",
+        "--budget-usd",
+        "5",
+        "--runs-root",
+        places["runs"],
+        "--provider",
+        "anthropic",
+    )
     assert result.exit_code == 2
     assert result.output.count("No API key") == 1
     name = schedule.name_for(places["skill"])
@@ -196,7 +269,9 @@ def test_a_night_without_an_api_key_says_so_once(cli, places, monkeypatch):
 
 
 def test_python_of_the_installed_command_is_this_one(places):
-    entry = schedule.Entry(places["skill"], "22:30", "07:00", 10.0, places["runs"], places["runs"].parent)
+    entry = schedule.Entry(
+        places["skill"], "22:30", "07:00", 10.0, places["runs"], places["runs"].parent
+    )
     assert entry.argv()[:4] == [sys.executable, "-m", "optimizer", "nightly"]
 
 
@@ -208,13 +283,24 @@ def test_list_works_without_a_crontab_command(cli, places, monkeypatch):
     assert listed.exit_code == 0 and schedule.name_for(places["skill"]) in listed.output
     monkeypatch.setenv("OPTIMIZER_SCHEDULER", "cron")
     failed = _schedule(cli, places)
-    assert failed.exit_code == 1 and "/no/such/crontab" in failed.output  # one sentence, no traceback
+    assert (
+        failed.exit_code == 1 and "/no/such/crontab" in failed.output
+    )  # one sentence, no traceback
     assert "Traceback" not in failed.output
 
 
 def test_a_night_whose_budget_is_spent_at_once_says_so_in_the_log_and_the_summary(cli, places):
-    result = cli("nightly", places["skill"], "--until", "07:00", "--budget-usd", "0.01",
-                 "--runs-root", places["runs"], *SMALL)
+    result = cli(
+        "nightly",
+        places["skill"],
+        "--until",
+        "07:00",
+        "--budget-usd",
+        "0.01",
+        "--runs-root",
+        places["runs"],
+        *SMALL,
+    )
     assert result.exit_code == 0, result.output  # a budget is a stop, not a failure
     [run] = _night_runs(places)
     log = (places["runs"] / f"{schedule.name_for(places['skill'])}.log").read_text().splitlines()
@@ -222,7 +308,9 @@ def test_a_night_whose_budget_is_spent_at_once_says_so_in_the_log_and_the_summar
     assert "budget" in (run / "summary.md").read_text()
 
 
-def test_the_installed_crontab_line_runs_a_night_in_sh_with_the_env_file(cli, places, monkeypatch, tmp_path):
+def test_the_installed_crontab_line_runs_a_night_in_sh_with_the_env_file(
+    cli, places, monkeypatch, tmp_path
+):
     monkeypatch.setenv("OPTIMIZER_SCHEDULER", "cron")
     assert _schedule(cli, places).exit_code == 0
     line = places["table"].read_text().splitlines()[-1]

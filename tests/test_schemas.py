@@ -267,8 +267,9 @@ def _benchmark_selection() -> dict:
 
     child = {e: [0.6, 0.7, 0.65] for e in range(5)}
     parent = {e: [0.5, 0.55, 0.6] for e in range(5)}
-    tally = ComparisonTally(child_wins=6, parent_wins=1, ties=2, inconsistent=3, pairs=12,
-                            swap_consistency=0.75)
+    tally = ComparisonTally(
+        child_wins=6, parent_wins=1, ties=2, inconsistent=3, pairs=12, swap_consistency=0.75
+    )
     d = decide(child, parent, tally, selection=Selection(), rng=random.Random(0), first_runs=3)
     return {**d.model_dump(mode="json"), "stage": "benchmark", "parent": "v0"}
 
@@ -288,10 +289,15 @@ def test_selection_json_of_each_stage_validates_against_its_model():
     from optimizer.config import Selection
     from optimizer.search.description import decide as decide_description
 
-    assert isinstance(s.SelectionFile.model_validate(_benchmark_selection()).root,
-                      s.BenchmarkSelection)
-    screened = {"decision": "lost", "reason": "stopped at screening", "stage": "screening",
-                "parent": "v0"}
+    assert isinstance(
+        s.SelectionFile.model_validate(_benchmark_selection()).root, s.BenchmarkSelection
+    )
+    screened = {
+        "decision": "lost",
+        "reason": "stopped at screening",
+        "stage": "screening",
+        "parent": "v0",
+    }
     assert isinstance(s.SelectionFile.model_validate(screened).root, s.ScreenSelection)
     m = _trigger_metrics()
     chosen = decide_description(m, m, 0.5, 0.5, selection=Selection(), rng=random.Random(0))
@@ -324,5 +330,6 @@ def test_trigger_json_validates_against_its_model():
     m = _trigger_metrics()
     s.TriggerFile.model_validate({"version": "v0", "probe": "api", "train": m, "validation": m})
     with pytest.raises(ValidationError):
-        s.TriggerFile.model_validate({"version": "v0", "probe": "api", "train": m,
-                                      "validation": {**m, "accuracy": 1.0}})
+        s.TriggerFile.model_validate(
+            {"version": "v0", "probe": "api", "train": m, "validation": {**m, "accuracy": 1.0}}
+        )

@@ -25,8 +25,11 @@ FAKE_KEY = "sk-ant-api03-FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE-0123456789abcd
 
 
 def tree(folder: Path, skip: Path | None = None) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*")
-            if p.is_file() and (skip is None or skip not in p.parents)}
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in folder.rglob("*")
+        if p.is_file() and (skip is None or skip not in p.parents)
+    }
 
 
 @pytest.fixture
@@ -38,8 +41,18 @@ def parent(tmp_path) -> Path:
 
 # ------------------------------------------------------------------ proposer edits
 
-OUTSIDE = ["../x.md", "../../../../tmp/planted.md", "/etc/planted.md", "scripts/../../x.md",
-           "..\\x.md", "evals/evals.json", "./evals/new.json", "evals/files/sales.csv", "", "."]
+OUTSIDE = [
+    "../x.md",
+    "../../../../tmp/planted.md",
+    "/etc/planted.md",
+    "scripts/../../x.md",
+    "..\\x.md",
+    "evals/evals.json",
+    "./evals/new.json",
+    "evals/files/sales.csv",
+    "",
+    ".",
+]
 BROKEN = ["a\0b.md", "x" * 300 + ".md", "scripts", "SKILL.md/inner.md"]
 
 
@@ -49,8 +62,9 @@ def test_a_proposed_edit_outside_the_skill_or_unwritable_is_refused(parent, tmp_
     dest = tmp_path / "work" / "candidate"
     before = tree(tmp_path, dest)
     edit = Edit(path=path, action=action, content="planted\n", old="the", new="planted")
-    problems = apply_edits(parent, dest, ProposalAnswer(summary="s", rationale="r", edits=[edit]),
-                           target="body")
+    problems = apply_edits(
+        parent, dest, ProposalAnswer(summary="s", rationale="r", edits=[edit]), target="body"
+    )
     assert problems, f"{action} of {path!r} was accepted"
     assert tree(tmp_path, dest) == before  # the parent and everything beside it untouched
     assert Path("/etc/planted.md").exists() is False and not Path("/tmp/planted.md").exists()
@@ -62,13 +76,24 @@ async def test_a_proposer_insisting_on_an_outside_path_is_a_rejection_not_a_cras
 
         async def structured(self, role, **kwargs):
             self.calls += 1
-            return ProposalAnswer(summary="s", rationale="r", edits=[
-                Edit(path="../../escape.md", action="write", content="x"),
-                Edit(path="a\0b", action="write", content="x")])
+            return ProposalAnswer(
+                summary="s",
+                rationale="r",
+                edits=[
+                    Edit(path="../../escape.md", action="write", content="x"),
+                    Edit(path="a\0b", action="write", content="x"),
+                ],
+            )
 
     client = Proposer()
-    result = await propose(client, parent=parent, feedback=Feedback(), target="body",
-                           dest=tmp_path / "work" / "candidate", sample=0)
+    result = await propose(
+        client,
+        parent=parent,
+        feedback=Feedback(),
+        target="body",
+        dest=tmp_path / "work" / "candidate",
+        sample=0,
+    )
     assert isinstance(result, Rejected) and client.calls == 2
     assert not (tmp_path / "escape.md").exists() and not (tmp_path / "work" / "candidate").exists()
 
@@ -84,7 +109,11 @@ def test_eval_input_paths_that_leave_the_skill_are_refused(tmp_path, how):
     secret.write_text("password\nhunter2\n")
     evals_file = skill / "evals" / "evals.json"
     text = evals_file.read_text()
-    target = {"dot-dot": "../../secret.csv", "absolute": str(secret), "link out": "evals/files/link.csv"}[how]
+    target = {
+        "dot-dot": "../../secret.csv",
+        "absolute": str(secret),
+        "link out": "evals/files/link.csv",
+    }[how]
     if how == "link out":
         (skill / "evals" / "files" / "link.csv").symlink_to(secret)
     evals_file.write_text(text.replace('"evals/files/sales.csv"', f'"{target}"', 1))
@@ -130,8 +159,9 @@ sleep 30.$5
 
 
 def leftovers(tag: str) -> str:
-    found = subprocess.run(["pgrep", "-af", f"sleep (5|30).{tag}"], capture_output=True, text=True,
-                           check=False)
+    found = subprocess.run(
+        ["pgrep", "-af", f"sleep (5|30).{tag}"], capture_output=True, text=True, check=False
+    )
     return found.stdout.strip()
 
 
@@ -153,13 +183,39 @@ def test_a_whole_run_keeps_the_key_the_host_and_the_network_out_of_reach(tmp_pat
     marker.write_text("the host home is private\n")
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "optimizer", "run", str(skill), "--run-dir", str(run_dir),
-             "--provider", "sim", "--max-iterations", "0",
-             "--set", "execute.executor=command", "--set", f"execute.command={command}",
-             "--set", "execute.timeout_s=6", "--set", "evals.runs_per_eval=1",
-             "--set", "evals.baseline_comparison=false",
-             "--set", "sandbox.memory_mb=256", "--set", "sandbox.max_processes=64"],
-            capture_output=True, text=True, timeout=180, env=env, cwd=ROOT)
+            [
+                sys.executable,
+                "-m",
+                "optimizer",
+                "run",
+                str(skill),
+                "--run-dir",
+                str(run_dir),
+                "--provider",
+                "sim",
+                "--max-iterations",
+                "0",
+                "--set",
+                "execute.executor=command",
+                "--set",
+                f"execute.command={command}",
+                "--set",
+                "execute.timeout_s=6",
+                "--set",
+                "evals.runs_per_eval=1",
+                "--set",
+                "evals.baseline_comparison=false",
+                "--set",
+                "sandbox.memory_mb=256",
+                "--set",
+                "sandbox.max_processes=64",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+            cwd=ROOT,
+        )
     finally:
         marker.unlink()
         listener.setblocking(False)
@@ -190,8 +246,11 @@ def test_a_whole_run_keeps_the_key_the_host_and_the_network_out_of_reach(tmp_pat
     conn.close()
     assert statuses == ["timeout"] * 5 and max(durations) < 6 + 5
     if not sb.bwrap_available():
-        tiers.skip("bubblewrap", "bubblewrap does not work here: the run was only limited, not "
-                   "confined, so the confinement assertions below did not run")
+        tiers.skip(
+            "bubblewrap",
+            "bubblewrap does not work here: the run was only limited, not "
+            "confined, so the confinement assertions below did not run",
+        )
     for probe in probes:
         seen = dict(line.split(": ", 1) for line in probe.read_text().splitlines() if ": " in line)
         assert seen.get("done") == "yes", seen  # every probe ran before the time limit
@@ -257,9 +316,17 @@ def test_the_review_server_listens_on_loopback_and_serves_only_the_run_folder(re
                 socket.create_connection((outward, port), timeout=2).close()
         status, body = get(port, "/history.json")
         assert status == 200 and b"current_best" in body  # the run folder itself is served
-        for path in ["/v0/leak.txt", "/../secret.txt", "/%2e%2e/secret.txt", "/v0/%2e%2e/%2e%2e/secret.txt",
-                     f"/{tmp_path}/secret.txt", f"/..{tmp_path}/secret.txt", "//etc/passwd",
-                     "/inputs/..%2f..%2fsecret.txt", "/v0/skill/../../../secret.txt"]:
+        for path in [
+            "/v0/leak.txt",
+            "/../secret.txt",
+            "/%2e%2e/secret.txt",
+            "/v0/%2e%2e/%2e%2e/secret.txt",
+            f"/{tmp_path}/secret.txt",
+            f"/..{tmp_path}/secret.txt",
+            "//etc/passwd",
+            "/inputs/..%2f..%2fsecret.txt",
+            "/v0/skill/../../../secret.txt",
+        ]:
             status, body = get(port, path)
             assert status in (403, 404), (path, status)
             assert b"not for the browser" not in body and b"root:" not in body, path

@@ -19,8 +19,13 @@ from optimizer.search.select import (
 # The earlier rule, selected explicitly: these tests pin its behaviour (tests/test_sequential.py
 # covers the default rule).
 RULE = Selection(
-    rule="bootstrap", min_effect=0.03, confidence=0.95, bootstrap_samples=1000, max_runs_per_eval=6,
-    comparator_majority=0.75, max_judge_error_rate=0.25,
+    rule="bootstrap",
+    min_effect=0.03,
+    confidence=0.95,
+    bootstrap_samples=1000,
+    max_runs_per_eval=6,
+    comparator_majority=0.75,
+    max_judge_error_rate=0.25,
 )
 STRADDLING = [0.10, -0.08, 0.05, -0.04, 0.06, 0.0, -0.06, 0.04]  # mean +0.00875
 
@@ -35,7 +40,11 @@ def scores(ds, runs=3, base=0.5):
 def tally(child=0, parent=0, ties=0, inconsistent=0):
     judged = child + parent + ties + inconsistent
     return ComparisonTally(
-        child_wins=child, parent_wins=parent, ties=ties, inconsistent=inconsistent, pairs=judged,
+        child_wins=child,
+        parent_wins=parent,
+        ties=ties,
+        inconsistent=inconsistent,
+        pairs=judged,
         swap_consistency=(judged - inconsistent) / judged if judged else None,
     )
 

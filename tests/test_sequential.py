@@ -24,8 +24,14 @@ def tally(per_eval):
     """A tally from {eval: (child wins, parent wins)}."""
     t = ComparisonTally()
     for e, (w, lost) in per_eval.items():
-        t.per_eval[e] = {"child_wins": w, "parent_wins": lost, "ties": 0, "inconsistent": 0,
-                         "errors": 0, "pairs": w + lost}
+        t.per_eval[e] = {
+            "child_wins": w,
+            "parent_wins": lost,
+            "ties": 0,
+            "inconsistent": 0,
+            "errors": 0,
+            "pairs": w + lost,
+        }
         t.child_wins += w
         t.parent_wins += lost
         t.pairs += w + lost
@@ -35,8 +41,9 @@ def tally(per_eval):
 
 def run(ds, t=None, runs=3, selection=NEW, first_runs=3):
     child, parent = scores(ds, runs)
-    return decide(child, parent, t, selection=selection, rng=random.Random(0),
-                  first_runs=first_runs)
+    return decide(
+        child, parent, t, selection=selection, rng=random.Random(0), first_runs=first_runs
+    )
 
 
 EQUAL = [0.10, -0.12, 0.05, -0.04, 0.08, -0.09, 0.02, -0.03, 0.06, -0.05]  # mean −0.002
@@ -61,8 +68,10 @@ def test_an_equal_child_stops_adding_runs_by_futility():
 
 
 def test_a_promising_child_gets_more_runs():
-    d = run([0.08, 0.02, 0.06, -0.01, 0.09, 0.03, 0.05, 0.0, 0.07, 0.04],
-            tally({e: (2, 1) for e in range(10)}))
+    d = run(
+        [0.08, 0.02, 0.06, -0.01, 0.09, 0.03, 0.05, 0.0, 0.07, 0.04],
+        tally({e: (2, 1) for e in range(10)}),
+    )
     assert d.decision == "tie" and d.needs_more_runs and not d.futile
     assert d.promotion_power is not None and d.promotion_power >= NEW.futility
 
@@ -72,8 +81,16 @@ def test_three_evals_with_a_narrow_bootstrap_interval_are_not_promoted():
     old = run(ds, runs=6, selection=OLD)
     assert old.decision == "won" and old.ci_low > OLD.min_effect  # the bootstrap is too narrow
     child, parent = scores(ds, 6)
-    general = decide(child, parent, None, selection=NEW, rng=random.Random(0), first_runs=3,
-                     look=6, scope="general")
+    general = decide(
+        child,
+        parent,
+        None,
+        selection=NEW,
+        rng=random.Random(0),
+        first_runs=3,
+        look=6,
+        scope="general",
+    )
     assert general.decision == "tie" and general.ci_low < 0  # t with 2 df is honest about 3 points
     new = run(ds, runs=6)  # the default claim at 3 evals: better on these tasks, nothing more
     assert new.scope == "tasks" and "better on these tasks" in new.reason
@@ -103,12 +120,20 @@ def test_the_comparator_sign_test_promotes_with_enough_verdicts():
 
 
 def test_verdicts_carried_by_one_eval_count_for_less():
-    spread = sequential.comparator_test(20, 8, {e: {"child_wins": 5, "parent_wins": 2}
-                                                for e in range(4)}, 3)
-    lumped = sequential.comparator_test(20, 8, {0: {"child_wins": 17, "parent_wins": 1},
-                                                1: {"child_wins": 1, "parent_wins": 3},
-                                                2: {"child_wins": 1, "parent_wins": 2},
-                                                3: {"child_wins": 1, "parent_wins": 2}}, 3)
+    spread = sequential.comparator_test(
+        20, 8, {e: {"child_wins": 5, "parent_wins": 2} for e in range(4)}, 3
+    )
+    lumped = sequential.comparator_test(
+        20,
+        8,
+        {
+            0: {"child_wins": 17, "parent_wins": 1},
+            1: {"child_wins": 1, "parent_wins": 3},
+            2: {"child_wins": 1, "parent_wins": 2},
+            3: {"child_wins": 1, "parent_wins": 2},
+        },
+        3,
+    )
     assert lumped.p_child > spread.p_child
 
 
@@ -121,8 +146,9 @@ def test_the_decision_ignores_the_rng_and_the_order_of_evals():
     child, parent = scores(EQUAL)
     t = tally({e: (1, 1) for e in range(10)})
     a = decide(child, parent, t, selection=NEW, rng=random.Random(1), first_runs=3)
-    b = decide(dict(reversed(child.items())), parent, t, selection=NEW, rng=random.Random(2),
-               first_runs=3)
+    b = decide(
+        dict(reversed(child.items())), parent, t, selection=NEW, rng=random.Random(2), first_runs=3
+    )
     assert a.model_dump(mode="json") == b.model_dump(mode="json")
     assert a.model_dump(mode="json")["rule"] == "sequential"
 
@@ -139,24 +165,37 @@ def test_identical_child_and_parent_tables_never_promote(scope):
         n, runs = rng.choice([3, 5, 10, 20]), rng.choice([3, 5, 8, 12])
         table = _table(rng, n, runs, pass_fail=trial % 2 == 0)
         t = tally({e: (w, w) for e, w in enumerate(rng.choices(range(4), k=n))})
-        d = decide(table, {e: list(v) for e, v in table.items()}, t, selection=NEW,
-                   rng=random.Random(0), first_runs=3, look=runs, scope=scope)
+        d = decide(
+            table,
+            {e: list(v) for e, v in table.items()},
+            t,
+            selection=NEW,
+            rng=random.Random(0),
+            first_runs=3,
+            look=runs,
+            scope=scope,
+        )
         assert d.decision != "won" and d.delta == 0
 
 
 @pytest.mark.parametrize("scope", ["tasks", "general"])
-@pytest.mark.parametrize("child_runs, parent_runs", [
-    ([1.0, 1.0, 1.0], [0.0, 0.0, 0.0]),  # every run identical: no noise to be seen
-    ([0.7, 0.7, 0.7], [0.6, 0.6, 0.6]),
-    ([1.0, 1.0, 0.0], [1.0, 0.0, 0.0]),  # pass/fail with d = +1/3 on every eval: s_d = 0
-])
+@pytest.mark.parametrize(
+    "child_runs, parent_runs",
+    [
+        ([1.0, 1.0, 1.0], [0.0, 0.0, 0.0]),  # every run identical: no noise to be seen
+        ([0.7, 0.7, 0.7], [0.6, 0.6, 0.6]),
+        ([1.0, 1.0, 0.0], [1.0, 0.0, 0.0]),  # pass/fail with d = +1/3 on every eval: s_d = 0
+    ],
+)
 def test_a_zero_variance_table_never_promotes_on_scores_alone_at_the_first_look(
-        scope, child_runs, parent_runs):
+    scope, child_runs, parent_runs
+):
     for n in (3, 5, 10):
         child = {e: list(child_runs) for e in range(n)}
         parent = {e: list(parent_runs) for e in range(n)}
-        d = decide(child, parent, None, selection=NEW, rng=random.Random(0), first_runs=3,
-                   scope=scope)
+        d = decide(
+            child, parent, None, selection=NEW, rng=random.Random(0), first_runs=3, scope=scope
+        )
         assert d.decision != "won", d.reason
         assert d.delta - d.ci_low > 0.03  # never a zero-width interval
 
@@ -165,16 +204,21 @@ def test_intervals_stay_inside_what_a_difference_of_scores_can_take():
     child = {0: [1.0, 0.0, 1.0], 1: [0.0, 1.0, 0.0], 2: [1.0, 1.0, 0.0]}
     parent = {0: [0.0, 1.0, 0.0], 1: [1.0, 0.0, 1.0], 2: [0.0, 0.0, 1.0]}
     for scope in ("tasks", "general"):
-        d = decide(child, parent, None, selection=NEW, rng=random.Random(0), first_runs=3,
-                   scope=scope)
+        d = decide(
+            child, parent, None, selection=NEW, rng=random.Random(0), first_runs=3, scope=scope
+        )
         assert -1 <= d.ci_low <= d.ci_high <= 1
 
 
 def test_the_comparator_over_three_evals_is_tested_with_their_degrees_of_freedom():
     # 3 evals whose verdicts agree: a normal reference would call this certain; t(2) does not
-    c = sequential.comparator_test(24, 6, {e: {"child_wins": 8, "parent_wins": 2} for e in range(3)}, 3)
+    c = sequential.comparator_test(
+        24, 6, {e: {"child_wins": 8, "parent_wins": 2} for e in range(3)}, 3
+    )
     assert c.df == 2 and c.p_child > 0.01
-    assert sequential.comparator_test(24, 6, {0: {"child_wins": 24, "parent_wins": 6}}, 3).p_child == 1
+    assert (
+        sequential.comparator_test(24, 6, {0: {"child_wins": 24, "parent_wins": 6}}, 3).p_child == 1
+    )
 
 
 def test_the_claim_defaults_by_suite_size_and_is_written():
@@ -183,8 +227,14 @@ def test_the_claim_defaults_by_suite_size_and_is_written():
     assert few.scope == "tasks" and many.scope == "general"
     assert "better on these tasks" in few.reason and "better in general" in many.reason
     assert few.model_dump(mode="json")["scope"] == "tasks"
-    asked = decide(*scores([0.1, 0.12, 0.08]), None, selection=NEW, rng=random.Random(0),
-                   first_runs=3, scope="general")
+    asked = decide(
+        *scores([0.1, 0.12, 0.08]),
+        None,
+        selection=NEW,
+        rng=random.Random(0),
+        first_runs=3,
+        scope="general",
+    )
     assert asked.scope == "general"
 
 
@@ -192,8 +242,10 @@ def test_at_three_evals_the_tasks_claim_finds_what_the_general_one_cannot():
     rng = random.Random(3)
     # the child's advantage differs from eval to eval (+0.05, +0.2, +0.45): real on these three,
     # but three such points say little about evals in general
-    child = {e: [min(1.0, m + rng.gauss(0, 0.1)) for _ in range(9)]
-             for e, m in enumerate((0.5, 0.65, 0.9))}
+    child = {
+        e: [min(1.0, m + rng.gauss(0, 0.1)) for _ in range(9)]
+        for e, m in enumerate((0.5, 0.65, 0.9))
+    }
     parent = {e: [max(0.0, 0.45 + rng.gauss(0, 0.1)) for _ in range(9)] for e in range(3)}
     kw = dict(selection=NEW, rng=random.Random(0), first_runs=3, look=9)
     assert decide(child, parent, None, scope="tasks", **kw).decision == "won"

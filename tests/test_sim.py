@@ -186,8 +186,13 @@ async def test_streaming_tool_use_is_parsed_by_the_sdk_like_the_plain_reply():
 async def test_prompt_cache_usage_is_a_function_of_the_request_alone():
     """A cached prefix is read by most requests and written by the others; which, is drawn from
     the request itself, so the order calls arrive in never changes what any of them costs."""
-    system = [{"type": "text", "text": "Long instructions. " * 200,
-               "cache_control": {"type": "ephemeral"}}]
+    system = [
+        {
+            "type": "text",
+            "text": "Long instructions. " * 200,
+            "cache_control": {"type": "ephemeral"},
+        }
+    ]
     kwargs = dict(model="m", max_tokens=50, system=system)
     asks = [[{"role": "user", "content": f"question {i}"}] for i in range(40)]
 
@@ -321,7 +326,7 @@ async def test_claude_code_shaped_requests_are_recognised_without_our_headers():
                             "type": "tool_result",
                             "tool_use_id": block.id,
                             "content": "File created successfully",
-                        },
+                        }
                     ],
                 }
             )
@@ -384,7 +389,11 @@ async def test_grader_passes_what_is_there_and_fails_what_is_not():
     )
     assert graded["rubric_scores"]["regional_totals"]["score"] == 5
     # No user_notes section in this request: the world sums up nothing, in the three lists.
-    assert grading["user_notes_summary"] == {"uncertainties": [], "needs_review": [], "workarounds": []}
+    assert grading["user_notes_summary"] == {
+        "uncertainties": [],
+        "needs_review": [],
+        "workarounds": [],
+    }
     reasons = {s["assertion"]: s["reason"] for s in grading["eval_feedback"]["suggestions"]}
     assert reasons["Looks good"].startswith("Too vague") and grading["eval_feedback"]["overall"]
 
@@ -488,7 +497,9 @@ async def test_a_good_proposal_adds_an_instruction_for_the_most_frequent_failure
     # "names the best region" has a hidden cause in this world: the retry asks for that habit.
     cause = latent.need(latent.World(), "The report names the best region").habit
     assert cause is not None and f"- {cause.instruction}" in apply_edit(SKILL, retry["edits"][0])
-    assert "median" not in retry["summary"] and "best region" not in apply_edit(SKILL, retry["edits"][0])
+    assert "median" not in retry["summary"] and "best region" not in apply_edit(
+        SKILL, retry["edits"][0]
+    )
 
 
 async def test_a_harmful_proposal_drops_a_working_instruction_or_contradicts_a_needed_habit():
@@ -750,10 +761,12 @@ async def test_loopback_server_serves_the_real_sdk_and_streams():
 
 
 async def grade_once(client, expectations: list[str], output: str, sample: int) -> list[dict]:
-    prompt = "\n".join([
-        tag("expectations", "\n".join(tag("expectation", e) for e in expectations)),
-        tag("outputs", tag("file", output, path="outputs/report.md")),
-    ])
+    prompt = "\n".join(
+        [
+            tag("expectations", "\n".join(tag("expectation", e) for e in expectations)),
+            tag("outputs", tag("file", output, path="outputs/report.md")),
+        ]
+    )
     grading = await tool_input(client, forced("grader", "submit_grading", prompt, sample=sample))
     return grading["expectations"]
 
@@ -762,10 +775,20 @@ async def test_a_pass_always_quotes_its_support_from_the_output_even_for_a_noisy
     client = client_for(Simulator(seed=3, judge_noise=0.5))
     # The case that fooled the old judge: topic words everywhere, the colour nowhere.
     topical = "# Page\n\nThis answer covers short, html, page, colour, declares.\n"
-    assert not any([(await grade_once(client, ["The page uses the colour #d97757"], topical, k))[0]
-                    ["passed"] for k in range(40)])
-    expectations = ["The report has a `## Summary` heading", "The report gives `total_revenue`",
-                    "The report names the best region", "The report states 12 regions"]
+    assert not any(
+        [
+            (await grade_once(client, ["The page uses the colour #d97757"], topical, k))[0][
+                "passed"
+            ]
+            for k in range(40)
+        ]
+    )
+    expectations = [
+        "The report has a `## Summary` heading",
+        "The report gives `total_revenue`",
+        "The report names the best region",
+        "The report states 12 regions",
+    ]
     passes = 0
     for sample in range(16):
         output = await run_executor(client, SKILL, sample)
@@ -788,19 +811,32 @@ PLAIN = SKILL.replace(" figure", "")
 
 
 def world_expectations(eval_id: str) -> list[str]:
-    return ["The report has a `## Notes` section", "The report has a `## Summary` heading",
-            f"The report names the colour {SPECIFIC[eval_id]}"]
+    return [
+        "The report has a `## Notes` section",
+        "The report has a `## Summary` heading",
+        f"The report names the colour {SPECIFIC[eval_id]}",
+    ]
 
 
 async def proposal_from_train(quality: float, kind: str) -> dict:
-    failures = "\n".join(tag("failure", text, eval=e, count="3")
-                         for e in TRAIN for text in world_expectations(e)[::2])
-    prompt = "\n".join([tag("target", "body"), tag("skill_files", tag("file", PLAIN, path="SKILL.md")),
-                        tag("failed_expectations", failures), tag("lost_attempts", "")])
+    failures = "\n".join(
+        tag("failure", text, eval=e, count="3")
+        for e in TRAIN
+        for text in world_expectations(e)[::2]
+    )
+    prompt = "\n".join(
+        [
+            tag("target", "body"),
+            tag("skill_files", tag("file", PLAIN, path="SKILL.md")),
+            tag("failed_expectations", failures),
+            tag("lost_attempts", ""),
+        ]
+    )
     client = client_for(Simulator(proposal_quality=quality, overfit_rate=1.0 - quality))
     for sample in range(20):
-        proposal = await tool_input(client, forced("proposer", "submit_proposal", prompt,
-                                                   sample=sample))
+        proposal = await tool_input(
+            client, forced("proposer", "submit_proposal", prompt, sample=sample)
+        )
         if proposal["summary"].startswith(kind):
             return proposal
     raise AssertionError(f"no {kind!r} proposal in 20 samples")
@@ -834,27 +870,50 @@ async def test_copying_train_values_gains_on_train_only_and_a_general_habit_gain
 
 
 async def test_a_value_that_fails_in_two_evals_is_a_convention_and_stays_in_the_general_edit():
-    failures = "\n".join(tag("failure", "The page uses the brand colour #d97757", eval=e, count="2")
-                         for e in ("1", "3"))
-    prompt = "\n".join([tag("target", "body"), tag("skill_files", tag("file", SKILL, path="SKILL.md")),
-                        tag("failed_expectations", failures), tag("lost_attempts", "")])
-    proposal = await tool_input(client_for(Simulator(proposal_quality=1.0)),
-                                forced("proposer", "submit_proposal", prompt))
+    failures = "\n".join(
+        tag("failure", "The page uses the brand colour #d97757", eval=e, count="2")
+        for e in ("1", "3")
+    )
+    prompt = "\n".join(
+        [
+            tag("target", "body"),
+            tag("skill_files", tag("file", SKILL, path="SKILL.md")),
+            tag("failed_expectations", failures),
+            tag("lost_attempts", ""),
+        ]
+    )
+    proposal = await tool_input(
+        client_for(Simulator(proposal_quality=1.0)), forced("proposer", "submit_proposal", prompt)
+    )
     assert "#d97757" in apply_edit(SKILL, proposal["edits"][0])
 
 
 async def test_the_analyzer_names_the_habit_behind_a_failure_or_restates_it_when_wrong():
     failure = tag("failure", "The report explains the root cause of the drop", eval="2", count="3")
-    prompt = "\n".join([tag("winner_skill", tag("file", SKILL, path="SKILL.md")),
-                        tag("loser_skill", tag("file", SKILL, path="SKILL.md")),
-                        tag("comparisons", "A was more complete."),
-                        tag("failed_expectations", failure)])
+    prompt = "\n".join(
+        [
+            tag("winner_skill", tag("file", SKILL, path="SKILL.md")),
+            tag("loser_skill", tag("file", SKILL, path="SKILL.md")),
+            tag("comparisons", "A was more complete."),
+            tag("failed_expectations", failure),
+        ]
+    )
     cause = latent.need(latent.World(), "The report explains the root cause of the drop").habit
     assert cause is not None and cause.key == "causes"
     right, wrong = [
-        (await tool_input(client_for(Simulator(proposal_quality=q)),
-                          forced("analyzer", "submit_analysis", prompt)))["improvement_suggestions"][0]
+        (
+            await tool_input(
+                client_for(Simulator(proposal_quality=q)),
+                forced("analyzer", "submit_analysis", prompt),
+            )
+        )["improvement_suggestions"][0]
         for q in (1.0, 0.0)
     ]
-    assert cause.instruction in right["suggestion"] and "root cause of the drop" not in right["suggestion"]
-    assert wrong["suggestion"] == "Add an explicit instruction: The report explains the root cause of the drop"
+    assert (
+        cause.instruction in right["suggestion"]
+        and "root cause of the drop" not in right["suggestion"]
+    )
+    assert (
+        wrong["suggestion"]
+        == "Add an explicit instruction: The report explains the root cause of the drop"
+    )

@@ -39,25 +39,54 @@ description: Writes a short status update about a service incident for the whole
 INCIDENT_EVALS = {
     "skill_name": "incident-update",
     "evals": [
-        {"id": 1, "prompt": "Write a status update on this morning's database outage from the "
-         "notes in inputs/db.md to outputs/update.md.", "files": ["inputs/db.md"],
-         "expectations": ["The update states the 40-minute duration", "The update names the fix",
-                          "The update says which customers were affected",
-                          "The update ends with next steps and owners"]},
-        {"id": 2, "prompt": "Write a status update on the login failures from inputs/login.md to "
-         "outputs/update.md.", "files": ["inputs/login.md"],
-         "expectations": ["The update states that 1200 sign-ins failed",
-                          "The update explains the root cause", "The update says who was affected",
-                          "The update lists the next steps"]},
-        {"id": 3, "prompt": "Write a status update on the stalled payment queue from "
-         "inputs/queue.md to outputs/update.md.", "files": ["inputs/queue.md"],
-         "expectations": ["The update states the 3-hour delay", "The update names the fix",
-                          "The update says which customers were affected",
-                          "The update ends with next steps and owners"]},
-        {"id": 4, "prompt": "Write a status update on the broken search index from "
-         "inputs/search.md to outputs/update.md.", "files": ["inputs/search.md"],
-         "expectations": ["The update gives the 15% error rate", "The update explains the root cause",
-                          "The update says who was affected", "The update lists the next steps"]},
+        {
+            "id": 1,
+            "prompt": "Write a status update on this morning's database outage from the "
+            "notes in inputs/db.md to outputs/update.md.",
+            "files": ["inputs/db.md"],
+            "expectations": [
+                "The update states the 40-minute duration",
+                "The update names the fix",
+                "The update says which customers were affected",
+                "The update ends with next steps and owners",
+            ],
+        },
+        {
+            "id": 2,
+            "prompt": "Write a status update on the login failures from inputs/login.md to "
+            "outputs/update.md.",
+            "files": ["inputs/login.md"],
+            "expectations": [
+                "The update states that 1200 sign-ins failed",
+                "The update explains the root cause",
+                "The update says who was affected",
+                "The update lists the next steps",
+            ],
+        },
+        {
+            "id": 3,
+            "prompt": "Write a status update on the stalled payment queue from "
+            "inputs/queue.md to outputs/update.md.",
+            "files": ["inputs/queue.md"],
+            "expectations": [
+                "The update states the 3-hour delay",
+                "The update names the fix",
+                "The update says which customers were affected",
+                "The update ends with next steps and owners",
+            ],
+        },
+        {
+            "id": 4,
+            "prompt": "Write a status update on the broken search index from "
+            "inputs/search.md to outputs/update.md.",
+            "files": ["inputs/search.md"],
+            "expectations": [
+                "The update gives the 15% error rate",
+                "The update explains the root cause",
+                "The update says who was affected",
+                "The update lists the next steps",
+            ],
+        },
     ],
 }
 TRAIN, SEALED = (1, 2), (3, 4)
@@ -76,8 +105,10 @@ def example_skill(tmp_path: Path) -> Path:
 
 
 def load(folder: Path) -> tuple[str, list[dict]]:
-    return ((folder / "SKILL.md").read_text(),
-            json.loads((folder / "evals" / "evals.json").read_text())["evals"])
+    return (
+        (folder / "SKILL.md").read_text(),
+        json.loads((folder / "evals" / "evals.json").read_text())["evals"],
+    )
 
 
 def rate(skill: str, evals: list[dict], world: latent.World | None = None) -> float:
@@ -96,8 +127,13 @@ def rate(skill: str, evals: list[dict], world: latent.World | None = None) -> fl
 
 
 def with_lines(skill: str, lines: list[str], heading: str = "") -> str:
-    return skill.rstrip("\n") + "\n" + (f"\n## {heading}\n\n" if heading else "") + \
-        "\n".join(lines) + "\n"
+    return (
+        skill.rstrip("\n")
+        + "\n"
+        + (f"\n## {heading}\n\n" if heading else "")
+        + "\n".join(lines)
+        + "\n"
+    )
 
 
 def checklist(skill: str, evals: list[dict]) -> str:
@@ -110,7 +146,7 @@ def clear_equivalent(skill: str, checklist_skill: str, world: latent.World) -> s
     """The same behaviours the checklist names, asked for clearly and early: each habit it reaches
     by its instruction, each item it names by a plain line, and nothing else."""
     body = split_front_matter(checklist_skill)[1]
-    added = bullets(body)[len(bullets(split_front_matter(skill)[1])):]
+    added = bullets(body)[len(bullets(split_front_matter(skill)[1])) :]
     habits: dict[str, str] = {}
     items: list[str] = []
     for line in added:
@@ -139,17 +175,24 @@ def test_a_restating_checklist_gains_nothing_beyond_the_behaviours_it_names(tmp_
     for evs in (train, sealed):
         # Restating is at best as good as asking clearly for what it names; never better.
         assert rate(restated, evs, world) <= rate(clear, evs, world) + NOISE
-    assert rate(restated, train, world) <= latent.ceiling(
-        [(e["id"], e["expectations"]) for e in train], world).mean + NOISE
+    assert (
+        rate(restated, train, world)
+        <= latent.ceiling([(e["id"], e["expectations"]) for e in train], world).mean + NOISE
+    )
 
 
 def test_a_checklist_of_what_no_behaviour_causes_gains_nothing(tmp_path):
     # No hidden causes in this world: an expectation without cue words is the task's alone, and a
     # chart property on a markdown answer is one of them.
     world = latent.World(transfer=0.0)
-    bound = ["The update thanks the on-call team", "The update mentions the status page link",
-             "The chart is accessible to colour-blind readers"]
-    assert all(latent.need(world, e).habit is None and not latent.need(world, e).items for e in bound)
+    bound = [
+        "The update thanks the on-call team",
+        "The update mentions the status page link",
+        "The chart is accessible to colour-blind readers",
+    ]
+    assert all(
+        latent.need(world, e).habit is None and not latent.need(world, e).items for e in bound
+    )
     evals = [{**e, "expectations": bound} for e in INCIDENT_EVALS["evals"]]
     skill = (made_up_skill(tmp_path) / "SKILL.md").read_text()
     base, restated = rate(skill, evals, world), rate(checklist(skill, evals[:1]), evals, world)
@@ -160,11 +203,19 @@ def test_copied_values_gain_on_train_only_and_a_general_instruction_on_both(tmp_
     skill, evals = load(made_up_skill(tmp_path))
     train, sealed = split(evals, TRAIN), split(evals, SEALED)
     copied = with_lines(skill, ["- State 40 and 1200 in the answer."])  # the proposer's copy
-    general = with_lines(skill, [f"- {h.instruction}" for h in latent.HABITS
-                                 if h.key in ("figures", "causes", "impact", "actions")])
+    general = with_lines(
+        skill,
+        [
+            f"- {h.instruction}"
+            for h in latent.HABITS
+            if h.key in ("figures", "causes", "impact", "actions")
+        ],
+    )
     base = {n: rate(skill, evs) for n, evs in (("train", train), ("sealed", sealed))}
-    gains = {name: {n: rate(s, evs) - base[n] for n, evs in (("train", train), ("sealed", sealed))}
-             for name, s in (("copied", copied), ("general", general))}
+    gains = {
+        name: {n: rate(s, evs) - base[n] for n, evs in (("train", train), ("sealed", sealed))}
+        for name, s in (("copied", copied), ("general", general))
+    }
     # One value expectation of four per eval: a copy that is followed gains about 0.2 there.
     assert gains["copied"]["train"] >= 0.12 and abs(gains["copied"]["sealed"]) <= 0.02
     assert gains["general"]["train"] >= 0.3 and gains["general"]["sealed"] >= 0.3
@@ -175,15 +226,18 @@ def test_harmful_edits_cost_and_the_best_skill_reaches_the_ceiling(tmp_path):
     needed = [h for h in latent.HABITS if h.key in ("figures", "causes", "impact", "actions")]
     best = with_lines(skill, [f"- {h.instruction}" for h in needed])
     harmed = with_lines(best, [f"- {needed[1].against}"])
-    padded = with_lines(best, [f"- Check the spelling of word {n} before you save." for n in range(20)])
+    padded = with_lines(
+        best, [f"- Check the spelling of word {n} before you save." for n in range(20)]
+    )
     limit = latent.ceiling([(e["id"], e["expectations"]) for e in evals]).mean
     assert rate(skill, evals) < rate(best, evals) <= limit + 0.02
     assert rate(best, evals) >= limit - 0.05  # four clear lines in a short skill: near the limit
     assert rate(harmed, evals) <= rate(best, evals) - 0.1
     assert rate(padded, evals) <= rate(best, evals) - 0.1  # a long skill costs attention
     # A world where more expectations are beyond reach has a lower ceiling.
-    harder = latent.ceiling([(e["id"], e["expectations"]) for e in evals],
-                            latent.World(infeasible=0.9)).mean
+    harder = latent.ceiling(
+        [(e["id"], e["expectations"]) for e in evals], latent.World(infeasible=0.9)
+    ).mean
     assert harder < limit
 
 
@@ -219,13 +273,18 @@ async def test_no_passed_expectation_quotes_the_skill_over_a_hundred_graded_runs
     for ev in evals:
         for sample in range(28):
             output = await run_executor(client, restated, sample)
-            prompt = "\n".join([
-                tag("task", TASK),
-                tag("expectations", "\n".join(tag("expectation", e) for e in ev["expectations"])),
-                tag("outputs", tag("file", output, path="outputs/report.md")),
-            ])
-            grading = await tool_input(client, forced("grader", "submit_grading", prompt,
-                                                      sample=sample))
+            prompt = "\n".join(
+                [
+                    tag("task", TASK),
+                    tag(
+                        "expectations", "\n".join(tag("expectation", e) for e in ev["expectations"])
+                    ),
+                    tag("outputs", tag("file", output, path="outputs/report.md")),
+                ]
+            )
+            grading = await tool_input(
+                client, forced("grader", "submit_grading", prompt, sample=sample)
+            )
             graded += 1
             for result in grading["expectations"]:
                 if result["passed"]:
@@ -239,5 +298,11 @@ async def test_no_passed_expectation_quotes_the_skill_over_a_hundred_graded_runs
 def test_the_simulator_states_its_worlds_ceiling_for_any_evals():
     evals = [(str(e["id"]), e["expectations"]) for e in INCIDENT_EVALS["evals"]]
     default, other = Simulator().ceiling(evals), Simulator(world=2).ceiling(evals)
-    assert default == latent.ceiling(evals) and other == latent.ceiling(evals, latent.World(world=2))
-    assert 0 < default.mean < 1 and default.mean != other.mean and set(default.per_eval) == {"1", "2", "3", "4"}
+    assert default == latent.ceiling(evals) and other == latent.ceiling(
+        evals, latent.World(world=2)
+    )
+    assert (
+        0 < default.mean < 1
+        and default.mean != other.mean
+        and set(default.per_eval) == {"1", "2", "3", "4"}
+    )

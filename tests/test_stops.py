@@ -12,8 +12,14 @@ from optimizer.search.reporter import Reporter
 RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2", "--set", "sim.seed=11")
 # A stop lands at the first stage of each of these kinds that the uninterrupted run goes through:
 # every step of an iteration, the adaptive extra runs included.
-KINDS = ("screening", "benchmark (3 runs", "benchmark (4 runs", "blind comparison", "proposal",
-         "analysis")
+KINDS = (
+    "screening",
+    "benchmark (3 runs",
+    "benchmark (4 runs",
+    "blind comparison",
+    "proposal",
+    "analysis",
+)
 
 
 def stops_for(stages: list[str]) -> list[str]:

@@ -13,11 +13,32 @@ from optimizer.store.files import Workspace, write_json, write_text
 def test_migrations_on_a_blank_database_create_the_columns(tmp_path):
     store = Store(tmp_path / "state.db")
     cols = {name: set(store.db[name].columns_dict) for name in store.db.table_names()}
-    assert {"runs", "versions", "eval_runs", "gradings", "decisions", "iterations", "calls"} <= cols.keys()
+    assert {
+        "runs",
+        "versions",
+        "eval_runs",
+        "gradings",
+        "decisions",
+        "iterations",
+        "calls",
+    } <= cols.keys()
     assert {"label", "hash", "parent", "decision", "score"} <= cols["versions"]
-    assert {"hash", "role", "model", "sample", "input_tokens", "output_tokens", "cache_write_tokens",
-            "cache_read_tokens", "cost_usd", "latency_ms", "outcome"} <= cols["calls"]
-    assert {"key", "version", "eval_id", "configuration", "run_number", "status"} <= cols["eval_runs"]
+    assert {
+        "hash",
+        "role",
+        "model",
+        "sample",
+        "input_tokens",
+        "output_tokens",
+        "cache_write_tokens",
+        "cache_read_tokens",
+        "cost_usd",
+        "latency_ms",
+        "outcome",
+    } <= cols["calls"]
+    assert {"key", "version", "eval_id", "configuration", "run_number", "status"} <= cols[
+        "eval_runs"
+    ]
     assert {"id", "at", "settings_json", "changed_json"} <= cols["resumes"]
     # Columns nothing wrote are gone, so nobody reads a NULL believing it is data.
     assert "pid" not in cols["runs"] and "cost_usd" not in cols["versions"]
@@ -39,32 +60,63 @@ def test_run_keys_become_indexed_columns_and_older_rows_get_their_parts(tmp_path
     path = tmp_path / "state.db"
     old = sqlite_utils.Database(path)
     migrations.apply(old, stop_before="m010_run_key_columns")
-    keys = ["v2/eval-10/with_skill/run-12", "baseline/eval-3/without_skill/run-1",
-            "test/v0/eval-1/with_skill/run-2", "with_skill/run-4"]
+    keys = [
+        "v2/eval-10/with_skill/run-12",
+        "baseline/eval-3/without_skill/run-1",
+        "test/v0/eval-1/with_skill/run-2",
+        "with_skill/run-4",
+    ]
     old["eval_runs"].insert({"key": "with_skill/run-4", "eval_id": 7})
     for key in keys:
         old["gradings"].insert({"key": key, "status": "ok"})
     old.close()
     store = Store(path)
-    rows = {r["key"]: (r["prefix"], r["eval_id"], r["configuration"], r["run_number"])
-            for r in store.query("select * from gradings")}
-    assert rows == {"v2/eval-10/with_skill/run-12": ("v2/", 10, "with_skill", 12),
-                    "baseline/eval-3/without_skill/run-1": ("baseline/", 3, "without_skill", 1),
-                    "test/v0/eval-1/with_skill/run-2": ("test/v0/", 1, "with_skill", 2),
-                    "with_skill/run-4": ("", 7, "with_skill", 4)}
-    plan = " ".join(str(r) for r in store.db.execute(
-        "explain query plan select * from gradings where prefix = 'v2/' and "
-        "configuration = 'with_skill' and eval_id = 10").fetchall())
+    rows = {
+        r["key"]: (r["prefix"], r["eval_id"], r["configuration"], r["run_number"])
+        for r in store.query("select * from gradings")
+    }
+    assert rows == {
+        "v2/eval-10/with_skill/run-12": ("v2/", 10, "with_skill", 12),
+        "baseline/eval-3/without_skill/run-1": ("baseline/", 3, "without_skill", 1),
+        "test/v0/eval-1/with_skill/run-2": ("test/v0/", 1, "with_skill", 2),
+        "with_skill/run-4": ("", 7, "with_skill", 4),
+    }
+    plan = " ".join(
+        str(r)
+        for r in store.db.execute(
+            "explain query plan select * from gradings where prefix = 'v2/' and "
+            "configuration = 'with_skill' and eval_id = 10"
+        ).fetchall()
+    )
     assert "USING INDEX" in plan
     store.close()
 
 
 def test_ledger_spent_and_completed_calls(tmp_path):
     store = Store(tmp_path / "state.db")
-    store.record_call({"hash": "a", "role": "grader", "model": "m", "sample": 0, "outcome": "ok",
-                       "response_json": "{}", "cost_usd": 0.25, "attempts": 2})
-    store.record_call({"hash": "b", "role": "grader", "model": "m", "sample": 1, "outcome": "error",
-                       "cost_usd": 0.0, "attempts": 6})
+    store.record_call(
+        {
+            "hash": "a",
+            "role": "grader",
+            "model": "m",
+            "sample": 0,
+            "outcome": "ok",
+            "response_json": "{}",
+            "cost_usd": 0.25,
+            "attempts": 2,
+        }
+    )
+    store.record_call(
+        {
+            "hash": "b",
+            "role": "grader",
+            "model": "m",
+            "sample": 1,
+            "outcome": "error",
+            "cost_usd": 0.0,
+            "attempts": 6,
+        }
+    )
     store.record_cache_hit("a", "grader", 0.25)
     assert store.completed_call("a") is not None and store.completed_call("b") is None
     assert store.spent_usd() == pytest.approx(0.25)

@@ -25,7 +25,9 @@ def exp(**fields) -> object:
     return _EXP.validate_python(fields)
 
 
-def run(tmp_path: Path, files: dict[str, str | bytes], transcript: list[dict] | None = None) -> Path:
+def run(
+    tmp_path: Path, files: dict[str, str | bytes], transcript: list[dict] | None = None
+) -> Path:
     run_dir = tmp_path / "run-1"
     (run_dir / "outputs").mkdir(parents=True)
     for rel, content in files.items():
@@ -42,7 +44,9 @@ def run(tmp_path: Path, files: dict[str, str | bytes], transcript: list[dict] | 
 
 def check(run_dir: Path, *exps, **kw) -> s.Structural:
     ev = Eval(id=1, name="e", prompt="p", structural=list(exps))
-    result = check_run(ev, run_dir, SandboxPolicy(mode="none", timeout_s=10), configuration="with_skill", **kw)
+    result = check_run(
+        ev, run_dir, SandboxPolicy(mode="none", timeout_s=10), configuration="with_skill", **kw
+    )
     # every result validates as what the caller writes
     s.Structural.model_validate(result.model_dump(mode="json"))
     return result
@@ -114,7 +118,9 @@ def test_file_contains_match_with_line_evidence(tmp_path):
 
 def test_file_contains_match_any(tmp_path):
     r = run(tmp_path, {"outputs/report.md": REPORT})
-    assert one(r, type="file_contains", pattern="*.md", match_any=["## Column profile", "## Columns"]).passed
+    assert one(
+        r, type="file_contains", pattern="*.md", match_any=["## Column profile", "## Columns"]
+    ).passed
     res = one(r, type="file_contains", pattern="*.md", match_any=["## Notes", "## Gaps"])
     assert not res.passed and "any of '## Notes', '## Gaps'" in res.evidence
 
@@ -144,8 +150,14 @@ def test_regex_dot_does_not_cross_lines_unless_asked(tmp_path):
 def test_invalid_regex_fails_the_check_without_crashing(tmp_path):
     r = run(tmp_path, {"outputs/r.md": "x"})
     bad = s.FileContains.model_construct(
-        id="S9", type="file_contains", description="bad", pattern="r.md", match=None,
-        match_any=None, match_regex="(", critical=True,
+        id="S9",
+        type="file_contains",
+        description="bad",
+        pattern="r.md",
+        match=None,
+        match_any=None,
+        match_regex="(",
+        critical=True,
     )
     result = check(r, bad)
     assert not result.expectations[0].passed
@@ -155,9 +167,27 @@ def test_invalid_regex_fails_the_check_without_crashing(tmp_path):
 
 def test_invalid_regex_is_refused_when_the_evals_load(tmp_path):
     (tmp_path / "evals").mkdir()
-    (tmp_path / "evals" / "evals.json").write_text(json.dumps({"skill_name": "x", "evals": [{
-        "id": 1, "prompt": "p", "structural_expectations": [
-            {"id": "S1", "type": "file_contains", "pattern": "a.md", "match_regex": "("}]}]}))
+    (tmp_path / "evals" / "evals.json").write_text(
+        json.dumps(
+            {
+                "skill_name": "x",
+                "evals": [
+                    {
+                        "id": 1,
+                        "prompt": "p",
+                        "structural_expectations": [
+                            {
+                                "id": "S1",
+                                "type": "file_contains",
+                                "pattern": "a.md",
+                                "match_regex": "(",
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    )
     with pytest.raises(BadInput, match="match_regex"):
         load_evals(tmp_path)
 
@@ -181,7 +211,9 @@ def test_except_context_same_line_and_within_two_lines(tmp_path):
     text = "line1\nwe count NaN values\nline3\nline4\nNaN\nline6\n"
     r = run(tmp_path, {"outputs/r.md": text})
     # line 2 is exempt (same line); line 5 is 3 lines from line 2: not exempt
-    res = one(r, type="file_not_contains", pattern="r.md", match="NaN", except_context=["NaN values"])
+    res = one(
+        r, type="file_not_contains", pattern="r.md", match="NaN", except_context=["NaN values"]
+    )
     assert not res.passed and "line 5" in res.evidence
     # context two lines below the match exempts it
     r2 = run(tmp_path / "b", {"outputs/r.md": "x\nNaN\ny\nNA or NaN policy\n"})
@@ -189,18 +221,30 @@ def test_except_context_same_line_and_within_two_lines(tmp_path):
     assert res2.passed and "2 match(es) exempt" in res2.evidence
     # three lines away is too far
     r3 = run(tmp_path / "c", {"outputs/r.md": "NaN\na\nb\nc policy\n"})
-    assert not one(r3, type="file_not_contains", pattern="r.md", match="NaN", except_context=["policy"]).passed
+    assert not one(
+        r3, type="file_not_contains", pattern="r.md", match="NaN", except_context=["policy"]
+    ).passed
 
 
 def test_except_context_with_regex_and_match_any(tmp_path):
     r = run(tmp_path, {"outputs/t.ts": "const onSubmit = vi.fn()\nconst repo = vi.fn()\n"})
-    res = one(r, type="file_not_contains", pattern="*.ts", match_regex=r"vi\.fn\(\)",
-              except_context=["onSubmit"])
+    res = one(
+        r,
+        type="file_not_contains",
+        pattern="*.ts",
+        match_regex=r"vi\.fn\(\)",
+        except_context=["onSubmit"],
+    )
     # line 2 is within two lines of "onSubmit" on line 1: exempt too
     assert res.passed
     r2 = run(tmp_path / "b", {"outputs/t.ts": "onSubmit\n\n\n\nmock()\n"})
-    assert not one(r2, type="file_not_contains", pattern="*.ts", match_any=["spy()", "mock()"],
-                   except_context=["onSubmit"]).passed
+    assert not one(
+        r2,
+        type="file_not_contains",
+        pattern="*.ts",
+        match_any=["spy()", "mock()"],
+        except_context=["onSubmit"],
+    ).passed
 
 
 def test_file_not_contains_without_files_passes(tmp_path):
@@ -213,8 +257,18 @@ def test_file_not_contains_without_files_passes(tmp_path):
 
 @pytest.mark.parametrize(
     ("operator", "count", "passed"),
-    [("==", 2, True), ("==", 3, False), (">=", 2, True), (">=", 3, False), ("<=", 2, True),
-     ("<=", 1, False), (">", 1, True), (">", 2, False), ("<", 3, True), ("<", 2, False)],
+    [
+        ("==", 2, True),
+        ("==", 3, False),
+        (">=", 2, True),
+        (">=", 3, False),
+        ("<=", 2, True),
+        ("<=", 1, False),
+        (">", 1, True),
+        (">", 2, False),
+        ("<", 3, True),
+        ("<", 2, False),
+    ],
 )
 def test_file_count_operators(tmp_path, operator, count, passed):
     r = run(tmp_path, {"outputs/a.csv": "x", "outputs/sub/b.csv": "y", "outputs/c.md": "z"})
@@ -229,10 +283,23 @@ def test_file_count_operators(tmp_path, operator, count, passed):
 def _tool_turns(result: str, *, is_error: bool = False, name: str = "bash") -> list[dict]:
     return [
         {"type": "eval_prompt", "text": "Fix the Error: in the file", "files": []},
-        {"type": "message", "role": "assistant",
-         "content": [{"type": "tool_use", "id": "t1", "name": name, "input": {"command": "ls"}}]},
-        {"type": "message", "role": "user",
-         "content": [{"type": "tool_result", "tool_use_id": "t1", "content": result, "is_error": is_error}]},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": name, "input": {"command": "ls"}}],
+        },
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": result,
+                    "is_error": is_error,
+                }
+            ],
+        },
     ]
 
 
@@ -266,7 +333,9 @@ def test_no_errors_flags_is_error_results(tmp_path):
 
 def test_no_errors_ignores_files_the_agent_read(tmp_path):
     # a skill or input that mentions "Error:" is not an error of the run
-    r = run(tmp_path, {}, _tool_turns("Error: handling guide\nPermission denied means...", name="Read"))
+    r = run(
+        tmp_path, {}, _tool_turns("Error: handling guide\nPermission denied means...", name="Read")
+    )
     assert one(r, type="no_errors").passed
     assert transcript_errors(r) == []
 
@@ -286,18 +355,34 @@ def test_custom_script_pass_fail_and_outputs_dir(tmp_path, mode):
     if mode == "bwrap" and not bwrap_available():
         tiers.skip("bubblewrap", "bubblewrap is not usable on this machine")
     r = run(tmp_path, {"outputs/report.md": REPORT})
-    ev = Eval(id=1, name="e", prompt="p", structural=[
-        exp(type="custom_script", script='grep -q "## Columns" "$OUTPUTS_DIR/report.md" && echo fine'),
-        exp(id="S2", type="custom_script", script='echo "$OUTPUTS_DIR"; test -f "$OUTPUTS_DIR/nope.md"'),
-    ])
-    ok, bad = check_run(ev, r, SandboxPolicy(mode=mode, timeout_s=20), configuration="with_skill").expectations
+    ev = Eval(
+        id=1,
+        name="e",
+        prompt="p",
+        structural=[
+            exp(
+                type="custom_script",
+                script='grep -q "## Columns" "$OUTPUTS_DIR/report.md" && echo fine',
+            ),
+            exp(
+                id="S2",
+                type="custom_script",
+                script='echo "$OUTPUTS_DIR"; test -f "$OUTPUTS_DIR/nope.md"',
+            ),
+        ],
+    )
+    ok, bad = check_run(
+        ev, r, SandboxPolicy(mode=mode, timeout_s=20), configuration="with_skill"
+    ).expectations
     assert ok.passed and "exit 0" in ok.evidence and "fine" in ok.evidence
     assert not bad.passed and "exit 1" in bad.evidence and "/workspace/outputs" in bad.evidence
 
 
 def test_custom_script_cannot_change_the_run(tmp_path):
     r = run(tmp_path, {"outputs/report.md": REPORT})
-    assert one(r, type="custom_script", script='rm "$OUTPUTS_DIR/report.md"; echo x > "$OUTPUTS_DIR/new"').passed
+    assert one(
+        r, type="custom_script", script='rm "$OUTPUTS_DIR/report.md"; echo x > "$OUTPUTS_DIR/new"'
+    ).passed
     assert (r / "outputs" / "report.md").read_text() == REPORT
     assert not (r / "outputs" / "new").exists()
 
@@ -320,7 +405,13 @@ def test_gate_summary_and_text(tmp_path):
     r = run(tmp_path, {"outputs/report.md": REPORT})
     result = check(
         r,
-        exp(id="S1", type="file_exists", pattern="report.md", critical=True, description="Report written"),
+        exp(
+            id="S1",
+            type="file_exists",
+            pattern="report.md",
+            critical=True,
+            description="Report written",
+        ),
         exp(id="S2", type="file_contains", pattern="report.md", match="## Notes", critical=False),
     )
     assert [e.text for e in result.expectations] == ["Report written", "check file_contains"]
@@ -332,7 +423,13 @@ def test_gate_summary_and_text(tmp_path):
 
 def test_run_error_fails_everything(tmp_path):
     r = run(tmp_path, {"outputs/report.md": REPORT})
-    result = check(r, exp(type="file_exists", pattern="report.md"), exp(id="S2", type="no_errors"),
-                   run_error="the run passed its wall-clock limit")
+    result = check(
+        r,
+        exp(type="file_exists", pattern="report.md"),
+        exp(id="S2", type="no_errors"),
+        run_error="the run passed its wall-clock limit",
+    )
     assert result.summary.passed == 0
-    assert {e.evidence for e in result.expectations} == {"run failed: the run passed its wall-clock limit"}
+    assert {e.evidence for e in result.expectations} == {
+        "run failed: the run passed its wall-clock limit"
+    }

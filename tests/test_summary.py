@@ -20,9 +20,11 @@ def _notifier(tmp_path: Path) -> tuple[str, Path]:
     """A command of the user's: it records the path it was given and the file's first line."""
     record = tmp_path / "notified.txt"
     script = tmp_path / "notify.py"
-    script.write_text("import sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
-                      f"pathlib.Path({str(record)!r}).write_text(str(p) + '\\n' + "
-                      "p.read_text().splitlines()[0])\n")
+    script.write_text(
+        "import sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
+        f"pathlib.Path({str(record)!r}).write_text(str(p) + '\\n' + "
+        "p.read_text().splitlines()[0])\n"
+    )
     return f"{sys.executable} {script}", record
 
 
@@ -30,9 +32,22 @@ def test_a_run_ends_with_a_summary_and_notifies(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     command, record = _notifier(tmp_path)
     run_dir = tmp_path / "run"
-    result = cli("run", "examples/csv-report", "--provider", "sim", "--max-iterations", "1",
-                 "--run-dir", run_dir, "--set", "evals.runs_per_eval=1",
-                 "--set", "selection.max_runs_per_eval=2", "--notify", command)
+    result = cli(
+        "run",
+        "examples/csv-report",
+        "--provider",
+        "sim",
+        "--max-iterations",
+        "1",
+        "--run-dir",
+        run_dir,
+        "--set",
+        "evals.runs_per_eval=1",
+        "--set",
+        "selection.max_runs_per_eval=2",
+        "--notify",
+        command,
+    )
     assert result.exit_code == 0, result.output
     md, js = summary.paths(run_dir)
     assert md.is_file() and js.is_file()
@@ -69,8 +84,11 @@ def test_the_winner_its_numbers_diff_and_what_to_look_at(tmp_path):
     assert built.best != "v0"  # the builder's seeded walk has a winner
     skill = tmp_path / "skill"
     (skill / "evals").mkdir(parents=True)
-    (skill / "evals" / "candidates.json").write_text(json.dumps({"candidates": [{"prompt": "a"}, {"prompt": "b"}]}))
+    (skill / "evals" / "candidates.json").write_text(
+        json.dumps({"candidates": [{"prompt": "a"}, {"prompt": "b"}]})
+    )
     import sqlite3
+
     with sqlite3.connect(built.root / "state.db") as conn:
         conn.execute("update runs set skill_dir = ?", [str(skill)])
     found = summary.build(built.root)
@@ -113,8 +131,10 @@ def test_unscored_runs_and_a_failure_are_things_to_look_at(tmp_path):
 
     built = build_workspace(tmp_path / "run", versions=3, pending=False)
     with sqlite3.connect(built.root / "state.db") as conn:
-        conn.execute("insert into gradings (key, status, error) values ('v1/eval-9/with_skill/run-1', "
-                     "'unscored', 'the sandbox could not start')")
+        conn.execute(
+            "insert into gradings (key, status, error) values ('v1/eval-9/with_skill/run-1', "
+            "'unscored', 'the sandbox could not start')"
+        )
         conn.execute("update runs set status = 'failed', last_error = 'the disk is full'")
     found = summary.build(built.root)
     assert any(item.startswith("1 run could not be scored") for item in found.look_at)

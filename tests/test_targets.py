@@ -37,9 +37,14 @@ class ReferencesTarget:
     def _record(self, label: str) -> float:
         score = self._score(label)
         with self.run.store.atomic():
-            self.run.store.db["versions"].update(label, {
-                "score": score, "pass_rate": score,
-                "split_scores_json": json.dumps({str(e): score for e in self.run.train})})
+            self.run.store.db["versions"].update(
+                label,
+                {
+                    "score": score,
+                    "pass_rate": score,
+                    "split_scores_json": json.dumps({str(e): score for e in self.run.train}),
+                },
+            )
         return score
 
     async def start(self) -> str | None:
@@ -58,8 +63,13 @@ class ReferencesTarget:
     async def judge(self, label: str, parent: str) -> bool:
         delta = self._record(label) - self.run.score(parent)
         verdict = "won" if delta > 0 else "lost"
-        record_decision(self.run, label, parent, self.stage,
-                        {"decision": verdict, "reason": f"{delta:+.2f} references score", "delta": delta})
+        record_decision(
+            self.run,
+            label,
+            parent,
+            self.stage,
+            {"decision": verdict, "reason": f"{delta:+.2f} references score", "delta": delta},
+        )
         return True
 
     async def measure_test(self, label: str) -> dict:
@@ -67,8 +77,9 @@ class ReferencesTarget:
 
     def write_lineage(self, iteration: int) -> None:
         run = self.run
-        lineage.write_files(run.ws, run.store, simulated=True, skill_name=run.skill_name,
-                            iteration=iteration)
+        lineage.write_files(
+            run.ws, run.store, simulated=True, skill_name=run.skill_name, iteration=iteration
+        )
 
 
 @contextmanager
@@ -79,14 +90,30 @@ def open_target(run: RunState) -> Iterator[ReferencesTarget]:
 def test_a_toy_target_runs_through_the_engine_unchanged(tmp_path, monkeypatch):
     monkeypatch.setitem(targets.TARGETS, "references", open_target)  # the one registry line
     run_dir = tmp_path / "run"
-    cli(monkeypatch, None, "run", str(EXAMPLE), "--target", "references", "--provider", "sim",
-        "--max-iterations", "5", "--run-dir", str(run_dir), "--set", "loop.proposals_per_iteration=1")
+    cli(
+        monkeypatch,
+        None,
+        "run",
+        str(EXAMPLE),
+        "--target",
+        "references",
+        "--provider",
+        "sim",
+        "--max-iterations",
+        "5",
+        "--run-dir",
+        str(run_dir),
+        "--set",
+        "loop.proposals_per_iteration=1",
+    )
 
     history = json.loads((run_dir / "history.json").read_text())
     versions = {v["version"]: v for v in history["iterations"]}
     assert len(versions) == 1 + GOAL  # v0, then one reference file per iteration until complete
     assert history["current_best"] == f"v{GOAL}"
-    assert [versions[f"v{k}"]["parent"] for k in range(1, GOAL + 1)] == [f"v{k}" for k in range(GOAL)]
+    assert [versions[f"v{k}"]["parent"] for k in range(1, GOAL + 1)] == [
+        f"v{k}" for k in range(GOAL)
+    ]
     assert all(versions[f"v{k}"]["is_current_best"] is (k == GOAL) for k in range(GOAL + 1))
     # Only references/ was varied: every other file of the best is v0's.
     best, base = run_dir / "v3" / "skill", run_dir / "v0" / "skill"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-SKIPPING = '''
+SKIPPING = """
 import pytest
 import tiers
 
@@ -27,8 +27,8 @@ def test_half_way():
 
 def test_runs():
     assert True
-'''
-WHOLE_MODULE = '''
+"""
+WHOLE_MODULE = """
 import pytest
 import tiers
 
@@ -36,7 +36,7 @@ pytest.importorskip("a_module_that_is_not_there", reason=tiers.reason("ray", "no
 
 def test_never_collected():
     assert True
-'''
+"""
 
 
 def session(tmp_path: Path, required: bool, *args: str) -> subprocess.CompletedProcess[str]:
@@ -47,13 +47,34 @@ def session(tmp_path: Path, required: bool, *args: str) -> subprocess.CompletedP
     env = {k: v for k, v in os.environ.items() if k != "OPTIMIZER_REQUIRE_ALL_TIERS"}
     if required:
         env["OPTIMIZER_REQUIRE_ALL_TIERS"] = "1"
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-                           "--rootdir", str(tmp_path), "-c", os.devnull, "-o", "asyncio_default_fixture_loop_scope=function",
-                           str(tmp_path), *args],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--rootdir",
+            str(tmp_path),
+            "-c",
+            os.devnull,
+            "-o",
+            "asyncio_default_fixture_loop_scope=function",
+            str(tmp_path),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
 
 
-def test_without_the_switch_skips_pass_and_one_line_names_the_tiers_left_out(tmp_path: Path) -> None:
+def test_without_the_switch_skips_pass_and_one_line_names_the_tiers_left_out(
+    tmp_path: Path,
+) -> None:
     done = session(tmp_path, False)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith("tiers that did not run")]

@@ -22,43 +22,68 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "csv-report"
 
 
 def settings(provider: str = "anthropic", base_url: str = "", shape: str = "auto") -> Settings:
-    return Settings.model_validate({"llm": {"provider": provider, "base_url": base_url},
-                                    "execute": {"tool_schemas": shape}})
+    return Settings.model_validate(
+        {"llm": {"provider": provider, "base_url": base_url}, "execute": {"tool_schemas": shape}}
+    )
 
 
 def shape_of(tools: list[dict]) -> dict[str, str]:
     """Each tool's shape: 'server' (a type, no schema) or 'explicit' (an input_schema)."""
-    return {t["name"]: "server" if "type" in t and "input_schema" not in t else "explicit"
-            for t in tools}
+    return {
+        t["name"]: "server" if "type" in t and "input_schema" not in t else "explicit"
+        for t in tools
+    }
 
 
-@pytest.mark.parametrize(("provider", "base_url", "env_url", "shape", "expected"), [
-    ("anthropic", "", None, "auto", "server"),  # Anthropic's own API
-    ("anthropic", "https://api.anthropic.com", None, "auto", "server"),
-    ("sim", "", None, "auto", "server"),  # the simulator plays Anthropic's API
-    ("anthropic", "http://127.0.0.1:8080", None, "auto", "explicit"),  # llama.cpp, LiteLLM, ...
-    ("anthropic", "", "http://localhost:4000", "auto", "explicit"),  # the SDK's own variable
-    ("anthropic", "https://api.anthropic.com.example.org", None, "auto", "explicit"),
-    ("anthropic", "http://127.0.0.1:8080", None, "server", "server"),  # forced either way
-    ("anthropic", "", None, "explicit", "explicit"),
-])
-def test_the_endpoint_decides_the_tool_shape(monkeypatch, provider, base_url, env_url, shape,
-                                             expected) -> None:
+@pytest.mark.parametrize(
+    ("provider", "base_url", "env_url", "shape", "expected"),
+    [
+        ("anthropic", "", None, "auto", "server"),  # Anthropic's own API
+        ("anthropic", "https://api.anthropic.com", None, "auto", "server"),
+        ("sim", "", None, "auto", "server"),  # the simulator plays Anthropic's API
+        ("anthropic", "http://127.0.0.1:8080", None, "auto", "explicit"),  # llama.cpp, LiteLLM, ...
+        ("anthropic", "", "http://localhost:4000", "auto", "explicit"),  # the SDK's own variable
+        ("anthropic", "https://api.anthropic.com.example.org", None, "auto", "explicit"),
+        ("anthropic", "http://127.0.0.1:8080", None, "server", "server"),  # forced either way
+        ("anthropic", "", None, "explicit", "explicit"),
+    ],
+)
+def test_the_endpoint_decides_the_tool_shape(
+    monkeypatch, provider, base_url, env_url, shape, expected
+) -> None:
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     if env_url:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", env_url)
     tools = agent_tools(settings(provider, base_url, shape), with_skill=True)
-    assert shape_of(tools) == {"bash": expected, "str_replace_based_edit_tool": expected,
-                               "Skill": "explicit"}
+    assert shape_of(tools) == {
+        "bash": expected,
+        "str_replace_based_edit_tool": expected,
+        "Skill": "explicit",
+    }
 
 
 def test_explicit_tools_name_every_parameter_the_handlers_read() -> None:
     tools = {t["name"]: t for t in agent_tools(settings(shape="explicit"), with_skill=False)}
-    bash, editor = tools["bash"]["input_schema"], tools["str_replace_based_edit_tool"]["input_schema"]
+    bash, editor = (
+        tools["bash"]["input_schema"],
+        tools["str_replace_based_edit_tool"]["input_schema"],
+    )
     assert bash["required"] == ["command"] and bash["properties"]["command"]["type"] == "string"
-    assert set(editor["properties"]["command"]["enum"]) == {"view", "create", "str_replace", "insert"}
-    assert {"path", "file_text", "old_str", "new_str", "insert_line", "insert_text",
-            "view_range"} <= set(editor["properties"])
+    assert set(editor["properties"]["command"]["enum"]) == {
+        "view",
+        "create",
+        "str_replace",
+        "insert",
+    }
+    assert {
+        "path",
+        "file_text",
+        "old_str",
+        "new_str",
+        "insert_line",
+        "insert_text",
+        "view_range",
+    } <= set(editor["properties"])
     assert "Skill" not in tools
 
 
@@ -75,7 +100,9 @@ class RecordingSim(Simulator):
 
 @pytest.mark.parametrize("shape", ["server", "explicit"])
 def test_both_shapes_run_the_agent_to_the_same_kind_of_run(tmp_path: Path, shape: str) -> None:
-    chosen = Settings.model_validate({"llm": {"provider": "sim"}, "execute": {"tool_schemas": shape}})
+    chosen = Settings.model_validate(
+        {"llm": {"provider": "sim"}, "execute": {"tool_schemas": shape}}
+    )
     sim = RecordingSim(seed=0)
     store = Store(tmp_path / "state.db")
 
@@ -83,8 +110,14 @@ def test_both_shapes_run_the_agent_to_the_same_kind_of_run(tmp_path: Path, shape
         client = make_client(chosen, store, simulator=sim)
         try:
             return await get_executor("anthropic", chosen, client=client).execute(
-                skill_dir=EXAMPLE, skill_name=None, eval=load_evals(EXAMPLE).by_id(1),
-                inputs_root=EXAMPLE, run_dir=tmp_path / "run-1", run_number=1, sample=0)
+                skill_dir=EXAMPLE,
+                skill_name=None,
+                eval=load_evals(EXAMPLE).by_id(1),
+                inputs_root=EXAMPLE,
+                run_dir=tmp_path / "run-1",
+                run_number=1,
+                sample=0,
+            )
         finally:
             await client.aclose()
 
@@ -95,5 +128,8 @@ def test_both_shapes_run_the_agent_to_the_same_kind_of_run(tmp_path: Path, shape
     # The editor wrote it, whatever its shape (and the user notes, when this run has some).
     assert record.tool_calls.get("Write") == 1 + (tmp_path / "run-1/outputs/user_notes.md").exists()
     for body in sim.bodies:
-        assert shape_of(body["tools"]) == {"bash": shape, "str_replace_based_edit_tool": shape,
-                                           "Skill": "explicit"}
+        assert shape_of(body["tools"]) == {
+            "bash": shape,
+            "str_replace_based_edit_tool": shape,
+            "Skill": "explicit",
+        }

@@ -51,31 +51,41 @@ def test_the_example_loads_with_both_classes_and_near_misses():
 
 
 def test_every_problem_is_named_by_file_and_json_path(tmp_path):
-    path = write(tmp_path, [
-        {"query": "Summarise sales.csv", "should_trigger": True},
-        {"query": "   ", "should_trigger": False},
-        {"query": "Plot it", "should_trigger": "yes"},
-        {"should_trigger": True},
-        {"query": "summarise   SALES.csv", "should_trigger": True},
-        {"query": "Draw", "should_trigger": False, "note": "x"},
-        "just a string",
-    ])
+    path = write(
+        tmp_path,
+        [
+            {"query": "Summarise sales.csv", "should_trigger": True},
+            {"query": "   ", "should_trigger": False},
+            {"query": "Plot it", "should_trigger": "yes"},
+            {"should_trigger": True},
+            {"query": "summarise   SALES.csv", "should_trigger": True},
+            {"query": "Draw", "should_trigger": False, "note": "x"},
+            "just a string",
+        ],
+    )
     found = problems(path)
     assert f"{path}: [1].query is empty; write the user's request, or remove the item." in found
-    assert any(p.startswith(f"{path}: [2].should_trigger is \"yes\", not true or false") for p in found)
+    assert any(
+        p.startswith(f'{path}: [2].should_trigger is "yes", not true or false') for p in found
+    )
     assert f"{path}: [3].query is missing; add the user's request as text." in found
     assert any(p.startswith(f"{path}: [4].query repeats [0].query") for p in found)
     assert any(p.startswith(f"{path}: [5].note is not a known field") for p in found)
-    assert any(p.startswith(f"{path}: [6] is \"just a string\", not an object") for p in found)
+    assert any(p.startswith(f'{path}: [6] is "just a string", not an object') for p in found)
 
 
-@pytest.mark.parametrize("data, words", [
-    ({"queries": []}, "not a list"),
-    ([], "an empty list"),
-    ([{"query": "a", "should_trigger": True}, {"query": "b", "should_trigger": True}],
-     "no query has should_trigger false"),
-    ("[{\"query\": ", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        ({"queries": []}, "not a list"),
+        ([], "an empty list"),
+        (
+            [{"query": "a", "should_trigger": True}, {"query": "b", "should_trigger": True}],
+            "no query has should_trigger false",
+        ),
+        ('[{"query": ', "not valid JSON"),
+    ],
+)
 def test_the_file_as_a_whole_is_checked(tmp_path, data, words):
     assert words in problems(write(tmp_path, data))[0]
 
@@ -100,8 +110,9 @@ def test_the_split_is_seeded_disjoint_and_stratified():
     assert len(sp.train) >= len(tset.queries) / 2 - 1
 
 
-@pytest.mark.parametrize("n, expected", [(1, (1, 0, 0)), (2, (1, 1, 0)), (3, (1, 1, 1)),
-                                         (4, (2, 1, 1)), (8, (4, 2, 2))])
+@pytest.mark.parametrize(
+    "n, expected", [(1, (1, 0, 0)), (2, (1, 1, 0)), (3, (1, 1, 1)), (4, (2, 1, 1)), (8, (4, 2, 2))]
+)
 def test_small_classes_fill_train_then_validation_then_test(n, expected):
     queries = [trigger.Query(i, f"q{i}", True) for i in range(n)] + [trigger.Query(99, "no", False)]
     sp = trigger.split(trigger.TriggerSet(queries, Path("x"), "h"), seed=3)
@@ -127,7 +138,9 @@ def test_rivals_and_position_depend_on_the_query_and_run_never_on_the_descriptio
     assert [n for n, _ in a] == [n for n, _ in b]
     assert len(a) == probe.DISTRACTORS_PER_REQUEST + 1
     assert [n for n, _ in a].count("csv-report") == 1
-    other_runs = {tuple(n for n, _ in probe.offered("csv-report", "d", q, r, seed=0)) for r in range(1, 6)}
+    other_runs = {
+        tuple(n for n, _ in probe.offered("csv-report", "d", q, r, seed=0)) for r in range(1, 6)
+    }
     assert len(other_runs) > 1
 
 
@@ -141,8 +154,12 @@ def test_a_distractor_with_the_skills_own_name_is_never_listed_twice():
 
 
 async def test_the_probe_triggers_on_a_matching_query_and_not_on_a_near_miss(client):
-    yes = trigger.Query(0, "Please write a markdown report that profiles the columns of "
-                           "this tabular data export, a short data overview.", True)
+    yes = trigger.Query(
+        0,
+        "Please write a markdown report that profiles the columns of "
+        "this tabular data export, a short data overview.",
+        True,
+    )
     no = trigger.Query(1, "Convert this CSV to JSON: data/orders.csv -> data/orders.json", False)
     outcomes: dict = {}
     for q in (yes, no):
@@ -171,7 +188,9 @@ class FailingFor(Simulator):
 
 
 async def test_a_failed_probe_is_missing_data_not_a_negative(settings, store):
-    settings = settings.model_copy(update={"llm": settings.llm.model_copy(update={"max_attempts": 2})})
+    settings = settings.model_copy(
+        update={"llm": settings.llm.model_copy(update={"max_attempts": 2})}
+    )
     q = trigger.Query(0, "Summarise sales.csv as a markdown report", True)
     client = make_client(settings, store, simulator=FailingFor({q.query}), sleep=no_wait)
     try:
@@ -192,20 +211,30 @@ QUERIES = {i: trigger.Query(i, f"q{i}", i < 4) for i in range(8)}  # 0-3 should,
 
 def test_metrics_by_hand():
     outcomes = {
-        0: {1: True, 2: True, 3: False},   # rate 2/3: passes
+        0: {1: True, 2: True, 3: False},  # rate 2/3: passes
         1: {1: True, 2: False, 3: False},  # rate 1/3: missed
-        2: {1: None, 2: None, 3: None},    # every probe failed: missing, not a miss
-        3: {1: True, 2: None, 3: True},    # one failure left out: rate 1
+        2: {1: None, 2: None, 3: None},  # every probe failed: missing, not a miss
+        3: {1: True, 2: None, 3: True},  # one failure left out: rate 1
         4: {1: False, 2: False, 3: False},
-        5: {1: True, 2: True, 3: False},   # a false trigger
+        5: {1: True, 2: True, 3: False},  # a false trigger
         6: {1: False, 2: False, 3: False},
-        7: {},                             # never probed: missing
+        7: {},  # never probed: missing
     }
     m = probe.metrics(outcomes, QUERIES, list(range(8)), samples=500)
     assert m["queries"] == 6 and m["missing_queries"] == 2 and m["probe_errors"] == 4
     # tp = {0, 3}, fn = {1}, fp = {5}, tn = {4, 6}
-    assert (m["pass_rate"], m["precision"], m["recall"], m["f1"]) == (0.6667, 0.6667, 0.6667, 0.6667)
-    assert m["per_query"]["1"] == {"rate": 0.3333, "runs": 3, "passed": False, "should_trigger": True}
+    assert (m["pass_rate"], m["precision"], m["recall"], m["f1"]) == (
+        0.6667,
+        0.6667,
+        0.6667,
+        0.6667,
+    )
+    assert m["per_query"]["1"] == {
+        "rate": 0.3333,
+        "runs": 3,
+        "passed": False,
+        "should_trigger": True,
+    }
     assert "2" not in m["per_query"] and m["constant_signal"] is False
     for key in ("pass_rate", "precision", "recall", "f1"):
         low, high = m["ci"][key]

@@ -177,23 +177,49 @@ CASES = [
         eval0(lambda e: e.update(prompt="  ")), EVALS, "evals[0].prompt is empty", id="empty-prompt"
     ),
     pytest.param(
-        structural(1, id="S1"), EVALS,
+        structural(1, id="S1"),
+        EVALS,
         'evals[0] (eval id 1).structural_expectations[1].id "S1" repeats structural_expectations[0].id',
         id="duplicate-structural-ids",
     ),
     pytest.param(
-        eval0(lambda e: e["quality_rubric"]["dimensions"].append(dict(e["quality_rubric"]["dimensions"][0]))),
-        EVALS, 'dimensions[1].name "warmth" repeats', id="duplicate-rubric-dimensions",
+        eval0(
+            lambda e: e["quality_rubric"]["dimensions"].append(
+                dict(e["quality_rubric"]["dimensions"][0])
+            )
+        ),
+        EVALS,
+        'dimensions[1].name "warmth" repeats',
+        id="duplicate-rubric-dimensions",
     ),
     pytest.param(
-        eval0(lambda e: e.pop("expectations") and e.update(
-            assertions=[{"id": "A1", "text": "says hello"}, {"id": "A1", "text": "is short"}])),
-        EVALS, 'assertions[1].id "A1" repeats', id="duplicate-assertion-ids",
+        eval0(
+            lambda e: (
+                e.pop("expectations")
+                and e.update(
+                    assertions=[
+                        {"id": "A1", "text": "says hello"},
+                        {"id": "A1", "text": "is short"},
+                    ]
+                )
+            )
+        ),
+        EVALS,
+        'assertions[1].id "A1" repeats',
+        id="duplicate-assertion-ids",
     ),
     pytest.param(
-        lambda s: (s / "evals" / "trigger_evals.json").write_text(json.dumps(
-            [{"query": "say hello", "should_trigger": True}, {"query": "Say  hello", "should_trigger": False}])),
-        "trigger_evals.json", "[1].query repeats [0].query", id="trigger-query-repeated",
+        lambda s: (s / "evals" / "trigger_evals.json").write_text(
+            json.dumps(
+                [
+                    {"query": "say hello", "should_trigger": True},
+                    {"query": "Say  hello", "should_trigger": False},
+                ]
+            )
+        ),
+        "trigger_evals.json",
+        "[1].query repeats [0].query",
+        id="trigger-query-repeated",
     ),
     pytest.param(
         escape_file,
@@ -448,7 +474,8 @@ def test_small_suites_are_called_small_with_how_many_evals_to_add() -> None:
     assert validate.small_suite(6, 0, 0.0) is None  # no test asked for: train alone counts
     assert validate.small_suite(4, 0, 0.0) == (
         "small suite: train has 4 evals, too few for the intervals to mean much; add 1 eval (5 in "
-        "all) for at least 5.")
+        "all) for at least 5."
+    )
     no_test = validate.small_suite(3, 0, 0.25)
     assert no_test and "there is no sealed test" in no_test and "add 15 evals" in no_test
     fine_train = validate.small_suite(10, 3, 0.25)

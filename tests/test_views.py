@@ -56,8 +56,9 @@ def test_lineage_tree_from_the_store(built):
     assert [n["label"] for n in nodes.values() if n["is_best"]] == [built.best]
     assert tree["run"]["simulated"] is True and tree["run"]["source"] == "state.db"
     benchmarked = [n for n in nodes.values() if n["stage"] == "benchmark"]
-    assert benchmarked and all(n["score_ci"] and n["score_ci"][0] <= n["score"] <= n["score_ci"][1]
-                               for n in benchmarked)
+    assert benchmarked and all(
+        n["score_ci"] and n["score_ci"][0] <= n["score"] <= n["score_ci"][1] for n in benchmarked
+    )
     assert all(n["cost_usd"] > 0 for n in nodes.values() if n["decision"])
     won = next(n for n in nodes.values() if n["decision"] == "won")
     assert won["ci"][0] < won["delta"] < won["ci"][1] and won["seconds"] > 0
@@ -150,8 +151,15 @@ def test_status_reports_the_run(tmp_path):
     assert sources["evals.runs_per_eval"] == "evals.json eval_config"
     assert "models.grader" not in sources  # config.toml set it to its default: not worth a line
     text = render(status.print_status, info)
-    for shown in (f"★ {built.best}", "$5.00", "1 served from the ledger", "left", "--set budget.usd",
-                  "SIMULATED", "sealed test"):
+    for shown in (
+        f"★ {built.best}",
+        "$5.00",
+        "1 served from the ledger",
+        "left",
+        "--set budget.usd",
+        "SIMULATED",
+        "sealed test",
+    ):
         assert shown in text
 
 
@@ -161,8 +169,16 @@ def test_status_while_a_daemon_holds_the_folder(tmp_path):
     writer = Store(ws.state_db)  # as the daemon: WAL, a committed row not yet checkpointed
     try:
         with writer.atomic():
-            writer.db["versions"].insert({"label": "v9", "hash": "h9", "parent": "v0", "iteration": 9,
-                                          "status": "proposed", "summary": "new"})
+            writer.db["versions"].insert(
+                {
+                    "label": "v9",
+                    "hash": "h9",
+                    "parent": "v0",
+                    "iteration": 9,
+                    "status": "proposed",
+                    "summary": "new",
+                }
+            )
             writer.db["runs"].update(built.root.name, {"last_error": "disk full on /tmp"})
         with daemon.lock(ws):
             info = status.status(built.root)
@@ -201,11 +217,17 @@ def test_show_renders_quoted_comparisons_without_tags_and_cuts_at_a_word(built):
         "20 pairs judged in both orders.\n"
         '<comparison eval="1" run="1" winner="v1" output_a="v0">\nOutput A scores 0.59; output B is '
         "preferred.\n</comparison>\n"
-        '<comparison eval="2" run="1" winner="v1" output_a="v1">\nOutput B misses the summa')
+        '<comparison eval="2" run="1" winner="v1" output_a="v1">\nOutput B misses the summa'
+    )
     path.write_text(json.dumps(analysis))
     text = " ".join(render(show.print_version, built.root, "v1").split())  # unfolded
-    assert "<comparison" not in text and "</comparison>" not in text and "misses the summa" not in text
-    assert "comparison eval 1, run 1, winner v1, output A v0: Output A scores 0.59; output B is preferred." in text
+    assert (
+        "<comparison" not in text and "</comparison>" not in text and "misses the summa" not in text
+    )
+    assert (
+        "comparison eval 1, run 1, winner v1, output A v0: Output A scores 0.59; output B is preferred."
+        in text
+    )
     assert "comparison eval 2, run 1, winner v1, output A v1: Output B misses the…" in text
     assert readable("x" * 10 + " " + "y" * 10, limit=15) == "x" * 10 + "…"
     assert readable("a b c d e f", limit=7) == "a b c d…"  # the cut fell between words
@@ -264,9 +286,15 @@ def _won_off_the_line(root: Path) -> None:
 
 
 def _test_went_backwards(root: Path, best: str) -> None:
-    test = {"evals": [4], "versions": {"v0": {"score": 1.0, "per_eval": {"4": 1.0}},
-                                       best: {"score": 0.889, "per_eval": {"4": 0.889}}},
-            "best": best, "delta": -0.111}
+    test = {
+        "evals": [4],
+        "versions": {
+            "v0": {"score": 1.0, "per_eval": {"4": 1.0}},
+            best: {"score": 0.889, "per_eval": {"4": 0.889}},
+        },
+        "best": best,
+        "delta": -0.111,
+    }
     with sqlite3.connect(root / "state.db") as conn:
         conn.execute("update runs set test_json = ?", [json.dumps(test)])
 
@@ -286,7 +314,10 @@ def test_a_win_says_against_what_and_why_it_is_not_the_best(built):
     assert nodes["v5"]["is_best"] and nodes["v5"]["verdict"] == "won against its parent v2"
     v4 = nodes["v4"]["verdict"]
     assert v4.startswith("won against its parent v2; not the best: v5 scores higher (")
-    assert nodes["v1"]["verdict"] == "won against its parent v0; not the best: v5, built on it, won after it"
+    assert (
+        nodes["v1"]["verdict"]
+        == "won against its parent v0; not the best: v5, built on it, won after it"
+    )
     assert nodes["v3"]["verdict"] == "lost against its parent v2"
     text = render(lineage_view.print_lineage, tree)
     assert v4 in text
@@ -300,21 +331,34 @@ def test_a_train_gain_that_the_sealed_test_does_not_show_is_flagged_beside_its_t
     nodes = {n["label"]: n for n in _walk(lineage_view.lineage(built.root)["tree"])}
     gain = round(nodes[built.best]["score"] - nodes["v0"]["score"], 4)
     assert gain > 0  # the fixture's best gained on the train evals
-    test = {"evals": [4], "versions": {"v0": {"score": 0.5, "per_eval": {"4": 0.5}},
-                                       built.best: {"score": 0.5, "per_eval": {"4": 0.5}}},
-            "best": built.best, "delta": 0.0}
+    test = {
+        "evals": [4],
+        "versions": {
+            "v0": {"score": 0.5, "per_eval": {"4": 0.5}},
+            built.best: {"score": 0.5, "per_eval": {"4": 0.5}},
+        },
+        "best": built.best,
+        "delta": 0.0,
+    }
     with sqlite3.connect(built.root / "state.db") as conn:
         conn.execute("update runs set test_json = ?", [json.dumps(test)])
     info = status.status(built.root)
     assert info["test"]["train_delta"] == gain
-    warning = (f"sealed test: {built.best} gained {gain:+.3f} over v0 on the train evals and "
-               "+0.000 on the 1 sealed eval; less than half the gain has shown beyond the tasks "
-               "the loop saw")
+    warning = (
+        f"sealed test: {built.best} gained {gain:+.3f} over v0 on the train evals and "
+        "+0.000 on the 1 sealed eval; less than half the gain has shown beyond the tasks "
+        "the loop saw"
+    )
     assert warning in info["warnings"]
     text = render(status.print_status, info)
     assert f"(on the train evals Δ {gain:+.3f})" in " ".join(text.split())
-    assert f"warning: {warning}" in render(lineage_view.print_lineage, lineage_view.lineage(built.root))
-    carried = {**test, "versions": {**test["versions"], built.best: {"score": 0.5 + gain / 2 + 0.001}}}
+    assert f"warning: {warning}" in render(
+        lineage_view.print_lineage, lineage_view.lineage(built.root)
+    )
+    carried = {
+        **test,
+        "versions": {**test["versions"], built.best: {"score": 0.5 + gain / 2 + 0.001}},
+    }
     with sqlite3.connect(built.root / "state.db") as conn:
         conn.execute("update runs set test_json = ?", [json.dumps(carried)])
     assert not any(w.startswith("sealed test") for w in status.status(built.root)["warnings"])
@@ -322,8 +366,10 @@ def test_a_train_gain_that_the_sealed_test_does_not_show_is_flagged_beside_its_t
 
 def test_a_sealed_test_below_v0_is_flagged_plainly(built):
     _test_went_backwards(built.root, built.best)
-    warning = (f"sealed test: {built.best} scored below v0 (0.889 vs 1.000); the gain may be "
-               "overfitting to the train evals")
+    warning = (
+        f"sealed test: {built.best} scored below v0 (0.889 vs 1.000); the gain may be "
+        "overfitting to the train evals"
+    )
     info = status.status(built.root)
     assert warning in info["warnings"]
     assert warning in render(status.print_status, info)
@@ -335,7 +381,11 @@ def test_a_sealed_test_below_v0_is_flagged_plainly(built):
 def test_small_splits_are_called_small_in_status_and_lineage(built):
     info = status.status(built.root)  # 3 train evals, 1 sealed test eval
     small = [w for w in info["warnings"] if w.startswith("small suite")]
-    assert small and "train has 3 evals and the sealed test 1" in small[0] and "add 14 evals" in small[0]
+    assert (
+        small
+        and "train has 3 evals and the sealed test 1" in small[0]
+        and "add 14 evals" in small[0]
+    )
     assert "small suite: train has 3 evals" in render(status.print_status, info)
     assert "small suite" in render(lineage_view.print_lineage, lineage_view.lineage(built.root))
 

@@ -34,11 +34,14 @@ ESCAPE = re.compile(r"\x1b|\x9b|\r")  # ESC (and so every ANSI sequence), CSI, c
 # -- --executor ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [
-    ["run", str(EXAMPLE), "--dry-run"],
-    ["benchmark", str(EXAMPLE)],
-    ["execute", str(EXAMPLE), "--eval", "1"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", str(EXAMPLE), "--dry-run"],
+        ["benchmark", str(EXAMPLE)],
+        ["execute", str(EXAMPLE), "--eval", "1"],
+    ],
+)
 def test_the_executor_flag_reaches_the_settings_of_each_command(command, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     seen: list[dict] = []
@@ -70,9 +73,14 @@ def test_the_eta_is_unknown_before_the_first_iteration_finishes():
 
 def test_a_deadline_sooner_than_the_pace_decides_the_eta():
     end = pace.finish(seconds_in_iterations=600, done=1, left=10, to_deadline=1500)
-    assert end == pace.Finish(1500, "deadline") and pace.eta_text(end, 1) == "ETA 25m00s (the deadline)"
+    assert (
+        end == pace.Finish(1500, "deadline")
+        and pace.eta_text(end, 1) == "ETA 25m00s (the deadline)"
+    )
     assert pace.finish(seconds_in_iterations=600, done=1, left=2, to_deadline=9000).by == "pace"
-    assert pace.finish(seconds_in_iterations=600, done=1, left=2, to_deadline=-5) == pace.Finish(0, "deadline")
+    assert pace.finish(seconds_in_iterations=600, done=1, left=2, to_deadline=-5) == pace.Finish(
+        0, "deadline"
+    )
     assert pace.finish(seconds_in_iterations=600, done=3, left=0).by == "limit"
 
 
@@ -86,9 +94,11 @@ def test_the_budget_caps_the_iterations_left_at_the_previews_cost():
 
 
 def test_the_pace_counts_only_the_time_inside_finished_iterations():
-    rows = [{"started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:10:00Z"},
-            {"started_at": "2026-01-01T05:00:00Z", "finished_at": "2026-01-01T05:20:00Z"},
-            {"started_at": "2026-01-01T05:20:00Z", "finished_at": None}]
+    rows = [
+        {"started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:10:00Z"},
+        {"started_at": "2026-01-01T05:00:00Z", "finished_at": "2026-01-01T05:20:00Z"},
+        {"started_at": "2026-01-01T05:20:00Z", "finished_at": None},
+    ]
     assert pace.seconds_in_iterations(rows) == (1800.0, 2)
 
 
@@ -99,13 +109,27 @@ def test_the_progress_line_says_iteration_stage_spend_elapsed_and_eta(tmp_path):
     store = Store(tmp_path / "state.db")
     try:
         store.db["runs"].insert({"id": "r", "current_best": "v1"})
-        store.db["iterations"].insert_all([
-            {"number": 1, "parent": "v0", "started_at": "2026-01-01T00:00:00Z",
-             "finished_at": "2026-01-01T00:10:00Z"},
-            {"number": 2, "parent": "v1", "started_at": "2026-01-01T00:10:00Z", "finished_at": None}])
+        store.db["iterations"].insert_all(
+            [
+                {
+                    "number": 1,
+                    "parent": "v0",
+                    "started_at": "2026-01-01T00:00:00Z",
+                    "finished_at": "2026-01-01T00:10:00Z",
+                },
+                {
+                    "number": 2,
+                    "parent": "v1",
+                    "started_at": "2026-01-01T00:10:00Z",
+                    "finished_at": None,
+                },
+            ]
+        )
         buffer = io.StringIO()
         settings = Settings.model_validate({"loop": {"max_iterations": 4}, "budget": {"usd": 0}})
-        with Reporter(Console(file=buffer, width=300), store, simulated=False, settings=settings) as ui:
+        with Reporter(
+            Console(file=buffer, width=300), store, simulated=False, settings=settings
+        ) as ui:
             ui.activity("iteration 2: proposal 1 from v1")
             ui.activity("v3: screening")
     finally:
@@ -135,8 +159,18 @@ def finished_run(tmp_path_factory) -> tuple[Path, str]:
     run_dir = tmp_path_factory.mktemp("watch") / "run"
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("FORCE_COLOR", raising=False)
-        out = cli(mp, None, "run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2",
-                  "--run-dir", str(run_dir))
+        out = cli(
+            mp,
+            None,
+            "run",
+            str(EXAMPLE),
+            "--provider",
+            "sim",
+            "--max-iterations",
+            "2",
+            "--run-dir",
+            str(run_dir),
+        )
     return run_dir, out
 
 
@@ -145,9 +179,13 @@ def test_a_run_into_a_pipe_prints_plain_lines_at_each_stage(finished_run):
     assert not ESCAPE.search(out), repr(ESCAPE.search(out))
     lines = out.splitlines()
     stage_lines = [line for line in lines if " spent · " in line]
-    for stage in ("baseline: without_skill runs", "v0: with_skill runs",
-                  "iteration 1 of 2: proposal 1 from v0", "iteration 2 of 2: choosing a parent",
-                  "sealed test: v0"):
+    for stage in (
+        "baseline: without_skill runs",
+        "v0: with_skill runs",
+        "iteration 1 of 2: proposal 1 from v0",
+        "iteration 2 of 2: choosing a parent",
+        "sealed test: v0",
+    ):
         assert any(line.startswith(stage + " · ") for line in stage_lines), stage
     assert all("elapsed" in line and "ETA" in line for line in stage_lines)
     before_first = [line for line in stage_lines if not line.startswith(("iteration 2", "sealed"))]
@@ -174,7 +212,9 @@ def _ledger(run_dir: Path) -> tuple[float, str]:
     return spent, best
 
 
-def test_resume_says_where_it_continues_and_counts_what_was_spent(finished_run, tmp_path, monkeypatch):
+def test_resume_says_where_it_continues_and_counts_what_was_spent(
+    finished_run, tmp_path, monkeypatch
+):
     run_dir = tmp_path / "run"
     shutil.copytree(finished_run[0], run_dir)
     spent, best = _ledger(run_dir)
@@ -184,8 +224,9 @@ def test_resume_says_where_it_continues_and_counts_what_was_spent(finished_run, 
     estimate = lines[1]
     assert "(1 iteration left and the sealed test)" in estimate
     assert f"+ ${spent:,.2f} already spent = ~$" in estimate
-    remaining, total = re.search(r"~\$([\d.,]+) for what remains .* = ~\$([\d.,]+) for the run",
-                                 estimate).groups()
+    remaining, total = re.search(
+        r"~\$([\d.,]+) for what remains .* = ~\$([\d.,]+) for the run", estimate
+    ).groups()
     assert float(total) == pytest.approx(float(remaining) + spent, abs=0.011)
     assert [line for line in lines if line.startswith("stopped")] == [lines[-1]]
 
@@ -195,29 +236,41 @@ def test_resume_at_the_iteration_limit_says_so(finished_run, tmp_path, monkeypat
     shutil.copytree(finished_run[0], run_dir)
     _, best = _ledger(run_dir)
     first = cli(monkeypatch, None, "resume", str(run_dir)).splitlines()[0]
-    assert first == (f"resuming after iteration 2: the limit of 2 iterations is reached, so only the "
-                     f"sealed test is checked; raise --max-iterations to go on (current best {best})")
+    assert first == (
+        f"resuming after iteration 2: the limit of 2 iterations is reached, so only the "
+        f"sealed test is checked; raise --max-iterations to go on (current best {best})"
+    )
 
 
 def test_the_resume_estimate_is_what_remains_plus_what_was_spent():
     part = {"calls": 10, "tokens": 1000, "usd": 2.0, "usd_batch": 1.0}
-    est = {"iterations": 5, "batch": False, "budget_usd": 20.0, "setup": {**part, "usd": 3.0},
-           "per_iteration": part, "per_iteration_max": {**part, "usd": 4.0, "usd_batch": 2.0},
-           "sealed_test": {**part, "usd": 0.5, "usd_batch": 0.5}}
+    est = {
+        "iterations": 5,
+        "batch": False,
+        "budget_usd": 20.0,
+        "setup": {**part, "usd": 3.0},
+        "per_iteration": part,
+        "per_iteration_max": {**part, "usd": 4.0, "usd_batch": 2.0},
+        "sealed_test": {**part, "usd": 0.5, "usd_batch": 0.5},
+    }
     later = resumed(est, spent_usd=7.25, iterations_done=2, setup_done=True)
     assert later["iterations"] == 3 and later["resume"]["remaining"]["usd"] == 6.5  # 3 × 2 + 0.5
     assert later["run"]["usd"] == 13.75 and later["run_max"]["usd"] == 19.75
     assert later["iterations_in_budget"] == 6  # (20 − 7.25) / 2, floored
     text = spend.line(later)
-    assert "~$6.50 for what remains (3 iterations left and the sealed test) + $7.25 already spent" in text
+    assert (
+        "~$6.50 for what remains (3 iterations left and the sealed test) + $7.25 already spent"
+        in text
+    )
     assert "= ~$13.75 for the run" in text and text.endswith("budget $20.00 covers it")
     # Killed during setup: what setup still lacks is part of what remains.
     early = resumed(est, spent_usd=1.0, iterations_done=0, setup_done=False)
     assert early["resume"]["remaining"]["usd"] == 12.5  # 5 × 2 + 0.5 + (3 − 1)
     assert early["run"]["usd"] == 13.5
     poor = resumed({**est, "budget_usd": 10.0}, spent_usd=7.25, iterations_done=2, setup_done=True)
-    assert spend.budget_note(poor) == ("budget $10.00 covers about 1 of the 3 iterations left; the run "
-                                       "stops at the budget")
+    assert spend.budget_note(poor) == (
+        "budget $10.00 covers about 1 of the 3 iterations left; the run stops at the budget"
+    )
 
 
 # -- status --------------------------------------------------------------------------------------
@@ -227,15 +280,23 @@ def _paced(root: Path, *, deadline: str = "", finished: int = 2) -> None:
     """Iterations of 10 minutes each, `finished` of them done, of a limit of 5; no budget."""
     store = Store(root / "state.db")
     try:
-        settings = Settings.model_validate({"loop": {"max_iterations": 5},
-                                            "budget": {"usd": 0, "deadline": deadline}})
+        settings = Settings.model_validate(
+            {"loop": {"max_iterations": 5}, "budget": {"usd": 0, "deadline": deadline}}
+        )
         with store.atomic():
             store.db.execute("delete from iterations")
             for n in range(1, finished + 2):
                 start = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=10 * (n - 1))
-                store.db["iterations"].insert({
-                    "number": n, "parent": "v0", "started_at": start.isoformat(),
-                    "finished_at": (start + timedelta(minutes=10)).isoformat() if n <= finished else None})
+                store.db["iterations"].insert(
+                    {
+                        "number": n,
+                        "parent": "v0",
+                        "started_at": start.isoformat(),
+                        "finished_at": (start + timedelta(minutes=10)).isoformat()
+                        if n <= finished
+                        else None,
+                    }
+                )
             store.db["runs"].update(root.name, {"settings_json": settings.model_dump_json()})
     finally:
         store.close()
@@ -256,7 +317,9 @@ def test_status_shows_elapsed_time_and_a_rough_finish_while_running(tmp_path):
     assert info["finish"]["by"] == "pace" and info["finish"]["seconds"] == 1800  # 3 left × 10 min
     text = render(info)
     assert re.search(r"elapsed\s+\S+ since the start", text)
-    assert re.search(r"finish\s+about \d\d:\d\d \(in 30m00s: 3 iterations left at the pace of the 2 done\)", text)
+    assert re.search(
+        r"finish\s+about \d\d:\d\d \(in 30m00s: 3 iterations left at the pace of the 2 done\)", text
+    )
 
 
 def test_status_finish_is_the_deadline_or_unknown_without_a_pace(tmp_path):

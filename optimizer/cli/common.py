@@ -35,10 +35,20 @@ SetOpt = Annotated[
 ProviderOpt = Annotated[
     str | None, typer.Option("--provider", help="Model provider: sim (offline) or anthropic.")
 ]
-NotifyOpt = Annotated[str | None, typer.Option(
-    "--notify", help="A command of yours to run with summary.md's path when the run ends (mail, chat).")]
-UnconfinedOpt = Annotated[bool, typer.Option(
-    "--unconfined", help="Run model-written commands without bubblewrap (sandbox.mode = \"none\").")]
+NotifyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--notify",
+        help="A command of yours to run with summary.md's path when the run ends (mail, chat).",
+    ),
+]
+UnconfinedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--unconfined",
+        help='Run model-written commands without bubblewrap (sandbox.mode = "none").',
+    ),
+]
 
 
 def confinement(settings: config.Settings) -> None:
@@ -48,10 +58,14 @@ def confinement(settings: config.Settings) -> None:
     line = startup_line(SandboxPolicy.from_settings(settings.sandbox))
     if line:
         err.print(line, style="bold red", markup=False, highlight=False)
+
+
 ExecutorOpt = Annotated[
     str | None,
-    typer.Option("--executor", help="Who runs each eval: anthropic, claude-code or command "
-                                    "(default: execute.executor)."),
+    typer.Option(
+        "--executor",
+        help="Who runs each eval: anthropic, claude-code or command (default: execute.executor).",
+    ),
 ]
 
 
@@ -65,8 +79,11 @@ def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
         except OptimizerError as exc:
             stream = out if exc.exit_code == 0 else err
             for problem in exc.problems:
-                stream.print(problem if exc.exit_code == 0 else f"error: {problem}",
-                             markup=False, highlight=False)
+                stream.print(
+                    problem if exc.exit_code == 0 else f"error: {problem}",
+                    markup=False,
+                    highlight=False,
+                )
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             err.print("interrupted")

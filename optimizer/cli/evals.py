@@ -21,7 +21,9 @@ from optimizer.cli.common import (
 )
 from optimizer.errors import BadInput
 
-evals_app = typer.Typer(no_args_is_help=True, help="Grow the evals: mine sessions, suggest from a run, review.")
+evals_app = typer.Typer(
+    no_args_is_help=True, help="Grow the evals: mine sessions, suggest from a run, review."
+)
 SkillArg = Annotated[Path, typer.Argument(help="The skill folder (holds SKILL.md and evals/).")]
 DEFAULT_FROM = Path("~/.claude/projects")
 
@@ -49,21 +51,31 @@ def _outlook(skill_dir: Path, config_path: Path | None, set_: list[str] | None) 
 
     settings = load_settings(config_path, set_).settings
     try:
-        now, later = validate.train_counts(skill_dir, None, test_fraction=settings.evals.test_fraction,
-                                            seed=settings.loop.seed)
-    except BadInput as exc:  # the candidates are written; the file they would join needs a fix first
+        now, later = validate.train_counts(
+            skill_dir, None, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed
+        )
+    except (
+        BadInput
+    ) as exc:  # the candidates are written; the file they would join needs a fix first
         _say(f"power: not computed, evals.json does not load: {exc.problems[0]}")
         return
     scope, few = settings.selection.scope, settings.selection.few_evals
-    _say(f"power: {power.line(now, later, scope=scope, few_evals=few)}" + (" once the pending candidates are accepted." if later != now else "."))
+    _say(
+        f"power: {power.line(now, later, scope=scope, few_evals=few)}"
+        + (" once the pending candidates are accepted." if later != now else ".")
+    )
 
 
 @evals_app.command()
 @handled
 def mine(
     skill_dir: SkillArg,
-    from_dir: Annotated[Path, typer.Option("--from", help="Folder of Claude Code sessions.")] = DEFAULT_FROM,
-    since: Annotated[str | None, typer.Option(help="Only sessions this recent: 30d, 12h, 2w or a date.")] = "30d",
+    from_dir: Annotated[
+        Path, typer.Option("--from", help="Folder of Claude Code sessions.")
+    ] = DEFAULT_FROM,
+    since: Annotated[
+        str | None, typer.Option(help="Only sessions this recent: 30d, 12h, 2w or a date.")
+    ] = "30d",
     provider: ProviderOpt = None,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
@@ -78,11 +90,14 @@ def mine(
     if provider is not None:
         from optimizer.grow import drafting
 
-        refine = drafting.refiner(load_settings(config_path, set_, flags={"llm.provider": provider}).settings,
-                                  skill_dir)
+        refine = drafting.refiner(
+            load_settings(config_path, set_, flags={"llm.provider": provider}).settings, skill_dir
+        )
     mined = grow.mine(skill_dir, from_dir.expanduser(), when, refine=refine)
-    _say(f"{mined.uses} use(s) of the skill in {mined.sessions} session(s); {mined.added} new "
-         f"candidate(s), {mined.pending} waiting for review in {mined.path}.")
+    _say(
+        f"{mined.uses} use(s) of the skill in {mined.sessions} session(s); {mined.added} new "
+        f"candidate(s), {mined.pending} waiting for review in {mined.path}."
+    )
     _say(f"review them with `optimizer evals review {skill_dir}` or `optimizer review RUN_DIR`.")
     _outlook(skill_dir, config_path, set_)
 
@@ -91,7 +106,9 @@ def mine(
 @handled
 def suggest(
     run_dir: Annotated[Path, typer.Argument(help="A run folder (runs/<skill>-<time>).")],
-    skill: Annotated[Path | None, typer.Option(help="The skill folder (default: the run's own).")] = None,
+    skill: Annotated[
+        Path | None, typer.Option(help="The skill folder (default: the run's own).")
+    ] = None,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
@@ -101,8 +118,10 @@ def suggest(
 
     skill_dir, found = suggestions.from_run(require_dir(run_dir, "run"), skill)
     stored = grow.store_suggestions(skill_dir, found)
-    _say(f"{len(found)} suggestion(s) from {run_dir}; {stored.added} new, {stored.pending} waiting for "
-         f"review in {stored.path}.")
+    _say(
+        f"{len(found)} suggestion(s) from {run_dir}; {stored.added} new, {stored.pending} waiting for "
+        f"review in {stored.path}."
+    )
     _outlook(skill_dir, config_path, set_)
 
 
@@ -110,9 +129,12 @@ def _show(c: object) -> str:
     from optimizer.schemas import Candidate
 
     assert isinstance(c, Candidate)
-    what = {"new_eval": "new eval", "sharpen": f"sharper expectation for eval {c.target_eval_id}",
-            "add_check": f"new check for eval {c.target_eval_id}",
-            "drop": f"drop eval {c.target_eval_id}"}[c.kind]
+    what = {
+        "new_eval": "new eval",
+        "sharpen": f"sharper expectation for eval {c.target_eval_id}",
+        "add_check": f"new check for eval {c.target_eval_id}",
+        "drop": f"drop eval {c.target_eval_id}",
+    }[c.kind]
     lines = [f"[{c.id}] {what} — from {c.origin.source} {c.origin.file} {c.origin.time}".rstrip()]
     if c.kind != "drop":
         lines.append(f"  prompt: {c.eval.prompt}")
@@ -140,12 +162,17 @@ def review(skill_dir: SkillArg, config_path: ConfigOpt = None, set_: SetOpt = No
         return
     for cand in waiting:
         _say(_show(cand))
-        choice = typer.prompt("  [a]ccept, [e]dit, [r]eject, [s]kip, [q]uit", default="s").strip().lower()
+        choice = (
+            typer.prompt("  [a]ccept, [e]dit, [r]eject, [s]kip, [q]uit", default="s")
+            .strip()
+            .lower()
+        )
         if choice.startswith("q"):
             break
         if choice.startswith("e"):
-            edited = click.edit(json.dumps(cand.eval.model_dump(), indent=2, ensure_ascii=False),
-                                extension=".json")
+            edited = click.edit(
+                json.dumps(cand.eval.model_dump(), indent=2, ensure_ascii=False), extension=".json"
+            )
             if edited:
                 cand = candidates.edit(skill_dir, name, cand.id, _parsed(edited))
             choice = "a" if typer.confirm("  accept it now?", default=True) else "s"
@@ -183,7 +210,11 @@ def accept(
 
     settings = load_settings(config_path, set_).settings
     name = load_skill(require_dir(skill_dir, "skill")).name
-    chosen = [c.id for c in candidates.pending(candidates.load(skill_dir, name))] if all_ else (ids or [])
+    chosen = (
+        [c.id for c in candidates.pending(candidates.load(skill_dir, name))]
+        if all_
+        else (ids or [])
+    )
     if not chosen:
         raise BadInput("evals accept: name candidate ids (c-...) or pass --all.")
     for cid in chosen:
@@ -194,7 +225,9 @@ def accept(
 
 @evals_app.command()
 @handled
-def reject(skill_dir: SkillArg, ids: Annotated[list[str], typer.Argument(help="Candidate ids.")]) -> None:
+def reject(
+    skill_dir: SkillArg, ids: Annotated[list[str], typer.Argument(help="Candidate ids.")]
+) -> None:
     """Mark candidates rejected; mining again never brings them back."""
     from optimizer.grow import candidates
     from optimizer.inputs.skill import load_skill

@@ -30,14 +30,24 @@ from optimizer.errors import BadInput
 @app.command()
 @handled
 def gate(
-    base_skill: Annotated[Path, typer.Argument(help="The skill as it is (e.g. the main branch's).")],
+    base_skill: Annotated[
+        Path, typer.Argument(help="The skill as it is (e.g. the main branch's).")
+    ],
     head_skill: Annotated[Path, typer.Argument(help="The skill as the pull request leaves it.")],
-    evals: Annotated[Path | None, typer.Option(help="evals.json (default BASE_SKILL/evals/evals.json).")] = None,
+    evals: Annotated[
+        Path | None, typer.Option(help="evals.json (default BASE_SKILL/evals/evals.json).")
+    ] = None,
     budget_usd: Annotated[float | None, typer.Option(help="Hard spending limit in USD.")] = None,
-    margin: Annotated[float, typer.Option(help="HEAD may score lower than BASE by less than this.")] = 0.05,
-    comment: Annotated[Path | None, typer.Option(help="Write a markdown pull-request comment here.")] = None,
+    margin: Annotated[
+        float, typer.Option(help="HEAD may score lower than BASE by less than this.")
+    ] = 0.05,
+    comment: Annotated[
+        Path | None, typer.Option(help="Write a markdown pull-request comment here.")
+    ] = None,
     runs: Annotated[int | None, typer.Option(help="Runs per eval and skill.")] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for the runs (default runs/gate/<time>).")] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Folder for the runs (default runs/gate/<time>).")
+    ] = None,
     executor: ExecutorOpt = None,
     provider: ProviderOpt = None,
     unconfined: UnconfinedOpt = False,
@@ -56,25 +66,48 @@ def gate(
 
     if budget_usd is not None and budget_usd <= 0:
         raise BadInput(f"--budget-usd {budget_usd}: give a positive amount in USD, e.g. 5.")
-    evalset = check_inputs(require_dir(base_skill, "BASE skill"), require_dir(head_skill, "HEAD skill"),
-                           evals, margin)
-    loaded = load_settings(config_path, set_, eval_config=evalset.eval_config, flags={
-        "llm.provider": provider, "evals.runs_per_eval": runs, "budget.usd": budget_usd,
-        "execute.executor": config.choice_flag("--executor", executor, "execute.executor"),
-        "sandbox.mode": "none" if unconfined else None})
+    evalset = check_inputs(
+        require_dir(base_skill, "BASE skill"), require_dir(head_skill, "HEAD skill"), evals, margin
+    )
+    loaded = load_settings(
+        config_path,
+        set_,
+        eval_config=evalset.eval_config,
+        flags={
+            "llm.provider": provider,
+            "evals.runs_per_eval": runs,
+            "budget.usd": budget_usd,
+            "execute.executor": config.choice_flag("--executor", executor, "execute.executor"),
+            "sandbox.mode": "none" if unconfined else None,
+        },
+    )
     confinement(loaded.settings)
     missing = api_key_missing(loaded.settings)
     if missing:  # before the folder is made: bad input writes nothing
         raise BadInput(missing)
     folder = out_dir or default_out_dir(Path("runs") / "gate")
     if folder.exists() and any(folder.iterdir()):
-        raise BadInput(f"--out {folder}: is not empty; a gate needs a folder of its own (omit --out "
-                       "for a new one under runs/gate/).")
-    with open_session(loaded.settings, folder, budget_usd=budget_usd, console=False) as session, \
-            bar(err, "gate") as progress:
-        result = asyncio.run(run_gate(loaded.settings, session.client, session.store,
-                                      base=base_skill, head=head_skill, evalset=evalset,
-                                      out_dir=folder, margin=margin, progress=progress))
+        raise BadInput(
+            f"--out {folder}: is not empty; a gate needs a folder of its own (omit --out "
+            "for a new one under runs/gate/)."
+        )
+    with (
+        open_session(loaded.settings, folder, budget_usd=budget_usd, console=False) as session,
+        bar(err, "gate") as progress,
+    ):
+        result = asyncio.run(
+            run_gate(
+                loaded.settings,
+                session.client,
+                session.store,
+                base=base_skill,
+                head=head_skill,
+                evalset=evalset,
+                out_dir=folder,
+                margin=margin,
+                progress=progress,
+            )
+        )
         simulated = session.client.simulated
     if comment is not None:
         write_text(comment, gate_comment.markdown(result, simulated=simulated))
@@ -97,7 +130,9 @@ def summary_cmd(
     folder = require_dir(run_dir, "run")
     md, js = summary.paths(folder)
     if not Workspace(folder).state_db.is_file():
-        raise BadInput(f"{folder}: not a run folder (no state.db); pass a folder `optimizer run` made.")
+        raise BadInput(
+            f"{folder}: not a run folder (no state.db); pass a folder `optimizer run` made."
+        )
     # The one written when the run ended, which may carry a night's error; a live run's is made now.
     if md.is_file() and js.is_file() and running_pid(Workspace(folder)) is None:
         text = js.read_text(encoding="utf-8") if as_json else md.read_text(encoding="utf-8")
@@ -110,16 +145,30 @@ def summary_cmd(
 @app.command()
 @handled
 def schedule(
-    skill_dir: Annotated[Path | None, typer.Argument(help="The skill folder to improve every night.")] = None,
+    skill_dir: Annotated[
+        Path | None, typer.Argument(help="The skill folder to improve every night.")
+    ] = None,
     at: Annotated[str, typer.Option(help="When each night starts, HH:MM local time.")] = "22:30",
-    until: Annotated[str, typer.Option(help="When each night must stop, HH:MM local time.")] = "07:00",
-    budget_usd: Annotated[float | None, typer.Option(help="What one night may spend, in USD.")] = None,
-    fresh: Annotated[bool, typer.Option(help="Each night a new run from the last best, not a resume.")] = False,
-    runs_root: Annotated[Path, typer.Option(help="Where the nights' run folders go.")] = Path("runs"),
+    until: Annotated[
+        str, typer.Option(help="When each night must stop, HH:MM local time.")
+    ] = "07:00",
+    budget_usd: Annotated[
+        float | None, typer.Option(help="What one night may spend, in USD.")
+    ] = None,
+    fresh: Annotated[
+        bool, typer.Option(help="Each night a new run from the last best, not a resume.")
+    ] = False,
+    runs_root: Annotated[Path, typer.Option(help="Where the nights' run folders go.")] = Path(
+        "runs"
+    ),
     notify: NotifyOpt = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be installed; install nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print what would be installed; install nothing.")
+    ] = False,
     list_: Annotated[bool, typer.Option("--list", help="List the nightly schedules.")] = False,
-    remove: Annotated[Path | None, typer.Option(help="Remove the schedule of this skill folder.")] = None,
+    remove: Annotated[
+        Path | None, typer.Option(help="Remove the schedule of this skill folder.")
+    ] = None,
     provider: ProviderOpt = None,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
@@ -131,8 +180,11 @@ def schedule(
     if list_:
         found = plan.entries()
         for e in found:
-            out.print(f"{e['name']}  {e['where']}  at {e['at']}  {e['skill_dir']}\n  {e['command']}",
-                      markup=False, highlight=False)
+            out.print(
+                f"{e['name']}  {e['where']}  at {e['at']}  {e['skill_dir']}\n  {e['command']}",
+                markup=False,
+                highlight=False,
+            )
         if not found:
             out.print("no nightly schedules", markup=False)
         return
@@ -142,19 +194,34 @@ def schedule(
     if skill_dir is None:
         raise BadInput("schedule: name the skill folder (or pass --list or --remove SKILL_DIR).")
     if budget_usd is None or budget_usd <= 0:
-        raise BadInput("schedule: --budget-usd is required and must be positive: what one night may spend, e.g. 10.")
-    evalset = load_evals(require_dir(skill_dir, "skill"))  # a night must not find bad input at 3 a.m.
-    loaded = load_settings(config_path, set_, eval_config=evalset.eval_config,
-                           flags={"llm.provider": provider})
+        raise BadInput(
+            "schedule: --budget-usd is required and must be positive: what one night may spend, e.g. 10."
+        )
+    evalset = load_evals(
+        require_dir(skill_dir, "skill")
+    )  # a night must not find bad input at 3 a.m.
+    loaded = load_settings(
+        config_path, set_, eval_config=evalset.eval_config, flags={"llm.provider": provider}
+    )
     entry = plan.Entry(
-        skill_dir=skill_dir.absolute(), at=plan.check_time("--at", at), until=plan.check_time("--until", until),
-        budget_usd=budget_usd, runs_root=runs_root.absolute(), workdir=Path.cwd(), fresh=fresh,
-        extra=[*(["--provider", loaded.settings.llm.provider] if provider else []),
-               *(["--config", str(config_path.absolute())] if config_path else []),
-               *[a for s in set_ or [] for a in ("--set", s)],
-               *(["--notify", notify] if notify else [])])
+        skill_dir=skill_dir.absolute(),
+        at=plan.check_time("--at", at),
+        until=plan.check_time("--until", until),
+        budget_usd=budget_usd,
+        runs_root=runs_root.absolute(),
+        workdir=Path.cwd(),
+        fresh=fresh,
+        extra=[
+            *(["--provider", loaded.settings.llm.provider] if provider else []),
+            *(["--config", str(config_path.absolute())] if config_path else []),
+            *[a for s in set_ or [] for a in ("--set", s)],
+            *(["--notify", notify] if notify else []),
+        ],
+    )
     if entry.at == entry.until:
-        raise BadInput(f"--at {at} and --until {until}: a night needs time between its start and its end.")
+        raise BadInput(
+            f"--at {at} and --until {until}: a night needs time between its start and its end."
+        )
     where = plan.backend()
     if dry_run:
         out.print(plan.plan(entry, where), markup=False, highlight=False, end="")
@@ -168,8 +235,12 @@ def nightly(
     skill_dir: Annotated[Path, typer.Argument(help="The skill folder.")],
     until: Annotated[str, typer.Option(help="The night's deadline, HH:MM local time.")],
     budget_usd: Annotated[float, typer.Option(help="What this night may spend, in USD.")],
-    runs_root: Annotated[Path, typer.Option(help="Where the nights' run folders are.")] = Path("runs"),
-    fresh: Annotated[bool, typer.Option(help="A new run from the last best, not a resume.")] = False,
+    runs_root: Annotated[Path, typer.Option(help="Where the nights' run folders are.")] = Path(
+        "runs"
+    ),
+    fresh: Annotated[
+        bool, typer.Option(help="A new run from the last best, not a resume.")
+    ] = False,
     notify: NotifyOpt = None,
     provider: ProviderOpt = None,
     config_path: ConfigOpt = None,
@@ -184,8 +255,15 @@ def nightly(
     deadline = check_time("--until", until)
     flags = {"llm.provider": provider, "budget.usd": budget_usd, "budget.deadline": deadline}
     code = night.run_night(
-        skill_dir=require_dir(skill_dir, "skill"), until=deadline, budget_usd=budget_usd,
-        fresh=fresh, runs_root=runs_root, notify=notify, overrides=set_ or [],
+        skill_dir=require_dir(skill_dir, "skill"),
+        until=deadline,
+        budget_usd=budget_usd,
+        fresh=fresh,
+        runs_root=runs_root,
+        notify=notify,
+        overrides=set_ or [],
         load=lambda ec: load_settings(config_path, set_, eval_config=ec, flags=flags),
-        log_name=name_for(skill_dir), console=out)
+        log_name=name_for(skill_dir),
+        console=out,
+    )
     raise typer.Exit(code)

@@ -38,8 +38,16 @@ from optimizer.inputs.skillmd import SKILL_FILE, parse_skill_md
 from optimizer.model.clock import RunClock, run_clock
 from optimizer.model.port import Client
 
-__all__ = ["EXECUTORS", "Executor", "RunContext", "RunRecord", "SkillInfo", "executor_for",
-           "get_executor", "next_run_number"]
+__all__ = [
+    "EXECUTORS",
+    "Executor",
+    "RunContext",
+    "RunRecord",
+    "SkillInfo",
+    "executor_for",
+    "get_executor",
+    "next_run_number",
+]
 
 EXECUTORS = ("anthropic", "claude-code", "command")
 # The start of the error of a run that an unexpected exception of ours ended (status counts them).
@@ -98,32 +106,45 @@ def _ours(exc: Exception, ctx: RunContext) -> tuple[str, str]:
     did not expect is a defect of ours: its type names it, its traceback goes to the log."""
     if isinstance(exc, InfraFailure) or _model_failed(exc):
         return "unscored", ctx.scrub(str(exc))
-    log.error("run.internal_error", eval_id=getattr(ctx.eval, "id", None), run=ctx.run_number,
-              error_type=type(exc).__name__, exc_info=exc)
+    log.error(
+        "run.internal_error",
+        eval_id=getattr(ctx.eval, "id", None),
+        run=ctx.run_number,
+        error_type=type(exc).__name__,
+        exc_info=exc,
+    )
     return "unscored", f"{INTERNAL_ERROR}{type(exc).__name__}: {ctx.scrub(str(exc))}"
 
 
-def timed_out(exc: Exception, clock: RunClock, limit_s: float, max_wait_s: float) -> tuple[str, str]:
+def timed_out(
+    exc: Exception, clock: RunClock, limit_s: float, max_wait_s: float
+) -> tuple[str, str]:
     """The status and error of a run stopped by a limit. The skill's own time past its limit is
     the skill's timeout (scored 0), unless it passed only by the model's estimated generation time
     while the provider was slow: that estimate is unsure then, so the run is ours, unscored."""
     waited = clock.waiting_s()
     if isinstance(exc, ProviderTooSlow):
-        return "unscored", (f"the run waited {waited:.1f} s on the model provider, past "
-                            f"execute.model_wait_max_s = {max_wait_s:g} s")
+        return "unscored", (
+            f"the run waited {waited:.1f} s on the model provider, past "
+            f"execute.model_wait_max_s = {max_wait_s:g} s"
+        )
     said = f"the run passed its time limit (execute.timeout_s = {limit_s:g} s)"
     if waited > SLOW_S and clock.skill_s() - clock.model_charged_s() < limit_s:
-        return "unscored", (f"{said} only by the model's generation time while the provider was "
-                            f"slow ({waited:.1f} s of waiting left out)")
+        return "unscored", (
+            f"{said} only by the model's generation time while the provider was "
+            f"slow ({waited:.1f} s of waiting left out)"
+        )
     return "timeout", f"{said}: {clock.skill_s():.1f} s of the skill's time"
 
 
 def clock_figures(clock: RunClock) -> dict[str, float | int]:
     """The split recorded in metrics.json: the skill's time and the time spent waiting."""
-    return {"skill_seconds": round(clock.skill_s(), 3),
-            "model_wait_seconds": round(clock.waiting_s(), 3),
-            "model_generation_seconds": round(clock.model_charged_s(), 3),
-            "model_calls": clock.calls}
+    return {
+        "skill_seconds": round(clock.skill_s(), 3),
+        "model_wait_seconds": round(clock.waiting_s(), 3),
+        "model_generation_seconds": round(clock.model_charged_s(), 3),
+        "model_calls": clock.calls,
+    }
 
 
 class Executor(ABC):
@@ -171,9 +192,12 @@ class Executor(ABC):
         error: str | None = None
         with run_clock(limits.model_tokens_per_s) as clock:
             try:
-                error = await within_limits(self._run(ctx, transcript, tally), clock,
-                                            limit_s=limits.timeout_s,
-                                            max_wait_s=limits.model_wait_max_s)
+                error = await within_limits(
+                    self._run(ctx, transcript, tally),
+                    clock,
+                    limit_s=limits.timeout_s,
+                    max_wait_s=limits.model_wait_max_s,
+                )
                 status = "error" if error else "ok"
             except ResourceLimit as exc:
                 status, error = "resource_limit", ctx.scrub(str(exc))
@@ -184,18 +208,40 @@ class Executor(ABC):
                     raise
                 status, error = _ours(exc, ctx)
         tally.clock = clock_figures(clock)
-        status, error = await asyncio.to_thread(self._workspace_limit, ctx, transcript, status, error)
-        if skill is not None and not tally.skill_invoked:
-            transcript.note("Skill not invoked", f"The agent never called Skill for '{skill.name}'.")
-        record = finish_run(
-            run_dir=run_dir, eval=eval, configuration=configuration, run_number=run_number,
-            executor=self.name, transcript=transcript, tally=tally, status=status, error=error,
-            started=started, ended=started + clock.wall_s(),
-            confined=confined, sandbox=how,
+        status, error = await asyncio.to_thread(
+            self._workspace_limit, ctx, transcript, status, error
         )
-        log.info("run.executed", executor=self.name, eval_id=eval.id, configuration=configuration,
-                 run=run_number, status=status, tokens=record.tokens, skill_invoked=record.skill_invoked,
-                 seconds=round(record.duration_s, 2), error=error)
+        if skill is not None and not tally.skill_invoked:
+            transcript.note(
+                "Skill not invoked", f"The agent never called Skill for '{skill.name}'."
+            )
+        record = finish_run(
+            run_dir=run_dir,
+            eval=eval,
+            configuration=configuration,
+            run_number=run_number,
+            executor=self.name,
+            transcript=transcript,
+            tally=tally,
+            status=status,
+            error=error,
+            started=started,
+            ended=started + clock.wall_s(),
+            confined=confined,
+            sandbox=how,
+        )
+        log.info(
+            "run.executed",
+            executor=self.name,
+            eval_id=eval.id,
+            configuration=configuration,
+            run=run_number,
+            status=status,
+            tokens=record.tokens,
+            skill_invoked=record.skill_invoked,
+            seconds=round(record.duration_s, 2),
+            error=error,
+        )
         return record
 
     def check(self) -> None:
@@ -205,11 +251,14 @@ class Executor(ABC):
     def confinement(self) -> tuple[bool, str]:
         """(confined, mechanism) of this executor's model-written commands, recorded per run;
         raises BadInput when they would run unconfined without the user's consent."""
-        confined = sandbox.confinement_for(sandbox.SandboxPolicy.from_settings(self.settings.sandbox))
+        confined = sandbox.confinement_for(
+            sandbox.SandboxPolicy.from_settings(self.settings.sandbox)
+        )
         return confined, sandbox.mechanism(confined)
 
-    def _workspace_limit(self, ctx: RunContext, transcript: Transcript, status: str,
-                         error: str | None) -> tuple[str, str | None]:
+    def _workspace_limit(
+        self, ctx: RunContext, transcript: Transcript, status: str, error: str | None
+    ) -> tuple[str, str | None]:
         """The run's status after the last measure of its workspace: one over its limit, by a
         command or by a write on the host (an editor tool, the Claude Code CLI), fails with
         resource_limit, and its files go at once, so that the disk gets the space back."""
@@ -239,9 +288,13 @@ def _empty_workspace(work: Path, shown: int = 5) -> str:
                 continue
     shutil.rmtree(work, ignore_errors=True)
     (work / OUTPUTS).mkdir(parents=True, exist_ok=True)
-    largest = "".join(f"\n- {rel} ({size / 2**20:.1f} MB)" for size, rel in sorted(sizes, reverse=True)[:shown])
-    return (f"Everything in the workspace was removed ({len(sizes)} files), so that the disk gets "
-            f"the space back. The largest:{largest or ' none'}")
+    largest = "".join(
+        f"\n- {rel} ({size / 2**20:.1f} MB)" for size, rel in sorted(sizes, reverse=True)[:shown]
+    )
+    return (
+        f"Everything in the workspace was removed ({len(sizes)} files), so that the disk gets "
+        f"the space back. The largest:{largest or ' none'}"
+    )
 
 
 def load_skill_info(skill_dir: Path, skill_name: str | None) -> SkillInfo:
@@ -249,7 +302,9 @@ def load_skill_info(skill_dir: Path, skill_name: str | None) -> SkillInfo:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path}: cannot be read ({exc}); give a skill folder with a SKILL.md.") from None
+        raise BadInput(
+            f"{path}: cannot be read ({exc}); give a skill folder with a SKILL.md."
+        ) from None
     doc = parse_skill_md(text, path)
     # SKILL.md's own name is the one an agent lists and calls (Claude Code reads it too).
     name = doc.name or skill_name or Path(skill_dir).name
@@ -285,13 +340,18 @@ def get_executor(
         from optimizer.execute.command import CommandExecutor
 
         return CommandExecutor(settings)
-    raise BadInput(f"execute.executor '{name}' is not an executor; use one of {', '.join(EXECUTORS)}.")
+    raise BadInput(
+        f"execute.executor '{name}' is not an executor; use one of {', '.join(EXECUTORS)}."
+    )
 
 
 def next_run_number(folder: Path) -> int:
     """The next free run-<n> of a folder: 1 + the highest complete run's n."""
-    numbers = [int(m.group(1)) for p in Path(folder).glob("run-*")
-               if (m := re.fullmatch(r"run-(\d+)", p.name)) and (p / "timing.json").is_file()]
+    numbers = [
+        int(m.group(1))
+        for p in Path(folder).glob("run-*")
+        if (m := re.fullmatch(r"run-(\d+)", p.name)) and (p / "timing.json").is_file()
+    ]
     return max(numbers, default=0) + 1
 
 

@@ -50,8 +50,11 @@ EDITOR_SCHEMA_TOOL = {
             "new_str": {"type": "string", "description": "str_replace: the text to put instead."},
             "insert_line": {"type": "integer", "description": "insert: the line to insert after."},
             "insert_text": {"type": "string", "description": "insert: the text to insert."},
-            "view_range": {"type": "array", "items": {"type": "integer"},
-                           "description": "view: [first, last] line; last -1 = the end."},
+            "view_range": {
+                "type": "array",
+                "items": {"type": "integer"},
+                "description": "view: [first, last] line; last -1 = the end.",
+            },
         },
         "required": ["command", "path"],
     },
@@ -87,7 +90,9 @@ def agent_tools(settings: Settings, *, with_skill: bool) -> list[dict[str, Any]]
         from optimizer.model.factory import is_anthropic_api
 
         shape = "server" if is_anthropic_api(settings) else "explicit"
-    tools = [BASH_TOOL, EDITOR_TOOL] if shape == "server" else [BASH_SCHEMA_TOOL, EDITOR_SCHEMA_TOOL]
+    tools = (
+        [BASH_TOOL, EDITOR_TOOL] if shape == "server" else [BASH_SCHEMA_TOOL, EDITOR_SCHEMA_TOOL]
+    )
     return tools + ([SKILL_TOOL] if with_skill else [])
 
 
@@ -122,7 +127,10 @@ def _clip(text: str, limit: int = MAX_RESULT_CHARS) -> str:
 
 
 async def run_bash(
-    tool_input: Mapping[str, Any], *, work_dir: Path, skill_dir: Path | None,
+    tool_input: Mapping[str, Any],
+    *,
+    work_dir: Path,
+    skill_dir: Path | None,
     policy: sandbox.SandboxPolicy,
 ) -> tuple[str, bool]:
     """Run the model's bash tool input in the sandbox; (result text, is_error). This is the only
@@ -172,7 +180,7 @@ def _view_dir(host: Path, shown: str) -> str:
 
 
 def run_editor(
-    tool_input: Mapping[str, Any], *, work_dir: Path, skill_dir: Path | None, max_file_bytes: int,
+    tool_input: Mapping[str, Any], *, work_dir: Path, skill_dir: Path | None, max_file_bytes: int
 ) -> tuple[str, bool]:
     """The text editor tool (view, create, str_replace, insert) confined to /workspace (read and
     write) and /skill (read only). A refused request is an error result, never an exception."""
@@ -191,7 +199,9 @@ def run_editor(
             view_range = tool_input.get("view_range")
             if isinstance(view_range, list) and len(view_range) == 2:
                 start = max(1, int(view_range[0]))
-                end = len(lines) if int(view_range[1]) == -1 else min(len(lines), int(view_range[1]))
+                end = (
+                    len(lines) if int(view_range[1]) == -1 else min(len(lines), int(view_range[1]))
+                )
             numbered = [f"{n:6}\t{lines[n - 1]}" for n in range(start, end + 1)]
             return _clip("\n".join(numbered)), False
         if command == "create":
@@ -219,7 +229,11 @@ def run_editor(
         line = tool_input.get("insert_line")
         new_text = tool_input.get("insert_text", tool_input.get("new_str"))
         lines = text.split("\n")
-        if not isinstance(line, int) or not 0 <= line <= len(lines) or not isinstance(new_text, str):
+        if (
+            not isinstance(line, int)
+            or not 0 <= line <= len(lines)
+            or not isinstance(new_text, str)
+        ):
             return f"Error: insert needs 'insert_line' (0 to {len(lines)}) and 'insert_text'.", True
         lines[line:line] = new_text.split("\n")
         host.write_text("\n".join(lines), encoding="utf-8")
@@ -249,8 +263,10 @@ def run_skill(tool_input: Mapping[str, Any], skill: SkillInfo | None) -> tuple[s
     if skill is None or wanted != skill.name:
         known = f"'{skill.name}'" if skill is not None else "none"
         return f"Error: unknown skill {wanted!r}; the available skills are: {known}.", True
-    header = ("Base directory for this skill: /skill (read-only). Paths in these instructions "
-              "are relative to /skill.\n\n")
+    header = (
+        "Base directory for this skill: /skill (read-only). Paths in these instructions "
+        "are relative to /skill.\n\n"
+    )
     return header + skill.body, False
 
 
@@ -275,8 +291,12 @@ class AnthropicExecutor(Executor):
         price = price_for(self.settings, self.settings.models.executor)
         for _turn in range(limits.max_turns):
             reply = await self.client.message(
-                "executor", system=system, messages=messages, tools=tools,
-                max_tokens=limits.max_tokens, sample=ctx.sample,
+                "executor",
+                system=system,
+                messages=messages,
+                tools=tools,
+                max_tokens=limits.max_tokens,
+                sample=ctx.sample,
             )
             tally.steps += 1
             tally.add_usage(reply.usage)
@@ -288,18 +308,29 @@ class AnthropicExecutor(Executor):
             if reply.stop_reason == "max_tokens":
                 # Cut off mid-answer: not the agent finishing, and a cut tool call's input is
                 # incomplete, so nothing in this answer is run. The agent is told and goes on.
-                cut = (f"Your answer was cut off at the output limit (execute.max_tokens = "
-                       f"{limits.max_tokens} tokens)")
+                cut = (
+                    f"Your answer was cut off at the output limit (execute.max_tokens = "
+                    f"{limits.max_tokens} tokens)"
+                )
                 transcript.note("Answer cut at max_tokens", f"{cut}; its tool calls were not run.")
                 tally.truncated += 1
                 if uses:
-                    results = [{"type": "tool_result", "tool_use_id": u["id"], "is_error": True,
-                                "content": f"{cut} before this tool call was complete; nothing was "
-                                           "run. Send it again, in smaller parts."} for u in uses]
+                    results = [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": u["id"],
+                            "is_error": True,
+                            "content": f"{cut} before this tool call was complete; nothing was "
+                            "run. Send it again, in smaller parts.",
+                        }
+                        for u in uses
+                    ]
                     transcript.tool_results(results, names={u["id"]: u["name"] for u in uses})
                     messages.append({"role": "user", "content": results})
                 else:
-                    messages.append({"role": "user", "content": f"{cut}. Continue where you stopped."})
+                    messages.append(
+                        {"role": "user", "content": f"{cut}. Continue where you stopped."}
+                    )
                 continue
             if not uses:
                 return None
@@ -308,7 +339,11 @@ class AnthropicExecutor(Executor):
                 text, is_error = await self._tool(use, ctx, tally)
                 names[use["id"]] = use["name"]
                 tally.tool_errors += int(is_error)
-                result = {"type": "tool_result", "tool_use_id": use["id"], "content": ctx.scrub(text)}
+                result = {
+                    "type": "tool_result",
+                    "tool_use_id": use["id"],
+                    "content": ctx.scrub(text),
+                }
                 if is_error:
                     result["is_error"] = True
                 results.append(result)
@@ -324,10 +359,16 @@ class AnthropicExecutor(Executor):
         tally.tool_calls[cc_tool_name(name, tool_input)] += 1
         skill_dir = ctx.skill.dir if ctx.skill is not None else None
         if name == "bash":
-            return await run_bash(tool_input, work_dir=ctx.work, skill_dir=skill_dir, policy=self.policy)
+            return await run_bash(
+                tool_input, work_dir=ctx.work, skill_dir=skill_dir, policy=self.policy
+            )
         if name == EDITOR_TOOL["name"]:
-            return run_editor(tool_input, work_dir=ctx.work, skill_dir=skill_dir,
-                              max_file_bytes=self.policy.max_file_bytes)
+            return run_editor(
+                tool_input,
+                work_dir=ctx.work,
+                skill_dir=skill_dir,
+                max_file_bytes=self.policy.max_file_bytes,
+            )
         if name == "Skill" and ctx.skill is not None:
             text, is_error = run_skill(tool_input, ctx.skill)
             tally.skill_invoked = tally.skill_invoked or not is_error

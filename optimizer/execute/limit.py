@@ -26,8 +26,9 @@ class ProviderTooSlow(Exception):
     """The run waited on the provider longer than execute.model_wait_max_s: ours, unscored."""
 
 
-async def within_limits(work: Awaitable[T], clock: RunClock, *, limit_s: float,
-                        max_wait_s: float) -> T:
+async def within_limits(
+    work: Awaitable[T], clock: RunClock, *, limit_s: float, max_wait_s: float
+) -> T:
     """`work`'s result, or SkillTimeout / ProviderTooSlow once a limit passes (it is cancelled
     and awaited first, as asyncio.wait_for does). `work` must be made inside the clock's
     run_clock() so that its model calls pause the clock."""

@@ -52,8 +52,10 @@ from optimizer.model.port import Client
 log = structlog.get_logger()
 
 INSTALL_HINT = "pip install '.[ray]'"
-_ERRORS = {cls.__name__: cls for cls in (BadInput, BudgetExhausted, ProviderSpendLimit, WorkFailed,
-                                         OptimizerError)}
+_ERRORS = {
+    cls.__name__: cls
+    for cls in (BadInput, BudgetExhausted, ProviderSpendLimit, WorkFailed, OptimizerError)
+}
 _remote_fn: Any = None
 
 
@@ -62,8 +64,10 @@ def require_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise BadInput("execute.backend = 'ray' needs Ray, which is not installed: run "
-                       f"{INSTALL_HINT} (or set execute.backend = 'local').") from None
+        raise BadInput(
+            "execute.backend = 'ray' needs Ray, which is not installed: run "
+            f"{INSTALL_HINT} (or set execute.backend = 'local')."
+        ) from None
     return ray
 
 
@@ -73,8 +77,13 @@ def ensure_ray(settings: Settings) -> Any:
     if not ray.is_initialized():
         address = settings.ray.address.strip() or None
         log.info("ray.init", address=address or "local cluster")
-        ray.init(address=address, include_dashboard=False, ignore_reinit_error=True,
-                 log_to_driver=False, logging_level="warning")
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            ignore_reinit_error=True,
+            log_to_driver=False,
+            logging_level="warning",
+        )
     return ray
 
 
@@ -89,25 +98,48 @@ class RayExecutor(Executor):
     """Sends each run to a Ray worker and writes what comes back; the same interface as the local
     executors, so the Evaluator and run_pool use it unchanged."""
 
-    def __init__(self, settings: Settings, inner: str, *, client: Client | None = None,
-                 base_url: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        inner: str,
+        *,
+        client: Client | None = None,
+        base_url: str | None = None,
+    ) -> None:
         super().__init__(settings)
         if inner not in EXECUTORS:
-            raise BadInput(f"execute.executor '{inner}' is not an executor; use one of {', '.join(EXECUTORS)}.")
+            raise BadInput(
+                f"execute.executor '{inner}' is not an executor; use one of {', '.join(EXECUTORS)}."
+            )
         require_ray()
         self.name = inner
         self.client = client
         self.base_url = base_url
-        self.worker_settings = settings.model_copy(update={
-            "execute": settings.execute.model_copy(update={"backend": "local"}),
-            **({"llm": settings.llm.model_copy(update={"base_url": base_url})} if base_url else {}),
-        })
+        self.worker_settings = settings.model_copy(
+            update={
+                "execute": settings.execute.model_copy(update={"backend": "local"}),
+                **(
+                    {"llm": settings.llm.model_copy(update={"base_url": base_url})}
+                    if base_url
+                    else {}
+                ),
+            }
+        )
 
     async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
         raise NotImplementedError("a Ray run executes in the worker")  # pragma: no cover
 
-    async def execute(self, *, skill_dir: Path | None, skill_name: str | None, eval: Any,
-                      inputs_root: Path, run_dir: Path, run_number: int, sample: int) -> RunRecord:
+    async def execute(
+        self,
+        *,
+        skill_dir: Path | None,
+        skill_name: str | None,
+        eval: Any,
+        inputs_root: Path,
+        run_dir: Path,
+        run_number: int,
+        sample: int,
+    ) -> RunRecord:
         run_dir = Path(run_dir)
         if is_complete(run_dir):
             return RunRecord.load(run_dir)
@@ -118,13 +150,19 @@ class RayExecutor(Executor):
         label = scope.get()
         seed_rows = self._reusable_calls(sample, label)
         payload = {
-            "settings": self.worker_settings, "executor": self.name, "eval": eval,
+            "settings": self.worker_settings,
+            "executor": self.name,
+            "eval": eval,
             "skill": _pack(Path(skill_dir), skill=True) if skill_dir is not None else None,
             "skill_dir_name": Path(skill_dir).name if skill_dir is not None else None,
             "skill_name": skill_name,
             "inputs": {name: src.read_bytes() for src, name in inputs},
-            "run_name": run_dir.name, "run_number": run_number, "sample": sample, "scope": label,
-            "ledger": seed_rows, "budget_usd": self._budget_left(seed_rows),
+            "run_name": run_dir.name,
+            "run_number": run_number,
+            "sample": sample,
+            "scope": label,
+            "ledger": seed_rows,
+            "budget_usd": self._budget_left(seed_rows),
         }
         ref = _task(ray).options(num_cpus=self.settings.ray.num_cpus_per_run).remote(payload)
         try:
@@ -136,8 +174,14 @@ class RayExecutor(Executor):
         if "systemic" in result:  # re-raised here, as the local executor would have raised it
             raise _ERRORS.get(result["systemic"], WorkFailed)(*result["problems"])
         _write_run(run_dir, result["files"])
-        log.info("run.executed_on_ray", executor=self.name, eval_id=eval.id, run=run_number,
-                 worker=result.get("worker"), new_calls=len(result.get("calls", [])))
+        log.info(
+            "run.executed_on_ray",
+            executor=self.name,
+            eval_id=eval.id,
+            run=run_number,
+            worker=result.get("worker"),
+            new_calls=len(result.get("calls", [])),
+        )
         return RunRecord.load(run_dir)
 
     # -- the driver's ledger ----------------------------------------------------------------------
@@ -151,7 +195,9 @@ class RayExecutor(Executor):
             return []
         return store.query(
             "select * from calls where outcome = 'ok' and role = 'executor' and sample = ? "
-            "and scope is ?", [sample, label])
+            "and scope is ?",
+            [sample, label],
+        )
 
     def _budget_left(self, seed_rows: list[dict]) -> float | None:
         client = self.client
@@ -219,8 +265,12 @@ async def _work(payload: dict[str, Any], root: Path) -> dict[str, Any]:
         with scoped(payload["scope"]):
             executor = get_executor(payload["executor"], settings, client=client)
             await executor.execute(
-                skill_dir=skill_dir, skill_name=payload["skill_name"], eval=payload["eval"],
-                inputs_root=inputs_root, run_dir=run_dir, run_number=payload["run_number"],
+                skill_dir=skill_dir,
+                skill_name=payload["skill_name"],
+                eval=payload["eval"],
+                inputs_root=inputs_root,
+                run_dir=run_dir,
+                run_number=payload["run_number"],
                 sample=payload["sample"],
             )
         out["files"] = _pack(run_dir)
@@ -245,8 +295,11 @@ def _pack(folder: Path, *, skill: bool = False) -> dict[str, tuple[bytes, int]]:
     if skill:
         names = list(files_of(folder, include_evals=False))  # the skill's own file list
     else:
-        names = [p.relative_to(folder).as_posix() for p in sorted(folder.rglob("*"))
-                 if p.is_file() and not p.is_symlink()]
+        names = [
+            p.relative_to(folder).as_posix()
+            for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.is_symlink()
+        ]
     for rel in names:
         path = folder / rel
         if path.is_file() and not path.is_symlink():

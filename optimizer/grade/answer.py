@@ -81,10 +81,20 @@ def _answer_schema(texts: tuple[str, ...], dimensions: tuple[str, ...]) -> type[
         def _complete(self) -> Answer:
             got = Counter(e.text.strip() for e in self.expectations)
             problems = [f"expectation missing: {t!r}" for t in wanted if got[t] < wanted[t]]
-            problems += [f"expectation returned more than once: {t!r}" for t in wanted if got[t] > wanted[t]]
-            problems += [f"not an expectation of this task (copy texts verbatim): {t!r}" for t in got if t not in wanted]
-            problems += [f"rubric dimension missing: {d!r}" for d in sorted(dims - self.rubric_scores.keys())]
-            problems += [f"not a rubric dimension: {d!r}" for d in sorted(self.rubric_scores.keys() - dims)]
+            problems += [
+                f"expectation returned more than once: {t!r}" for t in wanted if got[t] > wanted[t]
+            ]
+            problems += [
+                f"not an expectation of this task (copy texts verbatim): {t!r}"
+                for t in got
+                if t not in wanted
+            ]
+            problems += [
+                f"rubric dimension missing: {d!r}" for d in sorted(dims - self.rubric_scores.keys())
+            ]
+            problems += [
+                f"not a rubric dimension: {d!r}" for d in sorted(self.rubric_scores.keys() - dims)
+            ]
             if problems:
                 raise ValueError("; ".join(problems))
             return self

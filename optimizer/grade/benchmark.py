@@ -60,54 +60,101 @@ async def run_benchmark(
     evalset = load_evals(skill_dir, evals_path)
     warn_same_model(settings)
     n_runs = runs or settings.evals.runs_per_eval
-    configurations = ["with_skill"] + (["without_skill"] if settings.evals.baseline_comparison else [])
+    configurations = ["with_skill"] + (
+        ["without_skill"] if settings.evals.baseline_comparison else []
+    )
     evals = sorted(e.id for e in evalset.evals)
     for ev in evalset.evals:
-        write_json(out / f"eval-{ev.id}" / "eval_metadata.json", {
-            "eval_id": ev.id, "eval_name": ev.name, "prompt": ev.prompt,
-            "expectations": list(ev.expectations),
-        }, model=s.EvalMetadata)
-    jobs = [job for c in configurations for job in jobs_for(
-        evals, n_runs, prefix="", root=out, configuration=c,
-        skill_dir=skill_dir if c == "with_skill" else None,
-        version="skill" if c == "with_skill" else "baseline")]
+        write_json(
+            out / f"eval-{ev.id}" / "eval_metadata.json",
+            {
+                "eval_id": ev.id,
+                "eval_name": ev.name,
+                "prompt": ev.prompt,
+                "expectations": list(ev.expectations),
+            },
+            model=s.EvalMetadata,
+        )
+    jobs = [
+        job
+        for c in configurations
+        for job in jobs_for(
+            evals,
+            n_runs,
+            prefix="",
+            root=out,
+            configuration=c,
+            skill_dir=skill_dir if c == "with_skill" else None,
+            version="skill" if c == "with_skill" else "baseline",
+        )
+    ]
     done = 0
 
     def step(scored: Scored) -> None:
         nonlocal done
         done += 1
         if progress is not None:
-            progress(done, len(jobs), f"eval {scored.eval_id} {scored.configuration} run "
-                                      f"{scored.run_number}: {scored.status}")
+            progress(
+                done,
+                len(jobs),
+                f"eval {scored.eval_id} {scored.configuration} run "
+                f"{scored.run_number}: {scored.status}",
+            )
 
     if progress is not None:
         progress(0, len(jobs), "starting")
     with executor_for(None, settings, client) as executor:
-        grader = Grader(store, client, settings, evalset, executor, skill_name=evalset.skill_name,
-                        inputs_root=skill_dir, on_run=step)
+        grader = Grader(
+            store,
+            client,
+            settings,
+            evalset,
+            executor,
+            skill_name=evalset.skill_name,
+            inputs_root=skill_dir,
+            on_run=step,
+        )
         results = await grader.grade(jobs, scope="benchmark")
         for _ in range(settings.evals.unscored_retries):  # later passes, as a run would make
             if not unscored(results):
                 break
             results = await grader.grade(jobs, scope="benchmark")
-    by_config = {c: [it for it in committed(store, out, evalset, "", evals)
-                     if it[1].configuration == c] for c in configurations}
+    by_config = {
+        c: [it for it in committed(store, out, evalset, "", evals) if it[1].configuration == c]
+        for c in configurations
+    }
     benchmark = aggregate(
-        evalset.skill_name, evalset.evals, by_config,
-        skill_path=str(skill_dir), executor_model=settings.models.executor,
-        analyzer_model=settings.models.grader, runs_per_configuration=n_runs,
+        evalset.skill_name,
+        evalset.evals,
+        by_config,
+        skill_path=str(skill_dir),
+        executor_model=settings.models.executor,
+        analyzer_model=settings.models.grader,
+        runs_per_configuration=n_runs,
         simulated=client.simulated,
     )
     write_json(out / "benchmark.json", benchmark, s.Benchmark)
     write_text(out / "benchmark.md", render_markdown(benchmark))
-    log.info("benchmark.completed", folder=str(out), runs=len(jobs),
-             judge_errors=benchmark.model_extra.get("judge_errors") if benchmark.model_extra else None,
-             delta=benchmark.run_summary.delta)
+    log.info(
+        "benchmark.completed",
+        folder=str(out),
+        runs=len(jobs),
+        judge_errors=benchmark.model_extra.get("judge_errors") if benchmark.model_extra else None,
+        delta=benchmark.run_summary.delta,
+    )
     return out / "benchmark.json"
 
 
-async def run_once(settings: Settings, client: Client, store: Store, *, skill_dir: Path, eval_id: int,
-                   without_skill: bool, out_dir: Path) -> tuple[Path, Scored]:
+async def run_once(
+    settings: Settings,
+    client: Client,
+    store: Store,
+    *,
+    skill_dir: Path,
+    eval_id: int,
+    without_skill: bool,
+    out_dir: Path,
+) -> tuple[Path, Scored]:
     """`optimizer execute`: one eval once into OUT/<configuration>/run-<n> (the next free n),
     graded like any run: the run folder and its Scored."""
     from optimizer.errors import BadInput
@@ -116,16 +163,32 @@ async def run_once(settings: Settings, client: Client, store: Store, *, skill_di
     evalset = load_evals(skill_dir)
     warn_same_model(settings)
     if eval_id not in evalset.ids:
-        raise BadInput(f"{evalset.source}: no eval has id {eval_id}; the ids are "
-                       f"{', '.join(map(str, evalset.ids))}.")
+        raise BadInput(
+            f"{evalset.source}: no eval has id {eval_id}; the ids are "
+            f"{', '.join(map(str, evalset.ids))}."
+        )
     configuration = "without_skill" if without_skill else "with_skill"
     n = next_run_number(out / configuration)
     key = f"{configuration}/run-{n}"
-    job = Job(key, out / key, eval_id, configuration, n, None if without_skill else skill_dir,
-              "baseline" if without_skill else "skill")
+    job = Job(
+        key,
+        out / key,
+        eval_id,
+        configuration,
+        n,
+        None if without_skill else skill_dir,
+        "baseline" if without_skill else "skill",
+    )
     with executor_for(None, settings, client) as executor:
-        grader = Grader(store, client, settings, evalset, executor,
-                        skill_name=evalset.skill_name, inputs_root=skill_dir)
+        grader = Grader(
+            store,
+            client,
+            settings,
+            evalset,
+            executor,
+            skill_name=evalset.skill_name,
+            inputs_root=skill_dir,
+        )
         scored = (await grader.grade([job], scope="execute"))[eval_id][0]
     return job.run_dir, scored
 

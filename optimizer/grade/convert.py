@@ -15,8 +15,13 @@ import re
 import zipfile
 from pathlib import Path
 
-IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
-               ".gif": "image/gif", ".webp": "image/webp"}
+IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
 OFFICE_KINDS = {".docx": "docx", ".xlsx": "xlsx", ".pptx": "pptx", ".pdf": "pdf"}
 MAX_IMAGE_SIDE = 1568  # px: the Messages API downscales anything longer itself, at our cost
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # the API refuses a larger image block
@@ -132,10 +137,14 @@ def _pptx(raw: io.BytesIO) -> str:
         lines = [f"<!-- Slide number: {number} -->"]
         for shape in slide.shapes:
             if getattr(shape, "has_table", False):
-                lines.append(_table([[c.text.strip() for c in row.cells] for row in shape.table.rows]))
+                lines.append(
+                    _table([[c.text.strip() for c in row.cells] for row in shape.table.rows])
+                )
             elif getattr(shape, "has_text_frame", False) and shape.text_frame.text.strip():
                 text = shape.text_frame.text.strip()
-                is_title = slide.shapes.title is not None and shape.shape_id == slide.shapes.title.shape_id
+                is_title = (
+                    slide.shapes.title is not None and shape.shape_id == slide.shapes.title.shape_id
+                )
                 lines.append(f"# {text}" if is_title else text)
         if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
             notes = slide.notes_slide.notes_text_frame.text.strip()
@@ -154,7 +163,9 @@ def _pdf(raw: io.BytesIO) -> str:
         if size > MAX_TEXT:
             pages.append(f"[… pages {n}–{len(reader.pages)} not converted …]")
             break
-        pages.append(f"<!-- Page number: {n} -->\n\n{(page.extract_text() or '').strip() or '(no text)'}")
+        pages.append(
+            f"<!-- Page number: {n} -->\n\n{(page.extract_text() or '').strip() or '(no text)'}"
+        )
         size += len(pages[-1]) + 2  # with its separator
     return "\n\n".join(pages)
 

@@ -77,9 +77,15 @@ def unscored(eval: Any, structural: s.Structural | None, cause: str) -> GradeOut
     """A run our infrastructure failed (docs/design.md §7): no score, never 0; its grading.json is not
     written (the run has no grading), and the cause is kept for status and benchmark.json."""
     reason = UNSCORED + cause
-    checks = fail_all(structural, reason) if structural is not None else s.Structural(
-        expectations=[], summary=s.PassSummary(passed=0, failed=0, total=0, pass_rate=0.0),
-        gate_passed=True)
+    checks = (
+        fail_all(structural, reason)
+        if structural is not None
+        else s.Structural(
+            expectations=[],
+            summary=s.PassSummary(passed=0, failed=0, total=0, pass_rate=0.0),
+            gate_passed=True,
+        )
+    )
     judged = [s.GradedExpectation(text=t, passed=False, evidence=reason) for t in eval.expectations]
     items = [_structural_item(r) for r in checks.expectations] + judged
     grading = s.Grading(
@@ -92,8 +98,11 @@ def unscored(eval: Any, structural: s.Structural | None, cause: str) -> GradeOut
 def warn_same_model(settings: Settings) -> None:
     """Once per command that grades: a judge grading its own model's work is lenient."""
     if settings.models.grader == settings.models.executor:
-        log.warning("judge.same_model_as_executor", model=settings.models.grader,
-                    hint="set models.grader to another model: a judge grading its own kind is lenient")
+        log.warning(
+            "judge.same_model_as_executor",
+            model=settings.models.grader,
+            hint="set models.grader to another model: a judge grading its own kind is lenient",
+        )
 
 
 def write_outcome(run_dir: Path, outcome: GradeOutcome) -> None:
@@ -145,10 +154,12 @@ async def grade_run(
             execution_metrics=metrics,
             timing=_timing(run_dir, record, started, time.monotonic() - t0),
             claims=[s.Claim(**c.model_dump()) for c in answer.claims] if answer else [],
-            user_notes_summary=notes or (
-                s.UserNotesSummary(**answer.user_notes_summary.model_dump()) if answer else None),
+            user_notes_summary=notes
+            or (s.UserNotesSummary(**answer.user_notes_summary.model_dump()) if answer else None),
             eval_feedback=_feedback(answer) if answer else None,
-            rubric_scores={k: s.RubricScore(**v) for k, v in rubric_scores.items()} if rubric_scores else None,
+            rubric_scores={k: s.RubricScore(**v) for k, v in rubric_scores.items()}
+            if rubric_scores
+            else None,
             rubric_summary=rubric_summary,
             **({"judge_error": error} if status == "judge_error" else {}),
         )
@@ -166,10 +177,15 @@ async def grade_run(
     if record is not None and getattr(record, "status", "ok") != "ok":
         reason = RUN_FAILED + (getattr(record, "error", "") or getattr(record, "status", "error"))
         failed = fail_all(structural, reason)
-        judged = [s.GradedExpectation(text=t, passed=False, evidence=reason) for t in eval.expectations]
+        judged = [
+            s.GradedExpectation(text=t, passed=False, evidence=reason) for t in eval.expectations
+        ]
         return finish("exec_error", failed, judged, error=reason)
     if settings.evals.structural_gate and not structural.gate_passed:
-        judged = [s.GradedExpectation(text=t, passed=False, evidence=GATE_SKIPPED) for t in eval.expectations]
+        judged = [
+            s.GradedExpectation(text=t, passed=False, evidence=GATE_SKIPPED)
+            for t in eval.expectations
+        ]
         return finish("gated", structural, judged)
     if not eval.expectations and not has_rubric:
         return finish("ok", structural, [])
@@ -194,7 +210,9 @@ async def grade_run(
         log.warning("judge.failed", eval_id=eval.id, run_dir=str(run_dir), error=str(exc)[:500])
         return finish("judge_error", structural, [], error=message)
     except ModelCallFailed as exc:  # an HTTP 400 for a context overflow, a 5xx after retries
-        log.warning("judge.call_failed", eval_id=eval.id, run_dir=str(run_dir), error=str(exc)[:500])
+        log.warning(
+            "judge.call_failed", eval_id=eval.id, run_dir=str(run_dir), error=str(exc)[:500]
+        )
         return unscored(eval, structural, f"the grader call failed: {exc}")
     by_text: dict[str, list[JudgedExpectation]] = {}
     for item in answer.expectations:
@@ -209,7 +227,10 @@ async def grade_run(
 
 def fail_all(structural: s.Structural, evidence: str) -> s.Structural:
     """The same checks, all failed with one reason (a run that never finished proves nothing)."""
-    items = [r.model_copy(update={"passed": False, "evidence": evidence}) for r in structural.expectations]
+    items = [
+        r.model_copy(update={"passed": False, "evidence": evidence})
+        for r in structural.expectations
+    ]
     return s.Structural(
         expectations=items,
         summary=s.PassSummary(passed=0, failed=len(items), total=len(items), pass_rate=0.0),
@@ -220,23 +241,35 @@ def fail_all(structural: s.Structural, evidence: str) -> s.Structural:
 # --- the request --------------------------------------------------------------------------------
 
 
-def build_request(eval: Any, run_dir: Path, *, attachments: bool = True) -> str | list[dict[str, Any]]:
+def build_request(
+    eval: Any, run_dir: Path, *, attachments: bool = True
+) -> str | list[dict[str, Any]]:
     """The user message: tagged sections the grader prompt names, then any images and PDFs of the
     outputs as their own blocks; nothing of the host (no paths, no times), so the same run asks
     the same question wherever its folder is."""
     parts = task_sections(eval)
     view = render_view(run_dir, budget=MAX_OUTPUT_CHARS, attach=attachments)
     parts.append(tag("outputs", view.text))
-    parts.append(data("transcript", truncate(read_text(run_dir / "transcript.md"), MAX_TRANSCRIPT_CHARS)))
+    parts.append(
+        data("transcript", truncate(read_text(run_dir / "transcript.md"), MAX_TRANSCRIPT_CHARS))
+    )
     notes = read_text(run_dir / "outputs" / "user_notes.md").strip()
-    parts.append(data("user_notes", truncate(notes, MAX_FILE_CHARS)) if notes else tag("user_notes", "(none)"))
+    parts.append(
+        data("user_notes", truncate(notes, MAX_FILE_CHARS))
+        if notes
+        else tag("user_notes", "(none)")
+    )
     return content("\n\n".join(parts), view.attachments)
 
 
 # --- pieces of grading.json ---------------------------------------------------------------------
 
 
-NOTE_HEADINGS = (("uncertainties", "uncertain"), ("needs_review", "review"), ("workarounds", "workaround"))
+NOTE_HEADINGS = (
+    ("uncertainties", "uncertain"),
+    ("needs_review", "review"),
+    ("workarounds", "workaround"),
+)
 
 
 def notes_summary(text: str) -> s.UserNotesSummary | None:
@@ -268,7 +301,9 @@ def _feedback(answer: JudgeAnswer) -> s.EvalFeedback | None:
     if not fb.suggestions and not fb.overall.strip():
         return None  # seed 002: present only when the grader raises something
     return s.EvalFeedback(
-        suggestions=[s.EvalFeedbackSuggestion(**x.model_dump(exclude_none=True)) for x in fb.suggestions],
+        suggestions=[
+            s.EvalFeedbackSuggestion(**x.model_dump(exclude_none=True)) for x in fb.suggestions
+        ],
         overall=fb.overall,
     )
 

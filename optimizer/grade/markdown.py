@@ -28,7 +28,10 @@ def render_markdown(benchmark: s.Benchmark) -> str:
     ws, wo, delta = rs["with_skill"], rs.get("without_skill"), rs.get("delta", {})
     lines = [f"# Skill benchmark: {meta['skill_name']}", ""]
     if meta.get("simulated"):
-        lines += ["**SIMULATION**: these results come from the offline simulator, not a real model.", ""]
+        lines += [
+            "**SIMULATION**: these results come from the offline simulator, not a real model.",
+            "",
+        ]
     lines += [
         f"- Executor model: {meta.get('executor_model') or '—'}; grader: {meta.get('analyzer_model') or '—'}",
         f"- Date: {meta['timestamp']}",
@@ -37,14 +40,20 @@ def render_markdown(benchmark: s.Benchmark) -> str:
         f"- Judge errors (excluded from the means): {data.get('judge_errors', 0)}; "
         f"executor errors (scored 0): {data.get('exec_errors', 0)}; unscored runs (our "
         f"infrastructure failed them; excluded, retried): {len(data.get('unscored') or [])}",
-        "", "## Summary", "",
-        "| Metric | With skill | Without skill | Delta |", "|---|---|---|---|",
+        "",
+        "## Summary",
+        "",
+        "| Metric | With skill | Without skill | Delta |",
+        "|---|---|---|---|",
     ]
     rows = [
-        ("Pass rate", "pass_rate", True, ""), ("Overall score", "overall_efficiency", True, ""),
+        ("Pass rate", "pass_rate", True, ""),
+        ("Overall score", "overall_efficiency", True, ""),
         ("Rubric (normalized)", "rubric_normalized", True, ""),
-        ("Time", "time_seconds", False, " s"), ("Tokens", "tokens", False, ""),
+        ("Time", "time_seconds", False, " s"),
+        ("Tokens", "tokens", False, ""),
     ]
+
     def shown(side: dict | None, key: str, pct: bool, unit: str) -> str:
         if not side:
             return "—"
@@ -55,12 +64,24 @@ def render_markdown(benchmark: s.Benchmark) -> str:
     for label, key, pct, unit in rows:
         if ws.get(key) is None and (wo or {}).get(key) is None:
             continue
-        lines.append(f"| {label} | {shown(ws, key, pct, unit)} | {shown(wo, key, pct, unit)} | "
-                     f"{delta.get(key, '—')} |")
-    cons = [("—" if x is None or x.get("consistency") is None else f"{x['consistency']:.2f}") for x in (ws, wo)]
-    lines += [f"| Consistency | {cons[0]} | {cons[1]} | |", "", "## Per eval (mean score)", "",
-              "| Eval | With skill | Without skill | Delta |", "|---|---|---|---|"]
+        lines.append(
+            f"| {label} | {shown(ws, key, pct, unit)} | {shown(wo, key, pct, unit)} | "
+            f"{delta.get(key, '—')} |"
+        )
+    cons = [
+        ("—" if x is None or x.get("consistency") is None else f"{x['consistency']:.2f}")
+        for x in (ws, wo)
+    ]
+    lines += [
+        f"| Consistency | {cons[0]} | {cons[1]} | |",
+        "",
+        "## Per eval (mean score)",
+        "",
+        "| Eval | With skill | Without skill | Delta |",
+        "|---|---|---|---|",
+    ]
     for row in data.get("per_eval", []):
+
         def side(x: dict | None) -> str:
             if not x:
                 return "—"
@@ -68,12 +89,17 @@ def render_markdown(benchmark: s.Benchmark) -> str:
             err = f", {x['judge_errors']} judge error(s)" if x["judge_errors"] else ""
             err += f", {x['unscored']} unscored" if x.get("unscored") else ""
             return f"{m} ({x['runs']} run(s){err})"
-        lines.append(f"| {row['eval_id']}: {row['eval_name']} | {side(row.get('with_skill'))} | "
-                     f"{side(row.get('without_skill'))} | {row.get('delta') or '—'} |")
+
+        lines.append(
+            f"| {row['eval_id']}: {row['eval_name']} | {side(row.get('with_skill'))} | "
+            f"{side(row.get('without_skill'))} | {row.get('delta') or '—'} |"
+        )
     if data.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in data["notes"]]
     if data.get("unscored"):
         lines += ["", "## Unscored runs (excluded; retried on the next pass or resume)", ""]
-        lines += [f"- eval {u['eval_id']} {u['configuration']} run {u['run_number']}: {u['cause']}"
-                  for u in data["unscored"]]
+        lines += [
+            f"- eval {u['eval_id']} {u['configuration']} run {u['run_number']}: {u['cause']}"
+            for u in data["unscored"]
+        ]
     return "\n".join(lines) + "\n"

@@ -22,7 +22,10 @@ IMAGE_TYPES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg"}
 # Characters of output text one run keeps in state.db. A run that writes 100 large files adds
 # at most this much to the database; its other outputs are read from the folder when shown.
 KEPT_CAP = 200_000
-HEADS = (("transcript", "transcript.md"), ("judge_view", "judge_view.md"))  # what the grader was shown
+HEADS = (
+    ("transcript", "transcript.md"),
+    ("judge_view", "judge_view.md"),
+)  # what the grader was shown
 
 
 def natural_key(path: Path | str) -> list:
@@ -37,10 +40,17 @@ def of_run(run_dir: Path | str) -> dict:
     inside = os.path.realpath(path) + os.sep
     out = f"{path}/outputs"
     kept = [KEPT_CAP]
-    return {**{key: _head_text(f"{path}/{name}") for key, name in HEADS},
-            "outputs": [_describe(entry.path, rel, entry.is_symlink(), inside, kept)
-                        if _utf8(rel) else _undecodable(entry, rel)
-                        for rel, entry in _listing(out)] if readable(out, inside) else []}
+    return {
+        **{key: _head_text(f"{path}/{name}") for key, name in HEADS},
+        "outputs": [
+            _describe(entry.path, rel, entry.is_symlink(), inside, kept)
+            if _utf8(rel)
+            else _undecodable(entry, rel)
+            for rel, entry in _listing(out)
+        ]
+        if readable(out, inside)
+        else [],
+    }
 
 
 def _utf8(name: str) -> bool:
@@ -160,4 +170,9 @@ def _described(path: str, rel: str, link: bool, inside: str, kept: list[int]) ->
     if len(shown) > kept[0]:  # kept out whole, so no run keeps more than KEPT_CAP
         return {"name": rel, "size": size, "read": True}
     kept[0] -= len(shown)
-    return {"name": rel, "size": size, "text": shown, "truncated": size > len(shown.encode("utf-8"))}
+    return {
+        "name": rel,
+        "size": size,
+        "text": shown,
+        "truncated": size > len(shown.encode("utf-8")),
+    }

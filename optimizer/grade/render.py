@@ -30,7 +30,7 @@ def truncate(text: str, limit: int, head: int | None = None) -> str:
     head = min(head if head is not None else limit // 3, limit)
     tail = limit - head
     cut = len(text) - head - tail
-    return f"{text[:head]}\n[… {cut:,} characters truncated …]\n{text[len(text) - tail:] if tail else ''}"
+    return f"{text[:head]}\n[… {cut:,} characters truncated …]\n{text[len(text) - tail :] if tail else ''}"
 
 
 def task_sections(eval: Any) -> list[str]:
@@ -82,12 +82,17 @@ class Attachment:
     raw: bytes
 
     def blocks(self) -> list[dict[str, Any]]:
-        source = {"type": "base64", "media_type": self.media_type,
-                  "data": base64.b64encode(self.raw).decode("ascii")}
+        source = {
+            "type": "base64",
+            "media_type": self.media_type,
+            "data": base64.b64encode(self.raw).decode("ascii"),
+        }
         if self.kind == "document":
             return [{"type": "document", "source": source, "title": self.path}]
-        return [{"type": "text", "text": tag("attachment", f"image {self.label}", path=self.path)},
-                {"type": "image", "source": source}]
+        return [
+            {"type": "text", "text": tag("attachment", f"image {self.label}", path=self.path)},
+            {"type": "image", "source": source},
+        ]
 
 
 @dataclass
@@ -117,16 +122,28 @@ def content(text: str, attachments: list[Attachment]) -> str | list[dict[str, An
     return [{"type": "text", "text": text}, *(b for a in attachments for b in a.blocks())]
 
 
-def render_outputs(run_dir: Path, *, budget: int, shown: Callable[[str], str] = lambda s: s,
-                   prefix: str = "outputs/") -> str:
+def render_outputs(
+    run_dir: Path,
+    *,
+    budget: int,
+    shown: Callable[[str], str] = lambda s: s,
+    prefix: str = "outputs/",
+) -> str:
     """The text part of render_view: what a judge without attachments reads."""
     return render_view(run_dir, budget=budget, shown=shown, prefix=prefix).text
 
 
-def render_view(run_dir: Path, *, budget: int, shown: Callable[[str], str] = lambda s: s,
-                prefix: str = "outputs/", images: int = MAX_IMAGES,
-                document_bytes: int = MAX_DOCUMENT_BYTES, label: str = "",
-                attach: bool = True) -> Rendered:
+def render_view(
+    run_dir: Path,
+    *,
+    budget: int,
+    shown: Callable[[str], str] = lambda s: s,
+    prefix: str = "outputs/",
+    images: int = MAX_IMAGES,
+    document_bytes: int = MAX_DOCUMENT_BYTES,
+    label: str = "",
+    attach: bool = True,
+) -> Rendered:
     """Every output file as a `<file path=..>` entry, in path order: text inline (each capped at
     MAX_FILE_CHARS, all at `budget` characters), office files and PDFs as converted text in that
     budget, images and PDFs also as attachments (at most `images` images and `document_bytes` of
@@ -149,13 +166,27 @@ def render_view(run_dir: Path, *, budget: int, shown: Callable[[str], str] = lam
         elif kind == "image":
             entries.append(_image_entry(path, name, size, left, attachments, label))
         elif kind is not None:
-            entries.append(_converted_entry(path, kind, name, size, left, attachments, label, shown))
+            entries.append(
+                _converted_entry(path, kind, name, size, left, attachments, label, shown)
+            )
         else:
-            entries.append(tag("file", f"(binary file, {size:,} bytes, not shown)", path=name,
-                               binary="true", size=size, type=_type(rel)))
+            entries.append(
+                tag(
+                    "file",
+                    f"(binary file, {size:,} bytes, not shown)",
+                    path=name,
+                    binary="true",
+                    size=size,
+                    type=_type(rel),
+                )
+            )
     if left.cut:
-        entries.append(tag("render_note", "Not everything in the outputs is shown: "
-                           + "; ".join(left.cut) + "."))
+        entries.append(
+            tag(
+                "render_note",
+                "Not everything in the outputs is shown: " + "; ".join(left.cut) + ".",
+            )
+        )
     return Rendered("\n".join(entries) if entries else "(no output files)", attachments)
 
 
@@ -163,14 +194,20 @@ def _type(rel: str) -> str:
     return mimetypes.guess_type(rel)[0] or "application/octet-stream"
 
 
-def _text_entry(text: str, name: str, size: int, left: _Budget, shown: Callable[[str], str],
-                **attrs: object) -> str:
+def _text_entry(
+    text: str, name: str, size: int, left: _Budget, shown: Callable[[str], str], **attrs: object
+) -> str:
     budget = left.total
     if left.chars <= 0:
         if attrs:
             left.cut.append(f"the text of {name} (the outputs passed {budget:,} characters)")
-        return tag("file", f"[… not shown: the outputs passed {budget:,} characters …]",
-                   path=name, size=size, **attrs)
+        return tag(
+            "file",
+            f"[… not shown: the outputs passed {budget:,} characters …]",
+            path=name,
+            size=size,
+            **attrs,
+        )
     cap = min(MAX_FILE_CHARS, left.chars)
     if attrs and len(text) > cap:
         left.cut.append(f"part of the text of {name}")
@@ -179,15 +216,20 @@ def _text_entry(text: str, name: str, size: int, left: _Budget, shown: Callable[
     return data("file", shown(text), path=name, **attrs)
 
 
-def _image_entry(path: Path, name: str, size: int, left: _Budget, attachments: list[Attachment],
-                 label: str) -> str:
+def _image_entry(
+    path: Path, name: str, size: int, left: _Budget, attachments: list[Attachment], label: str
+) -> str:
     attrs: dict[str, object] = {"path": name, "binary": "true", "size": size, "type": _type(name)}
     if not left.attach:
-        return tag("file", f"(image, {size:,} bytes, not shown: this model is sent no images)", **attrs)
+        return tag(
+            "file", f"(image, {size:,} bytes, not shown: this model is sent no images)", **attrs
+        )
     if left.images <= 0:
         shown_images = sum(a.kind == "image" for a in attachments)
         left.cut.append(f"the image {name} (past {shown_images} images)")
-        return tag("file", f"(image, {size:,} bytes, not shown: past the run's image budget)", **attrs)
+        return tag(
+            "file", f"(image, {size:,} bytes, not shown: past the run's image budget)", **attrs
+        )
     try:
         media, raw = convert.image_bytes(path)
     except convert.ConvertError as exc:
@@ -195,17 +237,34 @@ def _image_entry(path: Path, name: str, size: int, left: _Budget, attachments: l
     left.images -= 1
     key = f"{label}{sum(a.kind == 'image' for a in attachments) + 1}"
     attachments.append(Attachment(key, name, "image", media, raw))
-    return tag("file", f"(image, {size:,} bytes: attached as image {key})",
-               **{**attrs, "type": media, "attachment": key})
+    return tag(
+        "file",
+        f"(image, {size:,} bytes: attached as image {key})",
+        **{**attrs, "type": media, "attachment": key},
+    )
 
 
-def _converted_entry(path: Path, kind: str, name: str, size: int, left: _Budget,
-                     attachments: list[Attachment], label: str, shown: Callable[[str], str]) -> str:
+def _converted_entry(
+    path: Path,
+    kind: str,
+    name: str,
+    size: int,
+    left: _Budget,
+    attachments: list[Attachment],
+    label: str,
+    shown: Callable[[str], str],
+) -> str:
     try:
         text = convert.to_text(path, kind)
     except convert.ConvertError as exc:
-        return tag("file", f"({kind} file, {size:,} bytes, could not be converted: {exc})",
-                   path=name, binary="true", size=size, type=_type(name))
+        return tag(
+            "file",
+            f"({kind} file, {size:,} bytes, could not be converted: {exc})",
+            path=name,
+            binary="true",
+            size=size,
+            type=_type(name),
+        )
     attrs: dict[str, object] = {"converted_from": kind}
     if kind == "pdf" and left.documents and left.attach:
         # The text always (every provider reads it, and the budget cuts it like any text); the
@@ -213,7 +272,9 @@ def _converted_entry(path: Path, kind: str, name: str, size: int, left: _Budget,
         if size <= left.document_bytes and convert.pdf_pages(path) <= MAX_DOCUMENT_PAGES:
             left.document_bytes -= size
             key = f"{label}{sum(a.kind == 'document' for a in attachments) + 1}"
-            attachments.append(Attachment(key, name, "document", "application/pdf", path.read_bytes()))
+            attachments.append(
+                Attachment(key, name, "document", "application/pdf", path.read_bytes())
+            )
             attrs["attachment"] = f"document {key}"
         else:
             left.cut.append(f"the PDF {name} as a document (its text is shown)")
@@ -233,6 +294,8 @@ def describe(content: str | list[dict[str, Any]]) -> str:
         raw = base64.b64decode(block["source"]["data"])
         digest = hashlib.sha256(raw).hexdigest()
         title = f" {block['title']}" if block.get("title") else ""
-        parts.append(f"[{block['type']}{title}: {block['source']['media_type']}, {len(raw):,} bytes, "
-                     f"sha256 {digest}]")
+        parts.append(
+            f"[{block['type']}{title}: {block['source']['media_type']}, {len(raw):,} bytes, "
+            f"sha256 {digest}]"
+        )
     return "\n\n".join(parts)

@@ -85,7 +85,9 @@ def consistency_of(mean: float, stddev: float) -> float:
 
 
 def mean_ci(
-    values: Sequence[float], confidence: float = 0.95, *,
+    values: Sequence[float],
+    confidence: float = 0.95,
+    *,
     bounds: tuple[float, float] = (-math.inf, math.inf),
 ) -> tuple[float, float]:
     """Student-t interval of the mean, mean ± t(1−α/2, n−1)·s/√n, clamped to `bounds`, the range

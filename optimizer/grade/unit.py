@@ -75,10 +75,19 @@ class Grader:
     """Grades jobs through one executor and one model client, idempotently, a bounded number at
     once (execute.concurrency)."""
 
-    def __init__(self, store: Store, client: Client, settings: Settings, evalset: EvalSet,
-                 executor: Any, *, skill_name: str, inputs_root: Path,
-                 on_run: Callable[[Scored], None] | None = None,
-                 should_stop: Callable[[], str | None] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        client: Client,
+        settings: Settings,
+        evalset: EvalSet,
+        executor: Any,
+        *,
+        skill_name: str,
+        inputs_root: Path,
+        on_run: Callable[[Scored], None] | None = None,
+        should_stop: Callable[[], str | None] | None = None,
+    ) -> None:
         self.store, self.client, self.settings = store, client, settings
         self.evals = {e.id: e for e in evalset.evals}
         self.executor = executor
@@ -99,8 +108,9 @@ class Grader:
         keeps writing behind the step that follows; then the first failure in job order is
         raised, or Interrupted when a stop left jobs unstarted."""
         with scoped(scope):
-            results = await asyncio.gather(*(self._unit(job) for job in jobs),
-                                           return_exceptions=True)
+            results = await asyncio.gather(
+                *(self._unit(job) for job in jobs), return_exceptions=True
+            )
         for result in results:
             if isinstance(result, BaseException):
                 raise result
@@ -150,9 +160,14 @@ class Grader:
         eval = self.evals[job.eval_id]
         try:
             return await asyncio.to_thread(
-                structural.check_run, eval, job.run_dir, structural.script_policy(self.policy),
-                configuration=job.configuration, skill_dir=job.skill_dir,
-                run_error=None if record.status == "ok" else (record.error or record.status))
+                structural.check_run,
+                eval,
+                job.run_dir,
+                structural.script_policy(self.policy),
+                configuration=job.configuration,
+                skill_dir=job.skill_dir,
+                run_error=None if record.status == "ok" else (record.error or record.status),
+            )
         except structural.CheckTimedOut as exc:
             self._note_hung(eval, job.configuration, exc)
             return judge.unscored(eval, None, str(exc))
@@ -169,17 +184,26 @@ class Grader:
             raise BadInput(
                 f"{self.source}: eval {eval.id}'s custom_script check '{exc.check}' hangs past its "
                 f"time limit of {exc.limit_s:g} s both with and without the skill, so it is "
-                "broken, not the skill; make the script finish (or remove it), then resume.")
+                "broken, not the skill; make the script finish (or remove it), then resume."
+            )
 
     async def _judge(self, job: Job, record: RunRecord, checks: Structural) -> GradeOutcome:
-        return await judge.grade_run(self.client, self.evals[job.eval_id], job.run_dir, record,
-                                     settings=self.settings, structural=checks,
-                                     sample=job.run_number)
+        return await judge.grade_run(
+            self.client,
+            self.evals[job.eval_id],
+            job.run_dir,
+            record,
+            settings=self.settings,
+            structural=checks,
+            sample=job.run_number,
+        )
 
     def _commit(self, job: Job, outcome: GradeOutcome, shown: dict) -> Scored:
         graded = outcome.status != "unscored"
         row = {
-            "key": job.key, "status": outcome.status, "score": outcome.score,
+            "key": job.key,
+            "status": outcome.status,
+            "score": outcome.score,
             "pass_rate": outcome.pass_rate if graded else None,
             "passed": outcome.grading.summary.passed if graded else None,
             "total": outcome.grading.summary.total if graded else None,
@@ -187,14 +211,19 @@ class Grader:
             "gate_passed": int(outcome.structural.gate_passed) if graded else None,
             "grading_json": outcome.grading.model_dump_json(exclude_none=True) if graded else None,
             "structural_json": outcome.structural.model_dump_json() if graded else None,
-            "error": outcome.error, "completed_at": now(), **job.run_key.columns(),
+            "error": outcome.error,
+            "completed_at": now(),
+            **job.run_key.columns(),
         }
         if not graded:
-            log.warning("run.unscored", run=job.key, attempt=self._tries[job.key],
-                        cause=outcome.error)
+            log.warning(
+                "run.unscored", run=job.key, attempt=self._tries[job.key], cause=outcome.error
+            )
         with self.store.atomic():
             self.store.upsert("gradings", row, pk="key")
-            self.store.upsert("previews", {"key": job.key, "preview_json": json.dumps(shown)}, pk="key")
+            self.store.upsert(
+                "previews", {"key": job.key, "preview_json": json.dumps(shown)}, pk="key"
+            )
         scored = _scored(job, row)
         if self.on_run:
             self.on_run(scored)
@@ -213,7 +242,8 @@ class Grader:
             raise WorkFailed(
                 f"{self._defects} runs in a row ended with an internal error of ours (the last: "
                 f"{error}); the run stops here with everything committed. The traceback is in "
-                "optimizer.log (run.internal_error); report it, then resume.")
+                "optimizer.log (run.internal_error); report it, then resume."
+            )
 
     async def _execute(self, job: Job) -> RunRecord:
         if is_complete(job.run_dir) and self.store.get("eval_runs", job.key):
@@ -223,19 +253,34 @@ class Grader:
         if job.run_dir.exists():  # half-written by a killed process, or left unscored: redo it
             shutil.rmtree(job.run_dir)
         record = await self.executor.execute(
-            skill_dir=job.skill_dir, skill_name=self.skill_name if job.skill_dir else None,
-            eval=self.evals[job.eval_id], inputs_root=self.inputs_root, run_dir=job.run_dir,
-            run_number=job.run_number, sample=job.run_number,
+            skill_dir=job.skill_dir,
+            skill_name=self.skill_name if job.skill_dir else None,
+            eval=self.evals[job.eval_id],
+            inputs_root=self.inputs_root,
+            run_dir=job.run_dir,
+            run_number=job.run_number,
+            sample=job.run_number,
         )
         with self.store.atomic():
-            self.store.upsert("eval_runs", {"key": job.key, "version": job.version,
-                                            "split": job.split, **record.to_row()}, pk="key")
+            self.store.upsert(
+                "eval_runs",
+                {"key": job.key, "version": job.version, "split": job.split, **record.to_row()},
+                pk="key",
+            )
         return record
 
 
 def _scored(job: Job, row: dict) -> Scored:
-    return Scored(job.key, job.eval_id, job.run_number, job.configuration, row["status"],
-                  row["score"], row["pass_rate"] or 0.0, row.get("error"))
+    return Scored(
+        job.key,
+        job.eval_id,
+        job.run_number,
+        job.configuration,
+        row["status"],
+        row["score"],
+        row["pass_rate"] or 0.0,
+        row.get("error"),
+    )
 
 
 def eval_means(results: dict[int, list[Scored]]) -> dict[int, list[float]]:
@@ -250,30 +295,46 @@ def judge_errors(*results: dict[int, list[Scored]]) -> tuple[int, int]:
 
 def unscored(*results: dict[int, list[Scored]]) -> list[Scored]:
     """The runs our infrastructure failed, in key order: counted and shown, never averaged."""
-    return sorted((s for r in results for ss in r.values() for s in ss if s.status == "unscored"),
-                  key=lambda s: s.key)
+    return sorted(
+        (s for r in results for ss in r.values() for s in ss if s.status == "unscored"),
+        key=lambda s: s.key,
+    )
 
 
-def jobs_for(evals: Sequence[int], runs: int, *, prefix: str, root: Path, configuration: str,
-             skill_dir: Path | None, version: str, split: str = "train") -> list[Job]:
+def jobs_for(
+    evals: Sequence[int],
+    runs: int,
+    *,
+    prefix: str,
+    root: Path,
+    configuration: str,
+    skill_dir: Path | None,
+    version: str,
+    split: str = "train",
+) -> list[Job]:
     """Runs 1..runs of each eval, keyed `<prefix>eval-<id>/<configuration>/run-<n>` and kept in
     root/ under the same relative path, in (eval, run) order."""
     jobs = []
     for e in evals:
         for n in range(1, runs + 1):
             rel = str(RunKey(prefix, e, configuration, n))
-            jobs.append(Job(rel, root / rel, e, configuration, n, skill_dir, version, split, prefix))
+            jobs.append(
+                Job(rel, root / rel, e, configuration, n, skill_dir, version, split, prefix)
+            )
     return jobs
 
 
-def committed(store: Store, root: Path, evalset: EvalSet, prefix: str,
-              eval_ids: Sequence[int]) -> list[tuple[Eval, RunRecord, GradeOutcome]]:
+def committed(
+    store: Store, root: Path, evalset: EvalSet, prefix: str, eval_ids: Sequence[int]
+) -> list[tuple[Eval, RunRecord, GradeOutcome]]:
     """(eval, record, outcome) of every graded run under `prefix` (e.g. "v2/") with an eval id in
     eval_ids, by (eval, configuration, run number): what aggregate() takes."""
     wanted = set(eval_ids)
     out = []
-    for row in store.query("select * from gradings where prefix = ? "
-                           "order by eval_id, configuration, run_number", [prefix]):
+    for row in store.query(
+        "select * from gradings where prefix = ? order by eval_id, configuration, run_number",
+        [prefix],
+    ):
         if row["eval_id"] not in wanted:
             continue
         eval = evalset.by_id(row["eval_id"])
@@ -284,8 +345,10 @@ def committed(store: Store, root: Path, evalset: EvalSet, prefix: str,
                 status=row["status"],
                 grading=schemas.Grading.model_validate(json.loads(row["grading_json"])),
                 structural=schemas.Structural.model_validate(json.loads(row["structural_json"])),
-                pass_rate=row["pass_rate"] or 0.0, rubric_normalized=row["rubric_normalized"],
-                score=row["score"], error=row.get("error"),
+                pass_rate=row["pass_rate"] or 0.0,
+                rubric_normalized=row["rubric_normalized"],
+                score=row["score"],
+                error=row.get("error"),
             )
         out.append((eval, RunRecord.load(root / row["key"]), outcome))
     return sorted(out, key=lambda it: (it[0].id, it[1].run_number))

@@ -57,11 +57,15 @@ def _find(data: CandidatesFile, cid: str) -> Candidate:
     for c in data.candidates:
         if c.id == cid:
             return c
-    raise BadInput(f"candidates.json has no candidate '{cid}'; `optimizer evals review` lists them.")
+    raise BadInput(
+        f"candidates.json has no candidate '{cid}'; `optimizer evals review` lists them."
+    )
 
 
 def _replace(data: CandidatesFile, cand: Candidate) -> CandidatesFile:
-    return data.model_copy(update={"candidates": [cand if c.id == cand.id else c for c in data.candidates]})
+    return data.model_copy(
+        update={"candidates": [cand if c.id == cand.id else c for c in data.candidates]}
+    )
 
 
 def edit(skill_dir: Path, skill_name: str, cid: str, changes: dict[str, Any]) -> Candidate:
@@ -69,12 +73,16 @@ def edit(skill_dir: Path, skill_name: str, cid: str, changes: dict[str, Any]) ->
     data = load(skill_dir, skill_name)
     cand = _find(data, cid)
     if cand.status != "pending":
-        raise BadInput(f"candidate {cid} is already {cand.status}; only a pending one can be edited.")
+        raise BadInput(
+            f"candidate {cid} is already {cand.status}; only a pending one can be edited."
+        )
     merged = {**cand.eval.model_dump(), **changes}
     try:
         new_eval = CandidateEval.model_validate(merged)
     except ValueError as exc:
-        raise BadInput(f"candidate {cid}: the edit is not a valid eval ({str(exc).splitlines()[0]}).") from None
+        raise BadInput(
+            f"candidate {cid}: the edit is not a valid eval ({str(exc).splitlines()[0]})."
+        ) from None
     cand = cand.model_copy(update={"eval": new_eval})
     save(skill_dir, _replace(data, cand))
     return cand
@@ -96,7 +104,9 @@ def accept(skill_dir: Path, skill_name: str, cid: str, settings: Settings) -> Ca
     if cand.status != "pending":
         raise BadInput(f"candidate {cid} is already {cand.status}; nothing to accept.")
     source = skill_dir / EVALS_FILE
-    load_evals(skill_dir)  # a missing or broken evals.json is the user's to fix first, in one sentence
+    load_evals(
+        skill_dir
+    )  # a missing or broken evals.json is the user's to fix first, in one sentence
     raw = json.loads(source.read_text(encoding="utf-8-sig"))
     # An id once given is never given again, not even after its eval was dropped: runs, feedback
     # and reports name evals by id.
@@ -106,10 +116,12 @@ def accept(skill_dir: Path, skill_name: str, cid: str, settings: Settings) -> Ca
     _check(skill_dir, source, text)
     side = None
     if cand.kind == "new_eval":
-        side = placement.side(cand.eval.prompt, test_fraction=settings.evals.test_fraction,
-                              seed=settings.loop.seed)
-    cand = cand.model_copy(update={"status": "accepted", "decided_at": now(), "eval_id": eval_id,
-                                   "split": side})
+        side = placement.side(
+            cand.eval.prompt, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed
+        )
+    cand = cand.model_copy(
+        update={"status": "accepted", "decided_at": now(), "eval_id": eval_id, "split": side}
+    )
     # candidates.json first: should the second write fail, the eval is not in evals.json and the
     # candidate says accepted with an id no eval has, which placement ignores; never the reverse
     # (an added eval whose record is missing would join the seeded split and move the others).
@@ -138,12 +150,16 @@ def _applied(raw: dict[str, Any], cand: Candidate, used: int) -> tuple[dict[str,
         return {**raw, "evals": [*raw["evals"], entry]}, eval_id
     target = next((e for e in evals if e.get("id") == cand.target_eval_id), None)
     if target is None:
-        raise BadInput(f"candidate {cand.id}: evals.json has no eval {cand.target_eval_id} any more; "
-                       "reject the candidate.")
+        raise BadInput(
+            f"candidate {cand.id}: evals.json has no eval {cand.target_eval_id} any more; "
+            "reject the candidate."
+        )
     if cand.kind == "drop":
         return {**raw, "evals": [e for e in raw["evals"] if e is not target]}, cand.target_eval_id
-    return {**raw, "evals": [_sharpened(e, cand) if e is target else e for e in raw["evals"]]}, \
-        cand.target_eval_id
+    return {
+        **raw,
+        "evals": [_sharpened(e, cand) if e is target else e for e in raw["evals"]],
+    }, cand.target_eval_id
 
 
 def _sharpened(entry: dict[str, Any], cand: Candidate) -> dict[str, Any]:
@@ -151,20 +167,29 @@ def _sharpened(entry: dict[str, Any], cand: Candidate) -> dict[str, Any]:
     if cand.kind == "add_check":
         if "assertions" in entry:
             taken = {str(a.get("id")) for a in entry["assertions"] if isinstance(a, dict)}
-            new_id = next(f"A{i}" for i in range(len(taken) + 1, len(taken) + 1000) if f"A{i}" not in taken)
+            new_id = next(
+                f"A{i}" for i in range(len(taken) + 1, len(taken) + 1000) if f"A{i}" not in taken
+            )
             return {**entry, "assertions": [*entry["assertions"], {"id": new_id, "text": new_text}]}
         return {**entry, "expectations": [*(entry.get("expectations") or []), new_text]}
     if "assertions" in entry:
         items = entry["assertions"]
         hit = [a for a in items if a.get("text") == cand.replaces]
         if not hit:
-            raise BadInput(f"candidate {cand.id}: eval {cand.target_eval_id} has no assertion "
-                           f"{cand.replaces!r} any more; reject the candidate.")
-        return {**entry, "assertions": [{**a, "text": new_text} if a is hit[0] else a for a in items]}
+            raise BadInput(
+                f"candidate {cand.id}: eval {cand.target_eval_id} has no assertion "
+                f"{cand.replaces!r} any more; reject the candidate."
+            )
+        return {
+            **entry,
+            "assertions": [{**a, "text": new_text} if a is hit[0] else a for a in items],
+        }
     items = list(entry.get("expectations") or [])
     if cand.replaces not in items:
-        raise BadInput(f"candidate {cand.id}: eval {cand.target_eval_id} has no expectation "
-                       f"{cand.replaces!r} any more; reject the candidate.")
+        raise BadInput(
+            f"candidate {cand.id}: eval {cand.target_eval_id} has no expectation "
+            f"{cand.replaces!r} any more; reject the candidate."
+        )
     items[items.index(cand.replaces)] = new_text
     return {**entry, "expectations": items}
 
@@ -181,4 +206,3 @@ def in_dialect(dialect: str, eval_id: int, ev: CandidateEval) -> dict[str, Any]:
     else:
         entry["expectations"] = list(ev.expectations)
     return entry
-

@@ -47,7 +47,9 @@ def _copy(skill_dir: Path, source: Path, cwd: str) -> tuple[str | None, str]:
     """(the eval's path of the copy, '') or (None, why it was only named)."""
     if not cwd or not source.resolve().is_relative_to(Path(cwd).resolve()):
         return None, "outside the session's project folder"
-    if any(part.startswith(".") for part in source.resolve().relative_to(Path(cwd).resolve()).parts):
+    if any(
+        part.startswith(".") for part in source.resolve().relative_to(Path(cwd).resolve()).parts
+    ):
         return None, "a hidden file (.env and the like hold settings, not task inputs)"
     size = source.stat().st_size
     if size > MAX_COPY_BYTES:
@@ -82,12 +84,15 @@ def _in_prompt(task: str, original: str, source: Path, cwd: str, copied: str) ->
 
 def _expectations(use: Use, outputs: list[str], corrections: list[str]) -> list[str]:
     out = [f"The file `{o}` is written" for o in outputs]
-    out += [f"Without being asked again, the result already does what the user asked for "
-            f"afterwards: \"{_clip(c, 200)}\"" for c in corrections]
+    out += [
+        f"Without being asked again, the result already does what the user asked for "
+        f'afterwards: "{_clip(c, 200)}"'
+        for c in corrections
+    ]
     if use.errors:
         out.append("The run finishes without tool errors")
     if not out:
-        out.append(f"The result does what the task asks: \"{_clip(use.task, 200)}\"")
+        out.append(f'The result does what the task asks: "{_clip(use.task, 200)}"')
     return out
 
 
@@ -95,7 +100,11 @@ def _outputs(use: Use) -> list[str]:
     seen: list[str] = []
     for raw in use.writes:
         path = Path(raw)
-        rel = path.relative_to(use.cwd).as_posix() if use.cwd and path.is_relative_to(use.cwd) else path.name
+        rel = (
+            path.relative_to(use.cwd).as_posix()
+            if use.cwd and path.is_relative_to(use.cwd)
+            else path.name
+        )
         if rel not in seen and not rel.startswith(".claude/"):
             seen.append(rel)
     return seen
@@ -111,32 +120,57 @@ def candidate(skill_dir: Path, use: Use) -> Candidate:
             named.append(redact.text(f"{source} ({why})"))
             continue
         files.append(copied)
-        original = next((m.group(1) for m in _PATHISH.finditer(task)
-                         if Path(use.cwd or ".", m.group(1)) == Path(source) or m.group(1) == source), source)
+        original = next(
+            (
+                m.group(1)
+                for m in _PATHISH.finditer(task)
+                if Path(use.cwd or ".", m.group(1)) == Path(source) or m.group(1) == source
+            ),
+            source,
+        )
         task = _in_prompt(task, original, Path(source), use.cwd, copied)
     later = [redact.text(m) for m in use.later]
     corrections = [m for m in later if is_correction(m)]
     outputs = [redact.text(o) for o in _outputs(use)]
     words = " ".join(task.split()[:8])
     day = use.time[:10]
-    expected = "; ".join(filter(None, [
-        f"writes {', '.join(outputs)}" if outputs else "",
-        ("gets right at once what the user corrected afterwards: "
-         + " / ".join(_clip(c, 160) for c in corrections)) if corrections else "",
-    ])) or "does what the task asks"
+    expected = (
+        "; ".join(
+            filter(
+                None,
+                [
+                    f"writes {', '.join(outputs)}" if outputs else "",
+                    (
+                        "gets right at once what the user corrected afterwards: "
+                        + " / ".join(_clip(c, 160) for c in corrections)
+                    )
+                    if corrections
+                    else "",
+                ],
+            )
+        )
+        or "does what the task asks"
+    )
     return Candidate(
         id=candidate_id("session", use.session_id or str(use.file), use.time, task),
         kind="new_eval",
-        origin=CandidateOrigin(source="session", file=str(use.file), time=use.time,
-                               session_id=use.session_id),
-        eval=CandidateEval(name=_clip(f"{words} ({day})", 80), prompt=task,
-                           expected_output=f"The result {expected}.", files=files,
-                           expectations=[redact.text(e) for e in _expectations(use, outputs, corrections)]),
+        origin=CandidateOrigin(
+            source="session", file=str(use.file), time=use.time, session_id=use.session_id
+        ),
+        eval=CandidateEval(
+            name=_clip(f"{words} ({day})", 80),
+            prompt=task,
+            expected_output=f"The result {expected}.",
+            files=files,
+            expectations=[redact.text(e) for e in _expectations(use, outputs, corrections)],
+        ),
         signals=CandidateSignals(
             corrections=[_clip(c) for c in corrections],
             follow_ups=[_clip(m) for m in later if m not in corrections],
-            errors=[_clip(redact.text(e)) for e in use.errors], outputs=outputs,
-            final_answer=_clip(redact.text(use.final))),
+            errors=[_clip(redact.text(e)) for e in use.errors],
+            outputs=outputs,
+            final_answer=_clip(redact.text(use.final)),
+        ),
         files_named=named,
         reason=f"the skill was used in session {use.session_id or use.file.name} on {day}",
     )

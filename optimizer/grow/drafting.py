@@ -42,15 +42,22 @@ def request_text(name: str, description: str, drafts: list[Candidate]) -> str:
     """The user message: redacted once more here, so no caller can send an unredacted draft."""
     entries = []
     for c in sorted(drafts, key=lambda c: c.id):
-        parts = [data("prompt", c.eval.prompt), data("files", bullet_lines(c.eval.files)),
-                 data("outputs", bullet_lines(c.signals.outputs)),
-                 data("corrections", bullet_lines(c.signals.corrections)),
-                 data("follow_ups", bullet_lines(c.signals.follow_ups)),
-                 data("errors", bullet_lines(c.signals.errors)),
-                 data("heuristic_expectations", bullet_lines(c.eval.expectations))]
+        parts = [
+            data("prompt", c.eval.prompt),
+            data("files", bullet_lines(c.eval.files)),
+            data("outputs", bullet_lines(c.signals.outputs)),
+            data("corrections", bullet_lines(c.signals.corrections)),
+            data("follow_ups", bullet_lines(c.signals.follow_ups)),
+            data("errors", bullet_lines(c.signals.errors)),
+            data("heuristic_expectations", bullet_lines(c.eval.expectations)),
+        ]
         entries.append(tag("draft", "\n".join(parts), id=c.id))
-    text = "\n\n".join([tag("skill", f"name: {name}\ndescription: {description}"),
-                        tag("drafts", "\n\n".join(entries))])
+    text = "\n\n".join(
+        [
+            tag("skill", f"name: {name}\ndescription: {description}"),
+            tag("drafts", "\n\n".join(entries)),
+        ]
+    )
     return redact.text(text)
 
 
@@ -63,22 +70,31 @@ def refiner(settings: Settings, skill_dir: Path) -> Callable[[list[Candidate]], 
     def refine(drafts: list[Candidate]) -> list[Candidate]:
         from optimizer.model.session import open_session
 
-        with open_session(settings, Path("runs") / "evals-mine" / skill.name, console=False) as session:
-            return asyncio.run(_ask(session.client, settings, skill.name, skill.description, drafts))
+        with open_session(
+            settings, Path("runs") / "evals-mine" / skill.name, console=False
+        ) as session:
+            return asyncio.run(
+                _ask(session.client, settings, skill.name, skill.description, drafts)
+            )
 
     return refine
 
 
-async def _ask(client, settings: Settings, name: str, description: str,
-               drafts: list[Candidate]) -> list[Candidate]:
+async def _ask(
+    client, settings: Settings, name: str, description: str, drafts: list[Candidate]
+) -> list[Candidate]:
     from optimizer.model.errors import ModelCallFailed
     from optimizer.model.structured import StructuredAnswerError
 
     try:
         answer = await client.structured(
-            ROLE, system=load_prompt(ROLE).render(),
+            ROLE,
+            system=load_prompt(ROLE).render(),
             messages=[{"role": "user", "content": request_text(name, description, drafts)}],
-            schema=DraftAnswer, tool_name=TOOL, model=settings.models.analyzer)
+            schema=DraftAnswer,
+            tool_name=TOOL,
+            model=settings.models.analyzer,
+        )
     except (StructuredAnswerError, ModelCallFailed) as exc:
         log.warning("evals.drafting_failed", error=redact.text(str(exc))[:300])
         return drafts
@@ -91,8 +107,15 @@ async def _ask(client, settings: Settings, name: str, description: str,
         if got is None:
             out.append(c)
             continue
-        new_eval = c.eval.model_copy(update={
-            "expected_output": redact.text(got.expected_output),
-            "expectations": [redact.text(e) for e in got.expectations]})
-        out.append(c.model_copy(update={"eval": new_eval, "drafted_by": f"model {settings.models.analyzer}"}))
+        new_eval = c.eval.model_copy(
+            update={
+                "expected_output": redact.text(got.expected_output),
+                "expectations": [redact.text(e) for e in got.expectations],
+            }
+        )
+        out.append(
+            c.model_copy(
+                update={"eval": new_eval, "drafted_by": f"model {settings.models.analyzer}"}
+            )
+        )
     return out

@@ -27,8 +27,13 @@ class Mined:
     pending: int
 
 
-def mine(skill_dir: Path, root: Path, since: datetime | None, *,
-         refine: Callable[[list[Candidate]], list[Candidate]] | None = None) -> Mined:
+def mine(
+    skill_dir: Path,
+    root: Path,
+    since: datetime | None,
+    *,
+    refine: Callable[[list[Candidate]], list[Candidate]] | None = None,
+) -> Mined:
     """Draft a candidate per use of the skill found under root; `refine`, when given, is a
     callable that rewrites the redacted drafts (a model, with --provider)."""
     name = load_skill(skill_dir).name
@@ -38,12 +43,19 @@ def mine(skill_dir: Path, root: Path, since: datetime | None, *,
     fresh = [c for c in found if c.id not in known]
     if refine is not None and fresh:  # only what the file lacks: a reviewed draft is never re-sent
         found = refine(fresh)
-    return _store(skill_dir, name, found, sessions=len({u.file for u in uses}), uses=len(uses),
-                  event="evals.mined")
+    return _store(
+        skill_dir,
+        name,
+        found,
+        sessions=len({u.file for u in uses}),
+        uses=len(uses),
+        event="evals.mined",
+    )
 
 
-def _store(skill_dir: Path, name: str, found: list[Candidate], *, sessions: int, uses: int,
-           event: str) -> Mined:
+def _store(
+    skill_dir: Path, name: str, found: list[Candidate], *, sessions: int, uses: int, event: str
+) -> Mined:
     data, added = candidates.merge(candidates.load(skill_dir, name), found)
     path = candidates.save(skill_dir, data)
     waiting = len(candidates.pending(data))

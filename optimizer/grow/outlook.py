@@ -26,25 +26,41 @@ def for_run(run: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any] | N
         return None
     selection = settings.get("selection") or {}
     scope, few = str(selection.get("scope", "auto")), int(selection.get("few_evals", 10))
-    out: dict[str, Any] = {"train": train, "power": round(power.power_at(train, scope=scope, few_evals=few), 3),
-                           "effect": power.effect(), "next_train": None, "next_power": None,
-                           "new_evals": 0, "line": power.line(train, what="train evals in this run", scope=scope, few_evals=few)}
+    out: dict[str, Any] = {
+        "train": train,
+        "power": round(power.power_at(train, scope=scope, few_evals=few), 3),
+        "effect": power.effect(),
+        "next_train": None,
+        "next_power": None,
+        "new_evals": 0,
+        "line": power.line(train, what="train evals in this run", scope=scope, few_evals=few),
+    }
     if not run.get("skill_dir"):
         return out
     source = Path(run["skill_dir"])
     loop, evals = settings.get("loop") or {}, settings.get("evals") or {}
     try:
-        now, later = train_counts(source, None, test_fraction=float(evals.get("test_fraction", 0.25)),
-                                  seed=int(loop.get("seed", 0)))
+        now, later = train_counts(
+            source,
+            None,
+            test_fraction=float(evals.get("test_fraction", 0.25)),
+            seed=int(loop.get("seed", 0)),
+        )
     except (BadInput, OSError, ValueError):
         return out
     if later == train:
         return out
-    out |= {"next_train": later, "next_power": round(power.power_at(later, scope=scope, few_evals=few), 3), "new_evals": later - train,
-            "line": (f"{power.line(train, later, what='train evals in this run', scope=scope, few_evals=few)} on the next run, "
-                     f"with the evals {source} holds now"
-                     + (" and its pending candidates" if later != now else "")
-                     + f" (`optimizer run {source} --from <this run>`)")}
+    out |= {
+        "next_train": later,
+        "next_power": round(power.power_at(later, scope=scope, few_evals=few), 3),
+        "new_evals": later - train,
+        "line": (
+            f"{power.line(train, later, what='train evals in this run', scope=scope, few_evals=few)} on the next run, "
+            f"with the evals {source} holds now"
+            + (" and its pending candidates" if later != now else "")
+            + f" (`optimizer run {source} --from <this run>`)"
+        ),
+    }
     return out
 
 
@@ -55,8 +71,9 @@ def resume_note(ws_root: Path, run: dict[str, Any], settings: dict[str, Any]) ->
     if not info or not info["next_train"]:
         return None
     source = run.get("skill_dir")
-    return (f"note: {source}/evals now gives {info['next_train']} train evals, this run keeps its "
-            f"{info['train']} (a running run's split never changes); start the next run with "
-            f"`optimizer run {source} --from {ws_root}` to use them "
-            f"(power to find +{info['effect']:.2f}: {info['power']:.0%} now, {info['next_power']:.0%} then).")
-
+    return (
+        f"note: {source}/evals now gives {info['next_train']} train evals, this run keeps its "
+        f"{info['train']} (a running run's split never changes); start the next run with "
+        f"`optimizer run {source} --from {ws_root}` to use them "
+        f"(power to find +{info['effect']:.2f}: {info['power']:.0%} now, {info['next_power']:.0%} then)."
+    )

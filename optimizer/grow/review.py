@@ -18,30 +18,48 @@ EDITABLE = ("name", "prompt", "expected_output", "files", "expectations")
 
 def _settings(run_settings: dict[str, Any]) -> Settings:
     loop, evals = run_settings.get("loop") or {}, run_settings.get("evals") or {}
-    return Settings.model_validate({"loop": {"seed": loop.get("seed", 0)},
-                                    "evals": {"test_fraction": evals.get("test_fraction", 0.25)}})
+    return Settings.model_validate(
+        {
+            "loop": {"seed": loop.get("seed", 0)},
+            "evals": {"test_fraction": evals.get("test_fraction", 0.25)},
+        }
+    )
 
 
 def listing(skill_dir: Path | None, run_settings: dict[str, Any]) -> dict[str, Any]:
     """Every candidate (pending first, then decided, each in file order) and the power line."""
     if skill_dir is None or not skill_dir.is_dir():
-        return {"available": False, "why": f"the run's skill folder {skill_dir} is not there any more"}
+        return {
+            "available": False,
+            "why": f"the run's skill folder {skill_dir} is not there any more",
+        }
     name = load_skill(skill_dir).name
     data = candidates.load(skill_dir, name)
     settings = _settings(run_settings)
-    now, later = train_counts(skill_dir, None, test_fraction=settings.evals.test_fraction,
-                              seed=settings.loop.seed)
+    now, later = train_counts(
+        skill_dir, None, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed
+    )
     ordered = [*candidates.pending(data), *(c for c in data.candidates if c.status != "pending")]
-    return {"available": True, "skill_dir": str(skill_dir), "file": str(candidates.path_of(skill_dir)),
-            "candidates": [c.model_dump(mode="json") for c in ordered],
-            "power": power.line(now, later, scope=settings.selection.scope,
-                                  few_evals=settings.selection.few_evals) + (" once the pending candidates are accepted" if later != now else "")}
+    return {
+        "available": True,
+        "skill_dir": str(skill_dir),
+        "file": str(candidates.path_of(skill_dir)),
+        "candidates": [c.model_dump(mode="json") for c in ordered],
+        "power": power.line(
+            now, later, scope=settings.selection.scope, few_evals=settings.selection.few_evals
+        )
+        + (" once the pending candidates are accepted" if later != now else ""),
+    }
 
 
-def act(skill_dir: Path | None, run_settings: dict[str, Any], action: str, body: dict[str, Any]) -> dict[str, Any]:
+def act(
+    skill_dir: Path | None, run_settings: dict[str, Any], action: str, body: dict[str, Any]
+) -> dict[str, Any]:
     """accept (with the page's edits applied first), edit, or reject one candidate; the new listing."""
     if skill_dir is None or not skill_dir.is_dir():
-        raise BadInput(f"the run's skill folder {skill_dir} is not there any more; nothing to change.")
+        raise BadInput(
+            f"the run's skill folder {skill_dir} is not there any more; nothing to change."
+        )
     cid = body.get("id")
     if not isinstance(cid, str):
         raise ValueError("send {id: text, eval: {...}}")
@@ -50,9 +68,14 @@ def act(skill_dir: Path | None, run_settings: dict[str, Any], action: str, body:
     if not isinstance(edits, dict) or set(edits) - set(EDITABLE):
         raise ValueError(f"eval may change only {', '.join(EDITABLE)}")
     if action in ("accept", "edit") and edits:
-        current = next((c for c in candidates.load(skill_dir, name).candidates if c.id == cid), None)
-        if current is not None and current.status == "pending" and any(
-                getattr(current.eval, k) != v for k, v in edits.items()):
+        current = next(
+            (c for c in candidates.load(skill_dir, name).candidates if c.id == cid), None
+        )
+        if (
+            current is not None
+            and current.status == "pending"
+            and any(getattr(current.eval, k) != v for k, v in edits.items())
+        ):
             candidates.edit(skill_dir, name, cid, edits)
     if action == "accept":
         candidates.accept(skill_dir, name, cid, _settings(run_settings))

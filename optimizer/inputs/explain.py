@@ -92,14 +92,10 @@ def explain(source: Path, prefix: tuple[Any, ...], err: Mapping[str, Any]) -> st
         message = str(ctx.get("error") or err["msg"])
         return f"{source}: {where}: {message}."
     if kind in ("int_type", "int_parsing", "int_from_float"):
-        return (
-            f"{source}: {where} is {short(got)}; write a whole number such as 1, without quotes."
-        )
+        return f"{source}: {where} is {short(got)}; write a whole number such as 1, without quotes."
     if kind.endswith("_type"):
         expected = kind.removesuffix("_type").replace("model", "object").replace("dict", "object")
         return (
             f"{source}: {where} is {short(got)}, not a {expected}; write a JSON {expected} there."
         )
     return f"{source}: {where} is {short(got)}: {err['msg'].lower()}; fix the value."
-
-

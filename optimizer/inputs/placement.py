@@ -33,6 +33,7 @@ class Split(BaseModel):
     test: list[int] = Field(default_factory=list)
     note: str
 
+
 CANDIDATES_FILE = "candidates.json"
 
 
@@ -55,8 +56,10 @@ def read_candidates(path: Path) -> CandidatesFile | None:
         return CandidatesFile.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except (ValueError, ValidationError, UnicodeDecodeError) as exc:
         first = str(exc).splitlines()[0]
-        raise BadInput(f"{path}: not a valid candidates file ({first}); restore it from a copy, or "
-                       "move it away (the evals it added then join the seeded split).") from None
+        raise BadInput(
+            f"{path}: not a valid candidates file ({first}); restore it from a copy, or "
+            "move it away (the evals it added then join the seeded split)."
+        ) from None
 
 
 def accepted_ids(evals_dir: Path) -> tuple[int, ...]:
@@ -64,8 +67,15 @@ def accepted_ids(evals_dir: Path) -> tuple[int, ...]:
     found = read_candidates(evals_dir / CANDIDATES_FILE)
     if found is None:
         return ()
-    return tuple(sorted({c.eval_id for c in found.candidates
-                         if c.kind == "new_eval" and c.status == "accepted" and c.eval_id is not None}))
+    return tuple(
+        sorted(
+            {
+                c.eval_id
+                for c in found.candidates
+                if c.kind == "new_eval" and c.status == "accepted" and c.eval_id is not None
+            }
+        )
+    )
 
 
 def place(base: Split, grown: list[Added], *, test_fraction: float, seed: int) -> Split:
@@ -80,7 +90,8 @@ def place(base: Split, grown: list[Added], *, test_fraction: float, seed: int) -
     sealed = [e.id for e in ranked if fraction(e.prompt, seed) < test_fraction][:room]
     train = sorted([*base.train, *(e.id for e in grown if e.id not in sealed)])
     test = sorted([*base.test, *sealed])
-    note = (f"{base.note} {len(grown)} added eval(s) placed by their hash: "
-            f"{len(grown) - len(sealed)} in train, {len(sealed)} sealed.")
+    note = (
+        f"{base.note} {len(grown)} added eval(s) placed by their hash: "
+        f"{len(grown) - len(sealed)} in train, {len(sealed)} sealed."
+    )
     return Split(train=train, test=test, note=note)
-

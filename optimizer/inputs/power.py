@@ -13,7 +13,9 @@ Scope = Literal["tasks", "general"]
 
 @functools.lru_cache(maxsize=1)
 def table() -> dict[str, Any]:
-    return json.loads(resources.files("optimizer.data").joinpath("power.json").read_text(encoding="utf-8"))
+    return json.loads(
+        resources.files("optimizer.data").joinpath("power.json").read_text(encoding="utf-8")
+    )
 
 
 def effect() -> float:
@@ -34,7 +36,9 @@ def claim(n_evals: int, scope: str = "auto", few_evals: int = 10) -> Scope:
 def power_at(n_evals: int, scope: str = "auto", *, few_evals: int = 10) -> float:
     """The measured power at n_evals for the claim made there, linear between measured counts,
     clamped outside them."""
-    points = sorted((int(k), float(v)) for k, v in table()["scope"][claim(n_evals, scope, few_evals)].items())
+    points = sorted(
+        (int(k), float(v)) for k, v in table()["scope"][claim(n_evals, scope, few_evals)].items()
+    )
     if n_evals <= points[0][0]:
         return points[0][1]
     for (n0, p0), (n1, p1) in zip(points, points[1:], strict=False):
@@ -46,15 +50,23 @@ def power_at(n_evals: int, scope: str = "auto", *, few_evals: int = 10) -> float
 _CLAIMS = {"tasks": "better on these tasks", "general": "better in general"}
 
 
-def line(n_now: int, n_next: int | None = None, *, scope: str = "auto", few_evals: int = 10,
-         what: str = "train evals") -> str:
+def line(
+    n_now: int,
+    n_next: int | None = None,
+    *,
+    scope: str = "auto",
+    few_evals: int = 10,
+    what: str = "train evals",
+) -> str:
     """One sentence: the power now and, when the count will change, with the new count; each
     names the claim a promotion would make at that count."""
     gain = f"+{effect():.2f}"
 
     def found(n: int) -> str:
-        return (f"{power_at(n, scope, few_evals=few_evals):.0%} of the time "
-                f"({_CLAIMS[claim(n, scope, few_evals)]})")
+        return (
+            f"{power_at(n, scope, few_evals=few_evals):.0%} of the time "
+            f"({_CLAIMS[claim(n, scope, few_evals)]})"
+        )
 
     now = f"with {n_now} {what} a {gain} gain is found {found(n_now)}"
     if n_next is None or n_next == n_now:

@@ -24,7 +24,8 @@ _SINCE = re.compile(r"^(?P<n>\d+)(?P<unit>[hdw])$")
 _CORRECTION = re.compile(
     r"\b(no|not|wrong|instead|actually|don't|do not|didn't|did not|should|shouldn't|forgot|forget|"
     r"missing|fix|incorrect|rather|never|always|must|please use|use \w+ not)\b|\[Request interrupted",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def is_correction(message: str) -> bool:
@@ -60,16 +61,20 @@ def parse_since(value: str | None, now: datetime | None = None) -> datetime | No
     try:
         when = datetime.fromisoformat(value.strip())
     except ValueError:
-        raise BadInput(f"--since {value!r}: give an age such as 30d, 12h or 2w, or an ISO date "
-                       "such as 2026-11-01.") from None
+        raise BadInput(
+            f"--since {value!r}: give an age such as 30d, 12h or 2w, or an ISO date "
+            "such as 2026-11-01."
+        ) from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def session_files(root: Path) -> list[Path]:
     """Every session file under root, sorted by path; subagents' transcripts are not sessions."""
     if not root.is_dir():
-        raise BadInput(f"--from {root}: no such folder; Claude Code keeps sessions in "
-                       "~/.claude/projects, or pass the folder that holds the .jsonl files.")
+        raise BadInput(
+            f"--from {root}: no such folder; Claude Code keeps sessions in "
+            "~/.claude/projects, or pass the folder that holds the .jsonl files."
+        )
     return sorted(p for p in root.rglob("*.jsonl") if p.is_file() and "subagents" not in p.parts)
 
 
@@ -164,11 +169,18 @@ def uses(path: Path, name: str) -> list[Use]:
         typed = _typed_text(record) if kind == "user" and not record.get("isMeta") else ""
         if _invoked(record, name):
             # Used again after a correction: the same task; after another request: a new one.
-            fresh = current is None or typed or (current.later and not is_correction(current.later[-1]))
+            fresh = (
+                current is None or typed or (current.later and not is_correction(current.later[-1]))
+            )
             if fresh:
                 task = typed or (current.later.pop() if current is not None else last_task)
-                current = Use(file=path, session_id=session_id, cwd=cwd, task=task,
-                              time=str(record.get("timestamp") or time))
+                current = Use(
+                    file=path,
+                    session_id=session_id,
+                    cwd=cwd,
+                    task=task,
+                    time=str(record.get("timestamp") or time),
+                )
                 found.append(current)
         elif typed and current is not None:
             current.later.append(typed)

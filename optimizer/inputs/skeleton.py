@@ -25,44 +25,88 @@ README = Path("evals") / "README.md"
 def skeleton(skill_name: str) -> dict[str, Any]:
     """One eval of each expectation kind: judged statements; then the six structural checks and
     a rubric. Every free-text value is a placeholder that names what to write there."""
+
     def check(n: int, kind: str, what: str, **fields: Any) -> dict[str, Any]:
         return {"id": f"S{n}", "type": kind, "description": f"TODO: {what}", **fields}
 
-    return {"skill_name": skill_name, "evals": [
-        {"id": 1,
-         "prompt": "TODO: a task a real user would give this skill, in their words, e.g. "
-                   "'Summarise evals/files/notes.txt into outputs/summary.md for the team.'",
-         "expected_output": "TODO: what a good result looks like, for a person reading the report.",
-         "files": [],
-         "expectations": [
-             "TODO: one statement a grader can check in the output, e.g. 'outputs/summary.md "
-             "lists the three action items'",
-             "TODO: another statement; each is judged passed or failed, with evidence",
-         ]},
-        {"id": 2,
-         "prompt": "TODO: a second, different task. Aim for 10 to 20 of them (evals/README.md).",
-         "expected_output": "TODO: what a good result of this task looks like.",
-         "files": [],
-         "structural_expectations": [
-             check(1, "file_exists", "the output file was written", pattern="result.md",
-                   critical=True),
-             check(2, "file_contains", "the output has its title", pattern="result.md",
-                   match="# Result", critical=True),
-             check(3, "file_not_contains", "no filler text is left in the output",
-                   pattern="result.md", match_regex="(?i)lorem ipsum", except_context=[]),
-             check(4, "file_count", "exactly one markdown file is written", pattern="*.md",
-                   count=1, operator="=="),
-             check(5, "no_errors", "the run finished without tool errors"),
-             check(6, "custom_script", "a command of yours passes (exit 0)",
-                   script='test -s "$OUTPUTS_DIR/result.md"'),
-         ],
-         "quality_rubric": {"dimensions": [{
-             "id": "Q1", "name": "usefulness", "weight": 1.0,
-             "description": "TODO: one quality the judge scores from 1 to 5, and why it matters.",
-             "scoring": {"1": "TODO: what a poor result (1) looks like.",
-                         "3": "TODO: what an acceptable result (3) looks like.",
-                         "5": "TODO: what an excellent result (5) looks like."}}]}},
-    ]}
+    return {
+        "skill_name": skill_name,
+        "evals": [
+            {
+                "id": 1,
+                "prompt": "TODO: a task a real user would give this skill, in their words, e.g. "
+                "'Summarise evals/files/notes.txt into outputs/summary.md for the team.'",
+                "expected_output": "TODO: what a good result looks like, for a person reading the report.",
+                "files": [],
+                "expectations": [
+                    "TODO: one statement a grader can check in the output, e.g. 'outputs/summary.md "
+                    "lists the three action items'",
+                    "TODO: another statement; each is judged passed or failed, with evidence",
+                ],
+            },
+            {
+                "id": 2,
+                "prompt": "TODO: a second, different task. Aim for 10 to 20 of them (evals/README.md).",
+                "expected_output": "TODO: what a good result of this task looks like.",
+                "files": [],
+                "structural_expectations": [
+                    check(
+                        1,
+                        "file_exists",
+                        "the output file was written",
+                        pattern="result.md",
+                        critical=True,
+                    ),
+                    check(
+                        2,
+                        "file_contains",
+                        "the output has its title",
+                        pattern="result.md",
+                        match="# Result",
+                        critical=True,
+                    ),
+                    check(
+                        3,
+                        "file_not_contains",
+                        "no filler text is left in the output",
+                        pattern="result.md",
+                        match_regex="(?i)lorem ipsum",
+                        except_context=[],
+                    ),
+                    check(
+                        4,
+                        "file_count",
+                        "exactly one markdown file is written",
+                        pattern="*.md",
+                        count=1,
+                        operator="==",
+                    ),
+                    check(5, "no_errors", "the run finished without tool errors"),
+                    check(
+                        6,
+                        "custom_script",
+                        "a command of yours passes (exit 0)",
+                        script='test -s "$OUTPUTS_DIR/result.md"',
+                    ),
+                ],
+                "quality_rubric": {
+                    "dimensions": [
+                        {
+                            "id": "Q1",
+                            "name": "usefulness",
+                            "weight": 1.0,
+                            "description": "TODO: one quality the judge scores from 1 to 5, and why it matters.",
+                            "scoring": {
+                                "1": "TODO: what a poor result (1) looks like.",
+                                "3": "TODO: what an acceptable result (3) looks like.",
+                                "5": "TODO: what an excellent result (5) looks like.",
+                            },
+                        }
+                    ]
+                },
+            },
+        ],
+    }
 
 
 def _leaves(data: Any) -> list[tuple[str, Any]]:
@@ -107,11 +151,14 @@ def plan(skill_dir: Path) -> tuple[Path, dict[str, Any], Path, str | None]:
     skill = load_skill(skill_dir)
     target = skill_dir / EVALS_FILE
     if target.exists() or target.is_symlink():
-        raise BadInput(f"{target}: already exists, and `optimizer init` never overwrites it; edit "
-                       "it, or move it away and run init again.")
+        raise BadInput(
+            f"{target}: already exists, and `optimizer init` never overwrites it; edit "
+            "it, or move it away and run init again."
+        )
     if target.parent.exists() and not target.parent.is_dir():
-        raise BadInput(f"{target.parent}: a file where the evals folder goes; rename it, then run "
-                       "init again.")
+        raise BadInput(
+            f"{target.parent}: a file where the evals folder goes; rename it, then run init again."
+        )
     readme = skill_dir / README
     return target, skeleton(skill.name), readme, None if readme.exists() else GUIDE
 

@@ -32,8 +32,6 @@ class SkillDoc(BaseModel):
     body: str
 
 
-
-
 def _split_front_matter(text: str, path: Path | str) -> tuple[str, str, int]:
     """(front matter text, body, line number of the first front matter line) or BadInput."""
     text = text.lstrip("\ufeff").replace("\r\n", "\n")
@@ -211,5 +209,3 @@ def set_description(text: str, new: str) -> str:
 # ---------------------------------------------------------------------------
 # Folder contents: walk, hash, snapshot, diff
 # ---------------------------------------------------------------------------
-
-

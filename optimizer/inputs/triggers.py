@@ -61,26 +61,37 @@ def _normal(text: str) -> str:
 
 def _read(source: Path) -> Any:
     if not source.is_file():
-        raise BadInput(f"{source}: missing; write the trigger evals there (a JSON list of "
-                       '{"query": ..., "should_trigger": true|false}) or pass --evals PATH.')
+        raise BadInput(
+            f"{source}: missing; write the trigger evals there (a JSON list of "
+            '{"query": ..., "should_trigger": true|false}) or pass --evals PATH.'
+        )
     if source.stat().st_size > MAX_BYTES:
-        raise BadInput(f"{source}: over {MAX_BYTES // 1024} KB; trigger evals are short user requests.")
+        raise BadInput(
+            f"{source}: over {MAX_BYTES // 1024} KB; trigger evals are short user requests."
+        )
     try:
         return json.loads(source.read_bytes().decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise BadInput(f"{source}: not UTF-8 text; save it as UTF-8 JSON.") from None
     except json.JSONDecodeError as exc:
-        raise BadInput(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}, column "
-                       f"{exc.colno}); fix the syntax there.") from None
+        raise BadInput(
+            f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}, column "
+            f"{exc.colno}); fix the syntax there."
+        ) from None
 
 
 def _item_problems(source: Path, i: int, item: Any) -> list[str]:
     at = f"{source}: [{i}]"
     if not isinstance(item, dict):
-        return [f"{at} is {_short(item)}, not an object; write "
-                '{"query": "...", "should_trigger": true}.']
-    problems = [f"{at}.{key} is not a known field; use only query and should_trigger."
-                for key in item if key not in ("query", "should_trigger")]
+        return [
+            f"{at} is {_short(item)}, not an object; write "
+            '{"query": "...", "should_trigger": true}.'
+        ]
+    problems = [
+        f"{at}.{key} is not a known field; use only query and should_trigger."
+        for key in item
+        if key not in ("query", "should_trigger")
+    ]
     query, wanted = item.get("query"), item.get("should_trigger")
     if "query" not in item:
         problems.append(f"{at}.query is missing; add the user's request as text.")
@@ -91,8 +102,10 @@ def _item_problems(source: Path, i: int, item: Any) -> list[str]:
     if "should_trigger" not in item:
         problems.append(f"{at}.should_trigger is missing; add true or false.")
     elif not isinstance(wanted, bool):
-        problems.append(f"{at}.should_trigger is {_short(wanted)}, not true or false; write "
-                        "true or false without quotes.")
+        problems.append(
+            f"{at}.should_trigger is {_short(wanted)}, not true or false; write "
+            "true or false without quotes."
+        )
     return problems
 
 
@@ -102,11 +115,14 @@ def load(skill_dir: Path, path: Path | None = None) -> TriggerSet:
     source = Path(path) if path is not None else Path(skill_dir) / TRIGGER_FILE
     data = _read(source)
     if not isinstance(data, list):
-        raise BadInput(f"{source}: the top level is a JSON {type(data).__name__}, not a list; write "
-                       '[{"query": "...", "should_trigger": true}, ...].')
+        raise BadInput(
+            f"{source}: the top level is a JSON {type(data).__name__}, not a list; write "
+            '[{"query": "...", "should_trigger": true}, ...].'
+        )
     if not data:
-        raise BadInput(f"{source}: an empty list; add queries that should and should not trigger "
-                       "the skill.")
+        raise BadInput(
+            f"{source}: an empty list; add queries that should and should not trigger the skill."
+        )
     problems: list[str] = []
     seen: dict[str, int] = {}
     for i, item in enumerate(data):
@@ -115,16 +131,22 @@ def load(skill_dir: Path, path: Path | None = None) -> TriggerSet:
         if isinstance(query, str) and query.strip():
             first = seen.setdefault(_normal(query), i)
             if first != i:
-                problems.append(f"{source}: [{i}].query repeats [{first}].query; remove one, "
-                                "since each query counts once.")
+                problems.append(
+                    f"{source}: [{i}].query repeats [{first}].query; remove one, "
+                    "since each query counts once."
+                )
     classes = {item.get("should_trigger") for item in data if isinstance(item, dict)}
     for value, kind in ((True, "should"), (False, "should not")):
         if not problems and value not in classes:
-            problems.append(f"{source}: no query has should_trigger {str(value).lower()}; add "
-                            f"requests that {kind} use the skill, since both classes are needed.")
+            problems.append(
+                f"{source}: no query has should_trigger {str(value).lower()}; add "
+                f"requests that {kind} use the skill, since both classes are needed."
+            )
     if problems:
         raise BadInput(*problems)
-    queries = [Query(i, item["query"].strip(), item["should_trigger"]) for i, item in enumerate(data)]
+    queries = [
+        Query(i, item["query"].strip(), item["should_trigger"]) for i, item in enumerate(data)
+    ]
     canonical = json.dumps([[q.query, q.should_trigger] for q in queries], ensure_ascii=False)
     return TriggerSet(queries, source, hashlib.sha256(canonical.encode()).hexdigest()[:16])
 
@@ -152,20 +174,32 @@ def split(tset: TriggerSet, *, seed: int) -> Split:
         rng.shuffle(ids)
         val, test = _counts(len(ids))
         parts["test"] += ids[:test]
-        parts["validation"] += ids[test:test + val]
-        parts["train"] += ids[test + val:]
-        mix.append(f"{'should' if wanted else 'should not'} trigger: {len(ids) - val - test} train, "
-                   f"{val} validation, {test} test")
-    note = (f"{len(tset.queries)} trigger queries split by class ({'; '.join(mix)}; seed {seed}); "
-            "the test queries are sealed until the final report.")
+        parts["validation"] += ids[test : test + val]
+        parts["train"] += ids[test + val :]
+        mix.append(
+            f"{'should' if wanted else 'should not'} trigger: {len(ids) - val - test} train, "
+            f"{val} validation, {test} test"
+        )
+    note = (
+        f"{len(tset.queries)} trigger queries split by class ({'; '.join(mix)}; seed {seed}); "
+        "the test queries are sealed until the final report."
+    )
     return Split(sorted(parts["train"]), sorted(parts["validation"]), sorted(parts["test"]), note)
 
 
 def split_json(tset: TriggerSet, sp: Split) -> str:
     """What state.db keeps: the split and the queries themselves, so a run never rereads the file."""
-    return json.dumps({
-        "train": sp.train, "validation": sp.validation, "test": sp.test, "note": sp.note,
-        "source": str(tset.source), "hash": tset.hash,
-        "queries": [{"id": q.id, "query": q.query, "should_trigger": q.should_trigger}
-                    for q in tset.queries],
-    })
+    return json.dumps(
+        {
+            "train": sp.train,
+            "validation": sp.validation,
+            "test": sp.test,
+            "note": sp.note,
+            "source": str(tset.source),
+            "hash": tset.hash,
+            "queries": [
+                {"id": q.id, "query": q.query, "should_trigger": q.should_trigger}
+                for q in tset.queries
+            ],
+        }
+    )

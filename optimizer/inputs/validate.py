@@ -39,18 +39,26 @@ def small_suite(train: int, test: int, test_fraction: float) -> str | None:
         need += 1
     add = f"add {_evals(need - total)} ({need} in all"
     if not wants_test:
-        return (f"small suite: train has {_evals(train)}, too few for the intervals to mean much; "
-                f"{add}) for at least {MIN_SPLIT_EVALS}.")
+        return (
+            f"small suite: train has {_evals(train)}, too few for the intervals to mean much; "
+            f"{add}) for at least {MIN_SPLIT_EVALS}."
+        )
     if train >= MIN_SPLIT_EVALS:
         what = f"the sealed test has {_evals(test)}, too few for it to mean much"
     elif test:
-        what = (f"train has {_evals(train)} and the sealed test {test}, too few for the intervals "
-                "and the sealed test to mean much")
+        what = (
+            f"train has {_evals(train)} and the sealed test {test}, too few for the intervals "
+            "and the sealed test to mean much"
+        )
     else:
-        what = (f"train has {_evals(train)} and there is no sealed test, too few for the intervals "
-                "to mean much, and nothing checks the result on unseen evals")
-    return (f"small suite: {what}; {add}: {need - sealed} train, {sealed} sealed test) for at "
-            f"least {MIN_SPLIT_EVALS} in each split.")
+        what = (
+            f"train has {_evals(train)} and there is no sealed test, too few for the intervals "
+            "to mean much, and nothing checks the result on unseen evals"
+        )
+    return (
+        f"small suite: {what}; {add}: {need - sealed} train, {sealed} sealed test) for at "
+        f"least {MIN_SPLIT_EVALS} in each split."
+    )
 
 
 def _evals(n: int) -> str:
@@ -73,7 +81,9 @@ class ValidationSummary(BaseModel):
     rubric_dimensions: int
     evals_with_rubric: int
     split: Split
-    power: str = ""  # the chance to find +0.10 with these train evals, and with the pending candidates
+    power: str = (
+        ""  # the chance to find +0.10 with these train evals, and with the pending candidates
+    )
     eval_config: dict[str, Any]
     warnings: list[str] = []  # the evals are valid, but a run on them would say little
 
@@ -86,8 +96,11 @@ def _summarise(skill_dir: Path, evalset: EvalSet, settings: Settings) -> Validat
     parts = split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
     small = small_suite(len(parts.train), len(parts.test), settings.evals.test_fraction)
     # A warning, not an error: the file is valid, and a half-edited suite is worth checking.
-    todo = placeholder_sentence(evalset.source, "replace them with your own tasks and checks "
-                                "(evals/README.md says how); `optimizer run` refuses until then")
+    todo = placeholder_sentence(
+        evalset.source,
+        "replace them with your own tasks and checks "
+        "(evals/README.md says how); `optimizer run` refuses until then",
+    )
     return ValidationSummary(
         skill_dir=skill_dir,
         skill_name=doc.name,
@@ -110,11 +123,23 @@ def _summarise(skill_dir: Path, evalset: EvalSet, settings: Settings) -> Validat
 
 
 def _power(skill_dir: Path, evalset: EvalSet, settings: Settings, train: int) -> str:
-    _, later = train_counts(skill_dir, evalset.source, test_fraction=settings.evals.test_fraction,
-                            seed=settings.loop.seed)
-    waiting = "" if later == train else " once the pending candidates in evals/candidates.json are accepted"
+    _, later = train_counts(
+        skill_dir,
+        evalset.source,
+        test_fraction=settings.evals.test_fraction,
+        seed=settings.loop.seed,
+    )
+    waiting = (
+        ""
+        if later == train
+        else " once the pending candidates in evals/candidates.json are accepted"
+    )
     scope, few = settings.selection.scope, settings.selection.few_evals
-    return power.line(train, later, scope=scope, few_evals=few) + waiting + " (selection bench, optimizer/data/power.json)"
+    return (
+        power.line(train, later, scope=scope, few_evals=few)
+        + waiting
+        + " (selection bench, optimizer/data/power.json)"
+    )
 
 
 def run(skill_dir: Path, evals_path: Path | None, settings: Settings) -> ValidationSummary:
@@ -169,15 +194,22 @@ def render(summary: ValidationSummary) -> str:
     return "OK: the skill and its evals are valid.\n" + "\n".join(lines) + "\n" + warned
 
 
-def train_counts(skill_dir: Path, evals_path: Path | None, *, test_fraction: float,
-                 seed: int) -> tuple[int, int]:
+def train_counts(
+    skill_dir: Path, evals_path: Path | None, *, test_fraction: float, seed: int
+) -> tuple[int, int]:
     """(train evals now, train evals once every pending candidate is accepted): what `validate`,
     `status` and the report turn into the power line."""
     evalset = load_evals(skill_dir, evals_path)
     parts = split(evalset, test_fraction=test_fraction, seed=seed)
     found = placement.read_candidates(evalset.source.parent / placement.CANDIDATES_FILE)
     waiting = [c for c in (found.candidates if found else []) if c.status == "pending"]
-    added = sum(1 for c in waiting if c.kind == "new_eval"
-                and placement.side(c.eval.prompt, test_fraction=test_fraction, seed=seed) == "train")
-    dropped = len({c.target_eval_id for c in waiting if c.kind == "drop" and c.target_eval_id in parts.train})
+    added = sum(
+        1
+        for c in waiting
+        if c.kind == "new_eval"
+        and placement.side(c.eval.prompt, test_fraction=test_fraction, seed=seed) == "train"
+    )
+    dropped = len(
+        {c.target_eval_id for c in waiting if c.kind == "drop" and c.target_eval_id in parts.train}
+    )
     return len(parts.train), len(parts.train) + added - dropped

@@ -28,25 +28,49 @@ if TYPE_CHECKING:
     from optimizer.model.scopes import scope, scoped
 
 __all__ = [
-    "BATCH_PRICE_FACTOR", "AdaptiveLimiter", "ModelCallFailed", "ModelClient", "RetryPolicy",
-    "StructuredAnswerError", "build_client", "call_cost", "canonical_json",
-    "estimate_cost", "make_client", "plain", "price_for", "request_hash", "retry_cause", "scope",
-    "scoped", "unpriced", "with_cache_control",
+    "BATCH_PRICE_FACTOR",
+    "AdaptiveLimiter",
+    "ModelCallFailed",
+    "ModelClient",
+    "RetryPolicy",
+    "StructuredAnswerError",
+    "build_client",
+    "call_cost",
+    "canonical_json",
+    "estimate_cost",
+    "make_client",
+    "plain",
+    "price_for",
+    "request_hash",
+    "retry_cause",
+    "scope",
+    "scoped",
+    "unpriced",
+    "with_cache_control",
 ]
 
 # Loaded on first use, so the simulator and commands that only render prompts or read a scope
 # never pay for importing the SDK.
 _HOMES = {
     "ModelClient": "client",
-    "BATCH_PRICE_FACTOR": "cost", "call_cost": "cost", "estimate_cost": "cost",
-    "price_for": "cost", "unpriced": "cost",
-    "ModelCallFailed": "errors", "StructuredAnswerError": "errors",
-    "build_client": "factory", "make_client": "factory",
+    "BATCH_PRICE_FACTOR": "cost",
+    "call_cost": "cost",
+    "estimate_cost": "cost",
+    "price_for": "cost",
+    "unpriced": "cost",
+    "ModelCallFailed": "errors",
+    "StructuredAnswerError": "errors",
+    "build_client": "factory",
+    "make_client": "factory",
     "AdaptiveLimiter": "limiter",
-    "canonical_json": "request", "plain": "request", "request_hash": "request",
+    "canonical_json": "request",
+    "plain": "request",
+    "request_hash": "request",
     "with_cache_control": "request",
-    "RetryPolicy": "retry", "retry_cause": "retry",
-    "scope": "scopes", "scoped": "scopes",
+    "RetryPolicy": "retry",
+    "retry_cause": "retry",
+    "scope": "scopes",
+    "scoped": "scopes",
 }
 
 

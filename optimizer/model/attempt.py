@@ -13,8 +13,13 @@ from optimizer.model.limiter import AdaptiveLimiter
 from optimizer.model.retry import Truncated, retry_cause
 
 
-async def attempt_once(sdk: anthropic.AsyncAnthropic, limiter: AdaptiveLimiter,
-                       request: dict[str, Any], headers: dict[str, str], stream: bool) -> Message:
+async def attempt_once(
+    sdk: anthropic.AsyncAnthropic,
+    limiter: AdaptiveLimiter,
+    request: dict[str, Any],
+    headers: dict[str, str],
+    stream: bool,
+) -> Message:
     """The answer, or the failure as raised (an account-wide refusal as its OptimizerError)."""
     async with limiter.slot() as epoch:
         try:
@@ -38,8 +43,9 @@ async def attempt_once(sdk: anthropic.AsyncAnthropic, limiter: AdaptiveLimiter,
     return message
 
 
-async def _stream_once(sdk: anthropic.AsyncAnthropic, request: dict[str, Any],
-                       headers: dict[str, str]) -> tuple[Message, Any]:
+async def _stream_once(
+    sdk: anthropic.AsyncAnthropic, request: dict[str, Any], headers: dict[str, str]
+) -> tuple[Message, Any]:
     async with sdk.messages.stream(**request, extra_headers=headers) as stream:
         stopped = False
         try:

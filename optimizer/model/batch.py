@@ -68,7 +68,9 @@ class _Producer:
     blocked: int = 0  # batched answers this producer is waiting for
 
 
-_current: contextvars.ContextVar[_Producer | None] = contextvars.ContextVar("batch_producer", default=None)
+_current: contextvars.ContextVar[_Producer | None] = contextvars.ContextVar(
+    "batch_producer", default=None
+)
 
 
 def active(client: Client | None) -> bool:
@@ -115,15 +117,24 @@ class BatchCollector:
             self._producers.discard(unit)
             self._kick()
 
-    async def call(self, role: str, model: str, sample: int, key: str, request: dict[str, Any]) -> Message:
+    async def call(
+        self, role: str, model: str, sample: int, key: str, request: dict[str, Any]
+    ) -> Message:
         """The answer to one request, through a batch (this stage's, or one still in flight from
         an earlier process). The caller holds the client's per-request lock and has checked the
         ledger, so the same request is never queued twice."""
         unit = _current.get()
         mine = unit if unit is not None and unit.collector is self else None
-        item = BatchItem(role, model, sample, key, request, scope.get(),
-                         asyncio.get_running_loop().create_future(),
-                         len(json.dumps(request, ensure_ascii=False)))
+        item = BatchItem(
+            role,
+            model,
+            sample,
+            key,
+            request,
+            scope.get(),
+            asyncio.get_running_loop().create_future(),
+            len(json.dumps(request, ensure_ascii=False)),
+        )
         earlier = self.sender.earlier_batch(key)
         if earlier is not None:
             self.sender.wait_for_earlier(earlier, item)
@@ -158,7 +169,10 @@ class BatchCollector:
         if not self._pending:
             self._cancel_timer()
             return
-        if len(self._pending) >= self.llm.batch_max_requests or self._pending_bytes >= MAX_BATCH_BYTES:
+        if (
+            len(self._pending) >= self.llm.batch_max_requests
+            or self._pending_bytes >= MAX_BATCH_BYTES
+        ):
             self._flush()
             return
         if self._producers:

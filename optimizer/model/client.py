@@ -44,8 +44,9 @@ class BatchRoute(Protocol):
 
     def handles(self, role: str) -> bool: ...
 
-    async def call(self, role: str, model: str, sample: int, key: str,
-                   request: dict[str, Any]) -> Message: ...
+    async def call(
+        self, role: str, model: str, sample: int, key: str, request: dict[str, Any]
+    ) -> Message: ...
 
     async def aclose(self) -> None: ...
 
@@ -162,8 +163,14 @@ class ModelClient:
         call join a Message Batch when batch mode is on for its role."""
         model = model or self._model_for(role)
         request = build_request(
-            model=model, max_tokens=max_tokens or self.settings.llm.max_tokens, messages=messages,
-            system=system, tools=tools, tool_choice=tool_choice, temperature=temperature)
+            model=model,
+            max_tokens=max_tokens or self.settings.llm.max_tokens,
+            messages=messages,
+            system=system,
+            tools=tools,
+            tool_choice=tool_choice,
+            temperature=temperature,
+        )
         canonical = canonical_json(request)
         key = request_hash(canonical, role, sample)
         # The run clock (if any) stops while this call waits on the provider (docs/design.md §7).
@@ -172,14 +179,24 @@ class ModelClient:
             timed.tokens = answer.usage.output_tokens or 0
         return answer
 
-    async def _answer(self, role: str, model: str, sample: int, key: str, request: dict[str, Any],
-                      canonical: str, stream: bool, batch: bool) -> Message:
+    async def _answer(
+        self,
+        role: str,
+        model: str,
+        sample: int,
+        key: str,
+        request: dict[str, Any],
+        canonical: str,
+        stream: bool,
+        batch: bool,
+    ) -> Message:
         async with self._locks.hold(key):  # the same request twice at once is paid once
             cached = self.store.completed_call(key)
             if cached is not None:
                 return self._from_ledger(cached, role)
-            estimate = estimate_cost(self._price(model), billed_chars(request, canonical),
-                                     request["max_tokens"])
+            estimate = estimate_cost(
+                self._price(model), billed_chars(request, canonical), request["max_tokens"]
+            )
             self._check_budget(role, model, estimate)
             self._reserved += estimate
             if self.settings.llm.prompt_caching:
@@ -212,13 +229,28 @@ class ModelClient:
 
         async def ask(turns: list[Any], first: bool) -> Message:
             return await self.message(
-                role, system=system, messages=turns, tools=[tool], sample=sample, model=model,
-                tool_choice={"type": "tool", "name": tool_name}, max_tokens=max_tokens, batch=first)
+                role,
+                system=system,
+                messages=turns,
+                tools=[tool],
+                sample=sample,
+                model=model,
+                tool_choice={"type": "tool", "name": tool_name},
+                max_tokens=max_tokens,
+                batch=first,
+            )
 
         return await answer_with_repair(ask, messages, schema, role=role, tool_name=tool_name)
 
-    async def send_direct(self, role: str, model: str, sample: int, key: str,
-                          request: dict[str, Any], stream: bool = False) -> Message:
+    async def send_direct(
+        self,
+        role: str,
+        model: str,
+        sample: int,
+        key: str,
+        request: dict[str, Any],
+        stream: bool = False,
+    ) -> Message:
         """Send a request with the retry policy and record the outcome in the ledger. The caller
         has checked the ledger and holds the request's lock (message(), the batch route)."""
         headers = {"x-optimizer-role": role, "x-optimizer-sample": str(sample)}
@@ -241,14 +273,34 @@ class ModelClient:
         cost = call_cost(self._price(model), usage)
         latency_ms = (time.perf_counter() - started) * 1000
         # Written and committed before the caller sees the answer: a resumed run never pays twice.
-        self.store.record_call(ledger.answer_row(
-            key=key, role=role, model=model, sample=sample, data=data, usage=usage, cost=cost,
-            latency_ms=latency_ms, attempts=attempts, scope=scope.get()))
+        self.store.record_call(
+            ledger.answer_row(
+                key=key,
+                role=role,
+                model=model,
+                sample=sample,
+                data=data,
+                usage=usage,
+                cost=cost,
+                latency_ms=latency_ms,
+                attempts=attempts,
+                scope=scope.get(),
+            )
+        )
         self.count_paid(cost)
         self._failed_since_success.clear()
-        log.debug("llm.call_completed", hash=key, role=role, model=model, sample=sample,
-                  input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                  cost_usd=cost, latency_ms=round(latency_ms, 1), attempts=attempts)
+        log.debug(
+            "llm.call_completed",
+            hash=key,
+            role=role,
+            model=model,
+            sample=sample,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=cost,
+            latency_ms=round(latency_ms, 1),
+            attempts=attempts,
+        )
         return Message.model_validate(data)
 
     # -- insides --------------------------------------------------------------------------------
@@ -278,32 +330,55 @@ class ModelClient:
             return
         spent = self._spent_before + self._spent
         if spent + self._reserved + estimate > self.budget_usd:
-            log.warning("llm.budget_exhausted", role=role, model=model, spent_usd=spent,
-                        in_flight_usd=self._reserved, estimate_usd=estimate, budget_usd=self.budget_usd)
+            log.warning(
+                "llm.budget_exhausted",
+                role=role,
+                model=model,
+                spent_usd=spent,
+                in_flight_usd=self._reserved,
+                estimate_usd=estimate,
+                budget_usd=self.budget_usd,
+            )
             raise BudgetExhausted(
                 f"The next {role} call to {model} (estimated ${estimate:.4f}) would take the "
                 f"run's spend from ${spent:.4f} (plus ${self._reserved:.4f} in flight) past its "
                 f"budget of ${self.budget_usd:.2f}, so it was not started."
             )
 
-    def _give_up(self, exc: Exception, key: str, role: str, model: str, sample: int,
-                 attempts: int, started: float) -> tuple[Exception, BaseException | None]:
+    def _give_up(
+        self,
+        exc: Exception,
+        key: str,
+        role: str,
+        model: str,
+        sample: int,
+        attempts: int,
+        started: float,
+    ) -> tuple[Exception, BaseException | None]:
         """Record a call that failed for good; the error to raise and its cause (None hides it)."""
         error = call_failure(exc, role, model, attempts)
         self._errors += 1
         if isinstance(error, ModelCallFailed):
             self._failed_since_success.add(key)
-        self.store.record_call(ledger.failure_row(
-            key=key, role=role, model=model, sample=sample,
-            latency_ms=(time.perf_counter() - started) * 1000, attempts=attempts,
-            error=redact(str(error))))
+        self.store.record_call(
+            ledger.failure_row(
+                key=key,
+                role=role,
+                model=model,
+                sample=sample,
+                latency_ms=(time.perf_counter() - started) * 1000,
+                attempts=attempts,
+                error=redact(str(error)),
+            )
+        )
         log.warning("llm.call_failed", role=role, model=model, attempts=attempts, error=str(error))
         if len(self._failed_since_success) >= self.settings.llm.failure_streak:
             return ProviderUnavailable(
                 f"The model provider failed {len(self._failed_since_success)} different calls "
                 "in a row for good "
                 f"(the last: {error}); the run stops here with everything committed: resume "
-                "it once the provider answers again."), None
+                "it once the provider answers again."
+            ), None
         return error, (None if error is exc else exc)
 
 

@@ -11,7 +11,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 _clock_here: contextvars.ContextVar[RunClock | None] = contextvars.ContextVar(
-    "run_clock", default=None)
+    "run_clock", default=None
+)
 
 
 @dataclass

@@ -49,8 +49,10 @@ def unpriced(settings: Settings, model: str) -> str | None:
 
 def unpriced_note(model: str, fallback: str) -> str:
     key = f"prices.{quoted(model)}"
-    return (f"{model} has no price: priced as {fallback}; set {key} to correct it "
-            f"(--set '{key}=0' for a free model)")
+    return (
+        f"{model} has no price: priced as {fallback}; set {key} to correct it "
+        f"(--set '{key}=0' for a free model)"
+    )
 
 
 def price_for(settings: Settings, model: str) -> Price:
@@ -59,6 +61,10 @@ def price_for(settings: Settings, model: str) -> Price:
     fallback = unpriced(settings, model)
     if fallback is not None and model not in _warned:
         _warned.add(model)
-        log.warning("prices.unknown_model", model=model, priced_as=fallback,
-                    hint=unpriced_note(model, fallback))
+        log.warning(
+            "prices.unknown_model",
+            model=model,
+            priced_as=fallback,
+            hint=unpriced_note(model, fallback),
+        )
     return settings.price(model)

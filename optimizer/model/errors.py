@@ -66,17 +66,24 @@ def call_failure(exc: Exception, role: str, model: str, attempts: int) -> Optimi
     if cause == "connection" and exc.__cause__ is not None:  # the SDK says only "Connection error."
         detail = f"{detail} {redact(str(exc.__cause__))}".strip()
     if cause is not None:
-        hint = ("; check the network, or that the server at llm.base_url is running"
-                if cause == "connection" else "")
+        hint = (
+            "; check the network, or that the server at llm.base_url is running"
+            if cause == "connection"
+            else ""
+        )
         return ModelCallFailed(
             f"The {role} call to {model} failed after {attempts} attempts ({cause}: {detail}){hint}.",
-            role=role, cause=cause, attempts=attempts,
+            role=role,
+            cause=cause,
+            attempts=attempts,
         )
     status = getattr(exc, "status_code", None)
     if status in (400, 413) and _TOO_LONG.search(detail):
-        fix = ("the request is longer than the model's context window; use a model or server with "
-               "a longer context (llama.cpp splits its context across parallel slots), or fewer "
-               "execute.max_turns or a smaller execute.max_tokens")
+        fix = (
+            "the request is longer than the model's context window; use a model or server with "
+            "a longer context (llama.cpp splits its context across parallel slots), or fewer "
+            "execute.max_turns or a smaller execute.max_tokens"
+        )
     elif status == 404:
         fix = f"check models.{role} and llm.base_url"
     else:
@@ -85,5 +92,7 @@ def call_failure(exc: Exception, role: str, model: str, attempts: int) -> Optimi
         f"The {role} call to {model} was refused"
         + (f" (HTTP {status}: {detail})" if status else f" ({type(exc).__name__}: {detail})")
         + f"; {fix}.",
-        role=role, cause=f"http_{status}" if status else type(exc).__name__, attempts=attempts,
+        role=role,
+        cause=f"http_{status}" if status else type(exc).__name__,
+        attempts=attempts,
     )

@@ -40,13 +40,20 @@ def make_client(
 
             simulator = Simulator(**settings.sim.model_dump())
         sdk = anthropic.AsyncAnthropic(
-            api_key="sim-key", base_url="http://sim.invalid", max_retries=0, timeout=llm.timeout_s,
+            api_key="sim-key",
+            base_url="http://sim.invalid",
+            max_retries=0,
+            timeout=llm.timeout_s,
             http_client=httpx2.AsyncClient(transport=simulator.transport(), timeout=llm.timeout_s),
         )
-        return build_client(settings, store, sdk, budget_usd=budget_usd, simulated=True, sleep=sleep)
+        return build_client(
+            settings, store, sdk, budget_usd=budget_usd, simulated=True, sleep=sleep
+        )
     key = api_key or os.environ.get("ANTHROPIC_API_KEY")
     if not key:
-        raise BadInput("No API key: set ANTHROPIC_API_KEY, or use the offline simulator with --provider sim.")
+        raise BadInput(
+            "No API key: set ANTHROPIC_API_KEY, or use the offline simulator with --provider sim."
+        )
     sdk = anthropic.AsyncAnthropic(
         api_key=key, base_url=endpoint(settings), max_retries=0, timeout=llm.timeout_s
     )
@@ -81,8 +88,9 @@ def build_client(
 ) -> ModelClient:
     """A client over an SDK client already made (the SDK's own retries off), with the batch route
     when settings.llm.batch is on."""
-    client = ModelClient(settings, store, sdk, budget_usd=budget_usd, simulated=simulated,
-                         sleep=sleep, rng=rng)
+    client = ModelClient(
+        settings, store, sdk, budget_usd=budget_usd, simulated=simulated, sleep=sleep, rng=rng
+    )
     if settings.llm.batch:
         client.batch = BatchCollector(client)
     return client

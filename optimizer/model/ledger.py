@@ -14,17 +14,36 @@ def answer_data(message: Message) -> dict[str, Any]:
     return message.model_dump(mode="json", exclude_none=True, warnings=False)
 
 
-def answer_row(*, key: str, role: str, model: str, sample: int, data: dict[str, Any], usage: Any,
-               cost: float, latency_ms: float, attempts: int, scope: str | None,
-               batch_id: str | None = None) -> dict[str, Any]:
+def answer_row(
+    *,
+    key: str,
+    role: str,
+    model: str,
+    sample: int,
+    data: dict[str, Any],
+    usage: Any,
+    cost: float,
+    latency_ms: float,
+    attempts: int,
+    scope: str | None,
+    batch_id: str | None = None,
+) -> dict[str, Any]:
     """The row of a completed call; its cost is final, so the ledger doubles as the cache."""
     row = {
-        "hash": key, "role": role, "model": model, "sample": sample, "outcome": "ok",
+        "hash": key,
+        "role": role,
+        "model": model,
+        "sample": sample,
+        "outcome": "ok",
         "response_json": json.dumps(data, ensure_ascii=False),
-        "input_tokens": usage.input_tokens or 0, "output_tokens": usage.output_tokens or 0,
+        "input_tokens": usage.input_tokens or 0,
+        "output_tokens": usage.output_tokens or 0,
         "cache_write_tokens": usage.cache_creation_input_tokens or 0,
         "cache_read_tokens": usage.cache_read_input_tokens or 0,
-        "cost_usd": cost, "latency_ms": latency_ms, "attempts": attempts, "error": None,
+        "cost_usd": cost,
+        "latency_ms": latency_ms,
+        "attempts": attempts,
+        "error": None,
         "scope": scope,
     }
     if batch_id is not None:
@@ -32,14 +51,25 @@ def answer_row(*, key: str, role: str, model: str, sample: int, data: dict[str, 
     return row
 
 
-def failure_row(*, key: str, role: str, model: str, sample: int, latency_ms: float, attempts: int,
-                error: str) -> dict[str, Any]:
+def failure_row(
+    *, key: str, role: str, model: str, sample: int, latency_ms: float, attempts: int, error: str
+) -> dict[str, Any]:
     """The row of a call that failed for good: nothing paid, the redacted error kept."""
     return {
-        "hash": key, "role": role, "model": model, "sample": sample, "outcome": "error",
-        "response_json": None, "input_tokens": 0, "output_tokens": 0,
-        "cache_write_tokens": 0, "cache_read_tokens": 0, "cost_usd": 0.0,
-        "latency_ms": latency_ms, "attempts": attempts, "error": error,
+        "hash": key,
+        "role": role,
+        "model": model,
+        "sample": sample,
+        "outcome": "error",
+        "response_json": None,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_write_tokens": 0,
+        "cache_read_tokens": 0,
+        "cost_usd": 0.0,
+        "latency_ms": latency_ms,
+        "attempts": attempts,
+        "error": error,
     }
 
 

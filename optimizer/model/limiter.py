@@ -74,7 +74,9 @@ class AdaptiveLimiter:
 
     def on_success(self, headers: Any = None, tokens_per_call: int = 0) -> None:
         caps = []
-        if (requests_left := _header_int(headers, "anthropic-ratelimit-requests-remaining")) is not None:
+        if (
+            requests_left := _header_int(headers, "anthropic-ratelimit-requests-remaining")
+        ) is not None:
             caps.append(requests_left)
         tokens_left = _header_int(headers, "anthropic-ratelimit-tokens-remaining")
         if tokens_left is not None and tokens_per_call > 0:

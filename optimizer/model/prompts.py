@@ -13,8 +13,11 @@ from optimizer.errors import WorkFailed
 _PACKAGE = Path(__file__).resolve().parents[1]  # optimizer/
 # A source checkout (and an editable install of one) reads the repository's prompts/ in place; an
 # installed wheel holds the same files as package data, optimizer/prompts (see pyproject.toml).
-PROMPTS_DIR = (_PACKAGE.parent / "prompts" if (_PACKAGE.parent / "pyproject.toml").is_file()
-               else _PACKAGE / "prompts")
+PROMPTS_DIR = (
+    _PACKAGE.parent / "prompts"
+    if (_PACKAGE.parent / "pyproject.toml").is_file()
+    else _PACKAGE / "prompts"
+)
 _PLACEHOLDER = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")
 
 
@@ -41,9 +44,11 @@ def load_prompt(name: str, directory: Path | None = None) -> Template:
     path = (directory or PROMPTS_DIR) / f"{name}.md"
     if not path.is_file():
         # The templates ship with the package: a missing one is a broken install, not bad input.
-        raise WorkFailed(f"{path}: the prompt template is missing, so this installation of "
-                         "skill-optimizer is incomplete; reinstall the package (from a source "
-                         "checkout: pip install --force-reinstall .).")
+        raise WorkFailed(
+            f"{path}: the prompt template is missing, so this installation of "
+            "skill-optimizer is incomplete; reinstall the package (from a source "
+            "checkout: pip install --force-reinstall .)."
+        )
     text = path.read_text(encoding="utf-8")
     return Template(name, text, frozenset(_PLACEHOLDER.findall(text)))
 

@@ -22,7 +22,9 @@ def plain(value: Any) -> Any:
     """JSON-ready copy of a request part; SDK objects (a previous answer's content blocks) become
     the dicts the API takes, so the hash does not depend on how a caller spelled them."""
     if isinstance(value, BaseModel):
-        return plain(value.model_dump(mode="json", exclude_unset=True, exclude_none=True, warnings=False))
+        return plain(
+            value.model_dump(mode="json", exclude_unset=True, exclude_none=True, warnings=False)
+        )
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -42,9 +44,15 @@ def build_request(
 ) -> dict[str, Any]:
     """The request body with only the parts that were given, so an absent part never changes
     the hash."""
-    request: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": plain(messages)}
+    request: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "messages": plain(messages),
+    }
     if system:
-        request["system"] = [{"type": "text", "text": system}] if isinstance(system, str) else plain(system)
+        request["system"] = (
+            [{"type": "text", "text": system}] if isinstance(system, str) else plain(system)
+        )
     if tools:
         request["tools"] = plain(tools)
     if tool_choice:

@@ -119,15 +119,17 @@ class RetryPolicy:
     """One per client: every request it sends, direct or to the batch endpoints, is retried here
     and counted in `counts` by cause."""
 
-    def __init__(self, llm: Llm, *, sleep: Sleep | None = None,
-                 rng: random.Random | None = None) -> None:
+    def __init__(
+        self, llm: Llm, *, sleep: Sleep | None = None, rng: random.Random | None = None
+    ) -> None:
         self.llm = llm
         self.counts: Counter[str] = Counter()
         self._sleep = sleep
         self._rng = rng or random.Random()
 
-    def retrying(self, *, what: str, role: str, model: str,
-                 resend_ambiguous: bool = True) -> AsyncRetrying:
+    def retrying(
+        self, *, what: str, role: str, model: str, resend_ambiguous: bool = True
+    ) -> AsyncRetrying:
         """Attempts of one request. With resend_ambiguous=False a timeout or a cut answer is not
         retried: a request that may have been accepted (a batch create) must not be paid twice."""
         return AsyncRetrying(
@@ -139,15 +141,30 @@ class RetryPolicy:
             reraise=True,
         )
 
-    async def call(self, fn: Callable[[], Awaitable[T]], *, what: str, role: str, model: str,
-                   resend_ambiguous: bool = True) -> T:
+    async def call(
+        self,
+        fn: Callable[[], Awaitable[T]],
+        *,
+        what: str,
+        role: str,
+        model: str,
+        resend_ambiguous: bool = True,
+    ) -> T:
         """`fn()` under this policy; its last failure is raised as is."""
-        result, _attempts = await self.attempts(fn, what=what, role=role, model=model,
-                                                resend_ambiguous=resend_ambiguous)
+        result, _attempts = await self.attempts(
+            fn, what=what, role=role, model=model, resend_ambiguous=resend_ambiguous
+        )
         return result
 
-    async def attempts(self, fn: Callable[[], Awaitable[T]], *, what: str, role: str, model: str,
-                       resend_ambiguous: bool = True) -> tuple[T, int]:
+    async def attempts(
+        self,
+        fn: Callable[[], Awaitable[T]],
+        *,
+        what: str,
+        role: str,
+        model: str,
+        resend_ambiguous: bool = True,
+    ) -> tuple[T, int]:
         """`fn()` under this policy and the number of attempts it took. The first attempt runs
         alone: nearly every call succeeds at once, and building tenacity's loop costs about
         100 us, more than the rest of a call's bookkeeping. A transient first failure is replayed
@@ -158,8 +175,9 @@ class RetryPolicy:
             if self.llm.max_attempts <= 1 or not _transient(exc, resend_ambiguous):
                 raise
             first = exc
-        async for attempt in self.retrying(what=what, role=role, model=model,
-                                           resend_ambiguous=resend_ambiguous):
+        async for attempt in self.retrying(
+            what=what, role=role, model=model, resend_ambiguous=resend_ambiguous
+        ):
             with attempt:
                 if attempt.retry_state.attempt_number == 1:
                     raise first
@@ -185,6 +203,12 @@ class RetryPolicy:
         cause = retry_cause(exc) or "unknown"
         self.counts[cause] += 1
         wait = state.next_action.sleep if state.next_action else 0.0
-        log.info("llm.retry_scheduled", what=what, role=role, model=model,
-                 attempt=state.attempt_number, cause=cause, wait=round(float(wait), 3))
-
+        log.info(
+            "llm.retry_scheduled",
+            what=what,
+            role=role,
+            model=model,
+            attempt=state.attempt_number,
+            cause=cause,
+            wait=round(float(wait), 3),
+        )

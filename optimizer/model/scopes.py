@@ -12,6 +12,7 @@ from contextlib import contextmanager
 # each version.
 scope: contextvars.ContextVar[str | None] = contextvars.ContextVar("scope", default=None)
 
+
 @contextmanager
 def scoped(name: str) -> Iterator[None]:
     """Every model call made inside (and in tasks created inside) is recorded as made for `name`."""

@@ -22,7 +22,11 @@ class Session:
 
 @contextmanager
 def open_session(
-    settings: Settings, folder: Path | None, *, budget_usd: float | None = None, console: bool = True
+    settings: Settings,
+    folder: Path | None,
+    *,
+    budget_usd: float | None = None,
+    console: bool = True,
 ) -> Iterator[Session]:
     from optimizer import logs
     from optimizer.model import factory as llm

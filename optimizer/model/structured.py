@@ -35,8 +35,11 @@ def forced_tool(schema: type[BaseModel], tool_name: str) -> dict[str, Any]:
     Made once per schema and shared (read it, never change it): pydantic builds a JSON schema in
     about 9 ms, which was 15% of a simulated run's CPU when it was built for every call."""
     description = (schema.__doc__ or "").strip() or f"Give the answer as a {schema.__name__}."
-    return {"name": tool_name, "description": description,
-            "input_schema": schema.model_json_schema()}
+    return {
+        "name": tool_name,
+        "description": description,
+        "input_schema": schema.model_json_schema(),
+    }
 
 
 def tool_answer(message: Message, schema: type[Answer], tool_name: str) -> Answer:
@@ -45,22 +48,46 @@ def tool_answer(message: Message, schema: type[Answer], tool_name: str) -> Answe
     mine = [b for b in uses if b.name == tool_name]
     if message.stop_reason == "max_tokens":
         # Named as what it is: a cut answer's tool input is incomplete, whatever it fails on.
-        text = (f"Your answer was cut off at the output token limit before the input of "
-                f"{tool_name} was complete. Call {tool_name} again, more briefly.")
+        text = (
+            f"Your answer was cut off at the output token limit before the input of "
+            f"{tool_name} was complete. Call {tool_name} again, more briefly."
+        )
         raise BadAnswer(
             "the answer was cut at max_tokens before its tool input was complete",
-            {"role": "user", "content": (
-                [{"type": "tool_result", "tool_use_id": b.id, "is_error": True, "content": text}
-                 for b in uses] or [{"type": "text", "text": text}])},
+            {
+                "role": "user",
+                "content": (
+                    [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": b.id,
+                            "is_error": True,
+                            "content": text,
+                        }
+                        for b in uses
+                    ]
+                    or [{"type": "text", "text": text}]
+                ),
+            },
         )
     if not mine:
         raise BadAnswer(
             f"no call of the tool (stop_reason {message.stop_reason})",
-            {"role": "user", "content": (
-                [{"type": "tool_result", "tool_use_id": b.id, "is_error": True,
-                  "content": f"Unknown tool; call {tool_name} instead."} for b in uses]
-                + [{"type": "text", "text": f"Answer by calling the tool {tool_name} now."}]
-            )},
+            {
+                "role": "user",
+                "content": (
+                    [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": b.id,
+                            "is_error": True,
+                            "content": f"Unknown tool; call {tool_name} instead.",
+                        }
+                        for b in uses
+                    ]
+                    + [{"type": "text", "text": f"Answer by calling the tool {tool_name} now."}]
+                ),
+            },
         )
     try:
         return schema.model_validate(mine[0].input)
@@ -69,16 +96,25 @@ def tool_answer(message: Message, schema: type[Answer], tool_name: str) -> Answe
             f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
             for err in exc.errors(include_url=False)
         )
-        text = (f"The input does not match the tool's input_schema: {problems}. "
-                f"Call {tool_name} again with input that matches it.")
-        raise BadAnswer(f"invalid input ({problems})", {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": b.id, "is_error": True, "content": text}
-            for b in uses
-        ]}) from None
+        text = (
+            f"The input does not match the tool's input_schema: {problems}. "
+            f"Call {tool_name} again with input that matches it."
+        )
+        raise BadAnswer(
+            f"invalid input ({problems})",
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": b.id, "is_error": True, "content": text}
+                    for b in uses
+                ],
+            },
+        ) from None
 
 
-async def answer_with_repair(ask: Ask, messages: list[Any], schema: type[Answer], *,
-                             role: str, tool_name: str) -> Answer:
+async def answer_with_repair(
+    ask: Ask, messages: list[Any], schema: type[Answer], *, role: str, tool_name: str
+) -> Answer:
     """The answer to `messages`; a reply that does not validate is sent back once with the
     error, then StructuredAnswerError."""
     first = await ask(messages, True)

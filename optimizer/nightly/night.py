@@ -26,8 +26,11 @@ NIGHT = "-night-"  # run folders of nights: <runs_root>/<skill>-night-<YYYYmmdd-
 
 def runs_of(runs_root: Path, skill_name: str) -> list[Path]:
     """The nights' run folders of a skill that hold a run, oldest first (the name is the time)."""
-    return sorted(p for p in runs_root.glob(f"{skill_name}{NIGHT}*")
-                  if p.is_dir() and Workspace(p).state_db.is_file())
+    return sorted(
+        p
+        for p in runs_root.glob(f"{skill_name}{NIGHT}*")
+        if p.is_dir() and Workspace(p).state_db.is_file()
+    )
 
 
 def _new_folder(runs_root: Path, name: str) -> Path:
@@ -48,9 +51,19 @@ def log_line(runs_root: Path, name: str, text: str) -> Path:
     return path
 
 
-def run_night(*, skill_dir: Path, until: str, budget_usd: float, fresh: bool, runs_root: Path,
-              notify: str | None, load: Callable[[dict], config.Loaded], overrides: list[str],
-              log_name: str, console: Console) -> int:
+def run_night(
+    *,
+    skill_dir: Path,
+    until: str,
+    budget_usd: float,
+    fresh: bool,
+    runs_root: Path,
+    notify: str | None,
+    load: Callable[[dict], config.Loaded],
+    overrides: list[str],
+    log_name: str,
+    console: Console,
+) -> int:
     """The night's exit code: 0 when it ran (or rightly started nothing), else the failure's.
     `load` gives the settings with tonight's budget and deadline as flags (a new run's)."""
     name = skills.load_skill(skill_dir).name
@@ -68,49 +81,87 @@ def run_night(*, skill_dir: Path, until: str, budget_usd: float, fresh: bool, ru
         return _failed(missing, runs_root / "-", runs_root, log_name, notify, console, 2)
     target = _new_folder(runs_root, name) if fresh_run else last
     assert target is not None
-    how = (f"resuming {last}" if not fresh_run else
-           f"starting {target}" + (f" from the best of {last}" if last else ""))
+    how = (
+        f"resuming {last}"
+        if not fresh_run
+        else f"starting {target}" + (f" from the best of {last}" if last else "")
+    )
     log_line(runs_root, log_name, f"{how} (budget ${budget_usd:g} tonight, until {until})")
     try:
         if fresh_run:
-            code = daemon.start(skill_dir=skill_dir, evals_path=None, run_dir=target,
-                                from_run=last if fresh else None, target="body", detach=False,
-                                fresh=False, load=load,
-                                console=console, notify=notify)
+            code = daemon.start(
+                skill_dir=skill_dir,
+                evals_path=None,
+                run_dir=target,
+                from_run=last if fresh else None,
+                target="body",
+                detach=False,
+                fresh=False,
+                load=load,
+                console=console,
+                notify=notify,
+            )
         else:
-            code = daemon.resume(target, overrides=overrides, flags=_resume_flags(target, budget_usd,
-                                 until, load), detach=False, console=console, notify=notify)
+            code = daemon.resume(
+                target,
+                overrides=overrides,
+                flags=_resume_flags(target, budget_usd, until, load),
+                detach=False,
+                console=console,
+                notify=notify,
+            )
     except OptimizerError as exc:
         if exc.exit_code == 0:  # a clean stop is a night that ran
             return 0
         return _failed(exc.problems[0], target, runs_root, log_name, notify, console, exc.exit_code)
     row = readonly.run_row(Workspace(target).state_db) or {}
     # How it ended, in the run's own words: a budget spent at once is one sentence here too.
-    log_line(runs_root, log_name, f"{target}: {row.get('status') or 'ended'}: "
-                                  f"{row.get('stop_reason') or row.get('last_error') or 'see the summary'} "
-                                  f"(summary: {summary.paths(target)[0]})")
+    log_line(
+        runs_root,
+        log_name,
+        f"{target}: {row.get('status') or 'ended'}: "
+        f"{row.get('stop_reason') or row.get('last_error') or 'see the summary'} "
+        f"(summary: {summary.paths(target)[0]})",
+    )
     return code
 
 
-def _resume_flags(run_dir: Path, budget_usd: float, until: str,
-                  load: Callable[[dict], config.Loaded]) -> dict:
+def _resume_flags(
+    run_dir: Path, budget_usd: float, until: str, load: Callable[[dict], config.Loaded]
+) -> dict:
     """Tonight's budget on top of what the run has spent, its deadline, and tonight's iterations
     on top of those done (the config's loop.max_iterations a night), so a run that reached its
     limit last night goes on."""
     conn = readonly.connect(Workspace(run_dir).state_db)
     try:
-        spent = (readonly.rows(conn, "select coalesce(sum(cost_usd), 0) as s from calls") or [{"s": 0}])[0]["s"]
-        done = (readonly.rows(conn, "select count(*) as n from iterations where finished_at is not null")
-                or [{"n": 0}])[0]["n"]
+        spent = (
+            readonly.rows(conn, "select coalesce(sum(cost_usd), 0) as s from calls") or [{"s": 0}]
+        )[0]["s"]
+        done = (
+            readonly.rows(
+                conn, "select count(*) as n from iterations where finished_at is not null"
+            )
+            or [{"n": 0}]
+        )[0]["n"]
     finally:
         conn.close()
     per_night = load({}).settings.loop.max_iterations
-    return {"budget.usd": round(float(spent or 0) + budget_usd, 6), "budget.deadline": until,
-            "loop.max_iterations": int(done or 0) + per_night}
+    return {
+        "budget.usd": round(float(spent or 0) + budget_usd, 6),
+        "budget.deadline": until,
+        "loop.max_iterations": int(done or 0) + per_night,
+    }
 
 
-def _failed(sentence: str, target: Path, runs_root: Path, log_name: str, notify: str | None,
-            console: Console, code: int) -> int:
+def _failed(
+    sentence: str,
+    target: Path,
+    runs_root: Path,
+    log_name: str,
+    notify: str | None,
+    console: Console,
+    code: int,
+) -> int:
     """One sentence in the log and in the summary (the run's own when the run folder exists,
     else one beside the log), then the user's notify command."""
     log_line(runs_root, log_name, f"this night did not run: {sentence}")
@@ -119,8 +170,11 @@ def _failed(sentence: str, target: Path, runs_root: Path, log_name: str, notify:
         summary.at_end(target, notify, console, night_error=sentence)
         return code
     path = runs_root / f"{log_name}-summary.md"
-    write_text(path, f"# Morning summary: {log_name}\n\n**This night did not run: {sentence}**\n\n"
-                     f"Nightly log: `{runs_root / (log_name + '.log')}`.\n")
+    write_text(
+        path,
+        f"# Morning summary: {log_name}\n\n**This night did not run: {sentence}**\n\n"
+        f"Nightly log: `{runs_root / (log_name + '.log')}`.\n",
+    )
     if notify:
         summary.notify(notify, path)
     return code
@@ -129,5 +183,7 @@ def _failed(sentence: str, target: Path, runs_root: Path, log_name: str, notify:
 def api_key_missing(settings: config.Settings) -> str | None:
     """The sentence of a night that would call the API without a key, before anything is made."""
     if settings.llm.provider == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
-        return "No API key: set ANTHROPIC_API_KEY (the schedule reads ~/.config/skill-optimizer/env)."
+        return (
+            "No API key: set ANTHROPIC_API_KEY (the schedule reads ~/.config/skill-optimizer/env)."
+        )
     return None

@@ -46,9 +46,21 @@ class Entry:
 
     def argv(self) -> list[str]:
         """The command a night runs."""
-        return [sys.executable, "-m", "optimizer", "nightly", str(self.skill_dir), "--until", self.until,
-                "--budget-usd", f"{self.budget_usd:g}", "--runs-root", str(self.runs_root),
-                *(["--fresh"] if self.fresh else []), *self.extra]
+        return [
+            sys.executable,
+            "-m",
+            "optimizer",
+            "nightly",
+            str(self.skill_dir),
+            "--until",
+            self.until,
+            "--budget-usd",
+            f"{self.budget_usd:g}",
+            "--runs-root",
+            str(self.runs_root),
+            *(["--fresh"] if self.fresh else []),
+            *self.extra,
+        ]
 
 
 def check_time(flag: str, text: str) -> str:
@@ -72,15 +84,18 @@ def backend() -> str:
     if not cmd or shutil.which(cmd[0]) is None:
         return "cron"
     try:
-        done = subprocess.run([*cmd, "--user", "show-environment"], capture_output=True, timeout=10,
-                              check=False)
+        done = subprocess.run(
+            [*cmd, "--user", "show-environment"], capture_output=True, timeout=10, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return "cron"
     return "systemd" if done.returncode == 0 else "cron"
 
 
 def unit_dir() -> Path:
-    default = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "systemd" / "user"
+    default = (
+        Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "systemd" / "user"
+    )
     return Path(os.environ.get("OPTIMIZER_SYSTEMD_USER_DIR") or default)
 
 
@@ -104,18 +119,37 @@ def _unit_quote(arg: str) -> str:
 def units(entry: Entry) -> dict[str, str]:
     """file name → text of the service and the timer."""
     h, m = entry.at.split(":")
-    service = "\n".join([
-        "[Unit]", f"Description=skill optimizer: a night on {entry.skill_dir}",
-        f"X-SkillOptimizer-Skill={entry.skill_dir}", "", "[Service]", "Type=oneshot",
-        f"WorkingDirectory={_unit_quote(str(entry.workdir))}",
-        f"EnvironmentFile=-{ENV_FILE.replace('~', '%h', 1)}",
-        "ExecStart=" + " ".join(_unit_quote(a) for a in entry.argv()), ""])
-    timer = "\n".join([
-        "[Unit]", f"Description=skill optimizer: every night at {entry.at} on {entry.skill_dir}", "",
-        # Not Persistent: a night missed while the machine was off is skipped, not started at
-        # boot in the morning with a deadline a day away.
-        "[Timer]", f"OnCalendar=*-*-* {h}:{m}:00", "Persistent=false", f"Unit={entry.name}.service", "",
-        "[Install]", "WantedBy=timers.target", ""])
+    service = "\n".join(
+        [
+            "[Unit]",
+            f"Description=skill optimizer: a night on {entry.skill_dir}",
+            f"X-SkillOptimizer-Skill={entry.skill_dir}",
+            "",
+            "[Service]",
+            "Type=oneshot",
+            f"WorkingDirectory={_unit_quote(str(entry.workdir))}",
+            f"EnvironmentFile=-{ENV_FILE.replace('~', '%h', 1)}",
+            "ExecStart=" + " ".join(_unit_quote(a) for a in entry.argv()),
+            "",
+        ]
+    )
+    timer = "\n".join(
+        [
+            "[Unit]",
+            f"Description=skill optimizer: every night at {entry.at} on {entry.skill_dir}",
+            "",
+            # Not Persistent: a night missed while the machine was off is skipped, not started at
+            # boot in the morning with a deadline a day away.
+            "[Timer]",
+            f"OnCalendar=*-*-* {h}:{m}:00",
+            "Persistent=false",
+            f"Unit={entry.name}.service",
+            "",
+            "[Install]",
+            "WantedBy=timers.target",
+            "",
+        ]
+    )
     return {f"{entry.name}.service": service, f"{entry.name}.timer": timer}
 
 
@@ -127,8 +161,10 @@ def cron_line(entry: Entry) -> str:
     env = ENV_FILE.replace("~", "$HOME", 1)
     cmd = " ".join(shlex.quote(a) for a in entry.argv())
     # The runs folder is made first: the log's redirection needs it before the night can make it.
-    body = (f"mkdir -p {shlex.quote(str(entry.runs_root))} && cd {shlex.quote(str(entry.workdir))} && "
-            f"(set -a; [ -r \"{env}\" ] && . \"{env}\"; set +a; exec {cmd}) >> {shlex.quote(str(log))} 2>&1")
+    body = (
+        f"mkdir -p {shlex.quote(str(entry.runs_root))} && cd {shlex.quote(str(entry.workdir))} && "
+        f'(set -a; [ -r "{env}" ] && . "{env}"; set +a; exec {cmd}) >> {shlex.quote(str(log))} 2>&1'
+    )
     return f"{int(m)} {int(h)} * * * {body.replace('%', chr(92) + '%')} {MARK}{entry.name}"
 
 
@@ -137,17 +173,25 @@ def plan(entry: Entry, where: str) -> str:
     if where == "systemd":
         folder = unit_dir()
         parts = [f"# {folder / name}\n{text}" for name, text in units(entry).items()]
-        parts.append("# then: " + " ".join(_systemctl("daemon-reload")) + " && "
-                     + " ".join(_systemctl("enable", "--now", f"{entry.name}.timer")))
+        parts.append(
+            "# then: "
+            + " ".join(_systemctl("daemon-reload"))
+            + " && "
+            + " ".join(_systemctl("enable", "--now", f"{entry.name}.timer"))
+        )
         return "\n".join(parts) + "\n"
-    return f"# appended to `{' '.join(_crontab('-l'))}` (a line for the same skill is replaced):\n" \
-           f"{cron_line(entry)}\n"
+    return (
+        f"# appended to `{' '.join(_crontab('-l'))}` (a line for the same skill is replaced):\n"
+        f"{cron_line(entry)}\n"
+    )
 
 
 # -- doing it -----------------------------------------------------------------------------------
 def _run(argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=30, check=False)
+        return subprocess.run(
+            argv, input=stdin, capture_output=True, text=True, timeout=30, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise WorkFailed(f"`{' '.join(argv)}` could not run ({exc}).") from None
 
@@ -155,8 +199,10 @@ def _run(argv: list[str], stdin: str | None = None) -> subprocess.CompletedProce
 def _must(argv: list[str], stdin: str | None = None) -> str:
     done = _run(argv, stdin)
     if done.returncode != 0:
-        raise WorkFailed(f"`{' '.join(argv)}` failed ({done.returncode}): "
-                         f"{(done.stderr or done.stdout).strip()[:300]}")
+        raise WorkFailed(
+            f"`{' '.join(argv)}` failed ({done.returncode}): "
+            f"{(done.stderr or done.stdout).strip()[:300]}"
+        )
     return done.stdout
 
 
@@ -199,7 +245,9 @@ def remove(skill_dir: Path) -> str:
         _must(_crontab("-"), "\n".join(kept) + ("\n" if kept else ""))
         removed.append(f"the crontab line {name}")
     if not removed:
-        raise BadInput(f"{skill_dir}: has no nightly schedule; `optimizer schedule --list` shows them.")
+        raise BadInput(
+            f"{skill_dir}: has no nightly schedule; `optimizer schedule --list` shows them."
+        )
     return "removed " + " and ".join(removed)
 
 
@@ -213,15 +261,28 @@ def entries() -> list[dict[str, str]]:
         body = service.read_text(encoding="utf-8") if service.is_file() else ""
         at = re.search(r"^OnCalendar=\S+ (\d\d:\d\d)", text, re.M)
         skill = re.search(r"^X-SkillOptimizer-Skill=(.*)$", body, re.M)
-        found.append({"name": timer.stem, "where": "systemd", "at": at.group(1) if at else "?",
-                      "skill_dir": skill.group(1) if skill else "?", "command": _exec(body)})
+        found.append(
+            {
+                "name": timer.stem,
+                "where": "systemd",
+                "at": at.group(1) if at else "?",
+                "skill_dir": skill.group(1) if skill else "?",
+                "command": _exec(body),
+            }
+        )
     for line in _cron_lines():
         if MARK in line:
             fields = line.split(None, 5)
             argv = line.split(" exec ", 1)[-1].split(")", 1)[0]
-            found.append({"name": line.rsplit(MARK, 1)[1], "where": "cron",
-                          "at": f"{int(fields[1]):02d}:{int(fields[0]):02d}" if len(fields) > 2 else "?",
-                          "skill_dir": _skill_of(argv), "command": argv})
+            found.append(
+                {
+                    "name": line.rsplit(MARK, 1)[1],
+                    "where": "cron",
+                    "at": f"{int(fields[1]):02d}:{int(fields[0]):02d}" if len(fields) > 2 else "?",
+                    "skill_dir": _skill_of(argv),
+                    "command": argv,
+                }
+            )
     return sorted(found, key=lambda e: (e["name"], e["where"]))
 
 

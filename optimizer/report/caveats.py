@@ -33,8 +33,14 @@ def score_interval(root: Path, label: str) -> tuple[list | None, int | None]:
     bench = _json(root / label / "benchmark.json") if re.fullmatch(r"v\d+", label) else None
     if not isinstance(bench, dict):
         return None, None
-    stat = (((bench.get("run_summary") or {}).get("with_skill") or {}).get("overall_efficiency") or {})
-    rows = [r for r in bench.get("per_eval") or [] if (r.get("with_skill") or {}).get("mean") is not None]
+    stat = ((bench.get("run_summary") or {}).get("with_skill") or {}).get(
+        "overall_efficiency"
+    ) or {}
+    rows = [
+        r
+        for r in bench.get("per_eval") or []
+        if (r.get("with_skill") or {}).get("mean") is not None
+    ]
     ci = bounded([stat.get("ci_low"), stat.get("ci_high")], SCORE)
     return ci, stat.get("ci_evals") or len(rows) or None
 
@@ -47,7 +53,9 @@ def verdict(node: dict, by_label: dict[str, dict], best: str | None) -> str:
         return ""
     text = f"{decision} against its parent {parent}"
     if decision == "won" and node.get("scope") in CLAIMS:
-        text += f" ({CLAIMS[node['scope']]} {'queries' if node.get('stage') == 'probe' else 'tasks'}"
+        text += (
+            f" ({CLAIMS[node['scope']]} {'queries' if node.get('stage') == 'probe' else 'tasks'}"
+        )
         text += ")" if node["scope"] == "tasks" else "; the sealed test checks it)"
     if decision != "won" or best is None or node["label"] == best or best not in by_label:
         return text
@@ -55,11 +63,14 @@ def verdict(node: dict, by_label: dict[str, dict], best: str | None) -> str:
 
 
 def promotions(nodes: list[dict]) -> str | None:
-    """"6 promotions in 20 decisions; at most 5% of such promotions are false on average": the
+    """ "6 promotions in 20 decisions; at most 5% of such promotions are false on average": the
     night's family of promotions and what bounds it, from the decisions' own selection.json (the
     control they were made under), None before the promotion rule decided anything."""
-    rows = [{"version": n["label"], "stage": n.get("stage"), "decision": n.get("decision")}
-            for n in nodes if n.get("decision") in ("won", "lost", "tie")]
+    rows = [
+        {"version": n["label"], "stage": n.get("stage"), "decision": n.get("decision")}
+        for n in nodes
+        if n.get("decision") in ("won", "lost", "tie")
+    ]
     nights = [n["night"] for n in nodes if isinstance(n.get("night"), dict)]
     ruled = [r for r in rows if r["stage"] in night.RULE_STAGES]
     if not ruled:
@@ -86,8 +97,11 @@ def stray_wins(nodes: list[dict], best: str | None) -> dict[str, str]:
     Winners on the line are the path the best was built along."""
     by_label = {n["label"]: n for n in nodes}
     line = {best, *_ancestors(best, by_label)}
-    return {n["label"]: n.get("verdict") or "won" for n in nodes
-            if n.get("decision") == "won" and n["label"] not in line}
+    return {
+        n["label"]: n.get("verdict") or "won"
+        for n in nodes
+        if n.get("decision") == "won" and n["label"] not in line
+    }
 
 
 def _why_not_best(node: dict, best: dict, by_label: dict[str, dict]) -> str:
@@ -124,15 +138,19 @@ def sealed_test_warning(test: Any, nodes: list[dict] | None = None) -> str | Non
     if base is None or final is None:
         return None
     if final < base:
-        return (f"sealed test: {best} scored below v0 ({final:.3f} vs {base:.3f}); the gain may "
-                "be overfitting to the train evals")
+        return (
+            f"sealed test: {best} scored below v0 ({final:.3f} vs {base:.3f}); the gain may "
+            "be overfitting to the train evals"
+        )
     gain = train_delta(test, nodes or [])
     # Half the train gain, not zero: a sealed Δ of +0.001 against +0.200 on train is no carry-over.
     if gain is not None and gain > 0 and final - base < gain / 2:
         n = len(test.get("evals") or [])
-        return (f"sealed test: {best} gained {gain:+.3f} over v0 on the train evals and "
-                f"{final - base:+.3f} on the {n} sealed eval{'s' if n != 1 else ''}; less than "
-                "half the gain has shown beyond the tasks the loop saw")
+        return (
+            f"sealed test: {best} gained {gain:+.3f} over v0 on the train evals and "
+            f"{final - base:+.3f} on the {n} sealed eval{'s' if n != 1 else ''}; less than "
+            "half the gain has shown beyond the tasks the loop saw"
+        )
     return None
 
 
@@ -151,8 +169,9 @@ def suite_warning(run: dict, settings: dict) -> str | None:
     return small_suite(len(split["train"]), len(split.get("test") or []), fraction)
 
 
-def annotate(root: Path, nodes: list[dict], best: str | None, run: dict, settings: dict,
-             test: Any) -> list[str]:
+def annotate(
+    root: Path, nodes: list[dict], best: str | None, run: dict, settings: dict, test: Any
+) -> list[str]:
     """Adds `verdict` and `delta_evals` to each node; returns the run's warnings, worst first."""
     by_label = {n["label"]: n for n in nodes}
     unit = "query" if run.get("target") == "description" else "eval"

@@ -12,9 +12,11 @@ from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 
 # What each mechanism means, in the words a user needs when it is not bubblewrap.
-_WHY = {"none": "sandbox.mode = \"none\"",
-        # Before the CLI ran in bubblewrap every run of it was "host"; now only an opted-out one.
-        "host": "the Claude Code CLI ran on the host, its file tools unconfined"}
+_WHY = {
+    "none": 'sandbox.mode = "none"',
+    # Before the CLI ran in bubblewrap every run of it was "host"; now only an opted-out one.
+    "host": "the Claude Code CLI ran on the host, its file tools unconfined",
+}
 
 
 def summary(run_dir: Path, version: str | None = None) -> dict:
@@ -27,12 +29,17 @@ def summary(run_dir: Path, version: str | None = None) -> dict:
     except sqlite3.Error:
         return {"runs": 0, "unconfined": 0, "by": {}}
     with closing(conn):
-        rows = readonly.rows(conn, f"select sandbox, sum(confined) as confined, count(*) as runs "
-                                   f"from eval_runs where {where} group by sandbox order by sandbox",
-                             (version,) if version else ())
-    return {"runs": sum(r["runs"] for r in rows),
-            "unconfined": sum(r["runs"] - (r["confined"] or 0) for r in rows),
-            "by": {r["sandbox"]: r["runs"] for r in rows}}
+        rows = readonly.rows(
+            conn,
+            f"select sandbox, sum(confined) as confined, count(*) as runs "
+            f"from eval_runs where {where} group by sandbox order by sandbox",
+            (version,) if version else (),
+        )
+    return {
+        "runs": sum(r["runs"] for r in rows),
+        "unconfined": sum(r["runs"] - (r["confined"] or 0) for r in rows),
+        "by": {r["sandbox"]: r["runs"] for r in rows},
+    }
 
 
 def describe(info: dict) -> str:
@@ -41,7 +48,10 @@ def describe(info: dict) -> str:
         return "no run recorded yet"
     if not info["unconfined"]:
         return f"{', '.join(info['by'])} (confined), {info['runs']} runs"
-    parts = [f"{how} {n}" + (f": {_WHY[how]}" if how in _WHY else "")
-             for how, n in info["by"].items()]
-    return (f"UNCONFINED: {info['unconfined']} of {info['runs']} runs ran model-written work "
-            f"without bubblewrap ({'; '.join(parts)})")
+    parts = [
+        f"{how} {n}" + (f": {_WHY[how]}" if how in _WHY else "") for how, n in info["by"].items()
+    ]
+    return (
+        f"UNCONFINED: {info['unconfined']} of {info['runs']} runs ran model-written work "
+        f"without bubblewrap ({'; '.join(parts)})"
+    )

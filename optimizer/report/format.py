@@ -63,7 +63,9 @@ def readable(text: str, limit: int = 600) -> str:
     cut = bool(_CUT_TAG.search(text))
     text = _CUT_TAG.sub("", text)
     names = {m.group(1) for m in _OPEN.finditer(text)}
-    close = re.compile(r"\n?</(?:" + "|".join(map(re.escape, sorted(names))) + r")>") if names else None
+    close = (
+        re.compile(r"\n?</(?:" + "|".join(map(re.escape, sorted(names))) + r")>") if names else None
+    )
     cut = cut or (close is not None and len(_OPEN.findall(text)) > len(close.findall(text)))
 
     def lead_in(m: re.Match[str]) -> str:

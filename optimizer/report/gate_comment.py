@@ -7,7 +7,11 @@ from __future__ import annotations
 from optimizer.report.format import money, num, signed
 from optimizer.search.gate import GateResult
 
-VERDICT = {"not_worse": "✅ not worse", "worse": "❌ worse", "inconclusive": "❌ not shown to be not worse"}
+VERDICT = {
+    "not_worse": "✅ not worse",
+    "worse": "❌ worse",
+    "inconclusive": "❌ not shown to be not worse",
+}
 
 
 def decision_word(result: GateResult) -> str:
@@ -31,8 +35,13 @@ def markdown(result: GateResult, *, simulated: bool = False) -> str:
     """The pull-request comment. A decision that could not be made says why, never a number."""
     out = [f"## Skill gate: {decision_word(result)}", ""]
     if simulated:
-        out += ["> **SIMULATED**: every number below comes from the offline simulator, not a model.", ""]
-    out.append(f"BASE `{result.base}` → HEAD `{result.head}`, on the evals of `{result.evals_path}`.")
+        out += [
+            "> **SIMULATED**: every number below comes from the offline simulator, not a model.",
+            "",
+        ]
+    out.append(
+        f"BASE `{result.base}` → HEAD `{result.head}`, on the evals of `{result.evals_path}`."
+    )
     out.append("")
     test = result.test
     if test is None:
@@ -40,32 +49,50 @@ def markdown(result: GateResult, *, simulated: bool = False) -> str:
     else:
         two_sided = 1 - 2 * (1 - test.confidence)
         out += [
-            f"**{test.reason}**", "",
-            "| | value |", "|---|---|",
+            f"**{test.reason}**",
+            "",
+            "| | value |",
+            "|---|---|",
             f"| Δ score (HEAD − BASE, mean over evals) | {signed(test.delta)} |",
             f"| {test.confidence:.0%} lower bound (one-sided) | {signed(test.low)} |",
             f"| {two_sided:.0%} interval (two-sided) | [{signed(test.low)}, {signed(test.high)}] |",
             f"| margin (HEAD may be worse by less than) | {test.margin} |",
             f"| evals × runs per eval | {test.evals} × {result.runs_per_eval} |",
-            "", "The gate passes when the lower bound is above −margin (a non-inferiority test "
-            "over evals, Student-t; the spread is never taken as zero).", "",
+            "",
+            "The gate passes when the lower bound is above −margin (a non-inferiority test "
+            "over evals, Student-t; the spread is never taken as zero).",
+            "",
         ]
     if result.per_eval:
-        out += ["### Per eval", "", "| eval | BASE | HEAD | HEAD − BASE | runs (BASE/HEAD) |",
-                "|---|---:|---:|---:|---:|"]
+        out += [
+            "### Per eval",
+            "",
+            "| eval | BASE | HEAD | HEAD − BASE | runs (BASE/HEAD) |",
+            "|---|---:|---:|---:|---:|",
+        ]
         for e, row in result.per_eval.items():
             name = str(row["name"]).replace("|", "\\|")
-            out.append(f"| {e} {name} | {num(row['base'])} | {num(row['head'])} | "
-                       f"{signed(row['diff'])} | {row['base_runs']}/{row['head_runs']} |")
+            out.append(
+                f"| {e} {name} | {num(row['base'])} | {num(row['head'])} | "
+                f"{signed(row['diff'])} | {row['base_runs']}/{row['head_runs']} |"
+            )
         out.append("")
-        worst = min(((row["diff"], e) for e, row in result.per_eval.items() if row["diff"] is not None),
-                    default=None)
+        worst = min(
+            ((row["diff"], e) for e, row in result.per_eval.items() if row["diff"] is not None),
+            default=None,
+        )
         if worst is not None and worst[0] < 0:
             # The mean over few evals can hide an edit that breaks one task (bench/gate.py, "sparse").
-            out += [f"Largest drop: eval {worst[1]} ({signed(worst[0])}); an edit that breaks a few "
-                    "tasks can pass on average, so read that eval's runs.", ""]
+            out += [
+                f"Largest drop: eval {worst[1]} ({signed(worst[0])}); an edit that breaks a few "
+                "tasks can pass on average, so read that eval's runs.",
+                "",
+            ]
     if result.unscored or result.judge_errors:
-        out += [f"⚠ {result.unscored} of {result.total_runs} runs could not be scored (a failure of our "
-                f"infrastructure, left out) and {result.judge_errors} had judge errors (left out).", ""]
+        out += [
+            f"⚠ {result.unscored} of {result.total_runs} runs could not be scored (a failure of our "
+            f"infrastructure, left out) and {result.judge_errors} had judge errors (left out).",
+            "",
+        ]
     out.append(f"Cost: {money(result.cost_usd)}.")
     return "\n".join(out) + "\n"

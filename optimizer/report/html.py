@@ -46,11 +46,16 @@ def _cost_series(ws: Workspace) -> list[list]:
         return []
     with closing(conn):
         try:
-            dated = conn.execute(f"select count(*) {where} and created_at is not null "
-                                 "and created_at != ''").fetchone()[0]
+            dated = conn.execute(
+                f"select count(*) {where} and created_at is not null and created_at != ''"
+            ).fetchone()[0]
             rows = conn.execute(f"select created_at, cost_usd {where} order by created_at, rowid")
             # keep the shape, drop points; the last one is the total
-            keep = {int(i * dated / COST_POINTS) for i in range(COST_POINTS)} if dated > COST_POINTS else None
+            keep = (
+                {int(i * dated / COST_POINTS) for i in range(COST_POINTS)}
+                if dated > COST_POINTS
+                else None
+            )
             total, series, k = 0.0, [], 0
             for at, cost in rows:
                 total += cost or 0.0
@@ -63,9 +68,18 @@ def _cost_series(ws: Workspace) -> list[list]:
     return series
 
 
-def build(run_dir: Path, *, review: bool = False, files_base: str = "", details_base: str = "",
-          token: str = "", data: read.RunData | None = None, inlined: int = 0,
-          capped: bool = False, refresh_ms: int = 0) -> dict:
+def build(
+    run_dir: Path,
+    *,
+    review: bool = False,
+    files_base: str = "",
+    details_base: str = "",
+    token: str = "",
+    data: read.RunData | None = None,
+    inlined: int = 0,
+    capped: bool = False,
+    refresh_ms: int = 0,
+) -> dict:
     """What the index page shows, as JSON-able data; each page's runs come from its own script."""
     data = data or read.load(run_dir)
     ws = data.ws
@@ -78,18 +92,30 @@ def build(run_dir: Path, *, review: bool = False, files_base: str = "", details_
     evals = sorted({e for n in nodes for e in (n.get("per_eval") or {})}, key=read.natural_key)
     status = run_status(run_dir, data) if data.source == "state.db" else None
     return {
-        "meta": {"skill_name": data.run.get("skill_name") or data.history.get("skill_name") or ws.root.name,
-                 "run_id": data.run.get("id") or ws.root.name, "simulated": data.simulated,
-                 "current_best": data.current_best, "source": data.source, "form": data.form,
-                 "status": data.run.get("status"), "stop_reason": data.run.get("stop_reason"),
-                 "started_at": data.run.get("started_at"),
-                 "generated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-                 "review": review, "files_base": files_base,
-                 "details_base": details_base, "token": token, "callback": CALLBACK,
-                 "inlined_bytes": inlined, "inline_cap_reached": capped,
-                 "refresh_ms": refresh_ms,  # the review page asks /api/progress this often while the run runs
-                 "sandbox": confinement.describe(status["sandbox"]) if status else None,
-                 "unconfined": bool(status and status["sandbox"]["unconfined"])},
+        "meta": {
+            "skill_name": data.run.get("skill_name")
+            or data.history.get("skill_name")
+            or ws.root.name,
+            "run_id": data.run.get("id") or ws.root.name,
+            "simulated": data.simulated,
+            "current_best": data.current_best,
+            "source": data.source,
+            "form": data.form,
+            "status": data.run.get("status"),
+            "stop_reason": data.run.get("stop_reason"),
+            "started_at": data.run.get("started_at"),
+            "generated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "review": review,
+            "files_base": files_base,
+            "details_base": details_base,
+            "token": token,
+            "callback": CALLBACK,
+            "inlined_bytes": inlined,
+            "inline_cap_reached": capped,
+            "refresh_ms": refresh_ms,  # the review page asks /api/progress this often while the run runs
+            "sandbox": confinement.describe(status["sandbox"]) if status else None,
+            "unconfined": bool(status and status["sandbox"]["unconfined"]),
+        },
         "status": status,
         "nodes": nodes,
         "evals": evals,
@@ -111,7 +137,9 @@ def detail_script(key: str, token: str, page: dict) -> str:
 
 
 # What the json module did with default=str: any key type, and dates and dataclasses through str.
-_AS_JSON_MODULE = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+_AS_JSON_MODULE = (
+    orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+)
 
 
 def script_json(data: Any) -> str:
@@ -120,27 +148,55 @@ def script_json(data: Any) -> str:
         text = orjson.dumps(data, default=str, option=_AS_JSON_MODULE).decode("utf-8")
     except TypeError:  # what orjson refuses and the json module writes (an integer past 64 bits)
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent),
-                              autoescape=True, undefined=jinja2.StrictUndefined)
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
 
 
-def render(run_dir: Path, *, review: bool = False, files_base: str = "", details_base: str = "",
-           token: str = "", data: read.RunData | None = None, inlined: int = 0,
-           capped: bool = False, refresh_ms: int = 0) -> str:
+def render(
+    run_dir: Path,
+    *,
+    review: bool = False,
+    files_base: str = "",
+    details_base: str = "",
+    token: str = "",
+    data: read.RunData | None = None,
+    inlined: int = 0,
+    capped: bool = False,
+    refresh_ms: int = 0,
+) -> str:
     """The index page; `details_base` is where it finds each page's script (<key>.js)."""
-    index = build(run_dir, review=review, files_base=files_base, details_base=details_base, token=token,
-                  data=data, inlined=inlined, capped=capped, refresh_ms=refresh_ms)
+    index = build(
+        run_dir,
+        review=review,
+        files_base=files_base,
+        details_base=details_base,
+        token=token,
+        data=data,
+        inlined=inlined,
+        capped=capped,
+        refresh_ms=refresh_ms,
+    )
     template = _environment().get_template(TEMPLATE)
     return template.render(
         title=f"{index['meta']['skill_name']} — skill optimizer report",
-        simulated=index["meta"]["simulated"], review=review,
+        simulated=index["meta"]["simulated"],
+        review=review,
         unconfined=index["meta"]["sandbox"] if index["meta"]["unconfined"] else None,
-        nonce=secrets.token_urlsafe(16), data_json=script_json(index),
+        nonce=secrets.token_urlsafe(16),
+        data_json=script_json(index),
     )
 
 
@@ -164,14 +220,27 @@ def write_report(run_dir: Path, output: Path | None = None) -> Path:
         budget = pages.Budget()
         # Not synced one by one: 200 fsyncs were a sixth of the report's time, and a page lost
         # to a power cut is written again by the next report (the index is synced, and last).
-        write_text(folder / f"{key}.js", detail_script(key, token, pages.page(data.ws, data, key, budget)),
-                   durable=False)
+        write_text(
+            folder / f"{key}.js",
+            detail_script(key, token, pages.page(data.ws, data, key, budget)),
+            durable=False,
+        )
         inlined, capped = inlined + budget.used, capped or budget.refused
-    html = render(run_dir, files_base="" if base == "." else f"{base}/", details_base=f"{quote(folder.name)}/",
-                  token=token, data=data, inlined=inlined, capped=capped)
+    html = render(
+        run_dir,
+        files_base="" if base == "." else f"{base}/",
+        details_base=f"{quote(folder.name)}/",
+        token=token,
+        data=data,
+        inlined=inlined,
+        capped=capped,
+    )
     write_text(target, html)
-    stale = [p for p in folder.iterdir() if DETAIL_NAME.fullmatch(p.name) and p.stem not in keys] \
-        if folder.is_dir() else []
+    stale = (
+        [p for p in folder.iterdir() if DETAIL_NAME.fullmatch(p.name) and p.stem not in keys]
+        if folder.is_dir()
+        else []
+    )
     for path in stale:  # only what an earlier report wrote: the folder may hold anything else
         path.unlink(missing_ok=True)
     return target

@@ -79,11 +79,17 @@ def _version(ws: Workspace, node: dict, budget: Budget) -> dict:
         gradings.append((r["eval_id"], r.pop("grading")))
         runs.append(r)
     return {
-        "rationale": read.rationale(proposal.read_text(encoding="utf-8")) if proposal.is_file()
+        "rationale": read.rationale(proposal.read_text(encoding="utf-8"))
+        if proposal.is_file()
         else node.get("rationale") or "",
         "diff": _diff(ws, node.get("parent"), node["label"]),
-        "benchmark": {"run_summary": bench.get("run_summary"), "per_eval": bench.get("per_eval"),
-                      "notes": bench.get("notes")} if bench else None,
+        "benchmark": {
+            "run_summary": bench.get("run_summary"),
+            "per_eval": bench.get("per_eval"),
+            "notes": bench.get("notes"),
+        }
+        if bench
+        else None,
         "selection": read.read_json(folder / "selection.json"),
         "comparisons": read.comparisons(folder, node["label"], node.get("parent")),
         "analysis": read.read_json(folder / "analysis.json"),
@@ -105,7 +111,9 @@ def _diff(ws: Workspace, parent: str | None, label: str) -> str | None:
 # history.json only) is read from its folder.
 
 
-def _runs(ws: Workspace, folder: Path, budget: Budget, configuration: str = "with_skill") -> Iterator[dict]:
+def _runs(
+    ws: Workspace, folder: Path, budget: Budget, configuration: str = "with_skill"
+) -> Iterator[dict]:
     """The runs under a version (or baseline) folder, eval-*/<configuration>/run-*, in natural order."""
     root = str(ws.root.resolve()) + os.sep
     if not str(Path(folder).resolve()).startswith(root):
@@ -143,8 +151,11 @@ def _walk(base: str, rel: str, root: str, configuration: str) -> list[str]:
             continue
         for side in preview.entries(ev.path):
             if side.name == configuration and side.is_dir() and preview.readable(side.path, root):
-                keys += [f"{rel}/{ev.name}/{configuration}/{r.name}" for r in preview.entries(side.path)
-                         if r.name.startswith("run-") and r.is_dir() and preview.readable(r.path, root)]
+                keys += [
+                    f"{rel}/{ev.name}/{configuration}/{r.name}"
+                    for r in preview.entries(side.path)
+                    if r.name.startswith("run-") and r.is_dir() and preview.readable(r.path, root)
+                ]
     return keys
 
 
@@ -168,9 +179,13 @@ def _committed(ws: Workspace, rel: str, live: bool) -> dict[str, Committed] | No
                 + ("p.preview_json" if kept else "null")
                 + " from eval_runs r left join gradings g on g.key = r.key"
                 + (" left join previews p on p.key = r.key" if kept else "")
-                + " where r.key >= ? and r.key < ?", (f"{rel}/", f"{rel}0"))
-            return {key: (grading, gate if grading is not None else None, view)
-                    for key, grading, gate, view in rows}
+                + " where r.key >= ? and r.key < ?",
+                (f"{rel}/", f"{rel}0"),
+            )
+            return {
+                key: (grading, gate if grading is not None else None, view)
+                for key, grading, gate, view in rows
+            }
         except sqlite3.Error:
             return None
 
@@ -198,14 +213,18 @@ def _run(rel: str, path: str, budget: Budget, committed: Committed, root: str) -
     # The folder is read only when it really is inside the workspace: state.db names a run's
     # folder, it does not vouch that no eval or run folder became a link to elsewhere.
     inside = functools.cache(lambda: preview.within(path, root))
-    grading = _loads(graded) if graded is not None else _json(f"{path}/grading.json") if inside() else {}
+    grading = (
+        _loads(graded) if graded is not None else _json(f"{path}/grading.json") if inside() else {}
+    )
     view = _loads(kept) if kept is not None else preview.of_run(path) if inside() else {}
     if gate is None:
         gate = _json(f"{path}/structural.json").get("gate_passed") if inside() else None
     eval_dir, configuration, run = rel.split("/")[-3:]
     return {
-        "id": rel.replace("/", "-"), "path": rel,
-        "eval_id": eval_dir.removeprefix("eval-"), "configuration": configuration,
+        "id": rel.replace("/", "-"),
+        "path": rel,
+        "eval_id": eval_dir.removeprefix("eval-"),
+        "configuration": configuration,
         "run": run.removeprefix("run-"),
         "summary": grading.get("summary"),
         "expectations": grading.get("expectations") or [],
@@ -229,7 +248,9 @@ def _shown(run_dir: str, item: dict, budget: Budget, inside: Callable[[], bool])
             raw = preview.image(run_dir, item)
             if raw is not None:
                 mime = mimetypes.guess_type(item["name"])[0] or "application/octet-stream"
-                shown.update(kind="image", data=f"data:{mime};base64,{base64.b64encode(raw).decode()}")
+                shown.update(
+                    kind="image", data=f"data:{mime};base64,{base64.b64encode(raw).decode()}"
+                )
         return shown
     if item.get("read"):
         item = preview.read_output(run_dir, item)

@@ -14,7 +14,12 @@ ProgressFn = Callable[[int, int, str], None]
 
 @contextmanager
 def bar(console: Console, title: str) -> Iterator[ProgressFn]:
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task(title, total=None)
 
@@ -26,9 +31,25 @@ def bar(console: Console, title: str) -> Iterator[ProgressFn]:
 
 # What the review page's progress line shows, from `status`: small, so it can be asked every few
 # seconds while a daemon runs without sending the whole report each time.
-PROGRESS_KEYS = ("running", "status", "stage", "iteration", "iterations_done", "max_iterations",
-                 "versions", "pending", "current_best", "spent_usd", "budget_usd", "finish", "deadline",
-                 "seconds_left", "stop_reason", "last_error", "elapsed_s")
+PROGRESS_KEYS = (
+    "running",
+    "status",
+    "stage",
+    "iteration",
+    "iterations_done",
+    "max_iterations",
+    "versions",
+    "pending",
+    "current_best",
+    "spent_usd",
+    "budget_usd",
+    "finish",
+    "deadline",
+    "seconds_left",
+    "stop_reason",
+    "last_error",
+    "elapsed_s",
+)
 
 
 def snapshot(info: dict) -> dict:

@@ -42,11 +42,14 @@ def load_feedback(ws: Workspace) -> dict:
     if not ws.feedback.is_file():
         return {"reviews": [], "status": "in_progress"}
     try:
-        return schemas.Feedback.model_validate(json.loads(ws.feedback.read_text(encoding="utf-8"))) \
-            .model_dump(mode="json", exclude_none=True)
+        return schemas.Feedback.model_validate(
+            json.loads(ws.feedback.read_text(encoding="utf-8"))
+        ).model_dump(mode="json", exclude_none=True)
     except (ValueError, OSError) as exc:
-        raise BadInput(f"{ws.feedback}: not a valid feedback file ({str(exc).splitlines()[0]}); "
-                       "fix it or move it away, then start `optimizer review` again.") from None
+        raise BadInput(
+            f"{ws.feedback}: not a valid feedback file ({str(exc).splitlines()[0]}); "
+            "fix it or move it away, then start `optimizer review` again."
+        ) from None
 
 
 def save_feedback(ws: Workspace, data: dict) -> dict:
@@ -81,8 +84,10 @@ class ReviewServer(ThreadingHTTPServer):
     def run_data(self) -> read.RunData:
         """The run as read.load reads it, read again only when its files changed: on a long run
         each version opened would otherwise read the whole run (seconds at 200 versions)."""
-        stamp = tuple(_stamp(p) for p in (self.ws.state_db, self.ws.state_db.with_name("state.db-wal"),
-                                          self.ws.history))
+        stamp = tuple(
+            _stamp(p)
+            for p in (self.ws.state_db, self.ws.state_db.with_name("state.db-wal"), self.ws.history)
+        )
         with self._load_lock:
             if self._loaded is None or self._loaded[0] != stamp:
                 self._loaded = (stamp, read.load(self.root))
@@ -99,9 +104,11 @@ class ReviewServer(ThreadingHTTPServer):
                 raise BadInput(f"unknown run id {run_id!r}")
         if run_id.startswith("test-"):
             # The proposer reads feedback.json: a remark on a sealed test run would leak the test.
-            raise BadInput(f"run {run_id} belongs to the sealed test split, which takes no feedback: "
-                           "whatever is said about it would reach the proposer; review a train run "
-                           "instead.")
+            raise BadInput(
+                f"run {run_id} belongs to the sealed test split, which takes no feedback: "
+                "whatever is said about it would reach the proposer; review a train run "
+                "instead."
+            )
         with self.lock:
             data = load_feedback(self.ws)
             reviews = [r for r in data["reviews"] if r["run_id"] != run_id]
@@ -182,23 +189,42 @@ class Handler(BaseHTTPRequestHandler):
         if path is None:
             return self._error(HTTPStatus.FORBIDDEN, "that path is outside the run folder")
         if path in ("/", "/index.html"):
-            page = html.render(self.server.root, review=True, details_base=DETAILS, token=self.server.token,
-                               data=self.server.run_data(),  # the read its pages then share
-                               refresh_ms=self.server.refresh_ms)
+            page = html.render(
+                self.server.root,
+                review=True,
+                details_base=DETAILS,
+                token=self.server.token,
+                data=self.server.run_data(),  # the read its pages then share
+                refresh_ms=self.server.refresh_ms,
+            )
             return self._send(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8")
         if path == "/api/progress":
-            return self._json(HTTPStatus.OK, progress.snapshot(status.status(self.server.root,
-                                                                              self.server.run_data())))
+            return self._json(
+                HTTPStatus.OK,
+                progress.snapshot(status.status(self.server.root, self.server.run_data())),
+            )
         if path == "/api/index":  # the page's data again, when the progress says the run moved on
-            return self._json(HTTPStatus.OK, html.build(
-                self.server.root, review=True, details_base=DETAILS, token=self.server.token,
-                data=self.server.run_data(), refresh_ms=self.server.refresh_ms))
+            return self._json(
+                HTTPStatus.OK,
+                html.build(
+                    self.server.root,
+                    review=True,
+                    details_base=DETAILS,
+                    token=self.server.token,
+                    data=self.server.run_data(),
+                    refresh_ms=self.server.refresh_ms,
+                ),
+            )
         if path.startswith(DETAILS):
             return self._details(path.removeprefix(DETAILS))
         if path in ("/api/feedback", "/api/candidates"):
             try:
-                return self._json(HTTPStatus.OK, load_feedback(self.server.ws) if path == "/api/feedback"
-                                  else self.server.candidates())
+                return self._json(
+                    HTTPStatus.OK,
+                    load_feedback(self.server.ws)
+                    if path == "/api/feedback"
+                    else self.server.candidates(),
+                )
             except BadInput as exc:
                 return self._error(HTTPStatus.CONFLICT, str(exc))
         return self._file(path)
@@ -209,7 +235,9 @@ class Handler(BaseHTTPRequestHandler):
         # A version's page is a script: another site could load it with its own reportDetail()
         # and read the runs. Browsers say where a load comes from; only the review page may.
         if self.headers.get("Sec-Fetch-Site", "same-origin") != "same-origin":
-            return self._error(HTTPStatus.FORBIDDEN, "a version's page loads only from the review page")
+            return self._error(
+                HTTPStatus.FORBIDDEN, "a version's page loads only from the review page"
+            )
         data = self.server.run_data()
         key = name.removesuffix(".js")
         if not html.DETAIL_NAME.fullmatch(name) or key not in pages.keys(data):
@@ -242,18 +270,28 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(length) or b"{}")
             if path == "/api/feedback":
                 run_id, text = body.get("run_id"), body.get("feedback", "")
-                if not isinstance(run_id, str) or not isinstance(text, str) or len(text) > MAX_FEEDBACK:
-                    return self._error(HTTPStatus.BAD_REQUEST, "send {run_id: text, feedback: text}")
+                if (
+                    not isinstance(run_id, str)
+                    or not isinstance(text, str)
+                    or len(text) > MAX_FEEDBACK
+                ):
+                    return self._error(
+                        HTTPStatus.BAD_REQUEST, "send {run_id: text, feedback: text}"
+                    )
                 return self._json(HTTPStatus.OK, self.server.review(run_id, text))
             if path == "/api/feedback/submit":
                 return self._json(HTTPStatus.OK, self.server.submit())
             if path in CANDIDATE_ACTIONS:  # accepting writes the skill's evals.json, never the run
-                return self._json(HTTPStatus.OK, self.server.candidates(path.rsplit("/", 1)[1], body))
+                return self._json(
+                    HTTPStatus.OK, self.server.candidates(path.rsplit("/", 1)[1], body)
+                )
         except (ValueError, AttributeError, ValidationError) as exc:
             return self._error(HTTPStatus.BAD_REQUEST, f"bad request: {exc}")
         except BadInput as exc:
-            return self._error(HTTPStatus.BAD_REQUEST if "unknown run id" in str(exc) else HTTPStatus.CONFLICT,
-                               str(exc))
+            return self._error(
+                HTTPStatus.BAD_REQUEST if "unknown run id" in str(exc) else HTTPStatus.CONFLICT,
+                str(exc),
+            )
         return self._error(HTTPStatus.NOT_FOUND, "no such endpoint")
 
 
@@ -263,21 +301,31 @@ def _server(run_dir: Path, port: int, refresh_ms: int = REFRESH_MS) -> ReviewSer
     try:
         return ReviewServer(run_dir, port, refresh_ms)
     except OSError as exc:
-        raise BadInput(f"port {port} on {HOST} cannot be used ({exc.strerror}); pass another --port.") from None
+        raise BadInput(
+            f"port {port} on {HOST} cannot be used ({exc.strerror}); pass another --port."
+        ) from None
 
 
-def serve_in_thread(run_dir: Path, port: int = 0, refresh_ms: int = REFRESH_MS) -> tuple[ReviewServer, int]:
+def serve_in_thread(
+    run_dir: Path, port: int = 0, refresh_ms: int = REFRESH_MS
+) -> tuple[ReviewServer, int]:
     """For tests: a running server and its port; stop it with server.shutdown(); server.server_close()."""
     server = _server(run_dir, port, refresh_ms)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="review-server",
-                     daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever,
+        kwargs={"poll_interval": 0.05},
+        name="review-server",
+        daemon=True,
+    ).start()
     return server, server.port
 
 
 def serve(run_dir: Path, port: int, console: Console) -> None:
     server = _server(run_dir, port)
-    console.print(f"reviewing {run_dir} at http://{HOST}:{server.port}/  (feedback is saved to "
-                  f"{Workspace(run_dir).feedback}; Ctrl-C stops)")
+    console.print(
+        f"reviewing {run_dir} at http://{HOST}:{server.port}/  (feedback is saved to "
+        f"{Workspace(run_dir).feedback}; Ctrl-C stops)"
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

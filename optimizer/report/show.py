@@ -37,11 +37,20 @@ def print_version(console: Console, run_dir: Path, version: str) -> None:
     console.rule(Text(f"{version}  ←  {n.get('parent') or 'none'}", style="bold"))
     emit(console, node_text(n))
     box = confinement.summary(run_dir, version)
-    emit(console, Text(f"sandbox: {confinement.describe(box)}", style="bold red" if box["unconfined"] else ""))
+    emit(
+        console,
+        Text(
+            f"sandbox: {confinement.describe(box)}", style="bold red" if box["unconfined"] else ""
+        ),
+    )
     if n.get("reason"):
         emit(console, Text(n["reason"]))
     proposal = folder / "proposal.md"
-    why = read.rationale(proposal.read_text(encoding="utf-8")) if proposal.is_file() else n.get("rationale")
+    why = (
+        read.rationale(proposal.read_text(encoding="utf-8"))
+        if proposal.is_file()
+        else n.get("rationale")
+    )
     if why:
         emit(console, Panel(Markdown(why), title="why this change", title_align="left"))
     if n.get("parent"):
@@ -49,15 +58,23 @@ def print_version(console: Console, run_dir: Path, version: str) -> None:
         _print_diff_text(console, read.version_diff(ws, n["parent"], version))
     _print_benchmark(console, read.read_json(folder / "benchmark.json"))
     _print_selection(console, read.read_json(folder / "selection.json"))
-    _print_comparisons(console, read.comparisons(folder, version, n.get("parent")), read.read_json(folder / "analysis.json"))
+    _print_comparisons(
+        console,
+        read.comparisons(folder, version, n.get("parent")),
+        read.read_json(folder / "analysis.json"),
+    )
     fails = read.failing(folder)
     if fails:
         table = Table(title="failing expectations", title_justify="left", show_edge=False)
         for col in ("eval", "expectation", "failed", "evidence"):
             table.add_column(col)
         for f in fails[:20]:
-            table.add_row(Text(f["eval_id"]), Text(f["text"]), Text(f"{f['failed']}/{f['runs']}"),
-                          Text(f["evidence"]))
+            table.add_row(
+                Text(f["eval_id"]),
+                Text(f["text"]),
+                Text(f"{f['failed']}/{f['runs']}"),
+                Text(f["evidence"]),
+            )
         emit(console, table)
 
 
@@ -70,10 +87,16 @@ def _print_benchmark(console: Console, bench: dict | None) -> None:
         s = summary.get(conf) or {}
         oe, pr = s.get("overall_efficiency") or {}, s.get("pass_rate") or {}
         if s:
-            ci = interval(bounded([oe.get("ci_low"), oe.get("ci_high")], SCORE), oe.get("ci_evals"), sign=False)
-            lines.append(f"{conf}: score {num(oe.get('mean'))}{ci}, pass rate {pct(pr.get('mean'))}, "
-                         f"{num((s.get('time_seconds') or {}).get('mean'), 1)}s, "
-                         f"{num((s.get('tokens') or {}).get('mean'), 0)} tokens")
+            ci = interval(
+                bounded([oe.get("ci_low"), oe.get("ci_high")], SCORE),
+                oe.get("ci_evals"),
+                sign=False,
+            )
+            lines.append(
+                f"{conf}: score {num(oe.get('mean'))}{ci}, pass rate {pct(pr.get('mean'))}, "
+                f"{num((s.get('time_seconds') or {}).get('mean'), 1)}s, "
+                f"{num((s.get('tokens') or {}).get('mean'), 0)} tokens"
+            )
     if summary.get("delta"):
         lines.append("delta: " + ", ".join(f"{k} {v}" for k, v in summary["delta"].items()))
     emit(console, Text("benchmark", style="bold"))
@@ -81,13 +104,29 @@ def _print_benchmark(console: Console, bench: dict | None) -> None:
     rows = bench.get("per_eval") or []
     if rows:
         table = Table(show_edge=False)
-        for col in ("eval", "name", "with_skill", "pass rate", "runs", "judge errors", "without_skill", "Δ"):
+        for col in (
+            "eval",
+            "name",
+            "with_skill",
+            "pass rate",
+            "runs",
+            "judge errors",
+            "without_skill",
+            "Δ",
+        ):
             table.add_column(col)
         for r in rows:
             w, wo = r.get("with_skill") or {}, r.get("without_skill") or {}
-            table.add_row(Text(str(r.get("eval_id"))), Text(str(r.get("eval_name") or "")), Text(num(w.get("mean"))),
-                          Text(pct(w.get("pass_rate"))), Text(str(w.get("runs", "—"))),
-                          Text(str(w.get("judge_errors", 0))), Text(num(wo.get("mean"))), Text(str(r.get("delta") or "—")))
+            table.add_row(
+                Text(str(r.get("eval_id"))),
+                Text(str(r.get("eval_name") or "")),
+                Text(num(w.get("mean"))),
+                Text(pct(w.get("pass_rate"))),
+                Text(str(w.get("runs", "—"))),
+                Text(str(w.get("judge_errors", 0))),
+                Text(num(wo.get("mean"))),
+                Text(str(r.get("delta") or "—")),
+            )
         emit(console, table)
     for note in bench.get("notes") or []:
         emit(console, Text(f"• {note}", style="dim"))
@@ -98,16 +137,24 @@ def _print_selection(console: Console, sel: dict | None) -> None:
         return
     iv = sel.get("interval") or {}
     comp = sel.get("comparator") or {}
-    lines = [f"decision: {sel.get('decision')} at {sel.get('stage', '?')} against {sel.get('parent', '?')}",
-             f"Δ {signed(sel.get('delta'))} [{signed(iv.get('low'))}, {signed(iv.get('high'))}] "
-             f"({iv.get('confidence', 0.95):.0%}), min effect {sel.get('min_effect', '—')}, "
-             f"{sel.get('evals', '—')} evals × {sel.get('runs_per_eval', '—')} runs",
-             f"comparator: child {comp.get('child_wins', 0)}, parent {comp.get('parent_wins', 0)}, "
-             f"ties {comp.get('ties', 0)}, inconsistent {comp.get('inconsistent', 0)}; swap consistency "
-             f"{pct(comp.get('swap_consistency'))}",
-             f"judge errors: {sel.get('judge_errors', 0)} of {sel.get('total_runs', '—')} runs"]
-    emit(console, Panel(Text("\n".join(lines) + f"\n{sel.get('reason', '')}"), title="selection",
-                        title_align="left"))
+    lines = [
+        f"decision: {sel.get('decision')} at {sel.get('stage', '?')} against {sel.get('parent', '?')}",
+        f"Δ {signed(sel.get('delta'))} [{signed(iv.get('low'))}, {signed(iv.get('high'))}] "
+        f"({iv.get('confidence', 0.95):.0%}), min effect {sel.get('min_effect', '—')}, "
+        f"{sel.get('evals', '—')} evals × {sel.get('runs_per_eval', '—')} runs",
+        f"comparator: child {comp.get('child_wins', 0)}, parent {comp.get('parent_wins', 0)}, "
+        f"ties {comp.get('ties', 0)}, inconsistent {comp.get('inconsistent', 0)}; swap consistency "
+        f"{pct(comp.get('swap_consistency'))}",
+        f"judge errors: {sel.get('judge_errors', 0)} of {sel.get('total_runs', '—')} runs",
+    ]
+    emit(
+        console,
+        Panel(
+            Text("\n".join(lines) + f"\n{sel.get('reason', '')}"),
+            title="selection",
+            title_align="left",
+        ),
+    )
 
 
 def _print_comparisons(console: Console, comps: list[dict], analysis: dict | None) -> None:
@@ -117,8 +164,12 @@ def _print_comparisons(console: Console, comps: list[dict], analysis: dict | Non
         for c in comps:
             key = c["winner_version"] or c["winner"]
             won[key] = won.get(key, 0) + 1
-        parts.append(Text(f"{len(comps)} blind judgements (each pair in both orders), won by: "
-                          + ", ".join(f"{k} {v}" for k, v in won.items())))
+        parts.append(
+            Text(
+                f"{len(comps)} blind judgements (each pair in both orders), won by: "
+                + ", ".join(f"{k} {v}" for k, v in won.items())
+            )
+        )
         for c in sorted(comps, key=lambda c: c["winner"].upper() == "TIE")[:3]:  # decisive first
             who = c["winner_version"] or c["winner"]
             parts.append(Text(f"• {c['name']} ({who}): {readable(c['reasoning'], 300)}"))
@@ -149,8 +200,22 @@ def print_diff(console: Console, run_dir: Path, va: str, vb: str) -> None:
         table.add_column(col)
     for e in sorted(set(sa) | set(sb), key=lambda k: read.natural_key(Path(k))):
         x, y = sa.get(e), sb.get(e)
-        table.add_row(Text(e), Text(num(x)), Text(num(y)), Text(signed(None if x is None or y is None else y - x)))
-    table.add_row(Text("mean", style="bold"), Text(num(a.get("score"))), Text(num(b.get("score"))),
-                  Text(signed(None if a.get("score") is None or b.get("score") is None
-                              else b["score"] - a["score"])))
+        table.add_row(
+            Text(e),
+            Text(num(x)),
+            Text(num(y)),
+            Text(signed(None if x is None or y is None else y - x)),
+        )
+    table.add_row(
+        Text("mean", style="bold"),
+        Text(num(a.get("score"))),
+        Text(num(b.get("score"))),
+        Text(
+            signed(
+                None
+                if a.get("score") is None or b.get("score") is None
+                else b["score"] - a["score"]
+            )
+        ),
+    )
     emit(console, table)

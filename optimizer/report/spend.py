@@ -41,25 +41,33 @@ def line(est: dict[str, Any]) -> str:
     batch = est["batch"]
     per, run = est["per_iteration"], est["run"]
     other = "without batch mode" if batch else "with --batch"
-    text = (f"estimate{' (batch mode)' if batch else ''}: ~{_count(per['calls'])} model calls, "
-            f"~{_count(per['tokens'])} tokens, ~{_money(mode_usd(per, batch))} per iteration "
-            f"(up to {_money(mode_usd(est['per_iteration_max'], batch))} when runs are added); ")
+    text = (
+        f"estimate{' (batch mode)' if batch else ''}: ~{_count(per['calls'])} model calls, "
+        f"~{_count(per['tokens'])} tokens, ~{_money(mode_usd(per, batch))} per iteration "
+        f"(up to {_money(mode_usd(est['per_iteration_max'], batch))} when runs are added); "
+    )
     resume = est.get("resume")
     if resume:
-        text += (f"~{_money(mode_usd(resume['remaining'], batch))} for what remains "
-                 f"({_plural(est['iterations'], 'iteration')} left and the sealed test) + "
-                 f"{_money(resume['spent_usd'])} already spent = ~{_money(mode_usd(run, batch))} "
-                 f"for the run (~{_money(mode_usd(run, not batch))} {other})")
+        text += (
+            f"~{_money(mode_usd(resume['remaining'], batch))} for what remains "
+            f"({_plural(est['iterations'], 'iteration')} left and the sealed test) + "
+            f"{_money(resume['spent_usd'])} already spent = ~{_money(mode_usd(run, batch))} "
+            f"for the run (~{_money(mode_usd(run, not batch))} {other})"
+        )
     else:
-        text += (f"~{_money(mode_usd(run, batch))} for the run ({_plural(est['iterations'], 'iteration')}; "
-                 f"~{_money(mode_usd(run, not batch))} {other})")
+        text += (
+            f"~{_money(mode_usd(run, batch))} for the run ({_plural(est['iterations'], 'iteration')}; "
+            f"~{_money(mode_usd(run, not batch))} {other})"
+        )
     return f"{text}; {budget_note(est)}{unpriced_notes(est)}"
 
 
 def unpriced_notes(est: dict[str, Any]) -> str:
     """Models priced as another: the estimate (and the spend) overstate them, maybe a lot."""
-    return "".join(f"; {unpriced_note(model, fallback)}"
-                   for model, fallback in sorted((est.get("unpriced") or {}).items()))
+    return "".join(
+        f"; {unpriced_note(model, fallback)}"
+        for model, fallback in sorted((est.get("unpriced") or {}).items())
+    )
 
 
 def budget_note(est: dict[str, Any]) -> str:
@@ -74,11 +82,15 @@ def budget_note(est: dict[str, Any]) -> str:
     resumed = bool(est.get("resume"))
     if budget < mode_usd(est["setup"], batch):
         floor = "what was already spent" if resumed else "the baseline and v0 alone"
-        return (f"budget {_money(budget)} is below {floor} "
-                f"(~{_money(mode_usd(est['setup'], batch))}): the run will stop before "
-                f"{'its next iteration' if resumed else 'iteration 1'}")
+        return (
+            f"budget {_money(budget)} is below {floor} "
+            f"(~{_money(mode_usd(est['setup'], batch))}): the run will stop before "
+            f"{'its next iteration' if resumed else 'iteration 1'}"
+        )
     k = est.get("iterations_in_budget")
-    of = f"the {est['iterations']} iterations left" if resumed else f"{est['iterations']} iterations"
+    of = (
+        f"the {est['iterations']} iterations left" if resumed else f"{est['iterations']} iterations"
+    )
     return f"budget {_money(budget)} covers about {k} of {of}; the run stops at the budget"
 
 
@@ -89,21 +101,32 @@ def table(est: dict[str, Any]) -> Any:
     t = Table(title="cost estimate" + (" (simulated provider)" if est["provider"] == "sim" else ""))
     for name in ("part", "model calls", "tokens", "USD", "USD with batch mode"):
         t.add_column(name, justify="left" if name == "part" else "right")
-    rows = [("baseline and v0", est["setup"]), ("one iteration, typical", est["per_iteration"]),
-            ("one iteration, at most", est["per_iteration_max"]), ("sealed test", est["sealed_test"]),
-            (f"whole run ({_plural(est['iterations'], 'iteration')})", est["run"]),
-            ("whole run, at most", est["run_max"])]
+    rows = [
+        ("baseline and v0", est["setup"]),
+        ("one iteration, typical", est["per_iteration"]),
+        ("one iteration, at most", est["per_iteration_max"]),
+        ("sealed test", est["sealed_test"]),
+        (f"whole run ({_plural(est['iterations'], 'iteration')})", est["run"]),
+        ("whole run, at most", est["run_max"]),
+    ]
     for name, part in rows:
-        t.add_row(name, _count(part["calls"]), _count(part["tokens"]), _money(part["usd"]),
-                  _money(part["usd_batch"]))
+        t.add_row(
+            name,
+            _count(part["calls"]),
+            _count(part["tokens"]),
+            _money(part["usd"]),
+            _money(part["usd_batch"]),
+        )
     return t
 
 
 def show_dry_run(console: Any, est: dict[str, Any] | None) -> int:
     """`optimizer run --dry-run`: the table and the line; nothing is written. Exit code 0."""
     if est is None:
-        console.print("estimate: not available for a description run (its trigger probes are not "
-                      "modelled); nothing was started.")
+        console.print(
+            "estimate: not available for a description run (its trigger probes are not "
+            "modelled); nothing was started."
+        )
         return 0
     console.print(table(est))
     console.print(line(est), markup=False, highlight=False)
@@ -111,7 +134,9 @@ def show_dry_run(console: Any, est: dict[str, Any] | None) -> int:
     return 0
 
 
-def announce(console: Any, ws: Workspace | None, est: dict[str, Any] | None, *, keep: bool = True) -> None:
+def announce(
+    console: Any, ws: Workspace | None, est: dict[str, Any] | None, *, keep: bool = True
+) -> None:
     """The line before a real start; with `keep`, also stored in state.db for `status`."""
     if est is None:
         return
@@ -135,32 +160,54 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
         est = json.loads(run["estimate_json"]) if run.get("estimate_json") else None
         columns = {r[1] for r in conn.execute("pragma table_info(calls)")}
         batched = "sum(batch_id is not null)" if "batch_id" in columns else "0"
-        totals = dict(conn.execute(
-            "select count(*) as calls, coalesce(sum(input_tokens + output_tokens + cache_write_tokens"
-            f" + cache_read_tokens), 0) as tokens, coalesce(sum(cost_usd), 0) as usd, {batched} as"
-            " batched from calls where outcome = 'ok'").fetchone())
+        totals = dict(
+            conn.execute(
+                "select count(*) as calls, coalesce(sum(input_tokens + output_tokens + cache_write_tokens"
+                f" + cache_read_tokens), 0) as tokens, coalesce(sum(cost_usd), 0) as usd, {batched} as"
+                " batched from calls where outcome = 'ok'"
+            ).fetchone()
+        )
         iterations = conn.execute(
-            "select number, started_at, finished_at from iterations order by number").fetchall()
+            "select number, started_at, finished_at from iterations order by number"
+        ).fetchall()
         done = [i for i in iterations if i["finished_at"]]
         # Setup: every call recorded before the first proposal (rows are numbered as written).
-        first = conn.execute("select min(rowid) from calls where scope like 'proposal %'").fetchone()[0]
+        first = conn.execute(
+            "select min(rowid) from calls where scope like 'proposal %'"
+        ).fetchone()[0]
         setup_usd = _sum_cost(conn, "rowid < ?", [first]) if first is not None else totals["usd"]
         test_done = bool(run.get("test_json")) and bool(done)
         # The sealed test: its share of the runs, at the ledger's mean executor + grader cost per
         # run (a call does not say which run it served; timestamps are whole seconds).
-        runs = conn.execute("select count(*), coalesce(sum(split = 'test'), 0) from eval_runs").fetchone()
-        per_run = _sum_cost(conn, "role in ('executor', 'grader')", []) / runs[0] if runs[0] else 0.0
+        runs = conn.execute(
+            "select count(*), coalesce(sum(split = 'test'), 0) from eval_runs"
+        ).fetchone()
+        per_run = (
+            _sum_cost(conn, "role in ('executor', 'grader')", []) / runs[0] if runs[0] else 0.0
+        )
         test_usd = per_run * runs[1] if test_done else 0.0
     finally:
         conn.close()
     actual = {
-        "calls": totals["calls"], "tokens": totals["tokens"], "usd": round(totals["usd"], 6),
-        "batched_calls": totals["batched"] or 0, "iterations": len(done),
-        "setup_usd": round(setup_usd, 6), "sealed_test_usd": round(test_usd, 6),
-        "usd_per_iteration": round((totals["usd"] - setup_usd - test_usd) / len(done), 6) if done else None,
+        "calls": totals["calls"],
+        "tokens": totals["tokens"],
+        "usd": round(totals["usd"], 6),
+        "batched_calls": totals["batched"] or 0,
+        "iterations": len(done),
+        "setup_usd": round(setup_usd, 6),
+        "sealed_test_usd": round(test_usd, 6),
+        "usd_per_iteration": round((totals["usd"] - setup_usd - test_usd) / len(done), 6)
+        if done
+        else None,
     }
-    out: dict[str, Any] = {"estimate": est, "actual": actual, "expected_usd": None,
-                           "expected_per_iteration_usd": None, "ratio": None, "line": None}
+    out: dict[str, Any] = {
+        "estimate": est,
+        "actual": actual,
+        "expected_usd": None,
+        "expected_per_iteration_usd": None,
+        "ratio": None,
+        "line": None,
+    }
     if est is None:
         return out
     batch = bool(est.get("batch"))
@@ -170,18 +217,22 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
     out["expected_per_iteration_usd"] = mode_usd(est["per_iteration"], batch)
     out["ratio"] = round(totals["usd"] / expected, 3) if expected > 0 else None
     per = actual["usd_per_iteration"]
-    out["line"] = (f"cost: {_money(totals['usd'])} spent against ~{_money(expected)} estimated for "
-                   f"{_plural(len(done), 'iteration')}"
-                   + (f" (x{out['ratio']:.2f})" if out["ratio"] is not None else "")
-                   + (f"; {_money(per)} per iteration against ~{_money(out['expected_per_iteration_usd'])}"
-                      if per is not None else "")
-                   + unpriced_notes(est))
+    out["line"] = (
+        f"cost: {_money(totals['usd'])} spent against ~{_money(expected)} estimated for "
+        f"{_plural(len(done), 'iteration')}"
+        + (f" (x{out['ratio']:.2f})" if out["ratio"] is not None else "")
+        + (
+            f"; {_money(per)} per iteration against ~{_money(out['expected_per_iteration_usd'])}"
+            if per is not None
+            else ""
+        )
+        + unpriced_notes(est)
+    )
     return out
 
 
 def _sum_cost(conn: Any, where: str, params: list[Any]) -> float:
-    row = conn.execute(f"select coalesce(sum(cost_usd), 0) from calls where outcome = 'ok' and {where}",
-                       params).fetchone()
+    row = conn.execute(
+        f"select coalesce(sum(cost_usd), 0) from calls where outcome = 'ok' and {where}", params
+    ).fetchone()
     return float(row[0])
-
-

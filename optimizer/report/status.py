@@ -29,52 +29,79 @@ def status(run_dir: Path, data: read.RunData | None = None) -> dict:
     run as read.load read it already, so the report does not read 200 versions twice."""
     ws = Workspace(run_dir)
     if not ws.state_db.is_file():
-        raise BadInput(f"{run_dir}: not a run folder (no state.db); start one with `optimizer run SKILL_DIR`.")
+        raise BadInput(
+            f"{run_dir}: not a run folder (no state.db); start one with `optimizer run SKILL_DIR`."
+        )
     data = data or read.load(run_dir)
     run, settings = data.run, data.settings
     pid = running_pid(ws)
     best = next((n for n in data.nodes if n["is_best"]), None)
-    budget = (settings.get("budget") or {})
+    budget = settings.get("budget") or {}
     deadline = budget.get("deadline") or None
     iterations = data.iterations
     return {
-        "run_dir": str(run_dir), "run_id": run.get("id"), "skill_name": run.get("skill_name"),
-        "target": run.get("target"), "simulated": data.simulated, "probe": _probe(ws),
-        "running": pid is not None, "pid": pid,
-        "status": run.get("status"), "stage": run.get("stage"),
-        "started_at": run.get("started_at"), "finished_at": run.get("finished_at"),
+        "run_dir": str(run_dir),
+        "run_id": run.get("id"),
+        "skill_name": run.get("skill_name"),
+        "target": run.get("target"),
+        "simulated": data.simulated,
+        "probe": _probe(ws),
+        "running": pid is not None,
+        "pid": pid,
+        "status": run.get("status"),
+        "stage": run.get("stage"),
+        "started_at": run.get("started_at"),
+        "finished_at": run.get("finished_at"),
         "iteration": max((i["number"] for i in iterations), default=0),
         "iterations_done": sum(1 for i in iterations if i.get("finished_at")),
         "max_iterations": (settings.get("loop") or {}).get("max_iterations"),
         "versions": len(data.nodes),
-        "pending": [n["label"] for n in data.nodes if not n["decision"] and n.get("status") != "failed"],
+        "pending": [
+            n["label"] for n in data.nodes if not n["decision"] and n.get("status") != "failed"
+        ],
         "failed": {n["label"]: n.get("error") for n in data.nodes if n.get("status") == "failed"},
         "proposals": read.proposals(iterations),
-        "unscored": {"runs": len(data.unscored),
-                     "last": data.unscored[-1] if data.unscored else None},
+        "unscored": {
+            "runs": len(data.unscored),
+            "last": data.unscored[-1] if data.unscored else None,
+        },
         "defects": _defects(data.unscored),
-        "current_best": None if best is None else {
-            "version": best["label"], "score": best["score"], "pass_rate": best["pass_rate"],
-            "score_ci": best.get("score_ci"), "score_evals": best.get("score_evals"),
-            "verdict": best.get("verdict")},
+        "current_best": None
+        if best is None
+        else {
+            "version": best["label"],
+            "score": best["score"],
+            "pass_rate": best["pass_rate"],
+            "score_ci": best.get("score_ci"),
+            "score_evals": best.get("score_evals"),
+            "verdict": best.get("verdict"),
+        },
         "other_wins": caveats.stray_wins(data.nodes, data.current_best),  # and why not the best
         "promotions": caveats.promotions(data.nodes),  # the night's family and what bounds it
         "warnings": data.warnings,
         "spent_usd": round(data.ledger.get("spent_usd") or 0.0, 6),
         "budget_usd": budget.get("usd"),
         "estimate": _estimate(Path(run_dir)),
-        "calls": data.ledger.get("calls", 0), "cache_hits": data.ledger.get("cache_hits", 0),
+        "calls": data.ledger.get("calls", 0),
+        "cache_hits": data.ledger.get("cache_hits", 0),
         "saved_usd": round(data.ledger.get("saved_usd") or 0.0, 6),
-        "deadline": deadline, "seconds_left": _seconds_left(deadline),
-        "last_error": run.get("last_error"), "stop_reason": run.get("stop_reason"),
+        "deadline": deadline,
+        "seconds_left": _seconds_left(deadline),
+        "last_error": run.get("last_error"),
+        "stop_reason": run.get("stop_reason"),
         "test": _with_train_delta(read.parse_json(run.get("test_json")), data.nodes),
         "settings": read.provenance(ws.run_toml),
         "resumes": len(data.resumes),
         "last_resumed": data.resumes[-1] if data.resumes else None,
         "sandbox": confinement.summary(Path(run_dir)),
         "power": outlook.for_run(run, settings),
-        **_timing(run, iterations, settings, running=pid is not None,
-                  spent=data.ledger.get("spent_usd") or 0.0),
+        **_timing(
+            run,
+            iterations,
+            settings,
+            running=pid is not None,
+            spent=data.ledger.get("spent_usd") or 0.0,
+        ),
     }
 
 
@@ -82,9 +109,12 @@ def _defects(unscored: list[dict]) -> dict:
     """Runs an unexpected exception of ours ended ("internal error: <type>: ..."): bugs to
     report, counted by type, apart from the provider's and the sandbox's failures."""
     found = [u for u in unscored if str(u.get("error") or "").startswith(INTERNAL_ERROR)]
-    kinds = Counter(str(u["error"])[len(INTERNAL_ERROR):].split(":", 1)[0].strip() for u in found)
-    return {"runs": len(found), "by_type": dict(sorted(kinds.items())),
-            "last": found[-1] if found else None}
+    kinds = Counter(str(u["error"])[len(INTERNAL_ERROR) :].split(":", 1)[0].strip() for u in found)
+    return {
+        "runs": len(found),
+        "by_type": dict(sorted(kinds.items())),
+        "last": found[-1] if found else None,
+    }
 
 
 def _with_train_delta(test: Any, nodes: list[dict]) -> Any:
@@ -96,22 +126,30 @@ def _probe(ws: Workspace) -> str | None:
     """How a description run measures triggering (recorded with v0's probe), else None."""
     path = ws.version("v0") / "trigger.json"
     try:
-        return read.parse_json(path.read_text(encoding="utf-8")).get("probe") if path.is_file() else None
+        return (
+            read.parse_json(path.read_text(encoding="utf-8")).get("probe")
+            if path.is_file()
+            else None
+        )
     except (OSError, AttributeError):
         return None
 
 
-def _timing(run: dict, iterations: list[dict], settings: dict, *, running: bool,
-            spent: float) -> dict:
+def _timing(
+    run: dict, iterations: list[dict], settings: dict, *, running: bool, spent: float
+) -> dict:
     """Elapsed time since the start, and while a daemon runs, a rough finish: the iterations left
     (the limit, and the budget at the preview's cost per iteration) at the pace of the finished
     ones, capped by the deadline; None when nothing can tell yet."""
     started = pace.parse_time(run.get("started_at"))
     ended = pace.parse_time(run.get("finished_at")) if not running else None
     now = datetime.now(UTC)
-    out: dict[str, Any] = {"elapsed_s": None if started is None
-                           else round(((ended or now) - started).total_seconds(), 1),
-                           "finish": None}
+    out: dict[str, Any] = {
+        "elapsed_s": None
+        if started is None
+        else round(((ended or now) - started).total_seconds(), 1),
+        "finish": None,
+    }
     if not running:
         return out
     loop, budget = settings.get("loop") or {}, settings.get("budget") or {}
@@ -119,16 +157,32 @@ def _timing(run: dict, iterations: list[dict], settings: dict, *, running: bool,
     per = None
     if run.get("estimate_json") and budget.get("usd"):
         est = read.parse_json(run["estimate_json"]) or {}
-        per = mode_usd(est["per_iteration"], bool(est.get("batch"))) if "per_iteration" in est else None
-    left = pace.iterations_left(done, int(loop.get("max_iterations") or 0), usd_per_iteration=per,
-                                budget_left_usd=budget["usd"] - spent if budget.get("usd") else None)
+        per = (
+            mode_usd(est["per_iteration"], bool(est.get("batch")))
+            if "per_iteration" in est
+            else None
+        )
+    left = pace.iterations_left(
+        done,
+        int(loop.get("max_iterations") or 0),
+        usd_per_iteration=per,
+        budget_left_usd=budget["usd"] - spent if budget.get("usd") else None,
+    )
     deadline = pace.parse_time(budget.get("deadline"))
-    end = pace.finish(seconds_in_iterations=seconds, done=done, left=left,
-                      to_deadline=None if deadline is None else (deadline - now).total_seconds())
+    end = pace.finish(
+        seconds_in_iterations=seconds,
+        done=done,
+        left=left,
+        to_deadline=None if deadline is None else (deadline - now).total_seconds(),
+    )
     at = None if end.seconds is None else (now + timedelta(seconds=end.seconds))
-    out["finish"] = {"seconds": None if end.seconds is None else round(end.seconds, 1), "by": end.by,
-                     "at": None if at is None else at.isoformat(timespec="seconds"),
-                     "iterations_left": left, "iterations_done": done}
+    out["finish"] = {
+        "seconds": None if end.seconds is None else round(end.seconds, 1),
+        "by": end.by,
+        "at": None if at is None else at.isoformat(timespec="seconds"),
+        "iterations_left": left,
+        "iterations_done": done,
+    }
     return out
 
 
@@ -137,13 +191,19 @@ def _finish_line(info: dict) -> str:
     if not end or end["seconds"] is None:
         return "unknown: no iteration has finished yet, and no deadline is set"
     at = datetime.fromisoformat(end["at"]).astimezone()
-    when = at.strftime("%H:%M") if at.date() == datetime.now().astimezone().date() else at.strftime("%Y-%m-%d %H:%M")
+    when = (
+        at.strftime("%H:%M")
+        if at.date() == datetime.now().astimezone().date()
+        else at.strftime("%Y-%m-%d %H:%M")
+    )
     if end["by"] == "deadline":
         return f"by {when} at the latest (the deadline; in {duration(end['seconds'])})"
     if end["by"] == "limit":
         return "soon: no iteration left, only the sealed test"
-    return (f"about {when} (in {duration(end['seconds'])}: {end['iterations_left']} iterations left at "
-            f"the pace of the {end['iterations_done']} done)")
+    return (
+        f"about {when} (in {duration(end['seconds'])}: {end['iterations_left']} iterations left at "
+        f"the pace of the {end['iterations_done']} done)"
+    )
 
 
 def _estimate(run_dir: Path) -> dict[str, Any] | None:
@@ -170,8 +230,10 @@ def _state_line(info: dict) -> Text:
     if info["running"]:
         return Text(f"running (pid {info['pid']})", style="green")
     if state == "running":  # the row says running but nobody holds the lock
-        return Text("not running: the daemon died without stopping; continue with `optimizer resume`",
-                    style="red")
+        return Text(
+            "not running: the daemon died without stopping; continue with `optimizer resume`",
+            style="red",
+        )
     return Text(state, style="red" if state == "failed" else "")
 
 
@@ -188,37 +250,63 @@ def print_status(console: Console, info: dict) -> None:
     row("state", _state_line(info))
     row("stage", info.get("stage") or "—")
     if info.get("probe"):
-        row("probe", {"claude-code": "the Claude Code CLI, one `claude -p` per query",
-                      "api": "one routing request per query (the API probe)"}.get(
-                          info["probe"], info["probe"]))
+        row(
+            "probe",
+            {
+                "claude-code": "the Claude Code CLI, one `claude -p` per query",
+                "api": "one routing request per query (the API probe)",
+            }.get(info["probe"], info["probe"]),
+        )
     if info.get("sandbox"):
         box = info["sandbox"]
-        row("sandbox", Text(confinement.describe(box), style="bold red" if box["unconfined"] else ""))
+        row(
+            "sandbox",
+            Text(confinement.describe(box), style="bold red" if box["unconfined"] else ""),
+        )
     it = f"{info['iteration']} ({info['iterations_done']} done"
-    row("iteration", it + (f" of {info['max_iterations']})" if info.get("max_iterations") is not None else ")"))
+    row(
+        "iteration",
+        it + (f" of {info['max_iterations']})" if info.get("max_iterations") is not None else ")"),
+    )
     pending = f", pending: {', '.join(info['pending'])}" if info["pending"] else ""
     row("versions", f"{info['versions']}{pending}")
     if info["proposals"]["proposals"]:
         row("proposals", read.proposals_line(info["proposals"]))
     if info["unscored"]["runs"]:
         last = info["unscored"]["last"]
-        row("unscored", Text(f"{info['unscored']['runs']} runs our infrastructure failed (left out of "
-                             f"every mean, retried on resume); e.g. {last['key']}: {last['error']}",
-                             style="yellow"))
+        row(
+            "unscored",
+            Text(
+                f"{info['unscored']['runs']} runs our infrastructure failed (left out of "
+                f"every mean, retried on resume); e.g. {last['key']}: {last['error']}",
+                style="yellow",
+            ),
+        )
     defects = info.get("defects") or {}
     if defects.get("runs"):
         kinds = ", ".join(f"{kind} x{n}" for kind, n in defects["by_type"].items())
-        row("defects", Text(f"{defects['runs']} runs ended by an internal error of ours ({kinds}; "
-                            "tracebacks in optimizer.log, run.internal_error): please report them",
-                            style="bold red"))
+        row(
+            "defects",
+            Text(
+                f"{defects['runs']} runs ended by an internal error of ours ({kinds}; "
+                "tracebacks in optimizer.log, run.internal_error): please report them",
+                style="bold red",
+            ),
+        )
     for label, error in info["failed"].items():
         row("failed", Text(f"{label}: {error} (the run went on without it)", style="red"))
     best = info.get("current_best")
     if best:
         ci = interval(best.get("score_ci"), best.get("score_evals"), sign=False)
         won = f"  ({best['verdict']})" if best.get("verdict") else ""
-        row("current best", Text(f"★ {best['version']}  score {num(best['score'])}{ci}  pass rate "
-                                 f"{pct(best['pass_rate'])}{won}", style="bold green"))
+        row(
+            "current best",
+            Text(
+                f"★ {best['version']}  score {num(best['score'])}{ci}  pass rate "
+                f"{pct(best['pass_rate'])}{won}",
+                style="bold green",
+            ),
+        )
     for label, verdict in info.get("other_wins", {}).items():
         row("also won", f"{label} {verdict}")
     if info.get("promotions"):
@@ -227,15 +315,21 @@ def print_status(console: Console, info: dict) -> None:
     row("spent", f"{money(info['spent_usd'])}" + (f" of {money(budget)}" if budget else ""))
     if (info.get("estimate") or {}).get("line"):
         row("estimate", info["estimate"]["line"])
-    row("ledger", f"{info['calls']} calls paid; {info['cache_hits']} served from the ledger "
-                  f"(saved {money(info['saved_usd'])})")
+    row(
+        "ledger",
+        f"{info['calls']} calls paid; {info['cache_hits']} served from the ledger "
+        f"(saved {money(info['saved_usd'])})",
+    )
     if info.get("elapsed_s") is not None:
         row("elapsed", duration(info["elapsed_s"]) + " since the start")
     if info["running"]:
         row("finish", _finish_line(info))
     if info.get("deadline"):
         left = info.get("seconds_left")
-        row("deadline", f"{info['deadline']} ({'passed' if left is not None and left <= 0 else duration(left) + ' left'})")
+        row(
+            "deadline",
+            f"{info['deadline']} ({'passed' if left is not None and left <= 0 else duration(left) + ' left'})",
+        )
     if info.get("last_resumed"):
         row("resumed", _resumed_line(info))
     if info.get("stop_reason"):
@@ -255,8 +349,11 @@ def print_status(console: Console, info: dict) -> None:
         for col in ("setting", "value", "from"):
             table.add_column(col)
         for s in info["settings"]:
-            table.add_row(Text(s["key"]), Text(repr(s["value"]) if isinstance(s["value"], str) else str(s["value"])),
-                          Text(s["source"]))
+            table.add_row(
+                Text(s["key"]),
+                Text(repr(s["value"]) if isinstance(s["value"], str) else str(s["value"])),
+                Text(s["source"]),
+            )
         emit(console, table)
 
 
@@ -276,5 +373,9 @@ def _test_line(test: dict) -> Text:
     delta = f"; Δ {signed(test.get('delta'))}" if test.get("delta") is not None else ""
     if test.get("train_delta") is not None:
         delta += f" (on the train evals Δ {signed(test['train_delta'])})"
-    return Text(f"evals {test.get('evals')}: " + ", ".join(parts) + delta
-                + " (the check of generality: evals the search never saw)")
+    return Text(
+        f"evals {test.get('evals')}: "
+        + ", ".join(parts)
+        + delta
+        + " (the check of generality: evals the search never saw)"
+    )

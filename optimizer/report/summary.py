@@ -37,24 +37,38 @@ def build(run_dir: Path, *, night_error: str | None = None) -> schemas.MorningSu
     best = data.current_best or "v0"
     by_label = {n["label"]: n for n in data.nodes}
     test = info.get("test") if isinstance(info.get("test"), dict) else None
-    train = _compare(read.per_eval(data.ws, by_label.get("v0") or {"label": "v0"}),
-                     read.per_eval(data.ws, by_label.get(best) or {"label": best}))
+    train = _compare(
+        read.per_eval(data.ws, by_label.get("v0") or {"label": "v0"}),
+        read.per_eval(data.ws, by_label.get(best) or {"label": best}),
+    )
     sealed = _sealed(test, best)
     selection = read.read_json(data.ws.version(best) / "selection.json") if best != "v0" else None
     won = best != "v0"
     scope = _scope(selection, sealed, data.warnings) if won else None
     return schemas.MorningSummary(
-        run_dir=str(run_dir), skill_name=data.run.get("skill_name"), simulated=data.simulated,
-        status=info.get("status"), stop_reason=info.get("stop_reason"),
-        last_error=info.get("last_error"), night_error=night_error,
-        started_at=info.get("started_at"), finished_at=info.get("finished_at"),
-        from_run=data.run.get("from_run"), best=best, won=won,
+        run_dir=str(run_dir),
+        skill_name=data.run.get("skill_name"),
+        simulated=data.simulated,
+        status=info.get("status"),
+        stop_reason=info.get("stop_reason"),
+        last_error=info.get("last_error"),
+        night_error=night_error,
+        started_at=info.get("started_at"),
+        finished_at=info.get("finished_at"),
+        from_run=data.run.get("from_run"),
+        best=best,
+        won=won,
         headline=_headline(best, won, train, sealed, scope, night_error),
-        scope=scope, train=train, sealed=sealed,
+        scope=scope,
+        train=train,
+        sealed=sealed,
         decision=(selection or {}).get("reason") if isinstance(selection, dict) else None,
         diff=read.version_diff(data.ws, "v0", best) if won else None,
-        spent_usd=info.get("spent_usd") or 0.0, budget_usd=info.get("budget_usd"),
-        calls=info.get("calls") or 0, look_at=_look_at(run_dir, data, info))
+        spent_usd=info.get("spent_usd") or 0.0,
+        budget_usd=info.get("budget_usd"),
+        calls=info.get("calls") or 0,
+        look_at=_look_at(run_dir, data, info),
+    )
 
 
 def _compare(v0: dict[str, float], best: dict[str, float]) -> schemas.SummaryNumbers | None:
@@ -67,9 +81,14 @@ def _compare(v0: dict[str, float], best: dict[str, float]) -> schemas.SummaryNum
     if len(diffs) >= 2:
         low, high = mean_ci(diffs, CONFIDENCE, bounds=(-1.0, 1.0))
     return schemas.SummaryNumbers(
-        v0=round(mean([v0[e] for e in shared]), 4), best=round(mean([best[e] for e in shared]), 4),
-        delta=round(mean(diffs), 4), low=None if low is None else round(low, 4),
-        high=None if high is None else round(high, 4), confidence=CONFIDENCE, evals=len(shared))
+        v0=round(mean([v0[e] for e in shared]), 4),
+        best=round(mean([best[e] for e in shared]), 4),
+        delta=round(mean(diffs), 4),
+        low=None if low is None else round(low, 4),
+        high=None if high is None else round(high, 4),
+        confidence=CONFIDENCE,
+        evals=len(shared),
+    )
 
 
 def _sealed(test: dict | None, best: str) -> schemas.SummaryNumbers | None:
@@ -78,8 +97,10 @@ def _sealed(test: dict | None, best: str) -> schemas.SummaryNumbers | None:
     versions = test.get("versions") or {}
     v0 = (versions.get("v0") or {}).get("per_eval") or {}
     final = (versions.get(best) or versions.get("v0") or {}).get("per_eval") or {}
-    return _compare({str(k): v for k, v in v0.items() if v is not None},
-                    {str(k): v for k, v in final.items() if v is not None})
+    return _compare(
+        {str(k): v for k, v in v0.items() if v is not None},
+        {str(k): v for k, v in final.items() if v is not None},
+    )
 
 
 def _scope(selection: Any, sealed: schemas.SummaryNumbers | None, warnings: list[str]) -> str:
@@ -90,18 +111,28 @@ def _scope(selection: Any, sealed: schemas.SummaryNumbers | None, warnings: list
     if isinstance(stated, str) and stated:
         return SCOPES.get(stated, stated)
     few = bool(selection.get("few_evals")) if isinstance(selection, dict) else True
-    shown = sealed is not None and sealed.low is not None and sealed.low > 0 and not any(
-        w.startswith("sealed test") for w in warnings)
+    shown = (
+        sealed is not None
+        and sealed.low is not None
+        and sealed.low > 0
+        and not any(w.startswith("sealed test") for w in warnings)
+    )
     return SCOPES["general"] if shown and not few else SCOPES["these_tasks"]
 
 
-def _headline(best: str, won: bool, train: Any, sealed: Any, scope: str | None, night: str | None) -> str:
+def _headline(
+    best: str, won: bool, train: Any, sealed: Any, scope: str | None, night: str | None
+) -> str:
     if night:
         return f"This night did not run: {night}"
     if not won:
         return "Nothing won: v0, the skill the run started from, is still the best."
     gain = f" by {train.delta:+.3f} on the train evals" if train and train.delta is not None else ""
-    held = f" and {sealed.delta:+.3f} on the sealed test" if sealed and sealed.delta is not None else ""
+    held = (
+        f" and {sealed.delta:+.3f} on the sealed test"
+        if sealed and sealed.delta is not None
+        else ""
+    )
     return f"{best} won{gain}{held} ({scope})."
 
 
@@ -109,10 +140,14 @@ def _look_at(run_dir: Path, data: read.RunData, info: dict) -> list[str]:
     items = list(data.warnings)
     k = info["unscored"]["runs"]
     if k:
-        items.append(f"{k} run{'s' if k != 1 else ''} could not be scored (a failure of ours; left "
-                     "out of every mean and retried on resume)")
+        items.append(
+            f"{k} run{'s' if k != 1 else ''} could not be scored (a failure of ours; left "
+            "out of every mean and retried on resume)"
+        )
     items += [f"{label} failed: {error}" for label, error in sorted(info["failed"].items())]
-    items += [f"{label} also won: {verdict}" for label, verdict in sorted(info["other_wins"].items())]
+    items += [
+        f"{label} also won: {verdict}" for label, verdict in sorted(info["other_wins"].items())
+    ]
     if info.get("last_error"):
         items.append(f"the run failed: {info['last_error']}")
     candidates = _candidates(Path(data.run.get("skill_dir") or ""), Path(run_dir))
@@ -140,30 +175,52 @@ def _numbers(name: str, n: schemas.SummaryNumbers | None, won: bool) -> str:
     evals = f"{n.evals} eval{'s' if n.evals != 1 else ''}"
     if not won:  # v0 against itself: a difference of zero is no finding
         return f"- {name}: v0 {n.v0:.3f} over {evals}; no version beat it"
-    ci = f" [{n.low:+.3f}, {n.high:+.3f}]" if n.low is not None and n.high is not None else \
-        " (no interval from one eval)"
-    return (f"- {name}: v0 {n.v0:.3f} → best {n.best:.3f}, Δ {n.delta:+.3f}{ci}, "
-            f"{n.confidence:.0%} Student-t over {evals}")
+    ci = (
+        f" [{n.low:+.3f}, {n.high:+.3f}]"
+        if n.low is not None and n.high is not None
+        else " (no interval from one eval)"
+    )
+    return (
+        f"- {name}: v0 {n.v0:.3f} → best {n.best:.3f}, Δ {n.delta:+.3f}{ci}, "
+        f"{n.confidence:.0%} Student-t over {evals}"
+    )
 
 
 def markdown(s: schemas.MorningSummary) -> str:
     out = [f"# Morning summary: {s.skill_name or '?'}", ""]
     if s.simulated:
         out += ["> **SIMULATED**: every number comes from the offline simulator, not a model.", ""]
-    out += [f"**{s.headline}**", "", f"Run `{s.run_dir}`: {s.status or '?'}"
-            + (f" ({s.stop_reason})" if s.stop_reason else "")
-            + (f"; started from the best of `{s.from_run}`" if s.from_run else "") + ".", ""]
-    out += ["## What won", "", f"- best version: {s.best}" + (f" ({s.scope})" if s.scope else ""),
-            _numbers("train", s.train, s.won), _numbers("sealed test", s.sealed, s.won)]
+    out += [
+        f"**{s.headline}**",
+        "",
+        f"Run `{s.run_dir}`: {s.status or '?'}"
+        + (f" ({s.stop_reason})" if s.stop_reason else "")
+        + (f"; started from the best of `{s.from_run}`" if s.from_run else "")
+        + ".",
+        "",
+    ]
+    out += [
+        "## What won",
+        "",
+        f"- best version: {s.best}" + (f" ({s.scope})" if s.scope else ""),
+        _numbers("train", s.train, s.won),
+        _numbers("sealed test", s.sealed, s.won),
+    ]
     if s.decision:
         out.append(f"- its decision: {s.decision}")
     out.append("")
     if s.diff:
-        diff = s.diff if len(s.diff) <= DIFF_CAP else s.diff[:DIFF_CAP] + "\n… (cut; see `optimizer diff`)\n"
+        diff = (
+            s.diff
+            if len(s.diff) <= DIFF_CAP
+            else s.diff[:DIFF_CAP] + "\n… (cut; see `optimizer diff`)\n"
+        )
         out += [f"## The change (v0 → {s.best})", "", "```diff", diff.rstrip("\n"), "```", ""]
     budget = f" of ${s.budget_usd:.2f}" if s.budget_usd else ""
     out += ["## Cost", "", f"${s.spent_usd:.2f}{budget} in {s.calls} model calls.", ""]
-    out += ["## What to look at", ""] + ([f"- {item}" for item in s.look_at] or ["- nothing"]) + [""]
+    out += (
+        ["## What to look at", ""] + ([f"- {item}" for item in s.look_at] or ["- nothing"]) + [""]
+    )
     return "\n".join(out)
 
 
@@ -189,14 +246,21 @@ def notify(command: str, summary_md: Path) -> str | None:
     else:
         if done.returncode == 0:
             return None
-        problem = (f"--notify {command!r} exited with {done.returncode}: "
-                   f"{(done.stderr or done.stdout).strip()[:300]}")
+        problem = (
+            f"--notify {command!r} exited with {done.returncode}: "
+            f"{(done.stderr or done.stdout).strip()[:300]}"
+        )
     log.warning("summary.notify_failed", problem=problem)
     return problem
 
 
-def at_end(run_dir: Path, notify_command: str | None, console: Console | None = None, *,
-           night_error: str | None = None) -> Path | None:
+def at_end(
+    run_dir: Path,
+    notify_command: str | None,
+    console: Console | None = None,
+    *,
+    night_error: str | None = None,
+) -> Path | None:
     """summary.md at the end of every run, however it ended, then the user's --notify command
     with its path. Best effort: a summary that cannot be made is logged, never raised over the
     run's own outcome."""

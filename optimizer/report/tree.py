@@ -24,11 +24,18 @@ def lineage(run_dir: Path) -> dict:
         parent = nodes.get(n.get("parent") or "")
         (parent["children"] if parent is not None and parent is not n else roots).append(n)
     return {
-        "run": {"id": data.run.get("id") or data.root.name, "skill_name": data.run.get("skill_name"),
-                "source": data.source, "form": data.form, "simulated": data.simulated,
-                "current_best": data.current_best, "status": data.run.get("status"),
-                "stop_reason": data.run.get("stop_reason"), "warnings": data.warnings,
-                "from_run": data.run.get("from_run")},
+        "run": {
+            "id": data.run.get("id") or data.root.name,
+            "skill_name": data.run.get("skill_name"),
+            "source": data.source,
+            "form": data.form,
+            "simulated": data.simulated,
+            "current_best": data.current_best,
+            "status": data.run.get("status"),
+            "stop_reason": data.run.get("stop_reason"),
+            "warnings": data.warnings,
+            "from_run": data.run.get("from_run"),
+        },
         "proposals": read.proposals(data.iterations),
         "promotions": caveats.promotions(data.nodes),
         "count": len(nodes),
@@ -51,7 +58,9 @@ def node_text(n: dict) -> Text:
         if n.get("stage") == "screening":
             text.append(" at screening", style="dim")
     if n.get("delta") is not None:
-        text.append(f"  Δ {signed(n['delta'])}{interval(n.get('ci'), n.get('delta_evals'), n.get('delta_unit'))}")
+        text.append(
+            f"  Δ {signed(n['delta'])}{interval(n.get('ci'), n.get('delta_evals'), n.get('delta_unit'))}"
+        )
     text.append(f"  score {num(n.get('score'))}")
     if n.get("score_ci"):
         text.append(interval(n["score_ci"], n.get("score_evals"), sign=False), style="dim")
@@ -64,8 +73,10 @@ def node_text(n: dict) -> Text:
 
 def print_lineage(console: Console, tree: dict) -> None:
     run = tree["run"]
-    head = Text(f"{run.get('skill_name') or run['id']} lineage ({tree['count']} versions, from {run['source']})",
-                style="bold")
+    head = Text(
+        f"{run.get('skill_name') or run['id']} lineage ({tree['count']} versions, from {run['source']})",
+        style="bold",
+    )
     if run["simulated"]:
         head.append("  SIMULATED", style="bold magenta")
     if run["form"] == "versions":
@@ -74,8 +85,13 @@ def print_lineage(console: Console, tree: dict) -> None:
         for col in ("iteration", "description", "pass rate", "precision", "recall"):
             table.add_column(col)
         for n in _flatten(tree["tree"]):
-            table.add_row(Text(str(n.get("iteration"))), Text(n.get("description") or ""), Text(pct(n.get("pass_rate"))),
-                          Text(pct(n.get("precision"))), Text(pct(n.get("recall"))))
+            table.add_row(
+                Text(str(n.get("iteration"))),
+                Text(n.get("description") or ""),
+                Text(pct(n.get("pass_rate"))),
+                Text(pct(n.get("precision"))),
+                Text(pct(n.get("recall"))),
+            )
         emit(console, table)
         _warn(console, run)
         return

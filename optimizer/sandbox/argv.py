@@ -12,13 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from optimizer.sandbox.limits import limits_script, system_bash
-from optimizer.sandbox.policy import (
-    SANDBOX_PATH,
-    SKILL_MOUNT,
-    WORK_MOUNT,
-    SandboxPolicy,
-    scrub_env,
-)
+from optimizer.sandbox.policy import SANDBOX_PATH, SKILL_MOUNT, WORK_MOUNT, SandboxPolicy, scrub_env
 
 # The command runs as this uid in a user namespace of its own, without capabilities. bwrap maps
 # it onto the uid that started bwrap (root here), so that uid's files look like the command's
@@ -27,11 +21,41 @@ from optimizer.sandbox.policy import (
 _SANDBOX_UID = "1000"
 # Only what programs need to start; /etc/shadow, pip.conf, npmrc, apt auth, ssh keys stay out.
 _ETC_ALLOWED = (
-    "alternatives", "bash.bashrc", "ca-certificates", "crypto-policies", "debian_version",
-    "fonts", "gai.conf", "group", "host.conf", "hosts", "inputrc", "ld.so.cache", "ld.so.conf",
-    "ld.so.conf.d", "locale.alias", "locale.conf", "localtime", "lsb-release", "magic",
-    "magic.mime", "mime.types", "nsswitch.conf", "os-release", "passwd", "perl", "pki",
-    "profile", "protocols", "services", "shells", "ssl", "terminfo", "timezone", "vim", "xml",
+    "alternatives",
+    "bash.bashrc",
+    "ca-certificates",
+    "crypto-policies",
+    "debian_version",
+    "fonts",
+    "gai.conf",
+    "group",
+    "host.conf",
+    "hosts",
+    "inputrc",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "locale.alias",
+    "locale.conf",
+    "localtime",
+    "lsb-release",
+    "magic",
+    "magic.mime",
+    "mime.types",
+    "nsswitch.conf",
+    "os-release",
+    "passwd",
+    "perl",
+    "pki",
+    "profile",
+    "protocols",
+    "services",
+    "shells",
+    "ssl",
+    "terminfo",
+    "timezone",
+    "vim",
+    "xml",
 )
 _ETC_ALLOWED_GLOBS = ("python3*", "java-*")
 
@@ -43,8 +67,9 @@ def bwrap_options() -> frozenset[str]:
     if exe is None:
         return frozenset()
     try:
-        done = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=10,
-                              check=False)
+        done = subprocess.run(
+            [exe, "--help"], capture_output=True, text=True, timeout=10, check=False
+        )
     except (OSError, subprocess.SubprocessError):
         return frozenset()
     return frozenset(re.findall(r"(--[a-z0-9-]+)", done.stdout + done.stderr))
@@ -71,15 +96,30 @@ def _namespace_args(options: frozenset[str]) -> list[str]:
     argv = ["--unshare-user", "--uid", _SANDBOX_UID, "--gid", _SANDBOX_UID]
     if "--disable-userns" in options:
         argv.append("--disable-userns")
-    argv += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-             "--unshare-cgroup-try", "--hostname", "sandbox",
-             "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    argv += [
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "sandbox",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ]
     return argv
 
 
 def _env_args(skill_dir: Path | None, env: Mapping[str, str] | None) -> list[str]:
-    inner_env = {"PATH": SANDBOX_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-                 "WORKSPACE": WORK_MOUNT}
+    inner_env = {
+        "PATH": SANDBOX_PATH,
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "WORKSPACE": WORK_MOUNT,
+    }
     if skill_dir is not None:
         inner_env["SKILL_DIR"] = SKILL_MOUNT
     inner_env.update(scrub_env(env))
@@ -121,6 +161,12 @@ def bwrap_argv(
     argv += _env_args(skill_dir, env)
     if status_fd is not None:
         argv += ["--json-status-fd", str(status_fd)]
-    argv += ["--", system_bash(), "-c",
-             limits_script(policy, policy.max_processes, address_space), "sandbox-limits", *cmd]
+    argv += [
+        "--",
+        system_bash(),
+        "-c",
+        limits_script(policy, policy.max_processes, address_space),
+        "sandbox-limits",
+        *cmd,
+    ]
     return argv

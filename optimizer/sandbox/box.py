@@ -39,9 +39,11 @@ def find_node() -> tuple[str, list[tuple[str, str, str]]]:
     system's libraries."""
     found = shutil.which("node")
     if found is None:
-        raise BadInput("The confined claude-code executor needs node on PATH (its relay to the "
-                       "model runs in node inside the sandbox): install Node.js, or opt in to "
-                       "unconfined runs with --unconfined.")
+        raise BadInput(
+            "The confined claude-code executor needs node on PATH (its relay to the "
+            "model runs in node inside the sandbox): install Node.js, or opt in to "
+            "unconfined runs with --unconfined."
+        )
     real = Path(found).resolve()
     if str(real).startswith(_SYSTEM):
         return str(real), []
@@ -78,15 +80,27 @@ async def confined_program(
         if cgroup is not None:
             stack.callback(cgroup.close)
         wrapped = [node, "-e", FORWARDER, "--", f"{RELAY_MOUNT}/relay.sock", str(INNER_PORT), *cmd]
-        argv = bwrap_argv(wrapped, work_dir.resolve(), None, policy, inner_env, None,
-                          # RLIMIT_AS would stop the CLI's runtime, which reserves far more
-                          # address space than it uses; only a memory cgroup bounds it.
-                          address_space=False,
-                          # Read-only: connecting to the socket needs no write, and the
-                          # sandbox must not fill or replace a host folder.
-                          binds=[("--ro-bind", str(folder), RELAY_MOUNT), *node_binds, *binds])
+        argv = bwrap_argv(
+            wrapped,
+            work_dir.resolve(),
+            None,
+            policy,
+            inner_env,
+            None,
+            # RLIMIT_AS would stop the CLI's runtime, which reserves far more
+            # address space than it uses; only a memory cgroup bounds it.
+            address_space=False,
+            # Read-only: connecting to the socket needs no write, and the
+            # sandbox must not fill or replace a host folder.
+            binds=[("--ro-bind", str(folder), RELAY_MOUNT), *node_binds, *binds],
+        )
         if cgroup is not None:
-            argv = ["/bin/sh", "-c", cgroup_join_prefix(cgroup) + 'exec "$@"', "sandbox-cgroup",
-                    *argv]
+            argv = [
+                "/bin/sh",
+                "-c",
+                cgroup_join_prefix(cgroup) + 'exec "$@"',
+                "sandbox-cgroup",
+                *argv,
+            ]
         async with relay:
             yield Box(argv, {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8"}, relay)

@@ -28,12 +28,30 @@ def bwrap_available() -> bool:
     exe = shutil.which("bwrap")
     if exe is None:
         return False
-    probe = [exe, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
-             "--tmpfs", "/tmp", "true"]
+    probe = [
+        exe,
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-net",
+        "--tmpfs",
+        "/tmp",
+        "true",
+    ]
     try:
-        done = subprocess.run(probe, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, env={"PATH": SANDBOX_PATH},
-                              timeout=20, check=False)
+        done = subprocess.run(
+            probe,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={"PATH": SANDBOX_PATH},
+            timeout=20,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0
@@ -57,10 +75,10 @@ def reset_warnings() -> None:
 REFUSAL = (
     "bubblewrap is missing or does not work on this machine, and model-written commands never run "
     "unconfined unless you ask: install it (apt-get install bubblewrap; `optimizer doctor` checks "
-    "it), or opt in to unconfined runs with --unconfined or sandbox.mode = \"none\"."
+    'it), or opt in to unconfined runs with --unconfined or sandbox.mode = "none".'
 )
 UNCONFINED_LINE = (
-    "sandbox: UNCONFINED (sandbox.mode = \"none\", as asked): model-written commands run on this "
+    'sandbox: UNCONFINED (sandbox.mode = "none", as asked): model-written commands run on this '
     "machine with only rlimits, a scrubbed environment and the workspace size limit."
 )
 
@@ -96,8 +114,9 @@ def report(policy: SandboxPolicy | None = None) -> dict[str, object]:
         "bwrap": shutil.which("bwrap"),
         "bwrap_works": works,
         # The optional flags the sandbox uses where the installed bwrap has them.
-        "bwrap_options": sorted({"--disable-userns", "--json-status-fd", "--size"}
-                                & bwrap_options()),
+        "bwrap_options": sorted(
+            {"--disable-userns", "--json-status-fd", "--size"} & bwrap_options()
+        ),
         "process_limit": process_limit_mechanism(),
         "memory_limit": memory_limit_mechanism(),
         "confined": policy.mode != "none" and works,

@@ -82,6 +82,8 @@ def breach(folder: Path, max_workspace_mb: int) -> str | None:
 
 
 def over_limit_message(usage: Usage, max_workspace_mb: int) -> str:
-    return (f"the workspace passed its size limit of {max_workspace_mb} MB "
-            f"(sandbox.max_workspace_mb): at least {usage.bytes / MB:.0f} MB in "
-            f"{usage.entries} files and folders")
+    return (
+        f"the workspace passed its size limit of {max_workspace_mb} MB "
+        f"(sandbox.max_workspace_mb): at least {usage.bytes / MB:.0f} MB in "
+        f"{usage.entries} files and folders"
+    )

@@ -17,13 +17,7 @@ from optimizer.sandbox.limits import (
     unconfined_nproc,
 )
 from optimizer.sandbox.paths import rewrite_fixed_paths
-from optimizer.sandbox.policy import (
-    SANDBOX_PATH,
-    SKILL_MOUNT,
-    WORK_MOUNT,
-    SandboxPolicy,
-    scrub_env,
-)
+from optimizer.sandbox.policy import SANDBOX_PATH, SKILL_MOUNT, WORK_MOUNT, SandboxPolicy, scrub_env
 
 
 @dataclass
@@ -37,19 +31,31 @@ class Launch:
     host_to_fixed: dict[str, str] = field(default_factory=dict)
 
 
-def confined_launch(cmd: list[str], work_dir: Path, skill_dir: Path | None, policy: SandboxPolicy,
-                    env: Mapping[str, str] | None, cgroup: RunCgroup | None,
-                    address_space: bool) -> Launch:
+def confined_launch(
+    cmd: list[str],
+    work_dir: Path,
+    skill_dir: Path | None,
+    policy: SandboxPolicy,
+    env: Mapping[str, str] | None,
+    cgroup: RunCgroup | None,
+    address_space: bool,
+) -> Launch:
     # bwrap's status tells which process is the sandbox's pid 1, and whether the command started.
     status_pipe = os.pipe() if "--json-status-fd" in bwrap_options() else None
-    argv = bwrap_argv(cmd, work_dir.resolve(),
-                      Path(skill_dir).resolve() if skill_dir is not None else None,
-                      policy, env, status_pipe[1] if status_pipe else None, address_space)
+    argv = bwrap_argv(
+        cmd,
+        work_dir.resolve(),
+        Path(skill_dir).resolve() if skill_dir is not None else None,
+        policy,
+        env,
+        status_pipe[1] if status_pipe else None,
+        address_space,
+    )
     if cgroup is not None:
-        argv = ["/bin/sh", "-c", cgroup_join_prefix(cgroup) + 'exec "$@"', "sandbox-cgroup",
-                *argv]
-    return Launch(argv, cwd="/", env={"PATH": SANDBOX_PATH, "LANG": "C.UTF-8"},
-                  status_pipe=status_pipe)
+        argv = ["/bin/sh", "-c", cgroup_join_prefix(cgroup) + 'exec "$@"', "sandbox-cgroup", *argv]
+    return Launch(
+        argv, cwd="/", env={"PATH": SANDBOX_PATH, "LANG": "C.UTF-8"}, status_pipe=status_pipe
+    )
 
 
 # Unconfined ("none", or "auto" without bwrap): the whole host is visible and /workspace,
@@ -57,15 +63,23 @@ def confined_launch(cmd: list[str], work_dir: Path, skill_dir: Path | None, poli
 # command assembles at run time ("/work""space") is not found.
 
 
-def unconfined_launch(cmd: list[str], work_dir: Path, skill_dir: Path | None,
-                      policy: SandboxPolicy, env: Mapping[str, str] | None,
-                      cgroup: RunCgroup | None, address_space: bool, scratch: Path) -> Launch:
+def unconfined_launch(
+    cmd: list[str],
+    work_dir: Path,
+    skill_dir: Path | None,
+    policy: SandboxPolicy,
+    env: Mapping[str, str] | None,
+    cgroup: RunCgroup | None,
+    address_space: bool,
+    scratch: Path,
+) -> Launch:
     """The command with its fixed paths pointed at symlinks in scratch, an empty folder that
     the caller removes after the run."""
     links = _scratch_links(scratch, work_dir, skill_dir)
     cmd = [rewrite_fixed_paths(arg, links) for arg in cmd]
     script = cgroup_join_prefix(cgroup) + limits_script(
-        policy, unconfined_nproc(policy), address_space)
+        policy, unconfined_nproc(policy), address_space
+    )
     return Launch(
         [system_bash(), "-c", script, "sandbox-limits", *cmd],
         cwd=links[WORK_MOUNT],
@@ -85,25 +99,38 @@ def _scratch_links(scratch: Path, work_dir: Path, skill_dir: Path | None) -> dic
     return {mount: str(link) for mount, link in links.items()}
 
 
-def _host_to_fixed(scratch: Path, work_dir: Path, skill_dir: Path | None,
-                   links: Mapping[str, str]) -> dict[str, str]:
-    host_to_fixed = {str(scratch / "tmp"): "/tmp", str(work_dir.absolute()): WORK_MOUNT,
-                     str(work_dir.resolve()): WORK_MOUNT, links[WORK_MOUNT]: WORK_MOUNT}
+def _host_to_fixed(
+    scratch: Path, work_dir: Path, skill_dir: Path | None, links: Mapping[str, str]
+) -> dict[str, str]:
+    host_to_fixed = {
+        str(scratch / "tmp"): "/tmp",
+        str(work_dir.absolute()): WORK_MOUNT,
+        str(work_dir.resolve()): WORK_MOUNT,
+        links[WORK_MOUNT]: WORK_MOUNT,
+    }
     if skill_dir is not None:
-        host_to_fixed.update({str(Path(skill_dir).absolute()): SKILL_MOUNT,
-                              str(Path(skill_dir).resolve()): SKILL_MOUNT,
-                              links[SKILL_MOUNT]: SKILL_MOUNT})
+        host_to_fixed.update(
+            {
+                str(Path(skill_dir).absolute()): SKILL_MOUNT,
+                str(Path(skill_dir).resolve()): SKILL_MOUNT,
+                links[SKILL_MOUNT]: SKILL_MOUNT,
+            }
+        )
     return host_to_fixed
 
 
-def _unconfined_env(policy: SandboxPolicy, env: Mapping[str, str] | None, scratch: Path,
-                    links: Mapping[str, str]) -> dict[str, str]:
+def _unconfined_env(
+    policy: SandboxPolicy, env: Mapping[str, str] | None, scratch: Path, links: Mapping[str, str]
+) -> dict[str, str]:
     if policy.mode == "none":
         proc_env = scrub_env(os.environ)
     else:
-        proc_env = {"PATH": os.environ.get("PATH", SANDBOX_PATH),
-                    "HOME": str(scratch / "tmp"), "TMPDIR": str(scratch / "tmp"),
-                    "LANG": "C.UTF-8"}
+        proc_env = {
+            "PATH": os.environ.get("PATH", SANDBOX_PATH),
+            "HOME": str(scratch / "tmp"),
+            "TMPDIR": str(scratch / "tmp"),
+            "LANG": "C.UTF-8",
+        }
     proc_env.update({"WORKSPACE": links[WORK_MOUNT], "PWD": links[WORK_MOUNT]})
     if SKILL_MOUNT in links:
         proc_env["SKILL_DIR"] = links[SKILL_MOUNT]

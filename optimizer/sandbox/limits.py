@@ -36,7 +36,9 @@ def cgroup_join_prefix(cgroup: RunCgroup | None) -> str:
     if cgroup is None:
         return ""
     joins = " && ".join(f"echo $$ > {shlex.quote(str(p))}" for p in cgroup.procs_files)
-    return f"{{ {joins}; }} || {{ echo '{SETUP_FAILED} cannot join the run cgroup' >&2; exit 125; }}; "
+    return (
+        f"{{ {joins}; }} || {{ echo '{SETUP_FAILED} cannot join the run cgroup' >&2; exit 125; }}; "
+    )
 
 
 def system_bash() -> str:

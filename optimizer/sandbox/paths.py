@@ -25,11 +25,7 @@ def _within(path: Path, root: Path) -> bool:
 
 
 def to_host_path(
-    sandbox_path: str,
-    work_dir: Path,
-    skill_dir: Path | None,
-    *,
-    for_write: bool = False,
+    sandbox_path: str, work_dir: Path, skill_dir: Path | None, *, for_write: bool = False
 ) -> Path | None:
     """The host path behind a sandbox path (relative ones start at /workspace), or None when it
     leaves /workspace and /skill, by `..` or by a symlink; with for_write, /skill is refused."""

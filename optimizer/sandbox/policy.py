@@ -52,17 +52,29 @@ class SandboxPolicy:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"sandbox mode must be one of {', '.join(MODES)}, not {self.mode!r}")
-        for name in ("timeout_s", "memory_mb", "max_output_bytes", "max_processes", "max_file_bytes",
-                     "max_workspace_mb"):
+        for name in (
+            "timeout_s",
+            "memory_mb",
+            "max_output_bytes",
+            "max_processes",
+            "max_file_bytes",
+            "max_workspace_mb",
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"sandbox {name} must be positive")
 
     @classmethod
     def from_settings(cls, box: SandboxSettings) -> SandboxPolicy:
         """The policy of the `[sandbox]` settings; every stage builds it here, so they agree."""
-        return cls(mode=box.mode, timeout_s=box.timeout_s, memory_mb=box.memory_mb,
-                   max_output_bytes=box.max_output_bytes, max_processes=box.max_processes,
-                   max_file_bytes=box.max_file_bytes, max_workspace_mb=box.max_workspace_mb)
+        return cls(
+            mode=box.mode,
+            timeout_s=box.timeout_s,
+            memory_mb=box.memory_mb,
+            max_output_bytes=box.max_output_bytes,
+            max_processes=box.max_processes,
+            max_file_bytes=box.max_file_bytes,
+            max_workspace_mb=box.max_workspace_mb,
+        )
 
 
 @dataclass

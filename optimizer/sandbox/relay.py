@@ -27,8 +27,18 @@ ALLOWED = {("POST", "/v1/messages"), ("POST", "/v1/messages/count_tokens")}
 # Tools the service runs itself, reaching hosts on the sandbox's behalf.
 SERVER_TOOLS = ("web_search", "web_fetch", "code_execution", "mcp")
 # Per connection, not end to end: they are always about to be (re)used, or gone.
-_HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer",
-        "transfer-encoding", "upgrade", "host", "content-length"}
+_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+}
 # The forwarder inside the sandbox (node, run with `node -e FORWARDER -- SOCKET PORT CMD...`):
 # listens on loopback, pipes every connection to the relay's socket, and starts CMD once it
 # listens, so that the agent's first request finds it; it ends with CMD's exit status. It sets
@@ -57,8 +67,13 @@ class Relay:
     """Serves one run's socket: each request goes to `target` (its path appended to the target's),
     with the real key and any `headers` set; the answer streams back as it comes."""
 
-    def __init__(self, socket_path: Path | None, target: str, api_key: str,
-                 headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        socket_path: Path | None,
+        target: str,
+        api_key: str,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         # None: a loopback TCP port instead (`url`), for the CLI on the host (sandbox mode none).
         self.socket_path = socket_path
         self.url = ""
@@ -66,7 +81,9 @@ class Relay:
         self.api_key = api_key
         self.headers = dict(headers or {})
         self.requests = 0
-        self.failures = 0  # answers that say the endpoint failed us, not the agent: 429, 5xx, unreachable
+        self.failures = (
+            0  # answers that say the endpoint failed us, not the agent: 429, 5xx, unreachable
+        )
         # The run's clock, made where the relay is: it stops while a request is relayed, as for
         # our own model calls, so the CLI's waiting on the provider is never the skill's time.
         self.clock = current_clock()
@@ -75,8 +92,9 @@ class Relay:
 
     async def __aenter__(self) -> Relay:
         if self.socket_path is not None:
-            self._server = await asyncio.start_unix_server(self._serve, path=str(self.socket_path),
-                                                           limit=HEAD_LIMIT)
+            self._server = await asyncio.start_unix_server(
+                self._serve, path=str(self.socket_path), limit=HEAD_LIMIT
+            )
         else:
             self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=HEAD_LIMIT)
             port = self._server.sockets[0].getsockname()[1]
@@ -129,12 +147,20 @@ class Relay:
         with ModelCall(self.clock):
             return await self._forward(method, path, sent, body, keep, writer)
 
-    async def _forward(self, method: str, path: str, sent: dict[str, str], body: bytes, keep: bool,
-                       writer: asyncio.StreamWriter) -> bool:
+    async def _forward(
+        self,
+        method: str,
+        path: str,
+        sent: dict[str, str],
+        body: bytes,
+        keep: bool,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
         assert self._client is not None
         try:
-            async with self._client.stream(method, self.target + path, headers=sent,
-                                           content=body) as answer:
+            async with self._client.stream(
+                method, self.target + path, headers=sent, content=body
+            ) as answer:
                 if answer.status_code == 429 or answer.status_code >= 500:
                     self.failures += 1
                 bodyless = method == "HEAD" or answer.status_code in (204, 304)
@@ -146,12 +172,16 @@ class Relay:
                     writer.write(b"0\r\n\r\n")
         except httpx2.HTTPError as exc:  # unreachable, refused, cut: the endpoint failed us
             self.failures += 1
-            await _refuse(writer, 502, "the sandbox relay could not reach the model endpoint: "
-                          f"{type(exc).__name__}")
+            await _refuse(
+                writer,
+                502,
+                f"the sandbox relay could not reach the model endpoint: {type(exc).__name__}",
+            )
             return False
         except Exception as exc:  # noqa: BLE001 - a request the client library will not send
-            await _refuse(writer, 400, f"the sandbox relay could not send this request: "
-                          f"{type(exc).__name__}")
+            await _refuse(
+                writer, 400, f"the sandbox relay could not send this request: {type(exc).__name__}"
+            )
             return False
         await writer.drain()
         return keep
@@ -177,10 +207,17 @@ def _refusal(method: str, path: str, body: bytes) -> str | None:
 
 
 async def _refuse(writer: asyncio.StreamWriter, status: int, text: str) -> None:
-    reason = {400: "Bad Request", 403: "Forbidden", 413: "Payload Too Large", 502: "Bad Gateway"}.get(status, "Error")
+    reason = {
+        400: "Bad Request",
+        403: "Forbidden",
+        413: "Payload Too Large",
+        502: "Bad Gateway",
+    }.get(status, "Error")
     data = json.dumps({"type": "error", "error": {"type": "relay_error", "message": text}}).encode()
-    writer.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
-                 b"\r\n%s" % (status, reason.encode(), len(data), data))
+    writer.write(
+        b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+        b"\r\n%s" % (status, reason.encode(), len(data), data)
+    )
     await writer.drain()
 
 

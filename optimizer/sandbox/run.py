@@ -48,8 +48,9 @@ def _as_argv(command: str | Sequence[str]) -> list[str]:
     return ["bash", "-c", command] if isinstance(command, str) else [str(c) for c in command]
 
 
-def _refusal(command: str | Sequence[str], work_dir: Path,
-             skill_dir: Path | None) -> tuple[str, bool] | None:
+def _refusal(
+    command: str | Sequence[str], work_dir: Path, skill_dir: Path | None
+) -> tuple[str, bool] | None:
     """(error, infra) when the run cannot start for its inputs, else None."""
     if not work_dir.is_dir():
         return f"the work folder {work_dir} does not exist", True
@@ -74,8 +75,15 @@ def _run(
     confined = confinement_for(policy)
 
     def failed(error: str, infra: bool = True) -> SandboxResult:
-        return SandboxResult(exit_code=None, stdout="", stderr="", confined=confined,
-                             duration_s=time.monotonic() - started, error=error, infra=infra)
+        return SandboxResult(
+            exit_code=None,
+            stdout="",
+            stderr="",
+            confined=confined,
+            duration_s=time.monotonic() - started,
+            error=error,
+            infra=infra,
+        )
 
     work_dir = Path(work_dir)
     refusal = _refusal(command, work_dir, skill_dir)
@@ -87,9 +95,11 @@ def _run(
         result.resource_limit = "workspace"
         return result
     if policy.mode != "none" and process_limit_mechanism() == "none":
-        warn_once("sandbox.no_process_limit",
-                  reason="running as root without a usable pids cgroup: max_processes is not "
-                  "enforced, only the wall clock and the pid namespace bound a fork bomb")
+        warn_once(
+            "sandbox.no_process_limit",
+            reason="running as root without a usable pids cgroup: max_processes is not "
+            "enforced, only the wall clock and the pid namespace bound a fork bomb",
+        )
 
     with contextlib.ExitStack() as stack:
         cgroup = RunCgroup.create(policy)
@@ -103,13 +113,21 @@ def _run(
         else:
             scratch = Path(tempfile.mkdtemp(prefix="sandbox-"))
             stack.callback(shutil.rmtree, scratch, True)
-            launch = unconfined_launch(cmd, work_dir, skill_dir, policy, env, cgroup,
-                                       address_space, scratch)
+            launch = unconfined_launch(
+                cmd, work_dir, skill_dir, policy, env, cgroup, address_space, scratch
+            )
         try:
-            outcome = supervise(launch.argv, cwd=launch.cwd, env=launch.env, stdin=stdin,
-                                policy=policy, status_pipe=launch.status_pipe, cgroup=cgroup,
-                                cancel_fd=canceller.read_fd if canceller else None,
-                                workspace=work_dir)
+            outcome = supervise(
+                launch.argv,
+                cwd=launch.cwd,
+                env=launch.env,
+                stdin=stdin,
+                policy=policy,
+                status_pipe=launch.status_pipe,
+                cgroup=cgroup,
+                cancel_fd=canceller.read_fd if canceller else None,
+                workspace=work_dir,
+            )
         except SpawnFailed as exc:
             return failed(f"could not start the command: {exc}")
     if outcome.workspace is None and not outcome.cancelled:
@@ -121,8 +139,9 @@ def _run(
     return result
 
 
-def _result(outcome: Outcome, launch: Launch, confined: bool,
-            policy: SandboxPolicy) -> SandboxResult:
+def _result(
+    outcome: Outcome, launch: Launch, confined: bool, policy: SandboxPolicy
+) -> SandboxResult:
     """The caller's view of what the supervisor saw: fixed paths, exit codes, whose failure."""
     stdout = unrewrite_host_paths(_decode(outcome.stdout), launch.host_to_fixed)
     stderr = unrewrite_host_paths(_decode(outcome.stderr), launch.host_to_fixed)
@@ -133,15 +152,22 @@ def _result(outcome: Outcome, launch: Launch, confined: bool,
         exit_code = 128 - exit_code  # the shell's convention for "killed by signal N"
     if outcome.workspace is not None:
         error = over_limit_message(outcome.workspace, policy.max_workspace_mb)
-        return SandboxResult(exit_code=exit_code, stdout=stdout, stderr=stderr,
-                             output_truncated=outcome.truncated, confined=confined, error=error,
-                             resource_limit="workspace")
+        return SandboxResult(
+            exit_code=exit_code,
+            stdout=stdout,
+            stderr=stderr,
+            output_truncated=outcome.truncated,
+            confined=confined,
+            error=error,
+            resource_limit="workspace",
+        )
     if outcome.cancelled:
         error, exit_code = "cancelled", None
     elif outcome.timed_out:
         exit_code = None
-    elif confined and (not outcome.started_child
-                       or (exit_code == 1 and stderr.startswith("bwrap: "))):
+    elif confined and (
+        not outcome.started_child or (exit_code == 1 and stderr.startswith("bwrap: "))
+    ):
         # bwrap reports a failed setup (a missing bind source, a refused namespace) as exit 1
         # with its own prefix; the command never ran, which is not the command's failure.
         error = "bubblewrap could not set up the sandbox: " + (stderr.strip() or "no message")
@@ -149,22 +175,36 @@ def _result(outcome: Outcome, launch: Launch, confined: bool,
     elif exit_code == 125 and SETUP_FAILED in stderr:
         error = next(line for line in stderr.splitlines() if SETUP_FAILED in line)
         infra = True
-    return SandboxResult(exit_code=exit_code, stdout=stdout, stderr=stderr,
-                         timed_out=outcome.timed_out, output_truncated=outcome.truncated,
-                         confined=confined, error=error, infra=infra)
+    return SandboxResult(
+        exit_code=exit_code,
+        stdout=stdout,
+        stderr=stderr,
+        timed_out=outcome.timed_out,
+        output_truncated=outcome.truncated,
+        confined=confined,
+        error=error,
+        infra=infra,
+    )
 
 
 def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def run(command: str | Sequence[str], *, work_dir: Path, skill_dir: Path | None,
-        policy: SandboxPolicy, env: Mapping[str, str] | None = None,
-        stdin: str | None = None) -> SandboxResult:
+def run(
+    command: str | Sequence[str],
+    *,
+    work_dir: Path,
+    skill_dir: Path | None,
+    policy: SandboxPolicy,
+    env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
+) -> SandboxResult:
     """Run a command (a str runs as `bash -c`) with /workspace as cwd. Per-run failures are in
     the result; only a policy that cannot be honoured here raises (WorkFailed)."""
-    return _run(command, work_dir=work_dir, skill_dir=skill_dir, policy=policy, env=env,
-                stdin=stdin)
+    return _run(
+        command, work_dir=work_dir, skill_dir=skill_dir, policy=policy, env=env, stdin=stdin
+    )
 
 
 def _thread_pool() -> ThreadPoolExecutor:
@@ -177,14 +217,28 @@ def _thread_pool() -> ThreadPoolExecutor:
         return _executor
 
 
-async def run_async(command: str | Sequence[str], *, work_dir: Path, skill_dir: Path | None,
-                    policy: SandboxPolicy, env: Mapping[str, str] | None = None,
-                    stdin: str | None = None) -> SandboxResult:
+async def run_async(
+    command: str | Sequence[str],
+    *,
+    work_dir: Path,
+    skill_dir: Path | None,
+    policy: SandboxPolicy,
+    env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
+) -> SandboxResult:
     """run() for asyncio; cancelling the awaiting task kills the command before re-raising."""
     canceller = _Canceller()
     loop = asyncio.get_running_loop()
-    job = functools.partial(_run, command, work_dir=work_dir, skill_dir=skill_dir,
-                            policy=policy, env=env, stdin=stdin, canceller=canceller)
+    job = functools.partial(
+        _run,
+        command,
+        work_dir=work_dir,
+        skill_dir=skill_dir,
+        policy=policy,
+        env=env,
+        stdin=stdin,
+        canceller=canceller,
+    )
     future = loop.run_in_executor(_thread_pool(), job)
     try:
         return await asyncio.shield(future)

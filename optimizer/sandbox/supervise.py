@@ -43,8 +43,14 @@ class SpawnFailed(Exception):
 class _Supervisor:
     """One started command to its end: the loop, its clocks, and what "exit" and "cancel" do."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], pipes: Pipes, kill: Kill,
-                 deadline: float, watch: tuple[Path, int] | None = None) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        pipes: Pipes,
+        kill: Kill,
+        deadline: float,
+        watch: tuple[Path, int] | None = None,
+    ) -> None:
         self.proc, self.pipes, self.kill = proc, pipes, kill
         self.deadline = deadline
         self.exited = False
@@ -186,8 +192,13 @@ def supervise(
     when it cannot start; closes both status fds."""
     proc = _spawn(argv, cwd=cwd, env=env, stdin=stdin, status_pipe=status_pipe)
     deadline = time.monotonic() + policy.timeout_s
-    pipes = Pipes(proc, stdin=stdin, cap=policy.max_output_bytes,
-                  status_fd=status_pipe[0] if status_pipe else None, cancel_fd=cancel_fd)
+    pipes = Pipes(
+        proc,
+        stdin=stdin,
+        cap=policy.max_output_bytes,
+        status_fd=status_pipe[0] if status_pipe else None,
+        cancel_fd=cancel_fd,
+    )
     watch = (workspace, policy.max_workspace_mb * MB) if workspace is not None else None
     supervisor = _Supervisor(proc, pipes, Kill(proc, cgroup), deadline, watch)
     try:

@@ -23,17 +23,23 @@ _EPS = 1e-12
 
 def identical(child: list[float], parent: list[float]) -> bool:
     """Every child run scored the same and every parent run scored the same (two runs or more)."""
-    return (len(child) >= 2 and len(parent) >= 2 and max(child) - min(child) <= _EPS
-            and max(parent) - min(parent) <= _EPS)
+    return (
+        len(child) >= 2
+        and len(parent) >= 2
+        and max(child) - min(child) <= _EPS
+        and max(parent) - min(parent) <= _EPS
+    )
 
 
 def d_variance(child: list[float], parent: list[float]) -> float:
     """The estimated variance of one eval's d: s²_child/n_child + s²_parent/n_parent."""
+
     def part(xs: list[float]) -> float:
         if len(xs) < 2:
             return math.inf
         m = mean(xs)
         return math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1) / len(xs)
+
     return part(child) + part(parent)
 
 
@@ -47,9 +53,12 @@ class Allotment(Generic[E]):
     skipped_low_variance: tuple[E, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
-        return {"runs": self.look, "to": sorted(self.to, key=_key),
-                "skipped_identical": list(self.skipped_identical),
-                "skipped_low_variance": list(self.skipped_low_variance)}
+        return {
+            "runs": self.look,
+            "to": sorted(self.to, key=_key),
+            "skipped_identical": list(self.skipped_identical),
+            "skipped_low_variance": list(self.skipped_low_variance),
+        }
 
 
 def _key(e: EvalId) -> tuple[int, int, str]:
@@ -58,8 +67,13 @@ def _key(e: EvalId) -> tuple[int, int, str]:
 
 
 def allot(
-    child: Mapping[E, list[float]], parent: Mapping[E, list[float]],
-    counts: Mapping[E, int], *, look: int, mode: Literal["all", "informative"], share: float,
+    child: Mapping[E, list[float]],
+    parent: Mapping[E, list[float]],
+    counts: Mapping[E, int],
+    *,
+    look: int,
+    mode: Literal["all", "informative"],
+    share: float,
     to_runs: int | None = None,
 ) -> Allotment[E]:
     """Which evals get more runs after the look at `look` runs, up to `to_runs` each (the next
@@ -85,9 +99,16 @@ def allot(
 
 def nothing_to_add(decision: Decision) -> Decision:
     """The decision when more runs were wanted but no eval could gain from one."""
-    return decision.model_copy(update={"needs_more_runs": False, "reason": decision.reason + (
-        " No runs were added: every eval's runs so far scored the same for the child and for the "
-        "parent, so another run would hardly move Δ.")})
+    return decision.model_copy(
+        update={
+            "needs_more_runs": False,
+            "reason": decision.reason
+            + (
+                " No runs were added: every eval's runs so far scored the same for the child and for the "
+                "parent, so another run would hardly move Δ."
+            ),
+        }
+    )
 
 
 def uneven_note(counts: Mapping[E, int], history: list[Allotment[E]]) -> str:
@@ -99,10 +120,14 @@ def uneven_note(counts: Mapping[E, int], history: list[Allotment[E]]) -> str:
     low = sorted({e for a in history for e in a.skipped_low_variance} - set(same), key=_key)
     why = []
     if same:
-        why.append(f"eval{'s' if len(same) > 1 else ''} {', '.join(map(str, same))} had all runs "
-                   "identical")
+        why.append(
+            f"eval{'s' if len(same) > 1 else ''} {', '.join(map(str, same))} had all runs identical"
+        )
     if low:
-        why.append(f"eval{'s' if len(low) > 1 else ''} {', '.join(map(str, low))} had the least "
-                   "variable d")
-    return (f" Runs per eval went from {fewest} to {most}: extra runs went where d was least "
-            f"settled ({'; '.join(why)}).")
+        why.append(
+            f"eval{'s' if len(low) > 1 else ''} {', '.join(map(str, low))} had the least variable d"
+        )
+    return (
+        f" Runs per eval went from {fewest} to {most}: extra runs went where d was least "
+        f"settled ({'; '.join(why)})."
+    )

@@ -34,15 +34,23 @@ def _cut(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     head = limit * 2 // 3
-    return f"{text[:head]}\n[… {len(text) - limit:,} characters cut …]\n{text[-(limit - head):]}"
+    return f"{text[:head]}\n[… {len(text) - limit:,} characters cut …]\n{text[-(limit - head) :]}"
 
 
 def _skill_files(skill_dir: Path) -> list[Path]:
-    files = [p for p in Path(skill_dir).rglob("*")
-             if p.is_file() and not any(part.startswith(".") for part in p.relative_to(skill_dir).parts)]
+    files = [
+        p
+        for p in Path(skill_dir).rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(skill_dir).parts)
+    ]
     # SKILL.md first: it is what the agent reads, and what a cut must never drop.
-    return sorted(files, key=lambda p: (p.relative_to(skill_dir).as_posix() != "SKILL.md",
-                                        p.relative_to(skill_dir).as_posix()))
+    return sorted(
+        files,
+        key=lambda p: (
+            p.relative_to(skill_dir).as_posix() != "SKILL.md",
+            p.relative_to(skill_dir).as_posix(),
+        ),
+    )
 
 
 def render_skill(skill_dir: Path) -> str:
@@ -52,11 +60,20 @@ def render_skill(skill_dir: Path) -> str:
         rel = path.relative_to(skill_dir).as_posix()
         raw = path.read_bytes()
         if b"\x00" in raw[:8192]:
-            entries.append(tag("file", f"(binary file, {len(raw):,} bytes, not shown)",
-                               path=rel, binary="true", size=len(raw)))
+            entries.append(
+                tag(
+                    "file",
+                    f"(binary file, {len(raw):,} bytes, not shown)",
+                    path=rel,
+                    binary="true",
+                    size=len(raw),
+                )
+            )
             continue
         if budget <= 0:
-            entries.append(tag("file", "[… not shown: the skill's text passed the limit …]", path=rel))
+            entries.append(
+                tag("file", "[… not shown: the skill's text passed the limit …]", path=rel)
+            )
             continue
         text = _cut(raw.decode("utf-8", errors="replace"), min(MAX_SKILL_FILE_CHARS, budget))
         budget -= len(text)
@@ -73,17 +90,20 @@ def _child_won(winner_label: str, loser_label: str, winner_is_child: bool | None
     return bool(w and lo and int(w.group(1)) > int(lo.group(1)))
 
 
-def render_comparisons(tally: ComparisonTally | None, winner: str, loser: str, child_won: bool) -> str:
+def render_comparisons(
+    tally: ComparisonTally | None, winner: str, loser: str, child_won: bool
+) -> str:
     if tally is None:
         return "(no comparisons)"
     name = {"child": winner if child_won else loser, "parent": loser if child_won else winner}
     name["tie"] = "tie"
     wins = {name["child"]: tally.child_wins, name["parent"]: tally.parent_wins}
-    consistency = (
-        "n/a" if tally.swap_consistency is None else f"{tally.swap_consistency:.0%}"
+    consistency = "n/a" if tally.swap_consistency is None else f"{tally.swap_consistency:.0%}"
+    single = (
+        f", {tally.single_order} ties in the first order not judged again"
+        if tally.single_order
+        else ""
     )
-    single = (f", {tally.single_order} ties in the first order not judged again"
-              if tally.single_order else "")
     lines = [
         f"{tally.pairs} output pairs judged: {wins[winner]} won by {winner}, "
         f"{wins[loser]} won by {loser}, {tally.ties} ties, {tally.inconsistent} inconsistent "
@@ -91,17 +111,27 @@ def render_comparisons(tally: ComparisonTally | None, winner: str, loser: str, c
         "over the pairs judged in both orders)."
     ]
     for reason in tally.reasons[:MAX_REASONS]:
-        lines.append(data("comparison", reason["reasoning"], eval=reason["eval_id"],
-                         run=reason["run"], winner=name[reason["verdict"]],
-                         output_a=name[reason["output_a"]]))
+        lines.append(
+            data(
+                "comparison",
+                reason["reasoning"],
+                eval=reason["eval_id"],
+                run=reason["run"],
+                winner=name[reason["verdict"]],
+                output_a=name[reason["output_a"]],
+            )
+        )
     return "\n".join(lines)
 
 
 def render_failures(failed: list[tuple[Any, str, int]]) -> str:
     ordered = sorted(failed, key=lambda f: (-f[2], str(f[0]), f[1]))
-    return "\n".join(
-        tag("failure", text, eval=eval_id, count=count) for eval_id, text, count in ordered
-    ) or "(none)"
+    return (
+        "\n".join(
+            tag("failure", text, eval=eval_id, count=count) for eval_id, text, count in ordered
+        )
+        or "(none)"
+    )
 
 
 def render_transcripts(transcripts: dict[str, str]) -> str:
@@ -138,17 +168,19 @@ async def analyze(
 ) -> Analysis | None:
     """Ask the analyzer; write and return analysis.json, or None (and no file) when it fails."""
     child_won = _child_won(winner_label, loser_label, winner_is_child)
-    request = "\n\n".join([
-        tag("winner_skill", render_skill(winner_skill), label=winner_label),
-        tag("loser_skill", render_skill(loser_skill), label=loser_label),
-        tag("comparisons", render_comparisons(tally, winner_label, loser_label, child_won)),
-        tag("failed_expectations", render_failures(failed_expectations)),
-        tag("transcripts", render_transcripts(transcripts)),
-        # The same evidence the proposer gets: what each eval costs the version whose failures
-        # are listed, and the tool calls its runs repeat (candidates for a bundled script).
-        tag("eval_costs", render_costs(costs or [])),
-        data("repeated_work", bullet_lines(repeated_work or [])),
-    ])
+    request = "\n\n".join(
+        [
+            tag("winner_skill", render_skill(winner_skill), label=winner_label),
+            tag("loser_skill", render_skill(loser_skill), label=loser_label),
+            tag("comparisons", render_comparisons(tally, winner_label, loser_label, child_won)),
+            tag("failed_expectations", render_failures(failed_expectations)),
+            tag("transcripts", render_transcripts(transcripts)),
+            # The same evidence the proposer gets: what each eval costs the version whose failures
+            # are listed, and the tool calls its runs repeat (candidates for a bundled script).
+            tag("eval_costs", render_costs(costs or [])),
+            data("repeated_work", bullet_lines(repeated_work or [])),
+        ]
+    )
     try:
         answer = await client.structured(
             "analyzer",
@@ -161,13 +193,19 @@ async def analyze(
         log.warning("analyze.failed", winner=winner_label, loser=loser_label, error=str(exc)[:500])
         return None
     # Facts we know better than the model: who won and where each version lives.
-    summary = answer.comparison_summary.model_copy(update={
-        "winner": winner_label,
-        "winner_skill": _skill_ref(winner_skill, winner_label),
-        "loser_skill": _skill_ref(loser_skill, loser_label),
-    })
+    summary = answer.comparison_summary.model_copy(
+        update={
+            "winner": winner_label,
+            "winner_skill": _skill_ref(winner_skill, winner_label),
+            "loser_skill": _skill_ref(loser_skill, loser_label),
+        }
+    )
     analysis = answer.model_copy(update={"comparison_summary": summary})
     write_json(Path(out_path), analysis, Analysis)
-    log.info("analyze.completed", winner=winner_label, loser=loser_label,
-             suggestions=len(analysis.improvement_suggestions))
+    log.info(
+        "analyze.completed",
+        winner=winner_label,
+        loser=loser_label,
+        suggestions=len(analysis.improvement_suggestions),
+    )
     return analysis

@@ -51,9 +51,17 @@ class BodyTarget:
         self.evalset: EvalSet = load_evals(run.ws.root / "inputs")
         self.runs_per_eval = run.settings.evals.runs_per_eval
         warn_same_model(run.settings)
-        self.grader = Grader(run.store, run.client, run.settings, self.evalset, executor,
-                             skill_name=run.skill_name, inputs_root=run.ws.root / "inputs",
-                             on_run=lambda _: run.ui.run_done(), should_stop=run.interrupted)
+        self.grader = Grader(
+            run.store,
+            run.client,
+            run.settings,
+            self.evalset,
+            executor,
+            skill_name=run.skill_name,
+            inputs_root=run.ws.root / "inputs",
+            on_run=lambda _: run.ui.run_done(),
+            should_stop=run.interrupted,
+        )
 
     # -- runs of a version ----------------------------------------------------------------------
 
@@ -61,14 +69,36 @@ class BodyTarget:
         """with_skill runs 1..runs of `label` on train evals (runs: one count, or one per eval)."""
         ws = self.run.ws
         counts = runs if isinstance(runs, dict) else dict.fromkeys(evals, runs)
-        return await self.grader.grade([job for e in evals for job in jobs_for(
-            [e], counts[e], prefix=f"{label}/", root=ws.root, configuration="with_skill",
-            skill_dir=ws.skill(label), version=label)], scope=label)
+        return await self.grader.grade(
+            [
+                job
+                for e in evals
+                for job in jobs_for(
+                    [e],
+                    counts[e],
+                    prefix=f"{label}/",
+                    root=ws.root,
+                    configuration="with_skill",
+                    skill_dir=ws.skill(label),
+                    version=label,
+                )
+            ],
+            scope=label,
+        )
 
     async def baseline(self, evals: list[int], runs: int) -> Results:
-        return await self.grader.grade(jobs_for(
-            evals, runs, prefix="baseline/", root=self.run.ws.root, configuration="without_skill",
-            skill_dir=None, version="baseline"), scope="baseline")
+        return await self.grader.grade(
+            jobs_for(
+                evals,
+                runs,
+                prefix="baseline/",
+                root=self.run.ws.root,
+                configuration="without_skill",
+                skill_dir=None,
+                version="baseline",
+            ),
+            scope="baseline",
+        )
 
     # -- the target ----------------------------------------------------------------------------
 
@@ -94,8 +124,10 @@ class BodyTarget:
         run = self.run
         wanted: dict[str, set[int]] = {}
         runs: dict[str, int] = {}
-        for row in run.store.query("select prefix, eval_id, run_number from gradings where "
-                                   "status = 'unscored' order by prefix, eval_id, run_number"):
+        for row in run.store.query(
+            "select prefix, eval_id, run_number from gradings where "
+            "status = 'unscored' order by prefix, eval_id, run_number"
+        ):
             label, e, n = row["prefix"].split("/")[0], row["eval_id"], row["run_number"]
             if label in ("baseline", "v0", run.best()) and e in run.train:
                 wanted.setdefault(label, set()).add(e)
@@ -111,8 +143,14 @@ class BodyTarget:
 
     async def propose(self, parent: str, dest: Path, sample: int) -> Candidate | Rejected:
         feedback = evidence.gather(self.run.ws, self.run.store, parent, self.run.train)
-        return await propose(self.run.client, parent=self.run.ws.skill(parent), feedback=feedback,
-                             target=self.name, dest=dest, sample=sample)
+        return await propose(
+            self.run.client,
+            parent=self.run.ws.skill(parent),
+            feedback=feedback,
+            target=self.name,
+            dest=dest,
+            sample=sample,
+        )
 
     async def judge(self, label: str, parent: str) -> bool:
         """screen → benchmark → compare (adding runs while undecided) → select → analyze. An
@@ -123,15 +161,23 @@ class BodyTarget:
         parent_res = await self.version(parent, run.train, runs)
         if 0 < s.loop.screen_evals < len(run.train):
             run.show_activity(f"{label}: screening")
-            batch = select.choose_minibatch(run.train, _means(eval_means(parent_res)),
-                                            s.loop.screen_evals, run.rng("minibatch", label))
+            batch = select.choose_minibatch(
+                run.train,
+                _means(eval_means(parent_res)),
+                s.loop.screen_evals,
+                run.rng("minibatch", label),
+            )
             child_mb = await self.version(label, batch, 1)
-            passed, why = select.screen(eval_means(child_mb),
-                                        {e: eval_means(parent_res)[e] for e in batch},
-                                        margin=s.selection.screen_margin)
+            passed, why = select.screen(
+                eval_means(child_mb),
+                {e: eval_means(parent_res)[e] for e in batch},
+                margin=s.selection.screen_margin,
+            )
             if not passed:
                 record_scores(run, label)
-                record_decision(run, label, parent, "screening", {"decision": "lost", "reason": why})
+                record_decision(
+                    run, label, parent, "screening", {"decision": "lost", "reason": why}
+                )
                 return True
         # Runs per eval; after each undecided look, allot.allot says which evals get more.
         counts = dict.fromkeys(run.train, runs)
@@ -148,26 +194,41 @@ class BodyTarget:
             run.show_activity(f"{label}: blind comparison with {parent}")
             with scoped(label):  # the comparison's calls are part of what the child cost
                 tally = await compare_versions(
-                    run.client, evals=[self.evalset.by_id(e) for e in run.train],
-                    child_runs=self._dirs(label, counts), parent_runs=self._dirs(parent, counts),
-                    out_dir=run.ws.comparison_dir(label), rng_seed=s.loop.seed,
-                    second_order=s.selection.second_order)
-            decision = self._decide(label, parent, child_res, parent_res, tally, runs,
-                                    family.alpha if family else None)
+                    run.client,
+                    evals=[self.evalset.by_id(e) for e in run.train],
+                    child_runs=self._dirs(label, counts),
+                    parent_runs=self._dirs(parent, counts),
+                    out_dir=run.ws.comparison_dir(label),
+                    rng_seed=s.loop.seed,
+                    second_order=s.selection.second_order,
+                )
+            decision = self._decide(
+                label, parent, child_res, parent_res, tally, runs, family.alpha if family else None
+            )
             if not (decision.needs_more_runs and runs < s.selection.max_runs_per_eval):
                 break
             upto = decision.next_runs or runs + 1  # the next look of the rule's schedule
-            more = allot.allot(eval_means(child_res), eval_means(parent_res), counts, look=runs,
-                               mode=s.selection.runs_to, share=s.selection.runs_share, to_runs=upto)
+            more = allot.allot(
+                eval_means(child_res),
+                eval_means(parent_res),
+                counts,
+                look=runs,
+                mode=s.selection.runs_to,
+                share=s.selection.runs_share,
+                to_runs=upto,
+            )
             if not more.to:
                 decision = allot.nothing_to_add(decision)
                 break
             added.append(more)
             counts.update(more.to)
             runs = upto
-        decision = decision.model_copy(update={
-            "reason": decision.reason + allot.uneven_note(counts, added),
-            "added_runs": [AddedRuns.model_validate(a.as_json()) for a in added]})
+        decision = decision.model_copy(
+            update={
+                "reason": decision.reason + allot.uneven_note(counts, added),
+                "added_runs": [AddedRuns.model_validate(a.as_json()) for a in added],
+            }
+        )
         if run.interrupted():
             return False
         for version in (label, parent):
@@ -181,8 +242,16 @@ class BodyTarget:
         record_decision(run, label, parent, self.stage, chosen)
         return True
 
-    def _decide(self, label: str, parent: str, child: Results, parent_res: Results,
-                tally: select.ComparisonTally, runs: int, alpha: float | None) -> select.Decision:
+    def _decide(
+        self,
+        label: str,
+        parent: str,
+        child: Results,
+        parent_res: Results,
+        tally: select.ComparisonTally,
+        runs: int,
+        alpha: float | None,
+    ) -> select.Decision:
         run, s = self.run, self.run.settings
         errors, total = judge_errors(child, parent_res)
         lost = unscored(child, parent_res)
@@ -192,14 +261,25 @@ class BodyTarget:
                 f"{len(lost)} of {total} runs of {label} and its parent {parent} could not be "
                 f"scored, more than selection.max_unscored_rate = {s.selection.max_unscored_rate} "
                 f"(the last cause: {lost[-1].error or 'unknown'}); {label} stays undecided. Fix "
-                f"the cause, then `optimizer resume {run.ws.root}`.")
-        return select.decide(eval_means(child), eval_means(parent_res), tally,
-                             selection=s.selection, rng=run.rng("bootstrap", label, runs),
-                             judge_errors=errors, total_runs=total, unscored=len(lost),
-                             first_runs=self.runs_per_eval, look=runs, alpha=alpha)
+                f"the cause, then `optimizer resume {run.ws.root}`."
+            )
+        return select.decide(
+            eval_means(child),
+            eval_means(parent_res),
+            tally,
+            selection=s.selection,
+            rng=run.rng("bootstrap", label, runs),
+            judge_errors=errors,
+            total_runs=total,
+            unscored=len(lost),
+            first_runs=self.runs_per_eval,
+            look=runs,
+            alpha=alpha,
+        )
 
-    async def _analyze(self, label: str, parent: str, decision: select.Decision,
-                       tally: select.ComparisonTally) -> None:
+    async def _analyze(
+        self, label: str, parent: str, decision: select.Decision, tally: select.ComparisonTally
+    ) -> None:
         run = self.run
         winner, loser = (label, parent) if decision.decision == "won" else (parent, label)
         gathered = evidence.gather(run.ws, run.store, loser, run.train)
@@ -212,32 +292,58 @@ class BodyTarget:
                     side = "winner" if lab == winner else "loser"
                     transcripts[f"{side} eval {e}"] = path.read_text(encoding="utf-8")[:4000]
         with scoped(label):
-            await analyze(run.client, winner_skill=run.ws.skill(winner),
-                          loser_skill=run.ws.skill(loser), winner_label=winner, loser_label=loser,
-                          tally=tally, failed_expectations=[(f.eval_id, f.text, f.count) for f in found],
-                          transcripts=transcripts, out_path=run.ws.version(label) / "analysis.json",
-                          costs=gathered.costs, repeated_work=gathered.repeated_work)
+            await analyze(
+                run.client,
+                winner_skill=run.ws.skill(winner),
+                loser_skill=run.ws.skill(loser),
+                winner_label=winner,
+                loser_label=loser,
+                tally=tally,
+                failed_expectations=[(f.eval_id, f.text, f.count) for f in found],
+                transcripts=transcripts,
+                out_path=run.ws.version(label) / "analysis.json",
+                costs=gathered.costs,
+                repeated_work=gathered.repeated_work,
+            )
 
     async def measure_test(self, label: str) -> dict[str, Any]:
         ws = self.run.ws
-        res = await self.grader.grade(jobs_for(
-            self.run.test, self.runs_per_eval, prefix=f"test/{label}/", root=ws.root,
-            configuration="with_skill", skill_dir=ws.skill(label), version=label, split="test"),
-            scope=f"sealed test {label}")  # apart from what the version cost to evaluate
+        res = await self.grader.grade(
+            jobs_for(
+                self.run.test,
+                self.runs_per_eval,
+                prefix=f"test/{label}/",
+                root=ws.root,
+                configuration="with_skill",
+                skill_dir=ws.skill(label),
+                version=label,
+                split="test",
+            ),
+            scope=f"sealed test {label}",
+        )  # apart from what the version cost to evaluate
         per_eval = _means(eval_means(res))
-        return {"score": round(math.fsum(per_eval.values()) / len(per_eval), 4) if per_eval else None,
-                "per_eval": {str(e): round(v, 4) for e, v in per_eval.items()}}
+        return {
+            "score": round(math.fsum(per_eval.values()) / len(per_eval), 4) if per_eval else None,
+            "per_eval": {str(e): round(v, 4) for e, v in per_eval.items()},
+        }
 
     def write_lineage(self, iteration: int) -> None:
         run = self.run
-        lineage.write_files(run.ws, run.store, simulated=run.client.simulated,
-                            skill_name=run.skill_name, iteration=iteration,
-                            extra_notes=analyst_suggestions(run, self.evalset))
+        lineage.write_files(
+            run.ws,
+            run.store,
+            simulated=run.client.simulated,
+            skill_name=run.skill_name,
+            iteration=iteration,
+            extra_notes=analyst_suggestions(run, self.evalset),
+        )
 
     def _dirs(self, label: str, counts: dict[int, int]) -> dict[int, list[Path]]:
         ws = self.run.ws
-        return {e: [ws.run_dir(label, e, "with_skill", n) for n in range(1, counts[e] + 1)]
-                for e in self.run.train}
+        return {
+            e: [ws.run_dir(label, e, "with_skill", n) for n in range(1, counts[e] + 1)]
+            for e in self.run.train
+        }
 
 
 def record_scores(run: RunState, label: str) -> None:
@@ -245,9 +351,12 @@ def record_scores(run: RunState, label: str) -> None:
     them; never over what one caller happens to hold (a resume would record fewer runs). Runs are
     read in (eval, run number) order and summed exactly, so no completion order shows in the
     number; unscored runs and judge errors are left out (docs/design.md §7)."""
-    rows = run.store.query("select eval_id, score, pass_rate from gradings where prefix = ? and "
-                           f"configuration = 'with_skill' and status in {SCORED_SQL} "
-                           "order by eval_id, run_number", [f"{label}/"])
+    rows = run.store.query(
+        "select eval_id, score, pass_rate from gradings where prefix = ? and "
+        f"configuration = 'with_skill' and status in {SCORED_SQL} "
+        "order by eval_id, run_number",
+        [f"{label}/"],
+    )
     scores: dict[int, list[float]] = {}
     rates: dict[int, list[float]] = {}
     for row in rows:
@@ -258,10 +367,14 @@ def record_scores(run: RunState, label: str) -> None:
                 scores.setdefault(e, []).append(row["score"])
     per_eval, rate = _means(scores), _means(rates)
     with run.store.atomic():
-        run.store.table("versions").update(label, {
-            "score": math.fsum(per_eval.values()) / len(per_eval) if per_eval else None,
-            "pass_rate": math.fsum(rate.values()) / len(rate) if rate else None,
-            "split_scores_json": json.dumps(per_eval)})
+        run.store.table("versions").update(
+            label,
+            {
+                "score": math.fsum(per_eval.values()) / len(per_eval) if per_eval else None,
+                "pass_rate": math.fsum(rate.values()) / len(rate) if rate else None,
+                "split_scores_json": json.dumps(per_eval),
+            },
+        )
 
 
 def _means(scores: dict[int, list[float]]) -> dict[int, float]:

@@ -70,12 +70,21 @@ def render_side(run_dir: Path, label: str = "", attach: bool = True) -> Rendered
     attached as `<label>1`, `<label>2`…. Office files and PDFs are shown as their (blinded) text;
     a PDF is not attached as a document, since its bytes cannot be blinded."""
     prefixes = _host_prefixes(run_dir)
-    return render_view(run_dir, budget=MAX_OUTPUT_CHARS, shown=lambda t: blind(t, prefixes),
-                       prefix="", images=MAX_IMAGES, document_bytes=-1, label=label, attach=attach)
+    return render_view(
+        run_dir,
+        budget=MAX_OUTPUT_CHARS,
+        shown=lambda t: blind(t, prefixes),
+        prefix="",
+        images=MAX_IMAGES,
+        document_bytes=-1,
+        label=label,
+        attach=attach,
+    )
 
 
-def build_request(eval: Eval, a_dir: Path, b_dir: Path, *,
-                  attachments: bool = True) -> str | list[dict[str, Any]]:
+def build_request(
+    eval: Eval, a_dir: Path, b_dir: Path, *, attachments: bool = True
+) -> str | list[dict[str, Any]]:
     """The user message: the task, its expectations and the two blinded outputs as A and B, then
     the images of A and of B (the text alone when neither side has any)."""
     a, b = render_side(a_dir, "A", attachments), render_side(b_dir, "B", attachments)
@@ -171,16 +180,28 @@ async def _judge(client: Client, slot: _Slot, ev: Eval, out_dir: Path) -> None:
             answer = await client.structured(
                 "comparator",
                 system=load_prompt("comparator").render(),
-                messages=[{"role": "user", "content": build_request(
-                    ev, slot.a_dir, slot.b_dir, attachments=_attachments(client))}],
+                messages=[
+                    {
+                        "role": "user",
+                        "content": build_request(
+                            ev, slot.a_dir, slot.b_dir, attachments=_attachments(client)
+                        ),
+                    }
+                ],
                 schema=Comparison,
                 tool_name="submit_comparison",
                 sample=0,  # the two orders already differ as requests
             )
         except (StructuredAnswerError, ModelCallFailed, ValidationError) as exc:
             slot.error = str(exc)[:500]
-            log.warning("compare.call_failed", eval_id=slot.eval_id, run=slot.run,
-                        order=slot.order, k=slot.k, error=slot.error)
+            log.warning(
+                "compare.call_failed",
+                eval_id=slot.eval_id,
+                run=slot.run,
+                order=slot.order,
+                k=slot.k,
+                error=slot.error,
+            )
             return
         write_json(path, answer, Comparison)
     slot.verdict = _side_of(answer.winner, slot.child_is_a)
@@ -194,9 +215,21 @@ def _tally(slots: list[_Slot]) -> tuple[ComparisonTally, list[dict[str, Any]]]:
         grouped.setdefault((slot.eval_id, slot.run), []).append(slot)
     for (eval_id, run), both in grouped.items():
         both.sort(key=lambda s: s.order)
-        counts = tally.per_eval.setdefault(eval_id, dict.fromkeys(
-            ("child_wins", "parent_wins", "ties", "inconsistent", "errors", "pairs",
-             "single_order"), 0))
+        counts = tally.per_eval.setdefault(
+            eval_id,
+            dict.fromkeys(
+                (
+                    "child_wins",
+                    "parent_wins",
+                    "ties",
+                    "inconsistent",
+                    "errors",
+                    "pairs",
+                    "single_order",
+                ),
+                0,
+            ),
+        )
         counts["pairs"] += 1
         tally.pairs += 1
         both = [s for s in both if not s.skipped]
@@ -208,15 +241,22 @@ def _tally(slots: list[_Slot]) -> tuple[ComparisonTally, list[dict[str, Any]]]:
         elif len(verdicts) == 1:
             verdict = verdicts.pop()
             key = {"child": "child_wins", "parent": "parent_wins", "tie": "ties"}[verdict]
-            tally.reasons.append({"eval_id": eval_id, "run": run, "verdict": verdict,
-                                  "output_a": "child" if both[0].child_is_a else "parent",
-                                  "reasoning": both[0].reasoning})
+            tally.reasons.append(
+                {
+                    "eval_id": eval_id,
+                    "run": run,
+                    "verdict": verdict,
+                    "output_a": "child" if both[0].child_is_a else "parent",
+                    "reasoning": both[0].reasoning,
+                }
+            )
         else:
             verdict, key = "inconsistent", "inconsistent"
         counts[key] += 1
         setattr(tally, key, getattr(tally, key) + 1)
-        pairs.append({"eval_id": eval_id, "run": run, "comparisons": [s.k for s in both],
-                      "verdict": verdict})
+        pairs.append(
+            {"eval_id": eval_id, "run": run, "comparisons": [s.k for s in both], "verdict": verdict}
+        )
     judged = tally.pairs - tally.errors - tally.single_order
     agreeing = tally.child_wins + tally.parent_wins + tally.ties
     tally.swap_consistency = agreeing / judged if judged else None
@@ -226,9 +266,14 @@ def _tally(slots: list[_Slot]) -> tuple[ComparisonTally, list[dict[str, Any]]]:
 def _assignment(slots: list[_Slot], pairs: list[dict], tally: ComparisonTally | None) -> dict:
     rows = []
     for s in sorted(slots, key=lambda s: s.k):
-        row: dict[str, Any] = {"k": s.k, "eval_id": s.eval_id, "run": s.run, "order": s.order,
-                               "A": "child" if s.child_is_a else "parent",
-                               "B": "parent" if s.child_is_a else "child"}
+        row: dict[str, Any] = {
+            "k": s.k,
+            "eval_id": s.eval_id,
+            "run": s.run,
+            "order": s.order,
+            "A": "child" if s.child_is_a else "parent",
+            "B": "parent" if s.child_is_a else "child",
+        }
         if s.verdict is not None:
             row["verdict"] = s.verdict
         if s.error is not None:
@@ -269,12 +314,20 @@ async def compare_versions(
     for s in seconds:
         first = firsts[s.eval_id, s.run]
         s.skipped = second_order == "decisive" and first.verdict not in ("child", "parent")
-    await asyncio.gather(*(_judge(client, s, by_id[s.eval_id], out_dir) for s in seconds
-                           if not s.skipped))
+    await asyncio.gather(
+        *(_judge(client, s, by_id[s.eval_id], out_dir) for s in seconds if not s.skipped)
+    )
     tally, pairs = _tally(slots)
     write_json(assignment, _assignment(slots, pairs, tally))
-    log.info("compare.completed", pairs=tally.pairs, child_wins=tally.child_wins,
-             parent_wins=tally.parent_wins, ties=tally.ties, inconsistent=tally.inconsistent,
-             errors=tally.errors, single_order=tally.single_order,
-             swap_consistency=tally.swap_consistency)
+    log.info(
+        "compare.completed",
+        pairs=tally.pairs,
+        child_wins=tally.child_wins,
+        parent_wins=tally.parent_wins,
+        ties=tally.ties,
+        inconsistent=tally.inconsistent,
+        errors=tally.errors,
+        single_order=tally.single_order,
+        swap_consistency=tally.swap_consistency,
+    )
     return tally

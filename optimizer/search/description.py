@@ -58,8 +58,13 @@ class DescriptionTarget:
 
     def metrics(self, label: str, ids: list[int]) -> dict[str, Any]:
         s = self.run.settings.selection
-        return probe.metrics(probe.recorded(self.run.store, label), self.queries, ids,
-                             samples=s.bootstrap_samples, confidence=s.confidence)
+        return probe.metrics(
+            probe.recorded(self.run.store, label),
+            self.queries,
+            ids,
+            samples=s.bootstrap_samples,
+            confidence=s.confidence,
+        )
 
     async def probe(self, label: str, split: str) -> None:
         """Every (query, run) of one split for one version that has no answer yet; each answer is
@@ -67,7 +72,9 @@ class DescriptionTarget:
         run = self.run
         ids = {"train": run.train, "validation": self.validation, "test": run.test}[split]
         done = probe.recorded(run.store, label)
-        todo = [(q, n) for q in ids for n in range(1, self.runs + 1) if done.get(q, {}).get(n) is None]
+        todo = [
+            (q, n) for q in ids for n in range(1, self.runs + 1) if done.get(q, {}).get(n) is None
+        ]
         if not todo:
             return
         run.show_activity(f"{label}: trigger probe, {split} ({len(todo)} requests)")
@@ -77,14 +84,27 @@ class DescriptionTarget:
         async def one(qid: int, n: int) -> None:
             if self.cli is not None:
                 async with self.slots:  # one CLI process per probe: bounded like agent runs
-                    result = await probe.probe_cli(self.cli, run.ws.skill(label), run.skill_name,
-                                                   self.queries[qid], n,
-                                                   run.ws.root / ".probes" / label)
+                    result = await probe.probe_cli(
+                        self.cli,
+                        run.ws.skill(label),
+                        run.skill_name,
+                        self.queries[qid],
+                        n,
+                        run.ws.root / ".probes" / label,
+                    )
             else:
-                result = await probe.probe_one(run.client, run.skill_name, description,
-                                               self.queries[qid], n, seed=run.settings.loop.seed)
+                result = await probe.probe_one(
+                    run.client,
+                    run.skill_name,
+                    description,
+                    self.queries[qid],
+                    n,
+                    seed=run.settings.loop.seed,
+                )
             if result.error:
-                log.warning("trigger.probe_failed", version=label, query=qid, run=n, error=result.error)
+                log.warning(
+                    "trigger.probe_failed", version=label, query=qid, run=n, error=result.error
+                )
             probe.record(run.store, label, split, result)
             run.ui.run_done()
 
@@ -108,12 +128,24 @@ class DescriptionTarget:
         dev = self.metrics(label, run.train + self.validation)
         per_query = {q: float(v["passed"]) for q, v in dev["per_query"].items()}
         with run.store.atomic():
-            run.store.table("versions").update(label, {
-                "score": dev["pass_rate"], "pass_rate": dev["pass_rate"],
-                "split_scores_json": json.dumps(per_query)})
-        write_json(run.ws.version(label) / "trigger.json", {
-            "version": label, "probe": self.method, "train": self.metrics(label, run.train),
-            "validation": self.metrics(label, self.validation)}, TriggerFile)
+            run.store.table("versions").update(
+                label,
+                {
+                    "score": dev["pass_rate"],
+                    "pass_rate": dev["pass_rate"],
+                    "split_scores_json": json.dumps(per_query),
+                },
+            )
+        write_json(
+            run.ws.version(label) / "trigger.json",
+            {
+                "version": label,
+                "probe": self.method,
+                "train": self.metrics(label, run.train),
+                "validation": self.metrics(label, self.validation),
+            },
+            TriggerFile,
+        )
 
     async def start(self) -> str | None:
         """v0 on train and validation, and whether a search may start from it. A constant signal
@@ -131,7 +163,8 @@ class DescriptionTarget:
                 raise WorkFailed(
                     f"Every trigger probe of v0 failed ({dev['probe_errors']} requests; see "
                     f"{run.ws.log}); check the provider and models.trigger, then `optimizer "
-                    f"resume {run.ws.root}`.")
+                    f"resume {run.ws.root}`."
+                )
             self._record("v0")
             mark_baseline(run, self.stage)
             self.write_lineage(0)
@@ -139,13 +172,17 @@ class DescriptionTarget:
         if dev["constant_signal"]:
             which = "none" if dev["constant_signal"] == "never" else "every one"
             log.warning("trigger.constant_signal", version="v0", kind=dev["constant_signal"])
-            return (f"constant signal: v0's description triggered on {which} of the "
-                    f"{dev['queries']} train and validation queries in every run, so descriptions "
-                    "cannot be told apart; check the probe model and the trigger evals before "
-                    "optimizing")
+            return (
+                f"constant signal: v0's description triggered on {which} of the "
+                f"{dev['queries']} train and validation queries in every run, so descriptions "
+                "cannot be told apart; check the probe model and the trigger evals before "
+                "optimizing"
+            )
         if not self.validation:
-            return ("no validation queries (a class needs at least 2 trigger queries to give one), "
-                    "so no child could ever be selected; add trigger queries")
+            return (
+                "no validation queries (a class needs at least 2 trigger queries to give one), "
+                "so no child could ever be selected; add trigger queries"
+            )
         return None
 
     def feedback(self, parent: str) -> Feedback:
@@ -154,19 +191,28 @@ class DescriptionTarget:
         run = self.run
         found = evidence.gather(run.ws, run.store, parent, [])
         train = self.metrics(parent, run.train)
-        found.missed_queries = [(self.queries[int(q)].query, v["should_trigger"])
-                                for q, v in train["per_query"].items() if not v["passed"]]
+        found.missed_queries = [
+            (self.queries[int(q)].query, v["should_trigger"])
+            for q, v in train["per_query"].items()
+            if not v["passed"]
+        ]
         found.judge_feedback = [
             f"trigger probe on {train['queries']} training queries: accuracy {train['pass_rate']}, "
             f"precision {train['precision']}, recall {train['recall']}; each missed query is listed "
             "in missed_queries (should_trigger=true: the skill was not chosen; false: it was chosen "
-            "but should not have been)."]
+            "but should not have been)."
+        ]
         return found
 
     async def propose(self, parent: str, dest: Path, sample: int) -> Candidate | Rejected:
-        return await propose(self.run.client, parent=self.run.ws.skill(parent),
-                             feedback=self.feedback(parent), target=self.name, dest=dest,
-                             sample=sample)
+        return await propose(
+            self.run.client,
+            parent=self.run.ws.skill(parent),
+            feedback=self.feedback(parent),
+            target=self.name,
+            dest=dest,
+            sample=sample,
+        )
 
     async def judge(self, label: str, parent: str) -> bool:
         run = self.run
@@ -175,10 +221,15 @@ class DescriptionTarget:
         self._record(label)
         both = run.train + self.validation
         family = night.for_decision(run.store.query(night.ROWS_SQL), run.settings.selection, label)
-        chosen = decide(self.metrics(label, self.validation), self.metrics(parent, self.validation),
-                        self.metrics(label, both)["pass_rate"], self.metrics(parent, both)["pass_rate"],
-                        selection=run.settings.selection, rng=run.rng("bootstrap", label),
-                        alpha=family.alpha if family else None)
+        chosen = decide(
+            self.metrics(label, self.validation),
+            self.metrics(parent, self.validation),
+            self.metrics(label, both)["pass_rate"],
+            self.metrics(parent, both)["pass_rate"],
+            selection=run.settings.selection,
+            rng=run.rng("bootstrap", label),
+            alpha=family.alpha if family else None,
+        )
         if family:
             chosen["night"] = family.as_json()
         record_decision(run, label, parent, self.stage, chosen)
@@ -191,12 +242,25 @@ class DescriptionTarget:
 
     def write_lineage(self, iteration: int) -> None:
         run = self.run
-        lineage.write_files(run.ws, run.store, simulated=run.client.simulated,
-                            skill_name=run.skill_name, iteration=iteration)
+        lineage.write_files(
+            run.ws,
+            run.store,
+            simulated=run.client.simulated,
+            skill_name=run.skill_name,
+            iteration=iteration,
+        )
 
 
-def decide(child: dict, parent: dict, child_dev: float | None, parent_dev: float | None, *,
-           selection: Selection, rng: random.Random, alpha: float | None = None) -> dict:
+def decide(
+    child: dict,
+    parent: dict,
+    child_dev: float | None,
+    parent_dev: float | None,
+    *,
+    selection: Selection,
+    rng: random.Random,
+    alpha: float | None = None,
+) -> dict:
     """won / lost / tie of a child description against its parent on the validation queries, by
     the body's promotion rule (select.decide) with the queries as the evals and their probes as
     the runs: d per query = child share of right probes − parent share, over queries observed
@@ -206,31 +270,62 @@ def decide(child: dict, parent: dict, child_dev: float | None, parent_dev: float
     parent stays. A child that wins on validation while its accuracy on train and
     validation together dropped is a `tie` too (the check against luck)."""
     both = sorted(set(child["per_query"]) & set(parent["per_query"]), key=int)
-    out = {"delta": None, "interval": None, "queries": len(both), "split": "validation",
-           # Named apart from "parent", which selection.json uses for the parent's label.
-           "child_metrics": {k: child[k] for k in ("pass_rate", "precision", "recall", "f1", "constant_signal")},
-           "parent_metrics": {k: parent[k] for k in ("pass_rate", "precision", "recall", "f1", "constant_signal")},
-           "dev_pass_rate": {"child": child_dev, "parent": parent_dev}, "min_effect": selection.min_effect}
+    out = {
+        "delta": None,
+        "interval": None,
+        "queries": len(both),
+        "split": "validation",
+        # Named apart from "parent", which selection.json uses for the parent's label.
+        "child_metrics": {
+            k: child[k] for k in ("pass_rate", "precision", "recall", "f1", "constant_signal")
+        },
+        "parent_metrics": {
+            k: parent[k] for k in ("pass_rate", "precision", "recall", "f1", "constant_signal")
+        },
+        "dev_pass_rate": {"child": child_dev, "parent": parent_dev},
+        "min_effect": selection.min_effect,
+    }
     if not both:
-        return {**out, "decision": "tie", "reason": "tie: no validation query has probe results "
-                "for both the child and the parent."}
+        return {
+            **out,
+            "decision": "tie",
+            "reason": "tie: no validation query has probe results "
+            "for both the child and the parent.",
+        }
     child_runs, parent_runs = _runs(child, both), _runs(parent, both)
     runs = min(len(r) for r in (*child_runs.values(), *parent_runs.values()))
     # Each query was probed `runs` times: one look at the whole α, no runs to add.
     one_look = selection.model_copy(update={"rule": "sequential", "max_runs_per_eval": runs})
-    made = select.decide(child_runs, parent_runs, None, selection=one_look, rng=rng,
-                         first_runs=runs, look=runs, alpha=alpha)
+    made = select.decide(
+        child_runs,
+        parent_runs,
+        None,
+        selection=one_look,
+        rng=rng,
+        first_runs=runs,
+        look=runs,
+        alpha=alpha,
+    )
     rounded = made.model_dump(mode="json", include={"delta", "interval", "scope", "alpha"})
-    out.update(rounded, interval=None if made.ci_low is None else rounded["interval"],
-               rule="sequential", comparator_p=None)
+    out.update(
+        rounded,
+        interval=None if made.ci_low is None else rounded["interval"],
+        rule="sequential",
+        comparator_p=None,
+    )
     verdict, why = made.decision, made.reason.replace(" evals ×", " validation queries ×")
     why = why.replace("Δ =", "validation accuracy Δ =", 1).replace(" evals", " queries")
     why = why.replace(" per eval", " per query").replace("these tasks", "these queries")
     kept = child_dev is not None and parent_dev is not None and child_dev >= parent_dev - _EPS
     if verdict == "won" and not kept:
-        verdict, why = "tie", (f"tie: {why[len('won: '):]} But the accuracy on train and "
-                               f"validation together dropped ({parent_dev} → {child_dev}), so the "
-                               "parent stays.")
+        verdict, why = (
+            "tie",
+            (
+                f"tie: {why[len('won: ') :]} But the accuracy on train and "
+                f"validation together dropped ({parent_dev} → {child_dev}), so the "
+                "parent stays."
+            ),
+        )
     if child["constant_signal"]:
         why += f" The child's signal is constant (it triggers {child['constant_signal']})."
     return {**out, "decision": verdict, "reason": why}

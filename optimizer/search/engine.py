@@ -32,8 +32,16 @@ log = structlog.get_logger()
 OpenTarget = Callable[[RunState], AbstractContextManager[Target]]
 
 
-async def optimize(ws: Workspace, store: Store, client: Client, settings: Settings, *,
-                   open_target: OpenTarget, flag: stops.SignalFlag, console: Console | None) -> str:
+async def optimize(
+    ws: Workspace,
+    store: Store,
+    client: Client,
+    settings: Settings,
+    *,
+    open_target: OpenTarget,
+    flag: stops.SignalFlag,
+    console: Console | None,
+) -> str:
     """The whole run from where state.db says it is; returns why it stopped."""
     with Reporter(console, store, simulated=client.simulated, settings=settings) as ui:
         run = RunState(ws, store, client, settings, ui, stop_rules(ws, settings, flag))
@@ -53,15 +61,24 @@ async def optimize(ws: Workspace, store: Store, client: Client, settings: Settin
 
 def stop_rules(ws: Workspace, s: Settings, flag: stops.SignalFlag) -> stops.StopRules:
     return stops.StopRules(
-        urgent=(flag.condition(), stops.stop_file(ws.stop_file), stops.budget(s.budget.usd),
-                stops.deadline(stops.parse_deadline(s.budget.deadline))),
-        at_iteration_end=(stops.max_iterations(s.loop.max_iterations),
-                          stops.target(s.loop.target_score), stops.plateau(s.loop.patience)))
+        urgent=(
+            flag.condition(),
+            stops.stop_file(ws.stop_file),
+            stops.budget(s.budget.usd),
+            stops.deadline(stops.parse_deadline(s.budget.deadline)),
+        ),
+        at_iteration_end=(
+            stops.max_iterations(s.loop.max_iterations),
+            stops.target(s.loop.target_score),
+            stops.plateau(s.loop.patience),
+        ),
+    )
 
 
 def _next_iteration(run: RunState) -> int:
-    open_ = run.store.query("select number from iterations where finished_at is null "
-                            "order by number limit 1")
+    open_ = run.store.query(
+        "select number from iterations where finished_at is null order by number limit 1"
+    )
     if open_:
         return int(open_[0]["number"])
     last = run.store.query("select max(number) as n from iterations")[0]["n"]
@@ -86,12 +103,21 @@ async def iterate(run: RunState, target: Target, n: int) -> None:
 
 def _start_iteration(run: RunState, target: Target, n: int) -> dict:
     run.show_activity(f"iteration {n}: choosing a parent")
-    versions = [select.VersionScores(v.label, run.per_eval(v.label), v.label == run.best())
-                for v in lineage.versions(run.store) if v.stage == target.stage and v.decision]
-    parent = select.select_parent(versions, strategy=run.settings.loop.parent_selection,
-                                  rng=run.rng("parent", n))
-    row = {"number": n, "parent": parent, "stage": "propose", "candidates_json": "{}",
-           "started_at": now()}
+    versions = [
+        select.VersionScores(v.label, run.per_eval(v.label), v.label == run.best())
+        for v in lineage.versions(run.store)
+        if v.stage == target.stage and v.decision
+    ]
+    parent = select.select_parent(
+        versions, strategy=run.settings.loop.parent_selection, rng=run.rng("parent", n)
+    )
+    row = {
+        "number": n,
+        "parent": parent,
+        "stage": "propose",
+        "candidates_json": "{}",
+        "started_at": now(),
+    }
     with run.store.atomic():
         run.store.table("iterations").insert(row)
     return row
@@ -121,8 +147,10 @@ async def candidate(run: RunState, target: Target, n: int, k: int, parent: str) 
         if is_systemic(exc):
             raise
         log.exception("proposal.failed", iteration=n, k=k)
-        outcome = {"rejected": [f"internal error: {type(exc).__name__}: {exc}"[:500]],
-                   "reasons": ["internal error"]}
+        outcome = {
+            "rejected": [f"internal error: {type(exc).__name__}: {exc}"[:500]],
+            "reasons": ["internal error"],
+        }
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         with suppress(OSError):  # the scratch root goes too once no proposal is in it
@@ -146,8 +174,9 @@ async def _judge_safely(run: RunState, target: Target, label: str, parent: str) 
             raise
         log.exception("version.failed", version=label)
         with run.store.atomic():
-            run.store.table("versions").update(label, {
-                "status": "failed", "error": f"{type(exc).__name__}: {exc}"[:500]})
+            run.store.table("versions").update(
+                label, {"status": "failed", "error": f"{type(exc).__name__}: {exc}"[:500]}
+            )
         return True
 
 
@@ -163,7 +192,9 @@ async def seal_test(run: RunState, target: Target) -> None:
             run.show_activity(f"sealed test: {label}")
             result["versions"][label] = await target.measure_test(label)
         scores = [result["versions"][lab]["score"] for lab in ("v0", best)]
-        result.update(best=best, delta=round(scores[1] - scores[0], 4) if None not in scores else None)
+        result.update(
+            best=best, delta=round(scores[1] - scores[0], 4) if None not in scores else None
+        )
     except BudgetExhausted as exc:
         result["incomplete"] = f"the budget ran out during the sealed test: {exc}"
     with run.store.atomic():
@@ -172,8 +203,10 @@ async def seal_test(run: RunState, target: Target) -> None:
 
 def _finish(run: RunState, target: Target, reason: str) -> None:
     with run.store.atomic():
-        run.store.table("runs").update(run.ws.root.name, {"status": "stopped", "stop_reason": reason,
-                                                          "finished_at": now(), "stage": "stopped"})
+        run.store.table("runs").update(
+            run.ws.root.name,
+            {"status": "stopped", "stop_reason": reason, "finished_at": now(), "stage": "stopped"},
+        )
     target.write_lineage(loop_state(run).iterations_done)
     run.ui.finished(reason, run.best())
 
@@ -181,5 +214,6 @@ def _finish(run: RunState, target: Target, reason: str) -> None:
 def _set_running(run: RunState) -> None:
     # A run that starts again has no stop reason and no error yet: the old ones are history.
     with run.store.atomic():
-        run.store.table("runs").update(run.ws.root.name, {"status": "running", "stop_reason": None,
-                                                          "last_error": None})
+        run.store.table("runs").update(
+            run.ws.root.name, {"status": "running", "stop_reason": None, "last_error": None}
+        )

@@ -46,14 +46,18 @@ def gather(ws: Workspace, store: Store, parent: str, train: list[int]) -> Feedba
         excerpt = ""
         if k < MAX_EXCERPTS:  # the tail: where a run goes wrong, it usually ends
             transcript = read_text(ws.run_dir(parent, e, "with_skill", n) / "transcript.md")
-            excerpt = truncate(transcript, EXCERPT_CHARS, head=EXCERPT_CHARS // 5) if transcript else ""
+            excerpt = (
+                truncate(transcript, EXCERPT_CHARS, head=EXCERPT_CHARS // 5) if transcript else ""
+            )
         failures.append(Failure(e, text, count, said, excerpt))
     runs = _runs(store, parent, train)
     return Feedback(
         failures=failures,
         costs=_costs(ws, store, parent, runs),
         repeated_work=work.repeated(ws, parent, runs),
-        judge_feedback=[text for text, _ in sorted(remarks.items(), key=lambda kv: (-kv[1], kv[0]))[:5]],
+        judge_feedback=[
+            text for text, _ in sorted(remarks.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+        ],
         analysis_suggestions=_analysis_suggestions(ws, store, parent),
         human_feedback=_human_feedback(ws, train),
         lost_attempts=_lost_attempts(store, parent),
@@ -62,18 +66,26 @@ def gather(ws: Workspace, store: Store, parent: str, train: list[int]) -> Feedba
 
 def _runs(store: Store, parent: str, train: list[int]) -> list[tuple[int, int]]:
     """(eval, run number) of the parent's scored with_skill runs of train evals, in that order."""
-    rows = store.query("select eval_id, run_number from gradings where prefix = ? and "
-                       f"configuration = 'with_skill' and status in {SCORED_SQL} "
-                       "order by eval_id, run_number", [f"{parent}/"])
+    rows = store.query(
+        "select eval_id, run_number from gradings where prefix = ? and "
+        f"configuration = 'with_skill' and status in {SCORED_SQL} "
+        "order by eval_id, run_number",
+        [f"{parent}/"],
+    )
     return [(r["eval_id"], r["run_number"]) for r in rows if r["eval_id"] in train]
 
 
 def _costs(ws: Workspace, store: Store, parent: str, runs: list[tuple[int, int]]) -> list[EvalCost]:
     """Per eval the mean pass rate, tokens and turns: what the skill costs, not only whether it
     passes."""
-    rows = {(r["eval_id"], r["run_number"]): r for r in store.query(
-        "select g.eval_id, g.run_number, r.tokens, g.pass_rate from gradings g join eval_runs r "
-        "on r.key = g.key where g.prefix = ? and g.configuration = 'with_skill'", [f"{parent}/"])}
+    rows = {
+        (r["eval_id"], r["run_number"]): r
+        for r in store.query(
+            "select g.eval_id, g.run_number, r.tokens, g.pass_rate from gradings g join eval_runs r "
+            "on r.key = g.key where g.prefix = ? and g.configuration = 'with_skill'",
+            [f"{parent}/"],
+        )
+    }
     per_eval: dict[int, list[tuple[float, float, float]]] = {}
     for e, n in runs:
         row = rows.get((e, n))
@@ -82,31 +94,42 @@ def _costs(ws: Workspace, store: Store, parent: str, runs: list[tuple[int, int]]
         metrics = ws.run_dir(parent, e, "with_skill", n) / "outputs" / "metrics.json"
         turns = (read_json(metrics).get("total_steps") or 0) if metrics.is_file() else 0
         per_eval.setdefault(e, []).append((row["pass_rate"] or 0.0, row["tokens"] or 0, turns))
-    return [EvalCost(e, len(v), *(math.fsum(x[i] for x in v) / len(v) for i in range(3)))
-            for e, v in sorted(per_eval.items())]
+    return [
+        EvalCost(e, len(v), *(math.fsum(x[i] for x in v) / len(v) for i in range(3)))
+        for e, v in sorted(per_eval.items())
+    ]
 
 
 def _gradings(store: Store, parent: str, eval_id: int) -> list[tuple[int, dict]]:
     """(run number, grading) of the parent's scored with_skill runs of one eval, by run number;
     unscored runs and judge errors say nothing about the skill."""
-    rows = store.query("select run_number, grading_json from gradings where prefix = ? and "
-                       "eval_id = ? and configuration = 'with_skill' and grading_json is not null "
-                       f"and status in {SCORED_SQL} order by run_number", [f"{parent}/", eval_id])
+    rows = store.query(
+        "select run_number, grading_json from gradings where prefix = ? and "
+        "eval_id = ? and configuration = 'with_skill' and grading_json is not null "
+        f"and status in {SCORED_SQL} order by run_number",
+        [f"{parent}/", eval_id],
+    )
     return [(r["run_number"], json.loads(r["grading_json"])) for r in rows]
 
 
 def _analysis_suggestions(ws: Workspace, store: Store, parent: str) -> list[str]:
     """The parent's own analysis, then that of its latest analysed child."""
-    labels = [parent] + [r["label"] for r in store.query(
-        "select label from versions where parent = ? and decision is not null order by rowid desc",
-        [parent])]
+    labels = [parent] + [
+        r["label"]
+        for r in store.query(
+            "select label from versions where parent = ? and decision is not null order by rowid desc",
+            [parent],
+        )
+    ]
     out: list[str] = []
     for label in labels:
         path = ws.version(label) / "analysis.json"
         if path.is_file():
             analysis = read_json(path)
-            out += [f"[{s.get('priority', '?')}] {s.get('suggestion', '')}"
-                    for s in analysis.get("improvement_suggestions", [])]
+            out += [
+                f"[{s.get('priority', '?')}] {s.get('suggestion', '')}"
+                for s in analysis.get("improvement_suggestions", [])
+            ]
         if len(out) >= 6:
             break
     return out[:6]
@@ -137,5 +160,7 @@ def train_run(run_id: str, train: list[int]) -> bool:
 def _lost_attempts(store: Store, parent: str) -> list[str]:
     rows = store.query(
         "select v.summary, d.reason from versions v join decisions d on d.version = v.label "
-        "where v.parent = ? and v.decision in ('lost', 'tie') order by v.rowid", [parent])
+        "where v.parent = ? and v.decision in ('lost', 'tie') order by v.rowid",
+        [parent],
+    )
     return [f"{r['summary']} — {r['reason']}" for r in rows]

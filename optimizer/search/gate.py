@@ -64,21 +64,39 @@ def check_inputs(base: Path, head: Path, evals_path: Path | None, margin: float)
         raise BadInput(f"--margin {margin}: use a score difference between 0 and 1, e.g. 0.05.")
     evalset = load_evals(base, evals_path)
     if len(evalset.evals) < 2:
-        raise BadInput(f"{evalset.source}: holds {len(evalset.evals)} eval; the gate needs at least 2 "
-                       "to bound a difference (add evals).")
+        raise BadInput(
+            f"{evalset.source}: holds {len(evalset.evals)} eval; the gate needs at least 2 "
+            "to bound a difference (add evals)."
+        )
     return evalset
 
 
-async def run_gate(settings: Settings, client: Client, store: Store, *, base: Path, head: Path,
-                   evalset: EvalSet, out_dir: Path, margin: float,
-                   progress: Any = None) -> GateResult:
+async def run_gate(
+    settings: Settings,
+    client: Client,
+    store: Store,
+    *,
+    base: Path,
+    head: Path,
+    evalset: EvalSet,
+    out_dir: Path,
+    margin: float,
+    progress: Any = None,
+) -> GateResult:
     """Run both skills on every eval (runs_per_eval each), then test HEAD against BASE. A budget
     that runs out leaves the gate without a test (note says so), never with a partial one."""
     out = Path(out_dir).absolute()
     broken = skills.check_skill(head)
     if broken:  # a skill that cannot load cannot run: worse than any skill that can
-        result = GateResult(base, head, evalset.source, False, settings.evals.runs_per_eval, None,
-                            invalid_head=broken)
+        result = GateResult(
+            base,
+            head,
+            evalset.source,
+            False,
+            settings.evals.runs_per_eval,
+            None,
+            invalid_head=broken,
+        )
         result.note = "HEAD is not a valid skill, so it is worse than BASE: " + " ".join(broken)
         return result
     copies = {side: _copy(src, out / side) for side, src in zip(SIDES, (base, head), strict=True)}
@@ -95,19 +113,37 @@ async def run_gate(settings: Settings, client: Client, store: Store, *, base: Pa
     def step(scored: Scored) -> None:
         done[0] += 1
         if progress is not None:
-            progress(done[0], total, f"eval {scored.eval_id} {scored.configuration} run "
-                                     f"{scored.run_number}: {scored.status}")
+            progress(
+                done[0],
+                total,
+                f"eval {scored.eval_id} {scored.configuration} run "
+                f"{scored.run_number}: {scored.status}",
+            )
 
     scores: dict[str, dict[int, list[Scored]]] = {}
     try:
         with executor_for(None, settings, client) as executor:
             for side in SIDES:
                 name = skills.load_skill(copies[side]).name
-                grader = Grader(store, client, settings, evalset, executor, skill_name=name,
-                                inputs_root=base,  # eval files are relative to BASE, as loaded
-                                on_run=step)
-                jobs = jobs_for(evals, runs, prefix="", root=out, configuration=side,
-                                skill_dir=copies[side], version=side)
+                grader = Grader(
+                    store,
+                    client,
+                    settings,
+                    evalset,
+                    executor,
+                    skill_name=name,
+                    inputs_root=base,  # eval files are relative to BASE, as loaded
+                    on_run=step,
+                )
+                jobs = jobs_for(
+                    evals,
+                    runs,
+                    prefix="",
+                    root=out,
+                    configuration=side,
+                    skill_dir=copies[side],
+                    version=side,
+                )
                 scores[side] = await _grade(grader, jobs, settings.evals.unscored_retries)
     except BudgetExhausted as exc:
         result.note = f"the budget ran out before both skills were measured: {exc}"
@@ -125,8 +161,14 @@ async def _grade(grader: Grader, jobs: list, retries: int) -> dict[int, list[Sco
     return results
 
 
-def _decide(result: GateResult, evalset: EvalSet, scores: dict[str, dict[int, list[Scored]]],
-            settings: Settings, margin: float, store: Store) -> GateResult:
+def _decide(
+    result: GateResult,
+    evalset: EvalSet,
+    scores: dict[str, dict[int, list[Scored]]],
+    settings: Settings,
+    margin: float,
+    store: Store,
+) -> GateResult:
     means = {side: eval_means(scores[side]) for side in SIDES}
     diffs = paired_differences(means["head"], means["base"])
     every = [s for side in SIDES for runs in scores[side].values() for s in runs]
@@ -137,21 +179,38 @@ def _decide(result: GateResult, evalset: EvalSet, scores: dict[str, dict[int, li
     for e in sorted(evalset.ids):
         b, h = means["base"].get(e) or [], means["head"].get(e) or []
         result.per_eval[e] = {
-            "name": evalset.by_id(e).name, "base": sum(b) / len(b) if b else None,
-            "head": sum(h) / len(h) if h else None, "diff": diffs.get(e),
-            "base_runs": len(b), "head_runs": len(h)}
+            "name": evalset.by_id(e).name,
+            "base": sum(b) / len(b) if b else None,
+            "head": sum(h) / len(h) if h else None,
+            "diff": diffs.get(e),
+            "base_runs": len(b),
+            "head_runs": len(h),
+        }
     if len(diffs) < 2:
-        result.note = (f"only {len(diffs)} eval{'s' if len(diffs) != 1 else ''} had scored runs on both "
-                       f"sides ({result.unscored} runs unscored, {result.judge_errors} judge errors); "
-                       "no bound can be made, so not worse is not shown.")
+        result.note = (
+            f"only {len(diffs)} eval{'s' if len(diffs) != 1 else ''} had scored runs on both "
+            f"sides ({result.unscored} runs unscored, {result.judge_errors} judge errors); "
+            "no bound can be made, so not worse is not shown."
+        )
         return result
     sizes = [min(len(means["base"][e]), len(means["head"][e])) for e in diffs]
-    counts = {e: len(evalset.by_id(e).expectations) + len(evalset.by_id(e).structural) for e in diffs}
+    counts = {
+        e: len(evalset.by_id(e).expectations) + len(evalset.by_id(e).structural) for e in diffs
+    }
     result.test = noninferiority.check(
-        diffs, confidence=settings.selection.confidence, margin=margin,
-        step=noninferiority.resolution(min(sizes), counts))
-    log.info("gate.decided", outcome=result.test.outcome, delta=round(result.test.delta, 4),
-             low=round(result.test.low, 4), evals=len(diffs), unscored=result.unscored)
+        diffs,
+        confidence=settings.selection.confidence,
+        margin=margin,
+        step=noninferiority.resolution(min(sizes), counts),
+    )
+    log.info(
+        "gate.decided",
+        outcome=result.test.outcome,
+        delta=round(result.test.delta, 4),
+        low=round(result.test.low, 4),
+        evals=len(diffs),
+        unscored=result.unscored,
+    )
     return result
 
 

@@ -37,9 +37,19 @@ def versions(store: Store) -> list[Version]:
         "from versions v order by v.rowid"
     )
     return [
-        Version(r["label"], r["hash"], r["parent"] or None, r["iteration"] or 0, r["decision"],
-                r["stage"], r["summary"] or "", r["score"], r["pass_rate"], r["spent"],
-                r["created_at"] or "")
+        Version(
+            r["label"],
+            r["hash"],
+            r["parent"] or None,
+            r["iteration"] or 0,
+            r["decision"],
+            r["stage"],
+            r["summary"] or "",
+            r["score"],
+            r["pass_rate"],
+            r["spent"],
+            r["created_at"] or "",
+        )
         for r in rows
     ]
 
@@ -68,29 +78,32 @@ def history(store: Store, *, simulated: bool) -> schemas.History:
             continue  # still being evaluated: it enters the file once decided
         d = chosen.get(v.label, {})
         sel = d.get("selection", {})
-        entries.append({
-            "version": v.label,
-            "parent": v.parent,
-            "expectation_pass_rate": round(v.pass_rate or 0.0, 4),
-            "grading_result": v.decision,
-            "is_current_best": v.label == best,
-            "overall_efficiency": None if v.score is None else round(v.score, 4),
-            "delta": d.get("delta"),
-            "ci": [d.get("ci_low"), d.get("ci_high")] if d else None,
-            "comparator": sel.get("comparator"),
-            "decided_at_stage": v.stage,
-            "reason": d.get("reason"),
-            "summary": v.summary,
-            "iteration": v.iteration,
-            "cost_usd": round(v.cost_usd, 6),
-            "created_at": v.created_at,
-        })
+        entries.append(
+            {
+                "version": v.label,
+                "parent": v.parent,
+                "expectation_pass_rate": round(v.pass_rate or 0.0, 4),
+                "grading_result": v.decision,
+                "is_current_best": v.label == best,
+                "overall_efficiency": None if v.score is None else round(v.score, 4),
+                "delta": d.get("delta"),
+                "ci": [d.get("ci_low"), d.get("ci_high")] if d else None,
+                "comparator": sel.get("comparator"),
+                "decided_at_stage": v.stage,
+                "reason": d.get("reason"),
+                "summary": v.summary,
+                "iteration": v.iteration,
+                "cost_usd": round(v.cost_usd, 6),
+                "created_at": v.created_at,
+            }
+        )
     data = {
         "started_at": run.get("started_at", ""),
         "skill_name": run.get("skill_name", ""),
         "current_best": best,
-        "iterations": [{k: val for k, val in e.items() if val is not None or k == "parent"}
-                       for e in entries],
+        "iterations": [
+            {k: val for k, val in e.items() if val is not None or k == "parent"} for e in entries
+        ],
         "simulated": simulated,
         "stop_reason": run.get("stop_reason") or None,
         "test": json.loads(run["test_json"]) if run.get("test_json") else None,
@@ -110,11 +123,22 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
     split = json.loads(run.get("split_json") or "{}")
     queries = {q["id"]: Query(**q) for q in split.get("queries", [])}
     parts = {"train": split.get("train", []), "validation": split.get("validation", [])}
-    sel = (json.loads(run.get("settings_json") or "{}").get("selection") or {})
-    opts = {"samples": sel.get("bootstrap_samples", 2000), "confidence": sel.get("confidence", 0.95)}
+    sel = json.loads(run.get("settings_json") or "{}").get("selection") or {}
+    opts = {
+        "samples": sel.get("bootstrap_samples", 2000),
+        "confidence": sel.get("confidence", 0.95),
+    }
     best, chosen = current_best(store), decisions(store)
-    shown = ("pass_rate", "precision", "recall", "f1", "ci", "queries", "probe_errors",
-             "constant_signal")
+    shown = (
+        "pass_rate",
+        "precision",
+        "recall",
+        "f1",
+        "ci",
+        "queries",
+        "probe_errors",
+        "constant_signal",
+    )
     entries = []
     for v in versions(store):
         if v.decision is None:
@@ -123,23 +147,43 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
         dev = probe.metrics(outcomes, queries, parts["train"] + parts["validation"], **opts)
         d = chosen.get(v.label, {})
         text = (ws.skill(v.label) / "SKILL.md").read_text(encoding="utf-8")
-        entries.append({
-            "description": parse_skill_md(text).description, "pass_rate": dev["pass_rate"] or 0.0,
-            "precision": dev["precision"], "recall": dev["recall"], "iteration": v.iteration,
-            "version": v.label, "parent": v.parent, "decision": v.decision,
-            "is_current_best": v.label == best, **{k: dev[k] for k in shown[3:]},
-            "missing_queries": dev["missing_queries"],
-            "splits": {name: {k: m[k] for k in shown} for name, ids in parts.items()
-                       for m in [probe.metrics(outcomes, queries, ids, **opts)]},
-            "delta": d.get("delta"), "reason": d.get("reason"), "summary": v.summary,
-            "cost_usd": round(v.cost_usd, 6), "created_at": v.created_at,
-        })
+        entries.append(
+            {
+                "description": parse_skill_md(text).description,
+                "pass_rate": dev["pass_rate"] or 0.0,
+                "precision": dev["precision"],
+                "recall": dev["recall"],
+                "iteration": v.iteration,
+                "version": v.label,
+                "parent": v.parent,
+                "decision": v.decision,
+                "is_current_best": v.label == best,
+                **{k: dev[k] for k in shown[3:]},
+                "missing_queries": dev["missing_queries"],
+                "splits": {
+                    name: {k: m[k] for k in shown}
+                    for name, ids in parts.items()
+                    for m in [probe.metrics(outcomes, queries, ids, **opts)]
+                },
+                "delta": d.get("delta"),
+                "reason": d.get("reason"),
+                "summary": v.summary,
+                "cost_usd": round(v.cost_usd, 6),
+                "created_at": v.created_at,
+            }
+        )
     data = {
-        "versions": entries, "skill_name": run.get("skill_name", ""),
-        "started_at": run.get("started_at", ""), "current_best": best, "target": "description",
-        "split": {**{k: len(split.get(k, [])) for k in ("train", "validation", "test")},
-                  "note": split.get("note", "")},
-        "simulated": simulated, "stop_reason": run.get("stop_reason") or None,
+        "versions": entries,
+        "skill_name": run.get("skill_name", ""),
+        "started_at": run.get("started_at", ""),
+        "current_best": best,
+        "target": "description",
+        "split": {
+            **{k: len(split.get(k, [])) for k in ("train", "validation", "test")},
+            "note": split.get("note", ""),
+        },
+        "simulated": simulated,
+        "stop_reason": run.get("stop_reason") or None,
         "test": json.loads(run["test_json"]) if run.get("test_json") else None,
     }
     return schemas.HistoryVersions.model_validate({k: v for k, v in data.items() if v is not None})
@@ -162,16 +206,22 @@ def _action(assertion: str | None, reason: str) -> str:
     return f"Revise '{assertion}' so that it checks what this names."
 
 
-def feedback_aggregate(store: Store, *, skill_name: str, iteration: int,
-                       extra_notes: Sequence[tuple[str | None, str, str]] = ()) -> schemas.EvalFeedbackAggregate:
+def feedback_aggregate(
+    store: Store,
+    *,
+    skill_name: str,
+    iteration: int,
+    extra_notes: Sequence[tuple[str | None, str, str]] = (),
+) -> schemas.EvalFeedbackAggregate:
     """Every eval_feedback suggestion of every grading, grouped, with analyst notes appended
     as (assertion, reason, action) triples."""
     groups: dict[tuple[str | None, str], list[str]] = defaultdict(list)
     total = 0
     # By key, and each group's reason by count then text: the file never depends on which run
     # finished first.
-    for row in store.query("select grading_json from gradings where grading_json is not null "
-                           "order by key"):
+    for row in store.query(
+        "select grading_json from gradings where grading_json is not null order by key"
+    ):
         total += 1
         grading = json.loads(row["grading_json"])
         for s in (grading.get("eval_feedback") or {}).get("suggestions") or []:
@@ -180,25 +230,52 @@ def feedback_aggregate(store: Store, *, skill_name: str, iteration: int,
     suggestions: list[dict[str, Any]] = []
     for (assertion, _), reasons in groups.items():
         reason = min(Counter(reasons).items(), key=lambda kv: (-kv[1], kv[0]))[0]
-        suggestions.append({"frequency": len(reasons), "assertion": assertion, "reason": reason,
-                            "action": _action(assertion, reason)})
+        suggestions.append(
+            {
+                "frequency": len(reasons),
+                "assertion": assertion,
+                "reason": reason,
+                "action": _action(assertion, reason),
+            }
+        )
     suggestions.sort(key=lambda s: (-s["frequency"], s["assertion"] or "", s["reason"]))
     for assertion, reason, action in extra_notes:
-        suggestions.append({"frequency": 1, "assertion": assertion, "reason": reason,
-                            "action": action, "source": "analyst"})
+        suggestions.append(
+            {
+                "frequency": 1,
+                "assertion": assertion,
+                "reason": reason,
+                "action": action,
+                "source": "analyst",
+            }
+        )
     return schemas.EvalFeedbackAggregate.model_validate(
-        {"skill_name": skill_name, "iteration": iteration, "total_runs": total,
-         "suggestions": suggestions}
+        {
+            "skill_name": skill_name,
+            "iteration": iteration,
+            "total_runs": total,
+            "suggestions": suggestions,
+        }
     )
 
 
-def write_files(ws: Workspace, store: Store, *, simulated: bool, skill_name: str, iteration: int,
-                extra_notes: Sequence[tuple[str | None, str, str]] = ()) -> None:
+def write_files(
+    ws: Workspace,
+    store: Store,
+    *,
+    simulated: bool,
+    skill_name: str,
+    iteration: int,
+    extra_notes: Sequence[tuple[str | None, str, str]] = (),
+) -> None:
     if store.query("select 1 from versions where decision is not null limit 1"):
         if (store.run_row() or {}).get("target") == "description":
             write_json(ws.history, history_versions(store, ws, simulated=simulated))
         else:
             write_json(ws.history, history(store, simulated=simulated))
-    write_json(ws.feedback_aggregate,
-               feedback_aggregate(store, skill_name=skill_name, iteration=iteration,
-                                  extra_notes=extra_notes))
+    write_json(
+        ws.feedback_aggregate,
+        feedback_aggregate(
+            store, skill_name=skill_name, iteration=iteration, extra_notes=extra_notes
+        ),
+    )

@@ -42,8 +42,12 @@ class Night:
     promotions: int  # won decisions before it
 
     def as_json(self) -> dict[str, Any]:
-        return {"method": "lord", "fdr": self.fdr, "decision_index": self.index,
-                "earlier_promotions": self.promotions}
+        return {
+            "method": "lord",
+            "fdr": self.fdr,
+            "decision_index": self.index,
+            "earlier_promotions": self.promotions,
+        }
 
 
 def lord(outcomes: Sequence[bool], fdr: float) -> Night:
@@ -67,8 +71,10 @@ def night_of(rows: Sequence[dict[str, Any]], label: str, fdr: float) -> Night:
     """The Night for `label` from the decisions rows (version, stage, decision) of the run: the
     rule's decisions of versions numbered before it, in version-number order."""
     mine = _number(label)
-    made = sorted((r for r in rows if r["stage"] in RULE_STAGES and _number(r["version"]) < mine),
-                  key=lambda r: _number(r["version"]))
+    made = sorted(
+        (r for r in rows if r["stage"] in RULE_STAGES and _number(r["version"]) < mine),
+        key=lambda r: _number(r["version"]),
+    )
     return lord([r["decision"] == "won" for r in made], fdr)
 
 
@@ -87,8 +93,12 @@ def summary(rows: Sequence[dict[str, Any]], fdr: float | None, alpha: float = 0.
     won = sum(r["decision"] == "won" for r in decided)
     noun = "promotion" if won == 1 else "promotions"
     if fdr is None:
-        return (f"{won} {noun} in {len(decided)} decisions; each decision alone kept a false "
-                f"promotion at most {alpha:.0%} likely for an equal child, so together "
-                f"{alpha * len(decided):.1f} may be expected false (selection.night = none).")
-    return (f"{won} {noun} in {len(decided)} decisions; at most {fdr:.0%} of such promotions are "
-            "false on average (online false-discovery control, LORD++).")
+        return (
+            f"{won} {noun} in {len(decided)} decisions; each decision alone kept a false "
+            f"promotion at most {alpha:.0%} likely for an equal child, so together "
+            f"{alpha * len(decided):.1f} may be expected false (selection.night = none)."
+        )
+    return (
+        f"{won} {noun} in {len(decided)} decisions; at most {fdr:.0%} of such promotions are "
+        "false on average (online false-discovery control, LORD++)."
+    )

@@ -45,7 +45,9 @@ def resolution(runs: int, expectations: Mapping[int, int]) -> float:
     return 1.0 / (max(1, runs) * fewest)
 
 
-def check(diffs: Mapping[int, float], *, confidence: float, margin: float, step: float) -> NonInferiority:
+def check(
+    diffs: Mapping[int, float], *, confidence: float, margin: float, step: float
+) -> NonInferiority:
     """HEAD is `not_worse` when the lower bound of mean(HEAD − BASE) is above −margin, `worse`
     when the upper bound is below −margin, else `inconclusive` (the gate treats it as a failure:
     not worse was not shown). Both bounds are one-sided at `confidence`, so the interval
@@ -61,10 +63,17 @@ def check(diffs: Mapping[int, float], *, confidence: float, margin: float, step:
     t = _t(confidence, n - 1)
     half = t * spread / math.sqrt(n)
     low, high = delta - half, delta + half
-    where = (f"Δ = {delta:+.3f} (HEAD − BASE, mean over {n} evals), {confidence:.0%} lower bound "
-             f"{low:+.3f}, upper bound {high:+.3f} (Student-t, {n - 1} degrees of freedom"
-             + (f"; the evals' differences were alike, so the spread is floored at {floor:.3f}, "
-                f"one eval moved by one score step of {step:.3f}" if own < floor else "") + ")")
+    where = (
+        f"Δ = {delta:+.3f} (HEAD − BASE, mean over {n} evals), {confidence:.0%} lower bound "
+        f"{low:+.3f}, upper bound {high:+.3f} (Student-t, {n - 1} degrees of freedom"
+        + (
+            f"; the evals' differences were alike, so the spread is floored at {floor:.3f}, "
+            f"one eval moved by one score step of {step:.3f}"
+            if own < floor
+            else ""
+        )
+        + ")"
+    )
     if low > -margin:
         outcome: Outcome = "not_worse"
         reason = f"not worse: {where}; the lower bound is above −{margin}."
@@ -73,8 +82,10 @@ def check(diffs: Mapping[int, float], *, confidence: float, margin: float, step:
         reason = f"worse: {where}; even the upper bound is below −{margin}."
     else:
         outcome = "inconclusive"
-        reason = (f"not shown to be not worse: {where}; the lower bound is not above −{margin}. "
-                  "More evals narrow the interval most; more runs per eval help when runs vary.")
-    return NonInferiority(outcome, delta, low, high, confidence, margin, n, spread, own < floor, t,
-                          reason)
-
+        reason = (
+            f"not shown to be not worse: {where}; the lower bound is not above −{margin}. "
+            "More evals narrow the interval most; more runs per eval help when runs vary."
+        )
+    return NonInferiority(
+        outcome, delta, low, high, confidence, margin, n, spread, own < floor, t, reason
+    )

@@ -24,8 +24,13 @@ class Finish:
     by: str
 
 
-def iterations_left(done: int, max_iterations: int, *, budget_left_usd: float | None = None,
-                    usd_per_iteration: float | None = None) -> int:
+def iterations_left(
+    done: int,
+    max_iterations: int,
+    *,
+    budget_left_usd: float | None = None,
+    usd_per_iteration: float | None = None,
+) -> int:
     """Iterations still to run, the one in progress included. The budget stops a run in the
     middle of the iteration it runs out in, so a part of an iteration's cost counts as one."""
     left = max(0, max_iterations - done)
@@ -34,8 +39,9 @@ def iterations_left(done: int, max_iterations: int, *, budget_left_usd: float | 
     return left
 
 
-def finish(*, seconds_in_iterations: float, done: int, left: int,
-           to_deadline: float | None = None) -> Finish:
+def finish(
+    *, seconds_in_iterations: float, done: int, left: int, to_deadline: float | None = None
+) -> Finish:
     """The run's rough end. Without a finished iteration there is no pace: only a deadline (or
     an exhausted limit) can tell."""
     if left <= 0:

@@ -33,7 +33,8 @@ def _dominates(a: VersionScores[E], b: VersionScores[E]) -> bool:
 def pareto_front(versions: Sequence[VersionScores[E]]) -> list[str]:
     """Labels of versions no other version dominates (≥ on every shared eval, > on one)."""
     return [
-        v.label for v in versions
+        v.label
+        for v in versions
         if not any(_dominates(o, v) for o in versions if o.label != v.label)
     ]
 

@@ -35,14 +35,13 @@ CONFIGURATION = "trigger"  # eval_runs.configuration of a probe row
 SKILL_TOOL = {
     "name": "Skill",
     "description": "Load one of the available skills by its exact name; its instructions come back "
-                   "as the tool result.",
+    "as the tool result.",
     "input_schema": {
         "type": "object",
         "properties": {"skill": {"type": "string", "description": "The skill's name."}},
         "required": ["skill"],
     },
 }
-
 
 
 @cache
@@ -52,8 +51,15 @@ def distractors() -> tuple[tuple[str, str], ...]:
     return tuple((d["name"], d["description"]) for d in json.loads(text))
 
 
-def offered(skill_name: str, description: str, query: Query, run: int, *, seed: int,
-            pool: Iterable[tuple[str, str]] = ()) -> list[tuple[str, str]]:
+def offered(
+    skill_name: str,
+    description: str,
+    query: Query,
+    run: int,
+    *,
+    seed: int,
+    pool: Iterable[tuple[str, str]] = (),
+) -> list[tuple[str, str]]:
     """The skills listed for one request: a seeded sample of distractors with the skill at a seeded
     position. Keyed by the query's text and the run, never the description, so a parent and its
     child meet the same rivals in the same order and their difference is the description alone."""
@@ -66,8 +72,10 @@ def offered(skill_name: str, description: str, query: Query, run: int, *, seed: 
 
 def request(skill_name: str, description: str, query: Query, run: int, *, seed: int) -> dict:
     # A description may be a model's proposal: offered as data, like every skill's.
-    listed = "\n".join(data("skill", desc, name=name)
-                       for name, desc in offered(skill_name, description, query, run, seed=seed))
+    listed = "\n".join(
+        data("skill", desc, name=name)
+        for name, desc in offered(skill_name, description, query, run, seed=seed)
+    )
     return {
         "system": load_prompt("trigger").render(available_skills=listed),
         "messages": [{"role": "user", "content": query.query}],
@@ -76,7 +84,10 @@ def request(skill_name: str, description: str, query: Query, run: int, *, seed: 
 
 
 def _called(block: Any) -> str | None:
-    if getattr(block, "type", None) != "tool_use" or getattr(block, "name", "") != SKILL_TOOL["name"]:
+    if (
+        getattr(block, "type", None) != "tool_use"
+        or getattr(block, "name", "") != SKILL_TOOL["name"]
+    ):
         return None
     given = block.input if isinstance(block.input, dict) else {}
     name = str(given.get("skill") or given.get("command") or given.get("name") or "")
@@ -91,13 +102,17 @@ class Probe:
     error: str | None = None
 
 
-async def probe_one(client, skill_name: str, description: str, query: Query, run: int, *,
-                    seed: int) -> Probe:
+async def probe_one(
+    client, skill_name: str, description: str, query: Query, run: int, *, seed: int
+) -> Probe:
     """One request; triggered when the first turn calls Skill with this skill's name."""
     try:
-        message = await client.message("trigger", **request(skill_name, description, query, run,
-                                                            seed=seed),
-                                       max_tokens=PROBE_MAX_TOKENS, sample=run)
+        message = await client.message(
+            "trigger",
+            **request(skill_name, description, query, run, seed=seed),
+            max_tokens=PROBE_MAX_TOKENS,
+            sample=run,
+        )
     except ModelCallFailed as exc:
         return Probe(query.id, run, None, str(exc))
     return Probe(query.id, run, any(_called(b) == skill_name for b in message.content))
@@ -118,17 +133,24 @@ def method_for(settings: Settings) -> str:
     return "claude-code"
 
 
-async def probe_cli(executor: Any, skill_dir: Path, skill_name: str, query: Query, run: int,
-                    scratch: Path) -> Probe:
+async def probe_cli(
+    executor: Any, skill_dir: Path, skill_name: str, query: Query, run: int, scratch: Path
+) -> Probe:
     """One `claude -p QUERY` in a fresh project with the skill under .claude/skills/, as
     skill-creator's run_eval measures it: triggered when the CLI calls Skill with this skill. A
     run that failed before the model answered is missing data, as a failed API probe is."""
     where = scratch / f"q-{query.id}-run-{run}"
     ask = Eval(id=query.id, name=f"trigger query {query.id}", prompt=query.query)
     try:
-        record = await executor.execute(skill_dir=skill_dir, skill_name=skill_name, eval=ask,
-                                        inputs_root=scratch, run_dir=where, run_number=run,
-                                        sample=run)
+        record = await executor.execute(
+            skill_dir=skill_dir,
+            skill_name=skill_name,
+            eval=ask,
+            inputs_root=scratch,
+            run_dir=where,
+            run_number=run,
+            sample=run,
+        )
     finally:
         shutil.rmtree(where, ignore_errors=True)
     if record.skill_invoked:
@@ -143,19 +165,32 @@ async def probe_cli(executor: Any, skill_dir: Path, skill_name: str, query: Quer
 def record(store: Store, label: str, split_name: str, probe: Probe) -> None:
     key = f"{label}/trigger/q-{probe.query_id}/run-{probe.run}"
     with store.atomic():
-        store.upsert("eval_runs", {
-            "key": key, "version": label, "eval_id": probe.query_id, "configuration": CONFIGURATION,
-            "run_number": probe.run, "split": split_name,
-            "status": "ok" if probe.triggered is not None else "error", "error": probe.error,
-            "skill_invoked": None if probe.triggered is None else int(probe.triggered),
-            "completed_at": now()}, pk="key")
+        store.upsert(
+            "eval_runs",
+            {
+                "key": key,
+                "version": label,
+                "eval_id": probe.query_id,
+                "configuration": CONFIGURATION,
+                "run_number": probe.run,
+                "split": split_name,
+                "status": "ok" if probe.triggered is not None else "error",
+                "error": probe.error,
+                "skill_invoked": None if probe.triggered is None else int(probe.triggered),
+                "completed_at": now(),
+            },
+            pk="key",
+        )
 
 
 def recorded(store: Store, label: str) -> dict[int, dict[int, bool | None]]:
     """{query id: {run: triggered, or None for a failed probe}} of one version, every split."""
     out: dict[int, dict[int, bool | None]] = {}
-    for r in store.query("select eval_id, run_number, status, skill_invoked from eval_runs "
-                         "where version = ? and configuration = ?", [label, CONFIGURATION]):
+    for r in store.query(
+        "select eval_id, run_number, status, skill_invoked from eval_runs "
+        "where version = ? and configuration = ?",
+        [label, CONFIGURATION],
+    ):
         ok = r["status"] == "ok"
         out.setdefault(r["eval_id"], {})[r["run_number"]] = bool(r["skill_invoked"]) if ok else None
     return out
@@ -180,8 +215,14 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def metrics(outcomes: dict[int, dict[int, bool | None]], queries: dict[int, Query],
-            ids: list[int], *, samples: int = 2000, confidence: float = 0.95) -> dict[str, Any]:
+def metrics(
+    outcomes: dict[int, dict[int, bool | None]],
+    queries: dict[int, Query],
+    ids: list[int],
+    *,
+    samples: int = 2000,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
     """The scores of one description on the queries `ids`. Per query the trigger rate over its
     observed runs; it passes when the rate is ≥ 0.5 for should_trigger and < 0.5 otherwise. Failed
     probes are left out (a query with none observed is `missing`, not a fail). Intervals: the
@@ -203,8 +244,12 @@ def metrics(outcomes: dict[int, dict[int, bool | None]], queries: dict[int, Quer
         predicted = rate >= PASS_THRESHOLD
         want = queries[qid].should_trigger
         items.append((want, predicted))
-        per_query[str(qid)] = {"rate": round(rate, 4), "runs": len(seen), "passed": predicted == want,
-                               "should_trigger": want}
+        per_query[str(qid)] = {
+            "rate": round(rate, 4),
+            "runs": len(seen),
+            "passed": predicted == want,
+            "should_trigger": want,
+        }
     point = _stats(items)
     rng = random.Random(f"trigger-ci:{','.join(map(str, ids))}")
     draws: dict[str, list[float]] = {k: [] for k in point}
@@ -213,13 +258,23 @@ def metrics(outcomes: dict[int, dict[int, bool | None]], queries: dict[int, Quer
             if v is not None:
                 draws[k].append(v)
     tail = (1 - confidence) / 2
-    ci = {k: [_round(percentile(sorted(v), tail)), _round(percentile(sorted(v), 1 - tail))]
-          if v and point[k] is not None else None for k, v in draws.items()}
+    ci = {
+        k: [_round(percentile(sorted(v), tail)), _round(percentile(sorted(v), 1 - tail))]
+        if v and point[k] is not None
+        else None
+        for k, v in draws.items()
+    }
     constant: str | bool = False  # not None: history.json drops null extras
     if observed and not any(observed):
         constant = "never"
     elif observed and all(observed):
         constant = "always"
-    return {**{k: _round(v) for k, v in point.items()}, "ci": ci, "queries": len(items),
-            "missing_queries": missing, "probe_errors": errors, "constant_signal": constant,
-            "per_query": per_query}
+    return {
+        **{k: _round(v) for k, v in point.items()},
+        "ci": ci,
+        "queries": len(items),
+        "missing_queries": missing,
+        "probe_errors": errors,
+        "constant_signal": constant,
+        "per_query": per_query,
+    }

@@ -21,9 +21,20 @@ from optimizer.store.db import Store
 
 
 class Reporter:
-    def __init__(self, console: Console | None, store: Store, *, simulated: bool,
-                 settings: Settings | None = None) -> None:
-        self.console, self.store, self.simulated, self.settings = console, store, simulated, settings
+    def __init__(
+        self,
+        console: Console | None,
+        store: Store,
+        *,
+        simulated: bool,
+        settings: Settings | None = None,
+    ) -> None:
+        self.console, self.store, self.simulated, self.settings = (
+            console,
+            store,
+            simulated,
+            settings,
+        )
         self.runs = 0
         self._activity = "starting"
         self._progress: Progress | None = None
@@ -36,8 +47,12 @@ class Reporter:
     def __enter__(self) -> Reporter:
         self._started = time.monotonic()
         if self.console is not None and self.console.is_terminal:
-            self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False),
-                                      console=self.console, transient=True)
+            self._progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}", markup=False),
+                console=self.console,
+                transient=True,
+            )
             self._progress.start()
             self._task = self._progress.add_task(self._line())
         elif self.console is not None and self.simulated:
@@ -61,8 +76,15 @@ class Reporter:
         shown = f"{score:.3f}" if score is not None else "…"
         # The live line is all a terminal shows; elsewhere the banner at the start says it once.
         sim = " [simulated]" if self.simulated and self.live else ""
-        return " · ".join([self._where(), f"{self.runs} runs graded", f"${spent:.2f} spent",
-                           f"best {best} {shown}{sim}", *self._times(run, spent)])
+        return " · ".join(
+            [
+                self._where(),
+                f"{self.runs} runs graded",
+                f"${spent:.2f} spent",
+                f"best {best} {shown}{sim}",
+                *self._times(run, spent),
+            ]
+        )
 
     def _where(self) -> str:
         """The iteration (of the limit) and the stage, without saying the iteration twice. A
@@ -73,8 +95,9 @@ class Reporter:
         elif self._activity.startswith(("baseline", "v0:", "sealed test")):
             return self._activity
         else:
-            rows = self.store.query("select number from iterations where finished_at is null "
-                                    "order by number limit 1")
+            rows = self.store.query(
+                "select number from iterations where finished_at is null order by number limit 1"
+            )
             if not rows:
                 return self._activity
             n, stage = int(rows[0]["number"]), self._activity
@@ -85,11 +108,18 @@ class Reporter:
         elapsed = f"{pace.clock(time.monotonic() - self._started)} elapsed"
         if self.settings is None:
             return [elapsed]
-        seconds, done = pace.seconds_in_iterations(self.store.query(
-            "select started_at, finished_at from iterations where finished_at is not null "
-            "order by number"))
-        end = pace.finish(seconds_in_iterations=seconds, done=done,
-                          left=self._left(run, done, spent), to_deadline=self._to_deadline())
+        seconds, done = pace.seconds_in_iterations(
+            self.store.query(
+                "select started_at, finished_at from iterations where finished_at is not null "
+                "order by number"
+            )
+        )
+        end = pace.finish(
+            seconds_in_iterations=seconds,
+            done=done,
+            left=self._left(run, done, spent),
+            to_deadline=self._to_deadline(),
+        )
         return [elapsed, pace.eta_text(end, done)]
 
     def _left(self, run: dict, done: int, spent: float) -> int:
@@ -100,8 +130,9 @@ class Reporter:
             est = json.loads(run["estimate_json"])
             per = mode_usd(est["per_iteration"], bool(est.get("batch")))
         budget_left = s.budget.usd - spent if s.budget.usd else None
-        return pace.iterations_left(done, s.loop.max_iterations, budget_left_usd=budget_left,
-                                    usd_per_iteration=per)
+        return pace.iterations_left(
+            done, s.loop.max_iterations, budget_left_usd=budget_left, usd_per_iteration=per
+        )
 
     def _to_deadline(self) -> float | None:
         at = pace.parse_time(self.settings.budget.deadline if self.settings else None)

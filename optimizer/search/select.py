@@ -67,14 +67,29 @@ class _Common(TypedDict):
     few_evals: bool
 
 
-def _decision(verdict: Verdict, reason: str, delta: float | None, low: float | None,
-              high: float | None, confidence: float, common: _Common, **more: Any) -> Decision:
-    return Decision(decision=verdict, reason=reason, delta=delta,
-                    interval=SelectionInterval(low=low, high=high, confidence=confidence),
-                    needs_more_runs=more.pop("needs_more_runs", False),
-                    futile=more.pop("futile", False), look_alpha=more.pop("look_alpha", None),
-                    comparator_p=more.pop("comparator_p", None),
-                    promotion_power=more.pop("promotion_power", None), **common, **more)
+def _decision(
+    verdict: Verdict,
+    reason: str,
+    delta: float | None,
+    low: float | None,
+    high: float | None,
+    confidence: float,
+    common: _Common,
+    **more: Any,
+) -> Decision:
+    return Decision(
+        decision=verdict,
+        reason=reason,
+        delta=delta,
+        interval=SelectionInterval(low=low, high=high, confidence=confidence),
+        needs_more_runs=more.pop("needs_more_runs", False),
+        futile=more.pop("futile", False),
+        look_alpha=more.pop("look_alpha", None),
+        comparator_p=more.pop("comparator_p", None),
+        promotion_power=more.pop("promotion_power", None),
+        **common,
+        **more,
+    )
 
 
 def paired_differences(
@@ -82,14 +97,20 @@ def paired_differences(
 ) -> dict[E, float]:
     """d per eval = mean child score − mean parent score, over evals where both have scores."""
     return {
-        e: mean(child[e]) - mean(parent[e])
-        for e in child
-        if e in parent and child[e] and parent[e]
+        e: mean(child[e]) - mean(parent[e]) for e in child if e in parent and child[e] and parent[e]
     }
 
 
-TALLY_COUNTS = ("child_wins", "parent_wins", "ties", "inconsistent", "errors", "pairs",
-                "swap_consistency", "single_order")
+TALLY_COUNTS = (
+    "child_wins",
+    "parent_wins",
+    "ties",
+    "inconsistent",
+    "errors",
+    "pairs",
+    "swap_consistency",
+    "single_order",
+)
 
 
 def _comparator_view(tally: ComparisonTally | None) -> SelectionComparator:
@@ -104,8 +125,11 @@ def _majority(tally: ComparisonTally | None, majority: float) -> tuple[str | Non
     counts = (
         f"{tally.child_wins} for the child, {tally.parent_wins} for the parent and {tally.ties} "
         f"ties agreed in both orders; {tally.inconsistent} pairs did not"
-        + (f"; {tally.single_order} first-order ties were not judged again" if tally.single_order
-           else "")
+        + (
+            f"; {tally.single_order} first-order ties were not judged again"
+            if tally.single_order
+            else ""
+        )
     )
     if decisive < MIN_CONSISTENT_VERDICTS:
         return None, f"there are too few decisive comparator verdicts ({counts})"
@@ -150,49 +174,89 @@ def decide(
     look = runs if look is None else look
     excluded = tuple(sorted((e for e in {*child_scores, *parent_scores} if e not in ds), key=str))
     common = _Common(
-        evals=len(ds), runs_per_eval=runs, max_runs_per_eval=max(sizes, default=0),
-        comparator=comparator, swap_consistency=comparator.swap_consistency,
-        judge_error_rate=error_rate, judge_errors=judge_errors, total_runs=total_runs,
-        min_effect=selection.min_effect, unscored=unscored, excluded_evals=list(excluded),
-        rule=selection.rule, few_evals=0 < len(ds) < selection.few_evals,
+        evals=len(ds),
+        runs_per_eval=runs,
+        max_runs_per_eval=max(sizes, default=0),
+        comparator=comparator,
+        swap_consistency=comparator.swap_consistency,
+        judge_error_rate=error_rate,
+        judge_errors=judge_errors,
+        total_runs=total_runs,
+        min_effect=selection.min_effect,
+        unscored=unscored,
+        excluded_evals=list(excluded),
+        rule=selection.rule,
+        few_evals=0 < len(ds) < selection.few_evals,
     )
     left_out = _left_out(unscored, total_runs, excluded)
     if common["few_evals"]:
-        left_out += (f" It rests on {len(ds)} eval{'s' if len(ds) > 1 else ''}, fewer than "
-                     f"{selection.few_evals}: too few to generalise beyond these tasks.")
+        left_out += (
+            f" It rests on {len(ds)} eval{'s' if len(ds) > 1 else ''}, fewer than "
+            f"{selection.few_evals}: too few to generalise beyond these tasks."
+        )
     if error_rate > selection.max_judge_error_rate + _EPS:
         # A broken judge is not fixed by more runs of the same judge.
         return _decision(
             "tie",
             f"tie: {judge_errors} of {total_runs} runs ({error_rate:.0%}) had judge errors, above "
             f"the limit of {selection.max_judge_error_rate:.0%}, so the scores cannot be trusted.",
-            None, None, None, selection.confidence, common,
+            None,
+            None,
+            None,
+            selection.confidence,
+            common,
         )
     if not ds:
         return _decision(
-            "tie", "tie: no eval has scores for both the child and the parent." + left_out,
-            None, None, None, selection.confidence, common,
+            "tie",
+            "tie: no eval has scores for both the child and the parent." + left_out,
+            None,
+            None,
+            None,
+            selection.confidence,
+            common,
         )
     if selection.rule == "sequential":
         tally = tally or ComparisonTally()
         order = sorted(ds, key=_order)  # a stated order: sums do not depend on the caller's
         seen = sequential.look(
-            [child_scores[e] for e in order], [parent_scores[e] for e in order],
-            tally.child_wins, tally.parent_wins,
-            {e: tally.per_eval[e] for e in tally.per_eval if e in ds}, runs=look,
-            max_runs=selection.max_runs_per_eval, first_runs=first_runs, confidence=selection.confidence,
-            min_effect=selection.min_effect, futility=selection.futility,
-            min_verdicts=MIN_CONSISTENT_VERDICTS, scope=claim_scope(selection, len(ds), scope),
-            alpha=alpha)
+            [child_scores[e] for e in order],
+            [parent_scores[e] for e in order],
+            tally.child_wins,
+            tally.parent_wins,
+            {e: tally.per_eval[e] for e in tally.per_eval if e in ds},
+            runs=look,
+            max_runs=selection.max_runs_per_eval,
+            first_runs=first_runs,
+            confidence=selection.confidence,
+            min_effect=selection.min_effect,
+            futility=selection.futility,
+            min_verdicts=MIN_CONSISTENT_VERDICTS,
+            scope=claim_scope(selection, len(ds), scope),
+            alpha=alpha,
+        )
         return _decision(  # the interval's confidence is the look's, at the α it spent
-            seen.decision, seen.reason + left_out, seen.delta, seen.low, seen.high,
-            seen.confidence, common, needs_more_runs=seen.needs_more_runs, futile=seen.futile,
-            look_alpha=seen.look_alpha, comparator_p=seen.comparator_p,
-            promotion_power=seen.promotion_power, scope=seen.scope, next_runs=seen.next_runs,
-            alpha=1 - selection.confidence if alpha is None else alpha)
+            seen.decision,
+            seen.reason + left_out,
+            seen.delta,
+            seen.low,
+            seen.high,
+            seen.confidence,
+            common,
+            needs_more_runs=seen.needs_more_runs,
+            futile=seen.futile,
+            look_alpha=seen.look_alpha,
+            comparator_p=seen.comparator_p,
+            promotion_power=seen.promotion_power,
+            scope=seen.scope,
+            next_runs=seen.next_runs,
+            alpha=1 - selection.confidence if alpha is None else alpha,
+        )
     delta, low, high = paired_bootstrap(
-        list(ds.values()), confidence=selection.confidence,
-        samples=selection.bootstrap_samples, rng=rng,
+        list(ds.values()),
+        confidence=selection.confidence,
+        samples=selection.bootstrap_samples,
+        rng=rng,
     )
     level = f"{selection.confidence:.0%}"
     where = (
@@ -204,8 +268,16 @@ def decide(
     side, words = _majority(tally, selection.comparator_majority)
 
     def made(decision: Verdict, reason: str) -> Decision:
-        return _decision(decision, reason + left_out, delta, low, high, selection.confidence,
-                         common, needs_more_runs=needs_more)
+        return _decision(
+            decision,
+            reason + left_out,
+            delta,
+            low,
+            high,
+            selection.confidence,
+            common,
+            needs_more_runs=needs_more,
+        )
 
     if low > selection.min_effect + _EPS:
         return made("won", f"won: {where} lies above the minimum effect {selection.min_effect}.")
@@ -217,7 +289,8 @@ def decide(
         return made("lost", f"lost: {where} straddles zero, and {words}.")
     more = (
         f"; more runs are needed ({look} of at most {selection.max_runs_per_eval} per eval)"
-        if needs_more else ""
+        if needs_more
+        else ""
     )
     if side == "child":
         words = f"{words}, but Δ is negative"
@@ -242,12 +315,16 @@ def _left_out(unscored: int, total: int, excluded: tuple[EvalId, ...]) -> str:
         return ""
     parts = []
     if unscored:
-        parts.append(f"{unscored} of {total} runs could not be scored (a failure of our "
-                     "infrastructure, retried on a later pass or a resume) and are left out")
+        parts.append(
+            f"{unscored} of {total} runs could not be scored (a failure of our "
+            "infrastructure, retried on a later pass or a resume) and are left out"
+        )
     if excluded:
         which = ", ".join(str(e) for e in excluded)
-        parts.append(f"eval{'s' if len(excluded) > 1 else ''} {which} had no scored runs on both "
-                     "sides and did not count")
+        parts.append(
+            f"eval{'s' if len(excluded) > 1 else ''} {which} had no scored runs on both "
+            "sides and did not count"
+        )
     return " " + "; ".join(parts).capitalize() + "."
 
 
@@ -285,10 +362,7 @@ def screen(
 
 
 def choose_minibatch(
-    train_ids: Sequence[E],
-    parent_per_eval_scores: Mapping[E, float],
-    k: int,
-    rng: random.Random,
+    train_ids: Sequence[E], parent_per_eval_scores: Mapping[E, float], k: int, rng: random.Random
 ) -> list[E]:
     """k evals for the screen, stratified: most are the parent's weakest (lowest score first,
     ties broken by rng), where a proposal aimed at failures shows; one in three at most is drawn

@@ -43,6 +43,8 @@ SCORE_SHARE = 0.9
 
 def score_share(scope: Scope) -> float:
     return 1.0 if scope == "tasks" else SCORE_SHARE
+
+
 # The look after r runs per eval is at floor(GROWTH·r) runs (at least r + 1, at most the cap): 3, 4,
 # 6, 9, 12. The first extension is one run, so an equal child that futility lets through costs
 # little (≤ 4.0 runs per eval in bench/selection.py; 3, 5, 8, 12 gave 4.0–4.4); later ones grow.
@@ -103,7 +105,9 @@ class ScoreTest:
     varied: bool  # some eval's runs differed on some side (or none was repeated)
 
 
-def _within(child: Sequence[Sequence[float]], parent: Sequence[Sequence[float]]) -> tuple[float, int, bool]:
+def _within(
+    child: Sequence[Sequence[float]], parent: Sequence[Sequence[float]]
+) -> tuple[float, int, bool]:
     """(pooled run variance with the pseudo-observation, its degrees of freedom, any run varied)."""
     ss, df = 0.0, 0
     for runs in (*child, *parent):
@@ -115,8 +119,9 @@ def _within(child: Sequence[Sequence[float]], parent: Sequence[Sequence[float]])
     return (ss + PRIOR_N * PRIOR_VAR) / (df + PRIOR_N), df, ss > _EPS or df == 0
 
 
-def score_test(child: Sequence[Sequence[float]], parent: Sequence[Sequence[float]], alpha: float,
-               scope: Scope) -> ScoreTest:
+def score_test(
+    child: Sequence[Sequence[float]], parent: Sequence[Sequence[float]], alpha: float, scope: Scope
+) -> ScoreTest:
     """One-sided Student-t bounds at α on Δ = mean over evals of d = mean child − mean parent.
     `tasks`: se² = Σ s²(1/n_child + 1/n_parent)/E², s² the pooled run variance, Σ(n − 1) df.
     `general`: se² = the larger of s²_d/E (s²_d over evals) and the `tasks` se², E − 1 df; with
@@ -125,7 +130,10 @@ def score_test(child: Sequence[Sequence[float]], parent: Sequence[Sequence[float
     ds = [mean(c) - mean(p) for c, p in zip(child, parent, strict=True)]
     n, delta = len(ds), mean(ds)
     pooled, df_w, varied = _within(child, parent)
-    within = math.fsum(pooled * (1 / len(c) + 1 / len(p)) for c, p in zip(child, parent, strict=True)) / n**2
+    within = (
+        math.fsum(pooled * (1 / len(c) + 1 / len(p)) for c, p in zip(child, parent, strict=True))
+        / n**2
+    )
     if scope == "tasks" and df_w > 0:
         df = df_w
         se = math.sqrt(within)
@@ -192,8 +200,9 @@ def conditional_power(z_now: float, fraction: float, z_final: float) -> float:
     return _NORMAL.cdf((z_now / math.sqrt(fraction) - z_final) / math.sqrt(1 - fraction))
 
 
-def promotion_power(scores: ScoreTest, *, runs: int, max_runs: int, first_runs: int,
-                    alpha: float) -> float:
+def promotion_power(
+    scores: ScoreTest, *, runs: int, max_runs: int, first_runs: int, alpha: float
+) -> float:
     """The score test's conditional power to promote at the last look, with runs per eval as the
     information fraction. The comparator's is left out: counting the better of two noisy guesses
     kept equal children running (4.2–4.4 runs per eval in bench/selection.py) for 1–9% of the
@@ -233,10 +242,21 @@ CLAIM = {"tasks": "better on these tasks", "general": "better in general"}
 
 
 def look(
-    child: Sequence[Sequence[float]], parent: Sequence[Sequence[float]], wins: int, losses: int,
-    per_eval: Mapping[Any, Mapping[str, int]], *, runs: int, max_runs: int, first_runs: int,
-    confidence: float, min_effect: float, futility: float, min_verdicts: int,
-    scope: Scope = "general", alpha: float | None = None,
+    child: Sequence[Sequence[float]],
+    parent: Sequence[Sequence[float]],
+    wins: int,
+    losses: int,
+    per_eval: Mapping[Any, Mapping[str, int]],
+    *,
+    runs: int,
+    max_runs: int,
+    first_runs: int,
+    confidence: float,
+    min_effect: float,
+    futility: float,
+    min_verdicts: int,
+    scope: Scope = "general",
+    alpha: float | None = None,
 ) -> Look:
     """won / lost / tie at this look, for the claim `scope`. won: the score bound clears
     min_effect, or clears zero with more comparator wins than losses, or the comparator's test
@@ -254,25 +274,50 @@ def look(
     n = len(child)
     level = 1 - 2 * a_score
     claim = f"the claim: {CLAIM[s.scope]}"
-    where = (f"Δ = {s.delta:+.3f} with {level:.1%} Student-t interval [{s.low:+.3f}, {s.high:+.3f}] "
-             f"over {n} evals × {runs} runs ({claim}; this look spends α = {spent:.4f} of "
-             f"{alpha:.3g})")
+    where = (
+        f"Δ = {s.delta:+.3f} with {level:.1%} Student-t interval [{s.low:+.3f}, {s.high:+.3f}] "
+        f"over {n} evals × {runs} runs ({claim}; this look spends α = {spent:.4f} of "
+        f"{alpha:.3g})"
+    )
     if math.isinf(s.se):
         where = f"Δ = {s.delta:+.3f} over 1 eval × {runs} runs (no interval from one eval)"
-    votes = (f"the comparator favoured the child in {wins} and the parent in {losses} decisive "
-             f"swap-consistent verdicts")
+    votes = (
+        f"the comparator favoured the child in {wins} and the parent in {losses} decisive "
+        f"swap-consistent verdicts"
+    )
     upcoming = next_look(runs, first_runs, max_runs)
 
-    def out(decision: Literal["won", "lost", "tie"], reason: str, more: bool = False,
-            futile: bool = False, power: float | None = None) -> Look:
-        return Look(decision, reason, s.delta, None if math.isinf(s.se) else s.low,
-                    None if math.isinf(s.se) else s.high, level, more, futile, spent, c.p_child,
-                    power, s.scope, upcoming if more else None)
+    def out(
+        decision: Literal["won", "lost", "tie"],
+        reason: str,
+        more: bool = False,
+        futile: bool = False,
+        power: float | None = None,
+    ) -> Look:
+        return Look(
+            decision,
+            reason,
+            s.delta,
+            None if math.isinf(s.se) else s.low,
+            None if math.isinf(s.se) else s.high,
+            level,
+            more,
+            futile,
+            spent,
+            c.p_child,
+            power,
+            s.scope,
+            upcoming if more else None,
+        )
 
     if spent <= 0 and upcoming is not None:
-        return out("tie", f"tie: {runs} runs per eval is not a look of this rule (looks at "
-                          f"{', '.join(map(str, schedule(first_runs, max_runs)))}); more runs are "
-                          f"needed, up to {upcoming} per eval.", more=True)
+        return out(
+            "tie",
+            f"tie: {runs} runs per eval is not a look of this rule (looks at "
+            f"{', '.join(map(str, schedule(first_runs, max_runs)))}); more runs are "
+            f"needed, up to {upcoming} per eval.",
+            more=True,
+        )
     # With no run-to-run variation the data cannot show their own noise: the first look never
     # promotes on the scores alone then (the floor keeps later looks honest).
     blind = not s.varied and runs <= first_runs
@@ -281,34 +326,57 @@ def look(
     if s.low > 0 and wins > losses and not blind:
         # No extra α: this is a subset of "the bound is above zero", whose chance for an equal
         # child is the score share already spent; the comparator only has to agree.
-        return out("won", f"won: {where} lies above zero though not above the minimum effect "
-                          f"{min_effect}, and {votes}.")
+        return out(
+            "won",
+            f"won: {where} lies above zero though not above the minimum effect "
+            f"{min_effect}, and {votes}.",
+        )
     # Losing is not promoting: the parent stays either way, so `lost` needs no share of the
     # spent α, only the plain two-sided interval at the configured confidence below zero.
     worse = score_test(child, parent, (1 - confidence) / 2, scope)
     if worse.high < 0:
-        return out("lost", f"lost: {where}; its {confidence:.0%} upper bound {worse.high:+.3f} "
-                           "lies below zero.")
+        return out(
+            "lost",
+            f"lost: {where}; its {confidence:.0%} upper bound {worse.high:+.3f} lies below zero.",
+        )
     if a_cmp > 0 and c.p_child <= a_cmp and s.delta >= 0:
-        return out("won", f"won: {where} is inconclusive, and {votes} (sign test over "
-                          f"{c.df + 1} evals p = {c.p_child:.4f} ≤ {a_cmp:.4f}).")
+        return out(
+            "won",
+            f"won: {where} is inconclusive, and {votes} (sign test over "
+            f"{c.df + 1} evals p = {c.p_child:.4f} ≤ {a_cmp:.4f}).",
+        )
     if a_cmp > 0 and c.p_parent <= a_cmp and s.low <= 0:
-        return out("lost", f"lost: {where} straddles zero, and {votes} (sign test over "
-                           f"{c.df + 1} evals p = {c.p_parent:.4f} ≤ {a_cmp:.4f}).")
+        return out(
+            "lost",
+            f"lost: {where} straddles zero, and {votes} (sign test over "
+            f"{c.df + 1} evals p = {c.p_parent:.4f} ≤ {a_cmp:.4f}).",
+        )
     tail = f"{votes} (sign test p = {c.p_child:.3f} for the child, more than {a_cmp:.4f})"
     if not wins + losses:
         tail = "there are no decisive comparator verdicts"
     if blind and s.low > 0:
         tail += "; every run of each eval scored the same, so the scores alone cannot promote yet"
     if upcoming is None:
-        return out("tie", f"tie: {where} is inconclusive, and {tail}; runs are at the cap of "
-                          f"{max_runs} per eval.")
+        return out(
+            "tie",
+            f"tie: {where} is inconclusive, and {tail}; runs are at the cap of "
+            f"{max_runs} per eval.",
+        )
     power = promotion_power(s, runs=runs, max_runs=max_runs, first_runs=first_runs, alpha=alpha)
     if power < futility:
-        return out("tie", f"tie: {where} is inconclusive, and {tail}; no more runs are added: if "
-                          f"the trend holds, the chance of promotion at {max_runs} runs is "
-                          f"{power:.1%}, below selection.futility = {futility:.0%}.",
-                   futile=True, power=power)
-    return out("tie", f"tie: {where} is inconclusive, and {tail}; more runs are needed (next look "
-                      f"at {upcoming} of at most {max_runs} per eval; chance of promotion if the "
-                      f"trend holds {power:.1%}).", more=True, power=power)
+        return out(
+            "tie",
+            f"tie: {where} is inconclusive, and {tail}; no more runs are added: if "
+            f"the trend holds, the chance of promotion at {max_runs} runs is "
+            f"{power:.1%}, below selection.futility = {futility:.0%}.",
+            futile=True,
+            power=power,
+        )
+    return out(
+        "tie",
+        f"tie: {where} is inconclusive, and {tail}; more runs are needed (next look "
+        f"at {upcoming} of at most {max_runs} per eval; chance of promotion if the "
+        f"trend holds {power:.1%}).",
+        more=True,
+        power=power,
+    )

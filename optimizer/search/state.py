@@ -27,9 +27,22 @@ log = structlog.get_logger()
 class RunState:
     """One run's folder, database, model client, settings, split and stop rules."""
 
-    def __init__(self, ws: Workspace, store: Store, client: Client, settings: Settings,
-                 reporter: Reporter, stop_rules: stops.StopRules) -> None:
-        self.ws, self.store, self.client, self.settings, self.ui = ws, store, client, settings, reporter
+    def __init__(
+        self,
+        ws: Workspace,
+        store: Store,
+        client: Client,
+        settings: Settings,
+        reporter: Reporter,
+        stop_rules: stops.StopRules,
+    ) -> None:
+        self.ws, self.store, self.client, self.settings, self.ui = (
+            ws,
+            store,
+            client,
+            settings,
+            reporter,
+        )
         self.row: dict[str, Any] = store.run_row() or {}
         self.skill_name: str = self.row["skill_name"]
         self.split: dict[str, Any] = json.loads(self.row["split_json"])
@@ -50,7 +63,9 @@ class RunState:
 
     def show_activity(self, text: str) -> None:
         with self.store.atomic():
-            self.store.table("runs").update(self.ws.root.name, {"stage": text})  # runs.stage: what the daemon is doing now
+            self.store.table("runs").update(
+                self.ws.root.name, {"stage": text}
+            )  # runs.stage: what the daemon is doing now
         self.ui.activity(text)
 
     def score(self, label: str) -> float:
@@ -63,18 +78,27 @@ class RunState:
 
 
 def loop_state(run: RunState) -> stops.LoopState:
-    finished = run.store.query("select number from iterations where finished_at is not null "
-                               "order by number")
-    wins = {r["iteration"] for r in run.store.query(
-        "select iteration from versions where decision = 'won' order by iteration")}
+    finished = run.store.query(
+        "select number from iterations where finished_at is not null order by number"
+    )
+    wins = {
+        r["iteration"]
+        for r in run.store.query(
+            "select iteration from versions where decision = 'won' order by iteration"
+        )
+    }
     streak = 0
     for row in reversed(finished):
         if row["number"] in wins:
             break
         streak += 1
     best = run.store.get("versions", run.best()) or {}
-    return stops.LoopState(iterations_done=len(finished), iterations_without_win=streak,
-                           best_score=best.get("score") or 0.0, spent_usd=run.store.spent_usd())
+    return stops.LoopState(
+        iterations_done=len(finished),
+        iterations_without_win=streak,
+        best_score=best.get("score") or 0.0,
+        spent_usd=run.store.spent_usd(),
+    )
 
 
 def register(run: RunState, n: int, parent: str, cand: Candidate) -> dict[str, str]:
@@ -87,7 +111,9 @@ def register(run: RunState, n: int, parent: str, cand: Candidate) -> dict[str, s
         # the iteration's row: the same version, not a duplicate of another proposal.
         made = json.loads((run.store.get("iterations", n) or {}).get("candidates_json") or "{}")
         recorded = {outcome.get("label") for outcome in made.values()}
-        if (same[0]["iteration"], same[0]["parent"]) == (n, parent) and same[0]["label"] not in recorded:
+        if (same[0]["iteration"], same[0]["parent"]) == (n, parent) and same[0][
+            "label"
+        ] not in recorded:
             return {"label": same[0]["label"]}
         return {"duplicate": same[0]["label"]}
     label = f"v{run.store.table('versions').count}"
@@ -98,35 +124,67 @@ def register(run: RunState, n: int, parent: str, cand: Candidate) -> dict[str, s
     diff = skills.unified_diff(run.ws.skill(parent), dest)
     write_text(run.ws.version(label) / "proposal.md", proposal_markdown(label, parent, cand, diff))
     with run.store.atomic():
-        run.store.table("versions").insert({
-            "label": label, "hash": digest, "parent": parent, "iteration": n, "created_at": now(),
-            "status": "proposed", "summary": cand.summary, "rationale": cand.rationale,
-        })
+        run.store.table("versions").insert(
+            {
+                "label": label,
+                "hash": digest,
+                "parent": parent,
+                "iteration": n,
+                "created_at": now(),
+                "status": "proposed",
+                "summary": cand.summary,
+                "rationale": cand.rationale,
+            }
+        )
     return {"label": label}
 
 
-def record_decision(run: RunState, label: str, parent: str, stage: str, selection: dict[str, Any]) -> None:
+def record_decision(
+    run: RunState, label: str, parent: str, stage: str, selection: dict[str, Any]
+) -> None:
     """selection.json, the decisions row and the version's state, in one step; a won child
     becomes the current best when it beats the best (with Pareto parents it may not). The row's
     delta and interval are read from the selection itself, never passed beside it."""
     interval = selection.get("interval") or {}
-    write_json(run.ws.version(label) / "selection.json", {**selection, "stage": stage, "parent": parent},
-               SelectionFile)
+    write_json(
+        run.ws.version(label) / "selection.json",
+        {**selection, "stage": stage, "parent": parent},
+        SelectionFile,
+    )
     verdict = selection["decision"]
     best = run.best()
     promote = verdict == "won" and (parent == best or run.score(label) > run.score(best))
     with run.store.atomic():
-        run.store.upsert("decisions", {
-            "version": label, "parent": parent, "stage": stage, "decision": verdict,
-            "delta": selection.get("delta"), "ci_low": interval.get("low"),
-            "ci_high": interval.get("high"), "reason": selection["reason"],
-            "selection_json": json.dumps(selection), "decided_at": now()}, pk="version")
-        run.store.table("versions").update(label, {"decision": verdict, "stage": stage,
-                                                   "status": "decided"})
+        run.store.upsert(
+            "decisions",
+            {
+                "version": label,
+                "parent": parent,
+                "stage": stage,
+                "decision": verdict,
+                "delta": selection.get("delta"),
+                "ci_low": interval.get("low"),
+                "ci_high": interval.get("high"),
+                "reason": selection["reason"],
+                "selection_json": json.dumps(selection),
+                "decided_at": now(),
+            },
+            pk="version",
+        )
+        run.store.table("versions").update(
+            label, {"decision": verdict, "stage": stage, "status": "decided"}
+        )
         if promote:
             run.store.table("runs").update(run.ws.root.name, {"current_best": label})
-    log.info("selection.decided", version=label, parent=parent, decision=verdict, stage=stage,
-             reason=selection["reason"], promoted=promote)
+    log.info(
+        "selection.decided",
+        version=label,
+        parent=parent,
+        decision=verdict,
+        stage=stage,
+        reason=selection["reason"],
+        promoted=promote,
+    )
     run.ui.decided(label, verdict, selection["reason"])
 
 
@@ -134,5 +192,6 @@ def mark_baseline(run: RunState, stage: str) -> None:
     """v0 is evaluated: it enters the lineage as the baseline every child is measured against."""
     if (run.store.get("versions", "v0") or {}).get("decision") is None:
         with run.store.atomic():
-            run.store.table("versions").update("v0", {"decision": "baseline", "stage": stage,
-                                                      "status": "evaluated"})
+            run.store.table("versions").update(
+                "v0", {"decision": "baseline", "stage": stage, "status": "evaluated"}
+            )

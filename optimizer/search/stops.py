@@ -31,7 +31,9 @@ def max_iterations(n: int) -> Condition:
 
 def plateau(patience: int) -> Condition:
     return lambda s: (
-        f"no win in {patience} iterations (plateau)" if s.iterations_without_win >= patience else None
+        f"no win in {patience} iterations (plateau)"
+        if s.iterations_without_win >= patience
+        else None
     )
 
 
@@ -40,7 +42,9 @@ def target(score: float) -> Condition:
 
 
 def budget(usd: float) -> Condition:
-    return lambda s: f"spent ${s.spent_usd:.2f} of the ${usd:.2f} budget" if s.spent_usd >= usd else None
+    return lambda s: (
+        f"spent ${s.spent_usd:.2f} of the ${usd:.2f} budget" if s.spent_usd >= usd else None
+    )
 
 
 def deadline(at: datetime | None, clock: Callable[[], datetime] = datetime.now) -> Condition:

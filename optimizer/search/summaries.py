@@ -26,17 +26,22 @@ def write_benchmark(run: RunState, evalset: EvalSet, label: str) -> schemas.Benc
     the baseline's without_skill runs linked beside them, benchmark.json and benchmark.md."""
     root = run.ws.root
     with_skill = committed(run.store, root, evalset, f"{label}/", run.train)
-    without = (committed(run.store, root, evalset, "baseline/", run.train)
-               if run.settings.evals.baseline_comparison else [])
+    without = (
+        committed(run.store, root, evalset, "baseline/", run.train)
+        if run.settings.evals.baseline_comparison
+        else []
+    )
     for e in run.train:
         link = run.ws.eval_dir(label, e) / "without_skill"
         target = root / "baseline" / f"eval-{e}" / "without_skill"
         if without and target.is_dir() and not link.exists() and link.parent.is_dir():
             os.symlink(os.path.relpath(target, link.parent), link)
     benchmark = aggregate(
-        run.skill_name, [evalset.by_id(e) for e in run.train],
+        run.skill_name,
+        [evalset.by_id(e) for e in run.train],
         {"with_skill": with_skill, **({"without_skill": without} if without else {})},
-        skill_path=f"{label}/skill", executor_model=run.settings.models.executor,
+        skill_path=f"{label}/skill",
+        executor_model=run.settings.models.executor,
         analyzer_model=run.settings.models.grader,
         runs_per_configuration=max((it[1].run_number for it in with_skill), default=0),
         simulated=run.client.simulated,
@@ -53,6 +58,7 @@ def analyst_suggestions(run: RunState, evalset: EvalSet) -> list[tuple[str | Non
     if not with_skill:
         return []
     without = committed(run.store, run.ws.root, evalset, "baseline/", run.train)
-    notes = analyst_notes([evalset.by_id(e) for e in run.train],
-                          {"with_skill": with_skill, "without_skill": without})
+    notes = analyst_notes(
+        [evalset.by_id(e) for e in run.train], {"with_skill": with_skill, "without_skill": without}
+    )
     return [(n.expectation, n.text, ACTIONS[n.kind]) for n in notes if n.kind in ACTIONS]

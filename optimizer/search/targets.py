@@ -6,7 +6,4 @@ from __future__ import annotations
 from optimizer.search import body, description
 from optimizer.search.engine import OpenTarget
 
-TARGETS: dict[str, OpenTarget] = {
-    "body": body.open_target,
-    "description": description.open_target,
-}
+TARGETS: dict[str, OpenTarget] = {"body": body.open_target, "description": description.open_target}

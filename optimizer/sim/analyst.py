@@ -38,13 +38,15 @@ def _suggestion(text: str, count: int, rank: int, rng: random.Random, knobs: Any
     found = need(knobs.world, text)
     sees = rng.random() < knobs.proposal_quality
     if sees and found.habit is not None:
-        edit = f"Add an instruction for the habit behind it: \"{found.habit.instruction}\""
+        edit = f'Add an instruction for the habit behind it: "{found.habit.instruction}"'
     elif sees and found.items:
         named = ", ".join(f"`{i}`" for i in found.items)
         edit = f"Ask for {named} by name where the skill describes the answer's format."
     elif sees:
-        edit = (f"Leave \"{text}\" to the task: it depends on the inputs, and no instruction "
-                "is likely to change it.")
+        edit = (
+            f'Leave "{text}" to the task: it depends on the inputs, and no instruction '
+            "is likely to change it."
+        )
     else:
         edit = f"Add an explicit instruction: {text}"
     return {
@@ -60,8 +62,9 @@ def analyze(get: Section, rng: random.Random, knobs: Any) -> dict:
     only_winner = [b for b in winner if b not in loser]
     only_loser = [b for b in loser if b not in winner]
     failed = sorted(failures(get("failed_expectations")), key=lambda f: -f[1])
-    suggestions = [_suggestion(text, count, k, rng, knobs)
-                   for k, (text, count, _) in enumerate(failed[:3])]
+    suggestions = [
+        _suggestion(text, count, k, rng, knobs) for k, (text, count, _) in enumerate(failed[:3])
+    ]
     repeated = plain_lines(get("repeated_work") or "")
     if repeated:
         suggestions.append(
@@ -100,10 +103,10 @@ def analyze(get: Section, rng: random.Random, knobs: Any) -> dict:
             "comparator_reasoning": comparisons.split("\n", 1)[0].split("<", 1)[0].strip()[:300]
             or "No comparator reasoning given.",
         },
-        "winner_strengths": [f"It adds \"{b}\": {_effect(b, knobs.world)}." for b in only_winner[:3]]
+        "winner_strengths": [f'It adds "{b}": {_effect(b, knobs.world)}.' for b in only_winner[:3]]
         or ["Same instructions, luckier runs"],
-        "loser_weaknesses": [f"It has \"{b}\": {_effect(b, knobs.world)}." for b in only_loser[:2]]
-        + [f"Its runs still fail \"{t}\"." for t, _, _ in failed[:2]]
+        "loser_weaknesses": [f'It has "{b}": {_effect(b, knobs.world)}.' for b in only_loser[:2]]
+        + [f'Its runs still fail "{t}".' for t, _, _ in failed[:2]]
         or ["No clear weakness"],
         "instruction_following": {
             "winner": {"score": 8 if winner else 5, "issues": []},

@@ -28,8 +28,9 @@ class Host(Protocol):
     lock: threading.Lock
     stats: Any
 
-    def draw_fault(self, body: dict, role: str, headers: dict[str, str],
-                   streaming: bool) -> str | None: ...
+    def draw_fault(
+        self, body: dict, role: str, headers: dict[str, str], streaming: bool
+    ) -> str | None: ...
 
     def respond(self, body: dict, headers: Mapping[str, str]) -> dict: ...
 
@@ -86,19 +87,27 @@ class BatchService:
     # --- routing -------------------------------------------------------------------------------
 
     def handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Reply:
-        rest = path[len(PREFIX):].strip("/")
+        rest = path[len(PREFIX) :].strip("/")
         parts = rest.split("/") if rest else []
         if method == "POST" and not parts:
             return self._create(headers, raw)
         if method == "GET" and not parts:
             with self._lock:
                 data = [self._view(b) for b in reversed(self._batches.values())]
-            return json_reply(200, {"data": data, "has_more": False,
-                                    "first_id": data[0]["id"] if data else None,
-                                    "last_id": data[-1]["id"] if data else None})
+            return json_reply(
+                200,
+                {
+                    "data": data,
+                    "has_more": False,
+                    "first_id": data[0]["id"] if data else None,
+                    "last_id": data[-1]["id"] if data else None,
+                },
+            )
         batch = self._batches.get(parts[0]) if parts else None
         if batch is None:
-            return error_reply(404, "not_found_error", f"No message batch {parts[0] if parts else ''!r}.")
+            return error_reply(
+                404, "not_found_error", f"No message batch {parts[0] if parts else ''!r}."
+            )
         if method == "GET" and len(parts) == 1:
             with self._lock:
                 self.stats.retrieved += 1
@@ -108,9 +117,12 @@ class BatchService:
             with self._lock:
                 self._settle(batch)
                 if batch.results is None:
-                    return error_reply(400, "invalid_request_error",
-                                       f"Message batch {batch.id} is still in progress; results "
-                                       "are available once processing_status is 'ended'.")
+                    return error_reply(
+                        400,
+                        "invalid_request_error",
+                        f"Message batch {batch.id} is still in progress; results "
+                        "are available once processing_status is 'ended'.",
+                    )
                 self.stats.results_fetched += 1
                 body = "".join(json.dumps(line) + "\n" for line in batch.results).encode()
             return Reply(200, {"content-type": "application/binary"}, body)
@@ -131,34 +143,56 @@ class BatchService:
             return error_reply(400, "invalid_request_error", "The request body is not valid JSON.")
         requests = body.get("requests") if isinstance(body, dict) else None
         if not isinstance(requests, list) or not requests:
-            return error_reply(400, "invalid_request_error", "requests: at least one request is required")
+            return error_reply(
+                400, "invalid_request_error", "requests: at least one request is required"
+            )
         seen: set[str] = set()
         for i, item in enumerate(requests):
             custom_id = item.get("custom_id") if isinstance(item, dict) else None
             if not isinstance(custom_id, str) or not CUSTOM_ID.match(custom_id):
-                return error_reply(400, "invalid_request_error",
-                                   f"requests.{i}.custom_id: 1 to 64 letters, digits, '-' or '_'")
+                return error_reply(
+                    400,
+                    "invalid_request_error",
+                    f"requests.{i}.custom_id: 1 to 64 letters, digits, '-' or '_'",
+                )
             if custom_id in seen:
-                return error_reply(400, "invalid_request_error",
-                                   f"requests.{i}.custom_id: {custom_id!r} is not unique in the batch")
+                return error_reply(
+                    400,
+                    "invalid_request_error",
+                    f"requests.{i}.custom_id: {custom_id!r} is not unique in the batch",
+                )
             seen.add(custom_id)
             if not isinstance(item.get("params"), dict):
-                return error_reply(400, "invalid_request_error", f"requests.{i}.params: Field required")
+                return error_reply(
+                    400, "invalid_request_error", f"requests.{i}.params: Field required"
+                )
             if item["params"].get("stream"):
-                return error_reply(400, "invalid_request_error",
-                                   f"requests.{i}.params.stream: streaming is not supported in batches")
+                return error_reply(
+                    400,
+                    "invalid_request_error",
+                    f"requests.{i}.params.stream: streaming is not supported in batches",
+                )
         try:
-            samples = {str(k): int(v) for k, v in json.loads(headers.get(SAMPLES_HEADER) or "{}").items()}
+            samples = {
+                str(k): int(v) for k, v in json.loads(headers.get(SAMPLES_HEADER) or "{}").items()
+            }
         except (ValueError, TypeError, AttributeError):
-            return error_reply(400, "invalid_request_error", f"{SAMPLES_HEADER}: not a JSON object of integers")
+            return error_reply(
+                400, "invalid_request_error", f"{SAMPLES_HEADER}: not a JSON object of integers"
+            )
         with self._lock:
             self.stats.created += 1
             self.stats.requests += len(requests)
             number = self.stats.created
             key = f"{self.sim.seed}\0{number}\0" + "\0".join(sorted(seen))
             digest = hashlib.sha256(key.encode()).hexdigest()
-            batch = _Batch(f"msgbatch_sim{number:04d}{digest[:16]}", requests, samples,
-                           time.time(), time.monotonic() + self.delay_s)
+            batch = _Batch(
+                f"msgbatch_sim{number:04d}{digest[:16]}",
+                requests,
+                samples,
+                time.time(),
+                time.monotonic() + self.delay_s,
+            )
             self._batches[batch.id] = batch
             return json_reply(200, self._view(batch))
 
@@ -172,8 +206,12 @@ class BatchService:
         lines = []
         for item in batch.requests:
             outcome = "canceled" if canceled else (self._forced.popleft() if self._forced else None)
-            lines.append({"custom_id": item["custom_id"],
-                          "result": self._answer(item, batch.samples, outcome)})
+            lines.append(
+                {
+                    "custom_id": item["custom_id"],
+                    "result": self._answer(item, batch.samples, outcome),
+                }
+            )
             self.stats.outcomes[lines[-1]["result"]["type"]] += 1
         if self.shuffle:  # the service promises no order: neither does the simulator
             asked = [line["custom_id"] for line in lines]
@@ -238,7 +276,10 @@ class BatchService:
 
 
 def _errored(kind: str, message: str) -> dict[str, Any]:
-    return {"type": "errored", "error": {"type": "error", "error": {"type": kind, "message": message}}}
+    return {
+        "type": "errored",
+        "error": {"type": "error", "error": {"type": kind, "message": message}},
+    }
 
 
 def _iso(moment: datetime) -> str:

@@ -23,15 +23,30 @@ def answer(body: dict) -> dict:
     drafts = []
     for attrs, section in parse_tags(first_user_text(body), "draft"):
         outputs = _items(section, "outputs")
-        checks = [f"The output already reflects this correction: {c}" for c in _items(section, "corrections")]
+        checks = [
+            f"The output already reflects this correction: {c}"
+            for c in _items(section, "corrections")
+        ]
         checks += [f"`{o}` exists and is not empty" for o in outputs]
-        checks = checks or _items(section, "heuristic_expectations") or ["The output answers the task"]
+        checks = (
+            checks or _items(section, "heuristic_expectations") or ["The output answers the task"]
+        )
         said = f"writes {', '.join(outputs)}" if outputs else "answers the task"
-        drafts.append({"id": attrs.get("id", ""), "expected_output": f"A result that {said}.",
-                       "expectations": checks[:8]})
+        drafts.append(
+            {
+                "id": attrs.get("id", ""),
+                "expected_output": f"A result that {said}.",
+                "expectations": checks[:8],
+            }
+        )
     return {"drafts": drafts}
 
 
 def reply(body: dict, uid: str) -> tuple[list, str]:
-    block = {"type": "tool_use", "id": f"toolu_sim_{uid[:16]}_0", "name": TOOL, "input": answer(body)}
+    block = {
+        "type": "tool_use",
+        "id": f"toolu_sim_{uid[:16]}_0",
+        "name": TOOL,
+        "input": answer(body),
+    }
     return [block], "tool_use"

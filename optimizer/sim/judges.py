@@ -10,12 +10,7 @@ from typing import Any
 
 from optimizer.sim.latent import World, habits, topic_of
 from optimizer.sim.support import section, support
-from optimizer.sim.text import (
-    all_stems,
-    snippets,
-    stems,
-    strip_snippets,
-)
+from optimizer.sim.text import all_stems, snippets, stems, strip_snippets
 from optimizer.tags import parse_tags
 
 Section = Callable[[str], "str | None"]
@@ -27,10 +22,16 @@ def parse_files(text: str | None, seen: Mapping[str, str] | None = None) -> list
     image attached to the request has the text the simulator could read in it (`seen`, by
     attachment key); any other binary has none. Converted office and PDF text is plain content."""
     seen = seen or {}
-    return [{"path": attrs.get("path", "?"), "binary": attrs.get("binary") == "true",
-             "content": seen.get(attrs.get("attachment", ""), "") if attrs.get("binary") == "true"
-             else content.strip("\n")}
-            for attrs, content in parse_tags(text or "", "file")]
+    return [
+        {
+            "path": attrs.get("path", "?"),
+            "binary": attrs.get("binary") == "true",
+            "content": seen.get(attrs.get("attachment", ""), "")
+            if attrs.get("binary") == "true"
+            else content.strip("\n"),
+        }
+        for attrs, content in parse_tags(text or "", "file")
+    ]
 
 
 def _expectations(get: Section) -> list[str]:
@@ -60,8 +61,9 @@ def _haystack(files: list[dict]) -> str:
     return "\n".join(f"{f['path']}\n{f['content']}" for f in files)
 
 
-def check(expectation: str, files: list[dict], task: str = "",
-          world: World | None = None) -> tuple[bool, str]:
+def check(
+    expectation: str, files: list[dict], task: str = "", world: World | None = None
+) -> tuple[bool, str]:
     """(passed, evidence) under the simulator's rule of support (sim/support.py)."""
     found = support(expectation, files, task, world)
     return found.passed, found.evidence
@@ -85,13 +87,17 @@ def _dimension_score(name: str, desc: str, files: list[dict], world: World) -> t
     named = [h for h in habits(world) if topic & h.cues]
     if not named:
         coverage = _coverage(name.replace("_", " ") + " " + desc, files)
-        return 1 + round(4 * coverage), f"The outputs cover {coverage:.0%} of what '{name}' asks for."
+        return 1 + round(
+            4 * coverage
+        ), f"The outputs cover {coverage:.0%} of what '{name}' asks for."
     lines = [ln for f in files for ln in f["content"].split("\n") if ln.strip()]
     held = [h for h in named if section(lines, h) is not None]
     share = len(held) / len(named)
     shown = ", ".join(h.heading.lstrip("# ") for h in held) or "none"
-    return 1 + round(4 * share), (f"{len(held)} of the {len(named)} things '{name}' rests on are "
-                                  f"done in the outputs ({shown}).")
+    return 1 + round(4 * share), (
+        f"{len(held)} of the {len(named)} things '{name}' rests on are "
+        f"done in the outputs ({shown})."
+    )
 
 
 def _coverage(text: str, files: list[dict]) -> float:
@@ -99,7 +105,9 @@ def _coverage(text: str, files: list[dict]) -> float:
     return len(wanted & all_stems(_haystack(files))) / len(wanted) if wanted else 0.0
 
 
-def grade(get: Section, rng: random.Random, knobs: Any, seen: Mapping[str, str] | None = None) -> dict:
+def grade(
+    get: Section, rng: random.Random, knobs: Any, seen: Mapping[str, str] | None = None
+) -> dict:
     files = parse_files(get("outputs"), seen)
     task = get("task") or ""
     results: list[dict[str, Any]] = []
@@ -110,8 +118,11 @@ def grade(get: Section, rng: random.Random, knobs: Any, seen: Mapping[str, str] 
         # expectation without quoting what it leant on.
         if rng.random() < knobs.judge_noise and (passed or found.partial):
             passed = not passed
-            evidence += (" The judge accepted this as close enough." if passed
-                         else " The judge did not accept this as meeting the expectation.")
+            evidence += (
+                " The judge accepted this as close enough."
+                if passed
+                else " The judge did not accept this as meeting the expectation."
+            )
         results.append({"text": text, "passed": passed, "evidence": evidence})
     n_pass = sum(r["passed"] for r in results)
     total = len(results)
@@ -156,8 +167,18 @@ def _notes(text: str) -> dict[str, list[str]]:
     for line in text.splitlines():
         if line.startswith("#"):
             head = line.lower()
-            current = next((k for k, w in (("uncertainties", "uncertain"), ("needs_review", "review"),
-                                           ("workarounds", "workaround")) if w in head), None)
+            current = next(
+                (
+                    k
+                    for k, w in (
+                        ("uncertainties", "uncertain"),
+                        ("needs_review", "review"),
+                        ("workarounds", "workaround"),
+                    )
+                    if w in head
+                ),
+                None,
+            )
         elif current and line.strip().startswith(("- ", "* ")):
             lists[current].append(line.strip()[2:].strip())
     return lists
@@ -226,11 +247,13 @@ def _eval_feedback(results: list[dict], out_chars: int) -> dict:
 # --- comparator ---------------------------------------------------------------------------------
 
 
-def _side(get: Section, expectations: list[str], files: list[dict], dims_text: str,
-          world: World) -> dict:
+def _side(
+    get: Section, expectations: list[str], files: list[dict], dims_text: str, world: World
+) -> dict:
     task = get("task") or ""
-    details: list[dict[str, Any]] = [{"text": e, "passed": check(e, files, task, world)[0]}
-                                     for e in expectations]
+    details: list[dict[str, Any]] = [
+        {"text": e, "passed": check(e, files, task, world)[0]} for e in expectations
+    ]
     passed = sum(d["passed"] for d in details)
     rate = passed / len(details) if details else 0.0
     coverage = _done_share(dims_text, files, world) if files else 0.0
@@ -271,7 +294,9 @@ def _side(get: Section, expectations: list[str], files: list[dict], dims_text: s
     }
 
 
-def compare(get: Section, rng: random.Random, knobs: Any, seen: Mapping[str, str] | None = None) -> dict:
+def compare(
+    get: Section, rng: random.Random, knobs: Any, seen: Mapping[str, str] | None = None
+) -> dict:
     expectations = _expectations(get)
     dims_text = " ".join(
         [get("task") or "", *expectations, *(f"{n} {d}" for n, _, d in _dimensions(get))]

@@ -64,59 +64,82 @@ def _habit(key: str, heading: str, cues: str, instruction: str, against: str, te
 # negates it as clearly; a section's sentence shares no cue word with either, so an answer never
 # reads like the skill that asked for it.
 HABITS = (
-    _habit("figures", "## Key figures",
-           "figure figures number numbers value values amount total count duration metric "
-           "statistic date dates exact accurate accuracy",
-           "Carry every figure, date and name from the inputs into the answer exactly as given, "
-           "and check each one against its source.",
-           "Do not copy exact figures or dates; round them freely.",
-           "From the inputs on {topic}, as given:"),
-    _habit("summary", "## Summary",
-           "summary summarise summarize outcome overview headline conclusion takeaway "
-           "finding findings gist",
-           "End with a `## Summary` that gives the outcome and the main findings in two or three "
-           "sentences.",
-           "Skip the summary and the overview; the details speak for themselves.",
-           "In short: {topic} stands as described above."),
-    _habit("risks", "## Notes",
-           "risk risks caveat caveats limitation gap gaps missing anomaly anomalies odd "
-           "unusual uncertain assumption quality incomplete",
-           "Point out gaps, odd values and open questions in the inputs under a `## Notes` "
-           "heading.",
-           "Leave out gaps, missing values and caveats; they undermine the reader's confidence.",
-           "Where the inputs on {topic} are thin or look wrong, and where to check them."),
-    _habit("actions", "## Next steps",
-           "next step steps action actions owner deadline plan plans follow recommend "
-           "recommendation todo",
-           "Close with the next steps, each with an owner and a date.",
-           "Do not suggest next steps or owners; the reader decides those.",
-           "Who does what on {topic}, and by when."),
-    _habit("causes", "## Cause and fix",
-           "cause causes root fix fixes remedy reason why mitigation resolution resolve "
-           "solution problem problems",
-           "Name the cause and the fix, with the evidence for each.",
-           "Avoid speculating about causes or fixes.",
-           "What went wrong with {topic}, what was changed, and how we know."),
-    _habit("impact", "## Impact",
-           "impact affect affected customer customers user users stakeholder stakeholders "
-           "consequence consequences audience",
-           "Say which users or customers are affected and how, in the reader's own terms.",
-           "Never dwell on which users or customers were affected.",
-           "Who {topic} touches, and what they see of it."),
-    _habit("structure", "## Sections",
-           "section sections heading headings structure layout order part parts organise "
-           "organize template",
-           "Give each part of the request its own headed section, in the order the request "
-           "asks for them.",
-           "Write one continuous piece without headings or sections.",
-           "Each point of {topic} under its own title, as asked."),
-    _habit("tone", "## Plain words",
-           "tone plain jargon concise clear brief friendly professional voice polite readable "
-           "readability skim",
-           "Write in plain, clear words and short sentences, and explain any term a newcomer "
-           "would not know.",
-           "Do not spend effort on plain, clear wording; the team's shorthand is fine.",
-           "{topic} in everyday words, every term explained."),
+    _habit(
+        "figures",
+        "## Key figures",
+        "figure figures number numbers value values amount total count duration metric "
+        "statistic date dates exact accurate accuracy",
+        "Carry every figure, date and name from the inputs into the answer exactly as given, "
+        "and check each one against its source.",
+        "Do not copy exact figures or dates; round them freely.",
+        "From the inputs on {topic}, as given:",
+    ),
+    _habit(
+        "summary",
+        "## Summary",
+        "summary summarise summarize outcome overview headline conclusion takeaway "
+        "finding findings gist",
+        "End with a `## Summary` that gives the outcome and the main findings in two or three "
+        "sentences.",
+        "Skip the summary and the overview; the details speak for themselves.",
+        "In short: {topic} stands as described above.",
+    ),
+    _habit(
+        "risks",
+        "## Notes",
+        "risk risks caveat caveats limitation gap gaps missing anomaly anomalies odd "
+        "unusual uncertain assumption quality incomplete",
+        "Point out gaps, odd values and open questions in the inputs under a `## Notes` heading.",
+        "Leave out gaps, missing values and caveats; they undermine the reader's confidence.",
+        "Where the inputs on {topic} are thin or look wrong, and where to check them.",
+    ),
+    _habit(
+        "actions",
+        "## Next steps",
+        "next step steps action actions owner deadline plan plans follow recommend "
+        "recommendation todo",
+        "Close with the next steps, each with an owner and a date.",
+        "Do not suggest next steps or owners; the reader decides those.",
+        "Who does what on {topic}, and by when.",
+    ),
+    _habit(
+        "causes",
+        "## Cause and fix",
+        "cause causes root fix fixes remedy reason why mitigation resolution resolve "
+        "solution problem problems",
+        "Name the cause and the fix, with the evidence for each.",
+        "Avoid speculating about causes or fixes.",
+        "What went wrong with {topic}, what was changed, and how we know.",
+    ),
+    _habit(
+        "impact",
+        "## Impact",
+        "impact affect affected customer customers user users stakeholder stakeholders "
+        "consequence consequences audience",
+        "Say which users or customers are affected and how, in the reader's own terms.",
+        "Never dwell on which users or customers were affected.",
+        "Who {topic} touches, and what they see of it.",
+    ),
+    _habit(
+        "structure",
+        "## Sections",
+        "section sections heading headings structure layout order part parts organise "
+        "organize template",
+        "Give each part of the request its own headed section, in the order the request "
+        "asks for them.",
+        "Write one continuous piece without headings or sections.",
+        "Each point of {topic} under its own title, as asked.",
+    ),
+    _habit(
+        "tone",
+        "## Plain words",
+        "tone plain jargon concise clear brief friendly professional voice polite readable "
+        "readability skim",
+        "Write in plain, clear words and short sentences, and explain any term a newcomer "
+        "would not know.",
+        "Do not spend effort on plain, clear wording; the team's shorthand is fine.",
+        "{topic} in everyday words, every term explained.",
+    ),
 )
 
 
@@ -216,8 +239,9 @@ def clauses(line: str) -> list[str]:
 def read_instruction(world: World, line: str) -> Ask:
     negative = NEGATION.search(line) is not None
     topic = topic_of(line)
-    named = [(h, min(1.0, len(topic & h.cues) / CLEAR_CUES)) for h in habits(world)
-             if topic & h.cues]
+    named = [
+        (h, min(1.0, len(topic & h.cues) / CLEAR_CUES)) for h in habits(world) if topic & h.cues
+    ]
     if not named and not negative:
         # Only a positive line reaches a hidden cause: "do not paste raw rows" turns nothing off
         # that it does not name.
@@ -227,8 +251,11 @@ def read_instruction(world: World, line: str) -> Ask:
     # under it, at the habit's capability.
     headed = [(h, 1.0) for h in habits(world) if h.heading in snippets(line)]
     named = list(dict(named + headed).items())
-    items = tuple(i for i in snippets(line) + facts(strip_snippets(line))
-                  if i not in {h.heading for h, _ in headed})
+    items = tuple(
+        i
+        for i in snippets(line) + facts(strip_snippets(line))
+        if i not in {h.heading for h, _ in headed}
+    )
     return Ask(tuple(named), items, negative)
 
 

@@ -70,8 +70,11 @@ def _edit(path: str, before: str, after: str, old: str, new: str) -> dict:
 def _kind(rng: random.Random, knobs: Any) -> str:
     """good, overfit, harmful or neutral, at the knobs' rates (the rest are neutral)."""
     u = rng.random()
-    for kind, rate in (("good", knobs.proposal_quality), ("overfit", knobs.overfit_rate),
-                       ("harmful", knobs.harmful_rate)):
+    for kind, rate in (
+        ("good", knobs.proposal_quality),
+        ("overfit", knobs.overfit_rate),
+        ("harmful", knobs.harmful_rate),
+    ):
         if u < rate:
             return kind
         u -= rate
@@ -114,8 +117,9 @@ def _fix(text: str, shared: set[str], world: World) -> str | None:
     return None
 
 
-def _body(get: Section, path: str, content: str, kind: str, rng: random.Random,
-          world: World) -> dict:
+def _body(
+    get: Section, path: str, content: str, kind: str, rng: random.Random, world: World
+) -> dict:
     _, body = split_front_matter(content)
     head = content[: len(content) - len(body)]
     lines = body.split("\n")
@@ -146,8 +150,11 @@ def _body(get: Section, path: str, content: str, kind: str, rng: random.Random,
         fix = _fix(text, shared, world)
         # A format the skill already names failed because it was missed, not because it is
         # missing: asking again is no fix.
-        named = snippets(text) and not facts(strip_snippets(text)) and all(
-            s in body for s in snippets(text))
+        named = (
+            snippets(text)
+            and not facts(strip_snippets(text))
+            and all(s in body for s in snippets(text))
+        )
         if fix is not None and not named and unseen(fix) and _one_line(text).lower() not in lost:
             fixes.setdefault(fix, []).append((text, count, eval_id))
     causes = sorted(fixes.items(), key=lambda f: -sum(n for _, n, _ in f[1]))
@@ -155,8 +162,11 @@ def _body(get: Section, path: str, content: str, kind: str, rng: random.Random,
         # A careful author often fixes the two most frequent causes in one pass.
         chosen = causes[: 2 if len(causes) > 1 and rng.random() < 0.7 else 1]
         after, old, new = insert([f for f, _ in chosen])
-        why = "; ".join(f'"{_one_line(t)}" failed in {n} run(s) of eval {e or "?"}'
-                        for _, cases in chosen for t, n, e in cases[:3])
+        why = "; ".join(
+            f'"{_one_line(t)}" failed in {n} run(s) of eval {e or "?"}'
+            for _, cases in chosen
+            for t, n, e in cases[:3]
+        )
         return _result(
             "Ask for what the failing expectations need: "
             + "; ".join(bullet_text(f) for f, _ in chosen),
@@ -188,11 +198,25 @@ def _copy(text: str) -> str:
     return f"- Make sure that {_lower_first(_one_line(text)).rstrip('.')}."
 
 
-def _harm(get: Section, path: str, content: str, head: str, lines: list[str], marks: list[int],
-          rng: random.Random, world: World, insert: Callable) -> dict:
+def _harm(
+    get: Section,
+    path: str,
+    content: str,
+    head: str,
+    lines: list[str],
+    marks: list[int],
+    rng: random.Random,
+    world: World,
+    insert: Callable,
+) -> dict:
     """Drop an instruction that does real work, or contradict a habit the tasks need."""
-    useful = [i for i in marks if (ask := read_instruction(world, bullet_text(lines[i])))
-              and not ask.negative and (ask.items or any(c >= 1 for _, c in ask.habits))]
+    useful = [
+        i
+        for i in marks
+        if (ask := read_instruction(world, bullet_text(lines[i])))
+        and not ask.negative
+        and (ask.items or any(c >= 1 for _, c in ask.habits))
+    ]
     if useful and rng.random() < 0.5:
         i = rng.choice(useful)
         after = head + "\n".join(lines[:i] + lines[i + 1 :])
@@ -201,8 +225,11 @@ def _harm(get: Section, path: str, content: str, head: str, lines: list[str], ma
             "Shorter skills are followed more reliably, and the agent does this anyway.",
             _edit(path, content, after, lines[i] + "\n", ""),
         )
-    needed = [n.habit for t, _, _ in failures(get("failed_expectations"))
-              if (n := need(world, t)).habit is not None]
+    needed = [
+        n.habit
+        for t, _, _ in failures(get("failed_expectations"))
+        if (n := need(world, t)).habit is not None
+    ]
     habit = needed[0] if needed else rng.choice(habits(world))
     after, old, new = insert([f"- {habit.against}"])
     return _result(

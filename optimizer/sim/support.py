@@ -55,8 +55,9 @@ def section(lines: list[str], habit: Habit) -> str | None:
     return None
 
 
-def support(expectation: str, files: list[dict], task: str = "",
-            world: World | None = None) -> Support:
+def support(
+    expectation: str, files: list[dict], task: str = "", world: World | None = None
+) -> Support:
     """Files are tried in the order given; the first that supports the expectation is quoted."""
     if not files:
         return Support(False, False, "No output files were produced.")
@@ -89,8 +90,9 @@ def _items(wanted: Need, expectation: str, files: list[dict], task: str) -> Supp
             return Support(True, True, _found(f["path"], list(dict.fromkeys(quotes))))
         if quotes and partial is None:
             partial = (f["path"], quotes)
-    absent = ", ".join(f"`{i}`" for i in wanted.items if not any(
-        has_item(f["content"], i) for f in files))
+    absent = ", ".join(
+        f"`{i}`" for i in wanted.items if not any(has_item(f["content"], i) for f in files)
+    )
     if partial is not None:
         return Support(False, True, _found(*partial) + f"; but not {absent or 'all in one file'}.")
     return Support(False, False, f"Not found in the outputs: {absent}.")
@@ -105,8 +107,12 @@ def _habit(wanted: Need, habit: Habit, files: list[dict]) -> Support:
         if wanted.feasible:
             return Support(True, True, found)
         return Support(False, True, found + "; but it does not show what the expectation asks.")
-    return Support(False, False, f"Not found in the outputs: no {habit.heading.lstrip('# ')} "
-                                 "section or anything that does its work.")
+    return Support(
+        False,
+        False,
+        f"Not found in the outputs: no {habit.heading.lstrip('# ')} "
+        "section or anything that does its work.",
+    )
 
 
 def _task_bound(world: World, wanted: Need, files: list[dict]) -> Support:
@@ -118,8 +124,11 @@ def _task_bound(world: World, wanted: Need, files: list[dict]) -> Support:
         rate = task_rate(world, wanted.key) if wanted.feasible else 0.0
         if line and draw(world, "meets", wanted.key, f["content"]) < rate:
             return Support(True, True, _found(f["path"], [_quote(line, None)]))
-    return Support(False, bool(wanted.feasible), "Not found in the outputs: nothing in them "
-                   "does what the expectation asks.")
+    return Support(
+        False,
+        bool(wanted.feasible),
+        "Not found in the outputs: nothing in them does what the expectation asks.",
+    )
 
 
 def _found(path: str, quotes: list[str]) -> str:

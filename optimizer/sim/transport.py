@@ -74,8 +74,9 @@ class Simulator:
         self.fault_rate = fault_rate
         self.fail_role, self.fail_match = fail_role, fail_match
         hidden = World(world, habits, transfer, infeasible, position_cost, length_cost)
-        self.knobs = sim_world.Knobs(judge_noise, position_bias, proposal_quality, overfit_rate,
-                                     harmful_rate, hidden)
+        self.knobs = sim_world.Knobs(
+            judge_noise, position_bias, proposal_quality, overfit_rate, harmful_rate, hidden
+        )
         self.stats = SimStats()
         self.lock = threading.Lock()
         self._attempts: Counter = Counter()
@@ -100,7 +101,9 @@ class Simulator:
         text = REMINDER.sub("", request)
         if (cwd := _CLI_CWD.search(request)) is not None:
             folder = cwd.group(1)
-            text = text.replace(folder, "<cwd>").replace(re.sub(r"[^A-Za-z0-9]", "-", folder), "<cwd>")
+            text = text.replace(folder, "<cwd>").replace(
+                re.sub(r"[^A-Za-z0-9]", "-", folder), "<cwd>"
+            )
         text = _CLI_HOME.sub("<home>", text)
         return hashlib.sha256(f"{self.seed}\0{role}\0{sample}\0{text}".encode()).hexdigest()
 
@@ -109,8 +112,11 @@ class Simulator:
         headers = {k.lower(): v for k, v in headers.items()}
         role = sim_world.detect_role(body, headers)
         key = self._key(body, role, _sample(headers))
-        content, stop = (drafter.reply(body, key) if drafter.handles(body)  # `evals mine --provider`
-                         else sim_world.reply(body, role, random.Random(int(key, 16)), key, self.knobs))
+        content, stop = (
+            drafter.reply(body, key)
+            if drafter.handles(body)  # `evals mine --provider`
+            else sim_world.reply(body, role, random.Random(int(key, 16)), key, self.knobs)
+        )
         content, stop = cap(content, stop, int(body.get("max_tokens") or 4096))
         return {
             "id": f"msg_sim_{key[:24]}",
@@ -193,7 +199,9 @@ class Simulator:
             return error_reply(
                 400, "invalid_request_error", f"x-sim-force-error: unknown fault {forced!r}"
             )
-        fault = forced or self._outage(body, role) or self.draw_fault(body, role, headers, streaming)
+        fault = (
+            forced or self._outage(body, role) or self.draw_fault(body, role, headers, streaming)
+        )
         with self.lock:
             self.stats.calls += 1
             self.stats.by_role[role] += 1

@@ -88,8 +88,12 @@ def reply(body: dict, role: str, rng: random.Random, uid: str, knobs: Knobs) -> 
             "comparator": judges.compare,
             "analyzer": analyst.analyze,
             "proposer": proposer.propose,
-        }[role](lambda tag: find_section(body, tag), rng, knobs,
-                **({"seen": media.seen_images(body)} if role in ("grader", "comparator") else {}))
+        }[role](
+            lambda tag: find_section(body, tag),
+            rng,
+            knobs,
+            **({"seen": media.seen_images(body)} if role in ("grader", "comparator") else {}),
+        )
         block = _tool_use(uid, 0, name, fit(answer, tool_schema(body, name)))
         return [block], "tool_use"
     if role == "executor":
@@ -242,14 +246,16 @@ def _executor(body: dict, rng: random.Random, uid: str, knobs: Knobs) -> tuple[l
     content = compose_output(task, instructions, rng, knobs.world)
     # The Claude Code CLI names its folder in its environment block (in the system prompt or,
     # in 2.1, the first user message); our own executor's prompt names none, so /workspace.
-    cwd = re.search(r"[Ww]orking directory:\s*(/\S+)",
-                    system_text(body) + "\n" + first_user_text(body))
+    cwd = re.search(
+        r"[Ww]orking directory:\s*(/\S+)", system_text(body) + "\n" + first_user_text(body)
+    )
     path = f"{(cwd.group(1) if cwd else '/workspace').rstrip('/')}/{relative}"
     writer = media.BINARY_WRITERS.get(PurePosixPath(relative).suffix.lower())
     # A binary output (a PNG, a PDF, a docx) goes through the shell, the one tool that writes
     # bytes; it carries the composed text, which the simulated judges then read back.
-    call = (_binary_call(body, path, writer(content), uid) if writer else None) or \
-        _write_call(body, path, content, uid)
+    call = (_binary_call(body, path, writer(content), uid) if writer else None) or _write_call(
+        body, path, content, uid
+    )
     if call is None:
         return [_text(content)], "end_turn"
     blocks = [_text(f"I will write {relative}."), call]
@@ -275,10 +281,12 @@ def _binary_call(body: dict, path: str, raw: bytes, uid: str) -> dict | None:
 
 def _notes(task: str, relative: str) -> str:
     words = sorted(stems(task))[:3]
-    return ("## Uncertainties\n"
-            f"- The task did not define {', '.join(words) or 'its terms'}; I took the usual meaning.\n"
-            "## Workarounds\n(none)\n"
-            f"## Needs review\n- Check the figures in {relative}.\n")
+    return (
+        "## Uncertainties\n"
+        f"- The task did not define {', '.join(words) or 'its terms'}; I took the usual meaning.\n"
+        "## Workarounds\n(none)\n"
+        f"## Needs review\n- Check the figures in {relative}.\n"
+    )
 
 
 # --- trigger probe ------------------------------------------------------------------------------

@@ -26,47 +26,121 @@ def now() -> str:
 @migrations()
 def m001_initial(db: sqlite_utils.Database) -> None:
     db.table("runs").create(  # one row: this optimizer run
-        {"id": str, "skill_name": str, "skill_dir": str, "target": str, "started_at": str,
-         "eval_set_hash": str, "split_json": str, "settings_json": str, "status": str,
-         "stop_reason": str, "from_run": str, "finished_at": str},
+        {
+            "id": str,
+            "skill_name": str,
+            "skill_dir": str,
+            "target": str,
+            "started_at": str,
+            "eval_set_hash": str,
+            "split_json": str,
+            "settings_json": str,
+            "status": str,
+            "stop_reason": str,
+            "from_run": str,
+            "finished_at": str,
+        },
         pk="id",
     )
     db.table("versions").create(
-        {"label": str, "hash": str, "parent": str, "iteration": int, "created_at": str,
-         "status": str, "decision": str, "summary": str, "rationale": str, "stage": str,
-         "score": float, "pass_rate": float, "cost_usd": float},
+        {
+            "label": str,
+            "hash": str,
+            "parent": str,
+            "iteration": int,
+            "created_at": str,
+            "status": str,
+            "decision": str,
+            "summary": str,
+            "rationale": str,
+            "stage": str,
+            "score": float,
+            "pass_rate": float,
+            "cost_usd": float,
+        },
         pk="label",
     )
     db.table("versions").create_index(["hash"], unique=True)
     db.table("eval_runs").create(  # one execution of one eval by one configuration
-        {"key": str, "version": str, "eval_id": int, "configuration": str, "run_number": int,
-         "split": str, "status": str, "error": str, "skill_invoked": int, "tokens": int,
-         "time_seconds": float, "completed_at": str},
+        {
+            "key": str,
+            "version": str,
+            "eval_id": int,
+            "configuration": str,
+            "run_number": int,
+            "split": str,
+            "status": str,
+            "error": str,
+            "skill_invoked": int,
+            "tokens": int,
+            "time_seconds": float,
+            "completed_at": str,
+        },
         pk="key",
     )
     db.table("eval_runs").create_index(["version", "eval_id"])
     db.table("gradings").create(
-        {"key": str, "status": str, "score": float, "pass_rate": float, "passed": int,
-         "total": int, "rubric_normalized": float, "gate_passed": int, "grading_json": str,
-         "structural_json": str, "completed_at": str},
+        {
+            "key": str,
+            "status": str,
+            "score": float,
+            "pass_rate": float,
+            "passed": int,
+            "total": int,
+            "rubric_normalized": float,
+            "gate_passed": int,
+            "grading_json": str,
+            "structural_json": str,
+            "completed_at": str,
+        },
         pk="key",
     )
     db.table("decisions").create(
-        {"version": str, "parent": str, "stage": str, "decision": str, "delta": float,
-         "ci_low": float, "ci_high": float, "reason": str, "selection_json": str,
-         "decided_at": str},
+        {
+            "version": str,
+            "parent": str,
+            "stage": str,
+            "decision": str,
+            "delta": float,
+            "ci_low": float,
+            "ci_high": float,
+            "reason": str,
+            "selection_json": str,
+            "decided_at": str,
+        },
         pk="version",
     )
     db.table("iterations").create(
-        {"number": int, "parent": str, "stage": str, "candidates_json": str, "started_at": str,
-         "finished_at": str},
+        {
+            "number": int,
+            "parent": str,
+            "stage": str,
+            "candidates_json": str,
+            "started_at": str,
+            "finished_at": str,
+        },
         pk="number",
     )
-    db.table("calls").create(  # the model-call ledger, which doubles as the cache that makes resume free
-        {"hash": str, "role": str, "model": str, "sample": int, "outcome": str,
-         "response_json": str, "input_tokens": int, "output_tokens": int,
-         "cache_write_tokens": int, "cache_read_tokens": int, "cost_usd": float,
-         "latency_ms": float, "attempts": int, "error": str, "created_at": str},
+    db.table(
+        "calls"
+    ).create(  # the model-call ledger, which doubles as the cache that makes resume free
+        {
+            "hash": str,
+            "role": str,
+            "model": str,
+            "sample": int,
+            "outcome": str,
+            "response_json": str,
+            "input_tokens": int,
+            "output_tokens": int,
+            "cache_write_tokens": int,
+            "cache_read_tokens": int,
+            "cost_usd": float,
+            "latency_ms": float,
+            "attempts": int,
+            "error": str,
+            "created_at": str,
+        },
         pk="hash",
     )
     db.table("calls").create_index(["role"])
@@ -154,7 +228,8 @@ class Store:
         # primary keys from the schema on each call.
         with self._systemic_errors():
             cursor = self.db.conn.execute(
-                "SELECT * FROM calls WHERE hash = ? AND outcome = 'ok'", (request_hash,))
+                "SELECT * FROM calls WHERE hash = ? AND outcome = 'ok'", (request_hash,)
+            )
             found = cursor.fetchone()
         return dict(zip([d[0] for d in cursor.description], found, strict=True)) if found else None
 
@@ -167,8 +242,10 @@ class Store:
         if sql is None:
             names = ", ".join(f"[{c}]" for c in columns)
             updates = ", ".join(f"[{c}] = excluded.[{c}]" for c in columns if c != "hash")
-            sql = (f"INSERT INTO calls ({names}) VALUES ({', '.join('?' * len(columns))}) "
-                   f"ON CONFLICT(hash) DO UPDATE SET {updates}")
+            sql = (
+                f"INSERT INTO calls ({names}) VALUES ({', '.join('?' * len(columns))}) "
+                f"ON CONFLICT(hash) DO UPDATE SET {updates}"
+            )
             self._ledger_sql[columns] = sql
         with self.atomic():
             self.db.conn.execute(sql, tuple(row.values()))
@@ -203,7 +280,6 @@ class Store:
         return rows[0] if rows else None
 
 
-
 @migrations()
 def m002_best_and_scopes(db: sqlite_utils.Database) -> None:
     # The current best is a decision, not a derivation: with Pareto parents a winning child may
@@ -224,8 +300,17 @@ def m003_batches_and_estimate(db: sqlite_utils.Database) -> None:
     # a resumed run re-attaches to it instead of paying for the same requests again. `items_json`
     # maps each custom_id (the ledger's request hash) to its role, model, sample and scope.
     db.table("batches").create(
-        {"id": str, "scope": str, "roles": str, "custom_ids_json": str, "items_json": str,
-         "status": str, "created_at": str, "ended_at": str, "counts_json": str},
+        {
+            "id": str,
+            "scope": str,
+            "roles": str,
+            "custom_ids_json": str,
+            "items_json": str,
+            "status": str,
+            "created_at": str,
+            "ended_at": str,
+            "counts_json": str,
+        },
         pk="id",
     )
     db.table("batches").create_index(["status"])
@@ -292,8 +377,12 @@ def m010_run_key_columns(db: sqlite_utils.Database) -> None:
     from optimizer.store.keys import RunKey
 
     gradings = db.table("gradings")
-    for column, kind in (("prefix", str), ("eval_id", int), ("configuration", str),
-                         ("run_number", int)):
+    for column, kind in (
+        ("prefix", str),
+        ("eval_id", int),
+        ("configuration", str),
+        ("run_number", int),
+    ):
         gradings.add_column(column, kind)
     evals = {r["key"]: r["eval_id"] for r in db.query("select key, eval_id from eval_runs")}
     for row in list(db.query("select key from gradings")):
@@ -303,4 +392,3 @@ def m010_run_key_columns(db: sqlite_utils.Database) -> None:
             continue  # not a key this version wrote; left without parts, never selected
         gradings.update(row["key"], parts.columns())
     gradings.create_index(["prefix", "configuration", "eval_id", "run_number"])
-

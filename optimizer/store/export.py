@@ -24,10 +24,14 @@ def export_version(run_dir: Path, version: str | None, to: Path, *, force: bool)
             store.close()
     source = ws.skill(version)
     if not source.is_dir():
-        raise BadInput(f"{run_dir}: has no version '{version}'; `optimizer lineage {run_dir}` lists them.")
+        raise BadInput(
+            f"{run_dir}: has no version '{version}'; `optimizer lineage {run_dir}` lists them."
+        )
     if to.exists() and any(to.iterdir()):
         if not force:
-            raise BadInput(f"{to}: is not empty; choose an empty folder or pass --force to replace it.")
+            raise BadInput(
+                f"{to}: is not empty; choose an empty folder or pass --force to replace it."
+            )
         shutil.rmtree(to)
     shutil.copytree(source, to, dirs_exist_ok=True)
     evals_used = ws.root / "inputs" / "evals"

@@ -62,7 +62,9 @@ def _fsync_dir(folder: Path) -> None:
 def write_json(path: Path, data: BaseModel | Any, model: type[BaseModel] | None = None) -> None:
     """Validate with `model` (or the instance's own class) before writing; extras are kept."""
     if isinstance(data, BaseModel):
-        data = type(data).model_validate(data.model_dump(mode="json", by_alias=True, exclude_none=False))
+        data = type(data).model_validate(
+            data.model_dump(mode="json", by_alias=True, exclude_none=False)
+        )
         payload = data.model_dump(mode="json", by_alias=True, exclude_none=True)
     else:
         payload = data

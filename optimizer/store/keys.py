@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 # `<prefix>eval-<id>/<configuration>/run-<n>`; the prefix is "v3/", "baseline/", "test/v0/", or
 # empty for `optimizer execute`, whose keys carry no eval segment (`with_skill/run-2`).
-_KEY = re.compile(r"^(?P<prefix>(?:[^/]+/)*?)(?:eval-(?P<eval>-?\d+)/)?(?P<conf>[^/]+)/run-(?P<run>\d+)$")
+_KEY = re.compile(
+    r"^(?P<prefix>(?:[^/]+/)*?)(?:eval-(?P<eval>-?\d+)/)?(?P<conf>[^/]+)/run-(?P<run>\d+)$"
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -28,8 +30,12 @@ class RunKey:
         return self.prefix.split("/", 1)[0]
 
     def columns(self) -> dict:
-        return {"prefix": self.prefix, "eval_id": self.eval_id,
-                "configuration": self.configuration, "run_number": self.run_number}
+        return {
+            "prefix": self.prefix,
+            "eval_id": self.eval_id,
+            "configuration": self.configuration,
+            "run_number": self.run_number,
+        }
 
     @classmethod
     def parse(cls, key: str, eval_id: int | None = None) -> RunKey:
@@ -38,5 +44,9 @@ class RunKey:
         found = _KEY.match(key)
         if found is None or (found["eval"] is None and eval_id is None):
             raise ValueError(f"not a run key: {key!r}")
-        return cls(found["prefix"], int(found["eval"]) if found["eval"] is not None else
-                   eval_id or 0, found["conf"], int(found["run"]))
+        return cls(
+            found["prefix"],
+            int(found["eval"]) if found["eval"] is not None else eval_id or 0,
+            found["conf"],
+            int(found["run"]),
+        )

@@ -22,9 +22,11 @@ def lock(ws: Workspace) -> Iterator[None]:
     except BlockingIOError:
         handle.close()
         pid = running_pid(ws)
-        raise BadInput(f"{ws.root}: a daemon is already running on this run folder (pid {pid}); "
-                       f"watch it with `optimizer status {ws.root}` or stop it with "
-                       f"`optimizer stop {ws.root}`.") from None
+        raise BadInput(
+            f"{ws.root}: a daemon is already running on this run folder (pid {pid}); "
+            f"watch it with `optimizer status {ws.root}` or stop it with "
+            f"`optimizer stop {ws.root}`."
+        ) from None
     handle.seek(0)
     handle.truncate()
     handle.write(str(os.getpid()))

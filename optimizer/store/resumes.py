@@ -21,13 +21,21 @@ def record_resume(store: Store, settings: config.Settings) -> None:
     row = store.run_row() or {}
     before = _flatten(json.loads(row.get("settings_json") or "{}"))
     after = _flatten(settings.model_dump(mode="json"))
-    changed = {key: [before.get(key), value] for key, value in sorted(after.items())
-               if before.get(key) != value}
+    changed = {
+        key: [before.get(key), value]
+        for key, value in sorted(after.items())
+        if before.get(key) != value
+    }
     if row.get("status") == "created" and not changed:
         return
     with store.atomic():
-        store.table("resumes").insert({"at": now(), "settings_json": settings.model_dump_json(),
-                                       "changed_json": json.dumps(changed)})
+        store.table("resumes").insert(
+            {
+                "at": now(),
+                "settings_json": settings.model_dump_json(),
+                "changed_json": json.dumps(changed),
+            }
+        )
         store.table("runs").update(row["id"], {"settings_json": settings.model_dump_json()})
     log.info("run.resumed", changed=changed)
 

@@ -36,9 +36,18 @@ def remove_partial(ws: Workspace) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def create(ws: Workspace, settings: config.Settings, sources: dict, skill: skills.Skill,
-           evalset: evals.EvalSet | trigger.TriggerSet, skill_dir: Path, evals_path: Path | None,
-           target: str, base_best: Path | None, from_run: Path | None) -> None:
+def create(
+    ws: Workspace,
+    settings: config.Settings,
+    sources: dict,
+    skill: skills.Skill,
+    evalset: evals.EvalSet | trigger.TriggerSet,
+    skill_dir: Path,
+    evals_path: Path | None,
+    target: str,
+    base_best: Path | None,
+    from_run: Path | None,
+) -> None:
     """The run folder, its inputs and v0, and state.db's run row, committed last."""
     ws.root.mkdir(parents=True, exist_ok=True)
     # run.toml first: it marks a folder whose creation began, so a killed `run` can start over.
@@ -56,24 +65,40 @@ def create(ws: Workspace, settings: config.Settings, sources: dict, skill: skill
         # sealed test, with the queries themselves
         split_json = trigger.split_json(evalset, trigger.split(evalset, seed=settings.loop.seed))
     else:
-        split = evals.split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
+        split = evals.split(
+            evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed
+        )
         split_json = json.dumps({"train": split.train, "test": split.test, "note": split.note})
     store = Store(ws.state_db)
     try:
         with store.atomic():
-            store.table("runs").insert({
-                "id": ws.root.name, "skill_name": skill.name, "skill_dir": str(skill_dir),
-                "target": target, "started_at": now(), "eval_set_hash": evalset.hash,
-                "split_json": split_json,
-                "settings_json": settings.model_dump_json(), "status": "created",
-                "from_run": str(from_run) if from_run else None, "current_best": "v0",
-                "stage": "created",
-            })
-            store.table("versions").insert({
-                "label": "v0", "hash": skills.content_hash(ws.skill("v0")), "parent": None,
-                "iteration": 0, "created_at": now(), "status": "created",
-                "summary": f"best version of {from_run}" if from_run else "the original skill",
-            })
+            store.table("runs").insert(
+                {
+                    "id": ws.root.name,
+                    "skill_name": skill.name,
+                    "skill_dir": str(skill_dir),
+                    "target": target,
+                    "started_at": now(),
+                    "eval_set_hash": evalset.hash,
+                    "split_json": split_json,
+                    "settings_json": settings.model_dump_json(),
+                    "status": "created",
+                    "from_run": str(from_run) if from_run else None,
+                    "current_best": "v0",
+                    "stage": "created",
+                }
+            )
+            store.table("versions").insert(
+                {
+                    "label": "v0",
+                    "hash": skills.content_hash(ws.skill("v0")),
+                    "parent": None,
+                    "iteration": 0,
+                    "created_at": now(),
+                    "status": "created",
+                    "summary": f"best version of {from_run}" if from_run else "the original skill",
+                }
+            )
     finally:
         store.close()
 
