@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: setup tools real-model-deps real-model demo test lint typecheck bench clean-runs wheel-check
+.PHONY: setup tools real-model-deps real-model demo test lint format typecheck bench clean-runs wheel-check
 
 setup: $(VENV)/.installed
 
@@ -42,6 +42,11 @@ test: setup tools real-model-deps
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# Formats the code in place (CI checks it with `make lint`).
+format: setup
+	$(BIN)/ruff format .
 
 # The package and its checks live in pyproject.toml ([tool.mypy]).
 typecheck: setup
