@@ -12,10 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from peers.arena import Arena, BudgetSpent, start_run
+from peers.ceiling import ceiling
 
 # Runs per sealed test eval when a final skill is measured (the engine's own sealed test uses
 # evals.runs_per_eval; more runs make the gain less noisy, and cost no method anything).
-MEASURE_RUNS = 6
+MEASURE_RUNS = 10
+# Our loop with settings it already has, measured beside the defaults: one run per eval to start
+# and at most three (the defaults: three, up to six), the cost of a decision cut where the peers
+# win on price. Never the verdict's "ours", which is the product as shipped.
+VARIANTS = {"ours-lean": ["evals.runs_per_eval=1", "selection.max_runs_per_eval=3"]}
 
 
 @dataclass
@@ -27,6 +32,8 @@ class Outcome:
     calls: int
     runs: int
     wall_s: float
+    ceiling: float
+    ceiling_source: str
     note: str = ""
 
 
@@ -38,9 +45,9 @@ def run_method(name: str, skill_dir: Path, run_dir: Path, overrides: list[str],
     """One method on one (skill, seed); the peers' arenas are set up (folder created, v0 graded
     on train by the engine's start) before their clock and their spending begin."""
     started = time.perf_counter()
-    if name == "ours":
-        start_run(skill_dir, run_dir, overrides, {"budget.usd": budget_usd,
-                                                  "loop.max_iterations": 100})
+    if name == "ours" or name in VARIANTS:
+        start_run(skill_dir, run_dir, [*overrides, *VARIANTS.get(name, [])],
+                  {"budget.usd": budget_usd, "loop.max_iterations": 100})
         return asyncio.run(_measured(name, run_dir, budget_usd, None, started))
     start_run(skill_dir, run_dir, overrides, {"loop.max_iterations": 0})
     return asyncio.run(_measured(name, run_dir, budget_usd, SEARCHES[name], None))
@@ -61,7 +68,9 @@ async def _measured(name: str, run_dir: Path, budget_usd: float, search: Search 
         wall = time.perf_counter() - started
         used = arena.usage()
         sealed = await arena.measure(final, MEASURE_RUNS)
-        return Outcome(name, final, sealed, used.usd, used.calls, used.runs, wall, note)
+        top, source = ceiling(arena)
+        return Outcome(name, final, sealed, used.usd, used.calls, used.runs, wall, top, source,
+                       note)
     finally:
         await arena.aclose()
 
@@ -105,5 +114,5 @@ SEARCHES: dict[str, Search] = {
     "gepa+merge": _peer("gepa_peer", "gepa_merge_on"),
     "skillopt": _peer("skillopt_peer", "skillopt"),
 }
-METHODS = ["ours", *SEARCHES]
+METHODS = ["ours", *VARIANTS, *SEARCHES]
 PEERS = ("gepa", "gepa+merge", "skillopt")
