@@ -75,3 +75,21 @@ def test_bad_flags_get_one_sentence_and_exit_2(args, says):
     done = bench(*args, "--no-write")
     assert done.returncode == 2
     assert done.stderr.strip().startswith(says) and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_gain_per_dollar_is_total_gain_over_total_spend_and_the_interval_is_paired():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from peers.stats import Unit, paired_ratio, per_dollar
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    ours = [Unit("s", i, gain, None, False, usd) for i, (gain, usd) in
+            enumerate([(0.2, 2.0), (0.0, 2.0), (0.1, 1.0)])]
+    peer = [Unit("s", i, gain, None, gain < 0, usd) for i, (gain, usd) in
+            enumerate([(0.1, 1.0), (-0.1, 1.0), (0.0, 1.0)])]
+    assert per_dollar(ours) == pytest.approx(0.3 / 5.0)
+    assert per_dollar(peer) == 0.0
+    point, lo, hi = paired_ratio(ours, peer, seed=1)
+    # The peer gained nothing per dollar: any gain of ours is an unbounded multiple of it.
+    assert point == float("inf") and lo <= hi
+    assert paired_ratio(ours, ours, seed=1)[0] == 1.0
