@@ -50,7 +50,9 @@ class Usage:
 def run_settings(skill_dir: Path, seed: int, overrides: list[str]) -> list[str]:
     """The settings every method shares for one (skill, seed): the simulator with this seed, the
     split and every rng with this seed, no no-skill baseline (no method needs it to decide)."""
-    return [f"loop.seed={seed}", f"sim.seed={seed}", "llm.provider=sim",
+    # A simulator with latent worlds (sim.world) draws a new world per seed too.
+    world = [f"sim.world={seed}"] if "world" in config.Sim.model_fields else []
+    return [f"loop.seed={seed}", f"sim.seed={seed}", *world, "llm.provider=sim",
             "evals.baseline_comparison=false", *overrides]
 
 
