@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from optimizer.errors import BadInput
 from optimizer.prices import (
@@ -147,9 +147,26 @@ class Sim(Section):
     judge_noise: float = Field(0.05, ge=0, le=1)
     position_bias: float = Field(0.3, ge=0, le=1)
     proposal_quality: float = Field(0.6, ge=0, le=1)
+    overfit_rate: float = Field(0.15, ge=0, le=1)
+    harmful_rate: float = Field(0.1, ge=0, le=1)
+    world: int = 0
+    habits: int = Field(8, ge=1, le=8)
+    transfer: float = Field(0.6, ge=0, le=1)
+    infeasible: float = Field(0.1, ge=0, le=1)
+    position_cost: float = Field(0.15, ge=0, le=1)
+    length_cost: float = Field(0.02, ge=0, le=1)
     batch_delay_s: float = Field(0.0, ge=0)
     fail_role: str = ""
     fail_match: str = ""
+
+    @model_validator(mode="after")
+    def _rates_share_one(self) -> Sim:
+        total = self.proposal_quality + self.overfit_rate + self.harmful_rate
+        if total > 1 + 1e-9:
+            raise ValueError(
+                f"sim.proposal_quality + sim.overfit_rate + sim.harmful_rate is {total:g}; they are "
+                "shares of one proposal, so lower one of them until they sum to at most 1")
+        return self
 
 
 class Ray(Section):
@@ -348,6 +365,11 @@ def _explain(err: Mapping[str, Any], sources: Mapping[str, str]) -> str:
         return f"{origin}: {key}.{loc[2]} {err['msg'].lower()} (USD per million tokens)."
     dotted = ".".join(loc[:2])
     origin = sources.get(dotted, "settings")
+    if err["type"] == "value_error" and len(loc) == 1:
+        # A rule across a section's keys: name where those keys were set.
+        origins = sorted({v for k, v in sources.items() if k.startswith(f"{loc[0]}.")})
+        where = ", ".join(origins) or "settings"
+        return f"{where}: {str(err['msg']).removeprefix('Value error, ')}."
     if err["type"] == "extra_forbidden":
         return f"{origin}: unknown setting '{'.'.join(loc)}'{_suggest('.'.join(loc))}"
     if len(loc) >= 2 and loc[0] in SECTIONS and loc[1] in SECTIONS[loc[0]].model_fields:

@@ -17,10 +17,10 @@ from optimizer.store.files import read_json
 EVALS = [
     Eval(id=1, name="revenue", prompt="Summarise the quarterly revenue report into summary.md.",
          expectations=["The summary states the total revenue `4.2M`",
-                       "The summary names the northern, southern and western regions"]),
+                       "The summary names the `northern`, `southern` and `western` regions"]),
     Eval(id=2, name="churn", prompt="Explain the customer churn figures in churn.md.",
          expectations=["The explanation gives the churn rate `7%`",
-                       "The explanation compares churn with the previous quarter"]),
+                       "The explanation compares churn with the `previous quarter`"]),
 ]
 GOOD = {
     1: "# Revenue summary\nTotal revenue: 4.2M.\nRegions: northern, southern and western.\n",

@@ -94,3 +94,12 @@ def test_unknown_model_is_priced_as_the_most_expensive():
     s = config.Settings()
     assert s.price("some-new-model") == s.prices["claude-opus-4-1"]
     assert s.price("claude-sonnet-4-6-20260101") == s.prices["claude-sonnet-4-6"]
+
+
+def test_simulated_edit_rates_must_share_one_proposal():
+    with pytest.raises(BadInput, match="sim.proposal_quality \\+ sim.overfit_rate \\+ sim.harmful_rate is 1.2"):
+        config.load(env={}, overrides=["sim.proposal_quality=0.95", "sim.overfit_rate=0.15",
+                                       "sim.harmful_rate=0.1"])
+    loaded = config.load(env={}, overrides=["sim.proposal_quality=0.75"])
+    assert loaded.settings.sim.proposal_quality + loaded.settings.sim.overfit_rate + \
+        loaded.settings.sim.harmful_rate == pytest.approx(1.0)

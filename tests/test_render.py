@@ -136,7 +136,7 @@ async def test_office_files_reach_the_judge_as_text_with_their_markers(tmp_path,
     make_docx(run_dir / "outputs" / "report.docx", "The okapi margin rose by nine points.")
     make_xlsx(run_dir / "outputs" / "numbers.xlsx")
     make_pptx(run_dir / "outputs" / "deck.pptx")
-    ev = make_eval(["The report says the okapi margin rose", "The report names the pangolin budget"])
+    ev = make_eval(['The report says the "okapi margin rose"', 'The report names the "pangolin budget"'])
     out, body = await graded(ev, run_dir, record)
     text = text_of(body)
     assert isinstance(body["messages"][0]["content"], str)  # text only: nothing to attach
@@ -156,7 +156,7 @@ async def test_a_corrupt_file_is_listed_as_not_converted_and_grading_goes_on(tmp
     (run_dir / "outputs" / "broken.docx").write_bytes(b"PK\x03\x04 not really a zip")
     (run_dir / "outputs" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40))
     (run_dir / "outputs" / "note.md").write_text("# Note\nThe heron count is seven.\n")
-    out, body = await graded(make_eval(["The note gives the heron count"]), run_dir, record)
+    out, body = await graded(make_eval(['The note gives the "heron count"']), run_dir, record)
     text = text_of(body)
     assert out.status == "ok" and out.grading.expectations[0].passed
     assert "(docx file, 21 bytes, could not be converted: BadZipFile" in text
@@ -171,7 +171,7 @@ async def test_a_png_becomes_an_image_block_the_simulator_reads_by_its_text(tmp_
     run_dir, record = make_run(tmp_path)
     make_png(run_dir / "outputs" / "chart.png", "A bar chart of walrus sales by month")
     make_png(run_dir / "outputs" / "plain.png")  # no text: unverifiable to the simulator
-    ev = make_eval(["The chart shows walrus sales by month", "The picture shows a lighthouse"])
+    ev = make_eval(['The chart shows "walrus sales by month"', 'The picture shows a "lighthouse"'])
     out, body = await graded(ev, run_dir, record)
     images = blocks(body, "image")
     assert len(images) == 2 and images[0]["source"]["media_type"] == "image/png"
@@ -199,7 +199,7 @@ def test_a_large_image_is_downscaled_to_the_api_limits(tmp_path):
 async def test_a_pdf_is_a_document_block_and_its_text_with_page_markers(tmp_path, graded):
     run_dir, record = make_run(tmp_path)
     make_pdf(run_dir / "outputs" / "brief.pdf", ["Summary of the platypus study", "The narwhal appendix"])
-    out, body = await graded(make_eval(["The brief has a narwhal appendix"]), run_dir, record)
+    out, body = await graded(make_eval(['The brief has a "narwhal appendix"']), run_dir, record)
     (document,) = blocks(body, "document")
     assert document["source"]["media_type"] == "application/pdf"
     assert document["title"] == "outputs/brief.pdf"
@@ -324,7 +324,7 @@ async def test_the_simulated_executor_writes_binary_outputs_the_judge_reads(tmp_
     payload = command.split("<<'SIM_EOF'\n", 1)[1].rsplit("SIM_EOF", 1)[0]
     run_dir, record = make_run(tmp_path)
     (run_dir / "outputs" / f"census{suffix}").write_bytes(base64.b64decode(payload))
-    out, request = await graded(make_eval(["The report covers the wombat census"]), run_dir, record)
+    out, request = await graded(make_eval(['The report is titled "Write a report on the wombat"']), run_dir, record)
     assert "could not be converted" not in text_of(request)
     assert out.grading.expectations[0].passed, out.grading.expectations[0].evidence
 
@@ -356,7 +356,7 @@ async def test_a_model_without_attachments_gets_names_and_text(tmp_path, store):
     run_dir, record = make_run(tmp_path)
     make_png(run_dir / "outputs" / "chart.png", "walrus")
     make_pdf(run_dir / "outputs" / "brief.pdf", ["The narwhal appendix"])
-    ev = make_eval(["The brief has a narwhal appendix"])
+    ev = make_eval(['The brief has a "narwhal appendix"'])
     structural = check_run(ev, run_dir, None, configuration="with_skill", run_error=None)
     out = await judge.grade_run(client, ev, run_dir, record, settings=settings,
                                 structural=structural, sample=0)

@@ -11,7 +11,7 @@ import httpx2
 import pytest
 import yaml
 
-from optimizer.sim import Simulator, serve
+from optimizer.sim import Simulator, latent, serve
 from optimizer.tags import tag
 
 SKILL = """---
@@ -234,7 +234,9 @@ async def test_a_skill_with_snippets_makes_them_appear_far_more_often():
         return sum(all(w in f for w in wanted) for f in files) / len(files)
 
     with_skill, without = await rate(SKILL), await rate(None)
-    assert with_skill >= 0.75 and without <= 0.1
+    # `## Summary` is a heading the summary habit writes: it comes with that habit's capability
+    # (0.81 in world 0), so all three together: about 0.95 (the skill is called) x 0.97^3 x 0.81.
+    assert with_skill >= 0.6 and without <= 0.1
 
 
 async def test_a_negative_instruction_suppresses_its_snippet():
@@ -372,8 +374,15 @@ async def test_grader_passes_what_is_there_and_fails_what_is_not():
     assert "outputs/report.md" in grading["expectations"][0]["evidence"]
     assert "median_order" in grading["expectations"][1]["evidence"]
     assert grading["summary"] == {"passed": 1, "failed": 2, "total": 3, "pass_rate": 0.3333}
-    assert grading["rubric_scores"]["regional_totals"]["score"] == 3  # total, region of 4 words
+    # "Totals" names the figures habit; its section is absent, whatever words the answer shares
+    # with the dimension. With the section, the dimension scores 5.
+    assert grading["rubric_scores"]["regional_totals"]["score"] == 1
     assert grading["rubric_summary"]["max_possible"] == 5.0
+    figures = output + "\n## Key figures\nEvery figure is carried over from the inputs as given.\n"
+    graded = await tool_input(
+        client, forced("grader", "submit_grading", grading_prompt(figures), GRADING_SCHEMA)
+    )
+    assert graded["rubric_scores"]["regional_totals"]["score"] == 5
     # No user_notes section in this request: the world sums up nothing, in the three lists.
     assert grading["user_notes_summary"] == {"uncertainties": [], "needs_review": [], "workarounds": []}
     reasons = {s["assertion"]: s["reason"] for s in grading["eval_feedback"]["suggestions"]}
@@ -469,24 +478,27 @@ async def test_a_good_proposal_adds_an_instruction_for_the_most_frequent_failure
     client = client_for(Simulator(proposal_quality=1.0))
     proposal = await tool_input(client, forced("proposer", "submit_proposal", proposal_prompt()))
     new = apply_edit(SKILL, proposal["edits"][0])
-    assert ("- Whatever the task, the report lists the `median_order` value; readers of every "
-            "answer look for it.\n") in new
+    # An instruction a person would write, never the expectation restated.
+    assert "- Give the `median_order` wherever the answer lists its entries.\n" in new
+    assert "The report lists" not in new and "Make sure" not in new
     assert new.index("median_order") > new.index("## Method")  # after the last bullet
     assert front_matter(new) == front_matter(SKILL) and "median_order" in proposal["summary"]
     lost = tag("attempt", 'Add: "The report lists the `median_order` value" — lost: no gain')
     retry = await tool_input(client, forced("proposer", "submit_proposal", proposal_prompt(lost)))
-    assert (
-        "best region" in apply_edit(SKILL, retry["edits"][0]) and "median" not in retry["summary"]
-    )
+    # "names the best region" has a hidden cause in this world: the retry asks for that habit.
+    cause = latent.need(latent.World(), "The report names the best region").habit
+    assert cause is not None and f"- {cause.instruction}" in apply_edit(SKILL, retry["edits"][0])
+    assert "median" not in retry["summary"] and "best region" not in apply_edit(SKILL, retry["edits"][0])
 
 
-async def test_a_bad_proposal_removes_or_suppresses_a_snippet():
-    client = client_for(Simulator(proposal_quality=0.0))
-    for sample in range(4):
+async def test_a_harmful_proposal_drops_a_working_instruction_or_contradicts_a_needed_habit():
+    client = client_for(Simulator(proposal_quality=0.0, overfit_rate=0.0, harmful_rate=1.0))
+    against = {f"- {h.against}" for h in latent.HABITS}
+    for sample in range(6):
         request = forced("proposer", "submit_proposal", proposal_prompt(), sample=sample)
         new = apply_edit(SKILL, (await tool_input(client, request))["edits"][0])
         lost_bullet = any(s not in new for s in ("## Summary", "total_revenue", "## Method"))
-        assert lost_bullet or "skip `" in new
+        assert lost_bullet or any(line in new for line in against)
         assert front_matter(new) == front_matter(SKILL)
 
 
@@ -498,7 +510,7 @@ async def test_good_proposals_raise_the_graded_pass_rate():
 
     async def pass_rate(skill: str) -> float:
         passed = 0
-        for sample in range(12):
+        for sample in range(24):
             output = await run_executor(client, skill, sample)
             prompt = "\n".join(
                 [
@@ -510,9 +522,10 @@ async def test_good_proposals_raise_the_graded_pass_rate():
                 client, forced("grader", "submit_grading", prompt, sample=sample)
             )
             passed += grading["expectations"][0]["passed"]
-        return passed / 12
+        return passed / 24
 
-    assert await pass_rate(SKILL) == 0.0 and await pass_rate(improved) >= 0.75
+    # The new line is the last of four: followed about 0.94 x 0.95 (the skill is called) = 0.89.
+    assert await pass_rate(SKILL) == 0.0 and await pass_rate(improved) >= 0.7
 
 
 async def test_description_proposals_add_missed_query_words_and_keep_yaml_valid():
@@ -762,12 +775,16 @@ async def test_a_pass_always_quotes_its_support_from_the_output_even_for_a_noisy
                 quotes = re.findall(r'"([^"]+)"', result["evidence"])
                 assert quotes and all(q in output for q in quotes), result
             if result["text"].endswith("12 regions"):
-                assert not result["passed"] or "12" in output
+                # A value comes as written or with the section that carries the inputs' figures.
+                assert not result["passed"] or "12" in output or "## Key figures" in output
     assert passes >= 16
 
 
 SPECIFIC = {"1": "#faf9f5", "2": "#0b0b0b", "3": "#123456", "4": "#abcdef"}
 TRAIN, TEST = ("1", "2"), ("3", "4")
+# SKILL without the word "figure", which would half switch on the habit that carries every value
+# from the inputs, and with it the colours of every eval, before any edit.
+PLAIN = SKILL.replace(" figure", "")
 
 
 def world_expectations(eval_id: str) -> list[str]:
@@ -778,9 +795,9 @@ def world_expectations(eval_id: str) -> list[str]:
 async def proposal_from_train(quality: float, kind: str) -> dict:
     failures = "\n".join(tag("failure", text, eval=e, count="3")
                          for e in TRAIN for text in world_expectations(e)[::2])
-    prompt = "\n".join([tag("target", "body"), tag("skill_files", tag("file", SKILL, path="SKILL.md")),
+    prompt = "\n".join([tag("target", "body"), tag("skill_files", tag("file", PLAIN, path="SKILL.md")),
                         tag("failed_expectations", failures), tag("lost_attempts", "")])
-    client = client_for(Simulator(proposal_quality=quality))
+    client = client_for(Simulator(proposal_quality=quality, overfit_rate=1.0 - quality))
     for sample in range(20):
         proposal = await tool_input(client, forced("proposer", "submit_proposal", prompt,
                                                    sample=sample))
@@ -806,14 +823,14 @@ async def split_pass_rates(skill: str) -> dict[str, float]:
 
 async def test_copying_train_values_gains_on_train_only_and_a_general_habit_gains_on_both():
     parrot = await proposal_from_train(0.0, "Add instructions for failing expectations")
-    general = await proposal_from_train(1.0, "Generalise from failing expectations")
-    parroted = apply_edit(SKILL, parrot["edits"][0])
-    generalised = apply_edit(SKILL, general["edits"][0])
+    general = await proposal_from_train(1.0, "Ask for what the failing expectations need")
+    parroted = apply_edit(PLAIN, parrot["edits"][0])
+    generalised = apply_edit(PLAIN, general["edits"][0])
     assert "#faf9f5" in parroted and "#faf9f5" not in generalised and "#0b0b0b" not in generalised
-    base, copied, habit = [await split_pass_rates(s) for s in (SKILL, parroted, generalised)]
+    base, copied, habit = [await split_pass_rates(s) for s in (PLAIN, parroted, generalised)]
     # One of three expectations per eval moves: a gain is about 0.3, sampling noise about 0.05.
-    assert copied["train"] - base["train"] >= 0.25 and abs(copied["test"] - base["test"]) <= 0.1
-    assert habit["train"] - base["train"] >= 0.25 and habit["test"] - base["test"] >= 0.25
+    assert copied["train"] - base["train"] >= 0.2 and abs(copied["test"] - base["test"]) <= 0.1
+    assert habit["train"] - base["train"] >= 0.2 and habit["test"] - base["test"] >= 0.2
 
 
 async def test_a_value_that_fails_in_two_evals_is_a_convention_and_stays_in_the_general_edit():
@@ -824,3 +841,20 @@ async def test_a_value_that_fails_in_two_evals_is_a_convention_and_stays_in_the_
     proposal = await tool_input(client_for(Simulator(proposal_quality=1.0)),
                                 forced("proposer", "submit_proposal", prompt))
     assert "#d97757" in apply_edit(SKILL, proposal["edits"][0])
+
+
+async def test_the_analyzer_names_the_habit_behind_a_failure_or_restates_it_when_wrong():
+    failure = tag("failure", "The report explains the root cause of the drop", eval="2", count="3")
+    prompt = "\n".join([tag("winner_skill", tag("file", SKILL, path="SKILL.md")),
+                        tag("loser_skill", tag("file", SKILL, path="SKILL.md")),
+                        tag("comparisons", "A was more complete."),
+                        tag("failed_expectations", failure)])
+    cause = latent.need(latent.World(), "The report explains the root cause of the drop").habit
+    assert cause is not None and cause.key == "causes"
+    right, wrong = [
+        (await tool_input(client_for(Simulator(proposal_quality=q)),
+                          forced("analyzer", "submit_analysis", prompt)))["improvement_suggestions"][0]
+        for q in (1.0, 0.0)
+    ]
+    assert cause.instruction in right["suggestion"] and "root cause of the drop" not in right["suggestion"]
+    assert wrong["suggestion"] == "Add an explicit instruction: The report explains the root cause of the drop"

@@ -92,7 +92,8 @@ def test_both_shapes_run_the_agent_to_the_same_kind_of_run(tmp_path: Path, shape
     store.close()
     assert record.status == "ok", record.error
     assert record.files_created == ["report.md"]
-    assert record.tool_calls.get("Write") == 1  # the editor wrote it, whatever its shape
+    # The editor wrote it, whatever its shape (and the user notes, when this run has some).
+    assert record.tool_calls.get("Write") == 1 + (tmp_path / "run-1/outputs/user_notes.md").exists()
     for body in sim.bodies:
         assert shape_of(body["tools"]) == {"bash": shape, "str_replace_based_edit_tool": shape,
                                            "Skill": "explicit"}

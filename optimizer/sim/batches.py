@@ -163,7 +163,12 @@ class BatchService:
                           "result": self._answer(item, batch.samples, outcome)})
             self.stats.outcomes[lines[-1]["result"]["type"]] += 1
         if self.shuffle:  # the service promises no order: neither does the simulator
+            asked = [line["custom_id"] for line in lines]
             random.Random(batch.id).shuffle(lines)
+            if len(lines) > 1 and [line["custom_id"] for line in lines] == asked:
+                # A shuffle may draw the order asked; a caller's join by custom_id must still be
+                # exercised, whatever the requests were.
+                lines = lines[1:] + lines[:1]
         batch.results = lines
 
     def _answer(self, item: dict, samples: dict[str, int], outcome: str | None) -> dict[str, Any]:

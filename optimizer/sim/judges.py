@@ -8,13 +8,11 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from optimizer.sim.support import support
+from optimizer.sim.latent import World, habits, topic_of
+from optimizer.sim.support import section, support
 from optimizer.sim.text import (
     all_stems,
-    bullet_text,
-    bullets,
     snippets,
-    split_front_matter,
     stems,
     strip_snippets,
 )
@@ -62,10 +60,38 @@ def _haystack(files: list[dict]) -> str:
     return "\n".join(f"{f['path']}\n{f['content']}" for f in files)
 
 
-def check(expectation: str, files: list[dict]) -> tuple[bool, str]:
+def check(expectation: str, files: list[dict], task: str = "",
+          world: World | None = None) -> tuple[bool, str]:
     """(passed, evidence) under the simulator's rule of support (sim/support.py)."""
-    found = support(expectation, files)
+    found = support(expectation, files, task, world)
     return found.passed, found.evidence
+
+
+def _done_share(text: str, files: list[dict], world: World) -> float:
+    """Of the habits a text names, the share whose sections the outputs hold; with none named,
+    the share of the text's words the outputs carry."""
+    topic = topic_of(text)
+    named = [h for h in habits(world) if topic & h.cues]
+    if not named:
+        return _coverage(text, files)
+    lines = [ln for f in files for ln in f["content"].split("\n") if ln.strip()]
+    return sum(section(lines, h) is not None for h in named) / len(named)
+
+
+def _dimension_score(name: str, desc: str, files: list[dict], world: World) -> tuple[int, str]:
+    """A rubric dimension scores the sections of the habits it names (by their cue words) that
+    the outputs hold: the content, not word overlap; a dimension naming none scores coverage."""
+    topic = topic_of(name.replace("_", " ") + " " + desc)
+    named = [h for h in habits(world) if topic & h.cues]
+    if not named:
+        coverage = _coverage(name.replace("_", " ") + " " + desc, files)
+        return 1 + round(4 * coverage), f"The outputs cover {coverage:.0%} of what '{name}' asks for."
+    lines = [ln for f in files for ln in f["content"].split("\n") if ln.strip()]
+    held = [h for h in named if section(lines, h) is not None]
+    share = len(held) / len(named)
+    shown = ", ".join(h.heading.lstrip("# ") for h in held) or "none"
+    return 1 + round(4 * share), (f"{len(held)} of the {len(named)} things '{name}' rests on are "
+                                  f"done in the outputs ({shown}).")
 
 
 def _coverage(text: str, files: list[dict]) -> float:
@@ -75,9 +101,10 @@ def _coverage(text: str, files: list[dict]) -> float:
 
 def grade(get: Section, rng: random.Random, knobs: Any, seen: Mapping[str, str] | None = None) -> dict:
     files = parse_files(get("outputs"), seen)
+    task = get("task") or ""
     results: list[dict[str, Any]] = []
     for text in _expectations(get):
-        found = support(text, files)
+        found = support(text, files, task, knobs.world)
         passed, evidence = found.passed, found.evidence
         # A noisy judge misses support that is there, or accepts a near miss; it never passes an
         # expectation without quoting what it leant on.
@@ -102,15 +129,11 @@ def grade(get: Section, rng: random.Random, knobs: Any, seen: Mapping[str, str] 
     if dims:
         scores, weighted = {}, 0.0
         for name, weight, desc in dims:
-            coverage = _coverage(name.replace("_", " ") + " " + desc, files)
-            score = 1 + round(4 * coverage)
+            score, why = _dimension_score(name, desc, files, knobs.world)
             if rng.random() < knobs.judge_noise:
                 score += rng.choice((-1, 1))
             score = min(5, max(1, score))
-            scores[name] = {
-                "score": score,
-                "evidence": f"The outputs cover {coverage:.0%} of what '{name}' asks for.",
-            }
+            scores[name] = {"score": score, "evidence": why}
             weighted += score * weight
         mean = weighted / (sum(w for _, w, _ in dims) or 1.0)
         grading["rubric_scores"] = scores
@@ -203,11 +226,14 @@ def _eval_feedback(results: list[dict], out_chars: int) -> dict:
 # --- comparator ---------------------------------------------------------------------------------
 
 
-def _side(get: Section, expectations: list[str], files: list[dict], dims_text: str) -> dict:
-    details: list[dict[str, Any]] = [{"text": e, "passed": check(e, files)[0]} for e in expectations]
+def _side(get: Section, expectations: list[str], files: list[dict], dims_text: str,
+          world: World) -> dict:
+    task = get("task") or ""
+    details: list[dict[str, Any]] = [{"text": e, "passed": check(e, files, task, world)[0]}
+                                     for e in expectations]
     passed = sum(d["passed"] for d in details)
     rate = passed / len(details) if details else 0.0
-    coverage = _coverage(dims_text, files) if files else 0.0
+    coverage = _done_share(dims_text, files, world) if files else 0.0
     lines = [line for f in files for line in f["content"].splitlines() if line.strip()]
     organization = 1 + min(4, sum(line.startswith("#") for line in lines) + (len(lines) >= 5))
     formatting = 2 + min(3, len(lines) // 4) if lines else 1
@@ -250,8 +276,8 @@ def compare(get: Section, rng: random.Random, knobs: Any, seen: Mapping[str, str
     dims_text = " ".join(
         [get("task") or "", *expectations, *(f"{n} {d}" for n, _, d in _dimensions(get))]
     )
-    a = _side(get, expectations, parse_files(get("output_a"), seen), dims_text)
-    b = _side(get, expectations, parse_files(get("output_b"), seen), dims_text)
+    a = _side(get, expectations, parse_files(get("output_a"), seen), dims_text, knobs.world)
+    b = _side(get, expectations, parse_files(get("output_b"), seen), dims_text, knobs.world)
     diff = a["score"] - b["score"]
     winner = "TIE" if abs(diff) <= 0.05 else ("A" if diff > 0 else "B")
     if rng.random() < knobs.position_bias:
@@ -270,7 +296,7 @@ def compare(get: Section, rng: random.Random, knobs: Any, seen: Mapping[str, str
     }
 
 
-# --- analyzer -----------------------------------------------------------------------------------
+# --- failures, as the analyzer and the proposer read them ------------------------------------
 
 
 def failures(raw: str | None) -> list[tuple[str, int, str]]:
@@ -286,83 +312,3 @@ def failures(raw: str | None) -> list[tuple[str, int, str]]:
             out.append((content.strip(), count, attrs.get("eval", "")))
         return out
     return [(line, 1, "") for line in plain_lines(raw or "")]
-
-
-def _skill_bullets(raw: str | None) -> list[str]:
-    files = parse_files(raw)
-    main = next((f for f in files if f["path"].endswith("SKILL.md")), files[0] if files else None)
-    if main is None:
-        return []
-    return [bullet_text(b) for b in bullets(split_front_matter(main["content"])[1])]
-
-
-def analyze(get: Section, rng: random.Random, knobs: Any) -> dict:
-    winner, loser = _skill_bullets(get("winner_skill")), _skill_bullets(get("loser_skill"))
-    only_winner = [b for b in winner if b not in loser]
-    only_loser = [b for b in loser if b not in winner]
-    failed = sorted(failures(get("failed_expectations")), key=lambda f: -f[1])
-    suggestions = [
-        {
-            "priority": "high" if k == 0 or count >= 2 else "medium",
-            "category": "instructions",
-            "suggestion": f"Add an explicit instruction: {text}",
-            "expected_impact": f"Runs that failed this expectation ({count} time(s)) would meet it.",
-        }
-        for k, (text, count, _) in enumerate(failed[:3])
-    ]
-    repeated = plain_lines(get("repeated_work") or "")
-    if repeated:
-        suggestions.append(
-            {
-                "priority": "medium",
-                "category": "tools",
-                "suggestion": f"Bundle the step every run repeats as a script in scripts/: {repeated[0]}",
-                "expected_impact": "Fewer turns and tokens per run; the step is done the same way each time.",
-            }
-        )
-    if len(winner) > 10:
-        suggestions.append(
-            {
-                "priority": "low",
-                "category": "structure",
-                "suggestion": "Merge or drop instructions: long lists are followed less reliably.",
-                "expected_impact": "Each remaining instruction is followed more often.",
-            }
-        )
-    if not suggestions:
-        suggestions.append(
-            {
-                "priority": "low",
-                "category": "examples",
-                "suggestion": "Add a short example of a complete answer.",
-                "expected_impact": "Small: the current version already meets its expectations.",
-            }
-        )
-    comparisons = (get("comparisons") or "").strip()
-    return {
-        "comparison_summary": {
-            "winner": "A",
-            "winner_skill": "winner_skill",
-            "loser_skill": "loser_skill",
-            # The tally sentence, as a reader would sum it up; never the tagged entries below it.
-            "comparator_reasoning": comparisons.split("\n", 1)[0].split("<", 1)[0].strip()[:300]
-            or "No comparator reasoning given.",
-        },
-        "winner_strengths": [f"Instructs: {b}" for b in only_winner[:3]]
-        or ["Same instructions, luckier runs"],
-        "loser_weaknesses": [f"Instructs: {b}" for b in only_loser[:2]]
-        + [f"Does not secure: {t}" for t, _, _ in failed[:2]]
-        or ["No clear weakness"],
-        "instruction_following": {
-            "winner": {"score": 8 if winner else 5, "issues": []},
-            "loser": {
-                "score": 6 if loser else 4,
-                "issues": [f"Missed: {t}" for t, _, _ in failed[:3]],
-            },
-        },
-        "improvement_suggestions": suggestions,
-        "transcript_insights": {
-            "winner_execution_pattern": f"Read skill -> followed {len(winner)} instruction(s) -> wrote the output",
-            "loser_execution_pattern": f"Read skill -> followed {len(loser)} instruction(s) -> wrote the output",
-        },
-    }

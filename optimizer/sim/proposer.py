@@ -1,7 +1,7 @@
-"""The simulated proposer: good edits (the general habit behind a frequent failure) with
-probability proposal_quality, plausible bad ones otherwise (dropping or muting an instruction, or
-copying one eval's expectation and values into the skill: overfitting, which gains on that eval
-and nowhere else). Never touches the front matter in body mode."""
+"""The simulated proposer: at configured rates, a good edit (an instruction that reaches the cause
+of a frequent failure, in a sentence an author would write), an overfitting one (a failing
+expectation or its values copied in), a harmful one (a working instruction dropped or a needed
+habit contradicted) or a neutral rewording. Never touches the front matter in body mode."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ from typing import Any
 import yaml
 
 from optimizer.sim.judges import failures, parse_files
+from optimizer.sim.latent import HABITS, World, habits, need, read_instruction
 from optimizer.sim.text import (
-    NEGATIVE,
-    TASK_VALUES,
     bullet_indexes,
     bullet_text,
     facts,
@@ -39,10 +38,10 @@ def propose(get: Section, rng: random.Random, knobs: Any) -> dict:
     path, content = (main["path"], main["content"]) if main else ("SKILL.md", "")
     if not content.endswith("\n"):
         content += "\n"
-    good = rng.random() < knobs.proposal_quality
+    kind = _kind(rng, knobs)
     if (get("target") or "body").strip().lower() == "description":
-        return _description(get, path, content, good, rng)
-    return _body(get, path, content, good, rng)
+        return _description(get, path, content, kind == "good", rng)
+    return _body(get, path, content, kind, rng, knobs.world)
 
 
 def _one_line(text: str) -> str:
@@ -68,7 +67,55 @@ def _edit(path: str, before: str, after: str, old: str, new: str) -> dict:
 # --- body ---------------------------------------------------------------------------------------
 
 
-def _body(get: Section, path: str, content: str, good: bool, rng: random.Random) -> dict:
+def _kind(rng: random.Random, knobs: Any) -> str:
+    """good, overfit, harmful or neutral, at the knobs' rates (the rest are neutral)."""
+    u = rng.random()
+    for kind, rate in (("good", knobs.proposal_quality), ("overfit", knobs.overfit_rate),
+                       ("harmful", knobs.harmful_rate)):
+        if u < rate:
+            return kind
+        u -= rate
+    return "neutral"
+
+
+def _format_line(items: list[str]) -> str:
+    """A sentence that asks for named tokens, as an author describing a format writes it."""
+    if len(items) == 1:
+        item = items[0]
+        if re.match(r"#+\s", item):
+            return f"- Add a `{item}` section to every answer, with a few sentences under it."
+        if item.startswith("|"):
+            return f"- Lay the table out as `{item}`."
+        if item.endswith(":"):
+            return f"- State the `{item}` near the top of the answer."
+        return f"- Give the `{item}` wherever the answer lists its entries."
+    named = ", ".join(f"`{i}`" for i in items[:-1]) + f" and `{items[-1]}`"
+    return f"- Include {named} in every answer, where the format calls for them."
+
+
+def _fix(text: str, shared: set[str], world: World) -> str | None:
+    """The instruction that reaches an expectation's cause, or None when only the task does."""
+    found = need(world, text)
+    if found.habit is not None:
+        return f"- {found.habit.instruction}"
+    # A section a habit produces is asked for as that habit: what goes under the heading.
+    by_heading = {h.heading: h for h in habits(world) if f"`{h.heading}`" in h.instruction}
+    named = [by_heading[s] for s in snippets(text) if s in by_heading]
+    if named:
+        return f"- {named[0].instruction}"
+    values = facts(strip_snippets(text))
+    conventions = [f for f in values if f in shared]
+    if conventions:
+        return f"- Use {' and '.join(conventions)} in every answer; every task of this kind expects it."
+    if values:
+        return f"- {HABITS[0].instruction}"  # one task's value: the habit that carries them all
+    if snippets(text):
+        return _format_line(snippets(text))
+    return None
+
+
+def _body(get: Section, path: str, content: str, kind: str, rng: random.Random,
+          world: World) -> dict:
     _, body = split_front_matter(content)
     head = content[: len(content) - len(body)]
     lines = body.split("\n")
@@ -80,7 +127,6 @@ def _body(get: Section, path: str, content: str, good: bool, rng: random.Random)
     shared = _shared_facts(reported)
     failed = _unique(reported)
     lost = " ".join(c for _, c in parse_tags(get("lost_attempts") or "", "attempt")).lower()
-    fresh = [f for f in failed if _general(f[0], shared).lower() not in lost + " " + body.lower()]
 
     def insert(new_lines: list[str]) -> tuple[str, str, str]:
         at = last + 1 if last is not None else len(lines) - (lines[-1] == "")
@@ -89,54 +135,81 @@ def _body(get: Section, path: str, content: str, good: bool, rng: random.Random)
         anchor = lines[last] + "\n" if last is not None else ""
         return after, anchor, anchor + "\n".join(new_lines) + "\n"
 
-    if failed and good and fresh:
-        # A good author generalises: one task's values stay out of the skill, the habit goes in.
-        chosen = fresh[: 2 if len(fresh) > 1 and rng.random() < 0.5 else 1]
-        added = [f"- Whatever the task, {_lower_first(_general(t, shared))}; readers of every "
-                 "answer look for it." for t, _, _ in chosen]
-        after, old, new = insert(added)
-        names = "; ".join(f'"{_one_line(t)}"' for t, _, _ in chosen)
-        why = "; ".join(f"failed in {n} run(s) of eval {e or '?'}" for _, n, e in chosen)
+    def unseen(line: str) -> bool:
+        said = bullet_text(line).lower()
+        return said not in lost and said not in body.lower()
+
+    # One line per cause, with every failure it would fix: a cause behind failures in several
+    # evals outranks any one of them, which is what finding the cause means.
+    fixes: dict[str, list[tuple[str, int, str]]] = {}
+    for text, count, eval_id in failed:
+        fix = _fix(text, shared, world)
+        # A format the skill already names failed because it was missed, not because it is
+        # missing: asking again is no fix.
+        named = snippets(text) and not facts(strip_snippets(text)) and all(
+            s in body for s in snippets(text))
+        if fix is not None and not named and unseen(fix) and _one_line(text).lower() not in lost:
+            fixes.setdefault(fix, []).append((text, count, eval_id))
+    causes = sorted(fixes.items(), key=lambda f: -sum(n for _, n, _ in f[1]))
+    if kind == "good" and causes:
+        # A careful author often fixes the two most frequent causes in one pass.
+        chosen = causes[: 2 if len(causes) > 1 and rng.random() < 0.7 else 1]
+        after, old, new = insert([f for f, _ in chosen])
+        why = "; ".join(f'"{_one_line(t)}" failed in {n} run(s) of eval {e or "?"}'
+                        for _, cases in chosen for t, n, e in cases[:3])
         return _result(
-            f"Generalise from failing expectations: {names}",
-            f"These expectations {why}; the skill now asks for the habit behind them in every "
-            "task, not for one eval's values.",
+            "Ask for what the failing expectations need: "
+            + "; ".join(bullet_text(f) for f, _ in chosen),
+            f"{why}. The new instruction asks for the work behind the failure, in words that fit "
+            "any task of this kind rather than one eval's values.",
             _edit(path, content, after, old, new),
         )
-    specific = [f for f in fresh if _general(f[0], shared) != _one_line(f[0])]
-    if failed and not good and specific and rng.random() < 0.5:
-        # The overfitting edit a careless author makes: the eval's own wording and values.
-        chosen = specific[:2]
-        after, old, new = insert([f"- Make sure that {_lower_first(_one_line(t))}"
-                                  for t, _, _ in chosen])
+    if kind == "overfit" and failed:
+        # The edit a careless author makes: one eval's own wording and values, copied in.
+        # Values first: one eval's figures are what a careless author copies.
+        ranked = sorted(failed, key=lambda f: not facts(strip_snippets(f[0])))
+        copied = [f for f in ranked if unseen(_copy(f[0]))][:2] or ranked[:1]
+        after, old, new = insert([_copy(t) for t, _, _ in copied])
         return _result(
             "Add instructions for failing expectations: "
-            + "; ".join(f'"{_one_line(t)}"' for t, _, _ in chosen),
+            + "; ".join(f'"{_one_line(t)}"' for t, _, _ in copied),
             "The skill never asked for these explicitly.",
             _edit(path, content, after, old, new),
         )
-    if failed and not good:
-        carriers = [i for i in marks if snippets(lines[i]) and not NEGATIVE.search(lines[i])]
-        if carriers and rng.random() < 0.5:
-            i = rng.choice(carriers)
-            after = head + "\n".join(lines[:i] + lines[i + 1 :])
-            return _result(
-                f"Simplify: remove '{bullet_text(lines[i])}'",
-                "Shorter skills are followed more reliably.",
-                _edit(path, content, after, lines[i] + "\n", ""),
-            )
-        if carriers:
-            snippet = rng.choice(snippets(lines[rng.choice(carriers)]))
-            vague = f"- Keep the answer short; skip `{snippet}`."
-        else:
-            vague = "- Keep the answer short."
-        after, old, new = insert([vague])
-        return _result(
-            "Tighten: keep the answer short",
-            "Long answers dilute the important parts.",
-            _edit(path, content, after, old, new),
-        )
+    if kind == "harmful" and (marks or failed):
+        return _harm(get, path, content, head, lines, marks, rng, world, insert)
     return _neutral(path, content, head, lines, marks, rng)
+
+
+def _copy(text: str) -> str:
+    values = facts(strip_snippets(text))
+    if values and not snippets(text):
+        return f"- State {', '.join(values)} in the answer."
+    return f"- Make sure that {_lower_first(_one_line(text)).rstrip('.')}."
+
+
+def _harm(get: Section, path: str, content: str, head: str, lines: list[str], marks: list[int],
+          rng: random.Random, world: World, insert: Callable) -> dict:
+    """Drop an instruction that does real work, or contradict a habit the tasks need."""
+    useful = [i for i in marks if (ask := read_instruction(world, bullet_text(lines[i])))
+              and not ask.negative and (ask.items or any(c >= 1 for _, c in ask.habits))]
+    if useful and rng.random() < 0.5:
+        i = rng.choice(useful)
+        after = head + "\n".join(lines[:i] + lines[i + 1 :])
+        return _result(
+            f"Simplify: remove '{bullet_text(lines[i])}'",
+            "Shorter skills are followed more reliably, and the agent does this anyway.",
+            _edit(path, content, after, lines[i] + "\n", ""),
+        )
+    needed = [n.habit for t, _, _ in failures(get("failed_expectations"))
+              if (n := need(world, t)).habit is not None]
+    habit = needed[0] if needed else rng.choice(habits(world))
+    after, old, new = insert([f"- {habit.against}"])
+    return _result(
+        f"Tighten: {habit.against}",
+        "Long answers dilute the important parts.",
+        _edit(path, content, after, old, new),
+    )
 
 
 def _unique(failed: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
@@ -155,19 +228,6 @@ def _shared_facts(failed: list[tuple[str, int, str]]) -> set[str]:
         for fact in facts(strip_snippets(text)):
             evals_of.setdefault(fact, set()).add(eval_id)
     return {fact for fact, evals in evals_of.items() if len(evals) >= 2}
-
-
-def _general(text: str, shared: set[str]) -> str:
-    """The expectation without the values only one eval names, asking for the task's own."""
-    line = _one_line(text)
-    specific = [f for f in facts(strip_snippets(line)) if f not in shared]
-    for fact in specific:
-        line = re.sub(rf"[\"'\u201c]?{re.escape(fact)}[\"'\u201d]?", "", line, count=1)
-    if not specific:
-        return line
-    line = re.sub(r"\s+", " ", line).replace("( ", "(")
-    line = re.sub(r"\(\s*[,;]?\s*\)|\s+([,;:.)])", r"\1", line).strip(" ,;:")
-    return f"{line} {TASK_VALUES}"
 
 
 def _neutral(

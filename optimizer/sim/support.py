@@ -1,20 +1,21 @@
-"""When the simulated judge may pass an expectation: only when a passage of one output file, as
-rendered for the judge, supports it, and the evidence quotes that passage word for word. Without
-this rule the simulator rewards overfitting: an answer that merely shares topic words with an
-expectation ("uses the colour #d97757" against "This answer covers short, html, page") passed,
-and the loop learnt to chase the judge instead of the task."""
+"""When the simulated judge may pass an expectation: only on content that meets it, quoted word for
+word from one output file. What counts as content depends on the expectation's cause in the world
+(sim/latent.py): its items as written (a value may also come with the section that carries the
+inputs' figures), the section its hidden habit produces, or, for an expectation only the task
+bears on, a draw fixed by the world and the output. A line that restates an expectation is never
+evidence: a restatement is not content, and the agent never writes the skill's sentences."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from optimizer.sim.text import all_stems, facts, snippets, stems, strip_facts, strip_snippets
+from optimizer.sim.latent import HABITS, Habit, Need, World, draw, need, task_rate
+from optimizer.sim.text import snippets
 
-PASS_WORDS = 0.6  # share of an expectation's content words the supporting file must contain
-PARTIAL_WORDS = 0.3  # a lenient judge may pass on this much, and quotes what it leant on
 QUOTE_CHARS = 160  # of one quoted passage: enough to read the support in context
 MAX_QUOTES = 3
+INTRO = "This answer covers"
 
 
 @dataclass(frozen=True)
@@ -42,64 +43,84 @@ def _quote(line: str, item: str | None) -> str:
     return line[start : start + QUOTE_CHARS]
 
 
-def _line_with(lines: list[str], item: str) -> str:
-    # An item that spans lines (a snippet with a line break in it) is quoted as itself.
-    return next((line for line in lines if has_item(line, item)), item)
+def _lines(content: str) -> list[str]:
+    return [line for line in content.split("\n") if line.strip()]
 
 
-def _share(wanted: set[str], text: str) -> float:
-    return len(wanted & all_stems(text)) / len(wanted) if wanted else 1.0
+def section(lines: list[str], habit: Habit) -> str | None:
+    """The first line of the habit's section, when the file has that heading with text under it."""
+    for k, line in enumerate(lines[:-1]):
+        if line.strip() == habit.heading and not lines[k + 1].lstrip().startswith("#"):
+            return lines[k + 1]
+    return None
 
 
-def support(expectation: str, files: list[dict]) -> Support:
-    """Verbatim items (snippets in backticks, numbers, colours, quoted values) must all appear in
-    one file, with most content words of the expectation in that file; an expectation of words
-    only needs one line that holds most of them, read with its file name and section heading. Files are tried in the order given; the first
-    that supports the expectation is quoted."""
+def support(expectation: str, files: list[dict], task: str = "",
+            world: World | None = None) -> Support:
+    """Files are tried in the order given; the first that supports the expectation is quoted."""
     if not files:
         return Support(False, False, "No output files were produced.")
-    items = snippets(expectation) + facts(strip_snippets(expectation))
-    wanted = stems(strip_facts(strip_snippets(expectation)))
+    world = world or World()
+    wanted = need(world, expectation)
+    if wanted.items:
+        return _items(wanted, expectation, files, task)
+    if wanted.habit is not None:
+        return _habit(wanted, wanted.habit, files)
+    return _task_bound(world, wanted, files)
+
+
+def _items(wanted: Need, expectation: str, files: list[dict], task: str) -> Support:
+    """Every item as written in one file; a value the task's prompt does not hold (it sits in the
+    input files) may instead come with the figures section, which carries the inputs' values."""
+    formats = set(snippets(expectation))
     partial: tuple[str, list[str]] | None = None
     for f in files:
-        text = f"{f['path']}\n{f['content']}"
-        lines = [line for line in f["content"].split("\n") if line.strip()]
-        if items:
-            if any(not has_item(f["content"], item) for item in items):
-                continue
-            quotes = list(dict.fromkeys(_quote(_line_with(lines, i), i) for i in items))
-            share = _share(wanted, text)
-        else:
-            scored = [(_share(wanted, f"{f['path']}\n{head}\n{line}"), -k, line)
-                      for k, (head, line) in enumerate(_with_headings(lines))]
-            share, _, best = max(scored, default=(0.0, 0, ""))
-            quotes = [_quote(best, None)] if best else []
-        if share >= PASS_WORDS and quotes:
-            return Support(True, True, _found(f["path"], quotes))
-        if share >= PARTIAL_WORDS and quotes and partial is None:
+        lines = _lines(f["content"])
+        carried = section(lines, HABITS[0])
+        quotes, missing = [], []
+        for item in wanted.items:
+            line = next((ln for ln in lines if has_item(ln, item)), None)
+            if line is None and has_item(f["content"], item):
+                line = item  # an item that spans lines is quoted as itself
+            if line is None and item not in formats and carried and not has_item(task, item):
+                line = carried
+            (quotes.append(_quote(line, item)) if line is not None else missing.append(item))
+        if not missing:
+            return Support(True, True, _found(f["path"], list(dict.fromkeys(quotes))))
+        if quotes and partial is None:
             partial = (f["path"], quotes)
-    missing = _missing(items, wanted, files)
+    absent = ", ".join(f"`{i}`" for i in wanted.items if not any(
+        has_item(f["content"], i) for f in files))
     if partial is not None:
-        return Support(False, True, _found(*partial) + f"; but not {missing}.")
-    return Support(False, False, f"Not found in the outputs: {missing}.")
+        return Support(False, True, _found(*partial) + f"; but not {absent or 'all in one file'}.")
+    return Support(False, False, f"Not found in the outputs: {absent}.")
 
 
-def _with_headings(lines: list[str]) -> list[tuple[str, str]]:
-    """Each line with the heading it sits under: a passage is read in its section, as a judge
-    reads "seven" under "# Heron count"."""
-    out, head = [], ""
-    for line in lines:
-        head = line if line.lstrip().startswith("#") else head
-        out.append((head, line))
-    return out
+def _habit(wanted: Need, habit: Habit, files: list[dict]) -> Support:
+    for f in files:
+        line = section(_lines(f["content"]), habit)
+        if line is None:
+            continue
+        found = _found(f["path"], [habit.heading, _quote(line, None)])
+        if wanted.feasible:
+            return Support(True, True, found)
+        return Support(False, True, found + "; but it does not show what the expectation asks.")
+    return Support(False, False, f"Not found in the outputs: no {habit.heading.lstrip('# ')} "
+                                 "section or anything that does its work.")
+
+
+def _task_bound(world: World, wanted: Need, files: list[dict]) -> Support:
+    """Only the task bears on it: whether this answer meets it is a draw fixed by the world, the
+    expectation and the answer's text, so the grader and the comparator agree on it."""
+    for f in files:
+        lines = _lines(f["content"])
+        line = next((ln for ln in lines if ln.startswith(INTRO)), lines[0] if lines else "")
+        rate = task_rate(world, wanted.key) if wanted.feasible else 0.0
+        if line and draw(world, "meets", wanted.key, f["content"]) < rate:
+            return Support(True, True, _found(f["path"], [_quote(line, None)]))
+    return Support(False, bool(wanted.feasible), "Not found in the outputs: nothing in them "
+                   "does what the expectation asks.")
 
 
 def _found(path: str, quotes: list[str]) -> str:
     return f"Found in {path}: " + " … ".join(f'"{q}"' for q in quotes[:MAX_QUOTES])
-
-
-def _missing(items: list[str], wanted: set[str], files: list[dict]) -> str:
-    hay = "\n".join(f"{f['path']}\n{f['content']}" for f in files)
-    absent = [f"`{i}`" for i in items if not has_item(hay, i)]
-    absent += sorted(wanted - all_stems(hay))
-    return ", ".join(absent[:8]) or "all of it in one place"

@@ -10,13 +10,15 @@ import random
 import re
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import httpx2
 
-from optimizer.sim import world
+from optimizer.sim import world as sim_world
 from optimizer.sim.batches import BatchService
+from optimizer.sim.latent import Ceiling, World
+from optimizer.sim.latent import ceiling as latent_ceiling
 from optimizer.sim.protocol import (
     ERRORS,
     FAULT_KINDS,
@@ -54,6 +56,14 @@ class Simulator:
         judge_noise: float = 0.05,
         position_bias: float = 0.3,
         proposal_quality: float = 0.6,
+        overfit_rate: float = 0.15,
+        harmful_rate: float = 0.1,
+        world: int = 0,
+        habits: int = 8,
+        transfer: float = 0.6,
+        infeasible: float = 0.1,
+        position_cost: float = 0.15,
+        length_cost: float = 0.02,
         batch_delay_s: float = 0.0,
         fail_role: str = "",
         fail_match: str = "",
@@ -62,17 +72,24 @@ class Simulator:
         self.latency_ms = latency_ms
         self.fault_rate = fault_rate
         self.fail_role, self.fail_match = fail_role, fail_match
-        self.knobs = world.Knobs(judge_noise, position_bias, proposal_quality)
+        hidden = World(world, habits, transfer, infeasible, position_cost, length_cost)
+        self.knobs = sim_world.Knobs(judge_noise, position_bias, proposal_quality, overfit_rate,
+                                     harmful_rate, hidden)
         self.stats = SimStats()
         self.lock = threading.Lock()
         self._attempts: Counter = Counter()
         self.batches = BatchService(self, delay_s=batch_delay_s)  # /v1/messages/batches*
 
+    def ceiling(self, evals: Iterable[tuple[str, Sequence[str]]]) -> Ceiling:
+        """The best possible skill's expected judged pass rate in this simulator's world
+        (`latent.ceiling`): the limit a bench measures a search's captured headroom against."""
+        return latent_ceiling(evals, self.knobs.world)
+
     # --- content -------------------------------------------------------------------------------
 
     def _key(self, body: dict, role: str, sample: int, *, whole: bool = False) -> str:
         shown = {k: v for k, v in body.items() if k not in ("stream", "metadata")}
-        if role in world.TOOL_OF_ROLE and not whole:
+        if role in sim_world.TOOL_OF_ROLE and not whole:
             # Single-shot roles answer their prompt: a re-ask after a validation error (extra
             # turns appended) gets the answer a fault-free call got, so faults leave no trace.
             shown["messages"] = body["messages"][:1]
@@ -89,9 +106,9 @@ class Simulator:
     def respond(self, body: dict, headers: Mapping[str, str]) -> dict:
         """The reply to a valid request as a Messages API response dict, without any fault."""
         headers = {k.lower(): v for k, v in headers.items()}
-        role = world.detect_role(body, headers)
+        role = sim_world.detect_role(body, headers)
         key = self._key(body, role, _sample(headers))
-        content, stop = world.reply(body, role, random.Random(int(key, 16)), key, self.knobs)
+        content, stop = sim_world.reply(body, role, random.Random(int(key, 16)), key, self.knobs)
         content, stop = cap(content, stop, int(body.get("max_tokens") or 4096))
         return {
             "id": f"msg_sim_{key[:24]}",
@@ -167,7 +184,7 @@ class Simulator:
         return self._messages(body, headers)
 
     def _messages(self, body: dict, headers: dict[str, str]) -> Reply:
-        role = world.detect_role(body, headers)
+        role = sim_world.detect_role(body, headers)
         streaming = bool(body.get("stream"))
         forced = headers.get("x-sim-force-error", "").strip()
         if forced and forced not in ERRORS and forced not in FAULT_KINDS:
@@ -228,7 +245,7 @@ class Simulator:
         # Malformed input only on a first ask: the client repairs once (DESIGN §7), and a drawn
         # second malformed answer would turn a transport fault into a judge error.
         first_ask = len(body.get("messages") or []) == 1
-        kinds += ["malformed"] if role in world.TOOL_OF_ROLE and first_ask else []
+        kinds += ["malformed"] if role in sim_world.TOOL_OF_ROLE and first_ask else []
         kinds += ["truncate"] if streaming else []
         return rng.choice(kinds)
 

@@ -10,28 +10,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from optimizer.sim import judges, media, proposer
+from optimizer.sim import analyst, judges, media, proposer
+from optimizer.sim.compose import compose_output
+from optimizer.sim.latent import World
 from optimizer.sim.text import (
-    NEGATIVE,
     REMINDER,
-    TASK_VALUES,
     block_text,
-    bullet_text,
     bullets,
-    facts,
     first_user_text,
     fit,
     forced_tool,
-    snippets,
     split_front_matter,
     stems,
     strip_reminders,
-    strip_snippets,
     system_text,
     tool_names,
     tool_schema,
     tool_uses,
-    words,
 )
 from optimizer.tags import parse_tags, section
 
@@ -53,7 +48,10 @@ TRIGGER_FLIP = 0.05
 class Knobs:
     judge_noise: float = 0.05
     position_bias: float = 0.3
-    proposal_quality: float = 0.6
+    proposal_quality: float = 0.6  # share of proposals that name the cause of a real failure
+    overfit_rate: float = 0.15  # share that copy a failing expectation or its values
+    harmful_rate: float = 0.1  # share that drop or contradict a useful instruction
+    world: World = World()  # the hidden causes (sim/latent.py); the rest of proposals are neutral
 
 
 @dataclass(frozen=True)
@@ -88,14 +86,14 @@ def reply(body: dict, role: str, rng: random.Random, uid: str, knobs: Knobs) -> 
         answer = {
             "grader": judges.grade,
             "comparator": judges.compare,
-            "analyzer": judges.analyze,
+            "analyzer": analyst.analyze,
             "proposer": proposer.propose,
         }[role](lambda tag: find_section(body, tag), rng, knobs,
                 **({"seen": media.seen_images(body)} if role in ("grader", "comparator") else {}))
         block = _tool_use(uid, 0, name, fit(answer, tool_schema(body, name)))
         return [block], "tool_use"
     if role == "executor":
-        return _executor(body, rng, uid)
+        return _executor(body, rng, uid, knobs)
     if role == "trigger":
         return _trigger(body, rng, uid)
     return [_text("OK.")], "end_turn"
@@ -206,33 +204,6 @@ def skill_instructions(body: dict, after: int) -> list[str]:
     return bullets(skill_body)
 
 
-def follow_rate(n: int) -> float:
-    # Long skills get followed less well: past ten instructions each one costs two points.
-    return min(0.97, max(0.5, 0.97 - 0.02 * max(0, n - 10)))
-
-
-def compose_output(task: str, instructions: list[str], rng: random.Random) -> str:
-    """The answer file: a title, a generic paragraph, and whatever the task and skill made the
-    agent include. The draws come in a fixed order so a sample index is a reproducible run."""
-    chosen = [w for w in words(task) if rng.random() < 0.5]
-    rate = follow_rate(len(instructions))
-    followed = [bullet_text(line) for line in instructions if rng.random() < rate]
-    task_snippets = [s for s in snippets(task) if rng.random() < 0.5]
-    if any(TASK_VALUES in line for line in followed):
-        task_snippets = snippets(task) + facts(strip_snippets(task))
-    suppressed = {s for line in followed if NEGATIVE.search(line) for s in snippets(line)}
-    title = " ".join(task.replace("`", "").split()[:6]) or "Answer"
-    lines = [f"# {title}", "", f"This answer covers {', '.join(chosen) or 'the request'}.", ""]
-    lines += [s for s in task_snippets if s not in suppressed]
-    for line in followed:
-        if not NEGATIVE.search(line):
-            lines += [s for s in snippets(line) if s not in suppressed and s not in lines]
-        sentence = re.sub(r"\s+([.,;:])", r"\1", strip_snippets(line))
-        if sentence:
-            lines.append(f"Following the guideline: {sentence}")
-    return "\n".join(lines) + "\n"
-
-
 def _write_call(body: dict, path: str, content: str, uid: str, index: int = 0) -> dict | None:
     for tool in body.get("tools") or []:
         kind, name = str(tool.get("type", "")), str(tool.get("name", ""))
@@ -253,7 +224,7 @@ def _write_call(body: dict, path: str, content: str, uid: str, index: int = 0) -
 NOTES_RATE = 0.3  # of executor runs that leave user notes
 
 
-def _executor(body: dict, rng: random.Random, uid: str) -> tuple[list, str]:
+def _executor(body: dict, rng: random.Random, uid: str, knobs: Knobs) -> tuple[list, str]:
     task = _task(body)
     uses = tool_uses(body)
     skill_calls = [i for i, b in uses if str(b.get("name", "")).lower() == "skill"]
@@ -268,7 +239,7 @@ def _executor(body: dict, rng: random.Random, uid: str) -> tuple[list, str]:
         if best and rng.random() < SKILL_CALL_RATE:
             return [_tool_use(uid, 0, skill_tool["name"], {"skill": best.name})], "tool_use"
     instructions = skill_instructions(body, skill_calls[0]) if skill_calls else []
-    content = compose_output(task, instructions, rng)
+    content = compose_output(task, instructions, rng, knobs.world)
     # The Claude Code CLI names its folder in its environment block (in the system prompt or,
     # in 2.1, the first user message); our own executor's prompt names none, so /workspace.
     cwd = re.search(r"[Ww]orking directory:\s*(/\S+)",
@@ -283,8 +254,9 @@ def _executor(body: dict, rng: random.Random, uid: str) -> tuple[list, str]:
         return [_text(content)], "end_turn"
     blocks = [_text(f"I will write {relative}."), call]
     # Asked for notes (our executor's prompt names the file), the agent sometimes has some. Drawn
-    # after the output, so the output is the same whether or not notes are written.
-    if "user_notes.md" in system_text(body) and rng.random() < NOTES_RATE:
+    # from the request's own key, apart from the output's draws: how many draws an answer takes
+    # depends on the skill, and must not decide whether notes are written.
+    if "user_notes.md" in system_text(body) and random.Random(f"notes:{uid}").random() < NOTES_RATE:
         folder = path.rsplit("/outputs/", 1)[0]
         notes = _write_call(body, f"{folder}/outputs/user_notes.md", _notes(task, relative), uid, 1)
         blocks += [notes] if notes else []
