@@ -12,7 +12,7 @@ over the (skill, seed) units. Peers run through their own packages (the [peers] 
 their prompts cannot be answered by the simulator our proposer sits behind their proposal hook
 (bench/peers/gepa_peer.py and skillopt_peer.py say where), so what differs is search and
 selection. docs/peers.md compares the designs. The table is also written to bench/RESULTS.md
-(a section per budget, replaced by the next run at that budget) unless --no-write."""
+(a section per budget and seeds, replaced by the next run of both) unless --no-write."""
 
 from __future__ import annotations
 
@@ -190,7 +190,8 @@ def report(args: argparse.Namespace, results: dict) -> list[str]:
 def write_results(args: argparse.Namespace, lines: list[str], command: str) -> None:
     path = BENCH / "RESULTS.md"
     text = path.read_text(encoding="utf-8") if path.is_file() else "# Benchmark results\n"
-    title = f"{SECTION} side by side with GEPA and SkillOpt at ${args.budget_usd:g} a world"
+    title = (f"{SECTION} side by side with GEPA and SkillOpt at ${args.budget_usd:g} a world, "
+             f"seeds {args.seeds}")
     section = f"{title}\n\n`{command}`\n\n" + "\n".join(lines) + "\n"
     start = text.find(title + "\n")
     if start >= 0:  # replace our section, up to the next one
