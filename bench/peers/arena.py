@@ -162,9 +162,17 @@ class Arena:
             self._samples[(label, e)] = self._samples.get((label, e), 0) + 1
             counts[e] = self._samples[(label, e)]
         results = await self.target.version(label, sorted(set(evals)), counts)
-        means = eval_means(results)
-        return {e: (means[e][counts[e] - 1] if len(means.get(e, [])) >= counts[e] else 0.0)
-                for e in evals}
+        out = {}
+        for e in evals:
+            latest = next((s for s in results.get(e, []) if s.run_number == counts[e]), None)
+            scored = [s.score for s in results.get(e, []) if s.score is not None]
+            # A peer needs a number for every example: an unscored newest run (none in the
+            # fault-free simulator) stands as the mean of the eval's scored runs, never as 0.
+            if latest is not None and latest.score is not None:
+                out[e] = latest.score
+            else:
+                out[e] = sum(scored) / len(scored) if scored else 0.0
+        return out
 
     async def evaluate_mean(self, label: str, evals: list[int], runs: int) -> float:
         """Mean over evals of runs 1..runs (shared with any earlier rollout of the label)."""
