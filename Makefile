@@ -5,12 +5,13 @@ BIN := $(VENV)/bin
 
 .PHONY: setup tools real-model-deps real-model demo test lint format typecheck bench clean-runs wheel-check
 
+# [peers]: GEPA and SkillOpt, so CI runs the smoke of bench/peers.py (tests/test_peers.py).
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,peers]'
 	touch $@
 
 # bubblewrap (sandbox) and chromium (report tests) from Debian when root, Claude Code from npm.

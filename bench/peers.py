@@ -1,0 +1,278 @@
+"""Side by side with GEPA and SkillOpt: the same simulated world, skill, starting skill and dollar
+budget (from the ledger) for our loop, GEPA's `optimize` (merge off and on), SkillOpt's trainer,
+a greedy baseline and the original skill. Never a timed test; prints a table and the ratio.
+
+    .venv/bin/python bench/peers.py [--seeds 1-2] [--budget-usd 3] [--skills csv-report,release-notes]
+
+Per (skill, seed): the sealed-test score of the final skill minus v0's (10 runs per sealed eval,
+the same for every method), the fraction of the headroom to the world's ceiling it captures,
+whether it ends worse than v0, and dollars, model calls, executor runs and wall time of the
+search. Across seeds: gain per dollar (total gain / total spend) and paired bootstrap intervals
+over the (skill, seed) units. Peers run through their own packages (the [peers] extra); where
+their prompts cannot be answered by the simulator our proposer sits behind their proposal hook
+(bench/peers/gepa_peer.py and skillopt_peer.py say where), so what differs is search and
+selection. docs/peers.md compares the designs. The table is also written to bench/RESULTS.md
+(a section per budget and seeds, replaced by the next run of both) unless --no-write."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path[:0] = [str(ROOT), str(BENCH)]
+
+from peers.arena import run_settings  # noqa: E402 - the bench runs from a checkout
+from peers.methods import METHODS, PEERS, Outcome, run_method  # noqa: E402
+from peers.stats import Unit, fmt_ratio, mean_interval, paired_ratio, per_dollar, worse_rate  # noqa: E402
+
+SKILLS = {
+    "csv-report": ROOT / "examples" / "csv-report",
+    "release-notes": BENCH / "peers" / "skills" / "release-notes",
+}
+SECTION = "## peers.py:"
+
+
+class Usage(Exception):
+    """Bad input: one sentence, exit 2."""
+
+
+def parse_seeds(text: str) -> list[int]:
+    m = re.fullmatch(r"(\d+)(?:-(\d+))?", text.strip())
+    if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
+        raise Usage(f"--seeds {text!r}: give one seed or a range A-B with A <= B, e.g. 1-20.")
+    first = int(m.group(1))
+    return list(range(first, int(m.group(2) or first) + 1))
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="1-2", help="A-B: one world per seed and skill")
+    parser.add_argument("--budget-usd", type=float, default=3.0, help="per method, skill and seed")
+    parser.add_argument(
+        "--skills", default=",".join(SKILLS), help="comma-separated: " + ", ".join(SKILLS)
+    )
+    parser.add_argument(
+        "--methods", default=",".join(METHODS), help="comma-separated: " + ", ".join(METHODS)
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting for every method (the world's, e.g. sim.proposal_quality=0.4)",
+    )
+    parser.add_argument("--no-write", action="store_true", help="leave bench/RESULTS.md as it is")
+    args = parser.parse_args(argv)
+    args.seed_list = parse_seeds(args.seeds)
+    if not args.budget_usd > 0:
+        raise Usage(f"--budget-usd {args.budget_usd}: give a positive number of dollars, e.g. 3.")
+    args.skill_list = [s.strip() for s in args.skills.split(",") if s.strip()]
+    unknown = [s for s in args.skill_list if s not in SKILLS]
+    if unknown or not args.skill_list:
+        raise Usage(
+            f"--skills: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(SKILLS)}."
+        )
+    chosen = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in chosen if m not in METHODS]
+    if unknown:
+        raise Usage(f"--methods: unknown {', '.join(unknown)}; choose from {', '.join(METHODS)}.")
+    # v0 is every gain's reference, and ours is what the ratio is of.
+    args.method_list = [m for m in METHODS if m in chosen or m in ("original", "ours")]
+    if any(m in PEERS for m in args.method_list) and not peers_installed():
+        raise Usage(
+            "GEPA and SkillOpt are not installed: `pip install -e '.[peers]'`, or pass "
+            "--methods without them."
+        )
+    return args
+
+
+def peers_installed() -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in ("gepa", "skillopt"))
+
+
+def run_all(args: argparse.Namespace, tmp: Path) -> dict[tuple[str, int], dict[str, Outcome]]:
+    results: dict[tuple[str, int], dict[str, Outcome]] = {}
+    for skill in args.skill_list:
+        for seed in args.seed_list:
+            overrides = run_settings(SKILLS[skill], seed, args.set)
+            cell = results.setdefault((skill, seed), {})
+            for method in args.method_list:
+                run_dir = tmp / f"{skill}-{seed}-{method.replace('+', '-')}"
+                cell[method] = run_method(
+                    method, SKILLS[skill], run_dir, overrides, args.budget_usd
+                )
+            v0 = cell["original"].sealed
+            print(
+                f"  {skill} seed {seed}: v0 {v0:.3f}; "
+                + ", ".join(
+                    f"{m} {(o.sealed or 0) - (v0 or 0):+.3f} ${o.usd:.2f}"
+                    for m, o in cell.items()
+                    if m != "original"
+                ),
+                flush=True,
+            )
+    return results
+
+
+def units(results: dict, method: str) -> list[Unit]:
+    out = []
+    for (skill, seed), cell in sorted(results.items()):
+        o, v0 = cell[method], cell["original"].sealed or 0.0
+        gain = (o.sealed or 0.0) - v0
+        room = o.ceiling - v0
+        out.append(
+            Unit(skill, seed, gain, gain / room if room > 1e-9 else None, gain < -1e-9, o.usd)
+        )
+    return out
+
+
+def method_rows(results: dict, methods: list[str]) -> list[list[str]]:
+    rows = []
+    ours = units(results, "ours")
+    for m in methods:
+        us = units(results, m)
+        outs = [cell[m] for _, cell in sorted(results.items())]
+        gain, lo, hi = mean_interval([u.gain for u in us])
+        rooms = [u.headroom for u in us if u.headroom is not None]
+        diff = mean_interval([a.gain - b.gain for a, b in zip(ours, us, strict=True)])
+        rows.append(
+            [
+                m,
+                f"{gain:+.3f} [{lo:+.3f}, {hi:+.3f}]",
+                f"{sum(rooms) / len(rooms):+.2f}" if rooms else "-",
+                f"{worse_rate(us):.0%}",
+                f"{_mean([o.usd for o in outs]):.2f}",
+                f"{_mean([o.calls for o in outs]):.0f}",
+                f"{_mean([o.runs for o in outs]):.0f}",
+                f"{_mean([o.wall_s for o in outs]):.1f}",
+                f"{per_dollar(us):+.4f}",
+                "-" if m == "ours" else f"{diff[0]:+.3f} [{diff[1]:+.3f}, {diff[2]:+.3f}]",
+            ]
+        )
+    return rows
+
+
+def skill_rows(results: dict, methods: list[str], skills: list[str]) -> list[list[str]]:
+    """Gain per dollar by skill: where a peer wins a cell, this is the cell."""
+    rows = []
+    for skill in skills:
+        sub = {k: v for k, v in results.items() if k[0] == skill}
+        row = [skill]
+        for m in methods:
+            us = units(sub, m)
+            row.append(f"{per_dollar(us):+.4f} ({worse_rate(us):.0%} worse)")
+        rows.append(row)
+    return rows
+
+
+def _mean(values: list[float]) -> float:
+    return math.fsum(values) / len(values) if values else math.nan
+
+
+def verdict(results: dict, methods: list[str]) -> str:
+    ours = units(results, "ours")
+    peers = [m for m in methods if m in PEERS]
+    if not peers:
+        return (
+            f"peers: ours gain/$ {per_dollar(ours):.4f}, best peer none gain/$ -, ratio - [-, -]; "
+            f"worse than v0: ours {worse_rate(ours):.0%}, best peer -"
+        )
+    best = max(peers, key=lambda m: per_dollar(units(results, m)))
+    theirs = units(results, best)
+    point, lo, hi = paired_ratio(ours, theirs)
+    return (
+        f"peers: ours gain/$ {per_dollar(ours):.4f}, best peer {best} gain/$ "
+        f"{per_dollar(theirs):.4f}, ratio {fmt_ratio(point)} [{fmt_ratio(lo)}, {fmt_ratio(hi)}]; "
+        f"worse than v0: ours {worse_rate(ours):.0%}, best peer {worse_rate(theirs):.0%}"
+    )
+
+
+def markdown(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+METHOD_HEADER = [
+    "method",
+    "sealed gain vs v0 [95% CI]",
+    "headroom captured",
+    "worse than v0",
+    "USD",
+    "model calls",
+    "executor runs",
+    "wall s",
+    "gain/$",
+    "ours − method [95% CI]",
+]
+
+
+def report(args: argparse.Namespace, results: dict) -> list[str]:
+    methods = args.method_list
+    searched = [m for m in methods if m != "original"]
+    any_cell = next(iter(next(iter(results.values())).values()))
+    n = len(results)
+    lines = [
+        f"{n} worlds ({', '.join(args.skill_list)} × seeds {args.seeds}), budget ${args.budget_usd:g} "
+        f"per method and world; ceiling: {any_cell.ceiling_source}; means per world.",
+        "",
+        markdown(METHOD_HEADER, method_rows(results, searched)),
+        "",
+        "gain per dollar by skill:",
+        "",
+        markdown(["skill", *searched], skill_rows(results, searched, args.skill_list)),
+        "",
+        "notes per world: "
+        + "; ".join(
+            f"{skill}/{seed} {m}: {o.note}"
+            for (skill, seed), cell in sorted(results.items())
+            for m, o in cell.items()
+            if o.note and m in PEERS and seed == args.seed_list[0]
+        ),
+    ]
+    return lines
+
+
+def write_results(args: argparse.Namespace, lines: list[str], command: str) -> None:
+    path = BENCH / "RESULTS.md"
+    text = path.read_text(encoding="utf-8") if path.is_file() else "# Benchmark results\n"
+    title = (
+        f"{SECTION} side by side with GEPA and SkillOpt at ${args.budget_usd:g} a world, "
+        f"seeds {args.seeds}"
+    )
+    section = f"{title}\n\n`{command}`\n\n" + "\n".join(lines) + "\n"
+    start = text.find(title + "\n")
+    if start >= 0:  # replace our section, up to the next one
+        end = text.find("\n## ", start + 1)
+        text = text[:start] + section + (text[end + 1 :] if end >= 0 else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parse_args(argv)
+    except Usage as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="peers-") as tmp:
+        results = run_all(args, Path(tmp))
+    lines = report(args, results)
+    print("\n".join(lines))
+    last = verdict(results, args.method_list)
+    command = "PYTHONPATH=. .venv/bin/python bench/peers.py " + " ".join(argv or sys.argv[1:])
+    if not args.no_write:
+        write_results(args, [*lines, "", last], command.strip())
+    print(last)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

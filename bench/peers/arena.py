@@ -1,0 +1,265 @@
+"""One world for one (skill, seed): a real run folder, its state.db and ledger, our executor and
+grader, and our proposer, opened for any search to use as a user of the engine would. Every
+method of bench/peers.py spends from its own arena; the sealed test is measured here the same way
+for all of them, and never counted in what a method spent."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import shutil
+import tomllib
+from collections.abc import Coroutine
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from optimizer import config, daemon, logs
+from optimizer.execute import executor_for
+from optimizer.grade.unit import eval_means, jobs_for
+from optimizer.model import factory as llm
+from optimizer.model import scoped
+from optimizer.search import evidence
+from optimizer.search.body import BodyTarget
+from optimizer.search.propose import Candidate, propose
+from optimizer.search.reporter import Reporter
+from optimizer.search.state import RunState
+from optimizer.search.stops import StopRules
+from optimizer.store.db import Store
+from optimizer.store.files import Workspace
+
+# Ledger scopes of measurement, not search: the engine's own sealed test and ours.
+MEASURE_SCOPES = ("sealed test%", "measure%")
+UNLIMITED_USD = 1e9  # the arena's client never refuses; each search keeps to its own budget
+
+
+class BudgetSpent(Exception):
+    """A search asked for work after its budget was spent."""
+
+
+@dataclass
+class Usage:
+    usd: float
+    calls: int
+    runs: int
+
+
+def run_settings(skill_dir: Path, seed: int, overrides: list[str]) -> list[str]:
+    """The settings every method shares for one (skill, seed): the simulator with this seed, the
+    split and every rng with this seed, no no-skill baseline (no method needs it to decide)."""
+    # A simulator with latent worlds (sim.world) draws a new world per seed too.
+    world = [f"sim.world={seed}"] if "world" in config.Sim.model_fields else []
+    return [
+        f"loop.seed={seed}",
+        f"sim.seed={seed}",
+        *world,
+        "llm.provider=sim",
+        "evals.baseline_comparison=false",
+        *overrides,
+    ]
+
+
+def start_run(skill_dir: Path, run_dir: Path, overrides: list[str], flags: dict) -> None:
+    """`optimizer run` in this process, quietly; with loop.max_iterations = 0 it only creates the
+    folder and grades v0 (the setup a peer's arena starts from)."""
+    try:
+        daemon.start(
+            skill_dir=skill_dir,
+            evals_path=None,
+            run_dir=run_dir,
+            from_run=None,
+            target="body",
+            detach=False,
+            fresh=True,
+            console=Console(file=io.StringIO()),
+            load=lambda eval_config: config.load(
+                None, eval_config=eval_config, env={}, overrides=overrides, flags=flags
+            ),
+        )
+    finally:
+        logs.reset()
+
+
+class Arena:
+    """An opened run folder. Async methods run on the arena's event loop; `sync` lets a peer's
+    synchronous search (GEPA's, SkillOpt's, in a worker thread) call them."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.ws = Workspace(run_dir)
+        logs.configure(self.ws.log, console=False)  # the run's log, not the bench's table
+        self.store = Store(self.ws.state_db)
+        base = tomllib.loads(self.ws.run_toml.read_text(encoding="utf-8"))
+        self.settings = config.load(base=base, env={}).settings
+        self.client = llm.make_client(self.settings, self.store, budget_usd=UNLIMITED_USD)
+        self._stack = ExitStack()
+        self.ui = self._stack.enter_context(
+            Reporter(None, self.store, simulated=True, settings=self.settings)
+        )
+        # No stop rules: the bench holds each method to the budget itself.
+        self.run = RunState(self.ws, self.store, self.client, self.settings, self.ui, StopRules(()))
+        executor = self._stack.enter_context(executor_for(None, self.settings, self.client))
+        self.target = BodyTarget(self.run, executor)
+        self.train, self.test = list(self.run.train), list(self.run.test)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.budget_usd = UNLIMITED_USD
+        self._mark = 0  # ledger rowid and eval_runs rowid before the search began
+        self._runs_mark = 0
+        self._hits_mark = 0
+        self._samples: dict[tuple[str, int], int] = {}
+        self._proposals = 0
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+        self._stack.close()
+        self.store.close()
+        logs.reset()
+
+    # -- what a search spent -------------------------------------------------------------------
+
+    def begin(self, budget_usd: float, *, from_start: bool = False) -> None:
+        """From here on (or from the run's start), what is spent is the search's, up to
+        budget_usd."""
+        self.budget_usd = budget_usd
+        if from_start:
+            return
+        top = "select coalesce(max(rowid), 0) as m from "
+        self._mark = self.store.query(top + "calls")[0]["m"]
+        self._runs_mark = self.store.query(top + "eval_runs")[0]["m"]
+        self._hits_mark = self.store.query(top + "cache_hits")[0]["m"]
+
+    def usage(self) -> Usage:
+        skip = " and ".join("coalesce(scope, '') not like ?" for _ in MEASURE_SCOPES)
+        row = self.store.query(
+            f"select count(*) as n, coalesce(sum(cost_usd), 0) as usd from calls "
+            f"where rowid > ? and {skip}",
+            [self._mark, *MEASURE_SCOPES],
+        )[0]
+        # An answer the setup paid for (v0's train runs) and the ledger served to this search is
+        # charged to it as if asked afresh: a peer on its own would have paid for it.
+        served = (
+            self.store.query(
+                f"select count(*) as n, coalesce(sum(h.saved_usd), 0) as usd from cache_hits h "
+                f"join calls on calls.hash = h.hash where h.rowid > ? and calls.rowid <= ? and {skip}",
+                [self._hits_mark, self._mark, *MEASURE_SCOPES],
+            )[0]
+            if self._mark
+            else {"n": 0, "usd": 0.0}
+        )
+        runs = self.store.query(
+            "select count(*) as n from eval_runs where rowid > ? and split != 'test'",
+            [self._runs_mark],
+        )[0]["n"]
+        return Usage(
+            float(row["usd"]) + float(served["usd"]), int(row["n"]) + int(served["n"]), int(runs)
+        )
+
+    def spent(self) -> bool:
+        return self.usage().usd >= self.budget_usd
+
+    def check(self) -> None:
+        if self.spent():
+            raise BudgetSpent(f"spent ${self.usage().usd:.2f} of ${self.budget_usd:.2f}")
+
+    # -- versions as texts ---------------------------------------------------------------------
+
+    def skill_md(self, label: str) -> str:
+        return (self.ws.skill(label) / "SKILL.md").read_text(encoding="utf-8")
+
+    def add(self, skill_md: str) -> str:
+        """A candidate SKILL.md (the other files are v0's) as a label of its own, by content."""
+        label = "c-" + hashlib.sha256(skill_md.encode()).hexdigest()[:10]
+        folder = self.ws.skill(label)
+        if not folder.is_dir():
+            shutil.copytree(self.ws.skill("v0"), folder)
+            (folder / "SKILL.md").write_text(skill_md, encoding="utf-8")
+        return label
+
+    # -- the engine's public pieces --------------------------------------------------------------
+
+    async def evaluate(self, label: str, evals: list[int]) -> dict[int, float]:
+        """One new rollout of `label` on each eval (executor + structural checks + judge), as a
+        peer's metric call is: asked again, the same eval is run again, and paid again."""
+        self.check()
+        counts = {}
+        for e in evals:
+            self._samples[(label, e)] = self._samples.get((label, e), 0) + 1
+            counts[e] = self._samples[(label, e)]
+        results = await self.target.version(label, sorted(set(evals)), counts)
+        out = {}
+        for e in evals:
+            latest = next((s for s in results.get(e, []) if s.run_number == counts[e]), None)
+            scored = [s.score for s in results.get(e, []) if s.score is not None]
+            # A peer needs a number for every example: an unscored newest run (none in the
+            # fault-free simulator) stands as the mean of the eval's scored runs, never as 0.
+            if latest is not None and latest.score is not None:
+                out[e] = latest.score
+            else:
+                out[e] = sum(scored) / len(scored) if scored else 0.0
+        return out
+
+    async def evaluate_mean(self, label: str, evals: list[int], runs: int) -> float:
+        """Mean over evals of runs 1..runs (shared with any earlier rollout of the label)."""
+        self.check()
+        for e in evals:
+            self._samples[(label, e)] = max(self._samples.get((label, e), 0), runs)
+        means = eval_means(await self.target.version(label, evals, runs))
+        per_eval = [sum(v) / len(v) for v in means.values() if v]
+        return sum(per_eval) / len(per_eval) if per_eval else 0.0
+
+    async def propose(self, parent: str, evals: list[int]) -> str | None:
+        """Our proposer, shown the failures of the parent's runs on `evals` (train only): the new
+        SKILL.md's label, or None when the proposal was rejected."""
+        self.check()
+        self._proposals += 1
+        scratch = self.ws.root / ".proposals" / f"peer-{self._proposals}"
+        feedback = evidence.gather(self.ws, self.store, parent, sorted(set(evals)))
+        try:
+            with scoped(f"proposal peer-{self._proposals}"):
+                made = await propose(
+                    self.client,
+                    parent=self.ws.skill(parent),
+                    feedback=feedback,
+                    target="body",
+                    dest=scratch,
+                    sample=self._proposals,
+                )
+            if not isinstance(made, Candidate):
+                return None
+            return self.add((made.folder / "SKILL.md").read_text(encoding="utf-8"))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    async def measure(self, label: str, runs: int) -> float | None:
+        """The sealed test score of `label`: runs per test eval, the same samples for every method
+        (the simulator answers a request the same way wherever it is asked)."""
+        if not self.test:
+            return None
+        res = await self.target.grader.grade(
+            jobs_for(
+                self.test,
+                runs,
+                prefix=f"measure/{label}/",
+                root=self.ws.root,
+                configuration="with_skill",
+                skill_dir=self.ws.skill(label),
+                version=label,
+                split="test",
+            ),
+            scope=f"measure {label}",
+        )
+        per_eval = [sum(v) / len(v) for v in eval_means(res).values() if v]
+        return sum(per_eval) / len(per_eval) if per_eval else None
+
+    def sync(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Run one of the coroutines above from a peer's worker thread."""
+        assert self.loop is not None, "call the peer through Arena.in_thread"
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    async def in_thread(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """A synchronous search in a worker thread, its calls served by this loop."""
+        self.loop = asyncio.get_running_loop()
+        return await asyncio.to_thread(fn, *args, **kwargs)
