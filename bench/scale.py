@@ -29,6 +29,7 @@ from optimizer.search import lineage  # noqa: E402 - the bench runs from a check
 from optimizer.store import runtoml  # noqa: E402 - the bench runs from a checkout
 from optimizer.store.db import Store  # noqa: E402 - the bench runs from a checkout
 from optimizer.store.files import Workspace  # noqa: E402 - the bench runs from a checkout
+from optimizer.store.keys import RunKey  # noqa: E402 - the bench runs from a checkout
 
 EXPECTATIONS = [
     "The report states the `Row count:`",
@@ -134,6 +135,7 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
                 json.dumps(grading),
                 "{}",
                 done,
+                *RunKey.parse(key).columns().values(),
             )
         )
         previews.append((key, json.dumps(preview.of_run(run_dir))))  # as the grading unit keeps it
@@ -306,8 +308,8 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
         )
         conn.executemany(
             "insert into gradings (key, status, score, pass_rate, passed, total, rubric_normalized, "
-            "gate_passed, grading_json, structural_json, completed_at) "
-            "values (?,?,?,?,?,?,?,?,?,?,?)",
+            "gate_passed, grading_json, structural_json, completed_at, prefix, eval_id, "
+            "configuration, run_number) values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             gradings,
         )
         conn.executemany("insert into previews (key, preview_json) values (?,?)", previews)

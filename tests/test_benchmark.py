@@ -222,3 +222,19 @@ def test_benchmark_and_v0_of_a_run_grade_an_eval_identically(tmp_path, monkeypat
             ), f"{mine / name}"
             compared += 1
     assert compared >= 4  # at least two train evals, twice each
+
+
+def test_a_benchmark_counts_no_run_that_optimizer_execute_left_in_its_folder(
+    tmp_path, cli, example
+):
+    """`execute` keys its runs without an eval segment (`with_skill/run-1`); a benchmark written
+    to the same folder averages only its own runs."""
+    out = tmp_path / "bench"
+    assert cli("execute", example, "--eval", "1", "--out", out, "--provider", "sim").exit_code == 0
+    result = cli("benchmark", example, "--out", out, "--provider", "sim", "--runs", "2")
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "benchmark.json").read_text())
+    with_skill = [
+        r for r in data["runs"] if r["configuration"] == "with_skill" and r["eval_id"] == 1
+    ]
+    assert len(with_skill) == 2

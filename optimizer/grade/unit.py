@@ -337,6 +337,10 @@ def committed(
     ):
         if row["eval_id"] not in wanted:
             continue
+        if row["key"] != str(
+            RunKey(prefix, row["eval_id"], row["configuration"], row["run_number"])
+        ):
+            continue  # an `optimizer execute` run in the same folder: no eval segment, no benchmark run
         eval = evalset.by_id(row["eval_id"])
         if row["status"] == "unscored":
             outcome = judge.unscored(eval, None, row["error"] or "")
