@@ -34,6 +34,24 @@ log = structlog.get_logger(__name__)
 Progress = Callable[[int, int, str], None]
 
 
+def counting(progress: Progress | None, total: int) -> Callable[[Scored], None]:
+    """A grader's on_run that reports each graded run of `total` to `progress`."""
+    done = 0
+
+    def step(scored: Scored) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(
+                done,
+                total,
+                f"eval {scored.eval_id} {scored.configuration} run "
+                f"{scored.run_number}: {scored.status}",
+            )
+
+    return step
+
+
 def default_out_dir(root: Path = Path("runs") / "benchmarks") -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out, k = root / stamp, 1
@@ -88,18 +106,7 @@ async def run_benchmark(
             version="skill" if c == "with_skill" else "baseline",
         )
     ]
-    done = 0
-
-    def step(scored: Scored) -> None:
-        nonlocal done
-        done += 1
-        if progress is not None:
-            progress(
-                done,
-                len(jobs),
-                f"eval {scored.eval_id} {scored.configuration} run "
-                f"{scored.run_number}: {scored.status}",
-            )
+    step = counting(progress, len(jobs))
 
     if progress is not None:
         progress(0, len(jobs), "starting")

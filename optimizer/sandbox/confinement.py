@@ -22,26 +22,29 @@ _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
 
+# The smallest sandbox bwrap can start: if this fails, no run can be confined here.
+SMALLEST_SANDBOX = (
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--unshare-net",
+    "--tmpfs",
+    "/tmp",
+    "true",
+)
+
+
 @functools.cache
 def bwrap_available() -> bool:
     """Whether bubblewrap really works here, tried once per process."""
     exe = shutil.which("bwrap")
     if exe is None:
         return False
-    probe = [
-        exe,
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--unshare-net",
-        "--tmpfs",
-        "/tmp",
-        "true",
-    ]
+    probe = [exe, *SMALLEST_SANDBOX]
     try:
         done = subprocess.run(
             probe,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from optimizer.errors import BadInput
 from optimizer.sandbox.box import find_node
-from optimizer.sandbox.confinement import bwrap_available, confinement_for, report
+from optimizer.sandbox.confinement import SMALLEST_SANDBOX, bwrap_available, confinement_for, report
 from optimizer.sandbox.policy import SANDBOX_PATH, SandboxPolicy
 from optimizer.sandbox.run import run
 
@@ -57,20 +57,7 @@ def _bwrap_line(found: dict) -> str:
 def _bwrap_error(exe: str) -> str:
     """What bwrap itself says when its smallest sandbox fails (a refused user namespace, most
     often), so the user sees the cause and not only that it failed."""
-    probe = [
-        exe,
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--unshare-net",
-        "--tmpfs",
-        "/tmp",
-        "true",
-    ]
+    probe = [exe, *SMALLEST_SANDBOX]
     try:
         done = subprocess.run(
             probe,

@@ -17,6 +17,7 @@ import structlog
 from optimizer.config import Settings
 from optimizer.errors import BadInput, BudgetExhausted
 from optimizer.execute import executor_for
+from optimizer.grade.benchmark import counting
 from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, unscored
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import EvalSet, load_evals
@@ -107,18 +108,8 @@ async def run_gate(
         result.note = "HEAD's skill files are identical to BASE's (evals/ aside); nothing was run."
         return result
     evals = sorted(evalset.ids)
-    done = [0]
     total = len(SIDES) * len(evals) * runs
-
-    def step(scored: Scored) -> None:
-        done[0] += 1
-        if progress is not None:
-            progress(
-                done[0],
-                total,
-                f"eval {scored.eval_id} {scored.configuration} run "
-                f"{scored.run_number}: {scored.status}",
-            )
+    step = counting(progress, total)
 
     scores: dict[str, dict[int, list[Scored]]] = {}
     try:
