@@ -42,7 +42,7 @@ import _worlds as worlds  # noqa: E402
 
 from optimizer.config import Selection  # noqa: E402
 from optimizer.search import sequential  # noqa: E402
-from optimizer.search.select import ComparisonTally, Decision, claim_scope, decide  # noqa: E402
+from optimizer.search.select import ComparisonTally, Decision, claim_scope, compared_runs, decide  # noqa: E402
 
 DELTAS = (-0.05, 0.0, 0.10)
 EVAL_COUNTS = (3, 5, 8, 10, 20, 50)
@@ -166,7 +166,8 @@ def adaptive(tr: worlds.Trial, claim: str, selection: Selection) -> tuple[int, D
         decision = decide(
             child,
             parent,
-            _tally(tr.verdict[:, :runs]),
+            # The pairs the loop has the comparator judge at this look (select.compared_runs).
+            _tally(tr.verdict[:, : compared_runs(selection, len(child), runs, claim)]),
             selection=selection,
             rng=_RNG,
             first_runs=START_RUNS,

@@ -64,6 +64,9 @@ class Loop(Section):
     max_iterations: int = Field(5, ge=0)
     # At most 99: a proposal's ledger sample packs (iteration, index) (search/target.py).
     proposals_per_iteration: int = Field(2, ge=1, le=99)
+    # "first": an iteration ends at its first winner, and the next proposes from it; "all":
+    # every proposal of the iteration is judged against the iteration's parent.
+    judge_proposals: Literal["first", "all"] = "first"
     patience: int = Field(3, ge=1)
     target_score: float = Field(1.0, ge=0, le=1)
     parent_selection: Literal["best", "pareto"] = "best"
@@ -112,6 +115,11 @@ class Selection(Section):
     # "decisive": a pair is judged in its second order only when the first is decisive (a
     # first-order tie cannot become a swap-consistent win or loss); "always": both orders.
     second_order: Literal["decisive", "always"] = "decisive"
+    # Which run pairs the blind comparator judges: "auto": one pair per eval (run 1 of each
+    # side) under the `tasks` claim, where its verdicts only break a near-tie and feed the
+    # analyzer and the record, every pair under `general`, where its sign test spends α;
+    # "all": every pair under both (docs/selection.md).
+    compare_pairs: Literal["auto", "all"] = "auto"
     # Where a look's extra runs go: "all": every eval; "informative" skips evals whose runs were
     # all identical and gives the run to the runs_share of the rest with the largest variance of
     # d. "all" is the default: bench/selection.py measured less power for "informative" (with

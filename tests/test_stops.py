@@ -9,7 +9,7 @@ from inprocess import EXAMPLE, cli, history
 
 from optimizer.search.reporter import Reporter
 
-RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2", "--set", "sim.seed=11")
+RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2", "--set", "sim.seed=5")
 # A stop lands at the first stage of each of these kinds that the uninterrupted run goes through:
 # every step of an iteration, the adaptive extra runs included.
 KINDS = (

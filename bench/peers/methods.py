@@ -48,10 +48,7 @@ def run_method(
     started = time.perf_counter()
     if name == "ours" or name in VARIANTS:
         start_run(
-            skill_dir,
-            run_dir,
-            [*overrides, *VARIANTS.get(name, [])],
-            {"budget.usd": budget_usd, "loop.max_iterations": 100},
+            skill_dir, run_dir, [*overrides, *VARIANTS.get(name, [])], {"budget.usd": budget_usd}
         )
         return asyncio.run(_measured(name, run_dir, budget_usd, None, started))
     start_run(skill_dir, run_dir, overrides, {"loop.max_iterations": 0})

@@ -191,13 +191,15 @@ class BodyTarget:
             parent_res = await self.version(parent, run.train, counts)
             if run.interrupted():
                 return False
+            pairs = select.compared_runs(s.selection, len(run.train), runs)
+            compared = {e: min(n, pairs) for e, n in counts.items()}
             run.show_activity(f"{label}: blind comparison with {parent}")
             with scoped(label):  # the comparison's calls are part of what the child cost
                 tally = await compare_versions(
                     run.client,
                     evals=[self.evalset.by_id(e) for e in run.train],
-                    child_runs=self._dirs(label, counts),
-                    parent_runs=self._dirs(parent, counts),
+                    child_runs=self._dirs(label, compared),
+                    parent_runs=self._dirs(parent, compared),
                     out_dir=run.ws.comparison_dir(label),
                     rng_seed=s.loop.seed,
                     second_order=s.selection.second_order,

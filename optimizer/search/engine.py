@@ -96,9 +96,17 @@ async def iterate(run: RunState, target: Target, n: int) -> None:
         label = await candidate(run, target, n, k, parent)
         if label and not await _judge_safely(run, target, label, parent):
             return  # stopped before its decision: a resume judges it again from the ledger
+        if label and run.settings.loop.judge_proposals == "first" and _won(run, label):
+            # A sibling would be judged against a parent that is no longer the best; proposing
+            # from the winner compounds instead (docs/design.md §3).
+            break
     with run.store.atomic():
         run.store.table("iterations").update(n, {"finished_at": now(), "stage": "done"})
     target.write_lineage(n)
+
+
+def _won(run: RunState, label: str) -> bool:
+    return (run.store.get("versions", label) or {}).get("decision") == "won"
 
 
 def _start_iteration(run: RunState, target: Target, n: int) -> dict:

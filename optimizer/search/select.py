@@ -305,6 +305,22 @@ def claim_scope(selection: Selection, n_evals: int, asked: str | None = None) ->
     return power.claim(n_evals, asked or selection.scope, selection.few_evals)
 
 
+def compared_runs(selection: Selection, n_evals: int, runs: int, asked: str | None = None) -> int:
+    """Run pairs per eval the blind comparator judges at a look of `runs` runs per eval (pairs
+    1..this). Under the sequential rule's `tasks` claim its verdicts only break a near-tie (a
+    bound between 0 and min_effect needs more wins than losses), so the first pair of each eval
+    serves that, the analyzer and the record; judging every pair was 40–55% of a child's cost in
+    bench/peers.py. Under `general` its sign test spends α, and the bootstrap rule counts a
+    majority: every pair."""
+    if (
+        selection.compare_pairs == "all"
+        or selection.rule != "sequential"
+        or claim_scope(selection, n_evals, asked) == "general"
+    ):
+        return runs
+    return min(runs, 1)
+
+
 def _order(e: EvalId) -> tuple[int, int, str]:
     return (0, e, "") if isinstance(e, int) else (1, 0, str(e))
 

@@ -1,0 +1,119 @@
+"""Where a run's money goes: the blind comparator judges only the pairs that can inform the claim,
+and an iteration stops proposing once a child won (docs/design.md §3, §8)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from inprocess import EXAMPLE, cli
+
+from optimizer.config import Selection
+from optimizer.search.select import compared_runs
+from optimizer.store.files import Workspace, read_json
+
+# csv-report has 5 evals, 4 of them train: below few_evals, so "auto" claims `tasks`.
+RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2")
+
+
+@pytest.mark.parametrize(
+    ("settings", "n_evals", "runs", "pairs"),
+    [
+        ({}, 4, 6, 1),  # tasks: the first pair of each eval
+        ({}, 12, 6, 6),  # general: its sign test spends α, every pair
+        ({"scope": "general"}, 4, 3, 3),
+        ({"scope": "tasks"}, 30, 9, 1),
+        ({"compare_pairs": "all"}, 4, 6, 6),
+        ({"rule": "bootstrap"}, 4, 3, 3),  # its comparator majority counts every pair
+    ],
+)
+def test_the_comparator_judges_every_pair_only_where_its_test_decides(
+    settings, n_evals, runs, pairs
+):
+    assert compared_runs(Selection(**settings), n_evals, runs) == pairs
+
+
+def _compared_run_numbers(run_dir) -> dict[str, set[int]]:
+    ws = Workspace(run_dir)
+    out = {}
+    for label in _benchmark_runs(run_dir):
+        path = ws.comparison_dir(label) / "assignment.json"
+        if path.is_file():
+            out[label] = {row["run"] for row in read_json(path)["comparisons"]}
+    return out
+
+
+def _benchmark_runs(run_dir) -> dict[str, int]:
+    conn = sqlite3.connect(run_dir / "state.db")
+    try:
+        rows = conn.execute("select version, selection_json from decisions").fetchall()
+    finally:
+        conn.close()
+    return {v: json.loads(s).get("runs_per_eval") or 0 for v, s in rows if s}
+
+
+def test_under_the_tasks_claim_only_the_first_run_pair_of_each_eval_is_compared(
+    tmp_path, monkeypatch
+):
+    auto, every = tmp_path / "auto", tmp_path / "all"
+    cli(monkeypatch, None, *RUN, "--set", "sim.seed=5", "--run-dir", str(auto))
+    cli(
+        monkeypatch,
+        None,
+        *RUN,
+        *("--set", "sim.seed=5", "--set", "selection.compare_pairs=all", "--run-dir", str(every)),
+    )
+    runs = _benchmark_runs(auto)
+    assert max(runs.values()) > 1  # children got more than one run per eval: pairs 2.. existed
+    compared = _compared_run_numbers(auto)
+    assert compared and all(numbers == {1} for numbers in compared.values())
+    # The same seed with every pair judged compares later runs too: the saving is real.
+    assert any(max(numbers) > 1 for numbers in _compared_run_numbers(every).values())
+
+
+def _candidates(run_dir) -> dict[int, list[str]]:
+    conn = sqlite3.connect(run_dir / "state.db")
+    try:
+        rows = conn.execute("select number, candidates_json from iterations").fetchall()
+    finally:
+        conn.close()
+    return {n: sorted(json.loads(c or "{}")) for n, c in rows}
+
+
+def _winners(run_dir) -> list[str]:
+    conn = sqlite3.connect(run_dir / "state.db")
+    try:
+        rows = conn.execute("select label from versions where decision = 'won'").fetchall()
+    finally:
+        conn.close()
+    return [r[0] for r in rows]
+
+
+def test_an_iteration_ends_at_its_first_winner(tmp_path, monkeypatch):
+    first, every = tmp_path / "first", tmp_path / "all"
+    # sim.seed=4: a child of iteration 2's first proposal wins (found by running seeds 1-8).
+    cli(monkeypatch, None, *RUN, "--set", "sim.seed=4", "--run-dir", str(first))
+    cli(
+        monkeypatch,
+        None,
+        *RUN,
+        *("--set", "sim.seed=4", "--set", "loop.judge_proposals=all", "--run-dir", str(every)),
+    )
+    assert _winners(first), "the reference seed must produce a winner"
+    made = _candidates(first)
+    conn = sqlite3.connect(first / "state.db")
+    try:
+        won_in = {
+            n
+            for (n,) in conn.execute(
+                "select iteration from versions where decision = 'won' and iteration is not null"
+            )
+        }
+    finally:
+        conn.close()
+    assert won_in
+    for n in won_in:
+        assert made[n] == ["0"]  # proposal 2 of a won iteration was never asked
+    # Asked to judge every proposal, the same iteration goes on to its second one.
+    assert all(_candidates(every)[n] == ["0", "1"] for n in won_in)
