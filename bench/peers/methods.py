@@ -18,9 +18,14 @@ from peers.ceiling import ceiling
 # evals.runs_per_eval; more runs make the gain less noisy, and cost no method anything).
 MEASURE_RUNS = 10
 # Our loop with settings it already has, measured beside the defaults: one run per eval to start
-# and at most three (the defaults: three, up to six), the cost of a decision cut where the peers
+# and at most three (the defaults: three, up to twelve), the cost of a decision cut where the peers
 # win on price. Never the verdict's "ours", which is the product as shipped.
-VARIANTS = {"ours-lean": ["evals.runs_per_eval=1", "selection.max_runs_per_eval=3"]}
+VARIANTS = {
+    "ours-lean": ["evals.runs_per_eval=1", "selection.max_runs_per_eval=3"],
+    # The plateau stop after one iteration without a win instead of three: what the spend after
+    # a night's last win costs the gain per dollar.
+    "ours-patience-1": ["loop.patience=1"],
+}
 
 
 @dataclass
