@@ -5,6 +5,7 @@ Never decides anything: it renders what the loop recorded."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -32,10 +33,12 @@ class Version:
 
 
 def versions(store: Store) -> list[Version]:
-    rows = store.query(
-        "select v.*, coalesce((select sum(cost_usd) from calls c where c.scope = v.label), 0) as spent "
-        "from versions v order by v.rowid"
-    )
+    # A version's cost sums its calls exactly (math.fsum): calls are rows in the order they
+    # finished, and a float sum in that order could move history.json's last digit.
+    spent: dict[str, list[float]] = defaultdict(list)
+    for c in store.query("select scope, cost_usd from calls where cost_usd is not null"):
+        spent[c["scope"]].append(c["cost_usd"])
+    rows = store.query("select * from versions order by rowid")
     return [
         Version(
             r["label"],
@@ -47,7 +50,7 @@ def versions(store: Store) -> list[Version]:
             r["summary"] or "",
             r["score"],
             r["pass_rate"],
-            r["spent"],
+            math.fsum(spent.get(r["label"], ())),
             r["created_at"] or "",
         )
         for r in rows
