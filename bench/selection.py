@@ -384,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"Promotion rule on a panel of worlds (no model calls): rule={s.rule} "
         f"confidence={s.confidence} min_effect={s.min_effect} futility={s.futility} "
+        f"(tasks {s.futility_tasks}) "
         f"runs {START_RUNS}→{s.max_runs_per_eval} per eval; {args.trials} trials a cell "
         f"(standard error of a 5% rate ≈ {np.sqrt(0.05 * 0.95 / args.trials):.1%})."
     )

@@ -5,6 +5,7 @@ import random
 
 from optimizer.config import Selection
 from optimizer.schemas import SelectionFile
+from optimizer.search import sequential
 from optimizer.search.allot import allot, identical, nothing_to_add, uneven_note
 from optimizer.search.select import decide
 
@@ -66,7 +67,9 @@ def test_the_look_numbers_the_alpha_spent_not_the_fewest_runs():
         child, parent, None, selection=Selection(), rng=random.Random(0), first_runs=3, look=4
     )
     assert at3.runs == at4.runs == 3 and at4.max_runs == 4
-    assert at4.look_alpha > at3.look_alpha  # the second look's share, not the first's again
+    # the second look's share, not the first's again
+    alpha = 1 - Selection().confidence
+    assert at4.look_alpha == sequential.look_alpha(alpha, 4, 12, 3, at4.scope) != at3.look_alpha
 
 
 def test_runs_grow_to_the_next_look():

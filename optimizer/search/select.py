@@ -219,6 +219,7 @@ def decide(
     if selection.rule == "sequential":
         tally = tally or ComparisonTally()
         order = sorted(ds, key=_order)  # a stated order: sums do not depend on the caller's
+        claim = claim_scope(selection, len(ds), scope)
         seen = sequential.look(
             [child_scores[e] for e in order],
             [parent_scores[e] for e in order],
@@ -230,10 +231,11 @@ def decide(
             first_runs=first_runs,
             confidence=selection.confidence,
             min_effect=selection.min_effect,
-            futility=selection.futility,
+            futility=selection.futility_tasks if claim == "tasks" else selection.futility,
             min_verdicts=MIN_CONSISTENT_VERDICTS,
-            scope=claim_scope(selection, len(ds), scope),
+            scope=claim,
             alpha=alpha,
+            futility_name="selection.futility_tasks" if claim == "tasks" else "selection.futility",
         )
         return _decision(  # the interval's confidence is the look's, at the α it spent
             seen.decision,

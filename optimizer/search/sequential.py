@@ -14,7 +14,8 @@ Two claims:
   error comes from the run-to-run variance within each eval (pooled over evals and sides), with
   Σ(runs − 1) degrees of freedom. Valid and powerful at 3 to 8 evals.
 - `general`: better on evals like these. The evals are the units: Student-t over the per-eval
-  differences with evals − 1 degrees of freedom, never narrower than the `tasks` error.
+  differences with evals − 1 degrees of freedom, never narrower than half the `tasks` error's
+  variance.
 Neither can collapse: a pseudo-observation of the largest variance a [0, 1] score can have is
 pooled into every variance, so identical runs never give a zero-width interval."""
 
@@ -31,13 +32,15 @@ from optimizer.grade.stats import mean, t_cdf
 from optimizer.grade.stats import t_quantile as _t_quantile
 
 Scope = Literal["tasks", "general"]
-# Cumulative share of α spent by a look at r of R runs per eval: (r/R)^SPEND_POWER. 3 keeps a
-# little for the first look (clear children stop there) and most for the last, best-informed one.
-SPEND_POWER = 3.0
+# Cumulative share of α spent by a look at r of R runs per eval: (r/R)^SPEND_POWER[claim]; any
+# choice keeps the union bound. `tasks` 1.5: clear children stop at 4–6 runs (3 kept an equal
+# child over 4 runs/eval or +0.10 10–11 points behind the oracle at 5 evals). `general` 3: the
+# evals' spread does not shrink with runs; t(9) at an early look's tiny level never clears.
+SPEND_POWER: dict[str, float] = {"tasks": 1.5, "general": 3.0}
 # Under `general` the scores get this share of each look's α, the comparator the rest: neither test
-# can spend the other's share. The comparator's test carried 1–9% of the wins in bench/selection.py
-# at 10–50 evals, so it gets a tenth. Under `tasks` the scores get all of it: the comparator's
-# test has evals as its units, too few below 10 evals to decide at these levels (t, 2 to 8 df).
+# can spend the other's share. The comparator's test alone promoted 0–3.5% of +0.10 children at
+# 10–50 evals in bench/selection.py (all α to the scores gained 1–2 points). Under `tasks` the scores
+# get all of it: at 3–8 evals the comparator's t (2 to 7 df) never decides at these levels.
 SCORE_SHARE = 0.9
 
 
@@ -54,6 +57,10 @@ GROWTH = 1.5
 # variance exceeds it, the pooled figure can only err on the wide side. A quarter of one: a whole
 # one nearly doubled the variance of 3 evals × 3 continuous runs and cost 1–3 points of power.
 PRIOR_VAR, PRIOR_N = 0.25, 0.25
+# `general`: Δ's variance is never below GENERAL_FLOOR × the `tasks` one (run noise alone), so a
+# chance small spread between evals cannot narrow the interval; a floor only widens the plain t.
+# At 1 it cost 4–7 points of one-look power at 10 evals (docs/selection.md).
+GENERAL_FLOOR = 0.5
 _NORMAL = NormalDist()
 _EPS = 1e-12
 
@@ -79,7 +86,9 @@ def next_look(runs: int, first_runs: int, max_runs: int) -> int | None:
     return next((r for r in schedule(first_runs, max_runs) if r > runs), None)
 
 
-def look_alpha(alpha: float, runs: int, max_runs: int, first_runs: int = 1) -> float:
+def look_alpha(
+    alpha: float, runs: int, max_runs: int, first_runs: int = 1, scope: Scope = "general"
+) -> float:
     """α the look at `runs` runs per eval may spend: α·[(r/R)^p − (r'/R)^p], r' the previous look
     of the schedule. A run count that is not a look spends nothing (a caller adding one run at a
     time reaches the next look); past the cap it is the last look. Summed over the looks it is α."""
@@ -89,8 +98,9 @@ def look_alpha(alpha: float, runs: int, max_runs: int, first_runs: int = 1) -> f
         return 0.0
     k = looks.index(runs)
     top = looks[-1]
-    before = (looks[k - 1] / top) ** SPEND_POWER if k else 0.0
-    return alpha * ((runs / top) ** SPEND_POWER - before)
+    p = SPEND_POWER[scope]
+    before = (looks[k - 1] / top) ** p if k else 0.0
+    return alpha * ((runs / top) ** p - before)
 
 
 @dataclass(frozen=True)
@@ -124,9 +134,9 @@ def score_test(
 ) -> ScoreTest:
     """One-sided Student-t bounds at α on Δ = mean over evals of d = mean child − mean parent.
     `tasks`: se² = Σ s²(1/n_child + 1/n_parent)/E², s² the pooled run variance, Σ(n − 1) df.
-    `general`: se² = the larger of s²_d/E (s²_d over evals) and the `tasks` se², E − 1 df; with
-    one run a side s²_d pools a pseudo-observation instead. Without runs to pool (one run each)
-    `tasks` falls back to `general`."""
+    `general`: se² = the larger of s²_d/E (s²_d over evals) and GENERAL_FLOOR × the `tasks` se²,
+    E − 1 df; with one run a side s²_d pools a pseudo-observation instead. Without runs to pool
+    (one run each) `tasks` falls back to `general`."""
     ds = [mean(c) - mean(p) for c, p in zip(child, parent, strict=True)]
     n, delta = len(ds), mean(ds)
     pooled, df_w, varied = _within(child, parent)
@@ -142,8 +152,8 @@ def score_test(
         if n < 2:
             return ScoreTest(delta, -1.0, 1.0, math.inf, math.inf, 0, scope, varied)
         ss_d = math.fsum((d - delta) ** 2 for d in ds)
-        if df_w:  # the run-to-run variance is the floor: d cannot vary less than its runs do
-            se = math.sqrt(max(ss_d / (n - 1) / n, within))
+        if df_w:  # the run-to-run variance sets the floor: d cannot vary less than its runs do
+            se = math.sqrt(max(ss_d / (n - 1) / n, within * GENERAL_FLOOR))
         else:  # one run a side (the description's queries): a pseudo-observation is the floor
             se = math.sqrt((ss_d + PRIOR_N * 2 * PRIOR_VAR) / (n - 1 + PRIOR_N) / n)
         df = n - 1
@@ -211,7 +221,7 @@ def promotion_power(
     if not scores.df:
         return 0.0
     fraction = min(1.0, runs / max_runs)
-    last = look_alpha(alpha, max_runs, max_runs, first_runs)
+    last = look_alpha(alpha, max_runs, max_runs, first_runs, scores.scope)
     final_df = scores.df if scores.scope == "general" else round(scores.df * max_runs / runs)
     score_final = t_quantile(1 - last * score_share(scores.scope), max(1, final_df))
     # Against zero, not min_effect: a bound above zero wins too when the comparator agrees.
@@ -257,16 +267,20 @@ def look(
     min_verdicts: int,
     scope: Scope = "general",
     alpha: float | None = None,
+    futility_name: str = "selection.futility",
 ) -> Look:
-    """won / lost / tie at this look, for the claim `scope`. won: the score bound clears
-    min_effect, or clears zero with more comparator wins than losses, or the comparator's test
-    favours the child at this look's α and Δ ≥ 0. lost: the plain interval at `confidence` is
-    below zero, or the comparator favours the parent and the lower bound is not above zero.
-    Otherwise more runs, unless runs are at the cap or the conditional power to promote is below
-    `futility`. `alpha` (default 1 − confidence) is this decision's whole budget: the night's
-    false-discovery control (search/night.py) passes a smaller one."""
+    """won / lost / tie at this look, for the claim `scope`. won: the score bound clears zero
+    and Δ reaches min_effect, or the bound clears zero with more comparator wins than losses, or
+    the comparator's test favours the child at this look's α and Δ ≥ 0. lost: the plain interval
+    at `confidence` is below zero, or the comparator favours the parent and the lower bound is not
+    above zero. Otherwise more runs, unless runs are at the cap or the conditional power to
+    promote is below `futility` (named `futility_name` in the reason). `alpha` (default
+    1 − confidence) is this decision's whole budget: the night's false-discovery control
+    (search/night.py) passes a smaller one."""
     alpha = 1 - confidence if alpha is None else alpha
-    spent = look_alpha(alpha, runs, max_runs, first_runs)
+    # One run a side: score_test falls back to `general`, so α is spent as `general` spends it.
+    pooled = any(len(x) >= 2 for x in (*child, *parent))
+    spent = look_alpha(alpha, runs, max_runs, first_runs, scope if pooled else "general")
     share = score_share(scope)
     a_score, a_cmp = spent * share, spent * (1 - share)
     s = score_test(child, parent, a_score, scope)
@@ -321,8 +335,11 @@ def look(
     # With no run-to-run variation the data cannot show their own noise: the first look never
     # promotes on the scores alone then (the floor keeps later looks honest).
     blind = not s.varied and runs <= first_runs
-    if s.low > min_effect and not blind:
-        return out("won", f"won: {where} lies above the minimum effect {min_effect}.")
+    if s.low > 0 and s.delta >= min_effect and not blind:
+        return out(
+            "won",
+            f"won: {where} lies above zero, and Δ is at or above the minimum effect {min_effect}.",
+        )
     if s.low > 0 and wins > losses and not blind:
         # No extra α: this is a subset of "the bound is above zero", whose chance for an equal
         # child is the score share already spent; the comparator only has to agree.
@@ -368,7 +385,7 @@ def look(
             "tie",
             f"tie: {where} is inconclusive, and {tail}; no more runs are added: if "
             f"the trend holds, the chance of promotion at {max_runs} runs is "
-            f"{power:.1%}, below selection.futility = {futility:.0%}.",
+            f"{power:.1%}, below {futility_name} = {futility:.0%}.",
             futile=True,
             power=power,
         )
