@@ -69,6 +69,23 @@ def test_an_equal_child_stops_adding_runs_by_futility():
     assert run(EQUAL, tally({e: (1, 1) for e in range(10)}), selection=OLD).needs_more_runs
 
 
+def test_one_run_a_side_never_stops_by_futility_under_the_tasks_claim():
+    # evals.runs_per_eval = 1: no run-to-run noise to judge the chance at the cap by. The same
+    # evidence with repeated runs is futile, so the test fails if futility ignores the claim.
+    ds = [0.0, 0.05, -0.05, 0.0]
+    child = {e: [0.5 + d] for e, d in enumerate(ds)}
+    parent = {e: [0.5] for e in range(len(ds))}
+    one = decide(
+        child, parent, None, selection=NEW, rng=random.Random(0), first_runs=1, scope="tasks"
+    )
+    assert one.decision == "tie" and one.needs_more_runs and not one.futile
+    assert one.next_runs == 2
+    many = decide(
+        *scores(ds * 3, runs=3), None, selection=NEW, rng=random.Random(0), scope="tasks"
+    )
+    assert many.futile and not many.needs_more_runs
+
+
 def test_a_promising_child_gets_more_runs():
     d = run(
         [0.08, 0.02, 0.06, -0.01, 0.09, 0.03, 0.05, 0.0, 0.07, 0.04],

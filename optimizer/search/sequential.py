@@ -380,7 +380,11 @@ def look(
             f"{max_runs} per eval.",
         )
     power = promotion_power(s, runs=runs, max_runs=max_runs, first_runs=first_runs, alpha=alpha)
-    if power < futility:
+    # One run a side (evals.runs_per_eval = 1) shows no run-to-run noise: the `tasks` test fell
+    # back to the evals' spread, whose guess of the chance at the cap says nothing about the
+    # runs to come. Futility waits for a look that has repeated runs.
+    unseen = scope == "tasks" and s.scope != scope
+    if power < futility and not unseen:
         return out(
             "tie",
             f"tie: {where} is inconclusive, and {tail}; no more runs are added: if "
