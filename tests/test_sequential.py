@@ -80,9 +80,7 @@ def test_one_run_a_side_never_stops_by_futility_under_the_tasks_claim():
     )
     assert one.decision == "tie" and one.needs_more_runs and not one.futile
     assert one.next_runs == 2
-    many = decide(
-        *scores(ds * 3, runs=3), None, selection=NEW, rng=random.Random(0), scope="tasks"
-    )
+    many = decide(*scores(ds * 3, runs=3), None, selection=NEW, rng=random.Random(0), scope="tasks")
     assert many.futile and not many.needs_more_runs
 
 
