@@ -48,14 +48,12 @@ def score_share(scope: Scope) -> float:
     return 1.0 if scope == "tasks" else SCORE_SHARE
 
 
-# The look after r runs per eval is at floor(GROWTH·r) runs (at least r + 1, at most the cap): 3, 4,
-# 6, 9, 12. The first extension is one run, so an equal child that futility lets through costs
-# little (≤ 4.0 runs per eval in bench/selection.py; 3, 5, 8, 12 gave 4.0–4.4); later ones grow.
+# The look after r runs per eval is at ⌊GROWTH·r⌋ runs (≥ r + 1, ≤ the cap): 3, 4, 6, 9, 12. A
+# first extension of one run keeps an equal child cheap (≤ 4.0 runs/eval; 3, 5, 8, 12 gave 4.0–4.4).
 GROWTH = 1.5
-# Every variance pools in PRIOR_N pseudo-observations of PRIOR_VAR, the largest variance a score in
-# [0, 1] can have: identical runs then never make an interval collapse, and because no real
-# variance exceeds it, the pooled figure can only err on the wide side. A quarter of one: a whole
-# one nearly doubled the variance of 3 evals × 3 continuous runs and cost 1–3 points of power.
+# Every variance pools in PRIOR_N pseudo-observations of PRIOR_VAR, the largest variance of a score
+# in [0, 1]: identical runs never make an interval collapse, and the pooled figure can only err wide.
+# A quarter of one: a whole one nearly doubled 3 evals × 3 runs' variance (1–3 points of power).
 PRIOR_VAR, PRIOR_N = 0.25, 0.25
 # `general`: Δ's variance is never below GENERAL_FLOOR × the `tasks` one (run noise alone), so a
 # chance small spread between evals cannot narrow the interval; a floor only widens the plain t.
@@ -380,9 +378,8 @@ def look(
             f"{max_runs} per eval.",
         )
     power = promotion_power(s, runs=runs, max_runs=max_runs, first_runs=first_runs, alpha=alpha)
-    # One run a side (evals.runs_per_eval = 1) shows no run-to-run noise: the `tasks` test fell
-    # back to the evals' spread, whose guess of the chance at the cap says nothing about the
-    # runs to come. Futility waits for a look that has repeated runs.
+    # One run a side shows no run noise (the `tasks` test fell back to the evals' spread): its
+    # chance at the cap says nothing of the runs to come, so futility waits for repeated runs.
     unseen = scope == "tasks" and s.scope != scope
     if power < futility and not unseen:
         return out(
