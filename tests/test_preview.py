@@ -66,11 +66,17 @@ def test_the_estimate_follows_the_settings():
     per = base["per_iteration"]
     assert per["by_role"]["proposer"]["calls"] == 2 and per["by_role"]["analyzer"]["calls"] == 2
     train = base["train_evals"]
-    assert per["by_role"]["comparator"]["calls"] == 2 * 2 * train * 3  # 2 proposals, both orders
-    more_runs = estimate(evals={"runs_per_eval": 6}, selection={"max_runs_per_eval": 6})
+    # csv-report claims `tasks`: the first run pair of each eval, 2 proposals, both orders.
+    assert per["by_role"]["comparator"]["calls"] == 2 * 2 * train * 1
+    every = estimate(selection={"compare_pairs": "all"})
+    assert every["per_iteration"]["by_role"]["comparator"]["calls"] == 2 * 2 * train * 3
+    assert every["per_iteration_max"]["usd"] > base["per_iteration_max"]["usd"]
+    more_runs = estimate(
+        evals={"runs_per_eval": 6}, selection={"max_runs_per_eval": 6, "compare_pairs": "all"}
+    )
     assert (
         more_runs["per_iteration"]["by_role"]["comparator"]["calls"]
-        == 2 * per["by_role"]["comparator"]["calls"]
+        == 2 * every["per_iteration"]["by_role"]["comparator"]["calls"]
     )
     assert estimate(loop={"proposals_per_iteration": 1})["per_iteration"]["usd"] == pytest.approx(
         per["usd"] / 2, rel=1e-3
