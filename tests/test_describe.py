@@ -336,7 +336,7 @@ def metrics(passes: list[bool]) -> dict:
 @pytest.mark.parametrize(
     "child, parent, child_dev, parent_dev, verdict",
     [
-        ([True] * 8, [False] * 8, 1.0, 0.5, "won"),  # the interval is above min_effect
+        ([True] * 8, [False] * 8, 1.0, 0.5, "won"),  # the bound is above zero, Δ ≥ min_effect
         ([True] * 8, [False] * 8, 0.4, 0.5, "tie"),  # won on validation, but dev dropped
         ([False] * 8, [True] * 8, 0.5, 1.0, "lost"),  # the interval is below zero
         # Δ > 0 with an inconclusive interval: the earlier rule promoted it on Δ alone; the body's

@@ -274,3 +274,40 @@ def test_runs_off_the_schedule_ask_for_the_next_look_and_spend_nothing():
     d = run(EQUAL, tally({}), runs=5)
     assert d.needs_more_runs and d.look_alpha == 0 and d.next_runs == 6
     assert d.decision == "tie"
+
+
+def _at_cap(d, jitter, per_eval=None, scope="tasks"):
+    child, parent = scores([d] * 8, runs=12, jitter=jitter)
+    return decide(
+        child,
+        parent,
+        tally(per_eval) if per_eval else None,
+        selection=NEW,
+        rng=random.Random(0),
+        first_runs=3,
+        look=12,
+        scope=scope,
+    )
+
+
+def test_a_win_on_the_scores_needs_the_bound_above_zero_and_delta_at_the_minimum_effect():
+    small = _at_cap(0.02, 0.01)  # bound above zero, Δ below min_effect, no comparator
+    assert small.ci_low > 0 and small.delta < NEW.min_effect and small.decision == "tie"
+    # The same evidence wins when the comparator agrees: its only role under `tasks`.
+    agreed = _at_cap(0.02, 0.01, {e: (1, 0) for e in range(8)})
+    assert agreed.decision == "won" and "below the minimum effect" in agreed.reason
+    # A bound between 0 and min_effect with Δ at or above it wins on the scores alone.
+    clear = _at_cap(0.04, 0.08)
+    assert 0 < clear.ci_low < NEW.min_effect <= clear.delta and clear.decision == "won"
+
+
+def test_each_claim_stops_by_its_own_futility_threshold():
+    tasks = run(EQUAL, tally({e: (1, 1) for e in range(10)}), selection=Selection(scope="tasks"))
+    assert tasks.futile and "selection.futility_tasks = 20%" in tasks.reason
+    general = run(
+        EQUAL, tally({e: (1, 1) for e in range(10)}), selection=Selection(scope="general")
+    )
+    assert general.futile and "selection.futility = 30%" in general.reason
+    # A threshold of 0 never stops: the setting is what decides, for each claim on its own.
+    keep = Selection(scope="tasks", futility_tasks=0.0)
+    assert run(EQUAL, tally({e: (1, 1) for e in range(10)}), selection=keep).needs_more_runs

@@ -65,7 +65,7 @@ def test_under_the_tasks_claim_only_the_first_run_pair_of_each_eval_is_compared(
         *("--set", "sim.seed=5", "--set", "selection.compare_pairs=all", "--run-dir", str(every)),
     )
     runs = _benchmark_runs(auto)
-    assert max(runs.values()) > 1  # children got more than one run per eval: pairs 2.. existed
+    assert max(runs.values()) > 3  # a child reached a later look: pairs 2 and on existed there
     compared = _compared_run_numbers(auto)
     assert compared and all(numbers == {1} for numbers in compared.values())
     # The same seed with every pair judged compares later runs too: the saving is real.
@@ -117,3 +117,36 @@ def test_an_iteration_ends_at_its_first_winner(tmp_path, monkeypatch):
         assert made[n] == ["0"]  # proposal 2 of a won iteration was never asked
     # Asked to judge every proposal, the same iteration goes on to its second one.
     assert all(_candidates(every)[n] == ["0", "1"] for n in won_in)
+
+
+def test_a_stop_right_after_the_winning_decision_resumes_into_the_next_iteration(
+    tmp_path, monkeypatch
+):
+    """The break is read from the ledger: a run stopped as the winner's analysis is announced
+    (its decision not yet recorded) or just after it, then resumed, asks exactly what the
+    uninterrupted run asked and never proposal 2 of the won iteration."""
+    from inprocess import history
+
+    from optimizer.search.reporter import Reporter
+
+    reference = tmp_path / "reference"
+    cli(monkeypatch, None, *RUN, "--set", "sim.seed=18", "--run-dir", str(reference))
+    winner = sorted(_winners(reference))[0]
+    show = Reporter.activity
+    for when in (f"{winner}: analysis", "iteration 2: choosing a parent"):
+        run_dir = tmp_path / when.split(":")[0].replace(" ", "-")
+        stopped: list[str] = []
+
+        def stage(self, text: str, when=when, run_dir=run_dir, stopped=stopped) -> None:
+            if text == when and not stopped:
+                stopped.append(text)
+                (run_dir / "STOP").write_text("stop requested by the test\n")
+            show(self, text)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(Reporter, "activity", stage)
+            out = cli(patch, None, *RUN, "--set", "sim.seed=18", "--run-dir", str(run_dir))
+        assert stopped == [when] and "STOP" in out
+        cli(monkeypatch, None, "resume", str(run_dir))
+        assert history(run_dir) == history(reference)
+        assert _candidates(run_dir) == _candidates(reference)

@@ -121,8 +121,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
         settings = parse_json(run.get("settings_json")) or {}
         best = run.get("current_best") or "v0"
         decided = {d["version"]: d for d in readonly.rows(conn, "select * from decisions")}
-        spent = {r["scope"]: r["cost"] for r in readonly.rows(
-            conn, "select scope, sum(cost_usd) as cost from calls group by scope")}
+        spent = readonly.spent_by_scope(readonly.rows(conn, readonly.SPENT_SQL))
         done = {r["version"]: r["done"] for r in readonly.rows(
             conn, "select version, max(completed_at) as done from eval_runs "
             "where split is null or split != 'test' group by version")}

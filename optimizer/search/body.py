@@ -181,6 +181,9 @@ class BodyTarget:
                 return True
         # Runs per eval; after each undecided look, allot.allot says which evals get more.
         counts = dict.fromkeys(run.train, runs)
+        # One claim for the whole decision: the claims spend α over the looks differently, so a
+        # claim that changed between looks (an eval scored only later) could overspend it.
+        claim = select.claim_scope(s.selection, len(run.train))
         family = night.for_decision(run.store.query(night.ROWS_SQL), s.selection, label)
         added: list[allot.Allotment[int]] = []
         while True:
@@ -191,7 +194,7 @@ class BodyTarget:
             parent_res = await self.version(parent, run.train, counts)
             if run.interrupted():
                 return False
-            pairs = select.compared_runs(s.selection, len(run.train), runs)
+            pairs = select.compared_runs(s.selection, len(run.train), runs, claim)
             compared = {e: min(n, pairs) for e, n in counts.items()}
             run.show_activity(f"{label}: blind comparison with {parent}")
             with scoped(label):  # the comparison's calls are part of what the child cost
@@ -205,7 +208,14 @@ class BodyTarget:
                     second_order=s.selection.second_order,
                 )
             decision = self._decide(
-                label, parent, child_res, parent_res, tally, runs, family.alpha if family else None
+                label,
+                parent,
+                child_res,
+                parent_res,
+                tally,
+                runs,
+                family.alpha if family else None,
+                claim,
             )
             if not (decision.needs_more_runs and runs < s.selection.max_runs_per_eval):
                 break
@@ -253,6 +263,7 @@ class BodyTarget:
         tally: select.ComparisonTally,
         runs: int,
         alpha: float | None,
+        claim: str,
     ) -> select.Decision:
         run, s = self.run, self.run.settings
         errors, total = judge_errors(child, parent_res)
@@ -277,6 +288,7 @@ class BodyTarget:
             first_runs=self.runs_per_eval,
             look=runs,
             alpha=alpha,
+            scope=claim,
         )
 
     async def _analyze(

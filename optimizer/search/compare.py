@@ -1,5 +1,5 @@
-"""Blind comparator: every run pair of child and parent is judged twice, A and B swapped, and a
-verdict counts only when both orders agree. The second order is asked only when the first is
+"""Blind comparator: every run pair it is given (select.compared_runs chooses which) is judged
+twice, A and B swapped, and a verdict counts only when both orders agree. The second order is asked only when the first is
 decisive (selection.second_order = "decisive"): a first-order tie or error can never become a
 decisive swap-consistent verdict, the only kind the promotion rule counts, so the second call
 could not change a decision. Never show a version label, a host path or whose output is whose;

@@ -97,8 +97,8 @@ async def iterate(run: RunState, target: Target, n: int) -> None:
         if label and not await _judge_safely(run, target, label, parent):
             return  # stopped before its decision: a resume judges it again from the ledger
         if label and run.settings.loop.judge_proposals == "first" and _won(run, label):
-            # A sibling would be judged against a parent that is no longer the best; proposing
-            # from the winner compounds instead (docs/design.md §3).
+            # A sibling would be judged against a parent the winner has just beaten; the next
+            # iteration chooses its parent from a lineage that holds the winner (docs/design.md §3).
             break
     with run.store.atomic():
         run.store.table("iterations").update(n, {"finished_at": now(), "stage": "done"})

@@ -5,8 +5,9 @@ against what the ledger says was spent. Never calls a model and never writes (bu
 The model of one run (every number an assumption, listed under "assumptions" in the estimate):
 - setup: the without_skill baseline (when evals.baseline_comparison) and v0, each train eval ×
   runs_per_eval runs; the sealed test: v0 and the final best on the test evals, same runs.
-- per iteration, for each of loop.proposals_per_iteration candidates: one proposer call; the
-  screening minibatch (loop.screen_evals runs, when 0 < screen_evals < train evals); the child's
+- per iteration, for each of loop.proposals_per_iteration candidates (an iteration that ends at
+  its first winner, loop.judge_proposals, asks fewer: the estimate leans high): one proposer
+  call; the screening minibatch (loop.screen_evals runs, when 0 < screen_evals < train evals); the child's
   train evals × runs_per_eval runs; two comparator calls (both orders) per run pair compared
   (select.compared_runs: the first pair of each eval under the `tasks` claim; the second order
   is skipped after a first-order tie, selection.second_order: the estimate leans high); one

@@ -5,7 +5,6 @@ Never decides anything: it renders what the loop recorded."""
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optimizer import schemas
+from optimizer.store import readonly
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json
 
@@ -33,11 +33,7 @@ class Version:
 
 
 def versions(store: Store) -> list[Version]:
-    # A version's cost sums its calls exactly (math.fsum): calls are rows in the order they
-    # finished, and a float sum in that order could move history.json's last digit.
-    spent: dict[str, list[float]] = defaultdict(list)
-    for c in store.query("select scope, cost_usd from calls where cost_usd is not null"):
-        spent[c["scope"]].append(c["cost_usd"])
+    spent = readonly.spent_by_scope(store.query(readonly.SPENT_SQL))
     rows = store.query("select * from versions order by rowid")
     return [
         Version(
@@ -50,7 +46,7 @@ def versions(store: Store) -> list[Version]:
             r["summary"] or "",
             r["score"],
             r["pass_rate"],
-            math.fsum(spent.get(r["label"], ())),
+            spent.get(r["label"], 0.0),
             r["created_at"] or "",
         )
         for r in rows

@@ -220,6 +220,7 @@ def decide(
         tally = tally or ComparisonTally()
         order = sorted(ds, key=_order)  # a stated order: sums do not depend on the caller's
         claim = claim_scope(selection, len(ds), scope)
+        futility = "futility_tasks" if claim == "tasks" else "futility"  # each claim its own
         seen = sequential.look(
             [child_scores[e] for e in order],
             [parent_scores[e] for e in order],
@@ -231,11 +232,11 @@ def decide(
             first_runs=first_runs,
             confidence=selection.confidence,
             min_effect=selection.min_effect,
-            futility=selection.futility_tasks if claim == "tasks" else selection.futility,
+            futility=getattr(selection, futility),
             min_verdicts=MIN_CONSISTENT_VERDICTS,
             scope=claim,
             alpha=alpha,
-            futility_name="selection.futility_tasks" if claim == "tasks" else "selection.futility",
+            futility_name=f"selection.{futility}",
         )
         return _decision(  # the interval's confidence is the look's, at the α it spent
             seen.decision,

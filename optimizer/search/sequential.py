@@ -343,7 +343,7 @@ def look(
         # child is the score share already spent; the comparator only has to agree.
         return out(
             "won",
-            f"won: {where} lies above zero though not above the minimum effect "
+            f"won: {where} lies above zero though Δ is below the minimum effect "
             f"{min_effect}, and {votes}.",
         )
     # Losing is not promoting: the parent stays either way, so `lost` needs no share of the

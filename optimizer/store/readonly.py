@@ -4,7 +4,10 @@ checkpoints or writes anything, so a daemon may be running."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -58,3 +61,17 @@ def count_runs(db_path: Path) -> int | None:
         return None
     finally:
         conn.close()
+
+
+# What each ledger scope (a version label, a proposal, a stage) cost: the rows to read for it.
+SPENT_SQL = "select scope, cost_usd from calls where cost_usd is not null"
+
+
+def spent_by_scope(calls: Iterable[Mapping[str, Any]]) -> dict[str | None, float]:
+    """Dollars per scope over SPENT_SQL's rows, summed exactly (math.fsum): the rows come in the
+    order the calls finished, and a float sum in that order could move the last digit, so the
+    lineage, history.json and the report would disagree between two identical runs."""
+    costs: dict[str | None, list[float]] = defaultdict(list)
+    for c in calls:
+        costs[c["scope"]].append(float(c["cost_usd"]))
+    return {scope: math.fsum(v) for scope, v in costs.items()}
