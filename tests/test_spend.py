@@ -4,13 +4,14 @@ and an iteration stops proposing once a child won (docs/design.md §3, §8)."""
 from __future__ import annotations
 
 import json
-import sqlite3
+from contextlib import closing
 
 import pytest
 from inprocess import EXAMPLE, cli
 
 from optimizer.config import Selection
 from optimizer.search.select import compared_runs
+from optimizer.store import readonly
 from optimizer.store.files import Workspace, read_json
 
 # csv-report has 5 evals, 4 of them train: below few_evals, so "auto" claims `tasks`.
@@ -44,13 +45,18 @@ def _compared_run_numbers(run_dir) -> dict[str, set[int]]:
     return out
 
 
+def _rows(run_dir, sql: str) -> list[dict]:
+    with closing(readonly.connect(run_dir / "state.db")) as conn:
+        return readonly.rows(conn, sql)
+
+
 def _benchmark_runs(run_dir) -> dict[str, int]:
-    conn = sqlite3.connect(run_dir / "state.db")
-    try:
-        rows = conn.execute("select version, selection_json from decisions").fetchall()
-    finally:
-        conn.close()
-    return {v: json.loads(s).get("runs_per_eval") or 0 for v, s in rows if s}
+    rows = _rows(run_dir, "select version, selection_json from decisions")
+    return {
+        r["version"]: json.loads(r["selection_json"]).get("runs_per_eval") or 0
+        for r in rows
+        if r["selection_json"]
+    }
 
 
 def test_under_the_tasks_claim_only_the_first_run_pair_of_each_eval_is_compared(
@@ -73,21 +79,12 @@ def test_under_the_tasks_claim_only_the_first_run_pair_of_each_eval_is_compared(
 
 
 def _candidates(run_dir) -> dict[int, list[str]]:
-    conn = sqlite3.connect(run_dir / "state.db")
-    try:
-        rows = conn.execute("select number, candidates_json from iterations").fetchall()
-    finally:
-        conn.close()
-    return {n: sorted(json.loads(c or "{}")) for n, c in rows}
+    rows = _rows(run_dir, "select number, candidates_json from iterations")
+    return {r["number"]: sorted(json.loads(r["candidates_json"] or "{}")) for r in rows}
 
 
 def _winners(run_dir) -> list[str]:
-    conn = sqlite3.connect(run_dir / "state.db")
-    try:
-        rows = conn.execute("select label from versions where decision = 'won'").fetchall()
-    finally:
-        conn.close()
-    return [r[0] for r in rows]
+    return [r["label"] for r in _rows(run_dir, "select label from versions where decision = 'won'")]
 
 
 def test_an_iteration_ends_at_its_first_winner(tmp_path, monkeypatch):
@@ -102,16 +99,12 @@ def test_an_iteration_ends_at_its_first_winner(tmp_path, monkeypatch):
     )
     assert _winners(first), "the reference seed must produce a winner"
     made = _candidates(first)
-    conn = sqlite3.connect(first / "state.db")
-    try:
-        won_in = {
-            n
-            for (n,) in conn.execute(
-                "select iteration from versions where decision = 'won' and iteration is not null"
-            )
-        }
-    finally:
-        conn.close()
+    won_in = {
+        r["iteration"]
+        for r in _rows(
+            first, "select iteration from versions where decision = 'won' and iteration is not null"
+        )
+    }
     assert won_in
     for n in won_in:
         assert made[n] == ["0"]  # proposal 2 of a won iteration was never asked

@@ -319,15 +319,5 @@ async def compare_versions(
     )
     tally, pairs = _tally(slots)
     write_json(assignment, _assignment(slots, pairs, tally))
-    log.info(
-        "compare.completed",
-        pairs=tally.pairs,
-        child_wins=tally.child_wins,
-        parent_wins=tally.parent_wins,
-        ties=tally.ties,
-        inconsistent=tally.inconsistent,
-        errors=tally.errors,
-        single_order=tally.single_order,
-        swap_consistency=tally.swap_consistency,
-    )
+    log.info("compare.completed", **{k: getattr(tally, k) for k in TALLY_COUNTS})
     return tally
