@@ -22,6 +22,7 @@ import math
 import re
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -176,6 +177,26 @@ def _mean(values: list[float]) -> float:
     return math.fsum(values) / len(values) if values else math.nan
 
 
+def stop_bound(results: dict, methods: list[str]) -> str | None:
+    """Ours as if it had stopped at its last win (or after its setup when nothing won): the same
+    gains for less money, the most any stop rule could make of our decisions."""
+    peers = [m for m in methods if m in PEERS]
+    if not peers:
+        return None
+    ours = [
+        replace(u, usd=cell["ours"].usd_at_last_win)
+        for u, (_, cell) in zip(units(results, "ours"), sorted(results.items()), strict=True)
+        if cell["ours"].usd_at_last_win is not None
+    ]
+    best = max(peers, key=lambda m: per_dollar(units(results, m)))
+    point, lo, hi = paired_ratio(ours, units(results, best))
+    return (
+        f"ours stopped at its last win (no stop rule spends less for the same decisions): "
+        f"${_mean([u.usd for u in ours]):.2f} a world, gain/$ {per_dollar(ours):.4f}, ratio to "
+        f"{best} {fmt_ratio(point)} [{fmt_ratio(lo)}, {fmt_ratio(hi)}]"
+    )
+
+
 def verdict(results: dict, methods: list[str]) -> str:
     ours = units(results, "ours")
     peers = [m for m in methods if m in PEERS]
@@ -236,7 +257,8 @@ def report(args: argparse.Namespace, results: dict) -> list[str]:
             if o.note and m in PEERS and seed == args.seed_list[0]
         ),
     ]
-    return lines
+    bound = stop_bound(results, methods)
+    return [*lines, "", bound] if bound else lines
 
 
 def write_results(args: argparse.Namespace, lines: list[str], command: str) -> None:

@@ -62,6 +62,12 @@ def test_every_method_runs_on_one_world_and_the_verdict_line_is_last():
         usd, calls, runs = float(cells[4]), int(cells[5]), int(cells[6])
         # Each search spent from the ledger: model calls and executor runs of its own.
         assert usd > 0 and calls > 0 and runs > 0, table[method]
+    # The stop bound: our spend cut at the last win, never above what ours spent.
+    bound = next(line for line in lines if line.startswith("ours stopped at its last win"))
+    at_win = re.search(r"\$([\d.]+) a world, gain/\$ -?[\d.]+, ratio to \S+ ", bound)
+    assert at_win, bound
+    ours_usd = float([c.strip() for c in table["ours"].split("|")[1:-1]][4])
+    assert 0 < float(at_win[1]) <= ours_usd + 0.005, (bound, ours_usd)
     # Each peer got as far as a proposal through its own loop.
     assert re.search(r"release-notes/1 gepa: \d+ candidates kept, [1-9]\d* proposals", done.stdout)
     assert re.search(r"release-notes/1 skillopt: .*, [1-9]\d* proposals", done.stdout)

@@ -157,6 +157,33 @@ class Arena:
             float(row["usd"]) + float(served["usd"]), int(row["n"]) + int(served["n"]), int(runs)
         )
 
+    def usd_at_last_win(self) -> float:
+        """For our engine's run (counted from its start): what it had spent when it decided its
+        last winner, or its setup when nothing won. The gain per dollar of a run that stopped
+        right there is the most any stop rule could give the same decisions."""
+        skip = " and ".join("coalesce(scope, '') not like ?" for _ in MEASURE_SCOPES)
+        won = self.store.query(
+            "select version from decisions where decision = 'won' order by decided_at desc, "
+            "rowid desc limit 1"
+        )
+        if won:
+            end = self.store.query(
+                "select coalesce(max(rowid), 0) as m from calls where scope = ?",
+                [won[0]["version"]],
+            )[0]["m"]
+            cond, args = "rowid <= ?", [end]
+        else:  # the calls before the first proposal: the baseline and v0
+            first = self.store.query(
+                "select min(rowid) as m from calls where scope like 'proposal %'"
+            )[0]["m"]
+            cond, args = ("rowid < ?", [first]) if first is not None else ("1", [])
+        return float(
+            self.store.query(
+                f"select coalesce(sum(cost_usd), 0) as usd from calls where {cond} and {skip}",
+                [*args, *MEASURE_SCOPES],
+            )[0]["usd"]
+        )
+
     def spent(self) -> bool:
         return self.usage().usd >= self.budget_usd
 

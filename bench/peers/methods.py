@@ -40,6 +40,7 @@ class Outcome:
     ceiling: float
     ceiling_source: str
     note: str = ""
+    usd_at_last_win: float | None = None  # our engine's runs only (Arena.usd_at_last_win)
 
 
 Search = Callable[[Arena, float], Awaitable[tuple[str, str]]]  # → (final label, note)
@@ -78,7 +79,17 @@ async def _measured(
         sealed = await arena.measure(final, MEASURE_RUNS)
         top, source = ceiling(arena)
         return Outcome(
-            name, final, sealed, used.usd, used.calls, used.runs, wall, top, source, note
+            name,
+            final,
+            sealed,
+            used.usd,
+            used.calls,
+            used.runs,
+            wall,
+            top,
+            source,
+            note,
+            arena.usd_at_last_win() if search is None else None,
         )
     finally:
         await arena.aclose()
