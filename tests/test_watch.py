@@ -93,6 +93,12 @@ def test_the_budget_caps_the_iterations_left_at_the_previews_cost():
     assert pace.iterations_left(9, 10, budget_left_usd=100.0, usd_per_iteration=2.0) == 1
 
 
+def test_the_cost_of_an_iteration_is_measured_once_one_finished():
+    assert pace.usd_per_iteration(estimated=3.0, spent_in_iterations=0.0, done=0) == 3.0
+    assert pace.usd_per_iteration(estimated=3.0, spent_in_iterations=2.0, done=2) == 1.0
+    assert pace.usd_per_iteration(estimated=None, spent_in_iterations=0.0, done=0) is None
+
+
 def test_the_pace_counts_only_the_time_inside_finished_iterations():
     rows = [
         {"started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:10:00Z"},
@@ -320,6 +326,51 @@ def test_status_shows_elapsed_time_and_a_rough_finish_while_running(tmp_path):
     assert re.search(
         r"finish\s+about \d\d:\d\d \(in 30m00s: 3 iterations left at the pace of the 2 done\)", text
     )
+
+
+def test_status_counts_the_budget_in_iterations_at_their_measured_cost(tmp_path):
+    """The preview says $10 an iteration; the two finished ones cost $1 each. With $13 of $20
+    left, the budget is not what ends the run: the limit's 3 iterations are, at 10 minutes each."""
+    built = build_workspace(tmp_path / "run", versions=3, status="running")
+    _paced(built.root)
+    store = Store(built.root / "state.db")
+    try:
+        settings = Settings.model_validate({"loop": {"max_iterations": 5}, "budget": {"usd": 20}})
+        estimate = {"batch": False, "per_iteration": {"usd": 10.0, "usd_batch": 5.0}}
+        calls = [  # (scope, dollars, minute): setup, iteration 1, iteration 2, iteration 3 so far
+            ("v0", 2.0, -5),
+            ("proposal 1-0", 0.5, 1),
+            ("v2", 1.5, 15),
+            ("v3", 3.0, 25),
+        ]
+        with store.atomic():
+            store.db.execute("delete from calls")
+            for i, (scope, usd, minute) in enumerate(calls):
+                at = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=minute)
+                store.db["calls"].insert(
+                    {
+                        "hash": f"h{i}",
+                        "role": "executor",
+                        "outcome": "ok",
+                        "cost_usd": usd,
+                        "scope": scope,
+                        "created_at": at.isoformat(timespec="seconds").replace("+00:00", "Z"),
+                    }
+                )
+            store.db["runs"].update(
+                built.root.name,
+                {
+                    "settings_json": settings.model_dump_json(),
+                    "estimate_json": json.dumps(estimate),
+                },
+            )
+    finally:
+        store.close()
+    with daemon.lock(Workspace(built.root)):
+        info = status.status(built.root)
+    assert info["spent_usd"] == 7.0
+    # At the preview's $10, $13 would buy 2 iterations (20 minutes); measured, the limit decides.
+    assert info["finish"]["by"] == "pace" and info["finish"]["seconds"] == 1800
 
 
 def test_status_finish_is_the_deadline_or_unknown_without_a_pace(tmp_path):

@@ -154,12 +154,14 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
         hits = readonly.rows(conn, "select count(*) as n, coalesce(sum(saved_usd), 0) as saved from cache_hits") \
             or [{"n": 0, "saved": 0.0}]
         total = readonly.rows(conn, "select coalesce(sum(cost_usd), 0) as s from calls") or [{"s": 0.0}]
+        in_iterations = readonly.rows(conn, readonly.ITERATIONS_SPENT_SQL) or [{"usd": 0.0}]
         data = RunData(
             root=ws.root, source="state.db", run=run, settings=settings, nodes=nodes,
             current_best=best,
             simulated=(settings.get("llm") or {}).get("provider") == "sim",
             ledger={"calls": calls[0]["n"], "calls_usd": calls[0]["cost"], "spent_usd": total[0]["s"],
-                    "cache_hits": hits[0]["n"], "saved_usd": hits[0]["saved"]},
+                    "cache_hits": hits[0]["n"], "saved_usd": hits[0]["saved"],
+                    "iterations_usd": in_iterations[0]["usd"]},
             iterations=readonly.rows(conn, "select number, parent, stage, started_at, finished_at, "
                                   "candidates_json from iterations order by number"),
             resumes=[{"at": r["at"], "changed": parse_json(r["changed_json"]) or {}}

@@ -101,6 +101,7 @@ def status(run_dir: Path, data: read.RunData | None = None) -> dict:
             settings,
             running=pid is not None,
             spent=data.ledger.get("spent_usd") or 0.0,
+            spent_in_iterations=data.ledger.get("iterations_usd") or 0.0,
         ),
     }
 
@@ -136,11 +137,18 @@ def _probe(ws: Workspace) -> str | None:
 
 
 def _timing(
-    run: dict, iterations: list[dict], settings: dict, *, running: bool, spent: float
+    run: dict,
+    iterations: list[dict],
+    settings: dict,
+    *,
+    running: bool,
+    spent: float,
+    spent_in_iterations: float = 0.0,
 ) -> dict:
     """Elapsed time since the start, and while a daemon runs, a rough finish: the iterations left
-    (the limit, and the budget at the preview's cost per iteration) at the pace of the finished
-    ones, capped by the deadline; None when nothing can tell yet."""
+    (the limit, and the budget at the cost per finished iteration, or the preview's before one
+    finished) at the pace of the finished ones, capped by the deadline; None when nothing can tell
+    yet."""
     started = pace.parse_time(run.get("started_at"))
     ended = pace.parse_time(run.get("finished_at")) if not running else None
     now = datetime.now(UTC)
@@ -155,12 +163,14 @@ def _timing(
     loop, budget = settings.get("loop") or {}, settings.get("budget") or {}
     seconds, done = pace.seconds_in_iterations(iterations)
     per = None
-    if run.get("estimate_json") and budget.get("usd"):
-        est = read.parse_json(run["estimate_json"]) or {}
-        per = (
-            mode_usd(est["per_iteration"], bool(est.get("batch")))
+    if budget.get("usd"):
+        est = read.parse_json(run.get("estimate_json")) or {}
+        per = pace.usd_per_iteration(
+            estimated=mode_usd(est["per_iteration"], bool(est.get("batch")))
             if "per_iteration" in est
-            else None
+            else None,
+            spent_in_iterations=spent_in_iterations,
+            done=done,
         )
     left = pace.iterations_left(
         done,

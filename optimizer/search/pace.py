@@ -1,5 +1,6 @@
-"""When a run will end: the iterations it has left (the limit, and the budget at the preview's cost
-per iteration) at the pace of those it finished, capped by the deadline. Pure functions of numbers
+"""When a run will end: the iterations it has left (the limit, and the budget at the measured cost
+per iteration, or the preview's before one finished) at the pace of those it finished, capped by
+the deadline. Pure functions of numbers
 the caller reads from state.db and a clock, so that an estimate is tested without waiting.
 
 The cost preview has no time model (how long a call takes depends on the provider's latency and
@@ -22,6 +23,18 @@ class Finish:
 
     seconds: float | None
     by: str
+
+
+def usd_per_iteration(
+    *, estimated: float | None, spent_in_iterations: float, done: int
+) -> float | None:
+    """What one iteration costs, for the budget's share of iterations_left: measured over the
+    finished iterations as soon as there is one, like the pace of time; until then the preview's
+    estimate, which assumes every proposal is benchmarked and leans high where screening stops
+    some or an iteration ends at its first winner."""
+    if done > 0 and spent_in_iterations > 0:
+        return spent_in_iterations / done
+    return estimated
 
 
 def iterations_left(

@@ -17,6 +17,7 @@ from rich.text import Text
 from optimizer.config import Settings
 from optimizer.search import pace
 from optimizer.search.estimate import mode_usd
+from optimizer.store import readonly
 from optimizer.store.db import Store
 
 
@@ -126,9 +127,15 @@ class Reporter:
         assert self.settings is not None
         s = self.settings
         per = None
-        if run.get("estimate_json") and s.budget.usd:
-            est = json.loads(run["estimate_json"])
-            per = mode_usd(est["per_iteration"], bool(est.get("batch")))
+        if s.budget.usd:
+            est = json.loads(run["estimate_json"]) if run.get("estimate_json") else {}
+            per = pace.usd_per_iteration(
+                estimated=mode_usd(est["per_iteration"], bool(est.get("batch")))
+                if "per_iteration" in est
+                else None,
+                spent_in_iterations=self.store.query(readonly.ITERATIONS_SPENT_SQL)[0]["usd"],
+                done=done,
+            )
         budget_left = s.budget.usd - spent if s.budget.usd else None
         return pace.iterations_left(
             done, s.loop.max_iterations, budget_left_usd=budget_left, usd_per_iteration=per

@@ -63,6 +63,15 @@ def count_runs(db_path: Path) -> int | None:
         conn.close()
 
 
+# What the finished iterations cost, for the pace of spending: every call from the first
+# proposal on, up to the end of the last finished iteration (times are whole seconds, so a call
+# of the next iteration in that same second counts too; a pace, not an account).
+ITERATIONS_SPENT_SQL = (
+    "select coalesce(sum(cost_usd), 0) as usd from calls where cost_usd is not null "
+    "and rowid >= (select min(rowid) from calls where scope like 'proposal %') "
+    "and created_at <= (select max(finished_at) from iterations where finished_at is not null)"
+)
+
 # What each ledger scope (a version label, a proposal, a stage) cost: the rows to read for it.
 SPENT_SQL = "select scope, cost_usd from calls where cost_usd is not null"
 
