@@ -167,7 +167,7 @@ def adaptive(tr: worlds.Trial, claim: str, selection: Selection) -> tuple[int, D
             child,
             parent,
             # The pairs the loop has the comparator judge at this look (select.compared_runs).
-            _tally(tr.verdict[:, : compared_runs(selection, len(child), runs, claim)]),
+            _tally(tr.verdict[:, : compared_runs(selection, runs)]),
             selection=selection,
             rng=_RNG,
             first_runs=START_RUNS,

@@ -112,16 +112,16 @@ class Selection(Section):
     screen_margin: float = Field(0.15, ge=0)
     # Futility stops runs (never promotes), so it holds no α: it is the price of an equal child in
     # runs. `tasks` spends α earlier (sequential.SPEND_POWER), so its last-look chance counts less.
-    futility: float = Field(0.30, ge=0, lt=1)
+    futility: float = Field(0.35, ge=0, lt=1)
     futility_tasks: float = Field(0.20, ge=0, lt=1)
     few_evals: int = Field(10, ge=1)
     # "decisive": a pair is judged in its second order only when the first is decisive (a
     # first-order tie cannot become a swap-consistent win or loss); "always": both orders.
     second_order: Literal["decisive", "always"] = "decisive"
     # Which run pairs the blind comparator judges: "auto": one pair per eval (run 1 of each
-    # side) under the `tasks` claim, where its verdicts only break a near-tie and feed the
-    # analyzer and the record, every pair under `general`, where its sign test spends α;
-    # "all": every pair under both (docs/selection.md).
+    # side) under the sequential rule, where its verdicts rarely decide (same power and error
+    # rates with every pair, bench/selection.py) and feed the analyzer and the record; "all":
+    # every pair (docs/selection.md).
     compare_pairs: Literal["auto", "all"] = "auto"
     # Where a look's extra runs go: "all": every eval; "informative" skips evals whose runs were
     # all identical and gives the run to the runs_share of the rest with the largest variance of

@@ -221,6 +221,9 @@ def test_a_skill_without_a_final_newline_takes_the_proposers_edits(tmp_path, mon
         "2",
         "--set",
         "evals.runs_per_eval=1",
+        # Every proposal is made, whatever wins: the edits, not the decisions, are under test.
+        "--set",
+        "loop.judge_proposals=all",
     )
     conn = sqlite3.connect(run_dir / "state.db")
     made = [

@@ -21,18 +21,18 @@ RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2")
 @pytest.mark.parametrize(
     ("settings", "n_evals", "runs", "pairs"),
     [
-        ({}, 4, 6, 1),  # tasks: the first pair of each eval
-        ({}, 12, 6, 6),  # general: its sign test spends α, every pair
-        ({"scope": "general"}, 4, 3, 3),
+        ({}, 4, 6, 1),  # the sequential rule: the first pair of each eval, whatever the claim
+        ({"scope": "general"}, 12, 6, 1),
         ({"scope": "tasks"}, 30, 9, 1),
+        ({}, 4, 0, 0),  # no runs yet, no pair
         ({"compare_pairs": "all"}, 4, 6, 6),
         ({"rule": "bootstrap"}, 4, 3, 3),  # its comparator majority counts every pair
     ],
 )
-def test_the_comparator_judges_every_pair_only_where_its_test_decides(
+def test_the_comparator_judges_every_pair_only_where_asked_or_counted(
     settings, n_evals, runs, pairs
 ):
-    assert compared_runs(Selection(**settings), n_evals, runs) == pairs
+    assert compared_runs(Selection(**settings), runs) == pairs
 
 
 def _compared_run_numbers(run_dir) -> dict[str, set[int]]:

@@ -194,7 +194,7 @@ class BodyTarget:
             parent_res = await self.version(parent, run.train, counts)
             if run.interrupted():
                 return False
-            pairs = select.compared_runs(s.selection, len(run.train), runs, claim)
+            pairs = select.compared_runs(s.selection, runs)
             compared = {e: min(n, pairs) for e, n in counts.items()}
             run.show_activity(f"{label}: blind comparison with {parent}")
             with scoped(label):  # the comparison's calls are part of what the child cost
