@@ -259,8 +259,9 @@ def look(
 ) -> Look:
     """won / lost / tie at this look, for the claim `scope`. won: the score bound clears zero
     and Δ reaches min_effect, or the bound clears zero with more comparator wins than losses.
-    lost: the plain interval at `confidence` is below zero. Otherwise more runs, unless runs are at the cap or the conditional power to
-    promote is below `futility` (named `futility_name` in the reason). `alpha` (default
+    lost: the plain interval at `confidence` is below zero. Otherwise more runs, unless runs are
+    at the cap or the conditional power to promote is below `futility` (named `futility_name` in
+    the reason). `alpha` (default
     1 − confidence) is this decision's whole budget: the night's false-discovery control
     (search/night.py) passes a smaller one."""
     alpha = 1 - confidence if alpha is None else alpha
