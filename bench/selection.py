@@ -253,7 +253,8 @@ def run_cell(cell: Cell) -> CellResult:
         result.runs += runs
         if decision.decision == "won":
             result.won += 1
-            result.by_comparator += "sign test" in decision.reason
+            # Won with the comparator's agreement: the bound above zero, Δ below min_effect.
+            result.by_comparator += "below the minimum effect" in decision.reason
     if cell.delta > 0:
         result.oracle, result.oracle_cap = _oracle(cell, result.mean_runs)
         result.one_look = _one_look(cell, result.mean_runs)
@@ -397,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     print()
     print(
-        "Every claim, every cell (promoted / by comparator / runs per eval; oracle at the same runs):"
+        "Every claim, every cell (promoted / of which with the comparator's agreement / runs per "
+        "eval; oracle at the same runs):"
     )
     for r in results:
         c = r.cell

@@ -167,8 +167,11 @@ class Arena:
             "rowid desc limit 1"
         )
         if won:
+            # Its decision's last calls: its comparisons and its analysis carry its label. Its
+            # runs do too, but it keeps running later as the next children's parent.
             end = self.store.query(
-                "select coalesce(max(rowid), 0) as m from calls where scope = ?",
+                "select coalesce(max(rowid), 0) as m from calls where scope = ? "
+                "and role in ('comparator', 'analyzer')",
                 [won[0]["version"]],
             )[0]["m"]
             cond, args = "rowid <= ?", [end]

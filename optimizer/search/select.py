@@ -160,8 +160,9 @@ def decide(
     """won / lost / tie by docs/design.md §8, under selection.rule: `sequential` (sequential.look, the
     default) or `bootstrap`, the earlier rule kept selectable: a fixed-level percentile bootstrap
     whose interval is "inconclusive" when neither above min_effect nor below zero; only then may
-    the comparator decide by its majority, and only then are runs added. Under both the comparator
-    may promote when Δ ≥ 0 and demote only when the interval is not above zero. `look` numbers
+    the comparator decide by its majority, and only then are runs added; there the comparator may
+    promote when Δ ≥ 0 and demote only when the interval is not above zero (under `sequential` it
+    only agrees with a bound above zero). `look` numbers
     the look (the loop's runs per eval) when evals have run different counts; default the fewest.
     `scope` ("tasks", "general"; default selection.scope, whose "auto" is tasks below
     selection.few_evals evals) is the claim a promotion makes; `alpha` (default 1 − confidence)

@@ -331,7 +331,7 @@ def look(
         )
     if s.low > 0 and wins > losses and not blind:
         # No extra α: this is a subset of "the bound is above zero", whose chance for an equal
-        # child is the score share already spent; the comparator only has to agree.
+        # child is this look's α already spent; the comparator only has to agree.
         return out(
             "won",
             f"won: {where} lies above zero though Δ is below the minimum effect "
