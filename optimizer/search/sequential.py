@@ -157,8 +157,7 @@ class ComparatorTest:
     wins: int
     losses: int
     z: float  # the t statistic for the child: > 0 when it wins more; 0 when too few verdicts
-    p_child: float  # one-sided p-values
-    p_parent: float
+    p_child: float  # one-sided p for the child, recorded as the decision's comparator_p
     df: int = 0
 
 
@@ -171,7 +170,7 @@ def comparator_test(
     taste for it; the variance is never below the binomial one (1/(w + l) per eval), so margins
     that happen to agree cannot make it collapse. Fewer than two such evals never decide."""
     if wins + losses < min_verdicts:
-        return ComparatorTest(wins, losses, 0.0, 1.0, 1.0)
+        return ComparatorTest(wins, losses, 0.0, 1.0)
     margins, floor = [], 0.0
     for counts in per_eval.values():
         w, lost = counts.get("child_wins", 0), counts.get("parent_wins", 0)
@@ -180,12 +179,12 @@ def comparator_test(
             floor += 1 / (w + lost)
     k = len(margins)
     if k < 2:
-        return ComparatorTest(wins, losses, 0.0, 1.0, 1.0)
+        return ComparatorTest(wins, losses, 0.0, 1.0)
     m = mean(margins)
     spread = math.fsum((x - m) ** 2 for x in margins) / (k - 1)
     se = math.sqrt(max(spread / k, floor / k**2))
     z = m / se
-    return ComparatorTest(wins, losses, z, 1 - t_cdf(z, k - 1), t_cdf(z, k - 1), k - 1)
+    return ComparatorTest(wins, losses, z, 1 - t_cdf(z, k - 1), k - 1)
 
 
 def conditional_power(z_now: float, fraction: float, z_final: float) -> float:
