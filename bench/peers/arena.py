@@ -34,6 +34,7 @@ from optimizer.store.files import Workspace
 
 # Ledger scopes of measurement, not search: the engine's own sealed test and ours.
 MEASURE_SCOPES = ("sealed test%", "measure%")
+SEARCH_ONLY = " and ".join("coalesce(scope, '') not like ?" for _ in MEASURE_SCOPES)
 UNLIMITED_USD = 1e9  # the arena's client never refuses; each search keeps to its own budget
 
 
@@ -132,10 +133,9 @@ class Arena:
         self._hits_mark = self.store.query(top + "cache_hits")[0]["m"]
 
     def usage(self) -> Usage:
-        skip = " and ".join("coalesce(scope, '') not like ?" for _ in MEASURE_SCOPES)
         row = self.store.query(
             f"select count(*) as n, coalesce(sum(cost_usd), 0) as usd from calls "
-            f"where rowid > ? and {skip}",
+            f"where rowid > ? and {SEARCH_ONLY}",
             [self._mark, *MEASURE_SCOPES],
         )[0]
         # An answer the setup paid for (v0's train runs) and the ledger served to this search is
@@ -143,7 +143,7 @@ class Arena:
         served = (
             self.store.query(
                 f"select count(*) as n, coalesce(sum(h.saved_usd), 0) as usd from cache_hits h "
-                f"join calls on calls.hash = h.hash where h.rowid > ? and calls.rowid <= ? and {skip}",
+                f"join calls on calls.hash = h.hash where h.rowid > ? and calls.rowid <= ? and {SEARCH_ONLY}",
                 [self._hits_mark, self._mark, *MEASURE_SCOPES],
             )[0]
             if self._mark
@@ -161,7 +161,6 @@ class Arena:
         """For our engine's run (counted from its start): what it had spent when it decided its
         last winner, or its setup when nothing won. The gain per dollar of a run that stopped
         right there is the most any stop rule could give the same decisions."""
-        skip = " and ".join("coalesce(scope, '') not like ?" for _ in MEASURE_SCOPES)
         won = self.store.query(
             "select version from decisions where decision = 'won' order by decided_at desc, "
             "rowid desc limit 1"
@@ -182,7 +181,7 @@ class Arena:
             cond, args = ("rowid < ?", [first]) if first is not None else ("1", [])
         return float(
             self.store.query(
-                f"select coalesce(sum(cost_usd), 0) as usd from calls where {cond} and {skip}",
+                f"select coalesce(sum(cost_usd), 0) as usd from calls where {cond} and {SEARCH_ONLY}",
                 [*args, *MEASURE_SCOPES],
             )[0]["usd"]
         )

@@ -19,7 +19,7 @@ from optimizer.grow import outlook
 from optimizer.report import caveats, confinement, read, spend
 from optimizer.report.format import duration, emit, interval, money, num, pct, signed
 from optimizer.search import pace
-from optimizer.search.estimate import mode_usd
+from optimizer.search.estimate import per_iteration_usd
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 
@@ -166,11 +166,7 @@ def _timing(
     if budget.get("usd"):
         est = read.parse_json(run.get("estimate_json")) or {}
         per = pace.usd_per_iteration(
-            estimated=mode_usd(est["per_iteration"], bool(est.get("batch")))
-            if "per_iteration" in est
-            else None,
-            spent_in_iterations=spent_in_iterations,
-            done=done,
+            estimated=per_iteration_usd(est), spent_in_iterations=spent_in_iterations, done=done
         )
     left = pace.iterations_left(
         done,

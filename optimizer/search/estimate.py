@@ -230,6 +230,11 @@ def mode_usd(part: dict[str, Any], batch: bool) -> float:
     return part["usd_batch"] if batch else part["usd"]
 
 
+def per_iteration_usd(est: dict[str, Any]) -> float | None:
+    """The preview's cost of one iteration in the run's mode, None for a run without one."""
+    return mode_usd(est["per_iteration"], bool(est.get("batch"))) if "per_iteration" in est else None
+
+
 def _iterations_in_budget(est: dict[str, Any]) -> int | None:
     budget, batch = est["budget_usd"], est["batch"]
     per = mode_usd(est["per_iteration"], batch)

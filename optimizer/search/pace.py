@@ -1,7 +1,7 @@
 """When a run will end: the iterations it has left (the limit, and the budget at the measured cost
 per iteration, or the preview's before one finished) at the pace of those it finished, capped by
-the deadline. Pure functions of numbers
-the caller reads from state.db and a clock, so that an estimate is tested without waiting.
+the deadline. Pure functions of numbers the caller reads from state.db and a clock, so that an
+estimate is tested without waiting.
 
 The cost preview has no time model (how long a call takes depends on the provider's latency and
 the rate limit, which it cannot know), so the pace is measured: the seconds spent inside finished

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from optimizer.config import Settings
 from optimizer.search import pace
-from optimizer.search.estimate import mode_usd
+from optimizer.search.estimate import per_iteration_usd
 from optimizer.store import readonly
 from optimizer.store.db import Store
 
@@ -129,12 +129,10 @@ class Reporter:
         per = None
         if s.budget.usd:
             est = json.loads(run["estimate_json"]) if run.get("estimate_json") else {}
+            # The ledger's sum only once an iteration has finished: before, nothing is measured.
+            measured = self.store.query(readonly.ITERATIONS_SPENT_SQL)[0]["usd"] if done else 0.0
             per = pace.usd_per_iteration(
-                estimated=mode_usd(est["per_iteration"], bool(est.get("batch")))
-                if "per_iteration" in est
-                else None,
-                spent_in_iterations=self.store.query(readonly.ITERATIONS_SPENT_SQL)[0]["usd"],
-                done=done,
+                estimated=per_iteration_usd(est), spent_in_iterations=measured, done=done
             )
         budget_left = s.budget.usd - spent if s.budget.usd else None
         return pace.iterations_left(
