@@ -14,6 +14,11 @@ Worlds (per-eval parent difficulty uniform in [0.15, 0.85] unless said):
                per eval, fair over evals), whatever it sees, in both orders
 - hetero       continuous with the child's advantage spread N(0, 0.15) over evals
 - bias         continuous with a comparator position bias of 0.6 (0.3 elsewhere)
+- heavy        continuous with run noise from a Student t with 3 degrees of freedom (same sd):
+               rare runs far from the rest
+- crashes      continuous, but each run scores 0 with 10% (a run that fell over): two modes
+- ceiling      pass/fail near the ceiling (the parent passes 75–97% of runs) with the child's
+               advantage spread N(0, 0.10) over evals: skewed, discrete and heterogeneous
 
 For the `tasks` claim the per-eval advantages are centred, so an "equal" child is equal on these
 evals on average (its realized Δ is Δ up to clipping); for `general` they are a draw."""
@@ -27,7 +32,19 @@ import numpy as np
 CAP = 12
 RUN_SD, JUDGE_SD, HETERO_SD = 0.12, 0.09, 0.05
 COMPARATOR_SD, COMPARATOR_TIE, POSITION_BIAS = 0.07, 0.02, 0.3
-WORLDS = ("continuous", "expectations", "pass/fail", "levels", "taste", "hetero", "bias")
+WORLDS = (
+    "continuous",
+    "expectations",
+    "pass/fail",
+    "levels",
+    "taste",
+    "hetero",
+    "bias",
+    "heavy",
+    "crashes",
+    "ceiling",
+)
+CRASH = 0.10
 EXPECTATIONS, FLIP = 5, 0.05
 
 
@@ -43,7 +60,7 @@ class Trial:
 def _advantage(
     world: str, n: int, delta: float, centre: bool, rng: np.random.Generator
 ) -> np.ndarray:
-    sd = 0.15 if world == "hetero" else HETERO_SD
+    sd = {"hetero": 0.15, "ceiling": 0.10}.get(world, HETERO_SD)
     h = rng.normal(0, sd, n)
     if centre:
         h -= h.mean()
@@ -58,7 +75,7 @@ def _draw(
     probs: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(observed scores, latent quality the comparator sees) for runs around `base` (evals,)."""
-    if world == "pass/fail":
+    if world in ("pass/fail", "ceiling"):
         p = np.clip(base, 0, 1)[:, None]
         passed = (rng.random(shape) < p).astype(float)
         return passed, passed
@@ -67,10 +84,16 @@ def _draw(
         passed = rng.random((*shape, EXPECTATIONS)) < probs[:, None, :]
         flipped = passed ^ (rng.random(passed.shape) < FLIP)
         return flipped.mean(axis=2), passed.mean(axis=2)
-    quality = base[:, None] + rng.normal(0, RUN_SD, shape)
+    if world == "heavy":  # t(3) has variance 3
+        quality = base[:, None] + RUN_SD * rng.standard_t(3, shape) / np.sqrt(3)
+    else:
+        quality = base[:, None] + rng.normal(0, RUN_SD, shape)
     score = np.clip(quality + rng.normal(0, JUDGE_SD, shape), 0, 1)
     if world == "levels":
         score = np.round(score * 4) / 4
+    if world == "crashes":
+        crashed = rng.random(shape) < CRASH
+        score, quality = np.where(crashed, 0.0, score), np.where(crashed, 0.0, quality)
     return score, quality
 
 
@@ -105,8 +128,8 @@ def trial(
 ) -> Trial:
     rng = np.random.default_rng(list(seed))
     shape = (n_evals, CAP)
-    if world in ("pass/fail", "expectations"):
-        pb = rng.uniform(0.15, 0.85, n_evals)
+    if world in ("pass/fail", "expectations", "ceiling"):
+        pb = rng.uniform(*((0.75, 0.97) if world == "ceiling" else (0.15, 0.85)), n_evals)
         adv = _advantage(world, n_evals, delta, centre, rng)
         if world == "expectations":
             spread = rng.uniform(-0.3, 0.3, (n_evals, EXPECTATIONS))

@@ -110,12 +110,6 @@ def _side(verdict: str, child_is_a: bool) -> str:
     return "child" if (verdict == "A") == child_is_a else "parent"
 
 
-def _side(verdict: str, child_is_a: bool) -> str:
-    if verdict == "TIE":
-        return "tie"
-    return "child" if (verdict == "A") == child_is_a else "parent"
-
-
 @dataclass(frozen=True)
 class Cell:
     world: str
