@@ -111,8 +111,9 @@ class Selection(Section):
     max_unscored_rate: float = Field(0.5, ge=0, le=1)
     screen_margin: float = Field(0.15, ge=0)
     # Futility stops runs (never promotes), so it holds no α: it is the price of an equal child in
-    # runs. `tasks` spends α earlier (sequential.SPEND_POWER), so its last-look chance counts less.
-    futility: float = Field(0.35, ge=0, lt=1)
+    # runs. `tasks` tests its last look at its share of α (search/spending.py), stricter than the
+    # level a child that gets there mostly wins at earlier, so its last-look chance counts less.
+    futility: float = Field(0.40, ge=0, lt=1)
     futility_tasks: float = Field(0.20, ge=0, lt=1)
     few_evals: int = Field(10, ge=1)
     # "decisive": a pair is judged in its second order only when the first is decisive (a

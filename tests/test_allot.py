@@ -5,7 +5,7 @@ import random
 
 from optimizer.config import Selection
 from optimizer.schemas import SelectionFile
-from optimizer.search import sequential
+from optimizer.search import spending
 from optimizer.search.allot import allot, identical, nothing_to_add, uneven_note
 from optimizer.search.select import decide
 
@@ -69,7 +69,7 @@ def test_the_look_numbers_the_alpha_spent_not_the_fewest_runs():
     assert at3.runs == at4.runs == 3 and at4.max_runs == 4
     # the second look's share, not the first's again
     alpha = 1 - Selection().confidence
-    assert at4.look_alpha == sequential.look_alpha(alpha, 4, 12, 3, at4.scope) != at3.look_alpha
+    assert at4.look_alpha == spending.look_alpha(alpha, 4, 12, 3) != at3.look_alpha
 
 
 def test_runs_grow_to_the_next_look():

@@ -49,18 +49,6 @@ def run(ds, t=None, runs=3, selection=NEW, first_runs=3):
 EQUAL = [0.10, -0.12, 0.05, -0.04, 0.08, -0.09, 0.02, -0.03, 0.06, -0.05]  # mean −0.002
 
 
-def test_spending_sums_to_alpha_over_the_looks():
-    assert sequential.schedule(3, 12) == (3, 4, 6, 9, 12)
-    spent = [sequential.look_alpha(0.05, r, 12, 3) for r in range(3, 13)]
-    assert sum(spent) == pytest.approx(0.05)
-    looks = [a for a in spent if a > 0]
-    assert len(looks) == 5 and looks == sorted(looks)  # general: later looks spend more
-    tasks = [sequential.look_alpha(0.05, r, 12, 3, "tasks") for r in (3, 4, 6, 9, 12)]
-    assert sum(tasks) == pytest.approx(0.05) and tasks[0] > spent[0]  # tasks: more up front
-    assert sequential.look_alpha(0.05, 5, 12, 3) == 0  # not a look: spends nothing
-    assert sequential.look_alpha(0.05, 20, 12, 3) == spent[-1]  # past the cap: the last look
-
-
 def test_an_equal_child_stops_adding_runs_by_futility():
     d = run(EQUAL, tally({e: (1, 1) for e in range(10)}))
     assert d.decision == "tie" and d.futile and not d.needs_more_runs
@@ -86,7 +74,7 @@ def test_one_run_a_side_never_stops_by_futility_under_the_tasks_claim():
 
 def test_a_promising_child_gets_more_runs():
     d = run(
-        [0.08, 0.02, 0.06, -0.01, 0.09, 0.03, 0.05, 0.0, 0.07, 0.04],
+        [0.04, 0.01, 0.03, -0.005, 0.045, 0.015, 0.025, 0.0, 0.035, 0.02],
         tally({e: (2, 1) for e in range(10)}),
     )
     assert d.decision == "tie" and d.needs_more_runs and not d.futile
@@ -310,7 +298,7 @@ def test_each_claim_stops_by_its_own_futility_threshold():
     general = run(
         EQUAL, tally({e: (1, 1) for e in range(10)}), selection=Selection(scope="general")
     )
-    assert general.futile and "selection.futility = 35%" in general.reason
+    assert general.futile and "selection.futility = 40%" in general.reason
     # A threshold of 0 never stops: the setting is what decides, for each claim on its own.
     keep = Selection(scope="tasks", futility_tasks=0.0)
     assert run(EQUAL, tally({e: (1, 1) for e in range(10)}), selection=keep).needs_more_runs

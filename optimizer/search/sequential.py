@@ -5,10 +5,11 @@ the scores already won), a futility stop and a claim (`scope`) that says what th
 about. Pure: no rng, no files, no clock.
 
 Why this shape: re-testing a fixed 95% interval after every added run inflates the error rate
-with each look. Spending α across the looks bounds the chance of ever
-promoting an equal child by α (a union bound, whatever the looks' correlation), provided each
-look's own test holds its level; bench/selection.py measures that on a panel of noise worlds
-rather than trusting it.
+with each look. Spending α across the looks bounds the chance of ever promoting an equal child by
+α, provided each look's own test holds its level (bench/selection.py measures that on a panel of
+noise worlds rather than trusting it). `tasks` tests each look at its share (a union bound,
+whatever the looks' correlation); `general` at the level that spends exactly its share given the
+least correlation looks at nested runs of the same evals can have (search/spending.py).
 
 Two claims:
 - `tasks`: better on these evals. The evals are fixed and the runs are the units: Δ's standard
@@ -31,16 +32,8 @@ from typing import Any, Literal
 
 from optimizer.grade.stats import mean, t_cdf
 from optimizer.grade.stats import t_quantile as _t_quantile
+from optimizer.search.spending import Scope, look_alpha, look_level, next_look, schedule
 
-Scope = Literal["tasks", "general"]
-# Cumulative share of α spent by a look at r of R runs per eval: (r/R)^SPEND_POWER[claim]; any
-# choice keeps the union bound. `tasks` 1.5: clear children stop at 4–6 runs (3 kept an equal
-# child over 4 runs/eval or +0.10 10–11 points behind the oracle at 5 evals). `general` 3: the
-# evals' spread does not shrink with runs; t(9) at an early look's tiny level never clears.
-SPEND_POWER: dict[str, float] = {"tasks": 1.5, "general": 3.0}
-# The look after r runs per eval is at ⌊GROWTH·r⌋ runs (≥ r + 1, ≤ the cap): 3, 4, 6, 9, 12. A
-# first extension of one run keeps an equal child cheap (≤ 4.0 runs/eval; 3, 5, 8, 12 gave 4.0–4.4).
-GROWTH = 1.5
 # Every variance pools in PRIOR_N pseudo-observations of PRIOR_VAR, the largest variance of a score
 # in [0, 1]: identical runs never make an interval collapse, and the pooled figure can only err wide.
 # A quarter of one: a whole one nearly doubled 3 evals × 3 runs' variance (1–3 points of power).
@@ -50,45 +43,11 @@ PRIOR_VAR, PRIOR_N = 0.25, 0.25
 # At 1 it cost 4–7 points of one-look power at 10 evals (docs/selection.md).
 GENERAL_FLOOR = 0.5
 _NORMAL = NormalDist()
-_EPS = 1e-12
 
 
 @lru_cache(maxsize=4096)
 def t_quantile(p: float, df: int) -> float:
     return _t_quantile(p, df)
-
-
-def schedule(first_runs: int, max_runs: int) -> tuple[int, ...]:
-    """The run counts per eval at which the rule looks: first_runs, then ×GROWTH, up to the cap."""
-    first = max(1, first_runs)
-    if first >= max_runs:
-        return (first,)
-    looks = [first]
-    while looks[-1] < max_runs:
-        looks.append(min(max_runs, max(looks[-1] + 1, math.floor(GROWTH * looks[-1] + _EPS))))
-    return tuple(looks)
-
-
-def next_look(runs: int, first_runs: int, max_runs: int) -> int | None:
-    """The run count of the next look after `runs`, or None at or past the cap."""
-    return next((r for r in schedule(first_runs, max_runs) if r > runs), None)
-
-
-def look_alpha(
-    alpha: float, runs: int, max_runs: int, first_runs: int = 1, scope: Scope = "general"
-) -> float:
-    """α the look at `runs` runs per eval may spend: α·[(r/R)^p − (r'/R)^p], r' the previous look
-    of the schedule. A run count that is not a look spends nothing (a caller adding one run at a
-    time reaches the next look); past the cap it is the last look. Summed over the looks it is α."""
-    looks = schedule(first_runs, max_runs)
-    runs = min(runs, looks[-1])
-    if runs not in looks:
-        return 0.0
-    k = looks.index(runs)
-    top = looks[-1]
-    p = SPEND_POWER[scope]
-    before = (looks[k - 1] / top) ** p if k else 0.0
-    return alpha * ((runs / top) ** p - before)
 
 
 @dataclass(frozen=True)
@@ -101,6 +60,7 @@ class ScoreTest:
     df: int
     scope: Scope
     varied: bool  # some eval's runs differed on some side (or none was repeated)
+    spread: bool = True  # `general` with repeated runs: the d's differed between evals
 
 
 def _within(
@@ -114,7 +74,7 @@ def _within(
             ss += math.fsum((x - m) ** 2 for x in runs)
             df += len(runs) - 1
     # With one run a side there was nothing to repeat: "no run varied" says nothing then.
-    return (ss + PRIOR_N * PRIOR_VAR) / (df + PRIOR_N), df, ss > _EPS or df == 0
+    return (ss + PRIOR_N * PRIOR_VAR) / (df + PRIOR_N), df, ss > 1e-12 or df == 0
 
 
 def score_test(
@@ -132,6 +92,7 @@ def score_test(
         math.fsum(pooled * (1 / len(c) + 1 / len(p)) for c, p in zip(child, parent, strict=True))
         / n**2
     )
+    spread = True
     if scope == "tasks" and df_w > 0:
         df = df_w
         se = math.sqrt(within)
@@ -140,6 +101,7 @@ def score_test(
         if n < 2:
             return ScoreTest(delta, -1.0, 1.0, math.inf, math.inf, 0, scope, varied)
         ss_d = math.fsum((d - delta) ** 2 for d in ds)
+        spread = not df_w or ss_d > 1e-12
         if df_w:  # the run-to-run variance sets the floor: d cannot vary less than its runs do
             se = math.sqrt(max(ss_d / (n - 1) / n, within * GENERAL_FLOOR))
         else:  # one run a side (the description's queries): a pseudo-observation is the floor
@@ -149,7 +111,7 @@ def score_test(
     # The true Δ of scores in [0, 1] lies in [−1, 1]: cutting there never uncovers it.
     low = max(-1.0, min(1.0, delta - t * se))
     high = min(1.0, max(-1.0, delta + t * se))
-    return ScoreTest(delta, low, high, t, se, df, scope, varied)
+    return ScoreTest(delta, low, high, t, se, df, scope, varied, spread)
 
 
 @dataclass(frozen=True)
@@ -208,7 +170,7 @@ def promotion_power(
     if not scores.df:
         return 0.0
     fraction = min(1.0, runs / max_runs)
-    last = look_alpha(alpha, max_runs, max_runs, first_runs, scores.scope)
+    last = look_level(alpha, max_runs, max_runs, first_runs, scores.scope)
     final_df = scores.df if scores.scope == "general" else round(scores.df * max_runs / runs)
     score_final = t_quantile(1 - last, max(1, final_df))
     # Against zero, not min_effect: a bound above zero wins too when the comparator agrees.
@@ -266,20 +228,21 @@ def look(
     alpha = 1 - confidence if alpha is None else alpha
     # One run a side: score_test falls back to `general`, so α is spent as `general` spends it.
     pooled = any(len(x) >= 2 for x in (*child, *parent))
-    spent = look_alpha(alpha, runs, max_runs, first_runs, scope if pooled else "general")
+    spent = look_alpha(alpha, runs, max_runs, first_runs)
     # All of it to the scores: the comparator's own test over the evals (10% of α under `general`
-    # until the comparator judged one pair per eval) promoted 0–0.8% of +0.10 children at 10 evals;
-    # without it an equal child stays under 4 runs per eval at futility 0.35 (docs/selection.md).
-    a_score = spent
+    # until the comparator judged one pair per eval) promoted 0–0.8% of +0.10 children at 10 evals
+    # (docs/selection.md).
+    a_score = look_level(alpha, runs, max_runs, first_runs, scope if pooled else "general")
     s = score_test(child, parent, a_score, scope)
     c = comparator_test(wins, losses, per_eval, min_verdicts)
     n = len(child)
     level = 1 - 2 * a_score
+    tested = f", tested at {a_score:.4f}" if abs(a_score - spent) > 1e-12 else ""
     claim = f"the claim: {CLAIM[s.scope]}"
     where = (
         f"Δ = {s.delta:+.3f} with {level:.1%} Student-t interval [{s.low:+.3f}, {s.high:+.3f}] "
         f"over {n} evals × {runs} runs ({claim}; this look spends α = {spent:.4f} of "
-        f"{alpha:.3g})"
+        f"{alpha:.3g}{tested})"
     )
     if math.isinf(s.se):
         where = f"Δ = {s.delta:+.3f} over 1 eval × {runs} runs (no interval from one eval)"
@@ -320,9 +283,10 @@ def look(
             f"needed, up to {upcoming} per eval.",
             more=True,
         )
-    # With no run-to-run variation the data cannot show their own noise: the first look never
-    # promotes on the scores alone then (the floor keeps later looks honest).
-    blind = not s.varied and runs <= first_runs
+    # With no run-to-run variation (or, under `general`, no spread between the evals' d) the data
+    # cannot show their own noise: the first look never promotes on the scores alone then (the
+    # floor keeps later looks honest). Pass/fail runs give equal d's on every eval by chance.
+    blind = not (s.varied and s.spread) and runs <= first_runs
     if s.low > 0 and s.delta >= min_effect and not blind:
         return out(
             "won",
@@ -348,7 +312,10 @@ def look(
     if not wins + losses:
         tail = "there are no decisive comparator verdicts"
     if blind and s.low > 0:
-        tail += "; every run of each eval scored the same, so the scores alone cannot promote yet"
+        same = (
+            "every run of each eval scored the same" if not s.varied else "every eval's d is equal"
+        )
+        tail += f"; {same}, so the scores alone cannot promote yet"
     if upcoming is None:
         return out(
             "tie",
