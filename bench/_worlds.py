@@ -19,6 +19,9 @@ Worlds (per-eval parent difficulty uniform in [0.15, 0.85] unless said):
 - crashes      continuous, but each run scores 0 with 10% (a run that fell over): two modes
 - ceiling      pass/fail near the ceiling (the parent passes 75–97% of runs) with the child's
                advantage spread N(0, 0.10) over evals: skewed, discrete and heterogeneous
+- steady       pass/fail where one eval in eight (the 1st, 9th, …) is noisy (the parent passes
+               30–70%) and every other eval always passes on both sides: a few evals hold all
+               the run noise; the child's advantage sits on the noisy evals (×E/noisy, clipped)
 
 For the `tasks` claim the per-eval advantages are centred, so an "equal" child is equal on these
 evals on average (its realized Δ is Δ up to clipping); for `general` they are a draw."""
@@ -43,7 +46,12 @@ WORLDS = (
     "heavy",
     "crashes",
     "ceiling",
+    "steady",
 )
+# The default panel. `steady` is asked for by name: under `general` its +0.10 child's d is 0 on
+# seven evals in eight, so the oracle's normal reference is out of any valid test's reach there
+# (docs/selection.md, "A few evals hold the noise").
+PANEL = tuple(w for w in WORLDS if w != "steady")
 CRASH = 0.10
 EXPECTATIONS, FLIP = 5, 0.05
 
@@ -128,6 +136,17 @@ def trial(
 ) -> Trial:
     rng = np.random.default_rng(list(seed))
     shape = (n_evals, CAP)
+    if world == "steady":
+        noisy = np.arange(n_evals) % 8 == 0
+        pb = np.where(noisy, rng.uniform(0.3, 0.7, n_evals), 1.0)
+        h = rng.normal(0, HETERO_SD, n_evals) * noisy
+        if centre:
+            h[noisy] -= h[noisy].mean()
+        pc = np.clip(pb + noisy * (delta * n_evals / noisy.sum() + h), 0, 1)
+        child, qc = _draw("pass/fail", pc, shape, rng)
+        parent, qp = _draw("pass/fail", pb, shape, rng)
+        var = pc * (1 - pc) + pb * (1 - pb)
+        return Trial(child, parent, _verdicts(world, qc, qp, rng), pc - pb, var if oracle else None)
     if world in ("pass/fail", "expectations", "ceiling"):
         pb = rng.uniform(*((0.75, 0.97) if world == "ceiling" else (0.15, 0.85)), n_evals)
         adv = _advantage(world, n_evals, delta, centre, rng)

@@ -74,7 +74,7 @@ def run_cell(cell: Cell) -> tuple[Cell, str, list[float], list[int], int]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=4000)
-    p.add_argument("--worlds", nargs="*", default=list(worlds.WORLDS), choices=worlds.WORLDS)
+    p.add_argument("--worlds", nargs="*", default=list(worlds.PANEL), choices=worlds.WORLDS)
     p.add_argument("--evals", type=int, nargs="*", default=list(EVAL_COUNTS))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1)

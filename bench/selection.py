@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="a CI-sized smoke: 60 trials, 3 and 10 evals, three worlds",
     )
-    p.add_argument("--worlds", nargs="*", default=list(worlds.WORLDS), choices=worlds.WORLDS)
+    p.add_argument("--worlds", nargs="*", default=list(worlds.PANEL), choices=worlds.WORLDS)
     p.add_argument("--evals", type=int, nargs="*", default=list(EVAL_COUNTS))
     p.add_argument("--deltas", type=float, nargs="*", default=list(DELTAS))
     p.add_argument(

@@ -302,3 +302,14 @@ def test_each_claim_stops_by_its_own_futility_threshold():
     # A threshold of 0 never stops: the setting is what decides, for each claim on its own.
     keep = Selection(scope="tasks", futility_tasks=0.0)
     assert run(EQUAL, tally({e: (1, 1) for e in range(10)}), selection=keep).needs_more_runs
+
+
+def test_one_noisy_eval_does_not_lend_the_steady_ones_degrees_of_freedom():
+    steady = [[1.0, 1.0, 1.0]] * 8
+    few = sequential.score_test(
+        [[1.0, 0.0, 1.0], *steady], [[0.0, 1.0, 0.0], *steady], 0.05, "tasks"
+    )
+    # One eval's 4 degrees of freedom (6 with the σ⁴ estimate's correction), not the runs' 36.
+    assert few.df <= 6
+    even = sequential.score_test([[0.4, 0.5, 0.6]] * 9, [[0.5, 0.4, 0.6]] * 9, 0.05, "tasks")
+    assert even.df == 36  # noise spread evenly keeps every run's degree of freedom

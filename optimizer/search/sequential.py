@@ -14,7 +14,8 @@ least correlation looks at nested runs of the same evals can have (search/spendi
 Two claims:
 - `tasks`: better on these evals. The evals are fixed and the runs are the units: Δ's standard
   error comes from the run-to-run variance within each eval (pooled over evals and sides), with
-  Σ(runs − 1) degrees of freedom. Valid and powerful at 3 to 8 evals.
+  Σ(runs − 1) degrees of freedom, fewer when a few evals hold the noise. Valid and powerful at 3
+  to 8 evals.
 - `general`: better on evals like these. The evals are the units: Student-t over the per-eval
   differences with evals − 1 degrees of freedom, never narrower than half the `tasks` error's
   variance.
@@ -65,36 +66,48 @@ class ScoreTest:
 
 def _within(
     child: Sequence[Sequence[float]], parent: Sequence[Sequence[float]]
-) -> tuple[float, int, bool]:
-    """(pooled run variance with the pseudo-observation, its degrees of freedom, any run varied)."""
-    ss, df = 0.0, 0
-    for runs in (*child, *parent):
-        if len(runs) >= 2:
-            m = mean(runs)
-            ss += math.fsum((x - m) ** 2 for x in runs)
-            df += len(runs) - 1
+) -> tuple[float, int, int, bool]:
+    """(pooled run variance with the pseudo-observation, its degrees of freedom, the degrees of
+    freedom its t may claim, any run varied). The pooled variance is an unbiased average of the
+    evals' run variances, but when a few evals hold all the noise it is as uncertain as those
+    few: the t's degrees of freedom are the Satterthwaite ones of the pooled sum over evals,
+    (Σ SS_e)² / Σ SS_e²/(df_e + 2) (unbiased for σ⁴ with df_e + 2), never more than the runs'.
+    One noisy eval among eight steady ones claimed 32 degrees of freedom for the 4 it had and
+    promoted 5.0% of equal children."""
+    ss, df, spread = 0.0, 0, 0.0
+    for c, p in zip(child, parent, strict=True):
+        ss_e, df_e = 0.0, 0
+        for runs in (c, p):
+            if len(runs) >= 2:
+                m = mean(runs)
+                ss_e += math.fsum((x - m) ** 2 for x in runs)
+                df_e += len(runs) - 1
+        ss, df = ss + ss_e, df + df_e
+        spread += ss_e**2 / (df_e + 2)
+    t_df = min(df, max(1, math.floor(ss**2 / spread))) if spread > 0 else df
     # With one run a side there was nothing to repeat: "no run varied" says nothing then.
-    return (ss + PRIOR_N * PRIOR_VAR) / (df + PRIOR_N), df, ss > 1e-12 or df == 0
+    return (ss + PRIOR_N * PRIOR_VAR) / (df + PRIOR_N), df, t_df, ss > 1e-12 or df == 0
 
 
 def score_test(
     child: Sequence[Sequence[float]], parent: Sequence[Sequence[float]], alpha: float, scope: Scope
 ) -> ScoreTest:
     """One-sided Student-t bounds at α on Δ = mean over evals of d = mean child − mean parent.
-    `tasks`: se² = Σ s²(1/n_child + 1/n_parent)/E², s² the pooled run variance, Σ(n − 1) df.
+    `tasks`: se² = Σ s²(1/n_child + 1/n_parent)/E², s² the pooled run variance, at most Σ(n − 1)
+    df (_within).
     `general`: se² = the larger of s²_d/E (s²_d over evals) and GENERAL_FLOOR × the `tasks` se²,
     E − 1 df; with one run a side s²_d pools a pseudo-observation instead. Without runs to pool
     (one run each) `tasks` falls back to `general`."""
     ds = [mean(c) - mean(p) for c, p in zip(child, parent, strict=True)]
     n, delta = len(ds), mean(ds)
-    pooled, df_w, varied = _within(child, parent)
+    pooled, df_w, t_df, varied = _within(child, parent)
     within = (
         math.fsum(pooled * (1 / len(c) + 1 / len(p)) for c, p in zip(child, parent, strict=True))
         / n**2
     )
     spread = True
     if scope == "tasks" and df_w > 0:
-        df = df_w
+        df = t_df
         se = math.sqrt(within)
     else:
         scope = "general"
