@@ -72,9 +72,9 @@ def _within(
     evals' run variances, but when a few evals hold all the noise it is as uncertain as those
     few: the t's degrees of freedom are the Satterthwaite ones of the pooled sum over evals,
     (Σ SS_e)² / Σ SS_e²/(df_e + 2) (unbiased for σ⁴ with df_e + 2), never more than the runs'.
-    One noisy eval among eight steady ones claimed 32 degrees of freedom for the 4 it had and
-    promoted 5.0% of equal children."""
-    ss, df, spread = 0.0, 0, 0.0
+    One noisy eval among eight (bench/_worlds.py's `steady` world) claimed 32 degrees of freedom
+    for the 4 it had: 3.9% of equal children were promoted, 1.9% with these."""
+    ss, df, ss_sq = 0.0, 0, 0.0
     for c, p in zip(child, parent, strict=True):
         ss_e, df_e = 0.0, 0
         for runs in (c, p):
@@ -83,8 +83,8 @@ def _within(
                 ss_e += math.fsum((x - m) ** 2 for x in runs)
                 df_e += len(runs) - 1
         ss, df = ss + ss_e, df + df_e
-        spread += ss_e**2 / (df_e + 2)
-    t_df = min(df, max(1, math.floor(ss**2 / spread))) if spread > 0 else df
+        ss_sq += ss_e**2 / (df_e + 2)
+    t_df = min(df, max(1, math.floor(ss**2 / ss_sq))) if ss_sq > 0 else df
     # With one run a side there was nothing to repeat: "no run varied" says nothing then.
     return (ss + PRIOR_N * PRIOR_VAR) / (df + PRIOR_N), df, t_df, ss > 1e-12 or df == 0
 
