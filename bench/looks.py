@@ -3,12 +3,14 @@ of bench/selection.py's panel of worlds, the claim made by default for each suit
 calls. Never a timed test: it prints a table.
 
     .venv/bin/python bench/looks.py [--trials 4000] [--worlds ...] [--evals ...] [--workers 2]
+        [--alpha 0.05]
 
 Per world and eval count: for each look (3, 4, 6, 9, 12 runs per eval) the share of equal children
 whose score bound at that look's level (search/spending.py look_level) clears zero, against the
 level; then `ever`, the share whose bound clears zero at some look when every child is taken to
 the cap (no futility stop, no minimum effect): the false-promotion chance the spending bounds by
 α. The rule itself stops most equal children early and so promotes fewer (bench/selection.py).
+`--alpha` sets the decision's budget (the night's control passes smaller ones).
 The per-look rates test the Student-t reference (which is not exact for pass/fail or discrete
 scores); `ever` tests that reference and the spending together: under `tasks` the union bound
 (the shares sum to α whatever the looks' correlation), under `general` the exact levels (which
@@ -42,6 +44,7 @@ class Cell:
     n_evals: int
     trials: int
     seed: int
+    alpha: float
 
 
 def run_cell(cell: Cell) -> tuple[Cell, str, list[float], list[int], int]:
@@ -49,7 +52,7 @@ def run_cell(cell: Cell) -> tuple[Cell, str, list[float], list[int], int]:
     selection = Selection()
     claim = claim_scope(selection, cell.n_evals)
     looks = spending.schedule(START_RUNS, selection.max_runs_per_eval)
-    alpha = 1 - selection.confidence
+    alpha = cell.alpha
     levels = [
         spending.look_level(alpha, r, selection.max_runs_per_eval, START_RUNS, claim) for r in looks
     ]
@@ -78,19 +81,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--evals", type=int, nargs="*", default=list(EVAL_COUNTS))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--alpha", type=float, default=round(1 - Selection().confidence, 10))
     args = p.parse_args(argv)
-    cells = [Cell(w, n, args.trials, args.seed) for w in args.worlds for n in args.evals]
+    cells = [
+        Cell(w, n, args.trials, args.seed, args.alpha) for w in args.worlds for n in args.evals
+    ]
     started = time.perf_counter()
     if args.workers > 1:
         with ProcessPoolExecutor(args.workers) as pool:
             results = list(pool.map(run_cell, cells))
     else:
         results = [run_cell(c) for c in cells]
-    alpha = 1 - Selection().confidence
+    alpha = args.alpha
+    pct = ".2%" if alpha >= 0.01 else ".3%"
     print(
         f"Equal children, the claim made, {args.trials} trials a cell: the share whose bound "
         f"clears zero at each look (its level in brackets) and at any look with no futility "
-        f"stop (`ever`, bounded by α = {alpha:.2f})."
+        f"stop (`ever`, bounded by α = {alpha:g})."
     )
     print()
     looks = spending.schedule(START_RUNS, Selection().max_runs_per_eval)
@@ -102,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     worst: tuple[float, str] = (0.0, "")
     for cell, claim, levels, above, ever in results:
         cols = " ".join(
-            f"{a / cell.trials:>7.2%} [{lv:.2%}]".rjust(16)
+            f"{a / cell.trials:>7{pct}} [{lv:{pct}}]".rjust(16)
             for a, lv in zip(above, levels, strict=True)
         )
         rate = ever / cell.trials
@@ -113,12 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         worst = max(worst, (rate, f"{cell.world}, {cell.n_evals} evals"))
         flag = "ok" if rate <= alpha else "NO"
         print(
-            f"{cell.world:<12} {cell.n_evals:>5} {claim:<7} | {cols} | {rate:>6.2%} {flag}"
+            f"{cell.world:<12} {cell.n_evals:>5} {claim:<7} | {cols} | {rate:>6{pct}} {flag}"
             f"  {ratio:>5.2f}"
         )
     print()
     print(
-        f"Worst `ever`: {worst[0]:.2%} ({worst[1]}). `ratio`: the largest per-look rate over "
+        f"Worst `ever`: {worst[0]:{pct}} ({worst[1]}). `ratio`: the largest per-look rate over "
         f"its level. {len(results) * args.trials} trials in {time.perf_counter() - started:.0f} s."
     )
     return 0

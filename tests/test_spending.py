@@ -68,3 +68,12 @@ def test_a_look_without_a_share_never_crosses():
     levels = spending.nominal_levels((0.01, 0.0, 0.04), (0.25, 0.5, 1.0))
     assert levels[1] == 0 and levels[0] == pytest.approx(0.01) and 0.04 < levels[2] < 0.05
     assert spending.nominal_levels((0.05,), (1.0,)) == pytest.approx((0.05,))
+
+
+def test_a_budget_too_small_for_the_grid_is_spent_by_the_union_bound():
+    for alpha in (1e-9, 1e-12):
+        for r in (3, 4, 6, 9, 12):
+            level = spending.look_level(alpha, r, 12, 3, "general")
+            assert level == pytest.approx(spending.look_alpha(alpha, r, 12, 3), rel=1e-12)
+    # At 1e-5 the exact levels still apply, and each is above its share.
+    assert spending.look_level(1e-5, 12, 12, 3, "general") > spending.look_alpha(1e-5, 12, 12, 3)

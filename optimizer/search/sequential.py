@@ -6,10 +6,11 @@ about. Pure: no rng, no files, no clock.
 
 Why this shape: re-testing a fixed 95% interval after every added run inflates the error rate
 with each look. Spending α across the looks bounds the chance of ever promoting an equal child by
-α, provided each look's own test holds its level (bench/selection.py measures that on a panel of
-noise worlds rather than trusting it). `tasks` tests each look at its share (a union bound,
-whatever the looks' correlation); `general` at the level that spends exactly its share given the
-least correlation looks at nested runs of the same evals can have (search/spending.py).
+α, provided each look's own test holds its level (bench/selection.py and bench/looks.py measure
+that on a panel of noise worlds rather than trusting it). `tasks` tests each look at its share (a
+union bound, whatever the looks' correlation); `general` at the level that spends exactly its
+share given the least correlation looks at nested runs of the same evals can have, exact for
+normal statistics and measured for the t's (search/spending.py).
 
 Two claims:
 - `tasks`: better on these evals. The evals are fixed and the runs are the units: Δ's standard
@@ -70,10 +71,10 @@ def _within(
     """(pooled run variance with the pseudo-observation, its degrees of freedom, the degrees of
     freedom its t may claim, any run varied). The pooled variance is an unbiased average of the
     evals' run variances, but when a few evals hold all the noise it is as uncertain as those
-    few: the t's degrees of freedom are the Satterthwaite ones of the pooled sum over evals,
-    (Σ SS_e)² / Σ SS_e²/(df_e + 2) (unbiased for σ⁴ with df_e + 2), never more than the runs'.
-    One noisy eval among eight (bench/_worlds.py's `steady` world) claimed 32 degrees of freedom
-    for the 4 it had: 3.9% of equal children were promoted, 1.9% with these."""
+    few: the t takes Welch's degrees of freedom of the pooled sum over evals,
+    (c + Σ SS_e)² / Σ SS_e²/(df_e + 2) − 2 (c the pseudo-observation, which adds no noise), never
+    more than the runs'. One noisy eval among eight (bench/_worlds.py's `steady` world) claimed 32
+    degrees of freedom for the 4 it had: 3.9% of equal children were promoted."""
     ss, df, ss_sq = 0.0, 0, 0.0
     for c, p in zip(child, parent, strict=True):
         ss_e, df_e = 0.0, 0
@@ -84,9 +85,12 @@ def _within(
                 df_e += len(runs) - 1
         ss, df = ss + ss_e, df + df_e
         ss_sq += ss_e**2 / (df_e + 2)
-    t_df = min(df, max(1, math.floor(ss**2 / ss_sq))) if ss_sq > 0 else df
+    prior = PRIOR_N * PRIOR_VAR
+    t_df = df
+    if ss_sq > 0:
+        t_df = min(df, max(1, math.floor((ss + prior) ** 2 / ss_sq - 2)))
     # With one run a side there was nothing to repeat: "no run varied" says nothing then.
-    return (ss + PRIOR_N * PRIOR_VAR) / (df + PRIOR_N), df, t_df, ss > 1e-12 or df == 0
+    return (ss + prior) / (df + PRIOR_N), df, t_df, ss > 1e-12 or df == 0
 
 
 def score_test(
@@ -213,6 +217,19 @@ class Look:
 CLAIM = {"tasks": "better on these tasks", "general": "better in general"}
 
 
+def _percent(level: float) -> str:
+    """A confidence level with the decimals that keep it below 100%: 97.6%, 99.9980%."""
+    if level >= 1 or level < 0.999:
+        return f"{level:.1%}"
+    return f"{level:.{max(1, math.ceil(-math.log10(1 - level)) - 1)}%}"
+
+
+def _small(alpha: float) -> str:
+    """An α for a reason: four decimals, or two significant digits below 0.0001, where four
+    decimals read 0.0000 (the night's control can pass a decision 0.0001 or less)."""
+    return f"{alpha:.4f}" if alpha >= 1e-4 or alpha == 0 else f"{alpha:.2g}"
+
+
 def look(
     child: Sequence[Sequence[float]],
     parent: Sequence[Sequence[float]],
@@ -250,11 +267,11 @@ def look(
     c = comparator_test(wins, losses, per_eval, min_verdicts)
     n = len(child)
     level = 1 - 2 * a_score
-    tested = f", tested at {a_score:.4f}" if abs(a_score - spent) > 1e-12 else ""
+    tested = f", tested at {_small(a_score)}" if abs(a_score - spent) > 1e-12 else ""
     claim = f"the claim: {CLAIM[s.scope]}"
     where = (
-        f"Δ = {s.delta:+.3f} with {level:.1%} Student-t interval [{s.low:+.3f}, {s.high:+.3f}] "
-        f"over {n} evals × {runs} runs ({claim}; this look spends α = {spent:.4f} of "
+        f"Δ = {s.delta:+.3f} with {_percent(level)} Student-t interval [{s.low:+.3f}, {s.high:+.3f}] "
+        f"over {n} evals × {runs} runs ({claim}; this look spends α = {_small(spent)} of "
         f"{alpha:.3g}{tested})"
     )
     if math.isinf(s.se):
@@ -328,7 +345,7 @@ def look(
         same = (
             "every run of each eval scored the same" if not s.varied else "every eval's d is equal"
         )
-        tail += f"; {same}, so the scores alone cannot promote yet"
+        tail += f"; {same}, so the scores alone cannot promote{' yet' if upcoming else ''}"
     if upcoming is None:
         return out(
             "tie",

@@ -11,10 +11,12 @@ between evals or the run noise σ². The Brownian motion with information fracti
 least correlated case (τ² = 0), and for normal statistics more correlation only lowers the chance
 of ever crossing (Slepian's inequality). So levels at which the Brownian motion first crosses at
 each look with that look's share keep the chance of ever promoting an equal child at or below α
-in every world, as long as each look's t test holds its level (measured, docs/selection.md). The
-union bound spends only 0.032 of 0.05 at the default looks: its last look tests at 0.018, the
-exact one at 0.034. With the union bound (and α spent later) +0.10 children at 10 evals were
-10–16 points behind the oracle; with these levels at most 8.2.
+for normal statistics with known variance, in every world. The t statistics estimate their
+variance anew at each look, which loosens their correlation a little, and a t reference is not
+exact for discrete scores: bench/looks.py measures both (docs/selection.md). The union bound
+spends only 0.032 of 0.05 at the default looks: its last look tests at 0.018, the exact one at
+0.034. With the union bound (and α spent later) four cells at 10 and 20 evals were 10–16 points
+behind the oracle; with these levels at most 8.2.
 
 The crossing probabilities come from the classical recursive numerical integration of the
 Brownian motion's density over the region where no earlier look crossed (Armitage, McPherson and
@@ -48,6 +50,7 @@ _NORMAL = NormalDist()
 _EPS = 1e-12
 _LOW = -6.0  # W(t) has sd √t ≤ 1: below −6 lies less than 1e-9 of it
 _STEP = 0.05
+_SMALLEST = 1e-8  # a share whose bound, ≤ 5.7 standard deviations, still lies on the grid
 
 
 def schedule(first_runs: int, max_runs: int) -> tuple[int, ...]:
@@ -107,18 +110,20 @@ def _simpson(low: float, high: float, step: float) -> tuple[list[float], list[fl
 
 def _crossing(points: Sequence[float], mass: Sequence[float], bound: float, sd: float) -> float:
     """P(W, after an increment with this sd, is above `bound`), from the not-yet-crossed mass."""
-    return math.fsum(
-        m * (1 - _NORMAL.cdf((bound - x) / sd)) for x, m in zip(points, mass, strict=True)
-    )
+    return math.fsum(m * _NORMAL.cdf((x - bound) / sd) for x, m in zip(points, mass, strict=True))
 
 
 @lru_cache(maxsize=512)
 def nominal_levels(shares: tuple[float, ...], fractions: tuple[float, ...]) -> tuple[float, ...]:
     """One-sided levels per look at which the Brownian motion observed at the information
     `fractions` (increasing, the last 1) first crosses at look k with probability shares[k]. A
-    share of zero gives a level of zero: that look never promotes."""
+    share of zero gives a level of zero: that look never promotes. Below _SMALLEST a share's bound
+    lies past the grid (W > 6), so the levels are the shares themselves: the union bound, which
+    holds whatever the correlation."""
     if len(shares) != len(fractions):
         raise ValueError("nominal_levels needs one share per look")
+    if any(0 < a < _SMALLEST for a in shares):
+        return tuple(max(0.0, a) for a in shares)
     levels: list[float] = []
     points: list[float] = []
     mass: list[float] = []  # density × Simpson weight of W where no look has crossed yet
@@ -128,14 +133,14 @@ def nominal_levels(shares: tuple[float, ...], fractions: tuple[float, ...]) -> t
         if share <= 0:
             bound = math.inf
         elif not levels:
-            bound = sd * _NORMAL.inv_cdf(1 - share)
+            bound = -sd * _NORMAL.inv_cdf(share)
         else:
             low, high = _LOW, -_LOW
             for _ in range(60):  # the crossing falls as the bound rises
                 mid = (low + high) / 2
                 low, high = (mid, high) if _crossing(points, mass, mid, sd) > share else (low, mid)
             bound = high
-        levels.append(0.0 if math.isinf(bound) else 1 - _NORMAL.cdf(bound / math.sqrt(t)))
+        levels.append(0.0 if math.isinf(bound) else _NORMAL.cdf(-bound / math.sqrt(t)))
         grid, weights = _simpson(_LOW, min(bound, -_LOW), min(_STEP, sd / 6))
         scale = 1 / (sd * math.sqrt(2 * math.pi))
         if points:
