@@ -34,8 +34,8 @@ Scope = Literal["tasks", "general"]
 # Cumulative share of α spent by a look at r of R runs per eval: (r/R)^SPEND_POWER. Any exponent
 # keeps the bound; it only moves power between looks. At 1.5 clear children stop at 4–6 runs.
 # `tasks` at 3 left +0.10 10–11 points behind the oracle at 5 evals; `general` at 3 (futility 0.45
-# to keep an equal child under 4 runs per eval) 11.8 points at 10 evals against 7.7, and at 1
-# found 2–3 points less at 10 evals (bench/selection.py, 1,000 trials a cell).
+# to keep an equal child under 4 runs per eval) left expectations at 10 evals 11.8 points behind
+# instead of 7.7, and at 1 found +0.10 2–3 points less often (bench/selection.py, 1,000 trials).
 SPEND_POWER = 1.5
 # Whether a claim's looks test at the levels that use their correlation (nominal_levels) rather
 # than at their shares. `tasks` keeps the union bound: its slack absorbs the pooled t's excess
