@@ -40,6 +40,9 @@ class Reporter:
         self._activity = "starting"
         self._progress: Progress | None = None
         self._started = time.monotonic()
+        # (finished iterations, what they cost): the ledger's sum changes only when one finishes,
+        # so the live line, refreshed after every graded run, sums it once per iteration.
+        self._spent_by_done = (0, 0.0)
 
     @property
     def live(self) -> bool:
@@ -130,7 +133,10 @@ class Reporter:
         if s.budget.usd:
             est = json.loads(run["estimate_json"]) if run.get("estimate_json") else {}
             # The ledger's sum only once an iteration has finished: before, nothing is measured.
-            measured = self.store.query(readonly.ITERATIONS_SPENT_SQL)[0]["usd"] if done else 0.0
+            if done and self._spent_by_done[0] != done:
+                usd = self.store.query(readonly.ITERATIONS_SPENT_SQL)[0]["usd"]
+                self._spent_by_done = (done, usd)
+            measured = self._spent_by_done[1] if done else 0.0
             per = pace.usd_per_iteration(
                 estimated=per_iteration_usd(est), spent_in_iterations=measured, done=done
             )

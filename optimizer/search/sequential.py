@@ -45,6 +45,7 @@ PRIOR_VAR, PRIOR_N = 0.25, 0.25
 # At 1 it cost 4–7 points of one-look power at 10 evals (docs/selection.md).
 GENERAL_FLOOR = 0.5
 _NORMAL = NormalDist()
+_EPS = 1e-12  # below this a sum of squares or a difference of levels is zero
 
 
 @lru_cache(maxsize=4096)
@@ -90,7 +91,7 @@ def _within(
     if ss_sq > 0:
         t_df = min(df, max(1, math.floor((ss + prior) ** 2 / ss_sq - 2)))
     # With one run a side there was nothing to repeat: "no run varied" says nothing then.
-    return (ss + prior) / (df + PRIOR_N), df, t_df, ss > 1e-12 or df == 0
+    return (ss + prior) / (df + PRIOR_N), df, t_df, ss > _EPS or df == 0
 
 
 def score_test(
@@ -118,7 +119,7 @@ def score_test(
         if n < 2:
             return ScoreTest(delta, -1.0, 1.0, math.inf, math.inf, 0, scope, varied)
         ss_d = math.fsum((d - delta) ** 2 for d in ds)
-        spread = not df_w or ss_d > 1e-12
+        spread = not df_w or ss_d > _EPS
         if df_w:  # the run-to-run variance sets the floor: d cannot vary less than its runs do
             se = math.sqrt(max(ss_d / (n - 1) / n, within * GENERAL_FLOOR))
         else:  # one run a side (the description's queries): a pseudo-observation is the floor
@@ -267,7 +268,7 @@ def look(
     c = comparator_test(wins, losses, per_eval, min_verdicts)
     n = len(child)
     level = 1 - 2 * a_score
-    tested = f", tested at {_small(a_score)}" if abs(a_score - spent) > 1e-12 else ""
+    tested = f", tested at {_small(a_score)}" if abs(a_score - spent) > _EPS else ""
     claim = f"the claim: {CLAIM[s.scope]}"
     where = (
         f"Δ = {s.delta:+.3f} with {_percent(level)} Student-t interval [{s.low:+.3f}, {s.high:+.3f}] "
