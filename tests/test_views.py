@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -250,6 +251,25 @@ def test_diff_shows_files_and_per_eval_differences(built):
         assert f"{a:.3f}" in row and f"{b:.3f}" in row and f"{b - a:+.3f}" in row
     with pytest.raises(BadInput, match="v77"):
         show.print_diff(Console(), built.root, "v0", "v77")
+
+
+def test_diff_into_a_file_is_a_patch_that_applies_to_the_older_version(built, cli, tmp_path):
+    ws = Workspace(built.root)
+    changed = ws.skill(built.best) / "SKILL.md"
+    long_line = "- " + " ".join(["Keep every column's type, range and mean in one table row"] * 4)
+    changed.write_text(changed.read_text(encoding="utf-8") + long_line + "\n", encoding="utf-8")
+    done = cli("diff", built.root, "v0", built.best)  # stdout is not a terminal here: `> d.patch`
+    assert done.exit_code == 0, done.output
+    assert done.stdout.startswith("diff --git a/SKILL.md b/SKILL.md") and "per-eval" in done.stderr
+    target = Path(shutil.copytree(ws.skill("v0"), tmp_path / "applied"))
+    (tmp_path / "d.patch").write_text(done.stdout, encoding="utf-8")
+    patched = subprocess.run(
+        ["patch", "-p1", "-d", str(target), "-i", str(tmp_path / "d.patch")],
+        capture_output=True,
+        text=True,
+    )
+    assert patched.returncode == 0, patched.stdout + patched.stderr
+    assert (target / "SKILL.md").read_text(encoding="utf-8") == changed.read_text(encoding="utf-8")
 
 
 def test_views_of_a_real_simulated_run(simulated):

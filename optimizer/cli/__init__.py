@@ -291,10 +291,14 @@ def diff(
     version_a: Annotated[str, typer.Argument(help="e.g. v0")],
     version_b: Annotated[str, typer.Argument(help="e.g. v3")],
 ) -> None:
-    """The file diff of two versions and their per-eval score differences."""
+    """The file diff of two versions and their per-eval score differences (piped or redirected:
+    the raw unified diff alone, for `patch -p1`; the scores on stderr)."""
     from optimizer.report import show as views
 
-    views.print_diff(out, require_dir(run_dir, "run"), version_a, version_b)
+    if out.is_terminal:
+        views.print_diff(out, require_dir(run_dir, "run"), version_a, version_b)
+    else:
+        views.print_patch(out.file, err, require_dir(run_dir, "run"), version_a, version_b)
 
 
 @app.command()

@@ -4,7 +4,7 @@ comparisons) and the difference of two. Never writes to the run folder."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console, Group
 from rich.markdown import Markdown
@@ -185,15 +185,39 @@ def _print_comparisons(console: Console, comps: list[dict], analysis: dict | Non
         emit(console, Panel(Group(*parts), title="comparator and analyzer", title_align="left"))
 
 
+def print_patch(stream: IO[str], notes: Console, run_dir: Path, va: str, vb: str) -> None:
+    """What `diff` writes when its output is a file or a pipe: the raw unified diff alone (git
+    style, a/ and b/), which `patch -p1` and `git apply` take as it is; rich would wrap its lines
+    at 80 columns. The per-eval scores go to `notes` (stderr)."""
+    data = read.load(run_dir)
+    data.node(va), data.node(vb)  # an unknown version is bad input, before anything is written
+    ws = data.ws
+    if ws.skill(va).is_dir() and ws.skill(vb).is_dir():
+        diff = skills.unified_diff(ws.skill(va), ws.skill(vb))
+        stream.write(diff)
+        if not diff:
+            emit(notes, Text("(no file differs)"))
+    else:
+        emit(notes, Text("(no skill snapshots in this folder to diff)"))
+    print_scores(notes, data, va, vb)
+
+
 def print_diff(console: Console, run_dir: Path, va: str, vb: str) -> None:
     data = read.load(run_dir)
-    a, b = data.node(va), data.node(vb)
+    data.node(va), data.node(vb)
     ws = data.ws
     console.rule(Text(f"{va} → {vb}", style="bold"))
     if ws.skill(va).is_dir() and ws.skill(vb).is_dir():
         _print_diff_text(console, skills.unified_diff(ws.skill(va), ws.skill(vb)))
     else:
         emit(console, Text("(no skill snapshots in this folder to diff)", style="dim"))
+    print_scores(console, data, va, vb)
+
+
+def print_scores(console: Console, data: read.RunData, va: str, vb: str) -> None:
+    """The per-eval scores of two versions and their differences, with the means."""
+    a, b = data.node(va), data.node(vb)
+    ws = data.ws
     sa, sb = read.per_eval(ws, a), read.per_eval(ws, b)
     table = Table(title="per-eval score", title_justify="left", show_edge=False)
     for col in ("eval", va, vb, "Δ"):
