@@ -284,9 +284,32 @@ def test_list_works_without_a_crontab_command(cli, places, monkeypatch):
     monkeypatch.setenv("OPTIMIZER_SCHEDULER", "cron")
     failed = _schedule(cli, places)
     assert (
-        failed.exit_code == 1 and "/no/such/crontab" in failed.output
+        failed.exit_code == 2 and "/no/such/crontab" in failed.output
     )  # one sentence, no traceback
-    assert "Traceback" not in failed.output
+    assert "Traceback" not in failed.output and "Errno" not in failed.output
+
+
+def test_without_systemd_or_crontab_schedule_gives_the_command_for_the_users_own_scheduler(
+    cli, places, monkeypatch
+):
+    monkeypatch.delenv("OPTIMIZER_SCHEDULER", raising=False)
+    places["systemctl"].write_text("#!/bin/sh\nexit 1\n")  # no user manager answers
+    monkeypatch.setenv("OPTIMIZER_CRONTAB", "/no/such/crontab")
+    assert schedule.backend() == "none"
+    planned = _schedule(cli, places, "--dry-run")
+    assert planned.exit_code == 0, planned.output
+    assert planned.stderr.startswith("warning: no scheduler to install into here")
+    assert len(planned.stderr.strip().splitlines()) == 1
+    command = planned.stdout.strip().splitlines()[-1]
+    assert " nightly " in command and "--until 07:00" in command
+    assert subprocess.run(["sh", "-n", "-c", command]).returncode == 0  # sh parses it
+    failed = _schedule(cli, places)
+    assert failed.exit_code == 2 and failed.stdout == "", failed.output
+    said = failed.stderr.strip()
+    assert len(said.splitlines()) == 1 and "Errno" not in said and "Traceback" not in said
+    assert "nothing was installed" in said and "every night at 22:30" in said
+    assert said.endswith(command)
+    assert not places["units"].exists() and not places["table"].exists()
 
 
 def test_a_night_whose_budget_is_spent_at_once_says_so_in_the_log_and_the_summary(cli, places):

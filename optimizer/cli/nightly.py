@@ -224,6 +224,13 @@ def schedule(
         )
     where = plan.backend()
     if dry_run:
+        if where == "none":
+            err.print(
+                f"warning: {plan.no_scheduler()}: without --dry-run nothing would be installed; "
+                "the command below is for a scheduler of yours.",
+                markup=False,
+                highlight=False,
+            )
         out.print(plan.plan(entry, where), markup=False, highlight=False, end="")
         return
     out.print(plan.install(entry, where), markup=False, highlight=False)

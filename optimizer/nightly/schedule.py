@@ -1,7 +1,9 @@
 """`optimizer schedule`: one nightly entry per skill folder, as a systemd user timer and service
-where `systemctl --user` answers, else as one crontab line. Where they go is injectable, so tests
-never touch the user's own crontab or units: OPTIMIZER_SYSTEMD_USER_DIR (the unit folder),
-OPTIMIZER_SYSTEMCTL and OPTIMIZER_CRONTAB (the commands), OPTIMIZER_SCHEDULER (systemd | cron)."""
+where `systemctl --user` answers, else as one crontab line where a `crontab` command is; with
+neither, nothing is installed and the user is given the night's command for a scheduler of
+theirs. Where they go is injectable, so tests never touch the user's own crontab or units:
+OPTIMIZER_SYSTEMD_USER_DIR (the unit folder), OPTIMIZER_SYSTEMCTL and OPTIMIZER_CRONTAB (the
+commands), OPTIMIZER_SCHEDULER (systemd | cron: which to try first)."""
 
 from __future__ import annotations
 
@@ -76,20 +78,34 @@ def name_for(skill_dir: Path) -> str:
 
 # -- where: systemd or cron ---------------------------------------------------------------------------
 def backend() -> str:
-    """systemd when its user manager answers (`systemctl --user show-environment`), else cron."""
+    """systemd when its user manager answers (`systemctl --user show-environment`), else cron when
+    a `crontab` command is here, else none: the user's own scheduler must run the night."""
     forced = os.environ.get("OPTIMIZER_SCHEDULER", "").strip()
-    if forced in ("systemd", "cron"):
-        return forced
+    if forced == "systemd" or (forced != "cron" and _systemd_answers()):
+        return "systemd"
+    cron = _crontab()
+    return "cron" if cron and shutil.which(cron[0]) else "none"
+
+
+def _systemd_answers() -> bool:
     cmd = shlex.split(os.environ.get("OPTIMIZER_SYSTEMCTL", "systemctl"))
     if not cmd or shutil.which(cmd[0]) is None:
-        return "cron"
+        return False
     try:
         done = subprocess.run(
             [*cmd, "--user", "show-environment"], capture_output=True, timeout=10, check=False
         )
     except (OSError, subprocess.TimeoutExpired):
-        return "cron"
-    return "systemd" if done.returncode == 0 else "cron"
+        return False
+    return done.returncode == 0
+
+
+def no_scheduler() -> str:
+    """Why nothing can be installed where neither answers (the start of a sentence)."""
+    return (
+        f"no scheduler to install into here (`{' '.join(_systemctl())}` does not answer and there "
+        f"is no `{' '.join(_crontab())}` command)"
+    )
 
 
 def unit_dir() -> Path:
@@ -153,18 +169,23 @@ def units(entry: Entry) -> dict[str, str]:
     return {f"{entry.name}.service": service, f"{entry.name}.timer": timer}
 
 
-def cron_line(entry: Entry) -> str:
-    """One crontab line: cron's sh, the env file sourced when present, output appended to a log.
-    `%` is a newline to cron, so it is escaped."""
-    h, m = entry.at.split(":")
+def shell_command(entry: Entry) -> str:
+    """A night as one sh command: the env file sourced when present, output appended to a log."""
     log = entry.runs_root / f"{entry.name}.log"
     env = ENV_FILE.replace("~", "$HOME", 1)
     cmd = " ".join(shlex.quote(a) for a in entry.argv())
     # The runs folder is made first: the log's redirection needs it before the night can make it.
-    body = (
+    return (
         f"mkdir -p {shlex.quote(str(entry.runs_root))} && cd {shlex.quote(str(entry.workdir))} && "
         f'(set -a; [ -r "{env}" ] && . "{env}"; set +a; exec {cmd}) >> {shlex.quote(str(log))} 2>&1'
     )
+
+
+def cron_line(entry: Entry) -> str:
+    """One crontab line: the night's sh command at its time. `%` is a newline to cron, so it is
+    escaped."""
+    h, m = entry.at.split(":")
+    body = shell_command(entry)
     return f"{int(m)} {int(h)} * * * {body.replace('%', chr(92) + '%')} {MARK}{entry.name}"
 
 
@@ -180,6 +201,11 @@ def plan(entry: Entry, where: str) -> str:
             + " ".join(_systemctl("enable", "--now", f"{entry.name}.timer"))
         )
         return "\n".join(parts) + "\n"
+    if where == "none":
+        return (
+            f"# nothing can be installed here: have a scheduler of yours run this every night "
+            f"at {entry.at}:\n{shell_command(entry)}\n"
+        )
     return (
         f"# appended to `{' '.join(_crontab('-l'))}` (a line for the same skill is replaced):\n"
         f"{cron_line(entry)}\n"
@@ -216,6 +242,11 @@ def _cron_lines() -> list[str]:
 
 
 def install(entry: Entry, where: str) -> str:
+    if where == "none":
+        raise BadInput(
+            f"{no_scheduler()}, so nothing was installed; have a scheduler of yours run this every "
+            f"night at {entry.at}: {shell_command(entry)}"
+        )
     if where == "systemd":
         folder = unit_dir()
         for name, text in units(entry).items():
