@@ -1,6 +1,6 @@
 """`optimizer init SKILL_DIR`: an evals.json skeleton with one example of each expectation kind and
-a guide beside it; it passes `validate` with its placeholders named, `run` refuses it until they
-are replaced, and init never overwrites anything."""
+a guide beside it; `validate` and `run` both refuse it, naming its placeholders, until they are
+replaced, and init never overwrites anything."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def files(root: Path) -> dict[str, bytes]:
     }
 
 
-def test_init_writes_a_skeleton_that_validates_with_its_placeholders_named(skill, monkeypatch):
+def test_init_writes_a_skeleton_that_validate_refuses_naming_its_placeholders(skill, monkeypatch):
     said = cli(monkeypatch, None, "init", str(skill))
     evals_json = skill / "evals" / "evals.json"
     assert f"wrote {evals_json} and {skill / 'evals' / 'README.md'}" in said
@@ -50,13 +50,16 @@ def test_init_writes_a_skeleton_that_validates_with_its_placeholders_named(skill
     guide = (skill / "evals" / "README.md").read_text()
     assert all(f"`{kind}`" in guide for kind in kinds)
 
-    shown = cli(monkeypatch, None, "validate", str(skill))
-    assert shown.startswith("OK: the skill and its evals are valid.")
-    assert (
-        f"warning: {evals_json}: evals[0].prompt and {len(skeleton.PLACEHOLDERS) - 1} more still "
-        "hold the placeholder text `optimizer init` wrote"
-    ) in shown
-    assert "warning: small suite: train has 2 evals" in shown
+    # The rule of `run`: a placeholder left is bad input, one sentence with the file, the count
+    # and the fix, and no "OK".
+    before = files(skill.parent)
+    shown = cli(monkeypatch, None, "validate", str(skill), code=2)
+    assert shown.splitlines() == [
+        f"error: {evals_json}: {len(skeleton.PLACEHOLDERS)} fields still hold the placeholder "
+        "text `optimizer init` wrote (the first: evals[0].prompt); replace each with your own "
+        "task or check (evals/README.md says how), then validate again."
+    ]
+    assert files(skill.parent) == before
 
 
 def test_init_never_overwrites(skill, monkeypatch):
@@ -82,7 +85,9 @@ def test_init_refuses_a_folder_that_is_not_a_skill_and_writes_nothing(skill, mon
 def test_run_refuses_placeholders_until_every_one_is_replaced(skill, monkeypatch):
     cli(monkeypatch, None, "init", str(skill))
     said = cli(monkeypatch, None, "run", str(skill), "--provider", "sim", "--dry-run", code=2)
-    assert "evals[0].prompt and" in said and "replace them before a run spends money" in said
+    assert (
+        "(the first: evals[0].prompt)" in said and "replace them before a run spends money" in said
+    )
     assert not (skill.parent / "runs").exists()
 
     path = skill / "evals" / "evals.json"
@@ -92,5 +97,7 @@ def test_run_refuses_placeholders_until_every_one_is_replaced(skill, monkeypatch
     path.write_text(text)
     assert skeleton.untouched(json.loads(text)) == []
     shown = cli(monkeypatch, None, "validate", str(skill))
+    assert shown.startswith("OK: the skill and its evals are valid.")
     assert "placeholder text" not in shown
+    assert "warning: small suite: train has 2 evals" in shown
     assert "estimate" in cli(monkeypatch, None, "run", str(skill), "--provider", "sim", "--dry-run")

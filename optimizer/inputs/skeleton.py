@@ -134,15 +134,19 @@ def untouched(data: Any) -> list[str]:
 
 
 def placeholder_sentence(source: Path, fix: str) -> str | None:
-    """One sentence naming the first untouched placeholder of an evals file and how many more."""
+    """One sentence naming the evals file, how many placeholders it still holds, the first one's
+    place and the fix; None when none is left."""
     try:
         found = untouched(json.loads(Path(source).read_text(encoding="utf-8-sig")))
     except (OSError, ValueError):
         return None
     if not found:
         return None
-    more = f" and {len(found) - 1} more still hold" if len(found) > 1 else " still holds"
-    return f"{source}: {found[0]}{more} the placeholder text `optimizer init` wrote; {fix}."
+    many = f"{len(found)} fields still hold" if len(found) > 1 else "1 field still holds"
+    return (
+        f"{source}: {many} the placeholder text `optimizer init` wrote (the first: {found[0]}); "
+        f"{fix}."
+    )
 
 
 def plan(skill_dir: Path) -> tuple[Path, dict[str, Any], Path, str | None]:
@@ -167,8 +171,8 @@ GUIDE = """\
 # How to write these evals
 
 `evals.json` was written by `optimizer init` as a starting point. Every value that starts with
-`TODO:` is a placeholder: replace it, or delete what you do not need. `optimizer validate` names
-the ones left, and `optimizer run` refuses to start while any is.
+`TODO:` is a placeholder: replace it, or delete what you do not need. `optimizer validate` and
+`optimizer run` both refuse while any is left, and say how many and where the first is.
 
 **An eval** is one task: `prompt` (what a user would ask, in their words), `expected_output` (what
 success looks like, for people), `files` (input files, paths relative to the skill folder; keep

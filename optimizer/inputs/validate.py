@@ -95,12 +95,6 @@ def _summarise(skill_dir: Path, evalset: EvalSet, settings: Settings) -> Validat
     by_type = Counter(s.type for e in evalset.evals for s in e.structural)
     parts = split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
     small = small_suite(len(parts.train), len(parts.test), settings.evals.test_fraction)
-    # A warning, not an error: the file is valid, and a half-edited suite is worth checking.
-    todo = placeholder_sentence(
-        evalset.source,
-        "replace them with your own tasks and checks "
-        "(evals/README.md says how); `optimizer run` refuses until then",
-    )
     return ValidationSummary(
         skill_dir=skill_dir,
         skill_name=doc.name,
@@ -118,7 +112,7 @@ def _summarise(skill_dir: Path, evalset: EvalSet, settings: Settings) -> Validat
         split=parts,
         power=_power(skill_dir, evalset, settings, len(parts.train)),
         eval_config=evalset.eval_config,
-        warnings=[w for w in (todo, small) if w],
+        warnings=[small] if small else [],
     )
 
 
@@ -158,6 +152,11 @@ def run(skill_dir: Path, evals_path: Path | None, settings: Settings) -> Validat
             trigger.load(skill_dir)
         except BadInput as exc:
             problems += [p for p in exc.problems if p not in problems]
+    # The rule of `optimizer run`: a placeholder left is bad input, said beside any other problem.
+    fix = "replace each with your own task or check (evals/README.md says how), then validate again"
+    todo = placeholder_sentence(evalset.source, fix) if evalset is not None else None
+    if todo:
+        problems.append(todo)
     if problems or evalset is None:
         raise BadInput(*problems)
     return _summarise(skill_dir, evalset, settings)
