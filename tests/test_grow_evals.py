@@ -259,7 +259,7 @@ def test_review_in_the_terminal_accepts_rejects_and_skips(world, monkeypatch) ->
     monkeypatch.setattr("click.edit", lambda text, **_: text.replace(first, first + ", in euros"))
     done = runner.invoke(app, ["evals", "review", str(skill)], input="e\ny\nr\ns\n")
     assert done.exit_code == 0, done.output
-    assert "accepted: eval 6" in done.output and "rejected" in done.output
+    assert "accepted: added as eval 6 (" in done.output and "rejected" in done.output
     states = [
         c["status"]
         for c in json.loads((skill / "evals" / "candidates.json").read_text())["candidates"]

@@ -12,13 +12,21 @@ from optimizer.schemas import CandidatesFile
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "csv-report"
 SUMMARY = "The report has a `## Summary` section"
+VAGUE = "The summary is useful"  # no output fails it: what the graders call vague
+SHARPER = "The `## Summary` section names the month with the highest revenue"
+PRECISE = "The report is at most 150 words"
 
 
 def setup(tmp_path: Path) -> tuple[Path, Path]:
+    """The example skill with a vague expectation in evals 1 and 4 (where the summary one was), a
+    precise one in evals 2 and 3, and eval 6 a twin of eval 2; a run whose graders raised them."""
     skill = tmp_path / "skill"
     shutil.copytree(EXAMPLE, skill)
     path = skill / "evals" / "evals.json"
     data = json.loads(path.read_text())
+    for e in data["evals"]:
+        e["expectations"] = [VAGUE if t == SUMMARY else t for t in e["expectations"]]
+        e["expectations"] += [PRECISE] if e["id"] in (2, 3) else []
     twin = dict(
         data["evals"][1],
         id=6,
@@ -29,6 +37,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path]:
     path.write_text(json.dumps(data, indent=2))
     run = tmp_path / "run"
     run.mkdir()
+    vague = "Too vague to discriminate: only 2 content word(s), so almost any answer passes."
     (run / "eval_feedback_aggregate.json").write_text(
         json.dumps(
             {
@@ -37,12 +46,22 @@ def setup(tmp_path: Path) -> tuple[Path, Path]:
                 "total_runs": 12,
                 "suggestions": [
                     {
+                        "frequency": 9,
+                        "assertion": PRECISE,
+                        "reason": vague,
+                        "action": f"Make '{PRECISE}' specific enough that a wrong output fails it.",
+                    },
+                    {
+                        "frequency": 4,
+                        "assertion": VAGUE,
+                        "reason": f'Would pass for any summary; better: "{SHARPER}".',
+                        "action": f"Make '{VAGUE}' specific enough that a wrong output fails it.",
+                    },
+                    {
                         "frequency": 3,
-                        "assertion": SUMMARY,
-                        "reason": f"Eval 1: expectation '{SUMMARY}' passes in "
-                        "every run of both configurations - does not discriminate the skill's value",
-                        "action": "Replace or sharpen it: it passes with and without the skill.",
-                        "source": "analyst",
+                        "assertion": VAGUE,
+                        "reason": vague,
+                        "action": f"Make '{VAGUE}' specific enough that a wrong output fails it.",
                     },
                     {
                         "frequency": 2,
@@ -58,6 +77,22 @@ def setup(tmp_path: Path) -> tuple[Path, Path]:
                         "action": "Look at the judge.",
                         "source": "analyst",
                     },
+                    {
+                        "frequency": 1,
+                        "assertion": VAGUE,
+                        "reason": f"Eval 1: expectation '{VAGUE}' passes in every run of both "
+                        "configurations - does not discriminate the skill's value",
+                        "action": "Replace or sharpen it: it passes with and without the skill.",
+                        "source": "analyst",
+                    },
+                    {
+                        "frequency": 1,
+                        "assertion": PRECISE,
+                        "reason": f"Eval 2: expectation '{PRECISE}' passes in every run of both "
+                        "configurations - does not discriminate the skill's value",
+                        "action": "Replace or sharpen it: it passes with and without the skill.",
+                        "source": "analyst",
+                    },
                 ],
             }
         )
@@ -65,36 +100,59 @@ def setup(tmp_path: Path) -> tuple[Path, Path]:
     return skill, run
 
 
-def test_suggest_drafts_the_three_kinds(tmp_path, cli) -> None:
+def test_suggest_drafts_one_suggestion_per_expectation_and_each_kind_once(tmp_path, cli) -> None:
     skill, run = setup(tmp_path)
     result = cli("evals", "suggest", run, "--skill", skill)
     assert result.exit_code == 0, result.output
     data = CandidatesFile.model_validate_json((skill / "evals" / "candidates.json").read_text())
     kinds = [(c.kind, c.target_eval_id) for c in data.candidates]
-    # Eval 4 carries the same expectation, but the analyst named eval 1; the judge errors are no eval.
-    # A failure mode no expectation checks becomes a check on a train eval (the first, as none is named).
+    # Three reports on the vague expectation make one suggestion; the precise one makes none; the
+    # judge errors are no eval; a failure mode no expectation checks becomes a check on a train
+    # eval (the first, as none is named).
     assert kinds == [("sharpen", 1), ("add_check", 1), ("drop", 6)]
     sharpen, new, drop = data.candidates
-    assert sharpen.replaces == SUMMARY and sharpen.eval.expectations[0].startswith(
-        SUMMARY + ", and it must fail"
-    )
+    assert sharpen.replaces == VAGUE and sharpen.eval.expectations == [SHARPER]
+    assert sharpen.reason.startswith("raised in 8 gradings of evals 1, 4: ")
     assert new.eval.expectations == ["The report names the date range of the data"]
     assert new.origin.source == "run" and "asks what eval 2 asks" in drop.reason
     again = cli("evals", "suggest", run, "--skill", skill)
     assert "0 new" in again.output
 
 
+def test_a_precise_expectation_is_never_called_vague(tmp_path, cli) -> None:
+    skill, run = setup(tmp_path)
+    assert cli("evals", "suggest", run, "--skill", skill).exit_code == 0
+    text = (skill / "evals" / "candidates.json").read_text()
+    data = CandidatesFile.model_validate_json(text)
+    assert PRECISE not in text
+    assert not [c for c in data.candidates if c.kind == "sharpen" and c.replaces != VAGUE]
+
+
 def test_accepting_suggestions_edits_evals_json_as_they_say(tmp_path, cli) -> None:
     skill, run = setup(tmp_path)
     before = {e["id"]: e for e in json.loads((skill / "evals" / "evals.json").read_text())["evals"]}
     assert cli("evals", "suggest", run, "--skill", skill).exit_code == 0
-    assert cli("evals", "accept", skill, "--all").exit_code == 0
+    ids = [
+        c["id"] for c in json.loads((skill / "evals" / "candidates.json").read_text())["candidates"]
+    ]
+    result = cli("evals", "accept", skill, "--all")
+    assert result.exit_code == 0, result.output
+    # Each line says what changed in evals.json, never "accepted as eval N" for an edit.
+    assert result.output.splitlines()[:3] == [
+        f"{ids[0]}: eval 1: expectation 3; eval 4: expectation 3 rewritten: "
+        f"'{VAGUE}' → '{SHARPER}'",
+        f"{ids[1]}: eval 1: expectation 5 added: 'The report names the date range of the data'",
+        f"{ids[2]}: eval 6 dropped",
+    ]
     evals = {e["id"]: e for e in json.loads((skill / "evals" / "evals.json").read_text())["evals"]}
     assert sorted(evals) == [1, 2, 3, 4, 5]  # the twin dropped
-    assert SUMMARY not in evals[1]["expectations"] and SUMMARY in evals[4]["expectations"]
+    # The same words in eval 4 are the same vague check: rewritten there too.
+    assert evals[1]["expectations"][2] == SHARPER and evals[4]["expectations"][2] == SHARPER
     assert evals[1]["expectations"][-1] == "The report names the date range of the data"
-    # the sharper expectation takes the old one's place, the added check is one more
     assert len(evals[1]["expectations"]) == len(before[1]["expectations"]) + 1
+    # Nothing the run diagnosed is written into an expectation.
+    written = (skill / "evals" / "evals.json").read_text()
+    assert "vague" not in written.lower() and "must fail" not in written
     assert cli("validate", skill).exit_code == 0
 
 
@@ -144,4 +202,4 @@ def test_a_missing_check_seen_on_a_sealed_eval_goes_to_a_train_eval(
     assert cli("evals", "suggest", simulated, "--skill", skill).exit_code == 0
     [cand] = json.loads((skill / "evals" / "candidates.json").read_text())["candidates"]
     assert cand["kind"] == "add_check" and cand["target_eval_id"] in split["train"]
-    assert cand["eval"]["expectations"] == ["The units"]
+    assert cand["eval"]["expectations"] == ["The answer states the units"]

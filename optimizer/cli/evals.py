@@ -116,13 +116,18 @@ def suggest(
     from optimizer.grow import mine as grow
     from optimizer.grow import suggest as suggestions
 
-    skill_dir, found = suggestions.from_run(require_dir(run_dir, "run"), skill)
-    stored = grow.store_suggestions(skill_dir, found)
+    got = suggestions.from_run(require_dir(run_dir, "run"), skill)
+    stored = grow.store_suggestions(got.skill_dir, got.found)
     _say(
-        f"{len(found)} suggestion(s) from {run_dir}; {stored.added} new, {stored.pending} waiting for "
-        f"review in {stored.path}."
+        f"{len(got.found)} suggestion(s) from {run_dir}; {stored.added} new, {stored.pending} "
+        f"waiting for review in {stored.path}."
     )
-    _outlook(skill_dir, config_path, set_)
+    if got.unrewritten:
+        _say(
+            f"{len(got.unrewritten)} expectation(s) no output could fail, with no rewrite "
+            f"proposed; rewrite each as a check a wrong answer fails: {'; '.join(got.unrewritten)}."
+        )
+    _outlook(got.skill_dir, config_path, set_)
 
 
 def _show(c: object) -> str:
@@ -136,11 +141,15 @@ def _show(c: object) -> str:
         "drop": f"drop eval {c.target_eval_id}",
     }[c.kind]
     lines = [f"[{c.id}] {what} — from {c.origin.source} {c.origin.file} {c.origin.time}".rstrip()]
-    if c.kind != "drop":
+    if c.kind == "new_eval":
         lines.append(f"  prompt: {c.eval.prompt}")
         lines += [f"  files: {', '.join(c.eval.files)}"] if c.eval.files else []
-        lines += [f"  expect: {e}" for e in c.eval.expectations]
     lines += [f"  replaces: {c.replaces}"] if c.replaces else []
+    if c.kind != "drop":
+        lines += [f"  expect: {e}" for e in c.eval.expectations] or [
+            "  expect: (none yet: the session showed nothing a wrong answer would fail; "
+            "[e]dit to write one)"
+        ]
     lines += [f"  why: {c.reason}"] if c.reason else []
     lines += [f"  user said after: {m}" for m in c.signals.corrections]
     lines += [f"  not copied: {n}" for n in c.files_named]
@@ -178,7 +187,7 @@ def review(skill_dir: SkillArg, config_path: ConfigOpt = None, set_: SetOpt = No
             choice = "a" if typer.confirm("  accept it now?", default=True) else "s"
         if choice.startswith("a"):
             done = candidates.accept(skill_dir, name, cand.id, settings)
-            _say(f"  accepted: eval {done.eval_id}" + (f" ({done.split})" if done.split else ""))
+            _say(f"  accepted: {done.change}")
         elif choice.startswith("r"):
             candidates.reject(skill_dir, name, cand.id)
             _say("  rejected")
@@ -193,6 +202,13 @@ def _parsed(text: str) -> dict:
     if not isinstance(value, dict):
         raise BadInput("the edited candidate must stay a JSON object; nothing was changed.")
     return value
+
+
+def _unchecked(c: object) -> bool:
+    from optimizer.schemas import Candidate
+
+    assert isinstance(c, Candidate)
+    return c.kind != "drop" and not any(e.strip() for e in c.eval.expectations)
 
 
 @evals_app.command()
@@ -210,16 +226,18 @@ def accept(
 
     settings = load_settings(config_path, set_).settings
     name = load_skill(require_dir(skill_dir, "skill")).name
-    chosen = (
-        [c.id for c in candidates.pending(candidates.load(skill_dir, name))]
-        if all_
-        else (ids or [])
-    )
-    if not chosen:
+    waiting = candidates.pending(candidates.load(skill_dir, name))
+    chosen = [c.id for c in waiting if not _unchecked(c)] if all_ else (ids or [])
+    if not chosen and not (all_ and waiting):
         raise BadInput("evals accept: name candidate ids (c-...) or pass --all.")
     for cid in chosen:
         done = candidates.accept(skill_dir, name, cid, settings)
-        _say(f"{cid}: accepted as eval {done.eval_id}" + (f" ({done.split})" if done.split else ""))
+        _say(f"{cid}: {done.change}")
+    for c in (c for c in waiting if all_ and _unchecked(c)):
+        _say(
+            f"{c.id}: left pending, it has no expectation yet; write one with "
+            f"`optimizer evals review {skill_dir}`."
+        )
     _outlook(skill_dir, config_path, set_)
 
 

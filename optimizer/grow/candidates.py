@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,15 @@ def reject(skill_dir: Path, skill_name: str, cid: str) -> Candidate:
     return cand
 
 
-def accept(skill_dir: Path, skill_name: str, cid: str, settings: Settings) -> Candidate:
+@dataclass(frozen=True)
+class Accepted:
+    candidate: Candidate
+    change: (
+        str  # what evals.json gained or lost, in one line: "eval 5: expectation 2 rewritten: ..."
+    )
+
+
+def accept(skill_dir: Path, skill_name: str, cid: str, settings: Settings) -> Accepted:
     """Apply one pending candidate to evals.json (validated as a whole before it replaces the file),
     then mark it accepted with the id and split it got."""
     skill_dir = Path(skill_dir)
@@ -103,6 +112,11 @@ def accept(skill_dir: Path, skill_name: str, cid: str, settings: Settings) -> Ca
     cand = _find(data, cid)
     if cand.status != "pending":
         raise BadInput(f"candidate {cid} is already {cand.status}; nothing to accept.")
+    if cand.kind != "drop" and not any(e.strip() for e in cand.eval.expectations):
+        raise BadInput(
+            f"candidate {cid} has no expectation yet; write one a wrong answer would fail "
+            f"(`optimizer evals review {skill_dir}`, then [e]dit) and accept it then."
+        )
     source = skill_dir / EVALS_FILE
     load_evals(
         skill_dir
@@ -111,7 +125,7 @@ def accept(skill_dir: Path, skill_name: str, cid: str, settings: Settings) -> Ca
     # An id once given is never given again, not even after its eval was dropped: runs, feedback
     # and reports name evals by id.
     used = {i for c in data.candidates for i in (c.eval_id, c.target_eval_id) if i is not None}
-    grown, eval_id = _applied(raw, cand, max(used, default=0))
+    grown, eval_id, change = _applied(raw, cand, max(used, default=0))
     text = json.dumps(grown, indent=2, ensure_ascii=False) + "\n"
     _check(skill_dir, source, text)
     side = None
@@ -119,6 +133,7 @@ def accept(skill_dir: Path, skill_name: str, cid: str, settings: Settings) -> Ca
         side = placement.side(
             cand.eval.prompt, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed
         )
+        change += f" ({side})"
     cand = cand.model_copy(
         update={"status": "accepted", "decided_at": now(), "eval_id": eval_id, "split": side}
     )
@@ -127,7 +142,7 @@ def accept(skill_dir: Path, skill_name: str, cid: str, settings: Settings) -> Ca
     # (an added eval whose record is missing would join the seeded split and move the others).
     save(skill_dir, _replace(data, cand))
     write_text(source, text)
-    return cand
+    return Accepted(cand, change)
 
 
 def _check(skill_dir: Path, source: Path, text: str) -> None:
@@ -142,12 +157,14 @@ def _check(skill_dir: Path, source: Path, text: str) -> None:
         trial.unlink(missing_ok=True)
 
 
-def _applied(raw: dict[str, Any], cand: Candidate, used: int) -> tuple[dict[str, Any], int | None]:
+def _applied(
+    raw: dict[str, Any], cand: Candidate, used: int
+) -> tuple[dict[str, Any], int | None, str]:
     evals = [e for e in raw.get("evals", []) if isinstance(e, dict)]
     if cand.kind == "new_eval":
         eval_id = max([used, *(e["id"] for e in evals if isinstance(e.get("id"), int))]) + 1
         entry = in_dialect(detect_evals_dialect(raw), eval_id, cand.eval)
-        return {**raw, "evals": [*raw["evals"], entry]}, eval_id
+        return {**raw, "evals": [*raw["evals"], entry]}, eval_id, f"added as eval {eval_id}"
     target = next((e for e in evals if e.get("id") == cand.target_eval_id), None)
     if target is None:
         raise BadInput(
@@ -155,42 +172,58 @@ def _applied(raw: dict[str, Any], cand: Candidate, used: int) -> tuple[dict[str,
             "reject the candidate."
         )
     if cand.kind == "drop":
-        return {**raw, "evals": [e for e in raw["evals"] if e is not target]}, cand.target_eval_id
-    return {
-        **raw,
-        "evals": [_sharpened(e, cand) if e is target else e for e in raw["evals"]],
-    }, cand.target_eval_id
-
-
-def _sharpened(entry: dict[str, Any], cand: Candidate) -> dict[str, Any]:
-    new_text = (cand.eval.expectations or [""])[0]
+        kept = [e for e in raw["evals"] if e is not target]
+        return {**raw, "evals": kept}, cand.target_eval_id, f"eval {cand.target_eval_id} dropped"
+    new_text = cand.eval.expectations[0]
     if cand.kind == "add_check":
-        if "assertions" in entry:
-            taken = {str(a.get("id")) for a in entry["assertions"] if isinstance(a, dict)}
-            new_id = next(
-                f"A{i}" for i in range(len(taken) + 1, len(taken) + 1000) if f"A{i}" not in taken
-            )
-            return {**entry, "assertions": [*entry["assertions"], {"id": new_id, "text": new_text}]}
-        return {**entry, "expectations": [*(entry.get("expectations") or []), new_text]}
-    if "assertions" in entry:
-        items = entry["assertions"]
-        hit = [a for a in items if a.get("text") == cand.replaces]
-        if not hit:
-            raise BadInput(
-                f"candidate {cand.id}: eval {cand.target_eval_id} has no assertion "
-                f"{cand.replaces!r} any more; reject the candidate."
-            )
-        return {
-            **entry,
-            "assertions": [{**a, "text": new_text} if a is hit[0] else a for a in items],
-        }
-    items = list(entry.get("expectations") or [])
-    if cand.replaces not in items:
+        entry = _added(target, new_text)
+        grown = [entry if e is target else e for e in raw["evals"]]
+        where = f"eval {cand.target_eval_id}: expectation {len(_texts(entry))} added"
+        return {**raw, "evals": grown}, cand.target_eval_id, f"{where}: '{new_text}'"
+    if cand.replaces not in _texts(target):
         raise BadInput(
             f"candidate {cand.id}: eval {cand.target_eval_id} has no expectation "
             f"{cand.replaces!r} any more; reject the candidate."
         )
-    items[items.index(cand.replaces)] = new_text
+    # The same words in another eval are the same vague check: rewritten there too, and said so.
+    hits = [e for e in evals if cand.replaces in _texts(e)]
+    places = [(e.get("id"), _texts(e).index(cand.replaces) + 1) for e in hits]
+    grown = [
+        _rewritten(e, cand.replaces or "", new_text) if any(e is h for h in hits) else e
+        for e in raw["evals"]
+    ]
+    where = (
+        f"eval {places[0][0]}: expectation {places[0][1]}"
+        if len(places) == 1
+        else "; ".join(f"eval {i}: expectation {n}" for i, n in places)
+    )
+    change = f"{where} rewritten: '{cand.replaces}' → '{new_text}'"
+    return {**raw, "evals": grown}, cand.target_eval_id, change
+
+
+def _texts(entry: dict[str, Any]) -> list[str]:
+    if "assertions" in entry:
+        return [str(a.get("text")) for a in entry["assertions"] if isinstance(a, dict)]
+    return [str(t) for t in entry.get("expectations") or []]
+
+
+def _added(entry: dict[str, Any], new_text: str) -> dict[str, Any]:
+    if "assertions" in entry:
+        taken = {str(a.get("id")) for a in entry["assertions"] if isinstance(a, dict)}
+        new_id = next(
+            f"A{i}" for i in range(len(taken) + 1, len(taken) + 1000) if f"A{i}" not in taken
+        )
+        return {**entry, "assertions": [*entry["assertions"], {"id": new_id, "text": new_text}]}
+    return {**entry, "expectations": [*(entry.get("expectations") or []), new_text]}
+
+
+def _rewritten(entry: dict[str, Any], old: str, new_text: str) -> dict[str, Any]:
+    if "assertions" in entry:
+        items = entry["assertions"]
+        hit = next(a for a in items if isinstance(a, dict) and a.get("text") == old)
+        return {**entry, "assertions": [{**a, "text": new_text} if a is hit else a for a in items]}
+    items = list(entry.get("expectations") or [])
+    items[items.index(old)] = new_text
     return {**entry, "expectations": items}
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from optimizer.errors import BadInput
+from optimizer.grow import checks
 from optimizer.grow.candidates import candidate_id
 from optimizer.inputs import redact
 from optimizer.inputs.evals import Eval, EvalSet, load_evals
@@ -25,21 +27,55 @@ from optimizer.store import readonly
 from optimizer.store.files import Workspace
 
 _EVAL_NAMED = re.compile(r"\bEval (\d+)\b")
-_VAGUE = re.compile(
-    r"discriminat|vague|would (also )?pass|passes in every run|too easy|always pass", re.IGNORECASE
-)
 _NO_CHECK = re.compile(
-    r"^(eval \d+:\s*)?(no (assertion|expectation|eval|check)s? (checks?|verif\w*|covers?)\s*"
-    r"(whether|that|if)?\s*)?",
+    r"^(eval \d+:\s*)?((nothing|no (assertion|expectation|eval|check)s?) (checks?|verif\w*|covers?|"
+    r"tests?)\s*(whether|that|if)?\s*)?",
     re.IGNORECASE,
 )
+# A rewrite the grader or analyst wrote out in quotes ("better: 'The summary names the peak'").
+_QUOTED = re.compile(r"[\"“]([^\"”]{12,240})[\"”]|(?<!\w)'([^']{12,240})'(?!\w)")
 SAME_TASK = (
     0.9  # prompts this alike (difflib ratio, whitespace folded) with the same files: one task
 )
 
 
-def from_run(run_dir: Path, skill: Path | None) -> tuple[Path, list[Candidate]]:
-    """(the skill folder, the suggestions in the aggregate's order, then the duplicates)."""
+@dataclass(frozen=True)
+class Suggested:
+    skill_dir: Path
+    found: list[Candidate]
+    # Expectations no output could fail, for which nothing proposed a rewrite: named to the user.
+    unrewritten: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Raised:
+    """Everything the run said about one expectation text (or one missing check)."""
+
+    text: str
+    gradings: int = 0
+    evals: list[int] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+    def add(self, frequency: int, evals: list[int], reason: str) -> None:
+        self.gradings += frequency
+        self.evals += [e for e in evals if e not in self.evals]
+        self.reasons += [reason] if reason not in self.reasons else []
+
+    def said(self) -> str:
+        where = ", ".join(str(e) for e in sorted(self.evals))
+        return (
+            f"raised in {_count(self.gradings, 'grading')} of eval{'s' if len(self.evals) > 1 else ''} "
+            f"{where}: {_clip(self.reasons[0])}"
+        )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def from_run(run_dir: Path, skill: Path | None) -> Suggested:
+    """The suggestions, one per expectation the run raised (then the added checks, then the
+    duplicates), each a checkable expectation; never the run's own diagnosis as eval text."""
     ws = Workspace(run_dir)
     skill_dir = skill or _skill_of(ws)
     path = ws.feedback_aggregate
@@ -60,11 +96,33 @@ def from_run(run_dir: Path, skill: Path | None) -> tuple[Path, list[Candidate]]:
     evalset = load_evals(skill_dir)
     origin = CandidateOrigin(source="run", file=str(path), time=_started(ws))
     train = _train_of(ws, evalset)
-    found: list[Candidate] = []
+    raised: dict[str, _Raised] = {}
+    missing: dict[str, _Raised] = {}
     for item in aggregate.suggestions:
-        found += _from_suggestion(item, evalset, origin, train)
+        reason = redact.text(item.reason)
+        if item.assertion is None:
+            check = _missing_check(item, reason, train)
+            if check:
+                named = _EVAL_NAMED.search(reason)
+                base = int(named.group(1)) if named and int(named.group(1)) in train else train[0]
+                missing.setdefault(check, _Raised(check)).add(item.frequency, [base], reason)
+            continue
+        targets = [e.id for e in _targets(item, evalset)]
+        if targets:
+            text = item.assertion
+            raised.setdefault(text, _Raised(text)).add(
+                item.frequency, targets, f"{reason} {redact.text(item.action)}".strip()
+            )
+    found, unrewritten = [], []
+    for group in raised.values():
+        cand = _sharpen(group, evalset, origin)
+        if cand is not None:
+            found.append(cand)
+        elif not checks.checkable(group.text):
+            unrewritten.append(f"'{redact.text(group.text)}' (eval {min(group.evals)})")
+    found += [_add_check(group, evalset, origin) for group in missing.values()]
     found += duplicates(evalset, origin)
-    return skill_dir, found
+    return Suggested(skill_dir, found, unrewritten)
 
 
 def _skill_of(ws: Workspace) -> Path:
@@ -102,54 +160,59 @@ def _targets(item: AggregateSuggestion, evalset: EvalSet) -> list[Eval]:
     return sorted(carrying, key=lambda e: e.id)
 
 
-def _from_suggestion(
-    item: AggregateSuggestion, evalset: EvalSet, origin: CandidateOrigin, train: list[int]
-) -> list[Candidate]:
-    reason, action = redact.text(item.reason), redact.text(item.action)
-    if item.assertion is None:
-        # A failure mode no expectation checks; the analyst's own notes without one (errors,
-        # a skill that hurts) are about runs, not about a missing check.
-        if getattr(item, "source", None) == "analyst" or not train:
-            return []
-        check = _NO_CHECK.sub("", reason).strip().rstrip(".")
-        check = check[:1].upper() + check[1:]
-        named = _EVAL_NAMED.search(reason)
-        # A check on a train eval where the runs showed it, not a twin of that eval: a twin placed
-        # by its own hash could put one task on both sides of the split.
-        base = evalset.by_id(
-            int(named.group(1)) if named and int(named.group(1)) in train else train[0]
-        )
-        return [
-            Candidate(
-                id=candidate_id("run", "add_check", reason),
-                kind="add_check",
-                origin=origin,
-                target_eval_id=base.id,
-                eval=CandidateEval(name=base.name, expectations=[check]),
-                reason=f"seen {item.frequency} time(s), and no expectation checks it: {reason}",
-            )
-        ]
-    out = []
-    for target in _targets(item, evalset):
-        assertion = redact.text(item.assertion)
-        vague = bool(_VAGUE.search(reason))
-        sharper = (
-            f"{assertion}, and it must fail on an output that only looks right: {_clip(reason)}"
-            if vague
-            else f"{assertion} (checked the same way in every run: {_clip(reason)})"
-        )
-        out.append(
-            Candidate(
-                id=candidate_id("run", "sharpen", str(target.id), item.assertion, reason),
-                kind="sharpen",
-                origin=origin,
-                target_eval_id=target.id,
-                replaces=item.assertion,
-                eval=CandidateEval(name=target.name, expectations=[sharper]),
-                reason=f"seen {item.frequency} time(s): {reason} {action}".strip(),
-            )
-        )
-    return out
+def _missing_check(item: AggregateSuggestion, reason: str, train: list[int]) -> str | None:
+    """A failure mode no expectation checks, as the check to add; the analyst's own notes without
+    one (errors, a skill that hurts) are about runs, not about a missing check."""
+    if getattr(item, "source", None) == "analyst" or not train:
+        return None
+    check = _NO_CHECK.sub("", reason).strip().rstrip(".")
+    if not check:
+        return None
+    check = check[:1].upper() + check[1:]
+    # "the units" names what to check, not a check: said as the answer stating it.
+    return check if checks.checkable(check) else f"The answer states {check[:1].lower()}{check[1:]}"
+
+
+def _proposed(group: _Raised) -> str | None:
+    """A rewrite the graders or the analyst wrote out themselves, checkable and new."""
+    for reason in group.reasons:
+        for found in _QUOTED.finditer(reason):
+            text = (found.group(1) or found.group(2)).strip().rstrip(".")
+            if text != group.text and text[:1].isupper() and checks.checkable(text):
+                return text
+    return None
+
+
+def _sharpen(group: _Raised, evalset: EvalSet, origin: CandidateOrigin) -> Candidate | None:
+    """A rewrite of an expectation no output could fail, or of one whose graders proposed a
+    sharper wording; a precise expectation ("at most 150 words") is never called vague."""
+    rewrite = _proposed(group)
+    if rewrite is None:
+        return None
+    target = evalset.by_id(min(group.evals))
+    return Candidate(
+        id=candidate_id("run", "sharpen", group.text),
+        kind="sharpen",
+        origin=origin,
+        target_eval_id=target.id,
+        replaces=redact.text(group.text),
+        eval=CandidateEval(name=target.name, expectations=[redact.text(rewrite)]),
+        reason=group.said(),
+    )
+
+
+def _add_check(group: _Raised, evalset: EvalSet, origin: CandidateOrigin) -> Candidate:
+    # A check on a train eval where the runs showed it, not a twin of that eval: a twin placed by
+    # its own hash could put one task on both sides of the split.
+    base = evalset.by_id(group.evals[0])
+    return Candidate(
+        id=candidate_id("run", "add_check", group.text),
+        kind="add_check",
+        origin=origin,
+        target_eval_id=base.id,
+        eval=CandidateEval(name=base.name, expectations=[group.text]),
+        reason=f"no expectation checks it; {group.said()}",
+    )
 
 
 def _clip(text: str, limit: int = 160) -> str:
