@@ -165,6 +165,7 @@ def test_accepting_appends_in_the_files_dialect_and_keeps_the_split(tmp_path, cl
         s.user(f"Report on the numbers of week {day} in a short markdown file").skill(
             "csv-report", skill
         )
+        s.say("Done.").user(f"keep it under {day * 10} words")
         s.write(projects)
     assert cli("evals", "mine", skill, "--from", projects, "--since", "3650d").exit_code == 0
     result = cli("evals", "accept", skill, "--all")
@@ -244,7 +245,8 @@ def test_review_in_the_terminal_accepts_rejects_and_skips(world, monkeypatch) ->
     skill, project, projects = world
     for day in (20, 21, 22):
         s = Session(project, start=f"2026-11-{day}T09:00:00.000Z")
-        s.user(f"Summarise the orders of day {day}").skill("csv-report", skill).write(projects)
+        s.user(f"Summarise the orders of day {day}").skill("csv-report", skill).say("Done.")
+        s.user("keep it under 80 words").write(projects)
     runner = CliRunner()
     assert (
         runner.invoke(
@@ -349,3 +351,37 @@ def test_with_a_provider_only_new_drafts_are_sent_and_only_redacted(
     second = [body for _, _, body in sim.requests if "submit_eval_drafts" in body][1:]
     assert len(second) == 1 and "Chart evals/files/orders.csv" in second[0]
     assert "rounded to two decimals" not in second[0]  # the first draft is not sent again
+
+
+def test_a_follow_up_that_asks_for_a_change_becomes_a_check_with_its_number(world, cli) -> None:
+    skill, project, projects = world
+    s = Session(project).user("Summarise data/orders.csv for the team").skill("csv-report", skill)
+    s.say("Here is the summary: ...").user("keep it under 80 words").write(projects)
+    assert cli("evals", "mine", skill, "--from", projects, "--since", "3650d").exit_code == 0
+    [cand] = CandidatesFile.model_validate_json(
+        (skill / "evals" / "candidates.json").read_text()
+    ).candidates
+    assert cand.signals.corrections == ["keep it under 80 words"]
+    assert cand.eval.expectations == ["The answer is at most 80 words"]
+
+
+def test_an_expectation_no_output_could_fail_is_never_written(world, cli) -> None:
+    skill, project, projects = world
+    Session(project).user("Summarise the orders of today").skill("csv-report", skill).write(
+        projects
+    )
+    assert cli("evals", "mine", skill, "--from", projects, "--since", "3650d").exit_code == 0
+    [cand] = CandidatesFile.model_validate_json(
+        (skill / "evals" / "candidates.json").read_text()
+    ).candidates
+    # Nothing in the session says what a wrong answer looks like: no check is made up.
+    assert cand.eval.expectations == []
+    before = (skill / "evals" / "evals.json").read_bytes()
+    shown = cli("evals", "accept", skill, "--all")
+    assert shown.exit_code == 0 and f"{cand.id}: left pending, it has no expectation yet" in (
+        shown.output
+    )
+    named = cli("evals", "accept", skill, cand.id)
+    assert named.exit_code == 2 and "has no expectation yet" in named.output
+    assert "Traceback" not in named.output
+    assert (skill / "evals" / "evals.json").read_bytes() == before

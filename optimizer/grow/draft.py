@@ -7,6 +7,7 @@ import hashlib
 import re
 from pathlib import Path
 
+from optimizer.grow import checks
 from optimizer.grow.candidates import candidate_id
 from optimizer.inputs import redact
 from optimizer.inputs.sessions import Use, is_correction
@@ -82,18 +83,19 @@ def _in_prompt(task: str, original: str, source: Path, cwd: str, copied: str) ->
     return task
 
 
-def _expectations(use: Use, outputs: list[str], corrections: list[str]) -> list[str]:
+def _expectations(use: Use, task: str, outputs: list[str], corrections: list[str]) -> list[str]:
+    """Checks the first answer could have failed: the files it wrote, what the user corrected
+    (each clause of it), a limit the task states, no tool errors. Never one that cannot fail:
+    with none of these the candidate waits for the user to write one."""
+    subject = f"`{outputs[0]}`" if len(outputs) == 1 else "The answer"
     out = [f"The file `{o}` is written" for o in outputs]
-    out += [
-        f"Without being asked again, the result already does what the user asked for "
-        f'afterwards: "{_clip(c, 200)}"'
-        for c in corrections
-    ]
+    stated = checks.limit(task, subject)
+    out += [stated] if stated else []
+    for c in corrections:
+        out += [e for e in checks.from_correction(c, subject) if e not in out]
     if use.errors:
         out.append("The run finishes without tool errors")
-    if not out:
-        out.append(f'The result does what the task asks: "{_clip(use.task, 200)}"')
-    return out
+    return [e for e in out if checks.checkable(e)]
 
 
 def _outputs(use: Use) -> list[str]:
@@ -130,7 +132,8 @@ def candidate(skill_dir: Path, use: Use) -> Candidate:
         )
         task = _in_prompt(task, original, Path(source), use.cwd, copied)
     later = [redact.text(m) for m in use.later]
-    corrections = [m for m in later if is_correction(m)]
+    # "keep it under 80 words" corrects the answer as much as "no, that is wrong" does.
+    corrections = [m for m in later if is_correction(m) or checks.asks_for_change(m)]
     outputs = [redact.text(o) for o in _outputs(use)]
     words = " ".join(task.split()[:8])
     day = use.time[:10]
@@ -162,7 +165,7 @@ def candidate(skill_dir: Path, use: Use) -> Candidate:
             prompt=task,
             expected_output=f"The result {expected}.",
             files=files,
-            expectations=[redact.text(e) for e in _expectations(use, outputs, corrections)],
+            expectations=[redact.text(e) for e in _expectations(use, task, outputs, corrections)],
         ),
         signals=CandidateSignals(
             corrections=[_clip(c) for c in corrections],

@@ -11,6 +11,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from optimizer.config import Settings
+from optimizer.grow import checks
 from optimizer.inputs import redact
 from optimizer.inputs.skill import load_skill
 from optimizer.model.prompts import load_prompt
@@ -107,10 +108,12 @@ async def _ask(
         if got is None:
             out.append(c)
             continue
+        # A check that cannot fail is dropped; with none left the heuristic checks stay.
+        kept = [redact.text(e) for e in got.expectations if checks.checkable(e)]
         new_eval = c.eval.model_copy(
             update={
                 "expected_output": redact.text(got.expected_output),
-                "expectations": [redact.text(e) for e in got.expectations],
+                "expectations": kept or c.eval.expectations,
             }
         )
         out.append(

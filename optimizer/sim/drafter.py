@@ -3,10 +3,17 @@ and outputs into checks, as the prompt asks. Never invents what the drafts do no
 
 from __future__ import annotations
 
+import re
+
 from optimizer.sim.text import first_user_text, forced_tool
 from optimizer.tags import parse_tags
 
 TOOL = "submit_eval_drafts"
+_LIMIT = re.compile(
+    r"\b(?P<how>under|below|less than|fewer than|at most|no more than|within|at least|more than|"
+    r"over)\s+(?P<n>\d+)\s+(?P<unit>words?|lines?|sentences?|bullets?|paragraphs?|characters?)\b",
+    re.IGNORECASE,
+)
 
 
 def handles(body: dict) -> bool:
@@ -19,18 +26,24 @@ def _items(section: str, name: str) -> list[str]:
     return [line[2:].strip() for line in text.splitlines() if line.startswith("- ")]
 
 
+def _check(correction: str) -> str:
+    """A correction as a model would write its check: with its number when it states a limit."""
+    found = _LIMIT.search(correction)
+    if found is None:
+        return f"The output already reflects this correction: {correction}"
+    bound = "at least" if found["how"].lower() in ("at least", "more than", "over") else "at most"
+    return f"The answer is {bound} {found['n']} {found['unit'].lower()}"
+
+
 def answer(body: dict) -> dict:
     drafts = []
     for attrs, section in parse_tags(first_user_text(body), "draft"):
         outputs = _items(section, "outputs")
-        checks = [
-            f"The output already reflects this correction: {c}"
-            for c in _items(section, "corrections")
-        ]
+        checks = [_check(c) for c in _items(section, "corrections")]
         checks += [f"`{o}` exists and is not empty" for o in outputs]
-        checks = (
-            checks or _items(section, "heuristic_expectations") or ["The output answers the task"]
-        )
+        checks = checks or _items(section, "heuristic_expectations")
+        if not checks:
+            continue  # nothing a wrong answer would fail: left out, as the prompt asks
         said = f"writes {', '.join(outputs)}" if outputs else "answers the task"
         drafts.append(
             {
