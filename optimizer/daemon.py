@@ -30,7 +30,7 @@ from optimizer.inputs import triggers as trigger
 from optimizer.inputs import validate as validation
 from optimizer.model import prompts as prompting
 from optimizer.report import spend, summary
-from optimizer.report.resume import resume_point
+from optimizer.report.resume import budget_refusal, resume_point
 from optimizer.search import estimate as preview
 from optimizer.search import probe
 from optimizer.search.stops import parse_deadline
@@ -178,6 +178,12 @@ def resume(
                 )
             }
         )
+    estimate = preview.for_workspace(ws, settings)
+    broke = None
+    with suppress(sqlite3.DatabaseError):  # a damaged state.db is said when the loop opens it
+        broke = budget_refusal(ws, settings, estimate)
+    if broke:  # before anything is written
+        raise BadInput(broke)
     if loaded.sources != {k: "run.toml" for k in loaded.sources}:
         write_text(ws.run_toml, runtoml.to_toml(settings, loaded.sources))
     _refuse_if_running(ws)
@@ -192,7 +198,7 @@ def resume(
         )
         if grown:  # the evals grew since the start: they are for the next run, never this one
             console.print(grown, markup=False, highlight=False)
-    spend.announce(console, ws, preview.for_workspace(ws, settings), keep=False)
+    spend.announce(console, ws, estimate, keep=False)
     if detach:
         return _spawn(ws, console, notify)
     return _foreground_summarised(ws, settings, console, resumed=True, notify=notify)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 from optimizer import config
+from optimizer.search.estimate import mode_usd
 from optimizer.store import readonly
 from optimizer.store.files import Workspace
 
 
 def resume_point(ws: Workspace, settings: config.Settings) -> str:
     """Where a resume continues, as the engine will: the open iteration with the parent it chose,
-    or the next one from the parent the strategy will choose."""
+    or the next one from the parent the strategy will choose; and, after a plateau, that the
+    plateau count starts again (the engine counts only this process's iterations)."""
     conn = readonly.connect(ws.state_db)
     try:
         run = (readonly.rows(conn, "select current_best from runs limit 1") or [{}])[0]
@@ -17,8 +22,21 @@ def resume_point(ws: Workspace, settings: config.Settings) -> str:
         iterations = readonly.rows(
             conn, "select number, parent, finished_at from iterations order by number"
         )
+        won = {
+            r["iteration"]
+            for r in readonly.rows(conn, "select iteration from versions where decision = 'won'")
+        }
     finally:
         conn.close()
+    where = _where(iterations, best, settings)
+    patience = settings.loop.patience
+    done = sum(1 for i in iterations if i["finished_at"])
+    if _streak(iterations, won) >= patience and done < settings.loop.max_iterations:
+        where += f"; the plateau count starts again here (loop.patience = {patience})"
+    return where
+
+
+def _where(iterations: list[dict[str, Any]], best: str, settings: config.Settings) -> str:
     open_ = [i for i in iterations if not i["finished_at"]]
     done = len(iterations) - len(open_)
     if open_:
@@ -33,3 +51,47 @@ def resume_point(ws: Workspace, settings: config.Settings) -> str:
         return f"resuming before iteration 1: the baseline and v0 are graded first (current best {best})"
     parent = best if settings.loop.parent_selection == "best" else "a parent on the Pareto front"
     return f"resuming at iteration {done + 1} from {parent} (current best {best})"
+
+
+def _streak(iterations: list[dict[str, Any]], won: set[int]) -> int:
+    """Finished iterations without a win at the end of the run, as the plateau stop counted them."""
+    streak = 0
+    for row in reversed([r for r in iterations if r["finished_at"]]):
+        if row["number"] in won:
+            break
+        streak += 1
+    return streak
+
+
+def budget_refusal(
+    ws: Workspace, settings: config.Settings, est: dict[str, Any] | None
+) -> str | None:
+    """The sentence of a resume that could pay for nothing, None otherwise: the budget is spent,
+    or what is left of it covers none of the iterations left (the estimate's count, which keeps
+    the sealed test's reserve aside). A detached `run`'s first start (status "created") is no
+    resume, and its budget was shown when it was given."""
+    row = readonly.run_row(ws.state_db) or {}
+    if row.get("status") == "created":
+        return None
+    conn = readonly.connect(ws.state_db)
+    try:
+        spent = readonly.rows(conn, "select coalesce(sum(cost_usd), 0) as usd from calls")
+    finally:
+        conn.close()
+    usd = float(spent[0]["usd"]) if spent else 0.0
+    budget = settings.budget.usd
+    left = est["iterations"] if est else 0
+    covered = est.get("iterations_in_budget") if est else None
+    if usd < budget and not (left and covered == 0):
+        return None
+    need = max(mode_usd(est["run"], bool(est["batch"])), usd) if est else usd
+    more = f"`optimizer resume {ws.root} --budget-usd {max(math.ceil(need), math.floor(usd) + 1)}`"
+    if usd >= budget:
+        what = f"its budget is spent (${usd:.2f} of ${budget:.2f}), so it would stop at once"
+    else:
+        per = mode_usd(est["per_iteration"], bool(est["batch"])) if est else 0.0
+        what = (
+            f"the ${budget - usd:.2f} left of its ${budget:.2f} budget covers none of the "
+            f"{left} iterations left (about ${per:.2f} each)"
+        )
+    return f"{ws.root}: {what}; give it more with --budget-usd, e.g. {more}."

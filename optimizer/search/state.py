@@ -49,6 +49,13 @@ class RunState:
         self.train: list[int] = self.split["train"]
         self.test: list[int] = self.split["test"]
         self.stops = stop_rules
+        # A resume after a plateau searches again: where the plateau rule would stop it at once,
+        # the count of iterations without a win starts here. An interrupted run (a stop, a crash)
+        # keeps its count, so its resume ends where the uninterrupted run ends (docs/design.md §11).
+        self.plateau_from = 0
+        before = loop_state(self)
+        if before.iterations_without_win >= settings.loop.patience:
+            self.plateau_from = before.iterations_done
 
     def interrupted(self) -> str | None:
         """The reason to stop now (a signal, the stop file, the budget, the deadline), or None.
@@ -88,7 +95,7 @@ def loop_state(run: RunState) -> stops.LoopState:
         )
     }
     streak = 0
-    for row in reversed(finished):
+    for row in reversed(finished[run.plateau_from :]):
         if row["number"] in wins:
             break
         streak += 1
