@@ -50,16 +50,25 @@ def test_outcomes_follow_the_margin():
         ).outcome
         == "worse"
     )
-    # centred on −margin: neither shown
+    # centred on −margin, reaching past it and past zero: neither shown
     assert (
         ni.check(
-            {e: -0.05 + 0.1 * (e % 2) - 0.05 for e in range(10)},
+            {e: -0.2 + 0.3 * (e % 2) for e in range(10)},
             confidence=0.95,
             margin=0.05,
             step=step,
         ).outcome
         == "inconclusive"
     )
+
+
+def test_a_head_whose_whole_interval_lies_below_zero_is_worse_even_within_a_margins_reach():
+    found = ni.check(
+        {e: -0.06 + 0.02 * (e % 2) for e in range(10)}, confidence=0.95, margin=0.05, step=0.01
+    )
+    assert found.low < -0.05 < found.high < 0  # below zero throughout, reaching past −margin
+    assert found.outcome == "worse" and found.reason.startswith("worse: ")
+    assert "upper bound is below zero" in found.reason
 
 
 def test_one_eval_is_refused():
@@ -151,7 +160,17 @@ def test_a_harmful_edit_fails_with_a_comment(cli, skills):
 
 
 @pytest.mark.parametrize(
-    "case", ["no-skill-md", "margin", "one-eval", "out-not-empty", "budget", "no-key"]
+    "case",
+    [
+        "no-skill-md",
+        "margin",
+        "one-eval",
+        "out-not-empty",
+        "budget",
+        "no-key",
+        "comment-is-a-folder",
+        "comment-under-a-file",
+    ],
 )
 def test_bad_input_exits_2_and_writes_nothing(cli, skills, case, monkeypatch):
     base, tmp = skills
@@ -176,11 +195,16 @@ def test_bad_input_exits_2_and_writes_nothing(cli, skills, case, monkeypatch):
         (tmp / "g" / "x").write_text("mine")
     elif case == "budget":
         args += ["--budget-usd", "0"]
+    elif case == "comment-is-a-folder":  # was found only once the runs were paid for (exit 1)
+        (tmp / "c.md").mkdir()
+    elif case == "comment-under-a-file":
+        (tmp / "notes").write_text("mine")
+        args[args.index("--comment") + 1] = tmp / "notes" / "c.md"
     result = cli("gate", *args)
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     assert len([line for line in result.output.splitlines() if line.startswith("error:")]) == 1
-    assert not (tmp / "c.md").exists()
+    assert not (tmp / "c.md").is_file()
     assert case == "out-not-empty" or not (tmp / "g").exists()
 
 

@@ -112,6 +112,7 @@ def execute(
     set_: SetOpt = None,
 ) -> None:
     """Run one eval once and grade it, by hand, to debug a skill or an eval."""
+    require_dir(skill_dir, "skill")  # a mistyped path is answered before seconds of imports
     from optimizer.grade.benchmark import failure_reason, run_once
     from optimizer.model.session import open_session
 
@@ -150,6 +151,7 @@ def benchmark(
     set_: SetOpt = None,
 ) -> None:
     """One-shot benchmark: every eval with and without the skill, graded and aggregated."""
+    require_dir(skill_dir, "skill")  # a mistyped path is answered before seconds of imports
     from optimizer.grade.benchmark import default_out_dir, run_benchmark
     from optimizer.inputs.evals import load_evals
     from optimizer.model.session import open_session
@@ -197,6 +199,7 @@ def run(
     set_: SetOpt = None,
 ) -> None:
     """Start an overnight improvement run."""
+    require_dir(skill_dir, "skill")  # a mistyped path is answered before seconds of imports
     from optimizer import daemon
     from optimizer.search.targets import TARGETS
 
@@ -227,6 +230,7 @@ def resume(
     set_: SetOpt = None,
 ) -> None:
     """Continue a run from its current best after a stop, a crash or a deadline."""
+    require_dir(run_dir, "run")  # a mistyped path is answered before seconds of imports
     from optimizer import daemon
 
     flags = {"loop.max_iterations": max_iterations, "budget.usd": budget_usd,

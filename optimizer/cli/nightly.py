@@ -56,23 +56,19 @@ def gate(
 ) -> None:
     """Is HEAD not worse than BASE? Exit 0 not worse, 1 worse or not shown, 2 bad input."""
     from optimizer import config
-    from optimizer.grade.benchmark import default_out_dir
-    from optimizer.model.session import open_session
-    from optimizer.nightly.night import api_key_missing
-    from optimizer.report import gate_comment
-    from optimizer.report.progress import bar
-    from optimizer.search.gate import check_inputs, run_gate
-    from optimizer.store.files import write_text
+    from optimizer.inputs import pair
 
     if budget_usd is not None and budget_usd <= 0:
         raise BadInput(f"--budget-usd {budget_usd}: give a positive amount in USD, e.g. 5.")
-    evalset = check_inputs(
+    pair.check_comment(comment)
+    evalset = pair.check(
         require_dir(base_skill, "BASE skill"), require_dir(head_skill, "HEAD skill"), evals, margin
     )
     loaded = load_settings(
         config_path,
         set_,
         eval_config=evalset.eval_config,
+        calls_models=True,
         flags={
             "llm.provider": provider,
             "evals.runs_per_eval": runs,
@@ -82,6 +78,15 @@ def gate(
         },
     )
     confinement(loaded.settings)
+    # Only now the model stack (seconds of imports): a mistyped argument is answered without it.
+    from optimizer.grade.benchmark import default_out_dir
+    from optimizer.model.session import open_session
+    from optimizer.nightly.night import api_key_missing
+    from optimizer.report import gate_comment
+    from optimizer.report.progress import bar
+    from optimizer.search.gate import run_gate
+    from optimizer.store.files import write_text
+
     missing = api_key_missing(loaded.settings)
     if missing:  # before the folder is made: bad input writes nothing
         raise BadInput(missing)
@@ -269,7 +274,10 @@ def nightly(
         runs_root=runs_root,
         notify=notify,
         overrides=set_ or [],
-        load=lambda ec: load_settings(config_path, set_, eval_config=ec, flags=flags),
+        # need_key false: a night without the key says so in its own log and summary
+        load=lambda ec: load_settings(
+            config_path, set_, eval_config=ec, flags=flags, calls_models=True, need_key=False
+        ),
         log_name=name_for(skill_dir),
         console=out,
     )

@@ -15,12 +15,12 @@ from typing import Any
 import structlog
 
 from optimizer.config import Settings
-from optimizer.errors import BadInput, BudgetExhausted
+from optimizer.errors import BudgetExhausted
 from optimizer.execute import executor_for
 from optimizer.grade.benchmark import counting
 from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, unscored
 from optimizer.inputs import skill as skills
-from optimizer.inputs.evals import EvalSet, load_evals
+from optimizer.inputs.evals import EvalSet
 from optimizer.model.port import Client
 from optimizer.search import noninferiority
 from optimizer.search.select import paired_differences
@@ -51,25 +51,6 @@ class GateResult:
     @property
     def passed(self) -> bool:
         return self.identical or (self.test is not None and self.test.outcome == "not_worse")
-
-
-def check_inputs(base: Path, head: Path, evals_path: Path | None, margin: float) -> EvalSet:
-    """Everything the gate needs, checked before anything runs or is written (BadInput, exit 2).
-    A HEAD whose SKILL.md breaks the skill rules is no bad input: it is the pull request's
-    change, and the gate judges it worse (head_problems)."""
-    for side, path in (("BASE_SKILL", base), ("HEAD_SKILL", head)):
-        if not (path / "SKILL.md").is_file():
-            raise BadInput(f"{path}: {side} has no SKILL.md; pass the skill's folder.")
-    skills.load_skill(base)
-    if not 0 < margin < 1:
-        raise BadInput(f"--margin {margin}: use a score difference between 0 and 1, e.g. 0.05.")
-    evalset = load_evals(base, evals_path)
-    if len(evalset.evals) < 2:
-        raise BadInput(
-            f"{evalset.source}: holds {len(evalset.evals)} eval; the gate needs at least 2 "
-            "to bound a difference (add evals)."
-        )
-    return evalset
 
 
 async def run_gate(

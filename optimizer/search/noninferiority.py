@@ -49,8 +49,8 @@ def check(
     diffs: Mapping[int, float], *, confidence: float, margin: float, step: float
 ) -> NonInferiority:
     """HEAD is `not_worse` when the lower bound of mean(HEAD − BASE) is above −margin, `worse`
-    when the upper bound is below −margin, else `inconclusive` (the gate treats it as a failure:
-    not worse was not shown). Both bounds are one-sided at `confidence`, so the interval
+    when it is not and the upper bound is below zero (shown lower than BASE, and not within the
+    margin), else `inconclusive` (the gate treats it as a failure: not worse was not shown). Both bounds are one-sided at `confidence`, so the interval
     [low, high] is a two-sided one at 1 − 2·(1 − confidence)."""
     ds = [diffs[e] for e in sorted(diffs)]
     n = len(ds)
@@ -77,9 +77,11 @@ def check(
     if low > -margin:
         outcome: Outcome = "not_worse"
         reason = f"not worse: {where}; the lower bound is above −{margin}."
-    elif high < -margin:
+    elif high < 0:  # the whole interval below zero: HEAD scores lower, by more than it may
         outcome = "worse"
-        reason = f"worse: {where}; even the upper bound is below −{margin}."
+        reason = f"worse: {where}; even the upper bound is below " + (
+            f"−{margin}." if high < -margin else f"zero, and the lower bound below −{margin}."
+        )
     else:
         outcome = "inconclusive"
         reason = (

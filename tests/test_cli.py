@@ -1,0 +1,58 @@
+"""The command line's start: a mistyped argument is answered (exit 2, one line) before the model
+stack is imported, so it takes a fraction of a second rather than the seconds the SDK, the
+executors and the grading unit take to import. Each case runs in a fresh interpreter, the only
+place where what a command imported can be seen."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "csv-report"
+# What the model stack pulls in: the SDK, the executors, the grading unit, the loop.
+HEAVY = ("anthropic", "optimizer.execute", "optimizer.grade.unit", "optimizer.search.engine")
+PROBE = """
+import json, sys
+from optimizer.cli import app
+try:
+    app(sys.argv[1:], prog_name="optimizer")
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "heavy": [m for m in HEAVY if m in sys.modules]}))
+"""
+
+
+def _answer(args: list[str], cwd: Path) -> tuple[dict, str]:
+    done = subprocess.run(
+        [sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{PROBE}", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["gate", "no/such/base", "no/such/head"],
+        ["gate", "{skill}", "{skill}", "--comment", "{folder}"],
+        ["gate", "{skill}", "{skill}", "--margin", "2"],
+        ["run", "no/such/skill"],
+        ["resume", "no/such/run"],
+        ["benchmark", "no/such/skill"],
+        ["execute", "no/such/skill", "--eval", "1"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_a_mistyped_argument_is_answered_before_the_model_stack_is_imported(args, tmp_path):
+    filled = [a.format(skill=EXAMPLE, folder=tmp_path) for a in args]
+    found, stderr = _answer(filled, tmp_path)
+    assert found["code"] == 2, stderr
+    assert stderr.startswith("error: ") and len(stderr.strip().splitlines()) == 1, stderr
+    assert found["heavy"] == []
