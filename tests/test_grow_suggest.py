@@ -203,3 +203,53 @@ def test_a_missing_check_seen_on_a_sealed_eval_goes_to_a_train_eval(
     [cand] = json.loads((skill / "evals" / "candidates.json").read_text())["candidates"]
     assert cand["kind"] == "add_check" and cand["target_eval_id"] in split["train"]
     assert cand["eval"]["expectations"] == ["The answer states the units"]
+
+
+def test_with_a_provider_a_model_rewrites_what_no_one_rewrote_from_the_evals_task(
+    tmp_path, monkeypatch
+) -> None:
+    from inprocess import Recording
+    from inprocess import cli as run_cli
+
+    skill, run = setup(tmp_path)
+    secret = "sk-ant-api03-PlantedSecretKey0123456789abcdef"
+    path = skill / "evals" / "evals.json"
+    data = json.loads(path.read_text())
+    data["evals"][2]["expectations"].append("The notes are clear")  # eval 3's task names nothing
+    path.write_text(json.dumps(data, indent=2))
+    vague = f"Too vague to discriminate (the key {secret} was in the output)."
+    (run / "eval_feedback_aggregate.json").write_text(
+        json.dumps(
+            {
+                "skill_name": "csv-report",
+                "iteration": 1,
+                "total_runs": 6,
+                "suggestions": [
+                    {"frequency": 3, "assertion": VAGUE, "reason": vague, "action": "Sharpen it."},
+                    {
+                        "frequency": 2,
+                        "assertion": "The notes are clear",
+                        "reason": vague,
+                        "action": "Sharpen it.",
+                    },
+                ],
+            }
+        )
+    )
+    monkeypatch.chdir(tmp_path)  # the rewriting call's ledger goes to ./runs/evals-suggest/
+    plain = run_cli(monkeypatch, None, "evals", "suggest", str(run), "--skill", str(skill))
+    assert "2 expectation(s) no output could fail" in plain and "--provider" in plain
+    sim = Recording(seed=0)
+    said = run_cli(
+        monkeypatch, sim, "evals", "suggest", str(run), "--skill", str(skill), "--provider", "sim"
+    )
+    cands = CandidatesFile.model_validate_json((skill / "evals" / "candidates.json").read_text())
+    [sharpen] = [c for c in cands.candidates if c.kind == "sharpen"]
+    # Eval 1's task names the months and the meeting day: the rewrite asks for them.
+    assert sharpen.replaces == VAGUE and sharpen.target_eval_id == 1
+    assert sharpen.eval.expectations == ["The summary names January, February and Monday"]
+    assert sharpen.drafted_by.startswith("model")
+    assert "1 expectation(s) no output could fail" in said and "'The notes are clear'" in said
+    sent = [body for _, _, body in sim.requests if "submit_expectation_rewrites" in body]
+    assert len(sent) == 1 and VAGUE in sent[0] and "Here is our sales export" in sent[0]
+    assert not any(secret in body for _, _, body in sim.requests)

@@ -109,6 +109,7 @@ def suggest(
     skill: Annotated[
         Path | None, typer.Option(help="The skill folder (default: the run's own).")
     ] = None,
+    provider: ProviderOpt = None,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
@@ -116,7 +117,13 @@ def suggest(
     from optimizer.grow import mine as grow
     from optimizer.grow import suggest as suggestions
 
-    got = suggestions.from_run(require_dir(run_dir, "run"), skill)
+    rewrite = None
+    if provider is not None:  # a model rewrites the expectations no output could fail
+        from optimizer.grow import rewriting
+
+        flags = {"llm.provider": provider}
+        rewrite = rewriting.rewriter(load_settings(config_path, set_, flags=flags).settings)
+    got = suggestions.from_run(require_dir(run_dir, "run"), skill, rewrite)
     stored = grow.store_suggestions(got.skill_dir, got.found)
     _say(
         f"{len(got.found)} suggestion(s) from {run_dir}; {stored.added} new, {stored.pending} "
@@ -125,7 +132,9 @@ def suggest(
     if got.unrewritten:
         _say(
             f"{len(got.unrewritten)} expectation(s) no output could fail, with no rewrite "
-            f"proposed; rewrite each as a check a wrong answer fails: {'; '.join(got.unrewritten)}."
+            f"proposed; rewrite each as a check a wrong answer fails"
+            + ("" if provider else " (or pass --provider to have a model draft the rewrites)")
+            + f": {'; '.join(got.unrewritten)}."
         )
     _outlook(got.skill_dir, config_path, set_)
 

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from optimizer.errors import BadInput
 from optimizer.grow import checks
 from optimizer.grow.candidates import candidate_id
+from optimizer.grow.rewriting import Ask, Rewriter
 from optimizer.inputs import redact
 from optimizer.inputs.evals import Eval, EvalSet, load_evals
 from optimizer.schemas import (
@@ -73,9 +74,10 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def from_run(run_dir: Path, skill: Path | None) -> Suggested:
+def from_run(run_dir: Path, skill: Path | None, rewrite: Rewriter | None = None) -> Suggested:
     """The suggestions, one per expectation the run raised (then the added checks, then the
-    duplicates), each a checkable expectation; never the run's own diagnosis as eval text."""
+    duplicates), each a checkable expectation; never the run's own diagnosis as eval text. The
+    rewrites are the graders' or the analyst's own, else (with `rewrite`) a model's."""
     ws = Workspace(run_dir)
     skill_dir = skill or _skill_of(ws)
     path = ws.feedback_aggregate
@@ -113,13 +115,20 @@ def from_run(run_dir: Path, skill: Path | None) -> Suggested:
             raised.setdefault(text, _Raised(text)).add(
                 item.frequency, targets, f"{reason} {redact.text(item.action)}".strip()
             )
-    found, unrewritten = [], []
-    for group in raised.values():
-        cand = _sharpen(group, evalset, origin)
-        if cand is not None:
-            found.append(cand)
-        elif not checks.checkable(group.text):
-            unrewritten.append(f"'{redact.text(group.text)}' (eval {min(group.evals)})")
+    rewrites = {g.text: (r, "heuristics") for g in raised.values() if (r := _proposed(g))}
+    vague = [g for g in raised.values() if g.text not in rewrites and not checks.checkable(g.text)]
+    if rewrite is not None and vague:
+        asks = [_ask(f"e{n}", g, evalset) for n, g in enumerate(vague, 1)]
+        drafted = rewrite.call(skill_dir, asks)
+        rewrites |= {a.text: (drafted[a.id], rewrite.label) for a in asks if a.id in drafted}
+    found = [
+        _sharpen(g, *rewrites[g.text], evalset, origin)
+        for g in raised.values()
+        if g.text in rewrites
+    ]
+    unrewritten = [
+        f"'{redact.text(g.text)}' (eval {min(g.evals)})" for g in vague if g.text not in rewrites
+    ]
     found += [_add_check(group, evalset, origin) for group in missing.values()]
     found += duplicates(evalset, origin)
     return Suggested(skill_dir, found, unrewritten)
@@ -183,12 +192,23 @@ def _proposed(group: _Raised) -> str | None:
     return None
 
 
-def _sharpen(group: _Raised, evalset: EvalSet, origin: CandidateOrigin) -> Candidate | None:
-    """A rewrite of an expectation no output could fail, or of one whose graders proposed a
+def _ask(key: str, group: _Raised, evalset: EvalSet) -> Ask:
+    target = evalset.by_id(min(group.evals))
+    return Ask(
+        id=key,
+        text=redact.text(group.text),
+        prompt=redact.text(target.prompt),
+        expected_output=redact.text(target.expected_output),
+        others=[redact.text(e) for e in target.expectations if e != group.text],
+        reasons=[_clip(r, 300) for r in group.reasons],
+    )
+
+
+def _sharpen(
+    group: _Raised, rewrite: str, by: str, evalset: EvalSet, origin: CandidateOrigin
+) -> Candidate:
+    """The rewrite of an expectation no output could fail, or of one whose graders proposed a
     sharper wording; a precise expectation ("at most 150 words") is never called vague."""
-    rewrite = _proposed(group)
-    if rewrite is None:
-        return None
     target = evalset.by_id(min(group.evals))
     return Candidate(
         id=candidate_id("run", "sharpen", group.text),
@@ -198,6 +218,7 @@ def _sharpen(group: _Raised, evalset: EvalSet, origin: CandidateOrigin) -> Candi
         replaces=redact.text(group.text),
         eval=CandidateEval(name=target.name, expectations=[redact.text(rewrite)]),
         reason=group.said(),
+        drafted_by=by,
     )
 
 
