@@ -253,3 +253,28 @@ def test_with_a_provider_a_model_rewrites_what_no_one_rewrote_from_the_evals_tas
     sent = [body for _, _, body in sim.requests if "submit_expectation_rewrites" in body]
     assert len(sent) == 1 and VAGUE in sent[0] and "Here is our sales export" in sent[0]
     assert not any(secret in body for _, _, body in sim.requests)
+
+
+def test_a_quote_of_the_output_in_a_reason_is_not_taken_for_a_rewrite(tmp_path, cli) -> None:
+    skill, run = setup(tmp_path)
+    (run / "eval_feedback_aggregate.json").write_text(
+        json.dumps(
+            {
+                "skill_name": "csv-report",
+                "iteration": 1,
+                "total_runs": 3,
+                "suggestions": [
+                    {
+                        "frequency": 3,
+                        "assertion": VAGUE,
+                        "reason": 'Passed although the summary only says "The report has 12 rows".',
+                        "action": "Sharpen it.",
+                    }
+                ],
+            }
+        )
+    )
+    result = cli("evals", "suggest", run, "--skill", skill)
+    assert result.exit_code == 0 and f"'{VAGUE}' (eval 1)" in result.output
+    data = CandidatesFile.model_validate_json((skill / "evals" / "candidates.json").read_text())
+    assert [c.kind for c in data.candidates] == ["drop"]

@@ -35,6 +35,12 @@ _NO_CHECK = re.compile(
 )
 # A rewrite the grader or analyst wrote out in quotes ("better: 'The summary names the peak'").
 _QUOTED = re.compile(r"[\"“]([^\"”]{12,240})[\"”]|(?<!\w)'([^']{12,240})'(?!\w)")
+# Words that introduce a proposed wording; a quote without one is more likely the output's text.
+_PROPOSES = re.compile(
+    r"\b(better|instead|rather|rewrite|rephrase|replace|sharpen|e\.g|for example|such as|like|"
+    r"try|suggest\w*|should read|could read|would be)\b[^\"“']{0,30}$",
+    re.IGNORECASE,
+)
 SAME_TASK = (
     0.9  # prompts this alike (difflib ratio, whitespace folded) with the same files: one task
 )
@@ -187,7 +193,8 @@ def _proposed(group: _Raised) -> str | None:
     for reason in group.reasons:
         for found in _QUOTED.finditer(reason):
             text = (found.group(1) or found.group(2)).strip().rstrip(".")
-            if text != group.text and text[:1].isupper() and checks.checkable(text):
+            offered = _PROPOSES.search(reason[max(0, found.start() - 40) : found.start()])
+            if offered and text != group.text and text[:1].isupper() and checks.checkable(text):
                 return text
     return None
 
