@@ -363,3 +363,21 @@ def test_export_copies_the_best_and_refuses_to_overwrite(reference, tmp_path, cl
     assert (target / "SKILL.md").read_text() == (
         reference / "v0" / "skill" / "SKILL.md"
     ).read_text()
+
+
+def test_a_budget_stop_leaves_the_sealed_test_what_it_costs(tmp_path, cli):
+    """At $1.30 the search used to spend up to the budget, and the sealed test found nothing
+    left ("sealed test: not measured"). The search now stops where it would eat into the reserve
+    the preview shows, and the sealed test runs on it, within the budget."""
+    run_dir = tmp_path / "run"
+    out = cli("run", EXAMPLE, "--provider", "sim", "--budget-usd", "1.3", "--run-dir", run_dir)
+    assert out.exit_code == 0, out.output
+    assert "reserve for the sealed test: $0.23, kept from the search" in out.stdout
+    conn = sqlite3.connect(run_dir / "state.db")
+    spent = conn.execute("select sum(cost_usd) from calls").fetchone()[0]
+    reason, test = conn.execute("select stop_reason, test_json from runs").fetchone()
+    conn.close()
+    test = json.loads(test)
+    assert spent <= 1.3 and "kept for the sealed test" in reason
+    assert "incomplete" not in test and test["versions"]["v0"]["score"] is not None
+    assert "sealed test: not measured" not in (run_dir / "summary.md").read_text()

@@ -724,6 +724,16 @@ async def test_spend_already_in_the_ledger_counts_against_the_budget(connect, st
     assert len(api.requests) == 1
 
 
+async def test_the_budget_check_prices_the_answers_measured_so_far_not_max_tokens(connect, store):
+    """Three measured grader answers of 5 tokens: the fourth is priced at 2 × 5 + 256 tokens, not
+    at its 1,060 tokens of room ($0.0795 at $75/M), which would pass the $0.08 budget."""
+    client = connect(Api(ok()), budget_usd=0.08)
+    for sample in range(3):
+        await client.message("grader", messages=USER, max_tokens=1000, sample=sample)
+    await client.message("grader", messages=USER, max_tokens=1060, sample=3)
+    assert len(store.query("select * from calls")) == 4
+
+
 # -- concurrency ----------------------------------------------------------------------------------
 
 

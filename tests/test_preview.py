@@ -111,8 +111,10 @@ def test_the_budget_is_compared_with_the_estimate():
     low = estimate(budget={"usd": 0.1})
     assert "below the baseline and v0" in spend.budget_note(low)
     some = estimate(budget={"usd": 3.0}, loop={"max_iterations": 5})
+    # The sealed test's reserve is not the search's to spend (docs/design.md §19).
+    assert some["reserve_usd"] == pytest.approx(1.25 * some["sealed_test"]["usd"], abs=1e-4)
     assert some["iterations_in_budget"] == int(
-        (3.0 - some["setup"]["usd"]) // some["per_iteration"]["usd"]
+        (3.0 - some["setup"]["usd"] - some["reserve_usd"]) // some["per_iteration"]["usd"]
     )
     assert f"covers about {some['iterations_in_budget']} of 5 iterations" in spend.budget_note(some)
     assert spend.budget_note(estimate(budget={"usd": 0})) == "no budget set"

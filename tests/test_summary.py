@@ -140,3 +140,26 @@ def test_unscored_runs_and_a_failure_are_things_to_look_at(tmp_path):
     assert any(item.startswith("1 run could not be scored") for item in found.look_at)
     assert "the run failed: the disk is full" in found.look_at
     assert "## What to look at\n\n- " in summary.markdown(found)
+
+
+def test_a_sealed_test_that_did_not_run_names_the_command_that_finishes_it(simulated, cli):
+    """status, summary.md and the report say how to finish it; the command they give does."""
+    import shlex
+    import sqlite3
+
+    conn = sqlite3.connect(simulated / "state.db")
+    with conn:
+        conn.execute("update runs set test_json = null")  # what a run stopped before it leaves
+    conn.close()
+    todo = json.loads(cli("status", simulated, "--json").stdout)["sealed_todo"]
+    command = todo.split("`")[1]
+    assert todo.startswith("the sealed test did not run") and command.startswith("optimizer resume")
+    assert command in summary.write(simulated).read_text()
+    assert cli("report", simulated).exit_code == 0
+    assert command in (simulated / "report.html").read_text()
+    assert cli(*shlex.split(command)[1:]).exit_code == 0
+    test = json.loads(
+        sqlite3.connect(simulated / "state.db").execute("select test_json from runs").fetchone()[0]
+    )
+    assert test["versions"]["v0"]["score"] is not None and "incomplete" not in test
+    assert json.loads(cli("status", simulated, "--json").stdout)["sealed_todo"] is None

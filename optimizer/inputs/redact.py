@@ -1,47 +1,321 @@
-"""Secrets out of text mined from the user's sessions, before it is written or sent anywhere: the
-logs' redaction plus the usual key shapes. Never return text that still holds one it knows."""
+"""Secrets out of text mined from the user's sessions, before it is written, shown or sent anywhere
+(docs/design.md §21): Yelp's detect-secrets finds them, line by line, in-process and offline, and
+our mask replaces them. Never return text that still holds one it knows."""
 
 from __future__ import annotations
 
+import functools
+import math
 import re
+import threading
+from collections.abc import Iterator
 from typing import Any
 
-from optimizer.logs import MASK, redact
+from optimizer.logs import MASK
+from optimizer.logs import redact as mask_keys
 
-# Shapes the logs' redaction does not know, each specific enough not to eat ordinary words.
+# detect-secrets' plugins, all but IPPublicDetector (an address is not a credential, and sessions
+# are full of them). The entropy limits are the library's; shorter strings get a lower one below.
+PLUGINS: tuple[dict[str, Any], ...] = (
+    {"name": "ArtifactoryDetector"},
+    {"name": "AWSKeyDetector"},
+    {"name": "AzureStorageKeyDetector"},
+    {"name": "BasicAuthDetector"},
+    {"name": "CloudantDetector"},
+    {"name": "DiscordBotTokenDetector"},
+    {"name": "GitHubTokenDetector"},
+    {"name": "GitLabTokenDetector"},
+    {"name": "Base64HighEntropyString", "limit": 4.5},
+    {"name": "HexHighEntropyString", "limit": 3.0},
+    {"name": "IbmCloudIamDetector"},
+    {"name": "IbmCosHmacDetector"},
+    {"name": "JwtTokenDetector"},
+    {"name": "KeywordDetector"},
+    {"name": "MailchimpDetector"},
+    {"name": "NpmDetector"},
+    {"name": "OpenAIDetector"},
+    {"name": "PrivateKeyDetector"},
+    {"name": "PypiTokenDetector"},
+    {"name": "SendGridDetector"},
+    {"name": "SlackDetector"},
+    {"name": "SoftlayerDetector"},
+    {"name": "SquareOAuthDetector"},
+    {"name": "StripeDetector"},
+    {"name": "TelegramBotTokenDetector"},
+    {"name": "TwilioKeyDetector"},
+)
+
+# The library's entropy plugins look only inside quotes (made for source files); mined text is
+# prose, so every run of the plugin's alphabet is measured, with these floors and tunings
+# (bench/secret_masks.py: every secret of tests/test_redact.py's corpus caught, ordinary lines
+# rarely touched).
+_MIN_RUN = {"Base64HighEntropyString": 20, "HexHighEntropyString": 16}
+# Random strings have less entropy the shorter they are: the limit is at most log2(length) - 1,
+# which 99.5 % of random base64 strings of 20 to 64 characters clear.
+_SHORT_SLACK = 1.0
+# A run that reads as words (an identifier, a path: test_grow_evals, DataTableHeader) is not a key:
+# its camelCase and snake_case parts are at most one in 16 characters shorter than 3 letters, and
+# each longer one is sayable (a vowel, no 5 consonants in a row, or an acronym). Random base64
+# strings of 24 to 64 characters pass for words 1 time in 2,000 or less.
+_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_VOWEL = re.compile(r"[aeiouy]", re.IGNORECASE)
+_CONSONANTS = re.compile(r"[b-df-hj-np-tv-xz]{5}", re.IGNORECASE)
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_\-]+=*")
+_HEX_RUN = re.compile(r"(?<![A-Za-z0-9])[0-9A-Fa-f]+(?![A-Za-z0-9])")
+_HEX = re.compile(r"[0-9A-Fa-f]+")
+# A digest, an id or a boundary named as such (tags.py's `boundary="..."` around the data we send
+# must reach the model whole), a few words before it or just after (commit e676e21...,
+# "the checksum of orders.csv is 9f86d0...", "... (commit)", request-id: req_011C..., git show
+# ...) or the data after `base64,` in a data URI: content the user refers to, not a credential.
+_DIGEST_NAME = (
+    r"(?i:\b(?:commits?|sha(?:1|224|256|384|512)?|hash(?:es)?|checksums?|digests?|md5|etag|"
+    r"revisions?|rev|oid|object id|integrity|fingerprint|boundary)\b|[\w\-]*[_\-]ids?\b|"
+    r"\bgit\s+(?:show|checkout|switch|revert|cherry-pick|log|diff|rebase|reset|bisect|tag))"
+)
+_NAMED_BEFORE = re.compile(_DIGEST_NAME + r"[^\n]{0,30}$|base64,$")
+# sha256sum's and git's own lines name it by their shape: "<digest>  <file>", "<sha> refs/...".
+_NAMED_AFTER = re.compile(r"^(?:[\s(\[,:]{0,3}" + _DIGEST_NAME + r"|  \S| refs/)")
+_SHA_PREFIX = re.compile(r"(?i)^sha(?:1|256|384|512)-")
+
+# Where the library has no rule, ours: private-key bodies (PrivateKeyDetector flags only the
+# BEGIN line), token shapes it does not know (fine-grained GitHub, Google, Hugging Face, npm
+# outside .npmrc, Stripe test keys and live keys of another length than its 24), credentials in URLs with characters its BasicAuthDetector
+# stops at (!, $, &, *, +, ;, =), names its keyword list lacks (token, credential, auth, api-key),
+# and a secret named in prose ("the password is hunter2": its keyword rules need `=` or `:`).
 _SHAPES = re.compile(
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"
-    r"|\bAKIA[0-9A-Z]{16}\b|\bASIA[0-9A-Z]{16}\b"  # AWS access key ids
-    r"|\bgh[pousr]_[A-Za-z0-9]{20,}\b|\bgithub_pat_[A-Za-z0-9_]{20,}\b"  # GitHub tokens
-    r"|\bglpat-[A-Za-z0-9_\-]{20,}\b"  # GitLab
-    r"|\bxox[abposr]-[A-Za-z0-9\-]{10,}\b"  # Slack
-    r"|\bAIza[0-9A-Za-z_\-]{35}\b"  # Google API keys
-    r"|\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}\b"  # Stripe
-    r"|\bnpm_[A-Za-z0-9]{36}\b"  # npm
-    r"|\bhf_[A-Za-z0-9]{30,}\b"  # Hugging Face
-    r"|\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",  # JWTs
+    r"-----BEGIN [A-Z ]*PRIVATE KEY[A-Z ]*-----.*?(?:-----END [A-Z ]*PRIVATE KEY[A-Z ]*-----|\Z)"
+    r"|\bgithub_pat_[A-Za-z0-9_]{20,}"
+    r"|\bAIza[0-9A-Za-z_\-]{35}"
+    r"|\bhf_[A-Za-z0-9]{30,}"
+    r"|\bnpm_[A-Za-z0-9]{36}"
+    r"|\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",
     re.DOTALL,
 )
-# user:password@ in a URL keeps the user and the host.
 _URL_CREDENTIAL = re.compile(
     r"(?P<head>[a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+(?=@)", re.IGNORECASE
 )
-# `password = hunter2`, `API_KEY: abc`, `"token": "abc"`: the value after a credential-like name.
 _ASSIGNED = re.compile(
-    r"(?P<head>\b[\w.\-]*(?:api[_-]?key|secret|token|passw(?:or)?d|passwd|pwd|credential|auth)[\w.\-]*"
-    r"[\"']?\s*[:=]\s*[\"']?)(?P<value>[^\s\"',;]{4,})",
+    r"(?P<head>(?:\b[\w.\-]*(?:token|credentials?|api-key|apikey|access[_-]?key|passphrase)|"
+    r"\bauth(?:orization)?|\bx-[\w\-]*(?:auth|key)[\w\-]*)[\"']?\s*[:=]\s*"
+    r"(?:(?:bearer|basic|token)\s+)?[\"']?)(?P<value>(?=[^\s\"',;]*[A-Za-z])[^\s\"',;()\[\]{}<>]{4,}+)(?![(\[])",
     re.IGNORECASE,
 )
+_IN_PROSE = re.compile(
+    r"(?P<head>\b(?:password|passphrase|passcode|passwd|pwd|secret(?: key)?|token|api[ _-]?key|"
+    r"access key|credentials?)\s+(?:is|was|are|were)\s+[\"'`]?)(?P<value>[^\s\"'`]{4,})",
+    re.IGNORECASE,
+)
+# What follows "the password is" in ordinary talk about one, not a password.
+_NOT_A_VALUE = re.compile(
+    r"(?:[a-z]+(?:ed|en|ing|ly|ble)|wrong|incorrect|correct|invalid|valid|missing|empty|set|unset|"
+    r"not|now|still|also|never|always|only|too|very|the|this|that|there|here|in|on|at|from|for|"
+    r"stored|kept|same|different|weak|strong|long|short|fine|okay|right|gone|old|new|required|"
+    r"optional|secret|safe|unsafe|public|private|known|unknown|none|null|shown|hidden|what|which)"
+    r"[.,;:!?)]*",
+    re.IGNORECASE,
+)
+# secret_name, password_file, token_path: a name that says the value is about a secret, not one.
+_NOT_A_CREDENTIAL = re.compile(
+    r"[_\-](?:names?|ids?|arn|path|file|dir|url|ref|type|length|len|policy|field|hash|count)"
+    r"\b[\"'\]]*\s*[:=]",
+    re.IGNORECASE,
+)
+# All-lowercase slugs (tw-flex-col-reverse-md, report-builder-production): words, never a key.
+_SLUG = re.compile(r"[a-z]+(?:[\-_/.][a-z0-9]+)+")
+_TRAILING = ".,;:!?)]}>"
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-]+")
+# A rule that matches `AccountKey=<key>` whole: the name stays readable.
+_KEY_NAME = re.compile(r"(?:[A-Z][a-z]+)+=|")
+_LOCK = threading.Lock()
+
+
+@functools.cache
+def _plugins() -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[re.Pattern[str], ...]]:
+    """The configured plugins, made once under the library's own settings and sorted by how they
+    are asked: (entropy plugins, keyword plugins, the provider rules' patterns). Imported here: the
+    command line answers bad input before this weight is loaded."""
+    from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
+    from detect_secrets.plugins.keyword import KeywordDetector
+    from detect_secrets.settings import get_plugins, transient_settings
+
+    with _LOCK, transient_settings({"plugins_used": list(PLUGINS)}):
+        made = tuple(get_plugins())
+    entropy = tuple(p for p in made if isinstance(p, HighEntropyStringsPlugin))
+    keywords = tuple(p for p in made if isinstance(p, KeywordDetector))
+    rules = tuple(
+        regex for p in made if p not in entropy and p not in keywords for regex in p.denylist
+    )
+    return entropy, keywords, rules
+
+
+@functools.cache
+def _keyword_rules() -> tuple[re.Pattern[str], tuple[tuple[re.Pattern[str], int], ...]]:
+    """Any of the keyword plugin's names (a cheap first look), and its rules with the group that
+    holds the value: those for config files (unquoted values) and for code (quoted)."""
+    from detect_secrets.plugins import keyword
+
+    tables = (
+        keyword.CONFIG_DENYLIST_REGEX_TO_GROUP,
+        keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP,
+    )
+    rules = tuple((regex, group) for table in tables for regex, group in table.items())
+    return re.compile(keyword.DENYLIST_REGEX, re.IGNORECASE), rules
+
+
+def _spans(line: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of every secret detect-secrets finds in one line."""
+    from detect_secrets.filters import heuristic
+
+    entropy, keywords, rules = _plugins()
+    for plugin in entropy:
+        yield from _entropy_spans(plugin, line, heuristic)
+    hint, keyword_rules = _keyword_rules()
+    for plugin in keywords:
+        if not hint.search(line) or (
+            plugin.keyword_exclude and plugin.keyword_exclude.search(line)
+        ):
+            continue
+        found = [
+            m.span(group)
+            for regex, group in keyword_rules
+            for m in regex.finditer(line)
+            if not _NOT_A_CREDENTIAL.search(line, m.start(), m.start(group))
+        ]
+        if found and heuristic.is_indirect_reference(line):
+            continue  # `password = vault.get("db")`: a lookup, not the value
+        for start, end in found:
+            yield from _keyword_value(line, start, end)
+    for regex in rules:
+        for m in regex.finditer(line):
+            yield _regex_span(line, m)
+
+
+def _regex_span(line: str, found: re.Match[str]) -> tuple[int, int]:
+    """The secret in a provider rule's match: its last group when that group is preceded by
+    context (aws ... key = "<secret>", ://user:<secret>@), else the match less its delimiters;
+    either runs on to the token's end (a rule of fixed length would leave a longer key's tail)."""
+    for g in range(found.re.groups, 0, -1):
+        start, end = found.span(g)
+        if start > found.start() and end > start:
+            break
+    else:
+        start, end = found.span()
+        text = found.group()
+        start += len(text) - len(text.lstrip(" \t\"'=:"))
+        end -= len(text) - len(text.rstrip(" \t\"'"))
+        name = _KEY_NAME.match(line, start)
+        start = min(start + (len(name[0]) if name else 0), end)
+    tail = _TOKEN_TAIL.match(line, end)
+    return start, max(start, tail.end() if tail else end)
+
+
+def _keyword_value(line: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """A keyword rule's value: quoted, whole; unquoted, up to the first space (the library's rule
+    runs to the end of the line) and without the sentence's closing punctuation."""
+    from detect_secrets.filters import heuristic
+
+    quoted = start > 0 and line[start - 1] in "\"'`"
+    if not quoted:
+        cut = re.search(r"\s", line[start:end])
+        end = start + cut.start() if cut else end
+        while end > start and line[end - 1] in _TRAILING:
+            end -= 1
+    value = line[start:end]
+    if (
+        len(value) < 3
+        or MASK in value
+        or heuristic.is_templated_secret(value)
+        or heuristic.is_prefixed_with_dollar_sign(value)
+        or heuristic.is_not_alphanumeric_string(value)
+    ):
+        return
+    yield start, end
+
+
+def _entropy_spans(plugin: Any, line: str, heuristic: Any) -> Iterator[tuple[int, int]]:
+    hexed = plugin.secret_type.startswith("Hex")
+    for found in (_HEX_RUN if hexed else _BASE64_RUN).finditer(line):
+        value = found.group()
+        if len(value) < _MIN_RUN[type(plugin).__name__]:
+            continue
+        if not hexed and _HEX.fullmatch(value):
+            continue  # the hex plugin's to judge, with its own limit and the named-digest rule
+        limit = min(plugin.entropy_limit, math.log2(len(value)) - _SHORT_SLACK)
+        if plugin.calculate_shannon_entropy(value) <= limit:
+            continue
+        if not hexed and _wordish(value):
+            continue
+        if _NAMED_BEFORE.search(line[max(0, found.start() - 60) : found.start()]):
+            continue
+        if _NAMED_AFTER.search(line[found.end() : found.end() + 24]):
+            continue
+        if _SHA_PREFIX.match(value) or heuristic.is_potential_uuid(value):
+            continue
+        if heuristic.is_sequential_string(value):
+            continue
+        yield found.span()
+
+
+def _wordish(value: str) -> bool:
+    if _SLUG.fullmatch(value):
+        return True
+    letters = [p for p in _PARTS.findall(value) if not p.isdigit()]
+    short = sum(1 for p in letters if len(p) <= 2)
+    return short <= max(1, len(value) // 16) and all(
+        (p.isupper() and len(p) <= 4) or (_VOWEL.search(p) and not _CONSONANTS.search(p))
+        for p in letters
+        if len(p) >= 4
+    )
+
+
+def _masked_line(line: str) -> str:
+    """The line with every span the detector finds masked, looked at again until nothing new is
+    found (a keyword rule matches once a line)."""
+    for _ in range(8):
+        merged: list[list[int]] = []
+        for start, end in sorted(set(_spans(line))):
+            if end <= start:
+                continue
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        if not merged:
+            return line
+        out, at = [], 0
+        for start, end in merged:
+            out += [line[at:start], MASK]
+            at = end
+        masked = "".join([*out, line[at:]])
+        if masked == line:
+            return line
+        line = masked
+    return line
+
+
+def _ours(value: str) -> str:
+    masked = _SHAPES.sub(MASK, value)
+    masked = _URL_CREDENTIAL.sub(lambda m: m.group("head") + MASK, masked)
+    masked = _ASSIGNED.sub(_keep_mask, masked)
+    return _IN_PROSE.sub(
+        lambda m: m.group(0) if _NOT_A_VALUE.fullmatch(m.group("value")) else _keep_mask(m), masked
+    )
+
+
+def _keep_mask(m: re.Match[str]) -> str:
+    value = m.group("value")
+    core = value.rstrip(_TRAILING)
+    if MASK in value or not core:
+        return m.group(0)
+    return m.group("head") + MASK + value[len(core) :]
 
 
 def text(value: str) -> str:
     """value with every key-like part replaced by the mask."""
-    masked = redact(value)
-    masked = _SHAPES.sub(MASK, masked)
-    masked = _URL_CREDENTIAL.sub(lambda m: m.group("head") + MASK, masked)
-    return _ASSIGNED.sub(
-        lambda m: m.group("head") + (m.group("value") if m.group("value") == MASK else MASK), masked
-    )
+    masked = _ours(mask_keys(value))
+    if not masked:
+        return masked
+    return "".join(_masked_line(line) for line in masked.splitlines(keepends=True))
 
 
 def deep(value: Any) -> Any:

@@ -1,5 +1,6 @@
 """Claude Code session files (~/.claude/projects/<project>/*.jsonl, docs/design.md §17) read for the times a
-skill was used: the task, the files, what the user said after. Never write or send what it reads."""
+skill was used: the task, the files, what the user said after. Never write or send what it reads
+(grow/draft.py masks it first)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import BadInput
+from optimizer.inputs import redact
 
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 # The CLI's own messages in the user's turn: not something the user typed.
@@ -146,8 +148,11 @@ def _tool_facts(record: dict[str, Any], use: Use) -> None:
         elif kind == "tool_result" and block.get("is_error"):
             content = block.get("content")
             if isinstance(content, list):
-                content = " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
-            use.errors.append(str(content or "a tool call failed")[:300])
+                # Blocks of one output, joined as written: a value split across two stays whole,
+                # so the redaction sees it whole.
+                content = "".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+            # Masked before it is cut: a secret across the cut would leave a piece no rule knows.
+            use.errors.append(redact.text(str(content or "a tool call failed"))[:300])
         elif kind == "text" and record.get("type") == "assistant" and block.get("text"):
             use.final = str(block["text"])
 

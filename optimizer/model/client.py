@@ -18,7 +18,7 @@ from optimizer.logs import redact
 from optimizer.model import ledger
 from optimizer.model.attempt import attempt_once
 from optimizer.model.clock import ModelCall, current_clock
-from optimizer.model.cost import call_cost, estimate_cost, price_for
+from optimizer.model.cost import Outputs, call_cost, estimate_cost, price_for
 from optimizer.model.errors import ModelCallFailed, call_failure
 from optimizer.model.limiter import AdaptiveLimiter, RequestLocks
 from optimizer.model.port import Client
@@ -79,6 +79,8 @@ class ModelClient:
         # The ledger's spend when this client started (a resumed run's earlier calls count); this
         # client adds its own costs as it records them, so no call sums the whole ledger.
         self._spent_before = store.spent_usd()
+        self.kept_usd = 0.0  # held back for the sealed test while the search runs (engine.py)
+        self._outputs = Outputs(store.query(Outputs.LEDGER))
         self._locks = RequestLocks()
         self._prices: dict[str, Price] = {}
         self._calls = 0
@@ -194,17 +196,19 @@ class ModelClient:
             cached = self.store.completed_call(key)
             if cached is not None:
                 return self._from_ledger(cached, role)
-            estimate = estimate_cost(
-                self._price(model), billed_chars(request, canonical), request["max_tokens"]
-            )
+            most = self._outputs.bound(role, request["max_tokens"])
+            estimate = estimate_cost(self._price(model), billed_chars(request, canonical), most)
             self._check_budget(role, model, estimate)
             self._reserved += estimate
             if self.settings.llm.prompt_caching:
                 request = with_cache_control(request, canonical.count('"cache_control":'))
             try:
                 if batch and self.batch is not None and self.batch.handles(role):
-                    return await self.batch.call(role, model, sample, key, request)
-                return await self.send_direct(role, model, sample, key, request, stream)
+                    answer = await self.batch.call(role, model, sample, key, request)
+                else:
+                    answer = await self.send_direct(role, model, sample, key, request, stream)
+                self._outputs.add(role, answer.usage.output_tokens)
+                return answer
             finally:
                 # Float sums of many estimates drift: never let the reserve go below zero, where
                 # it would show as "$-0.0000 in flight".
@@ -329,7 +333,7 @@ class ModelClient:
         if self.budget_usd is None:
             return
         spent = self._spent_before + self._spent
-        if spent + self._reserved + estimate > self.budget_usd:
+        if spent + self._reserved + estimate > self.budget_usd - self.kept_usd:
             log.warning(
                 "llm.budget_exhausted",
                 role=role,
@@ -342,7 +346,9 @@ class ModelClient:
             raise BudgetExhausted(
                 f"The next {role} call to {model} (estimated ${estimate:.4f}) would take the "
                 f"run's spend from ${spent:.4f} (plus ${self._reserved:.4f} in flight) past its "
-                f"budget of ${self.budget_usd:.2f}, so it was not started."
+                f"budget of ${self.budget_usd:.2f}"
+                + (f" less ${self.kept_usd:.2f} kept for the sealed test" if self.kept_usd else "")
+                + ", so it was not started."
             )
 
     def _give_up(

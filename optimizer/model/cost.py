@@ -68,3 +68,35 @@ def price_for(settings: Settings, model: str) -> Price:
             hint=unpriced_note(model, fallback),
         )
     return settings.price(model)
+
+
+class Outputs:
+    """The longest answer of each role so far, in output tokens, so that the cost guard before a
+    call prices the answer it can expect, not max_tokens of it (docs/design.md §9): the worst
+    case is ten to fifty times a typical answer and stopped runs dollars short of their budget.
+    Until MEASURED answers of a role are known, its worst case stands."""
+
+    MEASURED = 3
+    LEDGER = (  # what the ledger says of each role, for a resumed run's client
+        "select role, max(output_tokens) as longest, count(output_tokens) as n from calls "
+        "where outcome = 'ok' group by role"
+    )
+    MARGIN = 2.0  # an answer twice the longest yet still fits, plus a fixed 256 tokens
+
+    def __init__(self, rows: list[dict[str, Any]] | None = None) -> None:
+        self.longest: dict[str, int] = {}
+        self.seen: dict[str, int] = {}
+        for row in rows or []:
+            if row.get("longest") is not None:
+                self.longest[row["role"]] = int(row["longest"])
+                self.seen[row["role"]] = int(row.get("n") or 0)
+
+    def add(self, role: str, output_tokens: int | None) -> None:
+        if output_tokens:
+            self.longest[role] = max(self.longest.get(role, 0), output_tokens)
+            self.seen[role] = self.seen.get(role, 0) + 1
+
+    def bound(self, role: str, max_tokens: int) -> int:
+        if self.seen.get(role, 0) < self.MEASURED:
+            return max_tokens
+        return min(max_tokens, int(self.longest[role] * self.MARGIN) + 256)

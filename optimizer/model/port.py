@@ -20,6 +20,7 @@ class Client(Protocol):
     settings: Settings
     store: Store
     budget_usd: float | None
+    kept_usd: float  # held back from budget_usd for the sealed test while the search runs
     batch: Any  # model.client.BatchRoute in batch mode, else None
 
     @property

@@ -122,6 +122,7 @@ def build(
         "cost": _cost_series(ws),
         "budget_usd": (data.settings.get("budget") or {}).get("usd"),
         "test": status.get("test") if status else data.history.get("test"),
+        "sealed_todo": status.get("sealed_todo") if status else None,
         "warnings": data.warnings,  # shown on top: what the numbers below do not say
         "suggestions": read.read_json(ws.feedback_aggregate),
         "power": status.get("power") if status else None,  # what more evals would buy

@@ -59,7 +59,14 @@ def line(est: dict[str, Any]) -> str:
             f"~{_money(mode_usd(run, batch))} for the run ({_plural(est['iterations'], 'iteration')}; "
             f"~{_money(mode_usd(run, not batch))} {other})"
         )
-    return f"{text}; {budget_note(est)}{unpriced_notes(est)}"
+    return f"{text}; {budget_note(est)}{reserve_note(est)}{unpriced_notes(est)}"
+
+
+def reserve_note(est: dict[str, Any]) -> str:
+    """What the search leaves unspent so that a budget stop still runs the sealed test."""
+    if not est.get("budget_usd") or not est.get("reserve_usd"):
+        return ""
+    return f"; reserve for the sealed test: {_money(est['reserve_usd'])}, kept from the search"
 
 
 def unpriced_notes(est: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ from rich.text import Text
 from optimizer.errors import BadInput
 from optimizer.execute import INTERNAL_ERROR
 from optimizer.grow import outlook
-from optimizer.report import caveats, confinement, read, spend
+from optimizer.report import caveats, confinement, read, sealed, spend
 from optimizer.report.format import duration, emit, interval, money, num, pct, signed
 from optimizer.search import pace
 from optimizer.search.estimate import per_iteration_usd
@@ -90,6 +90,12 @@ def status(run_dir: Path, data: read.RunData | None = None) -> dict:
         "last_error": run.get("last_error"),
         "stop_reason": run.get("stop_reason"),
         "test": _with_train_delta(read.parse_json(run.get("test_json")), data.nodes),
+        "sealed_todo": sealed.finish_line(
+            str(run_dir),
+            run,
+            sum(1 for i in iterations if i.get("finished_at")),
+            data.ledger.get("spent_usd") or 0.0,
+        ),
         "settings": read.provenance(ws.run_toml),
         "resumes": len(data.resumes),
         "last_resumed": data.resumes[-1] if data.resumes else None,
@@ -343,7 +349,9 @@ def print_status(console: Console, info: dict) -> None:
     if info.get("last_error"):
         row("last error", Text(info["last_error"], style="red"))
     test = info.get("test")
-    if test:
+    if info.get("sealed_todo"):
+        row("sealed test", Text(info["sealed_todo"], style="yellow"))
+    elif test:
         row("sealed test", _test_line(test))
     if info.get("power"):
         row("power", info["power"]["line"])

@@ -150,6 +150,8 @@ def _look_at(run_dir: Path, data: read.RunData, info: dict) -> list[str]:
     ]
     if info.get("last_error"):
         items.append(f"the run failed: {info['last_error']}")
+    if info.get("sealed_todo"):
+        items.append(info["sealed_todo"])
     candidates = _candidates(Path(data.run.get("skill_dir") or ""), Path(run_dir))
     if candidates:
         items.append(f"{candidates} candidate evals wait for review in evals/candidates.json")

@@ -17,7 +17,7 @@ from optimizer.config import Settings
 from optimizer.errors import BudgetExhausted, RunStopped, is_systemic
 from optimizer.model import scoped
 from optimizer.model.port import Client
-from optimizer.search import lineage, select, stops
+from optimizer.search import estimate, lineage, select, stops
 from optimizer.search.propose import Candidate
 from optimizer.search.reporter import Reporter
 from optimizer.search.state import RunState, loop_state, register
@@ -48,23 +48,28 @@ async def optimize(
         with open_target(run) as target:
             _set_running(run)
             try:
+                keep_for_test(run, flag)
                 reason = await target.start()
+                keep_for_test(run, flag)  # v0's runs are measured now: the reserve at their cost
                 while reason is None and (reason := run.stops.any(loop_state(run))) is None:
                     await iterate(run, target, _next_iteration(run))
             except RunStopped as exc:  # the budget, or an urgent stop inside a stage
                 reason = str(exc)
             log.info("run.stopping", reason=reason)
+            keep_for_test(run, flag, 0.0)  # the sealed test spends what was kept for it
             await seal_test(run, target)
             _finish(run, target, reason)
     return reason
 
 
-def stop_rules(ws: Workspace, s: Settings, flag: stops.SignalFlag) -> stops.StopRules:
+def stop_rules(
+    ws: Workspace, s: Settings, flag: stops.SignalFlag, kept_usd: float = 0.0
+) -> stops.StopRules:
     return stops.StopRules(
         urgent=(
             flag.condition(),
             stops.stop_file(ws.stop_file),
-            stops.budget(s.budget.usd),
+            stops.budget(s.budget.usd, kept_usd),
             stops.deadline(stops.parse_deadline(s.budget.deadline)),
         ),
         at_iteration_end=(
@@ -73,6 +78,30 @@ def stop_rules(ws: Workspace, s: Settings, flag: stops.SignalFlag) -> stops.Stop
             stops.plateau(s.loop.patience),
         ),
     )
+
+
+def keep_for_test(run: RunState, flag: stops.SignalFlag, kept: float | None = None) -> None:
+    """Hold the sealed test's cost back from the search (docs/design.md §9): the budget stop
+    and the client's per-call guard see the budget less the reserve, so a budget stop leaves the
+    money the sealed test needs. `kept` None: the estimate's reserve, or more at the measured
+    cost of v0's runs."""
+    if kept is None:
+        spent = run.store.query(
+            "select coalesce(sum(cost_usd), 0) as usd from calls where scope = 'v0' "
+            "and role in ('executor', 'grader')"
+        )[0]["usd"]
+        runs = run.store.query(
+            "select count(*) as n from eval_runs where version = 'v0' and split = 'train'"
+        )[0]["n"]
+        kept = estimate.reserve(
+            json.loads(run.row.get("estimate_json") or "null"),
+            per_run_usd=spent / runs if runs else None,
+            runs=2 * len(run.test) * run.settings.evals.runs_per_eval,
+        )
+        kept = kept if run.test else 0.0
+    run.client.kept_usd = kept
+    run.stops = stop_rules(run.ws, run.settings, flag, kept)
+    log.info("budget.kept_for_sealed_test", usd=round(kept, 4))
 
 
 def _next_iteration(run: RunState) -> int:

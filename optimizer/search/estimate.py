@@ -45,6 +45,9 @@ log = structlog.get_logger()
 
 VERSION = 1
 CHARS_PER_TOKEN = 4
+# The sealed test's share kept from the search: its estimate and a quarter more, since the final
+# best may be a longer skill than the one the estimate read (docs/design.md §9).
+RESERVE_MARGIN = 1.25
 
 # What a run looks like, per provider (characters). The simulator's numbers are measured on the
 # csv-report example; the Messages API's are those of a typical agent on a small task.
@@ -218,6 +221,7 @@ def estimate(settings: Settings, evalset: EvalSet, skill_dir: Path | None = None
             "runs_added": f"none (typical); up to {max_runs} per eval (at most)",
         },
     }
+    est["reserve_usd"] = round(mode_usd(est["sealed_test"], s.llm.batch) * RESERVE_MARGIN, 4)
     est["iterations_in_budget"] = _iterations_in_budget(est)
     # Models priced as another (the dearest listed), so the preview and status can say so.
     roles = ("executor", "grader", "comparator", "analyzer", "proposer")
@@ -240,8 +244,17 @@ def _iterations_in_budget(est: dict[str, Any]) -> int | None:
     per = mode_usd(est["per_iteration"], batch)
     if not budget or per <= 0:
         return None
-    left = budget - mode_usd(est["setup"], batch)
+    left = budget - mode_usd(est["setup"], batch) - est.get("reserve_usd", 0.0)
     return max(0, int(math.floor(left / per + 1e-9)))
+
+
+def reserve(est: dict[str, Any] | None, *, per_run_usd: float | None, runs: int) -> float:
+    """What the search leaves for the sealed test of `runs` runs: the estimate's reserve, or more
+    once the runs measured so far (per_run_usd) say they cost more than it assumed."""
+    planned = 0.0
+    if est and "sealed_test" in est:
+        planned = est.get("reserve_usd", mode_usd(est["sealed_test"], bool(est.get("batch"))) * RESERVE_MARGIN)
+    return max(planned, (per_run_usd or 0.0) * runs * RESERVE_MARGIN)
 
 
 def for_start(settings: Settings, evalset: Any, skill_dir: Path, target: str = "body") -> dict[str, Any] | None:

@@ -41,9 +41,13 @@ def target(score: float) -> Condition:
     return lambda s: f"the best score reached the target {score}" if s.best_score >= score else None
 
 
-def budget(usd: float) -> Condition:
+def budget(usd: float, kept: float = 0.0) -> Condition:
+    """The search stops where its spend would eat into what is `kept` for the sealed test."""
+    held = f" (${kept:.2f} of it kept for the sealed test)" if kept > 0 else ""
     return lambda s: (
-        f"spent ${s.spent_usd:.2f} of the ${usd:.2f} budget" if s.spent_usd >= usd else None
+        f"spent ${s.spent_usd:.2f} of the ${usd:.2f} budget{held}"
+        if s.spent_usd >= usd - kept
+        else None
     )
 
 

@@ -1,0 +1,48 @@
+"""A sealed test the run could not finish, and the one command that finishes it (docs/design.md
+§9). The search keeps the sealed test's estimated cost from the budget, so this is rare: a
+budget below the setup, a reserve the runs outgrew, a run stopped by hand. Reads the run's row
+only; never writes."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from typing import Any
+
+from optimizer.search.estimate import reserve
+
+# When the run kept no estimate (a description run): what is asked on top of the spend.
+FALLBACK_USD = 0.5
+
+
+def finish_line(
+    run_dir: str, run: dict[str, Any], iterations_done: int, spent_usd: float
+) -> str | None:
+    """ "the sealed test did not run …: finish it with `optimizer resume …`" for a stopped run
+    with a test split and no complete sealed test; None otherwise. The command sets the
+    iteration limit to the iterations done, so the resumed run goes straight to the sealed test,
+    and a budget of the spend so far plus the test's reserve."""
+    if run.get("status") != "stopped":
+        return None
+    split = _json(run.get("split_json")) or {}
+    if not split.get("test"):
+        return None
+    test = _json(run.get("test_json"))
+    if isinstance(test, dict) and not test.get("incomplete"):
+        return None
+    why = "the budget ran out during it" if isinstance(test, dict) else "the run stopped before it"
+    kept = reserve(_json(run.get("estimate_json")), per_run_usd=None, runs=0)
+    budget = math.ceil((spent_usd + (kept or FALLBACK_USD)) * 10) / 10
+    command = (
+        f"optimizer resume {shlex.quote(run_dir)} --max-iterations {iterations_done} "
+        f"--budget-usd {budget:.2f}"
+    )
+    return f"the sealed test did not run ({why}): finish it with `{command}`"
+
+
+def _json(text: Any) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
