@@ -84,6 +84,8 @@ def test_a_correction_is_said_as_the_check_the_first_answer_failed(
         ("Thanks!", False),
         ("Now report on b.csv", False),
         ("great, that works", False),
+        ("Write the marketing newsletter in under 300 words", False),
+        ("make a newsletter for the sales team", False),
     ],
 )
 def test_a_follow_up_that_asks_for_a_change_is_told_apart(said: str, asks: bool) -> None:

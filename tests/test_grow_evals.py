@@ -385,3 +385,17 @@ def test_an_expectation_no_output_could_fail_is_never_written(world, cli) -> Non
     assert named.exit_code == 2 and "has no expectation yet" in named.output
     assert "Traceback" not in named.output
     assert (skill / "evals" / "evals.json").read_bytes() == before
+
+
+def test_a_follow_up_that_invokes_the_skill_again_is_still_a_correction(world, cli) -> None:
+    skill, project, projects = world
+    s = Session(project).user("Summarise data/orders.csv for the team").skill("csv-report", skill)
+    s.say("Here is the summary: ...").user("keep it under 80 words")
+    s.skill("csv-report", skill).say("Shorter now.").write(projects)
+    result = cli("evals", "mine", skill, "--from", projects, "--since", "3650d")
+    assert "1 use(s) of the skill in 1 session(s)" in result.output
+    [cand] = CandidatesFile.model_validate_json(
+        (skill / "evals" / "candidates.json").read_text()
+    ).candidates
+    assert cand.eval.prompt.startswith("Summarise evals/files/orders.csv")
+    assert cand.eval.expectations == ["The answer is at most 80 words"]

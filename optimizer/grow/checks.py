@@ -57,10 +57,18 @@ _CLAUSE = re.compile(
     re.I,
 )
 _CHANGE = re.compile(
-    r"^(?:keep|make|add|remove|drop|use|shorten|cut|trim|put|include|sort|round|rename|change|"
-    r"don't|do not|never|always|avoid|only)\b",
+    r"^(?:(?:keep|make|put) (?:it|this|that|them|the \w+)|add|remove|drop|use|shorten|cut|trim|"
+    r"include|sort|round|rename|change|don't|do not|never|always|avoid|only)\b",
     re.IGNORECASE,
 )
+# A message that starts a task of its own, even if it states a limit ("write the newsletter in
+# under 300 words"): not a change to the answer before it.
+_NEW_TASK = re.compile(
+    r"^(?:(?:can|could|would) you\s+)?(?:write|create|draft|summari[sz]e|report|generate|prepare|"
+    r"produce|compose|analy[sz]e|profile|turn|convert|build|plan|review|do)\b",
+    re.IGNORECASE,
+)
+FOLLOW_UP_WORDS = 15  # longer than this, a message is a request of its own
 
 
 def precise(text: str) -> bool:
@@ -94,7 +102,9 @@ def limit(text: str, subject: str = "The answer") -> str | None:
 def asks_for_change(message: str) -> bool:
     """A follow-up that asks for the result to be different ("keep it under 80 words",
     "make it shorter", "add a Notes section"), which the session file's wording alone misses."""
-    rest = _OPENER.sub("", message)
+    rest = _OPENER.sub("", message).strip()
+    if len(rest.split()) > FOLLOW_UP_WORDS or _NEW_TASK.match(rest):
+        return False
     return bool(_LIMIT.search(message) or _CHANGE.match(rest))
 
 

@@ -4,13 +4,13 @@ Never writes evals.json (only an accepted candidate does) and never sends anythi
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
 import structlog
 
-from optimizer.grow import candidates, draft
+from optimizer.grow import candidates, checks, draft
 from optimizer.inputs import sessions
 from optimizer.inputs.skill import load_skill
 from optimizer.schemas import Candidate
@@ -37,7 +37,7 @@ def mine(
     """Draft a candidate per use of the skill found under root; `refine`, when given, is a
     callable that rewrites the redacted drafts (a model, with --provider)."""
     name = load_skill(skill_dir).name
-    uses = sessions.mine(root, name, since)
+    uses = followed_up(sessions.mine(root, name, since))
     found = [draft.candidate(skill_dir, u) for u in uses]
     known = {c.id for c in candidates.load(skill_dir, name).candidates}
     fresh = [c for c in found if c.id not in known]
@@ -51,6 +51,20 @@ def mine(
         uses=len(uses),
         event="evals.mined",
     )
+
+
+def followed_up(uses: list[sessions.Use]) -> list[sessions.Use]:
+    """A use whose task only asks the answer before it to change ("keep it under 80 words"), in
+    the same session, is that use's correction: the agent invoked the skill again to apply it,
+    which the session file records as a use of its own."""
+    out: list[sessions.Use] = []
+    for use in uses:
+        before = out[-1] if out else None
+        if before is not None and before.file == use.file and checks.asks_for_change(use.task):
+            out[-1] = replace(before, later=[*before.later, use.task, *use.later])
+            continue
+        out.append(use)
+    return out
 
 
 def _store(
