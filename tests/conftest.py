@@ -4,6 +4,7 @@ over it, a structlog capture). Keep it small; a fixture used by one file lives i
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from collections import Counter
 from collections.abc import Iterator
@@ -16,6 +17,12 @@ import tiers
 from optimizer.config import Settings
 from optimizer.model import ModelClient, make_client
 from optimizer.store.db import Store
+
+# The simulator answers only when chosen (docs/design.md §9): the tests choose it here, for every
+# command they run in this process and in the processes they start with this environment. A test
+# of the unchosen provider removes it (monkeypatch.delenv), as the helpers that start commands in
+# a clean environment do (they pass --provider sim themselves).
+os.environ["OPTIMIZER_LLM_PROVIDER"] = "sim"
 
 # The longest files, started first: pytest-xdist hands files to its workers in collection order
 # (--dist loadfile), and the real-model tier (100 s on one core) started last would leave the

@@ -46,7 +46,7 @@ def test_the_executor_flag_reaches_the_settings_of_each_command(command, monkeyp
     monkeypatch.chdir(tmp_path)
     seen: list[dict] = []
 
-    def recorded(config_path, overrides, *, eval_config=None, flags=None):
+    def recorded(config_path, overrides, *, eval_config=None, flags=None, **_provider_choice):
         seen.append(dict(flags or {}))
         raise BadInput("stopped by the test once the settings were asked for")
 

@@ -116,7 +116,7 @@ def execute(
     from optimizer.grade.benchmark import failure_reason, run_once
     from optimizer.model.session import open_session
 
-    loaded = load_settings(config_path, set_, flags={
+    loaded = load_settings(config_path, set_, calls_models=True, flags={
         "llm.provider": provider,
         "execute.executor": config.choice_flag("--executor", executor, "execute.executor"),
         "sandbox.mode": "none" if unconfined else None})
@@ -159,7 +159,7 @@ def benchmark(
 
     executor = config.choice_flag("--executor", executor, "execute.executor")
     evalset = load_evals(require_dir(skill_dir, "skill"), evals)
-    loaded = load_settings(config_path, set_, eval_config=evalset.eval_config,
+    loaded = load_settings(config_path, set_, eval_config=evalset.eval_config, calls_models=True,
                            flags={"llm.provider": provider, "evals.runs_per_eval": runs,
                                   "execute.executor": executor,
                                   "sandbox.mode": "none" if unconfined else None})
@@ -212,7 +212,8 @@ def run(
     code = daemon.start(
         skill_dir=require_dir(skill_dir, "skill"), evals_path=evals, run_dir=run_dir,
         from_run=from_run, target=target, detach=detach, fresh=fresh,
-        load=lambda eval_config: load_settings(config_path, set_, eval_config=eval_config, flags=flags),
+        load=lambda eval_config: load_settings(config_path, set_, eval_config=eval_config, flags=flags,
+                                               calls_models=True, need_key=not dry_run),
         console=out, dry_run=dry_run, notify=notify,
     )
     raise typer.Exit(code)

@@ -33,7 +33,12 @@ SetOpt = Annotated[
     typer.Option("--set", help="Override one setting: section.key=value (repeatable)."),
 ]
 ProviderOpt = Annotated[
-    str | None, typer.Option("--provider", help="Model provider: sim (offline) or anthropic.")
+    str | None,
+    typer.Option(
+        "--provider",
+        help="Model provider: anthropic (the Messages API; the default when ANTHROPIC_API_KEY is "
+        "set) or sim (the offline simulator, only when asked: its scores are simulated).",
+    ),
 ]
 NotifyOpt = Annotated[
     str | None,
@@ -101,13 +106,23 @@ def load_settings(
     *,
     eval_config: dict | None = None,
     flags: dict[str, Any] | None = None,
+    calls_models: bool = False,
+    need_key: bool = True,
 ) -> config.Loaded:
+    """The settings of a command. One that `calls_models` gets its provider decided: the
+    simulator only when chosen, else the Messages API with a key, else one sentence (exit 2);
+    `need_key` false for what calls nothing yet (a cost preview, a night that logs the refusal)."""
     if config_path is not None and not config_path.is_file():
         raise BadInput(f"{config_path}: no such config file; pass an existing --config path.")
     path = config_path or (Path("config.toml") if Path("config.toml").is_file() else None)
-    return config.load(
+    loaded = config.load(
         path, eval_config=eval_config, env=os.environ, overrides=overrides or [], flags=flags
     )
+    if not calls_models:
+        return loaded
+    from optimizer.model import provider
+
+    return provider.chosen(loaded, os.environ, need_key=need_key)
 
 
 def require_dir(path: Path, what: str) -> Path:
