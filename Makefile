@@ -1,18 +1,30 @@
-# The two commands of the README: `make demo` (an offline overnight run in a minute) and `make test`.
+# The two commands of the README: `make demo` (the package alone, then an offline overnight run)
+# and `make test` (everything CI installs, then the suite).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: setup tools real-model-deps real-model demo test lint format typecheck bench clean-runs wheel-check
+.PHONY: install setup tools real-model-deps real-model demo test lint format typecheck bench clean-runs wheel-check
 
-# [peers]: GEPA and SkillOpt, so CI runs the smoke of bench/peers.py (tests/test_peers.py).
+# The package alone: what `optimizer` needs to run (the demo, a run on your own skill).
+install: $(VENV)/.package
+
+$(VENV)/.package: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $@
+
+# Everything the tests and benches use: the package with [dev] (pytest, ruff, mypy, playwright,
+# ray) and [peers] (GEPA and SkillOpt, so CI runs the smoke of bench/peers.py, tests/test_peers.py):
+# an 800 MB venv the demo does not need. It holds the package too, so it stamps both.
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
-	python3 -m venv $(VENV)
+	test -x $(PY) || python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev,peers]'
-	touch $@
+	touch $(VENV)/.package $@
 
 # bubblewrap (sandbox) and chromium (report tests) from Debian when root, Claude Code from npm.
 tools:
@@ -33,7 +45,7 @@ real-model-deps: setup
 real-model: real-model-deps
 	$(BIN)/pytest tests/test_real_model.py
 
-demo: setup
+demo: install
 	$(BIN)/optimizer run examples/csv-report --provider sim --max-iterations 3 --run-dir runs/demo --fresh
 	$(BIN)/optimizer lineage runs/demo
 	@echo "files: runs/demo (history.json, v*/benchmark.json); report: $(BIN)/optimizer report runs/demo"

@@ -35,7 +35,7 @@ from optimizer.search import estimate as preview
 from optimizer.search import probe
 from optimizer.search.stops import parse_deadline
 from optimizer.store import readonly, resumes, runtoml, workspace
-from optimizer.store.db import Store, now
+from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import lock, running_pid
 
@@ -305,15 +305,3 @@ def _foreground(
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             store.close()
     return 0  # the reporter printed how the run stopped, and its current best
-
-
-def request_stop(run_dir: Path) -> str:
-    ws = Workspace(run_dir)
-    if not ws.state_db.exists():
-        raise BadInput(f"{run_dir}: not a run folder (no state.db).")
-    write_text(ws.stop_file, f"stop requested at {now()}\n")
-    pid = running_pid(ws)
-    if pid is None:
-        return f"no daemon is running on {run_dir}; it will not start the next unit of work."
-    os.kill(pid, signal.SIGTERM)
-    return f"asked pid {pid} to stop after the unit of work in flight."

@@ -280,8 +280,9 @@ def test_render_markdown():
     assert md.startswith("# Skill benchmark: demo")
     assert "SIMULATION" in md
     assert "| Pass rate | 62% ± 29%" in md and "| +0.25 |" in md
-    assert "| 1: One | 0.75 (2 run(s)) | 0.50 (2 run(s)) | +0.25 |" in md
-    assert "| 2: Two | 0.68 (2 run(s), 1 judge error(s)) |" in md
+    assert "| 1: One | 0.75 (2 runs) | 0.50 (2 runs) | +0.25 |" in md
+    assert "| 2: Two | 0.68 (2 runs, 1 judge error) |" in md
+    assert "(s)" not in md  # counts agree with their nouns
     assert "## Notes" in md and "does not discriminate" in md
 
 

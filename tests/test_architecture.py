@@ -25,7 +25,7 @@ STAGES = (
     "report",
 )
 # Flat contract modules every stage may import; they import only each other.
-SHARED = ("errors", "config", "prices", "schemas", "logs", "tags")
+SHARED = ("errors", "config", "prices", "schemas", "logs", "tags", "words")
 # Entry points: they may import anything, and only they may import each other.
 ENTRY = ("cli", "daemon", "nightly", "__main__")
 MAX_LINES = 400

@@ -56,3 +56,13 @@ def test_a_mistyped_argument_is_answered_before_the_model_stack_is_imported(args
     assert found["code"] == 2, stderr
     assert stderr.startswith("error: ") and len(stderr.strip().splitlines()) == 1, stderr
     assert found["heavy"] == []
+
+
+def test_stop_answers_at_once_without_the_model_stack(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "state.db").write_bytes(b"")  # a run folder whose daemon is not running
+    found, stderr = _answer(["stop", str(run)], tmp_path)
+    assert found["code"] in (0, None), stderr
+    assert found["heavy"] == []  # it said it asked, then spent seconds importing the SDK
+    assert (run / "STOP").is_file()

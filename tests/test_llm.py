@@ -724,6 +724,26 @@ async def test_spend_already_in_the_ledger_counts_against_the_budget(connect, st
     assert len(api.requests) == 1
 
 
+async def test_a_budget_stop_says_its_dollars_in_cents_and_no_empty_flight(connect, store):
+    store.record_call(
+        {
+            "hash": "old",
+            "role": "grader",
+            "model": "big-model",
+            "sample": 0,
+            "outcome": "ok",
+            "cost_usd": 0.9512,
+            "attempts": 1,
+        }
+    )
+    client = connect(Api(ok()), budget_usd=1.0)
+    with pytest.raises(BudgetExhausted) as caught:
+        await client.message("grader", messages=USER, max_tokens=1000)
+    said = str(caught.value)
+    assert "the run's spend from $0.95 past its budget of $1.00" in said, said
+    assert "in flight" not in said and "$0.9512" not in said  # was "$0.9512 (plus $0.0000 …)"
+
+
 async def test_the_budget_check_prices_the_answers_measured_so_far_not_max_tokens(connect, store):
     """Three measured grader answers of 5 tokens: the fourth is priced at 2 × 5 + 256 tokens, not
     at its 1,060 tokens of room ($0.0795 at $75/M), which would pass the $0.08 budget."""

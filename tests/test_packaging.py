@@ -109,3 +109,24 @@ def test_building_the_wheel_leaves_nothing_in_the_source_tree(tmp_path: Path) ->
         sorted(p.name for p in src.iterdir() if p.name == "build" or p.name.endswith(".egg-info"))
         == []
     )
+
+
+def _planned(target: str, venv: Path) -> list[str]:
+    """The commands `make TARGET` would run for a venv that does not exist yet (make -n)."""
+    done = subprocess.run(
+        ["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_the_demo_installs_the_package_alone_and_setup_adds_what_ci_needs(tmp_path: Path) -> None:
+    # The README's first command on a fresh machine: no test or peers extras (ray, playwright,
+    # GEPA, SkillOpt: an 800 MB venv), only what the demo runs, on the simulator by name.
+    demo = _planned("demo", tmp_path / "venv")
+    installs = [line for line in demo if "pip install" in line and "--upgrade pip" not in line]
+    assert installs == [f"{tmp_path / 'venv'}/bin/pip install -q -e ."]
+    assert any("optimizer run examples/csv-report --provider sim" in line for line in demo)
+    # CI (.ci/run: make setup, then make test) and the benches install everything.
+    for target in ("setup", "test", "bench"):
+        assert any("-e '.[dev,peers]'" in line for line in _planned(target, tmp_path / "venv"))

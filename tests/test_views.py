@@ -344,7 +344,8 @@ def test_a_win_says_against_what_and_why_it_is_not_the_best(built):
     info = status.status(built.root)
     assert info["other_wins"] == {"v4": v4}  # v1 and v2 are the line v5 was built along
     text = render(status.print_status, info)
-    assert f"v4 {v4}" in text and "(won against its parent v2)" in text
+    assert f"v4 {v4}" in text and "pass rate " in text and "  won against its parent v2" in text
+    assert "(won against" not in text  # "(won against its parent v0 (better on these tasks))"
 
 
 def test_a_train_gain_that_the_sealed_test_does_not_show_is_flagged_beside_its_train_delta(built):
@@ -398,7 +399,7 @@ def test_a_sealed_test_below_v0_is_flagged_plainly(built):
     assert f"warning: {warning}" in render(lineage_view.print_lineage, tree)
 
 
-def test_small_splits_are_called_small_in_status_and_lineage(built):
+def test_small_splits_are_called_small_by_status_and_not_repeated_by_lineage(built):
     info = status.status(built.root)  # 3 train evals, 1 sealed test eval
     small = [w for w in info["warnings"] if w.startswith("small suite")]
     assert (
@@ -407,7 +408,9 @@ def test_small_splits_are_called_small_in_status_and_lineage(built):
         and "add 14 evals" in small[0]
     )
     assert "small suite: train has 3 evals" in render(status.print_status, info)
-    assert "small suite" in render(lineage_view.print_lineage, lineage_view.lineage(built.root))
+    tree = lineage_view.lineage(built.root)
+    assert any(w.startswith("small suite") for w in tree["run"]["warnings"])  # in --json
+    assert "small suite" not in render(lineage_view.print_lineage, tree)  # said by every view
 
 
 def test_intervals_in_the_views_stay_in_range_and_say_how_many_evals(built):

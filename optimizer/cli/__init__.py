@@ -256,10 +256,10 @@ def _view(run_dir: Path, as_json: bool, read: Callable[[Path], dict],
 @app.command()
 @handled
 def stop(run_dir: RunDirArg) -> None:
-    """Ask a running daemon to finish its current unit of work and stop."""
-    from optimizer import daemon
+    """Ask a running daemon to finish its current unit of work and stop; returns at once."""
+    from optimizer.store.lock import request_stop
 
-    out.print(daemon.request_stop(require_dir(run_dir, "run")))
+    out.print(request_stop(require_dir(run_dir, "run")), markup=False, highlight=False)
 
 
 @app.command()

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from optimizer import schemas as s
+from optimizer import words
 from optimizer.grade.judge import GATE_SKIPPED, GradeOutcome
 from optimizer.grade.stats import consistency_of, mean, mean_ci, stat
 
@@ -301,8 +302,8 @@ def analyst_notes(evals: Sequence[Any], outcomes_by_config: Mapping[str, Sequenc
     ids = sorted(names)
     notes: list[Note] = []
     for status, kind, what in (
-        ("judge_error", "judge_error", "judge error(s), excluded from the means"),
-        ("exec_error", "exec_error", "executor error(s) or timeout(s), scored 0"),
+        ("judge_error", "judge_error", "a judge error, excluded from the means"),
+        ("exec_error", "exec_error", "an executor error or a timeout, scored 0"),
         ("gated", "gated", "a failed structural gate, so the judge was skipped"),
     ):
         bad = sorted(
@@ -311,7 +312,7 @@ def analyst_notes(evals: Sequence[Any], outcomes_by_config: Mapping[str, Sequenc
         )
         if bad:
             where = ", ".join(f"eval {i} {c} run {n}" for i, c, n in bad[:10])
-            notes.append(Note(kind, None, None, f"{len(bad)} run(s) had {what}: {where}"))
+            notes.append(Note(kind, None, None, f"{words.plural(len(bad), 'run')} had {what}: {where}"))
     means = {c: _eval_means(items[c]) for c in CONFIG_ORDER}
     for i in ids:
         ws, wo = means["with_skill"].get(i), means["without_skill"].get(i)
@@ -345,8 +346,9 @@ def analyst_notes(evals: Sequence[Any], outcomes_by_config: Mapping[str, Sequenc
         missed = sorted(it[1].run_number for it in runs if getattr(it[1], "skill_invoked", None) is False)
         if missed:
             notes.append(Note("skill_not_invoked", i, None, (
-                f"Eval {i}: the skill was never invoked in {len(missed)} of {len(runs)} with_skill "
-                f"run(s) (run {', '.join(map(str, missed))})")))
+                f"Eval {i}: the skill was never invoked in {len(missed)} of "
+                f"{words.plural(len(runs), 'with_skill run')} "
+                f"({'run' if len(missed) == 1 else 'runs'} {', '.join(map(str, missed))})")))
     if items["with_skill"] and items["without_skill"]:
         a, b = _config_summary(items["with_skill"]), _config_summary(items["without_skill"])
         dt = delta_string("time_seconds", a.time_seconds.mean - b.time_seconds.mean)

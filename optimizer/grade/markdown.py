@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from optimizer import schemas as s
+from optimizer import words
 
 
 def _cell(st: Any, pct: bool = False, unit: str = "") -> str:
@@ -36,7 +37,7 @@ def render_markdown(benchmark: s.Benchmark) -> str:
         f"- Executor model: {meta.get('executor_model') or '—'}; grader: {meta.get('analyzer_model') or '—'}",
         f"- Date: {meta['timestamp']}",
         f"- Evals: {', '.join(map(str, meta['evals_run']))} "
-        f"({meta.get('runs_per_configuration') or '?'} run(s) per configuration)",
+        f"({_runs(meta.get('runs_per_configuration'))} per configuration)",
         f"- Judge errors (excluded from the means): {data.get('judge_errors', 0)}; "
         f"executor errors (scored 0): {data.get('exec_errors', 0)}; unscored runs (our "
         f"infrastructure failed them; excluded, retried): {len(data.get('unscored') or [])}",
@@ -86,9 +87,9 @@ def render_markdown(benchmark: s.Benchmark) -> str:
             if not x:
                 return "—"
             m = "—" if x["mean"] is None else f"{x['mean']:.2f}"
-            err = f", {x['judge_errors']} judge error(s)" if x["judge_errors"] else ""
+            err = f", {words.plural(x['judge_errors'], 'judge error')}" if x["judge_errors"] else ""
             err += f", {x['unscored']} unscored" if x.get("unscored") else ""
-            return f"{m} ({x['runs']} run(s){err})"
+            return f"{m} ({_runs(x['runs'])}{err})"
 
         lines.append(
             f"| {row['eval_id']}: {row['eval_name']} | {side(row.get('with_skill'))} | "
@@ -103,3 +104,7 @@ def render_markdown(benchmark: s.Benchmark) -> str:
             for u in data["unscored"]
         ]
     return "\n".join(lines) + "\n"
+
+
+def _runs(n: Any) -> str:
+    return words.plural(n, "run") if isinstance(n, int) else "? runs"

@@ -34,6 +34,7 @@ from optimizer.model.scopes import scope
 from optimizer.model.structured import Answer, answer_with_repair, forced_tool
 from optimizer.prices import Price
 from optimizer.store.db import Store
+from optimizer.words import dollars
 
 log = structlog.get_logger()
 
@@ -344,8 +345,10 @@ class ModelClient:
                 budget_usd=self.budget_usd,
             )
             raise BudgetExhausted(
-                f"The next {role} call to {model} (estimated ${estimate:.4f}) would take the "
-                f"run's spend from ${spent:.4f} (plus ${self._reserved:.4f} in flight) past its "
+                f"The next {role} call to {model} (estimated {dollars(estimate)}) would take the "
+                f"run's spend from {dollars(spent)}"
+                + (f" (plus {dollars(self._reserved)} in flight)" if self._reserved > 0 else "")
+                + " past its "
                 f"budget of ${self.budget_usd:.2f}"
                 + (f" less ${self.kept_usd:.2f} kept for the sealed test" if self.kept_usd else "")
                 + ", so it was not started."

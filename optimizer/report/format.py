@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
+from optimizer import words
 from optimizer.report.caveats import evals_note
 from optimizer.search.pace import clock
 
@@ -34,7 +35,7 @@ def pct(x: Any) -> str:
 
 
 def money(x: Any) -> str:
-    return "—" if x is None else f"${x:.2f}" if x >= 0.01 or x == 0 else f"${x:.4f}"
+    return words.dollars(x)  # one way to write dollars, in every view and message
 
 
 def duration(seconds: Any) -> str:

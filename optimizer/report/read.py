@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from optimizer import config
+from optimizer import config, words
 from optimizer.errors import BadInput
 from optimizer.grade.preview import natural_key
 from optimizer.inputs import skill as skills
@@ -246,8 +246,9 @@ def proposals(iterations: list[dict]) -> dict:
 def proposals_line(counts: dict) -> str:
     """'12 proposals: 5 versions, 1 duplicate, 6 rejected (old text not found 4, too large 2)'."""
     why = ", ".join(f"{reason} {n}" for reason, n in counts["reasons"].items())
-    return (f"{counts['proposals']} proposals: {counts['versions']} versions, "
-            f"{counts['duplicates']} duplicates, {counts['rejected']} rejected"
+    return (f"{words.plural(counts['proposals'], 'proposal')}: "
+            f"{words.plural(counts['versions'], 'version')}, "
+            f"{words.plural(counts['duplicates'], 'duplicate')}, {counts['rejected']} rejected"
             + (f" ({why})" if why else ""))
 
 

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from optimizer import words
 from optimizer.errors import BadInput
 from optimizer.execute import INTERNAL_ERROR
 from optimizer.grow import outlook
@@ -310,7 +311,7 @@ def print_status(console: Console, info: dict) -> None:
     best = info.get("current_best")
     if best:
         ci = interval(best.get("score_ci"), best.get("score_evals"), sign=False)
-        won = f"  ({best['verdict']})" if best.get("verdict") else ""
+        won = f"  {best['verdict']}" if best.get("verdict") else ""
         row(
             "current best",
             Text(
@@ -345,7 +346,7 @@ def print_status(console: Console, info: dict) -> None:
     if info.get("last_resumed"):
         row("resumed", _resumed_line(info))
     if info.get("stop_reason"):
-        row("stopped", info["stop_reason"])
+        row("stopped", words.after_stopped(info["stop_reason"]))
     if info.get("last_error"):
         row("last error", Text(info["last_error"], style="red"))
     test = info.get("test")

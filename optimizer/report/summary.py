@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 from rich.console import Console
 
-from optimizer import schemas
+from optimizer import schemas, words
 from optimizer.grade.stats import mean, mean_ci
 from optimizer.report import read
 from optimizer.report.status import status as run_status
@@ -195,8 +195,7 @@ def markdown(s: schemas.MorningSummary) -> str:
     out += [
         f"**{s.headline}**",
         "",
-        f"Run `{s.run_dir}`: {s.status or '?'}"
-        + (f" ({s.stop_reason})" if s.stop_reason else "")
+        f"Run `{s.run_dir}` — {words.ended(s.status or '?', s.stop_reason)}"
         + (f"; started from the best of `{s.from_run}`" if s.from_run else "")
         + ".",
         "",

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from optimizer import words
 from optimizer.report import caveats, read
 from optimizer.report.format import COLOURS, duration, emit, interval, money, num, pct, signed
 
@@ -107,13 +108,16 @@ def print_lineage(console: Console, tree: dict) -> None:
     if tree.get("promotions"):
         emit(console, Text(tree["promotions"], style="dim"))
     if run.get("stop_reason"):
-        emit(console, Text(f"stopped: {run['stop_reason']}", style="dim"))
+        emit(console, Text(words.ended("stopped", run["stop_reason"]), style="dim"))
     _warn(console, run)
 
 
 def _warn(console: Console, run: dict) -> None:
+    # The inputs' small-suite sentence is for `run`, `status` and the summary to say; every view
+    # repeating it buried the warnings about the versions themselves.
     for warning in run.get("warnings") or []:
-        emit(console, Text(f"warning: {warning}", style="bold yellow"))
+        if not warning.startswith("small suite"):
+            emit(console, Text(f"warning: {warning}", style="bold yellow"))
 
 
 def _flatten(nodes: list[dict]) -> list[dict]:

@@ -17,6 +17,7 @@ from optimizer.inputs import skill as skills
 from optimizer.inputs import skillmd
 from optimizer.model.prompts import load_prompt
 from optimizer.tags import data, tag
+from optimizer.words import clip
 
 log = structlog.get_logger()
 
@@ -338,8 +339,8 @@ def _summary(answer: ProposalAnswer) -> str:
     for text in (answer.summary, answer.rationale):
         line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
         if line:
-            return line[:200]
-    return "edits " + ", ".join(sorted({e.path for e in answer.edits}))[:190]
+            return clip(line, 200)
+    return clip("edits " + ", ".join(sorted({e.path for e in answer.edits})), 200)
 
 
 def proposal_markdown(label: str, parent_label: str, candidate: Candidate, diff: str) -> str:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.text import Text
 
+from optimizer import words
 from optimizer.config import Settings
 from optimizer.search import pace
 from optimizer.search.estimate import per_iteration_usd
@@ -166,14 +167,16 @@ class Reporter:
         self._refresh()
 
     def decided(self, label: str, verdict: str, reason: str) -> None:
+        line = words.decision(label, verdict, reason)
         if self.live:
             assert self.console is not None
             colour = {"won": "green", "lost": "red"}.get(verdict, "yellow")
-            self.console.print(f"[{colour}]{label} {verdict}[/]: {reason}", highlight=False)
+            head = f"{label} {verdict}"
+            self.console.print(Text(head, style=colour) + Text(line[len(head) :]), highlight=False)
         elif self.console is not None:
-            self._plain(f"{label} {verdict}: {reason}")
+            self._plain(line)
         self._refresh()
 
     def finished(self, reason: str, best: str) -> None:
         if self.console is not None:
-            self._plain(f"stopped ({reason}); current best: {best}")
+            self._plain(f"{words.ended('stopped', reason)}; current best: {best}")

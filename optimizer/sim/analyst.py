@@ -9,6 +9,7 @@ from typing import Any
 from optimizer.sim.judges import Section, failures, parse_files, plain_lines
 from optimizer.sim.latent import World, need, route, topic_of
 from optimizer.sim.text import bullet_text, bullets, snippets, split_front_matter
+from optimizer.words import plural
 
 
 def _skill_bullets(raw: str | None) -> list[str]:
@@ -53,7 +54,8 @@ def _suggestion(text: str, count: int, rank: int, rng: random.Random, knobs: Any
         "priority": "high" if rank == 0 or count >= 2 else "medium",
         "category": "instructions",
         "suggestion": edit,
-        "expected_impact": f"Runs that failed this expectation ({count} time(s)) would meet it.",
+        "expected_impact": f"Runs that failed this expectation ({plural(count, 'time')}) would "
+        "meet it.",
     }
 
 

@@ -27,6 +27,7 @@ from optimizer.sim.text import (
     words,
 )
 from optimizer.tags import parse_tags
+from optimizer.words import phrases, plural
 
 Section = Callable[[str], "str | None"]
 MAX_DESCRIPTION = 1024
@@ -163,13 +164,13 @@ def _body(
         chosen = causes[: 2 if len(causes) > 1 and rng.random() < 0.7 else 1]
         after, old, new = insert([f for f, _ in chosen])
         why = "; ".join(
-            f'"{_one_line(t)}" failed in {n} run(s) of eval {e or "?"}'
+            f'"{_one_line(t)}" failed in {plural(n, "run")} of eval {e or "?"}'
             for _, cases in chosen
             for t, n, e in cases[:3]
         )
         return _result(
             "Ask for what the failing expectations need: "
-            + "; ".join(bullet_text(f) for f, _ in chosen),
+            + phrases(bullet_text(f) for f, _ in chosen),
             f"{why}. The new instruction asks for the work behind the failure, in words that fit "
             "any task of this kind rather than one eval's values.",
             _edit(path, content, after, old, new),

@@ -1,15 +1,19 @@
 """The run folder's lock: an flock on its pidfile, held by the one daemon that works on it, and
-the pid of that daemon for anyone who asks (status, stop). Never takes the lock to look."""
+the pid of that daemon for anyone who asks (status, stop). Never takes the lock to look. `stop`
+lives here, not beside the daemon: it answers at once, without importing the model stack."""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
 
 from optimizer.errors import BadInput
-from optimizer.store.files import Workspace
+from optimizer.store.files import Workspace, write_text
 
 
 @contextmanager
@@ -54,3 +58,21 @@ def running_pid(ws: Workspace) -> int | None:
             return int(text)
         fcntl.flock(handle, fcntl.LOCK_UN)
     return None
+
+
+def request_stop(run_dir: Path) -> str:
+    """Ask the daemon to stop after its unit of work in flight, and return at once: the stop file
+    for a daemon between units (or one not started yet), SIGTERM for a live one."""
+    ws = Workspace(run_dir)
+    if not ws.state_db.exists():
+        raise BadInput(f"{run_dir}: not a run folder (no state.db).")
+    at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    write_text(ws.stop_file, f"stop requested at {at}\n")
+    pid = running_pid(ws)
+    if pid is None:
+        return f"no daemon is running on {run_dir}; it will not start the next unit of work."
+    os.kill(pid, signal.SIGTERM)
+    return (
+        f"asked pid {pid} to stop after the unit of work in flight; `optimizer status {run_dir}` "
+        "shows when it has."
+    )

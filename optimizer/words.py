@@ -1,0 +1,77 @@
+"""How every view words counts, money, cut texts, stop reasons and decisions: one place, so no
+line reads "1 proposals", "(6 time(s))", "$4.7961", "v1 won: won: Δ" or "stopped (stopped by
+SIGINT)", and a text cut to fit ends at a word with an ellipsis. Plain functions of their
+arguments; nothing here decides anything."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+# Words whose plural is not the word and an s.
+_PLURALS = {"was": "were", "has": "have", "is": "are", "analysis": "analyses"}
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 run', '2 runs', '0 runs': the count and its noun, agreed."""
+    if n == 1:
+        return f"{n} {word}"
+    if many is None:
+        many = _PLURALS.get(word) or (
+            word + "es" if word.endswith(("s", "x", "ch", "sh")) else word + "s"
+        )
+    return f"{n} {many}"
+
+
+def dollars(x: float | None) -> str:
+    """'$4.80', '$0.25', '$0.0042': cents, or two significant digits below a cent; '—' unknown."""
+    if x is None:
+        return "—"
+    if x == 0:
+        return "$0.00"  # and never "$-0.00"
+    if abs(x) >= 0.01:
+        return f"${x:.2f}"
+    return f"${x:.2g}" if abs(x) >= 0.0001 else "under $0.0001"
+
+
+def clip(text: str, limit: int) -> str:
+    """At most `limit` characters: a longer text ends at its last whole word with an ellipsis,
+    never inside a word and never after a dangling comma or colon."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[: max(1, limit - 1)]
+    if not text[len(cut)].isspace():  # the cut fell inside a word: drop that word's start
+        cut = re.sub(r"\S+$", "", cut) or cut
+    return cut.rstrip(" \n,;:—-.") + "…"
+
+
+def phrases(parts: Iterable[str], sep: str = "; ") -> str:
+    """Phrases joined into one line: a phrase's own full stop goes, so no 'heading.; End'."""
+    return sep.join(p.strip().rstrip(".").rstrip() for p in parts if p.strip())
+
+
+def decision(label: str, verdict: str, reason: str) -> str:
+    """'v1 won: Δ = …': the verdict once, though the reason may start with it ('won: Δ = …')."""
+    said = reason.strip()
+    if said.lower().startswith(f"{verdict.lower()}:"):
+        said = said[len(verdict) + 1 :].lstrip()
+    return f"{label} {verdict}: {said}" if said else f"{label} {verdict}"
+
+
+def ended(status: str | None, reason: str | None) -> str:
+    """'stopped: no win in 3 iterations (plateau)', 'stopped by SIGINT', 'failed: …': how a run
+    ended, with its reason said once and never in parentheses inside parentheses."""
+    state = status or "ended"
+    said = (reason or "").strip().rstrip(".")
+    if not said:
+        return state
+    if said.lower().startswith(f"{state} "):  # 'stopped by SIGINT' already says it
+        return said
+    return f"{state}: {said}"
+
+
+def after_stopped(reason: str) -> str:
+    """The reason as it reads after the word 'stopped' (a status row): 'by SIGINT', 'reached 3
+    iterations'."""
+    return ended("stopped", reason).removeprefix("stopped").lstrip(": ")
