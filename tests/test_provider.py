@@ -79,3 +79,17 @@ def test_the_simulator_chosen_on_the_command_line_is_labelled(cli, unchosen):
     result = cli("run", EXAMPLE, "--provider", "sim", "--dry-run")
     assert result.exit_code == 0, result.output
     assert "cost estimate (simulated provider)" in result.output
+
+
+def test_scheduling_nights_without_a_provider_says_they_call_the_messages_api(
+    cli, unchosen, monkeypatch
+):
+    monkeypatch.setenv("OPTIMIZER_SCHEDULER", "cron")  # no detection: the plan is only printed
+    args = ["schedule", EXAMPLE, "--budget-usd", "10", "--dry-run"]
+    planned = cli(*args)
+    assert planned.exit_code == 0, planned.output
+    assert "each night calls the Messages API with ANTHROPIC_API_KEY" in planned.stderr
+    assert "--provider sim" in planned.stderr and "--provider" not in planned.stdout
+    simulated = cli(*args, "--provider", "sim")
+    assert simulated.exit_code == 0, simulated.output
+    assert "Messages API" not in simulated.stderr and "--provider sim" in simulated.stdout

@@ -228,6 +228,14 @@ def schedule(
             f"--at {at} and --until {until}: a night needs time between its start and its end."
         )
     where = plan.backend()
+    if loaded.source("llm.provider") == "default":  # said now, not found in a log at 3 a.m.
+        err.print(
+            f"note: each night calls the Messages API with ANTHROPIC_API_KEY from {plan.ENV_FILE} "
+            "and, without it, runs nothing and says so in its log; --provider sim schedules "
+            "simulated nights.",
+            markup=False,
+            highlight=False,
+        )
     if dry_run:
         if where == "none":
             err.print(
