@@ -74,15 +74,18 @@ _DIGEST_NAME = (
     r"\bgit\s+(?:show|checkout|switch|revert|cherry-pick|log|diff|rebase|reset|bisect|tag))"
 )
 _NAMED_BEFORE = re.compile(_DIGEST_NAME + r"[^\n]{0,30}$|base64,$")
-# sha256sum's and git's own lines name it by their shape: "<digest>  <file>", "<sha> refs/...".
-_NAMED_AFTER = re.compile(r"^(?:[\s(\[,:]{0,3}" + _DIGEST_NAME + r"|  \S| refs/)")
+_NAMED_AFTER = re.compile(r"^[\s(\[,:]{0,3}" + _DIGEST_NAME)
+# sha256sum's and git's own lines name a hex digest by their shape, first on the line:
+# "<digest>  <file>", "<sha> refs/heads/main".
+_LISTED = re.compile(r"  \S| refs/")
 _SHA_PREFIX = re.compile(r"(?i)^sha(?:1|256|384|512)-")
 
 # Where the library has no rule, ours: private-key bodies (PrivateKeyDetector flags only the
 # BEGIN line), token shapes it does not know (fine-grained GitHub, Google, Hugging Face, npm
-# outside .npmrc, Stripe test keys and live keys of another length than its 24), credentials in URLs with characters its BasicAuthDetector
-# stops at (!, $, &, *, +, ;, =), names its keyword list lacks (token, credential, auth, api-key),
-# and a secret named in prose ("the password is hunter2": its keyword rules need `=` or `:`).
+# outside .npmrc, Stripe test keys and live keys of another length than its 24), credentials in
+# URLs with characters its BasicAuthDetector stops at (!, $, &, *, +, ;, =), names its keyword
+# list lacks (token, credential, auth, api-key), and a secret named in prose ("the password is
+# hunter2": its keyword rules need `=` or `:`).
 _SHAPES = re.compile(
     r"-----BEGIN [A-Z ]*PRIVATE KEY[A-Z ]*-----.*?(?:-----END [A-Z ]*PRIVATE KEY[A-Z ]*-----|\Z)"
     r"|\bgithub_pat_[A-Za-z0-9_]{20,}"
@@ -100,7 +103,8 @@ _URL_CREDENTIAL = re.compile(
 _ASSIGNED = re.compile(
     r"(?P<head>(?:\b[\w.\-]{0,40}(?:token|credentials?|api-key|apikey|access[_-]?key|passphrase)|"
     r"\bauth(?:orization)?|\bx-[\w\-]{0,40}(?:auth|key)[\w\-]{0,40})[\"']?\s*[:=]\s*"
-    r"(?:(?:bearer|basic|token)\s+)?[\"']?)(?P<value>(?=[^\s\"',;]*[A-Za-z])[^\s\"',;()\[\]{}<>]{4,}+)(?![(\[])",
+    r"(?:(?:bearer|basic|token)\s+)?[\"']?)"
+    r"(?P<value>(?=[^\s\"',;]*[A-Za-z])[^\s\"',;()\[\]{}<>]{4,}+)(?![(\[])",
     re.IGNORECASE,
 )
 _IN_PROSE = re.compile(
@@ -123,8 +127,8 @@ _NOT_A_CREDENTIAL = re.compile(
     r"\b[\"'\]]*\s*[:=]",
     re.IGNORECASE,
 )
-# All-lowercase slugs (tw-flex-col-reverse-md, report-builder-production): words, never a key.
 _ONE_CASE_ALNUM = re.compile(r"(?=\D*\d)(?:[a-z0-9]+|[A-Z0-9]+)")
+# All-lowercase slugs (tw-flex-col-reverse-md, report-builder-production): words, never a key.
 _SLUG = re.compile(r"[a-z]+(?:[\-_/.][a-z0-9]+)+")
 _TRAILING = ".,;:!?)]}>"
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-]+")
@@ -256,6 +260,8 @@ def _entropy_spans(plugin: Any, line: str, heuristic: Any) -> Iterator[tuple[int
         if _NAMED_BEFORE.search(line[max(0, found.start() - 60) : found.start()]):
             continue
         if _NAMED_AFTER.search(line[found.end() : found.end() + 24]):
+            continue
+        if hexed and not line[: found.start()].strip() and _LISTED.match(line, found.end()):
             continue
         if _SHA_PREFIX.match(value) or heuristic.is_potential_uuid(value):
             continue
