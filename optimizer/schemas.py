@@ -1006,6 +1006,9 @@ class SummaryNumbers(_Exact):
     )
     high: float | None = None
     confidence: float
+    # The level as the views name it: "95%", or "99.8%, the decision's" when the Δ is the
+    # decision's own (one Δ, one interval per level).
+    level: str | None = None
     evals: int
 
 

@@ -163,3 +163,60 @@ def test_a_sealed_test_that_did_not_run_names_the_command_that_finishes_it(simul
     )
     assert test["versions"]["v0"]["score"] is not None and "incomplete" not in test
     assert json.loads(cli("status", simulated, "--json").stdout)["sealed_todo"] is None
+
+
+def test_a_headline_states_no_number_its_interval_does_not_support(tmp_path):
+    """Two sealed evals whose differences disagree (+0.30, −0.06): Δ +0.119 with a 95% interval
+    far across zero is too small to tell, not "+0.119 on the sealed test"."""
+    import sqlite3
+
+    built = build_workspace(tmp_path / "run", versions=8, pending=False, test_evals=(4, 5))
+    test = {
+        "evals": [4, 5],
+        "versions": {
+            "v0": {"score": 0.5, "per_eval": {"4": 0.5, "5": 0.5}},
+            built.best: {"score": 0.619, "per_eval": {"4": 0.8, "5": 0.438}},
+        },
+        "best": built.best,
+        "delta": 0.119,
+    }
+    with sqlite3.connect(built.root / "state.db") as conn:
+        conn.execute("update runs set test_json = ?", [json.dumps(test)])
+    found = summary.build(built.root)
+    assert found.sealed is not None and found.sealed.low < 0 < found.sealed.high
+    assert "sealed test: too small to tell (2 evals)" in found.headline, found.headline
+    assert "0.119" not in found.headline
+
+
+def test_one_delta_has_one_interval_per_level_and_each_view_names_the_level(
+    cli, tmp_path, monkeypatch
+):
+    """The best won against v0 at a look's level (99.94%): the lineage, the report and the
+    summary give its Δ the decision's own interval, each naming the level, beside the scores'
+    95% intervals. The summary once gave the same Δ a second interval, computed over evals,
+    under "95%", and the lineage and the report showed the decision's with no level at all."""
+    import sqlite3
+
+    built = build_workspace(tmp_path / "run", versions=8, pending=False)
+    delta = summary.build(built.root).train.delta  # type: ignore[union-attr]
+    ci = {"low": round(delta - 0.2, 4), "high": round(delta + 0.2, 4), "confidence": 0.9994}
+    path = built.root / built.best / "selection.json"
+    selection = {**json.loads(path.read_text()), "parent": "v0", "delta": delta, "interval": ci}
+    path.write_text(json.dumps(selection))
+    with sqlite3.connect(built.root / "state.db") as conn:
+        conn.execute(
+            "update decisions set parent = 'v0', delta = ?, ci_low = ?, ci_high = ?, "
+            "selection_json = ? where version = ?",
+            [delta, ci["low"], ci["high"], json.dumps(selection), built.best],
+        )
+        conn.execute("update versions set parent = 'v0' where label = ?", [built.best])
+    # the level as the decision's reason states it: "99.940% Student-t interval"
+    shown = f"[{ci['low']:+.3f}, {ci['high']:+.3f}] 99.940%, the decision's"
+    monkeypatch.setenv("COLUMNS", "400")  # one line per version: no interval cut in two
+    lineage = cli("lineage", built.root).stdout
+    assert f"Δ {delta:+.3f} {shown}" in lineage, lineage
+    assert "] 95% (n=" in lineage  # the scores' intervals say theirs
+    text = summary.markdown(summary.build(built.root))
+    assert f"Δ {delta:+.3f} {shown}" in text, text
+    assert cli("report", built.root).exit_code == 0
+    assert "99.940%, the decision" in (built.root / "report.html").read_text()

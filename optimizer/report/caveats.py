@@ -12,6 +12,7 @@ from typing import Any
 
 from optimizer.inputs.validate import small_suite
 from optimizer.search import night
+from optimizer.search.sequential import percent
 
 CLAIMS = {"tasks": "better on these", "general": "better in general, over evals like these"}
 SCORE = (0.0, 1.0)
@@ -195,6 +196,18 @@ def _json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):  # absent, or mid-rename while a run writes it
         return None
+
+
+# The level of benchmark.json's intervals of a mean score over evals (grade/aggregate.py).
+SCORE_LEVEL = "95%"
+
+
+def decision_level(confidence: Any) -> str:
+    """ "99.8%, the decision's": the level of a decision's interval of Δ as its reason states it
+    (the look's, at the α it spent), so it is never read beside a 95% interval as the same kind."""
+    if isinstance(confidence, int | float) and 0 < confidence < 1:
+        return f"{percent(confidence)}, the decision's"
+    return "the decision's level"
 
 
 def evals_note(n: Any, unit: str | None = "eval") -> str:

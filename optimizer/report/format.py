@@ -42,12 +42,15 @@ def duration(seconds: Any) -> str:
     return clock(seconds)  # one way to write a duration, here and on the live progress line
 
 
-def interval(ci: Any, n: Any = None, unit: str | None = "eval", *, sign: bool = True) -> str:
-    """' [+0.010, +0.090] (n=3 evals)': an interval with how few evals it rests on."""
+def interval(
+    ci: Any, n: Any = None, unit: str | None = "eval", *, sign: bool = True, level: str = ""
+) -> str:
+    """' [+0.010, +0.090] 95% (n=3 evals)': an interval with its level (two of one Δ at different
+    levels must not read as a disagreement) and how few evals it rests on."""
     if not ci:
         return ""
     shown = signed if sign else num
-    return f" [{shown(ci[0])}, {shown(ci[1])}]{evals_note(n, unit)}"
+    return f" [{shown(ci[0])}, {shown(ci[1])}]{' ' + level if level else ''}{evals_note(n, unit)}"
 
 
 # A section as tags.tag writes it: attributes, or its content on the next line; so an inline

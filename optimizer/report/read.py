@@ -138,6 +138,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
                 "summary": v.get("summary") or "", "rationale": v.get("rationale") or "",
                 "score": v.get("score"), "pass_rate": v.get("pass_rate"),
                 "delta": d.get("delta"), "ci": _pair(d.get("ci_low"), d.get("ci_high")),
+                "ci_level": caveats.decision_level((selection.get("interval") or {}).get("confidence")),
                 "reason": d.get("reason"), "comparator": selection.get("comparator"),
                 # the claim a promotion makes, and the night's control it was made under
                 "scope": selection.get("scope"), "alpha": selection.get("alpha"),
@@ -212,6 +213,7 @@ def _from_history(ws: Workspace) -> RunData:
             "status": "decided", "summary": it.get("summary") or "", "rationale": "",
             "score": it.get("overall_efficiency"), "pass_rate": it.get("expectation_pass_rate"),
             "delta": it.get("delta"), "ci": _pair(*ci) if ci else None, "reason": it.get("reason"),
+            "ci_level": caveats.decision_level(None),
             "comparator": it.get("comparator"), "cost_usd": it.get("cost_usd"), "seconds": None,
             "created_at": it.get("created_at"), "decided_at": None,
             "is_best": bool(it.get("is_current_best")) or it.get("version") == best, "per_eval": {},

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from optimizer.inputs import skill as skills
 from optimizer.report import confinement, read
-from optimizer.report.caveats import SCORE, bounded
+from optimizer.report.caveats import SCORE, SCORE_LEVEL, bounded
 from optimizer.report.format import emit, interval, num, pct, readable, signed
 from optimizer.report.tree import node_text
 
@@ -91,6 +91,7 @@ def _print_benchmark(console: Console, bench: dict | None) -> None:
                 bounded([oe.get("ci_low"), oe.get("ci_high")], SCORE),
                 oe.get("ci_evals"),
                 sign=False,
+                level=SCORE_LEVEL,
             )
             lines.append(
                 f"{conf}: score {num(oe.get('mean'))}{ci}, pass rate {pct(pr.get('mean'))}, "

@@ -310,7 +310,9 @@ def print_status(console: Console, info: dict) -> None:
         row("failed", Text(f"{label}: {error} (the run went on without it)", style="red"))
     best = info.get("current_best")
     if best:
-        ci = interval(best.get("score_ci"), best.get("score_evals"), sign=False)
+        ci = interval(
+            best.get("score_ci"), best.get("score_evals"), sign=False, level=caveats.SCORE_LEVEL
+        )
         won = f"  {best['verdict']}" if best.get("verdict") else ""
         row(
             "current best",

@@ -17,14 +17,18 @@ from rich.console import Console
 
 from optimizer import schemas, words
 from optimizer.grade.stats import mean, mean_ci
-from optimizer.report import read
+from optimizer.report import caveats, read
 from optimizer.report.status import status as run_status
 from optimizer.store.files import write_json, write_text
 
 log = structlog.get_logger()
 CONFIDENCE = 0.95
 DIFF_CAP = 12_000  # characters of the winning diff in summary.md; the rest is in `optimizer diff`
-SCOPES = {"these_tasks": "better on these tasks", "general": "better in general"}
+SCOPES = {
+    "tasks": "better on these tasks",
+    "these_tasks": "better on these tasks",
+    "general": "better in general",
+}
 
 
 def paths(run_dir: Path) -> tuple[Path, Path]:
@@ -43,6 +47,7 @@ def build(run_dir: Path, *, night_error: str | None = None) -> schemas.MorningSu
     )
     sealed = _sealed(test, best)
     selection = read.read_json(data.ws.version(best) / "selection.json") if best != "v0" else None
+    train = _as_decided(train, selection)
     won = best != "v0"
     scope = _scope(selection, sealed, data.warnings) if won else None
     return schemas.MorningSummary(
@@ -87,8 +92,46 @@ def _compare(v0: dict[str, float], best: dict[str, float]) -> schemas.SummaryNum
         low=None if low is None else round(low, 4),
         high=None if high is None else round(high, 4),
         confidence=CONFIDENCE,
+        level=f"{CONFIDENCE:.0%}",
         evals=len(shared),
     )
+
+
+def _as_decided(
+    train: schemas.SummaryNumbers | None, selection: Any
+) -> schemas.SummaryNumbers | None:
+    """When the best was decided against v0 itself, the train Δ is its decision's Δ, and it
+    keeps the decision's interval at the decision's level: a second interval of one Δ computed
+    another way (evals, not runs, as the units) read as a disagreement, and was once wider at
+    95% than the decision's at 99.8%."""
+    if train is None or not isinstance(selection, dict) or selection.get("parent") != "v0":
+        return train
+    ci, delta = selection.get("interval") or {}, selection.get("delta")
+    if ci.get("low") is None or delta is None or abs(delta - (train.delta or 0.0)) > 5e-4:
+        return train  # runs were added since the decision: it is another Δ now
+    return train.model_copy(
+        update={
+            "low": round(ci["low"], 4),
+            "high": round(ci["high"], 4),
+            "confidence": ci.get("confidence") or train.confidence,
+            "level": caveats.decision_level(ci.get("confidence")),
+        }
+    )
+
+
+def supported(n: schemas.SummaryNumbers | None) -> bool:
+    """A Δ a headline may state: its interval exists, has a width, and lies on one side of 0."""
+    return (
+        n is not None
+        and n.low is not None
+        and n.high is not None
+        and n.high - n.low > 1e-9
+        and (n.low > 0 or n.high < 0)
+    )
+
+
+def _evals(n: int) -> str:
+    return f"{n} eval{'s' if n != 1 else ''}"
 
 
 def _sealed(test: dict | None, best: str) -> schemas.SummaryNumbers | None:
@@ -127,13 +170,23 @@ def _headline(
         return f"This night did not run: {night}"
     if not won:
         return "Nothing won: v0, the skill the run started from, is still the best."
-    gain = f" by {train.delta:+.3f} on the train evals" if train and train.delta is not None else ""
-    held = (
-        f" and {sealed.delta:+.3f} on the sealed test"
-        if sealed and sealed.delta is not None
-        else ""
-    )
-    return f"{best} won{gain}{held} ({scope})."
+    # A number is stated only where its own interval supports it (lies on one side of zero).
+    if supported(train):
+        gain = f" by {train.delta:+.3f} on the train evals"
+    elif train is not None:
+        gain = f"; on the train evals: too small to tell against v0 ({_evals(train.evals)})"
+    else:
+        gain = ""
+    if supported(sealed):
+        held = (
+            f"; sealed test: {sealed.delta:+.3f} [{sealed.low:+.3f}, {sealed.high:+.3f}] "
+            f"{sealed.level or format(sealed.confidence, '.0%')} ({_evals(sealed.evals)})"
+        )
+    elif sealed is not None:
+        held = f"; sealed test: too small to tell ({_evals(sealed.evals)})"
+    else:
+        held = ""
+    return f"{best} won{gain} ({scope}){held}."
 
 
 def _look_at(run_dir: Path, data: read.RunData, info: dict) -> list[str]:
@@ -177,14 +230,12 @@ def _numbers(name: str, n: schemas.SummaryNumbers | None, won: bool) -> str:
     evals = f"{n.evals} eval{'s' if n.evals != 1 else ''}"
     if not won:  # v0 against itself: a difference of zero is no finding
         return f"- {name}: v0 {n.v0:.3f} over {evals}; no version beat it"
-    ci = (
-        f" [{n.low:+.3f}, {n.high:+.3f}]"
-        if n.low is not None and n.high is not None
-        else " (no interval from one eval)"
-    )
+    if n.low is None or n.high is None:
+        return f"- {name}: v0 {n.v0:.3f} → best {n.best:.3f}, Δ {n.delta:+.3f} (no interval from one eval)"
+    level = n.level or f"{n.confidence:.0%}"
     return (
-        f"- {name}: v0 {n.v0:.3f} → best {n.best:.3f}, Δ {n.delta:+.3f}{ci}, "
-        f"{n.confidence:.0%} Student-t over {evals}"
+        f"- {name}: v0 {n.v0:.3f} → best {n.best:.3f}, Δ {n.delta:+.3f} "
+        f"[{n.low:+.3f}, {n.high:+.3f}] {level} (Student-t over {evals})"
     )
 
 

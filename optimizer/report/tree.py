@@ -60,11 +60,17 @@ def node_text(n: dict) -> Text:
             text.append(" at screening", style="dim")
     if n.get("delta") is not None:
         text.append(
-            f"  Δ {signed(n['delta'])}{interval(n.get('ci'), n.get('delta_evals'), n.get('delta_unit'))}"
+            f"  Δ {signed(n['delta'])}"
+            + interval(
+                n.get("ci"), n.get("delta_evals"), n.get("delta_unit"), level=n.get("ci_level", "")
+            )
         )
     text.append(f"  score {num(n.get('score'))}")
     if n.get("score_ci"):
-        text.append(interval(n["score_ci"], n.get("score_evals"), sign=False), style="dim")
+        text.append(
+            interval(n["score_ci"], n.get("score_evals"), sign=False, level=caveats.SCORE_LEVEL),
+            style="dim",
+        )
     text.append(f"  pass {pct(n.get('pass_rate'))}")
     text.append(f"  {money(n.get('cost_usd'))}  {duration(n.get('seconds'))}", style="dim")
     if n.get("summary"):

@@ -218,7 +218,7 @@ class Look:
 CLAIM = {"tasks": "better on these tasks", "general": "better in general"}
 
 
-def _percent(level: float) -> str:
+def percent(level: float) -> str:
     """A confidence level with the decimals that keep it below 100%: 97.6%, 99.9980%."""
     if level >= 1 or level < 0.999:
         return f"{level:.1%}"
@@ -271,7 +271,7 @@ def look(
     tested = f", tested at {_small(a_score)}" if abs(a_score - spent) > _EPS else ""
     claim = f"the claim: {CLAIM[s.scope]}"
     where = (
-        f"Δ = {s.delta:+.3f} with {_percent(level)} Student-t interval [{s.low:+.3f}, {s.high:+.3f}] "
+        f"Δ = {s.delta:+.3f} with {percent(level)} Student-t interval [{s.low:+.3f}, {s.high:+.3f}] "
         f"over {n} evals × {runs} runs ({claim}; this look spends α = {_small(spent)} of "
         f"{alpha:.3g}{tested})"
     )
