@@ -100,6 +100,9 @@ def secrets() -> list[Secret]:
             "high-entropy base64", draw(B64, 32), "signing key {v} (rotate monthly)", "signing_key"
         ),
         Secret("high-entropy hex", draw(HEX, 40), "the webhook secret {v}", "webhook_secret"),
+        Secret(
+            "high-entropy lowercase", draw(LOWER_ALNUM, 32), "deploy with {v} tonight", "deploy_key"
+        ),
         Secret("ibm cloud iam", draw(URLSAFE, 44), "ibm_cloud_iam_api_key={v}", "ibm_api_key"),
         Secret(
             "ibm cos hmac",

@@ -73,6 +73,21 @@ def test_ordinary_text_named_as_what_it_is_is_left_alone(line: str) -> None:
     assert redact.text(line) == line and not redact.holds_secret(line)
 
 
+def test_a_digest_first_on_its_line_is_a_listing_but_two_spaces_after_a_secret_are_not() -> None:
+    digest = hashlib.sha256(b"6").hexdigest()
+    assert redact.text(f"{digest}  dist/a.tar.gz") == f"{digest}  dist/a.tar.gz"
+    assert redact.text(f"the signing secret {digest}  (keep it)") == (
+        "the signing secret [redacted]  (keep it)"
+    )
+
+
+def test_every_name_on_a_line_loses_its_value() -> None:
+    # The library's rule for `name: value` runs to the end of the line; the second name is still
+    # looked at.
+    masked = redact.text("password: a1x9 and secret: b2y8, then db_pass: c3z7.")
+    assert masked == "password: [redacted] and secret: [redacted], then db_pass: [redacted]."
+
+
 def test_the_boundaries_around_the_data_we_send_reach_the_model_whole() -> None:
     from optimizer.tags import data
 

@@ -47,21 +47,22 @@ PLUGINS: tuple[dict[str, Any], ...] = (
 
 # The library's entropy plugins look only inside quotes (made for source files); mined text is
 # prose, so every run of the plugin's alphabet is measured, with these floors and tunings
-# (bench/secret_masks.py: every secret of tests/test_redact.py's corpus caught, ordinary lines
-# rarely touched).
-_MIN_RUN = {"Base64HighEntropyString": 20, "HexHighEntropyString": 16}
+# (bench/secret_masks.py: every secret of tests/secretcorpus.py caught, ordinary lines rarely
+# touched).
 # Random strings have less entropy the shorter they are: the limit is at most log2(length) - 1,
 # which 99.5 % of random base64 strings of 20 to 64 characters clear.
 _SHORT_SLACK = 1.0
 # A run that reads as words (an identifier, a path: test_grow_evals, DataTableHeader) is not a key:
 # its camelCase and snake_case parts are at most one in 16 characters shorter than 3 letters, and
 # each longer one is sayable (a vowel, no 5 consonants in a row, or an acronym). Random base64
-# strings of 24 to 64 characters pass for words 1 time in 2,000 or less.
+# strings pass for words 1 time in 200 at 20 characters, 1 in 1,000 at 24, 1 in 3,000 at 32.
 _PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _VOWEL = re.compile(r"[aeiouy]", re.IGNORECASE)
 _CONSONANTS = re.compile(r"[b-df-hj-np-tv-xz]{5}", re.IGNORECASE)
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_\-]+=*")
-_HEX_RUN = re.compile(r"(?<![A-Za-z0-9])[0-9A-Fa-f]+(?![A-Za-z0-9])")
+# Whole runs of each alphabet, at least 20 characters (hex: 16): shorter ones are words and
+# numbers far more often than keys (the regex skips them without a Python loop).
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{20,}=*")
+_HEX_RUN = re.compile(r"(?<![A-Za-z0-9])[0-9A-Fa-f]{16,}(?![A-Za-z0-9])")
 _HEX = re.compile(r"[0-9A-Fa-f]+")
 # A digest, an id or a boundary named as such (tags.py's `boundary="..."` around the data we send
 # must reach the model whole), a few words before it or just after (commit e676e21...,
@@ -73,15 +74,18 @@ _DIGEST_NAME = (
     r"\bgit\s+(?:show|checkout|switch|revert|cherry-pick|log|diff|rebase|reset|bisect|tag))"
 )
 _NAMED_BEFORE = re.compile(_DIGEST_NAME + r"[^\n]{0,30}$|base64,$")
-# sha256sum's and git's own lines name it by their shape: "<digest>  <file>", "<sha> refs/...".
-_NAMED_AFTER = re.compile(r"^(?:[\s(\[,:]{0,3}" + _DIGEST_NAME + r"|  \S| refs/)")
+_NAMED_AFTER = re.compile(r"^[\s(\[,:]{0,3}" + _DIGEST_NAME)
+# sha256sum's and git's own lines name a hex digest by their shape, first on the line:
+# "<digest>  <file>", "<sha> refs/heads/main".
+_LISTED = re.compile(r"  \S| refs/")
 _SHA_PREFIX = re.compile(r"(?i)^sha(?:1|256|384|512)-")
 
 # Where the library has no rule, ours: private-key bodies (PrivateKeyDetector flags only the
 # BEGIN line), token shapes it does not know (fine-grained GitHub, Google, Hugging Face, npm
-# outside .npmrc, Stripe test keys and live keys of another length than its 24), credentials in URLs with characters its BasicAuthDetector
-# stops at (!, $, &, *, +, ;, =), names its keyword list lacks (token, credential, auth, api-key),
-# and a secret named in prose ("the password is hunter2": its keyword rules need `=` or `:`).
+# outside .npmrc, Stripe test keys and live keys of another length than its 24), credentials in
+# URLs with characters its BasicAuthDetector stops at (!, $, &, *, +, ;, =), names its keyword
+# list lacks (token, credential, auth, api-key), and a secret named in prose ("the password is
+# hunter2": its keyword rules need `=` or `:`).
 _SHAPES = re.compile(
     r"-----BEGIN [A-Z ]*PRIVATE KEY[A-Z ]*-----.*?(?:-----END [A-Z ]*PRIVATE KEY[A-Z ]*-----|\Z)"
     r"|\bgithub_pat_[A-Za-z0-9_]{20,}"
@@ -91,13 +95,16 @@ _SHAPES = re.compile(
     r"|\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",
     re.DOTALL,
 )
+# Bounded and anchored, as every rule of ours: a 400 KB line must not take quadratic time.
 _URL_CREDENTIAL = re.compile(
-    r"(?P<head>[a-z][a-z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+(?=@)", re.IGNORECASE
+    r"(?P<head>(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{0,30}://[^\s:/@]{1,200}:)[^\s@/]{1,200}(?=@)",
+    re.IGNORECASE,
 )
 _ASSIGNED = re.compile(
-    r"(?P<head>(?:\b[\w.\-]*(?:token|credentials?|api-key|apikey|access[_-]?key|passphrase)|"
-    r"\bauth(?:orization)?|\bx-[\w\-]*(?:auth|key)[\w\-]*)[\"']?\s*[:=]\s*"
-    r"(?:(?:bearer|basic|token)\s+)?[\"']?)(?P<value>(?=[^\s\"',;]*[A-Za-z])[^\s\"',;()\[\]{}<>]{4,}+)(?![(\[])",
+    r"(?P<head>(?:\b[\w.\-]{0,40}(?:token|credentials?|api-key|apikey|access[_-]?key|passphrase)|"
+    r"\bauth(?:orization)?|\bx-[\w\-]{0,40}(?:auth|key)[\w\-]{0,40})[\"']?\s*[:=]\s*"
+    r"(?:(?:bearer|basic|token)\s+)?[\"']?)"
+    r"(?P<value>(?=[^\s\"',;]*[A-Za-z])[^\s\"',;()\[\]{}<>]{4,}+)(?![(\[])",
     re.IGNORECASE,
 )
 _IN_PROSE = re.compile(
@@ -116,10 +123,11 @@ _NOT_A_VALUE = re.compile(
 )
 # secret_name, password_file, token_path: a name that says the value is about a secret, not one.
 _NOT_A_CREDENTIAL = re.compile(
-    r"[_\-](?:names?|ids?|arn|path|file|dir|url|ref|type|length|len|policy|field|hash|count)"
+    r"[_\-](?:names?|ids?|arn|path|file|dir|url|ref|type|length|len|policy|field|hash|count|hint)"
     r"\b[\"'\]]*\s*[:=]",
     re.IGNORECASE,
 )
+_ONE_CASE_ALNUM = re.compile(r"(?=\D*\d)(?:[a-z0-9]+|[A-Z0-9]+)")
 # All-lowercase slugs (tw-flex-col-reverse-md, report-builder-production): words, never a key.
 _SLUG = re.compile(r"[a-z]+(?:[\-_/.][a-z0-9]+)+")
 _TRAILING = ".,;:!?)]}>"
@@ -175,12 +183,7 @@ def _spans(line: str) -> Iterator[tuple[int, int]]:
             plugin.keyword_exclude and plugin.keyword_exclude.search(line)
         ):
             continue
-        found = [
-            m.span(group)
-            for regex, group in keyword_rules
-            for m in regex.finditer(line)
-            if not _NOT_A_CREDENTIAL.search(line, m.start(), m.start(group))
-        ]
+        found = [span for regex, group in keyword_rules for span in _values(line, regex, group)]
         if found and heuristic.is_indirect_reference(line):
             continue  # `password = vault.get("db")`: a lookup, not the value
         for start, end in found:
@@ -207,6 +210,17 @@ def _regex_span(line: str, found: re.Match[str]) -> tuple[int, int]:
         start = min(start + (len(name[0]) if name else 0), end)
     tail = _TOKEN_TAIL.match(line, end)
     return start, max(start, tail.end() if tail else end)
+
+
+def _values(line: str, regex: re.Pattern[str], group: int) -> Iterator[tuple[int, int]]:
+    """Each value a keyword rule finds, looking again just after each: its value runs to the end
+    of the line, which would hide a second name (`password: a1 and secret: b2`)."""
+    at = 0
+    # Each look reads at most 4,096 characters: many names on one long line stay linear.
+    while (found := regex.search(line, at, at + 4096)) is not None:
+        if not _NOT_A_CREDENTIAL.search(line, found.start(), found.start(group)):
+            yield found.span(group)
+        at = found.start(group) + 1
 
 
 def _keyword_value(line: str, start: int, end: int) -> Iterator[tuple[int, int]]:
@@ -236,8 +250,6 @@ def _entropy_spans(plugin: Any, line: str, heuristic: Any) -> Iterator[tuple[int
     hexed = plugin.secret_type.startswith("Hex")
     for found in (_HEX_RUN if hexed else _BASE64_RUN).finditer(line):
         value = found.group()
-        if len(value) < _MIN_RUN[type(plugin).__name__]:
-            continue
         if not hexed and _HEX.fullmatch(value):
             continue  # the hex plugin's to judge, with its own limit and the named-digest rule
         limit = min(plugin.entropy_limit, math.log2(len(value)) - _SHORT_SLACK)
@@ -249,6 +261,8 @@ def _entropy_spans(plugin: Any, line: str, heuristic: Any) -> Iterator[tuple[int
             continue
         if _NAMED_AFTER.search(line[found.end() : found.end() + 24]):
             continue
+        if hexed and not line[: found.start()].strip() and _LISTED.match(line, found.end()):
+            continue
         if _SHA_PREFIX.match(value) or heuristic.is_potential_uuid(value):
             continue
         if heuristic.is_sequential_string(value):
@@ -259,6 +273,8 @@ def _entropy_spans(plugin: Any, line: str, heuristic: Any) -> Iterator[tuple[int
 def _wordish(value: str) -> bool:
     if _SLUG.fullmatch(value):
         return True
+    if _ONE_CASE_ALNUM.fullmatch(value):
+        return False  # letters of one case and digits, no separator: a key's shape, not words
     letters = [p for p in _PARTS.findall(value) if not p.isdigit()]
     short = sum(1 for p in letters if len(p) <= 2)
     return short <= max(1, len(value) // 16) and all(
@@ -269,28 +285,20 @@ def _wordish(value: str) -> bool:
 
 
 def _masked_line(line: str) -> str:
-    """The line with every span the detector finds masked, looked at again until nothing new is
-    found (a keyword rule matches once a line)."""
-    for _ in range(8):
-        merged: list[list[int]] = []
-        for start, end in sorted(set(_spans(line))):
-            if end <= start:
-                continue
-            if merged and start <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], end)
-            else:
-                merged.append([start, end])
-        if not merged:
-            return line
-        out, at = [], 0
-        for start, end in merged:
-            out += [line[at:start], MASK]
-            at = end
-        masked = "".join([*out, line[at:]])
-        if masked == line:
-            return line
-        line = masked
-    return line
+    """The line with every span the detector finds masked, overlapping spans as one."""
+    merged: list[list[int]] = []
+    for start, end in sorted(set(_spans(line))):
+        if end <= start:
+            continue
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    out, at = [], 0
+    for start, end in merged:
+        out += [line[at:start], MASK]
+        at = end
+    return "".join([*out, line[at:]])
 
 
 def _ours(value: str) -> str:
