@@ -220,3 +220,21 @@ def test_one_delta_has_one_interval_per_level_and_each_view_names_the_level(
     assert f"Δ {delta:+.3f} {shown}" in text, text
     assert cli("report", built.root).exit_code == 0
     assert "99.940%, the decision" in (built.root / "report.html").read_text()
+
+
+def test_a_best_no_better_than_v0_by_its_own_interval_gets_no_train_number(tmp_path):
+    """Won step by step, each against its parent, but against v0 the train evals differ by
+    +0.1, −0.1 and 0: the headline says so instead of a Δ its 95% interval does not support."""
+    import sqlite3
+
+    built = build_workspace(tmp_path / "run", versions=8, pending=False)
+    best = built.scores[built.best]
+    v0 = {str(e): best[e] + d for e, d in zip(built.evals, (0.1, -0.1, 0.0), strict=True)}
+    with sqlite3.connect(built.root / "state.db") as conn:
+        conn.execute(
+            "update versions set split_scores_json = ? where label = 'v0'", [json.dumps(v0)]
+        )
+    found = summary.build(built.root)
+    assert found.train is not None and found.train.low < 0 < found.train.high  # type: ignore[operator]
+    assert "against v0 on the train evals: too small to tell (3 evals)" in found.headline
+    assert "won by" not in found.headline, found.headline

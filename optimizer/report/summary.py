@@ -172,11 +172,13 @@ def _headline(
         return "Nothing won: v0, the skill the run started from, is still the best."
     # A number is stated only where its own interval supports it (lies on one side of zero).
     if supported(train):
-        gain = f" by {train.delta:+.3f} on the train evals"
-    elif train is not None:
-        gain = f"; on the train evals: too small to tell against v0 ({_evals(train.evals)})"
-    else:
-        gain = ""
+        lead = f"{best} won by {train.delta:+.3f} on the train evals ({scope})"
+    else:  # won step by step, each against its parent; against v0 the evals cannot tell
+        lead = f"{best} won ({scope})" + (
+            f"; against v0 on the train evals: too small to tell ({_evals(train.evals)})"
+            if train is not None
+            else ""
+        )
     if supported(sealed):
         held = (
             f"; sealed test: {sealed.delta:+.3f} [{sealed.low:+.3f}, {sealed.high:+.3f}] "
@@ -186,7 +188,7 @@ def _headline(
         held = f"; sealed test: too small to tell ({_evals(sealed.evals)})"
     else:
         held = ""
-    return f"{best} won{gain} ({scope}){held}."
+    return f"{lead}{held}."
 
 
 def _look_at(run_dir: Path, data: read.RunData, info: dict) -> list[str]:
