@@ -154,6 +154,7 @@ def test_a_sealed_test_that_did_not_run_names_the_command_that_finishes_it(simul
     todo = json.loads(cli("status", simulated, "--json").stdout)["sealed_todo"]
     command = todo.split("`")[1]
     assert todo.startswith("the sealed test did not run") and command.startswith("optimizer resume")
+    assert command.endswith("--budget-usd 20.00")  # the run's own budget: the command never cuts it
     assert command in summary.write(simulated).read_text()
     assert cli("report", simulated).exit_code == 0
     assert command in (simulated / "report.html").read_text()

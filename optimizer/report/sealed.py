@@ -22,7 +22,7 @@ def finish_line(
     """ "the sealed test did not run …: finish it with `optimizer resume …`" for a stopped run
     with a test split and no complete sealed test; None otherwise. The command sets the
     iteration limit to the iterations done, so the resumed run goes straight to the sealed test,
-    and a budget of the spend so far plus the test's reserve."""
+    and a budget of the spend so far plus the test's reserve, or the run's own if larger."""
     if run.get("status") != "stopped":
         return None
     split = _json(run.get("split_json")) or {}
@@ -33,7 +33,9 @@ def finish_line(
         return None
     why = "the budget ran out during it" if isinstance(test, dict) else "the run stopped before it"
     kept = reserve(_json(run.get("estimate_json")), per_run_usd=None, runs=0)
-    budget = math.ceil((spent_usd + (kept or FALLBACK_USD)) * 10) / 10
+    # Never below the run's own budget: a resume keeps the budget it is given for later resumes.
+    given = ((_json(run.get("settings_json")) or {}).get("budget") or {}).get("usd") or 0.0
+    budget = max(given, math.ceil((spent_usd + (kept or FALLBACK_USD)) * 10) / 10)
     command = (
         f"optimizer resume {shlex.quote(run_dir)} --max-iterations {iterations_done} "
         f"--budget-usd {budget:.2f}"
