@@ -240,6 +240,15 @@ def test_analyst_notes():
     assert bench().notes == [n.text for n in notes]
 
 
+def test_a_note_that_lists_ten_runs_of_twelve_says_how_many_more():
+    many = [
+        run(E1, "with_skill", n, [True, True], 1, 1, status="judge_error") for n in range(1, 13)
+    ]
+    note = next(n for n in analyst_notes([E1], {"with_skill": many}) if n.kind == "judge_error")
+    assert note.text.startswith("12 runs had a judge error, excluded from the means: ")
+    assert note.text.endswith("eval 1 with_skill run 10, and 2 more"), note.text
+
+
 def test_skill_hurts_and_exec_errors():
     data = {
         "with_skill": [

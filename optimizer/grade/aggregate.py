@@ -312,6 +312,7 @@ def analyst_notes(evals: Sequence[Any], outcomes_by_config: Mapping[str, Sequenc
         )
         if bad:
             where = ", ".join(f"eval {i} {c} run {n}" for i, c, n in bad[:10])
+            where += f", and {len(bad) - 10} more" if len(bad) > 10 else ""  # not cut silently
             notes.append(Note(kind, None, None, f"{words.plural(len(bad), 'run')} had {what}: {where}"))
     means = {c: _eval_means(items[c]) for c in CONFIG_ORDER}
     for i in ids:
