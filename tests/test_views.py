@@ -17,7 +17,7 @@ from rich.console import Console
 
 from optimizer import daemon, schemas
 from optimizer.errors import BadInput
-from optimizer.report import show, status
+from optimizer.report import progress, show, status
 from optimizer.report import tree as lineage_view
 from optimizer.report.format import readable
 from optimizer.store.db import Store
@@ -191,6 +191,32 @@ def test_status_while_a_daemon_holds_the_folder(tmp_path):
     dead = status.status(built.root)  # the row says running, nobody holds the lock
     assert dead["running"] is False
     assert "daemon died" in render(status.print_status, dead)
+
+
+@pytest.mark.parametrize(
+    "reason, said, row",
+    [
+        ("stopped by SIGINT", "stopped by SIGINT", "by SIGINT"),
+        (
+            "no win in 3 iterations (plateau)",
+            "stopped: no win in 3 iterations (plateau)",
+            "no win in 3 iterations (plateau)",
+        ),
+    ],
+)
+def test_how_a_run_stopped_is_said_once_by_status_lineage_and_the_review_page(
+    built, reason, said, row
+):
+    with sqlite3.connect(built.root / "state.db") as conn:
+        conn.execute("update runs set status = 'stopped', stop_reason = ?", [reason])
+    info = status.status(built.root)
+    assert info["ended"] == said and progress.snapshot(info)["ended"] == said
+    assert said in render(lineage_view.print_lineage, lineage_view.lineage(built.root))
+    shown = render(status.print_status, info)
+    stopped = next(line for line in shown.splitlines() if line.startswith("stopped "))
+    assert stopped.split(None, 1)[1].strip() == row  # was "stopped  stopped by SIGINT"
+    page = (Path(show.__file__).parent / "template.html.j2").read_text(encoding="utf-8")
+    assert "p.ended ||" in page  # the review page's line says it as status does
 
 
 def test_show_prints_the_change_numbers_and_evidence(built):

@@ -47,6 +47,7 @@ PROGRESS_KEYS = (
     "deadline",
     "seconds_left",
     "stop_reason",
+    "ended",
     "last_error",
     "elapsed_s",
 )

@@ -90,6 +90,7 @@ def status(run_dir: Path, data: read.RunData | None = None) -> dict:
         "seconds_left": _seconds_left(deadline),
         "last_error": run.get("last_error"),
         "stop_reason": run.get("stop_reason"),
+        "ended": words.ended(run.get("status"), run.get("stop_reason")),  # one wording, every view
         "test": _with_train_delta(read.parse_json(run.get("test_json")), data.nodes),
         "sealed_todo": sealed.finish_line(
             str(run_dir),
