@@ -331,6 +331,17 @@ def test_a_night_whose_budget_is_spent_at_once_says_so_in_the_log_and_the_summar
     assert "budget" in (run / "summary.md").read_text()
 
 
+def test_a_nights_last_log_line_says_how_it_stopped_once():
+    from optimizer.nightly import night
+
+    row = {"status": "stopped", "stop_reason": "stopped by SIGTERM"}  # systemd stopping the unit
+    line = night.how_it_ended(Path("runs/x"), row, Path("runs/x/summary.md"))
+    assert line == "runs/x: stopped by SIGTERM (summary: runs/x/summary.md)"  # "stopped: stopped"
+    row = {"status": "failed", "last_error": "the evals file is gone."}
+    line = night.how_it_ended(Path("runs/x"), row, Path("s.md"))
+    assert line == "runs/x: failed: the evals file is gone (summary: s.md)"
+
+
 def test_the_installed_crontab_line_runs_a_night_in_sh_with_the_env_file(
     cli, places, monkeypatch, tmp_path
 ):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from optimizer import config, daemon
+from optimizer import config, daemon, words
 from optimizer.errors import OptimizerError
 from optimizer.inputs import skill as skills
 from optimizer.report import summary
@@ -116,14 +116,14 @@ def run_night(
         return _failed(exc.problems[0], target, runs_root, log_name, notify, console, exc.exit_code)
     row = readonly.run_row(Workspace(target).state_db) or {}
     # How it ended, in the run's own words: a budget spent at once is one sentence here too.
-    log_line(
-        runs_root,
-        log_name,
-        f"{target}: {row.get('status') or 'ended'}: "
-        f"{row.get('stop_reason') or row.get('last_error') or 'see the summary'} "
-        f"(summary: {summary.paths(target)[0]})",
-    )
+    log_line(runs_root, log_name, how_it_ended(target, row, summary.paths(target)[0]))
     return code
+
+
+def how_it_ended(target: Path, row: dict, summary_md: Path) -> str:
+    """The night's last log line: 'runs/x: stopped by SIGTERM (summary: …)', the reason said once."""
+    reason = row.get("stop_reason") or row.get("last_error") or "see the summary"
+    return f"{target}: {words.ended(row.get('status'), reason)} (summary: {summary_md})"
 
 
 def _resume_flags(
