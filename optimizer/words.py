@@ -23,6 +23,12 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n} {many}"
 
 
+def numbered(word: str, ids: Iterable[object]) -> str:
+    """'eval 3', 'evals 3, 5': a noun and the ids it names, never a list's repr ('evals [3]')."""
+    shown = [str(i) for i in ids]
+    return f"{word if len(shown) == 1 else word + 's'} {', '.join(shown) or '—'}"
+
+
 def dollars(x: float | None) -> str:
     """'$4.80', '$0.25', '$0.0042': cents, or two significant digits below a cent; '—' unknown."""
     if x is None:

@@ -412,6 +412,15 @@ def test_a_train_gain_that_the_sealed_test_does_not_show_is_flagged_beside_its_t
     assert not any(w.startswith("sealed test") for w in status.status(built.root)["warnings"])
 
 
+def test_a_sealed_test_of_v0_alone_shows_no_difference_and_names_its_evals(built):
+    test = {"evals": [3], "versions": {"v0": {"score": 0.475}}, "best": "v0", "delta": 0.0}
+    with sqlite3.connect(built.root / "state.db") as conn:
+        conn.execute("update runs set test_json = ?", [json.dumps(test)])
+    text = " ".join(render(status.print_status, status.status(built.root)).split())
+    assert "sealed test eval 3: v0 0.475 (the check of generality" in text
+    assert "Δ +0.000" not in text and "evals [3]" not in text  # v0 against itself, a list's repr
+
+
 def test_a_sealed_test_below_v0_is_flagged_plainly(built):
     _test_went_backwards(built.root, built.best)
     warning = (

@@ -388,11 +388,12 @@ def _test_line(test: dict) -> Text:
         return Text(f"incomplete: {test['incomplete']}", style="yellow")
     versions = test.get("versions") or {}
     parts = [f"{label} {num((v or {}).get('score'))}" for label, v in versions.items()]
-    delta = f"; Δ {signed(test.get('delta'))}" if test.get("delta") is not None else ""
+    alone = test.get("delta") is None or len(versions) < 2  # v0 alone: no Δ against itself
+    delta = "" if alone else f"; Δ {signed(test.get('delta'))}"
     if test.get("train_delta") is not None:
         delta += f" (on the train evals Δ {signed(test['train_delta'])})"
     return Text(
-        f"evals {test.get('evals')}: "
+        f"{words.numbered('eval', test.get('evals') or [])}: "
         + ", ".join(parts)
         + delta
         + " (the check of generality: evals the search never saw)"
