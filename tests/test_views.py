@@ -231,6 +231,19 @@ def test_show_prints_the_change_numbers_and_evidence(built):
     assert "Give the summary a fixed three-line template" in text
 
 
+def test_a_child_stopped_at_screening_shows_its_reason_not_a_line_of_dashes(built):
+    screened = {  # what the loop writes for a child it stops at screening
+        "decision": "lost",
+        "reason": "stopped at screening: mean difference -0.177 over 2 evals is below −0.15.",
+        "stage": "screening",
+        "parent": "v0",
+    }
+    (built.root / "v1" / "selection.json").write_text(json.dumps(screened), encoding="utf-8")
+    text = render(show.print_version, built.root, "v1")
+    assert "decision: lost at screening against v0" in text and screened["reason"] in text
+    assert "[—, —]" not in text and "— evals × — runs" not in text and "of — runs" not in text
+
+
 def test_show_does_not_interpret_model_text_as_markup(built):
     with sqlite3.connect(built.root / "state.db") as conn:
         conn.execute("update versions set summary = ? where label = 'v1'", ["[bold red]x[/] y"])

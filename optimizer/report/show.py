@@ -139,15 +139,24 @@ def _print_selection(console: Console, sel: dict | None) -> None:
     iv = sel.get("interval") or {}
     comp = sel.get("comparator") or {}
     lines = [
-        f"decision: {sel.get('decision')} at {sel.get('stage', '?')} against {sel.get('parent', '?')}",
-        f"Δ {signed(sel.get('delta'))} [{signed(iv.get('low'))}, {signed(iv.get('high'))}] "
-        f"({iv.get('confidence', 0.95):.0%}), min effect {sel.get('min_effect', '—')}, "
-        f"{sel.get('evals', '—')} evals × {sel.get('runs_per_eval', '—')} runs",
-        f"comparator: child {comp.get('child_wins', 0)}, parent {comp.get('parent_wins', 0)}, "
-        f"ties {comp.get('ties', 0)}, inconsistent {comp.get('inconsistent', 0)}; swap consistency "
-        f"{pct(comp.get('swap_consistency'))}",
-        f"judge errors: {sel.get('judge_errors', 0)} of {sel.get('total_runs', '—')} runs",
+        f"decision: {sel.get('decision')} at {sel.get('stage', '?')} against {sel.get('parent', '?')}"
     ]
+    # A child stopped at screening has no interval, comparator or run count: a line of dashes
+    # ("Δ — [—, —] (95%), min effect —, — evals × — runs") said nothing its reason does not.
+    if sel.get("delta") is not None:
+        lines.append(
+            f"Δ {signed(sel.get('delta'))} [{signed(iv.get('low'))}, {signed(iv.get('high'))}] "
+            f"({iv.get('confidence', 0.95):.0%}), min effect {sel.get('min_effect', '—')}, "
+            f"{sel.get('evals', '—')} evals × {sel.get('runs_per_eval', '—')} runs"
+        )
+    if comp:
+        lines.append(
+            f"comparator: child {comp.get('child_wins', 0)}, parent {comp.get('parent_wins', 0)}, "
+            f"ties {comp.get('ties', 0)}, inconsistent {comp.get('inconsistent', 0)}; swap "
+            f"consistency {pct(comp.get('swap_consistency'))}"
+        )
+    if sel.get("total_runs") is not None:
+        lines.append(f"judge errors: {sel.get('judge_errors', 0)} of {sel['total_runs']} runs")
     emit(
         console,
         Panel(
