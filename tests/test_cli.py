@@ -44,6 +44,8 @@ def _answer(args: list[str], cwd: Path) -> tuple[dict, str]:
         ["gate", "{skill}", "{skill}", "--comment", "{folder}"],
         ["gate", "{skill}", "{skill}", "--margin", "2"],
         ["run", "no/such/skill"],
+        ["run", "{skill}", "--evals", "no/such/evals.json"],
+        ["run", "{skill}", "--from", "no/such/run"],
         ["resume", "no/such/run"],
         ["benchmark", "no/such/skill"],
         ["execute", "no/such/skill", "--eval", "1"],

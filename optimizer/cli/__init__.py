@@ -200,6 +200,10 @@ def run(
 ) -> None:
     """Start an overnight improvement run."""
     require_dir(skill_dir, "skill")  # a mistyped path is answered before seconds of imports
+    if evals is not None and not evals.exists():
+        raise BadInput(f"{evals}: missing; write the evals there or pass --evals PATH.")
+    if from_run is not None and not from_run.is_dir():
+        raise BadInput(f"--from {from_run}: no such run folder; pass the folder of an earlier run.")
     from optimizer import daemon
     from optimizer.search.targets import TARGETS
 
