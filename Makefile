@@ -1,10 +1,11 @@
-# The two commands of the README: `make demo` (the package alone, then an offline overnight run)
-# and `make test` (everything CI installs, then the suite).
+# The commands of the README: `make demo` (the package alone, then an offline overnight run),
+# `make check` (the developer's loop: lint and the fast tests) and `make test` (everything CI
+# installs, then the whole suite).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 
-.PHONY: install setup tools real-model-deps real-model demo test lint format typecheck bench clean-runs wheel-check
+.PHONY: install setup tools real-model-deps real-model demo check test lint format typecheck bench clean-runs wheel-check
 
 # The package alone: what `optimizer` needs to run (the demo, a run on your own skill).
 install: $(VENV)/.package
@@ -49,6 +50,15 @@ demo: install
 	$(BIN)/optimizer run examples/csv-report --provider sim --max-iterations 3 --run-dir runs/demo --fresh
 	$(BIN)/optimizer lineage runs/demo
 	@echo "files: runs/demo (history.json, v*/benchmark.json); report: $(BIN)/optimizer report runs/demo"
+
+# The developer's loop, under a minute on 2 cores: ruff, then every test not marked slow (no run,
+# daemon, sandbox, browser, CLI or model; tests/tiers.py). It installs nothing once `make setup`
+# has run; `make test` runs the rest, as CI does.
+check:
+	test -x $(BIN)/pytest || $(MAKE) setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/pytest -m "not slow"
 
 test: setup tools real-model-deps
 	$(BIN)/pytest

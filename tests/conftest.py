@@ -37,7 +37,21 @@ LONGEST_FIRST = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under OPTIMIZER_REQUIRE_ALL_TIERS=1 every test runs: a `-m` that leaves out the slow tests
+    (`make check`'s) is refused, so it cannot make CI green with its tiers left out."""
+    if tiers.required() and tiers.leaves_out_slow(config.option.markexpr or ""):
+        raise pytest.UsageError(
+            f"{tiers.REQUIRE_ALL}=1 runs every tier, and -m {config.option.markexpr!r} "
+            f"leaves out the {tiers.SLOW} tests: run `make test` (all of them)"
+        )
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: a tier's tests are slow
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if tiers.needs_a_tier(item):
+            item.add_marker(tiers.SLOW)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(
         key=lambda item: rank.get(item.path.name, len(rank))

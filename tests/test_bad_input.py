@@ -742,6 +742,7 @@ PROCESS_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case", [c for c in CASES if c.id in PROCESS_CASES], ids=list(PROCESS_CASES)
 )

@@ -166,6 +166,7 @@ async def test_judge_errors_are_counted_and_shown(tmp_path, settings, store, sim
         assert "judge_error" in json.loads((run_dir / "grading.json").read_text())
 
 
+@pytest.mark.slow
 def test_benchmark_and_v0_of_a_run_grade_an_eval_identically(tmp_path, monkeypatch):
     """One grading unit: the same eval, run by `optimizer benchmark` and as v0 of `optimizer run`,
     leaves the same structural.json and grading.json (timing aside)."""
@@ -224,6 +225,7 @@ def test_benchmark_and_v0_of_a_run_grade_an_eval_identically(tmp_path, monkeypat
     assert compared >= 4  # at least two train evals, twice each
 
 
+@pytest.mark.slow
 def test_a_benchmark_counts_no_run_that_optimizer_execute_left_in_its_folder(
     tmp_path, cli, example
 ):

@@ -112,6 +112,7 @@ def outcome(run_dir) -> dict:
         conn.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("proposal", "expected"),
     [
@@ -191,6 +192,7 @@ def test_a_bad_candidate_is_recorded_and_the_run_and_its_resume_go_on(
         assert second == {"duplicate": expected["label"]}, second
 
 
+@pytest.mark.slow
 def test_a_failure_of_ours_inside_one_candidate_is_its_rejection(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
 
@@ -203,6 +205,7 @@ def test_a_failure_of_ours_inside_one_candidate_is_its_rejection(tmp_path, monke
     assert got["reasons"] == ["internal error"] and "odd file" in got["rejected"][0]
 
 
+@pytest.mark.slow
 def test_a_skill_without_a_final_newline_takes_the_proposers_edits(tmp_path, monkeypatch):
     """Real skills often end without a newline; the proposer's anchors usually carry one."""
     skill, run_dir = tmp_path / "skill", tmp_path / "run"
@@ -235,6 +238,7 @@ def test_a_skill_without_a_final_newline_takes_the_proposers_edits(tmp_path, mon
     assert len(made) == 4 and not [o for o in made if "rejected" in o], made
 
 
+@pytest.mark.slow
 def test_rejections_are_counted_by_reason_in_status_lineage_and_the_report(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
     bad = {

@@ -24,6 +24,8 @@ from optimizer.sim import Simulator, serve
 from optimizer.sim.text import system_text
 from optimizer.store.db import Store
 
+pytestmark = pytest.mark.slow  # the Claude Code CLI, in subprocesses
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "csv-report"
 # Lines only the skill's body carries; the simulated agent copies what it follows.
@@ -117,9 +119,10 @@ async def test_claude_code_max_turns_and_timeout_are_data(tmp_path: Path) -> Non
     assert short.status == "error" and "error_max_turns" in (short.error or "")
     assert (short.run_dir / "timing.json").is_file()
 
-    # A provider that takes 20 s a call is not the skill's timeout: the run clock stops while
+    # A provider that takes a minute a call is not the skill's timeout: the run clock stops while
     # the relay waits, and past execute.model_wait_max_s the run is stopped, unscored.
-    slow_server, slow_port = serve(Simulator(seed=0, latency_ms=20_000), "127.0.0.1", 0)
+    latency_s = 60
+    slow_server, slow_port = serve(Simulator(seed=0, latency_ms=latency_s * 1000), "127.0.0.1", 0)
     try:
         started = time.monotonic()
         slow = await run(
@@ -132,7 +135,7 @@ async def test_claude_code_max_turns_and_timeout_are_data(tmp_path: Path) -> Non
         slow_server.shutdown()
         slow_server.server_close()
     assert slow.status == "unscored" and "model_wait_max_s" in (slow.error or "")
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < latency_s / 2  # stopped before one call could answer
     assert (slow.run_dir / "timing.json").is_file()
     left = subprocess.run(["pgrep", "-af", str(tmp_path / "slow")], capture_output=True, text=True)
     assert left.stdout.strip() == ""

@@ -37,6 +37,7 @@ def _answer(args: list[str], cwd: Path) -> tuple[dict, str]:
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [

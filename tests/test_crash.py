@@ -18,6 +18,8 @@ from test_faults import full_lineage, json_files, reference_run
 
 from optimizer.inputs.artifacts import check_artifact
 
+pytestmark = pytest.mark.slow  # runs killed and resumed in subprocesses
+
 KILLS = 20
 FULL_SPEED = ("--set", "sim.latency_ms=0")  # the last --set of a key wins
 

@@ -135,6 +135,7 @@ def split_of(run_dir: Path) -> dict:
         conn.close()
 
 
+@pytest.mark.slow
 def test_a_narrow_description_gains_recall_and_the_files_hold_it(tmp_path, cli):
     run_dir = tmp_path / "run"
     run(cli, make_skill(tmp_path), run_dir, "--max-iterations", "3")
@@ -163,6 +164,7 @@ def test_a_narrow_description_gains_recall_and_the_files_hold_it(tmp_path, cli):
     assert lineage.exit_code == 0 and json.loads(lineage.stdout), lineage.output
 
 
+@pytest.mark.slow
 def test_failed_probes_are_missing_data_never_negatives(tmp_path, cli, monkeypatch):
     skill = make_skill(tmp_path)
     sp = trigger.split(trigger.load(skill), seed=0)
@@ -204,6 +206,7 @@ def test_failed_probes_are_missing_data_never_negatives(tmp_path, cli, monkeypat
     assert len(observed) == sum(queries[q].should_trigger for q in dev) - 1
 
 
+@pytest.mark.slow
 def test_a_constant_signal_stops_the_run_with_a_reason(tmp_path, cli):
     skill = make_skill(tmp_path, "Zebra xylophone marimba.", name="quokka-tool")
     run_dir = tmp_path / "run"
@@ -217,6 +220,7 @@ def test_a_constant_signal_stops_the_run_with_a_reason(tmp_path, cli):
     assert conn.execute("select count(*) from calls where role = 'proposer'").fetchone()[0] == 0
 
 
+@pytest.mark.slow
 def test_the_sealed_test_queries_never_reach_the_proposer(tmp_path, cli, monkeypatch):
     sim = Instrumented()
     use_simulator(monkeypatch, sim)
@@ -265,6 +269,7 @@ def test_bad_trigger_evals_exit_2_with_one_sentence_and_write_nothing(tmp_path, 
     assert "trigger_evals.json: missing" in proc.stderr
 
 
+@pytest.mark.slow
 def test_kill_9_in_the_middle_then_resume_ends_with_the_same_lineage(tmp_path, cli):
     skill = make_skill(tmp_path)
     seeds = ("--max-iterations", "2", "--set", "loop.seed=1", "--set", "sim.seed=1")

@@ -22,6 +22,8 @@ from optimizer import logs
 from optimizer.cli import app
 from optimizer.inputs.artifacts import check_artifact
 
+pytestmark = pytest.mark.slow  # runs against a full, read-only or locked disk
+
 
 def _can_mount() -> str | None:
     """Why mounts cannot be made here, or None. Root ignores permission bits, so a read-only

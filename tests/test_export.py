@@ -7,9 +7,11 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from inprocess import EXAMPLE, cli
 
 
+@pytest.mark.slow
 def test_export_copies_the_skill_and_the_evals_the_run_used(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     skill = tmp_path / "skill"

@@ -13,6 +13,8 @@ from test_daemon import RUN, reference_run
 
 from optimizer.inputs.artifacts import check_artifact
 
+pytestmark = pytest.mark.slow  # a whole run through faults
+
 FAULTS = (
     "--set",
     "sim.fault_rate=0.2",

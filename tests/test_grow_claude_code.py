@@ -20,6 +20,8 @@ from optimizer.execute.claude_code import COMMON_ENV, find_claude
 from optimizer.schemas import CandidatesFile
 from optimizer.sim import Simulator, serve
 
+pytestmark = pytest.mark.slow  # the Claude Code CLI's sessions
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "csv-report"
 KEY = "sk-ant-api03-RealCliPlantedSecretKey0123456789"

@@ -57,6 +57,7 @@ def point_run_at(run_dir: Path, skill: Path) -> None:
         db.execute("update runs set skill_dir = ?", [str(skill)])
 
 
+@pytest.mark.slow
 def test_the_review_api_accepts_edits_and_rejects(simulated, tmp_path, cli) -> None:
     skill = skill_with_candidates(tmp_path, cli)
     point_run_at(simulated, skill)
@@ -99,6 +100,7 @@ browser_only = pytest.mark.skipif(
 )
 
 
+@pytest.mark.slow
 @browser_only
 def test_accepting_candidates_in_chromium_grows_the_evals_the_next_run_uses(
     simulated, tmp_path, cli, monkeypatch

@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
 from inprocess import EXAMPLE, Recording, cli
 
 from optimizer import schemas
+
+pytestmark = pytest.mark.slow  # whole runs, their requests inspected
 
 
 def marked_skill(tmp_path):

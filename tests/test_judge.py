@@ -347,6 +347,7 @@ async def test_no_judged_checks_means_no_call(tmp_path, settings, client, sim):
     assert out.score == 1.0 and out.rubric_normalized is None
 
 
+@pytest.mark.slow
 async def test_same_model_warning_is_logged_once_per_command(tmp_path, store, sim, log_capture):
     from optimizer.grade.benchmark import run_benchmark
 

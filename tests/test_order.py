@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from inprocess import EXAMPLE, Recording, cli, history, spread
+
+pytestmark = pytest.mark.slow  # twin runs in two processes
 
 RUN = (
     "run",

@@ -13,6 +13,7 @@ import zipfile
 from fnmatch import fnmatch
 from pathlib import Path
 
+import pytest
 import tiers
 
 from optimizer.model import prompts as prompting
@@ -52,6 +53,7 @@ def test_a_missing_prompt_template_is_a_broken_install(tmp_path: Path, monkeypat
     assert not list(tmp_path.iterdir())  # a dry run writes nothing, whatever fails
 
 
+@pytest.mark.slow
 def test_building_the_wheel_leaves_nothing_in_the_source_tree(tmp_path: Path) -> None:
     """`pip wheel .` (what `pip install .` runs first) on a copy of the sources: a wheel with the
     prompts, and no build/ or *.egg-info left next to the sources, where the next build would

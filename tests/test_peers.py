@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the peers bench and its command line, in subprocesses
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench" / "peers.py"
 VERDICT = re.compile(

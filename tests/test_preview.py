@@ -128,6 +128,7 @@ def lineage(run_dir: Path) -> list:
     ]
 
 
+@pytest.mark.slow
 def test_a_batch_run_shows_and_keeps_its_estimate_and_decides_as_a_direct_run(tmp_path, cli):
     batch_dir, direct_dir = tmp_path / "batch", tmp_path / "direct"
     proc = cli(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
 from inprocess import EXAMPLE, cli
 from test_claude_code import needs_cli
 
@@ -65,6 +66,7 @@ def test_asking_for_the_cli_probe_without_the_cli_is_bad_input(tmp_path, monkeyp
     assert "no-claude" in out and not run_dir.exists()
 
 
+@pytest.mark.slow
 @needs_cli
 def test_a_description_run_probes_through_the_claude_code_cli(tmp_path, monkeypatch):
     import shutil

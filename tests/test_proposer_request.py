@@ -9,6 +9,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from inprocess import EXAMPLE, Recording, cli
 from test_judge import make_eval, make_run
 
@@ -105,6 +106,7 @@ def test_repeated_work_is_what_recurs_across_evals(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_a_run_sends_the_proposer_excerpts_costs_and_guidance(tmp_path, monkeypatch):
     sim = Recording(seed=0)
     cli(

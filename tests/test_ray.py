@@ -23,6 +23,8 @@ from optimizer.model import make_client, scoped
 from optimizer.sim import Simulator
 from optimizer.store.db import Store
 
+pytestmark = pytest.mark.slow  # Ray's workers
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"
 

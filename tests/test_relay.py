@@ -17,6 +17,8 @@ import tiers
 from optimizer.sandbox.relay import PLACEHOLDER_KEY, Relay
 from optimizer.sim import Simulator, serve
 
+pytestmark = pytest.mark.slow  # the relay's servers on loopback
+
 BODY = {
     "model": "claude-sonnet-4-6",
     "max_tokens": 64,

@@ -325,6 +325,7 @@ def test_free_form_notes_are_left_to_the_judge():
     assert numbered.needs_review == []
 
 
+@pytest.mark.slow
 def test_a_long_pdf_stops_converting_past_the_text_cap(tmp_path):
     from optimizer.grade import convert
 

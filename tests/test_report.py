@@ -167,6 +167,7 @@ def test_report_of_a_description_run_history(tmp_path):
     assert data["nodes"][0]["description"] == "Current description text"
 
 
+@pytest.mark.slow
 def test_two_hundred_versions_make_a_usable_file(tmp_path):
     built = build_workspace(tmp_path / "big", versions=200, evals=(1, 2), test_evals=(3,), runs=1)
     path = html.write_report(built.root, None)

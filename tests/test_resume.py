@@ -62,10 +62,12 @@ def files(root: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 def test_the_losing_run_stops_at_a_plateau_after_one_iteration(run_dir):
     assert done(run_dir) == 1 and "plateau" in one(run_dir, "select stop_reason from runs")
 
 
+@pytest.mark.slow
 def test_a_resume_after_a_plateau_searches_again_with_fresh_patience(run_dir, monkeypatch):
     said = cli(monkeypatch, None, "resume", str(run_dir), "--max-iterations", "3")
     assert "the plateau count starts again here (loop.patience = 1)" in said

@@ -186,6 +186,7 @@ def _night_runs(places) -> list[Path]:
     return sorted(p for p in places["runs"].glob("csv-report-night-*") if p.is_dir())
 
 
+@pytest.mark.slow
 def test_the_installed_command_runs_a_night_then_resumes_then_chains(cli, places, monkeypatch):
     monkeypatch.setenv("OPTIMIZER_SCHEDULER", "systemd")
     assert _schedule(cli, places).exit_code == 0
@@ -342,6 +343,7 @@ def test_a_nights_last_log_line_says_how_it_stopped_once():
     assert line == "runs/x: failed: the evals file is gone (summary: s.md)"
 
 
+@pytest.mark.slow
 def test_the_installed_crontab_line_runs_a_night_in_sh_with_the_env_file(
     cli, places, monkeypatch, tmp_path
 ):

@@ -387,6 +387,7 @@ def test_custom_script_cannot_change_the_run(tmp_path):
     assert not (r / "outputs" / "new").exists()
 
 
+@pytest.mark.slow
 def test_a_custom_script_that_hangs_is_unscored_naming_the_check_and_its_limit(tmp_path):
     """Not a failed expectation (it was one before): a check that hangs says nothing of the skill."""
     r = run(tmp_path, {})

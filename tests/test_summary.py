@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from fixtures.workspace_builder import build_workspace
 
 from optimizer import schemas
@@ -28,6 +29,7 @@ def _notifier(tmp_path: Path) -> tuple[str, Path]:
     return f"{sys.executable} {script}", record
 
 
+@pytest.mark.slow
 def test_a_run_ends_with_a_summary_and_notifies(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     command, record = _notifier(tmp_path)

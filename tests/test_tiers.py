@@ -10,6 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import tiers
+
+pytestmark = pytest.mark.slow  # each test starts a pytest session in a subprocess
+
 HERE = Path(__file__).resolve().parent
 
 SKIPPING = """
@@ -61,6 +66,8 @@ def session(tmp_path: Path, required: bool, *args: str) -> subprocess.CompletedP
             os.devnull,
             "-o",
             "asyncio_default_fixture_loop_scope=function",
+            "-o",
+            f"markers={tiers.SLOW}: registered as pyproject.toml does",
             str(tmp_path),
             *args,
         ],
@@ -91,3 +98,18 @@ def test_under_the_switch_every_skip_of_a_tier_fails_the_session(tmp_path: Path)
     # A skip in setup (a marker) or collection (a module) fails as an error, one in a test as a failure.
     assert "1 failed, 1 passed, 2 errors" in out, out
     assert "tiers that did not run" not in out
+
+
+def test_the_developers_loop_leaves_out_the_tests_that_need_a_tier(tmp_path: Path) -> None:
+    done = session(tmp_path, False, "-m", "not slow")  # `make check`
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    # The marked test is slow and not collected; a skip half-way through a test still counts.
+    assert "1 passed, 2 skipped, 1 deselected" in out, out
+    assert "bubblewrap" not in out
+
+
+def test_under_the_switch_the_developers_loop_is_refused(tmp_path: Path) -> None:
+    done = session(tmp_path, True, "-m", "not slow")
+    assert done.returncode == 4, done.stdout + done.stderr  # a usage error: nothing ran
+    assert "leaves out the slow tests: run `make test`" in done.stderr

@@ -7,6 +7,7 @@ import json
 import sqlite3
 from types import SimpleNamespace
 
+import pytest
 from conftest import no_wait
 from inprocess import EXAMPLE, Recording, cli
 
@@ -48,6 +49,7 @@ def gradings(run_dir) -> dict[str, tuple]:
         conn.close()
 
 
+@pytest.mark.slow
 def test_an_eval_whose_executor_calls_all_fail_is_unscored_then_scored_after_resume(
     tmp_path, monkeypatch
 ):
@@ -263,6 +265,7 @@ def test_a_bug_of_ours_is_unscored_counted_as_a_defect_and_several_in_a_row_stop
     assert f"{len(rows)} runs ended by an internal error of ours (KeyError x{len(rows)}" in shown
 
 
+@pytest.mark.slow
 def test_a_check_that_hangs_is_unscored_and_hanging_on_both_configurations_stops_the_run(
     tmp_path, monkeypatch
 ):

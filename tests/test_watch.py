@@ -180,6 +180,7 @@ def finished_run(tmp_path_factory) -> tuple[Path, str]:
     return run_dir, out
 
 
+@pytest.mark.slow
 def test_a_run_into_a_pipe_prints_plain_lines_at_each_stage(finished_run):
     _, out = finished_run
     assert not ESCAPE.search(out), repr(ESCAPE.search(out))
@@ -218,6 +219,7 @@ def _ledger(run_dir: Path) -> tuple[float, str]:
     return spent, best
 
 
+@pytest.mark.slow
 def test_resume_says_where_it_continues_and_counts_what_was_spent(
     finished_run, tmp_path, monkeypatch
 ):

@@ -2,7 +2,10 @@
 feature, the network to the package index). A test that cannot run its tier here is skipped with
 `needs(...)` or `skip(...)`, whose reason names the tier; under OPTIMIZER_REQUIRE_ALL_TIERS=1 (set
 by .ci/run) every skip fails the session instead (conftest.py), so a green CI has run them all.
-Not a test module."""
+
+A test that needs a tier is also `slow` (conftest.py marks it), as is one marked by hand that
+starts a run, a daemon or a program: `make check` (pytest -m "not slow") is the developer's loop
+and leaves them out; `make test`, CI's command, runs every test. Not a test module."""
 
 from __future__ import annotations
 
@@ -14,6 +17,9 @@ import pytest
 
 # Set to 1 where every tier must run (CI): a skipped test is then a failed one.
 REQUIRE_ALL = "OPTIMIZER_REQUIRE_ALL_TIERS"
+
+# The marker of the tests the developer's loop leaves out (pyproject.toml registers it).
+SLOW = "slow"
 
 # Each tier and what it needs; README.md lists the same.
 TIERS = {
@@ -47,6 +53,16 @@ def skip(tier: str, why: str) -> NoReturn:
 
 def required() -> bool:
     return os.environ.get(REQUIRE_ALL, "") not in ("", "0")
+
+
+def needs_a_tier(item: pytest.Item) -> bool:
+    """Whether a `needs(...)` marker (on the test, its class or its module) names a tier."""
+    return any(_TAG.search(str(m.kwargs.get("reason", ""))) for m in item.iter_markers("skipif"))
+
+
+def leaves_out_slow(markexpr: str) -> bool:
+    """Whether a `-m` expression names the slow marker (as `make check`'s "not slow" does)."""
+    return re.search(rf"\b{SLOW}\b", markexpr) is not None
 
 
 def tier_of(text: str) -> str:
