@@ -173,10 +173,10 @@ class Sim(Section):
     harmful_rate: float = Field(0.1, ge=0, le=1)
     world: int = 0
     habits: int = Field(8, ge=1, le=8)
-    transfer: float = Field(0.6, ge=0, le=1)
     infeasible: float = Field(0.1, ge=0, le=1)
     position_cost: float = Field(0.15, ge=0, le=1)
     length_cost: float = Field(0.02, ge=0, le=1)
+    focus_cost: float = Field(0.05, ge=0, le=1)
     batch_delay_s: float = Field(0.0, ge=0)
     fail_role: str = ""
     fail_match: str = ""

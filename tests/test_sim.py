@@ -379,11 +379,16 @@ async def test_grader_passes_what_is_there_and_fails_what_is_not():
     assert "outputs/report.md" in grading["expectations"][0]["evidence"]
     assert "median_order" in grading["expectations"][1]["evidence"]
     assert grading["summary"] == {"passed": 1, "failed": 2, "total": 3, "pass_rate": 0.3333}
-    # "Totals" names the figures habit; its section is absent, whatever words the answer shares
-    # with the dimension. With the section, the dimension scores 5.
+    # "Totals" names the figures habit; its content is absent, whatever words the answer shares
+    # with the dimension, and a heading alone is no content. With the content, it scores 5.
     assert grading["rubric_scores"]["regional_totals"]["score"] == 1
     assert grading["rubric_summary"]["max_possible"] == 5.0
-    figures = output + "\n## Key figures\nEvery figure is carried over from the inputs as given.\n"
+    heading = output + "\n## Key figures\n"
+    graded = await tool_input(
+        client, forced("grader", "submit_grading", grading_prompt(heading), GRADING_SCHEMA)
+    )
+    assert graded["rubric_scores"]["regional_totals"]["score"] == 1
+    figures = output + "\n## Key figures\nFrom the inputs on sales, as given:\n- North 120\n"
     graded = await tool_input(
         client, forced("grader", "submit_grading", grading_prompt(figures), GRADING_SCHEMA)
     )
@@ -487,19 +492,17 @@ async def test_a_good_proposal_adds_an_instruction_for_the_most_frequent_failure
     client = client_for(Simulator(proposal_quality=1.0))
     proposal = await tool_input(client, forced("proposer", "submit_proposal", proposal_prompt()))
     new = apply_edit(SKILL, proposal["edits"][0])
-    # An instruction a person would write, never the expectation restated.
-    assert "- Give the `median_order` wherever the answer lists its entries.\n" in new
+    # The failing expectation as an author's instruction, from the grading's words alone (the
+    # proposer never sees the world's hidden causes).
+    assert "- List the `median_order` value.\n" in new
     assert "The report lists" not in new and "Make sure" not in new
     assert new.index("median_order") > new.index("## Method")  # after the last bullet
     assert front_matter(new) == front_matter(SKILL) and "median_order" in proposal["summary"]
-    lost = tag("attempt", 'Add: "The report lists the `median_order` value" — lost: no gain')
+    lost = tag("attempt", 'Add: "- List the `median_order` value." — lost: no gain')
     retry = await tool_input(client, forced("proposer", "submit_proposal", proposal_prompt(lost)))
-    # "names the best region" has a hidden cause in this world: the retry asks for that habit.
-    cause = latent.need(latent.World(), "The report names the best region").habit
-    assert cause is not None and f"- {cause.instruction}" in apply_edit(SKILL, retry["edits"][0])
-    assert "median" not in retry["summary"] and "best region" not in apply_edit(
-        SKILL, retry["edits"][0]
-    )
+    # What was tried and lost is not proposed again: the next failure is.
+    assert "- Name the best region.\n" in apply_edit(SKILL, retry["edits"][0])
+    assert "median" not in retry["summary"]
 
 
 async def test_a_harmful_proposal_drops_a_working_instruction_or_contradicts_a_needed_habit():
@@ -726,6 +729,7 @@ async def test_bad_requests_are_refused_like_the_real_service():
 # --- loopback server ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_loopback_server_serves_the_real_sdk_and_streams():
     sim = Simulator(seed=1)
     server, port = serve(sim)

@@ -1,308 +1,216 @@
-"""The simulated world does not reward restating what the judge checks (docs/design.md §15): a checklist
-of expectations gains no more than clear instructions for the behaviours it names, copied values
-gain on their own eval only, general instructions gain on train and sealed evals alike, harmful
-edits cost, and no passed expectation's evidence quotes the skill. Skills are read from folders
-(a copy of the example and a made-up one), as the loop reads them."""
+"""The simulated world cannot be bought (docs/design.md §15, docs/simulator.md): on three skills
+written in other styles than the examples, with evals in plain sentences and clear instructions
+written by hand (tests/fixtures/foreign), irrelevant padding, a line of cue words, a line of
+headings and a verbatim checklist gain nothing over what clear instructions give; the judge
+passes only content that satisfies an expectation; the proposer writes from what it is shown.
+No expected answer here is built through the world's hidden causes."""
 
 from __future__ import annotations
 
 import json
 import random
-import re
-import shutil
 from pathlib import Path
 
 import pytest
-from test_sim import TASK, client_for, forced, run_executor, tool_input
 
-from optimizer.sim import Simulator, latent
-from optimizer.sim.compose import compose_output
+from optimizer.sim import latent
+from optimizer.sim.compose import compose_output, instruction_lines
+from optimizer.sim.expected import expectations, pass_rate
 from optimizer.sim.support import support
-from optimizer.sim.text import bullet_text, bullets, split_front_matter, stems
-from optimizer.tags import tag
+from optimizer.sim.world import Skill, load_chance
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNS = 150  # per eval and skill: a pass rate's sampling sd is about 0.02 over two evals
-NOISE = 0.04
+FOREIGN = ROOT / "tests" / "fixtures" / "foreign"
+RUNS = 100  # per eval: a pass rate over ~20 expectations moves by about 0.01 between seeds
+NOISE = 0.03
 
-INCIDENT_SKILL = """---
-name: incident-update
-description: Writes a short status update about a service incident for the whole company.
----
-# Incident update
-
-- Write the update in markdown at the path the user gives.
-- Keep it to one screen.
-"""
-# Values sit in the input files (not in the prompts), as in a real incident; train and sealed evals
-# check the same kinds of thing with different values.
-INCIDENT_EVALS = {
-    "skill_name": "incident-update",
-    "evals": [
-        {
-            "id": 1,
-            "prompt": "Write a status update on this morning's database outage from the "
-            "notes in inputs/db.md to outputs/update.md.",
-            "files": ["inputs/db.md"],
-            "expectations": [
-                "The update states the 40-minute duration",
-                "The update names the fix",
-                "The update says which customers were affected",
-                "The update ends with next steps and owners",
-            ],
-        },
-        {
-            "id": 2,
-            "prompt": "Write a status update on the login failures from inputs/login.md to "
-            "outputs/update.md.",
-            "files": ["inputs/login.md"],
-            "expectations": [
-                "The update states that 1200 sign-ins failed",
-                "The update explains the root cause",
-                "The update says who was affected",
-                "The update lists the next steps",
-            ],
-        },
-        {
-            "id": 3,
-            "prompt": "Write a status update on the stalled payment queue from "
-            "inputs/queue.md to outputs/update.md.",
-            "files": ["inputs/queue.md"],
-            "expectations": [
-                "The update states the 3-hour delay",
-                "The update names the fix",
-                "The update says which customers were affected",
-                "The update ends with next steps and owners",
-            ],
-        },
-        {
-            "id": 4,
-            "prompt": "Write a status update on the broken search index from "
-            "inputs/search.md to outputs/update.md.",
-            "files": ["inputs/search.md"],
-            "expectations": [
-                "The update gives the 15% error rate",
-                "The update explains the root cause",
-                "The update says who was affected",
-                "The update lists the next steps",
-            ],
-        },
-    ],
-}
-TRAIN, SEALED = (1, 2), (3, 4)
+GARDEN = [
+    "Water the tomatoes early in the morning so the leaves dry before noon.",
+    "Mulch keeps the soil cool and holds moisture through the dry weeks of summer.",
+    "Prune the roses back to an outward facing bud in late winter.",
+    "Sow beans directly into warm soil after the last frost has passed.",
+    "Slugs come out after rain, so check the lettuce beds in the evening.",
+    "Stake the dahlias before they grow tall enough to fall over in the wind.",
+    "Rainwater from the shed roof fills the barrel by the greenhouse door.",
+]
 
 
-def made_up_skill(tmp_path: Path) -> Path:
-    folder = tmp_path / "incident-update"
-    (folder / "evals").mkdir(parents=True)
-    (folder / "SKILL.md").write_text(INCIDENT_SKILL)
-    (folder / "evals" / "evals.json").write_text(json.dumps(INCIDENT_EVALS))
-    return folder
+def foreign() -> list[tuple[str, str, list[str], list[dict]]]:
+    found = []
+    for folder in sorted(p for p in FOREIGN.iterdir() if p.is_dir()):
+        clear = (folder / "clear.md").read_text().strip().splitlines()
+        evals = json.loads((folder / "evals" / "evals.json").read_text())["evals"]
+        found.append((folder.name, (folder / "SKILL.md").read_text(), clear, evals))
+    return found
 
 
-def example_skill(tmp_path: Path) -> Path:
-    return Path(shutil.copytree(ROOT / "examples" / "csv-report", tmp_path / "csv-report"))
+SKILLS = foreign()
+IDS = [name for name, *_ in SKILLS]
 
 
-def load(folder: Path) -> tuple[str, list[dict]]:
-    return (
-        (folder / "SKILL.md").read_text(),
-        json.loads((folder / "evals" / "evals.json").read_text())["evals"],
-    )
+def add(skill: str, lines: list[str]) -> str:
+    return skill.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
 
 
-def rate(skill: str, evals: list[dict], world: latent.World | None = None) -> float:
-    """The judged pass rate of a skill over evals, run and judged by the world's own rules."""
-    world = world or latent.World()
-    lines = bullets(split_front_matter(skill)[1])
-    passed = total = 0
-    for ev in evals:
-        for k in range(RUNS):
-            output = compose_output(ev["prompt"], lines, random.Random(k), world)
-            files = [{"path": "outputs/answer.md", "content": output}]
-            for text in ev["expectations"]:
-                passed += support(text, files, ev["prompt"], world).passed
-                total += 1
-    return passed / total
+def garden(n: int) -> list[str]:
+    return [GARDEN[k % len(GARDEN)].replace(".", f" (row {k})." if k else ".") for k in range(n)]
 
 
-def with_lines(skill: str, lines: list[str], heading: str = "") -> str:
-    return (
-        skill.rstrip("\n")
-        + "\n"
-        + (f"\n## {heading}\n\n" if heading else "")
-        + "\n".join(lines)
-        + "\n"
-    )
-
-
-def checklist(skill: str, evals: list[dict]) -> str:
-    """The restating edit of the issue: one "Make sure that" line per expectation, at the end."""
-    lines = [f"- Make sure that {e[0].lower()}{e[1:]}" for ev in evals for e in ev["expectations"]]
-    return with_lines(skill, lines, "Checklist")
-
-
-def clear_equivalent(skill: str, checklist_skill: str, world: latent.World) -> str:
-    """The same behaviours the checklist names, asked for clearly and early: each habit it reaches
-    by its instruction, each item it names by a plain line, and nothing else."""
-    body = split_front_matter(checklist_skill)[1]
-    added = bullets(body)[len(bullets(split_front_matter(skill)[1])) :]
-    habits: dict[str, str] = {}
-    items: list[str] = []
-    for line in added:
-        ask = latent.read_instruction(world, bullet_text(line))
-        habits.update({h.key: h.instruction for h, _ in ask.habits})
-        items += [i for i in ask.items if i not in items]
-    lines = [f"- {text}" for text in habits.values()]
-    lines += [f"- Give {', '.join(f'`{i}`' for i in items)} in the answer."] if items else []
-    front, rest = split_front_matter(skill)
-    first = rest.index("\n- ")  # before the skill's own instructions: early, as a careful author
-    return f"---\n{front}\n---" + rest[:first] + "\n" + "\n".join(lines) + rest[first:]
-
-
-def split(evals: list[dict], ids: tuple[int, ...]) -> list[dict]:
-    return [e for e in evals if e["id"] in ids]
-
-
-@pytest.mark.parametrize("make", [made_up_skill, example_skill])
-def test_a_restating_checklist_gains_nothing_beyond_the_behaviours_it_names(tmp_path, make):
-    skill, evals = load(make(tmp_path))
-    world = latent.World()
-    train = split(evals, TRAIN) if make is made_up_skill else evals[:4]
-    sealed = split(evals, SEALED) if make is made_up_skill else evals[4:]
-    restated = checklist(skill, train)
-    clear = clear_equivalent(skill, restated, world)
-    for evs in (train, sealed):
-        # Restating is at best as good as asking clearly for what it names; never better.
-        assert rate(restated, evs, world) <= rate(clear, evs, world) + NOISE
-    assert (
-        rate(restated, train, world)
-        <= latent.ceiling([(e["id"], e["expectations"]) for e in train], world).mean + NOISE
-    )
-
-
-def test_a_checklist_of_what_no_behaviour_causes_gains_nothing(tmp_path):
-    # No hidden causes in this world: an expectation without cue words is the task's alone, and a
-    # chart property on a markdown answer is one of them.
-    world = latent.World(transfer=0.0)
-    bound = [
-        "The update thanks the on-call team",
-        "The update mentions the status page link",
-        "The chart is accessible to colour-blind readers",
+@pytest.mark.slow
+@pytest.mark.parametrize("name,skill,clear,evals", SKILLS, ids=IDS)
+def test_irrelevant_padding_never_raises_the_score_however_long_and_however_laid_out(
+    name, skill, clear, evals
+):
+    v0 = pass_rate(skill, evals, runs=RUNS)
+    for n in (20, 60, 166):
+        assert pass_rate(add(skill, [f"- {s}" for s in garden(n)]), evals, runs=RUNS) <= v0 + NOISE
+        assert pass_rate(add(skill, [" ".join(garden(n))]), evals, runs=RUNS) <= v0 + NOISE
+    # Attention has no floor: more padding always costs clear instructions more.
+    helped = add(skill, clear)
+    costs = [
+        pass_rate(add(helped, [f"- {s}" for s in garden(n)]), evals, runs=RUNS)
+        for n in (0, 40, 160)
     ]
-    assert all(
-        latent.need(world, e).habit is None and not latent.need(world, e).items for e in bound
+    assert costs[0] > costs[1] > costs[2]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,skill,clear,evals", SKILLS, ids=IDS)
+def test_cue_words_headings_and_checklists_buy_nothing_clear_instructions_do_not(
+    name, skill, clear, evals
+):
+    v0 = pass_rate(skill, evals, runs=RUNS)
+    clearly = pass_rate(add(skill, clear), evals, runs=RUNS)
+    assert clearly >= v0 + 0.15  # clear instructions help where a skill can help
+    cues = (
+        "summary outcome findings risks gaps caveats next steps owners cause fix impact "
+        "customers affected structure sections order plain jargon figures values exact"
     )
-    evals = [{**e, "expectations": bound} for e in INCIDENT_EVALS["evals"]]
-    skill = (made_up_skill(tmp_path) / "SKILL.md").read_text()
-    base, restated = rate(skill, evals, world), rate(checklist(skill, evals[:1]), evals, world)
-    assert abs(restated - base) <= 0.02 and base > 0  # met sometimes, by the task alone
-
-
-def test_copied_values_gain_on_train_only_and_a_general_instruction_on_both(tmp_path):
-    skill, evals = load(made_up_skill(tmp_path))
-    train, sealed = split(evals, TRAIN), split(evals, SEALED)
-    copied = with_lines(skill, ["- State 40 and 1200 in the answer."])  # the proposer's copy
-    general = with_lines(
-        skill,
-        [
-            f"- {h.instruction}"
-            for h in latent.HABITS
-            if h.key in ("figures", "causes", "impact", "actions")
-        ],
+    headings = (
+        "`## Summary` `## Notes` `## Next steps` `## Cause and fix` `## Impact` `## Sections`"
     )
-    base = {n: rate(skill, evs) for n, evs in (("train", train), ("sealed", sealed))}
-    gains = {
-        name: {n: rate(s, evs) - base[n] for n, evs in (("train", train), ("sealed", sealed))}
-        for name, s in (("copied", copied), ("general", general))
-    }
-    # One value expectation of four per eval: a copy that is followed gains about 0.2 there.
-    assert gains["copied"]["train"] >= 0.12 and abs(gains["copied"]["sealed"]) <= 0.02
-    assert gains["general"]["train"] >= 0.3 and gains["general"]["sealed"] >= 0.3
+    checklist = [f"- Make sure that: {t}" for ev in evals for t in expectations(ev)]
+    for gamed in ([f"- {cues}"], [f"- {headings}"], [cues], checklist):
+        assert pass_rate(add(skill, gamed), evals, runs=RUNS) <= clearly + NOISE
 
 
-def test_harmful_edits_cost_and_the_best_skill_reaches_the_ceiling(tmp_path):
-    skill, evals = load(made_up_skill(tmp_path))
-    needed = [h for h in latent.HABITS if h.key in ("figures", "causes", "impact", "actions")]
-    best = with_lines(skill, [f"- {h.instruction}" for h in needed])
-    harmed = with_lines(best, [f"- {needed[1].against}"])
-    padded = with_lines(
-        best, [f"- Check the spelling of word {n} before you save." for n in range(20)]
-    )
-    limit = latent.ceiling([(e["id"], e["expectations"]) for e in evals]).mean
-    assert rate(skill, evals) < rate(best, evals) <= limit + 0.02
-    assert rate(best, evals) >= limit - 0.05  # four clear lines in a short skill: near the limit
-    assert rate(harmed, evals) <= rate(best, evals) - 0.1
-    assert rate(padded, evals) <= rate(best, evals) - 0.1  # a long skill costs attention
-    # A world where more expectations are beyond reach has a lower ceiling.
-    harder = latent.ceiling(
-        [(e["id"], e["expectations"]) for e in evals], latent.World(infeasible=0.9)
-    ).mean
-    assert harder < limit
-
-
-def test_every_habit_is_named_and_negated_clearly_by_its_own_sentences():
+def test_instructions_meet_expectations_by_meaning_not_by_their_words():
     world = latent.World()
-    for habit in latent.HABITS:
-        asks = [latent.read_instruction(world, c) for c in latent.clauses(habit.instruction)]
-        assert (habit, 1.0) in [pair for a in asks if not a.negative for pair in a.habits]
-        against = [latent.read_instruction(world, c) for c in latent.clauses(habit.against)]
-        assert (habit, 1.0) in [pair for a in against if a.negative for pair in a.habits]
-        assert not stems(habit.text) & habit.cues  # a section never restates its instruction
+    task = "Write this week's update for the payments team to outputs/update.md."
+    expectation = "It says which customers were affected by the checkout errors"
+    asked = {
+        "verbatim": "- Make sure that it says which customers were affected by the checkout errors.",
+        "paraphrase": "- Tell readers which clients were hit, and how.",
+    }
+    rates = {}
+    for kind, line in asked.items():
+        met = 0
+        for k in range(300):
+            output = compose_output(task, [line], random.Random(k), world)
+            met += support(expectation, [{"path": "u.md", "content": output}], task, world).passed
+        rates[kind] = met / 300
+    assert abs(rates["verbatim"] - rates["paraphrase"]) <= 0.08, rates
 
 
-def _restates(quote: str, skill: str) -> bool:
-    """A quoted passage that holds a line of the skill, or most of one line's content words."""
-    for line in bullets(split_front_matter(skill)[1]):
-        text, words = bullet_text(line), stems(bullet_text(line))
-        if len(text) >= 12 and text in quote:
-            return True
-        if len(words) >= 3 and len(words & stems(quote)) / len(words) >= 0.6:
-            return True
-    return False
+# --- the judge checks content -------------------------------------------------------------------
+
+REPORT = """# Incident INC-4411
+
+The checkout service failed for 40 minutes on Tuesday.
+
+- Payments in the EU region were declined.
+- Card refunds were delayed.
+- The on-call team restored service at 10:40.
+
+Brand colour used for the banner: #D97757.
+"""
+LONG = REPORT + "\n" + " ".join(["More detail follows about the timeline."] * 40) + "\n"
+PROBES = [
+    # (expectation, output, passes): a table a person can read, written by hand.
+    ("Mentions ticket INC-4411", REPORT, True),
+    ("Mentions ticket INC-4412", REPORT, False),
+    ("States that 1200 sign-ins failed", REPORT, False),
+    ("Gives the 40 minutes the outage lasted", REPORT, True),
+    ("Uses the brand colour #d97757", REPORT, True),
+    ("Uses the brand colour #141413", REPORT, False),
+    ("Uses exactly 3 bullet points", REPORT, True),
+    ("Uses exactly 5 bullet points", REPORT, False),
+    ("Has at most 4 bullet points", REPORT, True),
+    ("Is under 200 words", REPORT, True),
+    ("Is under 200 words", LONG, False),
+    ("Is at most 20 words", REPORT, False),
+    ("Does not speculate about the root cause", REPORT, True),
+    (
+        "Does not speculate about the root cause",
+        REPORT + "\nThe root cause was probably a bad deploy.\n",
+        False,
+    ),
+    ("Does not mention ticket INC-4411", REPORT, False),
+    ("Never names a customer", REPORT, True),
+    ("The update says refunds were delayed", REPORT, True),
+    ("The update says which customers were affected", "# Update\n\n## Impact\n", False),
+    ("The update has a `## Impact` section", "# Update\n\n## Impact\n", False),
+    (
+        "The update has a `## Impact` section",
+        "# Update\n\n## Impact\nEU card payments failed.\n",
+        True,
+    ),
+]
 
 
-async def test_no_passed_expectation_quotes_the_skill_over_a_hundred_graded_runs(tmp_path):
-    """Through the SDK, the executor and the grader roles: the checklist skill (the worst case)
-    with the made-up evals' expectations, 112 graded runs (the task is the one the listed skill
-    is called for)."""
-    skill, evals = load(made_up_skill(tmp_path))
-    restated = checklist(skill, evals).replace("name: incident-update", "name: csv-report")
-    client = client_for(Simulator(seed=4, judge_noise=0.1))
-    graded = passes = 0
-    for ev in evals:
-        for sample in range(28):
-            output = await run_executor(client, restated, sample)
-            prompt = "\n".join(
-                [
-                    tag("task", TASK),
-                    tag(
-                        "expectations", "\n".join(tag("expectation", e) for e in ev["expectations"])
-                    ),
-                    tag("outputs", tag("file", output, path="outputs/report.md")),
-                ]
-            )
-            grading = await tool_input(
-                client, forced("grader", "submit_grading", prompt, sample=sample)
-            )
-            graded += 1
-            for result in grading["expectations"]:
-                if result["passed"]:
-                    passes += 1
-                    quotes = re.findall(r'"([^"]+)"', result["evidence"])
-                    assert quotes and all(q in output for q in quotes), result
-                    assert not any(_restates(q, restated) for q in quotes), result
-    assert graded >= 100 and passes >= 50
+@pytest.mark.parametrize("expectation,output,passes", PROBES)
+def test_the_judge_passes_only_what_the_output_satisfies(expectation, output, passes):
+    task = "Write an update on the checkout outage to outputs/update.md."
+    found = support(expectation, [{"path": "outputs/update.md", "content": output}], task)
+    assert found.passed is passes, found.evidence
+
+
+def test_a_count_the_skill_sets_is_kept_and_extra_sections_cost_focus():
+    world = latent.World()
+    task = "Write the weekly update for the search team to outputs/update.md."
+    short = ["- Keep the update under 60 words."]
+    for k in range(20):
+        output = compose_output(task, short, random.Random(k), world)
+        assert support("Is under 60 words", [{"path": "u", "content": output}], task, world).passed
+    assert latent.focus(world, 8) < latent.focus(world, 4) < latent.focus(world, 3) == 1.0
+
+
+def test_prose_is_read_as_instructions_and_headings_and_code_are_not():
+    body = "Intro line one. Second sentence here.\n\n## Steps\n\n- Do a thing.\n\n```\nx = 1\n```\n"
+    assert instruction_lines(body) == ["Intro line one.", "Second sentence here.", "- Do a thing."]
+
+
+def test_a_skill_is_loaded_by_what_its_description_means():
+    skill = Skill("team-updates", "Writes internal communications such as weekly progress updates.")
+    assert load_chance("Write the payments team's weekly update from the notes.", skill) >= 0.9
+    assert load_chance("Draft this week's progress update for the data team.", skill) >= 0.9
+    assert load_chance("Plot a histogram of the rainfall data in data.csv.", skill) <= 0.1
 
 
 def test_the_simulator_states_its_worlds_ceiling_for_any_evals():
-    evals = [(str(e["id"]), e["expectations"]) for e in INCIDENT_EVALS["evals"]]
-    default, other = Simulator().ceiling(evals), Simulator(world=2).ceiling(evals)
-    assert default == latent.ceiling(evals) and other == latent.ceiling(
-        evals, latent.World(world=2)
+    name, skill, clear, evals = SKILLS[0]
+    listed = [(str(e["id"]), expectations(e), e["prompt"]) for e in evals]
+    default = latent.ceiling(listed)
+    assert 0 < default.mean < 1 and set(default.per_eval) == {str(e["id"]) for e in evals}
+    # Where habits cause expectations, the world's capabilities set the ceiling.
+    habitual = [
+        ("1", ["The update explains the root cause", "Ends with the next steps and owners"])
+    ]
+    assert latent.ceiling(habitual).mean != latent.ceiling(habitual, latent.World(world=2)).mean
+    # The clear instructions stay at or below the best possible skill.
+    assert pass_rate(add(skill, clear), evals, runs=RUNS) <= default.mean + NOISE
+
+
+def test_the_proposer_writes_from_the_failures_words_never_from_their_hidden_cause():
+    from optimizer.sim.proposer import _fix
+
+    world = latent.World()
+    failure = "The update says which customers were affected by the outage"
+    fix = _fix(failure, set(), world)
+    assert fix == "- Say which customers were affected by the outage."
+    assert all(h.instruction not in fix for h in latent.HABITS)
+    # One eval's value is left out; a value several evals fail on is a convention and stays.
+    assert _fix("The update states that 1200 sign-ins failed", set(), world) == (
+        "- State that sign-ins failed."
     )
-    assert (
-        0 < default.mean < 1
-        and default.mean != other.mean
-        and set(default.per_eval) == {"1", "2", "3", "4"}
-    )
+    assert "#d97757" in (_fix("Headings are coloured #d97757", {"#d97757"}, world) or "")

@@ -6,28 +6,60 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from optimizer.sim import inputs
 from optimizer.sim.latent import (
     HABITS,
+    SPECIFIC_CAP,
+    TASK_FOLLOW,
     Habit,
     World,
     attention,
     base_rate,
     capability,
     clauses,
+    focus,
     habits,
     read_instruction,
 )
+from optimizer.sim.meaning import Count, concept, counts, identifiers, measure, plain_words
 from optimizer.sim.text import bullet_text, facts, snippets, strip_snippets, words
 
-INTRO = "This answer covers"  # the line a task-bound expectation is judged on
+INTRO = "This answer covers"  # the line a specific expectation met untold is judged on
+DONE = "as the task needs"  # ends a line that does what an instruction asked in its own words
 
 
 @dataclass
 class Plan:
     on: list[Habit]
     items: list[str]
+    done: list[str] = field(default_factory=list)  # lines doing what specific instructions ask
+    counts: list[Count] = field(default_factory=list)
+
+
+def instruction_lines(body: str) -> list[str]:
+    """What the agent reads as instructions: every bullet, and every sentence of prose, outside
+    code fences, headings and tables. Prose is read as much as bullets: an instruction costs
+    attention however it is laid out."""
+    found: list[str] = []
+    fenced, paragraph = False, list[str]()
+    for line in body.split("\n") + [""]:
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fenced = not fenced
+            continue
+        is_bullet = re.match(r"\s*(?:[-*]|\d+\.)\s+\S", line) is not None
+        if fenced or not stripped or stripped.startswith(("#", "|", "<", "---")) or is_bullet:
+            if paragraph:
+                text = " ".join(paragraph)
+                found += [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z`])", text) if s.strip()]
+                paragraph = []
+            if is_bullet and not fenced:
+                found.append(line)
+            continue
+        paragraph.append(stripped)
+    return found
 
 
 def subject(task: str) -> str:
@@ -36,58 +68,121 @@ def subject(task: str) -> str:
     return " ".join(found) or "the request"
 
 
-def plan(instructions: list[str], rng: random.Random, world: World) -> Plan:
+def plan(
+    instructions: list[str], rng: random.Random, world: World, task: str = ""
+) -> Plan:  # fmt: skip
     """Which behaviours this run switches on: each instruction is followed with its attention
     times its clarity; a negation that fires turns its behaviours off; any habit is also done
-    untold at its base rate; a habit that is on comes out right at its capability."""
+    untold at its base rate; a habit that is on comes out right at its capability, less what the
+    other sections take of the agent's focus."""
     wanted: dict[str, bool] = {}
     banned: set[str] = set()
     items: list[str] = []
     dropped: set[str] = set()
+    done: list[str] = []
+    asked: list[Count] = []
     for i, line in enumerate(instructions):
         fired = rng.random() < attention(world, i, len(instructions))
-        for ask in (read_instruction(world, c) for c in clauses(bullet_text(line))):
+        for clause in clauses(bullet_text(line)):
+            ask = read_instruction(world, clause)
             for habit, clarity in ask.habits:
                 hit = rng.random() < clarity
                 if ask.negative and fired and hit:
                     banned.add(habit.key)
                 elif not ask.negative:
                     wanted[habit.key] = wanted.get(habit.key, False) or (fired and hit)
-            if fired:
-                (dropped.update if ask.negative else items.extend)(ask.items)
-    on = []
+            if not fired:
+                continue
+            (dropped.update if ask.negative else items.extend)(ask.items)
+            if not ask.negative:
+                asked += ask.counts
+            if ask.specific and not ask.negative and rng.random() < SPECIFIC_CAP:
+                done.append(_realize(clause, ask.specific))
+    asked += [c for c in counts(task) if rng.random() < TASK_FOLLOW]
+    told = []
     for habit in habits(world):
         # A skipped instruction leaves the agent where it was: it still does the habit untold at
         # its base rate, so naming a habit vaguely never makes it rarer.
         untold = rng.random() < base_rate(world, habit)
-        told = wanted.get(habit.key, False) or untold
-        right = rng.random() < capability(world, habit)
-        if told and right and habit.key not in banned:
-            on.append(habit)
+        if (wanted.get(habit.key, False) or untold) and habit.key not in banned:
+            told.append(habit)
+    headed = sum(bool(re.match(r"#+\s", i)) for i in dict.fromkeys(items) if i not in dropped)
+    keep = focus(world, len(told) + headed)
+    on = [h for h in told if rng.random() < capability(world, h) * keep]
     kept = [i for i in dict.fromkeys(items) if i not in dropped]
-    return Plan(on, kept)
+    return Plan(on, kept, list(dict.fromkeys(done)), asked)
 
 
-def compose_output(task: str, instructions: list[str], rng: random.Random, world: World) -> str:
-    """The answer file: a title, a line on what it covers, the items it was told to give, and
-    one section per habit that is on. The task's own values come with the figures habit."""
+def _realize(clause: str, specific: frozenset[str]) -> str:
+    """A line that does what the clause asked: the words that carry its concepts, as an answer
+    states them (the concepts of the habits it names go to their sections instead)."""
+    said: dict[str, str] = {}
+    for word in plain_words(clause):
+        said.setdefault(concept(word), word)
+    return f"- {', '.join(w for c, w in said.items() if c in specific).capitalize()}: {DONE}."
+
+
+def compose_output(
+    task: str, instructions: list[str], rng: random.Random, world: World, read: str = ""
+) -> str:
+    """The answer file: a title, a line on what it covers, the items it was told to give, the
+    lines that do what specific instructions asked, and one section per habit that is on. The
+    figures habit carries the values of the task and of the inputs the agent `read`; a label is
+    given what the inputs show for it. Counts the skill or the task set are kept."""
     chosen = [w for w in words(task) if rng.random() < 0.5]
-    done = plan(instructions, rng, world)
+    done = plan(instructions, rng, world, task)
     topic = subject(task)
     title = " ".join(task.replace("`", "").split()[:6]) or "Answer"
-    lines = [f"# {title}", "", f"{INTRO} {', '.join(chosen) or 'the request'}.", ""]
-    for item in done.items:
-        lines += _item(item, topic)
+    head = [f"# {title}", "", f"{INTRO} {', '.join(chosen) or 'the request'}.", ""]
+    body: list[list[str]] = [_item(item, topic, read) for item in done.items]
+    body += [[line] for line in done.done]
     for habit in done.on:
         text = habit.text.format(topic=topic)
-        lines += ["", habit.heading, text[:1].upper() + text[1:]]
+        block = ["", habit.heading, text[:1].upper() + text[1:] + " " + habit.more]
         if habit is HABITS[0]:
-            values = snippets(task) + facts(strip_snippets(task))
-            lines += [f"- {v}" for v in values]
+            values = snippets(task) + identifiers(task) + facts(strip_snippets(task))
+            values += inputs.values(read)
+            block += [f"- {v}" for v in dict.fromkeys(values)]
+        body.append(block)
+    return _keep_counts(head, body, done.counts, topic)
+
+
+def _keep_counts(head: list[str], body: list[list[str]], asked: list[Count], topic: str) -> str:
+    """The answer as written, then cut to the tightest word limit asked (second sentences first,
+    then whole blocks from the end) and given the number of bullets asked."""
+    text = "\n".join(head + [ln for block in body for ln in block]) + "\n"
+    limits = [c.limit for c in asked if c.unit == "words" and c.op in ("<=", "<", "==")]
+    if limits and measure(text, "words") > min(limits):
+        body = [[_first_sentence(ln) for ln in block] for block in body]
+        while body and measure("\n".join(head + sum(body, [])), "words") > min(limits):
+            body.pop()
+        text = "\n".join(head + sum(body, [])) + "\n"
+    wanted = [c for c in asked if c.unit == "bullets"]
+    if wanted:
+        text = _bullets(text, wanted[0], topic)
+    return text
+
+
+def _first_sentence(line: str) -> str:
+    return re.split(r"(?<=[.!?])\s+", line, maxsplit=1)[0]
+
+
+def _bullets(text: str, want: Count, topic: str) -> str:
+    """Exactly, at most or at least the bullets asked: extra bullets become plain lines, missing
+    ones are points on the task's subject."""
+    lines = text.rstrip("\n").split("\n")
+    marks = [i for i, ln in enumerate(lines) if re.match(r"\s*(?:[-*]|\d+\.)\s+", ln)]
+    have, target = len(marks), want.limit if want.op in ("<=", "<") else want.n
+    if want.op in ("<=", "<", "==") and have > target:
+        for i in marks[target:]:
+            lines[i] = re.sub(r"^\s*(?:[-*]|\d+\.)\s+", "", lines[i])
+    if want.op in (">=", ">", "==") and have < (want.n + (want.op == ">")):
+        missing = want.n + (want.op == ">") - have
+        lines += [f"- On {topic}, point {k + 1} of the {want.n} asked." for k in range(missing)]
     return "\n".join(lines) + "\n"
 
 
-def _item(item: str, topic: str) -> list[str]:
+def _item(item: str, topic: str, read: str = "") -> list[str]:
     """A named token rendered as content: a heading with its paragraph, a table with its rule, a
     label with its value, or a value on its own line."""
     if re.match(r"#+\s", item):
@@ -96,5 +191,5 @@ def _item(item: str, topic: str) -> list[str]:
         cells = item.count("|") - 1
         return ["", item, "|" + "---|" * max(1, cells)]
     if item.endswith(":"):
-        return [f"{item} taken from the inputs"]
+        return [f"{item} {inputs.label_value(item, read)}"]
     return [f"- {item}, as found for {topic}"]

@@ -9,8 +9,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from optimizer.sim.latent import World, habits, topic_of
+from optimizer.sim.meaning import counts, items_of
 from optimizer.sim.support import section, support
-from optimizer.sim.text import all_stems, snippets, stems, strip_snippets
+from optimizer.sim.text import all_stems, facts, snippets, stems, strip_snippets
 from optimizer.tags import parse_tags
 
 Section = Callable[[str], "str | None"]
@@ -215,8 +216,10 @@ def _claims(files: list[dict], out_chars: int) -> list[dict]:
 def _eval_feedback(results: list[dict], out_chars: int) -> dict:
     suggestions = []
     for r in results:
+        # A count, a value or an item makes an expectation precise however few its words.
+        precise = counts(r["text"]) or items_of(r["text"]) or facts(strip_snippets(r["text"]))
         n_words = len(stems(strip_snippets(r["text"]))) + len(snippets(r["text"]))
-        if n_words <= 2:
+        if n_words <= 2 and not precise:
             suggestions.append(
                 {
                     "assertion": r["text"],

@@ -1,144 +1,157 @@
 """The hidden causes of the simulated world. An output carries the content that latent behaviours
-produce (a section, a value, a formatted item), never a skill's sentences; an instruction switches a
-behaviour on with a probability set by how clearly and how early it names it. The executor and
-the judge see different texts (a skill and a task; an expectation and an output), so every latent
-property is a stable hash of (world, text): both sides agree without sharing any state.
+produce (a section's text, an item, a value, a line that does what an instruction asked), never a
+skill's sentences; an instruction switches a behaviour on with a probability set by how clearly
+and how early it asks for it, and by how much else the skill asks. The executor and the judge see
+different texts, so every latent property is a stable hash of (world, text) and every match is by
+meaning (sim/meaning.py): both sides agree without sharing any state.
 
 Three kinds of cause behind an expectation:
-- a habit: a general way of working (carry the figures, end with a summary, ...) that produces
-  one headed section. It causes many expectations, in train and sealed evals alike;
-- an item: a format token or value named in backticks or as a number or quoted string; it is
-  written as named, so a value copied from one eval's expectation helps that eval only;
-- the task alone: a word-only expectation no habit causes is met at a fixed rate of its own,
-  whatever the skill says (no instruction reaches it, so restating it gains nothing).
+- a habit: a general way of working (carry the figures, end with a summary, ...) whose content
+  is a paragraph of its own. It causes many expectations, in train and sealed evals alike;
+- an item or a count: a token (a heading, a column, a colour, an id, a value) written as named,
+  or a number of words or bullets kept to; the judge checks the output for it;
+- a specific behaviour: the rest. The agent does it untold at a rate of the task's, and does it
+  when an instruction asks for it by meaning; the judge finds a line that does it.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from optimizer.sim.text import facts, snippets, stems, strip_facts, strip_snippets
+from optimizer.sim.meaning import (
+    Count,
+    concept,
+    concepts,
+    counts,
+    items_of,
+    negated,
+    plain_words,
+    strip_counts,
+)
+from optimizer.sim.text import facts, strip_snippets
 
 FOLLOW_MAX = 0.97  # a clear, early instruction in a short skill is still sometimes missed
-HIDDEN_CLARITY = 0.5  # an instruction that names a behaviour by its symptom, not its cause
-CLEAR_CUES = 2  # cue words an instruction needs to name a habit with full clarity
 SHORT_SKILL = 12  # instruction lines a skill may have before each further one costs attention
-MIN_ATTENTION = 0.35
-NEGATION = re.compile(
+FULL_SHARE = 2  # behaviours one clause asks for at full strength; more share its attention
+FOCUS_FREE = 3  # sections an answer holds before each further one costs all of them
+COVER = 0.5  # share of an expectation's concepts a line must carry to do what it asks
+SPECIFIC_CAP = 0.9  # how often a followed specific instruction comes out as asked
+TASK_FOLLOW = 0.9  # how often the agent keeps to a count the task itself states
+REALIZED = 6  # concepts of one clause the agent acts on: a stuffed line is not read to its end
+# Words that say where content goes, not what it is: alone they make no expectation a habit's.
+LAYOUT_CUES = frozenset({"heading", "section", "figure", "date"})
+INSTRUCTION_NEGATION = re.compile(
     r"\b(skip|omit|never|avoid|do not|don't|leave out|no need to|without)\b", re.I
 )
 
 
-# Three-letter words carry meaning too ("fix", "gap", "why"); these few carry none.
-SHORT_STOP = frozenset(
-    "the and for are was has its not but all any can one two out per via own new use get let may "
-    "yet too off had did his her she him our you who how had got see put set way".split()
-)
-
-
+@functools.lru_cache(maxsize=65536)
 def topic_of(text: str) -> frozenset[str]:
-    """The content stems of a sentence, without its snippets and values."""
-    plain = strip_facts(strip_snippets(text)).lower()
-    short = {t for t in re.findall(r"[a-z]+", plain) if len(t) == 3 and t not in SHORT_STOP}
-    return frozenset(stems(plain) | short)
+    """The concepts of a sentence (sim/meaning.py), without its snippets, values and counts."""
+    return concepts(strip_counts(text))
 
 
 @dataclass(frozen=True)
 class Habit:
     key: str
-    heading: str  # the section the habit produces
-    cues: frozenset[str]  # stems that name it
+    heading: str  # the heading its section goes under
+    cues: frozenset[str]  # concepts that name it
     instruction: str  # how a person asks for it
     against: str  # how a careless author turns it off
-    text: str  # the sentence the section holds; {topic} is the task's subject
+    text: str  # the sentence that is its content; {topic} is the task's subject
+    more: str  # a second sentence: a section has the length of real content
 
 
-def _habit(key: str, heading: str, cues: str, instruction: str, against: str, text: str) -> Habit:
-    return Habit(key, heading, topic_of(cues), instruction, against, text)
+def _habit(
+    key: str, heading: str, cues: str, instruction: str, against: str, text: str, more: str
+) -> Habit:
+    return Habit(key, heading, concepts(cues), instruction, against, text, more)
 
 
-# Each instruction names its habit by two cue words or more (clarity 1), each `against` line
-# negates it as clearly; a section's sentence shares no cue word with either, so an answer never
-# reads like the skill that asked for it.
+# Each instruction names its habit by two cue concepts or more, each `against` line negates it as
+# clearly; a section's sentences share no concept with either, so an answer never reads like the
+# skill that asked for it.
 HABITS = (
     _habit(
         "figures",
         "## Key figures",
-        "figure figures number numbers value values amount total count duration metric "
-        "statistic date dates exact accurate accuracy",
+        "figure number value total count metric statistic date exact accurate accuracy",
         "Carry every figure, date and name from the inputs into the answer exactly as given, "
         "and check each one against its source.",
         "Do not copy exact figures or dates; round them freely.",
         "From the inputs on {topic}, as given:",
+        "Each entry below is copied from its source line.",
     ),
     _habit(
         "summary",
         "## Summary",
-        "summary summarise summarize outcome overview headline conclusion takeaway "
-        "finding findings gist",
+        "summary outcome conclusion takeaway finding findings",
         "End with a `## Summary` that gives the outcome and the main findings in two or three "
         "sentences.",
         "Skip the summary and the overview; the details speak for themselves.",
         "In short: {topic} stands as described above.",
+        "The rest of this page holds the detail behind that.",
     ),
     _habit(
         "risks",
         "## Notes",
-        "risk risks caveat caveats limitation gap gaps missing anomaly anomalies odd "
-        "unusual uncertain assumption quality incomplete",
+        "risk missing odd unusual uncertain assumption quality incomplete",
         "Point out gaps, odd values and open questions in the inputs under a `## Notes` heading.",
         "Leave out gaps, missing values and caveats; they undermine the reader's confidence.",
         "Where the inputs on {topic} are thin or look wrong, and where to check them.",
+        "Treat those parts with care until someone has looked again.",
     ),
     _habit(
         "actions",
         "## Next steps",
-        "next step steps action actions owner deadline plan plans follow recommend "
-        "recommendation todo",
+        "next owner plan plans recommend recommendation",
         "Close with the next steps, each with an owner and a date.",
         "Do not suggest next steps or owners; the reader decides those.",
         "Who does what on {topic}, and by when.",
+        "Each of those is tracked until it is closed.",
     ),
     _habit(
         "causes",
         "## Cause and fix",
-        "cause causes root fix fixes remedy reason why mitigation resolution resolve "
-        "solution problem problems",
+        "cause fix problem problems",
         "Name the cause and the fix, with the evidence for each.",
         "Avoid speculating about causes or fixes.",
         "What went wrong with {topic}, what was changed, and how we know.",
+        "The log lines that show it are quoted where they help.",
     ),
     _habit(
         "impact",
         "## Impact",
-        "impact affect affected customer customers user users stakeholder stakeholders "
-        "consequence consequences audience",
+        "affect customer stakeholder stakeholders consequence consequences audience",
         "Say which users or customers are affected and how, in the reader's own terms.",
         "Never dwell on which users or customers were affected.",
         "Who {topic} touches, and what they see of it.",
+        "Those outside that group see nothing different.",
     ),
     _habit(
         "structure",
         "## Sections",
-        "section sections heading headings structure layout order part parts organise "
-        "organize template",
+        "section heading structure layout order organise organize template",
         "Give each part of the request its own headed section, in the order the request "
         "asks for them.",
         "Write one continuous piece without headings or sections.",
         "Each point of {topic} under its own title, as asked.",
+        "They follow the order in which the request raised them.",
     ),
     _habit(
         "tone",
         "## Plain words",
-        "tone plain jargon concise clear brief friendly professional voice polite readable "
-        "readability skim",
+        "tone plain jargon clear short friendly professional voice polite readable readability skim",
         "Write in plain, clear words and short sentences, and explain any term a newcomer "
         "would not know.",
-        "Do not spend effort on plain, clear wording; the team's shorthand is fine.",
+        "Do not spend effort on plain wording or tone; the team's jargon is fine.",
         "{topic} in everyday words, every term explained.",
+        "A newcomer can follow it without asking anyone.",
     ),
 )
 
@@ -149,10 +162,10 @@ class World:
 
     world: int = 0
     habits: int = len(HABITS)  # how many general habits exist (the rest are never reachable)
-    transfer: float = 0.6  # share of cue-less expectations whose hidden cause is a habit
-    infeasible: float = 0.1  # share of word-only expectations no skill can make the agent meet
+    infeasible: float = 0.1  # share of habit expectations no skill can make the agent meet
     position_cost: float = 0.15  # the last instruction is followed this much less than the first
     length_cost: float = 0.02  # attention lost per instruction line past SHORT_SKILL
+    focus_cost: float = 0.05  # quality every section loses per section past FOCUS_FREE
 
 
 def draw(world: World, *parts: object) -> float:
@@ -175,46 +188,78 @@ def capability(world: World, habit: Habit) -> float:
     return 0.75 + 0.22 * draw(world, "cap", habit.key)
 
 
-# --- what an expectation needs ------------------------------------------------------------------
+def focus(world: World, sections: int) -> float:
+    """What every section keeps of its quality when the answer holds `sections` of them: an
+    answer that does everything does each thing worse, so sections nobody asked for cost."""
+    return (1 - world.focus_cost) ** max(0, sections - FOCUS_FREE)
+
+
+# --- reading a sentence -------------------------------------------------------------------------
+
+
+def named_habits(world: World, topic: frozenset[str]) -> list[tuple[Habit, float]]:
+    """The habits a clause is about, with how clearly: two cue concepts, or one in a clause
+    that is mostly about it. A cue that happens to stand among many other words names nothing,
+    and a clause that names many habits asks for each with a share of its attention."""
+    if not topic:
+        return []
+    found = []
+    for habit in habits(world):
+        hits = len(topic & habit.cues)
+        density = hits / len(topic)
+        if (hits >= 2 and density >= 0.2) or (hits == 1 and density >= 1 / 3):
+            found.append((habit, 1.0 if hits >= 2 or density >= 0.5 else 0.5))
+    share = min(1.0, FULL_SHARE / len(found)) if found else 1.0
+    return [(h, c * share) for h, c in found]
+
+
+def route(world: World, topic: frozenset[str]) -> tuple[Habit | None, float]:
+    """The one habit a set of concepts is most about, and how clearly; None when none."""
+    named = named_habits(world, topic)
+    if not named:
+        return None, 0.0
+    best = max(named, key=lambda hc: (len(topic & hc[0].cues), -HABITS.index(hc[0])))
+    return best[0], min(1.0, best[1] * (len(named) / FULL_SHARE if len(named) > 2 else 1))
 
 
 @dataclass(frozen=True)
 class Need:
-    items: tuple[str, ...]  # format tokens and values, judged as written
-    topic: frozenset[str]  # content stems of a word-only expectation
-    habit: Habit | None  # the hidden cause of a word-only expectation; None: the task alone
+    items: tuple[str, ...]  # tokens and values, judged as written
+    counts: tuple[Count, ...]  # numbers of words, bullets, ... the output must keep to
+    topic: frozenset[str]  # the concepts of what it asks, beyond items and counts
+    habit: Habit | None  # the habit that causes it; None: a specific behaviour
     feasible: bool
-    key: str  # the expectation's identity in the world: its sorted content stems
+    negated: bool  # it forbids what it names
+    key: str  # the expectation's identity in the world: its sorted concepts
 
 
-def route(world: World, topic: frozenset[str]) -> tuple[Habit | None, float]:
-    """The habit a set of content words points at, and how clearly: by its cue words (two make it
-    clear), else by the world's hidden mapping (half as clear), else none (the task alone)."""
-    if not topic:
-        return None, 0.0
-    scored = [(len(topic & h.cues), -i, h) for i, h in enumerate(habits(world))]
-    hits, _, best = max(scored, key=lambda s: s[:2])
-    if hits:
-        return best, min(1.0, hits / CLEAR_CUES)
-    key = " ".join(sorted(topic))
-    if draw(world, "transfer", key) >= world.transfer:
-        return None, 0.0
-    pool = habits(world)
-    return pool[int(draw(world, "habit", key) * len(pool))], HIDDEN_CLARITY
-
-
+@functools.lru_cache(maxsize=65536)
 def need(world: World, expectation: str) -> Need:
-    items = tuple(snippets(expectation) + facts(strip_snippets(expectation)))
-    topic = topic_of(expectation)
-    habit = None if items else route(world, topic)[0]
+    rest = strip_counts(expectation)
+    items = tuple(items_of(rest) + facts(strip_snippets(rest)))
+    topic = concepts(rest)
+    habit, _ = route(world, topic)
+    hits = len(topic & habit.cues) if habit is not None else 0
+    weak = habit is not None and not (topic & habit.cues) - LAYOUT_CUES
+    if habit is not None and hits < 2 and (items or weak or len(topic) > 2):
+        # "Headings use Poppins" is about Poppins, and "has a `## Notes` section" about its item:
+        # an expectation is a habit's only when it is mostly about the habit.
+        habit = None
     key = " ".join(sorted(topic))
-    feasible = bool(items) or draw(world, "feasible", key) >= world.infeasible
-    return Need(items, topic, habit, feasible, key)
+    feasible = habit is None or draw(world, "feasible", key) >= world.infeasible
+    return Need(
+        items, tuple(counts(expectation)), topic, habit, feasible, negated(expectation), key
+    )
 
 
 def task_rate(world: World, key: str) -> float:
-    """How often the agent meets a task-bound expectation on its own: 10 % to 60 %."""
+    """How often the agent meets a specific expectation untold: 10 % to 60 %."""
     return 0.1 + 0.5 * draw(world, "task", key)
+
+
+def covers(line_topic: frozenset[str], wanted: frozenset[str]) -> bool:
+    """A line does what a set of concepts asks when it carries at least half of them."""
+    return bool(wanted) and len(line_topic & wanted) >= max(1, math.ceil(COVER * len(wanted)))
 
 
 # --- what a skill asks for ----------------------------------------------------------------------
@@ -222,10 +267,12 @@ def task_rate(world: World, key: str) -> float:
 
 @dataclass(frozen=True)
 class Ask:
-    """One instruction line as the agent reads it."""
+    """One clause of an instruction as the agent reads it."""
 
     habits: tuple[tuple[Habit, float], ...]  # (habit, clarity)
     items: tuple[str, ...]
+    counts: tuple[Count, ...]
+    specific: frozenset[str]  # what else it asks for, by meaning
     negative: bool
 
 
@@ -236,55 +283,73 @@ def clauses(line: str) -> list[str]:
     return [p for p in (part.strip() for part in parts) if p]
 
 
+@functools.lru_cache(maxsize=65536)
 def read_instruction(world: World, line: str) -> Ask:
-    negative = NEGATION.search(line) is not None
+    negative = INSTRUCTION_NEGATION.search(line) is not None
     topic = topic_of(line)
-    named = [
-        (h, min(1.0, len(topic & h.cues) / CLEAR_CUES)) for h in habits(world) if topic & h.cues
-    ]
-    if not named and not negative:
-        # Only a positive line reaches a hidden cause: "do not paste raw rows" turns nothing off
-        # that it does not name.
-        hidden, clarity = route(world, topic)
-        named = [(hidden, clarity)] if hidden is not None else []
-    # A heading a habit writes, asked for by name, asks for that habit's section: what goes
-    # under it, at the habit's capability.
-    headed = [(h, 1.0) for h in habits(world) if h.heading in snippets(line)]
-    named = list(dict(named + headed).items())
+    named = named_habits(world, topic)
+    # A heading named beside the habit it belongs to is that habit's heading, not an extra item;
+    # a heading on its own is only a heading: what goes under it is not asked for.
+    own = {h.heading for h, _ in named}
     items = tuple(
-        i
-        for i in snippets(line) + facts(strip_snippets(line))
-        if i not in {h.heading for h, _ in headed}
-    )
-    return Ask(tuple(named), items, negative)
+        i for i in items_of(strip_counts(line)) + facts(strip_snippets(strip_counts(line)))
+        if i not in own
+    )  # fmt: skip
+    asked = counts(line)
+    # What a clause asks beyond the habits it names is done in its own words too ("organise it
+    # into progress, plans and problems" asks for a structure and for those three parts); only
+    # its first concepts are acted on: a stuffed line is not read to its end.
+    cues = frozenset().union(*(h.cues for h, _ in named))
+    specific = frozenset([c for c in dict.fromkeys(ordered(line)) if c not in cues][:REALIZED])
+    return Ask(tuple(named), items, tuple(asked), specific, negative)
+
+
+def ordered(text: str) -> list[str]:
+    """The concepts of a text in the order they first appear."""
+    return [c for c in (concept(w) for w in plain_words(strip_counts(text))) if c in topic_of(text)]
 
 
 def attention(world: World, index: int, count: int) -> float:
-    """How likely instruction `index` of `count` is followed: every line past SHORT_SKILL costs
-    all of them length_cost; a line buried deep loses up to position_cost of its own (fully from
-    line 2·SHORT_SKILL + 1 on, or at the last line of a longer skill)."""
-    length = FOLLOW_MAX - world.length_cost * max(0, count - SHORT_SKILL)
+    """How likely instruction `index` of `count` is followed. Every line past SHORT_SKILL costs
+    all of them, with no floor: a skill twice as long is always followed less. A line buried deep
+    loses up to position_cost of its own."""
+    length = FOLLOW_MAX / (1 + world.length_cost * max(0, count - SHORT_SKILL))
     late = world.position_cost * index / max(count - 1, 2 * SHORT_SKILL)
-    return max(MIN_ATTENTION, length * (1 - late))
+    return length * (1 - late)
 
 
 # --- the ceiling --------------------------------------------------------------------------------
 
 
-def expected_best(world: World, expectation: str) -> float:
-    """The chance the best possible skill (every useful behaviour named clearly and early in a
-    short skill, nothing harmful) makes one run meet the expectation, before judge noise."""
+def expected_best(
+    world: World,
+    expectation: str,
+    prompt: str | None = None,
+    sections: int = 0,
+    conventions: frozenset[str] = frozenset(),
+) -> float:
+    """The chance the best possible skill (every useful behaviour asked for clearly and early in
+    a short skill, nothing harmful, no eval's own values copied) makes one run meet the
+    expectation, before judge noise. A value the task's prompt holds comes with the figures habit;
+    a convention (a value several evals expect, such as a brand colour) is named by the skill; any
+    other value is out of a general skill's reach. Without the prompt, values count as reachable."""
     found = need(world, expectation)
     if not found.feasible:
         return 0.0
+    if found.negated:
+        return FOLLOW_MAX
+    keep = focus(world, sections)
+    values = [i for i in found.items if i in facts(strip_snippets(expectation))]
+    carried = [v for v in values if v not in conventions]
+    if prompt is not None and any(v not in prompt for v in carried):
+        return 0.0
     if found.habit is not None:
-        return FOLLOW_MAX * capability(world, found.habit)
-    if not found.items:
-        return task_rate(world, found.key)
-    if any(i not in snippets(expectation) for i in found.items):
-        # A value: the figures habit carries it from the inputs.
-        return FOLLOW_MAX * capability(world, HABITS[0])
-    return FOLLOW_MAX
+        return FOLLOW_MAX * capability(world, found.habit) * keep
+    if carried:
+        return FOLLOW_MAX * capability(world, HABITS[0]) * keep
+    if found.items or found.counts:
+        return FOLLOW_MAX
+    return FOLLOW_MAX * SPECIFIC_CAP if found.topic else task_rate(world, found.key)
 
 
 @dataclass(frozen=True)
@@ -293,14 +358,26 @@ class Ceiling:
     mean: float  # their mean over evals
 
 
-def ceiling(evals: Iterable[tuple[str, Sequence[str]]], world: World | None = None) -> Ceiling:
+def ceiling(evals: Iterable[Sequence], world: World | None = None) -> Ceiling:
     """The per-world limit a search is measured against: the expected pass rate of the judged
     expectations (structural checks and rubrics aside) under the best possible skill, before
-    judge noise. `evals` are (eval id, expectation texts) pairs."""
+    judge noise. `evals` are (eval id, expectation texts) or (eval id, texts, prompt)."""
     world = world or World()
+    listed = [(str(e[0]), list(e[1]), e[2] if len(e) > 2 else None) for e in evals]
+    needed = {
+        n.habit.key
+        for _, texts, _ in listed
+        for t in texts
+        if (n := need(world, t)).habit is not None and not n.negated
+    }
+    evals_of: dict[str, set[str]] = {}
+    for eid, texts, _ in listed:
+        for value in (v for t in texts for v in facts(strip_snippets(strip_counts(t)))):
+            evals_of.setdefault(value, set()).add(eid)
+    shared = frozenset(v for v, ids in evals_of.items() if len(ids) >= 2)
     per_eval = {
-        str(eid): sum(expected_best(world, e) for e in texts) / len(texts)
-        for eid, texts in evals
+        eid: sum(expected_best(world, t, prompt, len(needed), shared) for t in texts) / len(texts)
+        for eid, texts, prompt in listed
         if texts
     }
     mean = sum(per_eval.values()) / len(per_eval) if per_eval else 0.0

@@ -14,7 +14,8 @@ from typing import Any
 import yaml
 
 from optimizer.sim.judges import failures, parse_files
-from optimizer.sim.latent import HABITS, World, habits, need, read_instruction
+from optimizer.sim.latent import World, habits, need, read_instruction, topic_of
+from optimizer.sim.meaning import counts, strip_counts
 from optimizer.sim.text import (
     bullet_indexes,
     bullet_text,
@@ -97,25 +98,48 @@ def _format_line(items: list[str]) -> str:
     return f"- Include {named} in every answer, where the format calls for them."
 
 
+_SUBJECT = re.compile(
+    r"^(?:the|a|an|its|this|every|each|it)\b(?:\s+[\w'-]+){0,3}?\s+"
+    r"(?P<verb>is|are|has|have|[a-z]+s)\s+(?P<rest>.+)$",
+    re.I,
+)
+_BASE = {"is": "Keep every answer", "are": "Keep them", "has": "Give every answer",
+         "have": "Give every answer"}  # fmt: skip
+
+
+def imperative(expectation: str) -> str:
+    """A failing expectation as an author turns it into an instruction, from its words alone:
+    "The update says which customers were affected" -> "Say which customers were affected"."""
+    said = _one_line(expectation).rstrip(".")
+    negative = re.match(
+        r"^(?:it\s+|the\s+\w+\s+)?(?:does not|doesn't|never)\s+(\w+?)(?:e?s)?\b(.*)$", said, re.I
+    )
+    if negative:
+        return f"Never {negative.group(1).lower()}{negative.group(2)}"
+    m = _SUBJECT.match(said)
+    if m is None:
+        return f"Make sure that {_lower_first(said)}"
+    verb, rest = m.group("verb").lower(), m.group("rest")
+    if verb in _BASE:
+        return f"{_BASE[verb]} {rest}"
+    base = verb[:-2] if verb.endswith(("ches", "shes", "sses", "xes")) else verb[:-1]
+    return f"{base.capitalize()} {rest}"
+
+
 def _fix(text: str, shared: set[str], world: World) -> str | None:
-    """The instruction that reaches an expectation's cause, or None when only the task does."""
-    found = need(world, text)
-    if found.habit is not None:
-        return f"- {found.habit.instruction}"
-    # A section a habit produces is asked for as that habit: what goes under the heading.
-    by_heading = {h.heading: h for h in habits(world) if f"`{h.heading}`" in h.instruction}
-    named = [by_heading[s] for s in snippets(text) if s in by_heading]
-    if named:
-        return f"- {named[0].instruction}"
-    values = facts(strip_snippets(text))
-    conventions = [f for f in values if f in shared]
-    if conventions:
-        return f"- Use {' and '.join(conventions)} in every answer; every task of this kind expects it."
-    if values:
-        return f"- {HABITS[0].instruction}"  # one task's value: the habit that carries them all
-    if snippets(text):
-        return _format_line(snippets(text))
-    return None
+    """The instruction a careful author writes for a failing expectation, from what the gradings
+    show (its text, never its hidden cause): the expectation as an instruction, with the values
+    of one eval left out (a value several evals fail on is a convention and stays). None when
+    nothing general is left to ask for."""
+    values = facts(strip_snippets(strip_counts(text)))
+    general = text
+    for value in values:
+        if value not in shared:
+            general = re.sub(rf'["\u201c\']?{re.escape(value)}["\u201d\']?', "", general)
+    general = re.sub(r"\s+", " ", general).strip()
+    if not (topic_of(general) or snippets(general) or counts(general) or set(values) & shared):
+        return None
+    return f"- {imperative(general)}."
 
 
 def _body(

@@ -61,10 +61,10 @@ class Simulator:
         harmful_rate: float = 0.1,
         world: int = 0,
         habits: int = 8,
-        transfer: float = 0.6,
         infeasible: float = 0.1,
         position_cost: float = 0.15,
         length_cost: float = 0.02,
+        focus_cost: float = 0.05,
         batch_delay_s: float = 0.0,
         fail_role: str = "",
         fail_match: str = "",
@@ -73,7 +73,7 @@ class Simulator:
         self.latency_ms = latency_ms
         self.fault_rate = fault_rate
         self.fail_role, self.fail_match = fail_role, fail_match
-        hidden = World(world, habits, transfer, infeasible, position_cost, length_cost)
+        hidden = World(world, habits, infeasible, position_cost, length_cost, focus_cost)
         self.knobs = sim_world.Knobs(
             judge_noise, position_bias, proposal_quality, overfit_rate, harmful_rate, hidden
         )

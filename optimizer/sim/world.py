@@ -10,13 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from optimizer.sim import analyst, judges, media, proposer
-from optimizer.sim.compose import compose_output
+from optimizer.sim import analyst, inputs, judges, media, proposer
+from optimizer.sim.compose import compose_output, instruction_lines
 from optimizer.sim.latent import World
+from optimizer.sim.meaning import concepts
 from optimizer.sim.text import (
     REMINDER,
     block_text,
-    bullets,
     first_user_text,
     fit,
     forced_tool,
@@ -40,6 +40,9 @@ FORCED_TOOLS = {
 TOOL_OF_ROLE = {role: tool for tool, role in FORCED_TOOLS.items()}
 
 SKILL_CALL_RATE = 0.95  # a relevant skill is still sometimes ignored, as by a real agent
+LOAD_FLOOR = 0.02  # a skill about something else is loaded by mistake this often
+LOAD_SHARE = 0.3  # share of the task's concepts a description must speak to for a sure load
+LOAD_WORDS = 10  # a long task is matched on this many of its concepts at most
 TRIGGER_THRESHOLD = 0.08  # Jaccard of stems: query vs. skill name + description
 TRIGGER_FLIP = 0.05
 
@@ -184,28 +187,48 @@ def _task(body: dict) -> str:
     return re.sub(r"<(input_files)\b[^>]*>.*?</\1>", "", text, flags=re.S).strip()
 
 
-def _relevant_skill(task: str, skills: list[Skill]) -> Skill | None:
-    task_stems = stems(task)
-    ranked = sorted(
-        ((_named(s, task), len(task_stems & _skill_words(s)), -i, s) for i, s in enumerate(skills)),
-        reverse=True,
-        key=lambda r: r[:3],
+def load_chance(task: str, skill: Skill) -> float:
+    """How likely the agent loads a listed skill for a task: by how much of the task's meaning the
+    skill's name and description speak to (concepts, so a paraphrase reads alike), from 2 % for
+    a skill about something else to SKILL_CALL_RATE for one that covers a third of the task or
+    more. A skill the task names is loaded at SKILL_CALL_RATE."""
+    if _named(skill, task):
+        return SKILL_CALL_RATE
+    wanted = concepts(task)
+    if not wanted:
+        return LOAD_FLOOR
+    shared = len(
+        wanted & concepts(skill.name.replace("-", " ").replace("_", " ") + " " + skill.description)
     )
-    if ranked and (ranked[0][0] or ranked[0][1] >= 2):
-        return ranked[0][3]
-    return None
+    share = shared / min(len(wanted), LOAD_WORDS)
+    return LOAD_FLOOR + (SKILL_CALL_RATE - LOAD_FLOOR) * min(1.0, share / LOAD_SHARE)
+
+
+def _relevant_skill(task: str, skills: list[Skill], rng: random.Random) -> Skill | None:
+    """The listed skill the agent loads, if any: the one that speaks most to the task, loaded at
+    its chance (one draw, whatever the list's length)."""
+    if not skills:
+        return None
+    ranked = sorted(
+        ((load_chance(task, s), -i, s) for i, s in enumerate(skills)),
+        key=lambda r: r[:2],
+        reverse=True,
+    )
+    return ranked[0][2] if rng.random() < ranked[0][0] else None
 
 
 def skill_instructions(body: dict, after: int) -> list[str]:
     """The instruction lines of the skill whose text came back after message `after`: any
     user-side text then is skill content (a tool_result for us, a text block for Claude Code)."""
+    # The skill's text ends where the agent's next action (reading the inputs) begins.
+    until = next((i for i, b in tool_uses(body) if i > after and inputs.is_read(b)), None)
     texts = [
         strip_reminders(block_text(m.get("content")))
-        for m in body["messages"][after + 1 :]
+        for m in body["messages"][after + 1 : until]
         if m.get("role") == "user"
     ]
     _, skill_body = split_front_matter("\n".join(texts).strip())
-    return bullets(skill_body)
+    return instruction_lines(skill_body)
 
 
 def _write_call(body: dict, path: str, content: str, uid: str, index: int = 0) -> dict | None:
@@ -232,24 +255,34 @@ def _executor(body: dict, rng: random.Random, uid: str, knobs: Knobs) -> tuple[l
     task = _task(body)
     uses = tool_uses(body)
     skill_calls = [i for i, b in uses if str(b.get("name", "")).lower() == "skill"]
-    acted = [b for _, b in uses if str(b.get("name", "")).lower() not in ("skill", "read")]
+    acted = [
+        b
+        for _, b in uses
+        if str(b.get("name", "")).lower() not in ("skill", "read") and not inputs.is_read(b)
+    ]
     match = re.search(r"outputs/([\w./-]+\.\w+)", task)
     relative = f"outputs/{match.group(1)}" if match else "outputs/answer.md"
     if acted:
         return [_text(f"Done: I wrote {relative}.")], "end_turn"
     skill_tool = _skill_tool(body)
     if skill_tool and not skill_calls:
-        best = _relevant_skill(task, listed_skills(_skills_context(body)))
-        if best and rng.random() < SKILL_CALL_RATE:
+        best = _relevant_skill(task, listed_skills(_skills_context(body)), rng)
+        if best:
             return [_tool_use(uid, 0, skill_tool["name"], {"skill": best.name})], "tool_use"
-    instructions = skill_instructions(body, skill_calls[0]) if skill_calls else []
-    content = compose_output(task, instructions, rng, knobs.world)
-    # The Claude Code CLI names its folder in its environment block (in the system prompt or,
-    # in 2.1, the first user message); our own executor's prompt names none, so /workspace.
+    # The Claude Code CLI names its (host) working folder; our executor works in /workspace.
     cwd = re.search(
         r"[Ww]orking directory:\s*(/\S+)", system_text(body) + "\n" + first_user_text(body)
     )
-    path = f"{(cwd.group(1) if cwd else '/workspace').rstrip('/')}/{relative}"
+    folder = cwd.group(1) if cwd else "/workspace"
+    paths = inputs.listed(system_text(body) + "\n" + first_user_text(body))
+    views = inputs.read_calls(tool_names(body), paths, folder)
+    if views and not inputs.already_read(body):
+        # The inputs first, as an agent reads them: the answer can carry only what they hold.
+        calls = [_tool_use(uid, k, name, args) for k, (name, args) in enumerate(views)]
+        return calls, "tool_use"
+    instructions = skill_instructions(body, skill_calls[0]) if skill_calls else []
+    content = compose_output(task, instructions, rng, knobs.world, inputs.text_read(body))
+    path = f"{folder.rstrip('/')}/{relative}"
     writer = media.BINARY_WRITERS.get(PurePosixPath(relative).suffix.lower())
     # A binary output (a PNG, a PDF, a docx) goes through the shell, the one tool that writes
     # bytes; it carries the composed text, which the simulated judges then read back.

@@ -1,0 +1,47 @@
+"""A skill's judged pass rate in the simulated world, measured the way a run measures it (the
+simulated agent writes, the simulated judge checks) but without the API round trip: what the
+tests and benches compare skills by. Never reads the hidden causes to decide what to expect."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from optimizer.sim.compose import compose_output, instruction_lines
+from optimizer.sim.latent import World
+from optimizer.sim.support import support
+from optimizer.sim.text import split_front_matter
+
+
+def expectations(ev: Mapping[str, Any]) -> list[str]:
+    """An eval's judged statements, in either seed form (strings, or assertions with text)."""
+    found = ev.get("expectations") or [a["text"] for a in ev.get("assertions", [])]
+    return [str(t) for t in found]
+
+
+def pass_rate(
+    skill: str,
+    evals: Iterable[Mapping[str, Any]],
+    world: World | None = None,
+    runs: int = 100,
+    folder: Path | None = None,
+) -> float:
+    """The share of judged expectations met over `runs` runs of every eval (seeds 0..runs-1),
+    before judge noise: a skill's score in this world, up to sampling noise. With the skill's
+    `folder`, the agent reads each eval's input files first, as in a run."""
+    world = world or World()
+    lines = instruction_lines(split_front_matter(skill)[1])
+    passed = total = 0
+    for ev in evals:
+        texts = expectations(ev)
+        read = "\n".join(
+            (folder / f).read_text(errors="replace") for f in ev.get("files", []) if folder
+        )
+        for k in range(runs):
+            output = compose_output(ev["prompt"], lines, random.Random(k), world, read)
+            files = [{"path": "outputs/answer.md", "content": output}]
+            passed += sum(support(t, files, ev["prompt"], world).passed for t in texts)
+            total += len(texts)
+    return passed / total if total else 0.0
