@@ -28,6 +28,8 @@ from optimizer.inputs.artifacts import check_artifact
 from optimizer.store import resumes
 from optimizer.store.db import Store
 
+pytestmark = pytest.mark.slow  # daemons and whole runs, most over a second
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "csv-report"
 
@@ -124,12 +126,13 @@ def stage(run_dir: Path) -> str:
         return ""
 
 
-# With the simulator's seed 26 the two iterations lose (at screening) and win (after more runs
-# were added), so the reference run walks the paths a decision can take; a change to the simulated
-# world, to the rule or to any text a request carries may need another seed, which the first test
-# below would show (seed 4 stopped losing when proposals' summaries began to end at a whole word;
-# seed 0 ran too short for test_crash's twenty kills).
-RUN = ("run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=26", "--max-iterations", "2")
+# With the simulator's seed 9 the two iterations win (after more runs were added), lose (at
+# screening) and tie, so the reference run walks every path a decision can take; a change to the
+# simulated world, to the rule or to any text a request carries may need another seed, which the
+# first test below would show (seed 26 stopped losing when the world stopped paying for headings,
+# the agent began to read its inputs and the proposer to write from the failures' words: of seeds
+# 0-29, 9, 11, 23, 26 and 27 promote within two iterations).
+RUN = ("run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=9", "--max-iterations", "2")
 
 
 def reference_run(factory: pytest.TempPathFactory) -> Path:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
 from inprocess import EXAMPLE, cli, history
 
 from optimizer.search.reporter import Reporter
 
-RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2", "--set", "sim.seed=5")
+pytestmark = pytest.mark.slow  # a whole run stopped and resumed at every stage
+
+RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2", "--set", "sim.seed=1")
 # A stop lands at the first stage of each of these kinds that the uninterrupted run goes through:
 # every step of an iteration, the adaptive extra runs included.
 KINDS = (
