@@ -77,6 +77,16 @@ def ended(status: str | None, reason: str | None) -> str:
     return f"{state}: {said}"
 
 
+def not_worth_it(spent_usd: float, budget_usd: float, without_step: int) -> str:
+    """'stopped at $1.20 of $4.00: 4 proposals without a step': a search that stopped because
+    going on was no longer worth its cost, what it had spent of its budget (the rest is kept) and
+    how long it had gone without a step."""
+    return (
+        f"stopped at {dollars(spent_usd)} of {dollars(budget_usd)}: "
+        f"{plural(without_step, 'proposal')} without a step"
+    )
+
+
 def after_stopped(reason: str) -> str:
     """The reason as it reads after the word 'stopped' (a status row): 'by SIGINT', 'reached 3
     iterations'."""

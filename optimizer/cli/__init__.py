@@ -19,6 +19,7 @@ from optimizer.cli.common import (
     NotifyOpt,
     ProviderOpt,
     SetOpt,
+    SpendAllOpt,
     UnconfinedOpt,
     app,
     confinement,
@@ -191,6 +192,7 @@ def run(
     fresh: Annotated[bool, typer.Option(help="Replace an existing --run-dir (the demo uses it).")] = False,
     batch: Annotated[bool, typer.Option("--batch", help="Grader, comparator and analyzer calls as Message Batches (half price, slower).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the cost estimate and exit; writes nothing.")] = False,
+    spend_all: SpendAllOpt = False,
     notify: NotifyOpt = None,
     executor: ExecutorOpt = None,
     provider: ProviderOpt = None,
@@ -212,6 +214,7 @@ def run(
     flags = {"llm.provider": provider, "loop.max_iterations": max_iterations,
              "budget.usd": budget_usd, "budget.deadline": deadline,
              "llm.batch": True if batch else None, "sandbox.mode": "none" if unconfined else None,
+             "loop.spend_all": True if spend_all else None,
              "execute.executor": config.choice_flag("--executor", executor, "execute.executor")}
     code = daemon.start(
         skill_dir=require_dir(skill_dir, "skill"), evals_path=evals, run_dir=run_dir,
@@ -231,6 +234,7 @@ def resume(
     max_iterations: Annotated[int | None, typer.Option(help="New iteration limit.")] = None,
     budget_usd: Annotated[float | None, typer.Option(help="New spending limit in USD.")] = None,
     deadline: Annotated[str | None, typer.Option(help="New deadline.")] = None,
+    spend_all: SpendAllOpt = False,
     notify: NotifyOpt = None,
     set_: SetOpt = None,
 ) -> None:
@@ -239,7 +243,7 @@ def resume(
     from optimizer import daemon
 
     flags = {"loop.max_iterations": max_iterations, "budget.usd": budget_usd,
-             "budget.deadline": deadline}
+             "budget.deadline": deadline, "loop.spend_all": True if spend_all else None}
     raise typer.Exit(daemon.resume(require_dir(run_dir, "run"), overrides=set_ or [],
                                    flags=flags, detach=detach, console=out, notify=notify))
 

@@ -47,6 +47,14 @@ NotifyOpt = Annotated[
         help="A command of yours to run with summary.md's path when the run ends (mail, chat).",
     ),
 ]
+SpendAllOpt = Annotated[
+    bool,
+    typer.Option(
+        "--spend-all",
+        help="Spend the whole budget: no stop when going on is no longer worth its cost "
+        "(loop.spend_all).",
+    ),
+]
 UnconfinedOpt = Annotated[
     bool,
     typer.Option(

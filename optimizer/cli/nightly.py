@@ -15,6 +15,7 @@ from optimizer.cli.common import (
     NotifyOpt,
     ProviderOpt,
     SetOpt,
+    SpendAllOpt,
     UnconfinedOpt,
     app,
     confinement,
@@ -166,6 +167,7 @@ def schedule(
     runs_root: Annotated[Path, typer.Option(help="Where the nights' run folders go.")] = Path(
         "runs"
     ),
+    spend_all: SpendAllOpt = False,
     notify: NotifyOpt = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print what would be installed; install nothing.")
@@ -220,6 +222,7 @@ def schedule(
             *(["--provider", loaded.settings.llm.provider] if provider else []),
             *(["--config", str(config_path.absolute())] if config_path else []),
             *[a for s in set_ or [] for a in ("--set", s)],
+            *(["--set", "loop.spend_all=true"] if spend_all else []),
             *(["--notify", notify] if notify else []),
         ],
     )

@@ -75,7 +75,14 @@ def stop_rules(
         at_iteration_end=(
             stops.max_iterations(s.loop.max_iterations),
             stops.target(s.loop.target_score),
+        ),
+        plateaus=()
+        if s.loop.spend_all
+        else (
             stops.plateau(s.loop.patience),
+            stops.worth_going_on(
+                s.loop.min_gain_per_usd, s.loop.min_proposals_without_step, s.budget.usd
+            ),
         ),
     )
 
@@ -132,6 +139,7 @@ async def iterate(run: RunState, target: Target, n: int) -> None:
     with run.store.atomic():
         run.store.table("iterations").update(n, {"finished_at": now(), "stage": "done"})
     target.write_lineage(n)
+    log.info("search.outlook", iteration=n, **stops.outlook(loop_state(run)))
 
 
 def _won(run: RunState, label: str) -> bool:

@@ -5,6 +5,7 @@ anything: a target decides, this module records what it decided."""
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 from typing import Any
@@ -49,12 +50,13 @@ class RunState:
         self.train: list[int] = self.split["train"]
         self.test: list[int] = self.split["test"]
         self.stops = stop_rules
-        # A resume after a plateau searches again: where the plateau rule would stop it at once,
-        # the count of iterations without a win starts here. An interrupted run (a stop, a crash)
-        # keeps its count, so its resume ends where the uninterrupted run ends (docs/design.md §11).
+        # A resume after a plateau searches again: where a plateau rule would stop it at once,
+        # the counts of iterations and proposals without a win start here. An interrupted run (a
+        # stop, a crash) keeps its counts, so its resume ends where the uninterrupted run ends
+        # (docs/design.md §11).
         self.plateau_from = 0
         before = loop_state(self)
-        if before.iterations_without_win >= settings.loop.patience:
+        if stops.first(stop_rules.plateaus, before):
             self.plateau_from = before.iterations_done
 
     def interrupted(self) -> str | None:
@@ -85,26 +87,46 @@ class RunState:
 
 
 def loop_state(run: RunState) -> stops.LoopState:
+    """What the stop rules read, from the ledger alone: the finished iterations, their proposals
+    in the order they were made, the decisions and what the search's scopes cost."""
     finished = run.store.query(
-        "select number from iterations where finished_at is not null order by number"
+        "select number, candidates_json from iterations where finished_at is not null "
+        "order by number"
     )
-    wins = {
-        r["iteration"]
-        for r in run.store.query(
-            "select iteration from versions where decision = 'won' order by iteration"
-        )
+    versions = {
+        r["label"]: r
+        for r in run.store.query("select label, parent, iteration, decision, score from versions")
     }
+    won = {label for label, v in versions.items() if v["decision"] == "won"}
+    wins = {versions[label]["iteration"] for label in won}
     streak = 0
     for row in reversed(finished[run.plateau_from :]):
         if row["number"] in wins:
             break
         streak += 1
-    best = run.store.get("versions", run.best()) or {}
+    without_step, scopes = 0, set()
+    for k, row in enumerate(finished):
+        made = json.loads(row["candidates_json"] or "{}")
+        for key in sorted(made, key=int):
+            label = made[key].get("label")
+            scopes.update({f"proposal {row['number']}-{key}", label} - {None})
+            if k >= run.plateau_from:
+                without_step = 0 if label in won else without_step + 1
+    spent = run.store.query(
+        "select scope, sum(cost_usd) as usd from calls where cost_usd is not null group by scope"
+    )
+    score = {label: v["score"] or 0.0 for label, v in versions.items()}
+    best = versions.get(run.best()) or {}
     return stops.LoopState(
         iterations_done=len(finished),
         iterations_without_win=streak,
         best_score=best.get("score") or 0.0,
         spent_usd=run.store.spent_usd(),
+        proposals=sum(len(json.loads(r["candidates_json"] or "{}")) for r in finished),
+        proposals_without_step=without_step,
+        steps=tuple(score[v] - score.get(versions[v]["parent"], 0.0) for v in sorted(won)),
+        search_usd=math.fsum(sorted(r["usd"] for r in spent if r["scope"] in scopes)),
+        gain=(best.get("score") or 0.0) - score.get("v0", 0.0),
     )
 
 

@@ -1,5 +1,18 @@
 """Stop conditions: small callables over the loop's state, checked between units of work, never in
-the middle of a write. Each returns a reason (a short sentence) or None."""
+the middle of a write. Each returns a reason (a short sentence) or None.
+
+The budget is a ceiling (docs/design.md §19): after each finished iteration `worth_going_on` asks
+whether one more proposal is expected to buy enough score per dollar. From the ledger alone:
+- the cost of a proposal: the search's spend (proposals and the evaluation of their children, not
+  v0, the baseline or the sealed test) over the proposals made;
+- the chance the next proposal steps: the rule of succession over the proposals made since the
+  last step, all of them from the current best: 1 / (proposals without a step + 2);
+- the size of a step: the mean of the steps made (a child's train score over its parent's), with
+  a prior step of STEP_PRIOR counted as one, so a search with no step yet expects a small one.
+The expected gain of the next proposal is chance × size; the run stops when that gain per dollar
+falls below loop.min_gain_per_usd, never before loop.min_proposals_without_step proposals
+without a step, and says so in words.not_worth_it. loop.spend_all turns it (and loop.patience)
+off."""
 
 from __future__ import annotations
 
@@ -9,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from optimizer import words
 from optimizer.errors import BadInput, Interrupted
 
 __all__ = ["Interrupted"]
@@ -20,9 +34,55 @@ class LoopState:
     iterations_without_win: int = 0
     best_score: float = 0.0
     spent_usd: float = 0.0
+    proposals: int = 0  # made in finished iterations
+    proposals_without_step: int = 0  # since the last step (or the search's start)
+    steps: tuple[float, ...] = ()  # each step's train score gain over its parent
+    search_usd: float = 0.0  # what the proposals and the evaluation of their children cost
+    gain: float = 0.0  # the best's train score over v0's
 
 
 Condition = Callable[[LoopState], str | None]
+
+# The step a search expects before it has made one: above selection.min_effect (0.03), below the
+# +0.13 SkillOpt's four proposals bought in docs/peers.md; it weighs as one step in the mean.
+STEP_PRIOR = 0.05
+
+
+def usd_per_proposal(s: LoopState) -> float | None:
+    return s.search_usd / s.proposals if s.proposals and s.search_usd > 0 else None
+
+
+def expected_gain(s: LoopState) -> float:
+    """The train score the next proposal is expected to add: the chance it steps (the rule of
+    succession over the proposals since the last step) times the mean step, prior included."""
+    size = (STEP_PRIOR + sum(max(0.0, x) for x in s.steps)) / (1 + len(s.steps))
+    return size / (s.proposals_without_step + 2)
+
+
+def outlook(s: LoopState) -> dict[str, float | int | None]:
+    """The numbers the rule reads, for the log: bought so far and expected next, per dollar."""
+    cost = usd_per_proposal(s)
+    return {
+        "proposals": s.proposals,
+        "without_step": s.proposals_without_step,
+        "usd_per_proposal": round(cost, 4) if cost else None,
+        "gain_per_usd": round(s.gain / s.search_usd, 4) if s.search_usd > 0 else None,
+        "expected_gain_per_usd": round(expected_gain(s) / cost, 4) if cost else None,
+    }
+
+
+def worth_going_on(min_gain_per_usd: float, min_without_step: int, budget_usd: float) -> Condition:
+    """The plateau in gain per dollar; a search whose proposals cost nothing never stops by it."""
+
+    def check(s: LoopState) -> str | None:
+        cost = usd_per_proposal(s)
+        if s.proposals_without_step < min_without_step or cost is None:
+            return None
+        if expected_gain(s) / cost >= min_gain_per_usd:
+            return None
+        return words.not_worth_it(s.spent_usd, budget_usd, s.proposals_without_step)
+
+    return check
 
 
 def max_iterations(n: int) -> Condition:
@@ -84,17 +144,18 @@ class SignalFlag:
 @dataclass(frozen=True)
 class StopRules:
     """`urgent` conditions (a signal, the stop file, the budget, the deadline) are checked between
-    any two units of work; `at_iteration_end` ones (iterations, target, plateau) only between
-    iterations, so an iteration is never cut short for them."""
+    any two units of work; `at_iteration_end` ones (iterations, target) and the `plateaus` only
+    between iterations, so an iteration is never cut short for them."""
 
     urgent: tuple[Condition, ...]
     at_iteration_end: tuple[Condition, ...] = ()
+    plateaus: tuple[Condition, ...] = ()  # checked at iteration end; a resume starts them afresh
 
     def now(self, state: LoopState) -> str | None:
         return first(self.urgent, state)
 
     def any(self, state: LoopState) -> str | None:
-        return first(self.urgent + self.at_iteration_end, state)
+        return first(self.urgent + self.at_iteration_end + self.plateaus, state)
 
 
 def first(conditions: Sequence[Condition], state: LoopState) -> str | None:
