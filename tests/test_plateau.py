@@ -117,3 +117,12 @@ def test_schedule_spend_all_reaches_every_night(tmp_path, monkeypatch):
     args = ("schedule", str(EXAMPLE), "--budget-usd", "4", "--provider", "sim", "--dry-run")
     assert "loop.spend_all" not in cli(monkeypatch, None, *args)
     assert "--set loop.spend_all=true" in cli(monkeypatch, None, *args, "--spend-all")
+
+
+def test_a_resume_after_the_plateau_searches_again_and_says_so(plateaued, tmp_path, monkeypatch):
+    run_dir = Path(shutil.copytree(plateaued, tmp_path / "run"))
+    before = iterations(run_dir)
+    said = cli(monkeypatch, None, "resume", str(run_dir))
+    assert "the count of proposals without a step starts again here" in said
+    assert iterations(run_dir) > before
+    assert SAID.fullmatch(views.status(run_dir)["stop_reason"]) or iterations(run_dir) == 6

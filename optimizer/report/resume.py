@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from optimizer import config
+from optimizer.search import stops
 from optimizer.search.estimate import mode_usd
 from optimizer.store import readonly
 from optimizer.store.files import Workspace
@@ -13,26 +14,41 @@ from optimizer.store.files import Workspace
 
 def resume_point(ws: Workspace, settings: config.Settings) -> str:
     """Where a resume continues, as the engine will: the open iteration with the parent it chose,
-    or the next one from the parent the strategy will choose; and, after a plateau, that the
-    plateau count starts again (the engine counts only this process's iterations)."""
+    or the next one from the parent the strategy will choose; and, after a plateau (either rule of
+    stops.plateaus), that its count starts again (the engine counts only this process's
+    iterations)."""
     conn = readonly.connect(ws.state_db)
     try:
         run = (readonly.rows(conn, "select current_best from runs limit 1") or [{}])[0]
         best = run.get("current_best") or "v0"
         iterations = readonly.rows(
-            conn, "select number, parent, finished_at from iterations order by number"
+            conn,
+            "select number, parent, finished_at, candidates_json from iterations order by number",
         )
-        won = {
-            r["iteration"]
-            for r in readonly.rows(conn, "select iteration from versions where decision = 'won'")
-        }
+        state = stops.from_ledger(
+            finished=[i for i in iterations if i["finished_at"]],
+            versions=readonly.rows(
+                conn, "select label, parent, iteration, decision, score from versions"
+            ),
+            spent=readonly.rows(conn, stops.SPENT_BY_SCOPE_SQL),
+            best=best,
+            spent_usd=float(
+                readonly.rows(conn, "select coalesce(sum(cost_usd), 0) as s from calls")[0]["s"]
+            ),
+        )
     finally:
         conn.close()
     where = _where(iterations, best, settings)
-    patience = settings.loop.patience
-    done = sum(1 for i in iterations if i["finished_at"])
-    if _streak(iterations, won) >= patience and done < settings.loop.max_iterations:
-        where += f"; the plateau count starts again here (loop.patience = {patience})"
+    if state.iterations_done >= settings.loop.max_iterations:
+        return where
+    rules = stops.plateaus(settings.loop, settings.budget.usd)
+    if rules and rules[0](state):
+        where += f"; the plateau count starts again here (loop.patience = {settings.loop.patience})"
+    elif rules and rules[1](state):
+        where += (
+            "; the count of proposals without a step starts again here "
+            f"(loop.min_gain_per_usd = {settings.loop.min_gain_per_usd:g})"
+        )
     return where
 
 
@@ -51,16 +67,6 @@ def _where(iterations: list[dict[str, Any]], best: str, settings: config.Setting
         return f"resuming before iteration 1: the baseline and v0 are graded first (current best {best})"
     parent = best if settings.loop.parent_selection == "best" else "a parent on the Pareto front"
     return f"resuming at iteration {done + 1} from {parent} (current best {best})"
-
-
-def _streak(iterations: list[dict[str, Any]], won: set[int]) -> int:
-    """Finished iterations without a win at the end of the run, as the plateau stop counted them."""
-    streak = 0
-    for row in reversed([r for r in iterations if r["finished_at"]]):
-        if row["number"] in won:
-            break
-        streak += 1
-    return streak
 
 
 def budget_refusal(

@@ -76,14 +76,7 @@ def stop_rules(
             stops.max_iterations(s.loop.max_iterations),
             stops.target(s.loop.target_score),
         ),
-        plateaus=()
-        if s.loop.spend_all
-        else (
-            stops.plateau(s.loop.patience),
-            stops.worth_going_on(
-                s.loop.min_gain_per_usd, s.loop.min_proposals_without_step, s.budget.usd
-            ),
-        ),
+        plateaus=stops.plateaus(s.loop, s.budget.usd),
     )
 
 

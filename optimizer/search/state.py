@@ -5,7 +5,6 @@ anything: a target decides, this module records what it decided."""
 from __future__ import annotations
 
 import json
-import math
 import random
 import shutil
 from typing import Any
@@ -87,46 +86,17 @@ class RunState:
 
 
 def loop_state(run: RunState) -> stops.LoopState:
-    """What the stop rules read, from the ledger alone: the finished iterations, their proposals
-    in the order they were made, the decisions and what the search's scopes cost."""
-    finished = run.store.query(
-        "select number, candidates_json from iterations where finished_at is not null "
-        "order by number"
-    )
-    versions = {
-        r["label"]: r
-        for r in run.store.query("select label, parent, iteration, decision, score from versions")
-    }
-    won = {label for label, v in versions.items() if v["decision"] == "won"}
-    wins = {versions[label]["iteration"] for label in won}
-    streak = 0
-    for row in reversed(finished[run.plateau_from :]):
-        if row["number"] in wins:
-            break
-        streak += 1
-    without_step, scopes = 0, set()
-    for k, row in enumerate(finished):
-        made = json.loads(row["candidates_json"] or "{}")
-        for key in sorted(made, key=int):
-            label = made[key].get("label")
-            scopes.update({f"proposal {row['number']}-{key}", label} - {None})
-            if k >= run.plateau_from:
-                without_step = 0 if label in won else without_step + 1
-    spent = run.store.query(
-        "select scope, sum(cost_usd) as usd from calls where cost_usd is not null group by scope"
-    )
-    score = {label: v["score"] or 0.0 for label, v in versions.items()}
-    best = versions.get(run.best()) or {}
-    return stops.LoopState(
-        iterations_done=len(finished),
-        iterations_without_win=streak,
-        best_score=best.get("score") or 0.0,
+    """What the stop rules read, from the ledger alone (stops.from_ledger)."""
+    return stops.from_ledger(
+        finished=run.store.query(
+            "select number, candidates_json from iterations where finished_at is not null "
+            "order by number"
+        ),
+        versions=run.store.query("select label, parent, iteration, decision, score from versions"),
+        spent=run.store.query(stops.SPENT_BY_SCOPE_SQL),
+        best=run.best(),
         spent_usd=run.store.spent_usd(),
-        proposals=sum(len(json.loads(r["candidates_json"] or "{}")) for r in finished),
-        proposals_without_step=without_step,
-        steps=tuple(score[v] - score.get(versions[v]["parent"], 0.0) for v in sorted(won)),
-        search_usd=math.fsum(sorted(r["usd"] for r in spent if r["scope"] in scopes)),
-        gain=(best.get("score") or 0.0) - score.get("v0", 0.0),
+        plateau_from=run.plateau_from,
     )
 
 

@@ -16,13 +16,17 @@ off."""
 
 from __future__ import annotations
 
+import json
+import math
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from optimizer import words
+from optimizer.config import Loop
 from optimizer.errors import BadInput, Interrupted
 
 __all__ = ["Interrupted"]
@@ -69,6 +73,64 @@ def outlook(s: LoopState) -> dict[str, float | int | None]:
         "gain_per_usd": round(s.gain / s.search_usd, 4) if s.search_usd > 0 else None,
         "expected_gain_per_usd": round(expected_gain(s) / cost, 4) if cost else None,
     }
+
+
+SPENT_BY_SCOPE_SQL = (
+    "select scope, sum(cost_usd) as usd from calls where cost_usd is not null group by scope"
+)
+
+
+def from_ledger(
+    *,
+    finished: Sequence[Mapping[str, Any]],
+    versions: Sequence[Mapping[str, Any]],
+    spent: Sequence[Mapping[str, Any]],
+    best: str,
+    spent_usd: float,
+    plateau_from: int = 0,
+) -> LoopState:
+    """The loop's state from rows of state.db: the finished iterations (number, candidates_json,
+    in order), the versions (label, parent, iteration, decision, score), the spend by scope
+    (SPENT_BY_SCOPE_SQL). The counts without a win start at finished iteration `plateau_from`."""
+    by_label = {v["label"]: v for v in versions}
+    won = {label for label, v in by_label.items() if v["decision"] == "won"}
+    wins = {by_label[label]["iteration"] for label in won}
+    streak = 0
+    for row in reversed(finished[plateau_from:]):
+        if row["number"] in wins:
+            break
+        streak += 1
+    proposals, without_step, scopes = 0, 0, set()
+    for k, row in enumerate(finished):
+        made = json.loads(row["candidates_json"] or "{}")
+        for key in sorted(made, key=int):  # in the order they were proposed
+            label = made[key].get("label")
+            proposals += 1
+            scopes.update({f"proposal {row['number']}-{key}", label} - {None})
+            if k >= plateau_from:
+                without_step = 0 if label in won else without_step + 1
+    score = {label: v["score"] or 0.0 for label, v in by_label.items()}
+    return LoopState(
+        iterations_done=len(finished),
+        iterations_without_win=streak,
+        best_score=score.get(best, 0.0),
+        spent_usd=spent_usd,
+        proposals=proposals,
+        proposals_without_step=without_step,
+        steps=tuple(score[v] - score.get(by_label[v]["parent"], 0.0) for v in sorted(won)),
+        search_usd=math.fsum(sorted(r["usd"] for r in spent if r["scope"] in scopes)),
+        gain=score.get(best, 0.0) - score.get("v0", 0.0),
+    )
+
+
+def plateaus(loop: Loop, budget_usd: float) -> tuple[Condition, ...]:
+    """The plateau rules a run's settings ask for: none with loop.spend_all."""
+    if loop.spend_all:
+        return ()
+    return (
+        plateau(loop.patience),
+        worth_going_on(loop.min_gain_per_usd, loop.min_proposals_without_step, budget_usd),
+    )
 
 
 def worth_going_on(min_gain_per_usd: float, min_without_step: int, budget_usd: float) -> Condition:
