@@ -62,12 +62,13 @@ class Llm(Section):
 
 class Loop(Section):
     max_iterations: int = Field(5, ge=0)
-    # At most 99: a proposal's ledger sample packs (iteration, index) (search/target.py).
-    proposals_per_iteration: int = Field(2, ge=1, le=99)
-    # "first": an iteration ends at its first winner, and the next proposes from it; "all":
-    # every proposal of the iteration is judged against the iteration's parent.
+    proposals_per_iteration: int = Field(2, ge=1, le=99)  # a ledger sample packs (iteration, index)
+    # "first": an iteration ends at its first winner; "all": each proposal is judged against the parent.
     judge_proposals: Literal["first", "all"] = "first"
     patience: int = Field(3, ge=1)
+    min_gain_per_usd: float = Field(0.05, ge=0)  # the plateau of search/stops.py
+    min_proposals_without_step: int = Field(4, ge=1)
+    spend_all: bool = False  # no plateau stop: the budget or a limit ends a run
     target_score: float = Field(1.0, ge=0, le=1)
     parent_selection: Literal["best", "pareto"] = "best"
     screen_evals: int = Field(2, ge=0)
@@ -119,10 +120,9 @@ class Selection(Section):
     # "decisive": a pair is judged in its second order only when the first is decisive (a
     # first-order tie cannot become a swap-consistent win or loss); "always": both orders.
     second_order: Literal["decisive", "always"] = "decisive"
-    # Which run pairs the blind comparator judges: "auto": one pair per eval (run 1 of each
-    # side) under the sequential rule, where its verdicts rarely decide (same power and error
-    # rates with every pair, bench/selection.py) and feed the analyzer and the record; "all":
-    # every pair (docs/selection.md).
+    # Which run pairs the blind comparator judges: "auto": one pair per eval (run 1 of each side) under
+    # the sequential rule, where its verdicts rarely decide (same power and error rates with every
+    # pair, bench/selection.py) and feed the analyzer and the record; "all": every pair (docs/selection.md).
     compare_pairs: Literal["auto", "all"] = "auto"
     # Where a look's extra runs go: "all": every eval; "informative" skips evals whose runs were
     # all identical and gives the run to the runs_share of the rest with the largest variance of
