@@ -1012,6 +1012,13 @@ class SummaryNumbers(_Exact):
     evals: int
 
 
+class NextStep(_Exact):
+    """One thing to do after a run, as the summary and the report name it: why, and the command."""
+
+    why: str
+    command: str
+
+
 class MorningSummary(_Exact):
     """summary.json beside summary.md (report/summary.py): what a night did, for a person and for
     the --notify command. `scope` is the claim's reach: "better on these tasks" or "general"."""
@@ -1040,3 +1047,6 @@ class MorningSummary(_Exact):
     budget_usd: float | None = None
     calls: int
     look_at: list[str]
+    # what to do next, first the likeliest (report/nextstep.py): export the best, finish the
+    # sealed test, or go on with more iterations or budget
+    next: list[NextStep] = []

@@ -544,3 +544,108 @@ def test_report_says_what_a_win_was_against_and_what_the_numbers_do_not_say(tmp_
         "evalsNote(oe.ci_evals)",
     ):
         assert hook in page
+
+
+# -- the overview: what a user reads first ------------------------------------------------------
+
+
+def test_the_overview_leads_with_the_summarys_headline_and_scores(tmp_path):
+    """report.html and summary.md say the same sentence, from the same reading; it says what the
+    decision showed and that nothing is adopted, never "better" (../shared/DESIGN.md §18); beside
+    it v0 and the best on the train evals and the sealed test, and the change that won."""
+    from optimizer.report import summary
+
+    built = build_workspace(tmp_path / "run", versions=8, pending=False)
+    said = re.search(r"^\*\*(.*)\*\*$", summary.write(built.root).read_text(), re.M).group(1)
+    page = html.write_report(built.root, None).read_text()
+    top = blob(page)["overview"]
+    assert top["headline"] == said
+    assert said.startswith(f"{built.best} won against") and "not yet adopted" in said
+    assert "better" not in said
+    assert [r["split"] for r in top["scores"]] == ["train", "sealed test"]
+    train = top["scores"][0]
+    assert train["v0"] is not None and train["best"] > train["v0"] and train["interval"]
+    assert top["diff"].startswith("diff --git") and "+- Rule" in top["diff"]
+    assert top["ended"] == "stopped: max iterations reached"
+    for hook in ('id: "headline"', 'id: "winning-diff"', 'id: "next"'):
+        assert hook in page
+
+
+def test_the_overview_names_the_next_command_and_it_works(tmp_path, cli, monkeypatch):
+    """A run with a winner: export it (the command runs as given), or search on with as many
+    iterations again; summary.md names the same commands."""
+    import shlex
+
+    from optimizer.report import summary
+
+    built = build_workspace(tmp_path / "run", versions=6, pending=False)
+    with sqlite3.connect(built.root / "state.db") as conn:  # 5 iterations of 5 done
+        settings = json.loads(conn.execute("select settings_json from runs").fetchone()[0])
+        settings["loop"]["max_iterations"] = 5
+        conn.execute("update runs set settings_json = ?", [json.dumps(settings)])
+    steps = blob(html.write_report(built.root, None).read_text())["overview"]["next"]
+    export, more = steps[0]["command"], steps[-1]["command"]
+    assert export == f"optimizer export {built.root} {built.best} --to csv-report-{built.best}"
+    assert more == f"optimizer resume {built.root} --max-iterations 10"  # 5 done, 5 again
+    text = summary.write(built.root).read_text()
+    assert f"`{export}`" in text and f"`{more}`" in text
+    monkeypatch.chdir(tmp_path)
+    assert cli(*shlex.split(export)[1:]).exit_code == 0
+    assert (tmp_path / f"csv-report-{built.best}" / "SKILL.md").is_file()
+
+
+def test_the_next_command_of_a_spent_budget_gives_more(tmp_path):
+    built = build_workspace(tmp_path / "run", versions=3, pending=False, seed=4)
+    with sqlite3.connect(built.root / "state.db") as conn:
+        spent = conn.execute("select sum(cost_usd) from calls").fetchone()[0]
+        settings = json.loads(conn.execute("select settings_json from runs").fetchone()[0])
+        settings["budget"]["usd"] = round(spent, 2)
+        settings["loop"]["max_iterations"] = 5
+        conn.execute(
+            "update runs set settings_json = ?, stop_reason = ?",
+            [json.dumps(settings), f"spent ${spent:.2f} of the ${spent:.2f} budget"],
+        )
+    more = blob(html.render(built.root))["overview"]["next"][-1]["command"]
+    assert f"optimizer resume {built.root} --budget-usd " in more
+    assert int(more.rsplit(" ", 1)[1]) > spent
+
+
+def test_the_score_chart_has_every_version_the_pending_ones_too(tmp_path):
+    built = build_workspace(tmp_path / "run", versions=5, pending=True)
+    points = blob(html.render(built.root))["chart"]
+    assert [p["label"] for p in points] == built.labels
+    pending = [p for p in points if p["pending"]]
+    assert [p["label"] for p in pending] == [built.labels[-1]] and pending[0]["score"] is None
+
+
+def test_suggestions_are_one_row_per_expectation_with_a_count_and_capped(tmp_path):
+    """The same advice about one expectation in every eval was a row per eval (30 rows of
+    repeats): one row, its count and its evals, the most frequent first, and "and N more"."""
+    from optimizer.report import overview
+
+    built = build_workspace(tmp_path / "run", versions=3, pending=False)
+    rows = [
+        {
+            "frequency": 1,
+            "assertion": f"S{k}: The report file was written",
+            "reason": f"Eval {e}: expectation 'S{k}: The report file was written' passes in "
+            "every run of both configurations - does not discriminate the skill's value",
+            "action": "Replace or sharpen it: it passes with and without the skill.",
+            "source": "analyst",
+        }
+        for k in range(1, 13)
+        for e in range(1, 2 + (k == 5) * 3)
+    ]
+    built.root.joinpath("eval_feedback_aggregate.json").write_text(
+        json.dumps(
+            {"skill_name": "csv-report", "iteration": 2, "total_runs": 40, "suggestions": rows}
+        )
+    )
+    shown = blob(html.render(built.root))["suggestions"]
+    assert len(rows) == 15 and len(shown["suggestions"]) == overview.SUGGESTIONS_SHOWN == 10
+    assert shown["more"] == 2 and shown["items"] == 15
+    first = shown["suggestions"][0]
+    assert first["assertion"] == "S5: The report file was written" and first["frequency"] == 4
+    assert first["evals"] == ["1", "2", "3", "4"]
+    assert first["reason"].startswith("passes in every run")  # not the expectation again
+    assert len({s["assertion"] for s in shown["suggestions"]}) == 10

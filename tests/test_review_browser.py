@@ -76,7 +76,9 @@ def test_report_opens_renders_and_routes(tmp_path, page):
     expect(page.locator("#sim-banner")).to_be_visible()
     expect(page.locator("svg.lineage g.node")).to_have_count(len(built.labels))
     scored = sum(1 for d in built.decisions.values() if d)
-    expect(page.locator("svg.score-chart g.pt")).to_have_count(scored)
+    # every version is on the score chart, the pending one as a hollow point of its own
+    expect(page.locator("svg.score-chart g.pt")).to_have_count(len(built.labels))
+    expect(page.locator("svg.score-chart g.pt.pending")).to_have_count(len(built.labels) - scored)
     expect(page.locator("svg.score-chart g.pt line.ci").first).to_be_attached()
     expect(page.locator("svg.heatmap rect.cell")).to_have_count(scored * len(built.evals))
     expect(page.locator("svg.cost-chart polyline")).to_have_count(1)
@@ -89,8 +91,9 @@ def test_report_opens_renders_and_routes(tmp_path, page):
     expect(page.locator("#version-title")).to_contain_text("v1")
     assert page.url.endswith("#/v1")
     # v1's page is not in report.html: its script beside it is loaded now, from file://
-    expect(page.locator("pre.diff .add")).to_contain_text("Rule 1")
-    assert "Rule 1" not in path.read_text()
+    expect(page.locator("#page pre.diff .add")).to_contain_text("Rule 1")
+    expect(page.locator("#page")).to_contain_text("rule 1 asks for it")
+    assert "rule 1 asks for it" not in path.read_text()  # the rationale is on v1's page only
     run = page.locator("details.run").first
     run.locator("> summary").click()
     # the model's hostile output is on the page as text, and nothing ran
@@ -103,6 +106,42 @@ def test_report_opens_renders_and_routes(tmp_path, page):
     page.fill("#version-filter", "won")
     won = sum(1 for d in built.decisions.values() if d == "won")
     expect(page.locator("#versions tbody tr")).to_have_count(won)
+    assert page.problems == []
+
+
+def test_the_overview_reads_on_a_wide_screen_and_on_a_phone(tmp_path, page):
+    """The headline and the next command on top, money as words.dollars says it, the stop
+    worded once; at a phone's width nothing but the wide tables and the lineage scrolls
+    sideways, and the charts take the page's width."""
+    from optimizer import words
+
+    built = build_workspace(tmp_path / "run", versions=6, pending=True)
+    path = html.write_report(built.root, None)
+    page.goto(path.as_uri())
+    expect(page.locator("body[data-ready]")).to_have_count(1)
+    expect(page.locator("#headline .claim")).to_contain_text(f"{built.best} won against")
+    expect(page.locator("#next code").first).to_contain_text("optimizer export")
+    expect(page.locator("#headline")).to_contain_text("Run stopped: max iterations reached.")
+    expect(page.locator(".card", has_text="stop reason")).to_have_count(0)
+    for x in (4.79612, 0.5, 0.00421, 0.00004, 0.0, 20.0):
+        assert page.evaluate(f"money({x})") == words.dollars(x), x
+    chart = page.locator("svg.score-chart").bounding_box()
+    assert chart and chart["width"] > 1100  # the page's width, not half of it
+    ticks = page.locator("svg.cost-chart text.time-tick").all_text_contents()
+    assert ticks and not any(re.search(r"\d{4}-\d\d-\d\dT", t) for t in ticks), ticks
+    shot(page, "report-overview-1280.png")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    expect(page.locator("body[data-ready]")).to_have_count(1)
+    wide = page.evaluate(
+        """() => [...document.querySelectorAll('#overview *')].filter(e =>
+        e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('.scroll, .table-wrap'))
+        .map(e => e.tagName + '.' + e.className.baseVal ?? e.className)"""
+    )
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390 and wide == [], wide
+    cell = page.locator("svg.heatmap rect.cell").first.bounding_box()
+    assert cell and cell["width"] >= 20 and cell["height"] >= 20  # a cell one can read and tap
+    shot(page, "report-overview-390.png")
     assert page.problems == []
 
 

@@ -105,7 +105,7 @@ def test_the_winner_its_numbers_diff_and_what_to_look_at(tmp_path):
     assert any("2 candidate evals" in item for item in found.look_at)
     assert any(item.startswith("small suite") for item in found.look_at)
     text = summary.markdown(found)
-    assert f"**{built.best} won by" in text and "```diff" in text and "[+" in text
+    assert f"**{built.best} won against" in text and "```diff" in text and "[+" in text
 
 
 def test_a_stated_scope_is_used_as_it_is(tmp_path):

@@ -19,8 +19,8 @@ from urllib.parse import quote
 import jinja2
 import orjson
 
-from optimizer import schemas
-from optimizer.report import confinement, pages, read
+from optimizer import schemas, words
+from optimizer.report import confinement, overview, pages, read
 from optimizer.report.status import status as run_status
 from optimizer.store import readonly
 from optimizer.store.files import Workspace, write_text
@@ -103,6 +103,7 @@ def build(
             "form": data.form,
             "status": data.run.get("status"),
             "stop_reason": data.run.get("stop_reason"),
+            "ended": words.ended(data.run.get("status"), data.run.get("stop_reason")),
             "started_at": data.run.get("started_at"),
             "generated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
             "review": review,
@@ -117,14 +118,17 @@ def build(
             "unconfined": bool(status and status["sandbox"]["unconfined"]),
         },
         "status": status,
+        # the morning summary's headline, scores, diff and next commands: one reading, one wording
+        "overview": overview.headline(run_dir, data, status),
         "nodes": nodes,
+        "chart": overview.chart(nodes),  # every version, the pending ones too
         "evals": evals,
         "cost": _cost_series(ws),
         "budget_usd": (data.settings.get("budget") or {}).get("usd"),
         "test": status.get("test") if status else data.history.get("test"),
         "sealed_todo": status.get("sealed_todo") if status else None,
         "warnings": data.warnings,  # shown on top: what the numbers below do not say
-        "suggestions": read.read_json(ws.feedback_aggregate),
+        "suggestions": overview.suggestions(read.read_json(ws.feedback_aggregate)),
         "power": status.get("power") if status else None,  # what more evals would buy
         "pages": pages.keys(data),  # which pages exist; their data is loaded when one is opened
     }

@@ -20,9 +20,21 @@ def finish_line(
     run_dir: str, run: dict[str, Any], iterations_done: int, spent_usd: float
 ) -> str | None:
     """ "the sealed test did not run …: finish it with `optimizer resume …`" for a stopped run
-    with a test split and no complete sealed test; None otherwise. The command sets the
-    iteration limit to the iterations done, so the resumed run goes straight to the sealed test,
-    and a budget of the spend so far plus the test's reserve, or the run's own if larger."""
+    with a test split and no complete sealed test; None otherwise."""
+    found = finish_command(run_dir, run, iterations_done, spent_usd)
+    if found is None:
+        return None
+    why, command = found
+    return f"the sealed test did not run ({why}): finish it with `{command}`"
+
+
+def finish_command(
+    run_dir: str, run: dict[str, Any], iterations_done: int, spent_usd: float
+) -> tuple[str, str] | None:
+    """Why the sealed test did not run and the command that finishes it, or None. The command
+    sets the iteration limit to the iterations done, so the resumed run goes straight to the
+    sealed test, and a budget of the spend so far plus the test's reserve, or the run's own if
+    larger."""
     if run.get("status") != "stopped":
         return None
     split = _json(run.get("split_json")) or {}
@@ -40,7 +52,7 @@ def finish_line(
         f"optimizer resume {shlex.quote(run_dir)} --max-iterations {iterations_done} "
         f"--budget-usd {budget:.2f}"
     )
-    return f"the sealed test did not run ({why}): finish it with `{command}`"
+    return why, command
 
 
 def _json(text: Any) -> Any:

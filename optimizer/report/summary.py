@@ -17,7 +17,7 @@ from rich.console import Console
 
 from optimizer import schemas, words
 from optimizer.grade.stats import mean, mean_ci
-from optimizer.report import caveats, read
+from optimizer.report import caveats, nextstep, read
 from optimizer.report.status import status as run_status
 from optimizer.store.files import write_json, write_text
 
@@ -35,9 +35,17 @@ def paths(run_dir: Path) -> tuple[Path, Path]:
     return Path(run_dir) / "summary.md", Path(run_dir) / "summary.json"
 
 
-def build(run_dir: Path, *, night_error: str | None = None) -> schemas.MorningSummary:
-    data = read.load(run_dir)
-    info = run_status(run_dir, data)
+def build(
+    run_dir: Path,
+    *,
+    night_error: str | None = None,
+    data: read.RunData | None = None,
+    info: dict | None = None,
+) -> schemas.MorningSummary:
+    """`data` and `info` (status) when the caller read them already: the report says what
+    summary.md says from the same reading."""
+    data = data or read.load(run_dir)
+    info = info or run_status(run_dir, data)
     best = data.current_best or "v0"
     by_label = {n["label"]: n for n in data.nodes}
     test = info.get("test") if isinstance(info.get("test"), dict) else None
@@ -63,7 +71,14 @@ def build(run_dir: Path, *, night_error: str | None = None) -> schemas.MorningSu
         from_run=data.run.get("from_run"),
         best=best,
         won=won,
-        headline=_headline(best, won, train, sealed, scope, night_error),
+        headline=_headline(
+            best,
+            won,
+            train,
+            sealed,
+            (selection or {}).get("parent") if isinstance(selection, dict) else None,
+            night_error,
+        ),
         scope=scope,
         train=train,
         sealed=sealed,
@@ -73,6 +88,7 @@ def build(run_dir: Path, *, night_error: str | None = None) -> schemas.MorningSu
         budget_usd=info.get("budget_usd"),
         calls=info.get("calls") or 0,
         look_at=_look_at(run_dir, data, info),
+        next=nextstep.steps(str(run_dir), data, info, best) if not night_error else [],
     )
 
 
@@ -164,17 +180,29 @@ def _scope(selection: Any, sealed: schemas.SummaryNumbers | None, warnings: list
 
 
 def _headline(
-    best: str, won: bool, train: Any, sealed: Any, scope: str | None, night: str | None
+    best: str, won: bool, train: Any, sealed: Any, parent: str | None, night: str | None
 ) -> str:
+    """One sentence, the same in summary.md and the report. A step is a decision, not a claim
+    (../shared/DESIGN.md §18): the headline says what the decision showed and that nothing is
+    adopted, never that a version is "better"; and it states a number only where its own
+    interval supports it (lies on one side of zero)."""
     if night:
         return f"This night did not run: {night}"
     if not won:
         return "Nothing won: v0, the skill the run started from, is still the best."
-    # A number is stated only where its own interval supports it (lies on one side of zero).
-    if supported(train):
-        lead = f"{best} won by {train.delta:+.3f} on the train evals ({scope})"
+    against = parent or "its parent"
+    if supported(train) and train.low > 0:
+        lead = (
+            f"{best} won against v0 on the train evals ({train.delta:+.3f}, "
+            f"{_bare(train)} interval above zero, these tasks)"
+        )
+    elif supported(train):
+        lead = (
+            f"{best} won against {against}, but against v0 on the train evals it is below "
+            f"({train.delta:+.3f}, {_bare(train)} interval below zero)"
+        )
     else:  # won step by step, each against its parent; against v0 the evals cannot tell
-        lead = f"{best} won ({scope})" + (
+        lead = f"{best} won against {against}" + (
             f"; against v0 on the train evals: too small to tell ({_evals(train.evals)})"
             if train is not None
             else ""
@@ -187,8 +215,13 @@ def _headline(
     elif sealed is not None:
         held = f"; sealed test: too small to tell ({_evals(sealed.evals)})"
     else:
-        held = ""
-    return f"{lead}{held}."
+        held = "; sealed test: not measured"
+    return f"{lead}; not yet adopted{held}."
+
+
+def _bare(n: schemas.SummaryNumbers) -> str:
+    """The interval's level alone: "99.4%" of "99.4%, the decision's"."""
+    return (n.level or f"{n.confidence:.0%}").split(",")[0]
 
 
 def _look_at(run_dir: Path, data: read.RunData, info: dict) -> list[str]:
@@ -256,7 +289,12 @@ def markdown(s: schemas.MorningSummary) -> str:
     out += [
         "## What won",
         "",
-        f"- best version: {s.best}" + (f" ({s.scope})" if s.scope else ""),
+        f"- best version: {s.best}"
+        + (
+            f" (its decision's scope: {s.scope.removeprefix('better ')}; not yet adopted)"
+            if s.scope
+            else ""
+        ),
         _numbers("train", s.train, s.won),
         _numbers("sealed test", s.sealed, s.won),
     ]
@@ -270,8 +308,15 @@ def markdown(s: schemas.MorningSummary) -> str:
             else s.diff[:DIFF_CAP] + "\n… (cut; see `optimizer diff`)\n"
         )
         out += [f"## The change (v0 → {s.best})", "", "```diff", diff.rstrip("\n"), "```", ""]
-    budget = f" of ${s.budget_usd:.2f}" if s.budget_usd else ""
-    out += ["## Cost", "", f"${s.spent_usd:.2f}{budget} in {s.calls} model calls.", ""]
+    budget = f" of {words.dollars(s.budget_usd)}" if s.budget_usd else ""
+    out += [
+        "## Cost",
+        "",
+        f"{words.dollars(s.spent_usd)}{budget} in {words.plural(s.calls, 'model call')}.",
+        "",
+    ]
+    if s.next:
+        out += ["## Next", ""] + [f"- {step.why}: `{step.command}`" for step in s.next] + [""]
     out += (
         ["## What to look at", ""] + ([f"- {item}" for item in s.look_at] or ["- nothing"]) + [""]
     )

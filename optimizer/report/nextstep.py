@@ -1,0 +1,81 @@
+"""What to do after a run, as one command each, for summary.md and the report's overview: finish
+the sealed test, take the best out with `optimizer export`, or go on with `optimizer resume` and
+the iterations and budget that going on needs. The iterations' cost is the one `status` uses for
+its finish time (measured over the finished iterations, else the preview's); the sealed test's
+reserve and the finishing command are sealed.py's. Reads; never writes."""
+
+from __future__ import annotations
+
+import math
+import shlex
+
+from optimizer import schemas
+from optimizer.report import read, sealed
+from optimizer.search import pace
+from optimizer.search.estimate import per_iteration_usd, reserve
+
+
+def steps(run_dir: str, data: read.RunData, info: dict, best: str) -> list[schemas.NextStep]:
+    """The commands, the one to take first first; [] while nothing can be said."""
+    run = shlex.quote(run_dir)
+    if info.get("running"):
+        return [
+            schemas.NextStep(
+                why="the run is still going: watch it", command=f"optimizer status {run}"
+            )
+        ]
+    out = []
+    done = info.get("iterations_done") or 0
+    spent = info.get("spent_usd") or 0.0
+    todo = sealed.finish_command(run_dir, data.run, done, spent)
+    if todo is not None:
+        out.append(schemas.NextStep(why=f"finish the sealed test ({todo[0]})", command=todo[1]))
+    if info.get("status") == "failed":
+        out.append(
+            schemas.NextStep(
+                why="the run failed: fix the cause, then go on", command=f"optimizer resume {run}"
+            )
+        )
+        return out
+    if best != "v0":
+        name = shlex.quote(f"{data.run.get('skill_name') or 'skill'}-{best}")
+        out.append(
+            schemas.NextStep(
+                why=f"take {best}: a copy of its skill folder with the evals it was measured on",
+                command=f"optimizer export {run} {best} --to {name}",
+            )
+        )
+    if todo is None:
+        out.append(_go_on(run, data, info, best))
+    return out
+
+
+def _go_on(run: str, data: read.RunData, info: dict, best: str) -> schemas.NextStep:
+    """`optimizer resume` with as many iterations again as the run had, and the budget they need
+    when what is left of it does not cover them (and the sealed test of the next best)."""
+    done = info.get("iterations_done") or 0
+    limit = info.get("max_iterations") or done
+    spent = info.get("spent_usd") or 0.0
+    budget = info.get("budget_usd")
+    est = read.parse_json(data.run.get("estimate_json")) or {}
+    per = pace.usd_per_iteration(
+        estimated=per_iteration_usd(est) if est else None,
+        spent_in_iterations=data.ledger.get("iterations_usd") or 0.0,
+        done=done,
+    )
+    flags, more = [], 0
+    if done >= limit:  # the iteration limit stopped it: as many again
+        more = max(1, limit)
+        flags.append(f"--max-iterations {done + more}")
+    else:
+        more = limit - done
+    if budget:
+        need = spent + (per or 0.0) * more + reserve(est or None, per_run_usd=None, runs=0)
+        if need > budget or spent >= budget:
+            flags.append(f"--budget-usd {max(math.ceil(need), math.floor(spent) + 1)}")
+    what = f"search on from {best}" if best != "v0" else "nothing won yet: search on"
+    if more:
+        what += f" for {more} more iteration{'s' if more != 1 else ''}"
+    if "deadline" in (info.get("stop_reason") or ""):
+        what += " (and give a later --deadline)"
+    return schemas.NextStep(why=what, command=" ".join(["optimizer resume", run, *flags]))

@@ -1,0 +1,127 @@
+"""What the report's overview shows above and beside its charts, as data: the headline, the next
+commands, train and sealed scores side by side and the winning diff (all from the morning
+summary, so report.html and summary.md say the same thing), the score chart's points (pending
+versions included), and the suggestions for the evals, one row per expectation."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from optimizer import words
+from optimizer.report import read, summary
+
+log = structlog.get_logger()
+SUGGESTIONS_SHOWN = 10  # rows of the suggestions table; the rest are counted ("and 12 more")
+_EVAL_PREFIX = re.compile(r"^\s*Eval\s+(\S+?):\s*")
+
+
+def headline(run_dir: Path, data: read.RunData, status: dict | None) -> dict | None:
+    """The morning summary's headline, scores, diff and next commands; None without state.db."""
+    if status is None:
+        return None
+    try:
+        s = summary.build(run_dir, data=data, info=status)
+    except Exception:  # a broken snapshot or version file must not stop the whole report
+        log.exception("report.headline_failed", run=str(run_dir))
+        return None
+    return {
+        "headline": s.headline,
+        "best": s.best,
+        "won": s.won,
+        "ended": words.ended(s.status, s.stop_reason),
+        "scores": [_row("train", s.train, s.won), _row("sealed test", s.sealed, s.won)],
+        "diff": s.diff,
+        "next": [step.model_dump() for step in s.next],
+    }
+
+
+def _row(split: str, n: Any, won: bool) -> dict:
+    if n is None:
+        return {
+            "split": split,
+            "v0": None,
+            "best": None,
+            "delta": None,
+            "interval": None,
+            "evals": 0,
+        }
+    interval = (
+        f"[{n.low:+.3f}, {n.high:+.3f}] {n.level or format(n.confidence, '.0%')}"
+        if n.low is not None and n.high is not None
+        else "no interval from one eval"
+        if n.evals == 1
+        else None
+    )
+    return {
+        "split": split,
+        "v0": n.v0,
+        "best": n.best if won else None,
+        "delta": n.delta if won else None,
+        "interval": interval if won else None,
+        "evals": n.evals,
+    }
+
+
+def chart(nodes: list[dict]) -> list[dict]:
+    """Every version in order for the score chart: a pending one (not decided yet, or still
+    being measured) is a point too, at its score when it has one, marked as pending."""
+    return [
+        {
+            "label": n["label"],
+            "score": n.get("score"),
+            "score_ci": n.get("score_ci"),
+            "decision": n.get("decision"),
+            "parent": n.get("parent"),
+            "is_best": bool(n.get("is_best")),
+            "pending": not n.get("decision") and n.get("status") != "failed",
+            "failed": n.get("status") == "failed",
+        }
+        for n in nodes
+    ]
+
+
+def suggestions(aggregate: Any) -> dict | None:
+    """eval_feedback_aggregate.json, one row per expectation: the same advice about one
+    expectation in several evals is one row with its count and the evals it came from, the most
+    frequent first, at most SUGGESTIONS_SHOWN rows and how many more."""
+    if not isinstance(aggregate, dict):
+        return None
+    groups: dict[tuple[str, str], dict] = {}
+    for item in aggregate.get("suggestions") or []:
+        if not isinstance(item, dict):
+            continue
+        reason = str(item.get("reason") or "")
+        m = _EVAL_PREFIX.match(reason)
+        said = reason[m.end() :] if m else reason
+        assertion = item.get("assertion")
+        said = said.removeprefix(f"expectation '{assertion}' ")  # the table names it already
+        key = (
+            assertion if assertion is not None else f"(missing) {said}",
+            str(item.get("action") or ""),
+        )
+        group = groups.setdefault(
+            key,
+            {
+                "assertion": assertion,
+                "reason": said,
+                "action": item.get("action") or "",
+                "frequency": 0,
+                "evals": [],
+            },
+        )
+        if group["reason"] != said:  # "… is flaky - passed 6 of 9 runs" in one, 7 of 9 in another
+            group["reason"] = group["reason"].split(" - ")[0]
+        group["frequency"] += int(item.get("frequency") or 1)
+        if m and m.group(1) not in group["evals"]:
+            group["evals"].append(m.group(1))
+    rows = sorted(groups.values(), key=lambda g: -g["frequency"])  # stable: first seen first
+    return {
+        "total_runs": aggregate.get("total_runs"),
+        "suggestions": rows[:SUGGESTIONS_SHOWN],
+        "more": max(0, len(rows) - SUGGESTIONS_SHOWN),
+        "items": sum(g["frequency"] for g in rows),
+    }
