@@ -126,12 +126,12 @@ def stage(run_dir: Path) -> str:
         return ""
 
 
-# With the simulator's seed 9 the two iterations win (after more runs were added), lose (at
-# screening) and tie, so the reference run walks every path a decision can take; a change to the
-# simulated world, to the rule or to any text a request carries may need another seed, which the
-# first test below would show (seed 26 stopped losing when the world stopped paying for headings,
-# the agent began to read its inputs and the proposer to write from the failures' words: of seeds
-# 0-29, 9, 11, 23, 26 and 27 promote within two iterations).
+# With the simulator's seed 9 the two iterations win (after more runs were added), tie and lose,
+# so the reference run walks every path a decision can take; a change to the simulated world, to
+# the rule or to any text a request carries may need another seed, which the first test below
+# would show (seed 26 stopped losing when the world stopped paying for headings, the agent began
+# to read its inputs and the proposer to write from the failures' words: of seeds 0-29, 9, 11,
+# 23, 26 and 27 promote within two iterations).
 RUN = ("run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=9", "--max-iterations", "2")
 
 

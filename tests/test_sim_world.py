@@ -202,15 +202,14 @@ def test_the_simulator_states_its_worlds_ceiling_for_any_evals():
 
 
 def test_the_proposer_writes_from_the_failures_words_never_from_their_hidden_cause():
-    from optimizer.sim.proposer import _fix
+    from optimizer.sim.proposer import instruction_for
 
-    world = latent.World()
     failure = "The update says which customers were affected by the outage"
-    fix = _fix(failure, set(), world)
+    fix = instruction_for(failure)
     assert fix == "- Say which customers were affected by the outage."
     assert all(h.instruction not in fix for h in latent.HABITS)
     # One eval's value is left out; a value several evals fail on is a convention and stays.
-    assert _fix("The update states that 1200 sign-ins failed", set(), world) == (
+    assert instruction_for("The update states that 1200 sign-ins failed") == (
         "- State that sign-ins failed."
     )
-    assert "#d97757" in (_fix("Headings are coloured #d97757", {"#d97757"}, world) or "")
+    assert "#d97757" in (instruction_for("Headings are coloured #d97757", {"#d97757"}) or "")

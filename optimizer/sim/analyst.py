@@ -7,7 +7,8 @@ import random
 from typing import Any
 
 from optimizer.sim.judges import Section, failures, parse_files, plain_lines
-from optimizer.sim.latent import World, need, route, topic_of
+from optimizer.sim.latent import World, route, topic_of
+from optimizer.sim.proposer import instruction_for
 from optimizer.sim.text import bullet_text, bullets, snippets, split_front_matter
 from optimizer.words import plural
 
@@ -34,22 +35,15 @@ def _effect(line: str, world: World) -> str:
 
 
 def _suggestion(text: str, count: int, rank: int, rng: random.Random, knobs: Any) -> dict:
-    """The fix for one failure: its cause when the analyzer sees it (at the proposer's rate of
-    being right), else the failure restated as an instruction."""
-    found = need(knobs.world, text)
-    sees = rng.random() < knobs.proposal_quality
-    if sees and found.habit is not None:
-        edit = f'Add an instruction for the habit behind it: "{found.habit.instruction}"'
-    elif sees and found.items:
-        named = ", ".join(f"`{i}`" for i in found.items)
-        edit = f"Ask for {named} by name where the skill describes the answer's format."
-    elif sees:
-        edit = (
-            f'Leave "{text}" to the task: it depends on the inputs, and no instruction '
-            "is likely to change it."
-        )
-    else:
-        edit = f"Add an explicit instruction: {text}"
+    """The fix for one failure, from its words as the gradings show them (never its hidden
+    cause): at the proposer's rate of being right, an instruction that asks for what the
+    expectation checks, without one eval's values; else the failure restated."""
+    fix = instruction_for(text) if rng.random() < knobs.proposal_quality else None
+    edit = (
+        f'Add an instruction: "{fix[2:]}"'
+        if fix is not None
+        else f"Add an explicit instruction: {text}"
+    )
     return {
         "priority": "high" if rank == 0 or count >= 2 else "medium",
         "category": "instructions",

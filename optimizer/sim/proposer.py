@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from optimizer.sim.judges import failures, parse_files
-from optimizer.sim.latent import World, habits, need, read_instruction, topic_of
+from optimizer.sim.latent import World, habits, read_instruction, topic_of
 from optimizer.sim.meaning import counts, strip_counts
 from optimizer.sim.text import (
     bullet_indexes,
@@ -126,7 +126,7 @@ def imperative(expectation: str) -> str:
     return f"{base.capitalize()} {rest}"
 
 
-def _fix(text: str, shared: set[str], world: World) -> str | None:
+def instruction_for(text: str, shared: frozenset[str] | set[str] = frozenset()) -> str | None:
     """The instruction a careful author writes for a failing expectation, from what the gradings
     show (its text, never its hidden cause): the expectation as an instruction, with the values
     of one eval left out (a value several evals fail on is a convention and stays). None when
@@ -172,7 +172,7 @@ def _body(
     # evals outranks any one of them, which is what finding the cause means.
     fixes: dict[str, list[tuple[str, int, str]]] = {}
     for text, count, eval_id in failed:
-        fix = _fix(text, shared, world)
+        fix = instruction_for(text, shared)
         # A format the skill already names failed because it was missed, not because it is
         # missing: asking again is no fix.
         named = (
@@ -250,12 +250,9 @@ def _harm(
             "Shorter skills are followed more reliably, and the agent does this anyway.",
             _edit(path, content, after, lines[i] + "\n", ""),
         )
-    needed = [
-        n.habit
-        for t, _, _ in failures(get("failed_expectations"))
-        if (n := need(world, t)).habit is not None
-    ]
-    habit = needed[0] if needed else rng.choice(habits(world))
+    # A careless author's "tightening": a habit turned off that the author guesses is noise (the
+    # proposer never knows which habits the failures need).
+    habit = rng.choice(habits(world))
     after, old, new = insert([f"- {habit.against}"])
     return _result(
         f"Tighten: {habit.against}",
