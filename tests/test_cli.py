@@ -69,3 +69,20 @@ def test_stop_answers_at_once_without_the_model_stack(tmp_path):
     assert found["code"] in (0, None), stderr
     assert found["heavy"] == []  # it said it asked, then spent seconds importing the SDK
     assert (run / "STOP").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [["-h"], ["run", "-h"], ["gate", "-h"], ["--version"]])
+def test_h_and_version_answer_as_in_the_clis_people_know(args, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "optimizer", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    if args == ["--version"]:
+        assert done.stdout.startswith("optimizer ")
+    else:
+        assert "Usage: optimizer" in done.stdout

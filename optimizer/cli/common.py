@@ -19,10 +19,33 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # -h as well as --help on every command, as gh, llm and pytest take it.
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Improve an Agent Skill overnight: propose variants, run, grade, compare, promote.",
 )
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            out.print(f"optimizer {version('skill-optimizer')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            out.print("optimizer (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    shown: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """Improve an Agent Skill overnight: propose variants, run, grade, compare, promote."""
+
 
 ConfigOpt = Annotated[
     Path | None,
