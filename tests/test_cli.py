@@ -86,3 +86,23 @@ def test_h_and_version_answer_as_in_the_clis_people_know(args, tmp_path):
         assert done.stdout.startswith("optimizer ")
     else:
         assert "Usage: optimizer" in done.stdout
+
+
+def test_a_skill_folder_names_its_latest_run(tmp_path, monkeypatch):
+    import os
+
+    from optimizer.cli.common import latest_run
+
+    skill = tmp_path / "skills" / "my-skill"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: release-notes\ndescription: x\n---\n")
+    monkeypatch.chdir(tmp_path)
+    assert latest_run(skill) == skill  # no runs yet: the command refuses in its own words
+    older, newer = Path("runs/release-notes-20261120-220000"), Path("runs/release-notes-night-x")
+    for k, folder in enumerate((older, newer)):
+        folder.mkdir(parents=True)
+        (folder / "state.db").write_bytes(b"")
+        os.utime(folder / "state.db", (1_000_000 + k, 1_000_000 + k))
+    Path("runs/other-skill-20261121-220000").mkdir()
+    assert latest_run(skill) == newer
+    assert latest_run(older) == older  # a run folder is taken as given

@@ -215,7 +215,11 @@ def test_one_delta_has_one_interval_per_level_and_each_view_names_the_level(
         conn.execute("update versions set parent = 'v0' where label = ?", [built.best])
     # the level as the decision's reason states it: "99.940% Student-t interval"
     shown = f"[{ci['low']:+.3f}, {ci['high']:+.3f}] 99.940%, the decision's"
-    monkeypatch.setenv("COLUMNS", "400")  # one line per version: no interval cut in two
+    # One line per version, so no interval is cut in two. The console reads COLUMNS when it is
+    # made, at the first import of the command line, which another test may have done already.
+    from optimizer.cli import common
+
+    monkeypatch.setattr(common.out, "width", 400)
     lineage = cli("lineage", built.root).stdout
     assert f"Δ {delta:+.3f} {shown}" in lineage, lineage
     assert "] 95% (n=" in lineage  # the scores' intervals say theirs

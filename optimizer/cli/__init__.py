@@ -25,6 +25,7 @@ from optimizer.cli.common import (
     confinement,
     err,
     handled,
+    latest_run,
     load_settings,
     out,
     require_dir,
@@ -174,7 +175,13 @@ def benchmark(
     out.print(f"\nwritten: {path}")
 
 
-RunDirArg = Annotated[Path, typer.Argument(help="The run folder (runs/<skill>-<time>).")]
+RunDirArg = Annotated[
+    Path,
+    typer.Argument(
+        help="The run folder (runs/<skill>-<time>), or a skill folder for its latest run there.",
+        callback=latest_run,
+    ),
+]
 
 
 @app.command()
