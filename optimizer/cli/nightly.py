@@ -21,6 +21,7 @@ from optimizer.cli.common import (
     confinement,
     err,
     handled,
+    latest_run,
     load_settings,
     out,
     require_dir,
@@ -125,7 +126,13 @@ def gate(
 @app.command("summary")
 @handled
 def summary_cmd(
-    run_dir: Annotated[Path, typer.Argument(help="The run folder (runs/<skill>-<time>).")],
+    run_dir: Annotated[
+        Path,
+        typer.Argument(
+            help="The run folder (runs/<skill>-<time>), or a skill folder for its latest run.",
+            callback=latest_run,
+        ),
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """The morning summary of a run: what won and by how much, the change, the cost, what to check."""
