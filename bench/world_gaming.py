@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from optimizer.sim.expected import expectations, pass_rate  # noqa: E402
+from optimizer.sim.expected import expectations, hand_written, pass_rate  # noqa: E402
 from optimizer.sim.latent import World  # noqa: E402
 from optimizer.sim.world import Skill, load_chance  # noqa: E402
 
@@ -70,12 +70,7 @@ def variants(skill: str, clear: list[str], evals: list[dict]) -> dict[str, str]:
 
 
 def skills() -> list[tuple[str, str, list[str], list[dict]]]:
-    found = []
-    for folder in sorted(p for p in FOREIGN.iterdir() if p.is_dir()):
-        clear = (folder / "clear.md").read_text().strip().splitlines()
-        evals = json.loads((folder / "evals" / "evals.json").read_text())["evals"]
-        found.append((folder.name, (folder / "SKILL.md").read_text(), clear, evals))
-    return found
+    return hand_written(FOREIGN)
 
 
 def loading() -> None:

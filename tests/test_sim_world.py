@@ -7,7 +7,6 @@ No expected answer here is built through the world's hidden causes."""
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 
 from optimizer.sim import latent
 from optimizer.sim.compose import compose_output, instruction_lines
-from optimizer.sim.expected import expectations, pass_rate
+from optimizer.sim.expected import expectations, hand_written, pass_rate
 from optimizer.sim.support import support
 from optimizer.sim.world import Skill, load_chance
 
@@ -35,16 +34,7 @@ GARDEN = [
 ]
 
 
-def foreign() -> list[tuple[str, str, list[str], list[dict]]]:
-    found = []
-    for folder in sorted(p for p in FOREIGN.iterdir() if p.is_dir()):
-        clear = (folder / "clear.md").read_text().strip().splitlines()
-        evals = json.loads((folder / "evals" / "evals.json").read_text())["evals"]
-        found.append((folder.name, (folder / "SKILL.md").read_text(), clear, evals))
-    return found
-
-
-SKILLS = foreign()
+SKILLS = hand_written(FOREIGN)
 IDS = [name for name, *_ in SKILLS]
 
 

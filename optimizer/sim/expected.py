@@ -4,6 +4,7 @@ tests and benches compare skills by. Never reads the hidden causes to decide wha
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -45,3 +46,15 @@ def pass_rate(
             passed += sum(support(t, files, ev["prompt"], world).passed for t in texts)
             total += len(texts)
     return passed / total if total else 0.0
+
+
+def hand_written(root: Path) -> list[tuple[str, str, list[str], list[dict]]]:
+    """The skills under `root` that come with hand-written clear instructions (tests/fixtures/
+    foreign): (name, SKILL.md, the lines of clear.md, the evals), by name. What the world's tests
+    and bench/world_gaming.py measure the world on; nothing in them is built from the world."""
+    found = []
+    for folder in sorted(p for p in root.iterdir() if (p / "clear.md").is_file()):
+        clear = (folder / "clear.md").read_text().strip().splitlines()
+        evals = json.loads((folder / "evals" / "evals.json").read_text())["evals"]
+        found.append((folder.name, (folder / "SKILL.md").read_text(), clear, evals))
+    return found
