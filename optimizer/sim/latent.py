@@ -197,29 +197,32 @@ def focus(world: World, sections: int) -> float:
 # --- reading a sentence -------------------------------------------------------------------------
 
 
+def clarity(topic: frozenset[str], habit: Habit) -> float:
+    """How clearly a clause asks for a habit: two cue concepts, or one in a clause that is mostly
+    about it (1.0); one cue in a clause a third about it (0.5); else 0: a cue that happens to
+    stand among many other words names nothing."""
+    hits = len(topic & habit.cues)
+    density = hits / len(topic) if topic else 0.0
+    if not ((hits >= 2 and density >= 0.2) or (hits == 1 and density >= 1 / 3)):
+        return 0.0
+    return 1.0 if hits >= 2 or density >= 0.5 else 0.5
+
+
 def named_habits(world: World, topic: frozenset[str]) -> list[tuple[Habit, float]]:
-    """The habits a clause is about, with how clearly: two cue concepts, or one in a clause
-    that is mostly about it. A cue that happens to stand among many other words names nothing,
-    and a clause that names many habits asks for each with a share of its attention."""
-    if not topic:
-        return []
-    found = []
-    for habit in habits(world):
-        hits = len(topic & habit.cues)
-        density = hits / len(topic)
-        if (hits >= 2 and density >= 0.2) or (hits == 1 and density >= 1 / 3):
-            found.append((habit, 1.0 if hits >= 2 or density >= 0.5 else 0.5))
+    """The habits a clause is about, with how clearly; a clause that names more than FULL_SHARE
+    habits asks for each with a share of its attention."""
+    found = [(h, c) for h in habits(world) if (c := clarity(topic, h)) > 0]
     share = min(1.0, FULL_SHARE / len(found)) if found else 1.0
     return [(h, c * share) for h, c in found]
 
 
 def route(world: World, topic: frozenset[str]) -> tuple[Habit | None, float]:
     """The one habit a set of concepts is most about, and how clearly; None when none."""
-    named = named_habits(world, topic)
+    named = [h for h, _ in named_habits(world, topic)]
     if not named:
         return None, 0.0
-    best = max(named, key=lambda hc: (len(topic & hc[0].cues), -HABITS.index(hc[0])))
-    return best[0], min(1.0, best[1] * (len(named) / FULL_SHARE if len(named) > 2 else 1))
+    best = max(named, key=lambda h: (len(topic & h.cues), -HABITS.index(h)))
+    return best, clarity(topic, best)
 
 
 @dataclass(frozen=True)

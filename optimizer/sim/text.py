@@ -23,11 +23,6 @@ STOPWORDS = frozenset(
 _WORD = re.compile(r"[a-z0-9]+")
 _SNIPPET = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 _BULLET = re.compile(r"^\s*(?:[-*]|\d+\.)\s+(.+?)\s*$")
-# An instruction with one of these words and a snippet tells the agent to leave the snippet out.
-NEGATIVE = re.compile(r"\b(skip|omit|never include|do not include|don't include|leave out)\b", re.I)
-# How a general instruction asks for a task's specifics instead of naming one task's values; an
-# agent that follows it carries every value the task names into its answer.
-TASK_VALUES = "with the values the task gives"
 # Harness-injected context (Claude Code puts the date and the skill list there), not the task.
 REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.S)
 
