@@ -93,7 +93,7 @@ def start(
         if not fresh:
             raise BadInput(
                 f"{run_dir}: already holds a run; continue it with `optimizer resume "
-                f"{run_dir}`, or pick another --run-dir."
+                f"{run_dir}`, or pick another --out folder."
             )
         _refuse_if_running(ws)
         shutil.rmtree(run_dir)

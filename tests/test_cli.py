@@ -106,3 +106,111 @@ def test_a_skill_folder_names_its_latest_run(tmp_path, monkeypatch):
     Path("runs/other-skill-20261121-220000").mkdir()
     assert latest_run(skill) == newer
     assert latest_run(older) == older  # a run folder is taken as given
+
+
+def _invoke(monkeypatch, *args: str):
+    from typer.testing import CliRunner
+
+    from optimizer.cli import app
+
+    monkeypatch.setenv("COLUMNS", "200")
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.mark.parametrize(
+    "names", [("--out", "--until"), ("--run-dir", "--deadline")], ids=["new", "old"]
+)
+def test_run_takes_out_and_until_and_the_old_names_still_work(names, tmp_path, monkeypatch):
+    """One vocabulary (docs/design.md §11): the output folder is --out, the stop time --until; the
+    old spellings stay as hidden aliases so no script breaks."""
+    import optimizer.cli as cli
+    from optimizer import daemon
+
+    seen: dict = {}
+    monkeypatch.setattr(cli, "load_settings", lambda *a, **k: seen.update(k["flags"]))
+
+    def start(**kwargs):
+        seen["run_dir"] = kwargs["run_dir"]
+        kwargs["load"](None)
+        return 0
+
+    monkeypatch.setattr(daemon, "start", start)
+    out_name, until_name = names
+    done = _invoke(monkeypatch, "run", EXAMPLE, out_name, tmp_path / "r", until_name, "23:00")
+    assert done.exit_code == 0, done.output
+    assert seen["run_dir"] == tmp_path / "r" and seen["budget.deadline"] == "23:00"
+    twice = _invoke(monkeypatch, "run", EXAMPLE, "--out", "a", "--run-dir", "b")
+    assert twice.exit_code == 2 and "give --out once" in twice.output
+
+
+@pytest.mark.parametrize("name", ["--until", "--deadline"])
+def test_resume_takes_until(name, tmp_path, monkeypatch):
+    from optimizer import daemon
+
+    seen: dict = {}
+    monkeypatch.setattr(daemon, "resume", lambda *a, **k: seen.update(k["flags"]) or 0)
+    done = _invoke(monkeypatch, "resume", tmp_path, name, "06:30")
+    assert done.exit_code == 0, done.output
+    assert seen["budget.deadline"] == "06:30"
+
+
+@pytest.mark.parametrize("name", ["--out", "--to"])
+def test_export_takes_out(name, tmp_path, monkeypatch):
+    from optimizer.store import export
+
+    seen: list = []
+    monkeypatch.setattr(export, "export_version", lambda r, v, to, force: seen.append(to) or "ok")
+    done = _invoke(monkeypatch, "export", tmp_path, "v1", name, tmp_path / "x")
+    assert done.exit_code == 0, done.output
+    assert seen == [tmp_path / "x"]
+
+
+@pytest.mark.parametrize(
+    ("name", "where", "written"),
+    [
+        ("--out", "folder", "folder/report.html"),  # a folder, as --out is on every command
+        ("--out", "page.html", "page.html"),
+        ("-o", "page.html", "page.html"),
+        ("--output", "page.html", "page.html"),
+    ],
+)
+def test_report_takes_out(name, where, written, tmp_path, monkeypatch):
+    from optimizer.report import html
+
+    (tmp_path / "folder").mkdir()
+    seen: list = []
+    monkeypatch.setattr(html, "write_report", lambda r, o: seen.append(o) or o)
+    done = _invoke(monkeypatch, "report", tmp_path, name, tmp_path / where)
+    assert done.exit_code == 0, done.output
+    assert seen == [tmp_path / written]
+
+
+@pytest.mark.parametrize(
+    "names", [("--new-run-each-night", "--out"), ("--fresh", "--runs-root")], ids=["new", "old"]
+)
+def test_schedule_names_its_fresh_and_its_out(names, tmp_path, monkeypatch):
+    """schedule's --fresh (a new run each night) is not run's --fresh (delete the run folder)."""
+    from optimizer.nightly import schedule as plan
+
+    seen: list = []
+    monkeypatch.setattr(plan, "backend", lambda: "cron")
+    monkeypatch.setattr(plan, "plan", lambda entry, where: seen.append(entry) or "")
+    new_run, out_name = names
+    args = ["schedule", EXAMPLE, "--budget-usd", "5", "--dry-run", "--provider", "sim"]
+    done = _invoke(monkeypatch, *args, new_run, out_name, tmp_path / "nights")
+    assert done.exit_code == 0, done.output
+    assert seen[0].fresh and seen[0].runs_root == (tmp_path / "nights").absolute()
+    shown = _invoke(monkeypatch, "schedule", "-h").output
+    assert "--new-run-each-night" in shown and "--fresh" not in shown
+
+
+def test_help_shows_one_vocabulary(monkeypatch):
+    for command, shown, hidden in [
+        ("run", ["--out", "--until"], ["--run-dir", "--deadline"]),
+        ("resume", ["--until"], ["--deadline"]),
+        ("export", ["--out"], ["--to "]),
+        ("report", ["--out"], ["--output"]),
+        ("schedule", ["--out", "--until"], ["--runs-root"]),
+    ]:
+        text = _invoke(monkeypatch, command, "-h").output
+        assert all(n in text for n in shown) and not any(n in text for n in hidden), command

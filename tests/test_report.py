@@ -585,7 +585,7 @@ def test_the_overview_names_the_next_command_and_it_works(tmp_path, cli, monkeyp
         conn.execute("update runs set settings_json = ?", [json.dumps(settings)])
     steps = blob(html.write_report(built.root, None).read_text())["overview"]["next"]
     export, more = steps[0]["command"], steps[-1]["command"]
-    assert export == f"optimizer export {built.root} {built.best} --to csv-report-{built.best}"
+    assert export == f"optimizer export {built.root} {built.best} --out csv-report-{built.best}"
     assert more == f"optimizer resume {built.root} --max-iterations 10"  # 5 done, 5 again
     text = summary.write(built.root).read_text()
     assert f"`{export}`" in text and f"`{more}`" in text

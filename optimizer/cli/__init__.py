@@ -21,6 +21,7 @@ from optimizer.cli.common import (
     SetOpt,
     SpendAllOpt,
     UnconfinedOpt,
+    alias,
     app,
     confinement,
     err,
@@ -189,14 +190,16 @@ RunDirArg = Annotated[
 def run(
     skill_dir: Annotated[Path, typer.Argument(help="The skill folder to improve.")],
     evals: Annotated[Path | None, typer.Option(help="evals.json (default SKILL_DIR/evals/evals.json).")] = None,
-    run_dir: Annotated[Path | None, typer.Option(help="Run folder (default runs/<skill>-<time>).")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder to write (default runs/<skill>-<time>).")] = None,
+    run_dir: Annotated[Path | None, typer.Option("--run-dir", hidden=True)] = None,  # the old name of --out
     from_run: Annotated[Path | None, typer.Option("--from", help="Start from the best version of an earlier run.")] = None,
     target: Annotated[str, typer.Option(help="What to optimize: body or description.")] = "body",
     max_iterations: Annotated[int | None, typer.Option(help="Stop after N iterations.")] = None,
     budget_usd: Annotated[float | None, typer.Option(help="Hard spending limit in USD.")] = None,
-    deadline: Annotated[str | None, typer.Option(help="Stop at HH:MM (local) or an ISO time.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Stop at HH:MM (local) or an ISO time.")] = None,
+    deadline: Annotated[str | None, typer.Option("--deadline", hidden=True)] = None,  # the old name of --until
     detach: Annotated[bool, typer.Option(help="Run in the background; watch with `status`.")] = False,
-    fresh: Annotated[bool, typer.Option(help="Replace an existing --run-dir (the demo uses it).")] = False,
+    fresh: Annotated[bool, typer.Option(help="Replace an existing --out folder (the demo uses it).")] = False,
     batch: Annotated[bool, typer.Option("--batch", help="Grader, comparator and analyzer calls as Message Batches (half price, slower).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the cost estimate and exit; writes nothing.")] = False,
     spend_all: SpendAllOpt = False,
@@ -208,6 +211,7 @@ def run(
     set_: SetOpt = None,
 ) -> None:
     """Start an overnight improvement run."""
+    run_dir, deadline = alias("--out", out_dir, "--run-dir", run_dir), alias("--until", until, "--deadline", deadline)
     require_dir(skill_dir, "skill")  # a mistyped path is answered before seconds of imports
     if evals is not None and not evals.exists():
         raise BadInput(f"{evals}: missing; write the evals there or pass --evals PATH.")
@@ -240,12 +244,14 @@ def resume(
     detach: Annotated[bool, typer.Option(help="Run in the background.")] = False,
     max_iterations: Annotated[int | None, typer.Option(help="New iteration limit.")] = None,
     budget_usd: Annotated[float | None, typer.Option(help="New spending limit in USD.")] = None,
-    deadline: Annotated[str | None, typer.Option(help="New deadline.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="New stop time: HH:MM (local) or an ISO time.")] = None,
+    deadline: Annotated[str | None, typer.Option("--deadline", hidden=True)] = None,  # the old name of --until
     spend_all: SpendAllOpt = False,
     notify: NotifyOpt = None,
     set_: SetOpt = None,
 ) -> None:
     """Continue a run from its current best after a stop, a crash or a deadline."""
+    deadline = alias("--until", until, "--deadline", deadline)
     require_dir(run_dir, "run")  # a mistyped path is answered before seconds of imports
     from optimizer import daemon
 
@@ -325,11 +331,15 @@ def diff(
 @handled
 def report(
     run_dir: RunDirArg,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="HTML file to write.")] = None,
+    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="HTML file to write, or a folder to write report.html into (default RUN_DIR/report.html).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", hidden=True)] = None,  # the old name of --out
 ) -> None:
     """Write the HTML report of the run: the page, and its versions' pages in a folder beside it."""
     from optimizer.report import html
 
+    output = alias("--out", out_path, "--output", output)
+    if output is not None and output.is_dir():  # the output is --out on every command (docs/design.md §11)
+        output = output / "report.html"
     path = html.write_report(require_dir(run_dir, "run"), output)
     pages = html.details_dir(path)
     out.print(f"written: {path}" + (f" and {pages.name}/, which it needs beside it" if pages.is_dir() else ""))
@@ -366,7 +376,8 @@ def export(
     run_dir: RunDirArg,
     version: Annotated[str | None, typer.Argument(help="Version to export (default: current best).")] = None,
     version_flag: Annotated[str | None, typer.Option("--version", help="The version, as a flag.")] = None,
-    to: Annotated[Path, typer.Option("--to", help="Folder to copy the skill and its evals into.")] = Path("exported-skill"),
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder to copy the skill and its evals into.")] = Path("exported-skill"),
+    to: Annotated[Path | None, typer.Option("--to", hidden=True)] = None,  # the old name of --out
     force: Annotated[bool, typer.Option(help="Overwrite a non-empty folder.")] = False,
 ) -> None:
     """Copy a version's skill folder out of the run, with the evals the run used in evals/."""
@@ -375,7 +386,8 @@ def export(
     if version and version_flag and version != version_flag:
         raise BadInput(f"export: the version is given twice ({version} and --version {version_flag}); "
                        "give it once.")
-    out.print(export_version(require_dir(run_dir, "run"), version or version_flag, to, force=force))
+    folder = alias("--out", out_dir, "--to", to, default=Path("exported-skill"))
+    out.print(export_version(require_dir(run_dir, "run"), version or version_flag, folder, force=force))
 
 
 from optimizer.cli.evals import evals_app  # noqa: E402 - the sub-app registers after the commands above

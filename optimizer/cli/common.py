@@ -105,6 +105,18 @@ ExecutorOpt = Annotated[
 ]
 
 
+def alias(canonical: str, value: Any, old: str, old_value: Any, default: Any = None) -> Any:
+    """One option under its canonical name, or under the old name it replaced, which stays as a
+    hidden alias so no script breaks (docs/design.md §11: --out, --until, --new-run-each-night)."""
+    if old_value is None or old_value is False:
+        return value
+    if value not in (None, False, default) and value != old_value:
+        raise BadInput(
+            f"{canonical} {value} and {old} {old_value}: the same option twice; give {canonical} once."
+        )
+    return old_value
+
+
 def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Domain errors print one line per problem and exit with their code; no traceback."""
 
@@ -181,4 +193,3 @@ def latest_run(path: Path) -> Path:
     found = max(runs, key=lambda p: ((p / "state.db").stat().st_mtime, p.name))
     err.print(f"the latest run of {name}: {found}", markup=False)
     return found
-

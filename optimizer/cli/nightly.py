@@ -17,6 +17,7 @@ from optimizer.cli.common import (
     SetOpt,
     SpendAllOpt,
     UnconfinedOpt,
+    alias,
     app,
     confinement,
     err,
@@ -168,12 +169,19 @@ def schedule(
     budget_usd: Annotated[
         float | None, typer.Option(help="What one night may spend, in USD.")
     ] = None,
-    fresh: Annotated[
-        bool, typer.Option(help="Each night a new run from the last best, not a resume.")
+    new_run: Annotated[
+        bool,
+        typer.Option(
+            "--new-run-each-night", help="Each night a new run from the last best, not a resume."
+        ),
     ] = False,
-    runs_root: Annotated[Path, typer.Option(help="Where the nights' run folders go.")] = Path(
-        "runs"
-    ),
+    fresh: Annotated[bool, typer.Option("--fresh", hidden=True)] = False,  # old name of the above
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Where the nights' run folders go.")
+    ] = Path("runs"),
+    runs_root: Annotated[
+        Path | None, typer.Option("--runs-root", hidden=True)
+    ] = None,  # the old name of --out
     spend_all: SpendAllOpt = False,
     notify: NotifyOpt = None,
     dry_run: Annotated[
@@ -191,6 +199,8 @@ def schedule(
     from optimizer.inputs.evals import load_evals
     from optimizer.nightly import schedule as plan
 
+    fresh = alias("--new-run-each-night", new_run, "--fresh", fresh)
+    runs_root = alias("--out", out_dir, "--runs-root", runs_root, default=Path("runs"))
     if list_:
         found = plan.entries()
         for e in found:

@@ -42,7 +42,7 @@ def steps(run_dir: str, data: read.RunData, info: dict, best: str) -> list[schem
         out.append(
             schemas.NextStep(
                 why=f"take {best}: a copy of its skill folder with the evals it was measured on",
-                command=f"optimizer export {run} {best} --to {name}",
+                command=f"optimizer export {run} {best} --out {name}",
             )
         )
     if todo is None:
@@ -77,5 +77,5 @@ def _go_on(run: str, data: read.RunData, info: dict, best: str) -> schemas.NextS
     if more:
         what += f" for {more} more iteration{'s' if more != 1 else ''}"
     if "deadline" in (info.get("stop_reason") or ""):
-        what += " (and give a later --deadline)"
+        what += " (and give a later --until)"
     return schemas.NextStep(why=what, command=" ".join(["optimizer resume", run, *flags]))
