@@ -214,3 +214,22 @@ def test_help_shows_one_vocabulary(monkeypatch):
     ]:
         text = _invoke(monkeypatch, command, "-h").output
         assert all(n in text for n in shown) and not any(n in text for n in hidden), command
+
+
+def test_h_lists_the_commands_in_panels_in_the_order_of_work(monkeypatch):
+    """As gh does: Start, Run, Review, Every night, Evals, then the tools (sim-server and
+    check-artifact no longer among the everyday commands); every command is in a panel."""
+    text = _invoke(monkeypatch, "-h").output
+    panels = ["Start", "Run", "Review", "Every night", "Evals", "Tools"]
+    at = [text.index(f"─ {p} ─") for p in panels]
+    assert at == sorted(at) and "─ Commands ─" not in text, text
+    commands = text[at[0] :].splitlines()
+    rows = [ln.split()[1] for ln in commands if ln.startswith("│ ") and ln[2] != " "]
+    assert rows[:4] == ["init", "validate", "doctor", "run"], rows
+    assert rows[-2:] == ["sim-server", "check-artifact"], rows
+    assert (
+        text.index("init")
+        < text.index("─ Run ─")
+        < text.index("─ Tools ─")
+        < text.index("sim-server")
+    )

@@ -34,7 +34,7 @@ from optimizer.cli.common import (
 from optimizer.errors import BadInput
 
 
-@app.command()
+@app.command(rich_help_panel="Start")
 @handled
 def validate(
     skill_dir: Annotated[Path, typer.Argument(help="The skill folder (holds SKILL.md).")],
@@ -50,7 +50,7 @@ def validate(
     out.print(validation.render(summary), markup=False, highlight=False)
 
 
-@app.command()
+@app.command(rich_help_panel="Start")
 @handled
 def init(skill_dir: Annotated[Path, typer.Argument(help="The skill folder (holds SKILL.md).")]) -> None:
     """Write an evals/evals.json to fill in (and evals/README.md on how); never overwrites."""
@@ -66,7 +66,7 @@ def init(skill_dir: Annotated[Path, typer.Argument(help="The skill folder (holds
               f"placeholder, then `optimizer validate {skill_dir}`.", markup=False, highlight=False)
 
 
-@app.command("check-artifact")
+@app.command("check-artifact", rich_help_panel="Tools")
 @handled
 def check_artifact(
     file: Annotated[Path, typer.Argument(help="A JSON file of the seed formats.")],
@@ -86,7 +86,7 @@ def check_artifact(
     raise typer.Exit(2)
 
 
-@app.command("sim-server")
+@app.command("sim-server", rich_help_panel="Tools")
 @handled
 def sim_server(
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 = any free port).")] = 8765,
@@ -101,7 +101,7 @@ def sim_server(
     run_server(Simulator(**sim.model_dump()), port=port)
 
 
-@app.command()
+@app.command(rich_help_panel="Tools")
 @handled
 def execute(
     skill_dir: Annotated[Path, typer.Argument(help="The skill folder.")],
@@ -140,7 +140,7 @@ def execute(
 
 
 
-@app.command()
+@app.command(rich_help_panel="Tools")
 @handled
 def benchmark(
     skill_dir: Annotated[Path, typer.Argument(help="The skill folder.")],
@@ -185,7 +185,7 @@ RunDirArg = Annotated[
 ]
 
 
-@app.command()
+@app.command(rich_help_panel="Run")
 @handled
 def run(
     skill_dir: Annotated[Path, typer.Argument(help="The skill folder to improve.")],
@@ -237,7 +237,7 @@ def run(
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(rich_help_panel="Run")
 @handled
 def resume(
     run_dir: RunDirArg,
@@ -274,7 +274,7 @@ def _view(run_dir: Path, as_json: bool, read: Callable[[Path], dict],
         printer(out, data)
 
 
-@app.command()
+@app.command(rich_help_panel="Run")
 @handled
 def stop(run_dir: RunDirArg) -> None:
     """Ask a running daemon to finish its current unit of work and stop; returns at once."""
@@ -283,7 +283,7 @@ def stop(run_dir: RunDirArg) -> None:
     out.print(request_stop(require_dir(run_dir, "run")), markup=False, highlight=False)
 
 
-@app.command()
+@app.command(rich_help_panel="Run")
 @handled
 def status(run_dir: RunDirArg, as_json: JsonOpt = False) -> None:
     """Is the run alive, where is it, what has it spent, which version is best."""
@@ -292,7 +292,7 @@ def status(run_dir: RunDirArg, as_json: JsonOpt = False) -> None:
     _view(run_dir, as_json, views.status, views.print_status)
 
 
-@app.command()
+@app.command(rich_help_panel="Review")
 @handled
 def lineage(run_dir: RunDirArg, as_json: JsonOpt = False) -> None:
     """The version tree with scores, intervals, decisions and costs."""
@@ -301,7 +301,7 @@ def lineage(run_dir: RunDirArg, as_json: JsonOpt = False) -> None:
     _view(run_dir, as_json, views.lineage, views.print_lineage)
 
 
-@app.command()
+@app.command(rich_help_panel="Review")
 @handled
 def show(run_dir: RunDirArg, version: Annotated[str, typer.Argument(help="e.g. v2")]) -> None:
     """One version: its change, benchmark, selection numbers and failing expectations."""
@@ -310,7 +310,7 @@ def show(run_dir: RunDirArg, version: Annotated[str, typer.Argument(help="e.g. v
     views.print_version(out, require_dir(run_dir, "run"), version)
 
 
-@app.command()
+@app.command(rich_help_panel="Review")
 @handled
 def diff(
     run_dir: RunDirArg,
@@ -327,7 +327,7 @@ def diff(
         views.print_patch(out.file, err, require_dir(run_dir, "run"), version_a, version_b)
 
 
-@app.command()
+@app.command(rich_help_panel="Review")
 @handled
 def report(
     run_dir: RunDirArg,
@@ -345,7 +345,7 @@ def report(
     out.print(f"written: {path}" + (f" and {pages.name}/, which it needs beside it" if pages.is_dir() else ""))
 
 
-@app.command()
+@app.command(rich_help_panel="Review")
 @handled
 def review(
     run_dir: RunDirArg,
@@ -357,7 +357,7 @@ def review(
     server.serve(require_dir(run_dir, "run"), port=port, console=out)
 
 
-@app.command()
+@app.command(rich_help_panel="Start")
 @handled
 def doctor(config_path: ConfigOpt = None, set_: SetOpt = None) -> None:
     """Check that model-written commands are confined here: bubblewrap, cgroups, limits, a probe."""
@@ -370,7 +370,7 @@ def doctor(config_path: ConfigOpt = None, set_: SetOpt = None) -> None:
     raise typer.Exit(0 if found.ok else 1)
 
 
-@app.command()
+@app.command(rich_help_panel="Review")
 @handled
 def export(
     run_dir: RunDirArg,
@@ -392,6 +392,6 @@ def export(
 
 from optimizer.cli.evals import evals_app  # noqa: E402 - the sub-app registers after the commands above
 
-app.add_typer(evals_app, name="evals")
+app.add_typer(evals_app, name="evals", rich_help_panel="Evals")
 
 from optimizer.cli import nightly  # noqa: E402,F401 - registers gate, summary, schedule, nightly

@@ -11,11 +11,31 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from optimizer import config
 from optimizer.errors import BadInput, OptimizerError
 
+# `optimizer -h` lists the commands in the order of work, in panels (rich_help_panel= on each
+# command), as gh groups its own: a command not named here comes last.
+WORKFLOW = (
+    *("init", "validate", "doctor"),  # Start
+    *("run", "resume", "status", "stop"),  # Run
+    *("lineage", "show", "diff", "report", "review", "summary", "export"),  # Review
+    *("schedule", "gate"),  # Every night
+    "evals",  # Evals
+    *("execute", "benchmark", "sim-server", "check-artifact"),  # Tools
+)
+
+
+class _InWorkflowOrder(TyperGroup):
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda n: WORKFLOW.index(n) if n in WORKFLOW else len(WORKFLOW))
+
+
 app = typer.Typer(
+    cls=_InWorkflowOrder,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -30,7 +30,7 @@ from optimizer.cli.common import (
 from optimizer.errors import BadInput
 
 
-@app.command()
+@app.command(rich_help_panel="Every night")
 @handled
 def gate(
     base_skill: Annotated[
@@ -124,7 +124,7 @@ def gate(
     raise typer.Exit(0 if result.passed else 1)
 
 
-@app.command("summary")
+@app.command("summary", rich_help_panel="Review")
 @handled
 def summary_cmd(
     run_dir: Annotated[
@@ -156,7 +156,7 @@ def summary_cmd(
     out.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-@app.command()
+@app.command(rich_help_panel="Every night")
 @handled
 def schedule(
     skill_dir: Annotated[
