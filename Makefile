@@ -47,7 +47,7 @@ real-model: real-model-deps
 	$(BIN)/pytest tests/test_real_model.py
 
 demo: install
-	$(BIN)/optimizer run examples/csv-report --provider sim --max-iterations 3 --run-dir runs/demo --fresh
+	$(BIN)/optimizer run examples/csv-report --provider sim --max-iterations 3 --out runs/demo --fresh
 	$(BIN)/optimizer lineage runs/demo
 	@echo "files: runs/demo (history.json, v*/benchmark.json); report: $(BIN)/optimizer report runs/demo"
 

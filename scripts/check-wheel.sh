@@ -49,7 +49,7 @@ for pattern in ("prompts/*.md", "report/*.j2", "data/*.json"):
 EOF
 
 "$VENV/bin/optimizer" run "$ROOT/examples/csv-report" --provider sim --max-iterations 3 \
-  --run-dir runs/demo --fresh >demo.out 2>&1 || { cat demo.out; echo "check-wheel: the demo failed" >&2; exit 1; }
+  --out runs/demo --fresh >demo.out 2>&1 || { cat demo.out; echo "check-wheel: the demo failed" >&2; exit 1; }
 "$VENV/bin/optimizer" lineage runs/demo >/dev/null
 "$VENV/bin/optimizer" report runs/demo >/dev/null
 [ -s runs/demo/report.html ] || { echo "check-wheel: no report.html" >&2; exit 1; }
