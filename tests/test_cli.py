@@ -233,3 +233,15 @@ def test_h_lists_the_commands_in_panels_in_the_order_of_work(monkeypatch):
         < text.index("─ Tools ─")
         < text.index("sim-server")
     )
+
+
+def test_a_flag_shows_no_type_in_the_help():
+    """`--dry-run <bool>` read as if `--dry-run true` were the way to write it (a usage error)."""
+    from typer.testing import CliRunner
+
+    from optimizer.cli import app
+
+    shown = CliRunner().invoke(app, ["run", "-h"], env={"COLUMNS": "200"}).output
+    line = next(ln for ln in shown.splitlines() if "--dry-run" in ln)
+    assert "<bool>" not in shown and "bool" not in line
+    assert "<float>" in shown  # a value still shows what it takes

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 from optimizer import config
 from optimizer.errors import BadInput, OptimizerError
@@ -33,6 +33,17 @@ class _InWorkflowOrder(TyperGroup):
         names = super().list_commands(ctx)
         return sorted(names, key=lambda n: WORKFLOW.index(n) if n in WORKFLOW else len(WORKFLOW))
 
+
+# typer 0.29 shows every option's type, "<bool>" on a flag too, which reads as if `--dry-run true`
+# were the way to write it (it is a usage error): a flag shows no type, as in gh, llm and pytest.
+_typed = TyperOption.display_type_rich
+
+
+def _flag_without_type(self: TyperOption, ctx: Any) -> str | None:
+    return None if self.is_flag else _typed(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign]
 
 app = typer.Typer(
     cls=_InWorkflowOrder,
