@@ -649,3 +649,24 @@ def test_suggestions_are_one_row_per_expectation_with_a_count_and_capped(tmp_pat
     assert first["evals"] == ["1", "2", "3", "4"]
     assert first["reason"].startswith("passes in every run")  # not the expectation again
     assert len({s["assertion"] for s in shown["suggestions"]}) == 10
+
+
+def test_the_review_server_reads_a_commit_that_left_the_files_time_and_size_alone(
+    tmp_path, monkeypatch
+):
+    """Two commits within one tick of the file system's clock can leave state.db's and its WAL's
+    time and size as they were; the page then showed the spend from before the second commit."""
+    built = build_workspace(tmp_path / "run", versions=2)
+    review = server.ReviewServer(built.root, 0)
+    try:
+        monkeypatch.setattr(server, "_stamp", lambda _path: (1, 1))  # the files look unchanged
+        before = review.run_data().ledger["spent_usd"]
+        with sqlite3.connect(built.root / "state.db") as conn:
+            conn.execute(
+                "insert into calls (hash, role, model, sample, outcome, response_json, cost_usd, "
+                "attempts, created_at, scope) values ('x', 'grader', 'm', 0, 'ok', '{}', 2.5, 1, "
+                "'2026-11-20T23:00:00Z', 'test')"
+            )
+        assert review.run_data().ledger["spent_usd"] == pytest.approx(before + 2.5)
+    finally:
+        review.server_close()

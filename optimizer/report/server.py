@@ -19,6 +19,7 @@ from optimizer import schemas
 from optimizer.errors import BadInput
 from optimizer.grow import review as grow_review
 from optimizer.report import html, pages, progress, read, status
+from optimizer.store import readonly
 from optimizer.store.db import now
 from optimizer.store.files import Workspace, write_json
 
@@ -69,7 +70,8 @@ class ReviewServer(ThreadingHTTPServer):
         self.known = run_ids(self.root)
         self.token = secrets.token_hex(8)
         self._loaded: tuple[tuple, read.RunData] | None = None
-        self._load_lock = threading.Lock()
+        self._load_lock = threading.Lock()  # also makes the commit watcher's one connection serial
+        self._commits = readonly.Commits(self.ws.state_db)
         row = read.load(self.root).run  # the skill folder the run began from: its candidate evals
         self.skill_dir = Path(row["skill_dir"]) if row.get("skill_dir") else None
         super().__init__((HOST, port), Handler)
@@ -84,11 +86,9 @@ class ReviewServer(ThreadingHTTPServer):
     def run_data(self) -> read.RunData:
         """The run as read.load reads it, read again only when its files changed: on a long run
         each version opened would otherwise read the whole run (seconds at 200 versions)."""
-        stamp = tuple(
-            _stamp(p)
-            for p in (self.ws.state_db, self.ws.state_db.with_name("state.db-wal"), self.ws.history)
-        )
         with self._load_lock:
+            files = (self.ws.state_db, self.ws.state_db.with_name("state.db-wal"), self.ws.history)
+            stamp = (self._commits.version(), *(_stamp(p) for p in files))
             if self._loaded is None or self._loaded[0] != stamp:
                 self._loaded = (stamp, read.load(self.root))
             return self._loaded[1]

@@ -13,14 +13,17 @@ from typing import Any
 from urllib.parse import quote
 
 
-def connect(db_path: Path, *, live: bool = False) -> sqlite3.Connection:
+def connect(db_path: Path, *, live: bool = False, shared: bool = False) -> sqlite3.Connection:
     """A read-only connection whose rows read as mappings. A database nobody writes (`live` false
     and no -wal file) is opened immutable, so that not even the -wal and -shm files SQLite creates
-    for a WAL reader appear in the run folder; pass live=True when a daemon may be writing."""
+    for a WAL reader appear in the run folder; pass live=True when a daemon may be writing.
+    `shared`: used from several threads, one at a time (the caller holds a lock)."""
     path = quote(str(Path(db_path).resolve()))
     quiet = not live and not Path(f"{db_path}-wal").exists()
     for mode in (["immutable=1"] if quiet else []) + ["mode=ro", "immutable=1"]:
-        conn = sqlite3.connect(f"file:{path}?{mode}", uri=True, timeout=10)
+        conn = sqlite3.connect(
+            f"file:{path}?{mode}", uri=True, timeout=10, check_same_thread=not shared
+        )
         conn.row_factory = sqlite3.Row
         try:
             conn.execute("select count(*) from sqlite_master").fetchone()
@@ -84,3 +87,24 @@ def spent_by_scope(calls: Iterable[Mapping[str, Any]]) -> dict[str | None, float
     for c in calls:
         costs[c["scope"]].append(float(c["cost_usd"]))
     return {scope: math.fsum(v) for scope, v in costs.items()}
+
+
+class Commits:
+    """Whether anyone has committed to state.db since the last look, for a reader that keeps what
+    it read (the review server): SQLite's data_version on one long-lived connection changes with
+    every commit of another connection. A file's time and size do not: two commits within one tick
+    of the file system's clock can leave both the same, and the reader would keep a stale copy."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.db_path = db_path
+        self._conn: sqlite3.Connection | None = None
+
+    def version(self) -> int | None:
+        """A number that differs after any commit by another connection; None while unreadable."""
+        try:
+            if self._conn is None:
+                self._conn = connect(self.db_path, live=True, shared=True)
+            return int(self._conn.execute("pragma data_version").fetchone()[0])
+        except sqlite3.Error:
+            self._conn = None
+            return None
