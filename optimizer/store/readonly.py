@@ -98,12 +98,18 @@ class Commits:
     def __init__(self, db_path: Path) -> None:
         self.db_path = db_path
         self._conn: sqlite3.Connection | None = None
+        self._live = False
 
     def version(self) -> int | None:
-        """A number that differs after any commit by another connection; None while unreadable."""
+        """A number that differs after any commit by another connection; None while unreadable.
+        A run nobody writes (no -wal file) is watched immutable, so that watching it leaves no
+        -wal or -shm file in its folder; once a writer appears the watch reopens live."""
+        live = Path(f"{self.db_path}-wal").exists()
         try:
-            if self._conn is None:
-                self._conn = connect(self.db_path, live=True, shared=True)
+            if self._conn is None or live != self._live:
+                if self._conn is not None:
+                    self._conn.close()
+                self._conn, self._live = connect(self.db_path, live=live, shared=True), live
             return int(self._conn.execute("pragma data_version").fetchone()[0])
         except sqlite3.Error:
             self._conn = None
