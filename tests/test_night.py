@@ -78,10 +78,12 @@ def test_status_lineage_and_report_word_the_claim_and_the_night():
         {"label": "v4", "parent": "v2", "decision": "lost", "stage": "screening"},
     ]
     by_label = {n["label"]: n for n in nodes}
+    # A step is never called better in a view: only an adoption claims that.
     assert caveats.verdict(nodes[1], by_label, "v2").startswith(
-        "won against its parent v0 (better on these tasks)"
+        "won against its parent v0 (a step on these tasks)"
     )
-    assert "better in general" in caveats.verdict(nodes[2], by_label, "v2")
+    assert "a step over evals like these" in caveats.verdict(nodes[2], by_label, "v2")
+    assert all("better" not in caveats.verdict(n, by_label, "v2") for n in nodes)
     assert "sealed test checks it" in caveats.verdict(nodes[2], by_label, "v2")
     assert caveats.promotions(nodes) == (
         "2 promotions in 3 decisions; at most 5% of such "

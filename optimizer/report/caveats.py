@@ -14,7 +14,9 @@ from optimizer.inputs.validate import small_suite
 from optimizer.search import night
 from optimizer.search.sequential import percent
 
-CLAIMS = {"tasks": "better on these", "general": "better in general, over evals like these"}
+# What a step's decision rested on. A step is a move of the search, not a claim: no view calls it
+# "better" (only an adoption makes that claim, ../shared/DESIGN.md §18).
+CLAIMS = {"tasks": "a step on these", "general": "a step over evals like these"}
 SCORE = (0.0, 1.0)
 DELTA = (-1.0, 1.0)
 
@@ -47,8 +49,8 @@ def score_interval(root: Path, label: str) -> tuple[list | None, int | None]:
 
 
 def verdict(node: dict, by_label: dict[str, dict], best: str | None) -> str:
-    """'won against its parent v1', and for a winner that is not the current best, why not: a
-    bare "won" next to another version's star reads as a contradiction."""
+    """'won against its parent v1 (a step on these tasks)', and for a winner that is not the
+    current best, why not: a bare "won" next to another version's star reads as a contradiction."""
     decision, parent = node.get("decision"), node.get("parent")
     if decision not in ("won", "lost", "tie") or not parent:
         return ""
