@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
@@ -81,26 +82,46 @@ def refiner(settings: Settings, skill_dir: Path) -> Callable[[list[Candidate]], 
     return refine
 
 
-async def _ask(
-    client, settings: Settings, name: str, description: str, drafts: list[Candidate]
-) -> list[Candidate]:
+async def ask_once(
+    client,
+    settings: Settings,
+    role: str,
+    tool: str,
+    schema: type[BaseModel],
+    text: str,
+    failed: str,
+) -> Any:
+    """One structured answer of a grow role (its prompt file is named for it), or None when the
+    call or its answer failed: the failure is logged with its secrets masked, and the caller keeps
+    what it had (`failed`: the log event that says so). The client is closed either way."""
     from optimizer.model.errors import ModelCallFailed
     from optimizer.model.structured import StructuredAnswerError
 
     try:
-        answer = await client.structured(
-            ROLE,
-            system=load_prompt(ROLE).render(),
-            messages=[{"role": "user", "content": request_text(name, description, drafts)}],
-            schema=DraftAnswer,
-            tool_name=TOOL,
+        return await client.structured(
+            role,
+            system=load_prompt(role).render(),
+            messages=[{"role": "user", "content": text}],
+            schema=schema,
+            tool_name=tool,
             model=settings.models.analyzer,
         )
     except (StructuredAnswerError, ModelCallFailed) as exc:
-        log.warning("evals.drafting_failed", error=redact.text(str(exc))[:300])
-        return drafts
+        log.warning(failed, error=redact.text(str(exc))[:300])
+        return None
     finally:
         await client.aclose()
+
+
+async def _ask(
+    client, settings: Settings, name: str, description: str, drafts: list[Candidate]
+) -> list[Candidate]:
+    text = request_text(name, description, drafts)
+    answer = await ask_once(
+        client, settings, ROLE, TOOL, DraftAnswer, text, "evals.drafting_failed"
+    )
+    if answer is None:
+        return drafts
     by_id = {d.id: d for d in answer.drafts}
     out = []
     for c in drafts:

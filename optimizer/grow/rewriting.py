@@ -15,10 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from optimizer.config import Settings
 from optimizer.grow import checks
-from optimizer.grow.drafting import bullet_lines
+from optimizer.grow.drafting import ask_once, bullet_lines
 from optimizer.inputs import redact
 from optimizer.inputs.skill import load_skill
-from optimizer.model.prompts import load_prompt
 from optimizer.tags import data, tag
 
 log = structlog.get_logger()
@@ -100,23 +99,12 @@ def rewriter(settings: Settings) -> Rewriter:
 async def _ask(
     client, settings: Settings, name: str, description: str, asks: list[Ask]
 ) -> dict[str, str]:
-    from optimizer.model.errors import ModelCallFailed
-    from optimizer.model.structured import StructuredAnswerError
-
-    try:
-        answer = await client.structured(
-            ROLE,
-            system=load_prompt(ROLE).render(),
-            messages=[{"role": "user", "content": request_text(name, description, asks)}],
-            schema=RewriteAnswer,
-            tool_name=TOOL,
-            model=settings.models.analyzer,
-        )
-    except (StructuredAnswerError, ModelCallFailed) as exc:
-        log.warning("evals.rewriting_failed", error=redact.text(str(exc))[:300])
+    text = request_text(name, description, asks)
+    answer = await ask_once(
+        client, settings, ROLE, TOOL, RewriteAnswer, text, "evals.rewriting_failed"
+    )
+    if answer is None:
         return {}
-    finally:
-        await client.aclose()
     wanted = {a.id: a.text for a in asks}
     # A rewrite that still cannot fail, or that only repeats the text, is no rewrite.
     return {
