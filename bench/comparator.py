@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import selection as noise  # noqa: E402  (bench/selection.py: the World of its noise model)
 
-from optimizer.search.sequential import comparator_test  # noqa: E402
+from optimizer.decide.sequential import comparator_test  # noqa: E402
 
 RUNS = 6
 

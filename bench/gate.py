@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rich.console import Console
 from rich.table import Table
 
-from optimizer.search import noninferiority as ni
+from optimizer.decide import noninferiority as ni
 
 WORLDS = ("continuous", "levels4", "passfail", "hetero", "sparse", "stable")
 KAPPA = 10.0  # Beta(m·κ, (1 − m)·κ): sd 0.15 at m = 0.5

@@ -6,7 +6,7 @@ calls. Never a timed test: it prints a table.
         [--alpha 0.05]
 
 Per world and eval count: for each look (3, 4, 6, 9, 12 runs per eval) the share of equal children
-whose score bound at that look's level (search/spending.py look_level) clears zero, against the
+whose score bound at that look's level (decide/spending.py look_level) clears zero, against the
 level; then `ever`, the share whose bound clears zero at some look when every child is taken to
 the cap (no futility stop, no minimum effect): the false-promotion chance the spending bounds by
 α. The rule itself stops most equal children early and so promotes fewer (bench/selection.py).
@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _worlds as worlds  # noqa: E402
 
 from optimizer.config import Selection  # noqa: E402
-from optimizer.search import sequential, spending  # noqa: E402
-from optimizer.search.select import claim_scope  # noqa: E402
+from optimizer.decide import sequential, spending  # noqa: E402
+from optimizer.decide.step import claim_scope  # noqa: E402
 
 EVAL_COUNTS = (3, 5, 8, 10, 20, 50)
 START_RUNS = 3

@@ -24,8 +24,8 @@ import _worlds as worlds  # noqa: E402
 import selection as bench  # noqa: E402
 
 from optimizer.config import Selection  # noqa: E402
-from optimizer.search import night  # noqa: E402
-from optimizer.search.select import claim_scope, decide  # noqa: E402
+from optimizer.decide import fdr  # noqa: E402
+from optimizer.decide.step import claim_scope, decide  # noqa: E402
 
 MIX = ((0.0, 0.6), (-0.05, 0.2), (0.10, 0.1), (0.20, 0.1))
 
@@ -60,7 +60,7 @@ def one_night(
     false = better = 0
     for k in range(children):
         delta = rng.choices([d for d, _ in MIX], [w for _, w in MIX])[0]
-        alpha = night.lord(outcomes, 0.05).alpha if control == "lord" else 0.05
+        alpha = fdr.lord(outcomes, 0.05).alpha if control == "lord" else 0.05
         tr = worlds.trial(world, n_evals, delta, claim == "tasks", (seed, n_evals, k, 77))
         won = _child(tr, claim, selection, alpha)
         outcomes.append(won)

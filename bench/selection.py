@@ -6,7 +6,7 @@ and never a model call: it prints tables and the issue's targets, per world and 
         [--write-power optimizer/data/power.json]
 
 The worlds are described in bench/_worlds.py. Each trial starts at 3 runs per eval and asks
-optimizer.search.select.decide (the product's rule, with the default selection settings) again at
+optimizer.decide.step.decide (the product's rule, with the default selection settings) again at
 the runs per eval it names (decision.next_runs) while it says needs_more_runs, with the claim of
 the column: `made` is the claim the rule makes by default for that suite size (selection.scope =
 auto: tasks below selection.few_evals evals), `tasks` and `general` force one.
@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _worlds as worlds  # noqa: E402
 
 from optimizer.config import Selection  # noqa: E402
-from optimizer.search import sequential  # noqa: E402
-from optimizer.search.select import ComparisonTally, Decision, claim_scope, compared_runs, decide  # noqa: E402
+from optimizer.decide import sequential  # noqa: E402
+from optimizer.decide.step import ComparisonTally, Decision, claim_scope, compared_runs, decide  # noqa: E402
 
 DELTAS = (-0.05, 0.0, 0.10)
 EVAL_COUNTS = (3, 5, 8, 10, 20, 50)

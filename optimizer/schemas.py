@@ -547,6 +547,10 @@ class History(_Out):
     skill_name: str
     current_best: str
     iterations: list[HistoryIteration]
+    # Ours, beside the seed's: the version the user has (the last certified adoption's) and every
+    # adoption with its claim; current_best stays the search's best, where a resume goes on.
+    adopted: str = "v0"
+    adoptions: list[Adoption] = []
 
     @model_validator(mode="after")
     def _best_agrees(self) -> History:
@@ -730,7 +734,7 @@ class SelectionComparator(_Exact):
 
 
 class AddedRuns(_Exact):
-    """Where one look's extra runs went (search/allot.py)."""
+    """Where one look's extra runs went (decide/allot.py)."""
 
     runs: int  # the look they led to
     to: list[int | str]  # evals that got a run, by id
@@ -739,7 +743,7 @@ class AddedRuns(_Exact):
 
 
 class NightControl(_Exact):
-    """A night's promotions as a family (search/night.py): LORD++ online false-discovery control."""
+    """A night's promotions as a family (decide/fdr.py): LORD++ online false-discovery control."""
 
     method: Literal["lord"]
     fdr: float  # the bound on the expected share of false promotions among the night's
@@ -819,6 +823,42 @@ class RuleDecision(_Exact):
     @property
     def max_runs(self) -> int:
         return self.max_runs_per_eval
+
+
+AdoptionStatus = Literal["running", "certified", "not certified"]
+
+
+class Adoption(_Exact):
+    """One adoption (docs/design.md §16): `version` claimed better than `base`, the version the user
+    had, on fresh runs of both, with its scope. state.db's adoptions row and history.json's
+    `adoptions` hold it as it is; only a certified adoption changes the adopted version."""
+
+    number: int = Field(ge=1)
+    version: str
+    base: str
+    scope: Literal["tasks", "general"]
+    status: AdoptionStatus
+    evals: list[int]
+    estimate_usd: float | None = None  # the most it could cost, shown before it was paid
+    cost_usd: float = 0.0  # what its fresh runs cost (the ledger's scope "adoption N")
+    decision: RuleDecision | None = None  # the rule's last look; None while the first runs
+    next_step: str = ""  # not certified: what would decide it
+    started_at: str
+    finished_at: str | None = None
+
+    @field_serializer("cost_usd", "estimate_usd")
+    def _rounded(self, value: float | None) -> float | None:
+        return _six(value)
+
+    @property
+    def certified(self) -> bool:
+        return self.status == "certified"
+
+    @property
+    def claim(self) -> str:
+        """The claim in words, as every view states it."""
+        where = "on these tasks" if self.scope == "tasks" else "in general"
+        return f"{self.version} better than {self.base} {where}"
 
 
 class BenchmarkSelection(RuleDecision):
@@ -1050,3 +1090,7 @@ class MorningSummary(_Exact):
     # what to do next, first the likeliest (report/nextstep.py): export the best, finish the
     # sealed test, or go on with more iterations or budget
     next: list[NextStep] = []
+
+
+# History names Adoption, defined beside the rule decision it holds.
+History.model_rebuild()

@@ -12,7 +12,8 @@ import pytest
 
 from optimizer import schemas as s
 from optimizer.config import Scoring
-from optimizer.grade import scoring, stats
+from optimizer.decide import stats
+from optimizer.grade import scoring
 from optimizer.grade.aggregate import aggregate, analyst_notes, delta_string
 from optimizer.grade.judge import GradeOutcome
 from optimizer.grade.markdown import render_markdown

@@ -1,13 +1,13 @@
-"""Where a look's extra runs go (optimizer/search/allot.py): a pure function of the scores and
+"""Where a look's extra runs go (decide/allot.py): a pure function of the scores and
 the run counts, ties by eval id."""
 
 import random
 
 from optimizer.config import Selection
+from optimizer.decide import spending
+from optimizer.decide.allot import allot, identical, nothing_to_add, uneven_note
+from optimizer.decide.step import decide
 from optimizer.schemas import SelectionFile
-from optimizer.search import spending
-from optimizer.search.allot import allot, identical, nothing_to_add, uneven_note
-from optimizer.search.select import decide
 
 CHILD = {1: [1.0, 1.0, 1.0], 2: [0.2, 0.8, 0.5], 3: [0.5, 0.6, 0.55], 4: [0.0, 0.0, 0.0]}
 PARENT = {1: [1.0, 1.0, 1.0], 2: [0.3, 0.6, 0.4], 3: [0.5, 0.5, 0.6], 4: [1.0, 1.0, 1.0]}

@@ -13,6 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "optimizer"
 # The stages of docs/design.md §4 in order: each may import the stages before it, never one after it.
 STAGES = (
+    "decide",
     "inputs",
     "store",
     "sim",

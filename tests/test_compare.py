@@ -5,11 +5,11 @@ import random
 import pytest
 
 from optimizer.config import Selection
+from optimizer.decide.step import decide
 from optimizer.inputs.evals import Eval
 from optimizer.model import StructuredAnswerError, make_client
 from optimizer.schemas import Comparison
 from optimizer.search.compare import blind, compare_versions
-from optimizer.search.select import decide
 from optimizer.sim import Simulator
 from optimizer.store.db import Store
 from optimizer.store.files import read_json

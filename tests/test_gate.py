@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.grade.stats import t_quantile
-from optimizer.search import noninferiority as ni
+from optimizer.decide import noninferiority as ni
+from optimizer.decide.stats import t_quantile
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "csv-report"
 

@@ -12,7 +12,8 @@ import pytest
 from sessionfiles import Session
 
 from optimizer.config import Settings
-from optimizer.inputs import placement, power
+from optimizer.decide import power
+from optimizer.inputs import placement
 from optimizer.inputs.evals import load_evals, split
 from optimizer.schemas import CandidatesFile, EvalsFileRaw
 

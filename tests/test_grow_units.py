@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from sessionfiles import Session
 
-from optimizer.inputs import power, redact, sessions
+from optimizer.decide import power
+from optimizer.inputs import redact, sessions
 
 SHAPES = [
     "sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345",

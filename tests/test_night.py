@@ -1,27 +1,27 @@
-"""A run's promotions as a family (optimizer/search/night.py): LORD++ levels from the recorded
+"""A run's promotions as a family (decide/fdr.py): LORD++ levels from the recorded
 decisions, in version order, whatever order the rows come in."""
 
 import random
 
 import pytest
 
-from optimizer.search import night
+from optimizer.decide import fdr
 
 
 def test_the_levels_never_spend_more_than_the_wealth():
     # Without a promotion the levels sum to at most W0 = α/2 however long the night.
-    levels = [night.lord([False] * t, 0.05).alpha for t in range(2000)]
+    levels = [fdr.lord([False] * t, 0.05).alpha for t in range(2000)]
     assert sum(levels) <= 0.025 + 1e-9
     assert levels == sorted(levels, reverse=True)  # a run of failures spends more and more thinly
-    assert sum(night.gamma(j) for j in range(1, 200000)) == pytest.approx(1.0, abs=0.01)
+    assert sum(fdr.gamma(j) for j in range(1, 200000)) == pytest.approx(1.0, abs=0.01)
 
 
 def test_a_promotion_earns_later_decisions_alpha():
-    before = night.lord([False, False], 0.05)
-    after = night.lord([False, True], 0.05)
+    before = fdr.lord([False, False], 0.05)
+    after = fdr.lord([False, True], 0.05)
     assert after.alpha > before.alpha and after.promotions == 1 and after.index == 3
-    two = night.lord([True, True], 0.05)
-    assert two.alpha > night.lord([True, False], 0.05).alpha
+    two = fdr.lord([True, True], 0.05)
+    assert two.alpha > fdr.lord([True, False], 0.05).alpha
 
 
 def test_the_night_is_read_in_version_order_and_skips_screened_children():
@@ -34,10 +34,10 @@ def test_the_night_is_read_in_version_order_and_skips_screened_children():
     ]
     shuffled = list(rows)
     random.Random(3).shuffle(shuffled)
-    a, b = night.night_of(rows, "v11", 0.05), night.night_of(shuffled, "v11", 0.05)
+    a, b = fdr.night_of(rows, "v11", 0.05), fdr.night_of(shuffled, "v11", 0.05)
     assert a == b  # a pure function of the recorded decisions: a resume gets the same α
     assert a.index == 4 and a.promotions == 2  # v1, v2, v10 (v3 never reached the rule; v12 later)
-    assert a.alpha == night.lord([True, False, True], 0.05).alpha
+    assert a.alpha == fdr.lord([True, False, True], 0.05).alpha
 
 
 def test_the_summary_says_how_many_and_what_bounds_them():
@@ -45,12 +45,12 @@ def test_the_summary_says_how_many_and_what_bounds_them():
         {"version": f"v{i}", "stage": "benchmark", "decision": d}
         for i, d in enumerate(["won", "lost", "won", "tie"], start=1)
     ]
-    assert night.summary(rows, 0.05) == (
+    assert fdr.summary(rows, 0.05) == (
         "2 promotions in 4 decisions; at most 5% of such "
         "promotions are false on average (online "
         "false-discovery control, LORD++)."
     )
-    assert "selection.night = none" in night.summary(rows, None, 0.05)
+    assert "selection.night = none" in fdr.summary(rows, None, 0.05)
 
 
 def test_status_lineage_and_report_word_the_claim_and_the_night():

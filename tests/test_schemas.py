@@ -263,7 +263,7 @@ def _benchmark_selection() -> dict:
     import random
 
     from optimizer.config import Selection
-    from optimizer.search.select import ComparisonTally, decide
+    from optimizer.decide.step import ComparisonTally, decide
 
     child = {e: [0.6, 0.7, 0.65] for e in range(5)}
     parent = {e: [0.5, 0.55, 0.6] for e in range(5)}

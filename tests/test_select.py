@@ -4,7 +4,7 @@ from collections import Counter
 import pytest
 
 from optimizer.config import Selection
-from optimizer.search.select import (
+from optimizer.decide.step import (
     MIN_CONSISTENT_VERDICTS,
     ComparisonTally,
     VersionScores,

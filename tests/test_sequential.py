@@ -3,8 +3,8 @@ import random
 import pytest
 
 from optimizer.config import Selection
-from optimizer.search import sequential
-from optimizer.search.select import ComparisonTally, decide
+from optimizer.decide import sequential
+from optimizer.decide.step import ComparisonTally, decide
 
 NEW = Selection()  # the default rule is the sequential one
 OLD = Selection(rule="bootstrap")

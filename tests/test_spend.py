@@ -10,7 +10,7 @@ import pytest
 from inprocess import EXAMPLE, cli
 
 from optimizer.config import Selection
-from optimizer.search.select import compared_runs
+from optimizer.decide.step import compared_runs
 from optimizer.store import readonly
 from optimizer.store.files import Workspace, read_json
 

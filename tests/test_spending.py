@@ -4,7 +4,7 @@ from statistics import NormalDist
 
 import pytest
 
-from optimizer.search import spending
+from optimizer.decide import spending
 
 
 def test_the_shares_sum_to_alpha_over_the_looks():

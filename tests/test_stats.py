@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from optimizer.grade.stats import mean, paired_bootstrap, percentile
+from optimizer.decide.stats import mean, paired_bootstrap, percentile
 
 
 def test_percentile_interpolates_between_ranks():

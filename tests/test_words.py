@@ -20,7 +20,7 @@ from optimizer.search import stops
 from optimizer.search.reporter import Reporter
 from optimizer.store.db import Store
 
-SEARCH = Path(__file__).resolve().parent.parent / "optimizer" / "search"
+PACKAGE = Path(__file__).resolve().parent.parent / "optimizer"
 
 
 def test_counts_agree_with_their_nouns():
@@ -102,11 +102,18 @@ def test_every_stop_reason_is_said_once_after_stopped(tmp_path):
 
 
 def _decision_reasons() -> list[tuple[str, str]]:
-    """(verdict, reason's opening) of every decision reason written in the search's modules: the
+    """(verdict, reason's opening) of every decision reason written in the decision and search modules: the
     string and f-string literals that open with "won:", "lost:" or "tie:"."""
     found = []
-    for name in ("select.py", "sequential.py", "engine.py", "stops.py", "description.py"):
-        tree = ast.parse((SEARCH / name).read_text(encoding="utf-8"))
+    for name in (
+        "decide/step.py",
+        "decide/sequential.py",
+        "decide/adopt.py",
+        "search/engine.py",
+        "search/stops.py",
+        "search/description.py",
+    ):
+        tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             text = None
             if isinstance(node, ast.Constant) and isinstance(node.value, str):

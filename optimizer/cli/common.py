@@ -21,7 +21,7 @@ from optimizer.errors import BadInput, OptimizerError
 WORKFLOW = (
     *("init", "validate", "doctor"),  # Start
     *("run", "resume", "status", "stop"),  # Run
-    *("lineage", "show", "diff", "report", "review", "summary", "export"),  # Review
+    *("lineage", "show", "diff", "report", "review", "summary", "adopt", "export"),  # Review
     *("schedule", "gate"),  # Every night
     "evals",  # Evals
     *("execute", "benchmark", "sim-server", "check-artifact"),  # Tools

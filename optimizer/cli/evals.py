@@ -47,7 +47,8 @@ def _say(text: str) -> None:
 
 
 def _outlook(skill_dir: Path, config_path: Path | None, set_: list[str] | None) -> None:
-    from optimizer.inputs import power, validate
+    from optimizer.decide import power
+    from optimizer.inputs import validate
 
     settings = load_settings(config_path, set_).settings
     try:

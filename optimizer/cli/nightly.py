@@ -310,3 +310,43 @@ def nightly(
         console=out,
     )
     raise typer.Exit(code)
+
+
+@app.command(rich_help_panel="Review")
+@handled
+def adopt(
+    run_dir: Annotated[
+        Path, typer.Argument(help="The run folder (or the skill folder: its latest run).")
+    ],
+    version: Annotated[
+        str | None, typer.Argument(help="The version to adopt (default: the search's best).")
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Pay the estimate without asking.")
+    ] = False,
+    max_usd: Annotated[
+        float | None,
+        typer.Option(help="Spending limit of this adoption (default: its estimate + 25%)."),
+    ] = None,
+    set_: SetOpt = None,
+) -> None:
+    """Certify a version against the one you have, on fresh runs, and adopt it if it is better.
+    Exit 0 adopted, 1 not certified, 2 bad input."""
+    from optimizer.nightly import adopt as adopting
+
+    folder = require_dir(latest_run(run_dir), "run")
+    if not yes and not adopting.interactive():
+        raise BadInput(
+            "adopt: certifying pays for fresh runs; pass --yes to pay the estimate it prints "
+            "(or run it in a terminal to be asked)."
+        )
+    found = adopting.adopt(
+        folder,
+        version,
+        overrides=set_ or [],
+        confirm=None if yes else (lambda q: typer.confirm(q, default=True)),
+        max_usd=max_usd,
+        console=out,
+    )
+    out.print(adopting.outcome_line(folder, found), markup=False, highlight=False)
+    raise typer.Exit(0 if found.certified else 1)

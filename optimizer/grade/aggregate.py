@@ -33,8 +33,8 @@ from typing import Any
 
 from optimizer import schemas as s
 from optimizer import words
+from optimizer.decide.stats import consistency_of, mean, mean_ci, stat
 from optimizer.grade.judge import GATE_SKIPPED, GradeOutcome
-from optimizer.grade.stats import consistency_of, mean, mean_ci, stat
 
 CONFIG_ORDER: tuple[s.Configuration, ...] = ("with_skill", "without_skill")
 DELTA_FORMATS = {

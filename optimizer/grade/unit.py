@@ -311,12 +311,14 @@ def jobs_for(
     skill_dir: Path | None,
     version: str,
     split: str = "train",
+    first: int = 1,
 ) -> list[Job]:
-    """Runs 1..runs of each eval, keyed `<prefix>eval-<id>/<configuration>/run-<n>` and kept in
-    root/ under the same relative path, in (eval, run) order."""
+    """Runs first..first+runs-1 of each eval, keyed `<prefix>eval-<id>/<configuration>/run-<n>` and
+    kept in root/ under the same relative path, in (eval, run) order. The run number is the
+    model calls' sample: runs from a `first` no one used are fresh draws, never ledger replays."""
     jobs = []
     for e in evals:
-        for n in range(1, runs + 1):
+        for n in range(first, first + runs):
             rel = str(RunKey(prefix, e, configuration, n))
             jobs.append(
                 Job(rel, root / rel, e, configuration, n, skill_dir, version, split, prefix)

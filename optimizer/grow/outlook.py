@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from optimizer.decide import power
 from optimizer.errors import BadInput
-from optimizer.inputs import power
 from optimizer.inputs.validate import train_counts
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.config import Settings
+from optimizer.decide import power
 from optimizer.errors import BadInput
 from optimizer.grow import candidates
-from optimizer.inputs import power
 from optimizer.inputs.skill import load_skill
 from optimizer.inputs.validate import train_counts
 

@@ -12,8 +12,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from optimizer.config import Settings
+from optimizer.decide import power
 from optimizer.errors import BadInput
-from optimizer.inputs import placement, power
+from optimizer.inputs import placement
 from optimizer.inputs import triggers as trigger
 from optimizer.inputs.evals import EvalSet, Split, load_evals, sealed_count, split
 from optimizer.inputs.skeleton import placeholder_sentence

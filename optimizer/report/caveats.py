@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from optimizer.decide import fdr
+from optimizer.decide.sequential import percent
 from optimizer.inputs.validate import small_suite
-from optimizer.search import night
-from optimizer.search.sequential import percent
 
 # What a step's decision rested on. A step is a move of the search, not a claim: no view calls it
 # "better" (only an adoption makes that claim, ../shared/DESIGN.md §18).
@@ -75,15 +75,15 @@ def promotions(nodes: list[dict]) -> str | None:
         if n.get("decision") in ("won", "lost", "tie")
     ]
     nights = [n["night"] for n in nodes if isinstance(n.get("night"), dict)]
-    ruled = [r for r in rows if r["stage"] in night.RULE_STAGES]
+    ruled = [r for r in rows if r["stage"] in fdr.RULE_STAGES]
     if not ruled:
         return None
     if nights:
-        return night.summary(rows, float(nights[0]["fdr"]))
+        return fdr.summary(rows, float(nights[0]["fdr"]))
     alphas = [float(n["alpha"]) for n in nodes if isinstance(n.get("alpha"), int | float)]
     if not alphas:  # decided before the rule recorded its α: say nothing it did not claim
         return None
-    return night.summary(rows, None, max(alphas))
+    return fdr.summary(rows, None, max(alphas))
 
 
 def _ancestors(label: str | None, by_label: dict[str, dict]) -> list[str]:

@@ -16,7 +16,7 @@ import structlog
 from rich.console import Console
 
 from optimizer import schemas, words
-from optimizer.grade.stats import mean, mean_ci
+from optimizer.decide.stats import mean, mean_ci
 from optimizer.report import caveats, nextstep, read
 from optimizer.report.status import status as run_status
 from optimizer.store.files import write_json, write_text

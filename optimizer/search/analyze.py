@@ -11,12 +11,12 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
+from optimizer.decide.step import ComparisonTally
 from optimizer.model import ModelCallFailed, StructuredAnswerError
 from optimizer.model.port import Client
 from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Analysis
 from optimizer.search.propose import EvalCost, bullet_lines, render_costs
-from optimizer.search.select import ComparisonTally
 from optimizer.store.files import write_json
 from optimizer.tags import data, tag
 

@@ -4,34 +4,26 @@ Never shows the proposer or the analyzer anything of the sealed test split."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from optimizer.decide import allot, fdr, step
 from optimizer.errors import WorkFailed
 from optimizer.execute import executor_for
 from optimizer.grade.judge import warn_same_model
-from optimizer.grade.unit import (
-    SCORED_SQL,
-    Grader,
-    Scored,
-    eval_means,
-    jobs_for,
-    judge_errors,
-    unscored,
-)
+from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, judge_errors, unscored
 from optimizer.inputs.evals import EvalSet, load_evals
 from optimizer.model import scoped
 from optimizer.schemas import AddedRuns
-from optimizer.search import allot, evidence, lineage, night, select
+from optimizer.search import evidence, lineage
 from optimizer.search.analyze import analyze
 from optimizer.search.compare import compare_versions
 from optimizer.search.propose import Candidate, Rejected, propose
 from optimizer.search.state import RunState, mark_baseline, record_decision
-from optimizer.search.summaries import analyst_suggestions, write_benchmark
+from optimizer.search.summaries import analyst_suggestions, means, record_scores, write_benchmark
 
 Results = dict[int, list[Scored]]
 
@@ -84,6 +76,28 @@ class BodyTarget:
                 )
             ],
             scope=label,
+        )
+
+    async def fresh(
+        self, label: str, evals: list[int], runs: int, *, first: int, scope: str
+    ) -> Results:
+        """with_skill runs first..first+runs-1 of `label`: samples no step drew, so these runs are
+        fresh evidence about the version (an adoption's), kept apart under `<scope>/` and never
+        counted in the version's step scores."""
+        ws = self.run.ws
+        return await self.grader.grade(
+            jobs_for(
+                evals,
+                runs,
+                prefix=f"{scope.replace(' ', '-')}/{label}/",
+                root=ws.root,
+                configuration="with_skill",
+                skill_dir=ws.skill(label),
+                version=label,
+                split="test" if set(evals) <= set(self.run.test) else "train",
+                first=first,
+            ),
+            scope=scope,
         )
 
     async def baseline(self, evals: list[int], runs: int) -> Results:
@@ -161,14 +175,14 @@ class BodyTarget:
         parent_res = await self.version(parent, run.train, runs)
         if 0 < s.loop.screen_evals < len(run.train):
             run.show_activity(f"{label}: screening")
-            batch = select.choose_minibatch(
+            batch = step.choose_minibatch(
                 run.train,
-                _means(eval_means(parent_res)),
+                means(eval_means(parent_res)),
                 s.loop.screen_evals,
                 run.rng("minibatch", label),
             )
             child_mb = await self.version(label, batch, 1)
-            passed, why = select.screen(
+            passed, why = step.screen(
                 eval_means(child_mb),
                 {e: eval_means(parent_res)[e] for e in batch},
                 margin=s.selection.screen_margin,
@@ -183,8 +197,8 @@ class BodyTarget:
         counts = dict.fromkeys(run.train, runs)
         # One claim for the whole decision: the claims spend α over the looks differently, so a
         # claim that changed between looks (an eval scored only later) could overspend it.
-        claim = select.claim_scope(s.selection, len(run.train))
-        family = night.for_decision(run.store.query(night.ROWS_SQL), s.selection, label)
+        claim = step.claim_scope(s.selection, len(run.train))
+        family = fdr.for_decision(run.store.query(fdr.ROWS_SQL), s.selection, label)
         added: list[allot.Allotment[int]] = []
         while True:
             if run.interrupted():
@@ -194,7 +208,7 @@ class BodyTarget:
             parent_res = await self.version(parent, run.train, counts)
             if run.interrupted():
                 return False
-            pairs = select.compared_runs(s.selection, runs)
+            pairs = step.compared_runs(s.selection, runs)
             compared = {e: min(n, pairs) for e, n in counts.items()}
             run.show_activity(f"{label}: blind comparison with {parent}")
             with scoped(label):  # the comparison's calls are part of what the child cost
@@ -260,11 +274,11 @@ class BodyTarget:
         parent: str,
         child: Results,
         parent_res: Results,
-        tally: select.ComparisonTally,
+        tally: step.ComparisonTally,
         runs: int,
         alpha: float | None,
         claim: str,
-    ) -> select.Decision:
+    ) -> step.Decision:
         run, s = self.run, self.run.settings
         errors, total = judge_errors(child, parent_res)
         lost = unscored(child, parent_res)
@@ -276,7 +290,7 @@ class BodyTarget:
                 f"(the last cause: {lost[-1].error or 'unknown'}); {label} stays undecided. Fix "
                 f"the cause, then `optimizer resume {run.ws.root}`."
             )
-        return select.decide(
+        return step.decide(
             eval_means(child),
             eval_means(parent_res),
             tally,
@@ -292,7 +306,7 @@ class BodyTarget:
         )
 
     async def _analyze(
-        self, label: str, parent: str, decision: select.Decision, tally: select.ComparisonTally
+        self, label: str, parent: str, decision: step.Decision, tally: step.ComparisonTally
     ) -> None:
         run = self.run
         winner, loser = (label, parent) if decision.decision == "won" else (parent, label)
@@ -335,7 +349,7 @@ class BodyTarget:
             ),
             scope=f"sealed test {label}",
         )  # apart from what the version cost to evaluate
-        per_eval = _means(eval_means(res))
+        per_eval = means(eval_means(res))
         return {
             "score": round(math.fsum(per_eval.values()) / len(per_eval), 4) if per_eval else None,
             "per_eval": {str(e): round(v, 4) for e, v in per_eval.items()},
@@ -358,38 +372,3 @@ class BodyTarget:
             e: [ws.run_dir(label, e, "with_skill", n) for n in range(1, counts[e] + 1)]
             for e in self.run.train
         }
-
-
-def record_scores(run: RunState, label: str) -> None:
-    """A version's score is over every committed, scored train run it has, whichever stage added
-    them; never over what one caller happens to hold (a resume would record fewer runs). Runs are
-    read in (eval, run number) order and summed exactly, so no completion order shows in the
-    number; unscored runs and judge errors are left out (docs/design.md §7)."""
-    rows = run.store.query(
-        "select eval_id, score, pass_rate from gradings where prefix = ? and "
-        f"configuration = 'with_skill' and status in {SCORED_SQL} "
-        "order by eval_id, run_number",
-        [f"{label}/"],
-    )
-    scores: dict[int, list[float]] = {}
-    rates: dict[int, list[float]] = {}
-    for row in rows:
-        e = row["eval_id"]
-        if e in run.train:
-            rates.setdefault(e, []).append(row["pass_rate"])
-            if row["score"] is not None:
-                scores.setdefault(e, []).append(row["score"])
-    per_eval, rate = _means(scores), _means(rates)
-    with run.store.atomic():
-        run.store.table("versions").update(
-            label,
-            {
-                "score": math.fsum(per_eval.values()) / len(per_eval) if per_eval else None,
-                "pass_rate": math.fsum(rate.values()) / len(rate) if rate else None,
-                "split_scores_json": json.dumps(per_eval),
-            },
-        )
-
-
-def _means(scores: dict[int, list[float]]) -> dict[int, float]:
-    return {e: math.fsum(v) / len(v) for e, v in sorted(scores.items()) if v}

@@ -18,13 +18,13 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
+from optimizer.decide.step import TALLY_COUNTS, ComparisonTally
 from optimizer.grade.render import Rendered, content, render_view, task_sections
 from optimizer.inputs.evals import Eval
 from optimizer.model import ModelCallFailed, StructuredAnswerError
 from optimizer.model.port import Client
 from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Comparison
-from optimizer.search.select import TALLY_COUNTS, ComparisonTally
 from optimizer.store.files import read_json, write_json
 from optimizer.tags import tag
 

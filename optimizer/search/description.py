@@ -15,13 +15,14 @@ from typing import Any
 import structlog
 
 from optimizer.config import Selection
+from optimizer.decide import fdr, step
 from optimizer.errors import WorkFailed
 from optimizer.execute import executor_for
 from optimizer.inputs import skillmd
 from optimizer.inputs.triggers import Query
 from optimizer.model import scoped
 from optimizer.schemas import TriggerFile
-from optimizer.search import evidence, lineage, night, probe, select
+from optimizer.search import evidence, lineage, probe
 from optimizer.search.propose import Candidate, Feedback, Rejected, propose
 from optimizer.search.state import RunState, mark_baseline, record_decision
 from optimizer.store.files import write_json
@@ -220,7 +221,7 @@ class DescriptionTarget:
         await self.probe(label, "validation")
         self._record(label)
         both = run.train + self.validation
-        family = night.for_decision(run.store.query(night.ROWS_SQL), run.settings.selection, label)
+        family = fdr.for_decision(run.store.query(fdr.ROWS_SQL), run.settings.selection, label)
         chosen = decide(
             self.metrics(label, self.validation),
             self.metrics(parent, self.validation),
@@ -262,7 +263,7 @@ def decide(
     alpha: float | None = None,
 ) -> dict:
     """won / lost / tie of a child description against its parent on the validation queries, by
-    the body's promotion rule (select.decide) with the queries as the evals and their probes as
+    the body's promotion rule (step.decide) with the queries as the evals and their probes as
     the runs: d per query = child share of right probes − parent share, over queries observed
     for both; Δ their mean (the accuracy difference), under the claim selection.scope gives for
     that many queries (`auto`: "better on these queries" below selection.few_evals), in one look
@@ -296,7 +297,7 @@ def decide(
     runs = min(len(r) for r in (*child_runs.values(), *parent_runs.values()))
     # Each query was probed `runs` times: one look at the whole α, no runs to add.
     one_look = selection.model_copy(update={"rule": "sequential", "max_runs_per_eval": runs})
-    made = select.decide(
+    made = step.decide(
         child_runs,
         parent_runs,
         None,

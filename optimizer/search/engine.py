@@ -14,14 +14,16 @@ import structlog
 from rich.console import Console
 
 from optimizer.config import Settings
+from optimizer.decide import step
 from optimizer.errors import BudgetExhausted, RunStopped, is_systemic
 from optimizer.model import scoped
 from optimizer.model.port import Client
-from optimizer.search import estimate, lineage, select, stops
+from optimizer.search import estimate, lineage, stops
 from optimizer.search.propose import Candidate
 from optimizer.search.reporter import Reporter
 from optimizer.search.state import RunState, loop_state, register
 from optimizer.search.target import Target, proposal_sample
+from optimizer.store import adoptions
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace
 
@@ -86,16 +88,9 @@ def keep_for_test(run: RunState, flag: stops.SignalFlag, kept: float | None = No
     money the sealed test needs. `kept` None: the estimate's reserve, or more at the measured
     cost of v0's runs."""
     if kept is None:
-        spent = run.store.query(
-            "select coalesce(sum(cost_usd), 0) as usd from calls where scope = 'v0' "
-            "and role in ('executor', 'grader')"
-        )[0]["usd"]
-        runs = run.store.query(
-            "select count(*) as n from eval_runs where version = 'v0' and split = 'train'"
-        )[0]["n"]
         kept = estimate.reserve(
             json.loads(run.row.get("estimate_json") or "null"),
-            per_run_usd=spent / runs if runs else None,
+            per_run_usd=adoptions.per_run_usd(run.store),
             runs=2 * len(run.test) * run.settings.evals.runs_per_eval,
         )
         kept = kept if run.test else 0.0
@@ -142,11 +137,11 @@ def _won(run: RunState, label: str) -> bool:
 def _start_iteration(run: RunState, target: Target, n: int) -> dict:
     run.show_activity(f"iteration {n}: choosing a parent")
     versions = [
-        select.VersionScores(v.label, run.per_eval(v.label), v.label == run.best())
+        step.VersionScores(v.label, run.per_eval(v.label), v.label == run.best())
         for v in lineage.versions(run.store)
         if v.stage == target.stage and v.decision
     ]
-    parent = select.select_parent(
+    parent = step.select_parent(
         versions, strategy=run.settings.loop.parent_selection, rng=run.rng("parent", n)
     )
     row = {

@@ -9,7 +9,7 @@ The model of one run (every number an assumption, listed under "assumptions" in 
   its first winner, loop.judge_proposals, asks fewer: the estimate leans high): one proposer
   call; the screening minibatch (loop.screen_evals runs, when 0 < screen_evals < train evals); the child's
   train evals × runs_per_eval runs; two comparator calls (both orders) per run pair compared
-  (select.compared_runs: the first pair of each eval under the sequential rule; the second order
+  (step.compared_runs: the first pair of each eval under the sequential rule; the second order
   is skipped after a first-order tie, selection.second_order: the estimate leans high); one
   analyzer call. "Typical" assumes every candidate passes screening and no runs are added;
   "at most" adds runs for child and parent up to selection.max_runs_per_eval, with their
@@ -35,9 +35,9 @@ from typing import Any
 import structlog
 
 from optimizer.config import Settings
+from optimizer.decide import step
 from optimizer.inputs.evals import Eval, EvalSet, split
 from optimizer.model.cost import BATCH_PRICE_FACTOR, BATCH_ROLES, unpriced
-from optimizer.search import select
 from optimizer.store import readonly
 from optimizer.store.files import Workspace
 
@@ -177,14 +177,14 @@ def estimate(settings: Settings, evalset: EvalSet, skill_dir: Path | None = None
     screen = s.loop.screen_evals if 0 < s.loop.screen_evals < len(train_evals) else 0
     for ev in sorted(train_evals, key=lambda e: e.id)[:screen]:
         one.add(m.run(ev, True))
-    pairs = select.compared_runs(s.selection, runs)
+    pairs = step.compared_runs(s.selection, runs)
     for ev in train_evals:
         one.add(m.run(ev, True), runs)
         one.add(m.comparison(ev), 2 * pairs)
     turns = int(m.profile["turns_with_skill"])
     one.add(m.analysis(len(train_evals) * runs, turns))
     extra = Tally()  # one more run per eval for child and parent, and its comparisons if compared
-    more_pairs = select.compared_runs(s.selection, max_runs) > pairs
+    more_pairs = step.compared_runs(s.selection, max_runs) > pairs
     for ev in train_evals:
         extra.add(m.run(ev, True), 2)
         extra.add(m.comparison(ev), 2 * more_pairs)

@@ -15,6 +15,8 @@ from typing import Any
 import structlog
 
 from optimizer.config import Settings
+from optimizer.decide import noninferiority
+from optimizer.decide.step import paired_differences
 from optimizer.errors import BudgetExhausted
 from optimizer.execute import executor_for
 from optimizer.grade.benchmark import counting
@@ -22,8 +24,6 @@ from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, unscored
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import EvalSet
 from optimizer.model.port import Client
-from optimizer.search import noninferiority
-from optimizer.search.select import paired_differences
 from optimizer.store.db import Store
 
 log = structlog.get_logger()

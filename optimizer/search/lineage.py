@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optimizer import schemas
-from optimizer.store import readonly
+from optimizer.store import adoptions, readonly
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json
 
@@ -94,8 +94,10 @@ def history(store: Store, *, simulated: bool) -> schemas.History:
                 "iteration": v.iteration,
                 "cost_usd": round(v.cost_usd, 6),
                 "created_at": v.created_at,
+                "step": _step(v.decision, sel) if v.parent else None,
             }
         )
+    made = adoptions.all_of(store)
     data = {
         "started_at": run.get("started_at", ""),
         "skill_name": run.get("skill_name", ""),
@@ -106,8 +108,24 @@ def history(store: Store, *, simulated: bool) -> schemas.History:
         "simulated": simulated,
         "stop_reason": run.get("stop_reason") or None,
         "test": json.loads(run["test_json"]) if run.get("test_json") else None,
+        "adopted": adoptions.adopted(store),
+        "adoptions": [a.model_dump(mode="json") for a in made],
     }
     return schemas.History.model_validate({k: v for k, v in data.items() if v is not None})
+
+
+def _step(decision: str, sel: dict) -> dict | None:
+    """A step's evidence as the step had it: a move of the search, never a claim (§16)."""
+    if not sel:
+        return None
+    return {
+        "decision": decision,
+        "delta": sel.get("delta"),
+        "runs_per_eval": sel.get("runs_per_eval"),
+        "evals": sel.get("evals"),
+        "scope": sel.get("scope"),
+        "alpha": sel.get("alpha"),
+    }
 
 
 def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas.HistoryVersions:

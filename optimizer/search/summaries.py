@@ -4,12 +4,14 @@ Never grades or runs anything: it summarizes what is committed."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
 
 from optimizer import schemas
 from optimizer.grade.aggregate import aggregate, analyst_notes
 from optimizer.grade.markdown import render_markdown
-from optimizer.grade.unit import committed
+from optimizer.grade.unit import SCORED_SQL, committed
 from optimizer.inputs.evals import EvalSet
 from optimizer.search.state import RunState
 from optimizer.store.files import write_json, write_text
@@ -62,3 +64,39 @@ def analyst_suggestions(run: RunState, evalset: EvalSet) -> list[tuple[str | Non
         [evalset.by_id(e) for e in run.train], {"with_skill": with_skill, "without_skill": without}
     )
     return [(n.expectation, n.text, ACTIONS[n.kind]) for n in notes if n.kind in ACTIONS]
+
+
+def record_scores(run: RunState, label: str) -> None:
+    """A version's score is over every committed, scored train run it has, whichever stage added
+    them; never over what one caller happens to hold (a resume would record fewer runs). Runs are
+    read in (eval, run number) order and summed exactly, so no completion order shows in the
+    number; unscored runs and judge errors are left out (docs/design.md §7)."""
+    rows = run.store.query(
+        "select eval_id, score, pass_rate from gradings where prefix = ? and "
+        f"configuration = 'with_skill' and status in {SCORED_SQL} "
+        "order by eval_id, run_number",
+        [f"{label}/"],
+    )
+    scores: dict[int, list[float]] = {}
+    rates: dict[int, list[float]] = {}
+    for row in rows:
+        e = row["eval_id"]
+        if e in run.train:
+            rates.setdefault(e, []).append(row["pass_rate"])
+            if row["score"] is not None:
+                scores.setdefault(e, []).append(row["score"])
+    per_eval, rate = means(scores), means(rates)
+    with run.store.atomic():
+        run.store.table("versions").update(
+            label,
+            {
+                "score": math.fsum(per_eval.values()) / len(per_eval) if per_eval else None,
+                "pass_rate": math.fsum(rate.values()) / len(rate) if rate else None,
+                "split_scores_json": json.dumps(per_eval),
+            },
+        )
+
+
+def means(scores: dict[int, list[float]]) -> dict[int, float]:
+    """Per eval, the mean of its scores, in eval order; evals without scores are left out."""
+    return {e: math.fsum(v) / len(v) for e, v in sorted(scores.items()) if v}

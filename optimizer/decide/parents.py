@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
-from optimizer.grade.stats import mean
+from optimizer.decide.stats import mean
 
 _EPS = 1e-12
 E = TypeVar("E", bound=int | str)

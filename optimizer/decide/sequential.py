@@ -10,7 +10,7 @@ with each look. Spending α across the looks bounds the chance of ever promoting
 that on a panel of noise worlds rather than trusting it). `tasks` tests each look at its share (a
 union bound, whatever the looks' correlation); `general` at the level that spends exactly its
 share given the least correlation looks at nested runs of the same evals can have, exact for
-normal statistics and measured for the t's (search/spending.py).
+normal statistics and measured for the t's (decide/spending.py).
 
 Two claims:
 - `tasks`: better on these evals. The evals are fixed and the runs are the units: Δ's standard
@@ -32,9 +32,9 @@ from functools import lru_cache
 from statistics import NormalDist
 from typing import Any, Literal
 
-from optimizer.grade.stats import mean, t_cdf
-from optimizer.grade.stats import t_quantile as _t_quantile
-from optimizer.search.spending import Scope, look_alpha, look_level, next_look, schedule
+from optimizer.decide.spending import Scope, look_alpha, look_level, next_look, schedule
+from optimizer.decide.stats import mean, t_cdf
+from optimizer.decide.stats import t_quantile as _t_quantile
 
 # Every variance pools in PRIOR_N pseudo-observations of PRIOR_VAR, the largest variance of a score
 # in [0, 1]: identical runs never make an interval collapse, and the pooled figure can only err wide.
@@ -255,7 +255,7 @@ def look(
     at the cap or the conditional power to promote is below `futility` (named `futility_name` in
     the reason). `alpha` (default
     1 − confidence) is this decision's whole budget: the night's false-discovery control
-    (search/night.py) passes a smaller one."""
+    (decide/fdr.py) passes a smaller one."""
     alpha = 1 - confidence if alpha is None else alpha
     # One run a side: score_test falls back to `general`, so α is spent as `general` spends it.
     pooled = any(len(x) >= 2 for x in (*child, *parent))

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from optimizer.grade.stats import mean, stddev, t_quantile
+from optimizer.decide.stats import mean, stddev, t_quantile
 
 Outcome = Literal["not_worse", "worse", "inconclusive"]
 _t = functools.lru_cache(maxsize=256)(t_quantile)  # a bisection each call; bench/gate.py makes 10⁵

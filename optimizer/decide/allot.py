@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal
 
-from optimizer.grade.stats import mean
-from optimizer.search.select import Decision, E, EvalId
+from optimizer.decide.stats import mean
+from optimizer.decide.step import Decision, E, EvalId
 
 _EPS = 1e-12
 

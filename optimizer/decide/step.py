@@ -9,13 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, TypeVar
 
 from optimizer.config import Selection
-from optimizer.grade.stats import mean, paired_bootstrap
-from optimizer.inputs import power
+from optimizer.decide import power, sequential
+from optimizer.decide.parents import VersionScores as VersionScores
+from optimizer.decide.parents import pareto_front as pareto_front
+from optimizer.decide.parents import select_parent as select_parent
+from optimizer.decide.stats import mean, paired_bootstrap
 from optimizer.schemas import RuleDecision, SelectionComparator, SelectionInterval
-from optimizer.search import sequential
-from optimizer.search.parents import VersionScores as VersionScores
-from optimizer.search.parents import pareto_front as pareto_front
-from optimizer.search.parents import select_parent as select_parent
 
 EvalId = int | str
 # One kind of id per call: the body target's evals are ints, a caller may key by names.
@@ -166,7 +165,7 @@ def decide(
     the look (the loop's runs per eval) when evals have run different counts; default the fewest.
     `scope` ("tasks", "general"; default selection.scope, whose "auto" is tasks below
     selection.few_evals evals) is the claim a promotion makes; `alpha` (default 1 − confidence)
-    the decision's false-promotion budget, smaller under the night's control (search/night.py)."""
+    the decision's false-promotion budget, smaller under the night's control (decide/fdr.py)."""
     ds = paired_differences(child_scores, parent_scores)
     comparator = _comparator_view(tally)
     error_rate = judge_errors / total_runs if total_runs else 0.0

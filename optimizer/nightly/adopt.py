@@ -1,0 +1,136 @@
+"""`optimizer adopt RUN [VERSION]`, and a night that adopts: certify a version against the one the user
+has now on fresh runs (search/adoption.py), after showing what it may cost. Holds the run folder's
+lock, as the daemon does, so an adoption never runs beside a search of the same run; a killed
+adoption is continued by the same command from the ledger. Exit 0 certified, 1 not certified."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from optimizer import config, logs
+from optimizer.errors import BadInput, OptimizerError
+from optimizer.schemas import Adoption
+from optimizer.search import adoption as adopting
+from optimizer.store.db import Store
+from optimizer.store.files import Workspace
+from optimizer.store.lock import lock, running_pid
+
+# The adoption's own spending limit over its estimate: the estimate is the rule's last look at the
+# measured price of v0's runs, and a version's runs may cost more than v0's.
+HEADROOM = 1.25
+
+
+def settings_of(ws: Workspace, overrides: list[str]) -> config.Settings:
+    if not ws.state_db.is_file() or not ws.run_toml.is_file():
+        raise BadInput(
+            f"{ws.root}: not a run folder (no state.db and run.toml); pass a run folder or the "
+            "skill folder of a run under ./runs."
+        )
+    try:
+        base = tomllib.loads(ws.run_toml.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{ws.run_toml}: not valid TOML ({exc}); restore it.") from None
+    return config.load(base=base, env=os.environ, overrides=overrides).settings
+
+
+def adopt(
+    run_dir: Path,
+    version: str | None,
+    *,
+    overrides: list[str],
+    confirm: Callable[[str], bool] | None,
+    max_usd: float | None,
+    console: Console,
+) -> Adoption:
+    """Certify `version` (default: the search's best) over the adopted version. `confirm` is asked
+    with the estimate before anything is paid (None: go on); False from it writes nothing."""
+    from optimizer.model import factory as llm
+    from optimizer.search import engine
+    from optimizer.search.reporter import Reporter
+    from optimizer.search.state import RunState
+    from optimizer.search.stops import SignalFlag
+    from optimizer.search.targets import TARGETS
+
+    ws = Workspace(run_dir)
+    settings = settings_of(ws, overrides)
+    pid = running_pid(ws)
+    if pid is not None:
+        raise BadInput(
+            f"{ws.root}: a daemon is running on this run (pid {pid}); an adoption waits for the "
+            f"search to end (`optimizer stop {ws.root}`), so it never runs beside it."
+        )
+    with lock(ws):
+        logs.configure(ws.log, console=False)
+        store = Store(ws.state_db, busy_timeout_s=settings.store.busy_timeout_s)
+        try:
+            spent = store.spent_usd()
+            flag = SignalFlag()
+            flag.install()
+            # The client's limit is the run's spend so far plus this adoption's: a run whose
+            # budget the night used up can still be adopted, at the price shown.
+            probe = llm.make_client(settings, store, budget_usd=spent)
+            with Reporter(None, store, simulated=probe.simulated, settings=settings) as ui:
+                run = RunState(
+                    ws, store, probe, settings, ui, engine.stop_rules(ws, settings, flag)
+                )
+                claim = adopting.claim_for(run, version)
+                estimate = adopting.estimate_for(run, claim)
+                most = estimate.most_usd if estimate else 0.0
+                limit = max_usd if max_usd is not None else round(most * HEADROOM, 2)
+                what = "on these tasks" if claim.scope == "tasks" else "in general"
+                console.print(
+                    f"adopt {claim.version} over {claim.base} (better {what}, α "
+                    f"{settings.adopt.alpha:g}): "
+                    + (estimate.line() if estimate else "no measured price yet")
+                    + f"; spending limit ${limit:.2f}",
+                    markup=False,
+                    highlight=False,
+                )
+                if confirm is not None and not confirm("certify it now?"):
+                    raise OptimizerError("nothing was adopted: not confirmed.")
+                # Tonight's deadline was the search's; the user asked for this adoption now.
+                budget = settings.budget.model_copy(update={"usd": spent + limit, "deadline": ""})
+                paid = settings.model_copy(update={"budget": budget})
+                client = llm.make_client(paid, store, budget_usd=spent + limit)
+                run = RunState(ws, store, client, paid, ui, engine.stop_rules(ws, paid, flag))
+                with TARGETS[(store.run_row() or {}).get("target") or "body"](run) as target:
+                    result = asyncio.run(adopting.certify(run, target, claim))  # type: ignore[arg-type]
+                    target.write_lineage(_iterations(store))
+        finally:
+            store.close()
+    return result
+
+
+def _iterations(store: Store) -> int:
+    row = store.query("select count(*) as n from iterations where finished_at is not null")
+    return int(row[0]["n"])
+
+
+def outcome_line(ws_root: Path, found: Adoption) -> str:
+    d = found.decision
+    evidence = ""
+    if d is not None and d.delta is not None:
+        evidence = (
+            f"Δ {d.delta:+.3f} [{d.ci_low:+.3f}, {d.ci_high:+.3f}] {d.confidence:.1%}, "
+            f"{d.evals} evals × {d.runs_per_eval} fresh runs, ${found.cost_usd:.2f}"
+        )
+    if found.certified:
+        return (
+            f"certified: {found.claim} ({evidence}). {found.version} is adopted: "
+            f"`optimizer export {ws_root}` copies it out."
+        )
+    return (
+        f"not certified: {found.claim} is not shown ({evidence or (d.reason if d else '')}); "
+        f"{found.base} stays adopted. {found.next_step}"
+    )
+
+
+def interactive() -> bool:
+    return sys.stdin.isatty()

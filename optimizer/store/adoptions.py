@@ -1,0 +1,123 @@
+"""The adoptions table of state.db (migration m011): every statement that reads or writes it, as
+typed methods over schemas.Adoption, whose row mapping lives here once. The adopted version is a
+read of this table, never a column kept beside it, so the two cannot disagree."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from optimizer.schemas import Adoption, RuleDecision
+from optimizer.store.db import Store, now
+
+
+def _cost(store: Store, number: int) -> float:
+    row = store.query(
+        "select coalesce(sum(cost_usd), 0) as usd from calls where scope = ?", [scope(number)]
+    )
+    return float(row[0]["usd"])
+
+
+def scope(number: int) -> str:
+    """The ledger scope of adoption `number`'s calls: what its fresh runs cost is summed by it."""
+    return f"adoption {number}"
+
+
+def from_row(store: Store, row: dict[str, Any]) -> Adoption:
+    decision = json.loads(row["decision_json"] or "null")
+    return Adoption(
+        number=row["number"],
+        version=row["version"],
+        base=row["base"],
+        scope=row["scope"],
+        status=row["status"],
+        evals=json.loads(row["evals_json"]),
+        estimate_usd=row["estimate_usd"],
+        cost_usd=_cost(store, row["number"]),
+        decision=RuleDecision.model_validate(decision) if decision else None,
+        next_step=row["next_step"] or "",
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+    )
+
+
+def all_of(store: Store) -> list[Adoption]:
+    """Every adoption, oldest first."""
+    if "adoptions" not in store.db.table_names():  # a read-only view of a run from before m011
+        return []
+    rows = store.query("select * from adoptions order by number")
+    return [from_row(store, r) for r in rows]
+
+
+def adopted(store: Store) -> str:
+    """The version the user has now: the last certified adoption's, else v0."""
+    if "adoptions" not in store.db.table_names():
+        return "v0"
+    row = store.query(
+        "select version from adoptions where status = 'certified' order by number desc limit 1"
+    )
+    return row[0]["version"] if row else "v0"
+
+
+def open_for(
+    store: Store, version: str, base: str, scope_: str, evals: list[int], estimate_usd: float
+) -> Adoption:
+    """The unfinished adoption of this very claim (a resume after a kill: its fresh runs are in
+    the ledger, so nothing is paid twice), else a new one numbered after the last."""
+    for row in store.query(
+        "select * from adoptions where status = 'running' and version = ? and base = ? "
+        "and scope = ? order by number desc limit 1",
+        [version, base, scope_],
+    ):
+        if json.loads(row["evals_json"]) == evals:
+            return from_row(store, row)
+    last = store.query("select coalesce(max(number), 0) as n from adoptions")[0]["n"]
+    row = {
+        "number": last + 1,
+        "version": version,
+        "base": base,
+        "scope": scope_,
+        "status": "running",
+        "evals_json": json.dumps(evals),
+        "estimate_usd": estimate_usd,
+        "decision_json": None,
+        "next_step": "",
+        "started_at": now(),
+        "finished_at": None,
+    }
+    with store.atomic():
+        store.table("adoptions").insert(row)
+    return from_row(store, row)
+
+
+def finish(store: Store, number: int, decision: RuleDecision, next_step: str) -> Adoption:
+    status = "certified" if decision.decision == "won" else "not certified"
+    with store.atomic():
+        store.table("adoptions").update(
+            number,
+            {
+                "status": status,
+                "decision_json": decision.model_dump_json(),
+                "next_step": next_step,
+                "finished_at": now(),
+            },
+        )
+    row = store.get("adoptions", number)
+    assert row is not None  # just written
+    return from_row(store, row)
+
+
+def per_run_usd(store: Store, label: str = "v0") -> float | None:
+    """What one run of `label` on a train eval cost (its executor and grader calls), measured: the
+    price of every fresh run an estimate counts. None before the version ran."""
+    spent = store.query(
+        "select coalesce(sum(cost_usd), 0) as usd from calls where scope = ? "
+        "and role in ('executor', 'grader')",
+        [label],
+    )[0]["usd"]
+    runs = store.query(
+        "select count(*) as n from gradings g join eval_runs r on r.key = g.key "
+        "where g.prefix = ? and g.configuration = 'with_skill' and r.split = 'train'",
+        [f"{label}/"],
+    )[0]["n"]
+    return spent / runs if runs else None

@@ -1,0 +1,179 @@
+"""The adoption is the claim (docs/design.md §16, ../shared/DESIGN.md §18): `optimizer adopt` shows its
+cost before paying, certifies a version against the one the user has on runs no step drew, records
+the outcome (state.db, history.json) and refuses bad input with one sentence and nothing written."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from inprocess import EXAMPLE, cli
+
+from optimizer.config import Adopt, Selection
+from optimizer.decide import adopt as rule
+from optimizer.decide import spending
+
+RUN = ("run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=9", "--max-iterations", "2")
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("adopt") / "run"
+    with pytest.MonkeyPatch.context() as mp:
+        cli(mp, None, *RUN, "--run-dir", str(folder))
+    return folder
+
+
+@pytest.fixture
+def run_dir(searched, tmp_path) -> Path:
+    return Path(shutil.copytree(searched, tmp_path / "run"))
+
+
+def rows(run_dir: Path, sql: str, *params) -> list[tuple]:
+    with sqlite3.connect(run_dir / "state.db") as db:
+        return db.execute(sql, params).fetchall()
+
+
+def adopt(monkeypatch, run_dir: Path, *args: str) -> tuple[int, str]:
+    """`optimizer adopt RUN ARGS` in this process: its exit code and all it printed."""
+    from typer.testing import CliRunner
+
+    from optimizer import logs
+    from optimizer.cli import app
+
+    try:
+        done = CliRunner().invoke(app, ["adopt", str(run_dir), *args], catch_exceptions=False)
+    finally:
+        logs.reset()
+    return done.exit_code, done.output
+
+
+def paid_calls(run_dir: Path) -> int:
+    return rows(run_dir, "select count(*) from calls where outcome = 'ok'")[0][0]
+
+
+# -- the rule, pure -------------------------------------------------------------------------------
+
+
+def test_fresh_samples_of_each_adoption_are_apart_from_every_step_and_each_other():
+    assert rule.first_sample(1) > Adopt.model_fields["max_runs"].metadata[1].le
+    assert rule.first_sample(2) - rule.first_sample(1) >= Adopt().max_runs
+
+
+def test_the_rule_certifies_a_clear_gain_and_not_an_equal_version():
+    rng = random.Random(3)
+    evals = range(6)
+    equal = {e: [rng.choice((0.0, 1.0)) for _ in range(6)] for e in evals}
+    same = {e: list(v) for e, v in equal.items()}
+    decided = rule.decide(
+        same, equal, selection=Selection(), adopt=Adopt(), look=6, rng=random.Random(0)
+    )
+    assert decided.decision != "won"
+    better = {e: [1.0] * 6 for e in evals}
+    worse = {e: [0.0, 1.0, 0.0, 0.0, 1.0, 0.0] for e in evals}
+    won = rule.decide(
+        better, worse, selection=Selection(), adopt=Adopt(), look=6, rng=random.Random(0)
+    )
+    assert won.decision == "won"
+    assert won.alpha == pytest.approx(Adopt().alpha)  # the adoption's α, not the step's
+    assert won.scope == "tasks"
+    assert won.comparator.pairs == 0  # no comparator vote in a claim the user acts on
+
+
+def test_the_estimate_counts_both_sides_at_each_look():
+    found = rule.Estimate(evals=4, looks=spending.schedule(3, 12), per_run_usd=0.05)
+    assert found.first_usd == pytest.approx(2 * 4 * 3 * 0.05)
+    assert found.most_usd == pytest.approx(2 * 4 * 12 * 0.05)
+    assert "$1.20" in found.line() and "$4.80" in found.line()
+
+
+def test_a_version_below_the_one_you_have_is_told_that_more_runs_will_not_help():
+    low = rule.decide(
+        {e: [0.0] * 6 for e in range(5)},
+        {e: [1.0] * 6 for e in range(5)},
+        selection=Selection(),
+        adopt=Adopt(),
+        look=6,
+        rng=random.Random(0),
+    )
+    said = rule.what_would_decide(low, adopt=Adopt(), evals=5, estimate=None)
+    assert low.decision == "lost" and "more runs would not certify it" in said
+
+
+def test_the_version_you_have_is_the_last_certified_one():
+    assert rule.base_of([]) == "v0"
+    assert rule.base_of([("v2", True), ("v5", False)]) == "v2"
+    assert rule.base_of([("v2", True), ("v5", True), ("v7", False)]) == "v5"
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_an_adoption_runs_fresh_samples_and_leaves_the_steps_evidence_alone(run_dir, monkeypatch):
+    scores = rows(run_dir, "select label, score from versions order by label")
+    best = rows(run_dir, "select current_best from runs")[0][0]
+    code, said = adopt(monkeypatch, run_dir, "--yes")
+    assert f"adopt {best} over v0 (better on these tasks, α 0.05)" in said
+    assert "at the first look: $" in said  # the estimate, printed before the outcome
+    (number, version, base, status, decision) = rows(
+        run_dir, "select number, version, base, status, decision_json from adoptions"
+    )[0]
+    assert (number, version, base) == (1, best, "v0")
+    assert status in ("certified", "not certified")
+    assert code == (0 if status == "certified" else 1)
+    assert json.loads(decision)["alpha"] == pytest.approx(0.05)
+    fresh = rows(
+        run_dir,
+        "select prefix, min(run_number) from gradings where prefix like 'adoption-1/%' "
+        "group by prefix order by prefix",
+    )
+    assert [p for p, _ in fresh] == sorted([f"adoption-1/{best}/", "adoption-1/v0/"])
+    assert all(first == rule.first_sample(1) for _, first in fresh)
+    # No step's score moved: the fresh runs are the adoption's alone.
+    assert rows(run_dir, "select label, score from versions order by label") == scores
+    spent = rows(
+        run_dir, "select coalesce(sum(cost_usd), 0) from calls where scope = 'adoption 1'"
+    )[0][0]
+    assert spent > 0
+    history = json.loads((run_dir / "history.json").read_text())
+    assert history["adoptions"][0]["version"] == best
+    assert history["adopted"] == (best if status == "certified" else "v0")
+
+
+@pytest.mark.slow
+def test_a_killed_adoption_continues_from_the_ledger_without_paying_twice(run_dir, monkeypatch):
+    adopt(monkeypatch, run_dir, "--yes")
+    decided = rows(run_dir, "select status, decision_json from adoptions")
+    paid = paid_calls(run_dir)
+    # As a kill leaves it: the runs committed, the outcome not yet written.
+    with sqlite3.connect(run_dir / "state.db") as db:
+        db.execute("update adoptions set status = 'running', decision_json = null")
+    adopt(monkeypatch, run_dir, "--yes")
+    assert rows(run_dir, "select count(*) from adoptions")[0][0] == 1
+    assert rows(run_dir, "select status, decision_json from adoptions") == decided
+    assert paid_calls(run_dir) == paid
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args, sentence",
+    [
+        (("v9", "--yes"), "has no version v9"),
+        (("v0", "--yes"), "v0 is the version you have already"),
+        ((), "pass --yes to pay the estimate"),
+        (("--yes", "--set", "adopt.alpha=2"), "adopt.alpha"),
+    ],
+)
+def test_bad_input_is_one_sentence_and_writes_nothing(run_dir, monkeypatch, args, sentence):
+    before = paid_calls(run_dir)
+    code, said = adopt(monkeypatch, run_dir, *args)
+    assert code == 2
+    assert sentence in said
+    assert "Traceback" not in said
+    assert rows(run_dir, "select count(*) from adoptions")[0][0] == 0
+    assert paid_calls(run_dir) == before
