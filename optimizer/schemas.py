@@ -1070,6 +1070,7 @@ class MorningSummary(_Exact):
     stop_reason: str | None = None
     last_error: str | None = None
     night_error: str | None = None  # the one sentence of a night that could not run
+    adopted: str = "v0"  # the version the user has: the last certified adoption's
     started_at: str | None = None
     finished_at: str | None = None
     from_run: str | None = None

@@ -177,3 +177,37 @@ def test_bad_input_is_one_sentence_and_writes_nothing(run_dir, monkeypatch, args
     assert "Traceback" not in said
     assert rows(run_dir, "select count(*) from adoptions")[0][0] == 0
     assert paid_calls(run_dir) == before
+
+
+@pytest.mark.slow
+def test_every_view_names_the_adopted_version_and_export_hands_it_over(run_dir, monkeypatch):
+    from optimizer.report import summary
+
+    best = rows(run_dir, "select current_best from runs")[0][0]
+    before = json.loads(cli(monkeypatch, None, "status", str(run_dir), "--json"))
+    assert before["adopted"] == "v0" and before["adoptions"] == []
+    assert (
+        f"`optimizer adopt {run_dir}` certifies the search's best, {best}"
+        in (before["adopted_line"])
+    )
+    code, _ = adopt(monkeypatch, run_dir, "--yes", "--set", "adopt.min_effect=0")
+    adopted = best if code == 0 else "v0"
+    status = json.loads(cli(monkeypatch, None, "status", str(run_dir), "--json"))
+    assert status["adopted"] == adopted and len(status["adoptions"]) == 1
+    tree = json.loads(cli(monkeypatch, None, "lineage", str(run_dir), "--json"))
+    marked = [n["label"] for n in _nodes(tree["tree"]) if n["is_adopted"]]
+    assert marked == [adopted]
+    headline = summary.build(run_dir).headline
+    assert ("adopted: certified on fresh runs" in headline) == (code == 0)
+    said = cli(monkeypatch, None, "export", str(run_dir), "--out", str(run_dir.parent / "out"))
+    assert f"exported {adopted if code == 0 else best} " in said
+    assert ("not adopted" in said) == (code != 0)
+
+
+def _nodes(tree: list[dict]) -> list[dict]:
+    out, stack = [], list(tree)
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(n["children"])
+    return out

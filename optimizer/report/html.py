@@ -20,6 +20,7 @@ import jinja2
 import orjson
 
 from optimizer import schemas, words
+from optimizer.grade.preview import natural_key
 from optimizer.report import confinement, overview, pages, read
 from optimizer.report.status import status as run_status
 from optimizer.store import readonly
@@ -89,7 +90,7 @@ def build(
         if data.form == "iterations":
             flat["per_eval"] = read.per_eval(ws, n)
         nodes.append(flat)
-    evals = sorted({e for n in nodes for e in (n.get("per_eval") or {})}, key=read.natural_key)
+    evals = sorted({e for n in nodes for e in (n.get("per_eval") or {})}, key=natural_key)
     status = run_status(run_dir, data) if data.source == "state.db" else None
     return {
         "meta": {

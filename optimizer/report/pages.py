@@ -19,7 +19,8 @@ from typing import Any
 import orjson
 
 from optimizer.grade import preview
-from optimizer.report import read
+from optimizer.grade.preview import natural_key
+from optimizer.report import folders, read
 from optimizer.store import readonly
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
@@ -65,7 +66,7 @@ def page(ws: Workspace, data: read.RunData, key: str, budget: Budget) -> dict:
     if key == "baseline":
         return {"runs": list(_runs(ws, ws.root / "baseline", budget, "without_skill"))}
     if key == "test":
-        versions = sorted((p for p in ws.test_dir().glob("v*") if p.is_dir()), key=read.natural_key)
+        versions = sorted((p for p in ws.test_dir().glob("v*") if p.is_dir()), key=natural_key)
         return {"runs": [r for v in versions for r in _runs(ws, v, budget)]}
     return _version(ws, data.node(key), budget)
 
@@ -79,7 +80,7 @@ def _version(ws: Workspace, node: dict, budget: Budget) -> dict:
         gradings.append((r["eval_id"], r.pop("grading")))
         runs.append(r)
     return {
-        "rationale": read.rationale(proposal.read_text(encoding="utf-8"))
+        "rationale": folders.rationale(proposal.read_text(encoding="utf-8"))
         if proposal.is_file()
         else node.get("rationale") or "",
         "diff": _diff(ws, node.get("parent"), node["label"]),
@@ -91,16 +92,16 @@ def _version(ws: Workspace, node: dict, budget: Budget) -> dict:
         if bench
         else None,
         "selection": read.read_json(folder / "selection.json"),
-        "comparisons": read.comparisons(folder, node["label"], node.get("parent")),
+        "comparisons": folders.comparisons(folder, node["label"], node.get("parent")),
         "analysis": read.read_json(folder / "analysis.json"),
-        "failing": read.tally_failing(gradings),  # from the gradings just read, not read again
+        "failing": folders.tally_failing(gradings),  # from the gradings just read, not read again
         "runs": runs,
     }
 
 
 def _diff(ws: Workspace, parent: str | None, label: str) -> str | None:
     try:
-        return read.version_diff(ws, parent, label) if parent else None
+        return folders.version_diff(ws, parent, label) if parent else None
     except Exception:  # noqa: BLE001 - a broken snapshot must not stop the whole report
         return None
 

@@ -13,8 +13,9 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from optimizer.grade.preview import natural_key
 from optimizer.inputs import skill as skills
-from optimizer.report import confinement, read
+from optimizer.report import confinement, folders, read
 from optimizer.report.caveats import SCORE, SCORE_LEVEL, bounded
 from optimizer.report.format import emit, interval, num, pct, readable, signed
 from optimizer.report.tree import node_text
@@ -47,7 +48,7 @@ def print_version(console: Console, run_dir: Path, version: str) -> None:
         emit(console, Text(n["reason"]))
     proposal = folder / "proposal.md"
     why = (
-        read.rationale(proposal.read_text(encoding="utf-8"))
+        folders.rationale(proposal.read_text(encoding="utf-8"))
         if proposal.is_file()
         else n.get("rationale")
     )
@@ -55,15 +56,15 @@ def print_version(console: Console, run_dir: Path, version: str) -> None:
         emit(console, Panel(Markdown(why), title="why this change", title_align="left"))
     if n.get("parent"):
         emit(console, Text(f"diff against {n['parent']}", style="bold"))
-        _print_diff_text(console, read.version_diff(ws, n["parent"], version))
+        _print_diff_text(console, folders.version_diff(ws, n["parent"], version))
     _print_benchmark(console, read.read_json(folder / "benchmark.json"))
     _print_selection(console, read.read_json(folder / "selection.json"))
     _print_comparisons(
         console,
-        read.comparisons(folder, version, n.get("parent")),
+        folders.comparisons(folder, version, n.get("parent")),
         read.read_json(folder / "analysis.json"),
     )
-    fails = read.failing(folder)
+    fails = folders.failing(folder)
     if fails:
         table = Table(title="failing expectations", title_justify="left", show_edge=False)
         for col in ("eval", "expectation", "failed", "evidence"):
@@ -232,7 +233,7 @@ def print_scores(console: Console, data: read.RunData, va: str, vb: str) -> None
     table = Table(title="per-eval score", title_justify="left", show_edge=False)
     for col in ("eval", va, vb, "Δ"):
         table.add_column(col)
-    for e in sorted(set(sa) | set(sb), key=lambda k: read.natural_key(Path(k))):
+    for e in sorted(set(sa) | set(sb), key=lambda k: natural_key(Path(k))):
         x, y = sa.get(e), sb.get(e)
         table.add_row(
             Text(e),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +16,8 @@ from optimizer import words
 from optimizer.errors import BadInput
 from optimizer.execute import INTERNAL_ERROR
 from optimizer.grow import outlook
-from optimizer.report import caveats, confinement, read, sealed, spend
+from optimizer.report import adopted, caveats, confinement, finish, folders, read, sealed, spend
 from optimizer.report.format import duration, emit, interval, money, num, pct, signed
-from optimizer.search import pace
-from optimizer.search.estimate import per_iteration_usd
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 
@@ -77,6 +74,9 @@ def status(run_dir: Path, data: read.RunData | None = None) -> dict:
             "score_evals": best.get("score_evals"),
             "verdict": best.get("verdict"),
         },
+        **adopted.as_json(data.adoptions),
+        "adopted_line": adopted.adopted_line(data.adoptions, data.current_best, str(run_dir)),
+        "adoption_lines": [adopted.line(a) for a in data.adoptions],
         "other_wins": caveats.stray_wins(data.nodes, data.current_best),  # and why not the best
         "promotions": caveats.promotions(data.nodes),  # the night's family and what bounds it
         "warnings": data.warnings,
@@ -87,7 +87,7 @@ def status(run_dir: Path, data: read.RunData | None = None) -> dict:
         "cache_hits": data.ledger.get("cache_hits", 0),
         "saved_usd": round(data.ledger.get("saved_usd") or 0.0, 6),
         "deadline": deadline,
-        "seconds_left": _seconds_left(deadline),
+        "seconds_left": finish.seconds_left(deadline),
         "last_error": run.get("last_error"),
         "stop_reason": run.get("stop_reason"),
         "ended": words.ended(run.get("status"), run.get("stop_reason")),  # one wording, every view
@@ -98,12 +98,12 @@ def status(run_dir: Path, data: read.RunData | None = None) -> dict:
             sum(1 for i in iterations if i.get("finished_at")),
             data.ledger.get("spent_usd") or 0.0,
         ),
-        "settings": read.provenance(ws.run_toml),
+        "settings": folders.provenance(ws.run_toml),
         "resumes": len(data.resumes),
         "last_resumed": data.resumes[-1] if data.resumes else None,
         "sandbox": confinement.summary(Path(run_dir)),
         "power": outlook.for_run(run, settings),
-        **_timing(
+        **finish.timing(
             run,
             iterations,
             settings,
@@ -144,99 +144,12 @@ def _probe(ws: Workspace) -> str | None:
         return None
 
 
-def _timing(
-    run: dict,
-    iterations: list[dict],
-    settings: dict,
-    *,
-    running: bool,
-    spent: float,
-    spent_in_iterations: float = 0.0,
-) -> dict:
-    """Elapsed time since the start, and while a daemon runs, a rough finish: the iterations left
-    (the limit, and the budget at the cost per finished iteration, or the preview's before one
-    finished) at the pace of the finished ones, capped by the deadline; None when nothing can tell
-    yet."""
-    started = pace.parse_time(run.get("started_at"))
-    ended = pace.parse_time(run.get("finished_at")) if not running else None
-    now = datetime.now(UTC)
-    out: dict[str, Any] = {
-        "elapsed_s": None
-        if started is None
-        else round(((ended or now) - started).total_seconds(), 1),
-        "finish": None,
-    }
-    if not running:
-        return out
-    loop, budget = settings.get("loop") or {}, settings.get("budget") or {}
-    seconds, done = pace.seconds_in_iterations(iterations)
-    per = None
-    if budget.get("usd"):
-        est = read.parse_json(run.get("estimate_json")) or {}
-        per = pace.usd_per_iteration(
-            estimated=per_iteration_usd(est), spent_in_iterations=spent_in_iterations, done=done
-        )
-    left = pace.iterations_left(
-        done,
-        int(loop.get("max_iterations") or 0),
-        usd_per_iteration=per,
-        budget_left_usd=budget["usd"] - spent if budget.get("usd") else None,
-    )
-    deadline = pace.parse_time(budget.get("deadline"))
-    end = pace.finish(
-        seconds_in_iterations=seconds,
-        done=done,
-        left=left,
-        to_deadline=None if deadline is None else (deadline - now).total_seconds(),
-    )
-    at = None if end.seconds is None else (now + timedelta(seconds=end.seconds))
-    out["finish"] = {
-        "seconds": None if end.seconds is None else round(end.seconds, 1),
-        "by": end.by,
-        "at": None if at is None else at.isoformat(timespec="seconds"),
-        "iterations_left": left,
-        "iterations_done": done,
-    }
-    return out
-
-
-def _finish_line(info: dict) -> str:
-    end = info.get("finish")
-    if not end or end["seconds"] is None:
-        return "unknown: no iteration has finished yet, and no deadline is set"
-    at = datetime.fromisoformat(end["at"]).astimezone()
-    when = (
-        at.strftime("%H:%M")
-        if at.date() == datetime.now().astimezone().date()
-        else at.strftime("%Y-%m-%d %H:%M")
-    )
-    if end["by"] == "deadline":
-        return f"by {when} at the latest (the deadline; in {duration(end['seconds'])})"
-    if end["by"] == "limit":
-        return "soon: no iteration left, only the sealed test"
-    return (
-        f"about {when} (in {duration(end['seconds'])}: {end['iterations_left']} iterations left at "
-        f"the pace of the {end['iterations_done']} done)"
-    )
-
-
 def _estimate(run_dir: Path) -> dict[str, Any] | None:
     """The cost estimate shown when the run started, against what the ledger says was spent."""
     try:
         return spend.estimate_vs_actual(run_dir)
     except (sqlite3.Error, OSError, ValueError, KeyError):
         return None  # an older run folder, or one whose estimate could not be made
-
-
-def _seconds_left(deadline: str | None) -> float | None:
-    if not deadline:
-        return None
-    try:
-        at = datetime.fromisoformat(deadline.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    at = at if at.tzinfo else at.astimezone()  # a naive deadline is local time
-    return round((at - datetime.now(UTC)).total_seconds(), 1)
 
 
 def _state_line(info: dict) -> Text:
@@ -323,6 +236,9 @@ def print_status(console: Console, info: dict) -> None:
                 style="bold green",
             ),
         )
+    row("adopted", info["adopted_line"])
+    for said in info["adoption_lines"][-3:]:  # the latest; lineage lists them all
+        row("adoption", said)
     for label, verdict in info.get("other_wins", {}).items():
         row("also won", f"{label} {verdict}")
     if info.get("promotions"):
@@ -339,7 +255,7 @@ def print_status(console: Console, info: dict) -> None:
     if info.get("elapsed_s") is not None:
         row("elapsed", duration(info["elapsed_s"]) + " since the start")
     if info["running"]:
-        row("finish", _finish_line(info))
+        row("finish", finish.finish_line(info))
     if info.get("deadline"):
         left = info.get("seconds_left")
         row(

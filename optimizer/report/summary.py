@@ -17,8 +17,10 @@ from rich.console import Console
 
 from optimizer import schemas, words
 from optimizer.decide.stats import mean, mean_ci
-from optimizer.report import caveats, nextstep, read
+from optimizer.grade.preview import natural_key
+from optimizer.report import adopted, caveats, folders, nextstep, read
 from optimizer.report.status import status as run_status
+from optimizer.schemas import Adoption
 from optimizer.store.files import write_json, write_text
 
 log = structlog.get_logger()
@@ -78,12 +80,14 @@ def build(
             sealed,
             (selection or {}).get("parent") if isinstance(selection, dict) else None,
             night_error,
+            _adoption(data.adoptions, best),
         ),
+        adopted=data.adopted,
         scope=scope,
         train=train,
         sealed=sealed,
         decision=(selection or {}).get("reason") if isinstance(selection, dict) else None,
-        diff=read.version_diff(data.ws, "v0", best) if won else None,
+        diff=folders.version_diff(data.ws, "v0", best) if won else None,
         spent_usd=info.get("spent_usd") or 0.0,
         budget_usd=info.get("budget_usd"),
         calls=info.get("calls") or 0,
@@ -94,7 +98,7 @@ def build(
 
 def _compare(v0: dict[str, float], best: dict[str, float]) -> schemas.SummaryNumbers | None:
     """best − v0 paired over the evals both scored, with a Student-t interval over evals."""
-    shared = sorted(set(v0) & set(best), key=read.natural_key)
+    shared = sorted(set(v0) & set(best), key=natural_key)
     if not shared:
         return None
     diffs = [best[e] - v0[e] for e in shared]
@@ -179,8 +183,25 @@ def _scope(selection: Any, sealed: schemas.SummaryNumbers | None, warnings: list
     return SCOPES["general"] if shown and not few else SCOPES["these_tasks"]
 
 
+def _adoption(made: list[Adoption], best: str) -> str:
+    """The headline's clause on what the user has: the claim is the adoption's (§16)."""
+    have = next((a for a in reversed(made) if a.certified), None)
+    tried = next((a for a in reversed(made) if a.version == best and a.finished_at), None)
+    if have and have.version == best:
+        return f"adopted: certified on fresh runs ({adopted.evidence(have)})"
+    if tried and not tried.certified:
+        return f"not certified on fresh runs ({adopted.evidence(tried)})"
+    return "not yet adopted" + (f" (you have {have.version})" if have else "")
+
+
 def _headline(
-    best: str, won: bool, train: Any, sealed: Any, parent: str | None, night: str | None
+    best: str,
+    won: bool,
+    train: Any,
+    sealed: Any,
+    parent: str | None,
+    night: str | None,
+    adoption: str = "not yet adopted",
 ) -> str:
     """One sentence, the same in summary.md and the report. A step is a decision, not a claim
     (../shared/DESIGN.md §18): the headline says what the decision showed and that nothing is
@@ -216,7 +237,7 @@ def _headline(
         held = f"; sealed test: too small to tell ({_evals(sealed.evals)})"
     else:
         held = "; sealed test: not measured"
-    return f"{lead}; not yet adopted{held}."
+    return f"{lead}; {adoption}{held}."
 
 
 def _bare(n: schemas.SummaryNumbers) -> str:

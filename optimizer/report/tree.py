@@ -12,14 +12,18 @@ from rich.text import Text
 from rich.tree import Tree
 
 from optimizer import words
-from optimizer.report import caveats, read
+from optimizer.report import adopted, caveats, read
 from optimizer.report.format import COLOURS, duration, emit, interval, money, num, pct, signed
+from optimizer.schemas import Adoption
 
 
 def lineage(run_dir: Path) -> dict:
     """The version tree as JSON-able data: each node with its children."""
     data = read.load(run_dir)
-    nodes = {n["label"]: {**n, "children": []} for n in data.nodes}
+    nodes = {
+        n["label"]: {**n, "is_adopted": n["label"] == data.adopted, "children": []}
+        for n in data.nodes
+    }
     roots: list[dict[str, Any]] = []
     for n in nodes.values():
         parent = nodes.get(n.get("parent") or "")
@@ -36,7 +40,9 @@ def lineage(run_dir: Path) -> dict:
             "stop_reason": data.run.get("stop_reason"),
             "warnings": data.warnings,
             "from_run": data.run.get("from_run"),
+            "adopted_line": adopted.adopted_line(data.adoptions, data.current_best, str(run_dir)),
         },
+        **adopted.as_json(data.adoptions),
         "proposals": read.proposals(data.iterations),
         "promotions": caveats.promotions(data.nodes),
         "count": len(nodes),
@@ -49,6 +55,8 @@ def node_text(n: dict) -> Text:
     if n.get("is_best"):
         text.append("★ ", style="bold yellow")
     text.append(n["label"], style="bold")
+    if n.get("is_adopted"):
+        text.append("  adopted", style="bold cyan")
     decision = n.get("decision")
     if n.get("status") == "failed":
         text.append(f"  failed: {n.get('error')}", style="red")
@@ -113,6 +121,9 @@ def print_lineage(console: Console, tree: dict) -> None:
         emit(console, Text(read.proposals_line(tree["proposals"]), style="dim"))
     if tree.get("promotions"):
         emit(console, Text(tree["promotions"], style="dim"))
+    for a in tree["adoptions"]:
+        emit(console, Text(f"adoption {adopted.line(Adoption.model_validate(a))}"))
+    emit(console, Text(f"adopted: {run['adopted_line']}", style="bold"))
     if run.get("stop_reason"):
         emit(console, Text(words.ended("stopped", run["stop_reason"]), style="dim"))
     _warn(console, run)

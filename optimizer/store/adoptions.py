@@ -5,6 +5,7 @@ read of this table, never a column kept beside it, so the two cannot disagree.""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from optimizer.schemas import Adoption, RuleDecision
@@ -23,7 +24,8 @@ def scope(number: int) -> str:
     return f"adoption {number}"
 
 
-def from_row(store: Store, row: dict[str, Any]) -> Adoption:
+def from_row(row: Mapping[str, Any], cost_usd: float) -> Adoption:
+    """The row as the model, its JSON columns validated on read; the cost is the ledger's."""
     decision = json.loads(row["decision_json"] or "null")
     return Adoption(
         number=row["number"],
@@ -33,7 +35,7 @@ def from_row(store: Store, row: dict[str, Any]) -> Adoption:
         status=row["status"],
         evals=json.loads(row["evals_json"]),
         estimate_usd=row["estimate_usd"],
-        cost_usd=_cost(store, row["number"]),
+        cost_usd=cost_usd,
         decision=RuleDecision.model_validate(decision) if decision else None,
         next_step=row["next_step"] or "",
         started_at=row["started_at"],
@@ -41,12 +43,21 @@ def from_row(store: Store, row: dict[str, Any]) -> Adoption:
     )
 
 
+def from_rows(
+    rows: Iterable[Mapping[str, Any]], spent: Mapping[str | None, float]
+) -> list[Adoption]:
+    """Rows of ROWS_SQL (a read-only view's), costs from the ledger's dollars per scope."""
+    return [from_row(r, spent.get(scope(r["number"]), 0.0)) for r in rows]
+
+
+ROWS_SQL = "select * from adoptions order by number"
+
+
 def all_of(store: Store) -> list[Adoption]:
     """Every adoption, oldest first."""
     if "adoptions" not in store.db.table_names():  # a read-only view of a run from before m011
         return []
-    rows = store.query("select * from adoptions order by number")
-    return [from_row(store, r) for r in rows]
+    return [from_row(r, _cost(store, r["number"])) for r in store.query(ROWS_SQL)]
 
 
 def adopted(store: Store) -> str:
@@ -70,7 +81,7 @@ def open_for(
         [version, base, scope_],
     ):
         if json.loads(row["evals_json"]) == evals:
-            return from_row(store, row)
+            return from_row(row, _cost(store, row["number"]))
     last = store.query("select coalesce(max(number), 0) as n from adoptions")[0]["n"]
     row = {
         "number": last + 1,
@@ -87,7 +98,7 @@ def open_for(
     }
     with store.atomic():
         store.table("adoptions").insert(row)
-    return from_row(store, row)
+    return from_row(row, 0.0)
 
 
 def finish(store: Store, number: int, decision: RuleDecision, next_step: str) -> Adoption:
@@ -104,7 +115,7 @@ def finish(store: Store, number: int, decision: RuleDecision, next_step: str) ->
         )
     row = store.get("adoptions", number)
     assert row is not None  # just written
-    return from_row(store, row)
+    return from_row(row, _cost(store, number))
 
 
 def per_run_usd(store: Store, label: str = "v0") -> float | None:

@@ -1,0 +1,46 @@
+"""What the user has adopted, in one wording for status, lineage, summary and the report: the adopted
+version, each adoption's claim with its scope and evidence, and what to do when nothing is
+adopted yet (docs/design.md §16). A step of the search is never worded as a claim here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optimizer.report.format import money
+from optimizer.schemas import Adoption
+
+
+def evidence(a: Adoption) -> str:
+    d = a.decision
+    if d is None:
+        return "its fresh runs are under way"
+    if d.delta is None:
+        return d.reason
+    return (
+        f"Δ {d.delta:+.3f} [{d.ci_low:+.3f}, {d.ci_high:+.3f}] {d.confidence:.1%}, the "
+        f"adoption's, on {d.evals} evals × {d.runs_per_eval} fresh runs"
+    )
+
+
+def line(a: Adoption) -> str:
+    """'#1 v3 better than v0 on these tasks: certified (Δ …, on 4 evals × 6 fresh runs), $0.84'."""
+    outcome = {"certified": "certified", "not certified": "not certified"}.get(a.status, "running")
+    return f"#{a.number} {a.claim}: {outcome} ({evidence(a)}), {money(a.cost_usd)}"
+
+
+def adopted_line(adoptions: list[Adoption], best: str | None, run_dir: str) -> str:
+    """The version the user has and, when the search's best is another, how to claim it."""
+    have = next((a for a in reversed(adoptions) if a.certified), None)
+    now = (
+        f"{have.version} (certified {have.claim.removeprefix(have.version + ' ')})"
+        if have
+        else "v0, the skill as it was"
+    )
+    if best and best != (have.version if have else "v0"):
+        return f"{now}; `optimizer adopt {run_dir}` certifies the search's best, {best}"
+    return now
+
+
+def as_json(adoptions: list[Adoption]) -> dict[str, Any]:
+    have = next((a.version for a in reversed(adoptions) if a.certified), "v0")
+    return {"adopted": have, "adoptions": [a.model_dump(mode="json") for a in adoptions]}

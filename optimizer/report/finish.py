@@ -1,0 +1,99 @@
+"""When a run will end, as status shows it: the elapsed time, the iterations left at the pace of the
+finished ones (capped by the budget and the deadline) and the finish line in words."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from optimizer.report import read
+from optimizer.report.format import duration
+from optimizer.search import pace
+from optimizer.search.estimate import per_iteration_usd
+
+
+def timing(
+    run: dict,
+    iterations: list[dict],
+    settings: dict,
+    *,
+    running: bool,
+    spent: float,
+    spent_in_iterations: float = 0.0,
+) -> dict:
+    """Elapsed time since the start, and while a daemon runs, a rough finish: the iterations left
+    (the limit, and the budget at the cost per finished iteration, or the preview's before one
+    finished) at the pace of the finished ones, capped by the deadline; None when nothing can tell
+    yet."""
+    started = pace.parse_time(run.get("started_at"))
+    ended = pace.parse_time(run.get("finished_at")) if not running else None
+    now = datetime.now(UTC)
+    out: dict[str, Any] = {
+        "elapsed_s": None
+        if started is None
+        else round(((ended or now) - started).total_seconds(), 1),
+        "finish": None,
+    }
+    if not running:
+        return out
+    loop, budget = settings.get("loop") or {}, settings.get("budget") or {}
+    seconds, done = pace.seconds_in_iterations(iterations)
+    per = None
+    if budget.get("usd"):
+        est = read.parse_json(run.get("estimate_json")) or {}
+        per = pace.usd_per_iteration(
+            estimated=per_iteration_usd(est), spent_in_iterations=spent_in_iterations, done=done
+        )
+    left = pace.iterations_left(
+        done,
+        int(loop.get("max_iterations") or 0),
+        usd_per_iteration=per,
+        budget_left_usd=budget["usd"] - spent if budget.get("usd") else None,
+    )
+    deadline = pace.parse_time(budget.get("deadline"))
+    end = pace.finish(
+        seconds_in_iterations=seconds,
+        done=done,
+        left=left,
+        to_deadline=None if deadline is None else (deadline - now).total_seconds(),
+    )
+    at = None if end.seconds is None else (now + timedelta(seconds=end.seconds))
+    out["finish"] = {
+        "seconds": None if end.seconds is None else round(end.seconds, 1),
+        "by": end.by,
+        "at": None if at is None else at.isoformat(timespec="seconds"),
+        "iterations_left": left,
+        "iterations_done": done,
+    }
+    return out
+
+
+def finish_line(info: dict) -> str:
+    end = info.get("finish")
+    if not end or end["seconds"] is None:
+        return "unknown: no iteration has finished yet, and no deadline is set"
+    at = datetime.fromisoformat(end["at"]).astimezone()
+    when = (
+        at.strftime("%H:%M")
+        if at.date() == datetime.now().astimezone().date()
+        else at.strftime("%Y-%m-%d %H:%M")
+    )
+    if end["by"] == "deadline":
+        return f"by {when} at the latest (the deadline; in {duration(end['seconds'])})"
+    if end["by"] == "limit":
+        return "soon: no iteration left, only the sealed test"
+    return (
+        f"about {when} (in {duration(end['seconds'])}: {end['iterations_left']} iterations left at "
+        f"the pace of the {end['iterations_done']} done)"
+    )
+
+
+def seconds_left(deadline: str | None) -> float | None:
+    if not deadline:
+        return None
+    try:
+        at = datetime.fromisoformat(deadline.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    at = at if at.tzinfo else at.astimezone()  # a naive deadline is local time
+    return round((at - datetime.now(UTC)).total_seconds(), 1)
