@@ -211,3 +211,11 @@ def _nodes(tree: list[dict]) -> list[dict]:
         out.append(n)
         stack.extend(n["children"])
     return out
+
+
+@pytest.mark.slow
+def test_a_search_without_the_comparator_asks_it_nothing(tmp_path, monkeypatch):
+    folder = tmp_path / "run"
+    cli(monkeypatch, None, *RUN, "--run-dir", str(folder), "--set", "selection.compare_pairs=none")
+    assert rows(folder, "select count(*) from decisions where decision is not null")[0][0] > 0
+    assert rows(folder, "select count(*) from calls where role = 'comparator'") == [(0,)]

@@ -207,3 +207,11 @@ def test_minibatch_favours_failing_evals():
     )
     assert choose_minibatch(train, parent, 20, random.Random(0)) == train
     assert choose_minibatch(train, parent, 0, random.Random(0)) == []
+
+
+def test_no_comparator_pair_is_judged_when_steps_decide_on_scores_alone():
+    from optimizer.decide.step import compared_runs
+
+    assert compared_runs(Selection(compare_pairs="none"), 3) == 0
+    assert compared_runs(Selection(), 3) == 1
+    assert compared_runs(Selection(compare_pairs="all"), 3) == 3

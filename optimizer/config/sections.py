@@ -107,8 +107,9 @@ class Selection(Section):
     second_order: Literal["decisive", "always"] = "decisive"
     # Which run pairs the blind comparator judges: "auto": one pair per eval (run 1 of each side) under
     # the sequential rule, where its verdicts rarely decide (same power and error rates with every
-    # pair, bench/selection.py) and feed the analyzer and the record; "all": every pair (docs/selection.md).
-    compare_pairs: Literal["auto", "all"] = "auto"
+    # pair, bench/selection.py) and feed the analyzer and the record; "all": every pair (docs/selection.md);
+    # "none": no comparator at steps (the sequential rule decides on scores alone; a step is a move).
+    compare_pairs: Literal["auto", "all", "none"] = "auto"
     # Where a look's extra runs go: "all": every eval; "informative" skips evals whose runs were
     # all identical and gives the run to the runs_share of the rest with the largest variance of
     # d. "all" is the default: bench/selection.py measured less power for "informative" (with

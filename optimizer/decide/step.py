@@ -315,7 +315,9 @@ def compared_runs(selection: Selection, runs: int) -> int:
     bench/selection.py, with the same power and false-promotion rates at 10-50 evals whether it
     saw every pair or the first of each eval. So the first pair serves the rule, the analyzer and
     the record; every pair was 40-57% of a child's cost in bench/peers.py. The bootstrap rule
-    counts a majority: every pair there."""
+    counts a majority: every pair there; "none" judges no pair (0)."""
+    if selection.compare_pairs == "none" and selection.rule == "sequential":
+        return 0
     if selection.compare_pairs == "all" or selection.rule != "sequential":
         return runs
     return min(runs, 1)

@@ -210,17 +210,7 @@ class BodyTarget:
                 return False
             pairs = step.compared_runs(s.selection, runs)
             compared = {e: min(n, pairs) for e, n in counts.items()}
-            run.show_activity(f"{label}: blind comparison with {parent}")
-            with scoped(label):  # the comparison's calls are part of what the child cost
-                tally = await compare_versions(
-                    run.client,
-                    evals=[self.evalset.by_id(e) for e in run.train],
-                    child_runs=self._dirs(label, compared),
-                    parent_runs=self._dirs(parent, compared),
-                    out_dir=run.ws.comparison_dir(label),
-                    rng_seed=s.loop.seed,
-                    second_order=s.selection.second_order,
-                )
+            tally = await self._compare(label, parent, compared)
             decision = self._decide(
                 label,
                 parent,
@@ -267,6 +257,26 @@ class BodyTarget:
             chosen["night"] = family.as_json()
         record_decision(run, label, parent, self.stage, chosen)
         return True
+
+    async def _compare(
+        self, label: str, parent: str, compared: dict[int, int]
+    ) -> step.ComparisonTally:
+        """The blind comparator on the first `compared` run pairs of each eval; no call at all
+        when no pair is to be judged (selection.compare_pairs = "none")."""
+        run, s = self.run, self.run.settings
+        if not any(compared.values()):
+            return step.ComparisonTally()
+        run.show_activity(f"{label}: blind comparison with {parent}")
+        with scoped(label):  # the comparison's calls are part of what the child cost
+            return await compare_versions(
+                run.client,
+                evals=[self.evalset.by_id(e) for e in run.train],
+                child_runs=self._dirs(label, compared),
+                parent_runs=self._dirs(parent, compared),
+                out_dir=run.ws.comparison_dir(label),
+                rng_seed=s.loop.seed,
+                second_order=s.selection.second_order,
+            )
 
     def _decide(
         self,
