@@ -219,3 +219,34 @@ def test_a_search_without_the_comparator_asks_it_nothing(tmp_path, monkeypatch):
     cli(monkeypatch, None, *RUN, "--run-dir", str(folder), "--set", "selection.compare_pairs=none")
     assert rows(folder, "select count(*) from decisions where decision is not null")[0][0] > 0
     assert rows(folder, "select count(*) from calls where role = 'comparator'") == [(0,)]
+
+
+@pytest.mark.slow
+def test_a_run_asked_to_adopt_reserves_its_first_looks_and_adopts_at_its_end(
+    tmp_path, monkeypatch
+):
+    plain, adopting = tmp_path / "plain", tmp_path / "adopting"
+    cli(monkeypatch, None, *RUN, "--run-dir", str(plain))
+    cli(monkeypatch, None, *RUN, "--run-dir", str(adopting), "--adopt")
+
+    def kept(folder: Path) -> float:
+        """What the search left aside once v0's price was measured (the run's second reserve)."""
+        lines = (folder / "optimizer.log").read_text().splitlines()
+        said = [json.loads(x) for x in lines if "budget.kept_for_sealed_test" in x]
+        return said[1]["usd"]
+
+    assert kept(adopting) > kept(plain) > 0
+    assert rows(plain, "select count(*) from adoptions") == [(0,)]
+    made = rows(adopting, "select version, base, status from adoptions")
+    best = rows(adopting, "select current_best from runs")[0][0]
+    assert made and made[0][:2] == (best, "v0") and made[0][2] != "running"
+
+
+@pytest.mark.slow
+def test_under_false_discovery_control_adoptions_test_at_their_lord_level(run_dir, monkeypatch):
+    from optimizer.decide import fdr
+
+    adopt(monkeypatch, run_dir, "--yes", "--set", "adopt.fdr=lord")
+    alpha = json.loads(rows(run_dir, "select decision_json from adoptions")[0][0])["alpha"]
+    assert alpha == pytest.approx(fdr.lord([], 0.05).alpha, abs=1e-6)
+    assert alpha < 0.05  # the first of a family spends a share of α, not all of it

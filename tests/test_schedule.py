@@ -363,3 +363,17 @@ def test_the_installed_crontab_line_runs_a_night_in_sh_with_the_env_file(
     assert "patience = 7" in (run / "run.toml").read_text()
     log = (places["runs"] / f"{schedule.name_for(places['skill'])}.log").read_text()
     assert "starting" in log and "stopped" in log  # the night's lines and its output, appended
+
+
+@pytest.mark.parametrize(
+    "when, setting", [("weekly", "adopt.at_end=weekly"), ("nightly", "adopt.at_end=always")]
+)
+def test_a_schedule_adopts_only_when_the_user_said(cli, places, monkeypatch, when, setting):
+    monkeypatch.setenv("OPTIMIZER_SCHEDULER", "cron")
+    never = _schedule(cli, places, "--dry-run")
+    assert "adopt.at_end" not in never.output
+    said = _schedule(cli, places, "--dry-run", "--adopt", when)
+    assert said.exit_code == 0, said.output
+    assert setting in said.output.strip().splitlines()[-1]
+    wrong = _schedule(cli, places, "--dry-run", "--adopt", "daily")
+    assert wrong.exit_code == 2 and "--adopt 'daily': use nightly, weekly or never" in wrong.output

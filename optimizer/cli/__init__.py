@@ -14,6 +14,7 @@ from rich.console import Console
 
 from optimizer import config
 from optimizer.cli.common import (
+    AdoptOpt,
     ConfigOpt,
     ExecutorOpt,
     NotifyOpt,
@@ -203,6 +204,7 @@ def run(
     batch: Annotated[bool, typer.Option("--batch", help="Grader, comparator and analyzer calls as Message Batches (half price, slower).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the cost estimate and exit; writes nothing.")] = False,
     spend_all: SpendAllOpt = False,
+    adopt: AdoptOpt = False,
     notify: NotifyOpt = None,
     executor: ExecutorOpt = None,
     provider: ProviderOpt = None,
@@ -225,7 +227,7 @@ def run(
     flags = {"llm.provider": provider, "loop.max_iterations": max_iterations,
              "budget.usd": budget_usd, "budget.deadline": deadline,
              "llm.batch": True if batch else None, "sandbox.mode": "none" if unconfined else None,
-             "loop.spend_all": True if spend_all else None,
+             "loop.spend_all": True if spend_all else None, "adopt.at_end": "always" if adopt else None,
              "execute.executor": config.choice_flag("--executor", executor, "execute.executor")}
     code = daemon.start(
         skill_dir=require_dir(skill_dir, "skill"), evals_path=evals, run_dir=run_dir,

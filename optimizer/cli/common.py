@@ -109,6 +109,14 @@ SpendAllOpt = Annotated[
         "(loop.spend_all).",
     ),
 ]
+AdoptOpt = Annotated[
+    bool,
+    typer.Option(
+        "--adopt",
+        help="At the end, certify the best against the version you have on fresh runs and adopt "
+        "it if better (its first looks are reserved from the budget).",
+    ),
+]
 UnconfinedOpt = Annotated[
     bool,
     typer.Option(

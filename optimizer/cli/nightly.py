@@ -156,6 +156,10 @@ def summary_cmd(
     out.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
+# `schedule --adopt` → adopt.at_end: a night certifies its best when the user said it should.
+ADOPT_WHEN = {"nightly": "always", "weekly": "weekly", "never": "never"}
+
+
 @app.command(rich_help_panel="Every night")
 @handled
 def schedule(
@@ -183,6 +187,12 @@ def schedule(
         Path | None, typer.Option("--runs-root", hidden=True)
     ] = None,  # the old name of --out
     spend_all: SpendAllOpt = False,
+    adopt: Annotated[
+        str,
+        typer.Option(
+            help="When a night adopts its best (certified on fresh runs): nightly, weekly or never."
+        ),
+    ] = "never",
     notify: NotifyOpt = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print what would be installed; install nothing.")
@@ -200,6 +210,8 @@ def schedule(
     from optimizer.nightly import schedule as plan
 
     fresh = alias("--new-run-each-night", new_run, "--fresh", fresh)
+    if adopt not in ADOPT_WHEN:
+        raise BadInput(f"schedule: --adopt {adopt!r}: use nightly, weekly or never.")
     runs_root = alias("--out", out_dir, "--runs-root", runs_root, default=Path("runs"))
     if list_:
         found = plan.entries()
@@ -240,6 +252,7 @@ def schedule(
             *(["--config", str(config_path.absolute())] if config_path else []),
             *[a for s in set_ or [] for a in ("--set", s)],
             *(["--set", "loop.spend_all=true"] if spend_all else []),
+            *(["--set", f"adopt.at_end={ADOPT_WHEN[adopt]}"] if adopt != "never" else []),
             *(["--notify", notify] if notify else []),
         ],
     )

@@ -139,6 +139,13 @@ class Adopt(Section):
         12, ge=1, le=999
     )  # a look never goes past this; fresh samples start at 1000
     min_effect: float = Field(0.0, ge=0)  # certified only above this Δ
+    # When a run adopts by itself, after its sealed test: "never" (the user runs `optimizer
+    # adopt`), "always" (`run --adopt`, `schedule --adopt nightly`) or "weekly" (the first night
+    # 7 days after the run's last adoption). Its first looks are reserved when the run starts.
+    at_end: Literal["never", "always", "weekly"] = "never"
+    # "lord": the run's adoptions as a family under online false-discovery control (LORD++ at
+    # alpha): each adoption's α from the adoptions before it. "none": each at alpha.
+    fdr: Literal["none", "lord"] = "none"
 
 
 class Execute(Section):

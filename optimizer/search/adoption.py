@@ -6,12 +6,14 @@ the rule reads them, so a killed adoption resumes from the ledger and pays for n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from datetime import UTC, datetime, timedelta
+from typing import Protocol, runtime_checkable
 
 import structlog
 
 from optimizer.decide import adopt as rule
-from optimizer.errors import BadInput
+from optimizer.decide import fdr
+from optimizer.errors import BadInput, RunStopped
 from optimizer.grade.unit import Scored, eval_means, judge_errors, unscored
 from optimizer.schemas import Adoption
 from optimizer.search.state import RunState
@@ -20,6 +22,7 @@ from optimizer.store import adoptions
 log = structlog.get_logger()
 
 
+@runtime_checkable
 class Measures(Protocol):
     """What an adoption needs of a target: fresh runs of a version on some evals."""
 
@@ -68,6 +71,18 @@ def claim_for(run: RunState, version: str | None) -> Claim:
     return Claim(label, base, s.scope, list(evals))
 
 
+def alpha_of(run: RunState, number: int) -> float:
+    """Adoption `number`'s α: adopt.alpha, or under adopt.fdr = "lord" its LORD++ level given the
+    run's finished adoptions before it (certified or not), in the order they were made."""
+    s = run.settings.adopt
+    if s.fdr == "none":
+        return s.alpha
+    earlier = [
+        a.certified for a in adoptions.all_of(run.store) if a.number < number and a.finished_at
+    ]
+    return fdr.lord(earlier, s.alpha).alpha
+
+
 def estimate_for(run: RunState, claim: Claim) -> rule.Estimate | None:
     # Each side at its own measured price: a longer skill's runs cost more than v0's.
     prices = [adoptions.per_run_usd(run.store, v) for v in (claim.version, claim.base)]
@@ -92,6 +107,7 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
     )
     scope = adoptions.scope(opened.number)
     first = rule.first_sample(opened.number)
+    level = s.adopt.model_copy(update={"alpha": alpha_of(run, opened.number)})
     for runs in rule.looks(s.adopt):
         run.show_activity(
             f"adoption {opened.number}: {claim.version} and {claim.base}, {runs} fresh runs an eval"
@@ -103,7 +119,7 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
             eval_means(mine),
             eval_means(theirs),
             selection=s.selection,
-            adopt=s.adopt,
+            adopt=level,
             look=runs,
             rng=run.rng("adoption", opened.number, runs),
             judge_errors=errors,
@@ -117,3 +133,53 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
         decision, adopt=s.adopt, evals=len(claim.evals), estimate=estimate
     )
     return adoptions.finish(run.store, opened.number, decision, next_step)
+
+
+# The looks an adoption at a run's end is sure to afford: the first two (3 and then 4 fresh runs an
+# eval by default). A claim that needs more is left unfinished for `optimizer adopt` to continue.
+RESERVED_LOOKS = 2
+RESERVE_MARGIN = 1.25  # a version's runs cost more than v0's, as the sealed test's reserve says
+
+
+def wanted(run: RunState) -> bool:
+    """Whether this run adopts at its end tonight (adopt.at_end)."""
+    when = run.settings.adopt.at_end
+    if when == "never":
+        return False
+    if when == "always":
+        return True
+    made = adoptions.all_of(run.store)
+    if not made:
+        return True
+    last = datetime.fromisoformat(made[-1].started_at.replace("Z", "+00:00"))
+    return datetime.now(UTC) - last >= timedelta(days=7) - timedelta(hours=12)
+
+
+def reserve(run: RunState) -> float:
+    """What the search leaves for the adoption at the run's end: its first looks, both sides, at
+    v0's measured price per run (0 before v0 ran, or when the run adopts nothing at its end)."""
+    if not wanted(run):
+        return 0.0
+    per_run = adoptions.per_run_usd(run.store) or 0.0
+    evals = run.train if run.settings.adopt.scope == "tasks" else run.test
+    looks = rule.looks(run.settings.adopt)
+    runs = looks[min(RESERVED_LOOKS, len(looks)) - 1]
+    return 2 * len(evals) * runs * per_run * RESERVE_MARGIN
+
+
+async def at_end(run: RunState, target: Measures | object) -> Adoption | None:
+    """The adoption a run makes after its sealed test when asked (adopt.at_end); None when there is
+    nothing to adopt. A budget that runs out leaves it unfinished, for `optimizer adopt` to
+    continue from the ledger; never raises for that."""
+    if not wanted(run) or not isinstance(target, Measures):
+        return None
+    try:
+        claim = claim_for(run, None)
+    except BadInput as exc:  # the best is the version the user has: nothing to claim
+        log.info("adoption.skipped", reason=exc.problems[0])
+        return None
+    try:
+        return await certify(run, target, claim)
+    except RunStopped as exc:  # the budget, the deadline, a stop: the runs so far are kept
+        log.info("adoption.unfinished", reason=str(exc))
+        return None

@@ -18,7 +18,7 @@ from optimizer.decide import step
 from optimizer.errors import BudgetExhausted, RunStopped, is_systemic
 from optimizer.model import scoped
 from optimizer.model.port import Client
-from optimizer.search import estimate, lineage, stops
+from optimizer.search import adoption, estimate, lineage, stops
 from optimizer.search.propose import Candidate
 from optimizer.search.reporter import Reporter
 from optimizer.search.state import RunState, loop_state, register
@@ -60,6 +60,7 @@ async def optimize(
             log.info("run.stopping", reason=reason)
             keep_for_test(run, flag, 0.0)  # the sealed test spends what was kept for it
             await seal_test(run, target)
+            await adoption.at_end(run, target)
             _finish(run, target, reason)
     return reason
 
@@ -83,7 +84,8 @@ def stop_rules(
 
 
 def keep_for_test(run: RunState, flag: stops.SignalFlag, kept: float | None = None) -> None:
-    """Hold the sealed test's cost back from the search (docs/design.md §9): the budget stop
+    """Hold the sealed test's cost back from the search (docs/design.md §9), and the first looks of
+    an adoption the run makes at its end (adopt.at_end): the budget stop
     and the client's per-call guard see the budget less the reserve, so a budget stop leaves the
     money the sealed test needs. `kept` None: the estimate's reserve, or more at the measured
     cost of v0's runs."""
@@ -94,6 +96,7 @@ def keep_for_test(run: RunState, flag: stops.SignalFlag, kept: float | None = No
             runs=2 * len(run.test) * run.settings.evals.runs_per_eval,
         )
         kept = kept if run.test else 0.0
+        kept += adoption.reserve(run)
     run.client.kept_usd = kept
     run.stops = stop_rules(run.ws, run.settings, flag, kept)
     log.info("budget.kept_for_sealed_test", usd=round(kept, 4))
