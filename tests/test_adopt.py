@@ -222,9 +222,7 @@ def test_a_search_without_the_comparator_asks_it_nothing(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_run_asked_to_adopt_reserves_its_first_looks_and_adopts_at_its_end(
-    tmp_path, monkeypatch
-):
+def test_a_run_asked_to_adopt_reserves_its_first_looks_and_adopts_at_its_end(tmp_path, monkeypatch):
     plain, adopting = tmp_path / "plain", tmp_path / "adopting"
     cli(monkeypatch, None, *RUN, "--run-dir", str(plain))
     cli(monkeypatch, None, *RUN, "--run-dir", str(adopting), "--adopt")
