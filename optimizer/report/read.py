@@ -64,7 +64,9 @@ class RunData:
     calls: list[dict] = field(default_factory=list)
     history: dict = field(default_factory=dict)
     unscored: list[dict] = field(default_factory=list)  # runs our infrastructure failed, by key
-    warnings: list[str] = field(default_factory=list)  # caveats.annotate: what the numbers do not say
+    warnings: list[str] = field(
+        default_factory=list
+    )  # caveats.annotate: what the numbers do not say
     adoptions: list[Adoption] = field(default_factory=list)  # oldest first (docs/design.md §16)
 
     @property
@@ -91,10 +93,13 @@ class RunData:
 def load(run_dir: Path, *, with_calls: bool = False) -> RunData:
     data = _load(Workspace(run_dir), with_calls)
     for node in data.nodes:
-        node["score_ci"], node["score_evals"] = caveats.score_interval(data.root, node["label"] or "")
+        node["score_ci"], node["score_evals"] = caveats.score_interval(
+            data.root, node["label"] or ""
+        )
     test = parse_json(data.run.get("test_json")) or data.history.get("test")
-    data.warnings = caveats.annotate(data.root, data.nodes, data.current_best, data.run,
-                                     data.settings, test)
+    data.warnings = caveats.annotate(
+        data.root, data.nodes, data.current_best, data.run, data.settings, test
+    )
     return data
 
 
@@ -107,8 +112,10 @@ def _load(ws: Workspace, with_calls: bool) -> RunData:
             raise BadInput(f"{ws.state_db}: not a readable run database ({exc}).") from None
     if ws.history.is_file():
         return _from_history(ws)
-    raise BadInput(f"{run_dir}: not a run folder (no state.db and no history.json); "
-                   "pass the folder `optimizer run` created.")
+    raise BadInput(
+        f"{run_dir}: not a run folder (no state.db and no history.json); "
+        "pass the folder `optimizer run` created."
+    )
 
 
 def _from_db(ws: Workspace, with_calls: bool) -> RunData:
@@ -119,64 +126,109 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
     with closing(conn):
         run = (readonly.rows(conn, "select * from runs limit 1") or [{}])[0]
         if not run:  # an empty file, or `optimizer run` killed while it created the folder
-            raise BadInput(f"{ws.state_db}: holds no run; restore it from a copy, or start the run "
-                           "again with `optimizer run`.")
+            raise BadInput(
+                f"{ws.state_db}: holds no run; restore it from a copy, or start the run "
+                "again with `optimizer run`."
+            )
         settings = parse_json(run.get("settings_json")) or {}
         best = run.get("current_best") or "v0"
         decided = {d["version"]: d for d in readonly.rows(conn, "select * from decisions")}
         spent = readonly.spent_by_scope(readonly.rows(conn, readonly.SPENT_SQL))
-        done = {r["version"]: r["done"] for r in readonly.rows(
-            conn, "select version, max(completed_at) as done from eval_runs "
-            "where split is null or split != 'test' group by version")}
+        done = {
+            r["version"]: r["done"]
+            for r in readonly.rows(
+                conn,
+                "select version, max(completed_at) as done from eval_runs "
+                "where split is null or split != 'test' group by version",
+            )
+        }
         scoped = any(scope is not None for scope in spent)  # else cost per version is unknown
         nodes = []
         for v in readonly.rows(conn, "select * from versions order by rowid"):
             d = decided.get(v["label"], {})
             selection = parse_json(d.get("selection_json")) or {}
             end = d.get("decided_at") or (done.get(v["label"]) if v.get("decision") else None)
-            nodes.append({
-                "label": v["label"], "parent": v.get("parent") or None,
-                "iteration": v.get("iteration") or 0, "decision": v.get("decision"),
-                "stage": v.get("stage"), "status": v.get("status"), "error": v.get("error"),
-                "summary": v.get("summary") or "", "rationale": v.get("rationale") or "",
-                "score": v.get("score"), "pass_rate": v.get("pass_rate"),
-                "delta": d.get("delta"), "ci": _pair(d.get("ci_low"), d.get("ci_high")),
-                "ci_level": caveats.decision_level((selection.get("interval") or {}).get("confidence")),
-                "reason": d.get("reason"), "comparator": selection.get("comparator"),
-                # the claim a promotion makes, and the night's control it was made under
-                "scope": selection.get("scope"), "alpha": selection.get("alpha"),
-                "night": selection.get("night"),
-                "delta_evals": selection.get("evals") or selection.get("queries"),
-                "cost_usd": round(spent.get(v["label"]) or 0.0, 6) if scoped else None,
-                "seconds": seconds_between(v.get("created_at"), end),
-                "created_at": v.get("created_at"), "decided_at": d.get("decided_at"),
-                "is_best": v["label"] == best,
-                "per_eval": parse_json(v.get("split_scores_json")) or {},
-            })
-        calls = readonly.rows(conn, "select count(*) as n, coalesce(sum(cost_usd), 0) as cost from calls "
-                           "where outcome = 'ok'") or [{"n": 0, "cost": 0.0}]
-        hits = readonly.rows(conn, "select count(*) as n, coalesce(sum(saved_usd), 0) as saved from cache_hits") \
-            or [{"n": 0, "saved": 0.0}]
-        total = readonly.rows(conn, "select coalesce(sum(cost_usd), 0) as s from calls") or [{"s": 0.0}]
+            nodes.append(
+                {
+                    "label": v["label"],
+                    "parent": v.get("parent") or None,
+                    "iteration": v.get("iteration") or 0,
+                    "decision": v.get("decision"),
+                    "stage": v.get("stage"),
+                    "status": v.get("status"),
+                    "error": v.get("error"),
+                    "summary": v.get("summary") or "",
+                    "rationale": v.get("rationale") or "",
+                    "score": v.get("score"),
+                    "pass_rate": v.get("pass_rate"),
+                    "delta": d.get("delta"),
+                    "ci": _pair(d.get("ci_low"), d.get("ci_high")),
+                    "ci_level": caveats.decision_level(
+                        (selection.get("interval") or {}).get("confidence")
+                    ),
+                    "reason": d.get("reason"),
+                    "comparator": selection.get("comparator"),
+                    # the claim a promotion makes, and the night's control it was made under
+                    "scope": selection.get("scope"),
+                    "alpha": selection.get("alpha"),
+                    "night": selection.get("night"),
+                    "delta_evals": selection.get("evals") or selection.get("queries"),
+                    "cost_usd": round(spent.get(v["label"]) or 0.0, 6) if scoped else None,
+                    "seconds": seconds_between(v.get("created_at"), end),
+                    "created_at": v.get("created_at"),
+                    "decided_at": d.get("decided_at"),
+                    "is_best": v["label"] == best,
+                    "per_eval": parse_json(v.get("split_scores_json")) or {},
+                }
+            )
+        calls = readonly.rows(
+            conn,
+            "select count(*) as n, coalesce(sum(cost_usd), 0) as cost from calls "
+            "where outcome = 'ok'",
+        ) or [{"n": 0, "cost": 0.0}]
+        hits = readonly.rows(
+            conn, "select count(*) as n, coalesce(sum(saved_usd), 0) as saved from cache_hits"
+        ) or [{"n": 0, "saved": 0.0}]
+        total = readonly.rows(conn, "select coalesce(sum(cost_usd), 0) as s from calls") or [
+            {"s": 0.0}
+        ]
         in_iterations = readonly.rows(conn, readonly.ITERATIONS_SPENT_SQL) or [{"usd": 0.0}]
         data = RunData(
-            root=ws.root, source="state.db", run=run, settings=settings, nodes=nodes,
+            root=ws.root,
+            source="state.db",
+            run=run,
+            settings=settings,
+            nodes=nodes,
             current_best=best,
             simulated=(settings.get("llm") or {}).get("provider") == "sim",
-            ledger={"calls": calls[0]["n"], "calls_usd": calls[0]["cost"], "spent_usd": total[0]["s"],
-                    "cache_hits": hits[0]["n"], "saved_usd": hits[0]["saved"],
-                    "iterations_usd": in_iterations[0]["usd"]},
-            iterations=readonly.rows(conn, "select number, parent, stage, started_at, finished_at, "
-                                  "candidates_json from iterations order by number"),
-            resumes=[{"at": r["at"], "changed": parse_json(r["changed_json"]) or {}}
-                     for r in readonly.rows(conn, "select at, changed_json from resumes order by id")],
+            ledger={
+                "calls": calls[0]["n"],
+                "calls_usd": calls[0]["cost"],
+                "spent_usd": total[0]["s"],
+                "cache_hits": hits[0]["n"],
+                "saved_usd": hits[0]["saved"],
+                "iterations_usd": in_iterations[0]["usd"],
+            },
+            iterations=readonly.rows(
+                conn,
+                "select number, parent, stage, started_at, finished_at, "
+                "candidates_json from iterations order by number",
+            ),
+            resumes=[
+                {"at": r["at"], "changed": parse_json(r["changed_json"]) or {}}
+                for r in readonly.rows(conn, "select at, changed_json from resumes order by id")
+            ],
         )
         data.adoptions = adoptions.from_rows(readonly.rows(conn, adoptions.ROWS_SQL), spent)
-        data.unscored = readonly.rows(conn, "select key, error from gradings where status = 'unscored' "
-                                   "order by key")
+        data.unscored = readonly.rows(
+            conn, "select key, error from gradings where status = 'unscored' order by key"
+        )
         if with_calls:
-            data.calls = readonly.rows(conn, "select created_at, cost_usd, scope, role from calls "
-                                    "where cost_usd is not null order by created_at, rowid")
+            data.calls = readonly.rows(
+                conn,
+                "select created_at, cost_usd, scope, role from calls "
+                "where cost_usd is not null order by created_at, rowid",
+            )
     data.history = read_json(ws.history) or {}
     data.simulated = data.simulated or bool(data.history.get("simulated"))
     return data
@@ -191,43 +243,85 @@ def _from_history(ws: Workspace) -> RunData:
     if isinstance(history.get("versions"), list) or isinstance(history.get("iterations"), list):
         problems = check_data(detect_form("history", history)[1], history)
         if problems:  # wrong types would surface as a traceback below
-            raise BadInput(f"{ws.history}: not a valid history file ({problems[0]}); restore it or "
-                           "rebuild it from state.db.")
+            raise BadInput(
+                f"{ws.history}: not a valid history file ({problems[0]}); restore it or "
+                "rebuild it from state.db."
+            )
     if isinstance(history.get("versions"), list):
         nodes: list[dict[str, Any]] = []
         prev = None
         for item in history["versions"]:
             label = f"iteration {item.get('iteration', len(nodes))}"
-            nodes.append({"label": label, "parent": prev, "iteration": item.get("iteration"),
-                          "description": item.get("description", ""), "pass_rate": item.get("pass_rate"),
-                          "precision": item.get("precision"), "recall": item.get("recall"),
-                          "decision": None, "is_best": False})
+            nodes.append(
+                {
+                    "label": label,
+                    "parent": prev,
+                    "iteration": item.get("iteration"),
+                    "description": item.get("description", ""),
+                    "pass_rate": item.get("pass_rate"),
+                    "precision": item.get("precision"),
+                    "recall": item.get("recall"),
+                    "decision": None,
+                    "is_best": False,
+                }
+            )
             prev = label
-        return RunData(root=ws.root, source="history.json", form="versions", nodes=nodes,
-                       history=history, simulated=bool(history.get("simulated")))
+        return RunData(
+            root=ws.root,
+            source="history.json",
+            form="versions",
+            nodes=nodes,
+            history=history,
+            simulated=bool(history.get("simulated")),
+        )
     if not isinstance(history.get("iterations"), list):
-        raise BadInput(f"{ws.history}: has neither 'iterations' (seed 002) nor 'versions' (seed 001).")
+        raise BadInput(
+            f"{ws.history}: has neither 'iterations' (seed 002) nor 'versions' (seed 001)."
+        )
     best = history.get("current_best")
     nodes = []
     for it in history["iterations"]:
         ci = it.get("ci") if isinstance(it.get("ci"), list) and len(it["ci"]) == 2 else None
-        nodes.append({
-            "label": it.get("version"), "parent": it.get("parent"), "iteration": it.get("iteration"),
-            "decision": it.get("grading_result"), "stage": it.get("decided_at_stage"),
-            "status": "decided", "summary": it.get("summary") or "", "rationale": "",
-            "score": it.get("overall_efficiency"), "pass_rate": it.get("expectation_pass_rate"),
-            "delta": it.get("delta"), "ci": _pair(*ci) if ci else None, "reason": it.get("reason"),
-            "ci_level": caveats.decision_level(None),
-            "comparator": it.get("comparator"), "cost_usd": it.get("cost_usd"), "seconds": None,
-            "created_at": it.get("created_at"), "decided_at": None,
-            "is_best": bool(it.get("is_current_best")) or it.get("version") == best, "per_eval": {},
-        })
-    return RunData(root=ws.root, source="history.json", form="iterations",
-                   run={"skill_name": history.get("skill_name"), "started_at": history.get("started_at"),
-                        "stop_reason": history.get("stop_reason")},
-                   nodes=nodes, current_best=best, history=history,
-                   simulated=bool(history.get("simulated")),
-                   adoptions=[Adoption.model_validate(a) for a in history.get("adoptions") or []])
+        nodes.append(
+            {
+                "label": it.get("version"),
+                "parent": it.get("parent"),
+                "iteration": it.get("iteration"),
+                "decision": it.get("grading_result"),
+                "stage": it.get("decided_at_stage"),
+                "status": "decided",
+                "summary": it.get("summary") or "",
+                "rationale": "",
+                "score": it.get("overall_efficiency"),
+                "pass_rate": it.get("expectation_pass_rate"),
+                "delta": it.get("delta"),
+                "ci": _pair(*ci) if ci else None,
+                "reason": it.get("reason"),
+                "ci_level": caveats.decision_level(None),
+                "comparator": it.get("comparator"),
+                "cost_usd": it.get("cost_usd"),
+                "seconds": None,
+                "created_at": it.get("created_at"),
+                "decided_at": None,
+                "is_best": bool(it.get("is_current_best")) or it.get("version") == best,
+                "per_eval": {},
+            }
+        )
+    return RunData(
+        root=ws.root,
+        source="history.json",
+        form="iterations",
+        run={
+            "skill_name": history.get("skill_name"),
+            "started_at": history.get("started_at"),
+            "stop_reason": history.get("stop_reason"),
+        },
+        nodes=nodes,
+        current_best=best,
+        history=history,
+        simulated=bool(history.get("simulated")),
+        adoptions=[Adoption.model_validate(a) for a in history.get("adoptions") or []],
+    )
 
 
 def proposals(iterations: list[dict]) -> dict:
@@ -235,7 +329,11 @@ def proposals(iterations: list[dict]) -> dict:
     (most frequent first), so a run that rejects most of its proposals says so and why."""
     from optimizer.search.propose import reason_of
 
-    made = [o for it in iterations for _, o in sorted((parse_json(it.get("candidates_json")) or {}).items())]
+    made = [
+        o
+        for it in iterations
+        for _, o in sorted((parse_json(it.get("candidates_json")) or {}).items())
+    ]
     reasons: dict[str, int] = {}
     for o in made:
         if "rejected" in o:
@@ -253,10 +351,12 @@ def proposals(iterations: list[dict]) -> dict:
 def proposals_line(counts: dict) -> str:
     """'12 proposals: 5 versions, 1 duplicate, 6 rejected (old text not found 4, too large 2)'."""
     why = ", ".join(f"{reason} {n}" for reason, n in counts["reasons"].items())
-    return (f"{words.plural(counts['proposals'], 'proposal')}: "
-            f"{words.plural(counts['versions'], 'version')}, "
-            f"{words.plural(counts['duplicates'], 'duplicate')}, {counts['rejected']} rejected"
-            + (f" ({why})" if why else ""))
+    return (
+        f"{words.plural(counts['proposals'], 'proposal')}: "
+        f"{words.plural(counts['versions'], 'version')}, "
+        f"{words.plural(counts['duplicates'], 'duplicate')}, {counts['rejected']} rejected"
+        + (f" ({why})" if why else "")
+    )
 
 
 def parse_json(text: Any) -> Any:
@@ -278,5 +378,8 @@ def per_eval(ws: Workspace, node: dict) -> dict[str, float]:
     if node.get("per_eval"):
         return {str(k): v for k, v in node["per_eval"].items() if v is not None}
     bench = read_json(ws.version(node["label"]) / "benchmark.json") or {}
-    return {str(r["eval_id"]): r["with_skill"]["mean"] for r in bench.get("per_eval") or []
-            if (r.get("with_skill") or {}).get("mean") is not None}
+    return {
+        str(r["eval_id"]): r["with_skill"]["mean"]
+        for r in bench.get("per_eval") or []
+        if (r.get("with_skill") or {}).get("mean") is not None
+    }
