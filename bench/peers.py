@@ -1,23 +1,28 @@
 """Side by side with GEPA and SkillOpt: the same simulated world, skill, starting skill and dollar
-budget (from the ledger) for our loop, GEPA's `optimize` (merge off and on), SkillOpt's trainer,
-a greedy baseline and the original skill. Never a timed test; prints a table and the ratio.
+budget (from the ledger) for our loop (its default night, a cheap-step night, each also followed
+by `optimizer adopt`), GEPA's `optimize` (merge off and on), SkillOpt's trainer, a greedy
+baseline and the original skill. Never a timed test; prints a table and the ratios.
 
     .venv/bin/python bench/peers.py [--seeds 1-2] [--budget-usd 3] [--skills csv-report,release-notes]
 
-Per (skill, seed): the sealed-test score of the final skill minus v0's (10 runs per sealed eval,
-the same for every method), the fraction of the headroom to the world's ceiling it captures,
-whether it ends worse than v0, and dollars, model calls, executor runs and wall time of the
-search. Across seeds: gain per dollar (total gain / total spend) and paired bootstrap intervals
-over the (skill, seed) units. Peers run through their own packages (the [peers] extra); where
-their prompts cannot be answered by the simulator our proposer sits behind their proposal hook
-(bench/peers/gepa_peer.py and skillopt_peer.py say where), so what differs is search and
-selection. docs/peers.md compares the designs. The table is also written to bench/RESULTS.md
-(a section per budget and seeds, replaced by the next run of both) unless --no-write."""
+Per (skill, seed): the sealed-test score of the final skill minus v0's, where a version's score
+is the world's own expected judged pass rate on the sealed evals (optimizer/sim/expected.py, 200
+runs of each, no model call; the same for every method), the fraction of the headroom to the
+world's ceiling it captures, whether it ends worse than v0, and dollars, model calls, executor
+runs and wall time of the search (an adoption's fresh runs included). Across seeds: gain per
+dollar (total gain / total spend) and paired bootstrap intervals over the (skill, seed) units.
+Peers run through their own packages (the [peers] extra); where their prompts cannot be answered
+by the simulator our proposer sits behind their proposal hook (bench/peers/gepa_peer.py and
+skillopt_peer.py say where), so what differs is search and selection. docs/peers.md compares the
+designs. The table is also written to bench/RESULTS.md (a section per budget and seeds, replaced
+by the next run of both) unless --no-write; --traces writes each world's anytime curve as JSON
+for bench/peers/anytime.py to draw."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import math
 import re
 import sys
@@ -30,7 +35,7 @@ ROOT = BENCH.parent
 sys.path[:0] = [str(ROOT), str(BENCH)]
 
 from peers.arena import run_settings  # noqa: E402 - the bench runs from a checkout
-from peers.methods import METHODS, PEERS, Outcome, run_method  # noqa: E402
+from peers.methods import ADOPTED, METHODS, PEERS, Outcome, run_method  # noqa: E402
 from peers.stats import Unit, fmt_ratio, mean_interval, paired_ratio, per_dollar, worse_rate  # noqa: E402
 
 SKILLS = {
@@ -74,6 +79,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="a setting for every method (the world's, e.g. sim.proposal_quality=0.4)",
     )
     parser.add_argument("--no-write", action="store_true", help="leave bench/RESULTS.md as it is")
+    parser.add_argument(
+        "--traces", type=Path, help="write every world's anytime curves here (JSON)"
+    )
     args = parser.parse_args(argv)
     args.seed_list = parse_seeds(args.seeds)
     if not args.budget_usd > 0:
@@ -109,9 +117,16 @@ def run_all(args: argparse.Namespace, tmp: Path) -> dict[tuple[str, int], dict[s
             overrides = run_settings(SKILLS[skill], seed, args.set)
             cell = results.setdefault((skill, seed), {})
             for method in args.method_list:
-                run_dir = tmp / f"{skill}-{seed}-{method.replace('+', '-')}"
+                # An adoption runs in its night's folder, after the night was measured there.
+                night = ADOPTED.get(method, method)
+                run_dir = tmp / f"{skill}-{seed}-{night.replace('+', '-')}"
                 cell[method] = run_method(
-                    method, SKILLS[skill], run_dir, overrides, args.budget_usd
+                    method,
+                    SKILLS[skill],
+                    run_dir,
+                    overrides,
+                    args.budget_usd,
+                    night=cell.get(night) if method in ADOPTED else None,
                 )
             v0 = cell["original"].sealed
             print(
@@ -201,22 +216,85 @@ def stop_bound(results: dict, methods: list[str]) -> str | None:
     )
 
 
-def verdict(results: dict, methods: list[str]) -> str:
-    ours = units(results, "ours")
+# The verdict lines: each of our methods against the best peer, the default night first.
+VERDICTS = {
+    "ours": "peers",
+    "ours+adopt": "peers (ours + adoption)",
+    "ours-cheap": "peers (ours-cheap)",
+    "ours-cheap+adopt": "peers (ours-cheap + adoption)",
+}
+
+
+def verdicts(results: dict, methods: list[str]) -> list[str]:
+    """One line per our method that ran (`peers: ours ...` first): its gain per dollar, the best
+    peer's (the peer with the most), the paired ratio with its interval, and both worse-than-v0
+    rates."""
     peers = [m for m in methods if m in PEERS]
-    if not peers:
-        return (
-            f"peers: ours gain/$ {per_dollar(ours):.4f}, best peer none gain/$ -, ratio - [-, -]; "
-            f"worse than v0: ours {worse_rate(ours):.0%}, best peer -"
+    best = max(peers, key=lambda m: per_dollar(units(results, m))) if peers else None
+    lines = []
+    for mine, title in VERDICTS.items():
+        if mine not in methods:
+            continue
+        ours = units(results, mine)
+        if best is None:
+            lines.append(
+                f"{title}: {mine} gain/$ {per_dollar(ours):.4f}, best peer none gain/$ -, "
+                f"ratio - [-, -]; worse than v0: {mine} {worse_rate(ours):.0%}, best peer -"
+            )
+            continue
+        theirs = units(results, best)
+        point, lo, hi = paired_ratio(ours, theirs)
+        lines.append(
+            f"{title}: {mine} gain/$ {per_dollar(ours):.4f}, best peer {best} gain/$ "
+            f"{per_dollar(theirs):.4f}, ratio {fmt_ratio(point)} [{fmt_ratio(lo)}, "
+            f"{fmt_ratio(hi)}]; worse than v0: {mine} {worse_rate(ours):.0%}, best peer "
+            f"{worse_rate(theirs):.0%}"
         )
-    best = max(peers, key=lambda m: per_dollar(units(results, m)))
-    theirs = units(results, best)
-    point, lo, hi = paired_ratio(ours, theirs)
-    return (
-        f"peers: ours gain/$ {per_dollar(ours):.4f}, best peer {best} gain/$ "
-        f"{per_dollar(theirs):.4f}, ratio {fmt_ratio(point)} [{fmt_ratio(lo)}, {fmt_ratio(hi)}]; "
-        f"worse than v0: ours {worse_rate(ours):.0%}, best peer {worse_rate(theirs):.0%}"
-    )
+    return lines
+
+
+def adoption_lines(results: dict, methods: list[str]) -> list[str]:
+    """What the adoptions did: how often the night's best was certified, and what it cost."""
+    out = []
+    for m in (m for m in methods if m in ADOPTED):
+        outs = [cell[m] for _, cell in sorted(results.items())]
+        tried = [o for o in outs if o.certified is not None]
+        certified = sum(bool(o.certified) for o in tried)
+        cost = (
+            f"an adoption cost ${_mean([o.adopt_usd for o in tried]):.2f} on average"
+            if tried
+            else "no adoption ran"
+        )
+        out.append(
+            f"{m}: the night's best was v0 in {len(outs) - len(tried)} of {len(outs)} worlds; "
+            f"{certified} of the {len(tried)} adoptions certified; {cost} (the night "
+            f"${_mean([o.usd - o.adopt_usd for o in outs]):.2f})"
+        )
+    return out
+
+
+def traces(args: argparse.Namespace, results: dict) -> dict:
+    """Every world's final point and, where observable, anytime curve, per method (JSON)."""
+    worlds = []
+    for (skill, seed), cell in sorted(results.items()):
+        worlds.append(
+            {
+                "skill": skill,
+                "seed": seed,
+                "v0": cell["original"].sealed,
+                "methods": {
+                    m: {"usd": o.usd, "sealed": o.sealed, "trace": o.trace}
+                    for m, o in cell.items()
+                    if m != "original"
+                },
+            }
+        )
+    return {
+        "budget_usd": args.budget_usd,
+        "seeds": args.seeds,
+        "skills": args.skill_list,
+        "worlds": worlds,
+    }
 
 
 def markdown(header: list[str], rows: list[list[str]]) -> str:
@@ -261,6 +339,9 @@ def report(args: argparse.Namespace, results: dict) -> list[str]:
             if o.note and m in PEERS and seed == args.seed_list[0]
         ),
     ]
+    adopted = adoption_lines(results, methods)
+    if adopted:
+        lines += ["", "adoptions: " + "; ".join(adopted)]
     bound = stop_bound(results, methods)
     return [*lines, "", bound] if bound else lines
 
@@ -292,11 +373,13 @@ def main(argv: list[str] | None = None) -> int:
         results = run_all(args, Path(tmp))
     lines = report(args, results)
     print("\n".join(lines))
-    last = verdict(results, args.method_list)
+    last = verdicts(results, args.method_list)
     command = "PYTHONPATH=. .venv/bin/python bench/peers.py " + " ".join(argv or sys.argv[1:])
     if not args.no_write:
-        write_results(args, [*lines, "", last], command.strip())
-    print(last)
+        write_results(args, [*lines, "", *last], command.strip())
+    if args.traces:
+        args.traces.write_text(json.dumps(traces(args, results)) + "\n", encoding="utf-8")
+    print("\n".join(last))
     return 0
 
 

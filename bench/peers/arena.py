@@ -1,7 +1,8 @@
 """One world for one (skill, seed): a real run folder, its state.db and ledger, our executor and
 grader, and our proposer, opened for any search to use as a user of the engine would. Every
 method of bench/peers.py spends from its own arena; the sealed test is measured here the same way
-for all of them, and never counted in what a method spent."""
+for all of them (the world's own expected score, no model call), and never counted in what a
+method spent."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from rich.console import Console
 
 from optimizer import config, daemon, logs
 from optimizer.execute import executor_for
-from optimizer.grade.unit import eval_means, jobs_for
+from optimizer.grade.unit import eval_means
 from optimizer.model import factory as llm
 from optimizer.model import scoped
 from optimizer.search import evidence
@@ -29,6 +30,8 @@ from optimizer.search.propose import Candidate, propose
 from optimizer.search.reporter import Reporter
 from optimizer.search.state import RunState
 from optimizer.search.stops import StopRules
+from optimizer.sim import Simulator
+from optimizer.sim.expected import pass_rate
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 
@@ -36,6 +39,9 @@ from optimizer.store.files import Workspace
 MEASURE_SCOPES = ("sealed test%", "measure%")
 SEARCH_ONLY = " and ".join("coalesce(scope, '') not like ?" for _ in MEASURE_SCOPES)
 UNLIMITED_USD = 1e9  # the arena's client never refuses; each search keeps to its own budget
+# Runs per sealed eval of the world's expected score (optimizer/sim/expected.py): seeds 0..199,
+# the same for every version, so two versions differ by what their texts do, not by draws.
+EXPECTED_RUNS = 200
 
 
 class BudgetSpent(Exception):
@@ -112,6 +118,10 @@ class Arena:
         self._hits_mark = 0
         self._samples: dict[tuple[str, int], int] = {}
         self._proposals = 0
+        self._expected: dict[str, float | None] = {}
+        # A search whose current choice is observable says it here: (dollars spent, label) each
+        # time it chooses (greedy after every child it judged).
+        self.trace: list[tuple[float, str]] = []
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -139,11 +149,13 @@ class Arena:
             [self._mark, *MEASURE_SCOPES],
         )[0]
         # An answer the setup paid for (v0's train runs) and the ledger served to this search is
-        # charged to it as if asked afresh: a peer on its own would have paid for it.
+        # charged to it once, as if asked afresh the first time: a peer on its own would have
+        # paid for it once and kept it, as ours keeps every answer in its ledger.
         served = (
             self.store.query(
-                f"select count(*) as n, coalesce(sum(h.saved_usd), 0) as usd from cache_hits h "
-                f"join calls on calls.hash = h.hash where h.rowid > ? and calls.rowid <= ? and {SEARCH_ONLY}",
+                "select count(*) as n, coalesce(sum(usd), 0) as usd from ("
+                "select max(h.saved_usd) as usd from cache_hits h join calls on calls.hash = h.hash "
+                f"where h.rowid > ? and calls.rowid <= ? and {SEARCH_ONLY} group by h.hash)",
                 [self._hits_mark, self._mark, *MEASURE_SCOPES],
             )[0]
             if self._mark
@@ -185,6 +197,10 @@ class Arena:
                 [*args, *MEASURE_SCOPES],
             )[0]["usd"]
         )
+
+    def chose(self, label: str) -> None:
+        """A search's current choice, with what it has spent so far (the anytime curve)."""
+        self.trace.append((self.usage().usd, label))
 
     def spent(self) -> bool:
         return self.usage().usd >= self.budget_usd
@@ -262,26 +278,30 @@ class Arena:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    async def measure(self, label: str, runs: int) -> float | None:
-        """The sealed test score of `label`: runs per test eval, the same samples for every method
-        (the simulator answers a request the same way wherever it is asked)."""
+    def measure(self, label: str, runs: int = EXPECTED_RUNS) -> float | None:
+        """The sealed test score of `label`: the world's own expected judged pass rate of the
+        version's SKILL.md (optimizer/sim/expected.py, `runs` runs of each sealed eval, each
+        eval's input files read from the run's inputs/ as the executor reads them), averaged over
+        the sealed evals as the world's ceiling is. No model call and no ledger row: the same
+        number for the same text in every method, so a version worse than v0 is worse in the
+        world, not in a draw of runs."""
         if not self.test:
             return None
-        res = await self.target.grader.grade(
-            jobs_for(
-                self.test,
-                runs,
-                prefix=f"measure/{label}/",
-                root=self.ws.root,
-                configuration="with_skill",
-                skill_dir=self.ws.skill(label),
-                version=label,
-                split="test",
-            ),
-            scope=f"measure {label}",
-        )
-        per_eval = [sum(v) / len(v) for v in eval_means(res).values() if v]
-        return sum(per_eval) / len(per_eval) if per_eval else None
+        if label not in self._expected:
+            world = Simulator(**self.settings.sim.model_dump()).knobs.world
+            folder = self.ws.root / "inputs"  # the skill folder's copy that runs read inputs from
+            text = (self.ws.skill(label) / "SKILL.md").read_text(encoding="utf-8")
+            per_eval = []
+            for e in self.test:
+                ev = self.target.evalset.by_id(e)
+                shown = {
+                    "prompt": ev.prompt,
+                    "expectations": list(ev.expectations),
+                    "files": list(ev.files),
+                }
+                per_eval.append(pass_rate(text, [shown], world, runs, folder))
+            self._expected[label] = sum(per_eval) / len(per_eval)
+        return self._expected[label]
 
     def sync(self, coro: Coroutine[Any, Any, Any]) -> Any:
         """Run one of the coroutines above from a peer's worker thread."""
@@ -292,3 +312,36 @@ class Arena:
         """A synchronous search in a worker thread, its calls served by this loop."""
         self.loop = asyncio.get_running_loop()
         return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+def best_over_spend(store: Store) -> list[tuple[float, str]]:
+    """Our engine's current best after each of its decisions, with what the run had spent when it
+    decided (from the ledger: the calls before the next proposal, the decision's comparisons and
+    analysis included), replaying state.record_decision's promotion. The last entry is the run's
+    recorded best at its whole spend."""
+    calls = store.query(
+        f"select coalesce(scope, '') as scope, cost_usd from calls where {SEARCH_ONLY} "
+        "order by rowid",
+        list(MEASURE_SCOPES),
+    )
+    scores = {
+        r["label"]: r["score"] or 0.0 for r in store.query("select label, score from versions")
+    }
+    best, out = "v0", []
+    for d in store.query("select version, parent, decision from decisions order by rowid"):
+        label = d["version"]
+        start = next((i for i, c in enumerate(calls) if c["scope"] == label), None)
+        if start is None:
+            continue
+        end = next(
+            (j for j in range(start, len(calls)) if calls[j]["scope"].startswith("proposal ")),
+            len(calls),
+        )
+        if d["decision"] == "won" and (
+            d["parent"] == best or scores.get(label, 0.0) > scores.get(best, 0.0)
+        ):
+            best = label
+        out.append((sum(float(c["cost_usd"] or 0.0) for c in calls[:end]), best))
+    total = sum(float(c["cost_usd"] or 0.0) for c in calls)
+    out.append((total, (store.run_row() or {}).get("current_best") or "v0"))
+    return out

@@ -1,7 +1,8 @@
 """The searches of bench/peers.py, each a function (skill dir, run dir, settings, budget) → Outcome:
-our engine as `optimizer run` runs it, the greedy baseline, the original skill, and the two peers
-(bench/peers/gepa_peer.py, skillopt_peer.py). Every one spends from its own arena and is measured
-on the sealed test the same way; none of them sees the sealed test while it searches."""
+our engine as `optimizer run` runs it (and its nights followed by `optimizer adopt`), the greedy
+baseline, the original skill, and the two peers (bench/peers/gepa_peer.py, skillopt_peer.py).
+Every one spends from its own arena and is measured on the sealed test the same way (the world's
+expected score of its final skill); none of them sees the sealed test while it searches."""
 
 from __future__ import annotations
 
@@ -11,28 +12,40 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from peers.arena import Arena, BudgetSpent, start_run
+from optimizer.errors import BadInput
+from optimizer.search import adoption as adopting
+from peers.arena import Arena, BudgetSpent, best_over_spend, start_run
 from peers.ceiling import ceiling
 
-# Runs per sealed test eval when a final skill is measured (the engine's own sealed test uses
-# evals.runs_per_eval; more runs make the gain less noisy, and cost no method anything).
-MEASURE_RUNS = 10
-# Our loop with settings it already has, measured beside the defaults: one run per eval to start
-# and at most three (the defaults: three, up to twelve), the cost of a decision cut where the peers
-# win on price. Never the verdict's "ours", which is the product as shipped.
-VARIANTS = {
-    "ours-lean": ["evals.runs_per_eval=1", "selection.max_runs_per_eval=3"],
+# Our loop's nights: the product's defaults ("ours"), and the same loop with settings it already
+# has. Never the verdict's "ours", which is the product as shipped.
+NIGHTS = {
+    "ours": [],
+    # A cheap step: one run per eval to start and at most three (the defaults: three, up to
+    # twelve), a one-sided 75% bound on each decision alone (no LORD family over the night) and
+    # no blind comparator: a step is a move, not a claim; the adoption makes the claim.
+    "ours-cheap": [
+        "evals.runs_per_eval=1",
+        "selection.max_runs_per_eval=3",
+        "selection.confidence=0.75",
+        "selection.night=none",
+        "selection.compare_pairs=none",
+    ],
     # The plateau stop after one iteration without a win instead of three: what the spend after
     # a night's last win costs the gain per dollar.
     "ours-patience-1": ["loop.patience=1"],
 }
+# A night, then `optimizer adopt`: its best certified against v0 on fresh runs (the adopt.*
+# settings, whatever the night's evals.runs_per_eval), paid from the method's dollars; the final
+# skill is the adopted version, v0 when nothing was certified.
+ADOPTED = {"ours+adopt": "ours", "ours-cheap+adopt": "ours-cheap"}
 
 
 @dataclass
 class Outcome:
     method: str
     final: str  # the label of the skill the method ends with, in its arena
-    sealed: float | None
+    sealed: float | None  # the world's expected score of `final` on the sealed evals
     usd: float
     calls: int
     runs: int
@@ -40,23 +53,43 @@ class Outcome:
     ceiling: float
     ceiling_source: str
     note: str = ""
-    usd_at_last_win: float | None = None  # our engine's runs only (Arena.usd_at_last_win)
+    usd_at_last_win: float | None = None  # our engine's nights only (Arena.usd_at_last_win)
+    # The method's current choice over its spend, as (dollars, sealed score of the choice) after
+    # each choice (v0 before the first); None where the search's choice is not observable.
+    trace: list[tuple[float, float]] | None = None
+    certified: bool | None = None  # the adoption methods: whether the night's best was certified
+    adopt_usd: float = 0.0  # the adoption methods: what the adoption cost (within usd)
 
 
 Search = Callable[[Arena, float], Awaitable[tuple[str, str]]]  # → (final label, note)
 
 
 def run_method(
-    name: str, skill_dir: Path, run_dir: Path, overrides: list[str], budget_usd: float
+    name: str,
+    skill_dir: Path,
+    run_dir: Path,
+    overrides: list[str],
+    budget_usd: float,
+    *,
+    night: Outcome | None = None,
 ) -> Outcome:
     """One method on one (skill, seed); the peers' arenas are set up (folder created, v0 graded
-    on train by the engine's start) before their clock and their spending begin."""
+    on train by the engine's start) before their clock and their spending begin. An adoption
+    method runs in its night's folder: `night` is that night's outcome when it already ran there
+    (measuring it wrote nothing), else the night runs first."""
     started = time.perf_counter()
-    if name == "ours" or name in VARIANTS:
-        start_run(
-            skill_dir, run_dir, [*overrides, *VARIANTS.get(name, [])], {"budget.usd": budget_usd}
-        )
+    if name in NIGHTS:
+        start_run(skill_dir, run_dir, [*overrides, *NIGHTS[name]], {"budget.usd": budget_usd})
         return asyncio.run(_measured(name, run_dir, budget_usd, None, started))
+    if name in ADOPTED:
+        if night is None:
+            start_run(
+                skill_dir, run_dir, [*overrides, *NIGHTS[ADOPTED[name]]], {"budget.usd": budget_usd}
+            )
+            night_s = time.perf_counter() - started
+        else:
+            night_s = night.wall_s
+        return asyncio.run(_adopted(name, run_dir, budget_usd, night_s))
     start_run(skill_dir, run_dir, overrides, {"loop.max_iterations": 0})
     return asyncio.run(_measured(name, run_dir, budget_usd, SEARCHES[name], None))
 
@@ -69,14 +102,16 @@ async def _measured(
         if search is None:  # ours: the whole `optimizer run` was the search
             arena.begin(budget_usd, from_start=True)
             final, note = arena.run.best(), ""
+            chosen = best_over_spend(arena.store)
         else:
             arena.begin(budget_usd)
             started = time.perf_counter()
             final, note = await search(arena, budget_usd)
+            chosen = arena.trace if search is greedy else None
         assert started is not None
         wall = time.perf_counter() - started
         used = arena.usage()
-        sealed = await arena.measure(final, MEASURE_RUNS)
+        sealed = arena.measure(final)
         top, source = ceiling(arena)
         return Outcome(
             name,
@@ -90,9 +125,61 @@ async def _measured(
             source,
             note,
             arena.usd_at_last_win() if search is None else None,
+            _scored(arena, chosen),
         )
     finally:
         await arena.aclose()
+
+
+async def _adopted(name: str, run_dir: Path, budget_usd: float, night_s: float) -> Outcome:
+    arena = Arena(run_dir)
+    try:
+        arena.begin(budget_usd, from_start=True)
+        before = arena.usage().usd
+        started = time.perf_counter()
+        final, note, certified = await adopt_best(arena)
+        wall = night_s + time.perf_counter() - started
+        used = arena.usage()
+        top, source = ceiling(arena)
+        return Outcome(
+            name,
+            final,
+            arena.measure(final),
+            used.usd,
+            used.calls,
+            used.runs,
+            wall,
+            top,
+            source,
+            note,
+            # The user has v0 until the adoption certifies: one step, at the whole spend.
+            trace=_scored(arena, [(used.usd, final)]),
+            certified=certified,
+            adopt_usd=used.usd - before,
+        )
+    finally:
+        await arena.aclose()
+
+
+async def adopt_best(arena: Arena) -> tuple[str, str, bool | None]:
+    """`optimizer adopt` on the night's best: (the adopted version, a note, whether certified);
+    v0 when the best is v0 (nothing to adopt, None) or the adoption did not certify it."""
+    try:
+        claim = adopting.claim_for(arena.run, None)
+    except BadInput:
+        return "v0", "nothing to adopt (the best is v0)", None
+    found = await adopting.certify(arena.run, arena.target, claim)
+    if found.certified:
+        return found.version, f"{found.version} certified (${found.cost_usd:.2f})", True
+    return "v0", f"{found.version} not certified ({found.status}, ${found.cost_usd:.2f})", False
+
+
+def _scored(
+    arena: Arena, chosen: list[tuple[float, str]] | None
+) -> list[tuple[float, float]] | None:
+    if chosen is None:
+        return None
+    return [(usd, arena.measure(label) or 0.0) for usd, label in chosen]
 
 
 async def original(arena: Arena, budget_usd: float) -> tuple[str, str]:
@@ -114,6 +201,7 @@ async def greedy(arena: Arena, budget_usd: float) -> tuple[str, str]:
             child_score = await arena.evaluate_mean(child, arena.train, runs)
             if child_score > score:
                 current, score, accepted = child, child_score, accepted + 1
+            arena.chose(current)
     except BudgetSpent:
         pass
     return current, f"{accepted} accepted"
@@ -135,5 +223,5 @@ SEARCHES: dict[str, Search] = {
     "gepa+merge": _peer("gepa_peer", "gepa_merge_on"),
     "skillopt": _peer("skillopt_peer", "skillopt"),
 }
-METHODS = ["ours", *VARIANTS, *SEARCHES]
+METHODS = ["ours", "ours+adopt", "ours-cheap", "ours-cheap+adopt", "ours-patience-1", *SEARCHES]
 PEERS = ("gepa", "gepa+merge", "skillopt")
