@@ -22,7 +22,7 @@ from rich.console import Console
 
 from optimizer import config, logs, sandbox
 from optimizer.errors import BadInput, WorkFailed
-from optimizer.execute.claude_code import find_claude
+from optimizer.execute.claude_env import find_claude
 from optimizer.grow import outlook
 from optimizer.inputs import evals, skeleton
 from optimizer.inputs import skill as skills

@@ -15,8 +15,8 @@ import tiers
 from optimizer import schemas as s
 from optimizer.config import Settings
 from optimizer.errors import BadInput
-from optimizer.execute import claude_code, get_executor
-from optimizer.execute.claude_code import find_claude
+from optimizer.execute import claude_env, claude_stream, get_executor
+from optimizer.execute.claude_env import find_claude
 from optimizer.grade.benchmark import run_once
 from optimizer.inputs.evals import load_evals
 from optimizer.model import make_client
@@ -305,7 +305,7 @@ async def test_on_the_host_the_clis_api_failure_is_unscored_from_its_result_line
 ) -> None:
     """sandbox.mode none: the CLI gives up on an overloaded endpoint; its result line says so
     (api_error_status 529), and the run is ours, unscored, never the skill's 0."""
-    monkeypatch.setitem(claude_code.COMMON_ENV, "CLAUDE_CODE_MAX_RETRIES", "1")
+    monkeypatch.setitem(claude_env.COMMON_ENV, "CLAUDE_CODE_MAX_RETRIES", "1")
     server, port = serve(Simulator(seed=0, fail_role="executor"), "127.0.0.1", 0)
     try:
         record = await run(
@@ -330,13 +330,13 @@ def test_the_result_line_tells_an_api_failure_from_the_agents_own() -> None:
         "api_error_type": "api_error",
         "result": "API Error: 500",
     }
-    assert claude_code.api_failure(failed) == "HTTP 500 api_error: API Error: 500"
+    assert claude_stream.api_failure(failed) == "HTTP 500 api_error: API Error: 500"
     unreachable = {"is_error": True, "terminal_reason": "api_error", "result": "Connection error."}
-    assert claude_code.api_failure(unreachable) == "HTTP - no answer: Connection error."
+    assert claude_stream.api_failure(unreachable) == "HTTP - no answer: Connection error."
     turns = {"is_error": True, "subtype": "error_max_turns", "num_turns": 2}
-    assert claude_code.api_failure(turns) is None
+    assert claude_stream.api_failure(turns) is None
     cut = {"is_error": True, "terminal_reason": "api_error", "api_error": "max_output_tokens"}
-    assert claude_code.api_failure(cut) is None
+    assert claude_stream.api_failure(cut) is None
 
 
 @needs_cli
@@ -366,7 +366,7 @@ async def test_on_the_host_a_slow_provider_is_not_the_skills_timeout(tmp_path: P
 async def test_a_missing_cli_names_the_npm_package(tmp_path: Path, monkeypatch) -> None:
     with pytest.raises(BadInput, match="@anthropic-ai/claude-code"):
         find_claude(settings_with(claude_binary=str(tmp_path / "no-claude")))
-    monkeypatch.setattr(claude_code, "LOCAL_BINARY", tmp_path / "absent" / "claude")
+    monkeypatch.setattr(claude_env, "LOCAL_BINARY", tmp_path / "absent" / "claude")
     settings = settings_with(claude_binary="claude-not-on-path-anywhere")
     with pytest.raises(BadInput, match="install-claude-code.sh") as caught:
         await run(settings, "http://127.0.0.1:9", tmp_path / "run-1", with_skill=True)

@@ -16,7 +16,7 @@ from inprocess import cli as run_cli
 
 from optimizer.config import Settings
 from optimizer.errors import BadInput
-from optimizer.execute.claude_code import COMMON_ENV, find_claude
+from optimizer.execute.claude_env import COMMON_ENV, find_claude
 from optimizer.schemas import CandidatesFile
 from optimizer.sim import Simulator, serve
 

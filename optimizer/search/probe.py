@@ -17,7 +17,7 @@ from typing import Any
 from optimizer.config import Settings
 from optimizer.decide.stats import percentile
 from optimizer.errors import BadInput
-from optimizer.execute.claude_code import find_claude
+from optimizer.execute.claude_env import find_claude
 from optimizer.inputs.evals import Eval
 from optimizer.inputs.triggers import Query
 from optimizer.model import ModelCallFailed
