@@ -19,6 +19,7 @@ from rich.console import Console
 
 from optimizer import cli as cli_module
 from optimizer import daemon
+from optimizer.cli import tools as cli_tools
 from optimizer.config import Settings
 from optimizer.errors import BadInput
 from optimizer.report import spend, status
@@ -50,7 +51,8 @@ def test_the_executor_flag_reaches_the_settings_of_each_command(command, monkeyp
         seen.append(dict(flags or {}))
         raise BadInput("stopped by the test once the settings were asked for")
 
-    monkeypatch.setattr(cli_module, "load_settings", recorded)
+    for module in (cli_module, cli_tools):  # run; benchmark and execute
+        monkeypatch.setattr(module, "load_settings", recorded)
     cli(monkeypatch, None, *command, "--executor", "claude-code", code=2)
     assert seen and seen[0]["execute.executor"] == "claude-code"
 

@@ -1,9 +1,11 @@
 """What every command shares: the app, the two consoles, the common options, the error handler
-that turns a domain error into one sentence and an exit code, and settings loading."""
+that turns a domain error into one sentence and an exit code, settings loading, and the run
+folder argument and read-only view of the commands that read a run."""
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -232,3 +234,29 @@ def latest_run(path: Path) -> Path:
     found = max(runs, key=lambda p: ((p / "state.db").stat().st_mtime, p.name))
     err.print(f"the latest run of {name}: {found}", markup=False)
     return found
+
+
+RunDirArg = Annotated[
+    Path,
+    typer.Argument(
+        help="The run folder (runs/<skill>-<time>), or a skill folder for its latest run there.",
+        callback=latest_run,
+    ),
+]
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+def view(
+    run_dir: Path,
+    as_json: bool,
+    read: Callable[[Path], dict],
+    printer: Callable[[Console, dict], None],
+) -> None:
+    """A read-only view of a run: JSON for scripts, or rich text for a person."""
+    data = read(require_dir(run_dir, "run"))
+    if as_json:
+        out.print_json(json.dumps(data))
+    else:
+        printer(out, data)
