@@ -17,7 +17,7 @@ from optimizer.config import Settings
 from optimizer.errors import BadInput, BudgetExhausted
 from optimizer.execute import Executor, RunRecord, get_executor
 from optimizer.execute.agent import run_bash, run_editor
-from optimizer.execute.record import resolve_inputs
+from optimizer.execute.staging import resolve_inputs
 from optimizer.grade.benchmark import run_once
 from optimizer.grade.unit import Grader, jobs_for
 from optimizer.inputs.evals import Eval, load_evals

@@ -23,17 +23,9 @@ from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.errors import BadInput, InfraFailure, ResourceLimit, is_systemic
 from optimizer.execute.limit import ProviderTooSlow, SkillTimeout, within_limits
-from optimizer.execute.record import (
-    OUTPUTS,
-    RunRecord,
-    Tally,
-    Transcript,
-    finish_run,
-    is_complete,
-    prepare_work,
-    resolve_inputs,
-    stage_skill,
-)
+from optimizer.execute.record import RunRecord, finish_run, is_complete
+from optimizer.execute.staging import OUTPUTS, prepare_work, resolve_inputs, stage_skill
+from optimizer.execute.transcript import Tally, Transcript
 from optimizer.inputs.skillmd import SKILL_FILE, parse_skill_md
 from optimizer.model.clock import RunClock, run_clock
 from optimizer.model.port import Client

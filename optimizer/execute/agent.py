@@ -12,7 +12,7 @@ from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.errors import InfraFailure, ResourceLimit
 from optimizer.execute import Executor, RunContext, SkillInfo
-from optimizer.execute.record import Tally, Transcript
+from optimizer.execute.transcript import Tally, Transcript
 from optimizer.model.port import Client
 from optimizer.model.prompts import load_prompt
 from optimizer.tags import tag

@@ -19,7 +19,7 @@ from optimizer.errors import BadInput, InfraFailure, ResourceLimit
 from optimizer.execute import Executor, RunContext
 from optimizer.execute.claude_env import BINARY_MOUNT, boxed_env, cli_args, cli_env, find_claude
 from optimizer.execute.claude_stream import NO_RESULT, StreamState
-from optimizer.execute.record import Tally, Transcript
+from optimizer.execute.transcript import Tally, Transcript
 from optimizer.sandbox.relay import PLACEHOLDER_KEY, Relay
 
 ANTHROPIC_URL = "https://api.anthropic.com"

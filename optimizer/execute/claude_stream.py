@@ -10,7 +10,7 @@ from typing import Any
 
 from optimizer.errors import InfraFailure
 from optimizer.execute import RunContext
-from optimizer.execute.record import Tally, Transcript
+from optimizer.execute.transcript import Tally, Transcript
 
 VOLATILE_KEYS = ("uuid", "session_id", "timestamp")
 NO_RESULT = "the Claude Code CLI exited with code"

@@ -13,7 +13,7 @@ from optimizer.config import Settings
 from optimizer.errors import BadInput, ResourceLimit
 from optimizer.execute import Executor, RunContext
 from optimizer.execute.limit import SkillTimeout
-from optimizer.execute.record import Tally, Transcript
+from optimizer.execute.transcript import Tally, Transcript
 
 PLACEHOLDER = re.compile(r"\{(prompt_file|work_dir|skill_dir)\}")
 PROMPT_FILE = ".optimizer/prompt.md"  # inside the work folder, so the command can read it

@@ -45,7 +45,9 @@ from optimizer.errors import (
     WorkFailed,
 )
 from optimizer.execute import EXECUTORS, Executor, RunContext
-from optimizer.execute.record import RunRecord, Tally, Transcript, is_complete, resolve_inputs
+from optimizer.execute.record import RunRecord, is_complete
+from optimizer.execute.staging import resolve_inputs
+from optimizer.execute.transcript import Tally, Transcript
 from optimizer.inputs.skill import files_of
 from optimizer.model.port import Client
 
