@@ -12,7 +12,9 @@ from pydantic import TypeAdapter
 
 from optimizer import schemas as s
 from optimizer.errors import BadInput, InfraFailure
-from optimizer.grade.structural import CheckTimedOut, check_run, matching, transcript_errors
+from optimizer.grade.outputs import matching
+from optimizer.grade.structural import CheckTimedOut, check_run
+from optimizer.grade.tool_errors import transcript_errors
 from optimizer.inputs.evals import Eval, load_evals
 from optimizer.sandbox import SandboxPolicy, bwrap_available
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from optimizer.grade import convert
-from optimizer.grade.structural import output_files
+from optimizer.grade.outputs import output_files
 from optimizer.tags import data, tag, tags
 
 MAX_FILE_CHARS = 20_000

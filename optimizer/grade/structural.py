@@ -23,10 +23,7 @@ Rules, as documented for eval authors:
 
 from __future__ import annotations
 
-import fnmatch
-import json
 import operator
-import os
 import re
 import shutil
 import tempfile
@@ -40,28 +37,24 @@ import structlog
 from optimizer import sandbox
 from optimizer import schemas as s
 from optimizer.errors import InfraFailure
-from optimizer.execute.record import HARNESS_FILES
+from optimizer.grade.outputs import line_of, matching, output_files, quote, read_output
 from optimizer.grade.scoring import pass_rate
+from optimizer.grade.tool_errors import transcript_errors
 
 log = structlog.get_logger(__name__)
 
 CONTEXT_LINES = 2
 CUSTOM_SCRIPT_TIMEOUT_S = 30.0
-MAX_SCAN_BYTES = 5_000_000  # a check never reads more of one file than this
 OUTPUTS_INSIDE = "/workspace/outputs"
 RUN_FAILED = "run failed: "
 
-# Each is (name, regex over one line of tool output). Chosen so an ordinary successful run passes:
-# "Error:" only at a line start (not "no Error: found"), tracebacks by their header line.
-ERROR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("python traceback", re.compile(r"Traceback \(most recent call last\)")),
-    ("error line", re.compile(r"^\s*(?:\w+)?Error:", re.M)),
-    ("command not found", re.compile(r"command not found")),
-    ("permission denied", re.compile(r"Permission denied")),
-    ("missing file", re.compile(r"No such file or directory")),
-)
-_OPERATORS = {"==": operator.eq, ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
-_READ_TOOLS = frozenset({"read", "view", "cat", "glob", "grep", "ls", "skill"})
+_OPERATORS = {
+    "==": operator.eq,
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+}
 
 
 def check_run(
@@ -88,89 +81,33 @@ def check_run(
             except Exception as exc:  # a broken check is a failed check, never a crashed loop
                 log.warning("structural.check_failed", id=exp.id, type=exp.type, error=str(exc))
                 passed, evidence = False, f"check could not run: {exc}"
-        results.append(s.StructuralResult(id=exp.id, text=exp.description or exp.id, type=exp.type,
-                                          passed=passed, evidence=evidence, critical=exp.critical))
+        results.append(
+            s.StructuralResult(
+                id=exp.id,
+                text=exp.description or exp.id,
+                type=exp.type,
+                passed=passed,
+                evidence=evidence,
+                critical=exp.critical,
+            )
+        )
     passed_n = sum(r.passed for r in results)
     gate = all(r.passed for r in results if r.critical)
-    log.debug("structural.checked", eval_id=eval.id, configuration=configuration, passed=passed_n,
-              total=len(results), gate_passed=gate)
-    summary = s.PassSummary(passed=passed_n, failed=len(results) - passed_n, total=len(results),
-                            pass_rate=round(pass_rate(passed_n, len(results)), 4))
+    log.debug(
+        "structural.checked",
+        eval_id=eval.id,
+        configuration=configuration,
+        passed=passed_n,
+        total=len(results),
+        gate_passed=gate,
+    )
+    summary = s.PassSummary(
+        passed=passed_n,
+        failed=len(results) - passed_n,
+        total=len(results),
+        pass_rate=round(pass_rate(passed_n, len(results)), 4),
+    )
     return s.Structural(expectations=results, summary=summary, gate_passed=gate)
-
-
-# --- files under outputs/ -----------------------------------------------------------------------
-
-
-def output_files(run_dir: Path) -> list[str]:
-    """Every output file, as a path relative to outputs/ with `/`, sorted; harness files and
-    anything that resolves outside outputs/ are left out."""
-    root = Path(run_dir) / "outputs"
-    if not root.is_dir():
-        return []
-    real_root = root.resolve()
-    found = []
-    for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        for name in files:
-            path = Path(folder) / name
-            rel = path.relative_to(root).as_posix()
-            if rel in HARNESS_FILES:
-                continue
-            try:
-                resolved = path.resolve()
-            except OSError:
-                continue
-            if not resolved.is_relative_to(real_root) or not resolved.is_file():
-                continue
-            found.append(rel)
-    return sorted(found)
-
-
-_GLOB_TOKEN = re.compile(r"\*\*/|\*\*|\*|\?|\[!?\]?[^\]]*\]|.", re.S)
-_GLOB_FIXED = {"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}
-
-
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """A path glob as a regex: `*` and `?` stay within one folder, `**` spans folders."""
-    def one(tok: str) -> str:
-        if tok in _GLOB_FIXED:
-            return _GLOB_FIXED[tok]
-        if len(tok) > 2 and tok[0] == "[":
-            body = tok[1:-1].replace("\\", "\\\\")
-            return "[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]"
-        return re.escape(tok)
-    return re.compile("".join(one(tok) for tok in _GLOB_TOKEN.findall(pattern)) + r"\Z")
-
-
-def matching(run_dir: Path, pattern: str) -> list[str]:
-    """Output files that `pattern` matches (see the module rules)."""
-    pattern = pattern.strip()
-    if pattern.startswith("./"):
-        pattern = pattern[2:]
-    if pattern.startswith("outputs/"):
-        pattern = pattern[len("outputs/") :]
-    files = output_files(run_dir)
-    if "/" not in pattern:
-        return [f for f in files if fnmatch.fnmatchcase(f.rsplit("/", 1)[-1], pattern)]
-    regex = _glob_regex(pattern.lstrip("/"))
-    return [f for f in files if regex.match(f)]
-
-
-def _read(run_dir: Path, rel: str) -> str | None:
-    """A file's text, or None for a binary file (a NUL byte or not UTF-8)."""
-    with open(Path(run_dir) / "outputs" / rel, "rb") as handle:
-        data = handle.read(MAX_SCAN_BYTES)
-    if b"\x00" in data[:8192]:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("utf-8", "replace") if len(data) == MAX_SCAN_BYTES else None
-
-
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
 
 
 def _finds(exp: Any, text: str) -> Iterator[tuple[int, int, str]]:
@@ -190,12 +127,7 @@ def _finds(exp: Any, text: str) -> Iterator[tuple[int, int, str]]:
             for m in re.finditer(re.escape(needle), text)
         )
     for start, end, hit in spans:
-        yield _line_of(text, start), _line_of(text, max(start, end - 1)), hit
-
-
-def _quote(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+        yield line_of(text, start), line_of(text, max(start, end - 1)), hit
 
 
 def _matcher_text(exp: Any) -> str:
@@ -225,12 +157,12 @@ def _file_contains(exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tuple[
     if not files:
         return False, _no_files(run_dir, exp.pattern)
     for rel in files:
-        text = _read(run_dir, rel)
+        text = read_output(run_dir, rel)
         if text is None:
             continue
         for first, _, hit in _finds(exp, text):
             line = text.splitlines()[first - 1] if text else ""
-            return True, f"Found {_quote(hit)} in {rel} line {first}: {_quote(line)}"
+            return True, f"Found {quote(hit)} in {rel} line {first}: {quote(line)}"
     return False, f"{_matcher_text(exp)} not found in {', '.join(files[:5])}"
 
 
@@ -240,7 +172,7 @@ def _file_not_contains(exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tu
         return True, f"No file matches {exp.pattern!r}, so none contains {_matcher_text(exp)}"
     exempt = 0
     for rel in files:
-        text = _read(run_dir, rel)
+        text = read_output(run_dir, rel)
         if text is None:
             continue
         lines = text.splitlines()
@@ -250,7 +182,7 @@ def _file_not_contains(exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tu
                 exempt += 1
                 continue
             line = lines[first - 1] if lines else ""
-            return False, f"Found {_quote(hit)} in {rel} line {first}: {_quote(line)}"
+            return False, f"Found {quote(hit)} in {rel} line {first}: {quote(line)}"
     note = f" ({exempt} match(es) exempt by except_context)" if exempt else ""
     return True, f"{_matcher_text(exp)} not found in {', '.join(files[:5])}{note}"
 
@@ -264,74 +196,6 @@ def _file_count(exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tuple[boo
 
 
 # --- transcript ---------------------------------------------------------------------------------
-
-
-def _tool_outputs(run_dir: Path) -> Iterator[tuple[str, str, bool]]:
-    """(where, text, is_error) of what tools printed, from transcript.jsonl; else the whole
-    transcript.md as one text."""
-    jsonl = Path(run_dir) / "transcript.jsonl"
-    if jsonl.is_file():
-        names: dict[str, str] = {}
-        for number, raw in enumerate(jsonl.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-            try:
-                entry = json.loads(raw)
-            except json.JSONDecodeError:
-                continue
-            for block in _blocks(entry):
-                if block.get("type") == "tool_use":
-                    args = block.get("input")
-                    if not isinstance(args, dict):
-                        args = {}
-                    # the text editor tool reads files with its `view` command
-                    name = "view" if args.get("command") == "view" else block.get("name", "")
-                    names[str(block.get("id"))] = str(name).lower()
-                elif block.get("type") == "tool_result":
-                    tool = names.get(str(block.get("tool_use_id")), "")
-                    text = "" if tool in _READ_TOOLS else _flatten(block.get("content"))
-                    yield f"transcript.jsonl line {number}", text, block.get("is_error") is True
-        return
-    md = Path(run_dir) / "transcript.md"
-    if md.is_file():
-        yield "transcript.md", md.read_text(encoding="utf-8", errors="replace"), False
-
-
-def _blocks(node: Any) -> Iterator[dict]:
-    """Every content block in a transcript line, whatever the executor's envelope."""
-    if isinstance(node, dict):
-        if node.get("type") in ("tool_use", "tool_result"):
-            yield node
-        for value in node.values():
-            if isinstance(value, dict | list):
-                yield from _blocks(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _blocks(item)
-
-
-def _flatten(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(_flatten(c) for c in content)
-    if isinstance(content, dict):
-        return str(content.get("text", "")) if content.get("type", "text") == "text" else ""
-    return ""
-
-
-def transcript_errors(run_dir: Path) -> list[str]:
-    """Each error found, as "<pattern> at <where>: <line>"; empty when the run is clean."""
-    problems = []
-    for where, text, is_error in _tool_outputs(run_dir):
-        if is_error:
-            problems.append(f"tool result flagged is_error at {where}: {_quote(text)}")
-            continue
-        for name, regex in ERROR_PATTERNS:
-            m = regex.search(text)
-            if m:
-                line = text[text.rfind("\n", 0, m.start()) + 1 :].split("\n", 1)[0]
-                at = where if where != "transcript.md" else f"transcript.md line {_line_of(text, m.start())}"
-                problems.append(f"{name} at {at}: {_quote(line)}")
-    return problems
 
 
 def _no_errors(_exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tuple[bool, str]:
@@ -353,12 +217,16 @@ class CheckTimedOut(InfraFailure):
 
     def __init__(self, check: str, limit_s: float, output: str) -> None:
         self.check, self.limit_s = check, limit_s
-        super().__init__(f"the custom_script check '{check}' passed its time limit of {limit_s:g} s "
-                         f"(a check's limit is at most {CUSTOM_SCRIPT_TIMEOUT_S:g} s), so its "
-                         f"expectation is unscored; output: {output}")
+        super().__init__(
+            f"the custom_script check '{check}' passed its time limit of {limit_s:g} s "
+            f"(a check's limit is at most {CUSTOM_SCRIPT_TIMEOUT_S:g} s), so its "
+            f"expectation is unscored; output: {output}"
+        )
 
 
-def _custom_script(exp: Any, run_dir: Path, policy: Any, skill_dir: Path | None) -> tuple[bool, str]:
+def _custom_script(
+    exp: Any, run_dir: Path, policy: Any, skill_dir: Path | None
+) -> tuple[bool, str]:
     policy = script_policy(policy)
     # A copy, so a script that writes can never change the finished run it judges.
     with tempfile.TemporaryDirectory(prefix="structural-") as tmp:
@@ -372,7 +240,7 @@ def _custom_script(exp: Any, run_dir: Path, policy: Any, skill_dir: Path | None)
         # wherever the run really is when bubblewrap is missing, but leaves variables alone.
         command = ["bash", "-c", f"export OUTPUTS_DIR={OUTPUTS_INSIDE}\n{exp.script}"]
         result = sandbox.run(command, work_dir=work, skill_dir=skill_dir, policy=policy)
-    tail = _quote((result.stdout + "\n" + result.stderr).strip()[-400:], 200)
+    tail = quote((result.stdout + "\n" + result.stderr).strip()[-400:], 200)
     if result.infra:
         raise InfraFailure(f"the sandbox could not run the custom_script {exp.id}: {result.error}")
     if result.timed_out:  # a check that hangs cannot say whether the skill did its work
@@ -392,6 +260,10 @@ def script_policy(policy: sandbox.SandboxPolicy | None = None) -> sandbox.Sandbo
 
 
 _CHECKS = {
-    "file_exists": _file_exists, "file_contains": _file_contains, "file_not_contains": _file_not_contains,
-    "no_errors": _no_errors, "file_count": _file_count, "custom_script": _custom_script,
+    "file_exists": _file_exists,
+    "file_contains": _file_contains,
+    "file_not_contains": _file_not_contains,
+    "no_errors": _no_errors,
+    "file_count": _file_count,
+    "custom_script": _custom_script,
 }
