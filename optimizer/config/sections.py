@@ -102,6 +102,9 @@ class Selection(Section):
     futility: float = Field(0.40, ge=0, lt=1)
     futility_tasks: float = Field(0.20, ge=0, lt=1)
     few_evals: int = Field(10, ge=1)
+    # Runs an eval of a child at a step's first look (0: evals.runs_per_eval, as v0 and the sealed
+    # test run). A step is a move, not a claim (docs/design.md §16): fewer runs buy more proposals.
+    first_runs: int = Field(0, ge=0)
     # "decisive": a pair is judged in its second order only when the first is decisive (a
     # first-order tie cannot become a swap-consistent win or loss); "always": both orders.
     second_order: Literal["decisive", "always"] = "decisive"

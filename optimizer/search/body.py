@@ -42,6 +42,8 @@ class BodyTarget:
         self.run = run
         self.evalset: EvalSet = load_evals(run.ws.root / "inputs")
         self.runs_per_eval = run.settings.evals.runs_per_eval
+        # A step's first look; v0, the retries and the sealed test keep evals.runs_per_eval.
+        self.step_runs = run.settings.selection.first_runs or self.runs_per_eval
         warn_same_model(run.settings)
         self.grader = Grader(
             run.store,
@@ -171,7 +173,7 @@ class BodyTarget:
         urgent stop between (or inside) these steps leaves the version undecided, with everything
         done so far committed, never with an interim decision."""
         run, s = self.run, self.run.settings
-        runs = self.runs_per_eval
+        runs = self.step_runs
         parent_res = await self.version(parent, run.train, runs)
         if 0 < s.loop.screen_evals < len(run.train):
             run.show_activity(f"{label}: screening")
@@ -309,7 +311,7 @@ class BodyTarget:
             judge_errors=errors,
             total_runs=total,
             unscored=len(lost),
-            first_runs=self.runs_per_eval,
+            first_runs=self.step_runs,
             look=runs,
             alpha=alpha,
             scope=claim,
