@@ -9,8 +9,9 @@ import math
 import os
 
 from optimizer import schemas
-from optimizer.grade.aggregate import aggregate, analyst_notes
+from optimizer.grade.aggregate import aggregate
 from optimizer.grade.markdown import render_markdown
+from optimizer.grade.notes import analyst_notes
 from optimizer.grade.unit import SCORED_SQL, committed
 from optimizer.inputs.evals import EvalSet
 from optimizer.search.state import RunState

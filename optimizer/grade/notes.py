@@ -1,0 +1,157 @@
+"""The analyst notes of a benchmark, computed without a model: runs a judge or an executor failed
+or a gate stopped, evals the skill hurts, expectations that do not discriminate or are flaky, a
+skill never invoked, and what the skill costs. Each note is tied to an eval and an expectation
+where it has one, in a fixed order."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from optimizer import words
+from optimizer.grade.config_stats import (
+    CONFIG_ORDER,
+    Item,
+    config_of,
+    config_summary,
+    delta_string,
+    eval_means,
+)
+from optimizer.grade.judge import GATE_SKIPPED
+
+
+@dataclass(frozen=True)
+class Note:
+    # judge_error, exec_error, gated, skill_hurts, non_discriminating, flaky, skill_not_invoked, cost
+    kind: str
+    eval_id: int | None
+    expectation: str | None
+    text: str
+
+
+def _results(item: Item) -> list[tuple[str, bool]]:
+    """The expectations a run really evaluated: none for failed or unjudged runs, and not the
+    judged ones a gate skipped."""
+    if item[2].status in ("exec_error", "judge_error", "unscored"):
+        return []
+    return [(e.text, e.passed) for e in item[2].grading.expectations if e.evidence != GATE_SKIPPED]
+
+
+def analyst_notes(
+    evals: Sequence[Any], outcomes_by_config: Mapping[str, Sequence[Item]]
+) -> list[Note]:
+    """Observations a benchmark reader needs, in a fixed order, each tied to an eval and an
+    expectation where it has one (the daemon's eval-feedback aggregate counts them)."""
+    items = {c: list(outcomes_by_config.get(c) or []) for c in CONFIG_ORDER}
+    names = {e.id: e.name for e in evals}
+    ids = sorted(names)
+    notes: list[Note] = []
+    for status, kind, what in (
+        ("judge_error", "judge_error", "a judge error, excluded from the means"),
+        ("exec_error", "exec_error", "an executor error or a timeout, scored 0"),
+        ("gated", "gated", "a failed structural gate, so the judge was skipped"),
+    ):
+        bad = sorted(
+            (it[0].id, config_of(it), it[1].run_number)
+            for c in CONFIG_ORDER
+            for it in items[c]
+            if it[2].status == status
+        )
+        if bad:
+            where = ", ".join(f"eval {i} {c} run {n}" for i, c, n in bad[:10])
+            where += f", and {len(bad) - 10} more" if len(bad) > 10 else ""  # not cut silently
+            notes.append(
+                Note(kind, None, None, f"{words.plural(len(bad), 'run')} had {what}: {where}")
+            )
+    means = {c: eval_means(items[c]) for c in CONFIG_ORDER}
+    for i in ids:
+        ws, wo = means["with_skill"].get(i), means["without_skill"].get(i)
+        if ws and wo and ws[0] < wo[0]:
+            notes.append(
+                Note(
+                    "skill_hurts",
+                    i,
+                    None,
+                    (
+                        f"Eval {i} ({names[i]}): the skill hurts - with_skill scores {ws[0]:.2f} on average, "
+                        f"without_skill {wo[0]:.2f}"
+                    ),
+                )
+            )
+    per: dict[tuple[int, str], dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for c in CONFIG_ORDER:
+        for it in items[c]:
+            for text, passed in _results(it):
+                per[(it[0].id, c)][text].append(passed)
+    for i in ids:
+        with_results = per.get((i, "with_skill"), {})
+        without_results = per.get((i, "without_skill"), {})
+        for text in with_results:
+            if text in without_results and all(with_results[text]) and all(without_results[text]):
+                notes.append(
+                    Note(
+                        "non_discriminating",
+                        i,
+                        text,
+                        (
+                            f"Eval {i}: expectation '{text}' passes in every run of both configurations "
+                            "- does not discriminate the skill's value"
+                        ),
+                    )
+                )
+    for i in ids:
+        for c in CONFIG_ORDER:
+            for text, results in per.get((i, c), {}).items():
+                if len(results) >= 2 and len(set(results)) == 2:
+                    notes.append(
+                        Note(
+                            "flaky",
+                            i,
+                            text,
+                            (
+                                f"Eval {i}: expectation '{text}' is flaky in {c} - passed {sum(results)} "
+                                f"of {len(results)} runs"
+                            ),
+                        )
+                    )
+    for i in ids:
+        runs = [
+            it
+            for it in items["with_skill"]
+            if it[0].id == i and it[2].status not in ("exec_error", "unscored")
+        ]
+        missed = sorted(
+            it[1].run_number for it in runs if getattr(it[1], "skill_invoked", None) is False
+        )
+        if missed:
+            notes.append(
+                Note(
+                    "skill_not_invoked",
+                    i,
+                    None,
+                    (
+                        f"Eval {i}: the skill was never invoked in {len(missed)} of "
+                        f"{words.plural(len(runs), 'with_skill run')} "
+                        f"({'run' if len(missed) == 1 else 'runs'} {', '.join(map(str, missed))})"
+                    ),
+                )
+            )
+    if items["with_skill"] and items["without_skill"]:
+        a, b = config_summary(items["with_skill"]), config_summary(items["without_skill"])
+        dt = delta_string("time_seconds", a.time_seconds.mean - b.time_seconds.mean)
+        dk = delta_string("tokens", a.tokens.mean - b.tokens.mean)
+        dp = delta_string("pass_rate", a.pass_rate.mean - b.pass_rate.mean)
+        notes.append(
+            Note(
+                "cost",
+                None,
+                None,
+                (
+                    f"The skill costs {dt} s and {dk} tokens per run on average, and changes the pass rate "
+                    f"by {dp}"
+                ),
+            )
+        )
+    return notes
