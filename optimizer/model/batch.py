@@ -53,7 +53,8 @@ from typing import Any
 
 from anthropic.types import Message
 
-from optimizer.model.batch_send import BatchItem, BatchSender
+from optimizer.model.batch_api import BatchItem
+from optimizer.model.batch_send import BatchSender
 from optimizer.model.client import ModelClient
 from optimizer.model.cost import BATCH_PRICE_FACTOR, BATCH_ROLES
 from optimizer.model.port import Client

@@ -8,7 +8,6 @@ import json
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import anthropic
@@ -17,37 +16,23 @@ from anthropic.types import Message
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from anthropic.types.messages.batch_create_params import Request
 
-from optimizer.errors import OptimizerError
 from optimizer.logs import redact
 from optimizer.model import ledger
+from optimizer.model.batch_api import (
+    SAMPLES_HEADER,
+    BatchItem,
+    fetch_results,
+    labels,
+    systemic,
+    unsupported,
+)
 from optimizer.model.cost import BATCH_PRICE_FACTOR, call_cost, price_for
-from optimizer.model.errors import account_error
 from optimizer.store.db import now
 
 if TYPE_CHECKING:
     from optimizer.model.client import ModelClient
 
 log = structlog.get_logger()
-
-SAMPLES_HEADER = "x-optimizer-samples"  # the simulator's only way to see each item's sample index
-
-
-@dataclass(eq=False)
-class BatchItem:
-    """One caller's request waiting for its answer from a batch."""
-
-    role: str
-    model: str
-    sample: int
-    key: str  # the ledger's request hash, sent as the custom_id
-    request: dict[str, Any]
-    scope: str | None
-    future: asyncio.Future[Message]
-    size: int
-    enqueued: float = field(default_factory=time.perf_counter)
-
-    def meta(self) -> dict[str, Any]:
-        return {"role": self.role, "model": self.model, "sample": self.sample, "scope": self.scope}
 
 
 class _Failed(Exception):
@@ -99,9 +84,10 @@ class BatchSender:
         if self.unsupported:
             await self._direct([item.key for item in items], "batch mode is off")
             return
-        requests = [Request(custom_id=item.key,
-                            params=cast(MessageCreateParamsNonStreaming, item.request))
-                    for item in items]
+        requests = [
+            Request(custom_id=item.key, params=cast(MessageCreateParamsNonStreaming, item.request))
+            for item in items
+        ]
         headers = {}
         if self.client.simulated:
             headers[SAMPLES_HEADER] = json.dumps({i.key[:16]: i.sample for i in items if i.sample})
@@ -110,16 +96,21 @@ class BatchSender:
         try:
             # A create that timed out or was cut is not repeated: it may have been accepted.
             batch = await self._request(
-                metas, "batch_create",
+                metas,
+                "batch_create",
                 lambda: sdk.messages.batches.create(requests=requests, extra_headers=headers),
-                resend_ambiguous=False)
+                resend_ambiguous=False,
+            )
         except _Failed:
             return
         except Exception as exc:
-            if _unsupported(exc):
+            if unsupported(exc):
                 self.unsupported = True
-                log.warning("batch.unsupported", error=redact(str(exc)),
-                            hint="the server has no Message Batches endpoints; calls go direct")
+                log.warning(
+                    "batch.unsupported",
+                    error=redact(str(exc)),
+                    hint="the server has no Message Batches endpoints; calls go direct",
+                )
             else:
                 log.warning("batch.create_failed", requests=len(items), error=redact(str(exc)))
             await self._direct(list(metas), "the batch could not be created")
@@ -127,29 +118,46 @@ class BatchSender:
         scopes = sorted({str(item.scope) for item in items if item.scope})
         # Recorded before any answer is handed back: a resumed run re-attaches to this id.
         with self.client.store.atomic():
-            self.client.store.upsert("batches", {
-                "id": batch.id, "scope": ", ".join(scopes) or None,
-                "roles": ",".join(sorted({item.role for item in items})),
-                "custom_ids_json": json.dumps(list(metas)), "items_json": json.dumps(metas),
-                "status": "in_progress", "created_at": now(),
-            }, pk="id")
+            self.client.store.upsert(
+                "batches",
+                {
+                    "id": batch.id,
+                    "scope": ", ".join(scopes) or None,
+                    "roles": ",".join(sorted({item.role for item in items})),
+                    "custom_ids_json": json.dumps(list(metas)),
+                    "items_json": json.dumps(metas),
+                    "status": "in_progress",
+                    "created_at": now(),
+                },
+                pk="id",
+            )
         self.stats["batches"] += 1
         self.stats["requests"] += len(items)
-        log.info("batch.submitted", batch_id=batch.id, requests=len(items), scope=", ".join(scopes),
-                 roles=sorted({item.role for item in items}))
+        log.info(
+            "batch.submitted",
+            batch_id=batch.id,
+            requests=len(items),
+            scope=", ".join(scopes),
+            roles=sorted({item.role for item in items}),
+        )
         await self._collect(batch.id, metas)
 
-    async def _request(self, metas: dict[str, dict[str, Any]], what: str,
-                       send: Callable[[], Awaitable[Any]], **kw: Any) -> Any:
+    async def _request(
+        self,
+        metas: dict[str, dict[str, Any]],
+        what: str,
+        send: Callable[[], Awaitable[Any]],
+        **kw: Any,
+    ) -> Any:
         """One request to the batch endpoints through the client's one retry policy. A systemic
         failure (the budget, the provider down) is handed to every caller waiting on the batch
         and raised as _Failed; any other failure is raised as is, for the caller to go another
         way."""
-        role, model = _labels(metas)
+        role, model = labels(metas)
         try:
             return await self.client.retry.call(send, what=what, role=role, model=model, **kw)
         except Exception as exc:  # CancelledError is not an Exception: it goes through
-            failure = _systemic(exc)
+            failure = systemic(exc)
             if failure is None:
                 raise
             self._fail(list(metas), failure)
@@ -161,7 +169,9 @@ class BatchSender:
         self.stats["reattached"] += 1
         log.info("batch.reattached", batch_id=batch_id)
         metas = self._attached_items.get(batch_id, {})
-        self._watchers[batch_id] = self._spawn(self._safely(self._collect(batch_id, metas), list(metas)))
+        self._watchers[batch_id] = self._spawn(
+            self._safely(self._collect(batch_id, metas), list(metas))
+        )
 
     async def _collect(self, batch_id: str, metas: dict[str, dict[str, Any]]) -> None:
         """Poll until the batch ends, then join its results by custom_id."""
@@ -169,7 +179,9 @@ class BatchSender:
             return
         sdk = self.client.sdk
         try:
-            results = await self._request(metas, "batch_results", lambda: _fetch(sdk, batch_id))
+            results = await self._request(
+                metas, "batch_results", lambda: fetch_results(sdk, batch_id)
+            )
         except _Failed:
             return
         except Exception as exc:
@@ -184,8 +196,9 @@ class BatchSender:
         wait = self.llm.batch_poll_s
         while True:
             try:
-                batch = await self._request(metas, "batch_poll",
-                                         lambda: sdk.messages.batches.retrieve(batch_id))
+                batch = await self._request(
+                    metas, "batch_poll", lambda: sdk.messages.batches.retrieve(batch_id)
+                )
             except _Failed:
                 return False
             except Exception as exc:
@@ -199,7 +212,9 @@ class BatchSender:
             await asyncio.sleep(wait)
             wait = min(wait * 1.5, self.llm.batch_poll_max_s)
 
-    async def _join(self, batch_id: str, metas: dict[str, dict[str, Any]], results: dict[str, Any]) -> None:
+    async def _join(
+        self, batch_id: str, metas: dict[str, dict[str, Any]], results: dict[str, Any]
+    ) -> None:
         redo, counts = [], Counter[str]()
         for key, meta in metas.items():
             if self._attached is not None:
@@ -208,9 +223,16 @@ class BatchSender:
             kind = getattr(result, "type", "missing")
             counts[kind] += 1
             if result is None or kind != "succeeded":
-                detail = getattr(getattr(getattr(result, "error", None), "error", None), "type", None)
-                log.info("batch.item_not_answered", batch_id=batch_id, hash=key[:12], result=kind,
-                         error=detail)
+                detail = getattr(
+                    getattr(getattr(result, "error", None), "error", None), "type", None
+                )
+                log.info(
+                    "batch.item_not_answered",
+                    batch_id=batch_id,
+                    hash=key[:12],
+                    result=kind,
+                    error=detail,
+                )
                 redo.append(key)
                 continue
             message = self._record(key, meta, result.message, batch_id)
@@ -218,15 +240,19 @@ class BatchSender:
                 if not item.future.done():
                     item.future.set_result(message)
         with self.client.store.atomic():
-            self.client.store.db.table("batches").update(batch_id, {
-                "status": "ended", "ended_at": now(), "counts_json": json.dumps(dict(counts))})
+            self.client.store.db.table("batches").update(
+                batch_id,
+                {"status": "ended", "ended_at": now(), "counts_json": json.dumps(dict(counts))},
+            )
         log.info("batch.ended", batch_id=batch_id, **dict(counts))
         await self._direct(redo, "not answered in the batch")
 
     async def _lost(self, batch_id: str, metas: dict[str, dict[str, Any]], why: str) -> None:
         log.warning("batch.lost", batch_id=batch_id, reason=why)
         with self.client.store.atomic():
-            self.client.store.db.table("batches").update(batch_id, {"status": "lost", "ended_at": now()})
+            self.client.store.db.table("batches").update(
+                batch_id, {"status": "lost", "ended_at": now()}
+            )
         for key in metas:
             if self._attached is not None:
                 self._attached.pop(key, None)
@@ -243,8 +269,9 @@ class BatchSender:
         async def one(key: str, items: list[BatchItem]) -> None:
             first = items[0]
             try:
-                message = await self.client.send_direct(first.role, first.model, first.sample, key,
-                                                        first.request)
+                message = await self.client.send_direct(
+                    first.role, first.model, first.sample, key, first.request
+                )
             except asyncio.CancelledError:
                 for item in items:
                     item.future.cancel()
@@ -277,15 +304,34 @@ class BatchSender:
         cost = call_cost(price_for(self.client.settings, model), usage) * BATCH_PRICE_FACTOR
         waited = [i.enqueued for i in self._waiting.get(key, [])]
         latency_ms = (time.perf_counter() - min(waited)) * 1000 if waited else 0.0
-        self.client.store.record_call(ledger.answer_row(
-            key=key, role=meta["role"], model=model, sample=int(meta.get("sample") or 0), data=data,
-            usage=usage, cost=cost, latency_ms=latency_ms, attempts=1, scope=meta.get("scope"),
-            batch_id=batch_id))
+        self.client.store.record_call(
+            ledger.answer_row(
+                key=key,
+                role=meta["role"],
+                model=model,
+                sample=int(meta.get("sample") or 0),
+                data=data,
+                usage=usage,
+                cost=cost,
+                latency_ms=latency_ms,
+                attempts=1,
+                scope=meta.get("scope"),
+                batch_id=batch_id,
+            )
+        )
         self.client.count_paid(cost)
         self.stats["answers"] += 1
-        log.debug("llm.call_completed", hash=key, role=meta["role"], model=model,
-                  sample=meta.get("sample"), input_tokens=usage.input_tokens,
-                  output_tokens=usage.output_tokens, cost_usd=cost, batch_id=batch_id)
+        log.debug(
+            "llm.call_completed",
+            hash=key,
+            role=meta["role"],
+            model=model,
+            sample=meta.get("sample"),
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=cost,
+            batch_id=batch_id,
+        )
         return Message.model_validate(data)
 
     # -- helpers --------------------------------------------------------------------------------
@@ -294,7 +340,9 @@ class BatchSender:
         """custom_id → id of a batch an earlier process left in flight (read once)."""
         if self._attached is None:
             self._attached = {}
-            for row in self.client.store.query("select id, items_json from batches where status = 'in_progress'"):
+            for row in self.client.store.query(
+                "select id, items_json from batches where status = 'in_progress'"
+            ):
                 items = json.loads(row["items_json"] or "{}")
                 self._attached_items[row["id"]] = items
                 for key in items:
@@ -316,29 +364,3 @@ class BatchSender:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
-
-
-def _labels(metas: dict[str, dict[str, Any]]) -> tuple[str, str]:
-    """The role and model a batch's retry events name: those of its items, joined."""
-    return (",".join(sorted({str(m.get("role")) for m in metas.values()})),
-            ",".join(sorted({str(m.get("model")) for m in metas.values()})))
-
-
-def _systemic(exc: BaseException) -> OptimizerError | None:
-    if isinstance(exc, OptimizerError):
-        return exc
-    if isinstance(exc, anthropic.APIStatusError):
-        return account_error(exc)
-    return None
-
-
-async def _fetch(sdk: anthropic.AsyncAnthropic, batch_id: str) -> dict[str, Any]:
-    results = {}
-    decoder = await sdk.messages.batches.results(batch_id)
-    async for entry in decoder:
-        results[entry.custom_id] = entry.result
-    return results
-
-
-def _unsupported(exc: BaseException) -> bool:
-    return isinstance(exc, anthropic.APIStatusError) and exc.status_code in (404, 405)
