@@ -3,6 +3,10 @@
 Never a timed test and never a model call: it prints a table.
 
     .venv/bin/python bench/gate.py [--trials 2000] [--evals 3 5 8 15 30] [--runs 3] [--margin 0.05]
+        [--scope tasks|general]
+
+A second table: an edit that breaks k of n tasks (each by 0.5, the others unchanged), the case a
+small suite must catch; P(not worse) under both claims.
 """
 
 # The world of one trial: each eval has a difficulty (BASE's true mean score, uniform in
@@ -66,16 +70,51 @@ def _means(world: str, delta: float, rng: random.Random) -> tuple[float, float]:
     return base, base + delta + rng.gauss(0, 0.02 if world == "stable" else 0.05)
 
 
-def trial(world: str, n: int, delta: float, runs: int, margin: float, rng: random.Random) -> str:
-    diffs: dict[int, float] = {}
+def trial(
+    world: str,
+    n: int,
+    delta: float,
+    runs: int,
+    margin: float,
+    rng: random.Random,
+    scope: str = "general",
+    broken: int = 0,
+) -> str:
+    return outcome_and_delta(world, n, delta, runs, margin, rng, scope, broken)[0]
+
+
+def outcome_and_delta(
+    world: str,
+    n: int,
+    delta: float,
+    runs: int,
+    margin: float,
+    rng: random.Random,
+    scope: str = "general",
+    broken: int = 0,
+) -> tuple[str, float]:
+    """One gate's outcome and the true Δ on these tasks (the mean over its evals of HEAD's true
+    mean less BASE's): what a claim on these tasks is right or wrong about. `broken` evals (the
+    first ones) lose 0.5 of their true mean on HEAD, the others are unchanged (delta ignored)."""
+    hs: dict[int, list[float]] = {}
+    bs: dict[int, list[float]] = {}
+    realized = 0.0
     for e in range(n):
-        base, head = (min(1.0, max(0.0, x)) for x in _means(world, delta, rng))
-        b = [_score(world, base, rng) for _ in range(runs)]
-        h = [_score(world, head, rng) for _ in range(runs)]
-        diffs[e] = sum(h) / runs - sum(b) / runs
+        if broken:
+            base = rng.uniform(0.55, 0.85)
+            head = base - 0.5 if e < broken else base
+        else:
+            base, head = (min(1.0, max(0.0, x)) for x in _means(world, delta, rng))
+        realized += (head - base) / n
+        bs[e] = [_score(world, base, rng) for _ in range(runs)]
+        hs[e] = [_score(world, head, rng) for _ in range(runs)]
     k = 1 if world == "passfail" else 4
-    step = ni.resolution(runs, {e: k for e in diffs})
-    return ni.check(diffs, confidence=0.95, margin=margin, step=step).outcome
+    step = ni.resolution(runs, dict.fromkeys(hs, k))
+    if scope == "tasks":
+        said = ni.check_tasks(hs, bs, confidence=0.95, margin=margin, step=step).outcome
+        return said, realized
+    diffs = {e: sum(hs[e]) / runs - sum(bs[e]) / runs for e in hs}
+    return ni.check(diffs, confidence=0.95, margin=margin, step=step).outcome, realized
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,10 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--margin", type=float, default=0.05)
     p.add_argument("--worlds", nargs="*", default=list(WORLDS), choices=WORLDS)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--scope", choices=("tasks", "general"), default="tasks")
     args = p.parse_args(argv)
     table = Table(
-        title=f"P(gate says not worse), {args.trials} trials a cell, {args.runs} runs per eval, "
-        f"margin {args.margin}; Δ_true = −margin is the false pass rate (target ≤ 5%)"
+        title=f"P(gate says not worse), claim: {args.scope}, {args.trials} trials a cell, "
+        f"{args.runs} runs per eval, margin {args.margin}; Δ_true = −margin is the false pass "
+        "rate (target ≤ 5%)"
     )
     table.add_column("world")
     table.add_column("evals", justify="right")
@@ -104,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                 rng = random.Random(f"{args.seed}-{world}-{n}-{d}")
                 passed = (
                     sum(
-                        trial(world, n, d, args.runs, args.margin, rng) == "not_worse"
+                        trial(world, n, d, args.runs, args.margin, rng, args.scope) == "not_worse"
                         for _ in range(args.trials)
                     )
                     / args.trials
@@ -118,6 +159,43 @@ def main(argv: list[str] | None = None) -> int:
     console.print(
         f"worst false pass rate (Δ_true = −{args.margin}) over every world and size: {worst:.1%}"
     )
+    # The tasks claim is right or wrong about these evals: among gates whose true Δ on their own
+    # evals is −margin or lower (whatever the population's), how many said not worse.
+    wrong_worst = 0.0
+    for world in args.worlds:
+        for n in args.evals:
+            hit = total = 0
+            for d in DELTAS[:2]:
+                rng = random.Random(f"{args.seed}-{world}-{n}-{d}-realized")
+                for _ in range(args.trials):
+                    said, realized = outcome_and_delta(
+                        world, n, d, args.runs, args.margin, rng, args.scope
+                    )
+                    if realized <= -args.margin + 1e-12:
+                        total += 1
+                        hit += said == "not_worse"
+            if total >= 50:
+                wrong_worst = max(wrong_worst, hit / total)
+    console.print(
+        f"claim {args.scope}: worst share saying not worse of gates whose true Δ on their own "
+        f"evals is −{args.margin} or lower: {wrong_worst:.1%} (target ≤ 5%)"
+    )
+    broken = Table(title="an edit that breaks k of n tasks by 0.5: P(gate says not worse)")
+    for col in ("world", "evals", "broken", "claim: tasks", "claim: general"):
+        broken.add_column(col, justify="right")
+    for world in ("continuous", "levels4", "passfail"):
+        for n in (5, 8):
+            for k in (1, 2):
+                said = []
+                for scope in ("tasks", "general"):
+                    rng = random.Random(f"{args.seed}-broken-{world}-{n}-{k}-{scope}")
+                    hits = sum(
+                        trial(world, n, 0.0, args.runs, args.margin, rng, scope, k) == "not_worse"
+                        for _ in range(args.trials)
+                    )
+                    said.append(f"{hits / args.trials:.1%}")
+                broken.add_row(world, str(n), str(k), *said)
+    console.print(broken)
     return 0
 
 

@@ -243,3 +243,23 @@ def test_a_budget_that_runs_out_gives_no_decision_and_no_number(cli, skills):
     body = (tmp / "c.md").read_text()
     assert body.startswith("## Skill gate: ❌ no decision") and "budget ran out" in body
     assert "lower bound" not in body  # a partial measurement is no test
+
+
+def test_on_these_tasks_an_edit_that_breaks_one_task_of_five_is_not_passed():
+    base = {e: [0.8, 0.75, 0.8] for e in range(5)}
+    head = {e: ([0.2, 0.25, 0.2] if e == 0 else [0.8, 0.75, 0.8]) for e in range(5)}
+    step = ni.resolution(3, dict.fromkeys(range(5), 4))
+    found = ni.check_tasks(head, base, confidence=0.95, margin=0.05, step=step)
+    assert found.outcome == "worse" and found.delta == pytest.approx(-0.11, abs=0.01)
+    assert "on these tasks" in found.reason
+    # the same numbers as a general claim (evals the units) cannot tell at 5 evals
+    diffs = {e: sum(head[e]) / 3 - sum(base[e]) / 3 for e in range(5)}
+    assert ni.check(diffs, confidence=0.95, margin=0.05, step=step).outcome != "worse"
+
+
+def test_on_these_tasks_runs_that_scored_alike_cannot_claim_more_than_the_scores_resolve():
+    same = {e: [0.5, 0.5, 0.5] for e in range(5)}
+    step = ni.resolution(3, dict.fromkeys(range(5), 4))
+    found = ni.check_tasks(same, same, confidence=0.95, margin=0.05, step=step)
+    assert found.floored and found.spread == pytest.approx(step / 5)
+    assert found.low < 0 < found.high

@@ -48,6 +48,13 @@ def gate(
         Path | None, typer.Option(help="Write a markdown pull-request comment here.")
     ] = None,
     runs: Annotated[int | None, typer.Option(help="Runs per eval and skill.")] = None,
+    scope: Annotated[
+        str,
+        typer.Option(
+            help="The claim: tasks (not worse on these evals; runs are the units) or general "
+            "(evals are the units)."
+        ),
+    ] = "tasks",
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Folder for the runs (default runs/gate/<time>).")
     ] = None,
@@ -63,6 +70,8 @@ def gate(
 
     if budget_usd is not None and budget_usd <= 0:
         raise BadInput(f"--budget-usd {budget_usd}: give a positive amount in USD, e.g. 5.")
+    if scope not in ("tasks", "general"):
+        raise BadInput(f"--scope {scope!r}: use tasks or general.")
     pair.check_comment(comment)
     evalset = pair.check(
         require_dir(base_skill, "BASE skill"), require_dir(head_skill, "HEAD skill"), evals, margin
@@ -114,6 +123,7 @@ def gate(
                 out_dir=folder,
                 margin=margin,
                 progress=progress,
+                scope=scope,
             )
         )
         simulated = session.client.simulated

@@ -1,6 +1,8 @@
 """The gate's statistics (`optimizer gate`, docs/design.md §17): is HEAD not worse than BASE by more than a
-margin? Evals are the units, a Student-t bound over their paired differences at the promotion
-rule's confidence. Pure: no rng, no files, no clock. Never a normal approximation, never an
+margin? Two claims, as the promotion and the adoption make (§16): on these tasks (`check_tasks`:
+the evals are fixed and the runs are the units, so an edit that breaks one task of five is seen
+however the others vary) or in general (`check`: evals are the units, a Student-t bound over
+their paired differences), at the promotion rule's confidence. Pure: no rng, no files, no clock. Never a normal approximation, never an
 interval of zero width.
 
 Why a floor on the spread: when every eval's difference is the same (often 0: the runs scored
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -90,4 +92,66 @@ def check(
         )
     return NonInferiority(
         outcome, delta, low, high, confidence, margin, n, spread, own < floor, t, reason
+    )
+
+
+def check_tasks(
+    head: Mapping[int, Sequence[float]],
+    base: Mapping[int, Sequence[float]],
+    *,
+    confidence: float,
+    margin: float,
+    step: float,
+) -> NonInferiority:
+    """HEAD against BASE on these tasks: Δ is the mean over evals of the per-eval difference of
+    mean scores, and its standard error comes from the runs (Σ s²/r over both sides and every
+    eval, over E²), with Welch-Satterthwaite degrees of freedom. The same outcomes as `check`.
+    The error is floored at one eval's mean moved by one score step (step / E): runs that all
+    scored alike cannot show more certainty than the scores can resolve. Needs 2 runs a side."""
+    evals = sorted(e for e in head if e in base and len(head[e]) >= 2 and len(base[e]) >= 2)
+    n = len(evals)
+    if n < 1:
+        raise ValueError("a tasks non-inferiority test needs an eval with 2 runs on each side")
+    delta = mean([mean(list(head[e])) - mean(list(base[e])) for e in evals])
+    parts = [
+        (stddev(list(side[e])) ** 2 / len(side[e]), len(side[e]) - 1)
+        for e in evals
+        for side in (head, base)
+    ]
+    var = math.fsum(v for v, _ in parts) / n**2
+    dof = math.fsum(v for v, _ in parts) ** 2 / max(math.fsum(v * v / k for v, k in parts), 1e-300)
+    floor = step / n
+    own = math.sqrt(var)
+    se = max(own, floor)
+    df = max(1, round(dof)) if own >= floor else sum(k for _, k in parts)
+    t = _t(confidence, df)
+    low, high = delta - t * se, delta + t * se
+    runs = min(len(side[e]) for e in evals for side in (head, base))
+    where = (
+        f"Δ = {delta:+.3f} (HEAD − BASE on these {n} tasks, {runs}+ runs each), "
+        f"{confidence:.0%} lower bound {low:+.3f}, upper bound {high:+.3f} (Student-t over the "
+        f"runs, {df} degrees of freedom"
+        + (
+            f"; the runs scored alike, so the error is floored at {floor:.3f}"
+            if own < floor
+            else ""
+        )
+        + ")"
+    )
+    if low > -margin:
+        outcome: Outcome = "not_worse"
+        reason = f"not worse on these tasks: {where}; the lower bound is above −{margin}."
+    elif high < 0:
+        outcome = "worse"
+        reason = f"worse on these tasks: {where}; even the upper bound is below " + (
+            f"−{margin}." if high < -margin else f"zero, and the lower bound below −{margin}."
+        )
+    else:
+        outcome = "inconclusive"
+        reason = (
+            f"not shown to be not worse on these tasks: {where}; the lower bound is not above "
+            f"−{margin}. More runs per eval narrow it."
+        )
+    return NonInferiority(
+        outcome, delta, low, high, confidence, margin, n, se, own < floor, t, reason
     )

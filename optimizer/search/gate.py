@@ -64,6 +64,7 @@ async def run_gate(
     out_dir: Path,
     margin: float,
     progress: Any = None,
+    scope: str = "tasks",
 ) -> GateResult:
     """Run both skills on every eval (runs_per_eval each), then test HEAD against BASE. A budget
     that runs out leaves the gate without a test (note says so), never with a partial one."""
@@ -121,7 +122,7 @@ async def run_gate(
         result.note = f"the budget ran out before both skills were measured: {exc}"
         result.cost_usd = _spent(store)
         return result
-    return _decide(result, evalset, scores, settings, margin, store)
+    return _decide(result, evalset, scores, settings, margin, store, scope)
 
 
 async def _grade(grader: Grader, jobs: list, retries: int) -> dict[int, list[Scored]]:
@@ -140,6 +141,7 @@ def _decide(
     settings: Settings,
     margin: float,
     store: Store,
+    scope: str = "tasks",
 ) -> GateResult:
     means = {side: eval_means(scores[side]) for side in SIDES}
     diffs = paired_differences(means["head"], means["base"])
@@ -169,12 +171,19 @@ def _decide(
     counts = {
         e: len(evalset.by_id(e).expectations) + len(evalset.by_id(e).structural) for e in diffs
     }
-    result.test = noninferiority.check(
-        diffs,
-        confidence=settings.selection.confidence,
-        margin=margin,
-        step=noninferiority.resolution(min(sizes), counts),
-    )
+    step = noninferiority.resolution(min(sizes), counts)
+    if scope == "tasks" and min(sizes) >= 2:  # the claim on these tasks: the runs are the units
+        result.test = noninferiority.check_tasks(
+            {e: means["head"][e] for e in diffs},
+            {e: means["base"][e] for e in diffs},
+            confidence=settings.selection.confidence,
+            margin=margin,
+            step=step,
+        )
+    else:  # in general (or one run a side: no spread within an eval to measure)
+        result.test = noninferiority.check(
+            diffs, confidence=settings.selection.confidence, margin=margin, step=step
+        )
     log.info(
         "gate.decided",
         outcome=result.test.outcome,
