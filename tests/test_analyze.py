@@ -7,7 +7,7 @@ from optimizer.decide.step import ComparisonTally
 from optimizer.model import StructuredAnswerError, make_client
 from optimizer.schemas import Analysis
 from optimizer.search.analyze import analyze
-from optimizer.search.propose import EvalCost
+from optimizer.search.proposal import EvalCost
 from optimizer.sim import Simulator
 from optimizer.store.files import read_json
 from optimizer.tags import parse_tags, section

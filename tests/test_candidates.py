@@ -11,7 +11,8 @@ import pytest
 from inprocess import EXAMPLE, Recording, cli
 
 from optimizer.inputs import skill as skills
-from optimizer.search.propose import ProposalAnswer, Rejected, apply_edits, reason_of, replace_once
+from optimizer.search.edits import apply_edits, replace_once
+from optimizer.search.proposal import ProposalAnswer, Rejected, reason_of
 
 SKILL_MD = EXAMPLE / "SKILL.md"
 

@@ -140,7 +140,7 @@ def test_a_version_registered_just_before_a_kill_is_the_same_version_after_resum
     outcome in its iteration: the resumed proposal is that version, not a duplicate of it."""
     from types import SimpleNamespace
 
-    from optimizer.search.propose import Candidate
+    from optimizer.search.proposal import Candidate
     from optimizer.search.state import register
     from optimizer.store.db import Store
     from optimizer.store.files import Workspace

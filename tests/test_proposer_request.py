@@ -16,7 +16,8 @@ from test_judge import make_eval, make_run
 from optimizer.grade import judge
 from optimizer.inputs import skill as skills
 from optimizer.search import work
-from optimizer.search.propose import EvalCost, Failure, Feedback, build_request
+from optimizer.search.proposal import EvalCost, Failure, Feedback
+from optimizer.search.propose import build_request
 from optimizer.store.files import Workspace
 from optimizer.tags import parse_tags, section
 

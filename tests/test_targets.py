@@ -14,7 +14,7 @@ from inprocess import EXAMPLE, cli
 
 from optimizer.inputs import skill as skills
 from optimizer.search import lineage, targets
-from optimizer.search.propose import Candidate, Rejected
+from optimizer.search.proposal import Candidate, Rejected
 from optimizer.search.state import RunState, mark_baseline, record_decision
 
 GOAL = 3  # notes in references/ a skill needs for the toy score to reach 1.0

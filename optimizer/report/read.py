@@ -327,7 +327,7 @@ def _from_history(ws: Workspace) -> RunData:
 def proposals(iterations: list[dict]) -> dict:
     """What became of every proposal: versions made, duplicates, and rejections counted by reason
     (most frequent first), so a run that rejects most of its proposals says so and why."""
-    from optimizer.search.propose import reason_of
+    from optimizer.search.proposal import reason_of
 
     made = [
         o

@@ -16,7 +16,8 @@ from optimizer.model import ModelCallFailed, StructuredAnswerError
 from optimizer.model.port import Client
 from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Analysis
-from optimizer.search.propose import EvalCost, bullet_lines, render_costs
+from optimizer.search.proposal import EvalCost
+from optimizer.search.propose import bullet_lines, render_costs
 from optimizer.store.files import write_json
 from optimizer.tags import data, tag
 

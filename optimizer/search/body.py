@@ -21,7 +21,8 @@ from optimizer.schemas import AddedRuns
 from optimizer.search import evidence, lineage
 from optimizer.search.analyze import analyze
 from optimizer.search.compare import compare_versions
-from optimizer.search.propose import Candidate, Rejected, propose
+from optimizer.search.proposal import Candidate, Rejected
+from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline, record_decision
 from optimizer.search.summaries import analyst_suggestions, means, record_scores, write_benchmark
 

@@ -23,7 +23,8 @@ from optimizer.inputs.triggers import Query
 from optimizer.model import scoped
 from optimizer.schemas import TriggerFile
 from optimizer.search import evidence, lineage, probe
-from optimizer.search.propose import Candidate, Feedback, Rejected, propose
+from optimizer.search.proposal import Candidate, Feedback, Rejected
+from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline, record_decision
 from optimizer.store.files import write_json
 

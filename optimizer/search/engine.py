@@ -19,7 +19,7 @@ from optimizer.errors import BudgetExhausted, RunStopped, is_systemic
 from optimizer.model import scoped
 from optimizer.model.port import Client
 from optimizer.search import adoption, estimate, lineage, stops
-from optimizer.search.propose import Candidate
+from optimizer.search.proposal import Candidate
 from optimizer.search.reporter import Reporter
 from optimizer.search.state import RunState, loop_state, register
 from optimizer.search.target import Target, proposal_sample

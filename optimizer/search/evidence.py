@@ -14,7 +14,7 @@ from optimizer import schemas
 from optimizer.grade.render import read_text, truncate
 from optimizer.grade.unit import SCORED_SQL
 from optimizer.search import work
-from optimizer.search.propose import EvalCost, Failure, Feedback
+from optimizer.search.proposal import EvalCost, Failure, Feedback
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, read_json
 

@@ -16,7 +16,8 @@ from optimizer.inputs import skill as skills
 from optimizer.model.port import Client
 from optimizer.schemas import SelectionFile
 from optimizer.search import lineage, stops
-from optimizer.search.propose import Candidate, proposal_markdown
+from optimizer.search.proposal import Candidate
+from optimizer.search.propose import proposal_markdown
 from optimizer.search.reporter import Reporter
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace, write_json, write_text

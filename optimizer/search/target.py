@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from optimizer.search.propose import Candidate, Rejected
+from optimizer.search.proposal import Candidate, Rejected
 
 # A proposal's sample number, which keys its model call in the ledger, packs (iteration, index) as
 # iteration·100 + index; loop.proposals_per_iteration is capped below 100 so two never collide.
