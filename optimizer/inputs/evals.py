@@ -7,77 +7,23 @@ import hashlib
 import json
 import math
 import random
-import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from optimizer.errors import BadInput
 from optimizer.inputs import placement
+from optimizer.inputs.eval_checks import semantic_problems
+from optimizer.inputs.evalset import Eval, EvalSet
 from optimizer.inputs.explain import explain, short
 from optimizer.inputs.placement import Split
 from optimizer.inputs.skillmd import SKILL_FILE, parse_skill_md
-from optimizer.schemas import (
-    EvalConfig,
-    EvalRaw,
-    EvalsDialect,
-    RubricDimension,
-    StructuralExpectation,
-    detect_evals_dialect,
-)
+from optimizer.schemas import EvalConfig, EvalRaw, detect_evals_dialect
 
 EVALS_FILE = Path("evals") / "evals.json"
 MAX_BYTES = 5 * 1024 * 1024
-REQUIRED_ANCHORS = ("1", "3", "5")
 MIN_EVALS_FOR_TEST = 4
-_EXPECTATION_KEYS = ("expectations", "assertions", "structural_expectations", "quality_rubric")
-
-
-class Eval(BaseModel):
-    """One eval, the same shape whatever dialect it was written in."""
-
-    model_config = ConfigDict(frozen=True)
-    id: int
-    name: str
-    prompt: str
-    expected_output: str = ""
-    files: list[str] = []
-    expectations: list[str] = []  # judged by the grader, as text
-    structural: list[StructuralExpectation] = []
-    rubric: list[RubricDimension] = []
-
-    @property
-    def critical_count(self) -> int:
-        return sum(1 for s in self.structural if s.critical)
-
-    @property
-    def stratum(self) -> str:
-        """What kind of checks the eval carries; the split keeps these kinds in proportion."""
-        kinds = [k for k, has in (("structural", self.structural), ("rubric", self.rubric)) if has]
-        return "+".join(kinds) or "judged"
-
-
-class EvalSet(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    skill_name: str
-    dialect: EvalsDialect
-    # As written in the file (keys that are absent stay absent): config.load(eval_config=...) layers it.
-    eval_config: dict[str, Any] = {}
-    evals: list[Eval]
-    hash: str
-    source: Path
-    grown: tuple[int, ...] = ()  # appended by `optimizer evals` accept: placed by hash (placement.py)
-
-    @property
-    def ids(self) -> list[int]:
-        return [e.id for e in self.evals]
-
-    def by_id(self, eval_id: int) -> Eval:
-        for e in self.evals:
-            if e.id == eval_id:
-                return e
-        raise KeyError(eval_id)
 
 
 def _read(path: Path) -> tuple[Any, list[str]]:
@@ -117,112 +63,6 @@ def _skill_md_name(skill_dir: Path) -> str | None:
         return parse_skill_md((skill_dir / SKILL_FILE).read_text(encoding="utf-8")).name or None
     except (OSError, UnicodeDecodeError, BadInput):
         return None
-
-
-def _file_problems(source: Path, skill_dir: Path, where: str, rel: Any) -> list[str]:
-    if not isinstance(rel, str) or not rel.strip():
-        return []  # the schema reports a value of the wrong type
-    if rel.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", rel):
-        return [
-            f"{source}: {where} '{rel}' is an absolute path; give a path relative to the skill "
-            "folder, e.g. evals/files/input.csv."
-        ]
-    root = skill_dir.resolve()
-    # resolve() follows symbolic links, so a link that leaves the folder is caught here too.
-    target = (skill_dir / rel).resolve()
-    if not target.is_relative_to(root):
-        return [
-            f"{source}: {where} '{rel}' leads outside the skill folder; copy the file under "
-            "evals/files/ and list that path."
-        ]
-    if not target.is_file():
-        return [
-            f"{source}: {where} '{rel}' does not exist in the skill folder; add the file or fix "
-            "the path (relative to the skill folder)."
-        ]
-    return []
-
-
-def _semantic_problems(source: Path, skill_dir: Path, i: int, raw: dict[str, Any]) -> list[str]:
-    """Checks the schema cannot make: prompts, input files, regexes, anchors, scripts."""
-    problems: list[str] = []
-    at = f"evals[{i}]"
-    prompt = raw.get("prompt")
-    if isinstance(prompt, str) and not prompt.strip():
-        problems.append(f"{source}: {at}.prompt is empty; write the task the executor should do.")
-    if not any(raw.get(k) for k in _EXPECTATION_KEYS):
-        problems.append(
-            f"{source}: {at} has no expectation of any kind; add 'expectations' (strings), "
-            "'structural_expectations' or a 'quality_rubric'."
-        )
-    files = raw.get("files")
-    if isinstance(files, list):
-        for j, rel in enumerate(files):
-            problems += _file_problems(source, skill_dir, f"{at}.files[{j}]", rel)
-    structural = raw.get("structural_expectations")
-    for j, item in enumerate(structural if isinstance(structural, list) else []):
-        if not isinstance(item, dict):
-            continue
-        where = f"{at}.structural_expectations[{j}]"
-        regex = item.get("match_regex")
-        if isinstance(regex, str):
-            try:
-                re.compile(regex)
-            except re.error as exc:
-                problems.append(
-                    f"{source}: {where}.match_regex {short(regex)} does not compile ({exc}); "
-                    "fix the Python regular expression."
-                )
-        script = item.get("script")
-        if (
-            item.get("type") == "custom_script"
-            and isinstance(script, str)
-            and script
-            and not script.strip()
-        ):
-            problems.append(
-                f"{source}: {where}.script is blank; give the bash command to run (exit 0 = pass)."
-            )
-    problems += _repeats(source, at, raw, "structural_expectations", "id", "structural expectation")
-    problems += _repeats(source, at, raw, "assertions", "id", "assertion")
-    rubric = raw.get("quality_rubric")
-    dims = rubric.get("dimensions") if isinstance(rubric, dict) else None
-    if isinstance(rubric, dict):
-        problems += _repeats(source, f"{at}.quality_rubric", rubric, "dimensions", "name",
-                             "rubric dimension")
-    for j, dim in enumerate(dims if isinstance(dims, list) else []):
-        if not isinstance(dim, dict):
-            continue
-        scoring = dim.get("scoring")
-        if scoring is None or isinstance(scoring, dict):
-            missing = [a for a in REQUIRED_ANCHORS if not str((scoring or {}).get(a, "")).strip()]
-            if missing:
-                problems.append(
-                    f"{source}: {at}.quality_rubric.dimensions[{j}].scoring lacks anchor(s) "
-                    f"{', '.join(repr(a) for a in missing)}; describe what scores 1, 3 and 5 look like."
-                )
-    return problems
-
-
-def _repeats(source: Path, at: str, raw: dict[str, Any], key: str, field: str, what: str) -> list[str]:
-    """Items of raw[key] whose `field` repeats an earlier item's: results, evidence and rubric
-    scores are keyed by it, so a repeat would silently merge two checks into one."""
-    items = raw.get(key)
-    seen: dict[str, int] = {}
-    problems = []
-    for j, item in enumerate(items if isinstance(items, list) else []):
-        value = item.get(field) if isinstance(item, dict) else None
-        if not isinstance(value, str | int) or isinstance(value, bool):
-            continue
-        first = seen.setdefault(str(value), j)
-        if first != j:
-            eval_id = raw.get("id")
-            which = f" (eval id {eval_id})" if isinstance(eval_id, int) else ""
-            problems.append(
-                f"{source}: {at}{which}.{key}[{j}].{field} {short(value)} repeats "
-                f"{key}[{first}].{field}; give every {what} of an eval its own {field}."
-            )
-    return problems
 
 
 def _normalise(raw: EvalRaw) -> Eval:
@@ -312,7 +152,7 @@ def load_evals(skill_dir: Path, evals_path: Path | None = None) -> EvalSet:
             parsed.append(EvalRaw.model_validate(raw))
         except ValidationError as exc:
             problems += [explain(source, ("evals", i), e) for e in exc.errors()]
-        problems += _semantic_problems(source, skill_dir, i, raw)
+        problems += semantic_problems(source, skill_dir, i, raw)
         eval_id = raw.get("id")
         if isinstance(eval_id, int) and not isinstance(eval_id, bool):
             if eval_id in seen:
@@ -358,10 +198,15 @@ def split(evalset: EvalSet, *, test_fraction: float, seed: int) -> Split:
     appended by `optimizer evals` (evalset.grown) are placed by their own hash on top, so adding
     evals never moves one that was already placed."""
     if evalset.grown:
-        base = evalset.model_copy(update={"evals": [e for e in evalset.evals if e.id not in evalset.grown],
-                                          "grown": ()})
-        return placement.place(split(base, test_fraction=test_fraction, seed=seed),
-                               [evalset.by_id(i) for i in evalset.grown], test_fraction=test_fraction, seed=seed)
+        base = evalset.model_copy(
+            update={"evals": [e for e in evalset.evals if e.id not in evalset.grown], "grown": ()}
+        )
+        return placement.place(
+            split(base, test_fraction=test_fraction, seed=seed),
+            [evalset.by_id(i) for i in evalset.grown],
+            test_fraction=test_fraction,
+            seed=seed,
+        )
     ids = sorted(evalset.ids)
     n_test = sealed_count(len(ids), test_fraction)
     if n_test == 0:
