@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -183,6 +184,22 @@ def test_modules_stay_small_and_few_stay_flat():
     ]
     assert len(flat) <= MAX_FLAT, flat
     assert set(flat) <= {f"optimizer.{m}" for m in (*SHARED, *ENTRY)}, flat
+
+
+def test_the_line_limit_counts_formatted_text():
+    """No module is exempt from the formatter, so `ruff format --check` (make check, CI) holds each
+    to its formatted text and the limit above counts that, not lines packed by hand. A module that
+    would pass the limit once formatted is split, never excluded."""
+    config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    ruff = config["tool"]["ruff"]
+    excluded = [
+        *ruff.get("exclude", []),
+        *ruff.get("extend-exclude", []),
+        *ruff.get("format", {}).get("exclude", []),
+    ]
+    exempt = {path for path in excluded if path.startswith("optimizer")}
+    # search/estimate.py is being split; it leaves this set when it leaves the exclude list.
+    assert exempt <= {"optimizer/search/estimate.py"}, sorted(exempt)
 
 
 @pytest.mark.parametrize("stage", STAGES)
