@@ -4,15 +4,14 @@ from collections import Counter
 import pytest
 
 from optimizer.config import Selection
+from optimizer.decide.screen import choose_minibatch, screen
 from optimizer.decide.step import (
     MIN_CONSISTENT_VERDICTS,
     ComparisonTally,
     VersionScores,
-    choose_minibatch,
     decide,
     paired_differences,
     pareto_front,
-    screen,
     select_parent,
 )
 
@@ -215,3 +214,13 @@ def test_no_comparator_pair_is_judged_when_steps_decide_on_scores_alone():
     assert compared_runs(Selection(compare_pairs="none"), 3) == 0
     assert compared_runs(Selection(), 3) == 1
     assert compared_runs(Selection(compare_pairs="all"), 3) == 3
+
+
+def test_a_negative_screen_margin_asks_the_child_to_improve_on_the_minibatch():
+    parent = {1: 0.5, 2: 0.5}
+    held, why = screen({1: 0.5, 2: 0.5}, parent, margin=-0.01)
+    assert not held and "not better than the parent" in why
+    assert screen({1: 0.6, 2: 0.5}, parent, margin=-0.01)[0]
+    assert screen({1: 0.4, 2: 0.5}, parent, margin=0.15)[
+        0
+    ]  # the default stops only the clearly worse

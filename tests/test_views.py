@@ -234,7 +234,7 @@ def test_show_prints_the_change_numbers_and_evidence(built):
 def test_a_child_stopped_at_screening_shows_its_reason_not_a_line_of_dashes(built):
     screened = {  # what the loop writes for a child it stops at screening
         "decision": "lost",
-        "reason": "stopped at screening: mean difference -0.177 over 2 evals is below −0.15.",
+        "reason": "stopped at screening: mean difference -0.177 over 2 evals is below -0.15 (clearly worse than the parent).",
         "stage": "screening",
         "parent": "v0",
     }

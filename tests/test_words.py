@@ -135,7 +135,7 @@ def test_every_decision_reason_in_the_code_says_its_verdict_once():
         line = words.decision("v4", verdict, reason + "Δ = -0.045")
         assert line.startswith(f"v4 {verdict}: "), line
         assert not line.startswith(f"v4 {verdict}: {verdict}:"), line  # "v4 tie: tie:"
-    screened = "stopped at screening: mean difference -0.243 over 2 evals is below −0.15."
+    screened = "stopped at screening: mean difference -0.243 over 2 evals is below -0.15 (clearly worse than the parent)."
     assert words.decision("v2", "lost", screened) == f"v2 lost: {screened}"
 
 

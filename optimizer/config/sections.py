@@ -95,7 +95,9 @@ class Selection(Section):
     comparator_majority: float = Field(0.75, gt=0.5, le=1)
     max_judge_error_rate: float = Field(0.25, ge=0, le=1)
     max_unscored_rate: float = Field(0.5, ge=0, le=1)
-    screen_margin: float = Field(0.15, ge=0)
+    # The screen stops a child whose minibatch mean d is below −screen_margin; a negative margin
+    # asks the child to improve on the minibatch before any full run (GEPA's acceptance test).
+    screen_margin: float = Field(0.15, ge=-1, le=1)
     # Futility stops runs (never promotes), so it holds no α: it is the price of an equal child in
     # runs. `tasks` tests its last look at its share of α (decide/spending.py), stricter than the
     # level a child that gets there mostly wins at earlier, so its last-look chance counts less.

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.decide import allot, fdr, step
+from optimizer.decide import screen as screening
 from optimizer.errors import WorkFailed
 from optimizer.execute import executor_for
 from optimizer.grade.judge import warn_same_model
@@ -178,14 +179,14 @@ class BodyTarget:
         parent_res = await self.version(parent, run.train, runs)
         if 0 < s.loop.screen_evals < len(run.train):
             run.show_activity(f"{label}: screening")
-            batch = step.choose_minibatch(
+            batch = screening.choose_minibatch(
                 run.train,
                 means(eval_means(parent_res)),
                 s.loop.screen_evals,
                 run.rng("minibatch", label),
             )
             child_mb = await self.version(label, batch, 1)
-            passed, why = step.screen(
+            passed, why = screening.screen(
                 eval_means(child_mb),
                 {e: eval_means(parent_res)[e] for e in batch},
                 margin=s.selection.screen_margin,
