@@ -29,3 +29,32 @@ def test_a_child_starts_at_first_runs_while_v0_keeps_runs_per_eval(tmp_path, mon
     assert decided, "no child reached the rule"
     # A child decided at its first look has one run an eval; none starts above the schedule's 1, 2, 3.
     assert min(most[f"{v}/"] for v in decided) < 3
+
+
+@pytest.mark.slow
+def test_a_cheap_step_is_one_look_at_one_run_an_eval_without_the_comparator(tmp_path, monkeypatch):
+    import json
+
+    folder = tmp_path / "run"
+    cli(monkeypatch, None, *RUN, "--run-dir", str(folder), "--set", "selection.step=cheap")
+    with sqlite3.connect(folder / "state.db") as db:
+        chosen = [
+            json.loads(r[0])
+            for r in db.execute("select selection_json from decisions where stage = 'benchmark'")
+        ]
+        asked = db.execute("select count(*) from calls where role = 'comparator'").fetchone()[0]
+    assert chosen, "no child reached the rule"
+    assert all(d["max_runs_per_eval"] == 1 and d["comparator"]["pairs"] == 0 for d in chosen)
+    assert all(d["interval"]["confidence"] <= 0.6 + 1e-9 for d in chosen)
+    assert asked == 0
+
+
+def test_the_cheap_preset_changes_only_what_a_step_is_decided_under():
+    from optimizer.config import Selection
+    from optimizer.decide import step
+
+    guarded = Selection()
+    assert step.for_steps(guarded) is guarded
+    cheap = step.for_steps(Selection(step="cheap", screen_margin=0.2))
+    assert (cheap.first_runs, cheap.max_runs_per_eval, cheap.confidence) == (1, 1, 0.6)
+    assert cheap.screen_margin == 0.2 and cheap.night == "none"

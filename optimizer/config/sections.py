@@ -104,6 +104,11 @@ class Selection(Section):
     futility: float = Field(0.40, ge=0, lt=1)
     futility_tasks: float = Field(0.20, ge=0, lt=1)
     few_evals: int = Field(10, ge=1)
+    # How a step is decided (a step is a move, not a claim: docs/design.md §16). "cheap": one look at
+    # one run an eval of each side, won when the 60% bound of Δ is above zero, no comparator and
+    # no night control (decide/step.py CHEAP; the peers bench's choice); "guarded": this section
+    # as set (looks up to max_runs_per_eval at confidence, the comparator, selection.night).
+    step: Literal["cheap", "guarded"] = "guarded"
     # Runs an eval of a child at a step's first look (0: evals.runs_per_eval, as v0 and the sealed
     # test run). A step is a move, not a claim (docs/design.md §16): fewer runs buy more proposals.
     first_runs: int = Field(0, ge=0)

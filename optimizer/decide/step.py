@@ -302,6 +302,25 @@ def decide(
     return made("tie", f"tie: {where} is inconclusive, and {words}{more}.")
 
 
+# A cheap step (selection.step = "cheap"): what the peers bench measured to buy the most sealed
+# gain per dollar; the claim is the adoption's, which never reads a step's evidence.
+CHEAP = {
+    "first_runs": 1,
+    "max_runs_per_eval": 1,
+    "confidence": 0.6,
+    "min_effect": 0.0,
+    "night": "none",
+    "compare_pairs": "none",
+}
+
+
+def for_steps(selection: Selection) -> Selection:
+    """The settings a step is decided under: selection.step's preset over the section."""
+    if selection.step == "guarded":
+        return selection
+    return selection.model_copy(update=CHEAP)
+
+
 def claim_scope(selection: Selection, n_evals: int, asked: str | None = None) -> sequential.Scope:
     """The claim a promotion makes: the one asked, else selection.scope (inputs/power.claim, the
     one rule the power advice uses too)."""

@@ -45,7 +45,8 @@ class BodyTarget:
         self.evalset: EvalSet = load_evals(run.ws.root / "inputs")
         self.runs_per_eval = run.settings.evals.runs_per_eval
         # A step's first look; v0, the retries and the sealed test keep evals.runs_per_eval.
-        self.step_runs = run.settings.selection.first_runs or self.runs_per_eval
+        self.selection = step.for_steps(run.settings.selection)  # what a step is decided under
+        self.step_runs = self.selection.first_runs or self.runs_per_eval
         warn_same_model(run.settings)
         self.grader = Grader(
             run.store,
@@ -189,7 +190,7 @@ class BodyTarget:
             passed, why = screening.screen(
                 eval_means(child_mb),
                 {e: eval_means(parent_res)[e] for e in batch},
-                margin=s.selection.screen_margin,
+                margin=self.selection.screen_margin,
             )
             if not passed:
                 record_scores(run, label)
@@ -201,8 +202,8 @@ class BodyTarget:
         counts = dict.fromkeys(run.train, runs)
         # One claim for the whole decision: the claims spend α over the looks differently, so a
         # claim that changed between looks (an eval scored only later) could overspend it.
-        claim = step.claim_scope(s.selection, len(run.train))
-        family = fdr.for_decision(run.store.query(fdr.ROWS_SQL), s.selection, label)
+        claim = step.claim_scope(self.selection, len(run.train))
+        family = fdr.for_decision(run.store.query(fdr.ROWS_SQL), self.selection, label)
         added: list[allot.Allotment[int]] = []
         while True:
             if run.interrupted():
@@ -212,7 +213,7 @@ class BodyTarget:
             parent_res = await self.version(parent, run.train, counts)
             if run.interrupted():
                 return False
-            pairs = step.compared_runs(s.selection, runs)
+            pairs = step.compared_runs(self.selection, runs)
             compared = {e: min(n, pairs) for e, n in counts.items()}
             tally = await self._compare(label, parent, compared)
             decision = self._decide(
@@ -225,7 +226,7 @@ class BodyTarget:
                 family.alpha if family else None,
                 claim,
             )
-            if not (decision.needs_more_runs and runs < s.selection.max_runs_per_eval):
+            if not (decision.needs_more_runs and runs < self.selection.max_runs_per_eval):
                 break
             upto = decision.next_runs or runs + 1  # the next look of the rule's schedule
             more = allot.allot(
@@ -233,8 +234,8 @@ class BodyTarget:
                 eval_means(parent_res),
                 counts,
                 look=runs,
-                mode=s.selection.runs_to,
-                share=s.selection.runs_share,
+                mode=self.selection.runs_to,
+                share=self.selection.runs_share,
                 to_runs=upto,
             )
             if not more.to:
@@ -279,7 +280,7 @@ class BodyTarget:
                 parent_runs=self._dirs(parent, compared),
                 out_dir=run.ws.comparison_dir(label),
                 rng_seed=s.loop.seed,
-                second_order=s.selection.second_order,
+                second_order=self.selection.second_order,
             )
 
     def _decide(
@@ -293,14 +294,14 @@ class BodyTarget:
         alpha: float | None,
         claim: str,
     ) -> step.Decision:
-        run, s = self.run, self.run.settings
+        run = self.run
         errors, total = judge_errors(child, parent_res)
         lost = unscored(child, parent_res)
-        if total and len(lost) / total > s.selection.max_unscored_rate:
+        if total and len(lost) / total > self.selection.max_unscored_rate:
             # Deciding on what is left would let our failure decide: stop, the child undecided.
             raise WorkFailed(
                 f"{len(lost)} of {total} runs of {label} and its parent {parent} could not be "
-                f"scored, more than selection.max_unscored_rate = {s.selection.max_unscored_rate} "
+                f"scored, more than selection.max_unscored_rate = {self.selection.max_unscored_rate} "
                 f"(the last cause: {lost[-1].error or 'unknown'}); {label} stays undecided. Fix "
                 f"the cause, then `optimizer resume {run.ws.root}`."
             )
@@ -308,7 +309,7 @@ class BodyTarget:
             eval_means(child),
             eval_means(parent_res),
             tally,
-            selection=s.selection,
+            selection=self.selection,
             rng=run.rng("bootstrap", label, runs),
             judge_errors=errors,
             total_runs=total,

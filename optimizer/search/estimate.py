@@ -164,8 +164,10 @@ def estimate(settings: Settings, evalset: EvalSet, skill_dir: Path | None = None
     test_evals = [by_id[i] for i in test if i in by_id]
     m = _Model(settings, skill_dir, evalset)
     s = settings
-    runs, max_runs = s.evals.runs_per_eval, max(s.evals.runs_per_eval, s.selection.max_runs_per_eval)
-    step_runs = min(s.selection.first_runs or runs, max_runs)  # a child's first look
+    sel = step.for_steps(s.selection)  # what a step is decided under (selection.step)
+    runs = s.evals.runs_per_eval
+    step_runs = sel.first_runs or runs  # a child's first look
+    max_runs = max(step_runs, sel.max_runs_per_eval)
     proposals = s.loop.proposals_per_iteration
 
     setup = Tally()
@@ -178,14 +180,14 @@ def estimate(settings: Settings, evalset: EvalSet, skill_dir: Path | None = None
     screen = s.loop.screen_evals if 0 < s.loop.screen_evals < len(train_evals) else 0
     for ev in sorted(train_evals, key=lambda e: e.id)[:screen]:
         one.add(m.run(ev, True))
-    pairs = step.compared_runs(s.selection, step_runs)
+    pairs = step.compared_runs(sel, step_runs)
     for ev in train_evals:
         one.add(m.run(ev, True), step_runs)
         one.add(m.comparison(ev), 2 * pairs)
     turns = int(m.profile["turns_with_skill"])
     one.add(m.analysis(len(train_evals) * step_runs, turns))
     extra = Tally()  # one more run per eval for child and parent, and its comparisons if compared
-    more_pairs = step.compared_runs(s.selection, max_runs) > pairs
+    more_pairs = step.compared_runs(sel, max_runs) > pairs
     for ev in train_evals:
         extra.add(m.run(ev, True), 2)
         extra.add(m.comparison(ev), 2 * more_pairs)
