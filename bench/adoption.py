@@ -94,7 +94,9 @@ def main(argv: list[str] | None = None) -> None:
             f"${float(np.mean(costs[n])):.2f}"
         )
     bound = Adopt().alpha
-    verdict = "met" if worst <= bound + 1.96 * np.sqrt(bound * (1 - bound) / args.trials) else "NOT met"
+    verdict = (
+        "met" if worst <= bound + 1.96 * np.sqrt(bound * (1 - bound) / args.trials) else "NOT met"
+    )
     print(
         f"\nadoption: worst false certification over the panel {worst:.1%} (bound {bound:.0%}, "
         f"within sampling error of {args.trials} trials: {verdict})"
