@@ -34,6 +34,7 @@ from optimizer.model.scopes import scope
 from optimizer.model.structured import Answer, answer_with_repair, forced_tool
 from optimizer.prices import Price
 from optimizer.store.db import Store
+from optimizer.store.ledger import longest_by_role
 from optimizer.words import dollars
 
 log = structlog.get_logger()
@@ -81,7 +82,7 @@ class ModelClient:
         # client adds its own costs as it records them, so no call sums the whole ledger.
         self._spent_before = store.spent_usd()
         self.kept_usd = 0.0  # held back for the sealed test while the search runs (engine.py)
-        self._outputs = Outputs(store.query(Outputs.LEDGER))
+        self._outputs = Outputs(longest_by_role(store))
         self._locks = RequestLocks()
         self._prices: dict[str, Price] = {}
         self._calls = 0

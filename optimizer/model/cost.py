@@ -77,10 +77,6 @@ class Outputs:
     Until MEASURED answers of a role are known, its worst case stands."""
 
     MEASURED = 3
-    LEDGER = (  # what the ledger says of each role, for a resumed run's client
-        "select role, max(output_tokens) as longest, count(output_tokens) as n from calls "
-        "where outcome = 'ok' group by role"
-    )
     MARGIN = 2.0  # an answer twice the longest yet still fits, plus a fixed 256 tokens
 
     def __init__(self, rows: list[dict[str, Any]] | None = None) -> None:

@@ -18,6 +18,7 @@ from optimizer import config, logs
 from optimizer.errors import BadInput, OptimizerError
 from optimizer.schemas import Adoption
 from optimizer.search import adoption as adopting
+from optimizer.store import iterations
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 from optimizer.store.lock import lock, running_pid
@@ -102,7 +103,7 @@ def adopt(
                 run = RunState(ws, store, client, paid, ui, engine.stop_rules(ws, paid, flag))
                 with TARGETS[(store.run_row() or {}).get("target") or "body"](run) as target:
                     result = asyncio.run(adopting.certify(run, target, claim))  # type: ignore[arg-type]
-                    target.write_lineage(_iterations(store))
+                    target.write_lineage(iterations.finished_count(store))
         finally:
             store.close()
     _rewrite_summary(ws.root)
@@ -118,11 +119,6 @@ def _rewrite_summary(root: Path) -> None:
     md, js = summary.paths(root)
     before = json.loads(js.read_text(encoding="utf-8")) if js.is_file() else {}
     summary.write(root, night_error=before.get("night_error"))
-
-
-def _iterations(store: Store) -> int:
-    row = store.query("select count(*) as n from iterations where finished_at is not null")
-    return int(row[0]["n"])
 
 
 def outcome_line(ws_root: Path, found: Adoption) -> str:

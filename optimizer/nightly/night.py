@@ -17,7 +17,7 @@ from optimizer import config, daemon, words
 from optimizer.errors import OptimizerError
 from optimizer.inputs import skill as skills
 from optimizer.report import summary
-from optimizer.store import readonly
+from optimizer.store import iterations, ledger, readonly
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import running_pid
 
@@ -132,24 +132,13 @@ def _resume_flags(
     """Tonight's budget on top of what the run has spent, its deadline, and tonight's iterations
     on top of those done (the config's loop.max_iterations a night), so a run that reached its
     limit last night goes on."""
-    conn = readonly.connect(Workspace(run_dir).state_db)
-    try:
-        spent = (
-            readonly.rows(conn, "select coalesce(sum(cost_usd), 0) as s from calls") or [{"s": 0}]
-        )[0]["s"]
-        done = (
-            readonly.rows(
-                conn, "select count(*) as n from iterations where finished_at is not null"
-            )
-            or [{"n": 0}]
-        )[0]["n"]
-    finally:
-        conn.close()
+    with readonly.View(Workspace(run_dir).state_db) as db:
+        spent, done = ledger.total_usd(db), iterations.finished_count(db)
     per_night = load({}).settings.loop.max_iterations
     return {
-        "budget.usd": round(float(spent or 0) + budget_usd, 6),
+        "budget.usd": round(spent + budget_usd, 6),
         "budget.deadline": until,
-        "loop.max_iterations": int(done or 0) + per_night,
+        "loop.max_iterations": done + per_night,
     }
 
 

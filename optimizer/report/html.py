@@ -10,7 +10,6 @@ import os
 import re
 import secrets
 import sqlite3
-from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from optimizer import schemas, words
 from optimizer.grade.preview import natural_key
 from optimizer.report import confinement, overview, pages, read
 from optimizer.report.status import status as run_status
-from optimizer.store import readonly
+from optimizer.store import ledger, readonly
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import running_pid
 
@@ -36,37 +35,15 @@ DETAIL_NAME = re.compile(r"(v\d+|baseline|test)\.js")
 
 
 def _cost_series(ws: Workspace) -> list[list]:
-    """Cumulative spend over time in at most COST_POINTS + 1 points, streamed from the ledger: a
-    long run has 100,000 calls, and holding them all only to drop most costs 10s of MB."""
+    """Cumulative spend over time in at most COST_POINTS + 1 points (ledger.cumulative)."""
     if not ws.state_db.is_file():
         return []
-    where = "from calls where cost_usd is not null"
     try:
-        conn = readonly.connect(ws.state_db, live=running_pid(ws) is not None)
+        db = readonly.View(ws.state_db, live=running_pid(ws) is not None)
     except sqlite3.Error:
         return []
-    with closing(conn):
-        try:
-            dated = conn.execute(
-                f"select count(*) {where} and created_at is not null and created_at != ''"
-            ).fetchone()[0]
-            rows = conn.execute(f"select created_at, cost_usd {where} order by created_at, rowid")
-            # keep the shape, drop points; the last one is the total
-            keep = (
-                {int(i * dated / COST_POINTS) for i in range(COST_POINTS)}
-                if dated > COST_POINTS
-                else None
-            )
-            total, series, k = 0.0, [], 0
-            for at, cost in rows:
-                total += cost or 0.0
-                if at:
-                    if keep is None or k in keep or k == dated - 1:
-                        series.append([at, round(total, 6)])
-                    k += 1
-        except sqlite3.OperationalError:  # an older run folder without the column
-            return []
-    return series
+    with db:
+        return ledger.cumulative(db, COST_POINTS)
 
 
 def build(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +15,7 @@ from optimizer import words
 from optimizer.errors import BadInput
 from optimizer.report import caveats
 from optimizer.schemas import Adoption
-from optimizer.store import adoptions, readonly
+from optimizer.store import adoptions, ledger, readonly
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 
@@ -120,10 +119,11 @@ def _load(ws: Workspace, with_calls: bool) -> RunData:
 
 def _from_db(ws: Workspace, with_calls: bool) -> RunData:
     try:
-        conn = readonly.connect(ws.state_db, live=running_pid(ws) is not None)
+        db = readonly.View(ws.state_db, live=running_pid(ws) is not None)
     except sqlite3.Error as exc:
         raise BadInput(f"{ws.state_db}: not a readable run database ({exc}).") from None
-    with closing(conn):
+    conn = db.conn
+    with db:
         run = (readonly.rows(conn, "select * from runs limit 1") or [{}])[0]
         if not run:  # an empty file, or `optimizer run` killed while it created the folder
             raise BadInput(
@@ -133,7 +133,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
         settings = parse_json(run.get("settings_json")) or {}
         best = run.get("current_best") or "v0"
         decided = {d["version"]: d for d in readonly.rows(conn, "select * from decisions")}
-        spent = readonly.spent_by_scope(readonly.rows(conn, readonly.SPENT_SQL))
+        spent = ledger.by_scope(db)
         done = {
             r["version"]: r["done"]
             for r in readonly.rows(
@@ -181,18 +181,6 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
                     "per_eval": parse_json(v.get("split_scores_json")) or {},
                 }
             )
-        calls = readonly.rows(
-            conn,
-            "select count(*) as n, coalesce(sum(cost_usd), 0) as cost from calls "
-            "where outcome = 'ok'",
-        ) or [{"n": 0, "cost": 0.0}]
-        hits = readonly.rows(
-            conn, "select count(*) as n, coalesce(sum(saved_usd), 0) as saved from cache_hits"
-        ) or [{"n": 0, "saved": 0.0}]
-        total = readonly.rows(conn, "select coalesce(sum(cost_usd), 0) as s from calls") or [
-            {"s": 0.0}
-        ]
-        in_iterations = readonly.rows(conn, readonly.ITERATIONS_SPENT_SQL) or [{"usd": 0.0}]
         data = RunData(
             root=ws.root,
             source="state.db",
@@ -201,14 +189,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
             nodes=nodes,
             current_best=best,
             simulated=(settings.get("llm") or {}).get("provider") == "sim",
-            ledger={
-                "calls": calls[0]["n"],
-                "calls_usd": calls[0]["cost"],
-                "spent_usd": total[0]["s"],
-                "cache_hits": hits[0]["n"],
-                "saved_usd": hits[0]["saved"],
-                "iterations_usd": in_iterations[0]["usd"],
-            },
+            ledger=ledger.report_totals(db),
             iterations=readonly.rows(
                 conn,
                 "select number, parent, stage, started_at, finished_at, "
@@ -224,11 +205,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
             conn, "select key, error from gradings where status = 'unscored' order by key"
         )
         if with_calls:
-            data.calls = readonly.rows(
-                conn,
-                "select created_at, cost_usd, scope, role from calls "
-                "where cost_usd is not null order by created_at, rowid",
-            )
+            data.calls = ledger.priced_calls(db)
     data.history = read_json(ws.history) or {}
     data.simulated = data.simulated or bool(data.history.get("simulated"))
     return data

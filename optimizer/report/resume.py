@@ -8,8 +8,9 @@ from typing import Any
 from optimizer import config
 from optimizer.search import stops
 from optimizer.search.estimate import mode_usd
-from optimizer.store import readonly
+from optimizer.store import iterations, ledger, readonly, runs, versions
 from optimizer.store.files import Workspace
+from optimizer.store.iterations import Iteration
 
 
 def resume_point(ws: Workspace, settings: config.Settings) -> str:
@@ -17,28 +18,17 @@ def resume_point(ws: Workspace, settings: config.Settings) -> str:
     or the next one from the parent the strategy will choose; and, after a plateau (either rule of
     stops.plateaus), that its count starts again (the engine counts only this process's
     iterations)."""
-    conn = readonly.connect(ws.state_db)
-    try:
-        run = (readonly.rows(conn, "select current_best from runs limit 1") or [{}])[0]
-        best = run.get("current_best") or "v0"
-        iterations = readonly.rows(
-            conn,
-            "select number, parent, finished_at, candidates_json from iterations order by number",
-        )
+    with readonly.View(ws.state_db) as db:
+        best = (runs.row(db) or {}).get("current_best") or "v0"
+        made = iterations.all_of(db)
         state = stops.from_ledger(
-            finished=[i for i in iterations if i["finished_at"]],
-            versions=readonly.rows(
-                conn, "select label, parent, iteration, decision, score from versions"
-            ),
-            spent=readonly.rows(conn, stops.SPENT_BY_SCOPE_SQL),
+            finished=[i for i in made if i.finished_at],
+            versions=versions.outcomes(db),
+            spent=ledger.summed_by_scope(db),
             best=best,
-            spent_usd=float(
-                readonly.rows(conn, "select coalesce(sum(cost_usd), 0) as s from calls")[0]["s"]
-            ),
+            spent_usd=ledger.total_usd(db),
         )
-    finally:
-        conn.close()
-    where = _where(iterations, best, settings)
+    where = _where(made, best, settings)
     if state.iterations_done >= settings.loop.max_iterations:
         return where
     rules = stops.plateaus(settings.loop, settings.budget.usd)
@@ -52,18 +42,20 @@ def resume_point(ws: Workspace, settings: config.Settings) -> str:
     return where
 
 
-def _where(iterations: list[dict[str, Any]], best: str, settings: config.Settings) -> str:
-    open_ = [i for i in iterations if not i["finished_at"]]
-    done = len(iterations) - len(open_)
+def _where(made: list[Iteration], best: str, settings: config.Settings) -> str:
+    open_ = [i for i in made if not i.finished_at]
+    done = len(made) - len(open_)
     if open_:
-        return f"resuming at iteration {open_[0]['number']} from {open_[0]['parent']} (current best {best})"
+        return (
+            f"resuming at iteration {open_[0].number} from {open_[0].parent} (current best {best})"
+        )
     limit = settings.loop.max_iterations
     if done >= limit:
         return (
             f"resuming after iteration {done}: the limit of {limit} iterations is reached, so only "
             f"the sealed test is checked; raise --max-iterations to go on (current best {best})"
         )
-    if not iterations:
+    if not made:
         return f"resuming before iteration 1: the baseline and v0 are graded first (current best {best})"
     parent = best if settings.loop.parent_selection == "best" else "a parent on the Pareto front"
     return f"resuming at iteration {done + 1} from {parent} (current best {best})"
@@ -79,12 +71,8 @@ def budget_refusal(
     row = readonly.run_row(ws.state_db) or {}
     if row.get("status") == "created":
         return None
-    conn = readonly.connect(ws.state_db)
-    try:
-        spent = readonly.rows(conn, "select coalesce(sum(cost_usd), 0) as usd from calls")
-    finally:
-        conn.close()
-    usd = float(spent[0]["usd"]) if spent else 0.0
+    with readonly.View(ws.state_db) as db:
+        usd = ledger.total_usd(db)
     budget = settings.budget.usd
     left = est["iterations"] if est else 0
     covered = est.get("iterations_in_budget") if est else None

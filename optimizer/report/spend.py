@@ -12,7 +12,7 @@ import structlog
 
 from optimizer.model.cost import unpriced_note
 from optimizer.search.estimate import mode_usd, record
-from optimizer.store import readonly
+from optimizer.store import eval_runs, iterations, ledger, readonly, runs
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 
@@ -160,41 +160,19 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
     done so far, per iteration, and the ratio actual / estimated. Opens state.db read-only;
     `estimate` is None for a run started before previews were recorded."""
     ws = Workspace(Path(run_dir))
-    conn = readonly.connect(ws.state_db, live=running_pid(ws) is not None)
-    try:
-        run = conn.execute("select * from runs limit 1").fetchone()
-        run = dict(run) if run else {}
+    with readonly.View(ws.state_db, live=running_pid(ws) is not None) as db:
+        run = runs.row(db) or {}
         est = json.loads(run["estimate_json"]) if run.get("estimate_json") else None
-        columns = {r[1] for r in conn.execute("pragma table_info(calls)")}
-        batched = "sum(batch_id is not null)" if "batch_id" in columns else "0"
-        totals = dict(
-            conn.execute(
-                "select count(*) as calls, coalesce(sum(input_tokens + output_tokens + cache_write_tokens"
-                f" + cache_read_tokens), 0) as tokens, coalesce(sum(cost_usd), 0) as usd, {batched} as"
-                " batched from calls where outcome = 'ok'"
-            ).fetchone()
-        )
-        iterations = conn.execute(
-            "select number, started_at, finished_at from iterations order by number"
-        ).fetchall()
-        done = [i for i in iterations if i["finished_at"]]
+        totals = ledger.answered(db)
+        done = [i for i in iterations.all_of(db) if i.finished_at]
         # Setup: every call recorded before the first proposal (rows are numbered as written).
-        first = conn.execute(
-            "select min(rowid) from calls where scope like 'proposal %'"
-        ).fetchone()[0]
-        setup_usd = _sum_cost(conn, "rowid < ?", [first]) if first is not None else totals["usd"]
+        setup_usd = ledger.setup_usd(db, totals["usd"])
         test_done = bool(run.get("test_json")) and bool(done)
         # The sealed test: its share of the runs, at the ledger's mean executor + grader cost per
         # run (a call does not say which run it served; timestamps are whole seconds).
-        runs = conn.execute(
-            "select count(*), coalesce(sum(split = 'test'), 0) from eval_runs"
-        ).fetchone()
-        per_run = (
-            _sum_cost(conn, "role in ('executor', 'grader')", []) / runs[0] if runs[0] else 0.0
-        )
-        test_usd = per_run * runs[1] if test_done else 0.0
-    finally:
-        conn.close()
+        recorded, in_test = eval_runs.counts(db)
+        per_run = ledger.runs_usd(db) / recorded if recorded else 0.0
+        test_usd = per_run * in_test if test_done else 0.0
     actual = {
         "calls": totals["calls"],
         "tokens": totals["tokens"],
@@ -236,10 +214,3 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
         + unpriced_notes(est)
     )
     return out
-
-
-def _sum_cost(conn: Any, where: str, params: list[Any]) -> float:
-    row = conn.execute(
-        f"select coalesce(sum(cost_usd), 0) from calls where outcome = 'ok' and {where}", params
-    ).fetchone()
-    return float(row[0])

@@ -38,7 +38,7 @@ from optimizer.decide import step
 from optimizer.inputs.evals import EvalSet, split
 from optimizer.model.cost import BATCH_PRICE_FACTOR, unpriced
 from optimizer.search.cost_model import CHARS_PER_TOKEN, PriceModel, Tally
-from optimizer.store import readonly
+from optimizer.store import iterations, ledger, readonly
 from optimizer.store.files import Workspace
 
 log = structlog.get_logger()
@@ -195,15 +195,10 @@ def for_workspace(ws: Workspace, settings: Settings) -> dict[str, Any] | None:
         whole = estimate(
             settings, evalset, ws.skill(best), train=parts.get("train"), test=parts.get("test")
         )
-        conn = readonly.connect(ws.state_db)
-        try:
-            spent = conn.execute("select coalesce(sum(cost_usd), 0) from calls").fetchone()[0]
-            done, begun = conn.execute(
-                "select count(finished_at), count(*) from iterations"
-            ).fetchone()
-        finally:
-            conn.close()
-        return resumed(whole, spent_usd=float(spent), iterations_done=done, setup_done=begun > 0)
+        with readonly.View(ws.state_db) as db:
+            spent = ledger.total_usd(db)
+            done, begun = iterations.counts(db)
+        return resumed(whole, spent_usd=spent, iterations_done=done, setup_done=begun > 0)
     except Exception as exc:  # noqa: BLE001 - a preview never stops a resume
         log.warning("preview.failed", error=str(exc))
         return None

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optimizer import schemas
-from optimizer.store import adoptions, readonly
+from optimizer.store import adoptions, ledger
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json
 
@@ -33,7 +33,7 @@ class Version:
 
 
 def versions(store: Store) -> list[Version]:
-    spent = readonly.spent_by_scope(store.query(readonly.SPENT_SQL))
+    spent = ledger.by_scope(store)
     rows = store.query("select * from versions order by rowid")
     return [
         Version(

@@ -18,7 +18,7 @@ from optimizer import words
 from optimizer.config import Settings
 from optimizer.search import pace
 from optimizer.search.estimate import per_iteration_usd
-from optimizer.store import readonly
+from optimizer.store import ledger
 from optimizer.store.db import Store
 
 
@@ -135,7 +135,7 @@ class Reporter:
             est = json.loads(run["estimate_json"]) if run.get("estimate_json") else {}
             # The ledger's sum only once an iteration has finished: before, nothing is measured.
             if done and self._spent_by_done[0] != done:
-                usd = self.store.query(readonly.ITERATIONS_SPENT_SQL)[0]["usd"]
+                usd = ledger.in_iterations_usd(self.store)
                 self._spent_by_done = (done, usd)
             measured = self._spent_by_done[1] if done else 0.0
             per = pace.usd_per_iteration(

@@ -19,6 +19,7 @@ from optimizer.search import lineage, stops
 from optimizer.search.proposal import Candidate
 from optimizer.search.propose import proposal_markdown
 from optimizer.search.reporter import Reporter
+from optimizer.store import iterations, ledger, versions
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace, write_json, write_text
 
@@ -89,12 +90,9 @@ class RunState:
 def loop_state(run: RunState) -> stops.LoopState:
     """What the stop rules read, from the ledger alone (stops.from_ledger)."""
     return stops.from_ledger(
-        finished=run.store.query(
-            "select number, candidates_json from iterations where finished_at is not null "
-            "order by number"
-        ),
-        versions=run.store.query("select label, parent, iteration, decision, score from versions"),
-        spent=run.store.query(stops.SPENT_BY_SCOPE_SQL),
+        finished=iterations.finished(run.store),
+        versions=versions.outcomes(run.store),
+        spent=ledger.summed_by_scope(run.store),
         best=run.best(),
         spent_usd=run.store.spent_usd(),
         plateau_from=run.plateau_from,

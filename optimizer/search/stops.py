@@ -16,7 +16,6 @@ off."""
 
 from __future__ import annotations
 
-import json
 import math
 import signal
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +27,7 @@ from typing import Any
 from optimizer import words
 from optimizer.config import Loop
 from optimizer.errors import BadInput, Interrupted
+from optimizer.store.iterations import Iteration
 
 __all__ = ["Interrupted"]
 
@@ -75,38 +75,32 @@ def outlook(s: LoopState) -> dict[str, float | int | None]:
     }
 
 
-SPENT_BY_SCOPE_SQL = (
-    "select scope, sum(cost_usd) as usd from calls where cost_usd is not null group by scope"
-)
-
-
 def from_ledger(
     *,
-    finished: Sequence[Mapping[str, Any]],
+    finished: Sequence[Iteration],
     versions: Sequence[Mapping[str, Any]],
-    spent: Sequence[Mapping[str, Any]],
+    spent: Mapping[str | None, float],
     best: str,
     spent_usd: float,
     plateau_from: int = 0,
 ) -> LoopState:
-    """The loop's state from rows of state.db: the finished iterations (number, candidates_json,
-    in order), the versions (label, parent, iteration, decision, score), the spend by scope
-    (SPENT_BY_SCOPE_SQL). The counts without a win start at finished iteration `plateau_from`."""
+    """The loop's state from rows of state.db: the finished iterations (in order), the versions (label, parent, iteration, decision, score), the spend by scope
+    (ledger.summed_by_scope). The counts without a win start at finished iteration `plateau_from`."""
     by_label = {v["label"]: v for v in versions}
     won = {label for label, v in by_label.items() if v["decision"] == "won"}
     wins = {by_label[label]["iteration"] for label in won}
     streak = 0
     for row in reversed(finished[plateau_from:]):
-        if row["number"] in wins:
+        if row.number in wins:
             break
         streak += 1
     proposals, without_step, scopes = 0, 0, set()
     for k, row in enumerate(finished):
-        made = json.loads(row["candidates_json"] or "{}")
+        made = row.candidates
         for key in sorted(made, key=int):  # in the order they were proposed
             label = made[key].get("label")
             proposals += 1
-            scopes.update({f"proposal {row['number']}-{key}", label} - {None})
+            scopes.update({f"proposal {row.number}-{key}", label} - {None})
             if k >= plateau_from:
                 without_step = 0 if label in won else without_step + 1
     score = {label: v["score"] or 0.0 for label, v in by_label.items()}
@@ -118,7 +112,7 @@ def from_ledger(
         proposals=proposals,
         proposals_without_step=without_step,
         steps=tuple(score[v] - score.get(by_label[v]["parent"], 0.0) for v in sorted(won)),
-        search_usd=math.fsum(sorted(r["usd"] for r in spent if r["scope"] in scopes)),
+        search_usd=math.fsum(sorted(usd for scope, usd in spent.items() if scope in scopes)),
         gain=score.get(best, 0.0) - score.get("v0", 0.0),
     )
 

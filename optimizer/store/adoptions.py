@@ -9,14 +9,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from optimizer.schemas import Adoption, RuleDecision
+from optimizer.store import ledger
 from optimizer.store.db import Store, now
 
 
 def _cost(store: Store, number: int) -> float:
-    row = store.query(
-        "select coalesce(sum(cost_usd), 0) as usd from calls where scope = ?", [scope(number)]
-    )
-    return float(row[0]["usd"])
+    return ledger.scope_usd(store, scope(number))
 
 
 def scope(number: int) -> str:
@@ -121,11 +119,7 @@ def finish(store: Store, number: int, decision: RuleDecision, next_step: str) ->
 def per_run_usd(store: Store, label: str = "v0") -> float | None:
     """What one run of `label` on a train eval cost (its executor and grader calls), measured: the
     price of every fresh run an estimate counts. None before the version ran."""
-    spent = store.query(
-        "select coalesce(sum(cost_usd), 0) as usd from calls where scope = ? "
-        "and role in ('executor', 'grader')",
-        [label],
-    )[0]["usd"]
+    spent = ledger.executor_grader_usd(store, label)
     runs = store.query(
         "select count(*) as n from gradings g join eval_runs r on r.key = g.key "
         "where g.prefix = ? and g.configuration = 'with_skill' and r.split = 'train'",

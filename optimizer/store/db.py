@@ -15,6 +15,7 @@ import sqlite_utils
 from sqlite_utils.db import Table
 
 from optimizer.errors import WorkFailed
+from optimizer.store import ledger
 from optimizer.store.migrations import migrations
 
 
@@ -130,8 +131,7 @@ class Store:
             )
 
     def spent_usd(self) -> float:
-        row = self.query("select coalesce(sum(cost_usd), 0) as s from calls")[0]
-        return float(row["s"])
+        return ledger.total_usd(self)
 
     def ledger_summary(self) -> dict:
         calls = self.query(

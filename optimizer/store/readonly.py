@@ -4,12 +4,10 @@ checkpoints or writes anything, so a daemon may be running."""
 
 from __future__ import annotations
 
-import math
 import sqlite3
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Protocol
 from urllib.parse import quote
 
 
@@ -40,6 +38,35 @@ def rows(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> list[dict[st
         return []  # a table or column an older run folder does not have yet
 
 
+class Reader(Protocol):
+    """What the store's repositories read through: the writer's Store (db.py) or a read-only View.
+    Rows come back as plain dicts, in the order the statement states."""
+
+    def query(self, sql: str, params: Any = ()) -> list[dict[str, Any]]: ...
+
+
+class View:
+    """state.db opened read-only (connect) for the repositories of the store: query() reads as
+    rows() does, so a table or column an older run folder does not have yet reads as no rows."""
+
+    def __init__(self, db_path: Path, *, live: bool = False) -> None:
+        self.conn = connect(db_path, live=live)
+
+    def query(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+        return rows(self.conn, sql, tuple(params))
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> View:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
 def run_row(db_path: Path) -> dict[str, Any] | None:
     """The run's one row, or None when there is none yet."""
     conn = connect(db_path)
@@ -64,29 +91,6 @@ def count_runs(db_path: Path) -> int | None:
         return None
     finally:
         conn.close()
-
-
-# What the finished iterations cost, for the pace of spending: every call from the first
-# proposal on, up to the end of the last finished iteration (times are whole seconds, so a call
-# of the next iteration in that same second counts too; a pace, not an account).
-ITERATIONS_SPENT_SQL = (
-    "select coalesce(sum(cost_usd), 0) as usd from calls where cost_usd is not null "
-    "and rowid >= (select min(rowid) from calls where scope like 'proposal %') "
-    "and created_at <= (select max(finished_at) from iterations where finished_at is not null)"
-)
-
-# What each ledger scope (a version label, a proposal, a stage) cost: the rows to read for it.
-SPENT_SQL = "select scope, cost_usd from calls where cost_usd is not null"
-
-
-def spent_by_scope(calls: Iterable[Mapping[str, Any]]) -> dict[str | None, float]:
-    """Dollars per scope over SPENT_SQL's rows, summed exactly (math.fsum): the rows come in the
-    order the calls finished, and a float sum in that order could move the last digit, so the
-    lineage, history.json and the report would disagree between two identical runs."""
-    costs: dict[str | None, list[float]] = defaultdict(list)
-    for c in calls:
-        costs[c["scope"]].append(float(c["cost_usd"]))
-    return {scope: math.fsum(v) for scope, v in costs.items()}
 
 
 class Commits:

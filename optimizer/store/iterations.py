@@ -1,0 +1,67 @@
+"""The iterations table of state.db: one row per iteration of the search (its parent, its stage,
+the outcome of each proposal, when it started and finished), as typed reads and writes. The
+outcomes (candidates_json) are parsed and checked on read."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from optimizer.store.readonly import Reader
+
+
+@dataclass(frozen=True)
+class Iteration:
+    number: int
+    parent: str | None
+    stage: str | None
+    # The outcome of each proposal by its index as text ("0", "1", ...): {"label": vN},
+    # {"duplicate": vM} or {"rejected": [...], "reasons": [...]}.
+    candidates: dict[str, dict[str, Any]]
+    started_at: str | None
+    finished_at: str | None
+
+
+def candidates(raw: str | None) -> dict[str, dict[str, Any]]:
+    """candidates_json, checked: an object of proposal outcomes, each an object."""
+    made = json.loads(raw or "{}")
+    if not isinstance(made, dict) or not all(isinstance(v, dict) for v in made.values()):
+        raise ValueError(f"iterations.candidates_json is not an object of outcomes: {raw!r}")
+    return made
+
+
+def from_row(row: Mapping[str, Any]) -> Iteration:
+    return Iteration(
+        number=row["number"],
+        parent=row.get("parent"),
+        stage=row.get("stage"),
+        candidates=candidates(row.get("candidates_json")),
+        started_at=row.get("started_at"),
+        finished_at=row.get("finished_at"),
+    )
+
+
+def all_of(db: Reader) -> list[Iteration]:
+    """Every iteration, by number."""
+    return [from_row(r) for r in db.query("select * from iterations order by number")]
+
+
+def finished(db: Reader) -> list[Iteration]:
+    """The finished iterations, by number."""
+    return [
+        from_row(r)
+        for r in db.query("select * from iterations where finished_at is not null order by number")
+    ]
+
+
+def finished_count(db: Reader) -> int:
+    rows = db.query("select count(*) as n from iterations where finished_at is not null")
+    return int(rows[0]["n"] or 0) if rows else 0
+
+
+def counts(db: Reader) -> tuple[int, int]:
+    """(finished, begun) iterations."""
+    rows = db.query("select count(finished_at) as done, count(*) as begun from iterations")
+    return (rows[0]["done"], rows[0]["begun"]) if rows else (0, 0)
