@@ -21,6 +21,7 @@ from optimizer.model import batch as batching
 from optimizer.model import build_client, make_client
 from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Comparison
+from optimizer.search import cost_model
 from optimizer.search import estimate as preview
 from optimizer.sim import Simulator
 from optimizer.store.db import Store
@@ -112,7 +113,7 @@ async def test_cost_is_recorded_at_the_batch_rate(tmp_path):
         ) / 1e6
         assert row["cost_usd"] == pytest.approx(standard * batching.BATCH_PRICE_FACTOR)
     assert preview.BATCH_PRICE_FACTOR == batching.BATCH_PRICE_FACTOR
-    assert preview.BATCH_ROLES == batching.BATCH_ROLES
+    assert cost_model.BATCH_ROLES == batching.BATCH_ROLES
 
 
 async def test_errored_and_expired_items_are_sent_directly_at_the_standard_price(tmp_path):

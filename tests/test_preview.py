@@ -20,6 +20,9 @@ FAST_BATCH = ("--set", "llm.batch_settle_s=0.02", "--set", "llm.batch_poll_s=0.0
 
 
 def estimate(prices: dict | None = None, **sections) -> dict:
+    """The preview of csv-report under these settings; steps guarded unless said (the counts of
+    comparator calls and looks below are the guarded rule's; the cheap step has neither)."""
+    sections = {**sections, "selection": {"step": "guarded", **sections.get("selection", {})}}
     evalset = load_evals(EXAMPLE)
     flat = [f"{s}.{k}={v}" for s, values in sections.items() for k, v in values.items()]
     settings = config.load(None, eval_config=evalset.eval_config, env={}, overrides=flat).settings
@@ -104,6 +107,14 @@ def test_the_estimate_follows_the_settings():
     )
     assert dear["per_iteration"]["by_role"]["grader"]["usd"] > 9 * per["by_role"]["grader"]["usd"]
     assert dear["per_iteration"]["by_role"]["executor"]["usd"] == per["by_role"]["executor"]["usd"]
+
+
+def test_a_cheap_step_is_priced_as_one_run_an_eval_without_the_comparator():
+    cheap = estimate(selection={"step": "cheap"})["per_iteration"]["by_role"]
+    guarded = estimate()["per_iteration"]["by_role"]
+    assert "comparator" not in cheap and guarded["comparator"]["calls"] > 0
+    # 2 proposals × (2 screening runs + 1 run of each of 4 train evals), against 3 runs each
+    assert cheap["grader"]["calls"] == 2 * (2 + 4) < guarded["grader"]["calls"]
 
 
 def test_the_budget_is_compared_with_the_estimate():

@@ -162,6 +162,7 @@ def settings(base_url: str) -> list[str]:
         "llm.max_attempts=2",
         "llm.backoff_initial_s=0.1",
         "llm.backoff_max_s=0.2",
+        "selection.step=guarded",  # the comparator answers for real too
         # One call at a time: the server computes on one thread anyway, and a request
         # that waits finds the previous one's prefix (system prompt, tools) in its cache.
         "llm.timeout_s=300",

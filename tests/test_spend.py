@@ -15,7 +15,11 @@ from optimizer.store import readonly
 from optimizer.store.files import Workspace, read_json
 
 # csv-report has 5 evals, 4 of them train: below few_evals, so "auto" claims `tasks`.
-RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2")
+# The guarded step rule: these tests are about its looks, comparator pairs and added runs.
+RUN = (
+    "run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2",
+    "--set", "selection.step=guarded",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize(

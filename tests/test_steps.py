@@ -53,7 +53,7 @@ def test_the_cheap_preset_changes_only_what_a_step_is_decided_under():
     from optimizer.config import Selection
     from optimizer.decide import step
 
-    guarded = Selection()
+    guarded = Selection(step="guarded")
     assert step.for_steps(guarded) is guarded
     cheap = step.for_steps(Selection(step="cheap", screen_margin=0.2))
     assert (cheap.first_runs, cheap.max_runs_per_eval, cheap.confidence) == (1, 1, 0.6)

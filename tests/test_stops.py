@@ -12,7 +12,11 @@ from optimizer.search.reporter import Reporter
 
 pytestmark = pytest.mark.slow  # a whole run stopped and resumed at every stage
 
-RUN = ("run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2", "--set", "sim.seed=1")
+# The guarded step rule: the stops are tried at every stage it has (looks, the comparator).
+RUN = (
+    "run", str(EXAMPLE), "--provider", "sim", "--max-iterations", "2", "--set", "sim.seed=1",
+    "--set", "selection.step=guarded",
+)  # fmt: skip
 # A stop lands at the first stage of each of these kinds that the uninterrupted run goes through:
 # every step of an iteration, the adaptive extra runs included.
 KINDS = (

@@ -108,7 +108,7 @@ class Selection(Section):
     # one run an eval of each side, won when the 60% bound of Δ is above zero, no comparator and
     # no night control (decide/step.py CHEAP; the peers bench's choice); "guarded": this section
     # as set (looks up to max_runs_per_eval at confidence, the comparator, selection.night).
-    step: Literal["cheap", "guarded"] = "guarded"
+    step: Literal["cheap", "guarded"] = "cheap"
     # Runs an eval of a child at a step's first look (0: evals.runs_per_eval, as v0 and the sealed
     # test run). A step is a move, not a claim (docs/design.md §16): fewer runs buy more proposals.
     first_runs: int = Field(0, ge=0)
