@@ -88,7 +88,7 @@ def draw(files: list[Path], out: Path) -> None:
 
     panels = [json.loads(f.read_text(encoding="utf-8")) for f in files]
     fig, axes = plt.subplots(
-        1, len(panels), figsize=(6.2 * len(panels), 4.6), squeeze=False, sharey=True
+        1, len(panels), figsize=(6.2 * len(panels) + 1.6, 4.6), squeeze=False, sharey=True
     )
     for ax, data in zip(axes[0], panels, strict=True):
         dollars = grid(data)
@@ -102,6 +102,7 @@ def draw(files: list[Path], out: Path) -> None:
             else:
                 ax.plot([usd], [gain], mark, color=colour, label=f"{m} (final only)", markersize=7)
         ax.axhline(0, color="black", linewidth=0.6)
+        ax.axvline(data["budget_usd"], color="black", linewidth=0.6, linestyle=":")
         ax.set_title(
             f"${data['budget_usd']:g} a world, {len(data['worlds'])} worlds "
             f"({', '.join(data['skills'])}; seeds {data['seeds']})",
@@ -110,16 +111,17 @@ def draw(files: list[Path], out: Path) -> None:
         ax.set_xlabel("dollars spent (mean final spend marked |)")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("sealed gain over v0 (world's expected score)")
-    axes[0][-1].legend(fontsize=8, loc="lower right")
+    handles, labels = axes[0][-1].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="center right")
     fig.text(
         0.01,
         0.01,
         "Mean over worlds of the current choice's gain at each dollar. GEPA and SkillOpt: final "
         "point only (their current choice during the search is not observable from the ledger). "
-        "+adopt: v0 until the adoption certifies.",
+        "+adopt: v0 until the adoption certifies. Dotted: the budget.",
         fontsize=7,
     )
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.tight_layout(rect=(0, 0.04, 0.86, 1))
     fig.savefig(out, dpi=110)
 
 
