@@ -34,7 +34,7 @@ from optimizer.report.resume import budget_refusal, resume_point
 from optimizer.search import estimate as preview
 from optimizer.search import probe
 from optimizer.search.stops import parse_deadline
-from optimizer.store import readonly, resumes, runtoml, workspace
+from optimizer.store import readonly, resumes, runs, runtoml, workspace
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import lock, running_pid
@@ -280,8 +280,7 @@ def _foreground(
             # The run's row is keyed by its folder's name (store/workspace.create); a folder moved or renamed
             # since keeps its state under the old name, so the key follows the folder.
             if (store.run_row() or {}).get("id", ws.root.name) != ws.root.name:
-                with store.atomic():
-                    store.db.execute("update runs set id = ?", [ws.root.name])
+                runs.rekey(store, ws.root.name)
             if resumed:
                 resumes.record_resume(store, settings)
             client = llm.make_client(settings, store, budget_usd=settings.budget.usd)
@@ -292,13 +291,8 @@ def _foreground(
                 )
             )
         except WorkFailed as exc:
-            with (
-                suppress(Exception),
-                store.atomic(),
-            ):  # best effort: the database may be what failed
-                store.table("runs").update(
-                    ws.root.name, {"status": "failed", "last_error": str(exc)}
-                )
+            with suppress(Exception):  # best effort: the database may be what failed
+                runs.failed(store, ws.root.name, str(exc))
             raise
         finally:
             signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -23,7 +23,7 @@ from optimizer.search.proposal import Candidate
 from optimizer.search.reporter import Reporter
 from optimizer.search.state import RunState, loop_state, register
 from optimizer.search.target import Target, proposal_sample
-from optimizer.store import adoptions
+from optimizer.store import adoptions, runs
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace
 
@@ -233,23 +233,14 @@ async def seal_test(run: RunState, target: Target) -> None:
         )
     except BudgetExhausted as exc:
         result["incomplete"] = f"the budget ran out during the sealed test: {exc}"
-    with run.store.atomic():
-        run.store.table("runs").update(run.ws.root.name, {"test_json": json.dumps(result)})
+    runs.record_test(run.store, run.ws.root.name, result)
 
 
 def _finish(run: RunState, target: Target, reason: str) -> None:
-    with run.store.atomic():
-        run.store.table("runs").update(
-            run.ws.root.name,
-            {"status": "stopped", "stop_reason": reason, "finished_at": now(), "stage": "stopped"},
-        )
+    runs.stopped(run.store, run.ws.root.name, reason)
     target.write_lineage(loop_state(run).iterations_done)
     run.ui.finished(reason, run.best())
 
 
 def _set_running(run: RunState) -> None:
-    # A run that starts again has no stop reason and no error yet: the old ones are history.
-    with run.store.atomic():
-        run.store.table("runs").update(
-            run.ws.root.name, {"status": "running", "stop_reason": None, "last_error": None}
-        )
+    runs.running(run.store, run.ws.root.name)

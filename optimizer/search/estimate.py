@@ -40,6 +40,7 @@ from optimizer.model.cost import BATCH_PRICE_FACTOR, unpriced
 from optimizer.search.cost_model import CHARS_PER_TOKEN, PriceModel, Tally
 from optimizer.store import iterations, ledger, readonly
 from optimizer.store.files import Workspace
+from optimizer.store.runs import record_estimate
 
 log = structlog.get_logger()
 
@@ -248,7 +249,6 @@ def record(ws: Workspace, est: dict[str, Any]) -> None:
 
     store = Store(ws.state_db)
     try:
-        with store.atomic():
-            store.table("runs").update(ws.root.name, {"estimate_json": json.dumps(est)})
+        record_estimate(store, ws.root.name, est)
     finally:
         store.close()

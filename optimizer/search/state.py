@@ -19,7 +19,7 @@ from optimizer.search import lineage, stops
 from optimizer.search.proposal import Candidate
 from optimizer.search.propose import proposal_markdown
 from optimizer.search.reporter import Reporter
-from optimizer.store import iterations, ledger, versions
+from optimizer.store import iterations, ledger, runs, versions
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace, write_json, write_text
 
@@ -72,10 +72,7 @@ class RunState:
         return lineage.current_best(self.store)
 
     def show_activity(self, text: str) -> None:
-        with self.store.atomic():
-            self.store.table("runs").update(
-                self.ws.root.name, {"stage": text}
-            )  # runs.stage: what the daemon is doing now
+        runs.show_stage(self.store, self.ws.root.name, text)
         self.ui.activity(text)
 
     def score(self, label: str) -> float:
