@@ -25,6 +25,7 @@ STYLE = {
     "ours+adopt": ("tab:blue", "--"),
     "ours-cheap": ("tab:green", "-"),
     "ours-cheap+adopt": ("tab:green", "--"),
+    "ours-guarded": ("tab:brown", "-"),
     "ours-patience-1": ("tab:cyan", "-"),
     "greedy": ("tab:gray", "-"),
     "gepa": ("tab:orange", "o"),

@@ -21,16 +21,20 @@ from peers.ceiling import ceiling
 # has. Never the verdict's "ours", which is the product as shipped.
 NIGHTS = {
     "ours": [],
-    # A cheap step: one run per eval to start and at most three (the defaults: three, up to
-    # twelve), a one-sided 75% bound on each decision alone (no LORD family over the night) and
-    # no blind comparator: a step is a move, not a claim; the adoption makes the claim.
+    # A cheap step under the guarded rule's own knobs: one run per eval to start and at most
+    # three, a one-sided 75% bound on each decision alone (no LORD family over the night) and no
+    # blind comparator: a step is a move, not a claim; the adoption makes the claim.
     "ours-cheap": [
+        "selection.step=guarded",
         "evals.runs_per_eval=1",
         "selection.max_runs_per_eval=3",
         "selection.confidence=0.75",
         "selection.night=none",
         "selection.compare_pairs=none",
     ],
+    # The guarded step (the selection section as set: 3 to 12 runs per eval, 95% bounds under
+    # LORD, the comparator), the product's default before selection.step = cheap.
+    "ours-guarded": ["selection.step=guarded"],
     # The plateau stop after one iteration without a win instead of three: what the spend after
     # a night's last win costs the gain per dollar.
     "ours-patience-1": ["loop.patience=1"],
@@ -223,5 +227,13 @@ SEARCHES: dict[str, Search] = {
     "gepa+merge": _peer("gepa_peer", "gepa_merge_on"),
     "skillopt": _peer("skillopt_peer", "skillopt"),
 }
-METHODS = ["ours", "ours+adopt", "ours-cheap", "ours-cheap+adopt", "ours-patience-1", *SEARCHES]
+METHODS = [
+    "ours",
+    "ours+adopt",
+    "ours-cheap",
+    "ours-cheap+adopt",
+    "ours-guarded",
+    "ours-patience-1",
+    *SEARCHES,
+]
 PEERS = ("gepa", "gepa+merge", "skillopt")
