@@ -15,7 +15,7 @@ from optimizer import words
 from optimizer.errors import BadInput
 from optimizer.report import caveats
 from optimizer.schemas import Adoption
-from optimizer.store import adoptions, ledger, readonly
+from optimizer.store import adoptions, iterations, ledger, readonly
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 
@@ -190,11 +190,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
             current_best=best,
             simulated=(settings.get("llm") or {}).get("provider") == "sim",
             ledger=ledger.report_totals(db),
-            iterations=readonly.rows(
-                conn,
-                "select number, parent, stage, started_at, finished_at, "
-                "candidates_json from iterations order by number",
-            ),
+            iterations=iterations.report_rows(db),
             resumes=[
                 {"at": r["at"], "changed": parse_json(r["changed_json"]) or {}}
                 for r in readonly.rows(conn, "select at, changed_json from resumes order by id")

@@ -23,8 +23,8 @@ from optimizer.search.proposal import Candidate
 from optimizer.search.reporter import Reporter
 from optimizer.search.state import RunState, loop_state, register
 from optimizer.search.target import Target, proposal_sample
-from optimizer.store import adoptions, runs
-from optimizer.store.db import Store, now
+from optimizer.store import adoptions, iterations, runs
+from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 
 log = structlog.get_logger()
@@ -103,18 +103,13 @@ def keep_for_test(run: RunState, flag: stops.SignalFlag, kept: float | None = No
 
 
 def _next_iteration(run: RunState) -> int:
-    open_ = run.store.query(
-        "select number from iterations where finished_at is null order by number limit 1"
-    )
-    if open_:
-        return int(open_[0]["number"])
-    last = run.store.query("select max(number) as n from iterations")[0]["n"]
-    return (last or 0) + 1
+    open_ = iterations.open_number(run.store)
+    return open_ if open_ is not None else iterations.last_number(run.store) + 1
 
 
 async def iterate(run: RunState, target: Target, n: int) -> None:
-    row = run.store.get("iterations", n) or _start_iteration(run, target, n)
-    parent = row["parent"]
+    row = iterations.get(run.store, n) or _start_iteration(run, target, n)
+    parent = row.parent
     for k in range(run.settings.loop.proposals_per_iteration):
         if run.interrupted():
             return  # the iteration stays open; a resume continues it with the same parent
@@ -127,8 +122,7 @@ async def iterate(run: RunState, target: Target, n: int) -> None:
             # A sibling would be judged against a parent the winner has just beaten; the next
             # iteration chooses its parent from a lineage that holds the winner (docs/design.md §3).
             break
-    with run.store.atomic():
-        run.store.table("iterations").update(n, {"finished_at": now(), "stage": "done"})
+    iterations.finish(run.store, n)
     target.write_lineage(n)
     log.info("search.outlook", iteration=n, **stops.outlook(loop_state(run)))
 
@@ -137,7 +131,7 @@ def _won(run: RunState, label: str) -> bool:
     return (run.store.get("versions", label) or {}).get("decision") == "won"
 
 
-def _start_iteration(run: RunState, target: Target, n: int) -> dict:
+def _start_iteration(run: RunState, target: Target, n: int) -> iterations.Iteration:
     run.show_activity(f"iteration {n}: choosing a parent")
     versions = [
         step.VersionScores(v.label, run.per_eval(v.label), v.label == run.best())
@@ -147,16 +141,7 @@ def _start_iteration(run: RunState, target: Target, n: int) -> dict:
     parent = step.select_parent(
         versions, strategy=run.settings.loop.parent_selection, rng=run.rng("parent", n)
     )
-    row = {
-        "number": n,
-        "parent": parent,
-        "stage": "propose",
-        "candidates_json": "{}",
-        "started_at": now(),
-    }
-    with run.store.atomic():
-        run.store.table("iterations").insert(row)
-    return row
+    return iterations.start(run.store, n, parent)
 
 
 async def candidate(run: RunState, target: Target, n: int, k: int, parent: str) -> str | None:
@@ -164,9 +149,9 @@ async def candidate(run: RunState, target: Target, n: int, k: int, parent: str) 
     failure of this one candidate (a bad answer, an edit that cannot be applied, a bug of ours
     on an odd file) is recorded as its rejection with the reason, and the loop goes on; a resume
     replays the same answer from the ledger and records the same outcome."""
-    row = run.store.get("iterations", n)
+    row = iterations.get(run.store, n)
     assert row is not None  # iterate() records iteration n before it asks for a proposal
-    made = json.loads(row["candidates_json"] or "{}")
+    made = dict(row.candidates)
     if str(k) in made:
         return made[str(k)].get("label")
     run.show_activity(f"iteration {n}: proposal {k + 1} from {parent}")
@@ -192,8 +177,7 @@ async def candidate(run: RunState, target: Target, n: int, k: int, parent: str) 
         with suppress(OSError):  # the scratch root goes too once no proposal is in it
             scratch.parent.rmdir()
     made[str(k)] = outcome
-    with run.store.atomic():
-        run.store.table("iterations").update(n, {"candidates_json": json.dumps(made)})
+    iterations.record_candidates(run.store, n, made)
     log.info("proposal.made", iteration=n, k=k, **{key: str(v) for key, v in outcome.items()})
     return outcome.get("label")
 

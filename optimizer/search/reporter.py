@@ -18,7 +18,7 @@ from optimizer import words
 from optimizer.config import Settings
 from optimizer.search import pace
 from optimizer.search.estimate import per_iteration_usd
-from optimizer.store import ledger
+from optimizer.store import iterations, ledger
 from optimizer.store.db import Store
 
 
@@ -100,12 +100,10 @@ class Reporter:
         elif self._activity.startswith(("baseline", "v0:", "sealed test")):
             return self._activity
         else:
-            rows = self.store.query(
-                "select number from iterations where finished_at is null order by number limit 1"
-            )
-            if not rows:
+            open_ = iterations.open_number(self.store)
+            if open_ is None:
                 return self._activity
-            n, stage = int(rows[0]["number"]), self._activity
+            n, stage = open_, self._activity
         limit = f" of {self.settings.loop.max_iterations}" if self.settings is not None else ""
         return f"iteration {n}{limit}: {stage}"
 
@@ -113,12 +111,7 @@ class Reporter:
         elapsed = f"{pace.clock(time.monotonic() - self._started)} elapsed"
         if self.settings is None:
             return [elapsed]
-        seconds, done = pace.seconds_in_iterations(
-            self.store.query(
-                "select started_at, finished_at from iterations where finished_at is not null "
-                "order by number"
-            )
-        )
+        seconds, done = pace.seconds_in_iterations(iterations.times(self.store))
         end = pace.finish(
             seconds_in_iterations=seconds,
             done=done,

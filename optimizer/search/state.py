@@ -104,8 +104,10 @@ def register(run: RunState, n: int, parent: str, cand: Candidate) -> dict[str, s
     if same:
         # Registered by this very proposal in a process killed before it recorded the outcome in
         # the iteration's row: the same version, not a duplicate of another proposal.
-        made = json.loads((run.store.get("iterations", n) or {}).get("candidates_json") or "{}")
-        recorded = {outcome.get("label") for outcome in made.values()}
+        begun = iterations.get(run.store, n)
+        recorded = {
+            outcome.get("label") for outcome in (begun.candidates if begun else {}).values()
+        }
         if (same[0]["iteration"], same[0]["parent"]) == (n, parent) and same[0][
             "label"
         ] not in recorded:

@@ -9,13 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
 
 
 @dataclass(frozen=True)
 class Iteration:
     number: int
-    parent: str | None
+    parent: str  # every iteration begins from a parent (start)
     stage: str | None
     # The outcome of each proposal by its index as text ("0", "1", ...): {"label": vN},
     # {"duplicate": vM} or {"rejected": [...], "reasons": [...]}.
@@ -35,7 +36,7 @@ def candidates(raw: str | None) -> dict[str, dict[str, Any]]:
 def from_row(row: Mapping[str, Any]) -> Iteration:
     return Iteration(
         number=row["number"],
-        parent=row.get("parent"),
+        parent=row["parent"],
         stage=row.get("stage"),
         candidates=candidates(row.get("candidates_json")),
         started_at=row.get("started_at"),
@@ -65,3 +66,64 @@ def counts(db: Reader) -> tuple[int, int]:
     """(finished, begun) iterations."""
     rows = db.query("select count(finished_at) as done, count(*) as begun from iterations")
     return (rows[0]["done"], rows[0]["begun"]) if rows else (0, 0)
+
+
+def get(store: Store, number: int) -> Iteration | None:
+    row = store.get("iterations", number)
+    return from_row(row) if row is not None else None
+
+
+def open_number(db: Reader) -> int | None:
+    """The first iteration begun and not finished (a resume continues it), or None."""
+    rows = db.query(
+        "select number from iterations where finished_at is null order by number limit 1"
+    )
+    return int(rows[0]["number"]) if rows else None
+
+
+def last_number(db: Reader) -> int:
+    """The highest iteration number begun, 0 before the first."""
+    rows = db.query("select max(number) as n from iterations")
+    return (rows[0]["n"] if rows else None) or 0
+
+
+def times(db: Reader) -> list[dict[str, Any]]:
+    """(started_at, finished_at) of the finished iterations, by number: the pace of the search."""
+    return db.query(
+        "select started_at, finished_at from iterations where finished_at is not null "
+        "order by number"
+    )
+
+
+def report_rows(db: Reader) -> list[dict[str, Any]]:
+    """Every iteration as its row (number, parent, stage, started_at, finished_at and the raw
+    candidates_json), by number: what the views show, read leniently there."""
+    return db.query(
+        "select number, parent, stage, started_at, finished_at, candidates_json from iterations "
+        "order by number"
+    )
+
+
+def start(store: Store, number: int, parent: str) -> Iteration:
+    """Iteration `number` begins from `parent`, no proposal made yet."""
+    row = {
+        "number": number,
+        "parent": parent,
+        "stage": "propose",
+        "candidates_json": "{}",
+        "started_at": now(),
+    }
+    with store.atomic():
+        store.table("iterations").insert(row)
+    return from_row(row)
+
+
+def record_candidates(store: Store, number: int, made: Mapping[str, Mapping[str, Any]]) -> None:
+    """The outcome of each proposal of the iteration so far."""
+    with store.atomic():
+        store.table("iterations").update(number, {"candidates_json": json.dumps(made)})
+
+
+def finish(store: Store, number: int) -> None:
+    with store.atomic():
+        store.table("iterations").update(number, {"finished_at": now(), "stage": "done"})
