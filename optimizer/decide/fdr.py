@@ -25,7 +25,6 @@ GAMMA_POWER = 1.5
 ZETA = 2.612375348685488
 # Decisions the promotion rule makes; a screened-out child never reached it and spends nothing.
 RULE_STAGES = ("benchmark", "probe")
-ROWS_SQL = "select version, stage, decision from decisions"
 
 
 def gamma(j: int) -> float:
@@ -68,8 +67,9 @@ def _number(label: str) -> tuple[int, str]:
 
 
 def night_of(rows: Sequence[dict[str, Any]], label: str, fdr: float) -> Night:
-    """The Night for `label` from the decisions rows (version, stage, decision) of the run: the
-    rule's decisions of versions numbered before it, in version-number order."""
+    """The Night for `label` from the decisions rows (version, stage, decision) of the run
+    (store/decisions.rule_rows): the rule's decisions of versions numbered before it, in
+    version-number order."""
     mine = _number(label)
     made = sorted(
         (r for r in rows if r["stage"] in RULE_STAGES and _number(r["version"]) < mine),

@@ -15,7 +15,7 @@ from optimizer import words
 from optimizer.errors import BadInput
 from optimizer.report import caveats
 from optimizer.schemas import Adoption
-from optimizer.store import adoptions, iterations, ledger, readonly
+from optimizer.store import adoptions, decisions, iterations, ledger, readonly, versions
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 
@@ -132,7 +132,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
             )
         settings = parse_json(run.get("settings_json")) or {}
         best = run.get("current_best") or "v0"
-        decided = {d["version"]: d for d in readonly.rows(conn, "select * from decisions")}
+        decided = decisions.rows(db)
         spent = ledger.by_scope(db)
         done = {
             r["version"]: r["done"]
@@ -144,7 +144,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
         }
         scoped = any(scope is not None for scope in spent)  # else cost per version is unknown
         nodes = []
-        for v in readonly.rows(conn, "select * from versions order by rowid"):
+        for v in versions.rows(db):
             d = decided.get(v["label"], {})
             selection = parse_json(d.get("selection_json")) or {}
             end = d.get("decided_at") or (done.get(v["label"]) if v.get("decision") else None)
@@ -196,7 +196,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
                 for r in readonly.rows(conn, "select at, changed_json from resumes order by id")
             ],
         )
-        data.adoptions = adoptions.from_rows(readonly.rows(conn, adoptions.ROWS_SQL), spent)
+        data.adoptions = adoptions.read(db, spent)
         data.unscored = readonly.rows(
             conn, "select key, error from gradings where status = 'unscored' order by key"
         )

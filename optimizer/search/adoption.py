@@ -17,7 +17,7 @@ from optimizer.errors import BadInput, RunStopped
 from optimizer.grade.unit import Scored, eval_means, judge_errors, unscored
 from optimizer.schemas import Adoption
 from optimizer.search.state import RunState
-from optimizer.store import adoptions
+from optimizer.store import adoptions, versions
 
 log = structlog.get_logger()
 
@@ -45,7 +45,7 @@ def claim_for(run: RunState, version: str | None) -> Claim:
     """The claim `optimizer adopt` would make; one sentence (BadInput) when there is none to make."""
     s = run.settings.adopt
     label = version or run.best()
-    row = run.store.get("versions", label)
+    row = versions.find(run.store, label)
     if row is None:
         raise BadInput(
             f"{run.ws.root}: has no version {label}; `optimizer lineage {run.ws.root}` lists them."

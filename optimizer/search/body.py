@@ -26,6 +26,7 @@ from optimizer.search.proposal import Candidate, Rejected
 from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline, record_decision
 from optimizer.search.summaries import analyst_suggestions, means, record_scores, write_benchmark
+from optimizer.store import decisions
 
 Results = dict[int, list[Scored]]
 
@@ -203,7 +204,7 @@ class BodyTarget:
         # One claim for the whole decision: the claims spend α over the looks differently, so a
         # claim that changed between looks (an eval scored only later) could overspend it.
         claim = step.claim_scope(self.selection, len(run.train))
-        family = fdr.for_decision(run.store.query(fdr.ROWS_SQL), self.selection, label)
+        family = fdr.for_decision(decisions.rule_rows(run.store), self.selection, label)
         added: list[allot.Allotment[int]] = []
         while True:
             if run.interrupted():

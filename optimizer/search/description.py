@@ -5,7 +5,6 @@ validation. Never shows the proposer a validation or test query."""
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ from optimizer.search import evidence, lineage, probe
 from optimizer.search.proposal import Candidate, Feedback, Rejected
 from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline, record_decision
+from optimizer.store import decisions, versions
 from optimizer.store.files import write_json
 
 log = structlog.get_logger()
@@ -129,15 +129,9 @@ class DescriptionTarget:
         run = self.run
         dev = self.metrics(label, run.train + self.validation)
         per_query = {q: float(v["passed"]) for q, v in dev["per_query"].items()}
-        with run.store.atomic():
-            run.store.table("versions").update(
-                label,
-                {
-                    "score": dev["pass_rate"],
-                    "pass_rate": dev["pass_rate"],
-                    "split_scores_json": json.dumps(per_query),
-                },
-            )
+        versions.record_scores(
+            run.store, label, score=dev["pass_rate"], pass_rate=dev["pass_rate"], per_eval=per_query
+        )
         write_json(
             run.ws.version(label) / "trigger.json",
             {
@@ -157,7 +151,7 @@ class DescriptionTarget:
         improve. The same check runs on every resume, so a resumed run stops the same way."""
         run = self.run
         dev_ids = run.train + self.validation
-        if (run.store.get("versions", "v0") or {}).get("decision") is None:
+        if versions.decision(run.store, "v0") is None:
             await self.probe("v0", "train")
             await self.probe("v0", "validation")
             dev = self.metrics("v0", dev_ids)
@@ -222,7 +216,7 @@ class DescriptionTarget:
         await self.probe(label, "validation")
         self._record(label)
         both = run.train + self.validation
-        family = fdr.for_decision(run.store.query(fdr.ROWS_SQL), run.settings.selection, label)
+        family = fdr.for_decision(decisions.rule_rows(run.store), run.settings.selection, label)
         chosen = decide(
             self.metrics(label, self.validation),
             self.metrics(parent, self.validation),

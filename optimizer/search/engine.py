@@ -18,12 +18,12 @@ from optimizer.decide import step
 from optimizer.errors import BudgetExhausted, RunStopped, is_systemic
 from optimizer.model import scoped
 from optimizer.model.port import Client
-from optimizer.search import adoption, estimate, lineage, stops
+from optimizer.search import adoption, estimate, stops
 from optimizer.search.proposal import Candidate
 from optimizer.search.reporter import Reporter
 from optimizer.search.state import RunState, loop_state, register
 from optimizer.search.target import Target, proposal_sample
-from optimizer.store import adoptions, iterations, runs
+from optimizer.store import adoptions, iterations, runs, versions
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 
@@ -128,18 +128,18 @@ async def iterate(run: RunState, target: Target, n: int) -> None:
 
 
 def _won(run: RunState, label: str) -> bool:
-    return (run.store.get("versions", label) or {}).get("decision") == "won"
+    return versions.decision(run.store, label) == "won"
 
 
 def _start_iteration(run: RunState, target: Target, n: int) -> iterations.Iteration:
     run.show_activity(f"iteration {n}: choosing a parent")
-    versions = [
+    decided = [
         step.VersionScores(v.label, run.per_eval(v.label), v.label == run.best())
-        for v in lineage.versions(run.store)
+        for v in versions.all_of(run.store)
         if v.stage == target.stage and v.decision
     ]
     parent = step.select_parent(
-        versions, strategy=run.settings.loop.parent_selection, rng=run.rng("parent", n)
+        decided, strategy=run.settings.loop.parent_selection, rng=run.rng("parent", n)
     )
     return iterations.start(run.store, n, parent)
 
@@ -185,7 +185,7 @@ async def candidate(run: RunState, target: Target, n: int, k: int, parent: str) 
 async def _judge_safely(run: RunState, target: Target, label: str, parent: str) -> bool:
     """target.judge, with a failure of ours inside it recorded on the version (status failed,
     with the error) instead of stopping the run; the version stays undecided."""
-    if (run.store.get("versions", label) or {}).get("decision"):
+    if versions.decision(run.store, label):
         return True
     try:
         return await target.judge(label, parent)
@@ -193,10 +193,7 @@ async def _judge_safely(run: RunState, target: Target, label: str, parent: str) 
         if is_systemic(exc):
             raise
         log.exception("version.failed", version=label)
-        with run.store.atomic():
-            run.store.table("versions").update(
-                label, {"status": "failed", "error": f"{type(exc).__name__}: {exc}"[:500]}
-            )
+        versions.mark_failed(run.store, label, f"{type(exc).__name__}: {exc}"[:500])
         return True
 
 

@@ -15,6 +15,7 @@ from optimizer.grade.render import read_text, truncate
 from optimizer.grade.unit import SCORED_SQL
 from optimizer.search import work
 from optimizer.search.proposal import EvalCost, Failure, Feedback
+from optimizer.store import versions
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, read_json
 
@@ -114,13 +115,7 @@ def _gradings(store: Store, parent: str, eval_id: int) -> list[tuple[int, dict]]
 
 def _analysis_suggestions(ws: Workspace, store: Store, parent: str) -> list[str]:
     """The parent's own analysis, then that of its latest analysed child."""
-    labels = [parent] + [
-        r["label"]
-        for r in store.query(
-            "select label from versions where parent = ? and decision is not null order by rowid desc",
-            [parent],
-        )
-    ]
+    labels = [parent] + versions.decided_children(store, parent)
     out: list[str] = []
     for label in labels:
         path = ws.version(label) / "analysis.json"
@@ -158,9 +153,4 @@ def train_run(run_id: str, train: list[int]) -> bool:
 
 
 def _lost_attempts(store: Store, parent: str) -> list[str]:
-    rows = store.query(
-        "select v.summary, d.reason from versions v join decisions d on d.version = v.label "
-        "where v.parent = ? and v.decision in ('lost', 'tie') order by v.rowid",
-        [parent],
-    )
-    return [f"{r['summary']} — {r['reason']}" for r in rows]
+    return [f"{summary} — {reason}" for summary, reason in versions.lost_children(store, parent)]

@@ -8,49 +8,12 @@ import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from optimizer import schemas
-from optimizer.store import adoptions, ledger
+from optimizer.store import adoptions, decisions, versions
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json
-
-
-@dataclass
-class Version:
-    label: str
-    hash: str
-    parent: str | None
-    iteration: int
-    decision: str | None
-    stage: str | None
-    summary: str
-    score: float | None
-    pass_rate: float | None
-    cost_usd: float
-    created_at: str
-
-
-def versions(store: Store) -> list[Version]:
-    spent = ledger.by_scope(store)
-    rows = store.query("select * from versions order by rowid")
-    return [
-        Version(
-            r["label"],
-            r["hash"],
-            r["parent"] or None,
-            r["iteration"] or 0,
-            r["decision"],
-            r["stage"],
-            r["summary"] or "",
-            r["score"],
-            r["pass_rate"],
-            spent.get(r["label"], 0.0),
-            r["created_at"] or "",
-        )
-        for r in rows
-    ]
 
 
 def current_best(store: Store) -> str:
@@ -58,21 +21,13 @@ def current_best(store: Store) -> str:
     return (run or {}).get("current_best") or "v0"
 
 
-def decisions(store: Store) -> dict[str, dict]:
-    out = {}
-    for row in store.query("select * from decisions"):
-        row["selection"] = json.loads(row.pop("selection_json") or "{}")
-        out[row["version"]] = row
-    return out
-
-
 def history(store: Store, *, simulated: bool) -> schemas.History:
     """history.json in the seed 002 `iterations` form; decided versions only, plus our extras."""
     run = store.run_row() or {}
     best = current_best(store)
-    chosen = decisions(store)
+    chosen = decisions.all_of(store)
     entries = []
-    for v in versions(store):
+    for v in versions.all_of(store):
         if v.decision is None:
             continue  # still being evaluated: it enters the file once decided
         d = chosen.get(v.label, {})
@@ -145,7 +100,7 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
         "samples": sel.get("bootstrap_samples", 2000),
         "confidence": sel.get("confidence", 0.95),
     }
-    best, chosen = current_best(store), decisions(store)
+    best, chosen = current_best(store), decisions.all_of(store)
     shown = (
         "pass_rate",
         "precision",
@@ -157,7 +112,7 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
         "constant_signal",
     )
     entries = []
-    for v in versions(store):
+    for v in versions.all_of(store):
         if v.decision is None:
             continue
         outcomes = probe.recorded(store, v.label)
@@ -285,7 +240,7 @@ def write_files(
     iteration: int,
     extra_notes: Sequence[tuple[str | None, str, str]] = (),
 ) -> None:
-    if store.query("select 1 from versions where decision is not null limit 1"):
+    if versions.any_decided(store):
         if (store.run_row() or {}).get("target") == "description":
             write_json(ws.history, history_versions(store, ws, simulated=simulated))
         else:

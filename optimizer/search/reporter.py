@@ -18,7 +18,7 @@ from optimizer import words
 from optimizer.config import Settings
 from optimizer.search import pace
 from optimizer.search.estimate import per_iteration_usd
-from optimizer.store import iterations, ledger
+from optimizer.store import iterations, ledger, versions
 from optimizer.store.db import Store
 
 
@@ -77,7 +77,7 @@ class Reporter:
         spent = self.store.spent_usd()
         run = self.store.run_row() or {}
         best = run.get("current_best") or "v0"
-        score = (self.store.get("versions", best) or {}).get("score")
+        score = versions.score(self.store, best)
         shown = f"{score:.3f}" if score is not None else "…"
         # The live line is all a terminal shows; elsewhere the banner at the start says it once.
         sim = " [simulated]" if self.simulated and self.live else ""

@@ -19,8 +19,8 @@ from optimizer.search import lineage, stops
 from optimizer.search.proposal import Candidate
 from optimizer.search.propose import proposal_markdown
 from optimizer.search.reporter import Reporter
-from optimizer.store import iterations, ledger, runs, versions
-from optimizer.store.db import Store, now
+from optimizer.store import decisions, iterations, ledger, runs, versions
+from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json, write_text
 
 log = structlog.get_logger()
@@ -76,12 +76,11 @@ class RunState:
         self.ui.activity(text)
 
     def score(self, label: str) -> float:
-        return (self.store.get("versions", label) or {}).get("score") or 0.0
+        return versions.score(self.store, label) or 0.0
 
     def per_eval(self, label: str) -> dict[int, float]:
         """The version's mean score per train eval (or per query), as recorded by its target."""
-        raw = (self.store.get("versions", label) or {}).get("split_scores_json")
-        return {int(k): v for k, v in json.loads(raw).items()} if raw else {}
+        return versions.per_eval(self.store, label)
 
 
 def loop_state(run: RunState) -> stops.LoopState:
@@ -100,7 +99,7 @@ def register(run: RunState, n: int, parent: str, cand: Candidate) -> dict[str, s
     """A proposed skill folder as a new version (`{"label": vN}`), or the version it repeats
     (`{"duplicate": vM}`): two identical proposals are one version."""
     digest = skills.content_hash(cand.folder)
-    same = run.store.query("select label, parent, iteration from versions where hash = ?", [digest])
+    same = versions.by_hash(run.store, digest)
     if same:
         # Registered by this very proposal in a process killed before it recorded the outcome in
         # the iteration's row: the same version, not a duplicate of another proposal.
@@ -108,31 +107,25 @@ def register(run: RunState, n: int, parent: str, cand: Candidate) -> dict[str, s
         recorded = {
             outcome.get("label") for outcome in (begun.candidates if begun else {}).values()
         }
-        if (same[0]["iteration"], same[0]["parent"]) == (n, parent) and same[0][
-            "label"
-        ] not in recorded:
-            return {"label": same[0]["label"]}
-        return {"duplicate": same[0]["label"]}
-    label = f"v{run.store.table('versions').count}"
+        if (same["iteration"], same["parent"]) == (n, parent) and same["label"] not in recorded:
+            return {"label": same["label"]}
+        return {"duplicate": same["label"]}
+    label = f"v{versions.count(run.store)}"
     dest = run.ws.skill(label)
     if dest.exists():  # left by a process killed before it committed the row
         shutil.rmtree(dest)
     skills.snapshot(cand.folder, dest)
     diff = skills.unified_diff(run.ws.skill(parent), dest)
     write_text(run.ws.version(label) / "proposal.md", proposal_markdown(label, parent, cand, diff))
-    with run.store.atomic():
-        run.store.table("versions").insert(
-            {
-                "label": label,
-                "hash": digest,
-                "parent": parent,
-                "iteration": n,
-                "created_at": now(),
-                "status": "proposed",
-                "summary": cand.summary,
-                "rationale": cand.rationale,
-            }
-        )
+    versions.register(
+        run.store,
+        label,
+        digest=digest,
+        parent=parent,
+        iteration=n,
+        summary=cand.summary,
+        rationale=cand.rationale,
+    )
     return {"label": label}
 
 
@@ -142,7 +135,6 @@ def record_decision(
     """selection.json, the decisions row and the version's state, in one step; a won child
     becomes the current best when it beats the best (with Pareto parents it may not). The row's
     delta and interval are read from the selection itself, never passed beside it."""
-    interval = selection.get("interval") or {}
     write_json(
         run.ws.version(label) / "selection.json",
         {**selection, "stage": stage, "parent": parent},
@@ -151,28 +143,15 @@ def record_decision(
     verdict = selection["decision"]
     best = run.best()
     promote = verdict == "won" and (parent == best or run.score(label) > run.score(best))
-    with run.store.atomic():
-        run.store.upsert(
-            "decisions",
-            {
-                "version": label,
-                "parent": parent,
-                "stage": stage,
-                "decision": verdict,
-                "delta": selection.get("delta"),
-                "ci_low": interval.get("low"),
-                "ci_high": interval.get("high"),
-                "reason": selection["reason"],
-                "selection_json": json.dumps(selection),
-                "decided_at": now(),
-            },
-            pk="version",
-        )
-        run.store.table("versions").update(
-            label, {"decision": verdict, "stage": stage, "status": "decided"}
-        )
-        if promote:
-            run.store.table("runs").update(run.ws.root.name, {"current_best": label})
+    decisions.record(
+        run.store,
+        run_id=run.ws.root.name,
+        label=label,
+        parent=parent,
+        stage=stage,
+        selection=selection,
+        promote=promote,
+    )
     log.info(
         "selection.decided",
         version=label,
@@ -187,8 +166,4 @@ def record_decision(
 
 def mark_baseline(run: RunState, stage: str) -> None:
     """v0 is evaluated: it enters the lineage as the baseline every child is measured against."""
-    if (run.store.get("versions", "v0") or {}).get("decision") is None:
-        with run.store.atomic():
-            run.store.table("versions").update(
-                "v0", {"decision": "baseline", "stage": stage, "status": "evaluated"}
-            )
+    versions.mark_baseline(run.store, stage)

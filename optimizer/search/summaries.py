@@ -4,7 +4,6 @@ Never grades or runs anything: it summarizes what is committed."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 
@@ -15,6 +14,7 @@ from optimizer.grade.notes import analyst_notes
 from optimizer.grade.unit import SCORED_SQL, committed
 from optimizer.inputs.evals import EvalSet
 from optimizer.search.state import RunState
+from optimizer.store import versions
 from optimizer.store.files import write_json, write_text
 
 ACTIONS = {
@@ -87,15 +87,13 @@ def record_scores(run: RunState, label: str) -> None:
             if row["score"] is not None:
                 scores.setdefault(e, []).append(row["score"])
     per_eval, rate = means(scores), means(rates)
-    with run.store.atomic():
-        run.store.table("versions").update(
-            label,
-            {
-                "score": math.fsum(per_eval.values()) / len(per_eval) if per_eval else None,
-                "pass_rate": math.fsum(rate.values()) / len(rate) if rate else None,
-                "split_scores_json": json.dumps(per_eval),
-            },
-        )
+    versions.record_scores(
+        run.store,
+        label,
+        score=math.fsum(per_eval.values()) / len(per_eval) if per_eval else None,
+        pass_rate=math.fsum(rate.values()) / len(rate) if rate else None,
+        per_eval=per_eval,
+    )
 
 
 def means(scores: dict[int, list[float]]) -> dict[int, float]:

@@ -11,6 +11,7 @@ from typing import Any
 from optimizer.schemas import Adoption, RuleDecision
 from optimizer.store import ledger
 from optimizer.store.db import Store, now
+from optimizer.store.readonly import Reader
 
 
 def _cost(store: Store, number: int) -> float:
@@ -49,6 +50,12 @@ def from_rows(
 
 
 ROWS_SQL = "select * from adoptions order by number"
+
+
+def read(db: Reader, spent: Mapping[str | None, float]) -> list[Adoption]:
+    """Every adoption, oldest first, through a read-only View (a run from before m011 reads no
+    rows), the costs from the ledger's dollars per scope (ledger.by_scope)."""
+    return from_rows(db.query(ROWS_SQL), spent)
 
 
 def all_of(store: Store) -> list[Adoption]:
