@@ -27,15 +27,11 @@ from optimizer.inputs.evals import Eval, EvalSet
 from optimizer.model import batch, scoped
 from optimizer.model.port import Client
 from optimizer.schemas import Structural
+from optimizer.store import eval_runs, gradings
 from optimizer.store.db import Store, now
 from optimizer.store.keys import RunKey
 
 log = structlog.get_logger()
-
-# The statuses whose score counts (docs/design.md §7); judge_error and unscored runs are counted and shown
-# but never averaged.
-SCORED = ("ok", "gated", "exec_error")
-SCORED_SQL = "(" + ", ".join(f"'{s}'" for s in SCORED) + ")"
 
 
 @dataclass(frozen=True)
@@ -127,7 +123,7 @@ class Grader:
         """The scored run, or the reason of a stop that came before it started. A run left
         unscored by a failure of ours is tried again, at most evals.unscored_retries more times
         in this process; a resume tries again."""
-        done = self.store.get("gradings", job.key)
+        done = gradings.get(self.store, job.key)
         if done and done["status"] != "unscored" and (job.run_dir / "grading.json").is_file():
             return _scored(job, done)
         if done and self._tries[job.key] > self.settings.evals.unscored_retries:
@@ -219,11 +215,7 @@ class Grader:
             log.warning(
                 "run.unscored", run=job.key, attempt=self._tries[job.key], cause=outcome.error
             )
-        with self.store.atomic():
-            self.store.upsert("gradings", row, pk="key")
-            self.store.upsert(
-                "previews", {"key": job.key, "preview_json": json.dumps(shown)}, pk="key"
-            )
+        gradings.commit(self.store, row, shown)
         scored = _scored(job, row)
         if self.on_run:
             self.on_run(scored)
@@ -246,7 +238,7 @@ class Grader:
             )
 
     async def _execute(self, job: Job) -> RunRecord:
-        if is_complete(job.run_dir) and self.store.get("eval_runs", job.key):
+        if is_complete(job.run_dir) and eval_runs.exists(self.store, job.key):
             record = RunRecord.load(job.run_dir)
             if record.status != "unscored":
                 return record
@@ -261,12 +253,10 @@ class Grader:
             run_number=job.run_number,
             sample=job.run_number,
         )
-        with self.store.atomic():
-            self.store.upsert(
-                "eval_runs",
-                {"key": job.key, "version": job.version, "split": job.split, **record.to_row()},
-                pk="key",
-            )
+        eval_runs.record(
+            self.store,
+            {"key": job.key, "version": job.version, "split": job.split, **record.to_row()},
+        )
         return record
 
 
@@ -333,10 +323,7 @@ def committed(
     eval_ids, by (eval, configuration, run number): what aggregate() takes."""
     wanted = set(eval_ids)
     out = []
-    for row in store.query(
-        "select * from gradings where prefix = ? order by eval_id, configuration, run_number",
-        [prefix],
-    ):
+    for row in gradings.under(store, prefix):
         if row["eval_id"] not in wanted:
             continue
         if row["key"] != str(

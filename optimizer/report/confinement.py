@@ -4,10 +4,9 @@ the report and the review page. Never writes; a folder from before it was record
 from __future__ import annotations
 
 import sqlite3
-from contextlib import closing
 from pathlib import Path
 
-from optimizer.store import readonly
+from optimizer.store import eval_runs, readonly
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 
@@ -23,18 +22,12 @@ def summary(run_dir: Path, version: str | None = None) -> dict:
     """{"runs": recorded runs, "unconfined": how many ran without bubblewrap, "by": {mechanism:
     runs}}, over the whole run or one version."""
     ws = Workspace(run_dir)
-    where = "sandbox is not null" + (" and version = ?" if version else "")
     try:
-        conn = readonly.connect(ws.state_db, live=running_pid(ws) is not None)
+        db = readonly.View(ws.state_db, live=running_pid(ws) is not None)
     except sqlite3.Error:
         return {"runs": 0, "unconfined": 0, "by": {}}
-    with closing(conn):
-        rows = readonly.rows(
-            conn,
-            f"select sandbox, sum(confined) as confined, count(*) as runs "
-            f"from eval_runs where {where} group by sandbox order by sandbox",
-            (version,) if version else (),
-        )
+    with db:
+        rows = eval_runs.confinement(db, version)
     return {
         "runs": sum(r["runs"] for r in rows),
         "unconfined": sum(r["runs"] - (r["confined"] or 0) for r in rows),

@@ -12,7 +12,6 @@ import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,9 @@ import orjson
 from optimizer.grade import preview
 from optimizer.grade.preview import natural_key
 from optimizer.report import folders, read
-from optimizer.store import readonly
+from optimizer.store import gradings, readonly
 from optimizer.store.files import Workspace
+from optimizer.store.gradings import Committed
 from optimizer.store.lock import running_pid
 
 TEXT_CAP, IMAGE_CAP = preview.TEXT_CAP, preview.IMAGE_CAP  # what one output may show inline
@@ -160,35 +160,16 @@ def _walk(base: str, rel: str, root: str, configuration: str) -> list[str]:
     return keys
 
 
-Committed = tuple[str | None, int | None, str | None]  # grading.json's text, gate passed, preview
-
-
 def _committed(ws: Workspace, rel: str, live: bool) -> dict[str, Committed] | None:
-    """Every run state.db holds under `rel` ({run key: (grading, gate, preview)}), in one query:
-    keys are the run folders' paths, so this is a range of the primary key. None without state.db."""
+    """Every run state.db holds under `rel` (gradings.shown_under); None without state.db."""
     if not ws.state_db.is_file():
         return None
     try:
-        conn = readonly.connect(ws.state_db, live=live)
+        db = readonly.View(ws.state_db, live=live)
     except sqlite3.Error:
         return None
-    with closing(conn):
-        try:  # a state.db from before previews were kept has no such table
-            kept = conn.execute("select 1 from sqlite_master where name = 'previews'").fetchone()
-            rows = conn.execute(
-                "select r.key, g.grading_json, g.gate_passed, "
-                + ("p.preview_json" if kept else "null")
-                + " from eval_runs r left join gradings g on g.key = r.key"
-                + (" left join previews p on p.key = r.key" if kept else "")
-                + " where r.key >= ? and r.key < ?",
-                (f"{rel}/", f"{rel}0"),
-            )
-            return {
-                key: (grading, gate if grading is not None else None, view)
-                for key, grading, gate, view in rows
-            }
-        except sqlite3.Error:
-            return None
+    with db:
+        return gradings.shown_under(db, rel)
 
 
 def _json(path: str) -> dict:

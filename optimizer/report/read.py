@@ -15,7 +15,18 @@ from optimizer import words
 from optimizer.errors import BadInput
 from optimizer.report import caveats
 from optimizer.schemas import Adoption
-from optimizer.store import adoptions, decisions, iterations, ledger, readonly, versions
+from optimizer.store import (
+    adoptions,
+    decisions,
+    eval_runs,
+    gradings,
+    iterations,
+    ledger,
+    readonly,
+    resumes,
+    runs,
+    versions,
+)
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 
@@ -122,9 +133,8 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
         db = readonly.View(ws.state_db, live=running_pid(ws) is not None)
     except sqlite3.Error as exc:
         raise BadInput(f"{ws.state_db}: not a readable run database ({exc}).") from None
-    conn = db.conn
     with db:
-        run = (readonly.rows(conn, "select * from runs limit 1") or [{}])[0]
+        run = runs.row(db) or {}
         if not run:  # an empty file, or `optimizer run` killed while it created the folder
             raise BadInput(
                 f"{ws.state_db}: holds no run; restore it from a copy, or start the run "
@@ -134,14 +144,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
         best = run.get("current_best") or "v0"
         decided = decisions.rows(db)
         spent = ledger.by_scope(db)
-        done = {
-            r["version"]: r["done"]
-            for r in readonly.rows(
-                conn,
-                "select version, max(completed_at) as done from eval_runs "
-                "where split is null or split != 'test' group by version",
-            )
-        }
+        done = eval_runs.last_completed(db)
         scoped = any(scope is not None for scope in spent)  # else cost per version is unknown
         nodes = []
         for v in versions.rows(db):
@@ -193,13 +196,11 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
             iterations=iterations.report_rows(db),
             resumes=[
                 {"at": r["at"], "changed": parse_json(r["changed_json"]) or {}}
-                for r in readonly.rows(conn, "select at, changed_json from resumes order by id")
+                for r in resumes.rows(db)
             ],
         )
         data.adoptions = adoptions.read(db, spent)
-        data.unscored = readonly.rows(
-            conn, "select key, error from gradings where status = 'unscored' order by key"
-        )
+        data.unscored = gradings.unscored_keys(db)
         if with_calls:
             data.calls = ledger.priced_calls(db)
     data.history = read_json(ws.history) or {}

@@ -26,7 +26,7 @@ from optimizer.search.proposal import Candidate, Rejected
 from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline, record_decision
 from optimizer.search.summaries import analyst_suggestions, means, record_scores, write_benchmark
-from optimizer.store import decisions
+from optimizer.store import decisions, gradings
 
 Results = dict[int, list[Scored]]
 
@@ -144,10 +144,7 @@ class BodyTarget:
         run = self.run
         wanted: dict[str, set[int]] = {}
         runs: dict[str, int] = {}
-        for row in run.store.query(
-            "select prefix, eval_id, run_number from gradings where "
-            "status = 'unscored' order by prefix, eval_id, run_number"
-        ):
+        for row in gradings.unscored_runs(run.store):
             label, e, n = row["prefix"].split("/")[0], row["eval_id"], row["run_number"]
             if label in ("baseline", "v0", run.best()) and e in run.train:
                 wanted.setdefault(label, set()).add(e)
@@ -178,7 +175,7 @@ class BodyTarget:
         done so far committed, never with an interim decision."""
         run, s = self.run, self.run.settings
         runs = self.step_runs
-        parent_res = await self.version(parent, run.train, runs)
+        parent_res = await self.version(parent, run.train, self._parent_runs(parent, runs))
         if 0 < s.loop.screen_evals < len(run.train):
             run.show_activity(f"{label}: screening")
             batch = screening.choose_minibatch(
@@ -211,7 +208,7 @@ class BodyTarget:
                 return False
             run.show_activity(f"{label}: benchmark ({runs} runs per eval)")
             child_res = await self.version(label, run.train, counts)
-            parent_res = await self.version(parent, run.train, counts)
+            parent_res = await self.version(parent, run.train, self._parent_runs(parent, counts))
             if run.interrupted():
                 return False
             pairs = step.compared_runs(self.selection, runs)
@@ -263,6 +260,15 @@ class BodyTarget:
             chosen["night"] = family.as_json()
         record_decision(run, label, parent, self.stage, chosen)
         return True
+
+    def _parent_runs(self, parent: str, counts: int | dict[int, int]) -> dict[int, int]:
+        """The parent's runs a step reads: the child's count, and all of v0's, which was measured
+        at evals.runs_per_eval when the run started (paid already, chosen by no outcome), so a
+        cheap step of one child run is read against v0's mean over its runs, not its first."""
+        per = counts if isinstance(counts, dict) else dict.fromkeys(self.run.train, counts)
+        if parent != "v0":
+            return dict(per)
+        return {e: max(n, self.runs_per_eval) for e, n in per.items()}
 
     async def _compare(
         self, label: str, parent: str, compared: dict[int, int]

@@ -5,17 +5,15 @@ attempts that lost. Never reads a run of the sealed test split."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
 
 from optimizer import schemas
 from optimizer.grade.render import read_text, truncate
-from optimizer.grade.unit import SCORED_SQL
 from optimizer.search import work
 from optimizer.search.proposal import EvalCost, Failure, Feedback
-from optimizer.store import versions
+from optimizer.store import gradings, versions
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, read_json
 
@@ -67,26 +65,14 @@ def gather(ws: Workspace, store: Store, parent: str, train: list[int]) -> Feedba
 
 def _runs(store: Store, parent: str, train: list[int]) -> list[tuple[int, int]]:
     """(eval, run number) of the parent's scored with_skill runs of train evals, in that order."""
-    rows = store.query(
-        "select eval_id, run_number from gradings where prefix = ? and "
-        f"configuration = 'with_skill' and status in {SCORED_SQL} "
-        "order by eval_id, run_number",
-        [f"{parent}/"],
-    )
+    rows = gradings.scored_with_skill(store, f"{parent}/")
     return [(r["eval_id"], r["run_number"]) for r in rows if r["eval_id"] in train]
 
 
 def _costs(ws: Workspace, store: Store, parent: str, runs: list[tuple[int, int]]) -> list[EvalCost]:
     """Per eval the mean pass rate, tokens and turns: what the skill costs, not only whether it
     passes."""
-    rows = {
-        (r["eval_id"], r["run_number"]): r
-        for r in store.query(
-            "select g.eval_id, g.run_number, r.tokens, g.pass_rate from gradings g join eval_runs r "
-            "on r.key = g.key where g.prefix = ? and g.configuration = 'with_skill'",
-            [f"{parent}/"],
-        )
-    }
+    rows = {(r["eval_id"], r["run_number"]): r for r in gradings.with_tokens(store, f"{parent}/")}
     per_eval: dict[int, list[tuple[float, float, float]]] = {}
     for e, n in runs:
         row = rows.get((e, n))
@@ -104,13 +90,7 @@ def _costs(ws: Workspace, store: Store, parent: str, runs: list[tuple[int, int]]
 def _gradings(store: Store, parent: str, eval_id: int) -> list[tuple[int, dict]]:
     """(run number, grading) of the parent's scored with_skill runs of one eval, by run number;
     unscored runs and judge errors say nothing about the skill."""
-    rows = store.query(
-        "select run_number, grading_json from gradings where prefix = ? and "
-        "eval_id = ? and configuration = 'with_skill' and grading_json is not null "
-        f"and status in {SCORED_SQL} order by run_number",
-        [f"{parent}/", eval_id],
-    )
-    return [(r["run_number"], json.loads(r["grading_json"])) for r in rows]
+    return gradings.scored_gradings(store, f"{parent}/", eval_id)
 
 
 def _analysis_suggestions(ws: Workspace, store: Store, parent: str) -> list[str]:

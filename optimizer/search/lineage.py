@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from optimizer import schemas
-from optimizer.store import adoptions, decisions, versions
+from optimizer.store import adoptions, decisions, gradings, versions
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json
 
@@ -191,11 +191,8 @@ def feedback_aggregate(
     total = 0
     # By key, and each group's reason by count then text: the file never depends on which run
     # finished first.
-    for row in store.query(
-        "select grading_json from gradings where grading_json is not null order by key"
-    ):
+    for grading in gradings.all_gradings(store):
         total += 1
-        grading = json.loads(row["grading_json"])
         for s in (grading.get("eval_feedback") or {}).get("suggestions") or []:
             assertion = s.get("assertion") or None
             groups[(assertion, _reason_key(s.get("reason", "")))].append(s.get("reason", ""))

@@ -22,6 +22,7 @@ from optimizer.inputs.evals import Eval
 from optimizer.inputs.triggers import Query
 from optimizer.model import ModelCallFailed
 from optimizer.model.prompts import load_prompt
+from optimizer.store import eval_runs
 from optimizer.store.db import Store, now
 from optimizer.tags import data
 
@@ -164,33 +165,27 @@ async def probe_cli(
 
 def record(store: Store, label: str, split_name: str, probe: Probe) -> None:
     key = f"{label}/trigger/q-{probe.query_id}/run-{probe.run}"
-    with store.atomic():
-        store.upsert(
-            "eval_runs",
-            {
-                "key": key,
-                "version": label,
-                "eval_id": probe.query_id,
-                "configuration": CONFIGURATION,
-                "run_number": probe.run,
-                "split": split_name,
-                "status": "ok" if probe.triggered is not None else "error",
-                "error": probe.error,
-                "skill_invoked": None if probe.triggered is None else int(probe.triggered),
-                "completed_at": now(),
-            },
-            pk="key",
-        )
+    eval_runs.record(
+        store,
+        {
+            "key": key,
+            "version": label,
+            "eval_id": probe.query_id,
+            "configuration": CONFIGURATION,
+            "run_number": probe.run,
+            "split": split_name,
+            "status": "ok" if probe.triggered is not None else "error",
+            "error": probe.error,
+            "skill_invoked": None if probe.triggered is None else int(probe.triggered),
+            "completed_at": now(),
+        },
+    )
 
 
 def recorded(store: Store, label: str) -> dict[int, dict[int, bool | None]]:
     """{query id: {run: triggered, or None for a failed probe}} of one version, every split."""
     out: dict[int, dict[int, bool | None]] = {}
-    for r in store.query(
-        "select eval_id, run_number, status, skill_invoked from eval_runs "
-        "where version = ? and configuration = ?",
-        [label, CONFIGURATION],
-    ):
+    for r in eval_runs.probes(store, label, CONFIGURATION):
         ok = r["status"] == "ok"
         out.setdefault(r["eval_id"], {})[r["run_number"]] = bool(r["skill_invoked"]) if ok else None
     return out

@@ -11,10 +11,10 @@ from optimizer import schemas
 from optimizer.grade.aggregate import aggregate
 from optimizer.grade.markdown import render_markdown
 from optimizer.grade.notes import analyst_notes
-from optimizer.grade.unit import SCORED_SQL, committed
+from optimizer.grade.unit import committed
 from optimizer.inputs.evals import EvalSet
 from optimizer.search.state import RunState
-from optimizer.store import versions
+from optimizer.store import gradings, versions
 from optimizer.store.files import write_json, write_text
 
 ACTIONS = {
@@ -72,12 +72,7 @@ def record_scores(run: RunState, label: str) -> None:
     them; never over what one caller happens to hold (a resume would record fewer runs). Runs are
     read in (eval, run number) order and summed exactly, so no completion order shows in the
     number; unscored runs and judge errors are left out (docs/design.md §7)."""
-    rows = run.store.query(
-        "select eval_id, score, pass_rate from gradings where prefix = ? and "
-        f"configuration = 'with_skill' and status in {SCORED_SQL} "
-        "order by eval_id, run_number",
-        [f"{label}/"],
-    )
+    rows = gradings.scored_with_skill(run.store, f"{label}/")
     scores: dict[int, list[float]] = {}
     rates: dict[int, list[float]] = {}
     for row in rows:

@@ -3,6 +3,9 @@ configuration, as typed reads and writes."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from optimizer.store.db import Store
 from optimizer.store.readonly import Reader
 
 
@@ -10,3 +13,44 @@ def counts(db: Reader) -> tuple[int, int]:
     """(runs recorded, runs of the sealed test split)."""
     rows = db.query("select count(*) as n, coalesce(sum(split = 'test'), 0) as test from eval_runs")
     return (rows[0]["n"], rows[0]["test"]) if rows else (0, 0)
+
+
+def exists(store: Store, key: str) -> bool:
+    return store.get("eval_runs", key) is not None
+
+
+def record(store: Store, row: dict[str, Any]) -> None:
+    """One execution, keyed by its run key."""
+    with store.atomic():
+        store.upsert("eval_runs", row, pk="key")
+
+
+def probes(db: Reader, label: str, configuration: str) -> list[dict[str, Any]]:
+    """(eval_id, run_number, status, skill_invoked) of every trigger probe of one version."""
+    return db.query(
+        "select eval_id, run_number, status, skill_invoked from eval_runs "
+        "where version = ? and configuration = ?",
+        [label, configuration],
+    )
+
+
+def last_completed(db: Reader) -> dict[str, str]:
+    """When each version's last run outside the sealed test completed."""
+    return {
+        r["version"]: r["done"]
+        for r in db.query(
+            "select version, max(completed_at) as done from eval_runs "
+            "where split is null or split != 'test' group by version"
+        )
+    }
+
+
+def confinement(db: Reader, version: str | None = None) -> list[dict[str, Any]]:
+    """(sandbox, confined, runs) per mechanism of the runs that recorded one, by mechanism; over
+    the whole run or one version."""
+    where = "sandbox is not null" + (" and version = ?" if version else "")
+    return db.query(
+        f"select sandbox, sum(confined) as confined, count(*) as runs "
+        f"from eval_runs where {where} group by sandbox order by sandbox",
+        (version,) if version else (),
+    )

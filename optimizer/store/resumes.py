@@ -4,11 +4,13 @@ that `status` shows the limits in force and what a resume changed."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import structlog
 
 from optimizer import config
 from optimizer.store.db import Store, now
+from optimizer.store.readonly import Reader
 
 log = structlog.get_logger()
 
@@ -48,3 +50,8 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
+
+
+def rows(db: Reader) -> list[dict[str, Any]]:
+    """(at, changed_json) of every resume, oldest first."""
+    return db.query("select at, changed_json from resumes order by id")

@@ -1,0 +1,126 @@
+"""The gradings and previews tables of state.db: one grading per run (its status, score, pass
+rate, the judge's grading and the structural checks) and what the report shows of it, as typed
+reads and the one write that commits both. Runs are selected by their key's columns
+(store/keys.py), never by matching key text; grading_json is parsed and checked on read."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from optimizer.store.db import Store
+from optimizer.store.readonly import Reader, View
+
+# The statuses whose score counts (docs/design.md §7); judge_error and unscored runs are counted
+# and shown but never averaged.
+SCORED = ("ok", "gated", "exec_error")
+SCORED_SQL = "(" + ", ".join(f"'{s}'" for s in SCORED) + ")"
+
+# A report's view of one run: grading.json's text, whether the gate passed, the kept preview.
+Committed = tuple[str | None, int | None, str | None]
+
+
+def grading(raw: str) -> dict[str, Any]:
+    """grading_json, checked: an object."""
+    found = json.loads(raw)
+    if not isinstance(found, dict):
+        raise ValueError(f"gradings.grading_json is not an object: {raw[:80]!r}")
+    return found
+
+
+def get(store: Store, key: str) -> dict[str, Any] | None:
+    """The run's grading row, or None before it was graded."""
+    return store.get("gradings", key)
+
+
+def commit(store: Store, row: dict[str, Any], preview: dict[str, Any]) -> None:
+    """A run's grading and what the report shows of it, in one transaction."""
+    with store.atomic():
+        store.upsert("gradings", row, pk="key")
+        store.upsert("previews", {"key": row["key"], "preview_json": json.dumps(preview)}, pk="key")
+
+
+def under(db: Reader, prefix: str) -> list[dict[str, Any]]:
+    """Every grading row under `prefix` (e.g. "v2/"), by (eval, configuration, run number)."""
+    return db.query(
+        "select * from gradings where prefix = ? order by eval_id, configuration, run_number",
+        [prefix],
+    )
+
+
+def scored_with_skill(db: Reader, prefix: str) -> list[dict[str, Any]]:
+    """(eval_id, run_number, score, pass_rate) of the scored with_skill runs under `prefix`, by
+    (eval, run number); unscored runs and judge errors are left out (docs/design.md §7)."""
+    return db.query(
+        "select eval_id, run_number, score, pass_rate from gradings where prefix = ? and "
+        f"configuration = 'with_skill' and status in {SCORED_SQL} "
+        "order by eval_id, run_number",
+        [prefix],
+    )
+
+
+def scored_gradings(db: Reader, prefix: str, eval_id: int) -> list[tuple[int, dict[str, Any]]]:
+    """(run number, grading) of the scored with_skill runs of one eval under `prefix`, by run
+    number."""
+    rows = db.query(
+        "select run_number, grading_json from gradings where prefix = ? and "
+        "eval_id = ? and configuration = 'with_skill' and grading_json is not null "
+        f"and status in {SCORED_SQL} order by run_number",
+        [prefix, eval_id],
+    )
+    return [(r["run_number"], grading(r["grading_json"])) for r in rows]
+
+
+def with_tokens(db: Reader, prefix: str) -> list[dict[str, Any]]:
+    """(eval_id, run_number, tokens, pass_rate) of every with_skill run under `prefix`."""
+    return db.query(
+        "select g.eval_id, g.run_number, r.tokens, g.pass_rate from gradings g join eval_runs r "
+        "on r.key = g.key where g.prefix = ? and g.configuration = 'with_skill'",
+        [prefix],
+    )
+
+
+def unscored_runs(db: Reader) -> list[dict[str, Any]]:
+    """(prefix, eval_id, run_number) of every unscored run, in that order."""
+    return db.query(
+        "select prefix, eval_id, run_number from gradings where "
+        "status = 'unscored' order by prefix, eval_id, run_number"
+    )
+
+
+def unscored_keys(db: Reader) -> list[dict[str, Any]]:
+    """(key, error) of every unscored run, by key."""
+    return db.query("select key, error from gradings where status = 'unscored' order by key")
+
+
+def all_gradings(db: Reader) -> list[dict[str, Any]]:
+    """Every grading the judge wrote, by run key."""
+    return [
+        grading(r["grading_json"])
+        for r in db.query(
+            "select grading_json from gradings where grading_json is not null order by key"
+        )
+    ]
+
+
+def shown_under(db: View, rel: str) -> dict[str, Committed] | None:
+    """Every run state.db holds under `rel` ({run key: (grading, gate, preview)}), in one query:
+    keys are the run folders' paths, so this is a range of the primary key. None when state.db
+    cannot be read."""
+    try:  # a state.db from before previews were kept has no such table
+        kept = db.conn.execute("select 1 from sqlite_master where name = 'previews'").fetchone()
+        rows = db.conn.execute(
+            "select r.key, g.grading_json, g.gate_passed, "
+            + ("p.preview_json" if kept else "null")
+            + " from eval_runs r left join gradings g on g.key = r.key"
+            + (" left join previews p on p.key = r.key" if kept else "")
+            + " where r.key >= ? and r.key < ?",
+            (f"{rel}/", f"{rel}0"),
+        )
+        return {
+            key: (graded, gate if graded is not None else None, view)
+            for key, graded, gate, view in rows
+        }
+    except sqlite3.Error:
+        return None
