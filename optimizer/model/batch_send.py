@@ -27,7 +27,7 @@ from optimizer.model.batch_api import (
     unsupported,
 )
 from optimizer.model.cost import BATCH_PRICE_FACTOR, call_cost, price_for
-from optimizer.store.db import now
+from optimizer.store import batches
 
 if TYPE_CHECKING:
     from optimizer.model.client import ModelClient
@@ -117,20 +117,13 @@ class BatchSender:
             return
         scopes = sorted({str(item.scope) for item in items if item.scope})
         # Recorded before any answer is handed back: a resumed run re-attaches to this id.
-        with self.client.store.atomic():
-            self.client.store.upsert(
-                "batches",
-                {
-                    "id": batch.id,
-                    "scope": ", ".join(scopes) or None,
-                    "roles": ",".join(sorted({item.role for item in items})),
-                    "custom_ids_json": json.dumps(list(metas)),
-                    "items_json": json.dumps(metas),
-                    "status": "in_progress",
-                    "created_at": now(),
-                },
-                pk="id",
-            )
+        batches.sent(
+            self.client.store,
+            batch.id,
+            scope=", ".join(scopes) or None,
+            roles=",".join(sorted({item.role for item in items})),
+            items=metas,
+        )
         self.stats["batches"] += 1
         self.stats["requests"] += len(items)
         log.info(
@@ -239,20 +232,13 @@ class BatchSender:
             for item in self._waiting.pop(key, []):
                 if not item.future.done():
                     item.future.set_result(message)
-        with self.client.store.atomic():
-            self.client.store.db.table("batches").update(
-                batch_id,
-                {"status": "ended", "ended_at": now(), "counts_json": json.dumps(dict(counts))},
-            )
+        batches.ended(self.client.store, batch_id, counts)
         log.info("batch.ended", batch_id=batch_id, **dict(counts))
         await self._direct(redo, "not answered in the batch")
 
     async def _lost(self, batch_id: str, metas: dict[str, dict[str, Any]], why: str) -> None:
         log.warning("batch.lost", batch_id=batch_id, reason=why)
-        with self.client.store.atomic():
-            self.client.store.db.table("batches").update(
-                batch_id, {"status": "lost", "ended_at": now()}
-            )
+        batches.lost(self.client.store, batch_id)
         for key in metas:
             if self._attached is not None:
                 self._attached.pop(key, None)
@@ -340,13 +326,10 @@ class BatchSender:
         """custom_id → id of a batch an earlier process left in flight (read once)."""
         if self._attached is None:
             self._attached = {}
-            for row in self.client.store.query(
-                "select id, items_json from batches where status = 'in_progress'"
-            ):
-                items = json.loads(row["items_json"] or "{}")
-                self._attached_items[row["id"]] = items
+            for batch_id, items in batches.in_progress(self.client.store).items():
+                self._attached_items[batch_id] = items
                 for key in items:
-                    self._attached[key] = row["id"]
+                    self._attached[key] = batch_id
         return self._attached
 
     async def _safely(self, work: Awaitable[None], keys: list[str]) -> None:
