@@ -50,6 +50,7 @@ from optimizer.execute.staging import resolve_inputs
 from optimizer.execute.transcript import Tally, Transcript
 from optimizer.inputs.skill import files_of
 from optimizer.model.port import Client
+from optimizer.store import ledger
 
 log = structlog.get_logger()
 
@@ -195,11 +196,7 @@ class RayExecutor(Executor):
         store = self._store()
         if store is None:
             return []
-        return store.query(
-            "select * from calls where outcome = 'ok' and role = 'executor' and sample = ? "
-            "and scope is ?",
-            [sample, label],
-        )
+        return ledger.executor_answers(store, sample, label)
 
     def _budget_left(self, seed_rows: list[dict]) -> float | None:
         client = self.client
@@ -281,8 +278,8 @@ async def _work(payload: dict[str, Any], root: Path) -> dict[str, Any]:
     finally:
         if client is not None:
             await client.aclose()
-    out["calls"] = [r for r in store.query("select * from calls") if r["hash"] not in seeded]
-    out["cache_hits"] = store.query("select hash, role, saved_usd from cache_hits")
+    out["calls"] = [r for r in ledger.all_calls(store) if r["hash"] not in seeded]
+    out["cache_hits"] = ledger.cache_hits(store)
     store.close()
     return out
 

@@ -93,6 +93,25 @@ def longest_by_role(db: Reader) -> list[dict[str, Any]]:
     )
 
 
+def executor_answers(db: Reader, sample: int, scope: str | None) -> list[dict[str, Any]]:
+    """The answered executor calls of one sample under one scope: what a remote run may replay."""
+    return db.query(
+        "select * from calls where outcome = 'ok' and role = 'executor' and sample = ? "
+        "and scope is ?",
+        [sample, scope],
+    )
+
+
+def all_calls(db: Reader) -> list[dict[str, Any]]:
+    """Every row of the ledger."""
+    return db.query("select * from calls")
+
+
+def cache_hits(db: Reader) -> list[dict[str, Any]]:
+    """(hash, role, saved_usd) of every call served from the ledger."""
+    return db.query("select hash, role, saved_usd from cache_hits")
+
+
 def report_totals(db: Reader) -> dict[str, Any]:
     """The ledger's numbers the views show, as SQLite returns them: answered calls and their
     cost, all spending, cache hits and what they saved, and what the finished iterations cost."""
