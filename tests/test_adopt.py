@@ -17,7 +17,7 @@ from optimizer.config import Adopt, Selection
 from optimizer.decide import adopt as rule
 from optimizer.decide import spending
 
-RUN = ("run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=9", "--max-iterations", "2")
+RUN = ("run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=1", "--max-iterations", "2")
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 from inprocess import EXAMPLE, cli
 
-RUN = ("run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=9", "--max-iterations", "2")
+RUN = ("run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=1", "--max-iterations", "2")
 
 
 @pytest.mark.slow
