@@ -161,6 +161,80 @@ def test_there_is_no_import_cycle():
     assert cycles == []
 
 
+# What issues SQL, outside optimizer/store/: a statement's text (a string, an f-string or a sum of
+# them; docstrings aside), a call that runs one or reaches a table (.query, .execute, .table,
+# readonly.rows, sqlite3.connect), the Store's generic helpers (store.get, .upsert, .query, .table,
+# .db), or sqlite_utils. The store owns every statement: a repository per table or concern
+# (store/ledger.py, runs.py, versions.py, decisions.py, iterations.py, gradings.py, ...).
+SQL_TEXT = re.compile(
+    r"^\s*(select\s.*\bfrom\b|select\s+(1|count|coalesce|max|min|sum)\b|insert\s.*\binto\b"
+    r"|update\s+\[?\w+\]?\s+set\b|delete\s+from\b|pragma\s|(create|drop|alter)\s+(table|index|view)\b)",
+    re.IGNORECASE | re.DOTALL,
+)
+SQL_CALLS = {"query", "execute", "executemany", "executescript", "table"}
+STORE_HELPERS = {"get", "upsert", "query", "table", "db"}
+# Modules outside optimizer/store/ that still issue SQL, each with the reason it is left there.
+SQL_LEFT: dict[str, str] = {}
+
+
+def _text(node: ast.AST) -> str | None:
+    """A string expression's text, "?" for what is computed: "a" + b + f"c{d}" reads "a?c?"."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "?" for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _text(node.left), _text(node.right)
+        return None if left is None and right is None else (left or "?") + (right or "?")
+    return None
+
+
+def sql_in(name: str) -> list[str]:
+    """Where module `name` issues SQL, as "line: what"."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    docstrings = {
+        id(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if id(node) not in docstrings and (text := _text(node)) and SQL_TEXT.match(text):
+            found.add(f"{line}: {text[:40]!r}")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            receiver, attr = ast.unparse(node.func.value), node.func.attr
+            if (attr in SQL_CALLS and not receiver.endswith("executor")) or (receiver, attr) in {
+                ("readonly", "rows"),
+                ("sqlite3", "connect"),
+            }:
+                found.add(f"{line}: {receiver}.{attr}()")
+        if isinstance(node, ast.Attribute) and node.attr in STORE_HELPERS:
+            if ast.unparse(node.value).rpartition(".")[2] == "store":
+                found.add(f"{line}: {ast.unparse(node)}")
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            modules = (
+                [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            )
+            if any((m or "").split(".")[0] == "sqlite_utils" for m in modules):
+                found.add(f"{line}: imports sqlite_utils")
+    return sorted(found, key=lambda hit: int(hit.split(":")[0]))
+
+
+def test_only_the_store_issues_sql():
+    """Every SQL statement is the store's (optimizer/store/); the rest calls its typed methods, so
+    what a module reads or writes is named once and the report reads through a read-only View."""
+    found = {
+        name: hits
+        for name in MODULES
+        if not name.startswith("optimizer.store") and (hits := sql_in(name))
+    }
+    assert {n: h for n, h in found.items() if n not in SQL_LEFT} == {}
+    assert [n for n in SQL_LEFT if n not in found] == [], "no SQL is left there: drop the entry"
+    # The scan sees what the store does, so an empty answer above means something.
+    assert sql_in("optimizer.store.ledger") and sql_in("optimizer.store.gradings")
+
+
 def test_no_query_matches_run_keys_as_text():
     """A run's parts are columns (store/keys.py); matching key text breaks on run-10 and hides
     the query from the index."""
