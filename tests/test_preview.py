@@ -180,3 +180,11 @@ def test_a_batch_run_shows_and_keeps_its_estimate_and_decides_as_a_direct_run(tm
     assert shown["line"] == info["line"] and shown["ratio"] == info["ratio"]
     text = cli("status", batch_dir).stdout
     assert "estimate" in text and " ".join(info["line"].split()[:4]) in " ".join(text.split())
+
+
+def test_an_iteration_that_ends_at_its_first_step_is_priced_for_the_proposals_it_judges():
+    assert preview.expected_judged(2, "all", "cheap") == 2
+    assert preview.expected_judged(2, "first", "guarded") == 2
+    assert preview.expected_judged(2, "first", "cheap") == pytest.approx(1.5)
+    cheap = estimate(selection={"step": "cheap"})
+    assert cheap["assumptions"]["proposals_judged"].startswith("1.5 of 2")
