@@ -133,11 +133,12 @@ def stage(run_dir: Path) -> str:
 # to read its inputs and the proposer to write from the failures' words: of seeds 0-29, 9, 11,
 # 23, 26 and 27 promote within two iterations).
 # The engine's machinery (looks that add runs, the comparator, won, lost and tie) under the
-# guarded step rule, which exercises all of it; tests/test_steps.py covers the cheap default.
+# guarded step rule, which exercises all of it; tests/test_steps.py covers the cheap default. The
+# iteration count comes last: tests/test_crash.py replaces it.
 RUN = (
     "run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=9",
     "--set", "selection.step=guarded", "--max-iterations", "2",
-)  # fmt: skip (the iteration count last: tests/test_crash.py replaces it)
+)  # fmt: skip
 
 
 def reference_run(factory: pytest.TempPathFactory) -> Path:
