@@ -353,8 +353,7 @@ def adopt(
     ] = None,
     set_: SetOpt = None,
 ) -> None:
-    """Certify a version against the one you have, on fresh runs, and adopt it if it is better.
-    Exit 0 adopted, 1 not certified, 2 bad input."""
+    """Certify a version against yours on fresh runs; adopt it if better. Exit 0 adopted, 1 not."""
     from optimizer.nightly import adopt as adopting
 
     folder = require_dir(latest_run(run_dir), "run")
