@@ -76,20 +76,14 @@ def check(
         )
         + ")"
     )
-    if low > -margin:
-        outcome: Outcome = "not_worse"
-        reason = f"not worse: {where}; the lower bound is above −{margin}."
-    elif high < 0:  # the whole interval below zero: HEAD scores lower, by more than it may
-        outcome = "worse"
-        reason = f"worse: {where}; even the upper bound is below " + (
-            f"−{margin}." if high < -margin else f"zero, and the lower bound below −{margin}."
-        )
-    else:
-        outcome = "inconclusive"
-        reason = (
-            f"not shown to be not worse: {where}; the lower bound is not above −{margin}. "
-            "More evals narrow the interval most; more runs per eval help when runs vary."
-        )
+    outcome, reason = _verdict(
+        low,
+        high,
+        margin,
+        where,
+        "",
+        "More evals narrow the interval most; more runs per eval help when runs vary.",
+    )
     return NonInferiority(
         outcome, delta, low, high, confidence, margin, n, spread, own < floor, t, reason
     )
@@ -138,20 +132,25 @@ def check_tasks(
         )
         + ")"
     )
-    if low > -margin:
-        outcome: Outcome = "not_worse"
-        reason = f"not worse on these tasks: {where}; the lower bound is above −{margin}."
-    elif high < 0:
-        outcome = "worse"
-        reason = f"worse on these tasks: {where}; even the upper bound is below " + (
-            f"−{margin}." if high < -margin else f"zero, and the lower bound below −{margin}."
-        )
-    else:
-        outcome = "inconclusive"
-        reason = (
-            f"not shown to be not worse on these tasks: {where}; the lower bound is not above "
-            f"−{margin}. More runs per eval narrow it."
-        )
+    outcome, reason = _verdict(
+        low, high, margin, where, " on these tasks", "More runs per eval narrow it."
+    )
     return NonInferiority(
         outcome, delta, low, high, confidence, margin, n, se, own < floor, t, reason
+    )
+
+
+def _verdict(
+    low: float, high: float, margin: float, where: str, claim: str, more: str
+) -> tuple[Outcome, str]:
+    """not worse when the lower bound is above −margin; worse when not, and the whole interval is
+    below zero (HEAD scores lower, by more than it may); else inconclusive, with what narrows it."""
+    if low > -margin:
+        return "not_worse", f"not worse{claim}: {where}; the lower bound is above −{margin}."
+    if high < 0:
+        return "worse", f"worse{claim}: {where}; even the upper bound is below " + (
+            f"−{margin}." if high < -margin else f"zero, and the lower bound below −{margin}."
+        )
+    return "inconclusive", (
+        f"not shown to be not worse{claim}: {where}; the lower bound is not above −{margin}. {more}"
     )
