@@ -8,9 +8,10 @@ baseline and the original skill. Never a timed test; prints a table and the rati
 Per (skill, seed): the sealed-test score of the final skill minus v0's, where a version's score
 is the world's own expected judged pass rate on the sealed evals (optimizer/sim/expected.py, 200
 runs of each, no model call; the same for every method), the fraction of the headroom to the
-world's ceiling it captures, whether it ends worse than v0, and dollars, model calls, executor
-runs and wall time of the search (an adoption's fresh runs included). Across seeds: gain per
-dollar (total gain / total spend) and paired bootstrap intervals over the (skill, seed) units.
+world's ceiling it captures, whether it ends worse than v0 (within 0.01 of v0, settled at 4000
+runs an eval), and dollars, model calls, executor runs and wall time of the search (an
+adoption's fresh runs included). Across seeds: gain per dollar (total gain / total spend) and
+paired bootstrap intervals over the (skill, seed) units.
 Peers run through their own packages (the [peers] extra); where their prompts cannot be answered
 by the simulator our proposer sits behind their proposal hook (bench/peers/gepa_peer.py and
 skillopt_peer.py say where), so what differs is search and selection. docs/peers.md compares the
@@ -80,6 +81,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--no-write", action="store_true", help="leave bench/RESULTS.md as it is")
     parser.add_argument(
+        "--at",
+        default=None,
+        help="the code measured, named in bench/RESULTS.md's section title (default: the "
+        "checkout's commit, when it is a git checkout)",
+    )
+    parser.add_argument(
         "--traces", type=Path, help="write every world's anytime curves here (JSON)"
     )
     args = parser.parse_args(argv)
@@ -147,9 +154,9 @@ def units(results: dict, method: str) -> list[Unit]:
         o, v0 = cell[method], cell["original"].sealed or 0.0
         gain = (o.sealed or 0.0) - v0
         room = o.ceiling - v0
-        out.append(
-            Unit(skill, seed, gain, gain / room if room > 1e-9 else None, gain < -1e-9, o.usd)
-        )
+        # Worse as the arena settled it (near-ties at 4000 runs an eval), else by the gain.
+        worse = o.worse if o.worse is not None else gain < -1e-9
+        out.append(Unit(skill, seed, gain, gain / room if room > 1e-9 else None, worse, o.usd))
     return out
 
 
@@ -349,18 +356,36 @@ def report(args: argparse.Namespace, results: dict) -> list[str]:
 def write_results(args: argparse.Namespace, lines: list[str], command: str) -> None:
     path = BENCH / "RESULTS.md"
     text = path.read_text(encoding="utf-8") if path.is_file() else "# Benchmark results\n"
+    # The product moves: a run of the same seeds and budget at other code is a section of its own.
+    at = args.at if args.at is not None else commit()
     title = (
         f"{SECTION} side by side with GEPA and SkillOpt at ${args.budget_usd:g} a world, "
-        f"seeds {args.seeds}"
+        f"seeds {args.seeds}" + (f", at {at}" if at else "")
     )
     section = f"{title}\n\n`{command}`\n\n" + "\n".join(lines) + "\n"
     start = text.find(title + "\n")
     if start >= 0:  # replace our section, up to the next one
         end = text.find("\n## ", start + 1)
-        text = text[:start] + section + (text[end + 1 :] if end >= 0 else "")
+        text = text[:start] + section + ("\n" + text[end + 1 :] if end >= 0 else "")
     else:
         text = text.rstrip("\n") + "\n\n" + section
     path.write_text(text, encoding="utf-8")
+
+
+def commit() -> str:
+    """The checkout's short commit, "" outside a git checkout (e.g. a `git archive` copy)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except OSError:
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 def main(argv: list[str] | None = None) -> int:

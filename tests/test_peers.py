@@ -303,3 +303,44 @@ def test_the_verdict_lines_come_for_each_of_our_methods_against_the_best_peer():
     # skillopt: (-0.05 + 0.2 + 0.2) / $3 per dollar, worse than v0 in 1 of 3 worlds.
     assert "best peer skillopt gain/$ 0.1167" in lines[0] and lines[0].endswith("best peer 33%")
     assert lines[1].endswith("worse than v0: ours+adopt 0%, best peer 33%")
+
+
+def test_worse_than_v0_is_settled_at_more_runs_when_the_two_are_close(monkeypatch):
+    arena_mod = bench_module("arena")
+    arena = arena_mod.Arena.__new__(arena_mod.Arena)
+    arena.test = [1]
+    texts = {"v0": "a", "same": "a", "far": "b", "near": "c"}
+    monkeypatch.setattr(arena, "skill_md", texts.__getitem__, raising=False)
+    scores = {
+        ("v0", 200): 0.500,
+        ("far", 200): 0.480,
+        ("near", 200): 0.497,  # -0.003 at 200 runs an eval: a draw
+        ("near", 4000): 0.501,
+        ("v0", 4000): 0.500,
+        ("same", 200): 0.490,  # v0's own text is never worse, whatever the number
+    }
+    arena._expected = scores
+    assert arena.worse_than_v0("far") is True
+    assert arena.worse_than_v0("near") is False
+    assert arena.worse_than_v0("same") is False
+    scores[("near", 4000)] = 0.499
+    arena._expected = {k: v for k, v in scores.items()}
+    assert arena.worse_than_v0("near") is True
+
+
+def test_a_run_replaces_its_own_section_and_a_run_at_other_code_adds_one(tmp_path, monkeypatch):
+    main = bench_module("peers_main")
+    monkeypatch.setattr(main, "BENCH", tmp_path)
+    (tmp_path / "RESULTS.md").write_text("# Benchmark results\n\n## other.py: kept\n\nx\n")
+    args = SimpleNamespace(budget_usd=4.0, seeds="1-2", at="abc1234")
+    main.write_results(args, ["first"], "cmd")
+    (tmp_path / "RESULTS.md").write_text(
+        (tmp_path / "RESULTS.md").read_text() + "\n## later.py: kept\n\ny\n"
+    )
+    main.write_results(args, ["second"], "cmd")
+    main.write_results(SimpleNamespace(budget_usd=4.0, seeds="1-2", at="def5678"), ["third"], "cmd")
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert "first" not in text and text.count("seeds 1-2, at abc1234\n") == 1
+    assert "second\n\n## later.py: kept" in text  # one blank line before the next section
+    assert text.index("## other.py") < text.index("abc1234") < text.index("## later.py")
+    assert text.rstrip().endswith("third") and "seeds 1-2, at def5678" in text

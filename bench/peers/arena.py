@@ -42,6 +42,12 @@ UNLIMITED_USD = 1e9  # the arena's client never refuses; each search keeps to it
 # Runs per sealed eval of the world's expected score (optimizer/sim/expected.py): seeds 0..199,
 # the same for every version, so two versions differ by what their texts do, not by draws.
 EXPECTED_RUNS = 200
+# Whether a version is worse than v0 when the two are within NEAR of each other at 200 runs:
+# decided at SETTLE_RUNS, where an edit that changes no behaviour still moves the score by up to
+# about 0.003 at 200 runs (a deleted line on csv-report seed 9017: -0.0033 at 200, +0.0009 at
+# 4000), and by about 0.0007 at 4000.
+NEAR = 0.01
+SETTLE_RUNS = 4000
 
 
 class BudgetSpent(Exception):
@@ -118,7 +124,7 @@ class Arena:
         self._hits_mark = 0
         self._samples: dict[tuple[str, int], int] = {}
         self._proposals = 0
-        self._expected: dict[str, float | None] = {}
+        self._expected: dict[tuple[str, int], float] = {}
         # A search whose current choice is observable says it here: (dollars spent, label) each
         # time it chooses (greedy after every child it judged).
         self.trace: list[tuple[float, str]] = []
@@ -287,7 +293,7 @@ class Arena:
         world, not in a draw of runs."""
         if not self.test:
             return None
-        if label not in self._expected:
+        if (label, runs) not in self._expected:
             world = Simulator(**self.settings.sim.model_dump()).knobs.world
             folder = self.ws.root / "inputs"  # the skill folder's copy that runs read inputs from
             text = (self.ws.skill(label) / "SKILL.md").read_text(encoding="utf-8")
@@ -300,8 +306,21 @@ class Arena:
                     "files": list(ev.files),
                 }
                 per_eval.append(pass_rate(text, [shown], world, runs, folder))
-            self._expected[label] = sum(per_eval) / len(per_eval)
-        return self._expected[label]
+            self._expected[(label, runs)] = sum(per_eval) / len(per_eval)
+        return self._expected[(label, runs)]
+
+    def worse_than_v0(self, label: str) -> bool | None:
+        """Whether `label` is worse than v0 in the world: by their expected scores at 200 runs an
+        eval, or, when those are within NEAR of each other, at SETTLE_RUNS; never for v0's own
+        text. None without sealed evals."""
+        mine, base = self.measure(label), self.measure("v0")
+        if mine is None or base is None:
+            return None
+        if self.skill_md(label) == self.skill_md("v0"):
+            return False
+        if abs(mine - base) >= NEAR:
+            return mine < base
+        return (self.measure(label, SETTLE_RUNS) or 0.0) < (self.measure("v0", SETTLE_RUNS) or 0.0)
 
     def sync(self, coro: Coroutine[Any, Any, Any]) -> Any:
         """Run one of the coroutines above from a peer's worker thread."""

@@ -61,6 +61,8 @@ class Outcome:
     # The method's current choice over its spend, as (dollars, sealed score of the choice) after
     # each choice (v0 before the first); None where the search's choice is not observable.
     trace: list[tuple[float, float]] | None = None
+    # Whether `final` is worse than v0 in the world (Arena.worse_than_v0); None: no sealed evals.
+    worse: bool | None = None
     certified: bool | None = None  # the adoption methods: whether the night's best was certified
     adopt_usd: float = 0.0  # the adoption methods: what the adoption cost (within usd)
 
@@ -130,6 +132,7 @@ async def _measured(
             note,
             arena.usd_at_last_win() if search is None else None,
             _scored(arena, chosen),
+            arena.worse_than_v0(final),
         )
     finally:
         await arena.aclose()
@@ -158,6 +161,7 @@ async def _adopted(name: str, run_dir: Path, budget_usd: float, night_s: float) 
             note,
             # The user has v0 until the adoption certifies: one step, at the whole spend.
             trace=_scored(arena, [(used.usd, final)]),
+            worse=arena.worse_than_v0(final),
             certified=certified,
             adopt_usd=used.usd - before,
         )
