@@ -128,3 +128,28 @@ def test_a_resume_after_the_plateau_searches_again_and_says_so(plateaued, tmp_pa
     assert "the count of proposals without a step starts again here" in said
     assert iterations(run_dir) > before
     assert SAID.fullmatch(views.status(run_dir)["stop_reason"]) or iterations(run_dir) == 6
+
+
+def test_a_step_below_min_step_does_not_put_the_plateau_off():
+    from optimizer.store.iterations import Iteration
+
+    finished = [
+        Iteration(1, "v0", "done", {"0": {"label": "v1"}, "1": {"label": "v2"}}, None, "t"),
+        Iteration(2, "v2", "done", {"0": {"label": "v3"}, "1": {"label": "v4"}}, None, "t"),
+    ]
+    versions = [
+        {"label": "v0", "parent": None, "iteration": 0, "decision": "baseline", "score": 0.50},
+        {"label": "v1", "parent": "v0", "iteration": 1, "decision": "lost", "score": 0.45},
+        {"label": "v2", "parent": "v0", "iteration": 1, "decision": "won", "score": 0.70},
+        {"label": "v3", "parent": "v2", "iteration": 2, "decision": "lost", "score": 0.60},
+        {"label": "v4", "parent": "v2", "iteration": 2, "decision": "won", "score": 0.71},
+    ]
+
+    def without(min_step: float) -> int:
+        return stops.from_ledger(
+            finished=finished, versions=versions, spent={}, best="v4", spent_usd=1.0,
+            min_step=min_step,
+        ).proposals_without_step  # fmt: skip
+
+    assert without(0.0) == 0  # v4's +0.01 is a step
+    assert without(0.05) == 2  # it is not one worth its cost: v3 and v4 since v2's +0.20

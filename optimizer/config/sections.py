@@ -55,6 +55,8 @@ class Loop(Section):
     patience: int = Field(3, ge=1)
     min_gain_per_usd: float = Field(0.05, ge=0)  # the plateau of search/stops.py
     min_proposals_without_step: int = Field(4, ge=1)
+    # A step of the train score below this does not count as one for the plateau (0: every step).
+    min_step: float = Field(0.0, ge=0)
     spend_all: bool = False  # no plateau stop: the budget or a limit ends a run
     target_score: float = Field(1.0, ge=0, le=1)
     parent_selection: Literal["best", "pareto"] = "best"

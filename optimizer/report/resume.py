@@ -27,6 +27,7 @@ def resume_point(ws: Workspace, settings: config.Settings) -> str:
             spent=ledger.summed_by_scope(db),
             best=best,
             spent_usd=ledger.total_usd(db),
+            min_step=settings.loop.min_step,
         )
     where = _where(made, best, settings)
     if state.iterations_done >= settings.loop.max_iterations:

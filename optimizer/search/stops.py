@@ -83,6 +83,7 @@ def from_ledger(
     best: str,
     spent_usd: float,
     plateau_from: int = 0,
+    min_step: float = 0.0,
 ) -> LoopState:
     """The loop's state from rows of state.db: the finished iterations (in order), the versions (label, parent, iteration, decision, score), the spend by scope
     (ledger.summed_by_scope). The counts without a win start at finished iteration `plateau_from`."""
@@ -94,6 +95,14 @@ def from_ledger(
         if row.number in wins:
             break
         streak += 1
+    score = {label: v["score"] or 0.0 for label, v in by_label.items()}
+    # A win smaller than min_step does not end a run of proposals without a step: with cheap steps
+    # an equal child wins often, and each such win would put the plateau off again.
+    counted = {
+        label
+        for label in won
+        if score[label] - score.get(by_label[label]["parent"], 0.0) >= min_step
+    }
     proposals, without_step, scopes = 0, 0, set()
     for k, row in enumerate(finished):
         made = row.candidates
@@ -102,8 +111,7 @@ def from_ledger(
             proposals += 1
             scopes.update({f"proposal {row.number}-{key}", label} - {None})
             if k >= plateau_from:
-                without_step = 0 if label in won else without_step + 1
-    score = {label: v["score"] or 0.0 for label, v in by_label.items()}
+                without_step = 0 if label in counted else without_step + 1
     return LoopState(
         iterations_done=len(finished),
         iterations_without_win=streak,
