@@ -299,6 +299,7 @@ def traces(args: argparse.Namespace, results: dict) -> dict:
     return {
         "budget_usd": args.budget_usd,
         "seeds": args.seeds,
+        "at": args.at if args.at is not None else commit(),
         "skills": args.skill_list,
         "worlds": worlds,
     }

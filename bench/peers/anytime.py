@@ -106,7 +106,8 @@ def draw(files: list[Path], out: Path) -> None:
         ax.axvline(data["budget_usd"], color="black", linewidth=0.6, linestyle=":")
         ax.set_title(
             f"${data['budget_usd']:g} a world, {len(data['worlds'])} worlds "
-            f"({', '.join(data['skills'])}; seeds {data['seeds']})",
+            f"({', '.join(data['skills'])}; seeds {data['seeds']})"
+            + (f", at {data['at']}" if data.get("at") else ""),
             fontsize=9,
         )
         ax.set_xlabel("dollars spent (mean final spend marked |)")
