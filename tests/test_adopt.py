@@ -248,3 +248,18 @@ def test_under_false_discovery_control_adoptions_test_at_their_lord_level(run_di
     alpha = json.loads(rows(run_dir, "select decision_json from adoptions")[0][0])["alpha"]
     assert alpha == pytest.approx(fdr.lord([], 0.05).alpha, abs=1e-6)
     assert alpha < 0.05  # the first of a family spends a share of α, not all of it
+
+
+@pytest.mark.slow
+def test_an_adoption_its_limit_stops_says_so_exits_1_and_a_second_call_continues_it(
+    run_dir, monkeypatch
+):
+    code, said = adopt(monkeypatch, run_dir, "--yes", "--max-usd", "0.05")
+    assert code == 1 and "stopped before it decided" in said and "--max-usd" in said
+    assert rows(run_dir, "select status from adoptions") == [("running",)]
+    paid = paid_calls(run_dir)
+    code, _ = adopt(monkeypatch, run_dir, "--yes")
+    assert code in (0, 1)
+    assert rows(run_dir, "select count(*) from adoptions") == [(1,)]  # the same adoption, finished
+    assert rows(run_dir, "select status from adoptions")[0][0] != "running"
+    assert paid_calls(run_dir) > paid

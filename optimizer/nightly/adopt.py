@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from optimizer import config, logs
-from optimizer.errors import BadInput, OptimizerError
+from optimizer.errors import BadInput, OptimizerError, RunStopped
 from optimizer.schemas import Adoption
 from optimizer.search import adoption as adopting
 from optimizer.store import iterations
@@ -102,7 +102,14 @@ def adopt(
                 client = llm.make_client(paid, store, budget_usd=spent + limit)
                 run = RunState(ws, store, client, paid, ui, engine.stop_rules(ws, paid, flag))
                 with TARGETS[(store.run_row() or {}).get("target") or "body"](run) as target:
-                    result = asyncio.run(adopting.certify(run, target, claim))  # type: ignore[arg-type]
+                    try:
+                        result = asyncio.run(adopting.certify(run, target, claim))  # type: ignore[arg-type]
+                    except RunStopped as exc:  # the limit or a stop: its runs are in the ledger
+                        raise OptimizerError(
+                            f"the adoption stopped before it decided ({exc}); nothing was adopted. "
+                            f"`optimizer adopt {ws.root} {claim.version} --max-usd X` continues "
+                            "it from its runs so far."
+                        ) from None
                     target.write_lineage(iterations.finished_count(store))
         finally:
             store.close()
