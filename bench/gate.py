@@ -70,19 +70,6 @@ def _means(world: str, delta: float, rng: random.Random) -> tuple[float, float]:
     return base, base + delta + rng.gauss(0, 0.02 if world == "stable" else 0.05)
 
 
-def trial(
-    world: str,
-    n: int,
-    delta: float,
-    runs: int,
-    margin: float,
-    rng: random.Random,
-    scope: str = "general",
-    broken: int = 0,
-) -> str:
-    return outcome_and_delta(world, n, delta, runs, margin, rng, scope, broken)[0]
-
-
 def outcome_and_delta(
     world: str,
     n: int,
@@ -145,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
                 rng = random.Random(f"{args.seed}-{world}-{n}-{d}")
                 passed = (
                     sum(
-                        trial(world, n, d, args.runs, args.margin, rng, args.scope) == "not_worse"
+                        outcome_and_delta(world, n, d, args.runs, args.margin, rng, args.scope)[0]
+                        == "not_worse"
                         for _ in range(args.trials)
                     )
                     / args.trials
@@ -190,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
                 for scope in ("tasks", "general"):
                     rng = random.Random(f"{args.seed}-broken-{world}-{n}-{k}-{scope}")
                     hits = sum(
-                        trial(world, n, 0.0, args.runs, args.margin, rng, scope, k) == "not_worse"
+                        outcome_and_delta(world, n, 0.0, args.runs, args.margin, rng, scope, k)[0]
+                        == "not_worse"
                         for _ in range(args.trials)
                     )
                     said.append(f"{hits / args.trials:.1%}")

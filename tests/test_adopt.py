@@ -105,9 +105,20 @@ def test_a_version_below_the_one_you_have_is_told_that_more_runs_will_not_help()
 
 
 def test_the_version_you_have_is_the_last_certified_one():
+    from optimizer.schemas import Adoption
+
+    def made(*outcomes: tuple[str, bool]) -> list[Adoption]:
+        return [
+            Adoption(
+                number=k, version=v, base="v0", scope="tasks", evals=[1],
+                status="certified" if ok else "not certified", started_at="t",
+            )
+            for k, (v, ok) in enumerate(outcomes, 1)
+        ]  # fmt: skip
+
     assert rule.base_of([]) == "v0"
-    assert rule.base_of([("v2", True), ("v5", False)]) == "v2"
-    assert rule.base_of([("v2", True), ("v5", True), ("v7", False)]) == "v5"
+    assert rule.base_of(made(("v2", True), ("v5", False))) == "v2"
+    assert rule.base_of(made(("v2", True), ("v5", True), ("v7", False))) == "v5"
 
 
 # -- the command ----------------------------------------------------------------------------------

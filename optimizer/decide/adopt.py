@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from optimizer.config import Adopt, Selection
 from optimizer.decide import power, spending, step
-from optimizer.schemas import RuleDecision
+from optimizer.schemas import Adoption, RuleDecision
 
 # Fresh runs of adoption k use samples from k·FRESH_SAMPLES + 1: a step's runs use 1..max_runs
 # (at most 999 by config), so no adoption ever reads a run a step drew or another adoption drew.
@@ -137,7 +137,12 @@ def what_would_decide(
     return f"Not decided on fresh runs: what would decide it is {more_evals}."
 
 
-def base_of(adoptions: Sequence[tuple[str, bool]]) -> str:
-    """The version the user has now: the last certified adoption's, else v0. `adoptions` are
-    (version, certified) in the order they were made."""
-    return next((v for v, ok in reversed(adoptions) if ok), "v0")
+def last_certified(adoptions: Sequence[Adoption]) -> Adoption | None:
+    """The adoption that gave the user the version they have, from adoptions oldest first."""
+    return next((a for a in reversed(adoptions) if a.certified), None)
+
+
+def base_of(adoptions: Sequence[Adoption]) -> str:
+    """The version the user has now: the last certified adoption's, else v0."""
+    have = last_certified(adoptions)
+    return have.version if have else "v0"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from optimizer.decide import adopt as rule
 from optimizer.report.format import money
 from optimizer.schemas import Adoption
 
@@ -30,7 +31,7 @@ def line(a: Adoption) -> str:
 
 def adopted_line(adoptions: list[Adoption], best: str | None, run_dir: str) -> str:
     """The version the user has and, when the search's best is another, how to claim it."""
-    have = next((a for a in reversed(adoptions) if a.certified), None)
+    have = rule.last_certified(adoptions)
     now = (
         f"{have.version} (certified {have.claim.removeprefix(have.version + ' ')})"
         if have
@@ -42,5 +43,7 @@ def adopted_line(adoptions: list[Adoption], best: str | None, run_dir: str) -> s
 
 
 def as_json(adoptions: list[Adoption]) -> dict[str, Any]:
-    have = next((a.version for a in reversed(adoptions) if a.certified), "v0")
-    return {"adopted": have, "adoptions": [a.model_dump(mode="json") for a in adoptions]}
+    return {
+        "adopted": rule.base_of(adoptions),
+        "adoptions": [a.model_dump(mode="json") for a in adoptions],
+    }

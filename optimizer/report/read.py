@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer import words
+from optimizer.decide import adopt as rule
 from optimizer.errors import BadInput
 from optimizer.report import caveats
 from optimizer.schemas import Adoption
@@ -82,7 +83,7 @@ class RunData:
     @property
     def adopted(self) -> str:
         """The version the user has: the last certified adoption's, else v0."""
-        return next((a.version for a in reversed(self.adoptions) if a.certified), "v0")
+        return rule.base_of(self.adoptions)
 
     @property
     def ws(self) -> Workspace:

@@ -16,6 +16,7 @@ import structlog
 from rich.console import Console
 
 from optimizer import schemas, words
+from optimizer.decide import adopt as rule
 from optimizer.decide.stats import mean, mean_ci
 from optimizer.grade.preview import natural_key
 from optimizer.report import adopted, caveats, folders, nextstep, read
@@ -185,7 +186,7 @@ def _scope(selection: Any, sealed: schemas.SummaryNumbers | None, warnings: list
 
 def _adoption(made: list[Adoption], best: str) -> str:
     """The headline's clause on what the user has: the claim is the adoption's (§16)."""
-    have = next((a for a in reversed(made) if a.certified), None)
+    have = rule.last_certified(made)
     tried = next((a for a in reversed(made) if a.version == best and a.finished_at), None)
     if have and have.version == best:
         return f"adopted: certified on fresh runs ({adopted.evidence(have)})"

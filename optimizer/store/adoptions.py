@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from optimizer.decide import adopt as rule
 from optimizer.schemas import Adoption, RuleDecision
 from optimizer.store import ledger
 from optimizer.store.db import Store, now
@@ -66,13 +67,8 @@ def all_of(store: Store) -> list[Adoption]:
 
 
 def adopted(store: Store) -> str:
-    """The version the user has now: the last certified adoption's, else v0."""
-    if "adoptions" not in store.db.table_names():
-        return "v0"
-    row = store.query(
-        "select version from adoptions where status = 'certified' order by number desc limit 1"
-    )
-    return row[0]["version"] if row else "v0"
+    """The version the user has now (decide/adopt.base_of)."""
+    return rule.base_of(all_of(store))
 
 
 def open_for(
