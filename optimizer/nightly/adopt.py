@@ -74,12 +74,11 @@ def adopt(
             spent = store.spent_usd()
             flag = SignalFlag()
             flag.install()
-            # The client's limit is the run's spend so far plus this adoption's: a run whose
-            # budget the night used up can still be adopted, at the price shown.
-            probe = llm.make_client(settings, store, budget_usd=spent)
-            with Reporter(None, store, simulated=probe.simulated, settings=settings) as ui:
+            # No call before the estimate is shown: the limit is the spend so far until then.
+            client = llm.make_client(settings, store, budget_usd=spent)
+            with Reporter(None, store, simulated=client.simulated, settings=settings) as ui:
                 run = RunState(
-                    ws, store, probe, settings, ui, engine.stop_rules(ws, settings, flag)
+                    ws, store, client, settings, ui, engine.stop_rules(ws, settings, flag)
                 )
                 claim = adopting.claim_for(run, version)
                 estimate = adopting.estimate_for(run, claim)
@@ -96,10 +95,12 @@ def adopt(
                 )
                 if confirm is not None and not confirm("certify it now?"):
                     raise OptimizerError("nothing was adopted: not confirmed.")
-                # Tonight's deadline was the search's; the user asked for this adoption now.
+                # The limit is the run's spend so far plus this adoption's: a run whose budget the
+                # night used up can still be adopted, at the price shown. Tonight's deadline was
+                # the search's; the user asked for this adoption now.
                 budget = settings.budget.model_copy(update={"usd": spent + limit, "deadline": ""})
                 paid = settings.model_copy(update={"budget": budget})
-                client = llm.make_client(paid, store, budget_usd=spent + limit)
+                client.budget_usd = spent + limit
                 run = RunState(ws, store, client, paid, ui, engine.stop_rules(ws, paid, flag))
                 with TARGETS[(store.run_row() or {}).get("target") or "body"](run) as target:
                     try:
