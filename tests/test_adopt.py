@@ -274,3 +274,12 @@ def test_an_adoption_its_limit_stops_says_so_exits_1_and_a_second_call_continues
     assert rows(run_dir, "select count(*) from adoptions") == [(1,)]  # the same adoption, finished
     assert rows(run_dir, "select status from adoptions")[0][0] != "running"
     assert paid_calls(run_dir) > paid
+
+
+@pytest.mark.slow
+def test_fresh_runs_our_failures_left_unscored_never_decide_an_adoption(run_dir, monkeypatch):
+    # Every grader call fails after its retries: the runs are unscored, not scored 0.
+    failing = ("--set", "sim.fail_role=grader", "--set", "llm.max_attempts=1")
+    code, said = adopt(monkeypatch, run_dir, "--yes", *failing)
+    assert code == 1 and "could not be scored" in said and "nothing was adopted" in said
+    assert rows(run_dir, "select status, decision_json from adoptions") == [("running", None)]

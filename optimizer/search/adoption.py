@@ -13,7 +13,7 @@ import structlog
 
 from optimizer.decide import adopt as rule
 from optimizer.decide import fdr
-from optimizer.errors import BadInput, RunStopped
+from optimizer.errors import BadInput, RunStopped, WorkFailed
 from optimizer.grade.unit import Scored, eval_means, judge_errors, unscored
 from optimizer.schemas import Adoption
 from optimizer.search.state import RunState
@@ -115,6 +115,15 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
         mine = await target.fresh(claim.version, claim.evals, runs, first=first, scope=scope)
         theirs = await target.fresh(claim.base, claim.evals, runs, first=first, scope=scope)
         errors, total = judge_errors(mine, theirs)
+        lost = unscored(mine, theirs)
+        if total and len(lost) / total > s.selection.max_unscored_rate:
+            # Deciding on what is left would let our failure decide (docs/design.md §7).
+            raise WorkFailed(
+                f"{len(lost)} of {total} fresh runs of adoption {opened.number} could not be "
+                f"scored, more than selection.max_unscored_rate = {s.selection.max_unscored_rate} "
+                f"(the last cause: {lost[-1].error or 'unknown'}); nothing was adopted. Fix the "
+                f"cause, then `optimizer adopt {run.ws.root} {claim.version}` continues it."
+            )
         decision = rule.decide(
             eval_means(mine),
             eval_means(theirs),
@@ -124,7 +133,7 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
             rng=run.rng("adoption", opened.number, runs),
             judge_errors=errors,
             total_runs=total,
-            unscored=len(unscored(mine, theirs)),
+            unscored=len(lost),
         )
         log.info("adoption.look", number=opened.number, runs=runs, decision=decision.decision)
         if not decision.needs_more_runs:
