@@ -138,6 +138,10 @@ def test_an_adoption_runs_fresh_samples_and_leaves_the_steps_evidence_alone(run_
     assert status in ("certified", "not certified")
     assert code == (0 if status == "certified" else 1)
     assert json.loads(decision)["alpha"] == pytest.approx(0.05)
+    # The adoption's reason makes the claim; the steps' reasons never did.
+    assert "the claim: better on these tasks" in json.loads(decision)["reason"]
+    steps = rows(run_dir, "select reason from decisions where reason is not null")
+    assert steps and not any("better" in reason for (reason,) in steps)
     fresh = rows(
         run_dir,
         "select prefix, min(run_number) from gradings where prefix like 'adoption-1/%' "

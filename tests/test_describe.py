@@ -381,7 +381,10 @@ def test_the_description_rule_is_the_body_rule_with_queries_as_units():
         alpha=0.001,
     )
     assert out["rule"] == "sequential" and out["scope"] == "general" and out["alpha"] == 0.001
-    assert "8 validation queries" in out["reason"] and "better in general" in out["reason"]
+    assert (
+        "8 validation queries" in out["reason"]
+        and "a step over queries like these" in out["reason"]
+    )
     # identical answers never promote, and an all-agreeing table keeps a non-zero width
     same = decide(
         metrics([True, False] * 6),

@@ -97,8 +97,8 @@ def test_three_evals_with_a_narrow_bootstrap_interval_are_not_promoted():
         scope="general",
     )
     assert general.decision == "tie" and general.ci_low < 0  # t with 2 df is honest about 3 points
-    new = run(ds, runs=6)  # the default claim at 3 evals: better on these tasks, nothing more
-    assert new.scope == "tasks" and "better on these tasks" in new.reason
+    new = run(ds, runs=6)  # the default scope at 3 evals: these tasks, nothing more
+    assert new.scope == "tasks" and "a step on these tasks, not a claim" in new.reason
     assert new.few_evals and "too few to generalise" in new.reason
     assert new.model_dump(mode="json")["few_evals"] is True
 
@@ -234,7 +234,9 @@ def test_the_claim_defaults_by_suite_size_and_is_written():
     few = run([0.1, 0.12, 0.08], tally({}))
     many = run([0.1] * 12, tally({}))
     assert few.scope == "tasks" and many.scope == "general"
-    assert "better on these tasks" in few.reason and "better in general" in many.reason
+    assert "a step on these tasks" in few.reason and "a step over evals like these" in many.reason
+    # a step is a move: only an adoption's reason says "better" (docs/design.md §16)
+    assert "better" not in few.reason + many.reason
     assert few.model_dump(mode="json")["scope"] == "tasks"
     asked = decide(
         *scores([0.1, 0.12, 0.08]),

@@ -72,6 +72,7 @@ def decide(
         look=look,
         scope=adopt.scope,
         alpha=adopt.alpha,
+        certifies=True,
     )
 
 

@@ -216,6 +216,8 @@ class Look:
 
 
 CLAIM = {"tasks": "better on these tasks", "general": "better in general"}
+# A step is a move, not a claim (docs/design.md §16): its reason names what it was read on.
+STEP = {"tasks": "a step on these tasks", "general": "a step over evals like these"}
 
 
 def percent(level: float) -> str:
@@ -248,6 +250,7 @@ def look(
     scope: Scope = "general",
     alpha: float | None = None,
     futility_name: str = "selection.futility",
+    claim: bool = False,
 ) -> Look:
     """won / lost / tie at this look, for the claim `scope`. won: the score bound clears zero
     and Δ reaches min_effect, or the bound clears zero with more comparator wins than losses.
@@ -255,7 +258,8 @@ def look(
     at the cap or the conditional power to promote is below `futility` (named `futility_name` in
     the reason). `alpha` (default
     1 − confidence) is this decision's whole budget: the night's false-discovery control
-    (decide/fdr.py) passes a smaller one."""
+    (decide/fdr.py) passes a smaller one. `claim`: an adoption's claim, worded as one; otherwise
+    the reason speaks of a step."""
     alpha = 1 - confidence if alpha is None else alpha
     # One run a side: score_test falls back to `general`, so α is spent as `general` spends it.
     pooled = any(len(x) >= 2 for x in (*child, *parent))
@@ -269,10 +273,10 @@ def look(
     n = len(child)
     level = 1 - 2 * a_score
     tested = f", tested at {_small(a_score)}" if abs(a_score - spent) > _EPS else ""
-    claim = f"the claim: {CLAIM[s.scope]}"
+    read = f"the claim: {CLAIM[s.scope]}" if claim else f"{STEP[s.scope]}, not a claim"
     where = (
         f"Δ = {s.delta:+.3f} with {percent(level)} Student-t interval [{s.low:+.3f}, {s.high:+.3f}] "
-        f"over {n} evals × {runs} runs ({claim}; this look spends α = {_small(spent)} of "
+        f"over {n} evals × {runs} runs ({read}; this look spends α = {_small(spent)} of "
         f"{alpha:.3g}{tested})"
     )
     if math.isinf(s.se):

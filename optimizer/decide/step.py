@@ -155,6 +155,7 @@ def decide(
     look: int | None = None,
     scope: str | None = None,
     alpha: float | None = None,
+    certifies: bool = False,
 ) -> Decision:
     """won / lost / tie by docs/design.md §8, under selection.rule: `sequential` (sequential.look, the
     default) or `bootstrap`, the earlier rule kept selectable: a fixed-level percentile bootstrap
@@ -165,7 +166,9 @@ def decide(
     the look (the loop's runs per eval) when evals have run different counts; default the fewest.
     `scope` ("tasks", "general"; default selection.scope, whose "auto" is tasks below
     selection.few_evals evals) is the claim a promotion makes; `alpha` (default 1 − confidence)
-    the decision's false-promotion budget, smaller under the night's control (decide/fdr.py)."""
+    the decision's false-promotion budget, smaller under the night's control (decide/fdr.py).
+    `certifies`: the decision certifies an adoption (decide/adopt.py); a step's reason never reads as
+    a claim."""
     ds = paired_differences(child_scores, parent_scores)
     comparator = _comparator_view(tally)
     error_rate = judge_errors / total_runs if total_runs else 0.0
@@ -237,6 +240,7 @@ def decide(
             scope=claim,
             alpha=alpha,
             futility_name=f"selection.{futility}",
+            claim=certifies,
         )
         return _decision(  # the interval's confidence is the look's, at the α it spent
             seen.decision,
