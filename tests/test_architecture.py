@@ -275,9 +275,42 @@ def test_the_line_limit_counts_formatted_text():
     assert exempt == [], exempt
 
 
+def may_import(stage: str) -> tuple[str, ...] | None:
+    """The stage's own statement of the stages it imports: MAY_IMPORT in its __init__.py."""
+    tree = ast.parse((PACKAGE / stage / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign | ast.Assign):
+            targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
+            if any(isinstance(t, ast.Name) and t.id == "MAY_IMPORT" for t in targets):
+                assert node.value is not None
+                return tuple(ast.literal_eval(node.value))
+    return None
+
+
+def stages_imported(stage: str) -> set[str]:
+    """The other stages a stage's modules import, type-only imports included."""
+    return {
+        stage_of(target)
+        for name in MODULES
+        if stage_of(name) == stage
+        for target, _, _ in imports(name, typing=True)
+        if stage_of(target) in STAGES and stage_of(target) != stage
+    }
+
+
 @pytest.mark.parametrize("stage", STAGES)
 def test_every_stage_says_what_it_owns_and_may_import(stage):
+    """The docstring says what the stage owns; MAY_IMPORT names exactly the stages it imports, all
+    of them earlier ones, so the statement cannot drift from the code as the prose once did."""
+    where = f"optimizer/{stage}/__init__.py"
     doc = ast.get_docstring(
         ast.parse((PACKAGE / stage / "__init__.py").read_text(encoding="utf-8"))
     )
-    assert doc and len(doc) > 120 and "import" in doc, f"optimizer/{stage}/__init__.py"
+    assert doc and len(doc) > 120 and "import" in doc, where
+    declared = may_import(stage)
+    assert declared is not None, f"{where} declares no MAY_IMPORT"
+    assert all(rank(s) is not None and rank(s) < rank(stage) for s in declared), (where, declared)
+    assert sorted(declared, key=STAGES.index) == list(declared), (
+        f"{where}: list them in stage order"
+    )
+    assert set(declared) == stages_imported(stage), (where, declared, stages_imported(stage))

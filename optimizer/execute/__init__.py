@@ -1,7 +1,7 @@
-"""Executors: run one eval once, with or without the skill, into a complete run folder (the
-built-in agent, Claude Code, a command), and never let a per-run failure stop the work (it is
-data), nor swallow a systemic one. It may import inputs, store, sim, model, sandbox and the shared
-modules, never grade, search or report."""
+"""Executors: run one eval once, with or without the skill, into a complete run folder (the built-in
+agent, Claude Code, a command), and never let a per-run failure stop the work (it is data), nor
+swallow a systemic one. The stages it may import are MAY_IMPORT's (tests/test_architecture.py holds
+them to its imports); the shared modules are open to every stage."""
 
 from __future__ import annotations
 
@@ -366,3 +366,7 @@ def executor_for(name: str | None, settings: Settings, client: Client | None) ->
         if server is not None:
             server.shutdown()
             server.server_close()
+
+
+# The earlier stages this one imports, exactly (tests/test_architecture.py compares).
+MAY_IMPORT: tuple[str, ...] = ("inputs", "store", "sim", "model", "sandbox")

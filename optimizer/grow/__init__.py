@@ -1,5 +1,8 @@
-"""Evals that grow (docs/design.md §17): the user's Claude Code sessions and a run's eval feedback drafted
-into candidate evals (evals/candidates.json), reviewed, and only then appended to evals.json.
-It may import the shared modules and the stages above it (inputs for sessions, redaction and the
-split, store for atomic writes and a run's row, model for drafting with --provider); report's
-review page imports it, never the other way round."""
+"""Evals that grow (docs/design.md §17): the user's Claude Code sessions and a run's eval feedback
+drafted into candidate evals (evals/candidates.json), reviewed, and only then appended to
+evals.json. The stages it may import are MAY_IMPORT's (tests/test_architecture.py holds them to its
+imports); the shared modules are open to every stage. Report's review page imports it, never the
+other way round."""
+
+# The earlier stages this one imports, exactly (tests/test_architecture.py compares).
+MAY_IMPORT: tuple[str, ...] = ("decide", "inputs", "store", "model")

@@ -1,7 +1,9 @@
 """The sandbox owns the confinement of model-written commands (the executor's bash tool, the
 custom_script checks, the Claude Code CLI and its relay to the model): the bubblewrap argv, the
 limits (rlimits, per-run cgroups), the supervisor that feeds, watches, times out and kills a
-command, and the report of what confinement is in force on this machine. It may import optimizer.errors and optimizer.config only, never another stage."""
+command, and the report of what confinement is in force on this machine. The stages it may import
+are MAY_IMPORT's (tests/test_architecture.py holds them to its imports); the shared modules are
+open to every stage."""
 
 from optimizer.sandbox.box import Box, confined_program, find_node
 from optimizer.sandbox.cgroups import memory_limit_mechanism, process_limit_mechanism
@@ -53,3 +55,6 @@ __all__ = [
     "to_sandbox_path",
     "workspace_breach",
 ]
+
+# The earlier stages this one imports, exactly (tests/test_architecture.py compares).
+MAY_IMPORT: tuple[str, ...] = ("model",)

@@ -1,5 +1,8 @@
 """The search: one engine (engine.py, the loop of docs/design.md §3) and the targets it improves (the
-body, the description), each proposing variants, judging them against their parent and writing
-its lineage; the stop rules, the estimate and the evidence a proposer reads. Every request it
-sends is a pure function of the ledger. It may import every earlier stage (inputs to grade) and
-the shared modules, never report."""
+body, the description), each proposing variants, judging them against their parent and writing its
+lineage; the stop rules, the estimate and the evidence a proposer reads. Every request it sends is
+a pure function of the ledger. The stages it may import are MAY_IMPORT's
+(tests/test_architecture.py holds them to its imports); the shared modules are open to every stage."""
+
+# The earlier stages this one imports, exactly (tests/test_architecture.py compares).
+MAY_IMPORT: tuple[str, ...] = ("decide", "inputs", "store", "model", "execute", "grade")

@@ -1,11 +1,13 @@
-"""An offline, deterministic simulator of the Anthropic Messages API for the demo, the tests and
-the benchmarks: the executor, judge, comparator and proposer roles, faults and latency drawn from
-the request, and a loopback server. Never reaches the network, and its results are always
-labelled a simulation. It may import the shared modules only,
-never the model client or any other stage: it stands where the network would be."""
+"""An offline, deterministic simulator of the Anthropic Messages API for the demo, the tests and the
+benchmarks: the executor, judge, comparator and proposer roles, faults and latency drawn from the
+request, and a loopback server. Never reaches the network, and its results are always labelled a
+simulation. It imports no other stage: it stands where the network would be."""
 
 from optimizer.sim.server import run_server, serve
 from optimizer.sim.transport import SimStats, Simulator
 from optimizer.sim.world import Knobs, detect_role
 
 __all__ = ["Knobs", "SimStats", "Simulator", "detect_role", "run_server", "serve"]
+
+# The earlier stages this one imports, exactly (tests/test_architecture.py compares).
+MAY_IMPORT: tuple[str, ...] = ()
