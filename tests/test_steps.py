@@ -58,3 +58,20 @@ def test_the_cheap_preset_changes_only_what_a_step_is_decided_under():
     cheap = step.for_steps(Selection(step="cheap", screen_margin=0.2))
     assert (cheap.first_runs, cheap.max_runs_per_eval, cheap.confidence) == (1, 1, 0.6)
     assert cheap.screen_margin == 0.2 and cheap.night == "none"
+
+
+@pytest.mark.slow
+def test_v0_runs_sets_v0s_train_runs_and_the_sealed_test_keeps_runs_per_eval(
+    tmp_path, monkeypatch
+):
+    folder = tmp_path / "run"
+    cli(monkeypatch, None, *RUN, "--run-dir", str(folder), "--set", "selection.v0_runs=2")
+    with sqlite3.connect(folder / "state.db") as db:
+        most = dict(
+            db.execute(
+                "select prefix, max(run_number) from gradings where configuration = 'with_skill' "
+                "group by prefix"
+            ).fetchall()
+        )
+    assert most["v0/"] == 2
+    assert most["test/v0/"] == 3  # evals.runs_per_eval

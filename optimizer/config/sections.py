@@ -116,6 +116,9 @@ class Selection(Section):
     # Runs an eval of a child at a step's first look (0: evals.runs_per_eval, as v0 and the sealed
     # test run). A step is a move, not a claim (docs/design.md §16): fewer runs buy more proposals.
     first_runs: int = Field(0, ge=0)
+    # Runs an eval of v0 on the train evals when a run starts (0: evals.runs_per_eval). A step
+    # reads all of them; the sealed test and an adoption take their own.
+    v0_runs: int = Field(0, ge=0)
     # "decisive": a pair is judged in its second order only when the first is decisive (a
     # first-order tie cannot become a swap-consistent win or loss); "always": both orders.
     second_order: Literal["decisive", "always"] = "decisive"

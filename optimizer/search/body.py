@@ -45,9 +45,10 @@ class BodyTarget:
         self.run = run
         self.evalset: EvalSet = load_evals(run.ws.root / "inputs")
         self.runs_per_eval = run.settings.evals.runs_per_eval
-        # A step's first look; v0, the retries and the sealed test keep evals.runs_per_eval.
+        # A step's first look and v0's runs on train; the sealed test keeps evals.runs_per_eval.
         self.selection = step.for_steps(run.settings.selection)  # what a step is decided under
         self.step_runs = self.selection.first_runs or self.runs_per_eval
+        self.v0_runs = self.selection.v0_runs or self.runs_per_eval
         warn_same_model(run.settings)
         self.grader = Grader(
             run.store,
@@ -129,7 +130,7 @@ class BodyTarget:
             run.show_activity("baseline: without_skill runs")
             await self.baseline(run.train, self.runs_per_eval)
         run.show_activity("v0: with_skill runs")
-        await self.version("v0", run.train, self.runs_per_eval)
+        await self.version("v0", run.train, self.v0_runs)
         record_scores(run, "v0")
         mark_baseline(run, self.stage)
         write_benchmark(run, self.evalset, "v0")
@@ -263,12 +264,12 @@ class BodyTarget:
 
     def _parent_runs(self, parent: str, counts: int | dict[int, int]) -> dict[int, int]:
         """The parent's runs a step reads: the child's count, and all of v0's, which was measured
-        at evals.runs_per_eval when the run started (paid already, chosen by no outcome), so a
+        at selection.v0_runs when the run started (paid already, chosen by no outcome), so a
         cheap step of one child run is read against v0's mean over its runs, not its first."""
         per = counts if isinstance(counts, dict) else dict.fromkeys(self.run.train, counts)
         if parent != "v0":
             return dict(per)
-        return {e: max(n, self.runs_per_eval) for e, n in per.items()}
+        return {e: max(n, self.v0_runs) for e, n in per.items()}
 
     async def _compare(
         self, label: str, parent: str, compared: dict[int, int]

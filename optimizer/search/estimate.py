@@ -3,8 +3,9 @@ the settings and the price table, with and without batch mode; and, after a run,
 against what the ledger says was spent. Never calls a model and never writes (but `record`).
 
 The model of one run (every number an assumption, listed under "assumptions" in the estimate):
-- setup: the without_skill baseline (when evals.baseline_comparison) and v0, each train eval ×
-  runs_per_eval runs; the sealed test: v0 and the final best on the test evals, same runs.
+- setup: the without_skill baseline (when evals.baseline_comparison, each train eval ×
+  runs_per_eval runs) and v0 (selection.v0_runs runs, of its step preset); the sealed test: v0
+  and the final best on the test evals × runs_per_eval runs.
 - per iteration, for each of loop.proposals_per_iteration candidates (an iteration that ends at
   its first winner, loop.judge_proposals, asks fewer: the estimate leans high): one proposer
   call; the screening minibatch (loop.screen_evals runs, when 0 < screen_evals < train evals); the child's
@@ -70,6 +71,7 @@ def estimate(
     sel = step.for_steps(s.selection)  # what a step is decided under (selection.step)
     runs = s.evals.runs_per_eval
     step_runs = sel.first_runs or runs  # a child's first look
+    v0_runs = sel.v0_runs or runs
     max_runs = max(step_runs, sel.max_runs_per_eval)
     proposals = s.loop.proposals_per_iteration
 
@@ -77,7 +79,7 @@ def estimate(
     for ev in train_evals:
         if s.evals.baseline_comparison:
             setup.add(m.run(ev, False), runs)
-        setup.add(m.run(ev, True), runs)
+        setup.add(m.run(ev, True), v0_runs)
 
     one = Tally().add(m.proposal())  # one candidate, typical
     screen = s.loop.screen_evals if 0 < s.loop.screen_evals < len(train_evals) else 0
