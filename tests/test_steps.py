@@ -61,9 +61,7 @@ def test_the_cheap_preset_changes_only_what_a_step_is_decided_under():
 
 
 @pytest.mark.slow
-def test_v0_runs_sets_v0s_train_runs_and_the_sealed_test_keeps_runs_per_eval(
-    tmp_path, monkeypatch
-):
+def test_v0_runs_sets_v0s_train_runs_and_the_sealed_test_keeps_runs_per_eval(tmp_path, monkeypatch):
     folder = tmp_path / "run"
     cli(monkeypatch, None, *RUN, "--run-dir", str(folder), "--set", "selection.v0_runs=2")
     with sqlite3.connect(folder / "state.db") as db:

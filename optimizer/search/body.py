@@ -24,8 +24,9 @@ from optimizer.search.analyze import analyze
 from optimizer.search.compare import compare_versions
 from optimizer.search.proposal import Candidate, Rejected
 from optimizer.search.propose import propose
-from optimizer.search.state import RunState, mark_baseline, record_decision
+from optimizer.search.state import RunState, mark_baseline
 from optimizer.search.summaries import analyst_suggestions, means, record_scores, write_benchmark
+from optimizer.search.target import Verdict
 from optimizer.store import decisions, gradings
 
 Results = dict[int, list[Scored]]
@@ -170,7 +171,7 @@ class BodyTarget:
             sample=sample,
         )
 
-    async def judge(self, label: str, parent: str) -> bool:
+    async def judge(self, label: str, parent: str) -> Verdict | None:
         """screen → benchmark → compare (adding runs while undecided) → select → analyze. An
         urgent stop between (or inside) these steps leaves the version undecided, with everything
         done so far committed, never with an interim decision."""
@@ -192,11 +193,7 @@ class BodyTarget:
                 margin=self.selection.screen_margin,
             )
             if not passed:
-                record_scores(run, label)
-                record_decision(
-                    run, label, parent, "screening", {"decision": "lost", "reason": why}
-                )
-                return True
+                return Verdict("screening", {"decision": "lost", "reason": why}, (label,))
         # Runs per eval; after each undecided look, allot.allot says which evals get more.
         counts = dict.fromkeys(run.train, runs)
         # One claim for the whole decision: the claims spend α over the looks differently, so a
@@ -206,12 +203,12 @@ class BodyTarget:
         added: list[allot.Allotment[int]] = []
         while True:
             if run.interrupted():
-                return False
+                return None
             run.show_activity(f"{label}: benchmark ({runs} runs per eval)")
             child_res = await self.version(label, run.train, counts)
             parent_res = await self.version(parent, run.train, self._parent_runs(parent, counts))
             if run.interrupted():
-                return False
+                return None
             pairs = step.compared_runs(self.selection, runs)
             compared = {e: min(n, pairs) for e, n in counts.items()}
             tally = await self._compare(label, parent, compared)
@@ -250,17 +247,21 @@ class BodyTarget:
             }
         )
         if run.interrupted():
-            return False
-        for version in (label, parent):
-            record_scores(run, version)
-            write_benchmark(run, self.evalset, version)
+            return None
         run.show_activity(f"{label}: analysis")
         await self._analyze(label, parent, decision, tally)
         chosen = decision.model_dump(mode="json")
         if family:
             chosen["night"] = family.as_json()
-        record_decision(run, label, parent, self.stage, chosen)
-        return True
+        return Verdict(self.stage, chosen, (label, parent))
+
+    def record(self, label: str, stage: str) -> None:
+        """The version's train score; after a benchmark decision also v<N>/benchmark.json (a
+        child that screening stopped has the minibatch's runs only: no benchmark of the train
+        evals)."""
+        record_scores(self.run, label)
+        if stage == self.stage:
+            write_benchmark(self.run, self.evalset, label)
 
     def _parent_runs(self, parent: str, counts: int | dict[int, int]) -> dict[int, int]:
         """The parent's runs a step reads: the child's count, and all of v0's, which was measured

@@ -24,7 +24,8 @@ from optimizer.schemas import TriggerFile
 from optimizer.search import evidence, lineage, probe
 from optimizer.search.proposal import Candidate, Feedback, Rejected
 from optimizer.search.propose import propose
-from optimizer.search.state import RunState, mark_baseline, record_decision
+from optimizer.search.state import RunState, mark_baseline
+from optimizer.search.target import Verdict
 from optimizer.store import decisions, versions
 from optimizer.store.files import write_json
 
@@ -210,11 +211,10 @@ class DescriptionTarget:
             sample=sample,
         )
 
-    async def judge(self, label: str, parent: str) -> bool:
+    async def judge(self, label: str, parent: str) -> Verdict | None:
         run = self.run
         await self.probe(label, "train")
         await self.probe(label, "validation")
-        self._record(label)
         both = run.train + self.validation
         family = fdr.for_decision(decisions.rule_rows(run.store), run.settings.selection, label)
         chosen = decide(
@@ -228,8 +228,10 @@ class DescriptionTarget:
         )
         if family:
             chosen["night"] = family.as_json()
-        record_decision(run, label, parent, self.stage, chosen)
-        return True
+        return Verdict(self.stage, chosen, (label,))
+
+    def record(self, label: str, stage: str) -> None:
+        self._record(label)
 
     async def measure_test(self, label: str) -> dict[str, Any]:
         await self.probe(label, "test")

@@ -21,7 +21,7 @@ from optimizer.model.port import Client
 from optimizer.search import adoption, estimate, stops
 from optimizer.search.proposal import Candidate
 from optimizer.search.reporter import Reporter
-from optimizer.search.state import RunState, loop_state, register
+from optimizer.search.state import RunState, loop_state, record_decision, register
 from optimizer.search.target import Target, proposal_sample
 from optimizer.store import adoptions, iterations, runs, versions
 from optimizer.store.db import Store
@@ -188,7 +188,13 @@ async def _judge_safely(run: RunState, target: Target, label: str, parent: str) 
     if versions.decision(run.store, label):
         return True
     try:
-        return await target.judge(label, parent)
+        verdict = await target.judge(label, parent)
+        if verdict is None:
+            return False
+        for version in verdict.measured:
+            target.record(version, verdict.stage)
+        record_decision(run, label, parent, verdict.stage, dict(verdict.selection))
+        return True
     except Exception as exc:
         if is_systemic(exc):
             raise

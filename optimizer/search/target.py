@@ -5,6 +5,8 @@ processes: everything a target needs again is in state.db or the run folder."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,6 +23,18 @@ def proposal_sample(iteration: int, index: int) -> int:
     if not 0 <= index <= PROPOSALS_PER_ITERATION_MAX:
         raise ValueError(f"proposal index {index} is outside 0..{PROPOSALS_PER_ITERATION_MAX}")
     return iteration * 100 + index
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A target's decision on one child, which the engine records (state.record_decision) before
+    the next step: the kind of decision it is (selection.json's `stage`: "screening" or the
+    target's own) and selection.json's fields (validated by schemas.SelectionFile when written)."""
+
+    stage: str
+    selection: Mapping[str, Any]
+    # The versions whose runs this judging added: the engine records them (Target.record) first.
+    measured: tuple[str, ...] = ()
 
 
 class Target(Protocol):
@@ -44,9 +58,15 @@ class Target(Protocol):
         `sample` is proposal_sample(iteration, index)."""
         ...
 
-    async def judge(self, label: str, parent: str) -> bool:
-        """Evaluate a registered version and decide it against its parent (state.record_decision).
-        Returns False when an urgent stop left it undecided: a resume judges it again."""
+    async def judge(self, label: str, parent: str) -> Verdict | None:
+        """Evaluate a registered version and decide it against its parent; the engine records the
+        verdict. None when an urgent stop left it undecided: a resume judges it again."""
+        ...
+
+    def record(self, label: str, stage: str) -> None:
+        """A version's scores from its committed runs, and the summary files a decision at
+        `stage` leaves beside them; the engine calls it for each of a verdict's measured
+        versions before it records the verdict. Idempotent: a resume may call it again."""
         ...
 
     async def measure_test(self, label: str) -> dict[str, Any]:
