@@ -14,7 +14,8 @@ RUN = ("run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=1", "--max-i
 @pytest.mark.slow
 def test_a_child_starts_at_first_runs_while_v0_keeps_runs_per_eval(tmp_path, monkeypatch):
     folder = tmp_path / "run"
-    cli(monkeypatch, None, *RUN, "--run-dir", str(folder), "--set", "selection.first_runs=1")
+    guarded = ("--set", "selection.step=guarded", "--set", "selection.first_runs=1")
+    cli(monkeypatch, None, *RUN, "--run-dir", str(folder), *guarded)
     with sqlite3.connect(folder / "state.db") as db:
         most = dict(
             db.execute(
@@ -25,7 +26,7 @@ def test_a_child_starts_at_first_runs_while_v0_keeps_runs_per_eval(tmp_path, mon
         decided = [
             r[0] for r in db.execute("select version from decisions where stage = 'benchmark'")
         ]
-    assert most["v0/"] >= 3  # v0 measured at evals.runs_per_eval
+    assert most["v0/"] >= 3  # v0 measured at evals.runs_per_eval under guarded steps
     assert decided, "no child reached the rule"
     # A child decided at its first look has one run an eval; none starts above the schedule's 1, 2, 3.
     assert min(most[f"{v}/"] for v in decided) < 3
@@ -73,3 +74,16 @@ def test_v0_runs_sets_v0s_train_runs_and_the_sealed_test_keeps_runs_per_eval(tmp
         )
     assert most["v0/"] == 2
     assert most["test/v0/"] == 3  # evals.runs_per_eval
+
+
+@pytest.mark.slow
+def test_cheap_steps_run_v0_once_an_eval_unless_v0_runs_says_otherwise(tmp_path, monkeypatch):
+    from optimizer.decide.step import CHEAP_V0_RUNS
+
+    folder = tmp_path / "run"
+    cli(monkeypatch, None, *RUN, "--run-dir", str(folder))
+    with sqlite3.connect(folder / "state.db") as db:
+        v0 = db.execute(
+            "select eval_id, max(run_number) from gradings where prefix = 'v0/' group by eval_id"
+        ).fetchall()
+    assert v0 and {n for _, n in v0} == {CHEAP_V0_RUNS}

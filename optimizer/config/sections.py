@@ -46,9 +46,10 @@ class Llm(Section):
 
 
 class Loop(Section):
-    # 3: in the peers bench at $4 (28 worlds, seeds 9001-9014) iterations 4 and 5 added +0.000 of
-    # mean sealed gain and 35% of the cost; --max-iterations sets more.
-    max_iterations: int = Field(3, ge=0)
+    # 2: in the peers bench (40 worlds, seeds 9001-9020, $1.6) a third iteration of cheap steps
+    # added +0.006 of mean sealed gain for 28% more spend (docs/peers.md); a night is short, the
+    # next one resumes from its best. --max-iterations sets more.
+    max_iterations: int = Field(2, ge=0)
     proposals_per_iteration: int = Field(2, ge=1, le=99)  # a ledger sample packs (iteration, index)
     # "first": an iteration ends at its first winner; "all": each proposal is judged against the parent.
     judge_proposals: Literal["first", "all"] = "first"
@@ -116,8 +117,9 @@ class Selection(Section):
     # Runs an eval of a child at a step's first look (0: evals.runs_per_eval, as v0 and the sealed
     # test run). A step is a move, not a claim (docs/design.md §16): fewer runs buy more proposals.
     first_runs: int = Field(0, ge=0)
-    # Runs an eval of v0 on the train evals when a run starts (0: evals.runs_per_eval). A step
-    # reads all of them; the sealed test and an adoption take their own.
+    # Runs an eval of v0 on the train evals when a run starts (0: the step preset's, 1 under
+    # cheap steps, evals.runs_per_eval under guarded ones). A step reads all of them; the sealed
+    # test and an adoption take their own.
     v0_runs: int = Field(0, ge=0)
     # "decisive": a pair is judged in its second order only when the first is decisive (a
     # first-order tie cannot become a swap-consistent win or loss); "always": both orders.

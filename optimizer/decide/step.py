@@ -318,11 +318,19 @@ CHEAP = {
 }
 
 
+# v0's runs an eval on train under cheap steps, unless selection.v0_runs says otherwise: v0 is
+# every first child's parent, and its runs are paid before any proposal. In bench/peers.py (40
+# worlds a budget) one run instead of evals.runs_per_eval's 3 bought 1.27-1.35x SkillOpt's gain
+# per dollar against 0.99-1.07x (docs/peers.md).
+CHEAP_V0_RUNS = 1
+
+
 def for_steps(selection: Selection) -> Selection:
-    """The settings a step is decided under: selection.step's preset over the section."""
+    """The settings a step is decided under: selection.step's preset over the section (v0's runs
+    are the preset's only where selection.v0_runs is left at 0)."""
     if selection.step == "guarded":
         return selection
-    return selection.model_copy(update=CHEAP)
+    return selection.model_copy(update={**CHEAP, "v0_runs": selection.v0_runs or CHEAP_V0_RUNS})
 
 
 def claim_scope(selection: Selection, n_evals: int, asked: str | None = None) -> sequential.Scope:
