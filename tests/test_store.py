@@ -6,6 +6,7 @@ import sqlite3
 import pytest
 
 from optimizer.errors import WorkFailed
+from optimizer.store import versions
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json, write_text
 
@@ -160,4 +161,4 @@ def test_store_survives_concurrent_writer(tmp_path):
     other = sqlite3.connect(tmp_path / "state.db")
     other.execute("insert into versions(label, hash) values ('v0', 'h0')")
     other.commit()
-    assert store.get("versions", "v0")["hash"] == "h0"
+    assert (versions.find(store, "v0") or {}).get("hash") == "h0"

@@ -16,6 +16,7 @@ from optimizer.execute import get_executor
 from optimizer.inputs import evals as evalsets
 from optimizer.model import make_client
 from optimizer.search import summaries
+from optimizer.store import versions
 from optimizer.store.db import Store
 from optimizer.store.keys import RunKey
 
@@ -148,7 +149,8 @@ def test_judge_errors_and_unscored_runs_never_enter_a_version_score(tmp_path):
                 }
             )
     summaries.record_scores(SimpleNamespace(store=store, train=[1, 2]), "v0")  # type: ignore[arg-type]
-    row = store.get("versions", "v0")
+    row = versions.find(store, "v0")
+    assert row is not None
     assert row["score"] == 0.4 and row["pass_rate"] == 0.4
     assert json.loads(row["split_scores_json"]) == {"1": 0.8, "2": 0.0}
     store.close()

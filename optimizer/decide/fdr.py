@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 # γ_j ∝ j^−GAMMA_POWER: heavier early than the 1/j² family, so the first children of a night are
 # not starved, and summable. ZETA normalises it (ζ(1.5)).
@@ -66,7 +66,15 @@ def _number(label: str) -> tuple[int, str]:
     return (int(digits), label) if digits.isdigit() else (10**9, label)
 
 
-def night_of(rows: Sequence[dict[str, Any]], label: str, fdr: float) -> Night:
+class RuleRow(TypedDict):
+    """A decision as the family counts it (store/decisions.rule_rows)."""
+
+    version: str
+    stage: str | None
+    decision: str
+
+
+def night_of(rows: Sequence[RuleRow], label: str, fdr: float) -> Night:
     """The Night for `label` from the decisions rows (version, stage, decision) of the run
     (store/decisions.rule_rows): the rule's decisions of versions numbered before it, in
     version-number order."""
@@ -78,7 +86,7 @@ def night_of(rows: Sequence[dict[str, Any]], label: str, fdr: float) -> Night:
     return lord([r["decision"] == "won" for r in made], fdr)
 
 
-def for_decision(rows: Sequence[dict[str, Any]], selection: Any, label: str) -> Night | None:
+def for_decision(rows: Sequence[RuleRow], selection: Any, label: str) -> Night | None:
     """The Night of `label` under selection.night = lord (FDR = 1 − confidence), else None: each
     decision then keeps the whole 1 − confidence."""
     if selection.night != "lord" or selection.rule != "sequential":
@@ -86,7 +94,7 @@ def for_decision(rows: Sequence[dict[str, Any]], selection: Any, label: str) -> 
     return night_of(rows, label, 1 - selection.confidence)
 
 
-def summary(rows: Sequence[dict[str, Any]], fdr: float | None, alpha: float = 0.05) -> str:
+def summary(rows: Sequence[RuleRow], fdr: float | None, alpha: float = 0.05) -> str:
     """The sentence status and the report show: how many promotions, and what bounds them (fdr
     None: no family control, each decision at `alpha`)."""
     decided = [r for r in rows if r["stage"] in RULE_STAGES]

@@ -18,6 +18,7 @@ from optimizer import schemas
 from optimizer.execute.staging import OUTPUTS, SKILL_COPY, WORK
 from optimizer.execute.transcript import Tally, Transcript
 from optimizer.store.files import read_json, write_json, write_text
+from optimizer.store.rows import RecordColumns
 
 COMPLETE_MARKER = "timing.json"
 HARNESS_FILES = frozenset({"metrics.json", "user_notes.md"})  # not outputs (docs/design.md §5)
@@ -45,7 +46,7 @@ class RunRecord:
     # How: "bwrap", "none" (unconfined, as asked), "host" (the Claude Code CLI unconfined, as asked).
     sandbox: str | None = None
 
-    def to_row(self) -> dict[str, Any]:
+    def to_row(self) -> RecordColumns:
         return {
             "eval_id": self.eval_id,
             "configuration": self.configuration,

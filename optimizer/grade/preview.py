@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from optimizer.execute.record import HARNESS_FILES
+from optimizer.store.rows import Preview, PreviewOutput
 
 TEXT_CAP = 20_000  # characters of one text output shown inline
 IMAGE_CAP = 400_000  # bytes of one image inlined as a data: URI
@@ -22,10 +23,6 @@ IMAGE_TYPES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg"}
 # Characters of output text one run keeps in state.db. A run that writes 100 large files adds
 # at most this much to the database; its other outputs are read from the folder when shown.
 KEPT_CAP = 200_000
-HEADS = (
-    ("transcript", "transcript.md"),
-    ("judge_view", "judge_view.md"),
-)  # what the grader was shown
 
 
 def natural_key(path: Path | str) -> list:
@@ -33,7 +30,7 @@ def natural_key(path: Path | str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
 
 
-def of_run(run_dir: Path | str) -> dict:
+def of_run(run_dir: Path | str) -> Preview:
     """The preview of one run folder. A link is read only when it points inside the run folder:
     a model can make a link to any host file."""
     path = os.fspath(run_dir)
@@ -41,7 +38,9 @@ def of_run(run_dir: Path | str) -> dict:
     out = f"{path}/outputs"
     kept = [KEPT_CAP]
     return {
-        **{key: _head_text(f"{path}/{name}") for key, name in HEADS},
+        # what the grader was shown
+        "transcript": _head_text(f"{path}/transcript.md"),
+        "judge_view": _head_text(f"{path}/judge_view.md"),
         "outputs": [
             _describe(entry.path, rel, entry.is_symlink(), inside, kept)
             if _utf8(rel)
@@ -61,7 +60,7 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def _undecodable(entry: os.DirEntry, rel: str) -> dict:
+def _undecodable(entry: os.DirEntry, rel: str) -> PreviewOutput:
     """A name that is not UTF-8 (a model can write one): listed as shown, never read, since the
     shown name no longer leads to the file."""
     try:
@@ -71,14 +70,14 @@ def _undecodable(entry: os.DirEntry, rel: str) -> dict:
     return {"name": rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), "size": size}
 
 
-def read_output(run_dir: Path | str, item: dict) -> dict:
+def read_output(run_dir: Path | str, item: PreviewOutput) -> PreviewOutput:
     """A text output the preview marked `read` (past KEPT_CAP), described from its file now."""
     path, inside = _output_path(run_dir, item)
     # Resolved whatever its last part is: a folder on the way could have become a link.
     return _describe(path, item["name"], True, inside, [KEPT_CAP])
 
 
-def image(run_dir: Path | str, item: dict) -> bytes | None:
+def image(run_dir: Path | str, item: PreviewOutput) -> bytes | None:
     """An image output's bytes; None when it is gone, links out, or grew past IMAGE_CAP."""
     path, inside = _output_path(run_dir, item)
     try:
@@ -88,7 +87,7 @@ def image(run_dir: Path | str, item: dict) -> bytes | None:
     return raw if raw is not None and len(raw) <= IMAGE_CAP else None
 
 
-def _output_path(run_dir: Path | str, item: dict) -> tuple[str, str]:
+def _output_path(run_dir: Path | str, item: PreviewOutput) -> tuple[str, str]:
     return f"{os.fspath(run_dir)}/outputs/{item['name']}", os.path.realpath(run_dir) + os.sep
 
 
@@ -139,7 +138,7 @@ def _listing(out_dir: str) -> list[tuple[str, os.DirEntry]]:
     return [(rel, entry) for _, rel, entry in sorted(files, key=lambda f: f[0])]
 
 
-def _describe(path: str, rel: str, link: bool, inside: str, kept: list[int]) -> dict:
+def _describe(path: str, rel: str, link: bool, inside: str, kept: list[int]) -> PreviewOutput:
     # A live run (or a workspace emptied past its size limit) may remove a file between the
     # listing and the read: the file is listed, the page still made.
     try:
@@ -148,7 +147,7 @@ def _describe(path: str, rel: str, link: bool, inside: str, kept: list[int]) -> 
         return {"name": rel, "size": 0}
 
 
-def _described(path: str, rel: str, link: bool, inside: str, kept: list[int]) -> dict:
+def _described(path: str, rel: str, link: bool, inside: str, kept: list[int]) -> PreviewOutput:
     if link and not within(path, inside):  # a link to a host file: listed, never read
         return {"name": rel, "size": os.stat(path).st_size}
     if os.path.splitext(rel)[1].lower() in IMAGE_TYPES:

@@ -30,6 +30,7 @@ from optimizer.schemas import Structural
 from optimizer.store import eval_runs, gradings
 from optimizer.store.db import Store, now
 from optimizer.store.keys import RunKey
+from optimizer.store.rows import GradingRow, Preview, RecordColumns
 
 log = structlog.get_logger()
 
@@ -194,9 +195,9 @@ class Grader:
             sample=job.run_number,
         )
 
-    def _commit(self, job: Job, outcome: GradeOutcome, shown: dict) -> Scored:
+    def _commit(self, job: Job, outcome: GradeOutcome, shown: Preview) -> Scored:
         graded = outcome.status != "unscored"
-        row = {
+        row: GradingRow = {
             "key": job.key,
             "status": outcome.status,
             "score": outcome.score,
@@ -253,14 +254,14 @@ class Grader:
             run_number=job.run_number,
             sample=job.run_number,
         )
+        columns: RecordColumns = record.to_row()
         eval_runs.record(
-            self.store,
-            {"key": job.key, "version": job.version, "split": job.split, **record.to_row()},
+            self.store, {"key": job.key, "version": job.version, "split": job.split, **columns}
         )
         return record
 
 
-def _scored(job: Job, row: dict) -> Scored:
+def _scored(job: Job, row: GradingRow) -> Scored:
     return Scored(
         job.key,
         job.eval_id,
@@ -334,10 +335,12 @@ def committed(
         if row["status"] == "unscored":
             outcome = judge.unscored(eval, None, row["error"] or "")
         else:
+            graded, checks = row["grading_json"], row["structural_json"]
+            assert graded is not None and checks is not None  # every run not unscored was graded
             outcome = GradeOutcome(
                 status=row["status"],
-                grading=schemas.Grading.model_validate(json.loads(row["grading_json"])),
-                structural=schemas.Structural.model_validate(json.loads(row["structural_json"])),
+                grading=schemas.Grading.model_validate(json.loads(graded)),
+                structural=schemas.Structural.model_validate(json.loads(checks)),
                 pass_rate=row["pass_rate"] or 0.0,
                 rubric_normalized=row["rubric_normalized"],
                 score=row["score"],

@@ -11,9 +11,10 @@ from typing import Any
 from optimizer.decide import power
 from optimizer.errors import BadInput
 from optimizer.inputs.validate import train_counts
+from optimizer.store.rows import RunRow
 
 
-def for_run(run: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any] | None:
+def for_run(run: RunRow, settings: dict[str, Any]) -> dict[str, Any] | None:
     """The power line of a run (body target only: trigger queries have their own split). Reads the
     skill folder the run was started from, when it is still there; its problems only shorten the line."""
     if (run.get("target") or "body") != "body":
@@ -64,7 +65,7 @@ def for_run(run: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any] | N
     return out
 
 
-def resume_note(ws_root: Path, run: dict[str, Any], settings: dict[str, Any]) -> str | None:
+def resume_note(ws_root: Path, run: RunRow, settings: dict[str, Any]) -> str | None:
     """Said on resume when the skill folder's evals grew since the run began: the run goes on
     with the split it started with."""
     info = for_run(run, settings)

@@ -35,6 +35,7 @@ from optimizer.model.structured import Answer, answer_with_repair, forced_tool
 from optimizer.prices import Price
 from optimizer.store.db import Store
 from optimizer.store.ledger import longest_by_role
+from optimizer.store.rows import CallRow
 from optimizer.words import dollars
 
 log = structlog.get_logger()
@@ -324,7 +325,7 @@ class ModelClient:
             raise ValueError(f"unknown model role {role!r}")
         return str(getattr(self.settings.models, role))
 
-    def _from_ledger(self, row: dict[str, Any], role: str) -> Message:
+    def _from_ledger(self, row: CallRow, role: str) -> Message:
         saved = float(row["cost_usd"] or 0.0)
         self.store.record_cache_hit(row["hash"], role, saved_usd=saved)
         self.count_saved(saved)

@@ -8,6 +8,8 @@ from typing import Any
 
 from anthropic.types import Message
 
+from optimizer.store.rows import CallRow
+
 
 def answer_data(message: Message) -> dict[str, Any]:
     """The answer as stored: the JSON the caller's Message is rebuilt from, ledger hit or not."""
@@ -27,9 +29,9 @@ def answer_row(
     attempts: int,
     scope: str | None,
     batch_id: str | None = None,
-) -> dict[str, Any]:
+) -> CallRow:
     """The row of a completed call; its cost is final, so the ledger doubles as the cache."""
-    row = {
+    row: CallRow = {
         "hash": key,
         "role": role,
         "model": model,
@@ -53,7 +55,7 @@ def answer_row(
 
 def failure_row(
     *, key: str, role: str, model: str, sample: int, latency_ms: float, attempts: int, error: str
-) -> dict[str, Any]:
+) -> CallRow:
     """The row of a call that failed for good: nothing paid, the redacted error kept."""
     return {
         "hash": key,
@@ -73,6 +75,6 @@ def failure_row(
     }
 
 
-def replay(row: dict[str, Any]) -> Message:
+def replay(row: CallRow) -> Message:
     """The answer a completed row holds, as the Message its first caller got."""
-    return Message.model_validate(json.loads(row["response_json"]))
+    return Message.model_validate(json.loads(row["response_json"] or "null"))

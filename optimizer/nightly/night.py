@@ -20,6 +20,7 @@ from optimizer.report import summary
 from optimizer.store import iterations, ledger, readonly
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import running_pid
+from optimizer.store.rows import RunRow
 
 NIGHT = "-night-"  # run folders of nights: <runs_root>/<skill>-night-<YYYYmmdd-HHMMSS>
 
@@ -120,7 +121,7 @@ def run_night(
     return code
 
 
-def how_it_ended(target: Path, row: dict, summary_md: Path) -> str:
+def how_it_ended(target: Path, row: RunRow, summary_md: Path) -> str:
     """The night's last log line: 'runs/x: stopped by SIGTERM (summary: …)', the reason said once."""
     reason = row.get("stop_reason") or row.get("last_error") or "see the summary"
     return f"{target}: {words.ended(row.get('status'), reason)} (summary: {summary_md})"

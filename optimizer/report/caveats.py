@@ -13,6 +13,7 @@ from typing import Any
 from optimizer.decide import fdr
 from optimizer.decide.sequential import percent
 from optimizer.inputs.validate import small_suite
+from optimizer.store.rows import RunRow
 
 # What a step's decision rested on. A step is a move of the search, not a claim: no view calls it
 # "better" (only an adoption makes that claim, ../shared/DESIGN.md §18).
@@ -69,8 +70,8 @@ def promotions(nodes: list[dict]) -> str | None:
     """ "6 promotions in 20 decisions; at most 5% of such promotions are false on average": the
     night's family of promotions and what bounds it, from the decisions' own selection.json (the
     control they were made under), None before the promotion rule decided anything."""
-    rows = [
-        {"version": n["label"], "stage": n.get("stage"), "decision": n.get("decision")}
+    rows: list[fdr.RuleRow] = [
+        {"version": n["label"], "stage": n.get("stage"), "decision": n["decision"]}
         for n in nodes
         if n.get("decision") in ("won", "lost", "tie")
     ]
@@ -157,7 +158,7 @@ def sealed_test_warning(test: Any, nodes: list[dict] | None = None) -> str | Non
     return None
 
 
-def suite_warning(run: dict, settings: dict) -> str | None:
+def suite_warning(run: RunRow, settings: dict) -> str | None:
     """The small-suite sentence of `validate`, for a run of the body target (trigger queries are
     split three ways and counted by their own report)."""
     if run.get("target") == "description":
@@ -173,7 +174,7 @@ def suite_warning(run: dict, settings: dict) -> str | None:
 
 
 def annotate(
-    root: Path, nodes: list[dict], best: str | None, run: dict, settings: dict, test: Any
+    root: Path, nodes: list[dict], best: str | None, run: RunRow, settings: dict, test: Any
 ) -> list[str]:
     """Adds `verdict` and `delta_evals` to each node; returns the run's warnings, worst first."""
     by_label = {n["label"]: n for n in nodes}

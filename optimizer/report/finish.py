@@ -10,11 +10,12 @@ from optimizer.report import read
 from optimizer.report.format import duration
 from optimizer.search import pace
 from optimizer.search.estimate import per_iteration_usd
+from optimizer.store.rows import IterationRow, RunRow
 
 
 def timing(
-    run: dict,
-    iterations: list[dict],
+    run: RunRow,
+    iterations: list[IterationRow],
     settings: dict,
     *,
     running: bool,

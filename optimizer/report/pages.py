@@ -11,7 +11,7 @@ import mimetypes
 import os
 import re
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from optimizer.store import gradings, readonly
 from optimizer.store.files import Workspace
 from optimizer.store.gradings import Committed
 from optimizer.store.lock import running_pid
+from optimizer.store.rows import PreviewOutput
 
 TEXT_CAP, IMAGE_CAP = preview.TEXT_CAP, preview.IMAGE_CAP  # what one output may show inline
 # Bytes inlined in one version's page (each page loads on its own); past it, the page lists its
@@ -198,7 +199,9 @@ def _run(rel: str, path: str, budget: Budget, committed: Committed, root: str) -
     grading = (
         _loads(graded) if graded is not None else _json(f"{path}/grading.json") if inside() else {}
     )
-    view = _loads(kept) if kept is not None else preview.of_run(path) if inside() else {}
+    view: Mapping[str, Any] = (
+        _loads(kept) if kept is not None else preview.of_run(path) if inside() else {}
+    )
     if gate is None:
         gate = _json(f"{path}/structural.json").get("gate_passed") if inside() else None
     eval_dir, configuration, run = rel.split("/")[-3:]
@@ -220,7 +223,7 @@ def _run(rel: str, path: str, budget: Budget, committed: Committed, root: str) -
     }
 
 
-def _shown(run_dir: str, item: dict, budget: Budget, inside: Callable[[], bool]) -> dict:
+def _shown(run_dir: str, item: PreviewOutput, budget: Budget, inside: Callable[[], bool]) -> dict:
     """One output on a page: inlined while the page's budget lasts, else listed by name."""
     shown: dict[str, Any] = {"name": item["name"], "size": item["size"], "kind": "file"}
     if item.get("read") and not inside():

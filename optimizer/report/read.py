@@ -9,7 +9,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from optimizer import words
 from optimizer.decide import adopt as rule
@@ -30,6 +30,7 @@ from optimizer.store import (
 )
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
+from optimizer.store.rows import DecisionRow, IterationRow, RunRow, UnscoredKey
 
 DECISIONS = ("baseline", "won", "lost", "tie")
 
@@ -64,17 +65,19 @@ class RunData:
     root: Path
     source: str  # "state.db" | "history.json"
     form: str = "iterations"  # history.json form; "versions" for description runs
-    run: dict = field(default_factory=dict)
+    run: RunRow = field(default_factory=RunRow)
     settings: dict = field(default_factory=dict)
     nodes: list[dict] = field(default_factory=list)
     current_best: str | None = None
     simulated: bool = False
     ledger: dict = field(default_factory=dict)
-    iterations: list[dict] = field(default_factory=list)
+    iterations: list[IterationRow] = field(default_factory=list)
     resumes: list[dict] = field(default_factory=list)  # oldest first; `changed` per key
     calls: list[dict] = field(default_factory=list)
     history: dict = field(default_factory=dict)
-    unscored: list[dict] = field(default_factory=list)  # runs our infrastructure failed, by key
+    unscored: list[UnscoredKey] = field(
+        default_factory=list
+    )  # runs our infrastructure failed, by key
     warnings: list[str] = field(
         default_factory=list
     )  # caveats.annotate: what the numbers do not say
@@ -149,7 +152,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
         scoped = any(scope is not None for scope in spent)  # else cost per version is unknown
         nodes = []
         for v in versions.rows(db):
-            d = decided.get(v["label"], {})
+            d: DecisionRow | dict[str, None] = decided.get(v["label"]) or {}
             selection = parse_json(d.get("selection_json")) or {}
             end = d.get("decided_at") or (done.get(v["label"]) if v.get("decision") else None)
             nodes.append(
@@ -286,11 +289,15 @@ def _from_history(ws: Workspace) -> RunData:
         root=ws.root,
         source="history.json",
         form="iterations",
-        run={
-            "skill_name": history.get("skill_name"),
-            "started_at": history.get("started_at"),
-            "stop_reason": history.get("stop_reason"),
-        },
+        # history.json's fields under the row's names (None when it has none)
+        run=cast(
+            RunRow,
+            {
+                "skill_name": history.get("skill_name"),
+                "started_at": history.get("started_at"),
+                "stop_reason": history.get("stop_reason"),
+            },
+        ),
         nodes=nodes,
         current_best=best,
         history=history,
@@ -299,7 +306,7 @@ def _from_history(ws: Workspace) -> RunData:
     )
 
 
-def proposals(iterations: list[dict]) -> dict:
+def proposals(iterations: list[IterationRow]) -> dict:
     """What became of every proposal: versions made, duplicates, and rejections counted by reason
     (most frequent first), so a run that rejects most of its proposals says so and why."""
     from optimizer.search.proposal import reason_of

@@ -11,14 +11,13 @@ import shlex
 from typing import Any
 
 from optimizer.search.estimate import reserve
+from optimizer.store.rows import RunRow
 
 # When the run kept no estimate (a description run): what is asked on top of the spend.
 FALLBACK_USD = 0.5
 
 
-def finish_line(
-    run_dir: str, run: dict[str, Any], iterations_done: int, spent_usd: float
-) -> str | None:
+def finish_line(run_dir: str, run: RunRow, iterations_done: int, spent_usd: float) -> str | None:
     """ "the sealed test did not run …: finish it with `optimizer resume …`" for a stopped run
     with a test split and no complete sealed test; None otherwise."""
     found = finish_command(run_dir, run, iterations_done, spent_usd)
@@ -29,7 +28,7 @@ def finish_line(
 
 
 def finish_command(
-    run_dir: str, run: dict[str, Any], iterations_done: int, spent_usd: float
+    run_dir: str, run: RunRow, iterations_done: int, spent_usd: float
 ) -> tuple[str, str] | None:
     """Why the sealed test did not run and the command that finishes it, or None. The command
     sets the iteration limit to the iterations done, so the resumed run goes straight to the

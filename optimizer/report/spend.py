@@ -162,7 +162,7 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
     ws = Workspace(Path(run_dir))
     with readonly.View(ws.state_db, live=running_pid(ws) is not None) as db:
         run = runs.row(db) or {}
-        est = json.loads(run["estimate_json"]) if run.get("estimate_json") else None
+        est = json.loads(shown) if (shown := run.get("estimate_json")) else None
         totals = ledger.answered(db)
         done = [i for i in iterations.all_of(db) if i.finished_at]
         # Setup: every call recorded before the first proposal (rows are numbered as written).

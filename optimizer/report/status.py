@@ -20,6 +20,7 @@ from optimizer.report import adopted, caveats, confinement, finish, folders, rea
 from optimizer.report.format import duration, emit, interval, money, num, pct, signed
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
+from optimizer.store.rows import UnscoredKey
 
 
 def status(run_dir: Path, data: read.RunData | None = None) -> dict:
@@ -114,7 +115,7 @@ def status(run_dir: Path, data: read.RunData | None = None) -> dict:
     }
 
 
-def _defects(unscored: list[dict]) -> dict:
+def _defects(unscored: list[UnscoredKey]) -> dict:
     """Runs an unexpected exception of ours ended ("internal error: <type>: ..."): bugs to
     report, counted by type, apart from the provider's and the sandbox's failures."""
     found = [u for u in unscored if str(u.get("error") or "").startswith(INTERNAL_ERROR)]

@@ -31,13 +31,13 @@ def gather(ws: Workspace, store: Store, parent: str, train: list[int]) -> Feedba
     remarks: Counter[str] = Counter()
     for e in sorted(train):
         for n, grading in _gradings(store, parent, e):
-            for item in grading.get("expectations", []):
-                if not item.get("passed"):
-                    counts[(e, item["text"])] += 1
-                    first.setdefault((e, item["text"]), (item.get("evidence", ""), n))
-            feedback = grading.get("eval_feedback") or {}
-            if feedback.get("overall"):
-                remarks[feedback["overall"]] += 1
+            for item in grading.expectations:
+                if not item.passed:
+                    counts[(e, item.text)] += 1
+                    first.setdefault((e, item.text), (item.evidence, n))
+            overall = grading.eval_feedback.overall if grading.eval_feedback else ""
+            if overall:
+                remarks[overall] += 1
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1]))
     failures = []
     for k, ((e, text), count) in enumerate(ranked[:MAX_FAILURES]):
@@ -87,7 +87,7 @@ def _costs(ws: Workspace, store: Store, parent: str, runs: list[tuple[int, int]]
     ]
 
 
-def _gradings(store: Store, parent: str, eval_id: int) -> list[tuple[int, dict]]:
+def _gradings(store: Store, parent: str, eval_id: int) -> list[tuple[int, schemas.Grading]]:
     """(run number, grading) of the parent's scored with_skill runs of one eval, by run number;
     unscored runs and judge errors say nothing about the skill."""
     return gradings.scored_gradings(store, f"{parent}/", eval_id)

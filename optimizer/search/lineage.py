@@ -62,7 +62,7 @@ def history(store: Store, *, simulated: bool) -> schemas.History:
         ],
         "simulated": simulated,
         "stop_reason": run.get("stop_reason") or None,
-        "test": json.loads(run["test_json"]) if run.get("test_json") else None,
+        "test": json.loads(test) if (test := run.get("test_json")) else None,
         "adopted": adoptions.adopted(store),
         "adoptions": [a.model_dump(mode="json") for a in made],
     }
@@ -156,7 +156,7 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
         },
         "simulated": simulated,
         "stop_reason": run.get("stop_reason") or None,
-        "test": json.loads(run["test_json"]) if run.get("test_json") else None,
+        "test": json.loads(test) if (test := run.get("test_json")) else None,
     }
     return schemas.HistoryVersions.model_validate({k: v for k, v in data.items() if v is not None})
 
@@ -193,9 +193,9 @@ def feedback_aggregate(
     # finished first.
     for grading in gradings.all_gradings(store):
         total += 1
-        for s in (grading.get("eval_feedback") or {}).get("suggestions") or []:
-            assertion = s.get("assertion") or None
-            groups[(assertion, _reason_key(s.get("reason", "")))].append(s.get("reason", ""))
+        for s in grading.eval_feedback.suggestions if grading.eval_feedback else []:
+            assertion = s.assertion or None
+            groups[(assertion, _reason_key(s.reason))].append(s.reason)
     suggestions: list[dict[str, Any]] = []
     for (assertion, _), reasons in groups.items():
         reason = min(Counter(reasons).items(), key=lambda kv: (-kv[1], kv[0]))[0]

@@ -11,8 +11,11 @@ not iterations and do not slow the pace down."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+
+from optimizer.store.rows import IterationTimes
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ def finish(
     return Finish(by_pace, "pace") if by_pace is not None else Finish(None, "")
 
 
-def seconds_in_iterations(rows: list[dict]) -> tuple[float, int]:
+def seconds_in_iterations(rows: Sequence[IterationTimes]) -> tuple[float, int]:
     """(seconds inside the finished iterations, how many) from iterations rows with ISO times."""
     total, done = 0.0, 0
     for row in rows:

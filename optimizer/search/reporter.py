@@ -20,6 +20,7 @@ from optimizer.search import pace
 from optimizer.search.estimate import per_iteration_usd
 from optimizer.store import iterations, ledger, versions
 from optimizer.store.db import Store
+from optimizer.store.rows import RunRow
 
 
 class Reporter:
@@ -107,7 +108,7 @@ class Reporter:
         limit = f" of {self.settings.loop.max_iterations}" if self.settings is not None else ""
         return f"iteration {n}{limit}: {stage}"
 
-    def _times(self, run: dict, spent: float) -> list[str]:
+    def _times(self, run: RunRow, spent: float) -> list[str]:
         elapsed = f"{pace.clock(time.monotonic() - self._started)} elapsed"
         if self.settings is None:
             return [elapsed]
@@ -120,12 +121,12 @@ class Reporter:
         )
         return [elapsed, pace.eta_text(end, done)]
 
-    def _left(self, run: dict, done: int, spent: float) -> int:
+    def _left(self, run: RunRow, done: int, spent: float) -> int:
         assert self.settings is not None
         s = self.settings
         per = None
         if s.budget.usd:
-            est = json.loads(run["estimate_json"]) if run.get("estimate_json") else {}
+            est = json.loads(shown) if (shown := run.get("estimate_json")) else {}
             # The ledger's sum only once an iteration has finished: before, nothing is measured.
             if done and self._spent_by_done[0] != done:
                 usd = ledger.in_iterations_usd(self.store)

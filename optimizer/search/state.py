@@ -22,6 +22,7 @@ from optimizer.search.reporter import Reporter
 from optimizer.store import decisions, iterations, ledger, runs, versions
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json, write_text
+from optimizer.store.rows import RunRow
 
 log = structlog.get_logger()
 
@@ -45,7 +46,7 @@ class RunState:
             settings,
             reporter,
         )
-        self.row: dict[str, Any] = store.run_row() or {}
+        self.row: RunRow = store.run_row() or {}
         self.skill_name: str = self.row["skill_name"]
         self.split: dict[str, Any] = json.loads(self.row["split_json"])
         self.train: list[int] = self.split["train"]

@@ -114,8 +114,7 @@ def finish(store: Store, number: int, decision: RuleDecision, next_step: str) ->
                 "finished_at": now(),
             },
         )
-    row = store.get("adoptions", number)
-    assert row is not None  # just written
+    (row,) = store.query("select * from adoptions where number = ?", [number])  # just written
     return from_row(row, _cost(store, number))
 
 

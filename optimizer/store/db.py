@@ -5,11 +5,11 @@ Every JSON file of a workspace can be rebuilt from it; nothing else may hold sta
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import sqlite_utils
 from sqlite_utils.db import Table
@@ -17,6 +17,7 @@ from sqlite_utils.db import Table
 from optimizer.errors import WorkFailed
 from optimizer.store import ledger
 from optimizer.store.migrations import migrations
+from optimizer.store.rows import CallRow, LedgerSummary, RunRow
 
 
 def now() -> str:
@@ -77,27 +78,20 @@ class Store:
     def close(self) -> None:
         self.db.conn.close()
 
-    # -- generic helpers ---------------------------------------------------------------
+    # -- generic helpers, for the store's repositories: only the store issues SQL ----------
     def table(self, name: str) -> Table:
         """A table of state.db (`db[name]` is typed as a table or a view; state.db has no views)."""
         return self.db.table(name)
 
-    def get(self, table: str, pk: Any) -> dict | None:
-        try:
-            with self._systemic_errors():
-                return self.table(table).get(pk)
-        except sqlite_utils.db.NotFoundError:
-            return None
+    def upsert(self, table: str, row: Mapping[str, Any], pk: str) -> None:
+        self.table(table).upsert(dict(row), pk=pk, alter=False)
 
-    def upsert(self, table: str, row: dict, pk: str) -> None:
-        self.table(table).upsert(row, pk=pk, alter=False)
-
-    def query(self, sql: str, params: Any = ()) -> list[dict]:
+    def query(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
         with self._systemic_errors():
             return list(self.db.query(sql, params))
 
     # -- the ledger ----------------------------------------------------------------------
-    def completed_call(self, request_hash: str) -> dict | None:
+    def completed_call(self, request_hash: str) -> CallRow | None:
         # Plain SQL: every model call looks here first, and sqlite-utils' get() reads the table's
         # primary keys from the schema on each call.
         with self._systemic_errors():
@@ -105,9 +99,11 @@ class Store:
                 "SELECT * FROM calls WHERE hash = ? AND outcome = 'ok'", (request_hash,)
             )
             found = cursor.fetchone()
-        return dict(zip([d[0] for d in cursor.description], found, strict=True)) if found else None
+        if not found:
+            return None
+        return cast(CallRow, dict(zip([d[0] for d in cursor.description], found, strict=True)))
 
-    def record_call(self, row: dict) -> None:
+    def record_call(self, row: CallRow) -> None:
         """One statement, prepared once per row shape: the ledger write is on every model call's
         path, and sqlite-utils' upsert reads the table's schema each time (about 10× the cost)."""
         row = {**row, "created_at": row.get("created_at") or now()}
@@ -133,7 +129,7 @@ class Store:
     def spent_usd(self) -> float:
         return ledger.total_usd(self)
 
-    def ledger_summary(self) -> dict:
+    def ledger_summary(self) -> LedgerSummary:
         calls = self.query(
             "select count(*) as n, coalesce(sum(cost_usd),0) as cost, "
             "coalesce(sum(input_tokens),0) as input_tokens, "
@@ -145,9 +141,9 @@ class Store:
         hits = self.query(
             "select count(*) as n, coalesce(sum(saved_usd),0) as saved from cache_hits"
         )[0]
-        return {**calls, "cache_hits": hits["n"], "saved_usd": hits["saved"]}
+        return cast(LedgerSummary, {**calls, "cache_hits": hits["n"], "saved_usd": hits["saved"]})
 
     # -- runs table ----------------------------------------------------------------------
-    def run_row(self) -> dict | None:
+    def run_row(self) -> RunRow | None:
         rows = self.query("select * from runs limit 1")
-        return rows[0] if rows else None
+        return cast(RunRow, rows[0]) if rows else None

@@ -5,15 +5,17 @@ decision with the version's state and, for a promotion, the run's current best."
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
+from optimizer.decide.fdr import RuleRow
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
+from optimizer.store.rows import DecisionRow
 
 
-def rows(db: Reader) -> dict[str, dict[str, Any]]:
+def rows(db: Reader) -> dict[str, DecisionRow]:
     """Every decision's row by version, selection_json as stored."""
-    return {d["version"]: d for d in db.query("select * from decisions")}
+    return {d["version"]: d for d in cast(list[DecisionRow], db.query("select * from decisions"))}
 
 
 def all_of(db: Reader) -> dict[str, dict[str, Any]]:
@@ -28,9 +30,9 @@ def all_of(db: Reader) -> dict[str, dict[str, Any]]:
     return out
 
 
-def rule_rows(db: Reader) -> list[dict[str, Any]]:
+def rule_rows(db: Reader) -> list[RuleRow]:
     """(version, stage, decision) of every decision: the family of decide/fdr.py."""
-    return db.query("select version, stage, decision from decisions")
+    return cast(list[RuleRow], db.query("select version, stage, decision from decisions"))
 
 
 def record(

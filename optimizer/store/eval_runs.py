@@ -3,10 +3,11 @@ configuration, as typed reads and writes."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from optimizer.store.db import Store
 from optimizer.store.readonly import Reader
+from optimizer.store.rows import ConfinementRow, EvalRunRow, ProbeRow
 
 
 def counts(db: Reader) -> tuple[int, int]:
@@ -16,21 +17,24 @@ def counts(db: Reader) -> tuple[int, int]:
 
 
 def exists(store: Store, key: str) -> bool:
-    return store.get("eval_runs", key) is not None
+    return bool(store.query("select 1 from eval_runs where key = ?", [key]))
 
 
-def record(store: Store, row: dict[str, Any]) -> None:
+def record(store: Store, row: EvalRunRow) -> None:
     """One execution, keyed by its run key."""
     with store.atomic():
         store.upsert("eval_runs", row, pk="key")
 
 
-def probes(db: Reader, label: str, configuration: str) -> list[dict[str, Any]]:
+def probes(db: Reader, label: str, configuration: str) -> list[ProbeRow]:
     """(eval_id, run_number, status, skill_invoked) of every trigger probe of one version."""
-    return db.query(
-        "select eval_id, run_number, status, skill_invoked from eval_runs "
-        "where version = ? and configuration = ?",
-        [label, configuration],
+    return cast(
+        list[ProbeRow],
+        db.query(
+            "select eval_id, run_number, status, skill_invoked from eval_runs "
+            "where version = ? and configuration = ?",
+            [label, configuration],
+        ),
     )
 
 
@@ -45,12 +49,15 @@ def last_completed(db: Reader) -> dict[str, str]:
     }
 
 
-def confinement(db: Reader, version: str | None = None) -> list[dict[str, Any]]:
+def confinement(db: Reader, version: str | None = None) -> list[ConfinementRow]:
     """(sandbox, confined, runs) per mechanism of the runs that recorded one, by mechanism; over
     the whole run or one version."""
     where = "sandbox is not null" + (" and version = ?" if version else "")
-    return db.query(
-        f"select sandbox, sum(confined) as confined, count(*) as runs "
-        f"from eval_runs where {where} group by sandbox order by sandbox",
-        (version,) if version else (),
+    return cast(
+        list[ConfinementRow],
+        db.query(
+            f"select sandbox, sum(confined) as confined, count(*) as runs "
+            f"from eval_runs where {where} group by sandbox order by sandbox",
+            (version,) if version else (),
+        ),
     )

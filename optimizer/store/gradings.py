@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
+from typing import cast
 
+from optimizer import schemas
 from optimizer.store.db import Store
 from optimizer.store.readonly import Reader, View
+from optimizer.store.rows import GradingRow, Preview, RunTokens, ScoredRun, UnscoredKey, UnscoredRun
 
 # The statuses whose score counts (docs/design.md §7); judge_error and unscored runs are counted
 # and shown but never averaged.
@@ -21,46 +23,53 @@ SCORED_SQL = "(" + ", ".join(f"'{s}'" for s in SCORED) + ")"
 Committed = tuple[str | None, int | None, str | None]
 
 
-def grading(raw: str) -> dict[str, Any]:
-    """grading_json, checked: an object."""
+def grading(raw: str) -> schemas.Grading:
+    """grading_json, checked: an object, validated as the judge's grading.json."""
     found = json.loads(raw)
     if not isinstance(found, dict):
         raise ValueError(f"gradings.grading_json is not an object: {raw[:80]!r}")
-    return found
+    return schemas.Grading.model_validate(found)
 
 
-def get(store: Store, key: str) -> dict[str, Any] | None:
+def get(store: Store, key: str) -> GradingRow | None:
     """The run's grading row, or None before it was graded."""
-    return store.get("gradings", key)
+    found = store.query("select * from gradings where key = ?", [key])
+    return cast(GradingRow, found[0]) if found else None
 
 
-def commit(store: Store, row: dict[str, Any], preview: dict[str, Any]) -> None:
+def commit(store: Store, row: GradingRow, preview: Preview) -> None:
     """A run's grading and what the report shows of it, in one transaction."""
     with store.atomic():
         store.upsert("gradings", row, pk="key")
         store.upsert("previews", {"key": row["key"], "preview_json": json.dumps(preview)}, pk="key")
 
 
-def under(db: Reader, prefix: str) -> list[dict[str, Any]]:
+def under(db: Reader, prefix: str) -> list[GradingRow]:
     """Every grading row under `prefix` (e.g. "v2/"), by (eval, configuration, run number)."""
-    return db.query(
-        "select * from gradings where prefix = ? order by eval_id, configuration, run_number",
-        [prefix],
+    return cast(
+        list[GradingRow],
+        db.query(
+            "select * from gradings where prefix = ? order by eval_id, configuration, run_number",
+            [prefix],
+        ),
     )
 
 
-def scored_with_skill(db: Reader, prefix: str) -> list[dict[str, Any]]:
+def scored_with_skill(db: Reader, prefix: str) -> list[ScoredRun]:
     """(eval_id, run_number, score, pass_rate) of the scored with_skill runs under `prefix`, by
     (eval, run number); unscored runs and judge errors are left out (docs/design.md §7)."""
-    return db.query(
-        "select eval_id, run_number, score, pass_rate from gradings where prefix = ? and "
-        f"configuration = 'with_skill' and status in {SCORED_SQL} "
-        "order by eval_id, run_number",
-        [prefix],
+    return cast(
+        list[ScoredRun],
+        db.query(
+            "select eval_id, run_number, score, pass_rate from gradings where prefix = ? and "
+            f"configuration = 'with_skill' and status in {SCORED_SQL} "
+            "order by eval_id, run_number",
+            [prefix],
+        ),
     )
 
 
-def scored_gradings(db: Reader, prefix: str, eval_id: int) -> list[tuple[int, dict[str, Any]]]:
+def scored_gradings(db: Reader, prefix: str, eval_id: int) -> list[tuple[int, schemas.Grading]]:
     """(run number, grading) of the scored with_skill runs of one eval under `prefix`, by run
     number."""
     rows = db.query(
@@ -72,29 +81,38 @@ def scored_gradings(db: Reader, prefix: str, eval_id: int) -> list[tuple[int, di
     return [(r["run_number"], grading(r["grading_json"])) for r in rows]
 
 
-def with_tokens(db: Reader, prefix: str) -> list[dict[str, Any]]:
+def with_tokens(db: Reader, prefix: str) -> list[RunTokens]:
     """(eval_id, run_number, tokens, pass_rate) of every with_skill run under `prefix`."""
-    return db.query(
-        "select g.eval_id, g.run_number, r.tokens, g.pass_rate from gradings g join eval_runs r "
-        "on r.key = g.key where g.prefix = ? and g.configuration = 'with_skill'",
-        [prefix],
+    return cast(
+        list[RunTokens],
+        db.query(
+            "select g.eval_id, g.run_number, r.tokens, g.pass_rate from gradings g join eval_runs r "
+            "on r.key = g.key where g.prefix = ? and g.configuration = 'with_skill'",
+            [prefix],
+        ),
     )
 
 
-def unscored_runs(db: Reader) -> list[dict[str, Any]]:
+def unscored_runs(db: Reader) -> list[UnscoredRun]:
     """(prefix, eval_id, run_number) of every unscored run, in that order."""
-    return db.query(
-        "select prefix, eval_id, run_number from gradings where "
-        "status = 'unscored' order by prefix, eval_id, run_number"
+    return cast(
+        list[UnscoredRun],
+        db.query(
+            "select prefix, eval_id, run_number from gradings where "
+            "status = 'unscored' order by prefix, eval_id, run_number"
+        ),
     )
 
 
-def unscored_keys(db: Reader) -> list[dict[str, Any]]:
+def unscored_keys(db: Reader) -> list[UnscoredKey]:
     """(key, error) of every unscored run, by key."""
-    return db.query("select key, error from gradings where status = 'unscored' order by key")
+    return cast(
+        list[UnscoredKey],
+        db.query("select key, error from gradings where status = 'unscored' order by key"),
+    )
 
 
-def all_gradings(db: Reader) -> list[dict[str, Any]]:
+def all_gradings(db: Reader) -> list[schemas.Grading]:
     """Every grading the judge wrote, by run key."""
     return [
         grading(r["grading_json"])

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
+from optimizer.store.rows import IterationRow, IterationTimes
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,8 @@ def counts(db: Reader) -> tuple[int, int]:
 
 
 def get(store: Store, number: int) -> Iteration | None:
-    row = store.get("iterations", number)
-    return from_row(row) if row is not None else None
+    found = store.query("select * from iterations where number = ?", [number])
+    return from_row(found[0]) if found else None
 
 
 def open_number(db: Reader) -> int | None:
@@ -87,20 +88,26 @@ def last_number(db: Reader) -> int:
     return (rows[0]["n"] if rows else None) or 0
 
 
-def times(db: Reader) -> list[dict[str, Any]]:
+def times(db: Reader) -> list[IterationTimes]:
     """(started_at, finished_at) of the finished iterations, by number: the pace of the search."""
-    return db.query(
-        "select started_at, finished_at from iterations where finished_at is not null "
-        "order by number"
+    return cast(
+        list[IterationTimes],
+        db.query(
+            "select started_at, finished_at from iterations where finished_at is not null "
+            "order by number"
+        ),
     )
 
 
-def report_rows(db: Reader) -> list[dict[str, Any]]:
+def report_rows(db: Reader) -> list[IterationRow]:
     """Every iteration as its row (number, parent, stage, started_at, finished_at and the raw
     candidates_json), by number: what the views show, read leniently there."""
-    return db.query(
-        "select number, parent, stage, started_at, finished_at, candidates_json from iterations "
-        "order by number"
+    return cast(
+        list[IterationRow],
+        db.query(
+            "select number, parent, stage, started_at, finished_at, candidates_json "
+            "from iterations order by number"
+        ),
     )
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from optimizer.store.rows import KeyColumns
+
 # `<prefix>eval-<id>/<configuration>/run-<n>`; the prefix is "v3/", "baseline/", "test/v0/", or
 # empty for `optimizer execute`, whose keys carry no eval segment (`with_skill/run-2`).
 _KEY = re.compile(
@@ -29,7 +31,7 @@ class RunKey:
         """The version (or `baseline`) whose run this is: the prefix's first part."""
         return self.prefix.split("/", 1)[0]
 
-    def columns(self) -> dict:
+    def columns(self) -> KeyColumns:
         return {
             "prefix": self.prefix,
             "eval_id": self.eval_id,

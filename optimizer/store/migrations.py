@@ -246,7 +246,7 @@ def m010_run_key_columns(db: sqlite_utils.Database) -> None:
             parts = RunKey.parse(row["key"], evals.get(row["key"]))
         except ValueError:
             continue  # not a key this version wrote; left without parts, never selected
-        gradings.update(row["key"], parts.columns())
+        gradings.update(row["key"], dict(parts.columns()))
     gradings.create_index(["prefix", "configuration", "eval_id", "run_number"])
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 from urllib.parse import quote
+
+from optimizer.store.rows import RunRow
 
 
 def connect(db_path: Path, *, live: bool = False, shared: bool = False) -> sqlite3.Connection:
@@ -67,14 +69,14 @@ class View:
         self.close()
 
 
-def run_row(db_path: Path) -> dict[str, Any] | None:
+def run_row(db_path: Path) -> RunRow | None:
     """The run's one row, or None when there is none yet."""
     conn = connect(db_path)
     try:
         found = rows(conn, "select * from runs limit 1")
     finally:
         conn.close()
-    return found[0] if found else None
+    return cast(RunRow, found[0]) if found else None
 
 
 def count_runs(db_path: Path) -> int | None:

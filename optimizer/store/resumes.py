@@ -4,13 +4,14 @@ that `status` shows the limits in force and what a resume changed."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import cast
 
 import structlog
 
 from optimizer import config
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
+from optimizer.store.rows import ResumeRow
 
 log = structlog.get_logger()
 
@@ -52,6 +53,6 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
     return flat
 
 
-def rows(db: Reader) -> list[dict[str, Any]]:
+def rows(db: Reader) -> list[ResumeRow]:
     """(at, changed_json) of every resume, oldest first."""
-    return db.query("select at, changed_json from resumes order by id")
+    return cast(list[ResumeRow], db.query("select at, changed_json from resumes order by id"))

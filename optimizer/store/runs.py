@@ -5,16 +5,17 @@ typed methods. The row is keyed by the run folder's name (store/workspace.py).""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
+from optimizer.store.rows import RunRow
 
 
-def row(db: Reader) -> dict[str, Any] | None:
+def row(db: Reader) -> RunRow | None:
     """The run's one row, or None when there is none yet."""
     found = db.query("select * from runs limit 1")
-    return found[0] if found else None
+    return cast(RunRow, found[0]) if found else None
 
 
 def _update(store: Store, run_id: str, values: dict[str, Any]) -> None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from optimizer.store import ledger
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
+from optimizer.store.rows import VersionOrigin, VersionOutcome, VersionRow
 
 
 @dataclass
@@ -49,42 +50,49 @@ def all_of(db: Reader) -> list[Version]:
     ]
 
 
-def rows(db: Reader) -> list[dict[str, Any]]:
+def rows(db: Reader) -> list[VersionRow]:
     """Every version's row, in the order it was registered."""
-    return db.query("select * from versions order by rowid")
+    return cast(list[VersionRow], db.query("select * from versions order by rowid"))
 
 
-def outcomes(db: Reader) -> list[dict[str, Any]]:
+def outcomes(db: Reader) -> list[VersionOutcome]:
     """(label, parent, iteration, decision, score) of every version: what the stop rules read."""
-    return db.query("select label, parent, iteration, decision, score from versions")
+    return cast(
+        list[VersionOutcome],
+        db.query("select label, parent, iteration, decision, score from versions"),
+    )
 
 
-def find(store: Store, label: str) -> dict[str, Any] | None:
+def find(store: Store, label: str) -> VersionRow | None:
     """The version's row, or None when the run has no such version."""
-    return store.get("versions", label)
+    found = store.query("select * from versions where label = ?", [label])
+    return cast(VersionRow, found[0]) if found else None
 
 
 def score(store: Store, label: str) -> float | None:
-    return (find(store, label) or {}).get("score")
+    row = find(store, label)
+    return row["score"] if row else None
 
 
 def decision(store: Store, label: str) -> str | None:
-    return (find(store, label) or {}).get("decision")
+    row = find(store, label)
+    return row["decision"] if row else None
 
 
 def per_eval(store: Store, label: str) -> dict[int, float]:
     """The version's mean score per train eval (or per query), as its target recorded it."""
-    raw = (find(store, label) or {}).get("split_scores_json")
+    row = find(store, label)
+    raw = row["split_scores_json"] if row else None
     scores = json.loads(raw) if raw else {}
     if not isinstance(scores, dict):
         raise ValueError(f"versions.split_scores_json of {label} is not an object: {raw!r}")
     return {int(k): v for k, v in scores.items()}
 
 
-def by_hash(store: Store, digest: str) -> dict[str, Any] | None:
+def by_hash(store: Store, digest: str) -> VersionOrigin | None:
     """(label, parent, iteration) of the version whose skill folder has this content hash."""
     same = store.query("select label, parent, iteration from versions where hash = ?", [digest])
-    return same[0] if same else None
+    return cast(VersionOrigin, same[0]) if same else None
 
 
 def count(store: Store) -> int:

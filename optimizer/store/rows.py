@@ -1,0 +1,306 @@
+"""The rows of state.db as the store's repositories read and write them, one TypedDict per table or
+statement (the columns are store/migrations.py's). Rows pass through unchanged, often on a hot
+path, so they are typed dicts rather than models: a model would cost a copy per row and nothing
+here needs validating (the JSON columns are parsed and checked by their repositories on read)."""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+# Whether a run's score counts (store/gradings.py's SCORED) or why not (docs/design.md §7).
+GradingStatus = Literal["ok", "judge_error", "exec_error", "gated", "unscored"]
+
+
+class RunRow(TypedDict, total=False):
+    """The runs table's one row. Not total: a caller reads it as `row or {}` before there is one."""
+
+    id: str
+    skill_name: str
+    skill_dir: str
+    target: str
+    started_at: str
+    eval_set_hash: str
+    split_json: str
+    settings_json: str
+    status: str
+    stop_reason: str | None
+    from_run: str | None
+    finished_at: str | None
+    current_best: str | None
+    test_json: str | None
+    stage: str | None
+    last_error: str | None
+    estimate_json: str | None
+
+
+class VersionRow(TypedDict):
+    label: str
+    hash: str
+    parent: str | None
+    iteration: int | None
+    created_at: str | None
+    status: str | None
+    decision: str | None
+    summary: str | None
+    rationale: str | None
+    stage: str | None
+    score: float | None
+    pass_rate: float | None
+    split_scores_json: str | None
+    error: str | None
+
+
+class VersionOutcome(TypedDict):
+    """What the stop rules read of a version."""
+
+    label: str
+    parent: str | None
+    iteration: int | None
+    decision: str | None
+    score: float | None
+
+
+class VersionOrigin(TypedDict):
+    """Where a version sits in the lineage: the version with the same content is reused."""
+
+    label: str
+    parent: str | None
+    iteration: int | None
+
+
+class KeyColumns(TypedDict):
+    """A run key's parts, as the columns of gradings (store/keys.py)."""
+
+    prefix: str
+    eval_id: int
+    configuration: str
+    run_number: int
+
+
+class GradingRow(KeyColumns):
+    key: str
+    status: GradingStatus
+    score: float | None
+    pass_rate: float | None
+    passed: int | None
+    total: int | None
+    rubric_normalized: float | None
+    gate_passed: int | None
+    grading_json: str | None
+    structural_json: str | None
+    error: str | None
+    completed_at: str
+
+
+class ScoredRun(TypedDict):
+    eval_id: int
+    run_number: int
+    score: float | None
+    pass_rate: float  # a scored run was graded
+
+
+class RunTokens(TypedDict):
+    eval_id: int
+    run_number: int
+    tokens: int | None
+    pass_rate: float | None
+
+
+class UnscoredRun(TypedDict):
+    prefix: str
+    eval_id: int
+    run_number: int
+
+
+class UnscoredKey(TypedDict):
+    key: str
+    error: str | None
+
+
+class RecordColumns(TypedDict):
+    """What an execution records of itself in eval_runs (execute/record.py's RunRecord)."""
+
+    eval_id: int
+    configuration: str
+    run_number: int
+    status: str
+    error: str | None
+    skill_invoked: int | None
+    tokens: int
+    time_seconds: float
+    completed_at: str
+    confined: int | None
+    sandbox: str | None
+
+
+class EvalRunRow(TypedDict):
+    """One execution of an eval (or a trigger probe, which records no tokens, time or sandbox),
+    keyed by its run key."""
+
+    key: str
+    version: str
+    split: str | None
+    eval_id: int
+    configuration: str
+    run_number: int
+    status: str
+    error: str | None
+    skill_invoked: int | None
+    completed_at: str
+    tokens: NotRequired[int]
+    time_seconds: NotRequired[float]
+    confined: NotRequired[int | None]
+    sandbox: NotRequired[str | None]
+
+
+class ProbeRow(TypedDict):
+    eval_id: int
+    run_number: int
+    status: str
+    skill_invoked: int | None
+
+
+class ConfinementRow(TypedDict):
+    """How many runs of one mechanism were confined (sandbox None: not recorded)."""
+
+    sandbox: str | None
+    confined: int | None
+    runs: int
+
+
+class DecisionRow(TypedDict):
+    version: str
+    parent: str | None
+    stage: str | None
+    decision: str
+    delta: float | None
+    ci_low: float | None
+    ci_high: float | None
+    reason: str
+    selection_json: str | None
+    decided_at: str
+
+
+class IterationTimes(TypedDict):
+    started_at: str | None
+    finished_at: str | None
+
+
+class IterationRow(IterationTimes):
+    number: int
+    parent: str
+    stage: str | None
+    candidates_json: str | None
+
+
+class CallRow(TypedDict):
+    """A model call in the ledger (the calls table). scope and batch_id are written only when the
+    call had them, created_at when the row is recorded (Store.record_call)."""
+
+    hash: str
+    role: str
+    model: str
+    sample: int
+    outcome: str
+    response_json: str | None
+    input_tokens: int
+    output_tokens: int
+    cache_write_tokens: int
+    cache_read_tokens: int
+    cost_usd: float
+    latency_ms: float
+    attempts: int
+    error: str | None
+    scope: NotRequired[str | None]
+    batch_id: NotRequired[str | None]
+    created_at: NotRequired[str]
+
+
+class CacheHit(TypedDict):
+    hash: str
+    role: str
+    saved_usd: float | None
+
+
+class RoleLongest(TypedDict):
+    """Per role, the longest answer in output tokens and how many answers were measured."""
+
+    role: str
+    longest: int | None
+    n: int
+
+
+class PricedCall(TypedDict):
+    created_at: str | None
+    cost_usd: float
+    scope: str | None
+    role: str
+
+
+class LedgerTotals(TypedDict):
+    """The ledger's numbers the views show, as SQLite sums them."""
+
+    calls: int
+    calls_usd: float
+    spent_usd: float
+    cache_hits: int
+    saved_usd: float
+    iterations_usd: float
+
+
+class LedgerSummary(TypedDict):
+    """The answered calls' count, cost, tokens and retries, and the cache hits and their saving."""
+
+    n: int
+    cost: float
+    input_tokens: int
+    output_tokens: int
+    cache_write_tokens: int
+    cache_read_tokens: int
+    retries: int
+    cache_hits: int
+    saved_usd: float
+
+
+class Answered(TypedDict):
+    """The answered calls: how many, their tokens, their cost, how many came through a batch."""
+
+    calls: int
+    tokens: int
+    usd: float
+    batched: int | None
+
+
+class ResumeRow(TypedDict):
+    at: str
+    changed_json: str | None
+
+
+class BatchMeta(TypedDict):
+    """What a batch keeps of each request, by its custom id (the ledger's request hash)."""
+
+    role: str
+    model: str
+    sample: int
+    scope: str | None
+
+
+class PreviewOutput(TypedDict):
+    """One output as a preview lists it: `read` when the page must read the file to show it (an
+    image, or text past what a run keeps), `text` when it is kept inline."""
+
+    name: str
+    size: int
+    read: NotRequired[bool]
+    image: NotRequired[bool]
+    text: NotRequired[str]
+    truncated: NotRequired[bool]
+
+
+class Preview(TypedDict):
+    """What a reader is shown of one run without opening its folder (grade/preview.py), kept in
+    the previews table when the run is graded."""
+
+    transcript: str
+    judge_view: str
+    outputs: list[PreviewOutput]
