@@ -51,6 +51,7 @@ from optimizer.execute.transcript import Tally, Transcript
 from optimizer.inputs.skill import files_of
 from optimizer.model.port import Client
 from optimizer.store import ledger
+from optimizer.store.rows import CacheHit, CallRow
 
 log = structlog.get_logger()
 
@@ -192,13 +193,13 @@ class RayExecutor(Executor):
     def _store(self) -> Any:
         return self.client.store if self.client is not None else None
 
-    def _reusable_calls(self, sample: int, label: str | None) -> list[dict]:
+    def _reusable_calls(self, sample: int, label: str | None) -> list[CallRow]:
         store = self._store()
         if store is None:
             return []
         return ledger.executor_answers(store, sample, label)
 
-    def _budget_left(self, seed_rows: list[dict]) -> float | None:
+    def _budget_left(self, seed_rows: list[CallRow]) -> float | None:
         client = self.client
         budget = client.budget_usd if client is not None else None
         if client is None or budget is None:
@@ -207,7 +208,7 @@ class RayExecutor(Executor):
         # The worker's own client counts the rows it is given as spent already.
         return max(0.0, budget - spent) + sum(float(r["cost_usd"] or 0) for r in seed_rows)
 
-    def _adopt(self, calls: list[dict], hits: list[dict]) -> None:
+    def _adopt(self, calls: list[CallRow], hits: list[CacheHit]) -> None:
         """The worker's ledger rows into the driver's ledger, counted as this run's spend."""
         store, client = self._store(), self.client
         if store is None or client is None:

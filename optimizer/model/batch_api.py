@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ from anthropic.types import Message
 
 from optimizer.errors import OptimizerError
 from optimizer.model.errors import account_error
+from optimizer.store.rows import BatchMeta
 
 SAMPLES_HEADER = "x-optimizer-samples"  # the simulator's only way to see each item's sample index
 
@@ -33,11 +35,11 @@ class BatchItem:
     size: int
     enqueued: float = field(default_factory=time.perf_counter)
 
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> BatchMeta:
         return {"role": self.role, "model": self.model, "sample": self.sample, "scope": self.scope}
 
 
-def labels(metas: dict[str, dict[str, Any]]) -> tuple[str, str]:
+def labels(metas: Mapping[str, BatchMeta]) -> tuple[str, str]:
     """The role and model a batch's retry events name: those of its items, joined."""
     return (
         ",".join(sorted({str(m.get("role")) for m in metas.values()})),

@@ -28,6 +28,7 @@ from optimizer.model.batch_api import (
 )
 from optimizer.model.cost import BATCH_PRICE_FACTOR, call_cost, price_for
 from optimizer.store import batches
+from optimizer.store.rows import BatchMeta
 
 if TYPE_CHECKING:
     from optimizer.model.client import ModelClient
@@ -51,7 +52,7 @@ class BatchSender:
         self._waiting: dict[str, list[BatchItem]] = {}  # custom_id → callers of a batch in flight
         self._watchers: dict[str, asyncio.Task[Any]] = {}  # batch id → the task collecting it
         self._attached: dict[str, str] | None = None  # custom_id → batch of an earlier process
-        self._attached_items: dict[str, dict[str, dict[str, Any]]] = {}
+        self._attached_items: dict[str, dict[str, BatchMeta]] = {}
 
     def launch(self, items: list[BatchItem]) -> None:
         """Send the items as one batch, in a task of its own that hands each caller its answer."""
@@ -136,11 +137,7 @@ class BatchSender:
         await self._collect(batch.id, metas)
 
     async def _request(
-        self,
-        metas: dict[str, dict[str, Any]],
-        what: str,
-        send: Callable[[], Awaitable[Any]],
-        **kw: Any,
+        self, metas: dict[str, BatchMeta], what: str, send: Callable[[], Awaitable[Any]], **kw: Any
     ) -> Any:
         """One request to the batch endpoints through the client's one retry policy. A systemic
         failure (the budget, the provider down) is handed to every caller waiting on the batch
@@ -166,7 +163,7 @@ class BatchSender:
             self._safely(self._collect(batch_id, metas), list(metas))
         )
 
-    async def _collect(self, batch_id: str, metas: dict[str, dict[str, Any]]) -> None:
+    async def _collect(self, batch_id: str, metas: dict[str, BatchMeta]) -> None:
         """Poll until the batch ends, then join its results by custom_id."""
         if not await self._ended(batch_id, metas):
             return
@@ -182,7 +179,7 @@ class BatchSender:
             return
         await self._join(batch_id, metas, results)
 
-    async def _ended(self, batch_id: str, metas: dict[str, dict[str, Any]]) -> bool:
+    async def _ended(self, batch_id: str, metas: dict[str, BatchMeta]) -> bool:
         """Wait, looking less often as time passes, until the batch ends (True) or its callers
         have been given another way (False)."""
         sdk = self.client.sdk
@@ -206,7 +203,7 @@ class BatchSender:
             wait = min(wait * 1.5, self.llm.batch_poll_max_s)
 
     async def _join(
-        self, batch_id: str, metas: dict[str, dict[str, Any]], results: dict[str, Any]
+        self, batch_id: str, metas: dict[str, BatchMeta], results: dict[str, Any]
     ) -> None:
         redo, counts = [], Counter[str]()
         for key, meta in metas.items():
@@ -236,7 +233,7 @@ class BatchSender:
         log.info("batch.ended", batch_id=batch_id, **dict(counts))
         await self._direct(redo, "not answered in the batch")
 
-    async def _lost(self, batch_id: str, metas: dict[str, dict[str, Any]], why: str) -> None:
+    async def _lost(self, batch_id: str, metas: dict[str, BatchMeta], why: str) -> None:
         log.warning("batch.lost", batch_id=batch_id, reason=why)
         batches.lost(self.client.store, batch_id)
         for key in metas:
@@ -279,7 +276,7 @@ class BatchSender:
                 if not item.future.done():
                     item.future.set_exception(failure)
 
-    def _record(self, key: str, meta: dict[str, Any], message: Message, batch_id: str) -> Message:
+    def _record(self, key: str, meta: BatchMeta, message: Message, batch_id: str) -> Message:
         """The answer into the ledger at the batch price, committed before any caller sees it."""
         existing = self.client.store.completed_call(key)
         if existing is not None:  # answered meanwhile (a direct call): never counted twice

@@ -10,6 +10,7 @@ import structlog
 
 from optimizer.config import Settings
 from optimizer.prices import Price, quoted
+from optimizer.store.rows import RoleLongest
 
 log = structlog.get_logger()
 
@@ -79,12 +80,12 @@ class Outputs:
     MEASURED = 3
     MARGIN = 2.0  # an answer twice the longest yet still fits, plus a fixed 256 tokens
 
-    def __init__(self, rows: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, rows: list[RoleLongest] | None = None) -> None:
         self.longest: dict[str, int] = {}
         self.seen: dict[str, int] = {}
         for row in rows or []:
-            if row.get("longest") is not None:
-                self.longest[row["role"]] = int(row["longest"])
+            if (longest := row.get("longest")) is not None:
+                self.longest[row["role"]] = int(longest)
                 self.seen[row["role"]] = int(row.get("n") or 0)
 
     def add(self, role: str, output_tokens: int | None) -> None:

@@ -30,7 +30,14 @@ from optimizer.store import (
 )
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
-from optimizer.store.rows import DecisionRow, IterationRow, RunRow, UnscoredKey
+from optimizer.store.rows import (
+    DecisionRow,
+    IterationRow,
+    LedgerTotals,
+    PricedCall,
+    RunRow,
+    UnscoredKey,
+)
 
 DECISIONS = ("baseline", "won", "lost", "tie")
 
@@ -70,10 +77,10 @@ class RunData:
     nodes: list[dict] = field(default_factory=list)
     current_best: str | None = None
     simulated: bool = False
-    ledger: dict = field(default_factory=dict)
+    ledger: LedgerTotals | dict[str, float] = field(default_factory=dict)  # {}: from history.json
     iterations: list[IterationRow] = field(default_factory=list)
     resumes: list[dict] = field(default_factory=list)  # oldest first; `changed` per key
-    calls: list[dict] = field(default_factory=list)
+    calls: list[PricedCall] = field(default_factory=list)
     history: dict = field(default_factory=dict)
     unscored: list[UnscoredKey] = field(
         default_factory=list

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from optimizer import schemas
@@ -30,7 +30,7 @@ def history(store: Store, *, simulated: bool) -> schemas.History:
     for v in versions.all_of(store):
         if v.decision is None:
             continue  # still being evaluated: it enters the file once decided
-        d = chosen.get(v.label, {})
+        d: Mapping[str, Any] = chosen.get(v.label, {})
         sel = d.get("selection", {})
         entries.append(
             {
@@ -117,7 +117,7 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
             continue
         outcomes = probe.recorded(store, v.label)
         dev = probe.metrics(outcomes, queries, parts["train"] + parts["validation"], **opts)
-        d = chosen.get(v.label, {})
+        d: Mapping[str, Any] = chosen.get(v.label, {})
         text = (ws.skill(v.label) / "SKILL.md").read_text(encoding="utf-8")
         entries.append(
             {

@@ -20,9 +20,9 @@ from optimizer.search.proposal import Candidate
 from optimizer.search.propose import proposal_markdown
 from optimizer.search.reporter import Reporter
 from optimizer.store import decisions, iterations, ledger, runs, versions
-from optimizer.store.db import Store
+from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace, write_json, write_text
-from optimizer.store.rows import RunRow
+from optimizer.store.rows import DecisionRow, RunRow
 
 log = structlog.get_logger()
 
@@ -145,15 +145,21 @@ def record_decision(
     verdict = selection["decision"]
     best = run.best()
     promote = verdict == "won" and (parent == best or run.score(label) > run.score(best))
-    decisions.record(
-        run.store,
-        run_id=run.ws.root.name,
-        label=label,
-        parent=parent,
-        stage=stage,
-        selection=selection,
-        promote=promote,
-    )
+    # The row's delta and interval are read from the selection itself.
+    interval = selection.get("interval") or {}
+    row: DecisionRow = {
+        "version": label,
+        "parent": parent,
+        "stage": stage,
+        "decision": verdict,
+        "delta": selection.get("delta"),
+        "ci_low": interval.get("low"),
+        "ci_high": interval.get("high"),
+        "reason": selection["reason"],
+        "selection_json": json.dumps(selection),
+        "decided_at": now(),
+    }
+    decisions.record(run.store, run_id=run.ws.root.name, row=row, promote=promote)
     log.info(
         "selection.decided",
         version=label,

@@ -6,18 +6,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from optimizer.store.db import Store, now
+from optimizer.store.rows import BatchMeta
 
 
 def sent(
-    store: Store,
-    batch_id: str,
-    *,
-    scope: str | None,
-    roles: str,
-    items: Mapping[str, Mapping[str, Any]],
+    store: Store, batch_id: str, *, scope: str | None, roles: str, items: Mapping[str, BatchMeta]
 ) -> None:
     """A batch the service acknowledged: its scope, roles and items by custom id, in progress."""
     with store.atomic():
@@ -51,7 +46,7 @@ def lost(store: Store, batch_id: str) -> None:
         store.table("batches").update(batch_id, {"status": "lost", "ended_at": now()})
 
 
-def in_progress(store: Store) -> dict[str, dict[str, Any]]:
+def in_progress(store: Store) -> dict[str, dict[str, BatchMeta]]:
     """{batch id: its items by custom id} of every batch an earlier process left in flight."""
     out = {}
     for row in store.query("select id, items_json from batches where status = 'in_progress'"):

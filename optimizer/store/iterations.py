@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
-from optimizer.store.rows import IterationRow, IterationTimes
+from optimizer.store.rows import IterationRow, IterationTimes, ProposalOutcome
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def start(store: Store, number: int, parent: str) -> Iteration:
     return from_row(row)
 
 
-def record_candidates(store: Store, number: int, made: Mapping[str, Mapping[str, Any]]) -> None:
+def record_candidates(store: Store, number: int, made: Mapping[str, ProposalOutcome]) -> None:
     """The outcome of each proposal of the iteration so far."""
     with store.atomic():
         store.table("iterations").update(number, {"candidates_json": json.dumps(made)})

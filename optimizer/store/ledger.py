@@ -9,9 +9,10 @@ import math
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from optimizer.store.readonly import Reader, View
+from optimizer.store.rows import Answered, CacheHit, CallRow, LedgerTotals, PricedCall, RoleLongest
 
 TOTAL_SQL = "select coalesce(sum(cost_usd), 0) as usd from calls"
 
@@ -84,35 +85,41 @@ def in_iterations_usd(db: Reader) -> float:
     return rows[0]["usd"] if rows else 0.0
 
 
-def longest_by_role(db: Reader) -> list[dict[str, Any]]:
+def longest_by_role(db: Reader) -> list[RoleLongest]:
     """Per role, the longest answer in output tokens and how many answers were measured
     (role, longest, n): what a resumed run's client prices its next answers by."""
-    return db.query(
-        "select role, max(output_tokens) as longest, count(output_tokens) as n from calls "
-        "where outcome = 'ok' group by role"
+    return cast(
+        list[RoleLongest],
+        db.query(
+            "select role, max(output_tokens) as longest, count(output_tokens) as n from calls "
+            "where outcome = 'ok' group by role"
+        ),
     )
 
 
-def executor_answers(db: Reader, sample: int, scope: str | None) -> list[dict[str, Any]]:
+def executor_answers(db: Reader, sample: int, scope: str | None) -> list[CallRow]:
     """The answered executor calls of one sample under one scope: what a remote run may replay."""
-    return db.query(
-        "select * from calls where outcome = 'ok' and role = 'executor' and sample = ? "
-        "and scope is ?",
-        [sample, scope],
+    return cast(
+        list[CallRow],
+        db.query(
+            "select * from calls where outcome = 'ok' and role = 'executor' and sample = ? "
+            "and scope is ?",
+            [sample, scope],
+        ),
     )
 
 
-def all_calls(db: Reader) -> list[dict[str, Any]]:
+def all_calls(db: Reader) -> list[CallRow]:
     """Every row of the ledger."""
-    return db.query("select * from calls")
+    return cast(list[CallRow], db.query("select * from calls"))
 
 
-def cache_hits(db: Reader) -> list[dict[str, Any]]:
+def cache_hits(db: Reader) -> list[CacheHit]:
     """(hash, role, saved_usd) of every call served from the ledger."""
-    return db.query("select hash, role, saved_usd from cache_hits")
+    return cast(list[CacheHit], db.query("select hash, role, saved_usd from cache_hits"))
 
 
-def report_totals(db: Reader) -> dict[str, Any]:
+def report_totals(db: Reader) -> LedgerTotals:
     """The ledger's numbers the views show, as SQLite returns them: answered calls and their
     cost, all spending, cache hits and what they saved, and what the finished iterations cost."""
     calls = db.query(
@@ -133,11 +140,14 @@ def report_totals(db: Reader) -> dict[str, Any]:
     }
 
 
-def priced_calls(db: Reader) -> list[dict[str, Any]]:
+def priced_calls(db: Reader) -> list[PricedCall]:
     """Every priced call (created_at, cost_usd, scope, role) in the order they were recorded."""
-    return db.query(
-        "select created_at, cost_usd, scope, role from calls "
-        "where cost_usd is not null order by created_at, rowid"
+    return cast(
+        list[PricedCall],
+        db.query(
+            "select created_at, cost_usd, scope, role from calls "
+            "where cost_usd is not null order by created_at, rowid"
+        ),
     )
 
 
@@ -165,17 +175,20 @@ def cumulative(db: View, points: int) -> list[list]:
     return series
 
 
-def answered(db: View) -> dict[str, Any]:
+def answered(db: View) -> Answered:
     """The answered calls (outcome ok): how many, their tokens, their cost, and how many came
     through a Message Batch (0 before batches were recorded)."""
     columns = {r[1] for r in db.conn.execute("pragma table_info(calls)")}
     batched = "sum(batch_id is not null)" if "batch_id" in columns else "0"
-    return dict(
-        db.conn.execute(
-            "select count(*) as calls, coalesce(sum(input_tokens + output_tokens + "
-            "cache_write_tokens + cache_read_tokens), 0) as tokens, coalesce(sum(cost_usd), 0) "
-            f"as usd, {batched} as batched from calls where outcome = 'ok'"
-        ).fetchone()
+    return cast(
+        Answered,
+        dict(
+            db.conn.execute(
+                "select count(*) as calls, coalesce(sum(input_tokens + output_tokens + "
+                "cache_write_tokens + cache_read_tokens), 0) as tokens, coalesce(sum(cost_usd), 0) "
+                f"as usd, {batched} as batched from calls where outcome = 'ok'"
+            ).fetchone()
+        ),
     )
 
 

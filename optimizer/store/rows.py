@@ -5,10 +5,16 @@ here needs validating (the JSON columns are parsed and checked by their reposito
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from collections.abc import Mapping
+from typing import Any, Literal, NotRequired, TypedDict
 
 # Whether a run's score counts (store/gradings.py's SCORED) or why not (docs/design.md §7).
 GradingStatus = Literal["ok", "judge_error", "exec_error", "gated", "unscored"]
+
+
+# What a JSON column holds once parsed, or what is written to one.
+Json = str | int | float | bool | None | list["Json"] | Mapping[str, "Json"]
+JsonObject = Mapping[str, Json]
 
 
 class RunRow(TypedDict, total=False):
@@ -179,6 +185,27 @@ class DecisionRow(TypedDict):
     reason: str
     selection_json: str | None
     decided_at: str
+
+
+class Decided(TypedDict):
+    """A decision as lineage reads it: its row with the selection parsed (selection.json's object,
+    one shape per stage: schemas.SelectionFile) in place of selection_json."""
+
+    version: str
+    parent: str | None
+    stage: str | None
+    decision: str
+    delta: float | None
+    ci_low: float | None
+    ci_high: float | None
+    reason: str
+    selection: dict[str, Any]
+    decided_at: str
+
+
+# What became of one proposal (iterations.candidates_json, by the proposal's index as text):
+# {"label": vN}, {"duplicate": vM} or {"rejected": [problems], "reasons": [reasons]}.
+ProposalOutcome = Mapping[str, str | list[str]]
 
 
 class IterationTimes(TypedDict):

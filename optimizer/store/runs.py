@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
-from optimizer.store.rows import RunRow
+from optimizer.store.rows import JsonObject, RunRow
 
 
 def row(db: Reader) -> RunRow | None:
@@ -52,11 +52,11 @@ def failed(store: Store, run_id: str, error: str) -> None:
     _update(store, run_id, {"status": "failed", "last_error": error})
 
 
-def record_test(store: Store, run_id: str, result: dict[str, Any]) -> None:
+def record_test(store: Store, run_id: str, result: JsonObject) -> None:
     """The sealed test's outcome (runs.test_json)."""
     _update(store, run_id, {"test_json": json.dumps(result)})
 
 
-def record_estimate(store: Store, run_id: str, est: dict[str, Any]) -> None:
+def record_estimate(store: Store, run_id: str, est: JsonObject) -> None:
     """The estimate shown when the run started (runs.estimate_json)."""
     _update(store, run_id, {"estimate_json": json.dumps(est)})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from optimizer import config
@@ -39,7 +40,7 @@ def remove_partial(ws: Workspace) -> None:
 def create(
     ws: Workspace,
     settings: config.Settings,
-    sources: dict,
+    sources: Mapping[str, str],
     skill: skills.Skill,
     evalset: evals.EvalSet | trigger.TriggerSet,
     skill_dir: Path,
