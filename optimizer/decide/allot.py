@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Literal
+from typing import Generic, Literal, TypedDict
 
 from optimizer.decide.stats import mean
 from optimizer.decide.step import Decision, E, EvalId
@@ -43,6 +43,15 @@ def d_variance(child: list[float], parent: list[float]) -> float:
     return part(child) + part(parent)
 
 
+class AllotmentJson(TypedDict):
+    """An allotment as selection.json keeps it (schemas.AddedRuns)."""
+
+    runs: int
+    to: list[EvalId]
+    skipped_identical: list[EvalId]
+    skipped_low_variance: list[EvalId]
+
+
 @dataclass(frozen=True)
 class Allotment(Generic[E]):
     """The runs added after one look: eval → its run count afterwards; and who got none, why."""
@@ -52,7 +61,7 @@ class Allotment(Generic[E]):
     skipped_identical: tuple[E, ...] = ()
     skipped_low_variance: tuple[E, ...] = ()
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> AllotmentJson:
         return {
             "runs": self.look,
             "to": sorted(self.to, key=_key),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer import sandbox
 from optimizer.config import Settings
@@ -17,13 +17,24 @@ from optimizer.model.port import Client
 from optimizer.model.prompts import load_prompt
 from optimizer.tags import tag
 
+if TYPE_CHECKING:  # the SDK's types only: importing it costs 2 s (model/port.py)
+    from anthropic.types import (
+        ToolBash20250124Param,
+        ToolParam,
+        ToolTextEditor20250728Param,
+        ToolUnionParam,
+    )
+
 # Anthropic's server-defined tools: its API supplies their schemas, and Claude is trained on them.
-BASH_TOOL = {"type": "bash_20250124", "name": "bash"}
-EDITOR_TOOL = {"type": "text_editor_20250728", "name": "str_replace_based_edit_tool"}
+BASH_TOOL: ToolBash20250124Param = {"type": "bash_20250124", "name": "bash"}
+EDITOR_TOOL: ToolTextEditor20250728Param = {
+    "type": "text_editor_20250728",
+    "name": "str_replace_based_edit_tool",
+}
 # The same two tools as ordinary tools, for every other Messages-API server: llama.cpp, LiteLLM and
 # the like pass a tool on as a function with the schema it carries, so a server-defined tool
 # reaches their model with no parameters at all. Same names, so one handler serves both shapes.
-BASH_SCHEMA_TOOL = {
+BASH_SCHEMA_TOOL: ToolParam = {
     "name": "bash",
     "description": "Run one shell command with /workspace as the current folder; returns its "
     "output. Each call starts a fresh shell (variables and cd do not carry over; files do). No "
@@ -34,7 +45,7 @@ BASH_SCHEMA_TOOL = {
         "required": ["command"],
     },
 }
-EDITOR_SCHEMA_TOOL = {
+EDITOR_SCHEMA_TOOL: ToolParam = {
     "name": "str_replace_based_edit_tool",
     "description": "View, create and edit text files under /workspace (and view under /skill). "
     "view: a file with line numbers, or a folder's listing. create: write file_text to path. "
@@ -59,7 +70,7 @@ EDITOR_SCHEMA_TOOL = {
         "required": ["command", "path"],
     },
 }
-SKILL_TOOL = {
+SKILL_TOOL: ToolParam = {
     "name": "Skill",
     "description": "Load a skill's instructions by name. Call it before starting a task that a "
     "listed skill covers, then follow the instructions it returns.",
@@ -82,7 +93,7 @@ MAX_RESULT_CHARS = 30_000
 EDITOR_NAMES = {"view": "Read", "create": "Write", "str_replace": "Edit", "insert": "Edit"}
 
 
-def agent_tools(settings: Settings, *, with_skill: bool) -> list[dict[str, Any]]:
+def agent_tools(settings: Settings, *, with_skill: bool) -> list[ToolUnionParam]:
     """The agent's tool list: server-defined tools for Anthropic's own API, ordinary tools with
     input schemas for any other server (execute.tool_schemas forces either)."""
     shape = settings.execute.tool_schemas
@@ -90,7 +101,7 @@ def agent_tools(settings: Settings, *, with_skill: bool) -> list[dict[str, Any]]
         from optimizer.model.factory import is_anthropic_api
 
         shape = "server" if is_anthropic_api(settings) else "explicit"
-    tools = (
+    tools: list[ToolUnionParam] = (
         [BASH_TOOL, EDITOR_TOOL] if shape == "server" else [BASH_SCHEMA_TOOL, EDITOR_SCHEMA_TOOL]
     )
     return tools + ([SKILL_TOOL] if with_skill else [])

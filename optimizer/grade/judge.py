@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 from pydantic import ValidationError
@@ -48,6 +48,9 @@ from optimizer.model.port import Client
 from optimizer.model.prompts import load_prompt
 from optimizer.store.files import read_json, write_json, write_text
 from optimizer.tags import data, tag
+
+if TYPE_CHECKING:  # the SDK's types only: importing it costs 2 s (model/port.py)
+    from anthropic.types import ContentBlockParam
 
 log = structlog.get_logger(__name__)
 
@@ -243,7 +246,7 @@ def fail_all(structural: s.Structural, evidence: str) -> s.Structural:
 
 def build_request(
     eval: Any, run_dir: Path, *, attachments: bool = True
-) -> str | list[dict[str, Any]]:
+) -> str | list[ContentBlockParam]:
     """The user message: tagged sections the grader prompt names, then any images and PDFs of the
     outputs as their own blocks; nothing of the host (no paths, no times), so the same run asks
     the same question wherever its folder is."""

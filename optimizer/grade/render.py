@@ -8,14 +8,17 @@ import base64
 import hashlib
 import html
 import mimetypes
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from optimizer.grade import convert
 from optimizer.grade.outputs import output_files
 from optimizer.tags import data, tag, tags
+
+if TYPE_CHECKING:  # the SDK's types only: importing it costs 2 s (model/port.py)
+    from anthropic.types import ContentBlockParam
 
 MAX_FILE_CHARS = 20_000
 MAX_IMAGES = 8  # per run: each image costs up to ~1,600 input tokens
@@ -81,8 +84,9 @@ class Attachment:
     media_type: str
     raw: bytes
 
-    def blocks(self) -> list[dict[str, Any]]:
-        source = {
+    def blocks(self) -> list[ContentBlockParam]:
+        # media_type is one the API takes: attachments are made only of the types it reads.
+        source: Any = {
             "type": "base64",
             "media_type": self.media_type,
             "data": base64.b64encode(self.raw).decode("ascii"),
@@ -114,7 +118,7 @@ class _Budget:
     cut: list[str] = field(default_factory=list)  # what a binary file lost, said in one note
 
 
-def content(text: str, attachments: list[Attachment]) -> str | list[dict[str, Any]]:
+def content(text: str, attachments: list[Attachment]) -> str | list[ContentBlockParam]:
     """A user message's content: the text alone when nothing is attached (so a run of text files
     asks the question it asked before), else the text block and then each attachment's blocks."""
     if not attachments:
@@ -281,7 +285,7 @@ def _converted_entry(
     return _text_entry(text or "(no text)", name, size, left, shown, **attrs)
 
 
-def describe(content: str | list[dict[str, Any]]) -> str:
+def describe(content: str | Sequence[Mapping[str, Any]]) -> str:
     """A request's content as a reviewer reads it: the text as sent, each attachment by its type,
     size and sha256 (the bytes are the run's own file, or its downscaled copy)."""
     if isinstance(content, str):

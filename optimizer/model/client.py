@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anthropic
 import httpx2
 import structlog
-from anthropic.types import Message
+from anthropic.types import Message, TextBlockParam, ToolChoiceParam, ToolUnionParam
 
 from optimizer.config import Settings
 from optimizer.errors import BudgetExhausted, OptimizerError, ProviderUnavailable
@@ -152,10 +152,10 @@ class ModelClient:
         self,
         role: str,
         *,
-        system: str | list[dict[str, Any]] | None = None,
+        system: str | list[TextBlockParam] | None = None,
         messages: list[Any],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: dict[str, Any] | None = None,
+        tools: list[ToolUnionParam] | None = None,
+        tool_choice: ToolChoiceParam | None = None,
         max_tokens: int | None = None,
         sample: int = 0,
         model: str | None = None,
@@ -221,7 +221,7 @@ class ModelClient:
         self,
         role: str,
         *,
-        system: str | list[dict[str, Any]] | None,
+        system: str | list[TextBlockParam] | None,
         messages: list[Any],
         schema: type[Answer],
         tool_name: str,

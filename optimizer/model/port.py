@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from anthropic.types import Message
+    from anthropic.types import Message, TextBlockParam, ToolChoiceParam, ToolUnionParam
     from pydantic import BaseModel
 
     from optimizer.config import Settings
@@ -46,10 +46,10 @@ class Client(Protocol):
         self,
         role: str,
         *,
-        system: str | list[dict[str, Any]] | None = None,
+        system: str | list[TextBlockParam] | None = None,
         messages: list[Any],
-        tools: list[dict[str, Any]] | None = None,
-        tool_choice: dict[str, Any] | None = None,
+        tools: list[ToolUnionParam] | None = None,
+        tool_choice: ToolChoiceParam | None = None,
         max_tokens: int | None = None,
         sample: int = 0,
         model: str | None = None,
@@ -62,7 +62,7 @@ class Client(Protocol):
         self,
         role: str,
         *,
-        system: str | list[dict[str, Any]] | None,
+        system: str | list[TextBlockParam] | None,
         messages: list[Any],
         schema: type[Answer],
         tool_name: str,

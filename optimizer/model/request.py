@@ -6,7 +6,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from anthropic.types import TextBlockParam, ToolChoiceParam, ToolUnionParam
 
 from pydantic import BaseModel
 
@@ -37,9 +40,9 @@ def build_request(
     model: str,
     max_tokens: int,
     messages: list[Any],
-    system: str | list[dict[str, Any]] | None,
-    tools: list[dict[str, Any]] | None,
-    tool_choice: dict[str, Any] | None,
+    system: str | list[TextBlockParam] | None,
+    tools: list[ToolUnionParam] | None,
+    tool_choice: ToolChoiceParam | None,
     temperature: float | None,
 ) -> dict[str, Any]:
     """The request body with only the parts that were given, so an absent part never changes

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import structlog
-from anthropic.types import Message
+from anthropic.types import Message, ToolParam
 from pydantic import BaseModel, ValidationError
 
 from optimizer.model.errors import StructuredAnswerError
@@ -30,7 +30,7 @@ class BadAnswer(Exception):
 
 
 @functools.lru_cache(maxsize=512)
-def forced_tool(schema: type[BaseModel], tool_name: str) -> dict[str, Any]:
+def forced_tool(schema: type[BaseModel], tool_name: str) -> ToolParam:
     """The tool whose input_schema is the schema; its description is the model's docstring.
     Made once per schema and shared (read it, never change it): pydantic builds a JSON schema in
     about 9 ms, which was 15% of a simulated run's CPU when it was built for every call."""

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import ValidationError
@@ -27,6 +27,9 @@ from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Comparison
 from optimizer.store.files import read_json, write_json
 from optimizer.tags import tag
+
+if TYPE_CHECKING:  # the SDK's types only: importing it costs 2 s (model/port.py)
+    from anthropic.types import ContentBlockParam
 
 __all__ = ["ComparisonTally", "build_request", "blind", "compare_versions"]
 
@@ -84,7 +87,7 @@ def render_side(run_dir: Path, label: str = "", attach: bool = True) -> Rendered
 
 def build_request(
     eval: Eval, a_dir: Path, b_dir: Path, *, attachments: bool = True
-) -> str | list[dict[str, Any]]:
+) -> str | list[ContentBlockParam]:
     """The user message: the task, its expectations and the two blinded outputs as A and B, then
     the images of A and of B (the text alone when neither side has any)."""
     a, b = render_side(a_dir, "A", attachments), render_side(b_dir, "B", attachments)

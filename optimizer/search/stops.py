@@ -22,12 +22,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from optimizer import words
 from optimizer.config import Loop
 from optimizer.errors import BadInput, Interrupted
 from optimizer.store.iterations import Iteration
+from optimizer.store.rows import VersionOutcome
 
 __all__ = ["Interrupted"]
 
@@ -78,7 +78,7 @@ def outlook(s: LoopState) -> dict[str, float | int | None]:
 def from_ledger(
     *,
     finished: Sequence[Iteration],
-    versions: Sequence[Mapping[str, Any]],
+    versions: Sequence[VersionOutcome],
     spent: Mapping[str | None, float],
     best: str,
     spent_usd: float,
@@ -95,7 +95,7 @@ def from_ledger(
         if row.number in wins:
             break
         streak += 1
-    score = {label: v["score"] or 0.0 for label, v in by_label.items()}
+    score: dict[str | None, float] = {label: v["score"] or 0.0 for label, v in by_label.items()}
     # A win smaller than min_step does not end a run of proposals without a step: with cheap steps
     # an equal child wins often, and each such win would put the plateau off again.
     counted = {
