@@ -3,6 +3,7 @@ Never rename, drop or re-nest a seed field here: the viewer reads these names ex
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import (
@@ -19,6 +20,11 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import PydanticCustomError
+
+# A JSON document as parsed (json.loads) or about to be written, before a model has checked it:
+# what a user's file or edit, a request's body or a JSON column holds.
+Json = str | int | float | bool | None | list["Json"] | Mapping[str, "Json"]
+JsonObject = Mapping[str, Json]
 
 # ---------------------------------------------------------------------------
 # evals.json (input): three dialects, seeds 002 (expectations), 001 (assertions), 004 (extended)
@@ -169,10 +175,10 @@ EvalsDialect = Literal["expectations", "assertions", "extended"]
 _EXTENDED_EVAL_KEYS = ("name", "structural_expectations", "quality_rubric")
 
 
-def detect_evals_dialect(data: dict[str, Any]) -> EvalsDialect:
+def detect_evals_dialect(data: JsonObject) -> EvalsDialect:
     """Which seed an evals.json follows: 004 `extended`, 001 `assertions`, else 002 `expectations`."""
-    evals = data.get("evals")
-    evals = [e for e in evals if isinstance(e, dict)] if isinstance(evals, list) else []
+    listed = data.get("evals")
+    evals = [e for e in listed if isinstance(e, dict)] if isinstance(listed, list) else []
     if "eval_config" in data or any(k in e for e in evals for k in _EXTENDED_EVAL_KEYS):
         return "extended"
     if any("assertions" in e for e in evals):

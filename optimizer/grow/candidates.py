@@ -13,7 +13,13 @@ from optimizer.config import Settings
 from optimizer.errors import BadInput
 from optimizer.inputs import placement
 from optimizer.inputs.evals import EVALS_FILE, load_evals
-from optimizer.schemas import Candidate, CandidateEval, CandidatesFile, detect_evals_dialect
+from optimizer.schemas import (
+    Candidate,
+    CandidateEval,
+    CandidatesFile,
+    JsonObject,
+    detect_evals_dialect,
+)
 from optimizer.store.db import now
 from optimizer.store.files import write_json, write_text
 
@@ -69,7 +75,7 @@ def _replace(data: CandidatesFile, cand: Candidate) -> CandidatesFile:
     )
 
 
-def edit(skill_dir: Path, skill_name: str, cid: str, changes: dict[str, Any]) -> Candidate:
+def edit(skill_dir: Path, skill_name: str, cid: str, changes: JsonObject) -> Candidate:
     """The user's edit of a pending candidate's eval (prompt, expected_output, expectations, ...)."""
     data = load(skill_dir, skill_name)
     cand = _find(data, cid)

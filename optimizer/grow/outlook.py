@@ -5,16 +5,31 @@ run's split: a running run keeps the evals it copied at its start."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from optimizer.decide import power
 from optimizer.errors import BadInput
 from optimizer.inputs.validate import train_counts
+from optimizer.schemas import JsonObject
 from optimizer.store.rows import RunRow
 
 
-def for_run(run: RunRow, settings: dict[str, Any]) -> dict[str, Any] | None:
+class PowerOutlook(TypedDict):
+    """The power to find the effect with the run's train evals, and with those the skill folder
+    holds now (next_*: None while they are the same)."""
+
+    train: int
+    power: float
+    effect: float
+    next_train: int | None
+    next_power: float | None
+    new_evals: int
+    line: str
+
+
+def for_run(run: RunRow, run_settings: JsonObject) -> PowerOutlook | None:
     """The power line of a run (body target only: trigger queries have their own split). Reads the
     skill folder the run was started from, when it is still there; its problems only shorten the line."""
     if (run.get("target") or "body") != "body":
@@ -25,9 +40,10 @@ def for_run(run: RunRow, settings: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if not train:
         return None
+    settings: Mapping[str, Any] = run_settings  # as the run recorded them, read leniently
     selection = settings.get("selection") or {}
     scope, few = str(selection.get("scope", "auto")), int(selection.get("few_evals", 10))
-    out: dict[str, Any] = {
+    out: PowerOutlook = {
         "train": train,
         "power": round(power.power_at(train, scope=scope, few_evals=few), 3),
         "effect": power.effect(),
@@ -65,7 +81,7 @@ def for_run(run: RunRow, settings: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
-def resume_note(ws_root: Path, run: RunRow, settings: dict[str, Any]) -> str | None:
+def resume_note(ws_root: Path, run: RunRow, settings: JsonObject) -> str | None:
     """Said on resume when the skill folder's evals grew since the run began: the run goes on
     with the split it started with."""
     info = for_run(run, settings)

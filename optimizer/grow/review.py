@@ -3,8 +3,9 @@ run was started from. Never touches the run folder: a running run's evals and sp
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from optimizer.config import Settings
 from optimizer.decide import power
@@ -12,12 +13,25 @@ from optimizer.errors import BadInput
 from optimizer.grow import candidates
 from optimizer.inputs.skill import load_skill
 from optimizer.inputs.validate import train_counts
+from optimizer.schemas import JsonObject
 
 EDITABLE = ("name", "prompt", "expected_output", "files", "expectations")
 
 
-def _settings(run_settings: dict[str, Any]) -> Settings:
-    loop, evals = run_settings.get("loop") or {}, run_settings.get("evals") or {}
+class Listing(TypedDict, total=False):
+    """The review page's data: the candidates and the power line, or why there are none."""
+
+    available: bool
+    why: str
+    skill_dir: str
+    file: str
+    candidates: list[JsonObject]  # schemas.Candidate, as JSON
+    power: str
+
+
+def _settings(run_settings: JsonObject) -> Settings:
+    tree: Mapping[str, Any] = run_settings  # as the run recorded them, read leniently
+    loop, evals = tree.get("loop") or {}, tree.get("evals") or {}
     return Settings.model_validate(
         {
             "loop": {"seed": loop.get("seed", 0)},
@@ -26,7 +40,7 @@ def _settings(run_settings: dict[str, Any]) -> Settings:
     )
 
 
-def listing(skill_dir: Path | None, run_settings: dict[str, Any]) -> dict[str, Any]:
+def listing(skill_dir: Path | None, run_settings: JsonObject) -> Listing:
     """Every candidate (pending first, then decided, each in file order) and the power line."""
     if skill_dir is None or not skill_dir.is_dir():
         return {
@@ -52,9 +66,7 @@ def listing(skill_dir: Path | None, run_settings: dict[str, Any]) -> dict[str, A
     }
 
 
-def act(
-    skill_dir: Path | None, run_settings: dict[str, Any], action: str, body: dict[str, Any]
-) -> dict[str, Any]:
+def act(skill_dir: Path | None, run_settings: JsonObject, action: str, body: JsonObject) -> Listing:
     """accept (with the page's edits applied first), edit, or reject one candidate; the new listing."""
     if skill_dir is None or not skill_dir.is_dir():
         raise BadInput(

@@ -128,7 +128,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"contains {name}, which JSON does not allow; write a number or null.")
 
 
-def detect_form(kind: str, data: dict[str, Any]) -> tuple[str, type[BaseModel]]:
+def detect_form(kind: str, data: s.JsonObject) -> tuple[str, type[BaseModel]]:
     """The form `data` follows and the model to check it with."""
     if kind == "evals":
         label = {"expectations": "seed 002", "assertions": "seed 001", "extended": "seed 004"}
@@ -170,7 +170,7 @@ def detect_form(kind: str, data: dict[str, Any]) -> tuple[str, type[BaseModel]]:
     return f"full (seed {seed.get(kind, '002')})", WRITE_MODELS[kind]
 
 
-def _has_rubric_stats(data: dict[str, Any]) -> bool:
+def _has_rubric_stats(data: s.JsonObject) -> bool:
     summary = data.get("run_summary")
     if not isinstance(summary, dict):
         return False

@@ -18,6 +18,7 @@ from typing import Any
 from optimizer.errors import BadInput
 from optimizer.inputs.evals import EVALS_FILE
 from optimizer.inputs.skill import load_skill
+from optimizer.schemas import JsonObject
 
 README = Path("evals") / "README.md"
 
@@ -149,7 +150,7 @@ def placeholder_sentence(source: Path, fix: str) -> str | None:
     )
 
 
-def plan(skill_dir: Path) -> tuple[Path, dict[str, Any], Path, str | None]:
+def plan(skill_dir: Path) -> tuple[Path, JsonObject, Path, str | None]:
     """(evals.json path, its content, README path, README text or None to keep the user's own);
     BadInput, with nothing written, when the skill has problems or evals.json exists."""
     skill = load_skill(skill_dir)

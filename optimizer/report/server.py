@@ -19,6 +19,7 @@ from optimizer import schemas
 from optimizer.errors import BadInput
 from optimizer.grow import review as grow_review
 from optimizer.report import html, pages, progress, read, status
+from optimizer.schemas import JsonObject
 from optimizer.store import readonly
 from optimizer.store.db import now
 from optimizer.store.files import Workspace, write_json
@@ -76,7 +77,9 @@ class ReviewServer(ThreadingHTTPServer):
         self.skill_dir = Path(row["skill_dir"]) if row.get("skill_dir") else None
         super().__init__((HOST, port), Handler)
 
-    def candidates(self, action: str | None = None, body: dict | None = None) -> dict:
+    def candidates(
+        self, action: str | None = None, body: JsonObject | None = None
+    ) -> grow_review.Listing:
         settings = self.run_data().settings
         with self.lock:
             if action is None:

@@ -12,11 +12,6 @@ from typing import Any, Literal, NotRequired, TypedDict
 GradingStatus = Literal["ok", "judge_error", "exec_error", "gated", "unscored"]
 
 
-# What a JSON column holds once parsed, or what is written to one.
-Json = str | int | float | bool | None | list["Json"] | Mapping[str, "Json"]
-JsonObject = Mapping[str, Json]
-
-
 class RunRow(TypedDict, total=False):
     """The runs table's one row. Not total: a caller reads it as `row or {}` before there is one."""
 

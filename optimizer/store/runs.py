@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
+from optimizer.schemas import JsonObject
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
-from optimizer.store.rows import JsonObject, RunRow
+from optimizer.store.rows import RunRow
 
 
 def row(db: Reader) -> RunRow | None:
