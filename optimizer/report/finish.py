@@ -9,6 +9,7 @@ from typing import Any
 from optimizer.report import read
 from optimizer.report.format import duration
 from optimizer.search import pace
+from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import per_iteration_usd
 from optimizer.store.rows import IterationRow, RunRow
 
@@ -41,7 +42,7 @@ def timing(
     seconds, done = pace.seconds_in_iterations(iterations)
     per = None
     if budget.get("usd"):
-        est = read.parse_json(run.get("estimate_json")) or {}
+        est: Estimate = read.parse_json(run.get("estimate_json")) or Estimate()
         per = pace.usd_per_iteration(
             estimated=per_iteration_usd(est), spent_in_iterations=spent_in_iterations, done=done
         )

@@ -12,6 +12,7 @@ import shlex
 from optimizer import schemas
 from optimizer.report import read, sealed
 from optimizer.search import pace
+from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import per_iteration_usd, reserve
 
 
@@ -57,7 +58,7 @@ def _go_on(run: str, data: read.RunData, info: dict, best: str) -> schemas.NextS
     limit = info.get("max_iterations") or done
     spent = info.get("spent_usd") or 0.0
     budget = info.get("budget_usd")
-    est = read.parse_json(data.run.get("estimate_json")) or {}
+    est: Estimate = read.parse_json(data.run.get("estimate_json")) or Estimate()
     per = pace.usd_per_iteration(
         estimated=per_iteration_usd(est) if est else None,
         spent_in_iterations=data.ledger.get("iterations_usd") or 0.0,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from optimizer import config
 from optimizer.search import stops
+from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import mode_usd
 from optimizer.store import iterations, ledger, readonly, runs, versions
 from optimizer.store.files import Workspace
@@ -62,9 +62,7 @@ def _where(made: list[Iteration], best: str, settings: config.Settings) -> str:
     return f"resuming at iteration {done + 1} from {parent} (current best {best})"
 
 
-def budget_refusal(
-    ws: Workspace, settings: config.Settings, est: dict[str, Any] | None
-) -> str | None:
+def budget_refusal(ws: Workspace, settings: config.Settings, est: Estimate | None) -> str | None:
     """The sentence of a resume that could pay for nothing, None otherwise: the budget is spent,
     or what is left of it covers none of the iterations left (the estimate's count, which keeps
     the sealed test's reserve aside). A detached `run`'s first start (status "created") is no

@@ -11,6 +11,7 @@ from typing import Any
 import structlog
 
 from optimizer.model.cost import unpriced_note
+from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import mode_usd, record
 from optimizer.store import eval_runs, iterations, ledger, readonly, runs
 from optimizer.store.files import Workspace
@@ -35,7 +36,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def line(est: dict[str, Any]) -> str:
+def line(est: Estimate) -> str:
     """The one line shown before every real start (and at the end of --dry-run); for a resumed
     run, what remains plus what was already spent."""
     batch = est["batch"]
@@ -62,14 +63,14 @@ def line(est: dict[str, Any]) -> str:
     return f"{text}; {budget_note(est)}{reserve_note(est)}{unpriced_notes(est)}"
 
 
-def reserve_note(est: dict[str, Any]) -> str:
+def reserve_note(est: Estimate) -> str:
     """What the search leaves unspent so that a budget stop still runs the sealed test."""
     if not est.get("budget_usd") or not est.get("reserve_usd"):
         return ""
     return f"; reserve for the sealed test: {_money(est['reserve_usd'])}, kept from the search"
 
 
-def unpriced_notes(est: dict[str, Any]) -> str:
+def unpriced_notes(est: Estimate) -> str:
     """Models priced as another: the estimate (and the spend) overstate them, maybe a lot."""
     return "".join(
         f"; {unpriced_note(model, fallback)}"
@@ -77,7 +78,7 @@ def unpriced_notes(est: dict[str, Any]) -> str:
     )
 
 
-def budget_note(est: dict[str, Any]) -> str:
+def budget_note(est: Estimate) -> str:
     budget, batch = est["budget_usd"], est["batch"]
     if not budget:
         return "no budget set"
@@ -101,7 +102,7 @@ def budget_note(est: dict[str, Any]) -> str:
     return f"budget {_money(budget)} covers about {k} of {of}; the run stops at the budget"
 
 
-def table(est: dict[str, Any]) -> Any:
+def table(est: Estimate) -> Any:
     """A rich Table of the estimate, for --dry-run."""
     from rich.table import Table
 
@@ -127,7 +128,7 @@ def table(est: dict[str, Any]) -> Any:
     return t
 
 
-def show_dry_run(console: Any, est: dict[str, Any] | None) -> int:
+def show_dry_run(console: Any, est: Estimate | None) -> int:
     """`optimizer run --dry-run`: the table and the line; nothing is written. Exit code 0."""
     if est is None:
         console.print(
@@ -142,7 +143,7 @@ def show_dry_run(console: Any, est: dict[str, Any] | None) -> int:
 
 
 def announce(
-    console: Any, ws: Workspace | None, est: dict[str, Any] | None, *, keep: bool = True
+    console: Any, ws: Workspace | None, est: Estimate | None, *, keep: bool = True
 ) -> None:
     """The line before a real start; with `keep`, also stored in state.db for `status`."""
     if est is None:

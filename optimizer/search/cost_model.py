@@ -7,13 +7,62 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from optimizer.config import Settings
 from optimizer.inputs.evals import Eval, EvalSet
 from optimizer.model.cost import BATCH_PRICE_FACTOR, BATCH_ROLES
+from optimizer.schemas import JsonObject
 
 CHARS_PER_TOKEN = 4
+
+
+class RoleCost(TypedDict):
+    calls: int
+    tokens: int
+    usd: float
+
+
+class CostPart(TypedDict):
+    """Calls, tokens and dollars of one part of a run (its setup, an iteration, the sealed test,
+    the whole run), at the standard price and in batch mode; by role when tallied (Tally)."""
+
+    calls: int
+    tokens: int
+    usd: float
+    usd_batch: float
+    by_role: NotRequired[dict[str, RoleCost]]
+
+
+class Resumed(TypedDict):
+    iterations_done: int
+    spent_usd: float
+    remaining: CostPart
+
+
+class Estimate(TypedDict, total=False):
+    """The cost preview of a run (search/estimate.py), as shown and kept in runs.estimate_json.
+    Not total: one read back from an older run folder may lack what was added since."""
+
+    version: int
+    provider: str
+    batch: bool
+    iterations: int
+    budget_usd: float | None
+    train_evals: int
+    test_evals: int
+    setup: CostPart
+    per_iteration: CostPart
+    per_iteration_max: CostPart
+    sealed_test: CostPart
+    run: CostPart
+    run_max: CostPart
+    assumptions: JsonObject
+    reserve_usd: float
+    iterations_in_budget: int | None
+    unpriced: dict[str, str]  # a model priced as another: which
+    resume: Resumed  # a resumed run's: what is left of it
+
 
 # What a run looks like, per provider (characters). The simulator's numbers are measured on the
 # csv-report example; the Messages API's are those of a typical agent on a small task.
@@ -69,7 +118,7 @@ class Tally:
             self.usd[role] += other.usd[role] * times
         return self
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> CostPart:
         standard = sum(self.usd.values())
         batched = sum(
             v * (BATCH_PRICE_FACTOR if r in BATCH_ROLES else 1.0) for r, v in self.usd.items()

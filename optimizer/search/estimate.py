@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 
@@ -38,7 +38,7 @@ from optimizer.config import Settings
 from optimizer.decide import step
 from optimizer.inputs.evals import EvalSet, split
 from optimizer.model.cost import BATCH_PRICE_FACTOR, unpriced
-from optimizer.search.cost_model import CHARS_PER_TOKEN, PriceModel, Tally
+from optimizer.search.cost_model import CHARS_PER_TOKEN, CostPart, Estimate, PriceModel, Tally
 from optimizer.store import iterations, ledger, readonly
 from optimizer.store.files import Workspace
 from optimizer.store.runs import record_estimate
@@ -58,7 +58,7 @@ def estimate(
     *,
     train: list[int] | None = None,
     test: list[int] | None = None,
-) -> dict[str, Any]:
+) -> Estimate:
     """The estimate as a JSON-ready dict (stored in state.db when a run starts)."""
     if train is None or test is None:
         parts = split(evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed)
@@ -107,7 +107,7 @@ def estimate(
     iterations = s.loop.max_iterations
     whole = Tally().add(setup).add(iteration, iterations).add(sealed)
     whole_most = Tally().add(setup).add(most, iterations).add(sealed)
-    est: dict[str, Any] = {
+    est: Estimate = {
         "version": VERSION,
         "provider": s.llm.provider,
         "batch": s.llm.batch,
@@ -154,18 +154,18 @@ def expected_judged(proposals: int, judge: str, step_rule: str) -> float:
     return sum(miss**k for k in range(proposals))
 
 
-def mode_usd(part: dict[str, Any], batch: bool) -> float:
+def mode_usd(part: CostPart, batch: bool) -> float:
     return part["usd_batch"] if batch else part["usd"]
 
 
-def per_iteration_usd(est: dict[str, Any]) -> float | None:
+def per_iteration_usd(est: Estimate) -> float | None:
     """The preview's cost of one iteration in the run's mode, None for a run without one."""
     return (
         mode_usd(est["per_iteration"], bool(est.get("batch"))) if "per_iteration" in est else None
     )
 
 
-def _iterations_in_budget(est: dict[str, Any]) -> int | None:
+def _iterations_in_budget(est: Estimate) -> int | None:
     budget, batch = est["budget_usd"], est["batch"]
     per = mode_usd(est["per_iteration"], batch)
     if not budget or per <= 0:
@@ -174,7 +174,7 @@ def _iterations_in_budget(est: dict[str, Any]) -> int | None:
     return max(0, int(math.floor(left / per + 1e-9)))
 
 
-def reserve(est: dict[str, Any] | None, *, per_run_usd: float | None, runs: int) -> float:
+def reserve(est: Estimate | None, *, per_run_usd: float | None, runs: int) -> float:
     """What the search leaves for the sealed test of `runs` runs: the estimate's reserve, or more
     once the runs measured so far (per_run_usd) say they cost more than it assumed."""
     planned = 0.0
@@ -187,7 +187,7 @@ def reserve(est: dict[str, Any] | None, *, per_run_usd: float | None, runs: int)
 
 def for_start(
     settings: Settings, evalset: Any, skill_dir: Path, target: str = "body"
-) -> dict[str, Any] | None:
+) -> Estimate | None:
     """The estimate of a run about to start from skill_dir; None for a description run (its
     trigger probes are not modelled) or when the preview itself fails (it never stops a run)."""
     if target != "body" or not isinstance(evalset, EvalSet):
@@ -199,7 +199,7 @@ def for_start(
         return None
 
 
-def for_workspace(ws: Workspace, settings: Settings) -> dict[str, Any] | None:
+def for_workspace(ws: Workspace, settings: Settings) -> Estimate | None:
     """The estimate of a resumed run, from its own inputs, split and current best: what remains
     plus what the ledger says was already spent (see `resumed`)."""
     from optimizer.inputs.evals import load_evals
@@ -223,25 +223,27 @@ def for_workspace(ws: Workspace, settings: Settings) -> dict[str, Any] | None:
         return None
 
 
-def resumed(
-    est: dict[str, Any], *, spent_usd: float, iterations_done: int, setup_done: bool
-) -> dict[str, Any]:
+def resumed(est: Estimate, *, spent_usd: float, iterations_done: int, setup_done: bool) -> Estimate:
     """A whole-run estimate turned into one of a resumed run: the iterations left, the sealed test
     and, when no iteration began yet, the unspent part of the setup; plus the money already spent.
     The ledger answers every call already paid for again for free, so nothing is counted twice."""
     left = max(0, est["iterations"] - iterations_done)
 
-    def setup_left(mode: str) -> float:
+    def setup_left(mode: Literal["usd", "usd_batch"]) -> float:
         return 0.0 if setup_done else max(0.0, est["setup"][mode] - spent_usd)
 
-    def ahead(per: dict[str, Any], spent: float) -> dict[str, Any]:
-        part = {k: per[k] * left + est["sealed_test"][k] for k in ("calls", "tokens")}
-        return part | {
-            k: round(per[k] * left + est["sealed_test"][k] + setup_left(k) + spent, 4)
-            for k in ("usd", "usd_batch")
+    def ahead(per: CostPart, spent: float) -> CostPart:
+        test = est["sealed_test"]
+        return {
+            "calls": per["calls"] * left + test["calls"],
+            "tokens": per["tokens"] * left + test["tokens"],
+            "usd": round(per["usd"] * left + test["usd"] + setup_left("usd") + spent, 4),
+            "usd_batch": round(
+                per["usd_batch"] * left + test["usd_batch"] + setup_left("usd_batch") + spent, 4
+            ),
         }
 
-    out = {
+    out: Estimate = {
         **est,
         "iterations": left,
         "resume": {
@@ -252,7 +254,8 @@ def resumed(
         # What is paid before the next iteration: the budget note's floor.
         "setup": {
             **est["setup"],
-            **{k: round(spent_usd + setup_left(k), 4) for k in ("usd", "usd_batch")},
+            "usd": round(spent_usd + setup_left("usd"), 4),
+            "usd_batch": round(spent_usd + setup_left("usd_batch"), 4),
         },
         "run": ahead(est["per_iteration"], spent_usd),
         "run_max": ahead(est["per_iteration_max"], spent_usd),
@@ -261,12 +264,12 @@ def resumed(
     return out
 
 
-def record(ws: Workspace, est: dict[str, Any]) -> None:
+def record(ws: Workspace, est: Estimate) -> None:
     """Keep the estimate shown at the start in state.db (runs.estimate_json)."""
     from optimizer.store.db import Store
 
     store = Store(ws.state_db)
     try:
-        record_estimate(store, ws.root.name, est)
+        record_estimate(store, ws.root.name, json.dumps(est))
     finally:
         store.close()

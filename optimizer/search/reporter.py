@@ -17,6 +17,7 @@ from rich.text import Text
 from optimizer import words
 from optimizer.config import Settings
 from optimizer.search import pace
+from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import per_iteration_usd
 from optimizer.store import iterations, ledger, versions
 from optimizer.store.db import Store
@@ -126,7 +127,7 @@ class Reporter:
         s = self.settings
         per = None
         if s.budget.usd:
-            est = json.loads(shown) if (shown := run.get("estimate_json")) else {}
+            est: Estimate = json.loads(shown) if (shown := run.get("estimate_json")) else {}
             # The ledger's sum only once an iteration has finished: before, nothing is measured.
             if done and self._spent_by_done[0] != done:
                 usd = ledger.in_iterations_usd(self.store)

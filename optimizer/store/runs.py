@@ -58,6 +58,6 @@ def record_test(store: Store, run_id: str, result: JsonObject) -> None:
     _update(store, run_id, {"test_json": json.dumps(result)})
 
 
-def record_estimate(store: Store, run_id: str, est: JsonObject) -> None:
-    """The estimate shown when the run started (runs.estimate_json)."""
-    _update(store, run_id, {"estimate_json": json.dumps(est)})
+def record_estimate(store: Store, run_id: str, estimate_json: str) -> None:
+    """The estimate shown when the run started (runs.estimate_json), as its JSON text."""
+    _update(store, run_id, {"estimate_json": estimate_json})
