@@ -9,7 +9,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -248,11 +248,14 @@ RunDirArg = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
 
+Shown = TypeVar("Shown")  # what a view reads of a run, for its printer and as --json
+
+
 def view(
     run_dir: Path,
     as_json: bool,
-    read: Callable[[Path], dict],
-    printer: Callable[[Console, dict], None],
+    read: Callable[[Path], Shown],
+    printer: Callable[[Console, Shown], None],
 ) -> None:
     """A read-only view of a run: JSON for scripts, or rich text for a person."""
     data = read(require_dir(run_dir, "run"))

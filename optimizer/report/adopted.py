@@ -4,10 +4,9 @@ adopted yet (docs/design.md §16). A step of the search is never worded as a cla
 
 from __future__ import annotations
 
-from typing import Any
-
 from optimizer.decide import adopt as rule
 from optimizer.report.format import money
+from optimizer.report.info import Adopted
 from optimizer.schemas import Adoption
 
 
@@ -42,7 +41,7 @@ def adopted_line(adoptions: list[Adoption], best: str | None, run_dir: str) -> s
     return now
 
 
-def as_json(adoptions: list[Adoption]) -> dict[str, Any]:
+def as_json(adoptions: list[Adoption]) -> Adopted:
     return {
         "adopted": rule.base_of(adoptions),
         "adoptions": [a.model_dump(mode="json") for a in adoptions],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from optimizer.report.info import Confinement
 from optimizer.store import eval_runs, readonly
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
@@ -18,7 +19,7 @@ _WHY = {
 }
 
 
-def summary(run_dir: Path, version: str | None = None) -> dict:
+def summary(run_dir: Path, version: str | None = None) -> Confinement:
     """{"runs": recorded runs, "unconfined": how many ran without bubblewrap, "by": {mechanism:
     runs}}, over the whole run or one version."""
     ws = Workspace(run_dir)
@@ -35,7 +36,7 @@ def summary(run_dir: Path, version: str | None = None) -> dict:
     }
 
 
-def describe(info: dict) -> str:
+def describe(info: Confinement) -> str:
     """One line: "bwrap (confined), 24 runs", or "UNCONFINED: …" naming why."""
     if not info.get("runs"):
         return "no run recorded yet"

@@ -4,10 +4,10 @@ finished ones (capped by the budget and the deadline) and the finish line in wor
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from optimizer.report import read
 from optimizer.report.format import duration
+from optimizer.report.info import StatusInfo, Timing
 from optimizer.search import pace
 from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import per_iteration_usd
@@ -22,7 +22,7 @@ def timing(
     running: bool,
     spent: float,
     spent_in_iterations: float = 0.0,
-) -> dict:
+) -> Timing:
     """Elapsed time since the start, and while a daemon runs, a rough finish: the iterations left
     (the limit, and the budget at the cost per finished iteration, or the preview's before one
     finished) at the pace of the finished ones, capped by the deadline; None when nothing can tell
@@ -30,7 +30,7 @@ def timing(
     started = pace.parse_time(run.get("started_at"))
     ended = pace.parse_time(run.get("finished_at")) if not running else None
     now = datetime.now(UTC)
-    out: dict[str, Any] = {
+    out: Timing = {
         "elapsed_s": None
         if started is None
         else round(((ended or now) - started).total_seconds(), 1),
@@ -70,9 +70,9 @@ def timing(
     return out
 
 
-def finish_line(info: dict) -> str:
+def finish_line(info: StatusInfo) -> str:
     end = info.get("finish")
-    if not end or end["seconds"] is None:
+    if not end or end["seconds"] is None or end["at"] is None:
         return "unknown: no iteration has finished yet, and no deadline is set"
     at = datetime.fromisoformat(end["at"]).astimezone()
     when = (

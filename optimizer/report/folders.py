@@ -13,6 +13,7 @@ from typing import Any
 from optimizer import config
 from optimizer.grade.preview import natural_key
 from optimizer.inputs import skill as skills
+from optimizer.report.info import Setting
 from optimizer.report.read import read_json
 from optimizer.store.files import Workspace
 
@@ -117,7 +118,7 @@ def comparisons(folder: Path, label: str | None = None, parent: str | None = Non
 # -- run.toml provenance -----------------------------------------------------------------------
 
 
-def provenance(run_toml: Path) -> list[dict]:
+def provenance(run_toml: Path) -> list[Setting]:
     """Settings of run.toml that differ from the built-in defaults or were set on purpose (flag,
     --set, environment, the evals file), each with the source its trailing comment names."""
     try:
@@ -126,7 +127,8 @@ def provenance(run_toml: Path) -> list[dict]:
     except (OSError, tomllib.TOMLDecodeError):
         return []
     defaults = config.Settings().model_dump()
-    out, section = [], None
+    out: list[Setting] = []
+    section = None
     for line in text.splitlines():
         header = re.fullmatch(r"\s*\[([^\]]+)\]\s*", line)
         if header:

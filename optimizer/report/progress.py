@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from optimizer.report.info import StatusInfo
+
 ProgressFn = Callable[[int, int, str], None]
 
 
@@ -53,6 +55,6 @@ PROGRESS_KEYS = (
 )
 
 
-def snapshot(info: dict) -> dict:
+def snapshot(info: StatusInfo) -> dict:
     """The progress fields of a status dict, in a fixed order."""
     return {key: info.get(key) for key in PROGRESS_KEYS}

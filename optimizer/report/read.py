@@ -15,6 +15,7 @@ from optimizer import words
 from optimizer.decide import adopt as rule
 from optimizer.errors import BadInput
 from optimizer.report import caveats
+from optimizer.report.info import Proposals, Resume
 from optimizer.schemas import Adoption
 from optimizer.store import (
     adoptions,
@@ -77,9 +78,9 @@ class RunData:
     nodes: list[dict] = field(default_factory=list)
     current_best: str | None = None
     simulated: bool = False
-    ledger: LedgerTotals | dict[str, float] = field(default_factory=dict)  # {}: from history.json
+    ledger: LedgerTotals = field(default_factory=LedgerTotals)
     iterations: list[IterationRow] = field(default_factory=list)
-    resumes: list[dict] = field(default_factory=list)  # oldest first; `changed` per key
+    resumes: list[Resume] = field(default_factory=list)  # oldest first; `changed` per key
     calls: list[PricedCall] = field(default_factory=list)
     history: dict = field(default_factory=dict)
     unscored: list[UnscoredKey] = field(
@@ -313,7 +314,7 @@ def _from_history(ws: Workspace) -> RunData:
     )
 
 
-def proposals(iterations: list[IterationRow]) -> dict:
+def proposals(iterations: list[IterationRow]) -> Proposals:
     """What became of every proposal: versions made, duplicates, and rejections counted by reason
     (most frequent first), so a run that rejects most of its proposals says so and why."""
     from optimizer.search.proposal import reason_of
@@ -337,7 +338,7 @@ def proposals(iterations: list[IterationRow]) -> dict:
     }
 
 
-def proposals_line(counts: dict) -> str:
+def proposals_line(counts: Proposals) -> str:
     """'12 proposals: 5 versions, 1 duplicate, 6 rejected (old text not found 4, too large 2)'."""
     why = ", ".join(f"{reason} {n}" for reason, n in counts["reasons"].items())
     return (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,13 @@ from optimizer.execute import INTERNAL_ERROR
 from optimizer.grow import outlook
 from optimizer.report import adopted, caveats, confinement, finish, folders, read, sealed, spend
 from optimizer.report.format import duration, emit, interval, money, num, pct, signed
+from optimizer.report.info import Defects, StatusInfo
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 from optimizer.store.rows import UnscoredKey
 
 
-def status(run_dir: Path, data: read.RunData | None = None) -> dict:
+def status(run_dir: Path, data: read.RunData | None = None) -> StatusInfo:
     """Where a run is, from state.db opened read-only; safe while its daemon runs. `data`: the
     run as read.load read it already, so the report does not read 200 versions twice."""
     ws = Workspace(run_dir)
@@ -115,7 +117,7 @@ def status(run_dir: Path, data: read.RunData | None = None) -> dict:
     }
 
 
-def _defects(unscored: list[UnscoredKey]) -> dict:
+def _defects(unscored: list[UnscoredKey]) -> Defects:
     """Runs an unexpected exception of ours ended ("internal error: <type>: ..."): bugs to
     report, counted by type, apart from the provider's and the sandbox's failures."""
     found = [u for u in unscored if str(u.get("error") or "").startswith(INTERNAL_ERROR)]
@@ -153,7 +155,7 @@ def _estimate(run_dir: Path) -> dict[str, Any] | None:
         return None  # an older run folder, or one whose estimate could not be made
 
 
-def _state_line(info: dict) -> Text:
+def _state_line(info: StatusInfo) -> Text:
     state = info.get("status") or "unknown"
     if info["running"]:
         return Text(f"running (pid {info['pid']})", style="green")
@@ -165,7 +167,7 @@ def _state_line(info: dict) -> Text:
     return Text(state, style="red" if state == "failed" else "")
 
 
-def print_status(console: Console, info: dict) -> None:
+def print_status(console: Console, info: StatusInfo) -> None:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
@@ -177,13 +179,13 @@ def print_status(console: Console, info: dict) -> None:
     row("run", title + ("  [SIMULATED]" if info["simulated"] else ""))
     row("state", _state_line(info))
     row("stage", info.get("stage") or "—")
-    if info.get("probe"):
+    if probe := info.get("probe"):
         row(
             "probe",
             {
                 "claude-code": "the Claude Code CLI, one `claude -p` per query",
                 "api": "one routing request per query (the API probe)",
-            }.get(info["probe"], info["probe"]),
+            }.get(probe, probe),
         )
     if info.get("sandbox"):
         box = info["sandbox"]
@@ -202,6 +204,7 @@ def print_status(console: Console, info: dict) -> None:
         row("proposals", read.proposals_line(info["proposals"]))
     if info["unscored"]["runs"]:
         last = info["unscored"]["last"]
+        assert last is not None  # there are unscored runs
         row(
             "unscored",
             Text(
@@ -246,8 +249,8 @@ def print_status(console: Console, info: dict) -> None:
         row("promotions", info["promotions"])
     budget = info.get("budget_usd")
     row("spent", f"{money(info['spent_usd'])}" + (f" of {money(budget)}" if budget else ""))
-    if (info.get("estimate") or {}).get("line"):
-        row("estimate", info["estimate"]["line"])
+    if line := (info.get("estimate") or {}).get("line"):
+        row("estimate", line)
     row(
         "ledger",
         f"{info['calls']} calls paid; {info['cache_hits']} served from the ledger "
@@ -265,17 +268,17 @@ def print_status(console: Console, info: dict) -> None:
         )
     if info.get("last_resumed"):
         row("resumed", _resumed_line(info))
-    if info.get("stop_reason"):
-        row("stopped", words.after_stopped(info["stop_reason"]))
-    if info.get("last_error"):
-        row("last error", Text(info["last_error"], style="red"))
+    if stop_reason := info.get("stop_reason"):
+        row("stopped", words.after_stopped(stop_reason))
+    if last_error := info.get("last_error"):
+        row("last error", Text(last_error, style="red"))
     test = info.get("test")
-    if info.get("sealed_todo"):
-        row("sealed test", Text(info["sealed_todo"], style="yellow"))
+    if sealed_todo := info.get("sealed_todo"):
+        row("sealed test", Text(sealed_todo, style="yellow"))
     elif test:
         row("sealed test", _test_line(test))
-    if info.get("power"):
-        row("power", info["power"]["line"])
+    if power := info.get("power"):
+        row("power", power["line"])
     for warning in info.get("warnings") or []:
         row("warning", Text(warning, style="bold yellow"))
     emit(console, grid)
@@ -292,15 +295,16 @@ def print_status(console: Console, info: dict) -> None:
         emit(console, table)
 
 
-def _resumed_line(info: dict) -> str:
+def _resumed_line(info: StatusInfo) -> str:
     last = info["last_resumed"]
+    assert last is not None  # only a resumed run has this line
     times = f"{info['resumes']} times, last " if info["resumes"] > 1 else ""
     changed = last.get("changed") or {}
     what = ", ".join(f"{key} {before!r} → {after!r}" for key, (before, after) in changed.items())
     return f"{times}at {last['at']}: " + (f"changed {what}" if what else "no setting changed")
 
 
-def _test_line(test: dict) -> Text:
+def _test_line(test: Mapping[str, Any]) -> Text:
     if test.get("incomplete"):
         return Text(f"incomplete: {test['incomplete']}", style="yellow")
     versions = test.get("versions") or {}

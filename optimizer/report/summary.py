@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from optimizer.decide import adopt as rule
 from optimizer.decide.stats import mean, mean_ci
 from optimizer.grade.preview import natural_key
 from optimizer.report import adopted, caveats, folders, nextstep, read
+from optimizer.report.info import StatusInfo
 from optimizer.report.status import status as run_status
 from optimizer.schemas import Adoption
 from optimizer.store.files import write_json, write_text
@@ -43,7 +45,7 @@ def build(
     *,
     night_error: str | None = None,
     data: read.RunData | None = None,
-    info: dict | None = None,
+    info: StatusInfo | None = None,
 ) -> schemas.MorningSummary:
     """`data` and `info` (status) when the caller read them already: the report says what
     summary.md says from the same reading."""
@@ -155,7 +157,7 @@ def _evals(n: int) -> str:
     return f"{n} eval{'s' if n != 1 else ''}"
 
 
-def _sealed(test: dict | None, best: str) -> schemas.SummaryNumbers | None:
+def _sealed(test: Mapping[str, Any] | None, best: str) -> schemas.SummaryNumbers | None:
     if not test or test.get("incomplete"):
         return None
     versions = test.get("versions") or {}
@@ -246,7 +248,7 @@ def _bare(n: schemas.SummaryNumbers) -> str:
     return (n.level or f"{n.confidence:.0%}").split(",")[0]
 
 
-def _look_at(run_dir: Path, data: read.RunData, info: dict) -> list[str]:
+def _look_at(run_dir: Path, data: read.RunData, info: StatusInfo) -> list[str]:
     items = list(data.warnings)
     k = info["unscored"]["runs"]
     if k:
@@ -260,8 +262,8 @@ def _look_at(run_dir: Path, data: read.RunData, info: dict) -> list[str]:
     ]
     if info.get("last_error"):
         items.append(f"the run failed: {info['last_error']}")
-    if info.get("sealed_todo"):
-        items.append(info["sealed_todo"])
+    if sealed_todo := info.get("sealed_todo"):
+        items.append(sealed_todo)
     candidates = _candidates(Path(data.run.get("skill_dir") or ""), Path(run_dir))
     if candidates:
         items.append(f"{candidates} candidate evals wait for review in evals/candidates.json")

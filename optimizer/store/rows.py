@@ -162,9 +162,9 @@ class ProbeRow(TypedDict):
 
 
 class ConfinementRow(TypedDict):
-    """How many runs of one mechanism were confined (sandbox None: not recorded)."""
+    """How many runs of one mechanism were confined, of the runs that recorded one."""
 
-    sandbox: str | None
+    sandbox: str
     confined: int | None
     runs: int
 
@@ -259,8 +259,9 @@ class PricedCall(TypedDict):
     role: str
 
 
-class LedgerTotals(TypedDict):
-    """The ledger's numbers the views show, as SQLite sums them."""
+class LedgerTotals(TypedDict, total=False):
+    """The ledger's numbers the views show, as SQLite sums them. Not total: a run read from
+    history.json has none (report/read.py's RunData)."""
 
     calls: int
     calls_usd: float
