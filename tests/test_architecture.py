@@ -5,6 +5,7 @@ modules stay small and every stage says in its __init__ what it owns and may imp
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import tomllib
 from pathlib import Path
@@ -314,3 +315,149 @@ def test_every_stage_says_what_it_owns_and_may_import(stage):
         f"{where}: list them in stage order"
     )
     assert set(declared) == stages_imported(stage), (where, declared, stages_imported(stage))
+
+
+# A bare dict in a signature: `dict` or `Mapping` without parameters, or with values of any type
+# (Any, object). What crosses a stage boundary is named for what it is: a row, a record, a value.
+MAPPINGS = {"dict", "Dict", "Mapping", "MutableMapping"}
+Signature = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _last(node: ast.expr) -> str:
+    return ast.unparse(node).rpartition(".")[2]
+
+
+def bare_dicts(annotation: ast.expr) -> list[str]:
+    """The bare dicts an annotation holds, at any depth (`list[dict[str, Any]]` holds one)."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        annotation = ast.parse(annotation.value, mode="eval").body
+    parameterised = {id(n.value) for n in ast.walk(annotation) if isinstance(n, ast.Subscript)}
+    found = []
+    for node in ast.walk(annotation):
+        if isinstance(node, ast.Name | ast.Attribute) and _last(node) in MAPPINGS:
+            if id(node) not in parameterised:
+                found.append(_last(node))
+        elif isinstance(node, ast.Subscript) and _last(node.value) in MAPPINGS:
+            parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if _last(parts[-1]) in ("Any", "object"):
+                found.append(ast.unparse(node))
+    return found
+
+
+@functools.cache
+def public_api(name: str) -> dict[str, list[Signature]]:
+    """A module's public functions ({name: [it]}) and classes ({name: [their public methods]})."""
+    api: dict[str, list[Signature]] = {}
+    for node in ast.parse(MODULES[name].read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if not node.name.startswith("_"):
+                body = node.body if isinstance(node, ast.ClassDef) else [node]
+                api[node.name] = [
+                    f
+                    for f in body
+                    if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+                    and not f.name.startswith("_")
+                ]
+    return api
+
+
+@functools.cache
+def _imported_names(name: str) -> dict[str, tuple[str, str | None]]:
+    """{local name: (module, name taken from it or None for the module itself)} of a module's
+    imports of the package, type-only and lazy ones too."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: dict[str, tuple[str, str | None]] = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in MODULES:
+                    found[a.asname or a.name] = (a.name, None)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([node.module] if node.module else []))
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                if base.startswith("optimizer"):
+                    found[a.asname or a.name] = (sub, None) if sub in MODULES else (base, a.name)
+    return found
+
+
+def _home(module: str, name: str, seen: int = 0) -> tuple[str, str] | None:
+    """Where a name a module offers is defined, following re-exports (a package's __init__)."""
+    if name in public_api(module):
+        return module, name
+    taken = _imported_names(module).get(name)
+    if taken is None or taken[1] is None or seen > 5:
+        return None
+    return _home(taken[0], taken[1], seen + 1)
+
+
+def crossing() -> set[tuple[str, str, str]]:
+    """(module, function or class, method or "") of every public function or method of a stage
+    that a module of another stage or an entry point uses: imports it, reads it off its module,
+    or imports its class (or reads it off its module) and calls the method."""
+    used: set[tuple[str, str, str]] = set()
+    for user in MODULES:
+        mine = stage_of(user)
+        if mine not in STAGES and mine not in ENTRY:
+            continue
+        tree = ast.parse(MODULES[user].read_text(encoding="utf-8"))
+        # A method is named where it is called; a property where it is read.
+        called = {
+            n.func.attr
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        }
+        read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        names = _imported_names(user)
+        offered = [(m, n) for m, n in names.values() if n is not None]
+        offered += [
+            (names[n.value.id][0], n.attr)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name)
+            and names.get(n.value.id, ("", ""))[1] is None
+        ]
+        for module, taken in offered:
+            home = _home(module, taken) if module in MODULES else None
+            if home is None or stage_of(home[0]) not in STAGES or stage_of(home[0]) == mine:
+                continue
+            for f in public_api(home[0])[home[1]]:
+                named = read if any(_last(d) == "property" for d in f.decorator_list) else called
+                if f.name == home[1] or f.name in named:
+                    used.add((home[0], home[1], "" if f.name == home[1] else f.name))
+    return used
+
+
+def boundary_dicts() -> list[str]:
+    """What crosses a stage boundary with a bare dict in its signature: "module.name: dicts"."""
+    bad = []
+    for module, top, method in sorted(crossing()):
+        f = next(f for f in public_api(module)[top] if f.name == (method or top))
+        args = [*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs, f.args.vararg, f.args.kwarg]
+        hints = [a.annotation for a in args if a is not None and a.annotation is not None]
+        dicts = [d for h in [*hints, f.returns] if h is not None for d in bare_dicts(h)]
+        if dicts:
+            bad.append(f"{module}.{top}{'.' + method if method else ''}: {', '.join(dicts)}")
+    return bad
+
+
+def test_no_bare_dict_crosses_a_stage_boundary():
+    """What one stage hands another is named for what it is (a store row as a TypedDict, a record
+    as a model, a value as a dataclass, a JSON document no model checked yet as a JsonObject),
+    never a dict of anything: the reader of a signature learns its keys there. A method counts
+    once a module of another stage calls it, so the store's generic helpers (Store.query, upsert,
+    View.query), which only the store calls (test_only_the_store_issues_sql), stay its own."""
+    assert boundary_dicts() == []
+    # The scan sees what crosses: a repository's function, a method of the client's port, one
+    # re-exported by a package's __init__; and a bare dict where it is.
+    seen = crossing()
+    assert ("optimizer.store.versions", "rows", "") in seen
+    assert ("optimizer.model.port", "Client", "message") in seen
+    assert ("optimizer.execute.record", "RunRecord", "to_row") in seen
+    assert ("optimizer.model.factory", "make_client", "") in seen
+    hint = ast.parse("list[dict[str, Any]] | Mapping[str, object] | dict", mode="eval").body
+    assert sorted(bare_dicts(hint)) == ["Mapping[str, object]", "dict", "dict[str, Any]"]
