@@ -21,7 +21,7 @@ from optimizer.model.clock import ModelCall, current_clock
 from optimizer.model.cost import Outputs, call_cost, estimate_cost, price_for
 from optimizer.model.errors import ModelCallFailed, call_failure
 from optimizer.model.limiter import AdaptiveLimiter, RequestLocks
-from optimizer.model.port import Client
+from optimizer.model.port import Client, ClientStats
 from optimizer.model.request import (
     billed_chars,
     build_request,
@@ -111,7 +111,7 @@ class ModelClient:
     async def __aexit__(self, *_exc: object) -> None:
         await self.aclose()
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> ClientStats:
         """This client's work: calls made (paid), failed, served from the ledger, USD spent and
         saved, and retries by cause."""
         return {

@@ -4,7 +4,7 @@ own. `client.ModelClient` is the one implementation; mypy checks it against this
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar
 
 if TYPE_CHECKING:
     from anthropic.types import Message, TextBlockParam, ToolChoiceParam, ToolUnionParam
@@ -14,6 +14,20 @@ if TYPE_CHECKING:
     from optimizer.store.db import Store
 
 Answer = TypeVar("Answer", bound="BaseModel")
+
+
+class ClientStats(TypedDict):
+    """A client's work: calls made (paid), failed, served from the ledger, USD spent and saved,
+    retries by cause, its concurrency limit now and whether the simulator answered."""
+
+    calls: int
+    errors: int
+    cache_hits: int
+    saved_usd: float
+    spent_usd: float
+    retries: dict[str, int]
+    concurrency_limit: int
+    simulated: bool
 
 
 class Client(Protocol):
@@ -38,7 +52,7 @@ class Client(Protocol):
 
     def count_saved(self, saved: float) -> None: ...
 
-    def stats(self) -> dict[str, Any]: ...
+    def stats(self) -> ClientStats: ...
 
     async def aclose(self) -> None: ...
 
