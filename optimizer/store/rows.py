@@ -6,7 +6,9 @@ here needs validating (the JSON columns are parsed and checked by their reposito
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
+
+from optimizer.schemas import JsonObject
 
 # Whether a run's score counts (store/gradings.py's SCORED) or why not (docs/design.md §7).
 GradingStatus = Literal["ok", "judge_error", "exec_error", "gated", "unscored"]
@@ -194,7 +196,7 @@ class Decided(TypedDict):
     ci_low: float | None
     ci_high: float | None
     reason: str
-    selection: dict[str, Any]
+    selection: JsonObject
     decided_at: str
 
 
