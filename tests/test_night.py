@@ -82,7 +82,7 @@ def test_status_lineage_and_report_word_the_claim_and_the_night():
     assert caveats.verdict(nodes[1], by_label, "v2").startswith(
         "won against its parent v0 (a step on these tasks)"
     )
-    assert "a step over evals like these" in caveats.verdict(nodes[2], by_label, "v2")
+    assert "a step over tasks like these" in caveats.verdict(nodes[2], by_label, "v2")
     assert all("better" not in caveats.verdict(n, by_label, "v2") for n in nodes)
     assert "sealed test checks it" in caveats.verdict(nodes[2], by_label, "v2")
     assert caveats.promotions(nodes) == (

@@ -17,7 +17,7 @@ from optimizer.store.rows import RunRow
 
 # What a step's decision rested on. A step is a move of the search, not a claim: no view calls it
 # "better" (only an adoption makes that claim, ../shared/DESIGN.md §18).
-CLAIMS = {"tasks": "a step on these", "general": "a step over evals like these"}
+CLAIMS = {"tasks": "a step on these {}", "general": "a step over {} like these"}
 SCORE = (0.0, 1.0)
 DELTA = (-1.0, 1.0)
 
@@ -57,9 +57,8 @@ def verdict(node: dict, by_label: dict[str, dict], best: str | None) -> str:
         return ""
     text = f"{decision} against its parent {parent}"
     if decision == "won" and node.get("scope") in CLAIMS:
-        text += (
-            f" ({CLAIMS[node['scope']]} {'queries' if node.get('stage') == 'probe' else 'tasks'}"
-        )
+        units = "queries" if node.get("stage") == "probe" else "tasks"
+        text += f" ({CLAIMS[node['scope']].format(units)}"
         text += ")" if node["scope"] == "tasks" else "; the sealed test checks it)"
     if decision != "won" or best is None or node["label"] == best or best not in by_label:
         return text
