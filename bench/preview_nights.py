@@ -2,7 +2,7 @@
 simulator and both example skills, at the default settings. Never a timed test; prints a table
 and, per skill, the range of actual / estimate (the issue's target: within ±25%).
 
-    .venv/bin/python bench/preview_nights.py [--seeds 0-5] [--iterations 3]
+    .venv/bin/python bench/preview_nights.py [--seeds 0-5] [--iterations 2]
 
 Each night is `optimizer run SKILL --provider sim` with sim.seed, sim.world and loop.seed set to
 the seed, in a temporary folder; `optimizer status --json` gives the estimate recorded at its
@@ -46,7 +46,7 @@ def night(skill: Path, seed: int, iterations: int, folder: Path) -> tuple[float,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", default="0-5", help="A-B")
-    p.add_argument("--iterations", type=int, default=3)
+    p.add_argument("--iterations", type=int, default=2)  # loop.max_iterations
     args = p.parse_args(argv)
     first, _, last = args.seeds.partition("-")
     seeds = range(int(first), int(last or first) + 1)
