@@ -171,7 +171,9 @@ class ConfinementRow(TypedDict):
     runs: int
 
 
-class DecisionRow(TypedDict):
+class _Decision(TypedDict):
+    """The decisions table's columns but its selection, which each reader holds in its form."""
+
     version: str
     parent: str | None
     stage: str | None
@@ -180,24 +182,18 @@ class DecisionRow(TypedDict):
     ci_low: float | None
     ci_high: float | None
     reason: str
-    selection_json: str | None
     decided_at: str
 
 
-class Decided(TypedDict):
+class DecisionRow(_Decision):
+    selection_json: str | None
+
+
+class Decided(_Decision):
     """A decision as lineage reads it: its row with the selection parsed (selection.json's object,
     one shape per stage: schemas.SelectionFile) in place of selection_json."""
 
-    version: str
-    parent: str | None
-    stage: str | None
-    decision: str
-    delta: float | None
-    ci_low: float | None
-    ci_high: float | None
-    reason: str
     selection: JsonObject
-    decided_at: str
 
 
 # What became of one proposal (iterations.candidates_json, by the proposal's index as text):
