@@ -16,6 +16,7 @@ from optimizer.decide import fdr
 from optimizer.errors import BadInput, RunStopped, WorkFailed
 from optimizer.grade.unit import Scored, eval_means, judge_errors, unscored
 from optimizer.schemas import Adoption
+from optimizer.search.events import Activity
 from optimizer.search.state import RunState
 from optimizer.store import adoptions, versions
 
@@ -109,8 +110,10 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
     first = rule.first_sample(opened.number)
     level = s.adopt.model_copy(update={"alpha": alpha_of(run, opened.number)})
     for runs in rule.looks(s.adopt):
-        run.show_activity(
-            f"adoption {opened.number}: {claim.version} and {claim.base}, {runs} fresh runs an eval"
+        run.emit(
+            Activity(
+                f"adoption {opened.number}: {claim.version} and {claim.base}, {runs} fresh runs an eval"
+            )
         )
         mine = await target.fresh(claim.version, claim.evals, runs, first=first, scope=scope)
         theirs = await target.fresh(claim.base, claim.evals, runs, first=first, scope=scope)

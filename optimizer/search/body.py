@@ -22,6 +22,7 @@ from optimizer.schemas import AddedRuns
 from optimizer.search import evidence, lineage
 from optimizer.search.analyze import analyze
 from optimizer.search.compare import compare_versions
+from optimizer.search.events import Activity, RunGraded
 from optimizer.search.proposal import Candidate, Rejected
 from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline
@@ -59,7 +60,7 @@ class BodyTarget:
             executor,
             skill_name=run.skill_name,
             inputs_root=run.ws.root / "inputs",
-            on_run=lambda _: run.ui.run_done(),
+            on_run=lambda _: run.emit(RunGraded()),
             should_stop=run.interrupted,
         )
 
@@ -128,9 +129,9 @@ class BodyTarget:
         """v0 on the train evals, and the no-skill baseline once per eval set."""
         run = self.run
         if run.settings.evals.baseline_comparison:
-            run.show_activity("baseline: without_skill runs")
+            run.emit(Activity("baseline: without_skill runs"))
             await self.baseline(run.train, self.runs_per_eval)
-        run.show_activity("v0: with_skill runs")
+        run.emit(Activity("v0: with_skill runs"))
         await self.version("v0", run.train, self.v0_runs)
         record_scores(run, "v0")
         mark_baseline(run, self.stage)
@@ -152,7 +153,7 @@ class BodyTarget:
                 wanted.setdefault(label, set()).add(e)
                 runs[label] = max(runs.get(label, 0), n)
         for label in sorted(wanted):
-            run.show_activity(f"{label}: retrying unscored runs")
+            run.emit(Activity(f"{label}: retrying unscored runs"))
             if label == "baseline":
                 await self.baseline(sorted(wanted[label]), runs[label])
                 continue
@@ -179,7 +180,7 @@ class BodyTarget:
         runs = self.step_runs
         parent_res = await self.version(parent, run.train, self._parent_runs(parent, runs))
         if 0 < s.loop.screen_evals < len(run.train):
-            run.show_activity(f"{label}: screening")
+            run.emit(Activity(f"{label}: screening"))
             batch = screening.choose_minibatch(
                 run.train,
                 means(eval_means(parent_res)),
@@ -204,7 +205,7 @@ class BodyTarget:
         while True:
             if run.interrupted():
                 return None
-            run.show_activity(f"{label}: benchmark ({runs} runs per eval)")
+            run.emit(Activity(f"{label}: benchmark ({runs} runs per eval)"))
             child_res = await self.version(label, run.train, counts)
             parent_res = await self.version(parent, run.train, self._parent_runs(parent, counts))
             if run.interrupted():
@@ -248,7 +249,7 @@ class BodyTarget:
         )
         if run.interrupted():
             return None
-        run.show_activity(f"{label}: analysis")
+        run.emit(Activity(f"{label}: analysis"))
         await self._analyze(label, parent, decision, tally)
         chosen = decision.model_dump(mode="json")
         if family:
@@ -280,7 +281,7 @@ class BodyTarget:
         run, s = self.run, self.run.settings
         if not any(compared.values()):
             return step.ComparisonTally()
-        run.show_activity(f"{label}: blind comparison with {parent}")
+        run.emit(Activity(f"{label}: blind comparison with {parent}"))
         with scoped(label):  # the comparison's calls are part of what the child cost
             return await compare_versions(
                 run.client,

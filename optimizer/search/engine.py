@@ -19,6 +19,7 @@ from optimizer.errors import BudgetExhausted, RunStopped, is_systemic
 from optimizer.model import scoped
 from optimizer.model.port import Client
 from optimizer.search import adoption, estimate, stops
+from optimizer.search.events import Activity, Finished, Outlook, ProposalMade, ReserveKept, Stopping
 from optimizer.search.proposal import Candidate
 from optimizer.search.reporter import Reporter
 from optimizer.search.state import RunState, loop_state, record_decision, register
@@ -57,7 +58,7 @@ async def optimize(
                     await iterate(run, target, _next_iteration(run))
             except RunStopped as exc:  # the budget, or an urgent stop inside a stage
                 reason = str(exc)
-            log.info("run.stopping", reason=reason)
+            run.emit(Stopping(reason))
             keep_for_test(run, flag, 0.0)  # the sealed test spends what was kept for it
             await seal_test(run, target)
             await adoption.at_end(run, target)
@@ -99,7 +100,7 @@ def keep_for_test(run: RunState, flag: stops.SignalFlag, kept: float | None = No
         kept += adoption.reserve(run)
     run.client.kept_usd = kept
     run.stops = stop_rules(run.ws, run.settings, flag, kept)
-    log.info("budget.kept_for_sealed_test", usd=round(kept, 4))
+    run.emit(ReserveKept(round(kept, 4)))
 
 
 def _next_iteration(run: RunState) -> int:
@@ -124,7 +125,7 @@ async def iterate(run: RunState, target: Target, n: int) -> None:
             break
     iterations.finish(run.store, n)
     target.write_lineage(n)
-    log.info("search.outlook", iteration=n, **stops.outlook(loop_state(run)))
+    run.emit(Outlook(n, stops.outlook(loop_state(run))))
 
 
 def _won(run: RunState, label: str) -> bool:
@@ -132,7 +133,7 @@ def _won(run: RunState, label: str) -> bool:
 
 
 def _start_iteration(run: RunState, target: Target, n: int) -> iterations.Iteration:
-    run.show_activity(f"iteration {n}: choosing a parent")
+    run.emit(Activity(f"iteration {n}: choosing a parent"))
     decided = [
         step.VersionScores(v.label, run.per_eval(v.label), v.label == run.best())
         for v in versions.all_of(run.store)
@@ -154,7 +155,7 @@ async def candidate(run: RunState, target: Target, n: int, k: int, parent: str) 
     made = dict(row.candidates)
     if str(k) in made:
         return made[str(k)].get("label")
-    run.show_activity(f"iteration {n}: proposal {k + 1} from {parent}")
+    run.emit(Activity(f"iteration {n}: proposal {k + 1} from {parent}"))
     scratch = run.ws.root / ".proposals" / f"{n}-{k}"
     outcome: dict
     try:
@@ -178,7 +179,7 @@ async def candidate(run: RunState, target: Target, n: int, k: int, parent: str) 
             scratch.parent.rmdir()
     made[str(k)] = outcome
     iterations.record_candidates(run.store, n, made)
-    log.info("proposal.made", iteration=n, k=k, **{key: str(v) for key, v in outcome.items()})
+    run.emit(ProposalMade(n, k, {key: str(v) for key, v in outcome.items()}))
     return outcome.get("label")
 
 
@@ -212,7 +213,7 @@ async def seal_test(run: RunState, target: Target) -> None:
     result: dict = {"evals": run.test, "versions": {}}
     try:
         for label in dict.fromkeys(["v0", best]):
-            run.show_activity(f"sealed test: {label}")
+            run.emit(Activity(f"sealed test: {label}"))
             result["versions"][label] = await target.measure_test(label)
         scores = [result["versions"][lab]["score"] for lab in ("v0", best)]
         result.update(
@@ -226,7 +227,7 @@ async def seal_test(run: RunState, target: Target) -> None:
 def _finish(run: RunState, target: Target, reason: str) -> None:
     runs.stopped(run.store, run.ws.root.name, reason)
     target.write_lineage(loop_state(run).iterations_done)
-    run.ui.finished(reason, run.best())
+    run.emit(Finished(reason, run.best()))
 
 
 def _set_running(run: RunState) -> None:

@@ -19,6 +19,7 @@ from optimizer.config import Settings
 from optimizer.search import pace
 from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import per_iteration_usd
+from optimizer.search.events import Activity, Decided, Event, Finished, RunGraded
 from optimizer.store import iterations, ledger, versions
 from optimizer.store.db import Store
 from optimizer.store.rows import RunRow
@@ -148,6 +149,20 @@ class Reporter:
     def _refresh(self) -> None:
         if self._progress is not None:
             self._progress.update(self._task, description=self._line())
+
+    def on(self, event: Event) -> None:
+        """A subscriber of the run's events (RunState): the ones the live line shows."""
+        match event:
+            case Activity():
+                self.activity(event.text)
+            case RunGraded():
+                self.run_done()
+            case Decided():
+                self.decided(event.label, event.verdict, event.reason)
+            case Finished():
+                self.finished(event.reason, event.best)
+            case _:
+                pass  # the log's alone
 
     def activity(self, text: str) -> None:
         changed = text != self._activity

@@ -9,13 +9,11 @@ import random
 import shutil
 from typing import Any
 
-import structlog
-
 from optimizer.config import Settings
 from optimizer.inputs import skill as skills
 from optimizer.model.port import Client
 from optimizer.schemas import SelectionFile
-from optimizer.search import lineage, stops
+from optimizer.search import events, lineage, stops
 from optimizer.search.proposal import Candidate
 from optimizer.search.propose import proposal_markdown
 from optimizer.search.reporter import Reporter
@@ -23,8 +21,6 @@ from optimizer.store import decisions, iterations, ledger, runs, versions
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace, write_json, write_text
 from optimizer.store.rows import DecisionRow, RunRow
-
-log = structlog.get_logger()
 
 
 class RunState:
@@ -39,13 +35,13 @@ class RunState:
         reporter: Reporter,
         stop_rules: stops.StopRules,
     ) -> None:
-        self.ws, self.store, self.client, self.settings, self.ui = (
-            ws,
-            store,
-            client,
-            settings,
-            reporter,
-        )
+        self.ws, self.store, self.client, self.settings = ws, store, client, settings
+        # What the search reports, in this order: state.db first, since the live line reads the
+        # stage and spend from it; then the log; then the live line.
+        self.events = events.Events()
+        self.events.subscribe(self._write)
+        self.events.subscribe(events.to_log)
+        self.events.subscribe(reporter.on)
         self.row: RunRow = store.run_row() or {}
         self.skill_name: str = self.row["skill_name"]
         self.split: dict[str, Any] = json.loads(self.row["split_json"])
@@ -72,9 +68,13 @@ class RunState:
     def best(self) -> str:
         return lineage.current_best(self.store)
 
-    def show_activity(self, text: str) -> None:
-        runs.show_stage(self.store, self.ws.root.name, text)
-        self.ui.activity(text)
+    def emit(self, event: events.Event) -> None:
+        self.events.emit(event)
+
+    def _write(self, event: events.Event) -> None:
+        """The run's subscriber that writes to state.db: the stage `optimizer status` shows."""
+        if isinstance(event, events.Activity):
+            runs.show_stage(self.store, self.ws.root.name, event.text)
 
     def score(self, label: str) -> float:
         return versions.score(self.store, label) or 0.0
@@ -160,16 +160,7 @@ def record_decision(
         "decided_at": now(),
     }
     decisions.record(run.store, run_id=run.ws.root.name, row=row, promote=promote)
-    log.info(
-        "selection.decided",
-        version=label,
-        parent=parent,
-        decision=verdict,
-        stage=stage,
-        reason=selection["reason"],
-        promoted=promote,
-    )
-    run.ui.decided(label, verdict, selection["reason"])
+    run.emit(events.Decided(label, parent, verdict, stage, selection["reason"], promote))
 
 
 def mark_baseline(run: RunState, stage: str) -> None:

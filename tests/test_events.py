@@ -1,0 +1,70 @@
+"""The search's one event stream: the dispatcher calls its handlers in order, and what a step
+emits through RunState reaches state.db, the run log and the live line from that one call."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from rich.console import Console
+
+from optimizer.config import Settings
+from optimizer.search import events
+from optimizer.search.reporter import Reporter
+from optimizer.search.state import RunState
+from optimizer.search.stops import StopRules
+from optimizer.store.db import Store
+from optimizer.store.files import Workspace
+
+
+def test_handlers_are_called_in_the_order_they_subscribed():
+    seen: list[tuple[str, events.Event]] = []
+    stream = events.Events()
+    for name in ("first", "second", "third"):
+        stream.subscribe(lambda event, name=name: seen.append((name, event)))
+    stream.emit(events.Activity("v1: screening"))
+    stream.emit(events.RunGraded())
+    assert seen == [
+        ("first", events.Activity("v1: screening")),
+        ("second", events.Activity("v1: screening")),
+        ("third", events.Activity("v1: screening")),
+        ("first", events.RunGraded()),
+        ("second", events.RunGraded()),
+        ("third", events.RunGraded()),
+    ]
+
+
+def test_one_emit_reaches_state_db_the_log_and_the_live_line(tmp_path, log_capture):
+    ws = Workspace(tmp_path / "run")
+    store = Store(tmp_path / "state.db")
+    try:
+        split = {"train": [0, 1], "test": []}
+        store.db["runs"].insert(
+            {"id": "run", "skill_name": "s", "split_json": json.dumps(split), "current_best": "v0"}
+        )
+        console = Console(record=True, width=300, color_system=None)
+        reporter = Reporter(console, store, simulated=False)
+        client = SimpleNamespace(spent_usd=lambda: 0.0)
+        run = RunState(ws, store, client, Settings(), reporter, StopRules(()))  # type: ignore[arg-type]
+        run.emit(events.Activity("v1: screening"))
+        run.emit(events.RunGraded())
+        run.emit(events.Decided("v1", "v0", "won", "benchmark", "won: Δ = +0.2 above zero.", True))
+        stage = (store.run_row() or {}).get("stage")
+    finally:
+        store.close()
+    assert stage == "v1: screening"
+    assert reporter.runs == 1
+    assert console.export_text().splitlines()[-1] == "v1 won: Δ = +0.2 above zero."
+    # The log has exactly the line record_decision wrote before the stream, and only that one.
+    assert log_capture == [
+        {
+            "event": "selection.decided",
+            "log_level": "info",
+            "version": "v1",
+            "parent": "v0",
+            "decision": "won",
+            "stage": "benchmark",
+            "reason": "won: Δ = +0.2 above zero.",
+            "promoted": True,
+        }
+    ]
