@@ -292,6 +292,22 @@ def unscored(*results: dict[int, list[Scored]]) -> list[Scored]:
     )
 
 
+def unscored_within(
+    results: Sequence[dict[int, list[Scored]]], max_rate: float, *, runs_of: str, then: str
+) -> list[Scored]:
+    """The unscored runs (unscored()) when at most `max_rate` of the runs are; past it, deciding
+    on what is left would let our failure decide (docs/design.md §7): WorkFailed, one sentence
+    naming the runs (`runs_of`), the limit, the last cause and what happens next (`then`)."""
+    lost, (_, total) = unscored(*results), judge_errors(*results)
+    if total and len(lost) / total > max_rate:
+        raise WorkFailed(
+            f"{len(lost)} of {total} {runs_of} could not be scored, more than "
+            f"selection.max_unscored_rate = {max_rate} (the last cause: "
+            f"{lost[-1].error or 'unknown'}); {then}"
+        )
+    return lost
+
+
 def jobs_for(
     evals: Sequence[int],
     runs: int,

@@ -13,8 +13,8 @@ import structlog
 
 from optimizer.decide import adopt as rule
 from optimizer.decide import fdr
-from optimizer.errors import BadInput, RunStopped, WorkFailed
-from optimizer.grade.unit import Scored, eval_means, judge_errors, unscored
+from optimizer.errors import BadInput, RunStopped
+from optimizer.grade.unit import Scored, eval_means, judge_errors, unscored_within
 from optimizer.schemas import Adoption
 from optimizer.search.events import Activity
 from optimizer.search.state import RunState
@@ -118,15 +118,13 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
         mine = await target.fresh(claim.version, claim.evals, runs, first=first, scope=scope)
         theirs = await target.fresh(claim.base, claim.evals, runs, first=first, scope=scope)
         errors, total = judge_errors(mine, theirs)
-        lost = unscored(mine, theirs)
-        if total and len(lost) / total > s.selection.max_unscored_rate:
-            # Deciding on what is left would let our failure decide (docs/design.md §7).
-            raise WorkFailed(
-                f"{len(lost)} of {total} fresh runs of adoption {opened.number} could not be "
-                f"scored, more than selection.max_unscored_rate = {s.selection.max_unscored_rate} "
-                f"(the last cause: {lost[-1].error or 'unknown'}); nothing was adopted. Fix the "
-                f"cause, then `optimizer adopt {run.ws.root} {claim.version}` continues it."
-            )
+        lost = unscored_within(
+            (mine, theirs),
+            s.selection.max_unscored_rate,
+            runs_of=f"fresh runs of adoption {opened.number}",
+            then=f"nothing was adopted. Fix the cause, then `optimizer adopt {run.ws.root} "
+            f"{claim.version}` continues it.",
+        )
         decision = rule.decide(
             eval_means(mine),
             eval_means(theirs),

@@ -12,10 +12,9 @@ from typing import Any
 
 from optimizer.decide import allot, fdr, step
 from optimizer.decide import screen as screening
-from optimizer.errors import WorkFailed
 from optimizer.execute import executor_for
 from optimizer.grade.judge import warn_same_model
-from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, judge_errors, unscored
+from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, judge_errors, unscored_within
 from optimizer.inputs.evals import EvalSet, load_evals
 from optimizer.model import scoped
 from optimizer.schemas import AddedRuns
@@ -306,15 +305,12 @@ class BodyTarget:
     ) -> step.Decision:
         run = self.run
         errors, total = judge_errors(child, parent_res)
-        lost = unscored(child, parent_res)
-        if total and len(lost) / total > self.selection.max_unscored_rate:
-            # Deciding on what is left would let our failure decide: stop, the child undecided.
-            raise WorkFailed(
-                f"{len(lost)} of {total} runs of {label} and its parent {parent} could not be "
-                f"scored, more than selection.max_unscored_rate = {self.selection.max_unscored_rate} "
-                f"(the last cause: {lost[-1].error or 'unknown'}); {label} stays undecided. Fix "
-                f"the cause, then `optimizer resume {run.ws.root}`."
-            )
+        lost = unscored_within(
+            (child, parent_res),
+            self.selection.max_unscored_rate,
+            runs_of=f"runs of {label} and its parent {parent}",
+            then=f"{label} stays undecided. Fix the cause, then `optimizer resume {run.ws.root}`.",
+        )
         return step.decide(
             eval_means(child),
             eval_means(parent_res),
