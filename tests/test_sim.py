@@ -12,6 +12,8 @@ import pytest
 import yaml
 
 from optimizer.sim import Simulator, latent, serve
+from optimizer.sim.meaning import negated
+from optimizer.sim.text import bullets
 from optimizer.tags import tag
 
 SKILL = """---
@@ -505,14 +507,17 @@ async def test_a_good_proposal_adds_an_instruction_for_the_most_frequent_failure
     assert "median" not in retry["summary"]
 
 
-async def test_a_harmful_proposal_drops_a_working_instruction_or_contradicts_a_needed_habit():
+async def test_a_harmful_proposal_drops_an_instruction_or_adds_a_prohibition_from_the_text_alone():
     client = client_for(Simulator(proposal_quality=0.0, overfit_rate=0.0, harmful_rate=1.0))
-    against = {f"- {h.against}" for h in latent.HABITS}
-    for sample in range(6):
+    for sample in range(8):
         request = forced("proposer", "submit_proposal", proposal_prompt(), sample=sample)
         new = apply_edit(SKILL, (await tool_input(client, request))["edits"][0])
-        lost_bullet = any(s not in new for s in ("## Summary", "total_revenue", "## Method"))
-        assert lost_bullet or any(line in new for line in against)
+        lost_bullet = len(bullets(new)) < len(bullets(SKILL))
+        added = [b for b in bullets(new) if b not in bullets(SKILL)]
+        # The careless edit is written from the skill's words or a careless author's stock
+        # phrases, never from the world's own negation of a hidden habit.
+        assert lost_bullet or (len(added) == 1 and negated(added[0]))
+        assert not {b.strip("- ") for b in added} & {h.against for h in latent.HABITS}
         assert front_matter(new) == front_matter(SKILL)
 
 
@@ -852,7 +857,9 @@ async def split_pass_rates(skill: str) -> dict[str, float]:
     for name, ids in (("train", TRAIN), ("test", TEST)):
         passed = total = 0
         for eval_id in ids:
-            for sample in range(8):
+            # 16 samples: one expectation of three moves by about 0.3; 8 left sampling noise of
+            # about 0.1 on either side.
+            for sample in range(16):
                 output = await run_executor(client, skill, sample)
                 results = await grade_once(client, world_expectations(eval_id), output, sample)
                 passed += sum(r["passed"] for r in results)

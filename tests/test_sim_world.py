@@ -8,11 +8,12 @@ No expected answer here is built through the world's hidden causes."""
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
 
-from optimizer.sim import latent
+from optimizer.sim import ceiling, latent
 from optimizer.sim.compose import compose_output, instruction_lines
 from optimizer.sim.expected import expectations, hand_written, pass_rate
 from optimizer.sim.support import support
@@ -180,13 +181,13 @@ def test_a_skill_is_loaded_by_what_its_description_means():
 def test_the_simulator_states_its_worlds_ceiling_for_any_evals():
     name, skill, clear, evals = SKILLS[0]
     listed = [(str(e["id"]), expectations(e), e["prompt"]) for e in evals]
-    default = latent.ceiling(listed)
+    default = ceiling.ceiling(listed)
     assert 0 < default.mean < 1 and set(default.per_eval) == {str(e["id"]) for e in evals}
     # Where habits cause expectations, the world's capabilities set the ceiling.
     habitual = [
         ("1", ["The update explains the root cause", "Ends with the next steps and owners"])
     ]
-    assert latent.ceiling(habitual).mean != latent.ceiling(habitual, latent.World(world=2)).mean
+    assert ceiling.ceiling(habitual).mean != ceiling.ceiling(habitual, latent.World(world=2)).mean
     # The clear instructions stay at or below the best possible skill.
     assert pass_rate(add(skill, clear), evals, runs=RUNS) <= default.mean + NOISE
 
@@ -203,3 +204,16 @@ def test_the_proposer_writes_from_the_failures_words_never_from_their_hidden_cau
         "- State that sign-ins failed."
     )
     assert "#d97757" in (instruction_for("Headings are coloured #d97757", {"#d97757"}) or "")
+
+
+def test_no_role_but_the_agent_and_the_judge_reads_the_worlds_hidden_causes():
+    """The proposer and the analyzer write from what a real one sees (the skill, the gradings'
+    words); only the agent (compose) and the judge (support) act on the world's hidden causes."""
+    hidden = re.compile(
+        r"\b(?:World|HABITS|habits|read_instruction|route|need|draw|capability|base_rate|"
+        r"named_habits|knobs\.world|\.against|\.cues)\b"
+    )
+    for role in ("proposer.py", "analyst.py", "drafter.py"):
+        source = (Path(latent.__file__).parent / role).read_text()
+        code = re.sub(r'""".*?"""|#.*', "", source, flags=re.S)
+        assert not hidden.findall(code), (role, sorted(set(hidden.findall(code))))

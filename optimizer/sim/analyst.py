@@ -1,5 +1,6 @@
-"""The simulated analyzer: why a version won, judged by what its instructions make the agent
-produce in the world (sim/latent.py), and what to fix next, in sentences a person would write."""
+"""The simulated analyzer: why a version won, read from the two skills' words and the failures the
+gradings show, and what to fix next, in sentences a person would write. Never reads the world's
+hidden causes (which habit an instruction switches on), as a real analyzer cannot."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import random
 from typing import Any
 
 from optimizer.sim.judges import Section, failures, parse_files, plain_lines
-from optimizer.sim.latent import World, route, topic_of
+from optimizer.sim.latent import topic_of
 from optimizer.sim.proposer import instruction_for
 from optimizer.sim.text import bullet_text, bullets, snippets, split_front_matter
 from optimizer.words import plural
@@ -21,17 +22,15 @@ def _skill_bullets(raw: str | None) -> list[str]:
     return [bullet_text(b) for b in bullets(split_front_matter(main["content"])[1])]
 
 
-def _effect(line: str, world: World) -> str:
-    """What an instruction makes the agent put in its answer, in the world's terms."""
-    habit, clarity = route(world, topic_of(line))
+def _effect(line: str) -> str:
+    """What an instruction asks the agent to put in its answer, read from its words alone."""
     items = snippets(line)
-    if habit is not None and clarity >= 1:
-        return f"it makes the agent write the {habit.heading.lstrip('# ')} section"
     if items:
         return f"it makes the agent give {', '.join(f'`{i}`' for i in items[:3])}"
-    if habit is not None:
-        return f"it sometimes leads the agent to the {habit.heading.lstrip('# ')} section"
-    return "it changes nothing the graders check"
+    said = sorted(topic_of(line))[:4]
+    if said:
+        return f"it asks the agent for {', '.join(said)}"
+    return "it asks for nothing the graders check"
 
 
 def _suggestion(text: str, count: int, rank: int, rng: random.Random, knobs: Any) -> dict:
@@ -99,9 +98,9 @@ def analyze(get: Section, rng: random.Random, knobs: Any) -> dict:
             "comparator_reasoning": comparisons.split("\n", 1)[0].split("<", 1)[0].strip()[:300]
             or "No comparator reasoning given.",
         },
-        "winner_strengths": [f'It adds "{b}": {_effect(b, knobs.world)}.' for b in only_winner[:3]]
+        "winner_strengths": [f'It adds "{b}": {_effect(b)}.' for b in only_winner[:3]]
         or ["Same instructions, luckier runs"],
-        "loser_weaknesses": [f'It has "{b}": {_effect(b, knobs.world)}.' for b in only_loser[:2]]
+        "loser_weaknesses": [f'It has "{b}": {_effect(b)}.' for b in only_loser[:2]]
         + [f'Its runs still fail "{t}".' for t, _, _ in failed[:2]]
         or ["No clear weakness"],
         "instruction_following": {

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from optimizer.sim import inputs
 from optimizer.sim.latent import (
+    FOLLOW_MAX,
     HABITS,
     SPECIFIC_CAP,
     TASK_FOLLOW,
@@ -24,8 +25,12 @@ from optimizer.sim.latent import (
     read_instruction,
 )
 from optimizer.sim.meaning import Count, concept, counts, identifiers, measure, plain_words
+from optimizer.sim.reading import is_sentence
 from optimizer.sim.text import bullet_text, facts, snippets, strip_snippets, words
 
+EXAMPLE = "\0example\0"  # marks a line of a fenced example: its shape, not an instruction
+EXAMPLE_FENCES = ("", "md", "markdown", "text", "txt")
+EXAMPLE_FOLLOW = 0.8  # a followed example's shape is imitated this often
 INTRO = "This answer covers"  # the line a specific expectation met untold is judged on
 DONE = "as the task needs"  # ends a line that does what an instruction asked in its own words
 
@@ -41,21 +46,27 @@ class Plan:
 def instruction_lines(body: str) -> list[str]:
     """What the agent reads as instructions: every bullet, and every sentence of prose, outside
     code fences, headings and tables. Prose is read as much as bullets: an instruction costs
-    attention however it is laid out."""
+    attention however it is laid out. A fenced example is read as an example: its headings and
+    its table's header are the shape the agent imitates (`EXAMPLE` lines)."""
     found: list[str] = []
-    fenced, paragraph = False, list[str]()
+    fence: str | None = None
+    paragraph: list[str] = []
     for line in body.split("\n") + [""]:
         stripped = line.strip()
         if stripped.startswith("```"):
-            fenced = not fenced
+            fence = None if fence is not None else stripped[3:].strip().lower()
+            continue
+        if fence is not None:
+            if fence in EXAMPLE_FENCES and re.match(r"#{2,6}\s+\S|\|.*\|", stripped):
+                found.append(f"{EXAMPLE}{stripped}")
             continue
         is_bullet = re.match(r"\s*(?:[-*]|\d+\.)\s+\S", line) is not None
-        if fenced or not stripped or stripped.startswith(("#", "|", "<", "---")) or is_bullet:
+        if not stripped or stripped.startswith(("#", "|", "<", "---")) or is_bullet:
             if paragraph:
                 text = " ".join(paragraph)
                 found += [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z`])", text) if s.strip()]
                 paragraph = []
-            if is_bullet and not fenced:
+            if is_bullet:
                 found.append(line)
             continue
         paragraph.append(stripped)
@@ -71,33 +82,63 @@ def subject(task: str) -> str:
 def plan(
     instructions: list[str], rng: random.Random, world: World, task: str = ""
 ) -> Plan:  # fmt: skip
-    """Which behaviours this run switches on: each instruction is followed with its attention
-    times its clarity; a negation that fires turns its behaviours off; any habit is also done
-    untold at its base rate; a habit that is on comes out right at its capability, less what the
-    other sections take of the agent's focus."""
+    """Which behaviours this run switches on. Each line is followed with its attention, which
+    every further line lowers; each behaviour it asks for is taken from the first line that asks
+    for it, so asking ten times is asking once, and a line that is no sentence (a list of words)
+    asks for nothing. A negation that fires turns its behaviours off; a hard limit (a count) is
+    kept wherever it stands; a fenced example's headings are imitated. Any habit is also done
+    untold at its base rate, and comes out right at its capability, less what the other sections
+    take of the agent's focus."""
     wanted: dict[str, bool] = {}
     banned: set[str] = set()
     items: list[str] = []
     dropped: set[str] = set()
     done: list[str] = []
     asked: list[Count] = []
+    seen: set[object] = set()
+    specifics: list[frozenset[str]] = []
+
+    def first(key: object) -> bool:
+        new = key not in seen
+        seen.add(key)
+        return new
+
     for i, line in enumerate(instructions):
         fired = rng.random() < attention(world, i, len(instructions))
+        if line.startswith(EXAMPLE):
+            shape = line[len(EXAMPLE) :]
+            if first(("item", shape)) and fired and rng.random() < EXAMPLE_FOLLOW:
+                items.append(shape if shape.startswith("|") else _heading(shape))
+            continue
         for clause in clauses(bullet_text(line)):
+            if not is_sentence(clause):
+                continue  # a list of words asks for nothing
             ask = read_instruction(world, clause)
             for habit, clarity in ask.habits:
+                if not first(("habit", habit.key, ask.negative)):
+                    continue
                 hit = rng.random() < clarity
                 if ask.negative and fired and hit:
                     banned.add(habit.key)
                 elif not ask.negative:
-                    wanted[habit.key] = wanted.get(habit.key, False) or (fired and hit)
+                    wanted[habit.key] = fired and hit
+            for count in ask.counts:
+                # A hard limit is obeyed wherever it stands, as a real model obeys one.
+                if not ask.negative and first(("count", count)) and rng.random() < FOLLOW_MAX:
+                    asked.append(count)
             if not fired:
+                for item in ask.items:
+                    seen.add(("item", item, ask.negative))
+                if ask.specific:
+                    specifics.append(ask.specific)
                 continue
-            (dropped.update if ask.negative else items.extend)(ask.items)
-            if not ask.negative:
-                asked += ask.counts
-            if ask.specific and not ask.negative and rng.random() < SPECIFIC_CAP:
-                done.append(_realize(clause, ask.specific))
+            for item in ask.items:
+                if first(("item", item, ask.negative)):
+                    (dropped.add if ask.negative else items.append)(item)
+            if ask.specific and not ask.negative and not _asked(ask.specific, specifics):
+                specifics.append(ask.specific)
+                if rng.random() < SPECIFIC_CAP:
+                    done.append(_realize(clause, ask.specific, subject(task)))
     asked += [c for c in counts(task) if rng.random() < TASK_FOLLOW]
     told = []
     for habit in habits(world):
@@ -113,13 +154,25 @@ def plan(
     return Plan(on, kept, list(dict.fromkeys(done)), asked)
 
 
-def _realize(clause: str, specific: frozenset[str]) -> str:
-    """A line that does what the clause asked: the words that carry its concepts, as an answer
-    states them (the concepts of the habits it names go to their sections instead)."""
+def _asked(specific: frozenset[str], before: list[frozenset[str]]) -> bool:
+    """Whether an earlier line asked for this behaviour already: a restatement in other words
+    shares half its concepts with it, and asks for nothing new."""
+    return any(len(specific & b) * 2 >= min(len(specific), len(b)) for b in before)
+
+
+def _heading(line: str) -> str:
+    return re.sub(r"^#{2,6}\s+", "## ", line)
+
+
+def _realize(clause: str, specific: frozenset[str], topic: str) -> str:
+    """A line that does what the clause asked, about the task at hand: the words that carry its
+    concepts, then what the task gives for them (the concepts of the habits it names go to their
+    sections instead)."""
     said: dict[str, str] = {}
     for word in plain_words(clause):
         said.setdefault(concept(word), word)
-    return f"- {', '.join(w for c, w in said.items() if c in specific).capitalize()}: {DONE}."
+    label = " ".join(w for c, w in said.items() if c in specific)
+    return f"- {label[:1].upper() + label[1:]}: for {topic}, {DONE}."
 
 
 def compose_output(
@@ -136,15 +189,26 @@ def compose_output(
     head = [f"# {title}", "", f"{INTRO} {', '.join(chosen) or 'the request'}.", ""]
     body: list[list[str]] = [_item(item, topic, read) for item in done.items]
     body += [[line] for line in done.done]
-    for habit in done.on:
+    # A summary closes the answer, as one asked for at the end is written.
+    for habit in sorted(done.on, key=lambda h: h.key == "summary"):
         text = habit.text.format(topic=topic)
         block = ["", habit.heading, text[:1].upper() + text[1:] + " " + habit.more]
         if habit is HABITS[0]:
             values = snippets(task) + identifiers(task) + facts(strip_snippets(task))
-            values += inputs.values(read)
-            block += [f"- {v}" for v in dict.fromkeys(values)]
+            block += [f"- {_carried(v, task)}" for v in dict.fromkeys(values)]
+            block += [f"- {v}" for v in inputs.values(read) if v not in values]
         body.append(block)
     return _keep_counts(head, body, done.counts, topic)
+
+
+def _carried(value: str, source: str) -> str:
+    """A value with the words that say what it is, as the source states it ("revenue was $2.4M"):
+    a figure copied without its label is no figure of anything."""
+    at = source.find(value)
+    if at < 0:
+        return value
+    before = re.split(r"[.;:,!?\n]|\band\b|\bwhile\b", source[:at])[-1].split()[-6:]
+    return " ".join(before + [value]).strip()
 
 
 def _keep_counts(head: list[str], body: list[list[str]], asked: list[Count], topic: str) -> str:

@@ -20,16 +20,15 @@ import functools
 import hashlib
 import math
 import re
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from optimizer.sim import reading
 from optimizer.sim.meaning import (
     Count,
     concept,
     concepts,
     counts,
     items_of,
-    negated,
     plain_words,
     strip_counts,
 )
@@ -227,32 +226,58 @@ def route(world: World, topic: frozenset[str]) -> tuple[Habit | None, float]:
 
 @dataclass(frozen=True)
 class Need:
-    items: tuple[str, ...]  # tokens and values, judged as written
+    items: tuple[str, ...]  # tokens judged as written: snippets, identifiers, colours, quotes
     counts: tuple[Count, ...]  # numbers of words, bullets, ... the output must keep to
     topic: frozenset[str]  # the concepts of what it asks, beyond items and counts
     habit: Habit | None  # the habit that causes it; None: a specific behaviour
     feasible: bool
-    negated: bool  # it forbids what it names
+    negated: bool  # a prohibition: it forbids what it names (sim/reading.forbids)
     key: str  # the expectation's identity in the world: its sorted concepts
+    values: tuple[str, ...] = ()  # the specific values it names, as written (a task's answer)
+    amounts: tuple[tuple[float, bool], ...] = ()  # the numbers among them, judged by value
+    role: frozenset[str] = frozenset()  # what a stated number must stand with ("revenue")
+    polarity: int = 0  # 1: what it asks for is a denial, an absence or a "no"
+    outcome: int | None = None  # +1 / -1: it asks to report a success / a failure
+    section: frozenset[str] | None = None  # it asks for a section on this topic
+    position: str = ""  # "first" or "last": where in the answer it must stand
+    form: str = ""  # a form of the answer it checks (reading.FORMS)
+
+
+# Concepts too general to tie a number to its role: "the total is 12" says nothing of what.
+_GENERIC_ROLE = frozenset({"figure", "date", "state", "give"})
 
 
 @functools.lru_cache(maxsize=65536)
 def need(world: World, expectation: str) -> Need:
-    rest = strip_counts(expectation)
-    items = tuple(items_of(rest) + facts(strip_snippets(rest)))
+    negated = reading.forbids(expectation)
+    said = reading.forbidden(expectation) if negated else expectation
+    rest = strip_counts(said)
+    values = tuple(facts(strip_snippets(rest)))
+    numeric = [v for v in values if reading.amounts(v) and not v.startswith("#")]
+    items = tuple(items_of(rest) + [v for v in values if v not in numeric])
+    amounts = tuple(a for v in numeric for a in reading.amounts(v))
     topic = concepts(rest)
-    habit, _ = route(world, topic)
+    section = reading.section_topic(rest)
+    habit, _ = route(world, section if section else topic)
     hits = len(topic & habit.cues) if habit is not None else 0
     weak = habit is not None and not (topic & habit.cues) - LAYOUT_CUES
-    if habit is not None and hits < 2 and (items or weak or len(topic) > 2):
+    if habit is not None and not section and hits < 2 and (items or weak or len(topic) > 2):
         # "Headings use Poppins" is about Poppins, and "has a `## Notes` section" about its item:
         # an expectation is a habit's only when it is mostly about the habit.
         habit = None
     key = " ".join(sorted(topic))
     feasible = habit is None or draw(world, "feasible", key) >= world.infeasible
     return Need(
-        items, tuple(counts(expectation)), topic, habit, feasible, negated(expectation), key
-    )
+        items, tuple(counts(said)), topic, habit, feasible, negated, key,
+        values=values,
+        amounts=amounts,
+        role=topic - _GENERIC_ROLE if amounts else frozenset(),
+        polarity=reading.polarity(rest, topic),
+        outcome=reading.outcome(rest),
+        section=section,
+        position=reading.position(rest),
+        form=reading.form(rest),
+    )  # fmt: skip
 
 
 def task_rate(world: World, key: str) -> float:
@@ -319,69 +344,3 @@ def attention(world: World, index: int, count: int) -> float:
     length = FOLLOW_MAX / (1 + world.length_cost * max(0, count - SHORT_SKILL))
     late = world.position_cost * index / max(count - 1, 2 * SHORT_SKILL)
     return length * (1 - late)
-
-
-# --- the ceiling --------------------------------------------------------------------------------
-
-
-def expected_best(
-    world: World,
-    expectation: str,
-    prompt: str | None = None,
-    sections: int = 0,
-    conventions: frozenset[str] = frozenset(),
-) -> float:
-    """The chance the best possible skill (every useful behaviour asked for clearly and early in
-    a short skill, nothing harmful, no eval's own values copied) makes one run meet the
-    expectation, before judge noise. A value the task's prompt holds comes with the figures habit;
-    a convention (a value several evals expect, such as a brand colour) is named by the skill; any
-    other value is out of a general skill's reach. Without the prompt, values count as reachable."""
-    found = need(world, expectation)
-    if not found.feasible:
-        return 0.0
-    if found.negated:
-        return FOLLOW_MAX
-    keep = focus(world, sections)
-    values = [i for i in found.items if i in facts(strip_snippets(expectation))]
-    carried = [v for v in values if v not in conventions]
-    if prompt is not None and any(v not in prompt for v in carried):
-        return 0.0
-    if found.habit is not None:
-        return FOLLOW_MAX * capability(world, found.habit) * keep
-    if carried:
-        return FOLLOW_MAX * capability(world, HABITS[0]) * keep
-    if found.items or found.counts:
-        return FOLLOW_MAX
-    return FOLLOW_MAX * SPECIFIC_CAP if found.topic else task_rate(world, found.key)
-
-
-@dataclass(frozen=True)
-class Ceiling:
-    per_eval: dict[str, float]  # expected judged pass rate of the best skill, per eval id
-    mean: float  # their mean over evals
-
-
-def ceiling(evals: Iterable[Sequence], world: World | None = None) -> Ceiling:
-    """The per-world limit a search is measured against: the expected pass rate of the judged
-    expectations (structural checks and rubrics aside) under the best possible skill, before
-    judge noise. `evals` are (eval id, expectation texts) or (eval id, texts, prompt)."""
-    world = world or World()
-    listed = [(str(e[0]), list(e[1]), e[2] if len(e) > 2 else None) for e in evals]
-    needed = {
-        n.habit.key
-        for _, texts, _ in listed
-        for t in texts
-        if (n := need(world, t)).habit is not None and not n.negated
-    }
-    evals_of: dict[str, set[str]] = {}
-    for eid, texts, _ in listed:
-        for value in (v for t in texts for v in facts(strip_snippets(strip_counts(t)))):
-            evals_of.setdefault(value, set()).add(eid)
-    shared = frozenset(v for v, ids in evals_of.items() if len(ids) >= 2)
-    per_eval = {
-        eid: sum(expected_best(world, t, prompt, len(needed), shared) for t in texts) / len(texts)
-        for eid, texts, prompt in listed
-        if texts
-    }
-    mean = sum(per_eval.values()) / len(per_eval) if per_eval else 0.0
-    return Ceiling(per_eval, mean)

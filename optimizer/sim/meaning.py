@@ -28,7 +28,8 @@ META = frozenset(
     check ensure correctly correct properly proper good well like least most exactly under over
     less fewer than keep keeps kept one two three four five six seven eight nine ten the and for
     are was has its not but all any can out per via own new get let may yet too off had did
-    his her she him our you who how got see put set way
+    his her she him our you who how got see put set way against ends starts begins opens closes
+    finishes concludes wraps happen happens happened
     """.split()
 )
 
@@ -37,7 +38,7 @@ META = frozenset(
 SYNONYMS = (
     "affect affected affects affecting impact impacted impacts hit touched",
     "customer customers client clients subscriber subscribers account accounts",
-    "cause causes caused reason reasons root why",
+    "cause causes caused reason reasons root why because due therefore hence driver drivers",
     "fix fixes fixed remedy remedies resolution resolve resolved mitigation mitigate solution "
     "repair repaired patch patched",
     "next step steps action actions todo followup follow-up",
@@ -65,6 +66,22 @@ SYNONYMS = (
     "plain jargon-free everyday simple",
     "duration long lasted lasting",
     "outage outages incident incidents downtime disruption",
+    "succeed succeeds succeeded success successful successfully",
+    "recommend recommends recommended recommendation recommendations advise advises advised "
+    "suggest suggests suggested suggestion suggestions",
+    "rollback rollbacks revert reverts reverted roll-back undo",
+    "flaky intermittent intermittently nondeterministic sporadic sporadically",
+    "increase increases increased rise rises rose grow grows grew growth up",
+    "decrease decreases decreased drop drops dropped fall falls fell shrink shrank",
+    "restart restarts restarted reboot reboots rebooted",
+    "delete deletes deleted deletion erase erased wipe wiped remove removed",
+    "apologise apologises apologised apologize apologizes apologized apology sorry",
+    "budget budgets spend spending spent",
+    # A word that turns down what it names reads as its concept; sim/reading.polarity counts the
+    # denial, so "the board rejects it" meets "if it is not approved".
+    "approve approves approved approval accept accepts accepted reject rejects rejected "
+    "decline declines declined deny denies denied",
+    "measure measures measured measurable measurement quantify quantified",
 )
 _CANON = {w: group.split()[0] for group in SYNONYMS for w in group.split()}
 _WORD = re.compile(r"[a-z][a-z0-9-]*[a-z0-9]|[a-z]")
@@ -141,7 +158,21 @@ UNITS = {
     "paragraph": "paragraphs",
     "section": "sections",
     "heading": "sections",
+    "question": "questions",
+    "row": "rows",
 }
+# Things an answer gives as the entries of a list: counted as the items of the list they are in.
+LISTED = (
+    "options|steps|examples|tips|reasons|recommendations|alternatives|ideas|suggestions|rules|"
+    "tasks|risks|questions|names|benefits|features|takeaways|priorities|actions|causes|entries|"
+    "criteria|goals|principles|choices|changes|fixes|tests|cases|headlines|slogans|titles|"
+    "taglines|quotes|facts|metrics|stories|names"
+)
+_LISTED_UNITS = frozenset(LISTED.split("|")) - {"questions"}
+NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
+}  # fmt: skip
 _BOUND = (
     r"(?P<op>at most|no more than|not more than|no longer than|fewer than|less than|shorter than|"
     r"under|below|maximum of|longer than|"
@@ -149,7 +180,8 @@ _BOUND = (
 )
 _COUNT = re.compile(
     _BOUND + r"\s*(?P<n>\d{1,5})[\s-]*(?P<unit>words?|characters?|chars?|sentences?|"
-    r"bullet points?|bullets?|points?|items?|lines?|paragraphs?|sections?|headings?)\b",
+    r"bullet points?|bullets?|points?|items?|lines?|paragraphs?|sections?|headings?|questions?|"
+    r"rows?|" + "|".join(sorted({u.rstrip("s") + "s?" for u in LISTED.split("|")})) + r")\b",
     re.I,
 )
 _OPS = {
@@ -165,9 +197,10 @@ _OPS = {
 class Count:
     """A number an expectation or an instruction sets for a countable part of the answer."""
 
-    unit: str  # words, characters, sentences, bullets, lines, paragraphs, sections
+    unit: str  # words, characters, sentences, bullets, lines, paragraphs, sections, questions, rows
     op: str  # <=, <, >=, >, ==
     n: int
+    noun: str = ""  # what the entries of a list are ("options"), when the count names them
 
     def holds(self, value: int) -> bool:
         return {
@@ -190,16 +223,35 @@ class Count:
 def counts(text: str) -> list[Count]:
     """The count constraints a sentence states: "under 200 words", "exactly 5 bullet points"."""
     found = []
-    for m in _COUNT.finditer(strip_snippets(text)):
-        unit = m.group("unit").lower().rstrip("s")
-        unit = UNITS.get(unit, UNITS.get(unit.replace("bullet point", "bullet point"), "words"))
+    for m in _COUNT.finditer(_spell(strip_snippets(text))):
+        said = m.group("unit").lower()
+        unit = said.rstrip("s")
+        noun = ""
+        if said + ("" if said.endswith("s") else "s") in _LISTED_UNITS:
+            if int(m.group("n")) < 2:
+                continue  # "one example" asks for an example, not for a list of one
+            unit, noun = "bullets", said  # three options, five tips: the entries of a list
+        else:
+            unit = UNITS.get(unit, "words")
         op = _OPS.get((m.group("op") or "").lower(), "==")
-        found.append(Count(unit, op, int(m.group("n"))))
+        found.append(Count(unit, op, int(m.group("n")), noun))
     return found
 
 
+def _spell(text: str) -> str:
+    """Number words as digits, so "three options" is counted as "3 options"."""
+    return re.sub(
+        r"\b(" + "|".join(NUMBER_WORDS) + r")\b(?=[\s-]+[a-z])",
+        lambda m: str(NUMBER_WORDS[m.group(1).lower()]),
+        text,
+        flags=re.I,
+    )
+
+
 def strip_counts(text: str) -> str:
-    return re.sub(r"\s+", " ", _COUNT.sub(" ", text)).strip()
+    if not _COUNT.search(_spell(text)):
+        return text
+    return re.sub(r"\s+", " ", _COUNT.sub(" ", _spell(text))).strip()
 
 
 def measure(content: str, unit: str) -> int:
@@ -215,6 +267,17 @@ def measure(content: str, unit: str) -> int:
         return len(lines)
     if unit == "sections":
         return sum(bool(re.match(r"#{1,6}\s", ln)) for ln in lines[1:])  # the title is no section
+    if unit == "questions":
+        # A list of questions is counted by its entries, some of which a writer ends with a full
+        # stop ("Tell me about…"); a claim such as "10 questions:" is not counted at all.
+        asked = len(re.findall(r"\?(?:\s|$)", re.sub(r"^#.*$", "", content, flags=re.M)))
+        entries = [ln for ln in lines if re.match(r"\s*(?:[-*•]|\d+[.)])\s+\S", ln)]
+        if entries and sum(ln.rstrip().endswith("?") for ln in entries) * 2 >= len(entries):
+            return max(asked, len(entries))
+        return asked
+    if unit == "rows":
+        table = [ln for ln in lines if ln.lstrip().startswith("|")]
+        return max(0, len([ln for ln in table if not re.fullmatch(r"[\s|:-]+", ln)]) - 1)
     if unit == "paragraphs":
         return len([p for p in re.split(r"\n\s*\n", content) if p.strip()])
     return len(re.findall(r"[.!?](?:\s|$)", re.sub(r"^#.*$", "", content, flags=re.M)))

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from optimizer.sim.judges import failures, parse_files
-from optimizer.sim.latent import World, habits, read_instruction, topic_of
+from optimizer.sim.latent import topic_of
 from optimizer.sim.meaning import counts, strip_counts
 from optimizer.sim.text import (
     bullet_indexes,
@@ -43,7 +43,7 @@ def propose(get: Section, rng: random.Random, knobs: Any) -> dict:
     kind = _kind(rng, knobs)
     if (get("target") or "body").strip().lower() == "description":
         return _description(get, path, content, kind == "good", rng)
-    return _body(get, path, content, kind, rng, knobs.world)
+    return _body(get, path, content, kind, rng)
 
 
 def _one_line(text: str) -> str:
@@ -142,9 +142,7 @@ def instruction_for(text: str, shared: frozenset[str] | set[str] = frozenset()) 
     return f"- {imperative(general)}."
 
 
-def _body(
-    get: Section, path: str, content: str, kind: str, rng: random.Random, world: World
-) -> dict:
+def _body(get: Section, path: str, content: str, kind: str, rng: random.Random) -> dict:
     _, body = split_front_matter(content)
     head = content[: len(content) - len(body)]
     lines = body.split("\n")
@@ -212,7 +210,7 @@ def _body(
             _edit(path, content, after, old, new),
         )
     if kind == "harmful" and (marks or failed):
-        return _harm(get, path, content, head, lines, marks, rng, world, insert)
+        return _harm(path, content, head, lines, marks, rng, insert)
     return _neutral(path, content, head, lines, marks, rng)
 
 
@@ -224,41 +222,51 @@ def _copy(text: str) -> str:
 
 
 def _harm(
-    get: Section,
     path: str,
     content: str,
     head: str,
     lines: list[str],
     marks: list[int],
     rng: random.Random,
-    world: World,
     insert: Callable,
 ) -> dict:
-    """Drop an instruction that does real work, or contradict a habit the tasks need."""
-    useful = [
-        i
-        for i in marks
-        if (ask := read_instruction(world, bullet_text(lines[i])))
-        and not ask.negative
-        and (ask.items or any(c >= 1 for _, c in ask.habits))
-    ]
-    if useful and rng.random() < 0.5:
-        i = rng.choice(useful)
+    """A careless author's edit, from the skill's text alone (the proposer never knows which
+    instruction does the work): drop an instruction as noise, or "tighten" the skill by turning
+    one of its instructions into a prohibition, or by asking to leave out what an author guesses
+    is padding."""
+    if marks and rng.random() < 0.5:
+        i = rng.choice(marks)
         after = head + "\n".join(lines[:i] + lines[i + 1 :])
         return _result(
             f"Simplify: remove '{bullet_text(lines[i])}'",
             "Shorter skills are followed more reliably, and the agent does this anyway.",
             _edit(path, content, after, lines[i] + "\n", ""),
         )
-    # A careless author's "tightening": a habit turned off that the author guesses is noise (the
-    # proposer never knows which habits the failures need).
-    habit = rng.choice(habits(world))
-    after, old, new = insert([f"- {habit.against}"])
+    if marks and rng.random() < 0.5:
+        said = bullet_text(lines[rng.choice(marks)]).rstrip(".")
+        line = f"- Do not {_lower_first(said)}; it makes answers longer than they need to be."
+    else:
+        line = f"- {rng.choice(CARELESS)}"
+    after, old, new = insert([line])
     return _result(
-        f"Tighten: {habit.against}",
+        f"Tighten: {bullet_text(line)}",
         "Long answers dilute the important parts.",
         _edit(path, content, after, old, new),
     )
+
+
+# What a careless author cuts to make answers shorter: written as an author writes it, not read
+# from the world.
+CARELESS = (
+    "Skip caveats, open questions and notes on missing data; they distract the reader.",
+    "Leave out any summary or recap at the end; the details speak for themselves.",
+    "No need to propose follow-up work; the reader plans it.",
+    "Keep to the facts asked for; do not explain causes or fixes.",
+    "Do not spell out who is affected; the reader knows the audience.",
+    "Write plain paragraphs; avoid splitting the answer under headings.",
+    "Round figures freely; do not copy them digit for digit.",
+    "Use the team's own terms without explaining them.",
+)
 
 
 def _unique(failed: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:

@@ -1,15 +1,17 @@
 """When the simulated judge may pass an expectation: only on content that meets it, quoted word for
-word from one output file. Items and values must appear as written; a count (words, bullets,
-sections) is counted; a habit's expectation needs the habit's content, never its heading alone;
-any other expectation needs a line that does what it asks (by meaning, sim/meaning.py) or, in an
-answer of the simulated agent, the task's own draw. A negated expectation is violated by what it
-forbids. Never reads the skill: a restatement in the skill is not content of the answer."""
+word from one output file, read as a careful person reads it (sim/reading.py). Restating the
+expectation or listing its words is no content; an expectation that asks to point out an absence
+is content, and a prohibition is broken only by what it forbids; counts are counted in the unit
+named; a value must stand in its role; a claim the answer denies does not pass; a heading with
+content under it is a section. Never reads the skill: a restatement in the skill is not content."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+from optimizer.sim import reading
+from optimizer.sim.answer import Line, content, has_item, lines_of, placed, quote, quoted, read
 from optimizer.sim.compose import DONE, INTRO
 from optimizer.sim.latent import (
     LAYOUT_CUES,
@@ -23,11 +25,7 @@ from optimizer.sim.latent import (
     task_rate,
     topic_of,
 )
-from optimizer.sim.meaning import measure
-
-QUOTE_CHARS = 160  # of one quoted passage: enough to read the support in context
-MAX_QUOTES = 3
-FILLER = "under this heading."  # the paragraph an item heading gets when nothing asked for more
+from optimizer.sim.meaning import Count, concept, measure
 
 
 @dataclass(frozen=True)
@@ -35,36 +33,6 @@ class Support:
     passed: bool
     partial: bool  # close enough that a noisy judge may pass it, with a quote
     evidence: str
-
-
-def has_item(text: str, item: str) -> bool:
-    """A snippet or a quoted value appears as written; a number, a colour or an id as a whole
-    token, so "12" is not found inside "112" nor "#fff" inside "#ffffff". A heading counts only
-    with content under it: a heading alone is no section."""
-    if re.match(r"#+\s", item):
-        lines = [ln for ln in text.split("\n") if ln.strip()]
-        return any(
-            ln.strip() == item and k + 1 < len(lines) and not lines[k + 1].lstrip().startswith("#")
-            for k, ln in enumerate(lines)
-        )
-    if re.fullmatch(r"#?[\w.,%-]+", item) and re.search(r"\d|^#|_|-", item):
-        pattern = rf"(?<![\w.#-]){re.escape(item)}(?![\w-]|[.,]\d)"
-        return re.search(pattern, text, re.I if item.startswith("#") else 0) is not None
-    return item in text
-
-
-def _quote(line: str, item: str | None) -> str:
-    """A verbatim window of the line around `item`, so a reviewer can find it in the output."""
-    line = line.strip()
-    if len(line) <= QUOTE_CHARS:
-        return line
-    at = line.find(item) if item else 0
-    start = max(0, min(at - QUOTE_CHARS // 3, len(line) - QUOTE_CHARS))
-    return line[start : start + QUOTE_CHARS]
-
-
-def _lines(content: str) -> list[str]:
-    return [line for line in content.split("\n") if line.strip()]
 
 
 def _pattern(habit: Habit) -> re.Pattern[str]:
@@ -78,19 +46,42 @@ def section(lines: list[str], habit: Habit) -> str | None:
     return next((ln for ln in lines if pattern.search(ln)), None)
 
 
-def _doing(lines: list[str], wanted: Need, realized: bool = True) -> str | None:
-    """A line of the answer that does what the expectation asks: it carries at least half of its
-    concepts. The title, the simulated agent's covers line and item fillers are not content; nor,
-    for a habit's expectation, a line the agent wrote to do a clause in that clause's own words
-    (`realized` False): a habit is done by its content, not by a list of the words that name it."""
+def _doing(lines: list[Line], wanted: Need, realized: bool = True) -> tuple[Line | None, bool]:
+    """A line of the answer that does what the expectation asks, and whether one denied it. A
+    clause does it when, read with the heading it stands under, it carries half of the
+    expectation's concepts, it is a sentence (no list of words), it gives something beyond the
+    expectation's own words, and it points the same way (a denial against a claim fails). For a
+    habit's expectation, a line the agent wrote in an instruction's own words (`realized` False)
+    is no content: a habit is done by its content."""
+    denied = False
     for line in lines:
-        if line.lstrip().startswith("#") or line.startswith(INTRO) or line.endswith(FILLER):
-            continue  # a heading alone does nothing an expectation asks
-        if not realized and line.endswith(f"{DONE}."):
+        if not content(line) or (not realized and line.text.endswith(f"{DONE}.")):
             continue
-        if covers(topic_of(line.replace(DONE, "")), wanted.topic):
-            return line
-    return None
+        context = topic_of(f"{line.heading} {line.intro}")
+        for clause in [line.text] if line.code else reading.clauses(line.text):
+            said = topic_of(clause.replace(DONE, ""))
+            if not covers(said | context, wanted.topic):
+                continue
+            if not line.code and (
+                not reading.is_sentence(clause)
+                or reading.announces(clause, wanted.topic)
+                or reading.restates(clause, wanted.topic)
+            ):
+                continue
+            same = reading.polarity(clause, wanted.topic) == wanted.polarity
+            told = reading.outcome(clause)
+            if (
+                wanted.polarity == 0
+                and wanted.outcome is not None
+                and told not in (None, wanted.outcome)
+            ):
+                same = False
+            if not same:
+                denied = True
+                continue
+            if placed(line, lines, wanted.position):
+                return line, denied
+    return None, denied
 
 
 def support(
@@ -101,74 +92,157 @@ def support(
         return Support(False, False, "No output files were produced.")
     world = world or World()
     wanted = need(world, expectation)
-    found = _positive(wanted, files, world)
-    if not wanted.negated:
-        return found
-    if wanted.counts and not wanted.items:
-        return found  # "no more than 150 words" is a count, not a negation
-    if not found.passed:
-        # "Does not speculate about the root cause" is broken by a cause section, whatever else
-        # it says: what a negation forbids is any of the behaviours it names.
-        for habit in habits(world):
-            if (habit.cues & wanted.topic) - LAYOUT_CUES and not found.passed:
-                found = _habit(wanted, habit, files)
-    if found.passed:
-        return Support(False, True, found.evidence + " It does what the expectation forbids.")
-    return Support(True, True, "None of the outputs does what the expectation forbids.")
+    if wanted.negated and not (wanted.counts and not wanted.items):
+        return _prohibition(wanted, expectation, files, world)
+    return _positive(wanted, files, world, expectation)
 
 
-def _positive(wanted: Need, files: list[dict], world: World) -> Support:
+def _positive(wanted: Need, files: list[dict], world: World, expectation: str) -> Support:
     if wanted.counts:
-        return _counts(wanted, files)
-    if wanted.items:
-        return _items(wanted, files)
+        return _counts(wanted, files, world, expectation)
+    if wanted.form:
+        return _form(wanted, files, expectation)
+    if wanted.items or wanted.amounts:
+        return _values(wanted, files)
+    if wanted.section is not None:
+        return _section(wanted, files)
     if wanted.habit is not None:
         return _habit(wanted, wanted.habit, files)
     return _specific(world, wanted, files)
 
 
-def _counts(wanted: Need, files: list[dict]) -> Support:
-    """Every count the expectation states, in the main output (the longest file)."""
-    main = max(files, key=lambda f: len(f["content"]))
-    measured = [(c, measure(main["content"], c.unit)) for c in wanted.counts]
-    said = "; ".join(f"{n} {c.unit} (wanted {c.words()})" for c, n in measured)
-    if all(c.holds(n) for c, n in measured) and (not wanted.items or _items(wanted, files).passed):
+def _main(files: list[dict]) -> dict:
+    return max(files, key=lambda f: len(f["content"]))
+
+
+def _counted(content: str, count: Count) -> int:
+    """A count as a careful judge takes it: the entries of the list that holds what is named
+    ("three options": the list under a line about options, else the longest list)."""
+    if count.unit != "bullets" or not count.noun:
+        return measure(content, count.unit)
+    lists: list[tuple[str, int]] = []
+    intro, size = "", 0
+    for text in lines_of(content) + [""]:
+        if re.match(r"\s*(?:[-*•]|\d+[.)])\s+\S", text):
+            size += 1
+            continue
+        if size:
+            lists.append((intro, size))
+        intro, size = text, 0
+    if not lists:
+        return 0
+    named = concept(count.noun)
+    about = [n for head, n in lists if named in topic_of(head)]
+    return about[0] if about else max(n for _, n in lists)
+
+
+def _counts(wanted: Need, files: list[dict], world: World, expectation: str) -> Support:
+    """Every count the expectation states, in the main output (the longest file); a claim of a
+    count ("I wrote 10 questions") is not the count."""
+    main = _main(files)
+    measured = [(c, _counted(main["content"], c)) for c in wanted.counts]
+    said = "; ".join(f"{n} {c.noun or c.unit} (wanted {c.words()})" for c, n in measured)
+    rest = (
+        _values(wanted, files).passed
+        if wanted.items or wanted.amounts
+        else (_form(wanted, files, expectation).passed if wanted.form else True)
+    )
+    if all(c.holds(n) for c, n in measured) and rest:
         return Support(True, True, f"Counted in {main['path']}: {said}.")
     close = all(abs(n - c.n) <= max(1, c.n // 10) for c, n in measured)
     return Support(False, close, f"Counted in {main['path']}: {said}.")
 
 
-def _items(wanted: Need, files: list[dict]) -> Support:
-    """Every item as written in one file: a value nobody wrote is absent, whatever else is there."""
-    partial: tuple[str, list[str]] | None = None
+def _form(wanted: Need, files: list[dict], expectation: str) -> Support:
     for f in files:
-        lines = _lines(f["content"])
+        if reading.has_form(f["content"], wanted.form, expectation):
+            return Support(True, True, f"{f['path']} is written as asked ({wanted.form}).")
+    return Support(False, False, f"No output is written as asked ({wanted.form}).")
+
+
+def _in_role(line: Line, amount: tuple[float, bool], wanted: Need) -> bool:
+    """A number stands in its role when the sentence that states it, read with its heading,
+    names what the expectation says it is ("$2.4M" as revenue, not as cost)."""
+    if not wanted.role:
+        return True
+    context = topic_of(line.heading) if line.heading else frozenset()
+    return any(
+        covers(topic_of(clause) | context, wanted.role)
+        for clause in reading.clauses(line.text)
+        if reading.states_amount(clause, amount)
+    )
+
+
+def _values(wanted: Need, files: list[dict]) -> Support:
+    """Every item as written and every number by value, in one file, each in its role: a value
+    nobody wrote is absent, whatever else is there."""
+    partial: tuple[str, list[str]] | None = None
+    missing_all: list[str] = []
+    for f in files:
+        lines = read(f["content"])
         quotes, missing = [], []
         for item in wanted.items:
-            line = next((ln for ln in lines if has_item(ln, item)), None)
+            line = next((ln.text for ln in lines if has_item(ln.text, item)), None)
             if line is None and has_item(f["content"], item):
                 line = item  # an item that spans lines is quoted as itself
-            (quotes.append(_quote(line, item)) if line is not None else missing.append(item))
+            (quotes.append(quote(line, item)) if line is not None else missing.append(item))
+        for amount, value in zip(wanted.amounts, _numeric(wanted), strict=False):
+            stated = [ln for ln in lines if reading.states_amount(ln.text, amount)]
+            placed = [ln for ln in stated if _in_role(ln, amount, wanted)]
+            if placed:
+                quotes.append(quote(placed[0].text))
+            else:
+                missing.append(value + (" as stated there" if stated else ""))
         if not missing:
-            return Support(True, True, _found(f["path"], list(dict.fromkeys(quotes))))
+            return Support(True, True, quoted(f["path"], list(dict.fromkeys(quotes))))
+        missing_all = missing
         if quotes and partial is None:
             partial = (f["path"], quotes)
-    absent = ", ".join(
-        f"`{i}`" for i in wanted.items if not any(has_item(f["content"], i) for f in files)
-    )
+    absent = ", ".join(f"`{i}`" for i in missing_all)
     if partial is not None:
-        return Support(False, True, _found(*partial) + f"; but not {absent or 'all in one file'}.")
+        return Support(False, True, quoted(*partial) + f"; but not {absent or 'all in one file'}.")
     return Support(False, False, f"Not found in the outputs: {absent}.")
+
+
+def _numeric(wanted: Need) -> list[str]:
+    return [v for v in wanted.values for _ in reading.amounts(v) if not v.startswith("#")]
+
+
+def _section(wanted: Need, files: list[dict]) -> Support:
+    """A heading about the topic with content under it, or the section of the habit the topic
+    belongs to; a heading alone is no section."""
+    assert wanted.section is not None
+    bare = None
+    for f in files:
+        lines = lines_of(f["content"])
+        for k, text in enumerate(lines):
+            if not re.match(r"#{1,6}\s", text) or not covers(topic_of(text), wanted.section):
+                continue
+            under = k + 1 < len(lines) and not re.match(r"#{1,6}\s", lines[k + 1])
+            if under:
+                return Support(True, True, quoted(f["path"], [text, quote(lines[k + 1])]))
+            bare = bare or (f["path"], text)
+    if wanted.habit is not None:
+        found = _habit(wanted, wanted.habit, files)
+        if found.passed:
+            return found
+    if bare is not None:
+        return Support(False, True, quoted(bare[0], [bare[1]]) + "; but nothing stands under it.")
+    return Support(False, False, "Not found in the outputs: no section on it.")
 
 
 def _habit(wanted: Need, habit: Habit, files: list[dict]) -> Support:
     for f in files:
-        lines = _lines(f["content"])
-        line = section(lines, habit) or _doing(lines, wanted, realized=False)
+        lines = read(f["content"])
+        own = section([ln.text for ln in lines], habit)
+        held = next((ln for ln in lines if ln.text == own), None)
+        if held is not None and not placed(held, lines, wanted.position):
+            held = None
+        line = held or _doing(lines, wanted, realized=False)[0]
         if line is None:
             continue
-        found = _found(f["path"], [_quote(line, None)])
-        if wanted.feasible or line != section(lines, habit):
+        found = quoted(f["path"], [quote(line.text)])
+        if wanted.feasible or line is not held:
             return Support(True, True, found)
         return Support(False, True, found + "; but it does not show what the expectation asks.")
     return Support(
@@ -179,25 +253,77 @@ def _habit(wanted: Need, habit: Habit, files: list[dict]) -> Support:
 def _specific(world: World, wanted: Need, files: list[dict]) -> Support:
     """A line that does it; else, in an answer of the simulated agent, whether it did it untold
     is a draw fixed by the world, the expectation and the answer's covers line (so the grader and
-    the comparator agree on it, and a skill cannot buy it). A negated expectation never leans on that draw."""
+    the comparator agree on it, and a skill cannot buy it)."""
+    denied = False
     for f in files:
-        lines = _lines(f["content"])
-        line = _doing(lines, wanted)
+        line, no = _doing(read(f["content"]), wanted)
+        denied = denied or no
         if line is not None:
-            return Support(True, True, _found(f["path"], [_quote(line, None)]))
-    if not wanted.negated:
-        for f in files:
-            intro = next((ln for ln in _lines(f["content"]) if ln.startswith(INTRO)), None)
-            # Keyed on the covers line, which the agent writes before it reads the skill: the
-            # same run of the same task meets it or not whatever the skill says.
-            if intro and draw(world, "meets", wanted.key, intro) < task_rate(world, wanted.key):
-                return Support(True, True, _found(f["path"], [_quote(intro, None)]))
+            return Support(True, True, quoted(f["path"], [quote(line.text)]))
+    if denied:
+        return Support(False, False, "The outputs say the opposite of what the expectation asks.")
+    for f in files:
+        intro = next((ln for ln in lines_of(f["content"]) if ln.startswith(INTRO)), None)
+        # Keyed on the covers line, which the agent writes before it reads the skill: the
+        # same run of the same task meets it or not whatever the skill says.
+        if intro and draw(world, "meets", wanted.key, intro) < task_rate(world, wanted.key):
+            return Support(True, True, quoted(f["path"], [quote(intro)]))
+    # No line to quote: nothing a noisy judge could lean on to pass it.
     return Support(
-        False,
-        bool(wanted.topic),
-        "Not found in the outputs: nothing in them does what the expectation asks.",
+        False, False, "Not found in the outputs: nothing in them does what the expectation asks."
     )
 
 
-def _found(path: str, quotes: list[str]) -> str:
-    return f"Found in {path}: " + " … ".join(f'"{q}"' for q in quotes[:MAX_QUOTES])
+_PROPER = re.compile(r"(?<=[a-z,;:]\s)([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)")
+_CALENDAR = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april may "
+    "june july august september october november december".split()
+)
+
+
+def _names(line: str) -> bool:
+    """Whether a line names someone or something by a proper name (not a day or a month)."""
+    return any(
+        not {w.lower() for w in m.group(1).split()} <= _CALENDAR for m in _PROPER.finditer(line)
+    )
+
+
+def _broken(wanted: Need, expectation: str, files: list[dict], world: World) -> Support | None:
+    """Where the outputs do what a prohibition forbids, if anywhere."""
+    text = reading.forbidden(expectation)
+    if reading.SPECULATION.search(text):
+        # Speculation is a cause offered with a hedge; "we are still investigating" is none.
+        about = wanted.topic - topic_of("speculate guess")
+        for f in files:
+            for line in lines_of(f["content"]):
+                if reading.SPECULATES.search(line) and (not about or topic_of(line) & about):
+                    return Support(False, True, quoted(f["path"], [quote(line)]))
+        return None
+    if re.search(r"\bnames?\b", text, re.I) and not wanted.items:
+        for f in files:
+            for line in lines_of(f["content"]):
+                if not line.lstrip().startswith("#") and _names(line):
+                    return Support(False, True, quoted(f["path"], [quote(line)]))
+        return None
+    if wanted.items or wanted.amounts or wanted.form:
+        found = _form(wanted, files, text) if wanted.form else _values(wanted, files)
+        return Support(False, True, found.evidence) if found.passed else None
+    for f in files:
+        doing, _ = _doing(read(f["content"]), wanted)
+        if doing is not None:
+            return Support(False, True, quoted(f["path"], [quote(doing.text)]))
+    for habit in habits(world):
+        # "Does not suggest next steps" is broken by a next-steps section: the content of a
+        # habit the prohibition is mostly about.
+        if len((habit.cues & wanted.topic) - LAYOUT_CUES) >= min(2, len(wanted.topic)):
+            found = _habit(wanted, habit, files)
+            if found.passed:
+                return Support(False, True, found.evidence)
+    return None
+
+
+def _prohibition(wanted: Need, expectation: str, files: list[dict], world: World) -> Support:
+    broken = _broken(wanted, expectation, files, world)
+    if broken is not None:
+        return Support(False, True, broken.evidence + " It does what the expectation forbids.")
+    return Support(True, True, "None of the outputs does what the expectation forbids.")

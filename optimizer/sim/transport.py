@@ -18,8 +18,9 @@ import httpx2
 from optimizer.sim import drafter
 from optimizer.sim import world as sim_world
 from optimizer.sim.batches import BatchService
-from optimizer.sim.latent import Ceiling, World
-from optimizer.sim.latent import ceiling as latent_ceiling
+from optimizer.sim.ceiling import Ceiling
+from optimizer.sim.ceiling import ceiling as latent_ceiling
+from optimizer.sim.latent import World
 from optimizer.sim.protocol import (
     ERRORS,
     FAULT_KINDS,
@@ -84,7 +85,7 @@ class Simulator:
 
     def ceiling(self, evals: Iterable[tuple[str, Sequence[str]]]) -> Ceiling:
         """The best possible skill's expected judged pass rate in this simulator's world
-        (`latent.ceiling`): the limit a bench measures a search's captured headroom against."""
+        (`sim/ceiling.py`): the limit a bench measures a search's captured headroom against."""
         return latent_ceiling(evals, self.knobs.world)
 
     # --- content -------------------------------------------------------------------------------
