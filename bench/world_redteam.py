@@ -285,10 +285,18 @@ def mean(xs: list[float]) -> float:
 Rows = dict[str, list[float]]
 
 
+def family(name: str) -> str:
+    """What an edit is a kind of: stacking two of a kind (x10 on x50, soup on soup) is the same
+    edit made bigger, which the single rows already measure."""
+    if "delete" in name:
+        return "delete"
+    return "repeat" if re.fullmatch(r"clear x\d+", name) else name.split()[0]
+
+
 def search(case: Case, score: Scorer, quick: bool) -> tuple[Rows, Rows]:
     """(rows, sanity rows) of per-world scores. The v0-line deletions are folded into their best;
-    then a greedy pass stacks the best edits (up to three) onto the best single one, in score
-    order, names breaking ties."""
+    then a greedy pass stacks the best edit of other families (up to three edits) onto the best
+    single one, in score order, names breaking ties."""
     texts = edits_of(case, quick)
     rows = {name: score(t) for name, t in texts.items() if name not in sanity()}
     checks = {name: score(texts[name]) for name in sanity()}
@@ -300,12 +308,16 @@ def search(case: Case, score: Scorer, quick: bool) -> tuple[Rows, Rows]:
         shown = f"{deletions[0]} (best of {len(deletions)})"
         rows[shown], named[shown] = rows.pop(deletions[0]), named[deletions[0]]
     ranked = sorted((n for n in rows if n not in REFERENCES), key=lambda n: (-mean(rows[n]), n))
-    pool = [n for n in ranked[:5] if n != "v0 + checklist"]  # that one starts from v0, not clear
+    pool: list[str] = []  # the best edit of each family, five families at most
+    for n in ranked:
+        if n != "v0 + checklist" and family(n) not in map(family, pool):  # that one starts from v0
+            pool.append(n)
+    pool = pool[:5]
     if not pool:
         return rows, checks
     combo, text, best = [pool[0]], named[pool[0]](case.reference, case), mean(rows[pool[0]])
     for _ in range(1 if quick else 2):
-        tried = {n: named[n](text, case) for n in pool if n not in combo}
+        tried = {n: named[n](text, case) for n in pool if family(n) not in map(family, combo)}
         if not tried:
             break
         scored = {n: score(t) for n, t in tried.items()}
@@ -320,16 +332,17 @@ def search(case: Case, score: Scorer, quick: bool) -> tuple[Rows, Rows]:
 def table(case: Case, rows: Rows, checks: Rows, worlds: list[int]) -> None:
     ref = mean(rows["clear"])
     head = " ".join(f"{'w' + str(w):>6}" for w in worlds)
+    width = max(len(n) for n in [*rows, *(f"sanity: {n}" for n in checks)])
     print(f"  {case.name}")
-    print(f"    {'edit':<58} {head}   mean   gain")
+    print(f"    {'edit':<{width}} {head}   mean   gain")
     for name, r in rows.items():
         per = " ".join(f"{x:6.3f}" for x in r)
-        print(f"    {name:<58} {per}  {mean(r):.3f} {mean(r) - ref:+.3f}")
+        print(f"    {name:<{width}} {per}  {mean(r):.3f} {mean(r) - ref:+.3f}")
     for name, (_, against) in sanity().items():
         r = checks[name]
         per = " ".join(f"{x:6.3f}" for x in r)
         print(
-            f"    sanity: {name:<50} {per}  {mean(r):.3f} {mean(r) - ref:+.3f}"
+            f"    {'sanity: ' + name:<{width}} {per}  {mean(r):.3f} {mean(r) - ref:+.3f}"
             f"   ({mean(r) - mean(rows[against]):+.3f} over {against})"
         )
 
