@@ -24,12 +24,21 @@ from optimizer.sim.latent import (
     habits,
     read_instruction,
 )
-from optimizer.sim.meaning import Count, concept, counts, identifiers, measure, plain_words
+from optimizer.sim.meaning import (
+    Count,
+    concept,
+    concepts,
+    counts,
+    identifiers,
+    measure,
+    plain_words,
+)
 from optimizer.sim.reading import is_sentence
 from optimizer.sim.text import bullet_text, facts, snippets, strip_snippets, words
 
 EXAMPLE = "\0example\0"  # marks a line of a fenced example: its shape, not an instruction
 EXAMPLE_FENCES = ("", "md", "markdown", "text", "txt")
+MAX_REFERENCES = 2  # of the skill's own files one task reads
 EXAMPLE_FOLLOW = 0.8  # a followed example's shape is imitated this often
 INTRO = "This answer covers"  # the line a specific expectation met untold is judged on
 DONE = "as the task needs"  # ends a line that does what an instruction asked in its own words
@@ -71,6 +80,24 @@ def instruction_lines(body: str) -> list[str]:
             continue
         paragraph.append(stripped)
     return found
+
+
+_REFERENCE = re.compile(r"`((?:[\w.-]+/)*[\w.-]+\.(?:md|txt))`")
+
+
+def references(body: str, task: str) -> list[str]:
+    """The skill's own files the agent reads for this task (progressive disclosure): a file the
+    skill names whose name, or the line that names it, speaks to the task ("Harbour Fog" in the
+    task and in `themes/harbour-fog.md`); at most MAX_REFERENCES, in the skill's order."""
+    wanted = concepts(task)
+    found: list[str] = []
+    for line in body.split("\n"):
+        for path in _REFERENCE.findall(line):
+            stem = concepts(re.sub(r"[/_.-]", " ", path.rsplit(".", 1)[0]))
+            named = stem and len(stem & wanted) * 2 >= len(stem)
+            if (named or len(concepts(line) & wanted) >= 2) and path not in found:
+                found.append(path)
+    return found[:MAX_REFERENCES]
 
 
 def subject(task: str) -> str:

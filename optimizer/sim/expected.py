@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from optimizer.sim.compose import compose_output, instruction_lines
+from optimizer.sim.compose import compose_output, instruction_lines, references
 from optimizer.sim.latent import World
 from optimizer.sim.support import support
 from optimizer.sim.text import split_front_matter
@@ -33,10 +33,16 @@ def pass_rate(
     before judge noise: a skill's score in this world, up to sampling noise. With the skill's
     `folder`, the agent reads each eval's input files first, as in a run."""
     world = world or World()
-    lines = instruction_lines(split_front_matter(skill)[1])
+    body = split_front_matter(skill)[1]
     passed = total = 0
     for ev in evals:
         texts = expectations(ev)
+        lines = instruction_lines(body)
+        for path in references(body, ev["prompt"]) if folder is not None else []:
+            # The skill's own files the task needs are read, as in a run (sim/world.py).
+            own = folder / path if folder is not None else None
+            if own is not None and own.is_file():
+                lines += instruction_lines(own.read_text(errors="replace"))
         read = "\n".join(
             (folder / f).read_text(errors="replace") for f in ev.get("files", []) if folder
         )

@@ -46,18 +46,46 @@ def read_calls(tool_names: list[str], paths: list[str], cwd: str) -> list[tuple[
     return []
 
 
+SKILL_ROOT = "/skill/"  # where our executor shows the skill's own files, read only
+
+
+def _viewed(block: dict) -> str:
+    args = block.get("input") or {}
+    return str(args.get("path") or args.get("file_path") or "")
+
+
 def already_read(body: dict) -> bool:
-    return any(is_read(b) for _, b in tool_uses(body))
+    return any(is_read(b) and not _viewed(b).startswith(SKILL_ROOT) for _, b in tool_uses(body))
+
+
+def results(body: dict) -> dict[str, str]:
+    """What each view returned, by the path it viewed, without the view's line numbers."""
+    viewed = {str(b.get("id")): _viewed(b) for _, b in tool_uses(body) if is_read(b)}
+    found: dict[str, str] = {}
+    for message in body["messages"]:
+        content = message.get("content")
+        if message.get("role") != "user" or not isinstance(content, list):
+            continue
+        for block in content:
+            path = viewed.get(str(block.get("tool_use_id"))) if isinstance(block, dict) else None
+            if path:
+                found[path] = _NUMBERED.sub("", block_text(block.get("content") or ""))
+    return found
 
 
 def text_read(body: dict) -> str:
-    """What the views returned: the user-side text after them, without their line numbers."""
+    """What the views of the inputs returned: the user-side text after them, without their line
+    numbers (the skill's own files, read later, are the skill's, not the inputs')."""
     at = next((i for i, b in tool_uses(body) if is_read(b)), None)
     if at is None:
         return ""
+    own = {p for p in results(body) if p.startswith(SKILL_ROOT)}
+    shown = results(body)
     text = "\n".join(
         block_text(m.get("content")) for m in body["messages"][at + 1 :] if m.get("role") == "user"
     )
+    for path in own:
+        text = text.replace(shown[path], "")
     return _NUMBERED.sub("", text)
 
 

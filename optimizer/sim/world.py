@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from optimizer.sim import analyst, inputs, judges, media, proposer
-from optimizer.sim.compose import compose_output, instruction_lines
+from optimizer.sim.compose import compose_output, instruction_lines, references
 from optimizer.sim.latent import World
 from optimizer.sim.meaning import concepts
 from optimizer.sim.text import (
@@ -217,18 +217,21 @@ def _relevant_skill(task: str, skills: list[Skill], rng: random.Random) -> Skill
     return ranked[0][2] if rng.random() < ranked[0][0] else None
 
 
-def skill_instructions(body: dict, after: int) -> list[str]:
-    """The instruction lines of the skill whose text came back after message `after`: any
-    user-side text then is skill content (a tool_result for us, a text block for Claude Code)."""
-    # The skill's text ends where the agent's next action (reading the inputs) begins.
+def _skill_body(body: dict, after: int) -> str:
     until = next((i for i, b in tool_uses(body) if i > after and inputs.is_read(b)), None)
     texts = [
         strip_reminders(block_text(m.get("content")))
         for m in body["messages"][after + 1 : until]
         if m.get("role") == "user"
     ]
-    _, skill_body = split_front_matter("\n".join(texts).strip())
-    return instruction_lines(skill_body)
+    return split_front_matter("\n".join(texts).strip())[1]
+
+
+def skill_instructions(body: dict, after: int) -> list[str]:
+    """The instruction lines of the skill whose text came back after message `after`: any
+    user-side text then is skill content (a tool_result for us, a text block for Claude Code)."""
+    # The skill's text ends where the agent's next action (reading the inputs) begins.
+    return instruction_lines(_skill_body(body, after))
 
 
 def _write_call(body: dict, path: str, content: str, uid: str, index: int = 0) -> dict | None:
@@ -281,6 +284,21 @@ def _executor(body: dict, rng: random.Random, uid: str, knobs: Knobs) -> tuple[l
         calls = [_tool_use(uid, k, name, args) for k, (name, args) in enumerate(views)]
         return calls, "tool_use"
     instructions = skill_instructions(body, skill_calls[0]) if skill_calls else []
+    if skill_calls and "str_replace_based_edit_tool" in tool_names(body):
+        # The skill's own files the task needs, read once the inputs are (ours shows them under
+        # /skill); their lines join the skill's instructions.
+        shown = inputs.results(body)
+        wanted = [
+            inputs.SKILL_ROOT + p for p in references(_skill_body(body, skill_calls[0]), task)
+        ]
+        unread = [p for p in wanted if p not in shown]
+        if unread:
+            calls = [
+                _tool_use(uid, k, "str_replace_based_edit_tool", {"command": "view", "path": p})
+                for k, p in enumerate(unread)
+            ]
+            return calls, "tool_use"
+        instructions += [ln for p in wanted for ln in instruction_lines(shown[p])]
     content = compose_output(task, instructions, rng, knobs.world, inputs.text_read(body))
     path = f"{folder.rstrip('/')}/{relative}"
     writer = media.BINARY_WRITERS.get(PurePosixPath(relative).suffix.lower())
