@@ -202,6 +202,9 @@ def resume(
     spend_all: SpendAllOpt = False,
     notify: NotifyOpt = None,
     set_: SetOpt = None,
+    keep_stop: Annotated[
+        bool, typer.Option("--keep-stop", hidden=True)
+    ] = False,  # the loop of a detached run: a stop that reached it while it started stands
 ) -> None:
     """Continue a run from its current best after a stop, a crash or a deadline."""
     deadline = alias("--until", until, "--deadline", deadline)
@@ -222,6 +225,7 @@ def resume(
             detach=detach,
             console=out,
             notify=notify,
+            keep_stop=keep_stop,
         )
     )
 
