@@ -376,11 +376,11 @@ def test_bad_input_writes_nothing(tmp_path, cli):
     assert bad.exit_code == 2 and "HH:MM" in bad.stderr and not run_dir.exists()
 
 
-def test_export_copies_the_best_and_refuses_to_overwrite(reference, tmp_path, cli):
+def test_export_copies_a_version_and_refuses_to_overwrite(reference, tmp_path, cli):
     target = tmp_path / "exported"
-    out = cli("export", reference, "--to", target)
-    assert out.exit_code == 0, out.output
     best = json.loads((reference / "history.json").read_text())["current_best"]
+    out = cli("export", reference, best, "--to", target)
+    assert out.exit_code == 0, out.output
     assert f"exported {best}" in out.stdout
     assert (target / "SKILL.md").read_text() == (
         reference / best / "skill" / "SKILL.md"
