@@ -34,7 +34,7 @@ from optimizer.report.resume import budget_refusal, resume_point
 from optimizer.search import estimate as preview
 from optimizer.search import probe
 from optimizer.search.stops import SignalFlag, parse_deadline
-from optimizer.store import readonly, resumes, runs, runtoml, workspace
+from optimizer.store import readonly, registry, resumes, runs, runtoml, workspace
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import lock, mark_starting, running_pid
@@ -59,9 +59,11 @@ def start(
     load: Callable[[dict], config.Loaded],
     console: Console,
     dry_run: bool = False,
+    force: bool = False,
 ) -> int:
     """`optimizer run`: check everything first (nothing is written on bad input), then create
-    the workspace and run the loop here or in the background."""
+    the workspace and run the loop here or in the background. `force`: start beside a live run
+    of the same skill folder without naming a run folder of its own."""
     prompting.check_installed()
     skill = skills.load_skill(skill_dir)
     # A description run is scored by trigger evals ({query, should_trigger}), not evals.json.
@@ -87,6 +89,8 @@ def start(
         _warn_small(console, evalset, settings)
         return code
     unconfined = _confinement(settings)  # refuses before anything is written
+    if run_dir is None and not force:
+        _refuse_a_second_run(skill_dir)
     run_dir = run_dir or _default_run_dir(skill.name)
     ws = Workspace(run_dir)
     if workspace.started(ws):
@@ -212,6 +216,19 @@ def _confinement(settings: config.Settings) -> str | None:
     """BadInput when model-written commands would run unconfined without the user's consent (no
     bubblewrap); the console line to show when they run unconfined because the user asked."""
     return sandbox.startup_line(sandbox.SandboxPolicy.from_settings(settings.sandbox))
+
+
+def _refuse_a_second_run(skill_dir: Path) -> None:
+    """A second `run` of a skill folder while one is alive is more often a mistake (a terminal
+    lost) than a wish: said, and done only when asked for."""
+    found = registry.alive(skill_dir)
+    if found is not None:
+        folder, pid = found
+        raise BadInput(
+            f"{skill_dir}: a run of this skill folder is alive in {folder} (pid {pid}); watch it "
+            f"with `optimizer status {folder}`, or start another with --out DIR (a run folder of "
+            "its own) or --force."
+        )
 
 
 def _refuse_if_running(ws: Workspace) -> None:

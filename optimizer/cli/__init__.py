@@ -118,6 +118,10 @@ def run(
     fresh: Annotated[
         bool, typer.Option(help="Replace an existing --out folder (the demo uses it).")
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(help="Start even while a run of this skill folder is alive (else refused)."),
+    ] = False,
     batch: Annotated[
         bool,
         typer.Option(
@@ -182,6 +186,7 @@ def run(
         console=out,
         dry_run=dry_run,
         notify=notify,
+        force=force,
     )
     raise typer.Exit(code)
 
