@@ -23,10 +23,6 @@ from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 from optimizer.store.lock import lock, running_pid
 
-# The adoption's own spending limit over its estimate: the estimate is the rule's last look at the
-# measured price of v0's runs, and a version's runs may cost more than v0's.
-HEADROOM = 1.25
-
 
 def settings_of(ws: Workspace, overrides: list[str]) -> config.Settings:
     if not ws.state_db.is_file() or not ws.run_toml.is_file():
@@ -83,13 +79,15 @@ def adopt(
                 claim = adopting.claim_for(run, version)
                 estimate = adopting.estimate_for(run, claim)
                 most = estimate.most_usd if estimate else 0.0
-                limit = max_usd if max_usd is not None else round(most * HEADROOM, 2)
+                # The estimate is an upper bound (the measured price and a margin): the adoption
+                # stops at it, so it never spends more than it printed.
+                limit = max_usd if max_usd is not None else most
                 what = "on these tasks" if claim.scope == "tasks" else "in general"
                 console.print(
                     f"adopt {claim.version} over {claim.base} (better {what}, α "
                     f"{settings.adopt.alpha:g}): "
                     + (estimate.line() if estimate else "no measured price yet")
-                    + f"; spending limit ${limit:.2f}",
+                    + f"; it stops at ${limit:.2f}",
                     markup=False,
                     highlight=False,
                 )

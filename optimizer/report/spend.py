@@ -12,7 +12,7 @@ import structlog
 
 from optimizer.model.cost import unpriced_note
 from optimizer.search.cost_model import Estimate
-from optimizer.search.estimate import mode_usd, record
+from optimizer.search.estimate import mode_usd, record, reserves_usd
 from optimizer.store import eval_runs, iterations, ledger, readonly, runs
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
@@ -64,10 +64,19 @@ def line(est: Estimate) -> str:
 
 
 def reserve_note(est: Estimate) -> str:
-    """What the search leaves unspent so that a budget stop still runs the sealed test."""
-    if not est.get("budget_usd") or not est.get("reserve_usd"):
+    """What the search leaves unspent so that a budget stop still runs the sealed test, and the
+    first looks of an adoption at the end when the run adopts (adopt.at_end)."""
+    if not est.get("budget_usd") or not (est.get("reserve_usd") or est.get("adoption_reserve_usd")):
         return ""
-    return f"; reserve for the sealed test: {_money(est['reserve_usd'])}, kept from the search"
+    held = [
+        f"{what}: {_money(usd)}"
+        for what, usd in (
+            ("reserve for the sealed test", est.get("reserve_usd")),
+            ("for the adoption at the end (its first looks)", est.get("adoption_reserve_usd")),
+        )
+        if usd
+    ]
+    return f"; {' and '.join(held)}, kept from the search"
 
 
 def unpriced_notes(est: Estimate) -> str:
@@ -79,20 +88,25 @@ def unpriced_notes(est: Estimate) -> str:
 
 
 def budget_note(est: Estimate) -> str:
+    """Whether the budget covers the run: its estimate and, kept from the search, the first looks
+    of an adoption at the end (the sealed test is in the run's estimate)."""
     budget, batch = est["budget_usd"], est["batch"]
     if not budget:
         return "no budget set"
-    need = mode_usd(est["run"], batch)
-    if budget >= mode_usd(est["run_max"], batch):
-        return f"budget {_money(budget)} covers it"
+    adopting = est.get("adoption_reserve_usd") or 0.0
+    need = mode_usd(est["run"], batch) + adopting
+    with_it = " and the adoption's reserve" if adopting else ""
+    if budget >= mode_usd(est["run_max"], batch) + adopting:
+        return f"budget {_money(budget)} covers it{with_it}"
     if budget >= need:
-        return f"budget {_money(budget)} covers it unless many runs are added"
+        return f"budget {_money(budget)} covers it{with_it} unless many runs are added"
     resumed = bool(est.get("resume"))
-    if budget < mode_usd(est["setup"], batch):
-        floor = "what was already spent" if resumed else "the baseline and v0 alone"
+    floor_usd = mode_usd(est["setup"], batch) + reserves_usd(est)
+    if budget < floor_usd:
+        floor = "what was already spent" if resumed else "the baseline and v0"
         return (
-            f"budget {_money(budget)} is below {floor} "
-            f"(~{_money(mode_usd(est['setup'], batch))}): the run will stop before "
+            f"budget {_money(budget)} is below {floor} and the reserves kept from the search "
+            f"(~{_money(floor_usd)}): the run will stop before "
             f"{'its next iteration' if resumed else 'iteration 1'}"
         )
     k = est.get("iterations_in_budget")
