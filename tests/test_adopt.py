@@ -301,6 +301,14 @@ def test_an_adoption_stops_within_the_estimate_it_printed_and_the_run_never_read
     assert apart in (run_dir / "summary.md").read_text()
 
 
+def test_a_renamed_run_folder_is_adopted_from_as_the_daemon_resumes_it(run_dir, monkeypatch):
+    """Its row is keyed by the folder's old name: `adopt` ended in a traceback at its first stage."""
+    renamed = run_dir.rename(run_dir.parent / "renamed")
+    code, said = adopt(monkeypatch, renamed, "--yes", "--max-usd", "0.05")
+    assert code == 1 and "stopped before it decided" in said, said
+    assert rows(renamed, "select id from runs") == [("renamed",)]
+
+
 @pytest.mark.slow
 def test_fresh_runs_our_failures_left_unscored_never_decide_an_adoption(run_dir, monkeypatch):
     # Every grader call fails after its retries: the runs are unscored, not scored 0.

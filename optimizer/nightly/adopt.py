@@ -18,7 +18,7 @@ from optimizer import config, logs
 from optimizer.errors import BadInput, OptimizerError, RunStopped
 from optimizer.schemas import Adoption
 from optimizer.search import adoption as adopting
-from optimizer.store import iterations
+from optimizer.store import iterations, runs
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 from optimizer.store.lock import lock, running_pid
@@ -28,7 +28,7 @@ def settings_of(ws: Workspace, overrides: list[str]) -> config.Settings:
     if not ws.state_db.is_file() or not ws.run_toml.is_file():
         raise BadInput(
             f"{ws.root}: not a run folder (no state.db and run.toml); pass a run folder or the "
-            "skill folder of a run under ./runs."
+            "skill folder a run was made from."
         )
     try:
         base = tomllib.loads(ws.run_toml.read_text(encoding="utf-8"))
@@ -67,6 +67,10 @@ def adopt(
         logs.configure(ws.log, console=False)
         store = Store(ws.state_db, busy_timeout_s=settings.store.busy_timeout_s)
         try:
+            # A run folder moved or renamed since keeps its row under the old name (as the
+            # daemon does at its start, the key follows the folder).
+            if (store.run_row() or {}).get("id", ws.root.name) != ws.root.name:
+                runs.rekey(store, ws.root.name)
             spent = store.spent_usd()
             flag = SignalFlag()
             flag.install()
