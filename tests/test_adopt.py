@@ -288,6 +288,7 @@ def test_an_adoption_stops_within_the_estimate_it_printed_and_the_run_never_read
     run spent shows each adoption apart, against the estimate it showed."""
     import re
 
+    stage = json.loads(cli(monkeypatch, None, "status", str(run_dir), "--json"))["stage"]
     code, said = adopt(monkeypatch, run_dir, "--yes", "--set", "adopt.min_effect=0")
     most = re.search(r"at most \$([\d.]+) if every look is needed", said)
     assert most is not None, said
@@ -298,6 +299,9 @@ def test_an_adoption_stops_within_the_estimate_it_printed_and_the_run_never_read
     apart = f"on the search and its sealed test, ${cost:.2f} on adoption #1 (its estimate: $"
     status = " ".join(cli(monkeypatch, None, "status", str(run_dir)).split())
     assert f"of the ${budget:.2f} budget {apart}" in status, status
+    assert f"${cost:.2f} on adoptions, apart" in status  # not counted against the run's estimate
+    after = json.loads(cli(monkeypatch, None, "status", str(run_dir), "--json"))
+    assert after["stage"] == stage  # the adoption's last activity is not the run's stage
     assert apart in (run_dir / "summary.md").read_text()
 
 

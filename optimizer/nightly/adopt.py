@@ -104,16 +104,20 @@ def adopt(
                 paid = settings.model_copy(update={"budget": budget})
                 client.budget_usd = spent + limit
                 run = RunState(ws, store, client, paid, ui, engine.stop_rules(ws, paid, flag))
+                stage = (store.run_row() or {}).get("stage") or "stopped"
                 with TARGETS[(store.run_row() or {}).get("target") or "body"](run) as target:
                     try:
                         result = asyncio.run(adopting.certify(run, target, claim))  # type: ignore[arg-type]
                     except RunStopped as exc:  # the limit or a stop: its runs are in the ledger
+                        runs.show_stage(store, ws.root.name, stage)
                         raise OptimizerError(
                             f"the adoption stopped before it decided ({exc}); nothing was adopted. "
                             f"`optimizer adopt {ws.root} {claim.version} --max-usd X` continues "
                             "it from its runs so far."
                         ) from None
                     target.write_lineage(iterations.finished_count(store))
+                # Status said "adoption 1: …, 9 fresh runs an eval" after the adoption ended.
+                runs.show_stage(store, ws.root.name, stage)
         finally:
             store.close()
     _rewrite_summary(ws.root)

@@ -179,6 +179,12 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
         run = runs.row(db) or {}
         est = json.loads(shown) if (shown := run.get("estimate_json")) else None
         totals = ledger.answered(db)
+        # An adoption is paid apart, against its own estimate (report/adopted.spent_apart).
+        adopting = sum(
+            usd
+            for scope, usd in ledger.by_scope(db).items()
+            if (scope or "").startswith("adoption ")
+        )
         done = [i for i in iterations.all_of(db) if i.finished_at]
         # Setup: every call recorded before the first proposal (rows are numbered as written).
         setup_usd = ledger.setup_usd(db, totals["usd"])
@@ -196,7 +202,8 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
         "iterations": len(done),
         "setup_usd": round(setup_usd, 6),
         "sealed_test_usd": round(test_usd, 6),
-        "usd_per_iteration": round((totals["usd"] - setup_usd - test_usd) / len(done), 6)
+        "adoptions_usd": round(adopting, 6),
+        "usd_per_iteration": round((totals["usd"] - adopting - setup_usd - test_usd) / len(done), 6)
         if done
         else None,
     }
@@ -215,10 +222,11 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
     expected += mode_usd(est["sealed_test"], batch) if test_done else 0.0
     out["expected_usd"] = round(expected, 6)
     out["expected_per_iteration_usd"] = mode_usd(est["per_iteration"], batch)
-    out["ratio"] = round(totals["usd"] / expected, 3) if expected > 0 else None
+    searched = totals["usd"] - adopting
+    out["ratio"] = round(searched / expected, 3) if expected > 0 else None
     per = actual["usd_per_iteration"]
     out["line"] = (
-        f"cost: {_money(totals['usd'])} spent against ~{_money(expected)} estimated for "
+        f"cost: {_money(searched)} spent against ~{_money(expected)} estimated for "
         f"{_plural(len(done), 'iteration')}"
         + (f" (x{out['ratio']:.2f})" if out["ratio"] is not None else "")
         + (
@@ -226,6 +234,7 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
             if per is not None
             else ""
         )
+        + (f"; {_money(adopting)} on adoptions, apart" if adopting > 0 else "")
         + unpriced_notes(est)
     )
     return out
