@@ -33,11 +33,11 @@ from optimizer.report import spend, summary
 from optimizer.report.resume import budget_refusal, resume_point
 from optimizer.search import estimate as preview
 from optimizer.search import probe
-from optimizer.search.stops import parse_deadline
-from optimizer.store import readonly, resumes, runs, runtoml, workspace
+from optimizer.search.stops import SignalFlag, parse_deadline
+from optimizer.store import readonly, registry, resumes, runs, runtoml, workspace
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_text
-from optimizer.store.lock import lock, running_pid
+from optimizer.store.lock import lock, mark_starting, running_pid
 
 log = structlog.get_logger()
 
@@ -59,9 +59,11 @@ def start(
     load: Callable[[dict], config.Loaded],
     console: Console,
     dry_run: bool = False,
+    force: bool = False,
 ) -> int:
     """`optimizer run`: check everything first (nothing is written on bad input), then create
-    the workspace and run the loop here or in the background."""
+    the workspace and run the loop here or in the background. `force`: start beside a live run
+    of the same skill folder without naming a run folder of its own."""
     prompting.check_installed()
     skill = skills.load_skill(skill_dir)
     # A description run is scored by trigger evals ({query, should_trigger}), not evals.json.
@@ -87,6 +89,8 @@ def start(
         _warn_small(console, evalset, settings)
         return code
     unconfined = _confinement(settings)  # refuses before anything is written
+    if run_dir is None and not force:
+        _refuse_a_second_run(skill_dir)
     run_dir = run_dir or _default_run_dir(skill.name)
     ws = Workspace(run_dir)
     if workspace.started(ws):
@@ -142,7 +146,10 @@ def resume(
     detach: bool,
     console: Console,
     notify: str | None = None,
+    keep_stop: bool = False,
 ) -> int:
+    """`optimizer resume`, and the loop of a detached run or resume (`keep_stop`: a `stop` that
+    reached it while it was starting left the STOP file, which its first check reads)."""
     prompting.check_installed()
     ws = Workspace(run_dir)
     if not ws.state_db.exists() or not ws.run_toml.exists():
@@ -187,7 +194,8 @@ def resume(
     if loaded.sources != {k: "run.toml" for k in loaded.sources}:
         write_text(ws.run_toml, runtoml.to_toml(settings, loaded.sources))
     _refuse_if_running(ws)
-    ws.stop_file.unlink(missing_ok=True)
+    if not keep_stop:
+        ws.stop_file.unlink(missing_ok=True)
     if unconfined:
         console.print(unconfined, style="bold red", markup=False, highlight=False)
     # A damaged state.db gets no line here: opening it for the loop says so, in one sentence.
@@ -210,6 +218,19 @@ def _confinement(settings: config.Settings) -> str | None:
     return sandbox.startup_line(sandbox.SandboxPolicy.from_settings(settings.sandbox))
 
 
+def _refuse_a_second_run(skill_dir: Path) -> None:
+    """A second `run` of a skill folder while one is alive is more often a mistake (a terminal
+    lost) than a wish: said, and done only when asked for."""
+    found = registry.alive(skill_dir)
+    if found is not None:
+        folder, pid = found
+        raise BadInput(
+            f"{skill_dir}: a run of this skill folder is alive in {folder} (pid {pid}); watch it "
+            f"with `optimizer status {folder}`, or start another with --out DIR (a run folder of "
+            "its own) or --force."
+        )
+
+
 def _refuse_if_running(ws: Workspace) -> None:
     pid = running_pid(ws)
     if pid is not None:
@@ -228,6 +249,7 @@ def _spawn(ws: Workspace, console: Console, notify: str | None = None) -> int:
             "optimizer",
             "resume",
             str(ws.root),
+            "--keep-stop",
             *(["--notify", notify] if notify else []),
         ],
         stdin=subprocess.DEVNULL,
@@ -236,6 +258,7 @@ def _spawn(ws: Workspace, console: Console, notify: str | None = None) -> int:
         start_new_session=True,
     )
     out.close()
+    mark_starting(ws, child.pid)
     console.print(f"running in the background as pid {child.pid}")
     console.print(
         f"  watch:  optimizer status {ws.root}\n  log:    {ws.log}\n"
@@ -263,39 +286,48 @@ def _foreground_summarised(
 def _foreground(
     ws: Workspace, settings: config.Settings, console: Console, *, resumed: bool = False
 ) -> int:
+    # Installed before the lock: once the lock names this pid, `stop` sends SIGTERM, which must
+    # ask for a clean stop, never end the process before its handler is there.
+    flag = SignalFlag()
+    flag.install()
+    try:
+        with lock(ws):
+            _loop(ws, settings, console, flag, resumed=resumed)
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    return 0  # the reporter printed how the run stopped, and its current best
+
+
+def _loop(
+    ws: Workspace, settings: config.Settings, console: Console, flag: SignalFlag, *, resumed: bool
+) -> None:
     from optimizer.model import factory as llm
     from optimizer.search import engine
-    from optimizer.search.stops import SignalFlag
     from optimizer.search.targets import TARGETS
 
-    with lock(ws):
-        workspace.remove_stale_temp_files(ws)
-        logs.configure(ws.log, console=False)
-        if settings.sandbox.mode == "none":  # the console said so at the start; the log keeps it
-            log.warning("sandbox.unconfined", reason=sandbox.UNCONFINED_LINE)
-        store = Store(ws.state_db, busy_timeout_s=settings.store.busy_timeout_s)
-        flag = SignalFlag()
-        flag.install()
-        try:
-            # The run's row is keyed by its folder's name (store/workspace.create); a folder moved or renamed
-            # since keeps its state under the old name, so the key follows the folder.
-            if (store.run_row() or {}).get("id", ws.root.name) != ws.root.name:
-                runs.rekey(store, ws.root.name)
-            if resumed:
-                resumes.record_resume(store, settings)
-            client = llm.make_client(settings, store, budget_usd=settings.budget.usd)
-            target = TARGETS[(store.run_row() or {}).get("target") or "body"]
-            asyncio.run(
-                engine.optimize(
-                    ws, store, client, settings, open_target=target, flag=flag, console=console
-                )
+    workspace.remove_stale_temp_files(ws)
+    logs.configure(ws.log, console=False)
+    if settings.sandbox.mode == "none":  # the console said so at the start; the log keeps it
+        log.warning("sandbox.unconfined", reason=sandbox.UNCONFINED_LINE)
+    store = Store(ws.state_db, busy_timeout_s=settings.store.busy_timeout_s)
+    try:
+        # The run's row is keyed by its folder's name (store/workspace.create); a folder moved or
+        # renamed since keeps its state under the old name, so the key follows the folder.
+        if (store.run_row() or {}).get("id", ws.root.name) != ws.root.name:
+            runs.rekey(store, ws.root.name)
+        if resumed:
+            resumes.record_resume(store, settings)
+        client = llm.make_client(settings, store, budget_usd=settings.budget.usd)
+        target = TARGETS[(store.run_row() or {}).get("target") or "body"]
+        asyncio.run(
+            engine.optimize(
+                ws, store, client, settings, open_target=target, flag=flag, console=console
             )
-        except WorkFailed as exc:
-            with suppress(Exception):  # best effort: the database may be what failed
-                runs.failed(store, ws.root.name, str(exc))
-            raise
-        finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            store.close()
-    return 0  # the reporter printed how the run stopped, and its current best
+        )
+    except WorkFailed as exc:
+        with suppress(Exception):  # best effort: the database may be what failed
+            runs.failed(store, ws.root.name, str(exc))
+        raise
+    finally:
+        store.close()

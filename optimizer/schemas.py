@@ -1092,6 +1092,8 @@ class MorningSummary(_Exact):
     diff: str | None = None
     spent_usd: float
     budget_usd: float | None = None
+    # spent_usd in words when the run adopted: each adoption apart with the estimate it showed
+    spent: str | None = None
     calls: int
     look_at: list[str]
     # what to do next, first the likeliest (report/nextstep.py): export the best, finish the

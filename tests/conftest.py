@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,9 @@ from optimizer.store.db import Store
 # of the unchosen provider removes it (monkeypatch.delenv), as the helpers that start commands in
 # a clean environment do (they pass --provider sim themselves).
 os.environ["OPTIMIZER_LLM_PROVIDER"] = "sim"
+# The index of run folders (store/registry.py) lives in the user's state folder: the tests keep
+# theirs apart, in a folder of this session, and so do the commands they start.
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="optimizer-tests-state-")
 
 # The longest files, started first: pytest-xdist hands files to its workers in collection order
 # (--dist loadfile), and the real-model tier (100 s on one core) started last would leave the

@@ -83,6 +83,33 @@ def test_bad_edits_are_problems_with_a_counted_reason(tmp_path, edit, reason):
     assert not (tmp_path / "outside.md").exists()
 
 
+def test_size_limits_bound_what_a_proposal_writes_and_the_skills_large_files_are_carried(tmp_path):
+    """A skill that ships a 124 KB PDF had every proposal refused as "too large": the limits bound
+    the files a proposal writes; a large or binary file it does not touch goes on as it is, and
+    `validate` says so."""
+    from optimizer.config import Settings
+    from optimizer.inputs import validate as validation
+
+    skill = tmp_path / "skill"
+    shutil.copytree(EXAMPLE, skill)
+    (skill / "themes.pdf").write_bytes(b"%PDF-1.4\n\0" + bytes(range(256)) * 484)  # 124 KB
+    (skill / "references" / "big.md").write_text("a line of the manual\n" * 6_000)  # 126,000
+    parent = tmp_path / "parent"
+    skills.snapshot(skill, parent)
+    grown = (parent / "SKILL.md").read_text() + "\nMore.\n"
+    edit = {"path": "SKILL.md", "action": "write", "content": grown}
+    assert apply_edits(parent, tmp_path / "dest", answer(edit), target="body") == []
+    assert (tmp_path / "dest" / "themes.pdf").read_bytes() == (skill / "themes.pdf").read_bytes()
+    large = {"path": "notes.md", "action": "write", "content": "x" * 100_001}
+    problems = apply_edits(parent, tmp_path / "dest", answer(large), target="body")
+    assert problems == ["'notes.md' is 100,001 characters; keep each file under 100,000."]
+    said = validation.render(validation.run(skill, None, Settings()))
+    assert (
+        "as is: references/big.md, 126 KB (over the 100,000 characters a proposal writes)" in said
+    )
+    assert "themes.pdf, 124 KB (binary)" in said
+
+
 RUN = (
     "--provider",
     "sim",
@@ -267,5 +294,9 @@ def test_rejections_are_counted_by_reason_in_status_lineage_and_the_report(tmp_p
         assert expected in " ".join(printed.split()), printed
     status = json.loads(cli(monkeypatch, None, "status", str(run_dir), "--json"))
     assert status["proposals"]["reasons"] == {"old text not found": 4}
+    # Not only in the JSON log: status and the summary say that nothing could be tried.
+    refused = "every proposal was refused (4 of 4), so no version was made; the first: replace in"
+    assert any(w.startswith(refused) for w in status["warnings"]), status["warnings"]
+    assert refused in (run_dir / "summary.md").read_text()
     cli(monkeypatch, None, "report", str(run_dir), "-o", str(tmp_path / "report.html"))
     assert '"reasons":{"old text not found":4}' in (tmp_path / "report.html").read_text()

@@ -6,6 +6,7 @@ place where what a command imported can be seen."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -88,24 +89,64 @@ def test_h_and_version_answer_as_in_the_clis_people_know(args, tmp_path):
         assert "Usage: optimizer" in done.stdout
 
 
-def test_a_skill_folder_names_its_latest_run(tmp_path, monkeypatch):
+def _a_run_of(folder: Path, skill: Path, at: int) -> Path:
+    """A run folder whose state.db records `skill` as its skill folder, last changed at `at`."""
     import os
+    import sqlite3
 
+    from optimizer.store import registry
+
+    folder.mkdir(parents=True)
+    with sqlite3.connect(folder / "state.db") as db:
+        db.execute("create table runs (id text, skill_name text, skill_dir text)")
+        db.execute("insert into runs values (?, ?, ?)", (folder.name, "release-notes", str(skill)))
+    os.utime(folder / "state.db", (at, at))
+    registry.record(folder)
+    return folder
+
+
+def test_a_skill_folder_names_its_own_latest_run_wherever_it_was_written(tmp_path, monkeypatch):
+    """By the path each run records, never by the skill's name: `status path/to/skill` read the
+    latest run of another folder named alike, and missed the folder's own run written with --out."""
     from optimizer.cli.common import latest_run
 
-    skill = tmp_path / "skills" / "my-skill"
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: release-notes\ndescription: x\n---\n")
+    skill, twin = tmp_path / "skills" / "my-skill", tmp_path / "copies" / "my-skill"
+    for folder in (skill, twin):
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text("---\nname: release-notes\ndescription: x\n---\n")
     monkeypatch.chdir(tmp_path)
     assert latest_run(skill) == skill  # no runs yet: the command refuses in its own words
-    older, newer = Path("runs/release-notes-20261120-220000"), Path("runs/release-notes-night-x")
-    for k, folder in enumerate((older, newer)):
-        folder.mkdir(parents=True)
-        (folder / "state.db").write_bytes(b"")
-        os.utime(folder / "state.db", (1_000_000 + k, 1_000_000 + k))
-    Path("runs/other-skill-20261121-220000").mkdir()
-    assert latest_run(skill) == newer
+    older = _a_run_of(Path("runs/release-notes-20261120-220000"), skill, 1_000_000)
+    out = _a_run_of(tmp_path / "elsewhere" / "r", skill, 1_000_001)  # run --out elsewhere/r
+    _a_run_of(Path("runs/release-notes-night-x"), twin, 1_000_002)  # the twin's, newer
+    assert latest_run(skill) == out
+    assert latest_run(twin) == Path("runs/release-notes-night-x")
     assert latest_run(older) == older  # a run folder is taken as given
+
+
+def test_a_second_run_of_a_skill_folder_while_one_is_alive_asks_for_out_or_force(
+    tmp_path, monkeypatch
+):
+    from optimizer import daemon
+    from optimizer.store.files import Workspace
+    from optimizer.store.lock import lock
+
+    monkeypatch.chdir(tmp_path)
+    skill = tmp_path / "csv-report"
+    shutil.copytree(EXAMPLE, skill)
+    live = _a_run_of(tmp_path / "elsewhere" / "live", skill, 1_000_000)
+    with lock(Workspace(live)):  # its daemon, alive: this process holds the lock
+        done = _invoke(monkeypatch, "run", skill, "--provider", "sim", "--max-iterations", "0")
+        assert done.exit_code == 2, done.output
+        assert f"a run of this skill folder is alive in {live}" in done.output
+        assert "--out DIR" in done.output and "--force" in done.output
+        assert not Path("runs").exists()  # nothing written
+        started: list = []
+        monkeypatch.setattr(
+            daemon, "_foreground_summarised", lambda *a, **k: started.append(1) or 0
+        )
+        forced = _invoke(monkeypatch, "run", skill, "--provider", "sim", "--force")
+        assert forced.exit_code == 0 and started, forced.output
 
 
 def _invoke(monkeypatch, *args: str):

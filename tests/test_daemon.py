@@ -327,6 +327,25 @@ def test_a_second_daemon_is_refused_and_stop_ends_the_first(tmp_path):
     assert "stop" in conn.execute("select stop_reason from runs").fetchone()[0]
 
 
+def test_stop_right_after_detach_reaches_the_daemon_that_is_still_starting(tmp_path):
+    """`run --detach` returns seconds before its daemon takes the run folder's lock (imports): a
+    `stop` in between used to say "no daemon is running" while the daemon started and cleared the
+    STOP file. It now names the starting daemon, which stops before its first unit of work."""
+    run_dir = tmp_path / "run"
+    detached = cli(*RUN, "--run-dir", str(run_dir), "--max-iterations", "50", "--detach")
+    pid = int(re.search(r"in the background as pid (\d+)", detached.stdout).group(1))
+    stopped = cli("stop", str(run_dir))
+    assert f"pid {pid}" in stopped.stdout and "no daemon" not in stopped.stdout, stopped.stdout
+    wait_for(lambda: stage(run_dir) == "stopped", timeout=120)
+    conn = sqlite3.connect(run_dir / "state.db")
+    reason = conn.execute("select stop_reason from runs").fetchone()[0]
+    labels = [v for (v,) in conn.execute("select label from versions")]
+    conn.close()
+    assert "stop" in reason.lower(), reason
+    if "still starting" in stopped.stdout:  # not one unit of the search was started
+        assert labels == ["v0"]
+
+
 def test_the_stop_file_is_honoured_between_units(tmp_path):
     run_dir = tmp_path / "run"
     proc = start(
@@ -357,11 +376,11 @@ def test_bad_input_writes_nothing(tmp_path, cli):
     assert bad.exit_code == 2 and "HH:MM" in bad.stderr and not run_dir.exists()
 
 
-def test_export_copies_the_best_and_refuses_to_overwrite(reference, tmp_path, cli):
+def test_export_copies_a_version_and_refuses_to_overwrite(reference, tmp_path, cli):
     target = tmp_path / "exported"
-    out = cli("export", reference, "--to", target)
-    assert out.exit_code == 0, out.output
     best = json.loads((reference / "history.json").read_text())["current_best"]
+    out = cli("export", reference, best, "--to", target)
+    assert out.exit_code == 0, out.output
     assert f"exported {best}" in out.stdout
     assert (target / "SKILL.md").read_text() == (
         reference / best / "skill" / "SKILL.md"

@@ -37,8 +37,10 @@ def test_export_copies_the_skill_and_the_evals_the_run_used(tmp_path, monkeypatc
         "runs/r",
     )
 
-    out = cli(monkeypatch, None, "export", "runs/r", "--version", "v0", "--to", "out")
-    assert out.strip() == "exported v0 to out, with the run's evals in out/evals"
+    out = cli(monkeypatch, None, "export", "runs/r", "v0", "--to", "out")
+    assert out.strip() == (
+        "exported v0 to out, with the run's evals in out/evals: the adopted version"
+    )
     exported = tmp_path / "out"
     assert (exported / "SKILL.md").read_text() == (skill / "SKILL.md").read_text()
     assert json.loads((exported / "evals" / "evals.json").read_text()) == evals
@@ -52,14 +54,60 @@ def test_export_copies_the_skill_and_the_evals_the_run_used(tmp_path, monkeypatc
     assert "evals" in validated
 
 
-def test_export_refuses_a_version_given_twice_and_writes_nothing(tmp_path, monkeypatch):
+def test_the_old_version_flag_is_refused_in_one_sentence_and_writes_nothing(tmp_path, monkeypatch):
+    """`--version` on export read as the program's `optimizer --version`: the version is named
+    after the run folder, and the old spelling says so."""
     monkeypatch.chdir(tmp_path)
     run = tmp_path / "run"
     (run).mkdir()
     (run / "state.db").write_bytes(b"")
-    out = cli(monkeypatch, None, "export", str(run), "v1", "--version", "v2", "--to", "out", code=2)
-    assert (
-        out.strip()
-        == "error: export: the version is given twice (v1 and --version v2); give it once."
+    out = cli(monkeypatch, None, "export", str(run), "--version", "v2", "--to", "out", code=2)
+    assert out.strip() == (
+        "error: export: --version is the program's own version; name the version after the run "
+        f"folder instead: `optimizer export {run} v2 --out exported-skill`."
     )
     assert not Path("out").exists()
+
+
+def _adoption(store, number: int, version: str, base: str, status: str) -> None:
+    store.table("adoptions").insert(
+        {
+            "number": number,
+            "version": version,
+            "base": base,
+            "scope": "tasks",
+            "status": status,
+            "evals_json": "[1, 2, 3]",
+            "estimate_usd": 1.0,
+            "decision_json": None,
+            "next_step": "",
+            "started_at": "2026-11-21T07:00:00Z",
+            "finished_at": "2026-11-21T07:10:00Z",
+        }
+    )
+
+
+def test_export_gives_the_adopted_version_unless_one_is_named_and_says_why(tmp_path, monkeypatch):
+    """`adopt` said "not certified … v0 stays adopted" and `export` then handed over the search's
+    best: export gives the version the user has, and names why."""
+    from fixtures.workspace_builder import build_workspace
+
+    from optimizer.store.db import Store
+
+    monkeypatch.chdir(tmp_path)
+    built = build_workspace(tmp_path / "run", versions=4, pending=False, seed=3)
+    store = Store(built.root / "state.db")
+    best = store.run_row()["current_best"]
+    assert best != "v0"
+    _adoption(store, 1, best, "v0", "not certified")
+    store.close()
+    said = cli(monkeypatch, None, "export", str(built.root), "--out", "a")
+    assert said.startswith("exported v0 to a") and f"({best} was not certified" in said
+    assert Path("a/SKILL.md").read_text() == (built.root / "v0/skill/SKILL.md").read_text()
+    named = cli(monkeypatch, None, "export", str(built.root), best, "--out", "b")
+    assert named.startswith(f"exported {best} to b") and "as named" in named
+    store = Store(built.root / "state.db")
+    _adoption(store, 2, best, "v0", "certified")
+    store.close()
+    said = cli(monkeypatch, None, "export", str(built.root), "--out", "c")
+    assert said.startswith(f"exported {best} to c") and "the adopted version (certified" in said

@@ -140,6 +140,37 @@ def lineage(run_dir: Path) -> list:
 
 
 @pytest.mark.slow
+def test_the_adoptions_reserve_is_estimated_shown_and_named_where_the_budget_stops_the_search():
+    """A night with --adopt weekly and $3 ran no iteration, its stop saying "$2.95 of it kept for
+    the sealed test" when that test's reserve was $0.69: the rest was the adoption's. Both reserves
+    are estimated at the start, shown in the preview, counted in what the budget covers, and
+    named apart where the budget stops the search."""
+    from optimizer.search import stops
+
+    plain = estimate(budget={"usd": 3.0}, loop={"max_iterations": 5})
+    adopting = estimate(budget={"usd": 3.0}, loop={"max_iterations": 5}, adopt={"at_end": "weekly"})
+    assert "adoption_reserve_usd" not in plain
+    # Its first two looks, 4 fresh runs an eval each side, on the 4 train evals: 8 × 4 runs.
+    per_run = adopting["sealed_test"]["usd"] / (2 * adopting["test_evals"] * 3)
+    assert adopting["adoption_reserve_usd"] == pytest.approx(1.25 * 32 * per_run, rel=0.05)
+    note = spend.reserve_note(adopting)
+    assert (
+        f"for the adoption at the end (its first looks): ${adopting['adoption_reserve_usd']:.2f}"
+        in note
+    )
+    left = (
+        3.0 - adopting["setup"]["usd"] - adopting["reserve_usd"] - adopting["adoption_reserve_usd"]
+    )
+    assert adopting["iterations_in_budget"] == max(0, int(left // adopting["per_iteration"]["usd"]))
+    assert adopting["iterations_in_budget"] < plain["iterations_in_budget"]
+    kept = stops.Kept(test_usd=0.69, adoption_usd=2.26)
+    said = stops.budget(3.0, kept)(stops.LoopState(spent_usd=0.06))
+    assert said == (
+        "spent $0.06 of the $3.00 budget ($0.69 of it kept for the sealed test, $2.26 for the "
+        "adoption at the end)"
+    )
+
+
 def test_a_batch_run_shows_and_keeps_its_estimate_and_decides_as_a_direct_run(tmp_path, cli):
     batch_dir, direct_dir = tmp_path / "batch", tmp_path / "direct"
     proc = cli(

@@ -118,6 +118,10 @@ def run(
     fresh: Annotated[
         bool, typer.Option(help="Replace an existing --out folder (the demo uses it).")
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(help="Start even while a run of this skill folder is alive (else refused)."),
+    ] = False,
     batch: Annotated[
         bool,
         typer.Option(
@@ -182,6 +186,7 @@ def run(
         console=out,
         dry_run=dry_run,
         notify=notify,
+        force=force,
     )
     raise typer.Exit(code)
 
@@ -202,6 +207,9 @@ def resume(
     spend_all: SpendAllOpt = False,
     notify: NotifyOpt = None,
     set_: SetOpt = None,
+    keep_stop: Annotated[
+        bool, typer.Option("--keep-stop", hidden=True)
+    ] = False,  # the loop of a detached run: a stop that reached it while it started stands
 ) -> None:
     """Continue a run from its current best after a stop, a crash or a deadline."""
     deadline = alias("--until", until, "--deadline", deadline)
@@ -222,6 +230,7 @@ def resume(
             detach=detach,
             console=out,
             notify=notify,
+            keep_stop=keep_stop,
         )
     )
 

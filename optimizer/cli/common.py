@@ -216,30 +216,25 @@ def require_dir(path: Path, what: str) -> Path:
 
 
 def latest_run(path: Path) -> Path:
-    """A run folder as given, or, for a skill folder, the latest run of that skill under ./runs
-    (the folders `optimizer run` and the nights make: runs/<name>-<time>, runs/<name>-night-<time>),
-    so `optimizer status path/to/skill` reads its last run. Anything else is returned as given, for
-    the command to refuse in its own words."""
+    """A run folder as given, or, for a skill folder, the latest run of that very folder: a run
+    that records its path, wherever it was written (store/registry.py), never a run of another
+    folder that shares the skill's name. So `optimizer status path/to/skill` reads its last run.
+    Anything else is returned as given, for the command to refuse in its own words."""
     if (path / "state.db").is_file() or not (path / "SKILL.md").is_file():
         return path
-    text = (path / "SKILL.md").read_text(encoding="utf-8", errors="replace")
-    name = next(
-        (ln.split(":", 1)[1].strip().strip("'\"") for ln in text.splitlines()
-         if ln.startswith("name:")),
-        path.name,
-    )  # fmt: skip
-    runs = [p for p in Path("runs").glob(f"{name}-*") if (p / "state.db").is_file()]
+    from optimizer.store import registry
+
+    runs = registry.runs_of(path)
     if not runs:
         return path
-    found = max(runs, key=lambda p: ((p / "state.db").stat().st_mtime, p.name))
-    err.print(f"the latest run of {name}: {found}", markup=False)
-    return found
+    err.print(f"the latest run of {path}: {runs[-1]}", markup=False)
+    return runs[-1]
 
 
 RunDirArg = Annotated[
     Path,
     typer.Argument(
-        help="The run folder (runs/<skill>-<time>), or a skill folder for its latest run there.",
+        help="The run folder (runs/<skill>-<time>), or a skill folder for its own latest run.",
         callback=latest_run,
     ),
 ]

@@ -349,7 +349,7 @@ def adopt(
     ] = False,
     max_usd: Annotated[
         float | None,
-        typer.Option(help="Spending limit of this adoption (default: its estimate + 25%)."),
+        typer.Option(help="Spending limit of this adoption (default: the estimate it prints)."),
     ] = None,
     set_: SetOpt = None,
 ) -> None:

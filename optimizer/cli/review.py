@@ -106,26 +106,26 @@ def review(
 def export(
     run_dir: RunDirArg,
     version: Annotated[
-        str | None, typer.Argument(help="Version to export (default: current best).")
+        str | None,
+        typer.Argument(help="Version to export, e.g. v3 (default: the adopted version)."),
     ] = None,
     version_flag: Annotated[
-        str | None, typer.Option("--version", help="The version, as a flag.")
-    ] = None,
+        str | None, typer.Option("--version", hidden=True)
+    ] = None,  # the old spelling, which read as the program's `--version`
     out_dir: Annotated[
         Path, typer.Option("--out", help="Folder to copy the skill and its evals into.")
     ] = Path("exported-skill"),
     to: Annotated[Path | None, typer.Option("--to", hidden=True)] = None,  # the old name of --out
     force: Annotated[bool, typer.Option(help="Overwrite a non-empty folder.")] = False,
 ) -> None:
-    """Copy a version's skill folder out of the run, with the evals the run used in evals/."""
+    """Copy the adopted version's skill folder (or the one named) out of the run, with the evals
+    the run used in evals/."""
     from optimizer.store.export import export_version
 
-    if version and version_flag and version != version_flag:
+    if version_flag is not None:
         raise BadInput(
-            f"export: the version is given twice ({version} and --version {version_flag}); "
-            "give it once."
+            f"export: --version is the program's own version; name the version after the run "
+            f"folder instead: `optimizer export {run_dir} {version_flag} --out {out_dir}`."
         )
     folder = alias("--out", out_dir, "--to", to, default=Path("exported-skill"))
-    out.print(
-        export_version(require_dir(run_dir, "run"), version or version_flag, folder, force=force)
-    )
+    out.print(export_version(require_dir(run_dir, "run"), version, folder, force=force))

@@ -44,6 +44,17 @@ def looks(adopt: Adopt) -> tuple[int, ...]:
     return spending.schedule(adopt.first_runs, adopt.max_runs)
 
 
+# The looks an adoption at a run's end is sure to afford: the first two (3 and then 4 fresh runs an
+# eval by default). A claim that needs more is left unfinished for `optimizer adopt` to continue.
+RESERVED_LOOKS = 2
+
+
+def reserved_runs(adopt: Adopt) -> int:
+    """Fresh runs an eval, each side, that a run adopting at its end keeps money for."""
+    schedule = looks(adopt)
+    return schedule[min(RESERVED_LOOKS, len(schedule)) - 1]
+
+
 def decide(
     candidate: Mapping[int, list[float]],
     base: Mapping[int, list[float]],
@@ -84,9 +95,12 @@ class Estimate:
     evals: int
     looks: tuple[int, ...]
     per_run_usd: float
+    # Above 1: an upper bound, the measured price and a margin for dearer runs, which the
+    # adoption stops at (nightly/adopt.py): what it spends never passes what it printed.
+    margin: float = 1.0
 
     def usd(self, runs: int) -> float:
-        return 2 * self.evals * runs * self.per_run_usd
+        return 2 * self.evals * runs * self.per_run_usd * self.margin
 
     @property
     def first_usd(self) -> float:
@@ -98,10 +112,16 @@ class Estimate:
 
     def line(self) -> str:
         first, most = self.looks[0], self.looks[-1]
+        bound = "at most " if self.margin > 1 else ""
+        priced = (
+            f", at the measured price per run and {self.margin - 1:.0%} more"
+            if self.margin > 1
+            else ""
+        )
         return (
             f"{self.evals} evals × {first} fresh runs each side at the first look: "
-            f"${self.first_usd:.2f}; ${self.most_usd:.2f} if every look is needed "
-            f"(up to {most} runs an eval)"
+            f"{bound}${self.first_usd:.2f}; {bound}${self.most_usd:.2f} if every look is needed "
+            f"(up to {most} runs an eval{priced})"
         )
 
 

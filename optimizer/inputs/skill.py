@@ -25,6 +25,9 @@ IGNORED_TOP_GLOBS = ("*-workspace",)
 # The version id ignores evals/: a proposal must change identity only by what the skill says,
 # while the snapshot still copies evals/ because eval input files live there.
 UNHASHED_TOP = ("evals",)
+# What one file a proposal writes may hold (search/edits.py); a file of the skill past it, or a
+# binary one, is carried from version to version as it is (carried_as_is).
+MAX_WRITTEN_CHARS = 100_000
 
 
 class Skill(BaseModel):
@@ -187,6 +190,23 @@ def files_of(skill_dir: Path, *, include_evals: bool = True) -> dict[str, str | 
         except UnicodeDecodeError:
             out[rel] = data
     return out
+
+
+def carried_as_is(skill_dir: Path) -> list[str]:
+    """The files of the skill no proposal is expected to rewrite, with their size and why: binary
+    ones and text past what a proposal may write ("themes.pdf, 124 KB (binary)"), by path."""
+    carried = []
+    for rel, content in files_of(skill_dir, include_evals=False).items():
+        kb = (
+            f"{len(content.encode('utf-8') if isinstance(content, str) else content) / 1000:.0f} KB"
+        )
+        if isinstance(content, bytes):
+            carried.append(f"{rel}, {kb} (binary)")
+        elif len(content) > MAX_WRITTEN_CHARS:
+            carried.append(
+                f"{rel}, {kb} (over the {MAX_WRITTEN_CHARS:,} characters a proposal writes)"
+            )
+    return carried
 
 
 def _diff_lines(text: str) -> list[str]:

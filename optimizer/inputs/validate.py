@@ -18,7 +18,7 @@ from optimizer.inputs import placement
 from optimizer.inputs import triggers as trigger
 from optimizer.inputs.evals import EvalSet, Split, load_evals, sealed_count, split
 from optimizer.inputs.skeleton import placeholder_sentence
-from optimizer.inputs.skill import check_skill, content_hash
+from optimizer.inputs.skill import carried_as_is, check_skill, content_hash
 from optimizer.inputs.skillmd import parse_skill_md
 
 # Below this many evals in a split, a 95% interval spans most of [0, 1] (t has few degrees of
@@ -87,6 +87,7 @@ class ValidationSummary(BaseModel):
     )
     eval_config: dict[str, Any]
     warnings: list[str] = []  # the evals are valid, but a run on them would say little
+    carried: list[str] = []  # files of the skill kept as they are (inputs/skill.carried_as_is)
 
 
 def _summarise(skill_dir: Path, evalset: EvalSet, settings: Settings) -> ValidationSummary:
@@ -114,6 +115,7 @@ def _summarise(skill_dir: Path, evalset: EvalSet, settings: Settings) -> Validat
         power=_power(skill_dir, evalset, settings, len(parts.train)),
         eval_config=evalset.eval_config,
         warnings=[small] if small else [],
+        carried=carried_as_is(skill_dir),
     )
 
 
@@ -187,6 +189,7 @@ def render(summary: ValidationSummary) -> str:
         ("", s.split.note),
         ("power", s.power),
         ("eval_config", config),
+        *([("carried", "as is: " + "; ".join(s.carried))] if s.carried else []),
     ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]

@@ -82,7 +82,8 @@ class ModelClient:
         # The ledger's spend when this client started (a resumed run's earlier calls count); this
         # client adds its own costs as it records them, so no call sums the whole ledger.
         self._spent_before = store.spent_usd()
-        self.kept_usd = 0.0  # held back for the sealed test while the search runs (engine.py)
+        self.kept_usd = 0.0  # held back for the sealed test and an adoption while the search runs
+        self.kept_for = "for the sealed test"  # what for, in words (search/stops.Kept)
         self._outputs = Outputs(longest_by_role(store))
         self._locks = RequestLocks()
         self._prices: dict[str, Price] = {}
@@ -352,7 +353,7 @@ class ModelClient:
                 + (f" (plus {dollars(self._reserved)} in flight)" if self._reserved > 0 else "")
                 + " past its "
                 f"budget of ${self.budget_usd:.2f}"
-                + (f" less ${self.kept_usd:.2f} kept for the sealed test" if self.kept_usd else "")
+                + (f" less ${self.kept_usd:.2f} kept {self.kept_for}" if self.kept_usd else "")
                 + ", so it was not started."
             )
 

@@ -35,6 +35,7 @@ class Client(Protocol):
     store: Store
     budget_usd: float | None
     kept_usd: float  # held back from budget_usd for the sealed test while the search runs
+    kept_for: str  # what kept_usd is for, in words: "$0.23 for the sealed test, …"
     batch: Any  # model.client.BatchRoute in batch mode, else None
 
     @property

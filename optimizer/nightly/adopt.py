@@ -18,21 +18,17 @@ from optimizer import config, logs
 from optimizer.errors import BadInput, OptimizerError, RunStopped
 from optimizer.schemas import Adoption
 from optimizer.search import adoption as adopting
-from optimizer.store import iterations
+from optimizer.store import iterations, runs
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 from optimizer.store.lock import lock, running_pid
-
-# The adoption's own spending limit over its estimate: the estimate is the rule's last look at the
-# measured price of v0's runs, and a version's runs may cost more than v0's.
-HEADROOM = 1.25
 
 
 def settings_of(ws: Workspace, overrides: list[str]) -> config.Settings:
     if not ws.state_db.is_file() or not ws.run_toml.is_file():
         raise BadInput(
             f"{ws.root}: not a run folder (no state.db and run.toml); pass a run folder or the "
-            "skill folder of a run under ./runs."
+            "skill folder a run was made from."
         )
     try:
         base = tomllib.loads(ws.run_toml.read_text(encoding="utf-8"))
@@ -71,6 +67,10 @@ def adopt(
         logs.configure(ws.log, console=False)
         store = Store(ws.state_db, busy_timeout_s=settings.store.busy_timeout_s)
         try:
+            # A run folder moved or renamed since keeps its row under the old name (as the
+            # daemon does at its start, the key follows the folder).
+            if (store.run_row() or {}).get("id", ws.root.name) != ws.root.name:
+                runs.rekey(store, ws.root.name)
             spent = store.spent_usd()
             flag = SignalFlag()
             flag.install()
@@ -83,13 +83,15 @@ def adopt(
                 claim = adopting.claim_for(run, version)
                 estimate = adopting.estimate_for(run, claim)
                 most = estimate.most_usd if estimate else 0.0
-                limit = max_usd if max_usd is not None else round(most * HEADROOM, 2)
+                # The estimate is an upper bound (the measured price and a margin): the adoption
+                # stops at it, so it never spends more than it printed.
+                limit = max_usd if max_usd is not None else most
                 what = "on these tasks" if claim.scope == "tasks" else "in general"
                 console.print(
                     f"adopt {claim.version} over {claim.base} (better {what}, α "
                     f"{settings.adopt.alpha:g}): "
                     + (estimate.line() if estimate else "no measured price yet")
-                    + f"; spending limit ${limit:.2f}",
+                    + f"; it stops at ${limit:.2f}",
                     markup=False,
                     highlight=False,
                 )
@@ -102,16 +104,20 @@ def adopt(
                 paid = settings.model_copy(update={"budget": budget})
                 client.budget_usd = spent + limit
                 run = RunState(ws, store, client, paid, ui, engine.stop_rules(ws, paid, flag))
+                stage = (store.run_row() or {}).get("stage") or "stopped"
                 with TARGETS[(store.run_row() or {}).get("target") or "body"](run) as target:
                     try:
                         result = asyncio.run(adopting.certify(run, target, claim))  # type: ignore[arg-type]
                     except RunStopped as exc:  # the limit or a stop: its runs are in the ledger
+                        runs.show_stage(store, ws.root.name, stage)
                         raise OptimizerError(
                             f"the adoption stopped before it decided ({exc}); nothing was adopted. "
                             f"`optimizer adopt {ws.root} {claim.version} --max-usd X` continues "
                             "it from its runs so far."
                         ) from None
                     target.write_lineage(iterations.finished_count(store))
+                # Status said "adoption 1: …, 9 fresh runs an eval" after the adoption ended.
+                runs.show_stage(store, ws.root.name, stage)
         finally:
             store.close()
     _rewrite_summary(ws.root)

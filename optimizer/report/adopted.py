@@ -4,6 +4,9 @@ adopted yet (docs/design.md §16). A step of the search is never worded as a cla
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from optimizer.decide import adopt as rule
 from optimizer.report.format import money
 from optimizer.report.info import Adopted
@@ -39,6 +42,32 @@ def adopted_line(adoptions: list[Adoption], best: str | None, run_dir: str) -> s
     if best and best != (have.version if have else "v0"):
         return f"{now}; `optimizer adopt {run_dir}` certifies the search's best, {best}"
     return now
+
+
+def spent_words(spent: float, budget: float | None, adoptions: Sequence[Mapping[str, Any]]) -> str:
+    """What a run spent against its budget (spent_apart when it adopted)."""
+    return spent_apart(spent, budget, adoptions) or (
+        money(spent) + (f" of {money(budget)}" if budget else "")
+    )
+
+
+def spent_apart(
+    spent: float, budget: float | None, adoptions: Sequence[Mapping[str, Any]]
+) -> str | None:
+    """Each adoption's spend apart, with the estimate it showed, None when none spent anything.
+    An adoption `optimizer adopt` makes is approved on its own estimate, so the run's budget is
+    never read as overspent ('$3.51: $1.05 of the $3.00 budget on the search and its sealed test,
+    $2.46 on adoption #1 (its estimate: $4.55)')."""
+    apart = [a for a in adoptions if (a.get("cost_usd") or 0.0) > 0]
+    if not apart:
+        return None
+    search = max(0.0, spent - sum(a["cost_usd"] for a in apart))
+    head = money(search) + (f" of the {money(budget)} budget" if budget else "")
+    parts = [f"{head} on the search and its sealed test"] + [
+        f"{money(a['cost_usd'])} on adoption #{a['number']} (its estimate: {money(a['estimate_usd'])})"
+        for a in apart
+    ]
+    return f"{money(spent)}: " + ", ".join(parts)
 
 
 def as_json(adoptions: list[Adoption]) -> Adopted:

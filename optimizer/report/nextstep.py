@@ -76,6 +76,8 @@ def _go_on(run: str, data: read.RunData, info: StatusInfo, best: str) -> schemas
         if need > budget or spent >= budget:
             flags.append(f"--budget-usd {max(math.ceil(need), math.floor(spent) + 1)}")
     what = f"search on from {best}" if best != "v0" else "nothing won yet: search on"
+    if read.every_proposal_refused(data.iterations):  # more of the same would be refused again
+        what = "every proposal was refused: fix what the first refusal names, then search on"
     if more:
         what += f" for {more} more iteration{'s' if more != 1 else ''}"
     if "deadline" in (info.get("stop_reason") or ""):

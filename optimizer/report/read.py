@@ -122,7 +122,28 @@ def load(run_dir: Path, *, with_calls: bool = False) -> RunData:
     data.warnings = caveats.annotate(
         data.root, data.nodes, data.current_best, data.run, data.settings, test
     )
+    refused = every_proposal_refused(data.iterations)
+    if refused:  # said where the run is read, not only in the JSON log
+        data.warnings.insert(0, refused)
     return data
+
+
+def every_proposal_refused(iterations: list[IterationRow]) -> str | None:
+    """'every proposal was refused (2 of 2); the first: ...' when no proposal of the run became a
+    version because each was refused; the first refusal by iteration and proposal."""
+    made = [
+        o
+        for it in iterations
+        for _, o in sorted((parse_json(it.get("candidates_json")) or {}).items())
+    ]
+    refused = [o for o in made if "rejected" in o]
+    if not refused or len(refused) < len(made):
+        return None
+    first = (refused[0].get("rejected") or ["no reason kept"])[0]
+    return (
+        f"every proposal was refused ({len(refused)} of {len(made)}), so no version was made; "
+        f"the first: {first}"
+    )
 
 
 def _load(ws: Workspace, with_calls: bool) -> RunData:

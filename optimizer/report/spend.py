@@ -12,7 +12,7 @@ import structlog
 
 from optimizer.model.cost import unpriced_note
 from optimizer.search.cost_model import Estimate
-from optimizer.search.estimate import mode_usd, record
+from optimizer.search.estimate import mode_usd, record, reserves_usd
 from optimizer.store import eval_runs, iterations, ledger, readonly, runs
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
@@ -64,10 +64,19 @@ def line(est: Estimate) -> str:
 
 
 def reserve_note(est: Estimate) -> str:
-    """What the search leaves unspent so that a budget stop still runs the sealed test."""
-    if not est.get("budget_usd") or not est.get("reserve_usd"):
+    """What the search leaves unspent so that a budget stop still runs the sealed test, and the
+    first looks of an adoption at the end when the run adopts (adopt.at_end)."""
+    if not est.get("budget_usd") or not (est.get("reserve_usd") or est.get("adoption_reserve_usd")):
         return ""
-    return f"; reserve for the sealed test: {_money(est['reserve_usd'])}, kept from the search"
+    held = [
+        f"{what}: {_money(usd)}"
+        for what, usd in (
+            ("reserve for the sealed test", est.get("reserve_usd")),
+            ("for the adoption at the end (its first looks)", est.get("adoption_reserve_usd")),
+        )
+        if usd
+    ]
+    return f"; {' and '.join(held)}, kept from the search"
 
 
 def unpriced_notes(est: Estimate) -> str:
@@ -79,20 +88,25 @@ def unpriced_notes(est: Estimate) -> str:
 
 
 def budget_note(est: Estimate) -> str:
+    """Whether the budget covers the run: its estimate and, kept from the search, the first looks
+    of an adoption at the end (the sealed test is in the run's estimate)."""
     budget, batch = est["budget_usd"], est["batch"]
     if not budget:
         return "no budget set"
-    need = mode_usd(est["run"], batch)
-    if budget >= mode_usd(est["run_max"], batch):
-        return f"budget {_money(budget)} covers it"
+    adopting = est.get("adoption_reserve_usd") or 0.0
+    need = mode_usd(est["run"], batch) + adopting
+    with_it = " and the adoption's reserve" if adopting else ""
+    if budget >= mode_usd(est["run_max"], batch) + adopting:
+        return f"budget {_money(budget)} covers it{with_it}"
     if budget >= need:
-        return f"budget {_money(budget)} covers it unless many runs are added"
+        return f"budget {_money(budget)} covers it{with_it} unless many runs are added"
     resumed = bool(est.get("resume"))
-    if budget < mode_usd(est["setup"], batch):
-        floor = "what was already spent" if resumed else "the baseline and v0 alone"
+    floor_usd = mode_usd(est["setup"], batch) + reserves_usd(est)
+    if budget < floor_usd:
+        floor = "what was already spent" if resumed else "the baseline and v0"
         return (
-            f"budget {_money(budget)} is below {floor} "
-            f"(~{_money(mode_usd(est['setup'], batch))}): the run will stop before "
+            f"budget {_money(budget)} is below {floor} and the reserves kept from the search "
+            f"(~{_money(floor_usd)}): the run will stop before "
             f"{'its next iteration' if resumed else 'iteration 1'}"
         )
     k = est.get("iterations_in_budget")
@@ -165,6 +179,12 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
         run = runs.row(db) or {}
         est = json.loads(shown) if (shown := run.get("estimate_json")) else None
         totals = ledger.answered(db)
+        # An adoption is paid apart, against its own estimate (report/adopted.spent_apart).
+        adopting = sum(
+            usd
+            for scope, usd in ledger.by_scope(db).items()
+            if (scope or "").startswith("adoption ")
+        )
         done = [i for i in iterations.all_of(db) if i.finished_at]
         # Setup: every call recorded before the first proposal (rows are numbered as written).
         setup_usd = ledger.setup_usd(db, totals["usd"])
@@ -182,7 +202,8 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
         "iterations": len(done),
         "setup_usd": round(setup_usd, 6),
         "sealed_test_usd": round(test_usd, 6),
-        "usd_per_iteration": round((totals["usd"] - setup_usd - test_usd) / len(done), 6)
+        "adoptions_usd": round(adopting, 6),
+        "usd_per_iteration": round((totals["usd"] - adopting - setup_usd - test_usd) / len(done), 6)
         if done
         else None,
     }
@@ -201,10 +222,11 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
     expected += mode_usd(est["sealed_test"], batch) if test_done else 0.0
     out["expected_usd"] = round(expected, 6)
     out["expected_per_iteration_usd"] = mode_usd(est["per_iteration"], batch)
-    out["ratio"] = round(totals["usd"] / expected, 3) if expected > 0 else None
+    searched = totals["usd"] - adopting
+    out["ratio"] = round(searched / expected, 3) if expected > 0 else None
     per = actual["usd_per_iteration"]
     out["line"] = (
-        f"cost: {_money(totals['usd'])} spent against ~{_money(expected)} estimated for "
+        f"cost: {_money(searched)} spent against ~{_money(expected)} estimated for "
         f"{_plural(len(done), 'iteration')}"
         + (f" (x{out['ratio']:.2f})" if out["ratio"] is not None else "")
         + (
@@ -212,6 +234,7 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
             if per is not None
             else ""
         )
+        + (f"; {_money(adopting)} on adoptions, apart" if adopting > 0 else "")
         + unpriced_notes(est)
     )
     return out

@@ -248,7 +248,7 @@ def print_status(console: Console, info: StatusInfo) -> None:
     if info.get("promotions"):
         row("promotions", info["promotions"])
     budget = info.get("budget_usd")
-    row("spent", f"{money(info['spent_usd'])}" + (f" of {money(budget)}" if budget else ""))
+    row("spent", adopted.spent_words(info["spent_usd"], budget, info["adoptions"]))
     if line := (info.get("estimate") or {}).get("line"):
         row("estimate", line)
     row(

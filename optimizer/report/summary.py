@@ -91,8 +91,9 @@ def build(
         sealed=sealed,
         decision=(selection or {}).get("reason") if isinstance(selection, dict) else None,
         diff=folders.version_diff(data.ws, "v0", best) if won else None,
-        spent_usd=info.get("spent_usd") or 0.0,
+        spent_usd=(spent := info.get("spent_usd") or 0.0),
         budget_usd=info.get("budget_usd"),
+        spent=adopted.spent_apart(spent, info.get("budget_usd"), info.get("adoptions") or []),
         calls=info.get("calls") or 0,
         look_at=_look_at(run_dir, data, info),
         next=nextstep.steps(str(run_dir), data, info, best) if not night_error else [],
@@ -333,12 +334,11 @@ def markdown(s: schemas.MorningSummary) -> str:
         )
         out += [f"## The change (v0 → {s.best})", "", "```diff", diff.rstrip("\n"), "```", ""]
     budget = f" of {words.dollars(s.budget_usd)}" if s.budget_usd else ""
-    out += [
-        "## Cost",
-        "",
-        f"{words.dollars(s.spent_usd)}{budget} in {words.plural(s.calls, 'model call')}.",
-        "",
-    ]
+    calls = words.plural(s.calls, "model call")
+    cost = (
+        f"{s.spent} ({calls})." if s.spent else f"{words.dollars(s.spent_usd)}{budget} in {calls}."
+    )
+    out += ["## Cost", "", cost, ""]
     if s.next:
         out += ["## Next", ""] + [f"- {step.why}: `{step.command}`" for step in s.next] + [""]
     out += (

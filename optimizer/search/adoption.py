@@ -91,7 +91,9 @@ def estimate_for(run: RunState, claim: Claim) -> rule.Estimate | None:
     if not known:
         return None
     per_run = sum(known) / len(known)
-    return rule.Estimate(len(claim.evals), rule.looks(run.settings.adopt), per_run)
+    return rule.Estimate(
+        len(claim.evals), rule.looks(run.settings.adopt), per_run, margin=RESERVE_MARGIN
+    )
 
 
 async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
@@ -145,9 +147,6 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
     return adoptions.finish(run.store, opened.number, decision, next_step)
 
 
-# The looks an adoption at a run's end is sure to afford: the first two (3 and then 4 fresh runs an
-# eval by default). A claim that needs more is left unfinished for `optimizer adopt` to continue.
-RESERVED_LOOKS = 2
 RESERVE_MARGIN = 1.25  # a version's runs cost more than v0's, as the sealed test's reserve says
 
 
@@ -165,16 +164,16 @@ def wanted(run: RunState) -> bool:
     return datetime.now(UTC) - last >= timedelta(days=7) - timedelta(hours=12)
 
 
-def reserve(run: RunState) -> float:
+def reserve(run: RunState, planned: float = 0.0) -> float:
     """What the search leaves for the adoption at the run's end: its first looks, both sides, at
-    v0's measured price per run (0 before v0 ran, or when the run adopts nothing at its end)."""
+    the estimate's price per run (`planned`, shown when the run started), or more once v0's
+    measured price says they cost more (0 when the run adopts nothing at its end)."""
     if not wanted(run):
         return 0.0
     per_run = adoptions.per_run_usd(run.store) or 0.0
     evals = run.train if run.settings.adopt.scope == "tasks" else run.test
-    looks = rule.looks(run.settings.adopt)
-    runs = looks[min(RESERVED_LOOKS, len(looks)) - 1]
-    return 2 * len(evals) * runs * per_run * RESERVE_MARGIN
+    runs = rule.reserved_runs(run.settings.adopt)
+    return max(planned, 2 * len(evals) * runs * per_run * RESERVE_MARGIN)
 
 
 async def at_end(run: RunState, target: Measures | object) -> Adoption | None:

@@ -59,6 +59,7 @@ class Estimate(TypedDict, total=False):
     run_max: CostPart
     assumptions: JsonObject
     reserve_usd: float
+    adoption_reserve_usd: float  # the first looks of an adoption at the run's end (adopt.at_end)
     iterations_in_budget: int | None
     unpriced: dict[str, str]  # a model priced as another: which
     resume: Resumed  # a resumed run's: what is left of it

@@ -13,7 +13,7 @@ from optimizer.inputs import skill as skills
 from optimizer.inputs import skillmd
 from optimizer.search.proposal import ProposalAnswer
 
-MAX_FILE_CHARS = 100_000
+MAX_FILE_CHARS = skills.MAX_WRITTEN_CHARS
 MAX_TOTAL_CHARS = 500_000
 
 
@@ -72,6 +72,7 @@ def apply_edits(parent: Path, dest: Path, answer: ProposalAnswer, *, target: str
     parent_doc = skillmd.parse_skill_md((parent / "SKILL.md").read_text(encoding="utf-8"))
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(parent, dest)
+    written: set[str] = set()
     for edit in answer.edits:
         rel = _safe_rel(edit.path)
         if rel is None:
@@ -99,6 +100,7 @@ def apply_edits(parent: Path, dest: Path, answer: ProposalAnswer, *, target: str
                     continue
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(edit.content, encoding="utf-8")
+                written.add(rel)
             else:
                 current = path.read_text(encoding="utf-8") if path.is_file() else None
                 if current is None:
@@ -109,6 +111,7 @@ def apply_edits(parent: Path, dest: Path, answer: ProposalAnswer, *, target: str
                     problems.append(f"replace in '{rel}': {problem}")
                     continue
                 path.write_text(changed, encoding="utf-8")
+                written.add(rel)
         except (OSError, ValueError) as exc:
             # The path is model-written: a folder, a NUL byte, a name too long, a binary file.
             # That is a rejected proposal (data), never an exception that stops the run.
@@ -118,6 +121,33 @@ def apply_edits(parent: Path, dest: Path, answer: ProposalAnswer, *, target: str
                 "edit text files inside the skill folder only."
             )
     problems += _check(dest, parent_doc, target)
+    problems += _sizes(dest, written, _text_chars(parent))
+    return problems
+
+
+def _text_chars(folder: Path) -> int:
+    return sum(
+        len(c) for c in skills.files_of(folder, include_evals=False).values() if isinstance(c, str)
+    )
+
+
+def _sizes(folder: Path, written: set[str], parent_chars: int) -> list[str]:
+    """The size limits bound what a proposal writes, never what the skill ships: a large or binary
+    file no edit touched (a PDF, an image) is carried as it is (`validate` says so). The total is
+    of text files and refused only when this proposal passed the limit or grew past it."""
+    problems = []
+    for rel in sorted(written):
+        path = folder / rel
+        size = len(path.read_text(encoding="utf-8")) if path.is_file() else 0
+        if size > MAX_FILE_CHARS:
+            problems.append(
+                f"'{rel}' is {size:,} characters; keep each file under {MAX_FILE_CHARS:,}."
+            )
+    total = _text_chars(folder)
+    if total > MAX_TOTAL_CHARS and total > parent_chars:
+        problems.append(
+            f"the skill's text is {total:,} characters; keep it under {MAX_TOTAL_CHARS:,}."
+        )
     return problems
 
 
@@ -136,14 +166,4 @@ def _check(folder: Path, parent_doc: skillmd.SkillDoc, target: str) -> list[str]
         )
     if target == "description" and doc.body.strip() != parent_doc.body.strip():
         problems.append("a description proposal changed the body; change the description only.")
-    total = 0
-    for rel, content in skills.files_of(folder, include_evals=False).items():
-        size = len(content)
-        total += size
-        if size > MAX_FILE_CHARS:
-            problems.append(
-                f"'{rel}' is {size:,} characters; keep each file under {MAX_FILE_CHARS:,}."
-            )
-    if total > MAX_TOTAL_CHARS:
-        problems.append(f"the skill is {total:,} characters; keep it under {MAX_TOTAL_CHARS:,}.")
     return problems

@@ -67,13 +67,13 @@ async def optimize(
 
 
 def stop_rules(
-    ws: Workspace, s: Settings, flag: stops.SignalFlag, kept_usd: float = 0.0
+    ws: Workspace, s: Settings, flag: stops.SignalFlag, kept: stops.Kept = stops.NONE_KEPT
 ) -> stops.StopRules:
     return stops.StopRules(
         urgent=(
             flag.condition(),
             stops.stop_file(ws.stop_file),
-            stops.budget(s.budget.usd, kept_usd),
+            stops.budget(s.budget.usd, kept),
             stops.deadline(stops.parse_deadline(s.budget.deadline)),
         ),
         at_iteration_end=(
@@ -87,20 +87,26 @@ def stop_rules(
 def keep_for_test(run: RunState, flag: stops.SignalFlag, kept: float | None = None) -> None:
     """Hold the sealed test's cost back from the search (docs/design.md §9), and the first looks of
     an adoption the run makes at its end (adopt.at_end): the budget stop
-    and the client's per-call guard see the budget less the reserve, so a budget stop leaves the
-    money the sealed test needs. `kept` None: the estimate's reserve, or more at the measured
-    cost of v0's runs."""
+    and the client's per-call guard see the budget less the reserves, so a budget stop leaves the
+    money the sealed test needs. `kept` None: the estimate's reserves, or more at the measured
+    cost of v0's runs; each is named where the budget stops the search."""
     if kept is None:
-        kept = estimate.reserve(
-            json.loads(run.row.get("estimate_json") or "null"),
+        est = json.loads(run.row.get("estimate_json") or "null")
+        test = estimate.reserve(
+            est,
             per_run_usd=adoptions.per_run_usd(run.store),
             runs=2 * len(run.test) * run.settings.evals.runs_per_eval,
         )
-        kept = kept if run.test else 0.0
-        kept += adoption.reserve(run)
-    run.client.kept_usd = kept
-    run.stops = stop_rules(run.ws, run.settings, flag, kept)
-    run.emit(ReserveKept(round(kept, 4)))
+        held = stops.Kept(
+            test if run.test else 0.0,
+            adoption.reserve(run, (est or {}).get("adoption_reserve_usd", 0.0)),
+        )
+    else:
+        held = stops.Kept(kept, 0.0)
+    run.client.kept_usd = held.usd
+    run.client.kept_for = f"({held.words(lead='')})" if held.adoption_usd else "for the sealed test"
+    run.stops = stop_rules(run.ws, run.settings, flag, held)
+    run.emit(ReserveKept(round(held.usd, 4)))
 
 
 def _next_iteration(run: RunState) -> int:

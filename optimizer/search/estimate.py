@@ -35,7 +35,7 @@ from typing import Any, Literal
 import structlog
 
 from optimizer.config import Settings
-from optimizer.decide import step
+from optimizer.decide import adopt, step
 from optimizer.inputs.evals import EvalSet, split
 from optimizer.model.cost import BATCH_PRICE_FACTOR, unpriced
 from optimizer.search.cost_model import CHARS_PER_TOKEN, CostPart, Estimate, PriceModel, Tally
@@ -103,6 +103,9 @@ def estimate(
     sealed = Tally()
     for ev in test_evals:
         sealed.add(m.run(ev, True), 2 * runs)
+    adoption = Tally()  # its first looks, both sides, kept from the search (adopt.at_end)
+    for ev in train_evals if s.adopt.scope == "tasks" else test_evals:
+        adoption.add(m.run(ev, True), 2 * adopt.reserved_runs(s.adopt))
 
     iterations = s.loop.max_iterations
     whole = Tally().add(setup).add(iteration, iterations).add(sealed)
@@ -132,6 +135,9 @@ def estimate(
         },
     }
     est["reserve_usd"] = round(mode_usd(est["sealed_test"], s.llm.batch) * RESERVE_MARGIN, 4)
+    if s.adopt.at_end != "never":
+        held = mode_usd(adoption.summary(), s.llm.batch) * RESERVE_MARGIN
+        est["adoption_reserve_usd"] = round(held, 4)
     est["iterations_in_budget"] = _iterations_in_budget(est)
     # Models priced as another (the dearest listed), so the preview and status can say so.
     roles = ("executor", "grader", "comparator", "analyzer", "proposer")
@@ -165,12 +171,17 @@ def per_iteration_usd(est: Estimate) -> float | None:
     )
 
 
+def reserves_usd(est: Estimate) -> float:
+    """What the estimate keeps from the search: the sealed test's and an adoption's at the end."""
+    return est.get("reserve_usd", 0.0) + est.get("adoption_reserve_usd", 0.0)
+
+
 def _iterations_in_budget(est: Estimate) -> int | None:
     budget, batch = est["budget_usd"], est["batch"]
     per = mode_usd(est["per_iteration"], batch)
     if not budget or per <= 0:
         return None
-    left = budget - mode_usd(est["setup"], batch) - est.get("reserve_usd", 0.0)
+    left = budget - mode_usd(est["setup"], batch) - reserves_usd(est)
     return max(0, int(math.floor(left / per + 1e-9)))
 
 

@@ -165,12 +165,42 @@ def target(score: float) -> Condition:
     return lambda s: f"the best score reached the target {score}" if s.best_score >= score else None
 
 
-def budget(usd: float, kept: float = 0.0) -> Condition:
-    """The search stops where its spend would eat into what is `kept` for the sealed test."""
-    held = f" (${kept:.2f} of it kept for the sealed test)" if kept > 0 else ""
+@dataclass(frozen=True)
+class Kept:
+    """What the search leaves of the budget: the sealed test's reserve and the first looks of an
+    adoption at the run's end, each named where the budget stops the search."""
+
+    test_usd: float
+    adoption_usd: float
+
+    @property
+    def usd(self) -> float:
+        return self.test_usd + self.adoption_usd
+
+    def words(self, lead: str = " of it kept") -> str:
+        """'$0.69 of it kept for the sealed test, $2.26 for the adoption at the end'."""
+        named = [
+            (usd, what)
+            for usd, what in (
+                (self.test_usd, "the sealed test"),
+                (self.adoption_usd, "the adoption at the end"),
+            )
+            if usd > 0
+        ]
+        return ", ".join(
+            f"${usd:.2f}{lead if k == 0 else ''} for {what}" for k, (usd, what) in enumerate(named)
+        )
+
+
+NONE_KEPT = Kept(0.0, 0.0)
+
+
+def budget(usd: float, kept: Kept = NONE_KEPT) -> Condition:
+    """The search stops where its spend would eat into what is `kept` for what follows it."""
+    held = f" ({kept.words()})" if kept.usd > 0 else ""
     return lambda s: (
         f"spent ${s.spent_usd:.2f} of the ${usd:.2f} budget{held}"
-        if s.spent_usd >= usd - kept
+        if s.spent_usd >= usd - kept.usd
         else None
     )
 

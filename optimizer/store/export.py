@@ -5,7 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from optimizer.decide import adopt as rule
 from optimizer.errors import BadInput
+from optimizer.schemas import Adoption
 from optimizer.store import adoptions
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
@@ -19,19 +21,20 @@ def export_version(run_dir: Path, version: str | None, to: Path, *, force: bool)
         raise BadInput(f"{run_dir}: not a run folder (no state.db).")
     store = Store(ws.state_db)
     try:
-        have = adoptions.adopted(store)
-        certified = any(a.certified for a in adoptions.all_of(store))
-        if version is None:  # the adopted version; the search's best while nothing is adopted
-            version = have if certified else (store.run_row() or {}).get("current_best") or "v0"
+        tried = adoptions.all_of(store)
+        best = (store.run_row() or {}).get("current_best") or "v0"
     finally:
         store.close()
-    # A step is a move of the search, not a claim (docs/design.md §16): said where it is handed over.
-    note = (
-        ""
-        if version == have
-        else f"; {version} is a step of the search, not adopted: `optimizer adopt {run_dir} "
-        f"{version}` certifies it against {have} on fresh runs"
-    )
+    have = rule.base_of(tried)
+    if version is None:  # the adopted version: what the user has, not a step of the search
+        version, note = have, ": " + _why_adopted(run_dir, tried, have, best)
+    elif version == have:
+        note = ": the adopted version"
+    else:  # a step is a move of the search, not a claim (docs/design.md §16): said on hand-over
+        note = (
+            f", as named; it is a step of the search, not adopted: `optimizer adopt {run_dir} "
+            f"{version}` certifies it against {have} on fresh runs"
+        )
     source = ws.skill(version)
     if not source.is_dir():
         raise BadInput(
@@ -49,3 +52,21 @@ def export_version(run_dir: Path, version: str | None, to: Path, *, force: bool)
         return f"exported {version} to {to} (the run kept no evals to copy){note}"
     shutil.copytree(evals_used, to / "evals", dirs_exist_ok=True)
     return f"exported {version} to {to}, with the run's evals in {to / 'evals'}{note}"
+
+
+def _why_adopted(run_dir: Path, tried: list[Adoption], have: str, best: str) -> str:
+    """Why the adopted version is the one handed over, in the words `adopt` used."""
+    last = tried[-1] if tried else None
+    if last is not None and last.certified and last.version == have:
+        return f"the adopted version (certified against {last.base} on fresh runs)"
+    if last is not None and last.status != "running" and not last.certified:
+        return (
+            f"the adopted version ({last.version} was not certified; `optimizer export {run_dir} "
+            f"{last.version}` exports it all the same)"
+        )
+    if best != have:
+        return (
+            f"the adopted version (the search's best, {best}, is a step, not adopted: `optimizer "
+            f"adopt {run_dir}` certifies it, `optimizer export {run_dir} {best}` exports it as it is)"
+        )
+    return "the adopted version"

@@ -119,6 +119,11 @@ class Workspace:
         return self.root / "STOP"
 
     @property
+    def starting(self) -> Path:
+        """The pid of a detached daemon between its spawn and its lock (store/lock.py)."""
+        return self.root / "optimizer.starting"
+
+    @property
     def report(self) -> Path:
         return self.root / "report.html"
 

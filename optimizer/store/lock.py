@@ -35,6 +35,7 @@ def lock(ws: Workspace) -> Iterator[None]:
     handle.truncate()
     handle.write(str(os.getpid()))
     handle.flush()
+    ws.starting.unlink(missing_ok=True)  # started: the pidfile answers from now on
     try:
         yield
     finally:
@@ -60,6 +61,38 @@ def running_pid(ws: Workspace) -> int | None:
     return None
 
 
+def mark_starting(ws: Workspace, pid: int) -> None:
+    """A detached daemon takes its lock seconds after `run --detach` returns (its imports): the
+    marker lets a `stop` in between know it is coming, and the STOP file it leaves is read at the
+    daemon's first check (the child keeps it, daemon.resume)."""
+    write_text(ws.starting, f"{pid}\n")
+
+
+def starting_pid(ws: Workspace) -> int | None:
+    """The pid of a detached daemon that has not taken its lock yet, or None (none was spawned,
+    it holds its lock now, or it died before taking it)."""
+    try:
+        text = ws.starting.read_text().strip()
+    except OSError:
+        return None
+    if not text.isdigit() or not _alive(int(text)):
+        return None
+    return int(text)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    try:  # a zombie has ended; only its parent has not collected it yet
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def request_stop(run_dir: Path) -> str:
     """Ask the daemon to stop after its unit of work in flight, and return at once: the stop file
     for a daemon between units (or one not started yet), SIGTERM for a live one."""
@@ -69,6 +102,11 @@ def request_stop(run_dir: Path) -> str:
     at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     write_text(ws.stop_file, f"stop requested at {at}\n")
     pid = running_pid(ws)
+    if pid is None and (coming := starting_pid(ws)) is not None:
+        return (
+            f"pid {coming} is still starting on {run_dir}; it will stop before its first unit of "
+            f"work. `optimizer status {run_dir}` shows when it has."
+        )
     if pid is None:
         return f"no daemon is running on {run_dir}; it will not start the next unit of work."
     os.kill(pid, signal.SIGTERM)

@@ -14,7 +14,7 @@ from optimizer.errors import BadInput
 from optimizer.inputs import evals
 from optimizer.inputs import skill as skills
 from optimizer.inputs import triggers as trigger
-from optimizer.store import readonly, runtoml
+from optimizer.store import readonly, registry, runtoml
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace, write_text
 
@@ -77,7 +77,8 @@ def create(
                 {
                     "id": ws.root.name,
                     "skill_name": skill.name,
-                    "skill_dir": str(skill_dir),
+                    # Absolute: the runs of a skill folder are found by it (store/registry.py).
+                    "skill_dir": str(skill_dir.resolve()),
                     "target": target,
                     "started_at": now(),
                     "eval_set_hash": evalset.hash,
@@ -102,6 +103,7 @@ def create(
             )
     finally:
         store.close()
+    registry.record(ws.root)
 
 
 def remove_stale_temp_files(ws: Workspace) -> None:
