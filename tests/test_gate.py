@@ -263,3 +263,39 @@ def test_on_these_tasks_runs_that_scored_alike_cannot_claim_more_than_the_scores
     found = ni.check_tasks(same, same, confidence=0.95, margin=0.05, step=step)
     assert found.floored and found.spread == pytest.approx(step / 5)
     assert found.low < 0 < found.high
+
+
+def _runs(side: str, scores: list[float | None]) -> list:
+    from optimizer.grade.unit import Scored
+
+    return [
+        Scored(f"eval/{side}/run-{n}", 0, n, side, "ok" if s is not None else "unscored", s, 0.0)
+        for n, s in enumerate(scores, 1)
+    ]
+
+
+def test_runs_head_could_not_score_count_against_it_never_for_it(tmp_path):
+    """A judge that fails on HEAD's worst outputs (../shared/DESIGN.md §24): dropping those runs
+    lifted HEAD's means and passed an edit that scores the same as BASE; counted as failures
+    they keep "not worse" from being shown."""
+    from optimizer.config import Settings
+    from optimizer.inputs.evals import load_evals
+    from optimizer.search.gate import GateResult, _decide
+    from optimizer.store.db import Store
+
+    evalset = load_evals(EXAMPLE)
+    same = [0.2, 0.5, 0.8, 0.2, 0.5, 0.8]
+    lost = [None if s <= 0.4 else s for s in same]  # the worst third left unscored
+    scores = {
+        "base": {e: _runs("base", same) for e in evalset.ids},
+        "head": {e: _runs("head", lost) for e in evalset.ids},
+    }
+    result = GateResult(EXAMPLE, EXAMPLE, evalset.source, False, 6, None)
+    store = Store(tmp_path / "state.db")
+    try:
+        found = _decide(result, evalset, scores, Settings(), 0.05, store)
+    finally:
+        store.close()
+    assert found.unscored == 2 * len(evalset.ids)
+    assert found.test is not None and found.test.delta < 0  # 0.2 → 0 on a third of HEAD's runs
+    assert not found.passed

@@ -279,6 +279,18 @@ def eval_means(results: dict[int, list[Scored]]) -> dict[int, list[float]]:
     return {e: [s.score for s in runs if s.score is not None] for e, runs in results.items()}
 
 
+def claim_means(results: dict[int, list[Scored]], *, missing: float) -> dict[int, list[float]]:
+    """Scores per eval for a claim (an adoption, a gate; ../shared/DESIGN.md §24): a run that could
+    not be scored after its retries (a judge error, a failure of ours) counts as `missing`, the
+    worst score for the side that claims and the best for the side it is claimed against. Leaving
+    it out would bet that failures do not depend on the output; this way they can only make the
+    claim harder."""
+    return {
+        e: [s.score if s.score is not None else missing for s in runs]
+        for e, runs in results.items()
+    }
+
+
 def judge_errors(*results: dict[int, list[Scored]]) -> tuple[int, int]:
     runs = [s for r in results for ss in r.values() for s in ss]
     return sum(s.status == "judge_error" for s in runs), len(runs)

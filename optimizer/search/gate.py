@@ -20,7 +20,7 @@ from optimizer.decide.step import paired_differences
 from optimizer.errors import BudgetExhausted
 from optimizer.execute import executor_for
 from optimizer.grade.benchmark import counting
-from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, unscored
+from optimizer.grade.unit import Grader, Scored, claim_means, jobs_for, unscored
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import EvalSet
 from optimizer.model.port import Client
@@ -28,6 +28,10 @@ from optimizer.store.db import Store
 
 log = structlog.get_logger()
 SIDES = ("base", "head")
+MISSING = {
+    "base": 1.0,
+    "head": 0.0,
+}  # a run neither could score: the best for BASE, the worst for HEAD
 
 
 @dataclass
@@ -143,13 +147,25 @@ def _decide(
     store: Store,
     scope: str = "tasks",
 ) -> GateResult:
-    means = {side: eval_means(scores[side]) for side in SIDES}
+    # A run left unscored after its retries counts against its side (../shared/DESIGN.md §24): a
+    # failure for HEAD, a pass for BASE, so a failure that depends on the output can only keep
+    # "not worse" from being shown.
+    means = {side: claim_means(scores[side], missing=MISSING[side]) for side in SIDES}
     diffs = paired_differences(means["head"], means["base"])
     every = [s for side in SIDES for runs in scores[side].values() for s in runs]
     result.unscored = sum(s.status == "unscored" for s in every)
     result.judge_errors = sum(s.status == "judge_error" for s in every)
     result.total_runs = len(every)
     result.cost_usd = _spent(store)
+    limit = settings.selection.max_unscored_rate
+    if result.total_runs and result.unscored / result.total_runs > limit:
+        # So many failures of ours say nothing about HEAD: no bound, and never "worse" for them.
+        result.note = (
+            f"{result.unscored} of {result.total_runs} runs could not be scored, more than "
+            f"selection.max_unscored_rate = {limit}; no bound is made, so not worse is not shown. "
+            "Fix the cause (optimizer.log) and run the gate again."
+        )
+        return result
     for e in sorted(evalset.ids):
         b, h = means["base"].get(e) or [], means["head"].get(e) or []
         result.per_eval[e] = {
