@@ -87,10 +87,9 @@ class BodyTarget:
         )
 
     async def fresh(self, order: list[tuple[str, int, int]], *, scope: str) -> dict[str, Results]:
-        """with_skill runs (version, eval, run number) in the order given, graded as one stage (one
-        batch): samples no step drew, so these runs are fresh evidence about the versions (an
-        adoption's), kept apart under `<scope>/` and never counted in a version's step scores.
-        Back per version and eval by run number, so the order they went out in decides nothing."""
+        """with_skill runs (version, eval, run number) in the order given, as one stage (one batch):
+        samples no step drew, fresh evidence kept under `<scope>/`, never in a step's scores. Back
+        per version and eval by run number: the order they went out in decides nothing."""
         ws, test = self.run.ws, set(self.run.test)
         jobs = [
             jobs_for(
