@@ -299,3 +299,24 @@ def test_runs_head_could_not_score_count_against_it_never_for_it(tmp_path):
     assert found.unscored == 2 * len(evalset.ids)
     assert found.test is not None and found.test.delta < 0  # 0.2 → 0 on a third of HEAD's runs
     assert not found.passed
+
+
+def test_a_gate_our_failures_left_mostly_unscored_makes_no_bound_and_never_says_worse(tmp_path):
+    from optimizer.config import Settings
+    from optimizer.inputs.evals import load_evals
+    from optimizer.search.gate import GateResult, _decide
+    from optimizer.store.db import Store
+
+    evalset = load_evals(EXAMPLE)
+    scores = {
+        "base": {e: _runs("base", [0.5, None, None]) for e in evalset.ids},
+        "head": {e: _runs("head", [None, None, 0.5]) for e in evalset.ids},
+    }
+    result = GateResult(EXAMPLE, EXAMPLE, evalset.source, False, 3, None)
+    store = Store(tmp_path / "state.db")
+    try:
+        found = _decide(result, evalset, scores, Settings(), 0.05, store)
+    finally:
+        store.close()
+    assert found.test is None and not found.passed
+    assert "could not be scored" in found.note and "max_unscored_rate" in found.note
