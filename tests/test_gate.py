@@ -159,6 +159,23 @@ def test_a_harmful_edit_fails_with_a_comment(cli, skills):
     assert not (tmp / "g" / "head" / "evals").exists()  # the agent never sees the expectations
 
 
+def test_the_two_sides_runs_go_out_interleaved(cli, skills):
+    """BASE's and HEAD's runs in one seeded order, never BASE's and then HEAD's: an effect shared
+    by a stretch of time (provider load, a cache) falls on both sides alike."""
+    import sqlite3
+
+    base, tmp = skills
+    head = _harmful(base, tmp / "head")
+    args = ("--provider", "sim", "--set", "execute.concurrency=1")
+    result = cli("gate", base, head, *args, "--out", tmp / "g")
+    assert result.exit_code == 1, result.output
+    with sqlite3.connect(tmp / "g" / "state.db") as db:
+        sides = [c for (c,) in db.execute("select version from eval_runs order by rowid")]
+    assert sorted(set(sides)) == ["base", "head"] and len(sides) == 2 * 5 * 3
+    switches = sum(a != b for a, b in zip(sides, sides[1:], strict=False))
+    assert switches >= 6  # one side after the other switches once
+
+
 @pytest.mark.parametrize(
     "case",
     [

@@ -50,6 +50,7 @@ class Job:
     version: str
     split: str = "train"
     prefix: str = ""  # the key's folder part ("v1/", "baseline/", "test/v0/"): store/keys.py
+    skill_name: str = ""  # the skill's name when not the grader's (the gate's two sides)
 
     @property
     def run_key(self) -> RunKey:
@@ -247,7 +248,7 @@ class Grader:
             shutil.rmtree(job.run_dir)
         record = await self.executor.execute(
             skill_dir=job.skill_dir,
-            skill_name=self.skill_name if job.skill_dir else None,
+            skill_name=(job.skill_name or self.skill_name) if job.skill_dir else None,
             eval=self.evals[job.eval_id],
             inputs_root=self.inputs_root,
             run_dir=job.run_dir,

@@ -7,8 +7,9 @@ Layout: <out>/base/ and <out>/head/ (the two skills as run, without evals/), <ou
 
 from __future__ import annotations
 
+import random
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,35 +98,44 @@ async def run_gate(
     total = len(SIDES) * len(evals) * runs
     step = counting(progress, total)
 
-    scores: dict[str, dict[int, list[Scored]]] = {}
+    # Both sides' runs in one order seeded by loop.seed, through one grader: an effect shared by
+    # a stretch of time (provider load, a cache) falls on both alike (docs/selection.md).
+    names = {side: skills.load_skill(copies[side]).name for side in SIDES}
+    jobs = [
+        replace(job, skill_name=names[side])
+        for side in SIDES
+        for job in jobs_for(
+            evals,
+            runs,
+            prefix="",
+            root=out,
+            configuration=side,
+            skill_dir=copies[side],
+            version=side,
+        )
+    ]
+    random.Random(f"{settings.loop.seed}:gate order").shuffle(jobs)
     try:
         with executor_for(None, settings, client) as executor:
-            for side in SIDES:
-                name = skills.load_skill(copies[side]).name
-                grader = Grader(
-                    store,
-                    client,
-                    settings,
-                    evalset,
-                    executor,
-                    skill_name=name,
-                    inputs_root=base,  # eval files are relative to BASE, as loaded
-                    on_run=step,
-                )
-                jobs = jobs_for(
-                    evals,
-                    runs,
-                    prefix="",
-                    root=out,
-                    configuration=side,
-                    skill_dir=copies[side],
-                    version=side,
-                )
-                scores[side] = await _grade(grader, jobs, settings.evals.unscored_retries)
+            grader = Grader(
+                store,
+                client,
+                settings,
+                evalset,
+                executor,
+                skill_name=names["head"],  # each job names its own side's skill
+                inputs_root=base,  # eval files are relative to BASE, as loaded
+                on_run=step,
+            )
+            graded = await _grade(grader, jobs, settings.evals.unscored_retries)
     except BudgetExhausted as exc:
         result.note = f"the budget ran out before both skills were measured: {exc}"
         result.cost_usd = _spent(store)
         return result
+    scores: dict[str, dict[int, list[Scored]]] = {side: {} for side in SIDES}
+    for e in sorted(graded):  # back per side by run number: the order decides nothing
+        for one in sorted(graded[e], key=lambda r: r.run_number):
+            scores[one.configuration].setdefault(e, []).append(one)
     return _decide(result, evalset, scores, settings, margin, store, scope)
 
 
