@@ -396,3 +396,35 @@ def test_asking_again_goes_on_with_the_same_claim_and_never_resets_its_alpha(run
         assert "its α is spent" in said and seen[-1] == schedule[-1]
     fresh = rows(run_dir, "select distinct prefix from gradings where prefix like 'adoption-%'")
     assert {p.split("/")[0] for (p,) in fresh} == {"adoption-1"}
+
+
+def test_an_adoption_from_before_its_schedule_was_kept_goes_on_from_its_decision(tmp_path):
+    """m012: a row written before the schedule and the last look were kept reads today's schedule
+    and its decision's runs an eval as its last look, so asking again still goes on, never anew."""
+    import sqlite_utils
+
+    from optimizer.store import adoptions
+    from optimizer.store.db import Store, migrations
+
+    evals = {e: [0.5, 0.4, 0.6, 0.5] for e in (1, 2)}
+    decided = rule.decide(
+        evals, evals, selection=Selection(), adopt=Adopt(), look=4, rng=random.Random(0)
+    )
+    path = tmp_path / "state.db"
+    old = sqlite_utils.Database(path)
+    migrations.apply(old, stop_before="m012_adoption_schedule")
+    old["adoptions"].insert(
+        {"number": 1, "version": "v2", "base": "v0", "scope": "tasks", "status": "not certified",
+         "evals_json": "[1, 2]", "decision_json": decided.model_dump_json(), "started_at": "t",
+         "finished_at": "t"}
+    )  # fmt: skip
+    old.close()
+    store = Store(path)
+    try:
+        found = adoptions.claim_of(store, "v2", "v0", "tasks")
+        assert found is not None and found.number == 1
+        now = adoptions.Kept(3, 12, 0.05, 0)
+        assert adoptions.kept(store, 1, now) == adoptions.Kept(3, 12, 0.05, 4)
+        assert adoptions.claim_of(store, "v2", "v1", "tasks") is None  # another base: a new claim
+    finally:
+        store.close()
