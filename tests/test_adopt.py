@@ -316,7 +316,148 @@ def test_a_renamed_run_folder_is_adopted_from_as_the_daemon_resumes_it(run_dir, 
 @pytest.mark.slow
 def test_fresh_runs_our_failures_left_unscored_never_decide_an_adoption(run_dir, monkeypatch):
     # Every grader call fails after its retries: the runs are unscored, not scored 0.
+    # (A streak limit above the runs: their retries would otherwise read as an outage and stop.)
     failing = ("--set", "sim.fail_role=grader", "--set", "llm.max_attempts=1")
+    failing += ("--set", "llm.failure_streak=1000")
     code, said = adopt(monkeypatch, run_dir, "--yes", *failing)
     assert code == 1 and "could not be scored" in said and "nothing was adopted" in said
     assert rows(run_dir, "select status, decision_json from adoptions") == [("running", None)]
+
+
+# -- a claim counts what it could not score, interleaves its sides, has one α (DESIGN.md §24) ----
+
+
+def _claim_runs(run_dir: Path, number: int) -> dict[str, dict[int, list[float | None]]]:
+    """Each side's fresh runs of adoption `number` per eval (None: not scored), by run number."""
+    out: dict[str, dict[int, list[float | None]]] = {}
+    for prefix, e, score in rows(
+        run_dir,
+        "select prefix, eval_id, score from gradings where prefix like ? "
+        "order by prefix, eval_id, run_number",
+        f"adoption-{number}/%",
+    ):
+        out.setdefault(prefix.split("/")[1], {}).setdefault(e, []).append(score)
+    return out
+
+
+@pytest.mark.slow
+def test_runs_the_judge_failed_on_count_against_the_version_claimed(run_dir, monkeypatch):
+    """The judge fails on the candidate's worst outputs (scores ≤ 0.4): left out, its mean would
+    rise with every failure; counted as failures, the claim can only get harder."""
+    from optimizer.grade import judge
+
+    best = rows(run_dir, "select current_best from runs")[0][0]
+    real = judge.grade_run
+
+    async def failing_on_the_worst(client, eval, run_dir_, record, **kw):
+        found = await real(client, eval, run_dir_, record, **kw)
+        mine = f"adoption-1/{best}/" in str(run_dir_)
+        if mine and found.score is not None and found.score <= 0.4:
+            return judge.unscored(eval, found.structural, "the judge failed on this output")
+        return found
+
+    monkeypatch.setattr(judge, "grade_run", failing_on_the_worst)
+    adopt(monkeypatch, run_dir, "--yes", "--set", "selection.max_unscored_rate=1")
+    runs = _claim_runs(run_dir, 1)
+    missing = sum(s is None for scores in runs[best].values() for s in scores)
+    assert missing > 0  # the judge did fail on some of the candidate's runs
+    (decision,) = rows(run_dir, "select decision_json from adoptions")[0]
+    found = json.loads(decision)
+    looked = found["runs_per_eval"]
+
+    def counted(side: str, instead: float) -> dict[int, float]:
+        return {
+            e: sum(instead if s is None else s for s in v[:looked]) / looked
+            for e, v in runs[side].items()
+        }
+
+    mine, theirs = counted(best, 0.0), counted("v0", 1.0)
+    claimed = sum(mine[e] - theirs[e] for e in mine) / len(mine)
+    assert found["delta"] == pytest.approx(claimed, abs=1e-6)
+    assert "counts against its side" in found["reason"]
+
+
+@pytest.mark.slow
+def test_both_sides_fresh_runs_go_out_interleaved_in_a_seeded_order(
+    searched, tmp_path, monkeypatch
+):
+    """One randomised order for both sides, so nothing a stretch of time or a batch shares (load,
+    a cache) favours one; the order is the run's seed, the adoption and the look, so a second copy
+    of the run sends the same."""
+    orders = []
+    for copy in ("a", "b"):
+        folder = Path(shutil.copytree(searched, tmp_path / copy / "run"))
+        adopt(monkeypatch, folder, "--yes", "--set", "execute.concurrency=1")
+        keys = [
+            k
+            for (k,) in rows(
+                folder, "select key from eval_runs where key like 'adoption-1/%' order by rowid"
+            )
+        ]
+        orders.append(keys)
+    first_look = [k.split("/")[1] for k in orders[0][: 2 * 4 * Adopt().first_runs]]
+    switches = sum(a != b for a, b in zip(first_look, first_look[1:], strict=False))
+    assert len(set(first_look)) == 2 and switches >= 4  # not one side's batch, then the other's
+    assert orders[0] == orders[1]
+
+
+@pytest.mark.slow
+def test_asking_again_goes_on_with_the_same_claim_and_never_resets_its_alpha(run_dir, monkeypatch):
+    """v1 of this simulated run is not certified at its first look (futile); asking again, even
+    with a larger adopt.max_runs, takes the same adoption's next look, at the α share of that
+    look in the schedule it was opened with; once its looks are spent, asking again is refused."""
+    code, said = adopt(monkeypatch, run_dir, "v1", "--yes")
+    assert code == 1 and rows(run_dir, "select status from adoptions") == [("not certified",)]
+    assert "adopt.max_runs" not in said  # the advice never resets α
+    assert "goes on with this claim" in said
+    schedule = rule.looks(Adopt())
+    seen = [schedule[0]]
+    for _ in schedule:
+        code, said = adopt(monkeypatch, run_dir, "v1", "--yes", "--set", "adopt.max_runs=30")
+        if code == 2:
+            break
+        assert "settings given now apply to a new claim only" in said
+        assert rows(run_dir, "select count(*) from adoptions") == [(1,)]
+        found = json.loads(rows(run_dir, "select decision_json from adoptions")[0][0])
+        seen.append(found["runs_per_eval"])
+        spent = spending.look_alpha(0.05, seen[-1], Adopt().max_runs, Adopt().first_runs)
+        assert found["look_alpha"] == pytest.approx(spent, abs=1e-6)
+        if found["decision"] == "won":
+            break
+    assert seen == list(schedule[: len(seen)]) and len(seen) > 1
+    if code == 2:
+        assert "its α is spent" in said and seen[-1] == schedule[-1]
+    fresh = rows(run_dir, "select distinct prefix from gradings where prefix like 'adoption-%'")
+    assert {p.split("/")[0] for (p,) in fresh} == {"adoption-1"}
+
+
+def test_an_adoption_from_before_its_schedule_was_kept_goes_on_from_its_decision(tmp_path):
+    """m012: a row written before the schedule and the last look were kept reads today's schedule
+    and its decision's runs an eval as its last look, so asking again still goes on, never anew."""
+    import sqlite_utils
+
+    from optimizer.store import adoptions
+    from optimizer.store.db import Store, migrations
+
+    evals = {e: [0.5, 0.4, 0.6, 0.5] for e in (1, 2)}
+    decided = rule.decide(
+        evals, evals, selection=Selection(), adopt=Adopt(), look=4, rng=random.Random(0)
+    )
+    path = tmp_path / "state.db"
+    old = sqlite_utils.Database(path)
+    migrations.apply(old, stop_before="m012_adoption_schedule")
+    old["adoptions"].insert(
+        {"number": 1, "version": "v2", "base": "v0", "scope": "tasks", "status": "not certified",
+         "evals_json": "[1, 2]", "decision_json": decided.model_dump_json(), "started_at": "t",
+         "finished_at": "t"}
+    )  # fmt: skip
+    old.close()
+    store = Store(path)
+    try:
+        found = adoptions.claim_of(store, "v2", "v0", "tasks")
+        assert found is not None and found.number == 1
+        now = adoptions.Kept(3, 12, 0.05, 0)
+        assert adoptions.kept(store, 1, now) == adoptions.Kept(3, 12, 0.05, 4)
+        assert adoptions.claim_of(store, "v2", "v1", "tasks") is None  # another base: a new claim
+    finally:
+        store.close()

@@ -159,6 +159,23 @@ def test_a_harmful_edit_fails_with_a_comment(cli, skills):
     assert not (tmp / "g" / "head" / "evals").exists()  # the agent never sees the expectations
 
 
+def test_the_two_sides_runs_go_out_interleaved(cli, skills):
+    """BASE's and HEAD's runs in one seeded order, never BASE's and then HEAD's: an effect shared
+    by a stretch of time (provider load, a cache) falls on both sides alike."""
+    import sqlite3
+
+    base, tmp = skills
+    head = _harmful(base, tmp / "head")
+    args = ("--provider", "sim", "--set", "execute.concurrency=1")
+    result = cli("gate", base, head, *args, "--out", tmp / "g")
+    assert result.exit_code == 1, result.output
+    with sqlite3.connect(tmp / "g" / "state.db") as db:
+        sides = [c for (c,) in db.execute("select version from eval_runs order by rowid")]
+    assert sorted(set(sides)) == ["base", "head"] and len(sides) == 2 * 5 * 3
+    switches = sum(a != b for a, b in zip(sides, sides[1:], strict=False))
+    assert switches >= 6  # one side after the other switches once
+
+
 @pytest.mark.parametrize(
     "case",
     [
@@ -263,3 +280,60 @@ def test_on_these_tasks_runs_that_scored_alike_cannot_claim_more_than_the_scores
     found = ni.check_tasks(same, same, confidence=0.95, margin=0.05, step=step)
     assert found.floored and found.spread == pytest.approx(step / 5)
     assert found.low < 0 < found.high
+
+
+def _runs(side: str, scores: list[float | None]) -> list:
+    from optimizer.grade.unit import Scored
+
+    return [
+        Scored(f"eval/{side}/run-{n}", 0, n, side, "ok" if s is not None else "unscored", s, 0.0)
+        for n, s in enumerate(scores, 1)
+    ]
+
+
+def test_runs_head_could_not_score_count_against_it_never_for_it(tmp_path):
+    """A judge that fails on HEAD's worst outputs (../shared/DESIGN.md §24): dropping those runs
+    lifted HEAD's means and passed an edit that scores the same as BASE; counted as failures
+    they keep "not worse" from being shown."""
+    from optimizer.config import Settings
+    from optimizer.inputs.evals import load_evals
+    from optimizer.search.gate import GateResult, _decide
+    from optimizer.store.db import Store
+
+    evalset = load_evals(EXAMPLE)
+    same = [0.2, 0.5, 0.8, 0.2, 0.5, 0.8]
+    lost = [None if s <= 0.4 else s for s in same]  # the worst third left unscored
+    scores = {
+        "base": {e: _runs("base", same) for e in evalset.ids},
+        "head": {e: _runs("head", lost) for e in evalset.ids},
+    }
+    result = GateResult(EXAMPLE, EXAMPLE, evalset.source, False, 6, None)
+    store = Store(tmp_path / "state.db")
+    try:
+        found = _decide(result, evalset, scores, Settings(), 0.05, store)
+    finally:
+        store.close()
+    assert found.unscored == 2 * len(evalset.ids)
+    assert found.test is not None and found.test.delta < 0  # 0.2 → 0 on a third of HEAD's runs
+    assert not found.passed
+
+
+def test_a_gate_our_failures_left_mostly_unscored_makes_no_bound_and_never_says_worse(tmp_path):
+    from optimizer.config import Settings
+    from optimizer.inputs.evals import load_evals
+    from optimizer.search.gate import GateResult, _decide
+    from optimizer.store.db import Store
+
+    evalset = load_evals(EXAMPLE)
+    scores = {
+        "base": {e: _runs("base", [0.5, None, None]) for e in evalset.ids},
+        "head": {e: _runs("head", [None, None, 0.5]) for e in evalset.ids},
+    }
+    result = GateResult(EXAMPLE, EXAMPLE, evalset.source, False, 3, None)
+    store = Store(tmp_path / "state.db")
+    try:
+        found = _decide(result, evalset, scores, Settings(), 0.05, store)
+    finally:
+        store.close()
+    assert found.test is None and not found.passed
+    assert "could not be scored" in found.note and "max_unscored_rate" in found.note

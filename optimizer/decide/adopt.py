@@ -6,10 +6,9 @@ fresh: samples no step drew). Pure functions: the caller runs the versions and r
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from optimizer.config import Adopt, Selection
 from optimizer.decide import power, spending, step
@@ -90,7 +89,8 @@ def decide(
 @dataclass(frozen=True)
 class Estimate:
     """What certifying costs, shown before it is paid: both sides' fresh runs at the first look
-    and at every look the rule may take, at a measured price per run (executor and grader)."""
+    and at every look the rule may take, at a measured price per run (executor and grader).
+    `paid`: fresh runs an eval a claim asked again already drew (only the runs beyond are paid)."""
 
     evals: int
     looks: tuple[int, ...]
@@ -98,9 +98,10 @@ class Estimate:
     # Above 1: an upper bound, the measured price and a margin for dearer runs, which the
     # adoption stops at (nightly/adopt.py): what it spends never passes what it printed.
     margin: float = 1.0
+    paid: int = 0  # fresh runs an eval a claim asked again already has
 
     def usd(self, runs: int) -> float:
-        return 2 * self.evals * runs * self.per_run_usd * self.margin
+        return 2 * self.evals * max(0, runs - self.paid) * self.per_run_usd * self.margin
 
     @property
     def first_usd(self) -> float:
@@ -118,17 +119,26 @@ class Estimate:
             if self.margin > 1
             else ""
         )
+        again = f"goes on from its {self.paid} fresh runs an eval; " if self.paid else ""
         return (
-            f"{self.evals} evals × {first} fresh runs each side at the first look: "
-            f"{bound}${self.first_usd:.2f}; {bound}${self.most_usd:.2f} if every look is needed "
-            f"(up to {most} runs an eval{priced})"
+            f"{again}{self.evals} evals × {first} fresh runs each side at the "
+            f"{'next' if self.paid else 'first'} look: {bound}${self.first_usd:.2f}; "
+            f"{bound}${self.most_usd:.2f} if every look is needed (up to {most} runs an eval"
+            f"{priced})"
         )
 
 
 def what_would_decide(
-    decision: RuleDecision, *, adopt: Adopt, evals: int, estimate: Estimate | None
+    decision: RuleDecision,
+    *,
+    adopt: Adopt,
+    evals: int,
+    estimate: Estimate | None,
+    again: str = "optimizer adopt",
 ) -> str:
-    """One sentence for a version that was not certified: what would decide the claim."""
+    """One sentence for a version that was not certified: what would decide the claim. Never a
+    route that resets its α: asking again (`again`) goes on from the claim's next look, and once
+    its looks are spent only a later version (or a claim on more evals) can be certified."""
     if decision.decision == "won":
         return ""
     if decision.decision == "lost" and (decision.delta or 0) < 0:
@@ -139,23 +149,24 @@ def what_would_decide(
     claim = "these tasks" if adopt.scope == "tasks" else "evals like these"
     found = power.power_at(max(1, evals), adopt.scope)
     more_evals = (
-        f"more evals (with {evals}, a +{power.effect():.2f} gain is certified on {claim} "
-        f"{found:.0%} of the time; `optimizer evals suggest` or `mine` grow them)"
+        f"more evals for the next claim (with {evals}, a +{power.effect():.2f} gain is certified "
+        f"on {claim} {found:.0%} of the time; `optimizer evals suggest` or `mine` grow them)"
     )
-    if decision.delta is not None and decision.delta > 0 and estimate:
-        # Runs an eval at which this Δ, with this spread, would reach the level: the interval's
-        # half-width shrinks as 1/√runs.
-        half = (decision.interval.high or 0) - decision.delta
-        runs = decision.runs_per_eval
-        if half > 0 and runs:
-            wanted = math.ceil(runs * (half / max(decision.delta - adopt.min_effect, 1e-9)) ** 2)
-            if wanted > adopt.max_runs:
-                return (
-                    f"Not decided at {runs} fresh runs an eval. About {wanted} runs an eval would "
-                    f"decide a Δ of {decision.delta:+.3f} (`--set adopt.max_runs={wanted}`, about "
-                    f"${estimate.usd(wanted):.2f} in all), or {more_evals}."
-                )
-    return f"Not decided on fresh runs: what would decide it is {more_evals}."
+    runs = decision.runs_per_eval
+    left = [k for k in looks(adopt) if k > runs]
+    if left:
+        more = replace(estimate, paid=runs).usd(left[-1]) if estimate else 0.0
+        cost = f", about ${more:.2f} more if every look is needed" if estimate else ""
+        return (
+            f"Not decided at {runs} fresh runs an eval. Asking again (`{again}`) goes on with this "
+            f"claim from its next look ({left[0]} runs an eval{cost}) and the α it has left; or "
+            f"{more_evals}."
+        )
+    return (
+        f"Not decided at {runs} fresh runs an eval, the claim's last look: its α is spent, so "
+        f"asking again cannot certify it. Go on searching (`optimizer resume`) and adopt a later "
+        f"version; {more_evals}."
+    )
 
 
 def last_certified(adoptions: Sequence[Adoption]) -> Adoption | None:

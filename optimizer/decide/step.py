@@ -191,7 +191,11 @@ def decide(
         rule=selection.rule,
         few_evals=0 < len(ds) < selection.few_evals,
     )
-    left_out = _left_out(unscored, total_runs, excluded)
+    left_out = (
+        _counted(unscored, judge_errors, total_runs)
+        if certifies
+        else _left_out(unscored, total_runs, excluded)
+    )
     if common["few_evals"]:
         left_out += (
             f" It rests on {len(ds)} eval{'s' if len(ds) > 1 else ''}, fewer than "
@@ -356,6 +360,19 @@ def compared_runs(selection: Selection, runs: int) -> int:
 
 def _order(e: EvalId) -> tuple[int, int, str]:
     return (0, e, "") if isinstance(e, int) else (1, 0, str(e))
+
+
+def _counted(unscored: int, judge_errors: int, total: int) -> str:
+    """A claim's sentence for the runs it could not score: they count against their side
+    (grade/unit.claim_means), never left out (../shared/DESIGN.md §24)."""
+    if not unscored and not judge_errors:
+        return ""
+    return (
+        f" {unscored + judge_errors} of {total} runs could not be scored after their retries "
+        f"({judge_errors} judge errors, {unscored} failures of our infrastructure); each counts "
+        "against its side: a failure (0) for the version claimed better, a pass (1) for the "
+        "version it is claimed against."
+    )
 
 
 def _left_out(unscored: int, total: int, excluded: tuple[EvalId, ...]) -> str:

@@ -50,6 +50,7 @@ class Job:
     version: str
     split: str = "train"
     prefix: str = ""  # the key's folder part ("v1/", "baseline/", "test/v0/"): store/keys.py
+    skill_name: str = ""  # the skill's name when not the grader's (the gate's two sides)
 
     @property
     def run_key(self) -> RunKey:
@@ -247,7 +248,7 @@ class Grader:
             shutil.rmtree(job.run_dir)
         record = await self.executor.execute(
             skill_dir=job.skill_dir,
-            skill_name=self.skill_name if job.skill_dir else None,
+            skill_name=(job.skill_name or self.skill_name) if job.skill_dir else None,
             eval=self.evals[job.eval_id],
             inputs_root=self.inputs_root,
             run_dir=job.run_dir,
@@ -277,6 +278,18 @@ def _scored(job: Job, row: GradingRow) -> Scored:
 def eval_means(results: dict[int, list[Scored]]) -> dict[int, list[float]]:
     """Scores per eval with judge errors and unscored runs left out (counted, never averaged)."""
     return {e: [s.score for s in runs if s.score is not None] for e, runs in results.items()}
+
+
+def claim_means(results: dict[int, list[Scored]], *, missing: float) -> dict[int, list[float]]:
+    """Scores per eval for a claim (an adoption, a gate; ../shared/DESIGN.md §24): a run that could
+    not be scored after its retries (a judge error, a failure of ours) counts as `missing`, the
+    worst score for the side that claims and the best for the side it is claimed against. Leaving
+    it out would bet that failures do not depend on the output; this way they can only make the
+    claim harder."""
+    return {
+        e: [s.score if s.score is not None else missing for s in runs]
+        for e, runs in results.items()
+    }
 
 
 def judge_errors(*results: dict[int, list[Scored]]) -> tuple[int, int]:

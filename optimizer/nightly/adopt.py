@@ -87,9 +87,11 @@ def adopt(
                 # stops at it, so it never spends more than it printed.
                 limit = max_usd if max_usd is not None else most
                 what = "on these tasks" if claim.scope == "tasks" else "in general"
+                if claim.status != "new":
+                    console.print(_asked_again(claim, settings.adopt), markup=False)
                 console.print(
                     f"adopt {claim.version} over {claim.base} (better {what}, α "
-                    f"{settings.adopt.alpha:g}): "
+                    f"{claim.kept.alpha:g}): "
                     + (estimate.line() if estimate else "no measured price yet")
                     + f"; it stops at ${limit:.2f}",
                     markup=False,
@@ -122,6 +124,23 @@ def adopt(
             store.close()
     _rewrite_summary(ws.root)
     return result
+
+
+def _asked_again(claim: adopting.Claim, now: config.Adopt) -> str:
+    """What asking again about a claim does: it goes on, never starts over (one α per claim)."""
+    k = claim.kept
+    where = f"its look at {k.looked} fresh runs an eval" if k.looked else "its first look"
+    said = (
+        f"adoption {claim.number} made this claim before: it goes on from {where} with the "
+        "looks and α it was opened with"
+    )
+    alpha = k.alpha if now.fdr != "none" else now.alpha  # under LORD++ the level is the claim's
+    if (now.first_runs, now.max_runs, alpha) != (k.first_runs, k.max_runs, k.alpha):
+        said += (
+            f" (adopt.first_runs {k.first_runs}, max_runs {k.max_runs}, α {k.alpha:g}; the "
+            "settings given now apply to a new claim only, so what was spent is not reset)"
+        )
+    return said + "."
 
 
 def _rewrite_summary(root: Path) -> None:

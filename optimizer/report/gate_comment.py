@@ -91,7 +91,8 @@ def markdown(result: GateResult, *, simulated: bool = False) -> str:
     if result.unscored or result.judge_errors:
         out += [
             f"⚠ {result.unscored} of {result.total_runs} runs could not be scored (a failure of our "
-            f"infrastructure, left out) and {result.judge_errors} had judge errors (left out).",
+            f"infrastructure, after its retries) and {result.judge_errors} had judge errors; each "
+            "counts against its side: a failure for HEAD, a pass for BASE.",
             "",
         ]
     out.append(f"Cost: {money(result.cost_usd)}.")

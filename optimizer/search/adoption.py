@@ -1,20 +1,24 @@
 """Certify a version for the user (docs/design.md §16, ../shared/DESIGN.md §18): fresh runs of it and
 of the version the user has now, looks of the adoption rule (decide/adopt.py) until it decides or
 reaches adopt.max_runs, and the outcome recorded in state.db. Every look's runs commit before
-the rule reads them, so a killed adoption resumes from the ledger and pays for nothing twice."""
+the rule reads them, so a killed adoption resumes from the ledger and pays for nothing twice.
+A claim (../shared/DESIGN.md §24) has one α: asked again, it goes on from its last look; its two
+sides' runs go out interleaved; and a run it could not score counts against its side."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 import structlog
 
+from optimizer.config import Adopt
 from optimizer.decide import adopt as rule
-from optimizer.decide import fdr
+from optimizer.decide import fdr, spending
 from optimizer.errors import BadInput, RunStopped
-from optimizer.grade.unit import Scored, eval_means, judge_errors, unscored_within
+from optimizer.grade.unit import Scored, claim_means, judge_errors, unscored, unscored_within
 from optimizer.schemas import Adoption
 from optimizer.search.events import Activity
 from optimizer.search.state import RunState
@@ -23,27 +27,64 @@ from optimizer.store import adoptions, versions
 log = structlog.get_logger()
 
 
+# A run a claim could not score after its retries counts against its side (grade/unit.claim_means):
+# the worst score a run can have for the version claimed better, the best for the one it is
+# claimed against, so a failure that depends on the output can only make the claim harder.
+MISSING_CLAIMED, MISSING_AGAINST = 0.0, 1.0
+Order = list[tuple[str, int, int]]  # (version, eval, run number) in the order the runs go out
+
+
 @runtime_checkable
 class Measures(Protocol):
-    """What an adoption needs of a target: fresh runs of a version on some evals."""
+    """What an adoption needs of a target: fresh runs of versions on evals, in the order given,
+    back per version and eval by run number."""
 
-    async def fresh(
-        self, label: str, evals: list[int], runs: int, *, first: int, scope: str
-    ) -> dict[int, list[Scored]]: ...
+    async def fresh(self, order: Order, *, scope: str) -> dict[str, dict[int, list[Scored]]]: ...
 
 
 @dataclass(frozen=True)
 class Claim:
-    """What an adoption would claim and on which evals, decided before anything is paid."""
+    """What an adoption would claim and on which evals, decided before anything is paid: a new
+    adoption (`status` "new", `number` the next one) or the one that made this claim before and
+    certified nothing ("running" after a kill, "not certified" when asked again), which goes on
+    with the looks and α it was opened with (`kept`): one α per claim."""
 
     version: str
     base: str
     scope: str
     evals: list[int]
+    kept: adoptions.Kept
+    number: int
+    status: str = "new"
+
+    @property
+    def looks(self) -> tuple[int, ...]:
+        return spending.schedule(self.kept.first_runs, self.kept.max_runs)
+
+    @property
+    def left(self) -> tuple[int, ...]:
+        """The looks still to take: after a kill the last one taken again (its runs are in the
+        ledger, its outcome was not), asked again the ones after it."""
+        last = self.kept.looked
+        if self.status == "not certified":
+            return tuple(k for k in self.looks if k > last)
+        return tuple(k for k in self.looks if k >= last)
+
+    def rule(self, adopt: Adopt) -> Adopt:
+        """The adoption settings this claim is decided under: the schedule and α it was opened
+        with, whatever adopt.first_runs, max_runs or alpha say now."""
+        return adopt.model_copy(
+            update={
+                "alpha": self.kept.alpha,
+                "first_runs": self.kept.first_runs,
+                "max_runs": self.kept.max_runs,
+            }
+        )
 
 
 def claim_for(run: RunState, version: str | None) -> Claim:
-    """The claim `optimizer adopt` would make; one sentence (BadInput) when there is none to make."""
+    """The claim `optimizer adopt` would make; one sentence (BadInput) when there is none to make,
+    or when this claim took every look before: its α is spent."""
     s = run.settings.adopt
     label = version or run.best()
     row = versions.find(run.store, label)
@@ -69,7 +110,23 @@ def claim_for(run: RunState, version: str | None) -> Claim:
             "of (a general claim is never certified on the evals that chose the version); use "
             "--set adopt.scope=tasks, or a run with evals.test_fraction above 0."
         )
-    return Claim(label, base, s.scope, list(evals))
+    prior = adoptions.claim_of(run.store, label, base, s.scope)
+    number = prior.number if prior else adoptions.next_number(run.store)
+    now = adoptions.Kept(s.first_runs, s.max_runs, alpha_of(run, number), 0)
+    if prior is None:
+        return Claim(label, base, s.scope, list(evals), now, number)
+    claim = Claim(
+        label, base, s.scope, prior.evals, adoptions.kept(run.store, number, now), number,
+        prior.status,
+    )  # fmt: skip
+    if not claim.left:
+        raise BadInput(
+            f"{run.ws.root}: adoption {number} took every look of {label} against {base} (up to "
+            f"{claim.looks[-1]} fresh runs an eval) and did not certify it: its α is spent, and "
+            f"asking again cannot certify it. `optimizer resume {run.ws.root}` searches on; adopt "
+            "a later version."
+        )
+    return claim
 
 
 def alpha_of(run: RunState, number: int) -> float:
@@ -91,13 +148,41 @@ def estimate_for(run: RunState, claim: Claim) -> rule.Estimate | None:
     if not known:
         return None
     per_run = sum(known) / len(known)
+    paid = claim.kept.looked if claim.status != "new" else 0
     return rule.Estimate(
-        len(claim.evals), rule.looks(run.settings.adopt), per_run, margin=RESERVE_MARGIN
+        len(claim.evals), claim.left or claim.looks, per_run, margin=RESERVE_MARGIN, paid=paid
     )
 
 
+def interleaved(claim: Claim, runs: int, first: int, rng: random.Random) -> Order:
+    """Both sides' fresh runs up to a look in one order drawn from `rng` (seeded by the run's
+    seed, the adoption's number and the look): the sides go out mixed, batches included, so
+    nothing a stretch of time or a batch shares (provider load, a cache) favours one side."""
+    order = [
+        (label, e, n)
+        for label in (claim.version, claim.base)
+        for e in claim.evals
+        for n in range(first, first + runs)
+    ]
+    rng.shuffle(order)
+    return order
+
+
+async def _fresh(
+    target: Measures, order: Order, scope: str, retries: int
+) -> dict[str, dict[int, list[Scored]]]:
+    """The runs of `order`; those our failures left unscored tried again, `retries` more passes."""
+    results = await target.fresh(order, scope=scope)
+    for _ in range(retries):
+        if not unscored(*results.values()):
+            break
+        results = await target.fresh(order, scope=scope)
+    return results
+
+
 async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
-    """Run the adoption rule's looks on fresh runs and record the outcome."""
+    """Run the adoption rule's looks on fresh runs and record the outcome: from the claim's first
+    look, or, asked again, from where it stopped."""
     s = run.settings
     estimate = estimate_for(run, claim)
     opened = adoptions.open_for(
@@ -107,18 +192,21 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
         claim.scope,
         claim.evals,
         estimate.most_usd if estimate else 0.0,
+        claim.kept,
     )
     scope = adoptions.scope(opened.number)
     first = rule.first_sample(opened.number)
-    level = s.adopt.model_copy(update={"alpha": alpha_of(run, opened.number)})
-    for runs in rule.looks(s.adopt):
+    level = claim.rule(s.adopt)
+    decision = None
+    for runs in claim.left:
         run.emit(
             Activity(
                 f"adoption {opened.number}: {claim.version} and {claim.base}, {runs} fresh runs an eval"
             )
         )
-        mine = await target.fresh(claim.version, claim.evals, runs, first=first, scope=scope)
-        theirs = await target.fresh(claim.base, claim.evals, runs, first=first, scope=scope)
+        order = interleaved(claim, runs, first, run.rng("adoption order", opened.number, runs))
+        results = await _fresh(target, order, scope, s.evals.unscored_retries)
+        mine, theirs = results.get(claim.version, {}), results.get(claim.base, {})
         errors, total = judge_errors(mine, theirs)
         lost = unscored_within(
             (mine, theirs),
@@ -128,8 +216,8 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
             f"{claim.version}` continues it.",
         )
         decision = rule.decide(
-            eval_means(mine),
-            eval_means(theirs),
+            claim_means(mine, missing=MISSING_CLAIMED),
+            claim_means(theirs, missing=MISSING_AGAINST),
             selection=s.selection,
             adopt=level,
             look=runs,
@@ -138,11 +226,17 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
             total_runs=total,
             unscored=len(lost),
         )
+        adoptions.looked(run.store, opened.number, runs)
         log.info("adoption.look", number=opened.number, runs=runs, decision=decision.decision)
         if not decision.needs_more_runs:
             break
+    assert decision is not None  # claim_for refuses a claim without a look left
     next_step = rule.what_would_decide(
-        decision, adopt=s.adopt, evals=len(claim.evals), estimate=estimate
+        decision,
+        adopt=level,
+        evals=len(claim.evals),
+        estimate=estimate,
+        again=f"optimizer adopt {run.ws.root} {claim.version}",
     )
     return adoptions.finish(run.store, opened.number, decision, next_step)
 

@@ -86,27 +86,32 @@ class BodyTarget:
             scope=label,
         )
 
-    async def fresh(
-        self, label: str, evals: list[int], runs: int, *, first: int, scope: str
-    ) -> Results:
-        """with_skill runs first..first+runs-1 of `label`: samples no step drew, so these runs are
-        fresh evidence about the version (an adoption's), kept apart under `<scope>/` and never
-        counted in the version's step scores."""
-        ws = self.run.ws
-        return await self.grader.grade(
+    async def fresh(self, order: list[tuple[str, int, int]], *, scope: str) -> dict[str, Results]:
+        """with_skill runs (version, eval, run number) in the order given, as one stage (one batch):
+        samples no step drew, fresh evidence kept under `<scope>/`, never in a step's scores. Back
+        per version and eval by run number: the order they went out in decides nothing."""
+        ws, test = self.run.ws, set(self.run.test)
+        jobs = [
             jobs_for(
-                evals,
-                runs,
+                [e],
+                1,
                 prefix=f"{scope.replace(' ', '-')}/{label}/",
                 root=ws.root,
                 configuration="with_skill",
                 skill_dir=ws.skill(label),
                 version=label,
-                split="test" if set(evals) <= set(self.run.test) else "train",
-                first=first,
-            ),
-            scope=scope,
-        )
+                split="test" if e in test else "train",
+                first=n,
+            )[0]
+            for label, e, n in order
+        ]
+        graded = await self.grader.grade(jobs, scope=scope)
+        side = {job.key: job.version for job in jobs}
+        out: dict[str, Results] = {label: {} for label, _, _ in order}
+        for e in sorted(graded):
+            for one in sorted(graded[e], key=lambda r: r.run_number):
+                out[side[one.key]].setdefault(e, []).append(one)
+        return out
 
     async def baseline(self, evals: list[int], runs: int) -> Results:
         return await self.grader.grade(

@@ -7,8 +7,9 @@ Layout: <out>/base/ and <out>/head/ (the two skills as run, without evals/), <ou
 
 from __future__ import annotations
 
+import random
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from optimizer.decide.step import paired_differences
 from optimizer.errors import BudgetExhausted
 from optimizer.execute import executor_for
 from optimizer.grade.benchmark import counting
-from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, unscored
+from optimizer.grade.unit import Grader, Scored, claim_means, jobs_for, unscored
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import EvalSet
 from optimizer.model.port import Client
@@ -28,6 +29,10 @@ from optimizer.store.db import Store
 
 log = structlog.get_logger()
 SIDES = ("base", "head")
+MISSING = {
+    "base": 1.0,
+    "head": 0.0,
+}  # a run neither could score: the best for BASE, the worst for HEAD
 
 
 @dataclass
@@ -93,35 +98,44 @@ async def run_gate(
     total = len(SIDES) * len(evals) * runs
     step = counting(progress, total)
 
-    scores: dict[str, dict[int, list[Scored]]] = {}
+    # Both sides' runs in one order seeded by loop.seed, through one grader: an effect shared by
+    # a stretch of time (provider load, a cache) falls on both alike (docs/selection.md).
+    names = {side: skills.load_skill(copies[side]).name for side in SIDES}
+    jobs = [
+        replace(job, skill_name=names[side])
+        for side in SIDES
+        for job in jobs_for(
+            evals,
+            runs,
+            prefix="",
+            root=out,
+            configuration=side,
+            skill_dir=copies[side],
+            version=side,
+        )
+    ]
+    random.Random(f"{settings.loop.seed}:gate order").shuffle(jobs)
     try:
         with executor_for(None, settings, client) as executor:
-            for side in SIDES:
-                name = skills.load_skill(copies[side]).name
-                grader = Grader(
-                    store,
-                    client,
-                    settings,
-                    evalset,
-                    executor,
-                    skill_name=name,
-                    inputs_root=base,  # eval files are relative to BASE, as loaded
-                    on_run=step,
-                )
-                jobs = jobs_for(
-                    evals,
-                    runs,
-                    prefix="",
-                    root=out,
-                    configuration=side,
-                    skill_dir=copies[side],
-                    version=side,
-                )
-                scores[side] = await _grade(grader, jobs, settings.evals.unscored_retries)
+            grader = Grader(
+                store,
+                client,
+                settings,
+                evalset,
+                executor,
+                skill_name=names["head"],  # each job names its own side's skill
+                inputs_root=base,  # eval files are relative to BASE, as loaded
+                on_run=step,
+            )
+            graded = await _grade(grader, jobs, settings.evals.unscored_retries)
     except BudgetExhausted as exc:
         result.note = f"the budget ran out before both skills were measured: {exc}"
         result.cost_usd = _spent(store)
         return result
+    scores: dict[str, dict[int, list[Scored]]] = {side: {} for side in SIDES}
+    for e in sorted(graded):  # back per side by run number: the order decides nothing
+        for one in sorted(graded[e], key=lambda r: r.run_number):
+            scores[one.configuration].setdefault(e, []).append(one)
     return _decide(result, evalset, scores, settings, margin, store, scope)
 
 
@@ -143,13 +157,25 @@ def _decide(
     store: Store,
     scope: str = "tasks",
 ) -> GateResult:
-    means = {side: eval_means(scores[side]) for side in SIDES}
+    # A run left unscored after its retries counts against its side (../shared/DESIGN.md §24): a
+    # failure for HEAD, a pass for BASE, so a failure that depends on the output can only keep
+    # "not worse" from being shown.
+    means = {side: claim_means(scores[side], missing=MISSING[side]) for side in SIDES}
     diffs = paired_differences(means["head"], means["base"])
     every = [s for side in SIDES for runs in scores[side].values() for s in runs]
     result.unscored = sum(s.status == "unscored" for s in every)
     result.judge_errors = sum(s.status == "judge_error" for s in every)
     result.total_runs = len(every)
     result.cost_usd = _spent(store)
+    limit = settings.selection.max_unscored_rate
+    if result.total_runs and result.unscored / result.total_runs > limit:
+        # So many failures of ours say nothing about HEAD: no bound, and never "worse" for them.
+        result.note = (
+            f"{result.unscored} of {result.total_runs} runs could not be scored, more than "
+            f"selection.max_unscored_rate = {limit}; no bound is made, so not worse is not shown. "
+            "Fix the cause (optimizer.log) and run the gate again."
+        )
+        return result
     for e in sorted(evalset.ids):
         b, h = means["base"].get(e) or [], means["head"].get(e) or []
         result.per_eval[e] = {

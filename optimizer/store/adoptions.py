@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from optimizer.decide import adopt as rule
@@ -71,21 +72,74 @@ def adopted(store: Store) -> str:
     return rule.base_of(all_of(store))
 
 
-def open_for(
-    store: Store, version: str, base: str, scope_: str, evals: list[int], estimate_usd: float
-) -> Adoption:
-    """The unfinished adoption of this very claim (a resume after a kill: its fresh runs are in
-    the ledger, so nothing is paid twice), else a new one numbered after the last."""
+@dataclass(frozen=True)
+class Kept:
+    """What a claim was opened with and has spent (m012): its looks (first and most fresh runs an
+    eval), its α, and the fresh runs an eval of the last look it took (0 before the first)."""
+
+    first_runs: int
+    max_runs: int
+    alpha: float
+    looked: int
+
+
+def claim_of(store: Store, version: str, base: str, scope_: str) -> Adoption | None:
+    """The latest adoption of this claim (the same version against the same base, same scope)
+    that certified nothing, running or finished: asking again spends from it, never anew."""
     for row in store.query(
-        "select * from adoptions where status = 'running' and version = ? and base = ? "
+        "select * from adoptions where status != 'certified' and version = ? and base = ? "
         "and scope = ? order by number desc limit 1",
         [version, base, scope_],
     ):
-        if json.loads(row["evals_json"]) == evals:
-            return from_row(row, _cost(store, row["number"]))
-    last = store.query("select coalesce(max(number), 0) as n from adoptions")[0]["n"]
+        return from_row(row, _cost(store, row["number"]))
+    return None
+
+
+def kept(store: Store, number: int, default: Kept) -> Kept:
+    """Adoption `number`'s recorded schedule, α and last look; `default`'s for what a row from
+    before m012 lacks (its last look: the decision's runs an eval, if it decided)."""
+    (row,) = store.query("select * from adoptions where number = ?", [number])
+    looked = row.get("looked")
+    if looked is None:
+        decision = json.loads(row["decision_json"] or "null")
+        looked = decision["runs_per_eval"] if decision else 0
+    alpha = row.get("alpha")
+    return Kept(
+        row.get("first_runs") or default.first_runs,
+        row.get("max_runs") or default.max_runs,
+        default.alpha if alpha is None else float(alpha),
+        looked,
+    )
+
+
+def next_number(store: Store) -> int:
+    return int(store.query("select coalesce(max(number), 0) as n from adoptions")[0]["n"]) + 1
+
+
+def open_for(
+    store: Store,
+    version: str,
+    base: str,
+    scope_: str,
+    evals: list[int],
+    estimate_usd: float,
+    schedule: Kept,
+) -> Adoption:
+    """The adoption of this very claim that certified nothing, reopened (a resume after a kill, or
+    the user asking again: its fresh runs are in the ledger, so nothing is paid twice, and its α
+    is the one it was opened with), else a new one numbered after the last, its schedule and α
+    recorded."""
+    found = claim_of(store, version, base, scope_)
+    if found is not None:
+        if found.status != "running":
+            with store.atomic():
+                store.table("adoptions").update(
+                    found.number, {"status": "running", "finished_at": None}
+                )
+        (row,) = store.query("select * from adoptions where number = ?", [found.number])
+        return from_row(row, _cost(store, found.number))
     row = {
-        "number": last + 1,
+        "number": next_number(store),
         "version": version,
         "base": base,
         "scope": scope_,
@@ -96,10 +150,21 @@ def open_for(
         "next_step": "",
         "started_at": now(),
         "finished_at": None,
+        "first_runs": schedule.first_runs,
+        "max_runs": schedule.max_runs,
+        "alpha": schedule.alpha,
+        "looked": 0,
     }
     with store.atomic():
         store.table("adoptions").insert(row)
     return from_row(row, 0.0)
+
+
+def looked(store: Store, number: int, runs: int) -> None:
+    """Adoption `number` took its look at `runs` fresh runs an eval: the α of every look up to it
+    is spent, and asking again goes on from the next."""
+    with store.atomic():
+        store.table("adoptions").update(number, {"looked": runs})
 
 
 def finish(store: Store, number: int, decision: RuleDecision, next_step: str) -> Adoption:

@@ -271,3 +271,14 @@ def m011_adoptions(db: sqlite_utils.Database) -> None:
         },
         pk="number",
     )
+
+
+@migrations()
+def m012_adoption_schedule(db: sqlite_utils.Database) -> None:
+    # One α per claim (../shared/DESIGN.md §24): the looks an adoption was opened with (first and
+    # most fresh runs an eval), its α and the last look it took, so that asking again about the
+    # same claim goes on where it stopped and changed settings never reset what was spent.
+    # Null in rows from before: read as today's settings and the decision's runs.
+    adoptions = db.table("adoptions")
+    for column, kind in (("first_runs", int), ("max_runs", int), ("alpha", float), ("looked", int)):
+        adoptions.add_column(column, kind)
