@@ -101,15 +101,47 @@ _URL_CREDENTIAL = re.compile(
     re.IGNORECASE,
 )
 _ASSIGNED = re.compile(
-    r"(?P<head>(?:\b[\w.\-]{0,40}(?:token|credentials?|api-key|apikey|access[_-]?key|passphrase)|"
+    r"(?P<head>(?:\b[\w.\-]{0,40}(?:token|credentials?|api-key|apikey|access[_-]?key|passphrase|"
+    r"passwort|kennwort|wachtwoord|senha|contrase(?:n|ñ|\\u00f1)a|mot[_-]?de[_-]?passe|"
+    r"private[_-]?key[_-]?id)|\bpw|"
     r"\bauth(?:orization)?|\bx-[\w\-]{0,40}(?:auth|key)[\w\-]{0,40})[\"']?\s*[:=]\s*"
     r"(?:(?:bearer|basic|token)\s+)?[\"']?)"
     r"(?P<value>(?=[^\s\"',;]*[A-Za-z])[^\s\"',;()\[\]{}<>]{4,}+)(?![(\[])",
     re.IGNORECASE,
 )
+# A quoted value under a name for a password, whole: a passphrase has spaces, which end the
+# unquoted rules' value (`"passphrase": "correct horse battery staple"`).
+_QUOTED = re.compile(
+    r"(?P<head>(?:passphrase|pass_phrase|password|passwort|kennwort|mot[_-]?de[_-]?passe|secret)"
+    r"[\"']?\s*[:=]\s*(?P<q>[\"']))(?P<value>[^\"'\n]{1,200}?(?= )[^\"'\n]{1,200}?)(?P=q)",
+    re.IGNORECASE,
+)
+# A secret named in prose, in the languages people write to an agent in: the name, what it is for
+# ("the password for the staging db is ..."), a verb; the value is the next word, or a quoted
+# string, or a passphrase of 3 to 8 words ("my passphrase is correct horse battery staple").
+_SECRET_NAME = (
+    r"password|passphrase|pass phrase|passcode|passwd|pwd|pw|secret(?: key)?|token|private_key_id|"
+    r"api[ _-]?key|access key|credentials?|passwort|kennwort|mot de passe|phrase secr[eè]te|"
+    r"contrase[nñ]a|senha|wachtwoord"
+)
 _IN_PROSE = re.compile(
-    r"(?P<head>\b(?:password|passphrase|passcode|passwd|pwd|secret(?: key)?|token|api[ _-]?key|"
-    r"access key|credentials?)\s+(?:is|was|are|were)\s+[\"'`]?)(?P<value>[^\s\"'`]{4,})",
+    r"(?P<head>\b(?:" + _SECRET_NAME + r")"
+    r"(?:\s+(?:for|of|to|on|für|von|zum|zur|pour|du|de|des|para|del|da|do|per|voor|van)"
+    r"(?:\s+[^\s\"'`.,;:!?]{1,40}){1,4}?)?"
+    r"\s+(?:is|was|are|were|ist|lautet|war|est|était|es|era|é|è|jest)\s+(?P<quote>[\"'`]?))"
+    r"(?P<value>[^\s\"'`]{4,})",
+    re.IGNORECASE,
+)
+# Words a passphrase is made of (letters, perhaps a hyphen); one ends at a sentence's end or at a
+# conjunction, never at another word (a sentence about the password goes on).
+_PASSPHRASE_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)?")
+_NEXT_WORD = re.compile(r"[ \t]+([^\W\d_]+(?:-[^\W\d_]+)?)(?=$|[\s.,;:!?)\"'`])", re.MULTILINE)
+_CONJUNCTION = re.compile(r"and|or|but|then|so|please|und|oder|et|ou|y|o|e|en", re.IGNORECASE)
+# Where a sentence about a password goes on with other words than the password's.
+_FUNCTION_WORD = re.compile(
+    r"(?:a|an|and|or|but|nor|so|then|to|of|in|on|at|by|for|from|with|without|into|until|till|"
+    r"since|before|after|as|than|if|when|while|because|it|its|is|are|was|were|be|been|no|yet|"
+    r"please|und|oder|ist|im|für|et|ou|est|dans|pour|y|o|en|es|con|e|è|di|per|niet|en|het)",
     re.IGNORECASE,
 )
 # What follows "the password is" in ordinary talk about one, not a password.
@@ -117,7 +149,10 @@ _NOT_A_VALUE = re.compile(
     r"(?:[a-z]+(?:ed|en|ing|ly|ble)|wrong|incorrect|correct|invalid|valid|missing|empty|set|unset|"
     r"not|now|still|also|never|always|only|too|very|the|this|that|there|here|in|on|at|from|for|"
     r"stored|kept|same|different|weak|strong|long|short|fine|okay|right|gone|old|new|required|"
-    r"optional|secret|safe|unsafe|public|private|known|unknown|none|null|shown|hidden|what|which)"
+    r"optional|secret|safe|unsafe|public|private|known|unknown|none|null|shown|hidden|what|which|"
+    r"falsch|richtig|korrekt|abgelaufen|geheim|leer|sicher|nicht|faux|fausse|vide|expiré|"
+    r"incorrecta|correcta|vacía|segura|errata|giusta|errada|correta|fout|juist|onjuist|"
+    r"obligatori[oae]|requerid[oa]|erforderlich|requis|richiesta|verplicht)"
     r"[.,;:!?)]*",
     re.IGNORECASE,
 )
@@ -304,10 +339,48 @@ def _masked_line(line: str) -> str:
 def _ours(value: str) -> str:
     masked = _SHAPES.sub(MASK, value)
     masked = _URL_CREDENTIAL.sub(lambda m: m.group("head") + MASK, masked)
+    masked = _QUOTED.sub(lambda m: m.group("head") + MASK + m.group("q"), masked)
     masked = _ASSIGNED.sub(_keep_mask, masked)
-    return _IN_PROSE.sub(
-        lambda m: m.group(0) if _NOT_A_VALUE.fullmatch(m.group("value")) else _keep_mask(m), masked
-    )
+    return _in_prose(masked)
+
+
+def _in_prose(value: str) -> str:
+    """value with the secret each sentence names masked: a quoted string whole, a passphrase of 3
+    to 8 words whole, else the next word unless it talks about the password ("is wrong")."""
+    out, at = [], 0
+    for m in _IN_PROSE.finditer(value):
+        if m.start() < at:
+            continue
+        start, end = m.start("value"), _prose_end(m)
+        if end > start:
+            out += [value[at:start], MASK]
+            at = end
+    return "".join([*out, value[at:]])
+
+
+def _prose_end(m: re.Match[str]) -> int:
+    """Where the named secret ends (its start when there is none to mask)."""
+    text, start, word = m.string, m.start("value"), m.group("value")
+    if MASK in word:
+        return start
+    quote = m.group("quote")
+    if quote:
+        close = text.find(quote, start, start + 200)
+        if close > start and "\n" not in text[start:close] and MASK not in text[start:close]:
+            return close
+    if _PASSPHRASE_WORD.fullmatch(word):
+        at, words = m.end("value"), 1
+        while words < 8 and (nxt := _NEXT_WORD.match(text, at)):
+            if _FUNCTION_WORD.fullmatch(nxt[1]) or _NOT_A_VALUE.fullmatch(nxt[1]):
+                break
+            at, words = nxt.end(), words + 1
+        stop = _NEXT_WORD.match(text, at)
+        if words >= 3 and (stop is None or _CONJUNCTION.fullmatch(stop[1])):
+            return at
+    core = word.rstrip(_TRAILING)
+    if not core or _NOT_A_VALUE.fullmatch(word) or _FUNCTION_WORD.fullmatch(core):
+        return start
+    return start + len(core)
 
 
 def _keep_mask(m: re.Match[str]) -> str:
