@@ -127,9 +127,15 @@ def suggest(
     got = suggestions.from_run(require_dir(run_dir, "run"), skill, rewrite)
     stored = grow.store_suggestions(got.skill_dir, got.found)
     _say(
-        f"{len(got.found)} suggestion(s) from {run_dir}; {stored.added} new, {stored.pending} "
+        f"{len(got.found)} candidate(s) from {run_dir}; {stored.added} new, {stored.pending} "
         f"waiting for review in {stored.path}."
     )
+    if got.notes:
+        _say(
+            f"{got.notes} of the run's suggestions are notes to read, not candidates (an "
+            "expectation every output passes, a flaky one, a structural check, a failed run): "
+            f"the report lists them (`optimizer report {run_dir}`)."
+        )
     if got.unrewritten:
         _say(
             f"{len(got.unrewritten)} expectation(s) no output could fail, with no rewrite "
