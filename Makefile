@@ -46,8 +46,10 @@ real-model-deps: setup
 real-model: real-model-deps
 	$(BIN)/pytest tests/test_real_model.py
 
+# bubblewrap installed when missing and root (scripts/demo.sh); without one that works the
+# simulated demo runs unconfined and says so in one line.
 demo: install
-	$(BIN)/optimizer run examples/csv-report --provider sim --max-iterations 3 --out runs/demo --fresh
+	bash scripts/demo.sh $(BIN)
 	$(BIN)/optimizer lineage runs/demo
 	@echo "files: runs/demo (history.json, v*/benchmark.json); report: $(BIN)/optimizer report runs/demo"
 

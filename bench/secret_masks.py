@@ -150,6 +150,30 @@ HELD_OUT = [
 ]
 
 
+# Lines that talk about passwords, passphrases and key ids, next to the rules that mask one named
+# in prose ("my passphrase is ...", "the password for X is ...", "pw: ...", "das Passwort ist ...").
+LOOK_ALIKES = [
+    "the password field is required",
+    "Add a passphrase strength meter under the field.",
+    "The password for the admin account is stored in the vault.",
+    "the passphrase is too short, pick four words",
+    "The passphrase is checked against the breach list on every login.",
+    "Tell me what the password is before the meeting.",
+    "The API key for the mailer is rotated monthly by ops.",
+    "Das Passwort ist falsch, bitte neu setzen.",
+    "Le mot de passe est incorrect.",
+    "La contraseña es obligatoria.",
+    "private_key_id is missing from the service account JSON",
+    "client_secret: ${GOOGLE_CLIENT_SECRET}",
+    "Set client_id and client_secret in the OAuth consent screen.",
+    "pw: ********",
+    "The password for each user is hashed with argon2.",
+    "Our password policy asks for a passphrase of four or more words.",
+    "The secret is to keep it short and simple.",
+    "AKIA is the prefix of a long-term access key id.",
+]
+
+
 def ordinary() -> dict[str, list[str]]:
     """The corpus by kind: 200+ lines, none of which holds a secret."""
     n = range(20)
@@ -228,6 +252,7 @@ def ordinary() -> dict[str, list[str]]:
             "x-request-id: req_011CV8ZFPmFxQn2NW5Ju9DjW",
         ],
         "written after tuning": HELD_OUT,
+        "look-alikes of a secret in prose": LOOK_ALIKES,
     }
 
 
@@ -245,6 +270,15 @@ def main() -> None:
         for ln in hit:
             print(f"    {ln[:90]!r} -> {redact.text(ln)[:90]!r}")
     places = survived = 0
+    print("secrets, by kind (masked in / places written):")
+    by_kind: dict[str, list[int]] = {}
+    for s in secrets():
+        for text in renditions(s).values():
+            tally = by_kind.setdefault(s.kind, [0, 0])
+            tally[1] += 1
+            tally[0] += not any(p in redact.text(text) for p in pieces(s.value))
+    for kind, (masked_in, written) in by_kind.items():
+        print(f"  {kind}: {masked_in} / {written}")
     for s in secrets():
         for where, text in renditions(s).items():
             places += 1
@@ -254,7 +288,7 @@ def main() -> None:
                 print(f"  SURVIVED: {s.kind} in {where}")
     kinds = len({s.kind for s in secrets()})
     print(
-        f"secrets: {len(secrets())} of {kinds} kinds x 5 places = {places}; "
+        f"secrets: {len(secrets())} of {kinds} kinds in {places} places; "
         f"masked in {places - survived}"
     )
     repeat = 20

@@ -5,6 +5,7 @@ arguments; nothing here decides anything."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 
@@ -91,3 +92,25 @@ def after_stopped(reason: str) -> str:
     """The reason as it reads after the word 'stopped' (a status row): 'by SIGINT', 'reached 3
     iterations'."""
     return ended("stopped", reason).removeprefix("stopped").lstrip(": ")
+
+
+def percent(level: float) -> str:
+    """A confidence level with the decimals that keep it below 100%: 97.6%, 99.9980%."""
+    if level >= 1 or level < 0.999:
+        return f"{level:.1%}" if round(level * 100, 1) != round(level * 100) else f"{level:.0%}"
+    return f"{level:.{max(1, math.ceil(-math.log10(1 - level)) - 1)}%}"
+
+
+def ci(level: float) -> str:
+    """'95% CI', '20.0% CI' -> '20% CI', '99.94% CI': an interval's level, named as one, so a bare
+    '20.0%' beside an interval is never read as a score or a share."""
+    return f"{percent(level)} CI"
+
+
+def step_scope(scope: str | None, units: str = "evals") -> str:
+    """'a step on these tasks', 'a step over evals like these': what a promotion's decision was
+    read on, the same words in the decision's reason, the lineage, the report and the summary
+    (`units`: "queries" for a description probe)."""
+    if scope in ("tasks", "these_tasks"):
+        return f"a step on these {'queries' if units == 'queries' else 'tasks'}"
+    return f"a step over {units} like these"

@@ -19,6 +19,10 @@ URLSAFE = ALNUM + "-_"
 HEX = "0123456789abcdef"
 
 
+# Words a passphrase is drawn from (diceware's way: common, unrelated).
+_WORDS = ("lamp", "orbit", "velvet", "cactus", "harbor", "pencil", "meadow", "tundra", "violin")
+
+
 def draw(alphabet: str, n: int) -> str:
     return "".join(_RNG.choice(alphabet) for _ in range(n))
 
@@ -30,6 +34,8 @@ class Secret:
     phrase: str  # the value as a person writes it in a sentence
     field: str = "token"  # its name in JSON, code and a URL's query
     header: str = ""  # how an HTTP request carries it, "" for `Authorization: Bearer <value>`
+    # Where a person writes it: a passphrase of words goes in prose and in quotes, not in a URL.
+    places: tuple[str, ...] = ("prose", "json", "code", "url", "header")
 
 
 def _jwt() -> str:
@@ -180,6 +186,45 @@ def secrets() -> list[Secret]:
         Secret("twilio", "SK" + draw(LOWER_ALNUM, 32), "twilio key {v}", "twilio_key"),
         Secret("google", "AI" + "za" + draw(URLSAFE, 35), "maps key {v}", "maps_api_key"),
         Secret("hugging face", "h" + "f_" + draw(ALNUM, 34), "hub token {v}", "hf_token"),
+        Secret(
+            "passphrase",
+            "correct horse " + "battery staple",  # the issue's own line
+            "my passphrase is {v}",
+            "passphrase",
+            places=("prose", "json", "code"),
+        ),
+        Secret(
+            "passphrase",
+            " ".join(_RNG.choice(_WORDS) for _ in range(5)),
+            "the wifi pass phrase is '{v}'",
+            "wifi_passphrase",
+            places=("prose", "json", "code"),
+        ),
+        Secret(
+            "password for a named thing",
+            "Xk9" + draw(ALNUM, 9),
+            "the password for the staging db is {v}",
+            "staging_db_password",
+            "X-Db-Password",
+        ),
+        Secret("pw", draw(ALNUM, 10), "pw: {v}", "pw", "X-Pw"),
+        Secret("password in german", "Geh" + draw(ALNUM, 9), "das Passwort ist {v}", "passwort"),
+        Secret(
+            "password in french", "Sol" + draw(ALNUM, 9), "le mot de passe est {v}", "mot_de_passe"
+        ),
+        Secret("password in spanish", "Cla" + draw(ALNUM, 9), "la contraseña es {v}", "contraseña"),
+        Secret(
+            "gcp private key id",
+            draw(HEX, 40),
+            "the service account's private_key_id is {v}",
+            "private_key_id",
+        ),
+        Secret(
+            "oauth client secret",
+            "GOC" + "SPX-" + draw(URLSAFE, 28),
+            "the client secret is {v}",
+            "client_secret",
+        ),
     ]
     return found
 
@@ -200,7 +245,7 @@ def renditions(s: Secret) -> dict[str, str]:
     phrase = s.phrase.format(v=s.value)
     header = f"{s.header}: {s.value}" if s.header else f"Authorization: Bearer {s.value}"
     camel = "".join(w.capitalize() for w in s.field.split("_"))
-    return {
+    every = {
         "prose": f"Please finish the nightly export; {phrase} and then tell me it worked.",
         "json": json.dumps({"service": "export", s.field: s.value, "region": "eu-west-1"}),
         "code": f'{s.field.upper()} = "{s.value}"\nconst {camel[0].lower() + camel[1:]} = '
@@ -208,3 +253,4 @@ def renditions(s: Secret) -> dict[str, str]:
         "url": f"GET https://api.example.com/v1/export?{s.field}={s.value}&format=csv",
         "header": f"curl -H '{header}' https://api.example.com/v1/export",
     }
+    return {place: every[place] for place in s.places}

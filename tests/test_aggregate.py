@@ -15,7 +15,7 @@ from optimizer.config import Scoring
 from optimizer.decide import stats
 from optimizer.grade import scoring
 from optimizer.grade.aggregate import aggregate
-from optimizer.grade.config_stats import delta_string
+from optimizer.grade.config_stats import config_of, delta_string
 from optimizer.grade.judge import GradeOutcome
 from optimizer.grade.markdown import render_markdown
 from optimizer.grade.notes import analyst_notes
@@ -369,3 +369,21 @@ def test_one_eval_gives_no_interval_rather_than_a_zero_wide_one():
     )
     assert "ci_low" not in b.run_summary.with_skill.overall_efficiency.model_extra
     assert "CI" not in render_markdown(b)
+
+
+def test_means_equal_as_printed_are_no_harm(monkeypatch):
+    # "the skill hurts - with_skill 0.20, without_skill 0.20" contradicted its own numbers.
+    from optimizer.grade import notes
+
+    data = {
+        "with_skill": [run(E1, "with_skill", 1, [True, False], 1, 1)],
+        "without_skill": [run(E1, "without_skill", 1, [True, False], 1, 1)],
+    }
+    means = {"with_skill": 0.198, "without_skill": 0.2}
+    monkeypatch.setattr(
+        notes, "eval_means", lambda items: {1: (means[config_of(items[0])],)} if items else {}
+    )
+    assert "skill_hurts" not in [n.kind for n in notes.analyst_notes([E1], data)]
+    means["with_skill"] = 0.19
+    hurt = next(n for n in notes.analyst_notes([E1], data) if n.kind == "skill_hurts")
+    assert "with_skill scores 0.19 on average, without_skill 0.20" in hurt.text

@@ -286,3 +286,59 @@ def test_a_flag_shows_no_type_in_the_help():
     line = next(ln for ln in shown.splitlines() if "--dry-run" in ln)
     assert "<bool>" not in shown and "bool" not in line
     assert "<float>" in shown  # a value still shows what it takes
+
+
+def _every_command_help() -> dict[str, str]:
+    """Each command's -h, subcommands of `evals` included, at a width that keeps lines whole."""
+    import typer
+    from typer.testing import CliRunner
+
+    from optimizer.cli import app
+
+    group = typer.main.get_command(app)
+    paths = []
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        subs = getattr(command, "commands", None)
+        paths += [[name, sub] for sub in subs] if subs else [[name]]
+    return {
+        " ".join(p): CliRunner().invoke(app, [*p, "-h"], env={"COLUMNS": "250"}).output
+        for p in paths
+    }
+
+
+def test_usage_lines_name_arguments_as_words_and_no_flag_is_a_double_negative():
+    helps = _every_command_help()
+    assert len(helps) > 20
+    for name, text in helps.items():
+        usage = next(ln for ln in text.splitlines() if "Usage:" in ln)
+        assert "{" not in usage and "_dir}" not in usage, f"{name}: {usage}"
+        assert "<list[" not in text and "--no-without" not in text, name
+    assert " diff [OPTIONS] RUN_DIR VERSION_A VERSION_B" in helps["diff"]
+    assert " accept [OPTIONS] SKILL_DIR [ID]..." in helps["evals accept"]
+    assert "--baseline" in helps["execute"]
+
+
+def test_help_shows_every_default_that_bounds_spend_or_time():
+    helps = _every_command_help()
+    run = " ".join(helps["run"].split())
+    assert "(default: budget.usd of config.toml, else $20.00)" in run
+    assert "(default: loop.max_iterations of config.toml, else 2)" in run
+    assert "(default: budget.deadline of config.toml, else no stop time)" in run
+    gate = " ".join(helps["gate"].split())
+    assert "else $20.00)" in gate and "(default: evals.runs_per_eval, else 3)" in gate
+    assert "(default: the run's own)" in " ".join(helps["resume"].split())
+
+
+def test_the_baseline_flag_keeps_its_old_name(tmp_path, monkeypatch):
+    seen = {}
+
+    def run_once(*_args, without_skill, **_kwargs):
+        seen["without_skill"] = without_skill
+        raise SystemExit(0)
+
+    monkeypatch.setattr("optimizer.grade.benchmark.run_once", run_once)
+    for flag in ("--baseline", "--without-skill"):
+        seen.clear()
+        args = ("--eval", "1", flag, "--provider", "sim", "--unconfined")
+        result = _invoke(monkeypatch, "execute", str(EXAMPLE), *args, "--out", str(tmp_path))
+        assert seen == {"without_skill": True}, (flag, result.output)

@@ -337,3 +337,22 @@ def test_a_gate_our_failures_left_mostly_unscored_makes_no_bound_and_never_says_
         store.close()
     assert found.test is None and not found.passed
     assert "could not be scored" in found.note and "max_unscored_rate" in found.note
+
+
+@pytest.mark.parametrize("tasks", [True, False])
+def test_the_comments_footnote_names_the_units_its_headline_does(tasks):
+    from optimizer.report import gate_comment
+    from optimizer.search.gate import GateResult
+
+    head = {e: [0.6, 0.7, 0.65] for e in range(1, 6)}
+    base = {e: [0.6, 0.62, 0.7] for e in range(1, 6)}
+    if tasks:
+        test = ni.check_tasks(head, base, confidence=0.95, margin=0.05, step=0.25)
+    else:
+        diffs = {e: sum(head[e]) / 3 - sum(base[e]) / 3 + 0.01 * e for e in head}
+        test = ni.check(diffs, confidence=0.95, margin=0.05, step=0.25)
+    units = "runs" if tasks else "evals"
+    result = GateResult(Path("b"), Path("h"), Path("e.json"), False, 3, test)
+    body = gate_comment.markdown(result)
+    assert f"Student-t over the {units}" in body and "| 90% CI (two-sided) |" in body
+    assert ("Student-t over the runs" in test.reason) is tasks

@@ -400,3 +400,76 @@ def test_a_follow_up_that_invokes_the_skill_again_is_still_a_correction(world, c
     ).candidates
     assert cand.eval.prompt.startswith("Summarise evals/files/orders.csv")
     assert cand.eval.expectations == ["The answer is at most 80 words"]
+
+
+def test_a_change_typed_before_the_skill_ran_is_part_of_its_task(world, cli) -> None:
+    skill, project, projects = world
+    s = Session(project).user("Summarise data/orders.csv for the team")
+    s.say("Which columns matter most?").user("keep it under 10 lines")
+    s.skill("csv-report", skill).say("Here is the summary: ...").write(projects)
+    assert cli("evals", "mine", skill, "--from", projects, "--since", "3650d").exit_code == 0
+    [cand] = CandidatesFile.model_validate_json(
+        (skill / "evals" / "candidates.json").read_text()
+    ).candidates
+    assert cand.eval.prompt == (
+        "Summarise evals/files/orders.csv for the team\n\nkeep it under 10 lines"
+    )
+    assert cand.eval.expectations == ["The answer is at most 10 lines"]
+
+
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+
+
+@pytest.mark.parametrize("provider", [(), ("--provider", "sim")])
+def test_no_expectation_is_built_around_a_masked_value(
+    world, cli, monkeypatch, tmp_path, provider
+) -> None:
+    skill, project, projects = world
+    monkeypatch.chdir(tmp_path)
+    s = Session(project).user("Summarise data/orders.csv for the team").skill("csv-report", skill)
+    s.say("Here is the summary: ...")
+    s.user(f"no, use a JWT for the upload: Authorization: Bearer {JWT}")
+    s.user("keep it under 10 lines").write(projects)
+    mined = cli("evals", "mine", skill, "--from", projects, "--since", "3650d", *provider)
+    assert mined.exit_code == 0, mined.output
+    [cand] = CandidatesFile.model_validate_json(
+        (skill / "evals" / "candidates.json").read_text()
+    ).candidates
+    assert "[redacted]" in cand.signals.corrections[0] and JWT[:20] not in cand.model_dump_json()
+    assert not [e for e in cand.eval.expectations if "[redacted]" in e]
+    assert "The answer is at most 10 lines" in cand.eval.expectations
+    if not provider:
+        assert "The answer uses a JWT for the upload" in cand.eval.expectations
+
+
+def test_a_limit_the_user_stated_stays_when_the_drafting_model_leaves_it_out(
+    world, monkeypatch
+) -> None:
+    import asyncio
+
+    from optimizer.grow import draft, drafting, mine
+
+    skill, project, projects = world
+    s = Session(project).user("Summarise data/orders.csv for the team").skill("csv-report", skill)
+    s.say("Here is the summary: ...").user("keep it under 10 lines").write(projects)
+    [use] = mine.followed_up(mine.sessions.mine(projects, "csv-report", None))
+    heuristic = draft.candidate(skill, use)
+    said = drafting.DraftAnswer(
+        drafts=[
+            drafting.Drafted(
+                id=heuristic.id,
+                expected_output="A short summary.",
+                expectations=["The answer names the largest order", "Authorization: [redacted]"],
+            )
+        ]
+    )
+
+    async def answered(*_args, **_kwargs):
+        return said
+
+    monkeypatch.setattr(drafting, "ask_once", answered)
+    [got] = asyncio.run(drafting._ask(None, Settings(), "csv-report", "", [heuristic]))
+    assert got.eval.expectations == [
+        "The answer names the largest order",
+        "The answer is at most 10 lines",
+    ]

@@ -278,3 +278,33 @@ def test_a_quote_of_the_output_in_a_reason_is_not_taken_for_a_rewrite(tmp_path, 
     assert result.exit_code == 0 and f"'{VAGUE}' (eval 1)" in result.output
     data = CandidatesFile.model_validate_json((skill / "evals" / "candidates.json").read_text())
     assert [c.kind for c in data.candidates] == ["drop"]
+
+
+def test_the_report_marks_as_candidates_only_what_suggest_turns_into_candidates(
+    tmp_path, cli
+) -> None:
+    from optimizer.report import overview
+
+    skill, run = setup(tmp_path)
+    result = cli("evals", "suggest", run, "--skill", skill)
+    data = CandidatesFile.model_validate_json((skill / "evals" / "candidates.json").read_text())
+    made = sorted(c.replaces or "(missing check)" for c in data.candidates if c.kind != "drop")
+    aggregate = json.loads((run / "eval_feedback_aggregate.json").read_text())
+    rows = overview.suggestions(aggregate)["suggestions"]
+    marked = sorted({r["assertion"] or "(missing check)" for r in rows if r["candidate"]})
+    assert marked == made == ["(missing check)", VAGUE]
+    # The precise expectation twice, the judge errors: what the run said, for the user to read.
+    assert "3 of the run's suggestions are notes to read, not candidates" in result.output
+
+
+def test_suggest_on_a_simulated_run_says_its_suggestions_are_notes(simulated, tmp_path, cli):
+    from optimizer.report import overview
+
+    skill = tmp_path / "skill"
+    shutil.copytree(EXAMPLE, skill)
+    aggregate = json.loads((simulated / "eval_feedback_aggregate.json").read_text())
+    result = cli("evals", "suggest", simulated, "--skill", skill)
+    assert result.exit_code == 0, result.output
+    shown = overview.suggestions(aggregate)
+    notes = len(aggregate["suggestions"]) - shown["candidates"]
+    assert notes and f"{notes} of the run's suggestions are notes to read" in result.output

@@ -78,7 +78,8 @@ def test_the_power_line_follows_the_claim_each_count_makes() -> None:
     assert power.line(3, 20) == (
         f"with 3 train evals a +0.10 gain is found {tasks['3']:.0%} of the "
         f"time (better on these tasks); with 20, {general['20']:.0%} of the "
-        "time (better in general)"
+        f"time (better in general), a stronger claim than with 3 (better on these tasks at 20: "
+        f"{tasks['20']:.0%})"
     )
     assert power.power_at(3, few_evals=2) == general["3"]
 

@@ -53,6 +53,20 @@ def test_the_summary_says_how_many_and_what_bounds_them():
     assert "selection.night = none" in fdr.summary(rows, None, 0.05)
 
 
+def test_without_a_night_control_the_count_of_chance_promotions_says_what_it_counts():
+    rows = [
+        {"version": f"v{i}", "stage": "benchmark", "decision": d}
+        for i, d in enumerate(["won", "lost", "won", "tie", "tie", "lost", "tie"], start=1)
+    ]
+    assert fdr.summary(rows, None, 0.4) == (
+        "2 promotions in 7 decisions, each at most 40% likely to promote a child no better than "
+        "its parent; had all 7 children been no better, 2.8 promotions would be expected by "
+        "chance, more than the 2 made, so this bounds nothing: any of them may be false "
+        "(selection.night = none)."
+    )
+    assert "so on average at most 0.4 of these 2 are false" in fdr.summary(rows, None, 0.05)
+
+
 def test_status_lineage_and_report_word_the_claim_and_the_night():
     from optimizer.report import caveats
 
@@ -82,7 +96,7 @@ def test_status_lineage_and_report_word_the_claim_and_the_night():
     assert caveats.verdict(nodes[1], by_label, "v2").startswith(
         "won against its parent v0 (a step on these tasks)"
     )
-    assert "a step over tasks like these" in caveats.verdict(nodes[2], by_label, "v2")
+    assert "a step over evals like these" in caveats.verdict(nodes[2], by_label, "v2")
     assert all("better" not in caveats.verdict(n, by_label, "v2") for n in nodes)
     assert "sealed test checks it" in caveats.verdict(nodes[2], by_label, "v2")
     assert caveats.promotions(nodes) == (

@@ -128,7 +128,9 @@ def test_the_demo_installs_the_package_alone_and_setup_adds_what_ci_needs(tmp_pa
     demo = _planned("demo", tmp_path / "venv")
     installs = [line for line in demo if "pip install" in line and "--upgrade pip" not in line]
     assert installs == [f"{tmp_path / 'venv'}/bin/pip install -q -e ."]
-    assert any("optimizer run examples/csv-report --provider sim" in line for line in demo)
+    assert any(line.startswith("bash scripts/demo.sh ") for line in demo), demo
+    script = (ROOT / "scripts" / "demo.sh").read_text()
+    assert 'optimizer" run examples/csv-report --provider sim' in script
     # CI (.ci/run: make setup, then make test) and the benches install everything.
     for target in ("setup", "test", "bench"):
         assert any("-e '.[dev,peers]'" in line for line in _planned(target, tmp_path / "venv"))

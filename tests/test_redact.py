@@ -30,8 +30,11 @@ def _left(masked: str, corpus: list[Secret] = SECRETS) -> list[str]:
     return [f"{s.kind}: {p[:12]}…" for s in corpus for p in pieces(s.value) if p in masked]
 
 
-@pytest.mark.parametrize("place", PLACES)
-@pytest.mark.parametrize("secret", SECRETS, ids=[f"{s.kind}-{i}" for i, s in enumerate(SECRETS)])
+@pytest.mark.parametrize(
+    ("secret", "place"),
+    [(s, place) for s in SECRETS for place in s.places],
+    ids=[f"{s.kind}-{i}-{place}" for i, s in enumerate(SECRETS) for place in s.places],
+)
 def test_every_kind_of_secret_is_masked_wherever_it_is_written(secret: Secret, place: str) -> None:
     masked = redact.text(renditions(secret)[place])
     assert not _left(masked, [secret]), masked
@@ -67,10 +70,25 @@ def test_the_issue_line_loses_the_key_id_and_the_forty_character_secret() -> Non
         'token = os.environ["GITHUB_TOKEN"]',
         "secret_name: prod/report-builder/db",
         "DB_PASSWORD=${DB_PASSWORD}",
+        "the password field is required",
+        "Add a passphrase strength meter under the field.",
+        "The password for the admin account is stored in the vault.",
+        "the passphrase is too short, pick four words",
+        "Tell me what the password is before the meeting.",
+        "Das Passwort ist falsch; le mot de passe est incorrect.",
+        "private_key_id is missing from the service account JSON",
+        "client_secret: ${GOOGLE_CLIENT_SECRET}",
     ],
 )
 def test_ordinary_text_named_as_what_it_is_is_left_alone(line: str) -> None:
     assert redact.text(line) == line and not redact.holds_secret(line)
+
+
+def test_a_passphrase_goes_whole_and_the_sentence_after_it_stays() -> None:
+    masked = redact.text("My passphrase is correct horse battery staple, and the user is ada.")
+    assert masked == "My passphrase is [redacted], and the user is ada."
+    masked = redact.text("the password for the staging db is Xk9mP2qL; pw: Tr0ub4dor")
+    assert masked == "the password for the staging db is [redacted]; pw: [redacted]"
 
 
 def test_a_digest_first_on_its_line_is_a_listing_but_two_spaces_after_a_secret_are_not() -> None:
@@ -116,7 +134,7 @@ def test_deep_masks_every_string_and_keeps_the_rest() -> None:
 def _corpus_session(project: Path, skill_dir: Path, place: str, start: str) -> Session:
     """One use of the skill whose task, follow-up, tool error and answer hold every secret in one
     place's shape; the error's blocks split each secret's line from its name."""
-    lines = [renditions(s)[place] for s in SECRETS]
+    lines = [renditions(s)[place] for s in SECRETS if place in s.places]
     body = "\n".join(lines)
     s = Session(project, start=start)
     s.user(f"Write outputs/report.md from data/orders.csv using:\n{body}")

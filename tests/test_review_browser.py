@@ -242,6 +242,44 @@ def test_collapsed_runs_say_they_hold_a_feedback_box(tmp_path, page):
     expect(page.locator(".fb-hint, .fb-count")).to_have_count(0)
 
 
+@pytest.mark.parametrize("width", [360, 390, 1280, 1920])
+def test_lineage_lines_end_inside_their_box_and_heatmap_cells_keep_their_numbers(
+    tmp_path, page, width
+):
+    """Long lines (14 versions, a long summary each) were cut at the svg's fixed width, at every
+    screen width; at 390 px a cell too narrow for its score dropped it."""
+    import sqlite3
+
+    built = build_workspace(tmp_path / "run", versions=14)
+    with sqlite3.connect(built.root / "state.db") as conn:
+        conn.execute(
+            "update versions set summary = 'Ask for a ## Summary section with the three largest "
+            "revenue months named, the units stated and every missing value counted per column'"
+        )
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(html.write_report(built.root, None).as_uri())
+    expect(page.locator("body[data-ready]")).to_have_count(1)
+    seen = page.evaluate(
+        r"""() => {
+        const box = document.querySelector('#lineage'), svg = box.querySelector('svg');
+        const end = svg.getBoundingClientRect().right, left = box.getBoundingClientRect().left;
+        const texts = [...svg.querySelectorAll('text')].map(t => t.getBoundingClientRect().right);
+        const map = document.querySelector('svg.heatmap');
+        return {cut: texts.filter(r => r > end + 0.5).length,
+                reach: box.scrollWidth + left - Math.max(...texts),
+                cells: map.querySelectorAll('rect.cell').length,
+                scores: [...map.querySelectorAll('text')].filter(t => /^(\d\.\d\d|—)$/.test(t.textContent)).length,
+                page: document.documentElement.scrollWidth};
+    }"""
+    )
+    assert seen["cut"] == 0 and seen["reach"] >= 0, seen  # the box scrolls to every line's end
+    assert seen["scores"] == seen["cells"] > 0, seen  # every cell writes its score
+    assert seen["page"] <= width, seen  # the boxes scroll, not the page
+    page.locator("#lineage").scroll_into_view_if_needed()
+    shot(page, f"report-lineage-heatmap-{width}.png")
+    assert page.problems == []
+
+
 def test_two_hundred_versions_stay_usable(tmp_path, page):
     built = build_workspace(tmp_path / "big", versions=200, evals=(1, 2), test_evals=(3,), runs=1)
     page.goto(html.write_report(built.root, None).as_uri())

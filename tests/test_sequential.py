@@ -324,3 +324,27 @@ def test_the_degrees_of_freedom_do_not_jump_when_one_run_moves_a_hair():
     b = sequential.score_test(nudged, parent, 0.0034, "tasks")
     # The pseudo-observation, not the hair, is nearly all of the pooled variance.
     assert abs(a.low - b.low) < 0.002 and b.df >= a.df - 1
+
+
+def test_no_tie_beside_an_interval_wholly_below_zero():
+    # A cheap step (one look at α 0.4, a 20% CI): the interval it shows lies below zero while the
+    # 60% one reaches it; the word beside it was "tie".
+    from optimizer.decide import step
+
+    ds = [-0.1, 0.05, -0.08, 0.0]
+    child = {e: [0.5 + d] for e, d in enumerate(ds)}
+    parent = {e: [0.5] for e in range(len(ds))}
+    selection = step.for_steps(Selection())
+    d = decide(child, parent, None, selection=selection, rng=random.Random(0), first_runs=1)
+    assert d.ci_high is not None and d.ci_high < 0
+    assert d.decision == "lost" and "20% CI [-0.061, -0.004] (Student-t)" in d.reason
+    assert "lies below zero" in d.reason
+
+
+def test_every_view_reads_a_recorded_tie_below_zero_as_lost():
+    from optimizer.decide import verdict
+
+    assert verdict.word("tie", -0.066, -0.029) == "lost"
+    assert verdict.word("tie", -0.066, 0.01) == "tie"
+    assert verdict.word("tie", 0.01, 0.05) == "tie"  # its reason says what it lacked
+    assert verdict.word("won", 0.01, 0.05) == "won" and verdict.word("tie", None, None) == "tie"

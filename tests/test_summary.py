@@ -100,7 +100,7 @@ def test_the_winner_its_numbers_diff_and_what_to_look_at(tmp_path):
     assert found.train is not None and abs(found.train.delta - (best - v0)) < 1e-3
     assert found.train.low is not None and found.train.low < found.train.delta < found.train.high
     # three train evals and one sealed: no sealed interval, so no claim beyond these tasks
-    assert found.scope == "better on these tasks"
+    assert found.scope == "a step on these tasks"  # the lineage's words for the decision
     assert found.diff and "+- Rule" in found.diff
     assert any("2 candidate evals" in item for item in found.look_at)
     assert any(item.startswith("small suite") for item in found.look_at)
@@ -113,7 +113,7 @@ def test_a_stated_scope_is_used_as_it_is(tmp_path):
     sel = built.root / built.best / "selection.json"
     data = json.loads(sel.read_text())
     sel.write_text(json.dumps({**data, "scope": "general"}))
-    assert summary.build(built.root).scope == "better in general"
+    assert summary.build(built.root).scope == "a step over evals like these"
 
 
 def test_a_night_error_is_the_headline(tmp_path):
@@ -213,8 +213,8 @@ def test_one_delta_has_one_interval_per_level_and_each_view_names_the_level(
             [delta, ci["low"], ci["high"], json.dumps(selection), built.best],
         )
         conn.execute("update versions set parent = 'v0' where label = ?", [built.best])
-    # the level as the decision's reason states it: "99.940% Student-t interval"
-    shown = f"[{ci['low']:+.3f}, {ci['high']:+.3f}] 99.940%, the decision's"
+    # the level as the decision's reason states it: "99.940% CI [...] (Student-t)"
+    shown = f"[{ci['low']:+.3f}, {ci['high']:+.3f}] 99.940% CI, the decision's"
     # One line per version, so no interval is cut in two. The console reads COLUMNS when it is
     # made, at the first import of the command line, which another test may have done already.
     from optimizer.cli import common
@@ -222,11 +222,11 @@ def test_one_delta_has_one_interval_per_level_and_each_view_names_the_level(
     monkeypatch.setattr(common.out, "width", 400)
     lineage = cli("lineage", built.root).stdout
     assert f"Δ {delta:+.3f} {shown}" in lineage, lineage
-    assert "] 95% (n=" in lineage  # the scores' intervals say theirs
+    assert "] 95% CI (n=" in lineage  # the scores' intervals say theirs
     text = summary.markdown(summary.build(built.root))
     assert f"Δ {delta:+.3f} {shown}" in text, text
     assert cli("report", built.root).exit_code == 0
-    assert "99.940%, the decision" in (built.root / "report.html").read_text()
+    assert "99.940% CI, the decision" in (built.root / "report.html").read_text()
 
 
 def test_a_best_no_better_than_v0_by_its_own_interval_gets_no_train_number(tmp_path):

@@ -248,7 +248,7 @@ def test_show_does_not_interpret_model_text_as_markup(built):
     with sqlite3.connect(built.root / "state.db") as conn:
         conn.execute("update versions set summary = ? where label = 'v1'", ["[bold red]x[/] y"])
     # the markup itself, not " y": the line ends near the render's width, past the intervals' levels
-    assert "[bold red]x[/]" in render(show.print_version, built.root, "v1")
+    assert "[bold red]x[/]" in " ".join(render(show.print_version, built.root, "v1").split())
 
 
 def test_show_renders_quoted_comparisons_without_tags_and_cuts_at_a_word(built):
@@ -469,11 +469,13 @@ def test_intervals_in_the_views_stay_in_range_and_say_how_many_evals(built):
     assert best["score_ci"] == [0.0, 1.0] and best["score_evals"] == len(built.evals)
     text = render(lineage_view.print_lineage, tree)
     assert "-0.922" not in text and "1.552" not in text
-    assert f"[0.000, 1.000] 95% (n={len(built.evals)} evals)" in text
+    assert f"[0.000, 1.000] 95% CI (n={len(built.evals)} evals)" in text
     # beside Δ's interval too, with the level of the decision that made it
-    assert f"] 95.0%, the decision's (n={len(built.evals)} evals)  score" in text
+    assert f"] 95% CI, the decision's (n={len(built.evals)} evals)  score" in text
     info = status.status(built.root)
     assert info["current_best"]["score_ci"] == [0.0, 1.0]
-    assert f"[0.000, 1.000] 95% (n={len(built.evals)} evals)" in render(status.print_status, info)
+    assert f"[0.000, 1.000] 95% CI (n={len(built.evals)} evals)" in render(
+        status.print_status, info
+    )
     shown = render(show.print_version, built.root, built.best)
     assert "-0.922" not in shown and f"(n={len(built.evals)} evals)" in shown

@@ -165,3 +165,17 @@ def test_the_live_run_says_a_decision_and_a_stop_once(tmp_path):
         "stopped by SIGINT; current best: v1",
         "stopped: no win in 3 iterations (plateau); current best: v1",
     ]
+
+
+def test_an_interval_names_its_level_as_a_ci():
+    assert words.ci(0.95) == "95% CI" and words.ci(0.2) == "20% CI"
+    assert words.ci(0.965) == "96.5% CI" and words.ci(0.9994) == "99.940% CI"
+
+
+def test_a_step_scope_is_worded_one_way():
+    from optimizer.decide import sequential
+    from optimizer.report import summary
+
+    assert words.step_scope("general") == sequential.STEP["general"] == summary.SCOPES["general"]
+    assert words.step_scope("tasks") == "a step on these tasks" == summary.SCOPES["these_tasks"]
+    assert words.step_scope("general", "queries") == "a step over queries like these"

@@ -10,6 +10,9 @@ import typer
 
 from optimizer import config
 from optimizer.cli.common import (
+    BUDGET_DEFAULT,
+    ITERATIONS_DEFAULT,
+    UNTIL_DEFAULT,
     AdoptOpt,
     ConfigOpt,
     ExecutorOpt,
@@ -34,7 +37,9 @@ from optimizer.errors import BadInput
 @app.command(rich_help_panel="Start")
 @handled
 def validate(
-    skill_dir: Annotated[Path, typer.Argument(help="The skill folder (holds SKILL.md).")],
+    skill_dir: Annotated[
+        Path, typer.Argument(metavar="SKILL_DIR", help="The skill folder (holds SKILL.md).")
+    ],
     evals: Annotated[
         Path | None, typer.Option(help="evals.json (default SKILL_DIR/evals/evals.json).")
     ] = None,
@@ -52,7 +57,9 @@ def validate(
 @app.command(rich_help_panel="Start")
 @handled
 def init(
-    skill_dir: Annotated[Path, typer.Argument(help="The skill folder (holds SKILL.md).")],
+    skill_dir: Annotated[
+        Path, typer.Argument(metavar="SKILL_DIR", help="The skill folder (holds SKILL.md).")
+    ],
 ) -> None:
     """Write an evals/evals.json to fill in (and evals/README.md on how); never overwrites."""
     from optimizer.inputs import skeleton
@@ -89,7 +96,9 @@ def doctor(config_path: ConfigOpt = None, set_: SetOpt = None) -> None:
 @app.command(rich_help_panel="Run")
 @handled
 def run(
-    skill_dir: Annotated[Path, typer.Argument(help="The skill folder to improve.")],
+    skill_dir: Annotated[
+        Path, typer.Argument(metavar="SKILL_DIR", help="The skill folder to improve.")
+    ],
     evals: Annotated[
         Path | None, typer.Option(help="evals.json (default SKILL_DIR/evals/evals.json).")
     ] = None,
@@ -104,10 +113,15 @@ def run(
         Path | None, typer.Option("--from", help="Start from the best version of an earlier run.")
     ] = None,
     target: Annotated[str, typer.Option(help="What to optimize: body or description.")] = "body",
-    max_iterations: Annotated[int | None, typer.Option(help="Stop after N iterations.")] = None,
-    budget_usd: Annotated[float | None, typer.Option(help="Hard spending limit in USD.")] = None,
+    max_iterations: Annotated[
+        int | None, typer.Option(help=f"Stop after N iterations ({ITERATIONS_DEFAULT}).")
+    ] = None,
+    budget_usd: Annotated[
+        float | None, typer.Option(help=f"Hard spending limit in USD ({BUDGET_DEFAULT}).")
+    ] = None,
     until: Annotated[
-        str | None, typer.Option("--until", help="Stop at HH:MM (local) or an ISO time.")
+        str | None,
+        typer.Option("--until", help=f"Stop at HH:MM (local) or an ISO time ({UNTIL_DEFAULT})."),
     ] = None,
     deadline: Annotated[
         str | None, typer.Option("--deadline", hidden=True)
@@ -196,10 +210,17 @@ def run(
 def resume(
     run_dir: RunDirArg,
     detach: Annotated[bool, typer.Option(help="Run in the background.")] = False,
-    max_iterations: Annotated[int | None, typer.Option(help="New iteration limit.")] = None,
-    budget_usd: Annotated[float | None, typer.Option(help="New spending limit in USD.")] = None,
+    max_iterations: Annotated[
+        int | None, typer.Option(help="New iteration limit (default: the run's own).")
+    ] = None,
+    budget_usd: Annotated[
+        float | None, typer.Option(help="New spending limit in USD (default: the run's own).")
+    ] = None,
     until: Annotated[
-        str | None, typer.Option("--until", help="New stop time: HH:MM (local) or an ISO time.")
+        str | None,
+        typer.Option(
+            "--until", help="New stop time: HH:MM (local) or an ISO time (default: the run's own)."
+        ),
     ] = None,
     deadline: Annotated[
         str | None, typer.Option("--deadline", hidden=True)

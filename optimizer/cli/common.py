@@ -13,9 +13,9 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup, TyperOption
+from typer.core import TyperArgument, TyperGroup, TyperOption
 
-from optimizer import config
+from optimizer import config, words
 from optimizer.errors import BadInput, OptimizerError
 
 # `optimizer -h` lists the commands in the order of work, in panels (rich_help_panel= on each
@@ -46,6 +46,28 @@ def _flag_without_type(self: TyperOption, ctx: Any) -> str | None:
 
 
 TyperOption.display_type_rich = _flag_without_type  # type: ignore[method-assign]
+
+
+# It also writes a required argument as "{skill_dir}" on the usage line and a list's type as
+# "<list[str]>": an argument is named as a word (each has a metavar: SKILL_DIR, RUN_DIR), bare
+# when required and in brackets when not, as click, gh and git write them.
+def _usage_name(self: TyperArgument) -> str:
+    name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+    return name + ("..." if self.nargs != 1 else "")
+
+
+_argument_type = TyperArgument.display_type_rich
+
+
+def _argument_type_without_list(self: TyperArgument, ctx: Any) -> str | None:
+    shown = _argument_type(self, ctx)
+    if shown and shown.startswith("<list[") and shown.endswith("]>"):
+        return f"<{shown[6:-2]}>..."
+    return shown
+
+
+TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign]
+TyperArgument.display_type_rich = _argument_type_without_list  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
     cls=_InWorkflowOrder,
@@ -80,13 +102,28 @@ def _root(
     """Improve an Agent Skill overnight: propose variants, run, grade, compare, promote."""
 
 
+# What bounds spend and time when a flag is left out, said in -h (the config.toml in use may set
+# another value; its key is named): a default that is not shown cannot be planned for.
+_DEFAULTS = config.Settings()
+BUDGET_DEFAULT = f"default: budget.usd of config.toml, else {words.dollars(_DEFAULTS.budget.usd)}"
+UNTIL_DEFAULT = "default: budget.deadline of config.toml, else no stop time"
+ITERATIONS_DEFAULT = (
+    f"default: loop.max_iterations of config.toml, else {_DEFAULTS.loop.max_iterations}"
+)
+RUNS_DEFAULT = f"default: evals.runs_per_eval, else {_DEFAULTS.evals.runs_per_eval}"
+
+
 ConfigOpt = Annotated[
     Path | None,
     typer.Option("--config", help="config.toml to read (default: ./config.toml when present)."),
 ]
 SetOpt = Annotated[
     list[str] | None,
-    typer.Option("--set", help="Override one setting: section.key=value (repeatable)."),
+    typer.Option(
+        "--set",
+        metavar="SECTION.KEY=VALUE",
+        help="Override one setting: section.key=value (repeatable).",
+    ),
 ]
 ProviderOpt = Annotated[
     str | None,
@@ -234,6 +271,7 @@ def latest_run(path: Path) -> Path:
 RunDirArg = Annotated[
     Path,
     typer.Argument(
+        metavar="RUN_DIR",
         help="The run folder (runs/<skill>-<time>), or a skill folder for its own latest run.",
         callback=latest_run,
     ),

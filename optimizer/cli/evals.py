@@ -24,7 +24,9 @@ from optimizer.errors import BadInput
 evals_app = typer.Typer(
     no_args_is_help=True, help="Grow the evals: mine sessions, suggest from a run, review."
 )
-SkillArg = Annotated[Path, typer.Argument(help="The skill folder (holds SKILL.md and evals/).")]
+SkillArg = Annotated[
+    Path, typer.Argument(metavar="SKILL_DIR", help="The skill folder (holds SKILL.md and evals/).")
+]
 DEFAULT_FROM = Path("~/.claude/projects")
 
 
@@ -106,7 +108,9 @@ def mine(
 @evals_app.command()
 @handled
 def suggest(
-    run_dir: Annotated[Path, typer.Argument(help="A run folder (runs/<skill>-<time>).")],
+    run_dir: Annotated[
+        Path, typer.Argument(metavar="RUN_DIR", help="A run folder (runs/<skill>-<time>).")
+    ],
     skill: Annotated[
         Path | None, typer.Option(help="The skill folder (default: the run's own).")
     ] = None,
@@ -127,9 +131,15 @@ def suggest(
     got = suggestions.from_run(require_dir(run_dir, "run"), skill, rewrite)
     stored = grow.store_suggestions(got.skill_dir, got.found)
     _say(
-        f"{len(got.found)} suggestion(s) from {run_dir}; {stored.added} new, {stored.pending} "
+        f"{len(got.found)} candidate(s) from {run_dir}; {stored.added} new, {stored.pending} "
         f"waiting for review in {stored.path}."
     )
+    if got.notes:
+        _say(
+            f"{got.notes} of the run's suggestions are notes to read, not candidates (an "
+            "expectation every output passes, a flaky one, a structural check, a failed run): "
+            f"the report lists them (`optimizer report {run_dir}`)."
+        )
     if got.unrewritten:
         _say(
             f"{len(got.unrewritten)} expectation(s) no output could fail, with no rewrite "
@@ -225,7 +235,9 @@ def _unchecked(c: object) -> bool:
 @handled
 def accept(
     skill_dir: SkillArg,
-    ids: Annotated[list[str] | None, typer.Argument(help="Candidate ids (c-...).")] = None,
+    ids: Annotated[
+        list[str] | None, typer.Argument(metavar="ID", help="Candidate ids (c-...).")
+    ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every pending candidate.")] = False,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
@@ -254,7 +266,8 @@ def accept(
 @evals_app.command()
 @handled
 def reject(
-    skill_dir: SkillArg, ids: Annotated[list[str], typer.Argument(help="Candidate ids.")]
+    skill_dir: SkillArg,
+    ids: Annotated[list[str], typer.Argument(metavar="ID", help="Candidate ids.")],
 ) -> None:
     """Mark candidates rejected; mining again never brings them back."""
     from optimizer.grow import candidates

@@ -10,6 +10,8 @@ from typing import Annotated
 import typer
 
 from optimizer.cli.common import (
+    BUDGET_DEFAULT,
+    RUNS_DEFAULT,
     ConfigOpt,
     ExecutorOpt,
     NotifyOpt,
@@ -34,20 +36,27 @@ from optimizer.errors import BadInput
 @handled
 def gate(
     base_skill: Annotated[
-        Path, typer.Argument(help="The skill as it is (e.g. the main branch's).")
+        Path,
+        typer.Argument(metavar="BASE_SKILL", help="The skill as it is (e.g. the main branch's)."),
     ],
-    head_skill: Annotated[Path, typer.Argument(help="The skill as the pull request leaves it.")],
+    head_skill: Annotated[
+        Path, typer.Argument(metavar="HEAD_SKILL", help="The skill as the pull request leaves it.")
+    ],
     evals: Annotated[
         Path | None, typer.Option(help="evals.json (default BASE_SKILL/evals/evals.json).")
     ] = None,
-    budget_usd: Annotated[float | None, typer.Option(help="Hard spending limit in USD.")] = None,
+    budget_usd: Annotated[
+        float | None, typer.Option(help=f"Hard spending limit in USD ({BUDGET_DEFAULT}).")
+    ] = None,
     margin: Annotated[
         float, typer.Option(help="HEAD may score lower than BASE by less than this.")
     ] = 0.05,
     comment: Annotated[
         Path | None, typer.Option(help="Write a markdown pull-request comment here.")
     ] = None,
-    runs: Annotated[int | None, typer.Option(help="Runs per eval and skill.")] = None,
+    runs: Annotated[
+        int | None, typer.Option(help=f"Runs per eval and skill ({RUNS_DEFAULT}).")
+    ] = None,
     scope: Annotated[
         str,
         typer.Option(
@@ -140,6 +149,7 @@ def summary_cmd(
     run_dir: Annotated[
         Path,
         typer.Argument(
+            metavar="RUN_DIR",
             help="The run folder (runs/<skill>-<time>), or a skill folder for its latest run.",
             callback=latest_run,
         ),
@@ -174,14 +184,15 @@ ADOPT_WHEN = {"nightly": "always", "weekly": "weekly", "never": "never"}
 @handled
 def schedule(
     skill_dir: Annotated[
-        Path | None, typer.Argument(help="The skill folder to improve every night.")
+        Path | None,
+        typer.Argument(metavar="SKILL_DIR", help="The skill folder to improve every night."),
     ] = None,
     at: Annotated[str, typer.Option(help="When each night starts, HH:MM local time.")] = "22:30",
     until: Annotated[
         str, typer.Option(help="When each night must stop, HH:MM local time.")
     ] = "07:00",
     budget_usd: Annotated[
-        float | None, typer.Option(help="What one night may spend, in USD.")
+        float | None, typer.Option(help="What one night may spend, in USD (required).")
     ] = None,
     new_run: Annotated[
         bool,
@@ -295,7 +306,7 @@ def schedule(
 @app.command(hidden=True)
 @handled
 def nightly(
-    skill_dir: Annotated[Path, typer.Argument(help="The skill folder.")],
+    skill_dir: Annotated[Path, typer.Argument(metavar="SKILL_DIR", help="The skill folder.")],
     until: Annotated[str, typer.Option(help="The night's deadline, HH:MM local time.")],
     budget_usd: Annotated[float, typer.Option(help="What this night may spend, in USD.")],
     runs_root: Annotated[Path, typer.Option(help="Where the nights' run folders are.")] = Path(
@@ -339,10 +350,16 @@ def nightly(
 @handled
 def adopt(
     run_dir: Annotated[
-        Path, typer.Argument(help="The run folder (or the skill folder: its latest run).")
+        Path,
+        typer.Argument(
+            metavar="RUN_DIR", help="The run folder (or the skill folder: its latest run)."
+        ),
     ],
     version: Annotated[
-        str | None, typer.Argument(help="The version to adopt (default: the search's best).")
+        str | None,
+        typer.Argument(
+            metavar="VERSION", help="The version to adopt (default: the search's best)."
+        ),
     ] = None,
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Pay the estimate without asking.")

@@ -34,7 +34,9 @@ def lineage(run_dir: RunDirArg, as_json: JsonOpt = False) -> None:
 
 @app.command(rich_help_panel="Review")
 @handled
-def show(run_dir: RunDirArg, version: Annotated[str, typer.Argument(help="e.g. v2")]) -> None:
+def show(
+    run_dir: RunDirArg, version: Annotated[str, typer.Argument(metavar="VERSION", help="e.g. v2")]
+) -> None:
     """One version: its change, benchmark, selection numbers and failing expectations."""
     from optimizer.report import show as views
 
@@ -45,8 +47,8 @@ def show(run_dir: RunDirArg, version: Annotated[str, typer.Argument(help="e.g. v
 @handled
 def diff(
     run_dir: RunDirArg,
-    version_a: Annotated[str, typer.Argument(help="e.g. v0")],
-    version_b: Annotated[str, typer.Argument(help="e.g. v3")],
+    version_a: Annotated[str, typer.Argument(metavar="VERSION_A", help="e.g. v0")],
+    version_b: Annotated[str, typer.Argument(metavar="VERSION_B", help="e.g. v3")],
 ) -> None:
     """The file diff of two versions and their per-eval score differences (piped or redirected:
     the raw unified diff alone, for `patch -p1`; the scores on stderr)."""
@@ -107,7 +109,9 @@ def export(
     run_dir: RunDirArg,
     version: Annotated[
         str | None,
-        typer.Argument(help="Version to export, e.g. v3 (default: the adopted version)."),
+        typer.Argument(
+            metavar="VERSION", help="Version to export, e.g. v3 (default: the adopted version)."
+        ),
     ] = None,
     version_flag: Annotated[
         str | None, typer.Option("--version", hidden=True)

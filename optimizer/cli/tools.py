@@ -13,6 +13,7 @@ import typer
 
 from optimizer import config
 from optimizer.cli.common import (
+    RUNS_DEFAULT,
     ConfigOpt,
     ExecutorOpt,
     ProviderOpt,
@@ -31,7 +32,7 @@ from optimizer.cli.common import (
 @app.command("check-artifact", rich_help_panel="Tools")
 @handled
 def check_artifact(
-    file: Annotated[Path, typer.Argument(help="A JSON file of the seed formats.")],
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A JSON file of the seed formats.")],
     kind: Annotated[str | None, typer.Option(help="Kind of file; inferred from its name.")] = None,
     strict: Annotated[bool, typer.Option(help="Require the full form the viewer reads.")] = False,
 ) -> None:
@@ -66,9 +67,12 @@ def sim_server(
 @app.command(rich_help_panel="Tools")
 @handled
 def execute(
-    skill_dir: Annotated[Path, typer.Argument(help="The skill folder.")],
+    skill_dir: Annotated[Path, typer.Argument(metavar="SKILL_DIR", help="The skill folder.")],
     eval_id: Annotated[int, typer.Option("--eval", help="Id of the eval to run.")],
-    without_skill: Annotated[bool, typer.Option(help="Run the baseline: no skill.")] = False,
+    # One-sided: "--no-without-skill" read as a double negative. --without-skill stays its alias.
+    without_skill: Annotated[
+        bool, typer.Option("--baseline", "--without-skill", help="Run the baseline: no skill.")
+    ] = False,
     executor: ExecutorOpt = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder to write.")] = None,
     provider: ProviderOpt = None,
@@ -120,11 +124,13 @@ def execute(
 @app.command(rich_help_panel="Tools")
 @handled
 def benchmark(
-    skill_dir: Annotated[Path, typer.Argument(help="The skill folder.")],
+    skill_dir: Annotated[Path, typer.Argument(metavar="SKILL_DIR", help="The skill folder.")],
     evals: Annotated[
         Path | None, typer.Option(help="evals.json (default SKILL_DIR/evals/evals.json).")
     ] = None,
-    runs: Annotated[int | None, typer.Option(help="Runs per eval and configuration.")] = None,
+    runs: Annotated[
+        int | None, typer.Option(help=f"Runs per eval and configuration ({RUNS_DEFAULT}).")
+    ] = None,
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Benchmark folder to write.")
     ] = None,

@@ -101,10 +101,19 @@ def summary(rows: Sequence[RuleRow], fdr: float | None, alpha: float = 0.05) -> 
     won = sum(r["decision"] == "won" for r in decided)
     noun = "promotion" if won == 1 else "promotions"
     if fdr is None:
+        # What α × decisions counts: promotions by chance had every child been no better than
+        # its parent, an upper bound on the false ones among those made only when it is smaller.
+        chance = alpha * len(decided)
+        bound = (
+            f"so on average at most {chance:.1f} of these {won} are false"
+            if chance < won
+            else f"more than the {won} made, so this bounds nothing: any of them may be false"
+        )
         return (
-            f"{won} {noun} in {len(decided)} decisions; each decision alone kept a false "
-            f"promotion at most {alpha:.0%} likely for an equal child, so together "
-            f"{alpha * len(decided):.1f} may be expected false (selection.night = none)."
+            f"{won} {noun} in {len(decided)} decisions, each at most {alpha:.0%} likely to "
+            f"promote a child no better than its parent; had all {len(decided)} children been "
+            f"no better, {chance:.1f} promotions would be expected by chance, {bound} "
+            "(selection.night = none)."
         )
     return (
         f"{won} {noun} in {len(decided)} decisions; at most {fdr:.0%} of such promotions are "

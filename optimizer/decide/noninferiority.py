@@ -38,6 +38,9 @@ class NonInferiority:
     floored: bool  # the floor was used: the evals' differences were (nearly) all alike
     t: float
     reason: str
+    # What the interval's spread comes from, as the reason says it: the evals (`check`) or the
+    # runs of these tasks (`check_tasks`); the gate's footnote names the same.
+    units: str = "evals"
 
 
 def resolution(runs: int, expectations: Mapping[int, int]) -> float:
@@ -136,7 +139,7 @@ def check_tasks(
         low, high, margin, where, " on these tasks", "More runs per eval narrow it."
     )
     return NonInferiority(
-        outcome, delta, low, high, confidence, margin, n, se, own < floor, t, reason
+        outcome, delta, low, high, confidence, margin, n, se, own < floor, t, reason, "runs"
     )
 
 

@@ -71,4 +71,13 @@ def line(
     now = f"with {n_now} {what} a {gain} gain is found {found(n_now)}"
     if n_next is None or n_next == n_now:
         return now
-    return f"{now}; with {n_next}, {found(n_next)}"
+    was, will = claim(n_now, scope, few_evals), claim(n_next, scope, few_evals)
+    if was == will:
+        return f"{now}; with {n_next}, {found(n_next)}"
+    # Past few_evals a run makes the stronger claim, which is harder to find: a lower figure
+    # there is a harder question, not fewer evals' worth; the same claim's figure says so.
+    same = power_at(n_next, was, few_evals=few_evals)
+    return (
+        f"{now}; with {n_next}, {found(n_next)}, a stronger claim than with {n_now} "
+        f"({_CLAIMS[was]} at {n_next}: {same:.0%})"
+    )

@@ -32,6 +32,8 @@ from functools import lru_cache
 from statistics import NormalDist
 from typing import Any, Literal
 
+from optimizer import words
+from optimizer.decide import verdict
 from optimizer.decide.spending import Scope, look_alpha, look_level, next_look, schedule
 from optimizer.decide.stats import mean, t_cdf
 from optimizer.decide.stats import t_quantile as _t_quantile
@@ -217,14 +219,10 @@ class Look:
 
 CLAIM = {"tasks": "better on these tasks", "general": "better in general"}
 # A step is a move, not a claim (docs/design.md §16): its reason names what it was read on.
-STEP = {"tasks": "a step on these tasks", "general": "a step over evals like these"}
+STEP = {s: words.step_scope(s) for s in ("tasks", "general")}
 
 
-def percent(level: float) -> str:
-    """A confidence level with the decimals that keep it below 100%: 97.6%, 99.9980%."""
-    if level >= 1 or level < 0.999:
-        return f"{level:.1%}"
-    return f"{level:.{max(1, math.ceil(-math.log10(1 - level)) - 1)}%}"
+percent = words.percent  # where the views find it
 
 
 def _small(alpha: float) -> str:
@@ -275,7 +273,7 @@ def look(
     tested = f", tested at {_small(a_score)}" if abs(a_score - spent) > _EPS else ""
     read = f"the claim: {CLAIM[s.scope]}" if claim else f"{STEP[s.scope]}, not a claim"
     where = (
-        f"Δ = {s.delta:+.3f} with {percent(level)} Student-t interval [{s.low:+.3f}, {s.high:+.3f}] "
+        f"Δ = {s.delta:+.3f}, {words.ci(level)} [{s.low:+.3f}, {s.high:+.3f}] (Student-t) "
         f"over {n} evals × {runs} runs ({read}; this look spends α = {_small(spent)} of "
         f"{alpha:.3g}{tested})"
     )
@@ -343,6 +341,10 @@ def look(
             "lost",
             f"lost: {where}; its {confidence:.0%} upper bound {worse.high:+.3f} lies below zero.",
         )
+    # The interval the reason shows wholly below zero is a loss at its level, whatever that level
+    # is: "tie" beside [-0.066, -0.029] would contradict the number it stands by.
+    if not math.isinf(s.se) and verdict.side(s.low, s.high) == "below":
+        return out("lost", f"lost: {where} lies below zero.")
     tail = votes
     if not wins + losses:
         tail = "there are no decisive comparator verdicts"

@@ -9,12 +9,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, TypeVar
 
 from optimizer.config import Selection
-from optimizer.decide import power, sequential
+from optimizer.decide import power, sequential, verdict
 from optimizer.decide.parents import VersionScores as VersionScores
 from optimizer.decide.parents import pareto_front as pareto_front
 from optimizer.decide.parents import select_parent as select_parent
 from optimizer.decide.stats import mean, paired_bootstrap
 from optimizer.schemas import RuleDecision, SelectionComparator, SelectionInterval
+from optimizer.words import ci
 
 EvalId = int | str
 # One kind of id per call: the body target's evals are ints, a caller may key by names.
@@ -269,9 +270,8 @@ def decide(
         samples=selection.bootstrap_samples,
         rng=rng,
     )
-    level = f"{selection.confidence:.0%}"
     where = (
-        f"Δ = {delta:+.3f} with {level} interval [{low:+.3f}, {high:+.3f}] over "
+        f"Δ = {delta:+.3f}, {ci(selection.confidence)} [{low:+.3f}, {high:+.3f}] over "
         f"{len(ds)} evals × {runs} runs"
     )
     inconclusive = low <= selection.min_effect + _EPS and high >= -_EPS
@@ -292,7 +292,7 @@ def decide(
 
     if low > selection.min_effect + _EPS:
         return made("won", f"won: {where} lies above the minimum effect {selection.min_effect}.")
-    if high < -_EPS:
+    if verdict.side(low, high + _EPS) == "below":
         return made("lost", f"lost: {where} lies below zero.")
     if side == "child" and delta >= -_EPS:
         return made("won", f"won: {where} is inconclusive, and {words}.")

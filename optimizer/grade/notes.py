@@ -68,7 +68,8 @@ def analyst_notes(
     means = {c: eval_means(items[c]) for c in CONFIG_ORDER}
     for i in ids:
         ws, wo = means["with_skill"].get(i), means["without_skill"].get(i)
-        if ws and wo and ws[0] < wo[0]:
+        # Hurts only where the means it prints differ: "0.20, without_skill 0.20" is no harm.
+        if ws and wo and f"{ws[0]:.2f}" != f"{wo[0]:.2f}" and ws[0] < wo[0]:
             notes.append(
                 Note(
                     "skill_hurts",

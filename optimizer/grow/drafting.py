@@ -129,8 +129,17 @@ async def _ask(
         if got is None:
             out.append(c)
             continue
-        # A check that cannot fail is dropped; with none left the heuristic checks stay.
-        kept = [redact.text(e) for e in got.expectations if checks.checkable(e)]
+        # A check that cannot fail, or is built around a masked value, is dropped (or cut to what
+        # it says before the value); with none left the heuristic checks stay. A limit the user
+        # stated that the model left out is kept: the user's own correction.
+        said = [checks.unmasked(redact.text(e)) for e in got.expectations]
+        kept = [e for e in said if e is not None and checks.checkable(e)]
+        if kept:
+            kept += [
+                e
+                for e in c.eval.expectations
+                if checks.limit(e) and not any(checks.same_limit(e, k) for k in kept)
+            ]
         new_eval = c.eval.model_copy(
             update={
                 "expected_output": redact.text(got.expected_output),

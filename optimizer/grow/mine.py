@@ -59,12 +59,26 @@ def followed_up(uses: list[sessions.Use]) -> list[sessions.Use]:
     which the session file records as a use of its own."""
     out: list[sessions.Use] = []
     for use in uses:
+        use = _with_its_request(use)
         before = out[-1] if out else None
         if before is not None and before.file == use.file and checks.asks_for_change(use.task):
             out[-1] = replace(before, later=[*before.later, use.task, *use.later])
             continue
         out.append(use)
     return out
+
+
+def _with_its_request(use: sessions.Use) -> sessions.Use:
+    """A task that only asks for a change, typed before the skill ran ("keep it under 10 lines"
+    after "Summarise orders.csv"), is the request before it with that change: both are the task."""
+    if not checks.asks_for_change(use.task):
+        return use
+    asked = [m for m in use.earlier if not checks.asks_for_change(m)]
+    if not asked:
+        return use
+    at = max(i for i, m in enumerate(use.earlier) if m == asked[-1])
+    task = "\n\n".join([*use.earlier[at:], use.task])
+    return replace(use, task=task, earlier=use.earlier[:at])
 
 
 def _store(

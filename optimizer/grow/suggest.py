@@ -41,6 +41,9 @@ _PROPOSES = re.compile(
     r"try|suggest\w*|should read|could read|would be)\b[^\"“']{0,30}$",
     re.IGNORECASE,
 )
+# How a grading names a structural check ("S1: The report file was written"): evals.json's
+# structural_expectations, which a candidate does not edit.
+_STRUCTURAL = re.compile(r"^S\d+: ")
 SAME_TASK = (
     0.9  # prompts this alike (difflib ratio, whitespace folded) with the same files: one task
 )
@@ -52,6 +55,9 @@ class Suggested:
     found: list[Candidate]
     # Expectations no output could fail, for which nothing proposed a rewrite: named to the user.
     unrewritten: list[str] = field(default_factory=list)
+    # The run's suggestions no candidate comes from (an expectation every output passes, a flaky
+    # one, a structural check, a failed run): notes the report lists for the user to read.
+    notes: int = 0
 
 
 @dataclass
@@ -137,7 +143,11 @@ def from_run(run_dir: Path, skill: Path | None, rewrite: Rewriter | None = None)
     ]
     found += [_add_check(group, evalset, origin) for group in missing.values()]
     found += duplicates(evalset, origin)
-    return Suggested(skill_dir, found, unrewritten)
+    notes = sum(
+        not becomes_candidate(i.assertion, i.reason, getattr(i, "source", None))
+        for i in aggregate.suggestions
+    )
+    return Suggested(skill_dir, found, unrewritten, notes)
 
 
 def _skill_of(ws: Workspace) -> Path:
@@ -190,13 +200,28 @@ def _missing_check(item: AggregateSuggestion, reason: str, train: list[int]) -> 
 
 def _proposed(group: _Raised) -> str | None:
     """A rewrite the graders or the analyst wrote out themselves, checkable and new."""
-    for reason in group.reasons:
-        for found in _QUOTED.finditer(reason):
-            text = (found.group(1) or found.group(2)).strip().rstrip(".")
-            offered = _PROPOSES.search(reason[max(0, found.start() - 40) : found.start()])
-            if offered and text != group.text and text[:1].isupper() and checks.checkable(text):
-                return text
+    return next((r for reason in group.reasons if (r := _offered(reason, group.text))), None)
+
+
+def _offered(reason: str, text: str) -> str | None:
+    for found in _QUOTED.finditer(reason):
+        said = (found.group(1) or found.group(2)).strip().rstrip(".")
+        offered = _PROPOSES.search(reason[max(0, found.start() - 40) : found.start()])
+        if offered and said != text and said[:1].isupper() and checks.checkable(said):
+            return said
     return None
+
+
+def becomes_candidate(assertion: str | None, reason: str, source: str | None) -> bool:
+    """Whether `evals suggest` can turn one suggestion of eval_feedback_aggregate.json into a
+    candidate: a vague expectation of an eval (rewritten by the graders' words, else with
+    --provider by a model) or a failure mode no expectation checks. The rest (an expectation every
+    output passes, a flaky one, a structural check, a run that failed) are notes for the user."""
+    if assertion is None:
+        return source != "analyst" and bool(_NO_CHECK.sub("", reason).strip())
+    if _STRUCTURAL.match(assertion):
+        return False
+    return not checks.checkable(assertion) or _offered(reason, assertion) is not None
 
 
 def _ask(key: str, group: _Raised, evalset: EvalSet) -> Ask:

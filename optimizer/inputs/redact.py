@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from optimizer.inputs import prose
 from optimizer.logs import MASK
 from optimizer.logs import redact as mask_keys
 
@@ -85,7 +86,7 @@ _SHA_PREFIX = re.compile(r"(?i)^sha(?:1|256|384|512)-")
 # outside .npmrc, Stripe test keys and live keys of another length than its 24), credentials in
 # URLs with characters its BasicAuthDetector stops at (!, $, &, *, +, ;, =), names its keyword
 # list lacks (token, credential, auth, api-key), and a secret named in prose ("the password is
-# hunter2": its keyword rules need `=` or `:`).
+# hunter2": its keyword rules need `=` or `:`; inputs/prose.py).
 _SHAPES = re.compile(
     r"-----BEGIN [A-Z ]*PRIVATE KEY[A-Z ]*-----.*?(?:-----END [A-Z ]*PRIVATE KEY[A-Z ]*-----|\Z)"
     r"|\bgithub_pat_[A-Za-z0-9_]{20,}"
@@ -101,24 +102,19 @@ _URL_CREDENTIAL = re.compile(
     re.IGNORECASE,
 )
 _ASSIGNED = re.compile(
-    r"(?P<head>(?:\b[\w.\-]{0,40}(?:token|credentials?|api-key|apikey|access[_-]?key|passphrase)|"
+    r"(?P<head>(?:\b[\w.\-]{0,40}(?:token|credentials?|api-key|apikey|access[_-]?key|passphrase|"
+    r"passwort|kennwort|wachtwoord|senha|contrase(?:n|ñ|\\u00f1)a|mot[_-]?de[_-]?passe|"
+    r"private[_-]?key[_-]?id)|\bpw|"
     r"\bauth(?:orization)?|\bx-[\w\-]{0,40}(?:auth|key)[\w\-]{0,40})[\"']?\s*[:=]\s*"
     r"(?:(?:bearer|basic|token)\s+)?[\"']?)"
     r"(?P<value>(?=[^\s\"',;]*[A-Za-z])[^\s\"',;()\[\]{}<>]{4,}+)(?![(\[])",
     re.IGNORECASE,
 )
-_IN_PROSE = re.compile(
-    r"(?P<head>\b(?:password|passphrase|passcode|passwd|pwd|secret(?: key)?|token|api[ _-]?key|"
-    r"access key|credentials?)\s+(?:is|was|are|were)\s+[\"'`]?)(?P<value>[^\s\"'`]{4,})",
-    re.IGNORECASE,
-)
-# What follows "the password is" in ordinary talk about one, not a password.
-_NOT_A_VALUE = re.compile(
-    r"(?:[a-z]+(?:ed|en|ing|ly|ble)|wrong|incorrect|correct|invalid|valid|missing|empty|set|unset|"
-    r"not|now|still|also|never|always|only|too|very|the|this|that|there|here|in|on|at|from|for|"
-    r"stored|kept|same|different|weak|strong|long|short|fine|okay|right|gone|old|new|required|"
-    r"optional|secret|safe|unsafe|public|private|known|unknown|none|null|shown|hidden|what|which)"
-    r"[.,;:!?)]*",
+# A quoted value under a name for a password, whole: a passphrase has spaces, which end the
+# unquoted rules' value (`"passphrase": "correct horse battery staple"`).
+_QUOTED = re.compile(
+    r"(?P<head>(?:passphrase|pass_phrase|password|passwort|kennwort|mot[_-]?de[_-]?passe|secret)"
+    r"[\"']?\s*[:=]\s*(?P<q>[\"']))(?P<value>[^\"'\n]{1,200}?(?= )[^\"'\n]{1,200}?)(?P=q)",
     re.IGNORECASE,
 )
 # secret_name, password_file, token_path: a name that says the value is about a secret, not one.
@@ -130,7 +126,7 @@ _NOT_A_CREDENTIAL = re.compile(
 _ONE_CASE_ALNUM = re.compile(r"(?=\D*\d)(?:[a-z0-9]+|[A-Z0-9]+)")
 # All-lowercase slugs (tw-flex-col-reverse-md, report-builder-production): words, never a key.
 _SLUG = re.compile(r"[a-z]+(?:[\-_/.][a-z0-9]+)+")
-_TRAILING = ".,;:!?)]}>"
+_TRAILING = prose.TRAILING
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-]+")
 # A rule that matches `AccountKey=<key>` whole: the name stays readable.
 _KEY_NAME = re.compile(r"(?:[A-Z][a-z]+)+=|")
@@ -304,10 +300,9 @@ def _masked_line(line: str) -> str:
 def _ours(value: str) -> str:
     masked = _SHAPES.sub(MASK, value)
     masked = _URL_CREDENTIAL.sub(lambda m: m.group("head") + MASK, masked)
+    masked = _QUOTED.sub(lambda m: m.group("head") + MASK + m.group("q"), masked)
     masked = _ASSIGNED.sub(_keep_mask, masked)
-    return _IN_PROSE.sub(
-        lambda m: m.group(0) if _NOT_A_VALUE.fullmatch(m.group("value")) else _keep_mask(m), masked
-    )
+    return prose.mask(masked)
 
 
 def _keep_mask(m: re.Match[str]) -> str:

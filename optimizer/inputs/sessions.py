@@ -44,6 +44,9 @@ class Use:
     cwd: str
     task: str
     later: list[str] = field(default_factory=list)  # the user's messages after the skill ran
+    # The user's messages before the task since the previous use (or the session's start): the
+    # request a follow-up typed before the skill ran ("keep it under 10 lines") belongs to.
+    earlier: list[str] = field(default_factory=list)
     reads: list[str] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -161,6 +164,7 @@ def uses(path: Path, name: str) -> list[Use]:
     """Each use of the skill `name` in one session file, in the file's order."""
     found: list[Use] = []
     last_task, session_id, time, cwd = "", "", "", ""
+    typed_since: list[str] = []  # the user's messages since the current use began
     current: Use | None = None
     for record in records(path):
         if record.get("isSidechain"):
@@ -179,14 +183,17 @@ def uses(path: Path, name: str) -> list[Use]:
             )
             if fresh:
                 task = typed or (current.later.pop() if current is not None else last_task)
+                earlier = typed_since[:-1] if not typed and task == last_task else []
                 current = Use(
                     file=path,
                     session_id=session_id,
                     cwd=cwd,
                     task=task,
                     time=str(record.get("timestamp") or time),
+                    earlier=earlier,
                 )
                 found.append(current)
+                typed_since = []
         elif typed and current is not None:
             current.later.append(typed)
         if current is not None:
@@ -194,6 +201,7 @@ def uses(path: Path, name: str) -> list[Use]:
             _tool_facts(record, current)
         if typed:
             last_task = typed
+            typed_since.append(typed)
     return [u for u in found if u.task]
 
 

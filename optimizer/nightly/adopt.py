@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from optimizer import config, logs
+from optimizer import config, logs, words
 from optimizer.errors import BadInput, OptimizerError, RunStopped
 from optimizer.schemas import Adoption
 from optimizer.search import adoption as adopting
@@ -159,7 +159,7 @@ def outcome_line(ws_root: Path, found: Adoption) -> str:
     evidence = ""
     if d is not None and d.delta is not None:
         evidence = (
-            f"Δ {d.delta:+.3f} [{d.ci_low:+.3f}, {d.ci_high:+.3f}] {d.confidence:.1%}, "
+            f"Δ {d.delta:+.3f} [{d.ci_low:+.3f}, {d.ci_high:+.3f}] {words.ci(d.confidence)}, "
             f"{d.evals} evals × {d.runs_per_eval} fresh runs, ${found.cost_usd:.2f}"
         )
     if found.certified:

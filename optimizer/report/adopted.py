@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from optimizer import words
 from optimizer.decide import adopt as rule
 from optimizer.report.format import money
 from optimizer.report.info import Adopted
@@ -20,7 +21,7 @@ def evidence(a: Adoption) -> str:
     if d.delta is None:
         return d.reason
     return (
-        f"Δ {d.delta:+.3f} [{d.ci_low:+.3f}, {d.ci_high:+.3f}] {d.confidence:.1%}, the "
+        f"Δ {d.delta:+.3f} [{d.ci_low:+.3f}, {d.ci_high:+.3f}] {words.ci(d.confidence)}, the "
         f"adoption's, on {d.evals} evals × {d.runs_per_eval} fresh runs"
     )
 

@@ -10,14 +10,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from optimizer import words
 from optimizer.decide import fdr
-from optimizer.decide.sequential import percent
 from optimizer.inputs.validate import small_suite
 from optimizer.store.rows import RunRow
 
 # What a step's decision rested on. A step is a move of the search, not a claim: no view calls it
 # "better" (only an adoption makes that claim, ../shared/DESIGN.md §18).
-CLAIMS = {"tasks": "a step on these {}", "general": "a step over {} like these"}
 SCORE = (0.0, 1.0)
 DELTA = (-1.0, 1.0)
 
@@ -56,9 +55,9 @@ def verdict(node: dict, by_label: dict[str, dict], best: str | None) -> str:
     if decision not in ("won", "lost", "tie") or not parent:
         return ""
     text = f"{decision} against its parent {parent}"
-    if decision == "won" and node.get("scope") in CLAIMS:
-        units = "queries" if node.get("stage") == "probe" else "tasks"
-        text += f" ({CLAIMS[node['scope']].format(units)}"
+    if decision == "won" and node.get("scope") in ("tasks", "general"):
+        units = "queries" if node.get("stage") == "probe" else "evals"
+        text += f" ({words.step_scope(node['scope'], units)}"
         text += ")" if node["scope"] == "tasks" else "; the sealed test checks it)"
     if decision != "won" or best is None or node["label"] == best or best not in by_label:
         return text
@@ -201,14 +200,14 @@ def _json(path: Path) -> Any:
 
 
 # The level of benchmark.json's intervals of a mean score over evals (grade/aggregate.py).
-SCORE_LEVEL = "95%"
+SCORE_LEVEL = "95% CI"
 
 
 def decision_level(confidence: Any) -> str:
-    """ "99.8%, the decision's": the level of a decision's interval of Δ as its reason states it
+    """ "99.8% CI, the decision's": the level of a decision's interval of Δ as its reason states it
     (the look's, at the α it spent), so it is never read beside a 95% interval as the same kind."""
     if isinstance(confidence, int | float) and 0 < confidence < 1:
-        return f"{percent(confidence)}, the decision's"
+        return f"{words.ci(confidence)}, the decision's"
     return "the decision's level"
 
 

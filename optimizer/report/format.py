@@ -45,7 +45,7 @@ def duration(seconds: Any) -> str:
 def interval(
     ci: Any, n: Any = None, unit: str | None = "eval", *, sign: bool = True, level: str = ""
 ) -> str:
-    """' [+0.010, +0.090] 95% (n=3 evals)': an interval with its level (two of one Δ at different
+    """' [+0.010, +0.090] 95% CI (n=3 evals)': an interval with its level (two of one Δ at different
     levels must not read as a disagreement) and how few evals it rests on."""
     if not ci:
         return ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from optimizer.report.format import money, num, signed
 from optimizer.search.gate import GateResult
+from optimizer.words import ci
 
 VERDICT = {
     "not_worse": "✅ not worse",
@@ -55,12 +56,13 @@ def markdown(result: GateResult, *, simulated: bool = False) -> str:
             "|---|---|",
             f"| Δ score (HEAD − BASE, mean over evals) | {signed(test.delta)} |",
             f"| {test.confidence:.0%} lower bound (one-sided) | {signed(test.low)} |",
-            f"| {two_sided:.0%} interval (two-sided) | [{signed(test.low)}, {signed(test.high)}] |",
+            f"| {ci(two_sided)} (two-sided) | [{signed(test.low)}, {signed(test.high)}] |",
             f"| margin (HEAD may be worse by less than) | {test.margin} |",
             f"| evals × runs per eval | {test.evals} × {result.runs_per_eval} |",
             "",
-            "The gate passes when the lower bound is above −margin (a non-inferiority test "
-            "over evals, Student-t; the spread is never taken as zero).",
+            "The gate passes when the lower bound is above −margin (a non-inferiority test, "
+            f"Student-t over the {test.units}, as the line above says; the spread is never "
+            "taken as zero).",
             "",
         ]
     if result.per_eval:

@@ -12,6 +12,7 @@ from typing import Any
 import structlog
 
 from optimizer import words
+from optimizer.grow.suggest import becomes_candidate
 from optimizer.report import read, summary
 from optimizer.report.info import StatusInfo
 
@@ -112,11 +113,14 @@ def suggestions(aggregate: Any) -> dict | None:
                 "action": item.get("action") or "",
                 "frequency": 0,
                 "evals": [],
+                "candidate": False,
             },
         )
         if group["reason"] != said:  # "… is flaky - passed 6 of 9 runs" in one, 7 of 9 in another
             group["reason"] = group["reason"].split(" - ")[0]
         group["frequency"] += int(item.get("frequency") or 1)
+        if becomes_candidate(assertion, reason, item.get("source")):
+            group["candidate"] = True
         if m and m.group(1) not in group["evals"]:
             group["evals"].append(m.group(1))
     rows = sorted(groups.values(), key=lambda g: -g["frequency"])  # stable: first seen first
@@ -125,4 +129,6 @@ def suggestions(aggregate: Any) -> dict | None:
         "suggestions": rows[:SUGGESTIONS_SHOWN],
         "more": max(0, len(rows) - SUGGESTIONS_SHOWN),
         "items": sum(g["frequency"] for g in rows),
+        # Rows `evals suggest` turns into candidate evals; the rest are notes to read.
+        "candidates": sum(g["candidate"] for g in rows),
     }

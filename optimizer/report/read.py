@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from optimizer import words
 from optimizer.decide import adopt as rule
+from optimizer.decide import verdict
 from optimizer.errors import BadInput
 from optimizer.report import caveats
 from optimizer.report.info import Proposals, Resume
@@ -189,7 +190,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
                     "label": v["label"],
                     "parent": v.get("parent") or None,
                     "iteration": v.get("iteration") or 0,
-                    "decision": v.get("decision"),
+                    "decision": verdict.word(v.get("decision"), d.get("ci_low"), d.get("ci_high")),
                     "stage": v.get("stage"),
                     "status": v.get("status"),
                     "error": v.get("error"),

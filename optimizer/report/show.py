@@ -13,6 +13,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from optimizer import words
 from optimizer.grade.preview import natural_key
 from optimizer.inputs import skill as skills
 from optimizer.report import confinement, folders, read
@@ -143,11 +144,11 @@ def _print_selection(console: Console, sel: dict | None) -> None:
         f"decision: {sel.get('decision')} at {sel.get('stage', '?')} against {sel.get('parent', '?')}"
     ]
     # A child stopped at screening has no interval, comparator or run count: a line of dashes
-    # ("Δ — [—, —] (95%), min effect —, — evals × — runs") said nothing its reason does not.
+    # ("Δ — [—, —] 95% CI, min effect —, — evals × — runs") said nothing its reason does not.
     if sel.get("delta") is not None:
         lines.append(
             f"Δ {signed(sel.get('delta'))} [{signed(iv.get('low'))}, {signed(iv.get('high'))}] "
-            f"({iv.get('confidence', 0.95):.0%}), min effect {sel.get('min_effect', '—')}, "
+            f"{words.ci(iv.get('confidence') or 0.95)}, min effect {sel.get('min_effect', '—')}, "
             f"{sel.get('evals', '—')} evals × {sel.get('runs_per_eval', '—')} runs"
         )
     if comp:

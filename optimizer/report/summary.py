@@ -29,11 +29,9 @@ from optimizer.store.files import write_json, write_text
 log = structlog.get_logger()
 CONFIDENCE = 0.95
 DIFF_CAP = 12_000  # characters of the winning diff in summary.md; the rest is in `optimizer diff`
-SCOPES = {
-    "tasks": "better on these tasks",
-    "these_tasks": "better on these tasks",
-    "general": "better in general",
-}
+# The scope of the decision that made the best, in the words the lineage and the decision's
+# reason use: a step, not the adoption's claim.
+SCOPES = {s: words.step_scope(s) for s in ("tasks", "these_tasks", "general")}
 
 
 def paths(run_dir: Path) -> tuple[Path, Path]:
@@ -116,7 +114,7 @@ def _compare(v0: dict[str, float], best: dict[str, float]) -> schemas.SummaryNum
         low=None if low is None else round(low, 4),
         high=None if high is None else round(high, 4),
         confidence=CONFIDENCE,
-        level=f"{CONFIDENCE:.0%}",
+        level=words.ci(CONFIDENCE),
         evals=len(shared),
     )
 
@@ -219,12 +217,12 @@ def _headline(
     if supported(train) and train.low > 0:
         lead = (
             f"{best} won against v0 on the train evals ({train.delta:+.3f}, "
-            f"{_bare(train)} interval above zero, these tasks)"
+            f"{_bare(train)} above zero, these tasks)"
         )
     elif supported(train):
         lead = (
             f"{best} won against {against}, but against v0 on the train evals it is below "
-            f"({train.delta:+.3f}, {_bare(train)} interval below zero)"
+            f"({train.delta:+.3f}, {_bare(train)} below zero)"
         )
     else:  # won step by step, each against its parent; against v0 the evals cannot tell
         lead = f"{best} won against {against}" + (
@@ -235,7 +233,7 @@ def _headline(
     if supported(sealed):
         held = (
             f"; sealed test: {sealed.delta:+.3f} [{sealed.low:+.3f}, {sealed.high:+.3f}] "
-            f"{sealed.level or format(sealed.confidence, '.0%')} ({_evals(sealed.evals)})"
+            f"{sealed.level or words.ci(sealed.confidence)} ({_evals(sealed.evals)})"
         )
     elif sealed is not None:
         held = f"; sealed test: too small to tell ({_evals(sealed.evals)})"
@@ -245,8 +243,8 @@ def _headline(
 
 
 def _bare(n: schemas.SummaryNumbers) -> str:
-    """The interval's level alone: "99.4%" of "99.4%, the decision's"."""
-    return (n.level or f"{n.confidence:.0%}").split(",")[0]
+    """The interval's level alone: "99.4% CI" of "99.4% CI, the decision's"."""
+    return (n.level or words.ci(n.confidence)).split(",")[0]
 
 
 def _look_at(run_dir: Path, data: read.RunData, info: StatusInfo) -> list[str]:
@@ -292,7 +290,7 @@ def _numbers(name: str, n: schemas.SummaryNumbers | None, won: bool) -> str:
         return f"- {name}: v0 {n.v0:.3f} over {evals}; no version beat it"
     if n.low is None or n.high is None:
         return f"- {name}: v0 {n.v0:.3f} → best {n.best:.3f}, Δ {n.delta:+.3f} (no interval from one eval)"
-    level = n.level or f"{n.confidence:.0%}"
+    level = n.level or words.ci(n.confidence)
     return (
         f"- {name}: v0 {n.v0:.3f} → best {n.best:.3f}, Δ {n.delta:+.3f} "
         f"[{n.low:+.3f}, {n.high:+.3f}] {level} (Student-t over {evals})"
@@ -315,11 +313,7 @@ def markdown(s: schemas.MorningSummary) -> str:
         "## What won",
         "",
         f"- best version: {s.best}"
-        + (
-            f" (its decision's scope: {s.scope.removeprefix('better ')}; not yet adopted)"
-            if s.scope
-            else ""
-        ),
+        + (f" (its decision: {s.scope}; not yet adopted)" if s.scope else ""),
         _numbers("train", s.train, s.won),
         _numbers("sealed test", s.sealed, s.won),
     ]
