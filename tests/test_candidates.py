@@ -119,6 +119,10 @@ RUN = (
     "loop.proposals_per_iteration=1",
     "--set",
     "evals.runs_per_eval=1",
+    # The guarded rule: a child that changes nothing (a heading's plural) does not step on noise,
+    # so the resumed iteration starts from the same parent and meets the same proposal again.
+    "--set",
+    "selection.step=guarded",
 )
 
 
