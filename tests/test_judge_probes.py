@@ -18,11 +18,11 @@ from optimizer.sim.support import support
 ROOT = Path(__file__).resolve().parent.parent
 PROBES = ROOT / "tests" / "fixtures" / "judge_probes.jsonl"
 
-# The share of probes on which the simulated judge must give the human's verdict: 107 of 187
-# (57.2 %) since it reads meaning (78 of 187 before); a ratchet, raised as the judge improves. The
+# The share of probes on which the simulated judge must give the human's verdict: 113 of 187
+# (60.4 %) since it reads meaning (78 of 187 before); a ratchet, raised as the judge improves. The
 # issue's target, 95 %, needs a judge that knows paraphrases a rule-based reader cannot
 # (docs/simulator.md, "The judge against a careful human").
-AGREEMENT_FLOOR = 0.55
+AGREEMENT_FLOOR = 0.58
 
 # Every kind of probe the set covers, each a way a word-matching judge goes wrong.
 KINDS = {

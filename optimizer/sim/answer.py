@@ -41,8 +41,8 @@ def read(content: str) -> list[Line]:
         if fenced or entry:
             found.append(Line(text, heading, i, intro, code=fenced))
             continue
-        if re.match(r"#{1,6}\s", text):
-            heading, intro = text, ""
+        if re.match(r"#{1,6}\s", text) or re.fullmatch(r"\s*\*\*[^*]+\*\*\s*", text):
+            heading, intro = text, ""  # a line in bold alone is a heading by another name
         else:
             intro = text
         found.append(Line(text, heading, i))
@@ -79,7 +79,12 @@ def content(line: Line) -> bool:
     """Lines that can carry content: not a heading, the simulated agent's covers line or an
     item heading's filler."""
     text = line.text
-    return not (text.lstrip().startswith("#") or text.startswith(INTRO) or text.endswith(FILLER))
+    return not (
+        text.lstrip().startswith("#")
+        or text == line.heading
+        or text.startswith(INTRO)
+        or text.endswith(FILLER)
+    )
 
 
 def placed(line: Line, lines: list[Line], where: str) -> bool:

@@ -179,7 +179,8 @@ _BOUND = (
     r"max(?:imum)?|up to|within|at least|more than|over|exactly|no fewer than|minimum of|only)?"
 )
 _COUNT = re.compile(
-    _BOUND + r"\s*(?P<n>\d{1,5})[\s-]*(?P<unit>words?|characters?|chars?|sentences?|"
+    _BOUND + r"\s*(?P<n>\d{1,5})[\s-]*(?:(?:short|numbered|separate|distinct|different|clear|"
+    r"concrete|specific|open|new|main|key|usage|more)\s+)?(?P<unit>words?|characters?|chars?|sentences?|"
     r"bullet points?|bullets?|points?|items?|lines?|paragraphs?|sections?|headings?|questions?|"
     r"rows?|" + "|".join(sorted({u.rstrip("s") + "s?" for u in LISTED.split("|")})) + r")\b",
     re.I,

@@ -54,6 +54,13 @@ ANNOUNCES = re.compile(
     r"(?P<rest>(?:which|what|why|how|whether|who|when|where|that|the|a|an|all|any|each|every)\b.*)$",
     re.I,
 )
+# "The breaking changes in this release are listed here": the passive form of the same promise.
+_LISTED_HERE = re.compile(
+    r"^(?P<rest>.+?)\s+(?:is|are)\s+(?:listed|described|explained|given|covered|shown|"
+    r"outlined|detailed|summari[sz]ed|included|set out|named|identified)\s+"
+    r"(?:here|below|above|in this\b|in the (?:table|list|section))",
+    re.I,
+)
 # Generic words a restatement pads itself with; they add no content.
 FILLER = frozenset(
     """
@@ -130,10 +137,17 @@ def announces(line: str, wanted: frozenset[str]) -> bool:
     """The line only promises what an expectation checks ("This update says which customers were
     affected", "We explain why the window is needed") without giving it: after its framing, it
     holds nothing beyond the expectation's own concepts, filler and no value."""
-    m = ANNOUNCES.match(_unmark(line))
-    if m is None:
-        return False
-    rest = m.group("rest")
+    plain = _unmark(line)
+    passive = _LISTED_HERE.match(plain)
+    if passive is not None:
+        rest = passive.group("rest")
+    else:
+        m = ANNOUNCES.match(plain)
+        if m is None:
+            return False
+        # What it promises is the phrase up to its first comma: "I identified the off-by-one
+        # error in the offset, which should be fixed" still names no line and no fix.
+        rest = re.split(r",|;|:| which | so that ", m.group("rest"), maxsplit=1)[0]
     return not re.search(r"\d", rest) and not (concepts(rest) - wanted - FILLER)
 
 

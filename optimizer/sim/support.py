@@ -62,6 +62,8 @@ def _doing(lines: list[Line], wanted: Need, realized: bool = True) -> tuple[Line
             said = topic_of(clause.replace(DONE, ""))
             if not covers(said | context, wanted.topic):
                 continue
+            if line.intro and not said & wanted.topic:
+                continue  # an entry under "Action items:" says nothing of owners by standing there
             if not line.code and (
                 not reading.is_sentence(clause)
                 or reading.announces(clause, wanted.topic)
