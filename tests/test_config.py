@@ -19,8 +19,10 @@ def test_repository_config_toml_documents_every_default():
     text = (ROOT / "config.toml").read_text()
     for dotted in config.known_keys():
         section, key = dotted.split(".")
-        # llm.provider is documented but left unset: an unchosen provider is never the simulator
-        line = f"\n# {key} = " if dotted == "llm.provider" else f"\n{key} = "
+        # llm.provider is documented but left unset: an unchosen provider is never the simulator;
+        # so is every setting whose default is unset (None): TOML has no null
+        unset = dotted == "llm.provider" or getattr(getattr(loaded.settings, section), key) is None
+        line = f"\n# {key} = " if unset else f"\n{key} = "
         assert f"[{section}]" in text and line in text, f"{dotted} is not documented"
     # An installed package reads no config.toml unless one is in the working directory: its
     # built-in defaults must be exactly this file's values (the README says so), prices included.

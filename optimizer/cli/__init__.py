@@ -14,6 +14,7 @@ from optimizer.cli.common import (
     ConfigOpt,
     ExecutorOpt,
     JsonOpt,
+    MinGainOpt,
     NotifyOpt,
     ProviderOpt,
     RunDirArg,
@@ -104,10 +105,18 @@ def run(
         Path | None, typer.Option("--from", help="Start from the best version of an earlier run.")
     ] = None,
     target: Annotated[str, typer.Option(help="What to optimize: body or description.")] = "body",
-    max_iterations: Annotated[int | None, typer.Option(help="Stop after N iterations.")] = None,
-    budget_usd: Annotated[float | None, typer.Option(help="Hard spending limit in USD.")] = None,
+    max_iterations: Annotated[
+        int | None,
+        typer.Option(help="Stop after N iterations. Default: no limit (loop.max_iterations)."),
+    ] = None,
+    budget_usd: Annotated[
+        float | None, typer.Option(help="Hard spending limit in USD. Default: 20 (budget.usd).")
+    ] = None,
     until: Annotated[
-        str | None, typer.Option("--until", help="Stop at HH:MM (local) or an ISO time.")
+        str | None,
+        typer.Option(
+            "--until", help="Stop at HH:MM (local) or an ISO time. Default: none (budget.deadline)."
+        ),
     ] = None,
     deadline: Annotated[
         str | None, typer.Option("--deadline", hidden=True)
@@ -129,6 +138,7 @@ def run(
         bool, typer.Option("--dry-run", help="Show the cost estimate and exit; writes nothing.")
     ] = False,
     spend_all: SpendAllOpt = False,
+    min_gain_per_usd: MinGainOpt = None,
     adopt: AdoptOpt = False,
     notify: NotifyOpt = None,
     executor: ExecutorOpt = None,
@@ -137,7 +147,12 @@ def run(
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
-    """Start an overnight improvement run."""
+    """Start an overnight improvement run.
+
+    A night ends at its budget (default $20), its deadline (none unless --until), an iteration
+    limit (none unless --max-iterations) or the stop rule: when the last 8 proposals, with the
+    noise taken out, are expected to buy less score a dollar than --min-gain-per-usd (default:
+    the headroom v0 left over the budget). It says which, and what was left."""
     run_dir, deadline = (
         alias("--out", out_dir, "--run-dir", run_dir),
         alias("--until", until, "--deadline", deadline),
@@ -160,6 +175,7 @@ def run(
         "llm.batch": True if batch else None,
         "sandbox.mode": "none" if unconfined else None,
         "loop.spend_all": True if spend_all else None,
+        "loop.min_gain_per_usd": min_gain_per_usd,
         "adopt.at_end": "always" if adopt else None,
         "execute.executor": config.choice_flag("--executor", executor, "execute.executor"),
     }
@@ -200,6 +216,7 @@ def resume(
         str | None, typer.Option("--deadline", hidden=True)
     ] = None,  # the old name of --until
     spend_all: SpendAllOpt = False,
+    min_gain_per_usd: MinGainOpt = None,
     notify: NotifyOpt = None,
     set_: SetOpt = None,
 ) -> None:
@@ -213,6 +230,7 @@ def resume(
         "budget.usd": budget_usd,
         "budget.deadline": deadline,
         "loop.spend_all": True if spend_all else None,
+        "loop.min_gain_per_usd": min_gain_per_usd,
     }
     raise typer.Exit(
         daemon.resume(

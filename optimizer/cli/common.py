@@ -108,7 +108,16 @@ SpendAllOpt = Annotated[
     typer.Option(
         "--spend-all",
         help="Spend the whole budget: no stop when going on is no longer worth its cost "
-        "(loop.spend_all).",
+        "(loop.spend_all); the budget, the deadline or a --max-iterations you set ends the run.",
+    ),
+]
+MinGainOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--min-gain-per-usd",
+        help="The score a dollar must buy for the run to go on (loop.min_gain_per_usd). Default: "
+        "derived, the headroom v0 left over the budget, (1 - v0's train score) / budget; the "
+        "stop rule reads the last loop.stop_window (8) proposals with the noise taken out.",
     ),
 ]
 AdoptOpt = Annotated[

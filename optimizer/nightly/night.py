@@ -131,15 +131,16 @@ def _resume_flags(
     run_dir: Path, budget_usd: float, until: str, load: Callable[[dict], config.Loaded]
 ) -> dict:
     """Tonight's budget on top of what the run has spent, its deadline, and tonight's iterations
-    on top of those done (the config's loop.max_iterations a night), so a run that reached its
-    limit last night goes on."""
+    on top of those done (the config's loop.max_iterations a night, when it sets one), so a run
+    that reached its limit last night goes on."""
     with readonly.View(Workspace(run_dir).state_db) as db:
         spent, done = ledger.total_usd(db), iterations.finished_count(db)
     per_night = load({}).settings.loop.max_iterations
     return {
         "budget.usd": round(spent + budget_usd, 6),
         "budget.deadline": until,
-        "loop.max_iterations": done + per_night,
+        # no limit a night (the default): the run's own, if it had one, is left as it was
+        "loop.max_iterations": None if per_night is None else done + per_night,
     }
 
 

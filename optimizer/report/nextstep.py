@@ -56,7 +56,8 @@ def _go_on(run: str, data: read.RunData, info: StatusInfo, best: str) -> schemas
     """`optimizer resume` with as many iterations again as the run had, and the budget they need
     when what is left of it does not cover them (and the sealed test of the next best)."""
     done = info.get("iterations_done") or 0
-    limit = info.get("max_iterations") or done
+    cap = info.get("max_iterations")
+    limit = done if cap is None else cap  # no limit: the budget sized for as many again
     spent = info.get("spent_usd") or 0.0
     budget = info.get("budget_usd")
     est: Estimate = read.parse_json(data.run.get("estimate_json")) or Estimate()
@@ -66,7 +67,9 @@ def _go_on(run: str, data: read.RunData, info: StatusInfo, best: str) -> schemas
         done=done,
     )
     flags, more = [], 0
-    if done >= limit:  # the iteration limit stopped it: as many again
+    if cap is None:
+        more = max(1, done)
+    elif done >= limit:  # the iteration limit stopped it: as many again
         more = max(1, limit)
         flags.append(f"--max-iterations {done + more}")
     else:
@@ -76,7 +79,7 @@ def _go_on(run: str, data: read.RunData, info: StatusInfo, best: str) -> schemas
         if need > budget or spent >= budget:
             flags.append(f"--budget-usd {max(math.ceil(need), math.floor(spent) + 1)}")
     what = f"search on from {best}" if best != "v0" else "nothing won yet: search on"
-    if more:
+    if more and cap is not None:
         what += f" for {more} more iteration{'s' if more != 1 else ''}"
     if "deadline" in (info.get("stop_reason") or ""):
         what += " (and give a later --until)"
