@@ -39,7 +39,7 @@ def steps(run_dir: str, data: read.RunData, info: StatusInfo, best: str) -> list
             )
         )
         return out
-    if best != "v0":
+    if best != "v0" and not below_v0_sealed(data.run.get("test_json"), best):
         name = shlex.quote(f"{data.run.get('skill_name') or 'skill'}-{best}")
         out.append(
             schemas.NextStep(
@@ -50,6 +50,15 @@ def steps(run_dir: str, data: read.RunData, info: StatusInfo, best: str) -> list
     if todo is None:
         out.append(_go_on(run, data, info, best))
     return out
+
+
+def below_v0_sealed(test_json: str | None, best: str) -> bool:
+    """The best scored below v0 on the sealed test: never offered for export (issue 48); the
+    resume is offered instead."""
+    test = read.parse_json(test_json) or {}
+    scores = {k: (v or {}).get("score") for k, v in (test.get("versions") or {}).items()}
+    v0, found = scores.get("v0"), scores.get(best)
+    return v0 is not None and found is not None and found < v0
 
 
 def _go_on(run: str, data: read.RunData, info: StatusInfo, best: str) -> schemas.NextStep:
