@@ -87,8 +87,9 @@ def test_every_method_runs_on_one_world_and_the_verdict_lines_are_last():
     )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
-    assert VERDICT.fullmatch(lines[-2]), lines[-2]
-    assert verdict_of("ours + adoption", "ours+adopt").fullmatch(lines[-1]), lines[-1]
+    assert VERDICT.fullmatch(lines[-3]), lines[-3]
+    assert verdict_of("ours + adoption", "ours+adopt").fullmatch(lines[-2]), lines[-2]
+    assert NIGHT.fullmatch(lines[-1]) and lines[-1].startswith("night $1: "), lines[-1]
     table = {row.split("|")[1].strip(): row for row in lines if row.startswith("| ")}
     assert "greedy" not in table
     for method in ("ours", "gepa", "gepa+merge", "skillopt"):
@@ -303,6 +304,40 @@ def test_the_verdict_lines_come_for_each_of_our_methods_against_the_best_peer():
     # skillopt: (-0.05 + 0.2 + 0.2) / $3 per dollar, worse than v0 in 1 of 3 worlds.
     assert "best peer skillopt gain/$ 0.1167" in lines[0] and lines[0].endswith("best peer 33%")
     assert lines[1].endswith("worse than v0: ours+adopt 0%, best peer 33%")
+
+
+NIGHT = re.compile(
+    r"night \$[\d.]+: ours [+-]\d\.\d{3} at \$\d+\.\d\d, best peer \S+ [+-]\d\.\d{3} at "
+    r"\$\d+\.\d\d, gain ratio \S+ \[\S+, \S+\], ours − best [+-]\d\.\d{3} "
+    r"\[[+-]\d\.\d{3}, [+-]\d\.\d{3}\], gain/\$ ratio \S+; worse than v0: ours \d+%, "
+    r"best peer \d+%"
+)
+
+
+def test_the_night_line_compares_ours_with_the_peer_of_the_highest_mean_gain():
+    main = bench_module("peers_main")
+    methods = bench_module("methods")
+
+    def outcome(name: str, sealed: float, usd: float):
+        return methods.Outcome(name, "v0", sealed, usd, 1, 1, 0.0, 1.0, "the score's maximum")
+
+    results = {
+        ("s", seed): {
+            "original": outcome("original", 0.5, 0.0),
+            "ours": outcome("ours", 0.6, 1.0),
+            # skillopt gains more per dollar, greedy more in the end: greedy is the best peer
+            "skillopt": outcome("skillopt", 0.58, 0.5),
+            "greedy": outcome("greedy", 0.7 if seed < 3 else 0.4, 4.0),
+        }
+        for seed in (1, 2, 3)
+    }
+    line = main.night_line(results, ["original", "ours", "skillopt", "greedy"], 4.0)
+    assert NIGHT.fullmatch(line), line
+    # greedy: (0.2 + 0.2 - 0.1) / 3 = +0.100; ours +0.100: ratio 1.00, difference 0
+    assert line.startswith("night $4: ours +0.100 at $1.00, best peer greedy +0.100 at $4.00")
+    assert "gain ratio 1.00 [" in line and "ours − best +0.000 [" in line
+    assert line.endswith("worse than v0: ours 0%, best peer 33%")
+    assert main.night_line(results, ["original", "skillopt"], 4.0) is None
 
 
 def test_worse_than_v0_is_settled_at_more_runs_when_the_two_are_close(monkeypatch):
