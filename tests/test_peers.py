@@ -184,18 +184,41 @@ def test_a_setup_answer_served_to_a_peer_again_and_again_is_charged_once(tmp_pat
     arena_mod = bench_module("arena")
     store = _ledger(tmp_path, [("a", "v0", 0.10), ("b", "v0", 0.20)])
     arena = arena_mod.Arena.__new__(arena_mod.Arena)
-    arena.store = store
+    arena.store, arena.refused = store, False
+    spent = [0.30]  # the client's spend: the setup's two calls
+    arena.client = SimpleNamespace(spent_usd=lambda: spent[0], budget_usd=None, kept_usd=0.0)
     arena.begin(5.0)  # the search starts after the setup's two calls
+    # The same hard ceiling per call as ours: the client refuses a call past $5 of search.
+    assert arena.client.budget_usd == pytest.approx(5.30)
     store.record_call(
         {"hash": "c", "role": "executor", "outcome": "ok", "cost_usd": 0.50, "scope": "c-1"}
     )
+    spent[0] += 0.50
     for h, saved in [("a", 0.10), ("a", 0.10), ("a", 0.10), ("b", 0.20), ("c", 0.50), ("c", 0.50)]:
         store.record_cache_hit(h, "executor", saved)
     used = arena.usage()
     # Its own call, and each setup answer once: a repeat is free, as the search's own repeats are.
     assert used.usd == pytest.approx(0.50 + 0.10 + 0.20)
     assert used.calls == 3
+    # The served answers it is charged for lower the client's ceiling by as much.
+    arena.check()
+    assert arena.client.kept_usd == pytest.approx(0.30)
     store.close()
+
+
+async def test_a_call_the_ceiling_refuses_spends_the_search_budget():
+    from optimizer.errors import BudgetExhausted
+
+    arena_mod = bench_module("arena")
+    arena = arena_mod.Arena.__new__(arena_mod.Arena)
+    arena.refused = False
+
+    async def refused() -> None:
+        raise BudgetExhausted("the next call would pass the budget")
+
+    with pytest.raises(arena_mod.BudgetSpent):
+        await arena._ceiled(refused())
+    assert arena.refused  # spent() is true from here, though the spend stopped short
 
 
 def test_our_best_over_spend_is_read_from_the_ledger(tmp_path):
