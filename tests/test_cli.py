@@ -245,3 +245,20 @@ def test_a_flag_shows_no_type_in_the_help():
     line = next(ln for ln in shown.splitlines() if "--dry-run" in ln)
     assert "<bool>" not in shown and "bool" not in line
     assert "<float>" in shown  # a value still shows what it takes
+
+
+def test_run_help_states_every_default_that_bounds_a_night():
+    from typer.testing import CliRunner
+
+    from optimizer.cli import app
+
+    shown = " ".join(CliRunner().invoke(app, ["run", "-h"], env={"COLUMNS": "200"}).output.split())
+    for said in (
+        "Default: 20 (budget.usd)",
+        "Default: none (budget.deadline)",
+        "Default: no limit (loop.max_iterations)",
+        "the headroom v0 left over the budget",
+        "--min-gain-per-usd",
+        "--spend-all",
+    ):
+        assert said in shown, said

@@ -87,7 +87,14 @@ def doctor(config_path: ConfigOpt = None, set_: SetOpt = None) -> None:
     raise typer.Exit(0 if found.ok else 1)
 
 
-@app.command(rich_help_panel="Run")
+@app.command(
+    rich_help_panel="Run",
+    help="Start an overnight improvement run.\n\n"
+    "A night ends at its budget (default $20), its deadline (none unless --until), an iteration "
+    "limit (none unless --max-iterations) or the stop rule: when the last 8 proposals, with the "
+    "noise taken out, are expected to buy less score a dollar than --min-gain-per-usd (default: "
+    "the headroom v0 left over the budget). It says which, and what was left.",
+)
 @handled
 def run(
     skill_dir: Annotated[Path, typer.Argument(help="The skill folder to improve.")],
@@ -147,12 +154,7 @@ def run(
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
-    """Start an overnight improvement run.
-
-    A night ends at its budget (default $20), its deadline (none unless --until), an iteration
-    limit (none unless --max-iterations) or the stop rule: when the last 8 proposals, with the
-    noise taken out, are expected to buy less score a dollar than --min-gain-per-usd (default:
-    the headroom v0 left over the budget). It says which, and what was left."""
+    """Start an overnight improvement run."""
     run_dir, deadline = (
         alias("--out", out_dir, "--run-dir", run_dir),
         alias("--until", until, "--deadline", deadline),
