@@ -105,7 +105,7 @@ def run_night(
         else:
             code = daemon.resume(
                 target,
-                overrides=overrides,
+                overrides=resume_overrides(overrides, load),
                 flags=_resume_flags(target, budget_usd, until, load),
                 detach=False,
                 console=console,
@@ -127,6 +127,13 @@ def how_it_ended(target: Path, row: RunRow, summary_md: Path) -> str:
     return f"{target}: {words.ended(row.get('status'), reason)} (summary: {summary_md})"
 
 
+def resume_overrides(overrides: list[str], load: Callable[[dict], config.Loaded]) -> list[str]:
+    """The night's --set for a resume: no iteration limit a night (the default) lifts the one an
+    older run.toml still holds (loop.max_iterations was 2 by default before issue 48)."""
+    unlimited = load({}).settings.loop.max_iterations is None
+    return [*overrides, "loop.max_iterations=none"] if unlimited else list(overrides)
+
+
 def _resume_flags(
     run_dir: Path, budget_usd: float, until: str, load: Callable[[dict], config.Loaded]
 ) -> dict:
@@ -139,7 +146,7 @@ def _resume_flags(
     return {
         "budget.usd": round(spent + budget_usd, 6),
         "budget.deadline": until,
-        # no limit a night (the default): the run's own, if it had one, is left as it was
+        # no limit a night (the default): none for the run either (an override, night())
         "loop.max_iterations": None if per_night is None else done + per_night,
     }
 
