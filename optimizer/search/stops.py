@@ -6,18 +6,20 @@ After each finished iteration `worth_going_on` asks whether one more proposal is
 enough score for its cost (docs/design.md §9), from the ledger alone:
 - the cost of a proposal: the search's spend (proposals and the evaluation of their children, not
   v0, the baseline or the sealed test) over the proposals made;
-- what the last loop.stop_window proposals bought, with the noise taken out (search/worth.py):
+- what the proposals since the last loop.stop_window measured ones bought, with the noise taken
+  out (search/worth.py):
   their wins counted only beyond what equal children would win, each step shrunk toward the
   run's mean by the run's measured noise;
 - the value of a point of score: loop.min_gain_per_usd, or by default the headroom v0 left over
   the budget, (1 − v0's train score) / budget: the rate at which the whole budget would buy the
   whole headroom.
 The run stops when the expected gain of one more proposal per dollar falls below that value, never
-before a full window, and says so in words.not_worth_it. loop.spend_all turns it (and
+before loop.stop_window measured proposals, and says so in words.not_worth_it. loop.spend_all turns it (and
 loop.patience) off."""
 
 from __future__ import annotations
 
+import json
 import math
 import signal
 from collections.abc import Callable, Mapping, Sequence
@@ -71,7 +73,8 @@ def value_of_gain(
 def outlook(s: LoopState, window: int = 8) -> dict[str, float | int | None]:
     """The numbers the rule reads, for the log: bought so far and expected next, per dollar."""
     cost = usd_per_proposal(s)
-    w = worth.expected(s.recent[-window:], s.judged)
+    tail = worth.last_measured(s.recent, window)
+    w = worth.expected(tail, s.judged) if tail is not None else None
     return {
         "proposals": s.proposals,
         "usd_per_proposal": round(cost, 4) if cost else None,
@@ -84,21 +87,35 @@ def outlook(s: LoopState, window: int = 8) -> dict[str, float | int | None]:
     }
 
 
-def judged_of(outcome: VersionOutcome | None) -> worth.Judged:
-    """A proposal's version as the rule reads it (worth.Judged); an empty one when unmeasured."""
+def judged_of(outcome: VersionOutcome | None, parent: VersionOutcome | None = None) -> worth.Judged:
+    """A proposal's version as the rule reads it (worth.Judged); an empty one when unmeasured.
+    Its noise is measured from the per-eval differences to its parent (worth.measured_se); the
+    decision's interval, which a step's rule widens on purpose, only where those are too few."""
     if outcome is None or outcome.get("delta") is None:
         return worth.Judged(won=bool(outcome and outcome["decision"] == "won"))
     evals = outcome.get("evals")
     df = evals - 1 if outcome.get("scope") == "general" and evals else None
     confidence = outcome.get("confidence")
+    se = worth.measured_se(_per_eval(outcome), _per_eval(parent))
+    if se is None:
+        se = worth.standard_error(
+            outcome.get("delta"), outcome.get("low"), outcome.get("high"), confidence, df
+        )
     return worth.Judged(
         won=outcome["decision"] == "won",
         delta=outcome.get("delta"),
-        se=worth.standard_error(
-            outcome.get("delta"), outcome.get("low"), outcome.get("high"), confidence, df
-        ),
+        se=se,
         false_step=worth.false_step(confidence),
     )
+
+
+def _per_eval(outcome: VersionOutcome | None) -> dict[str, float]:
+    raw = outcome.get("per_eval") if outcome else None
+    try:
+        scores = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return {str(k): float(v) for k, v in scores.items()} if isinstance(scores, dict) else {}
 
 
 def from_ledger(
@@ -132,7 +149,8 @@ def from_ledger(
             label = made[key].get("label")
             proposals += 1
             scopes.update({f"proposal {row.number}-{key}", label} - {None})
-            one = judged_of(by_label.get(label)) if label else worth.Judged()
+            mine = by_label.get(label) if label else None
+            one = judged_of(mine, by_label.get(mine["parent"] or "") if mine else None)
             judged.append(one)
             if k >= plateau_from:
                 recent.append(one)
@@ -181,9 +199,10 @@ def worth_going_on(
 
     def check(s: LoopState) -> str | None:
         cost = usd_per_proposal(s)
-        if cost is None or len(s.recent) < window:
+        tail = worth.last_measured(s.recent, window)
+        if cost is None or tail is None:
             return None
-        w = worth.expected(s.recent[-window:], s.judged)
+        w = worth.expected(tail, s.judged)
         value = value_of_gain(min_gain_per_usd, s.v0_score, budget_usd)
         if w is None or value is None or w.gain / cost >= value:
             return None

@@ -4,7 +4,8 @@ of the judged proposals, in the order they were proposed; every sum is taken ove
 no order of reading moves a digit.
 
 A step's Δ (the child's train score over its parent's) is its true gain plus noise whose variance
-the decision measured (its interval). Two corrections turn raw steps into evidence:
+the run measured (the spread of its per-eval differences; its decision's interval where there are
+too few evals). Two corrections turn raw steps into evidence:
 - an equal child steps too: each decision steps one with its rule's one-sided level (0.4 under
   cheap steps), so a window whose wins are no more than the sum of those levels bought nothing
   that equal children would not have bought;
@@ -21,7 +22,7 @@ synthetic ledgers a gate on them stopped runs whose every other proposal gained 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -31,6 +32,7 @@ from optimizer.decide.sequential import t_quantile  # cached: every proposal ask
 # with eight to twenty-four proposals its estimate alone is off by 30-50%, and a spread that chance
 # gives one run in five would credit equal children's wins with their noise.
 SPREAD_Z = 0.8416
+MIN_EVALS = 3  # per-eval differences a step's noise is measured from; fewer: its interval's
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,19 @@ def standard_error(
     return half / q if half > 0 and q > 0 else None
 
 
+def measured_se(child: Mapping[str, float], parent: Mapping[str, float]) -> float | None:
+    """Δ's standard error as the run measured it: the spread of the per-eval differences over
+    the evals, over their count (what Δ = their mean varies by from one set of runs to the
+    next); None under MIN_EVALS evals in common, or with no spread at all."""
+    common = sorted(set(child) & set(parent))
+    if len(common) < MIN_EVALS:
+        return None
+    ds = [child[e] - parent[e] for e in common]
+    mean = math.fsum(ds) / len(ds)
+    variance = math.fsum((d - mean) ** 2 for d in ds) / (len(ds) - 1)
+    return math.sqrt(variance / len(ds)) if variance > 0 else None
+
+
 def false_step(confidence: float | None) -> float:
     """The chance a decision steps an equal child: the one-sided level of its interval."""
     return (1 - confidence) / 2 if confidence is not None and 0 < confidence < 1 else 0.0
@@ -110,6 +125,18 @@ def shrunk(j: Judged, p: Prior) -> float:
     total = p.spread + j.se**2
     keep = p.spread / total if total > 0 else 0.0
     return p.mean + keep * (j.delta - p.mean)
+
+
+def last_measured(judged: Sequence[Judged], n: int) -> Sequence[Judged] | None:
+    """The shortest tail of `judged` that holds n measured proposals (with the unmeasured ones
+    among them, which cost as much); None while there are fewer: a proposal stopped before its Δ
+    is no evidence of what the next one would buy."""
+    seen = 0
+    for k in range(len(judged) - 1, -1, -1):
+        seen += judged[k].delta is not None
+        if seen == n:
+            return judged[k:]
+    return None
 
 
 def expected(window: Sequence[Judged], run: Sequence[Judged]) -> Worth | None:

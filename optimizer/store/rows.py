@@ -68,6 +68,7 @@ class VersionOutcome(TypedDict):
     confidence: NotRequired[float | None]
     evals: NotRequired[int | None]
     scope: NotRequired[str | None]
+    per_eval: NotRequired[str | None]  # split_scores_json: the mean score per train eval
 
 
 class VersionOrigin(TypedDict):

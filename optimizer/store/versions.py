@@ -65,7 +65,8 @@ def outcomes(db: Reader) -> list[VersionOutcome]:
             "d.ci_low as low, d.ci_high as high, "
             "json_extract(d.selection_json, '$.interval.confidence') as confidence, "
             "json_extract(d.selection_json, '$.evals') as evals, "
-            "json_extract(d.selection_json, '$.scope') as scope "
+            "json_extract(d.selection_json, '$.scope') as scope, "
+            "v.split_scores_json as per_eval "
             "from versions v left join decisions d on d.version = v.label"
         ),
     )
