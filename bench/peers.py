@@ -37,7 +37,15 @@ sys.path[:0] = [str(ROOT), str(BENCH)]
 
 from peers.arena import run_settings  # noqa: E402 - the bench runs from a checkout
 from peers.methods import ADOPTED, METHODS, PEERS, Outcome, run_method  # noqa: E402
-from peers.stats import Unit, fmt_ratio, mean_interval, paired_ratio, per_dollar, worse_rate  # noqa: E402
+from peers.stats import (  # noqa: E402
+    Unit,
+    fmt_ratio,
+    mean_gain,
+    mean_interval,
+    paired_ratio,
+    per_dollar,
+    worse_rate,
+)
 
 SKILLS = {
     "csv-report": ROOT / "examples" / "csv-report",
@@ -260,6 +268,36 @@ def verdicts(results: dict, methods: list[str]) -> list[str]:
     return lines
 
 
+# The methods a night is compared with: the peers and the greedy baseline.
+NIGHT_PEERS = (*PEERS, "greedy")
+
+
+def night_line(results: dict, methods: list[str], budget_usd: float) -> str | None:
+    """The bench's last line at one budget (issue 48): ours' mean sealed gain and spend, the best
+    peer's (the highest mean final gain), the paired gain ratio and difference with their 95%
+    intervals over worlds, the gain-per-dollar ratio, and both worse-than-v0 rates."""
+    peers = [m for m in methods if m in NIGHT_PEERS]
+    if "ours" not in methods or not peers:
+        return None
+    ours = units(results, "ours")
+    best = max(peers, key=lambda m: mean_gain(units(results, m)))
+    theirs = units(results, best)
+    point, lo, hi = paired_ratio(ours, theirs, figure=mean_gain)
+    diff, dlo, dhi = mean_interval([a.gain - b.gain for a, b in zip(ours, theirs, strict=True)])
+    per, _, _ = paired_ratio(ours, theirs)
+
+    def spend(us: list[Unit]) -> str:
+        return f"${_mean([u.usd for u in us]):.2f}"
+
+    return (
+        f"night ${budget_usd:g}: ours {mean_gain(ours):+.3f} at {spend(ours)}, best peer {best} "
+        f"{mean_gain(theirs):+.3f} at {spend(theirs)}, gain ratio {fmt_ratio(point)} "
+        f"[{fmt_ratio(lo)}, {fmt_ratio(hi)}], ours − best {diff:+.3f} [{dlo:+.3f}, {dhi:+.3f}], "
+        f"gain/$ ratio {fmt_ratio(per)}; worse than v0: ours {worse_rate(ours):.0%}, best peer "
+        f"{worse_rate(theirs):.0%}"
+    )
+
+
 def adoption_lines(results: dict, methods: list[str]) -> list[str]:
     """What the adoptions did: how often the night's best was certified, and what it cost."""
     out = []
@@ -400,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = report(args, results)
     print("\n".join(lines))
     last = verdicts(results, args.method_list)
+    night = night_line(results, args.method_list, args.budget_usd)
+    last += [night] if night else []
     command = "PYTHONPATH=. .venv/bin/python bench/peers.py " + " ".join(argv or sys.argv[1:])
     if not args.no_write:
         write_results(args, [*lines, "", *last], command.strip())

@@ -78,14 +78,31 @@ def ended(status: str | None, reason: str | None) -> str:
     return f"{state}: {said}"
 
 
-def not_worth_it(spent_usd: float, budget_usd: float, without_step: int) -> str:
-    """'stopped at $1.20 of $4.00: 4 proposals without a step': a search that stopped because
-    going on was no longer worth its cost, what it had spent of its budget (the rest is kept) and
-    how long it had gone without a step."""
+def not_worth_it(
+    spent_usd: float,
+    budget_usd: float,
+    proposals: int,
+    bought: float,
+    seconds_left: float | None = None,
+) -> str:
+    """'stopped at $2.10 of $25.00 with 7h41m left: the last 8 proposals are worth +0.002
+    expected; resume to go on': a search that stopped because going on was no longer worth its
+    cost, what it had spent of its budget (the rest is kept), the time left before its deadline,
+    and what its last proposals bought once noise is taken out (search/worth.py)."""
+    left = f" with {duration(seconds_left)} left" if seconds_left is not None else ""
     return (
-        f"stopped at {dollars(spent_usd)} of {dollars(budget_usd)}: "
-        f"{plural(without_step, 'proposal')} without a step"
+        f"stopped at {dollars(spent_usd)} of {dollars(budget_usd)}{left}: the last "
+        f"{plural(proposals, 'proposal')} {'is' if proposals == 1 else 'are'} worth "
+        f"{bought:+.3f} expected; resume to go on"
     )
+
+
+def duration(seconds: float) -> str:
+    """'7h41m', '12m05s', '40s': a time left, to the minute once it is over an hour."""
+    s = max(0, int(round(seconds)))
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
 
 
 def after_stopped(reason: str) -> str:

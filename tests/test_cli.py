@@ -322,7 +322,7 @@ def test_help_shows_every_default_that_bounds_spend_or_time():
     helps = _every_command_help()
     run = " ".join(helps["run"].split())
     assert "(default: budget.usd of config.toml, else $20.00)" in run
-    assert "(default: loop.max_iterations of config.toml, else 2)" in run
+    assert "(default: loop.max_iterations of config.toml, else no limit)" in run
     assert "(default: budget.deadline of config.toml, else no stop time)" in run
     gate = " ".join(helps["gate"].split())
     assert "else $20.00)" in gate and "(default: evals.runs_per_eval, else 3)" in gate
@@ -342,3 +342,16 @@ def test_the_baseline_flag_keeps_its_old_name(tmp_path, monkeypatch):
         args = ("--eval", "1", flag, "--provider", "sim", "--unconfined")
         result = _invoke(monkeypatch, "execute", str(EXAMPLE), *args, "--out", str(tmp_path))
         assert seen == {"without_skill": True}, (flag, result.output)
+
+
+def test_run_help_states_every_default_that_bounds_a_night():
+    shown = " ".join(_every_command_help()["run"].split())
+    for said in (
+        "(default: budget.usd of config.toml, else $20.00)",
+        "(default: budget.deadline of config.toml, else no stop time)",
+        "(default: loop.max_iterations of config.toml, else no limit)",
+        "the headroom v0 left over the budget",
+        "--min-gain-per-usd",
+        "--spend-all",
+    ):
+        assert said in shown, said

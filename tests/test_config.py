@@ -19,8 +19,10 @@ def test_repository_config_toml_documents_every_default():
     text = (ROOT / "config.toml").read_text()
     for dotted in config.known_keys():
         section, key = dotted.split(".")
-        # llm.provider is documented but left unset: an unchosen provider is never the simulator
-        line = f"\n# {key} = " if dotted == "llm.provider" else f"\n{key} = "
+        # llm.provider is documented but left unset: an unchosen provider is never the simulator;
+        # so is every setting whose default is unset (None): TOML has no null
+        unset = dotted == "llm.provider" or getattr(getattr(loaded.settings, section), key) is None
+        line = f"\n# {key} = " if unset else f"\n{key} = "
         assert f"[{section}]" in text and line in text, f"{dotted} is not documented"
     # An installed package reads no config.toml unless one is in the working directory: its
     # built-in defaults must be exactly this file's values (the README says so), prices included.
@@ -136,3 +138,16 @@ def test_simulated_edit_rates_must_share_one_proposal():
         + loaded.settings.sim.harmful_rate
         == pytest.approx(1.0)
     )
+
+
+def test_a_retired_stop_setting_resumes_from_run_toml_and_is_named_elsewhere(tmp_path):
+    base = {"loop": {"min_step": 0.02, "min_proposals_without_step": 4, "max_iterations": 2}}
+    assert config.load(None, env={}, base=base).settings.loop.max_iterations == 2
+    with pytest.raises(BadInput, match=r"'loop.min_step' is retired .* set loop.stop_window"):
+        config.load(None, env={}, overrides=["loop.min_step=0.02"])
+
+
+def test_an_iteration_limit_is_unset_by_default_and_can_be_unset_again():
+    assert config.Settings().loop.max_iterations is None
+    loaded = config.load(None, env={}, overrides=["loop.max_iterations=none"])
+    assert loaded.settings.loop.max_iterations is None

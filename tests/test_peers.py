@@ -87,8 +87,9 @@ def test_every_method_runs_on_one_world_and_the_verdict_lines_are_last():
     )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
-    assert VERDICT.fullmatch(lines[-2]), lines[-2]
-    assert verdict_of("ours + adoption", "ours+adopt").fullmatch(lines[-1]), lines[-1]
+    assert VERDICT.fullmatch(lines[-3]), lines[-3]
+    assert verdict_of("ours + adoption", "ours+adopt").fullmatch(lines[-2]), lines[-2]
+    assert NIGHT.fullmatch(lines[-1]) and lines[-1].startswith("night $1: "), lines[-1]
     table = {row.split("|")[1].strip(): row for row in lines if row.startswith("| ")}
     assert "greedy" not in table
     for method in ("ours", "gepa", "gepa+merge", "skillopt"):
@@ -183,18 +184,41 @@ def test_a_setup_answer_served_to_a_peer_again_and_again_is_charged_once(tmp_pat
     arena_mod = bench_module("arena")
     store = _ledger(tmp_path, [("a", "v0", 0.10), ("b", "v0", 0.20)])
     arena = arena_mod.Arena.__new__(arena_mod.Arena)
-    arena.store = store
+    arena.store, arena.refused = store, False
+    spent = [0.30]  # the client's spend: the setup's two calls
+    arena.client = SimpleNamespace(spent_usd=lambda: spent[0], budget_usd=None, kept_usd=0.0)
     arena.begin(5.0)  # the search starts after the setup's two calls
+    # The same hard ceiling per call as ours: the client refuses a call past $5 of search.
+    assert arena.client.budget_usd == pytest.approx(5.30)
     store.record_call(
         {"hash": "c", "role": "executor", "outcome": "ok", "cost_usd": 0.50, "scope": "c-1"}
     )
+    spent[0] += 0.50
     for h, saved in [("a", 0.10), ("a", 0.10), ("a", 0.10), ("b", 0.20), ("c", 0.50), ("c", 0.50)]:
         store.record_cache_hit(h, "executor", saved)
     used = arena.usage()
     # Its own call, and each setup answer once: a repeat is free, as the search's own repeats are.
     assert used.usd == pytest.approx(0.50 + 0.10 + 0.20)
     assert used.calls == 3
+    # The served answers it is charged for lower the client's ceiling by as much.
+    arena.check()
+    assert arena.client.kept_usd == pytest.approx(0.30)
     store.close()
+
+
+async def test_a_call_the_ceiling_refuses_spends_the_search_budget():
+    from optimizer.errors import BudgetExhausted
+
+    arena_mod = bench_module("arena")
+    arena = arena_mod.Arena.__new__(arena_mod.Arena)
+    arena.refused = False
+
+    async def refused() -> None:
+        raise BudgetExhausted("the next call would pass the budget")
+
+    with pytest.raises(arena_mod.BudgetSpent):
+        await arena._ceiled(refused())
+    assert arena.refused  # spent() is true from here, though the spend stopped short
 
 
 def test_our_best_over_spend_is_read_from_the_ledger(tmp_path):
@@ -303,6 +327,40 @@ def test_the_verdict_lines_come_for_each_of_our_methods_against_the_best_peer():
     # skillopt: (-0.05 + 0.2 + 0.2) / $3 per dollar, worse than v0 in 1 of 3 worlds.
     assert "best peer skillopt gain/$ 0.1167" in lines[0] and lines[0].endswith("best peer 33%")
     assert lines[1].endswith("worse than v0: ours+adopt 0%, best peer 33%")
+
+
+NIGHT = re.compile(
+    r"night \$[\d.]+: ours [+-]\d\.\d{3} at \$\d+\.\d\d, best peer \S+ [+-]\d\.\d{3} at "
+    r"\$\d+\.\d\d, gain ratio \S+ \[\S+, \S+\], ours − best [+-]\d\.\d{3} "
+    r"\[[+-]\d\.\d{3}, [+-]\d\.\d{3}\], gain/\$ ratio \S+; worse than v0: ours \d+%, "
+    r"best peer \d+%"
+)
+
+
+def test_the_night_line_compares_ours_with_the_peer_of_the_highest_mean_gain():
+    main = bench_module("peers_main")
+    methods = bench_module("methods")
+
+    def outcome(name: str, sealed: float, usd: float):
+        return methods.Outcome(name, "v0", sealed, usd, 1, 1, 0.0, 1.0, "the score's maximum")
+
+    results = {
+        ("s", seed): {
+            "original": outcome("original", 0.5, 0.0),
+            "ours": outcome("ours", 0.6, 1.0),
+            # skillopt gains more per dollar, greedy more in the end: greedy is the best peer
+            "skillopt": outcome("skillopt", 0.58, 0.5),
+            "greedy": outcome("greedy", 0.7 if seed < 3 else 0.4, 4.0),
+        }
+        for seed in (1, 2, 3)
+    }
+    line = main.night_line(results, ["original", "ours", "skillopt", "greedy"], 4.0)
+    assert NIGHT.fullmatch(line), line
+    # greedy: (0.2 + 0.2 - 0.1) / 3 = +0.100; ours +0.100: ratio 1.00, difference 0
+    assert line.startswith("night $4: ours +0.100 at $1.00, best peer greedy +0.100 at $4.00")
+    assert "gain ratio 1.00 [" in line and "ours − best +0.000 [" in line
+    assert line.endswith("worse than v0: ours 0%, best peer 33%")
+    assert main.night_line(results, ["original", "skillopt"], 4.0) is None
 
 
 def test_worse_than_v0_is_settled_at_more_runs_when_the_two_are_close(monkeypatch):

@@ -118,7 +118,15 @@ def test_a_cheap_step_is_priced_as_one_run_an_eval_without_the_comparator():
 
 
 def test_the_budget_is_compared_with_the_estimate():
-    assert spend.budget_note(estimate(budget={"usd": 1000})).endswith("covers it")
+    capped = estimate(budget={"usd": 1000}, loop={"max_iterations": 2})
+    assert spend.budget_note(capped).endswith("covers it")
+    # No iteration limit (the default): the budget bounds the run, at what it covers.
+    free = estimate(budget={"usd": 10})
+    assert free["iterations"] == free["iterations_in_budget"] > 2
+    assert spend.budget_note(free) == (
+        f"budget $10.00 bounds it: about {free['iterations']} iterations at the typical cost, "
+        "fewer when runs are added"
+    )
     low = estimate(budget={"usd": 0.1})
     assert "below the baseline and v0" in spend.budget_note(low)
     some = estimate(budget={"usd": 3.0}, loop={"max_iterations": 5})

@@ -594,6 +594,18 @@ def test_the_overview_names_the_next_command_and_it_works(tmp_path, cli, monkeyp
     assert (tmp_path / f"csv-report-{built.best}" / "SKILL.md").is_file()
 
 
+def test_next_never_offers_a_best_that_scored_below_v0_on_the_sealed_test(tmp_path):
+    built = build_workspace(tmp_path / "run", versions=6, pending=False)
+    with sqlite3.connect(built.root / "state.db") as conn:
+        test = json.loads(conn.execute("select test_json from runs").fetchone()[0])
+        test["versions"]["v0"]["score"] = 0.9
+        test["versions"][built.best]["score"] = 0.4
+        conn.execute("update runs set test_json = ?", [json.dumps(test)])
+    steps = blob(html.write_report(built.root, None).read_text())["overview"]["next"]
+    assert steps and not any("optimizer export" in s["command"] for s in steps)
+    assert steps[-1]["command"].startswith(f"optimizer resume {built.root}")
+
+
 def test_the_next_command_of_a_spent_budget_gives_more(tmp_path):
     built = build_workspace(tmp_path / "run", versions=3, pending=False, seed=4)
     with sqlite3.connect(built.root / "state.db") as conn:

@@ -377,3 +377,20 @@ def test_a_schedule_adopts_only_when_the_user_said(cli, places, monkeypatch, whe
     assert setting in said.output.strip().splitlines()[-1]
     wrong = _schedule(cli, places, "--dry-run", "--adopt", "daily")
     assert wrong.exit_code == 2 and "--adopt 'daily': use nightly, weekly or never" in wrong.output
+
+
+def test_a_night_without_a_limit_lifts_the_one_an_older_run_holds():
+    from optimizer import config
+    from optimizer.nightly import night
+
+    def load(sets: list[str]):
+        return lambda _eval_config: config.load(None, env={}, overrides=sets)
+
+    lifted = night.resume_overrides(["sim.seed=3"], load(["sim.seed=3"]))
+    assert lifted == ["sim.seed=3", "loop.max_iterations=none"]
+    base = {"loop": {"max_iterations": 2}}  # an older run's run.toml
+    assert (
+        config.load(None, env={}, base=base, overrides=lifted).settings.loop.max_iterations is None
+    )
+    kept = night.resume_overrides(["loop.max_iterations=1"], load(["loop.max_iterations=1"]))
+    assert kept == ["loop.max_iterations=1"]  # a limit the user set stays a limit a night

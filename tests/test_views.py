@@ -17,9 +17,9 @@ from rich.console import Console
 
 from optimizer import daemon, schemas
 from optimizer.errors import BadInput
-from optimizer.report import progress, show, status
+from optimizer.report import progress, read, show, status
 from optimizer.report import tree as lineage_view
-from optimizer.report.format import readable
+from optimizer.report.format import num, readable
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json
 
@@ -63,6 +63,22 @@ def test_lineage_tree_from_the_store(built):
     assert all(n["cost_usd"] > 0 for n in nodes.values() if n["decision"])
     won = next(n for n in nodes.values() if n["decision"] == "won")
     assert won["ci"][0] < won["delta"] < won["ci"][1] and won["seconds"] > 0
+
+
+def test_lineage_shows_the_sealed_train_gap_of_what_the_sealed_test_measured(built):
+    tree = lineage_view.lineage(built.root)
+    nodes = {n["label"]: n for n in _walk(tree["tree"])}
+    test = json.loads(read.load(built.root).run["test_json"])
+    for label, n in nodes.items():
+        measured = test["versions"].get(label)
+        if measured is None:
+            assert n["sealed"] is None and n["sealed_gap"] is None
+        else:
+            assert n["sealed"] == measured["score"]
+            assert n["sealed_gap"] == round(measured["score"] - n["score"], 4)
+    assert nodes["v0"]["sealed"] is not None and nodes[built.best]["sealed"] is not None
+    text = render(lineage_view.print_lineage, tree)
+    assert f"sealed {num(nodes['v0']['sealed'])} (" in text and "against train)" in text
 
 
 def test_print_lineage_marks_best_decisions_and_simulation(built):

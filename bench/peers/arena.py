@@ -15,11 +15,12 @@ from collections.abc import Coroutine
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 
 from optimizer import config, daemon, logs
+from optimizer.errors import BudgetExhausted
 from optimizer.execute import executor_for
 from optimizer.grade.unit import eval_means
 from optimizer.model import factory as llm
@@ -48,6 +49,9 @@ EXPECTED_RUNS = 200
 # 4000), and by about 0.0007 at 4000.
 NEAR = 0.01
 SETTLE_RUNS = 4000
+
+
+T = TypeVar("T")
 
 
 class BudgetSpent(Exception):
@@ -123,6 +127,8 @@ class Arena:
         self._runs_mark = 0
         self._hits_mark = 0
         self._samples: dict[tuple[str, int], int] = {}
+        self._client_at_mark = 0.0
+        self.refused = False  # the per-call ceiling refused a call: the budget is spent
         self._proposals = 0
         self._expected: dict[tuple[str, int], float] = {}
         # A search whose current choice is observable says it here: (dollars spent, label) each
@@ -147,6 +153,10 @@ class Arena:
         self._mark = self.store.query(top + "calls")[0]["m"]
         self._runs_mark = self.store.query(top + "eval_runs")[0]["m"]
         self._hits_mark = self.store.query(top + "cache_hits")[0]["m"]
+        # The same hard ceiling per call as ours (the client's guard): no call starts that would
+        # take the search past its budget, so no method overspends it (issue 48).
+        self._client_at_mark = self.client.spent_usd()
+        self.client.budget_usd = self._client_at_mark + budget_usd
 
     def usage(self) -> Usage:
         row = self.store.query(
@@ -209,11 +219,15 @@ class Arena:
         self.trace.append((self.usage().usd, label))
 
     def spent(self) -> bool:
-        return self.usage().usd >= self.budget_usd
+        return self.refused or self.usage().usd >= self.budget_usd
 
     def check(self) -> None:
-        if self.spent():
-            raise BudgetSpent(f"spent ${self.usage().usd:.2f} of ${self.budget_usd:.2f}")
+        used = self.usage().usd
+        if self.refused or used >= self.budget_usd:
+            raise BudgetSpent(f"spent ${used:.2f} of ${self.budget_usd:.2f}")
+        # What the search is charged beyond the client's own calls (setup answers served to it)
+        # lowers the client's ceiling by as much.
+        self.client.kept_usd = max(0.0, used - (self.client.spent_usd() - self._client_at_mark))
 
     # -- versions as texts ---------------------------------------------------------------------
 
@@ -239,7 +253,7 @@ class Arena:
         for e in evals:
             self._samples[(label, e)] = self._samples.get((label, e), 0) + 1
             counts[e] = self._samples[(label, e)]
-        results = await self.target.version(label, sorted(set(evals)), counts)
+        results = await self._ceiled(self.target.version(label, sorted(set(evals)), counts))
         out = {}
         for e in evals:
             latest = next((s for s in results.get(e, []) if s.run_number == counts[e]), None)
@@ -257,7 +271,7 @@ class Arena:
         self.check()
         for e in evals:
             self._samples[(label, e)] = max(self._samples.get((label, e), 0), runs)
-        means = eval_means(await self.target.version(label, evals, runs))
+        means = eval_means(await self._ceiled(self.target.version(label, evals, runs)))
         per_eval = [sum(v) / len(v) for v in means.values() if v]
         return sum(per_eval) / len(per_eval) if per_eval else 0.0
 
@@ -270,19 +284,30 @@ class Arena:
         feedback = evidence.gather(self.ws, self.store, parent, sorted(set(evals)))
         try:
             with scoped(f"proposal peer-{self._proposals}"):
-                made = await propose(
-                    self.client,
-                    parent=self.ws.skill(parent),
-                    feedback=feedback,
-                    target="body",
-                    dest=scratch,
-                    sample=self._proposals,
+                made = await self._ceiled(
+                    propose(
+                        self.client,
+                        parent=self.ws.skill(parent),
+                        feedback=feedback,
+                        target="body",
+                        dest=scratch,
+                        sample=self._proposals,
+                    )
                 )
             if not isinstance(made, Candidate):
                 return None
             return self.add((made.folder / "SKILL.md").read_text(encoding="utf-8"))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+    async def _ceiled(self, work: Coroutine[Any, Any, T]) -> T:
+        """The work, with the per-call ceiling's refusal as the search's budget spent: from then
+        on `spent()` says so, though the spend stopped short of the budget."""
+        try:
+            return await work
+        except BudgetExhausted as exc:
+            self.refused = True
+            raise BudgetSpent(str(exc)) from exc
 
     def measure(self, label: str, runs: int = EXPECTED_RUNS) -> float | None:
         """The sealed test score of `label`: the world's own expected judged pass rate of the

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 RESAMPLES = 4000
@@ -39,19 +39,29 @@ def ratio(ours: float, peer: float) -> float:
     return math.inf if ours > 0 else 0.0
 
 
+def mean_gain(units: Sequence[Unit]) -> float:
+    """The mean sealed-test gain over v0: what a user gets in the morning, on average."""
+    return math.fsum(u.gain for u in units) / len(units) if units else 0.0
+
+
 def paired_ratio(
-    ours: Sequence[Unit], peer: Sequence[Unit], *, seed: int = 0, level: float = 0.95
+    ours: Sequence[Unit],
+    peer: Sequence[Unit],
+    *,
+    seed: int = 0,
+    level: float = 0.95,
+    figure: Callable[[Sequence[Unit]], float] = per_dollar,
 ) -> tuple[float, float, float]:
-    """The ratio of gains per dollar and its percentile interval over resamples of the units
-    (the same units drawn for both: paired)."""
+    """The ratio of a figure (gain per dollar unless said) and its percentile interval over
+    resamples of the units (the same units drawn for both: paired)."""
     assert [(u.skill, u.seed) for u in ours] == [(u.skill, u.seed) for u in peer]
-    point = ratio(per_dollar(ours), per_dollar(peer))
+    point = ratio(figure(ours), figure(peer))
     rng = random.Random(seed)
     n = len(ours)
     draws = []
     for _ in range(RESAMPLES):
         idx = [rng.randrange(n) for _ in range(n)]
-        draws.append(ratio(per_dollar([ours[i] for i in idx]), per_dollar([peer[i] for i in idx])))
+        draws.append(ratio(figure([ours[i] for i in idx]), figure([peer[i] for i in idx])))
     draws.sort()
     lo = draws[int((1 - level) / 2 * RESAMPLES)]
     hi = draws[min(RESAMPLES - 1, int((1 + level) / 2 * RESAMPLES))]

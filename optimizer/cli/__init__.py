@@ -17,6 +17,7 @@ from optimizer.cli.common import (
     ConfigOpt,
     ExecutorOpt,
     JsonOpt,
+    MinGainOpt,
     NotifyOpt,
     ProviderOpt,
     RunDirArg,
@@ -93,7 +94,14 @@ def doctor(config_path: ConfigOpt = None, set_: SetOpt = None) -> None:
     raise typer.Exit(0 if found.ok else 1)
 
 
-@app.command(rich_help_panel="Run")
+@app.command(
+    rich_help_panel="Run",
+    help="Start an overnight improvement run.\n\n"
+    "A night ends at its budget (default $20), its deadline (none unless --until), an iteration "
+    "limit (none unless --max-iterations) or the stop rule: when the last 8 proposals, with the "
+    "noise taken out, are expected to buy less score a dollar than --min-gain-per-usd (default: "
+    "the headroom v0 left over the budget). It says which, and what was left.",
+)
 @handled
 def run(
     skill_dir: Annotated[
@@ -147,6 +155,7 @@ def run(
         bool, typer.Option("--dry-run", help="Show the cost estimate and exit; writes nothing.")
     ] = False,
     spend_all: SpendAllOpt = False,
+    min_gain_per_usd: MinGainOpt = None,
     adopt: AdoptOpt = False,
     notify: NotifyOpt = None,
     executor: ExecutorOpt = None,
@@ -178,6 +187,7 @@ def run(
         "llm.batch": True if batch else None,
         "sandbox.mode": "none" if unconfined else None,
         "loop.spend_all": True if spend_all else None,
+        "loop.min_gain_per_usd": min_gain_per_usd,
         "adopt.at_end": "always" if adopt else None,
         "execute.executor": config.choice_flag("--executor", executor, "execute.executor"),
     }
@@ -226,6 +236,7 @@ def resume(
         str | None, typer.Option("--deadline", hidden=True)
     ] = None,  # the old name of --until
     spend_all: SpendAllOpt = False,
+    min_gain_per_usd: MinGainOpt = None,
     notify: NotifyOpt = None,
     set_: SetOpt = None,
     keep_stop: Annotated[
@@ -242,6 +253,7 @@ def resume(
         "budget.usd": budget_usd,
         "budget.deadline": deadline,
         "loop.spend_all": True if spend_all else None,
+        "loop.min_gain_per_usd": min_gain_per_usd,
     }
     raise typer.Exit(
         daemon.resume(

@@ -107,8 +107,8 @@ def _root(
 _DEFAULTS = config.Settings()
 BUDGET_DEFAULT = f"default: budget.usd of config.toml, else {words.dollars(_DEFAULTS.budget.usd)}"
 UNTIL_DEFAULT = "default: budget.deadline of config.toml, else no stop time"
-ITERATIONS_DEFAULT = (
-    f"default: loop.max_iterations of config.toml, else {_DEFAULTS.loop.max_iterations}"
+ITERATIONS_DEFAULT = "default: loop.max_iterations of config.toml, else " + (
+    str(_DEFAULTS.loop.max_iterations) if _DEFAULTS.loop.max_iterations else "no limit"
 )
 RUNS_DEFAULT = f"default: evals.runs_per_eval, else {_DEFAULTS.evals.runs_per_eval}"
 
@@ -145,7 +145,16 @@ SpendAllOpt = Annotated[
     typer.Option(
         "--spend-all",
         help="Spend the whole budget: no stop when going on is no longer worth its cost "
-        "(loop.spend_all).",
+        "(loop.spend_all); the budget, the deadline or a --max-iterations you set ends the run.",
+    ),
+]
+MinGainOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--min-gain-per-usd",
+        help="The score a dollar must buy for the run to go on (loop.min_gain_per_usd). Default: "
+        "derived, the headroom v0 left over the budget, (1 - v0's train score) / budget; the "
+        "stop rule reads the last loop.stop_window (8) proposals with the noise taken out.",
     ),
 ]
 AdoptOpt = Annotated[

@@ -47,6 +47,8 @@ def choice_flag(flag: str, value: str | None, dotted: str) -> str | None:
 def _coerce(section: str, key: str, raw: str) -> Any:
     """Text from the environment or --set becomes the field's type; pydantic checks the rest."""
     annotation = SECTIONS[section].model_fields[key].annotation
+    if type(None) in get_args(annotation) and raw.strip().lower() in ("", "none", "unset"):
+        return None  # an optional setting (loop.max_iterations) set back to unset
     if annotation is bool:
         lowered = raw.strip().lower()
         if lowered in ("1", "true", "yes", "on"):
@@ -56,8 +58,23 @@ def _coerce(section: str, key: str, raw: str) -> Any:
     return raw
 
 
+# Settings the stop rule no longer reads (issue 48): a run.toml of an older run still resumes; set
+# anywhere else, they are named with what replaced them.
+RETIRED = {
+    "loop.min_proposals_without_step": "loop.stop_window",
+    "loop.min_step": "loop.stop_window",
+}
+
+
 def _set(tree: dict, sources: dict, dotted: str, value: Any, origin: str) -> None:
     section, _, key = dotted.partition(".")
+    if dotted in RETIRED:
+        if origin == "run.toml":
+            return
+        raise BadInput(
+            f"{origin}: '{dotted}' is retired (the stop rule reads the evidence, docs/design.md "
+            f"§9); remove it, or set {RETIRED[dotted]}."
+        )
     if section == "prices":
         set_price(tree, sources, *price_key(key, origin), value, origin)
     elif section not in SECTIONS or key not in SECTIONS[section].model_fields:

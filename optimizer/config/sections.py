@@ -46,19 +46,22 @@ class Llm(Section):
 
 
 class Loop(Section):
-    # 2: in the peers bench (40 worlds, seeds 9001-9020, $1.6) a third iteration of cheap steps
-    # added +0.006 of mean sealed gain for 28% more spend (docs/peers.md); a night is short, the
-    # next one resumes from its best. --max-iterations sets more.
-    max_iterations: int = Field(2, ge=0)
+    # None: no limit. The budget, the deadline and the stop rule (search/stops.py) bound a night;
+    # a cap chosen on bench seeds ended a $25 night after $1.34 (issue 48). --max-iterations sets one.
+    max_iterations: int | None = Field(None, ge=0)
     proposals_per_iteration: int = Field(2, ge=1, le=99)  # a ledger sample packs (iteration, index)
     # "first": an iteration ends at its first winner; "all": each proposal is judged against the parent.
     judge_proposals: Literal["first", "all"] = "first"
-    patience: int = Field(3, ge=1)
-    min_gain_per_usd: float = Field(0.05, ge=0)  # the plateau of search/stops.py
-    min_proposals_without_step: int = Field(4, ge=1)
-    # A step of the train score below this does not count as one for the plateau (0: every step).
-    min_step: float = Field(0.0, ge=0)
-    spend_all: bool = False  # no plateau stop: the budget or a limit ends a run
+    # Iterations without a win that stop a run; None (the default): off. With cheap steps an equal
+    # child wins 40% of the time, so raw wins say little; the stop rule below reads the evidence.
+    patience: int | None = Field(None, ge=1)
+    # The score a dollar must buy for a run to go on (search/stops.py); None: derived, the headroom
+    # v0 left over the budget, (1 − v0's train score) / budget.usd.
+    min_gain_per_usd: float | None = Field(None, ge=0)
+    # The proposals the stop rule reads (the last ones since the run's start or resume); it never
+    # stops before this many.
+    stop_window: int = Field(8, ge=2)
+    spend_all: bool = False  # no stop rule: the budget, the deadline or a set limit ends a run
     target_score: float = Field(1.0, ge=0, le=1)
     parent_selection: Literal["best", "pareto"] = "best"
     screen_evals: int = Field(2, ge=0)

@@ -105,7 +105,7 @@ def run_night(
         else:
             code = daemon.resume(
                 target,
-                overrides=overrides,
+                overrides=resume_overrides(overrides, load),
                 flags=_resume_flags(target, budget_usd, until, load),
                 detach=False,
                 console=console,
@@ -127,19 +127,27 @@ def how_it_ended(target: Path, row: RunRow, summary_md: Path) -> str:
     return f"{target}: {words.ended(row.get('status'), reason)} (summary: {summary_md})"
 
 
+def resume_overrides(overrides: list[str], load: Callable[[dict], config.Loaded]) -> list[str]:
+    """The night's --set for a resume: no iteration limit a night (the default) lifts the one an
+    older run.toml still holds (loop.max_iterations was 2 by default before issue 48)."""
+    unlimited = load({}).settings.loop.max_iterations is None
+    return [*overrides, "loop.max_iterations=none"] if unlimited else list(overrides)
+
+
 def _resume_flags(
     run_dir: Path, budget_usd: float, until: str, load: Callable[[dict], config.Loaded]
 ) -> dict:
     """Tonight's budget on top of what the run has spent, its deadline, and tonight's iterations
-    on top of those done (the config's loop.max_iterations a night), so a run that reached its
-    limit last night goes on."""
+    on top of those done (the config's loop.max_iterations a night, when it sets one), so a run
+    that reached its limit last night goes on."""
     with readonly.View(Workspace(run_dir).state_db) as db:
         spent, done = ledger.total_usd(db), iterations.finished_count(db)
     per_night = load({}).settings.loop.max_iterations
     return {
         "budget.usd": round(spent + budget_usd, 6),
         "budget.deadline": until,
-        "loop.max_iterations": done + per_night,
+        # no limit a night (the default): none for the run either (an override, night())
+        "loop.max_iterations": None if per_night is None else done + per_night,
     }
 
 

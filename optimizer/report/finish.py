@@ -48,7 +48,7 @@ def timing(
         )
     left = pace.iterations_left(
         done,
-        int(loop.get("max_iterations") or 0),
+        loop.get("max_iterations"),
         usd_per_iteration=per,
         budget_left_usd=budget["usd"] - spent if budget.get("usd") else None,
     )
@@ -73,7 +73,11 @@ def timing(
 def finish_line(info: StatusInfo) -> str:
     end = info.get("finish")
     if not end or end["seconds"] is None or end["at"] is None:
-        return "unknown: no iteration has finished yet, and no deadline is set"
+        return (
+            "unknown: no iteration has finished yet, and no deadline is set"
+            if not end or not end.get("iterations_done")
+            else "unknown: no deadline, budget or iteration limit bounds it (the stop rule may end it)"
+        )
     at = datetime.fromisoformat(end["at"]).astimezone()
     when = (
         at.strftime("%H:%M")

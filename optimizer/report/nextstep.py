@@ -39,7 +39,7 @@ def steps(run_dir: str, data: read.RunData, info: StatusInfo, best: str) -> list
             )
         )
         return out
-    if best != "v0":
+    if best != "v0" and not below_v0_sealed(data.run.get("test_json"), best):
         name = shlex.quote(f"{data.run.get('skill_name') or 'skill'}-{best}")
         out.append(
             schemas.NextStep(
@@ -52,11 +52,21 @@ def steps(run_dir: str, data: read.RunData, info: StatusInfo, best: str) -> list
     return out
 
 
+def below_v0_sealed(test_json: str | None, best: str) -> bool:
+    """The best scored below v0 on the sealed test: never offered for export (issue 48); the
+    resume is offered instead."""
+    test = read.parse_json(test_json) or {}
+    scores = {k: (v or {}).get("score") for k, v in (test.get("versions") or {}).items()}
+    v0, found = scores.get("v0"), scores.get(best)
+    return v0 is not None and found is not None and found < v0
+
+
 def _go_on(run: str, data: read.RunData, info: StatusInfo, best: str) -> schemas.NextStep:
     """`optimizer resume` with as many iterations again as the run had, and the budget they need
     when what is left of it does not cover them (and the sealed test of the next best)."""
     done = info.get("iterations_done") or 0
-    limit = info.get("max_iterations") or done
+    cap = info.get("max_iterations")
+    limit = done if cap is None else cap  # no limit: the budget sized for as many again
     spent = info.get("spent_usd") or 0.0
     budget = info.get("budget_usd")
     est: Estimate = read.parse_json(data.run.get("estimate_json")) or Estimate()
@@ -66,7 +76,9 @@ def _go_on(run: str, data: read.RunData, info: StatusInfo, best: str) -> schemas
         done=done,
     )
     flags, more = [], 0
-    if done >= limit:  # the iteration limit stopped it: as many again
+    if cap is None:
+        more = max(1, done)
+    elif done >= limit:  # the iteration limit stopped it: as many again
         more = max(1, limit)
         flags.append(f"--max-iterations {done + more}")
     else:
@@ -78,7 +90,7 @@ def _go_on(run: str, data: read.RunData, info: StatusInfo, best: str) -> schemas
     what = f"search on from {best}" if best != "v0" else "nothing won yet: search on"
     if read.every_proposal_refused(data.iterations):  # more of the same would be refused again
         what = "every proposal was refused: fix what the first refusal names, then search on"
-    if more:
+    if more and cap is not None:
         what += f" for {more} more iteration{'s' if more != 1 else ''}"
     if "deadline" in (info.get("stop_reason") or ""):
         what += " (and give a later --until)"

@@ -27,18 +27,20 @@ def resume_point(ws: Workspace, settings: config.Settings) -> str:
             spent=ledger.summed_by_scope(db),
             best=best,
             spent_usd=ledger.total_usd(db),
-            min_step=settings.loop.min_step,
         )
     where = _where(made, best, settings)
-    if state.iterations_done >= settings.loop.max_iterations:
+    limit = settings.loop.max_iterations
+    if limit is not None and state.iterations_done >= limit:
         return where
-    rules = stops.plateaus(settings.loop, settings.budget.usd)
-    if rules and rules[0](state):
-        where += f"; the plateau count starts again here (loop.patience = {settings.loop.patience})"
-    elif rules and rules[1](state):
+    loop = settings.loop
+    if loop.spend_all:
+        return where
+    if loop.patience is not None and stops.plateau(loop.patience)(state):
+        where += f"; the plateau count starts again here (loop.patience = {loop.patience})"
+    elif stops.worth_going_on(loop.min_gain_per_usd, loop.stop_window, settings.budget.usd)(state):
         where += (
-            "; the count of proposals without a step starts again here "
-            f"(loop.min_gain_per_usd = {settings.loop.min_gain_per_usd:g})"
+            "; the stop rule's count of proposals starts again here "
+            f"(loop.stop_window = {loop.stop_window})"
         )
     return where
 
@@ -51,7 +53,7 @@ def _where(made: list[Iteration], best: str, settings: config.Settings) -> str:
             f"resuming at iteration {open_[0].number} from {open_[0].parent} (current best {best})"
         )
     limit = settings.loop.max_iterations
-    if done >= limit:
+    if limit is not None and done >= limit:
         return (
             f"resuming after iteration {done}: the limit of {limit} iterations is reached, so only "
             f"the sealed test is checked; raise --max-iterations to go on (current best {best})"

@@ -57,10 +57,18 @@ def line(est: Estimate) -> str:
         )
     else:
         text += (
-            f"~{_money(mode_usd(run, batch))} for the run ({_plural(est['iterations'], 'iteration')}; "
-            f"~{_money(mode_usd(run, not batch))} {other})"
+            f"~{_money(mode_usd(run, batch))} for the run ({_plural(est['iterations'], 'iteration')}"
+            f"{_unlimited(est)}; ~{_money(mode_usd(run, not batch))} {other})"
         )
     return f"{text}; {budget_note(est)}{reserve_note(est)}{unpriced_notes(est)}"
+
+
+def _unlimited(est: Estimate) -> str:
+    """Without an iteration limit the estimate's iterations are what the budget covers; the stop
+    rule may end the run before them."""
+    if "iteration_limit" not in est or est["iteration_limit"] is not None:
+        return ""
+    return ", what the budget covers: no iteration limit, the stop rule may end it sooner"
 
 
 def reserve_note(est: Estimate) -> str:
@@ -96,6 +104,12 @@ def budget_note(est: Estimate) -> str:
     adopting = est.get("adoption_reserve_usd") or 0.0
     need = mode_usd(est["run"], batch) + adopting
     with_it = " and the adoption's reserve" if adopting else ""
+    if "iteration_limit" in est and est["iteration_limit"] is None and est["iterations"]:
+        return (
+            f"budget {_money(budget)} bounds it: about {est['iterations']} iterations at the "
+            f"typical cost{with_it and ', after the adoption' + chr(39) + 's reserve'}, fewer "
+            "when runs are added"
+        )
     if budget >= mode_usd(est["run_max"], batch) + adopting:
         return f"budget {_money(budget)} covers it{with_it}"
     if budget >= need:

@@ -20,8 +20,14 @@ from optimizer.schemas import Adoption
 def lineage(run_dir: Path) -> dict:
     """The version tree as JSON-able data: each node with its children."""
     data = read.load(run_dir)
+    sealed = sealed_scores(data.run.get("test_json"))
     nodes = {
-        n["label"]: {**n, "is_adopted": n["label"] == data.adopted, "children": []}
+        n["label"]: {
+            **n,
+            "is_adopted": n["label"] == data.adopted,
+            **gap(sealed.get(n["label"]), n.get("score")),
+            "children": [],
+        }
         for n in data.nodes
     }
     roots: list[dict[str, Any]] = []
@@ -48,6 +54,24 @@ def lineage(run_dir: Path) -> dict:
         "count": len(nodes),
         "tree": roots,
     }
+
+
+def sealed_scores(test_json: str | None) -> dict[str, float]:
+    """The sealed test's score of each version it measured (v0 and the final best)."""
+    test = read.parse_json(test_json) or {}
+    return {
+        label: v["score"]
+        for label, v in (test.get("versions") or {}).items()
+        if isinstance(v, dict) and v.get("score") is not None
+    }
+
+
+def gap(sealed: float | None, train: float | None) -> dict[str, float | None]:
+    """A version's sealed score and its gap to its train score (sealed − train): how much of what
+    the search saw holds on evals it never saw. None where the sealed test did not measure it."""
+    if sealed is None:
+        return {"sealed": None, "sealed_gap": None}
+    return {"sealed": sealed, "sealed_gap": None if train is None else round(sealed - train, 4)}
 
 
 def node_text(n: dict) -> Text:
@@ -79,6 +103,11 @@ def node_text(n: dict) -> Text:
             interval(n["score_ci"], n.get("score_evals"), sign=False, level=caveats.SCORE_LEVEL),
             style="dim",
         )
+    if n.get("sealed") is not None:
+        gap_text = (
+            f" ({signed(n['sealed_gap'])} against train)" if n.get("sealed_gap") is not None else ""
+        )
+        text.append(f"  sealed {num(n['sealed'])}{gap_text}", style="bold")
     text.append(f"  pass {pct(n.get('pass_rate'))}")
     text.append(f"  {money(n.get('cost_usd'))}  {duration(n.get('seconds'))}", style="dim")
     if n.get("summary"):

@@ -18,7 +18,7 @@ from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, judge_err
 from optimizer.inputs.evals import EvalSet, load_evals
 from optimizer.model import scoped
 from optimizer.schemas import AddedRuns
-from optimizer.search import evidence, lineage
+from optimizer.search import copied, evidence, lineage
 from optimizer.search.analyze import analyze
 from optimizer.search.compare import compare_versions
 from optimizer.search.events import Activity, RunGraded
@@ -45,6 +45,9 @@ class BodyTarget:
     def __init__(self, run: RunState, executor: Any) -> None:
         self.run = run
         self.evalset: EvalSet = load_evals(run.ws.root / "inputs")
+        # The train evals' specific values a proposal may not copy (search/copied.py).
+        train = [e for e in self.evalset.evals if e.id in set(run.train)]
+        self.train_values = copied.train_values(train, run.ws.root / "inputs")
         self.runs_per_eval = run.settings.evals.runs_per_eval
         # A step's first look and v0's runs on train; the sealed test keeps evals.runs_per_eval.
         self.selection = step.for_steps(run.settings.selection)  # what a step is decided under
@@ -174,6 +177,7 @@ class BodyTarget:
             target=self.name,
             dest=dest,
             sample=sample,
+            values=self.train_values,
         )
 
     async def judge(self, label: str, parent: str) -> Verdict | None:

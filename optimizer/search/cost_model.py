@@ -47,7 +47,8 @@ class Estimate(TypedDict, total=False):
     version: int
     provider: str
     batch: bool
-    iterations: int
+    iterations: int  # assumed: the limit, or without one the iterations the budget covers
+    iteration_limit: int | None  # loop.max_iterations (None: no limit)
     budget_usd: float | None
     train_evals: int
     test_evals: int

@@ -80,7 +80,7 @@ def stop_rules(
             stops.max_iterations(s.loop.max_iterations),
             stops.target(s.loop.target_score),
         ),
-        plateaus=stops.plateaus(s.loop, s.budget.usd),
+        plateaus=stops.plateaus(s.loop, s.budget.usd, stops.parse_deadline(s.budget.deadline)),
     )
 
 
@@ -131,7 +131,7 @@ async def iterate(run: RunState, target: Target, n: int) -> None:
             break
     iterations.finish(run.store, n)
     target.write_lineage(n)
-    run.emit(Outlook(n, stops.outlook(loop_state(run))))
+    run.emit(Outlook(n, stops.outlook(loop_state(run), run.settings.loop.stop_window)))
 
 
 def _won(run: RunState, label: str) -> bool:

@@ -107,7 +107,20 @@ def estimate(
     for ev in train_evals if s.adopt.scope == "tasks" else test_evals:
         adoption.add(m.run(ev, True), 2 * adopt.reserved_runs(s.adopt))
 
+    # No limit (the default): the iterations the budget covers after the setup and the reserves.
     iterations = s.loop.max_iterations
+    if iterations is None:
+        adopting = s.adopt.at_end != "never"
+        iterations = _fitting(
+            s.budget.usd,
+            mode_usd(setup.summary(), s.llm.batch),
+            (
+                mode_usd(sealed.summary(), s.llm.batch)
+                + adopting * mode_usd(adoption.summary(), s.llm.batch)
+            )
+            * RESERVE_MARGIN,
+            mode_usd(iteration.summary(), s.llm.batch),
+        )
     whole = Tally().add(setup).add(iteration, iterations).add(sealed)
     whole_most = Tally().add(setup).add(most, iterations).add(sealed)
     est: Estimate = {
@@ -115,6 +128,7 @@ def estimate(
         "provider": s.llm.provider,
         "batch": s.llm.batch,
         "iterations": iterations,
+        "iteration_limit": s.loop.max_iterations,
         "budget_usd": s.budget.usd,
         "train_evals": len(train_evals),
         "test_evals": len(test_evals),
@@ -181,8 +195,15 @@ def _iterations_in_budget(est: Estimate) -> int | None:
     per = mode_usd(est["per_iteration"], batch)
     if not budget or per <= 0:
         return None
-    left = budget - mode_usd(est["setup"], batch) - reserves_usd(est)
-    return max(0, int(math.floor(left / per + 1e-9)))
+    return _fitting(budget, mode_usd(est["setup"], batch), reserves_usd(est), per)
+
+
+def _fitting(budget: float | None, setup: float, reserve: float, per: float) -> int:
+    """Whole iterations a budget pays for after the setup and the reserves (the sealed test's
+    and, when the run adopts at its end, the adoption's)."""
+    if not budget or per <= 0:
+        return 0
+    return max(0, int(math.floor((budget - setup - reserve) / per + 1e-9)))
 
 
 def reserve(est: Estimate | None, *, per_run_usd: float | None, runs: int) -> float:

@@ -42,27 +42,30 @@ def usd_per_iteration(
 
 def iterations_left(
     done: int,
-    max_iterations: int,
+    max_iterations: int | None,
     *,
     budget_left_usd: float | None = None,
     usd_per_iteration: float | None = None,
-) -> int:
-    """Iterations still to run, the one in progress included. The budget stops a run in the
-    middle of the iteration it runs out in, so a part of an iteration's cost counts as one."""
-    left = max(0, max_iterations - done)
+) -> int | None:
+    """Iterations still to run, the one in progress included: the limit's and the budget's, the
+    fewer; None when neither bounds them (no limit is set by default, and no budget can tell yet).
+    The budget stops a run in the middle of the iteration it runs out in, so a part of an
+    iteration's cost counts as one. The stop rule may end a run sooner: it is not foreseen."""
+    left = None if max_iterations is None else max(0, max_iterations - done)
     if budget_left_usd is not None and usd_per_iteration:
-        left = min(left, max(0, math.ceil(budget_left_usd / usd_per_iteration - 1e-9)))
+        by_budget = max(0, math.ceil(budget_left_usd / usd_per_iteration - 1e-9))
+        left = by_budget if left is None else min(left, by_budget)
     return left
 
 
 def finish(
-    *, seconds_in_iterations: float, done: int, left: int, to_deadline: float | None = None
+    *, seconds_in_iterations: float, done: int, left: int | None, to_deadline: float | None = None
 ) -> Finish:
-    """The run's rough end. Without a finished iteration there is no pace: only a deadline (or
-    an exhausted limit) can tell."""
-    if left <= 0:
+    """The run's rough end. Without a finished iteration there is no pace, and without a bound on
+    the iterations left no end by pace: only a deadline (or an exhausted limit) can tell."""
+    if left is not None and left <= 0:
         return Finish(0.0, "limit")
-    by_pace = seconds_in_iterations / done * left if done > 0 else None
+    by_pace = seconds_in_iterations / done * left if done > 0 and left is not None else None
     if to_deadline is not None and (by_pace is None or to_deadline < by_pace):
         return Finish(max(0.0, to_deadline), "deadline")
     return Finish(by_pace, "pace") if by_pace is not None else Finish(None, "")

@@ -79,6 +79,7 @@ class Rejected:
 # The short name each kind of problem is counted under, by a phrase of its sentence; the sentences
 # themselves are written for the proposer, which gets them back to fix its answer.
 REASONS = (
+    ("copies eval values", "copies specific values of the evals"),
     ("old text not found", "does not occur"),
     ("old text not unique", "occurs "),
     ("old text empty", "'old' is empty"),

@@ -12,6 +12,7 @@ import structlog
 
 from optimizer.inputs import skill as skills
 from optimizer.model.prompts import load_prompt
+from optimizer.search import copied
 from optimizer.search.edits import apply_edits
 from optimizer.search.proposal import Candidate, EvalCost, Feedback, ProposalAnswer, Rejected
 from optimizer.tags import data, tag
@@ -115,9 +116,18 @@ def _within(sections: list[str], budget: int) -> list[str]:
 
 
 async def propose(
-    client, *, parent: Path, feedback: Feedback, target: str, dest: Path, sample: int
+    client,
+    *,
+    parent: Path,
+    feedback: Feedback,
+    target: str,
+    dest: Path,
+    sample: int,
+    values: frozenset[str] = frozenset(),
 ) -> Candidate | Rejected:
-    """Ask once; on problems ask once more with them; then give up (a counted, logged rejection)."""
+    """Ask once; on problems ask once more with them; then give up (a counted, logged rejection).
+    A candidate that copies any of the train evals' specific `values` into the skill is such a
+    problem (search/copied.py): sent back once, then refused, never accepted."""
     # Imported here: the model package's errors import the anthropic SDK (2 s of CPU), which a
     # command that reads this module and never asks the proposer does not need.
     from optimizer.model import StructuredAnswerError
@@ -153,6 +163,8 @@ async def propose(
             problems = [f"the answer did not fit the proposal form: {exc}"]
             continue
         problems = apply_edits(parent, dest, answer, target=target)
+        if not problems and (found := copied.copied(parent, dest, values)):
+            problems = [copied.problem(found)]
         if not problems:
             return Candidate(dest, _summary(answer), answer.rationale)
         log.info("proposal.rejected", attempt=attempt + 1, problems=problems)

@@ -107,7 +107,8 @@ class Reporter:
             if open_ is None:
                 return self._activity
             n, stage = open_, self._activity
-        limit = f" of {self.settings.loop.max_iterations}" if self.settings is not None else ""
+        cap = self.settings.loop.max_iterations if self.settings is not None else None
+        limit = f" of {cap}" if cap is not None else ""
         return f"iteration {n}{limit}: {stage}"
 
     def _times(self, run: RunRow, spent: float) -> list[str]:
@@ -123,7 +124,7 @@ class Reporter:
         )
         return [elapsed, pace.eta_text(end, done)]
 
-    def _left(self, run: RunRow, done: int, spent: float) -> int:
+    def _left(self, run: RunRow, done: int, spent: float) -> int | None:
         assert self.settings is not None
         s = self.settings
         per = None

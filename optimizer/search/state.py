@@ -93,7 +93,6 @@ def loop_state(run: RunState) -> stops.LoopState:
         best=run.best(),
         spent_usd=run.store.spent_usd(),
         plateau_from=run.plateau_from,
-        min_step=run.settings.loop.min_step,
     )
 
 

@@ -1,21 +1,25 @@
 """Stop conditions: small callables over the loop's state, checked between units of work, never in
 the middle of a write. Each returns a reason (a short sentence) or None.
 
-The budget is a ceiling (docs/design.md §19): after each finished iteration `worth_going_on` asks
-whether one more proposal is expected to buy enough score per dollar. From the ledger alone:
+The budget and the deadline bound a night; there is no iteration limit unless the user sets one.
+After each finished iteration `worth_going_on` asks whether one more proposal is expected to buy
+enough score for its cost (docs/design.md §9), from the ledger alone:
 - the cost of a proposal: the search's spend (proposals and the evaluation of their children, not
   v0, the baseline or the sealed test) over the proposals made;
-- the chance the next proposal steps: the rule of succession over the proposals made since the
-  last step, all of them from the current best: 1 / (proposals without a step + 2);
-- the size of a step: the mean of the steps made (a child's train score over its parent's), with
-  a prior step of STEP_PRIOR counted as one, so a search with no step yet expects a small one.
-The expected gain of the next proposal is chance × size; the run stops when that gain per dollar
-falls below loop.min_gain_per_usd, never before loop.min_proposals_without_step proposals
-without a step, and says so in words.not_worth_it. loop.spend_all turns it (and loop.patience)
-off."""
+- what the proposals since the last loop.stop_window measured ones bought, with the noise taken
+  out (search/worth.py):
+  their wins counted only beyond what equal children would win, each step shrunk toward the
+  run's mean by the run's measured noise;
+- the value of a point of score: loop.min_gain_per_usd, or by default the headroom v0 left over
+  the budget, (1 − v0's train score) / budget: the rate at which the whole budget would buy the
+  whole headroom.
+The run stops when the expected gain of one more proposal per dollar falls below that value, never
+before loop.stop_window measured proposals, and says so in words.not_worth_it. loop.spend_all turns it (and
+loop.patience) off."""
 
 from __future__ import annotations
 
+import json
 import math
 import signal
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +30,7 @@ from pathlib import Path
 from optimizer import words
 from optimizer.config import Loop
 from optimizer.errors import BadInput, Interrupted
+from optimizer.search import worth
 from optimizer.store.iterations import Iteration
 from optimizer.store.rows import VersionOutcome
 
@@ -39,40 +44,78 @@ class LoopState:
     best_score: float = 0.0
     spent_usd: float = 0.0
     proposals: int = 0  # made in finished iterations
-    proposals_without_step: int = 0  # since the last step (or the search's start)
-    steps: tuple[float, ...] = ()  # each step's train score gain over its parent
+    judged: tuple[worth.Judged, ...] = ()  # every proposal of finished iterations, in order
+    recent: tuple[worth.Judged, ...] = ()  # those the stop rule may read (since a resume's start)
     search_usd: float = 0.0  # what the proposals and the evaluation of their children cost
     gain: float = 0.0  # the best's train score over v0's
+    v0_score: float | None = None  # v0's train score
 
 
 Condition = Callable[[LoopState], str | None]
-
-# The step a search expects before it has made one: above selection.min_effect (0.03), below the
-# +0.13 SkillOpt's four proposals bought in docs/peers.md; it weighs as one step in the mean.
-STEP_PRIOR = 0.05
 
 
 def usd_per_proposal(s: LoopState) -> float | None:
     return s.search_usd / s.proposals if s.proposals and s.search_usd > 0 else None
 
 
-def expected_gain(s: LoopState) -> float:
-    """The train score the next proposal is expected to add: the chance it steps (the rule of
-    succession over the proposals since the last step) times the mean step, prior included."""
-    size = (STEP_PRIOR + sum(max(0.0, x) for x in s.steps)) / (1 + len(s.steps))
-    return size / (s.proposals_without_step + 2)
+def value_of_gain(
+    min_gain_per_usd: float | None, v0_score: float | None, budget_usd: float
+) -> float | None:
+    """The score a dollar must buy: the user's loop.min_gain_per_usd, or the headroom v0 left over
+    the budget; None when neither is known (no budget, v0 not measured)."""
+    if min_gain_per_usd is not None:
+        return min_gain_per_usd
+    if budget_usd <= 0 or v0_score is None:
+        return None
+    return max(0.0, 1.0 - v0_score) / budget_usd
 
 
-def outlook(s: LoopState) -> dict[str, float | int | None]:
+def outlook(s: LoopState, window: int = 8) -> dict[str, float | int | None]:
     """The numbers the rule reads, for the log: bought so far and expected next, per dollar."""
     cost = usd_per_proposal(s)
+    tail = worth.last_measured(s.recent, window)
+    w = worth.expected(tail, s.judged) if tail is not None else None
     return {
         "proposals": s.proposals,
-        "without_step": s.proposals_without_step,
         "usd_per_proposal": round(cost, 4) if cost else None,
         "gain_per_usd": round(s.gain / s.search_usd, 4) if s.search_usd > 0 else None,
-        "expected_gain_per_usd": round(expected_gain(s) / cost, 4) if cost else None,
+        "window": w.proposals if w else None,
+        "wins": w.wins if w else None,
+        "equal_wins": w.equal_wins if w else None,
+        "bought": round(w.bought, 4) if w else None,
+        "expected_gain_per_usd": round(w.gain / cost, 4) if w and cost else None,
     }
+
+
+def judged_of(outcome: VersionOutcome | None, parent: VersionOutcome | None = None) -> worth.Judged:
+    """A proposal's version as the rule reads it (worth.Judged); an empty one when unmeasured.
+    Its noise is measured from the per-eval differences to its parent (worth.measured_se); the
+    decision's interval, which a step's rule widens on purpose, only where those are too few."""
+    if outcome is None or outcome.get("delta") is None:
+        return worth.Judged(won=bool(outcome and outcome["decision"] == "won"))
+    evals = outcome.get("evals")
+    df = evals - 1 if outcome.get("scope") == "general" and evals else None
+    confidence = outcome.get("confidence")
+    se = worth.measured_se(_per_eval(outcome), _per_eval(parent))
+    if se is None:
+        se = worth.standard_error(
+            outcome.get("delta"), outcome.get("low"), outcome.get("high"), confidence, df
+        )
+    return worth.Judged(
+        won=outcome["decision"] == "won",
+        delta=outcome.get("delta"),
+        se=se,
+        false_step=worth.false_step(confidence),
+    )
+
+
+def _per_eval(outcome: VersionOutcome | None) -> dict[str, float]:
+    raw = outcome.get("per_eval") if outcome else None
+    try:
+        scores = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return {str(k): float(v) for k, v in scores.items()} if isinstance(scores, dict) else {}
 
 
 def from_ledger(
@@ -83,10 +126,11 @@ def from_ledger(
     best: str,
     spent_usd: float,
     plateau_from: int = 0,
-    min_step: float = 0.0,
 ) -> LoopState:
-    """The loop's state from rows of state.db: the finished iterations (in order), the versions (label, parent, iteration, decision, score), the spend by scope
-    (ledger.summed_by_scope). The counts without a win start at finished iteration `plateau_from`."""
+    """The loop's state from rows of state.db: the finished iterations (in order), the versions
+    (label, parent, iteration, decision, score and their decision's Δ and interval), the spend by
+    scope (ledger.summed_by_scope). The stop rules read proposals from finished iteration
+    `plateau_from` on; the run's noise is measured over all of them."""
     by_label = {v["label"]: v for v in versions}
     won = {label for label, v in by_label.items() if v["decision"] == "won"}
     wins = {by_label[label]["iteration"] for label in won}
@@ -96,61 +140,81 @@ def from_ledger(
             break
         streak += 1
     score: dict[str | None, float] = {label: v["score"] or 0.0 for label, v in by_label.items()}
-    # A win smaller than min_step does not end a run of proposals without a step: with cheap steps
-    # an equal child wins often, and each such win would put the plateau off again.
-    counted = {
-        label
-        for label in won
-        if score[label] - score.get(by_label[label]["parent"], 0.0) >= min_step
-    }
-    proposals, without_step, scopes = 0, 0, set()
+    judged: list[worth.Judged] = []
+    recent: list[worth.Judged] = []
+    proposals, scopes = 0, set()
     for k, row in enumerate(finished):
         made = row.candidates
         for key in sorted(made, key=int):  # in the order they were proposed
             label = made[key].get("label")
             proposals += 1
             scopes.update({f"proposal {row.number}-{key}", label} - {None})
+            mine = by_label.get(label) if label else None
+            one = judged_of(mine, by_label.get(mine["parent"] or "") if mine else None)
+            judged.append(one)
             if k >= plateau_from:
-                without_step = 0 if label in counted else without_step + 1
+                recent.append(one)
+    v0 = by_label.get("v0")
     return LoopState(
         iterations_done=len(finished),
         iterations_without_win=streak,
         best_score=score.get(best, 0.0),
         spent_usd=spent_usd,
         proposals=proposals,
-        proposals_without_step=without_step,
-        steps=tuple(score[v] - score.get(by_label[v]["parent"], 0.0) for v in sorted(won)),
+        judged=tuple(judged),
+        recent=tuple(recent),
         search_usd=math.fsum(sorted(usd for scope, usd in spent.items() if scope in scopes)),
         gain=score.get(best, 0.0) - score.get("v0", 0.0),
+        v0_score=v0["score"] if v0 else None,
     )
 
 
-def plateaus(loop: Loop, budget_usd: float) -> tuple[Condition, ...]:
-    """The plateau rules a run's settings ask for: none with loop.spend_all."""
+def plateaus(
+    loop: Loop,
+    budget_usd: float,
+    deadline: datetime | None = None,
+    clock: Callable[[], datetime] = datetime.now,
+) -> tuple[Condition, ...]:
+    """The plateau rules a run's settings ask for: none with loop.spend_all; loop.patience only
+    when set."""
     if loop.spend_all:
         return ()
+    patience = (plateau(loop.patience),) if loop.patience is not None else ()
     return (
-        plateau(loop.patience),
-        worth_going_on(loop.min_gain_per_usd, loop.min_proposals_without_step, budget_usd),
+        *patience,
+        worth_going_on(loop.min_gain_per_usd, loop.stop_window, budget_usd, deadline, clock),
     )
 
 
-def worth_going_on(min_gain_per_usd: float, min_without_step: int, budget_usd: float) -> Condition:
-    """The plateau in gain per dollar; a search whose proposals cost nothing never stops by it."""
+def worth_going_on(
+    min_gain_per_usd: float | None,
+    window: int,
+    budget_usd: float,
+    deadline: datetime | None = None,
+    clock: Callable[[], datetime] = datetime.now,
+) -> Condition:
+    """The stop from the evidence (the module's doc); a search whose proposals cost nothing, or
+    whose run has too few measured proposals to tell noise from gain, never stops by it. The
+    decision reads the state alone; the clock only words how long was left."""
 
     def check(s: LoopState) -> str | None:
         cost = usd_per_proposal(s)
-        if s.proposals_without_step < min_without_step or cost is None:
+        tail = worth.last_measured(s.recent, window)
+        if cost is None or tail is None:
             return None
-        if expected_gain(s) / cost >= min_gain_per_usd:
+        w = worth.expected(tail, s.judged)
+        value = value_of_gain(min_gain_per_usd, s.v0_score, budget_usd)
+        if w is None or value is None or w.gain / cost >= value:
             return None
-        return words.not_worth_it(s.spent_usd, budget_usd, s.proposals_without_step)
+        left = (deadline - clock()).total_seconds() if deadline is not None else None
+        return words.not_worth_it(s.spent_usd, budget_usd, w.proposals, w.bought, left)
 
     return check
 
 
-def max_iterations(n: int) -> Condition:
-    return lambda s: f"reached {n} iterations" if s.iterations_done >= n else None
+def max_iterations(n: int | None) -> Condition:
+    """The user's iteration limit; None (the default) is none."""
+    return lambda s: f"reached {n} iterations" if n is not None and s.iterations_done >= n else None
 
 
 def plateau(patience: int) -> Condition:

@@ -61,6 +61,14 @@ class VersionOutcome(TypedDict):
     iteration: int | None
     decision: str | None
     score: float | None
+    # the decision's (absent for a version not decided, and in rows written by hand)
+    delta: NotRequired[float | None]
+    low: NotRequired[float | None]
+    high: NotRequired[float | None]
+    confidence: NotRequired[float | None]
+    evals: NotRequired[int | None]
+    scope: NotRequired[str | None]
+    per_eval: NotRequired[str | None]  # split_scores_json: the mean score per train eval
 
 
 class VersionOrigin(TypedDict):

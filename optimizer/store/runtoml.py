@@ -25,6 +25,9 @@ def to_toml(settings: config.Settings, sources: Mapping[str, str]) -> str:
         lines.append(f"[{section}]")
         for key, value in values.items():
             origin = sources.get(f"{section}.{key}", "default")
+            if value is None:  # TOML has no null: an unset setting is said, and read back unset
+                lines.append(f"# {key} is unset  # {origin}")
+                continue
             lines.append(f"{key} = {_toml_value(value)}  # {origin}")
         lines.append("")
     return "\n".join(lines)

@@ -56,10 +56,19 @@ def rows(db: Reader) -> list[VersionRow]:
 
 
 def outcomes(db: Reader) -> list[VersionOutcome]:
-    """(label, parent, iteration, decision, score) of every version: what the stop rules read."""
+    """(label, parent, iteration, decision, score) of every version, with its decision's Δ, interval
+    and what the interval's width rests on: what the stop rules read."""
     return cast(
         list[VersionOutcome],
-        db.query("select label, parent, iteration, decision, score from versions"),
+        db.query(
+            "select v.label, v.parent, v.iteration, v.decision, v.score, d.delta, "
+            "d.ci_low as low, d.ci_high as high, "
+            "json_extract(d.selection_json, '$.interval.confidence') as confidence, "
+            "json_extract(d.selection_json, '$.evals') as evals, "
+            "json_extract(d.selection_json, '$.scope') as scope, "
+            "v.split_scores_json as per_eval "
+            "from versions v left join decisions d on d.version = v.label"
+        ),
     )
 
 

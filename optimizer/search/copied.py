@@ -1,0 +1,90 @@
+"""A proposal that copies a train eval's specific values into the skill (docs/design.md §3): the
+values are ids, numbers, colours, file names and quoted phrases of the train evals' prompts,
+expected outputs, expectations, checks and input files, and the ids of their checks; common
+words and small numbers are not values.
+A value counts as copied when a file of the candidate holds it and the same file of its parent
+did not. The proposer gets the copied values back once to write a general instruction instead;
+a proposal that still copies them is refused (search/propose.py). Pure functions of the texts."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from optimizer.inputs import skill as skills
+from optimizer.inputs.evalset import Eval
+
+_VALUE = re.compile(
+    r'"([^"\n]{3,80})"|\u201c([^\u201d\n]{3,80})\u201d|(?<![\w`])\'([^\'\n]{3,80})\'(?![\w])'
+    r"|(?<![\w#])(#[0-9a-fA-F]{3,8})(?![\w])"
+    r"|(?<![\w.#/-])([$€£]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:%|[kKmMbB](?![a-z]))?)(?![\w])"
+    r"|(?<![\w/-])([A-Za-z]+[-_]\d[\w-]*|[A-Z]{2,}\d[\w-]*)(?![\w])"
+    r"|(?<![\w.-])([\w-]+\.(?:csv|tsv|json|xlsx|xls|txt|pdf|docx|png|jpg|svg|html|xml|yaml))\b"
+)
+INPUT_CHARS = 200_000  # what is read of an input file: its values, not all its rows
+
+
+def values_of(text: str, *, small_numbers: bool = True) -> set[str]:
+    """The specific values a text names. A number is one with a decimal point, a currency or a unit,
+    or with two digits or more (three without `small_numbers`: an input file's table holds every
+    small count)."""
+    found = set()
+    for m in _VALUE.finditer(text):
+        value = next(g for g in m.groups() if g is not None).strip()
+        if m.group(5) is not None:
+            digits = sum(c.isdigit() for c in value)
+            marked = value != value.strip("$€£%kKmMbB") or "." in value
+            if digits < (1 if marked else 2 if small_numbers else 3):
+                continue
+        if value:
+            found.add(value)
+    return found
+
+
+def train_values(evals: Iterable[Eval], root: Path) -> frozenset[str]:
+    """Every specific value of the train evals: their words and their input files (under root)."""
+    found: set[str] = set()
+    for ev in evals:
+        checks = [str(getattr(c, "description", "") or "") for c in ev.structural]
+        for text in (ev.prompt, ev.expected_output, *ev.expectations, *checks):
+            found |= values_of(text)
+        # A check's id, as the grader reports a failure ("S3: The report profiles the columns").
+        # An expectation's whole wording is not a value: one shared by several evals ("The
+        # `## Columns` table has a `missing` count per column") is the kind of task's format.
+        found |= {str(c.id) for c in ev.structural if getattr(c, "id", None)}
+        for rel in ev.files:
+            path = root / rel
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")[:INPUT_CHARS]
+            except OSError:
+                continue
+            found |= values_of(text, small_numbers=False)
+    return frozenset(found)
+
+
+def copied(parent: Path, candidate: Path, values: frozenset[str]) -> list[str]:
+    """The values a candidate's text files hold that the same files of its parent did not, sorted."""
+    before = skills.files_of(parent, include_evals=False)
+    out: set[str] = set()
+    for rel, content in skills.files_of(candidate, include_evals=False).items():
+        if isinstance(content, bytes):
+            continue
+        old = before.get(rel)
+        old_text = old if isinstance(old, str) else ""
+        out |= {v for v in values if _holds(content, v) and not _holds(old_text, v)}
+    return sorted(out)
+
+
+def _holds(text: str, value: str) -> bool:
+    return re.search(rf"(?<![\w]){re.escape(value)}(?![\w])", text) is not None
+
+
+def problem(found: list[str]) -> str:
+    """The sentence the proposer gets back (and a refusal's reason)."""
+    shown = ", ".join(repr(v) for v in found[:6]) + (" …" if len(found) > 6 else "")
+    return (
+        f"the proposal copies specific values of the evals into the skill ({shown}): write the "
+        "instruction in general terms that would help on tasks you have not seen, without "
+        "those values."
+    )

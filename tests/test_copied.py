@@ -1,0 +1,108 @@
+"""A proposal that copies a train eval's specific values into the skill goes back to the proposer
+once, to be written as a general instruction; one that still copies them is refused, never
+accepted (search/copied.py, search/propose.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from inprocess import EXAMPLE, cli
+
+from optimizer.inputs.evals import load_evals
+from optimizer.search import copied
+from optimizer.search.proposal import Candidate, Edit, Feedback, ProposalAnswer, Rejected
+from optimizer.search.propose import propose
+
+VALUES = copied.train_values(load_evals(EXAMPLE).evals, EXAMPLE)
+
+
+def test_values_are_ids_numbers_colours_files_and_quotes_not_common_words():
+    found = copied.values_of(
+        "Round to 2 decimals; give a `## Summary`. State #1a2332, $2M seed for 18 months, "
+        'INV-2024, 3.5% and "Acme quarterly plan" from sales.csv.'
+    )
+    assert found == {"#1a2332", "$2M", "18", "INV-2024", "3.5%", "Acme quarterly plan", "sales.csv"}
+
+
+def test_the_example_evals_values_come_from_their_words_checks_and_input_files():
+    assert {"12", "216", "sales.csv", "S3"} <= VALUES  # expected output, checks' ids
+    assert "A-100" in VALUES  # an id in an input file
+    assert not {"Report", "Summary", "Notes", "2"} & VALUES
+
+
+def test_a_value_the_parent_already_held_is_not_a_copy(tmp_path):
+    parent = tmp_path / "parent"
+    shutil.copytree(EXAMPLE, parent, ignore=shutil.ignore_patterns("evals"))
+    child = tmp_path / "child"
+    shutil.copytree(parent, child)
+    skill_md = child / "SKILL.md"
+    skill_md.write_text(skill_md.read_text() + "\n- State 12 rows and the peak of 216.\n")
+    assert copied.copied(parent, child, VALUES) == ["12", "216"]
+    assert copied.copied(child, child, VALUES) == []
+
+
+class Proposer:
+    """The model: each answer appends the next of `lines` to SKILL.md."""
+
+    def __init__(self, *lines: str) -> None:
+        self.lines, self.calls, self.asked = list(lines), 0, []
+
+    async def structured(self, role, **kwargs):
+        self.asked.append(kwargs["messages"][-1]["content"])
+        line = self.lines[min(self.calls, len(self.lines) - 1)]
+        self.calls += 1
+        old = "Do not paste raw rows of the CSV into the report."
+        return ProposalAnswer(
+            summary="s",
+            rationale="r",
+            edits=[Edit(path="SKILL.md", action="replace", old=old, new=f"{old}\n{line}")],
+        )
+
+
+async def ask(client: Proposer, tmp_path: Path):
+    return await propose(
+        client,
+        parent=EXAMPLE,
+        feedback=Feedback(),
+        target="body",
+        dest=tmp_path / "work" / "candidate",
+        sample=0,
+        values=VALUES,
+    )
+
+
+async def test_a_copy_goes_back_once_and_a_general_rewrite_is_taken(tmp_path):
+    client = Proposer("- State 12 rows in the answer.", "- State the row count the file has.")
+    result = await ask(client, tmp_path)
+    assert isinstance(result, Candidate) and client.calls == 2
+    assert "copies specific values of the evals into the skill ('12')" in client.asked[1]
+
+
+async def test_a_proposer_that_still_copies_is_refused(tmp_path):
+    client = Proposer("- State 12 rows in the answer.", "- Peaks are at 216.")
+    result = await ask(client, tmp_path)
+    assert isinstance(result, Rejected) and client.calls == 2
+    assert result.reasons == ["copies eval values"]
+    assert not (tmp_path / "work" / "candidate").exists()
+
+
+@pytest.mark.slow
+def test_no_version_a_run_accepts_holds_a_train_value(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    copying = ("--set", "sim.overfit_rate=0.3", "--set", "sim.proposal_quality=0.5")
+    cli(monkeypatch, None, "run", str(EXAMPLE), "--run-dir", str(run_dir), "--provider", "sim",
+        "--max-iterations", "8", "--spend-all", *copying)  # fmt: skip
+    with sqlite3.connect(run_dir / "state.db") as db:
+        split = json.loads(db.execute("select split_json from runs").fetchone()[0])
+        asked = db.execute("select count(*) from calls where role = 'proposer'").fetchone()[0]
+        made = db.execute("select candidates_json from iterations").fetchall()
+    proposals = sum(len(json.loads(row[0])) for row in made)
+    evals = [e for e in load_evals(run_dir / "inputs").evals if e.id in split["train"]]
+    values = copied.train_values(evals, run_dir / "inputs")
+    for skill in sorted(run_dir.glob("v*/skill")):
+        assert copied.copied(run_dir / "v0" / "skill", skill, values) == [], skill
+    assert asked > proposals  # the world copied, and its copies went back to the proposer
