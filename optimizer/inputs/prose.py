@@ -1,6 +1,6 @@
 """A secret named in prose, in the languages people write to an agent in (redact.py's own rule:
 detect-secrets' keyword rules need `=` or `:`): "the password is hunter2", "the password for the
-staging db is ...", "das Passwort ist ...", a quoted value, or a passphrase of 3 to 8 words ("my
+staging db is ...", "das Passwort ist ...", a quoted value, or a passphrase of 2 to 8 words ("my
 passphrase is correct horse battery staple"), while talk about one stays ("the password field is
 required", "the password is stored in the vault")."""
 
@@ -23,8 +23,8 @@ _IN_PROSE = re.compile(
     r"(?P<head>\b(?:" + _SECRET_NAME + r")"
     r"(?:\s+(?:for|of|to|on|für|von|zum|zur|pour|du|de|des|para|del|da|do|per|voor|van)"
     r"(?:\s+[^\s\"'`.,;:!?]{1,40}){1,4}?)?"
-    r"\s+(?:is|was|are|were|ist|lautet|war|est|était|es|era|é|è|jest)\s+(?P<quote>[\"'`]?))"
-    r"(?P<value>[^\s\"'`]{4,})",
+    r"\s+(?:is|was|are|were|ist|lautet|war|est|était|es|era|é|è|jest):?\s+(?P<quote>[\"'`]?))"
+    r"(?P<value>[^\s\"'`]{2,})",
     re.IGNORECASE,
 )
 # Words a passphrase is made of (letters, perhaps a hyphen); one ends at a sentence's end or at a
@@ -43,7 +43,7 @@ _FUNCTION_WORD = re.compile(
 _NOT_A_VALUE = re.compile(
     r"(?:[a-z]+(?:ed|en|ing|ly|ble)|wrong|incorrect|correct|invalid|valid|missing|empty|set|unset|"
     r"not|now|still|also|never|always|only|too|very|the|this|that|there|here|in|on|at|from|for|"
-    r"stored|kept|same|different|weak|strong|long|short|fine|okay|right|gone|old|new|required|"
+    r"stored|kept|same|different|weak|strong|long|short|fine|okay|ok|right|gone|old|new|required|"
     r"optional|secret|safe|unsafe|public|private|known|unknown|none|null|shown|hidden|what|which|"
     r"falsch|richtig|korrekt|abgelaufen|geheim|leer|sicher|nicht|faux|fausse|vide|expiré|"
     r"incorrecta|correcta|vacía|segura|errata|giusta|errada|correta|fout|juist|onjuist|"
@@ -54,7 +54,7 @@ _NOT_A_VALUE = re.compile(
 
 
 def mask(value: str) -> str:
-    """value with the secret each sentence names masked: a quoted string whole, a passphrase of 3
+    """value with the secret each sentence names masked: a quoted string whole, a passphrase of 2
     to 8 words whole, else the next word unless it talks about the password ("is wrong")."""
     out, at = [], 0
     for m in _IN_PROSE.finditer(value):
@@ -84,9 +84,11 @@ def _prose_end(m: re.Match[str]) -> int:
                 break
             at, words = nxt.end(), words + 1
         stop = _NEXT_WORD.match(text, at)
-        if words >= 3 and (stop is None or _CONJUNCTION.fullmatch(stop[1])):
+        if words >= 2 and (stop is None or _CONJUNCTION.fullmatch(stop[1])):
             return at
     core = word.rstrip(TRAILING)
     if not core or _NOT_A_VALUE.fullmatch(word) or _FUNCTION_WORD.fullmatch(core):
         return start
+    if len(core) < 4:
+        return start  # "the password is ok": a short word alone is talk, not a password
     return start + len(core)

@@ -150,8 +150,9 @@ def plan(
                 elif not ask.negative:
                     wanted[habit.key] = fired and hit
             for count in ask.counts:
-                # A hard limit is obeyed wherever it stands, as a real model obeys one.
-                if not ask.negative and first(("count", count)) and rng.random() < FOLLOW_MAX:
+                # A hard limit is obeyed wherever it stands, as a real model obeys one; a denied
+                # one ("do not exceed 200 words") is read as its bound by sim/meaning.counts.
+                if first(("count", count)) and rng.random() < FOLLOW_MAX:
                     asked.append(count)
             if not fired:
                 for item in ask.items:

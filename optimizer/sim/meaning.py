@@ -173,8 +173,16 @@ NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
 }  # fmt: skip
+# A denied bound is the opposite bound: "does not exceed 50 words", "never write more than 5
+# bullets" and "no more than 100 words" are all upper limits.
+_DENIED = r"(?:(?:does not|doesn't|do not|don't|must not|should not|never|not)\s+(?:\w+\s+){0,2}?)"
 _BOUND = (
-    r"(?P<op>at most|no more than|not more than|no longer than|fewer than|less than|shorter than|"
+    r"(?P<op>"
+    + _DENIED
+    + r"(?:exceeds?|go over|more than|longer than|over)|"
+    + _DENIED
+    + r"(?:fewer than|less than|shorter than|under)|exceeds?|"
+    r"at most|no more than|not more than|no longer than|fewer than|less than|shorter than|"
     r"under|below|maximum of|longer than|"
     r"max(?:imum)?|up to|within|at least|more than|over|exactly|no fewer than|minimum of|only)?"
 )
@@ -191,6 +199,7 @@ _OPS = {
     "less than": "<", "under": "<", "below": "<", "shorter than": "<", "no longer than": "<=",
     "longer than": ">", "at least": ">=", "no fewer than": ">=",
     "minimum of": ">=", "more than": ">", "over": ">", "exactly": "==", "only": "==",
+    "exceed": ">", "exceeds": ">",
 }  # fmt: skip
 
 
@@ -234,7 +243,11 @@ def counts(text: str) -> list[Count]:
             unit, noun = "bullets", said  # three options, five tips: the entries of a list
         else:
             unit = UNITS.get(unit, "words")
-        op = _OPS.get((m.group("op") or "").lower(), "==")
+        said_op = re.sub(r"\s+", " ", (m.group("op") or "").lower())
+        if re.match(_DENIED, said_op) and not said_op.startswith(("no more", "not more")):
+            op = "<=" if re.search(r"exceed|go over|more|longer|over", said_op) else ">="
+        else:
+            op = _OPS.get(said_op, "==")
         found.append(Count(unit, op, int(m.group("n")), noun))
     return found
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 import re
 
-from optimizer.sim.meaning import concepts
+from optimizer.sim.meaning import concepts, counts
+from optimizer.sim.text import snippets
 
 # Words that build a sentence around its content: a line of content words without them is a
 # list or a soup, which asks for nothing and says nothing.
@@ -71,6 +72,7 @@ FILLER = frozenset(
     data provided given available analysis review email message specific main key each every
     """.split()
 )
+FILLER = FILLER | frozenset(concepts(" ".join(FILLER)))  # as words and as the concepts they fold to
 
 # Negators: a clause with an odd number of them denies what it names.
 _NEGATORS = re.compile(
@@ -204,7 +206,10 @@ _FORBIDS = re.compile(
 def forbids(expectation: str) -> bool:
     """An expectation is a prohibition when its main verb is denied ("Does not speculate about
     the root cause", "Avoids jargon", "No customer names"); "Points out that the score is never
-    defined" asks for content about an absence, which is no prohibition."""
+    defined" asks for content about an absence, which is no prohibition; "Has no more than 3
+    bullets" is a count (sim/meaning.counts reads its bound)."""
+    if counts(expectation) and not snippets(expectation):
+        return False
     return _FORBIDS.match(expectation) is not None
 
 
