@@ -14,4 +14,4 @@ if ! "$bin/python" -c "$works"; then
   echo "note: no working bubblewrap here (make demo installs it only as root with apt-get), so this simulated demo runs unconfined (--unconfined); a real provider refuses to run without it." >&2
   flags=(--unconfined)
 fi
-"$bin/optimizer" run examples/csv-report --provider sim --max-iterations 3 --out runs/demo --fresh "${flags[@]}"
+"$bin/optimizer" run examples/csv-report --provider sim --max-iterations 3 --out runs/demo --fresh ${flags[@]+"${flags[@]}"}

@@ -111,15 +111,16 @@ def adopt(
                     try:
                         result = asyncio.run(adopting.certify(run, target, claim))  # type: ignore[arg-type]
                     except RunStopped as exc:  # the limit or a stop: its runs are in the ledger
-                        runs.show_stage(store, ws.root.name, stage)
                         raise OptimizerError(
                             f"the adoption stopped before it decided ({exc}); nothing was adopted. "
                             f"`optimizer adopt {ws.root} {claim.version} --max-usd X` continues "
                             "it from its runs so far."
                         ) from None
+                    finally:
+                        # However the adoption ends, status goes back to what the run was doing:
+                        # the adoption's own stage would otherwise read as still under way.
+                        runs.show_stage(store, ws.root.name, stage)
                     target.write_lineage(iterations.finished_count(store))
-                # Status said "adoption 1: …, 9 fresh runs an eval" after the adoption ended.
-                runs.show_stage(store, ws.root.name, stage)
         finally:
             store.close()
     _rewrite_summary(ws.root)

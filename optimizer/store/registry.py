@@ -56,7 +56,15 @@ def runs_of(skill_dir: Path) -> list[Path]:
         key = folder.resolve()
         if key not in seen and skill_of(folder) == wanted:
             seen[key] = folder
-    return sorted(seen.values(), key=lambda p: ((p / "state.db").stat().st_mtime, p.name))
+    return sorted(seen.values(), key=_changed)
+
+
+def _changed(folder: Path) -> tuple[float, str]:
+    """When a run folder's state.db last changed; a folder deleted meanwhile sorts first."""
+    try:
+        return (folder / "state.db").stat().st_mtime, folder.name
+    except OSError:
+        return 0.0, folder.name
 
 
 def alive(skill_dir: Path) -> tuple[Path, int] | None:
