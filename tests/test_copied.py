@@ -29,7 +29,8 @@ def test_values_are_ids_numbers_colours_files_and_quotes_not_common_words():
 
 
 def test_the_example_evals_values_come_from_their_words_checks_and_input_files():
-    assert {"12", "216", "sales.csv", "S3"} <= VALUES  # expected output, checks' ids
+    assert {"12", "216", "sales.csv"} <= VALUES  # the expected output's values, an input's name
+    assert "S3" not in VALUES  # a check's id labels the eval file; it is no task's value
     assert "A-100" in VALUES  # an id in an input file
     assert not {"Report", "Summary", "Notes", "2"} & VALUES
 

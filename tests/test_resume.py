@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from inprocess import EXAMPLE, cli
 
-# Every proposal harms the skill, so no child wins and one iteration is a plateau (patience 1).
+# Every proposal is a careless edit, so no child wins and one iteration is a plateau (patience
+# 1): under the guarded rule, which does not step on the noise of an edit that changes little.
 LOSING = (
     "--provider", "sim", "--set", "sim.proposal_quality=0", "--set", "sim.overfit_rate=0",
     "--set", "sim.harmful_rate=1", "--set", "loop.patience=1", "--set", "evals.runs_per_eval=1",
+    "--set", "selection.step=guarded",
 )  # fmt: skip
 
 

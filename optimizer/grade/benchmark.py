@@ -23,7 +23,7 @@ from optimizer.execute import executor_for, next_run_number
 from optimizer.grade.aggregate import aggregate
 from optimizer.grade.judge import warn_same_model
 from optimizer.grade.markdown import render_markdown
-from optimizer.grade.unit import Grader, Job, Scored, committed, jobs_for, unscored
+from optimizer.grade.unit import Grader, Job, Scored, committed, graded_again, jobs_for
 from optimizer.inputs.evals import load_evals
 from optimizer.model.port import Client
 from optimizer.store.db import Store
@@ -121,11 +121,11 @@ async def run_benchmark(
             inputs_root=skill_dir,
             on_run=step,
         )
-        results = await grader.grade(jobs, scope="benchmark")
-        for _ in range(settings.evals.unscored_retries):  # later passes, as a run would make
-            if not unscored(results):
-                break
-            results = await grader.grade(jobs, scope="benchmark")
+        await graded_again(  # the graded runs are read back from the ledger below
+            lambda: grader.grade(jobs, scope="benchmark"),
+            settings.evals.unscored_retries,
+            lambda r: [r],
+        )
     by_config = {
         c: [it for it in committed(store, out, evalset, "", evals) if it[1].configuration == c]
         for c in configurations

@@ -9,10 +9,10 @@ import asyncio
 import json
 import shutil
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -297,12 +297,31 @@ def judge_errors(*results: dict[int, list[Scored]]) -> tuple[int, int]:
     return sum(s.status == "judge_error" for s in runs), len(runs)
 
 
+Graded = TypeVar("Graded")
+
+
 def unscored(*results: dict[int, list[Scored]]) -> list[Scored]:
     """The runs our infrastructure failed, in key order: counted and shown, never averaged."""
     return sorted(
         (s for r in results for ss in r.values() for s in ss if s.status == "unscored"),
         key=lambda s: s.key,
     )
+
+
+async def graded_again(
+    measure: Callable[[], Awaitable[Graded]],
+    retries: int,
+    sides: Callable[[Graded], Sequence[dict[int, list[Scored]]]],
+) -> Graded:
+    """What `measure` graded, measured again up to `retries` more passes while any run of it is
+    unscored: runs our infrastructure failed are tried again (the ledger answers the rest at no
+    cost), as a run, a gate and an adoption all do."""
+    results = await measure()
+    for _ in range(retries):
+        if not unscored(*sides(results)):
+            break
+        results = await measure()
+    return results
 
 
 def unscored_within(

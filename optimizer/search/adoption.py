@@ -18,7 +18,7 @@ from optimizer.config import Adopt
 from optimizer.decide import adopt as rule
 from optimizer.decide import fdr, spending
 from optimizer.errors import BadInput, RunStopped
-from optimizer.grade.unit import Scored, claim_means, judge_errors, unscored, unscored_within
+from optimizer.grade.unit import Scored, claim_means, graded_again, judge_errors, unscored_within
 from optimizer.schemas import Adoption
 from optimizer.search.events import Activity
 from optimizer.search.state import RunState
@@ -172,12 +172,9 @@ async def _fresh(
     target: Measures, order: Order, scope: str, retries: int
 ) -> dict[str, dict[int, list[Scored]]]:
     """The runs of `order`; those our failures left unscored tried again, `retries` more passes."""
-    results = await target.fresh(order, scope=scope)
-    for _ in range(retries):
-        if not unscored(*results.values()):
-            break
-        results = await target.fresh(order, scope=scope)
-    return results
+    return await graded_again(
+        lambda: target.fresh(order, scope=scope), retries, lambda r: list(r.values())
+    )
 
 
 async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:

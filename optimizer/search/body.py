@@ -45,8 +45,7 @@ class BodyTarget:
     def __init__(self, run: RunState, executor: Any) -> None:
         self.run = run
         self.evalset: EvalSet = load_evals(run.ws.root / "inputs")
-        # The train evals' specific values a proposal may not copy (search/copied.py).
-        train = [e for e in self.evalset.evals if e.id in set(run.train)]
+        train = [e for e in self.evalset.evals if e.id in set(run.train)]  # search/copied.py
         self.train_values = copied.train_values(train, run.ws.root / "inputs")
         self.runs_per_eval = run.settings.evals.runs_per_eval
         # A step's first look and v0's runs on train; the sealed test keeps evals.runs_per_eval.
@@ -90,9 +89,8 @@ class BodyTarget:
         )
 
     async def fresh(self, order: list[tuple[str, int, int]], *, scope: str) -> dict[str, Results]:
-        """with_skill runs (version, eval, run number) in the order given, as one stage (one batch):
-        samples no step drew, fresh evidence kept under `<scope>/`, never in a step's scores. Back
-        per version and eval by run number: the order they went out in decides nothing."""
+        """with_skill runs (version, eval, run number) in the order given, as one stage: fresh
+        evidence under `<scope>/`, back per version and eval by run number (order decides nothing)."""
         ws, test = self.run.ws, set(self.run.test)
         jobs = [
             jobs_for(
@@ -265,9 +263,8 @@ class BodyTarget:
         return Verdict(self.stage, chosen, (label, parent))
 
     def record(self, label: str, stage: str) -> None:
-        """The version's train score; after a benchmark decision also v<N>/benchmark.json (a
-        child that screening stopped has the minibatch's runs only: no benchmark of the train
-        evals)."""
+        """The version's train score; after a benchmark decision also v<N>/benchmark.json (a child
+        screening stopped has the minibatch's runs only: no benchmark of the train evals)."""
         record_scores(self.run, label)
         if stage == self.stage:
             write_benchmark(self.run, self.evalset, label)
@@ -277,9 +274,7 @@ class BodyTarget:
         at selection.v0_runs when the run started (paid already, chosen by no outcome), so a
         cheap step of one child run is read against v0's mean over its runs, not its first."""
         per = counts if isinstance(counts, dict) else dict.fromkeys(self.run.train, counts)
-        if parent != "v0":
-            return dict(per)
-        return {e: max(n, self.v0_runs) for e, n in per.items()}
+        return {e: max(n, self.v0_runs) if parent == "v0" else n for e, n in per.items()}
 
     async def _compare(
         self, label: str, parent: str, compared: dict[int, int]

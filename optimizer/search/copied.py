@@ -1,7 +1,7 @@
 """A proposal that copies a train eval's specific values into the skill (docs/design.md §3): the
 values are ids, numbers, colours, file names and quoted phrases of the train evals' prompts,
-expected outputs, expectations, checks and input files, and the ids of their checks; common
-words and small numbers are not values.
+expected outputs, expectations, checks and input files; common words, small numbers and the ids
+of checks ("S2", a label of the eval file that carries no task's content) are not values.
 A value counts as copied when a file of the candidate holds it and the same file of its parent
 did not. The proposer gets the copied values back once to write a general instruction instead;
 a proposal that still copies them is refused (search/propose.py). Pure functions of the texts."""
@@ -49,10 +49,8 @@ def train_values(evals: Iterable[Eval], root: Path) -> frozenset[str]:
         checks = [str(getattr(c, "description", "") or "") for c in ev.structural]
         for text in (ev.prompt, ev.expected_output, *ev.expectations, *checks):
             found |= values_of(text)
-        # A check's id, as the grader reports a failure ("S3: The report profiles the columns").
         # An expectation's whole wording is not a value: one shared by several evals ("The
         # `## Columns` table has a `missing` count per column") is the kind of task's format.
-        found |= {str(c.id) for c in ev.structural if getattr(c, "id", None)}
         for rel in ev.files:
             path = root / rel
             try:

@@ -21,7 +21,7 @@ from optimizer.decide.step import paired_differences
 from optimizer.errors import BudgetExhausted
 from optimizer.execute import executor_for
 from optimizer.grade.benchmark import counting
-from optimizer.grade.unit import Grader, Scored, claim_means, jobs_for, unscored
+from optimizer.grade.unit import Grader, Scored, claim_means, graded_again, jobs_for
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import EvalSet
 from optimizer.model.port import Client
@@ -140,12 +140,7 @@ async def run_gate(
 
 
 async def _grade(grader: Grader, jobs: list, retries: int) -> dict[int, list[Scored]]:
-    results = await grader.grade(jobs, scope="gate")
-    for _ in range(retries):  # runs our infrastructure failed are tried again, as a run would
-        if not unscored(results):
-            break
-        results = await grader.grade(jobs, scope="gate")
-    return results
+    return await graded_again(lambda: grader.grade(jobs, scope="gate"), retries, lambda r: [r])
 
 
 def _decide(
