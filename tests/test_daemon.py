@@ -126,17 +126,18 @@ def stage(run_dir: Path) -> str:
         return ""
 
 
-# With the simulator's seed 3 the two iterations win, tie and lose, so the reference run walks
-# every path a decision can take; a change to the simulated world, to the rule or to any text a
-# request carries may need another seed, which the first test below would show (seed 49 stopped
-# losing when the world's judge began to read meaning and its careless edits came from the
-# skill's text: of seeds 0-10, only 3 both wins and loses within two iterations).
+# With the simulator's seed 16 and a quarter of the proposals careless the two iterations win,
+# tie and lose, so the reference run walks every path a decision can take; a change to the
+# simulated world, to the rule or to any text a request carries may need another seed, which the
+# first test below would show (when the judge began to read meaning and careless edits came from
+# the skill's text alone, losses grew rare at the default 10 %: no seed of 0-22 both won and lost;
+# at 25 %, 16, 17, 20, 23, 38 and 45 of 0-71 do).
 # The engine's machinery (looks that add runs, the comparator, won, lost and tie) under the
 # guarded step rule, which exercises all of it; tests/test_steps.py covers the cheap default. The
 # iteration count comes last: tests/test_crash.py replaces it.
 RUN = (
-    "run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=3",
-    "--set", "selection.step=guarded", "--max-iterations", "2",
+    "run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=16",
+    "--set", "sim.harmful_rate=0.25", "--set", "selection.step=guarded", "--max-iterations", "2",
 )  # fmt: skip
 
 
