@@ -356,3 +356,20 @@ def test_the_comments_footnote_names_the_units_its_headline_does(tasks):
     body = gate_comment.markdown(result)
     assert f"Student-t over the {units}" in body and "| 90% CI (two-sided) |" in body
     assert ("Student-t over the runs" in test.reason) is tasks
+
+
+def test_the_comment_names_every_eval_that_dropped_clearly():
+    """An edit that breaks two tasks of several: both are named, largest drop first, whatever
+    the mean over all of them says."""
+    from optimizer.report import gate_comment
+    from optimizer.search.gate import GateResult
+
+    rows = {1: -0.45, 2: 0.02, 3: -0.05, 4: -0.3, 5: 0.0}
+    per_eval = {
+        e: {"name": f"task {e}", "base": 0.7, "head": 0.7 + d, "diff": d, "base_runs": 3,
+            "head_runs": 3}
+        for e, d in rows.items()
+    }  # fmt: skip
+    result = GateResult(Path("b"), Path("h"), Path("e.json"), False, 3, None, per_eval)
+    body = gate_comment.markdown(result)
+    assert "Dropped by 0.20 or more: eval 1 (-0.450), eval 4 (-0.300)." in body.replace("−", "-")

@@ -8,6 +8,8 @@ from optimizer.report.format import money, num, signed
 from optimizer.search.gate import GateResult
 from optimizer.words import ci
 
+CLEAR_DROP = 0.2  # of an eval's mean score: a drop the gate names whatever its verdict
+
 VERDICT = {
     "not_worse": "✅ not worse",
     "worse": "❌ worse",
@@ -90,6 +92,16 @@ def markdown(result: GateResult, *, simulated: bool = False) -> str:
                 "tasks can pass on average, so read that eval's runs.",
                 "",
             ]
+        dropped = sorted(
+            (row["diff"], e)
+            for e, row in result.per_eval.items()
+            if row["diff"] is not None and row["diff"] <= -CLEAR_DROP
+        )
+        if len(dropped) > 1:
+            # Every task the edit may have broken, not only the worst: two broken tasks out of ten
+            # are what a reviewer must open, whatever the mean says.
+            named = ", ".join(f"eval {e} ({signed(d)})" for d, e in dropped)
+            out += [f"Dropped by {CLEAR_DROP:.2f} or more: {named}.", ""]
     if result.unscored or result.judge_errors:
         out += [
             f"⚠ {result.unscored} of {result.total_runs} runs could not be scored (a failure of our "
