@@ -280,6 +280,10 @@ def eval_means(results: dict[int, list[Scored]]) -> dict[int, list[float]]:
     return {e: [s.score for s in runs if s.score is not None] for e, runs in results.items()}
 
 
+# A run a claim could not score: a failure for the side that claims, a pass for the other (§24).
+MISSING_CLAIMED, MISSING_AGAINST = 0.0, 1.0
+
+
 def claim_means(results: dict[int, list[Scored]], *, missing: float) -> dict[int, list[float]]:
     """Scores per eval for a claim (an adoption, a gate; ../shared/DESIGN.md §24): a run that could
     not be scored after its retries (a judge error, a failure of ours) counts as `missing`, the
@@ -313,14 +317,12 @@ async def graded_again(
     retries: int,
     sides: Callable[[Graded], Sequence[dict[int, list[Scored]]]],
 ) -> Graded:
-    """What `measure` graded, measured again up to `retries` more passes while any run of it is
-    unscored: runs our infrastructure failed are tried again (the ledger answers the rest at no
-    cost), as a run, a gate and an adoption all do."""
+    """What `measure` graded, measured again (up to `retries` more passes) while a run of it is
+    unscored: the ledger answers the scored runs at no cost, as a run, gate and adoption need."""
     results = await measure()
     for _ in range(retries):
-        if not unscored(*sides(results)):
-            break
-        results = await measure()
+        if unscored(*sides(results)):
+            results = await measure()
     return results
 
 

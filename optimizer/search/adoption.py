@@ -18,8 +18,17 @@ from optimizer.config import Adopt
 from optimizer.decide import adopt as rule
 from optimizer.decide import fdr, spending
 from optimizer.errors import BadInput, RunStopped
-from optimizer.grade.unit import Scored, claim_means, graded_again, judge_errors, unscored_within
+from optimizer.grade.unit import (
+    MISSING_AGAINST,
+    MISSING_CLAIMED,
+    Scored,
+    claim_means,
+    graded_again,
+    judge_errors,
+    unscored_within,
+)
 from optimizer.schemas import Adoption
+from optimizer.search.estimate import RESERVE_MARGIN
 from optimizer.search.events import Activity
 from optimizer.search.state import RunState
 from optimizer.store import adoptions, versions
@@ -30,7 +39,6 @@ log = structlog.get_logger()
 # A run a claim could not score after its retries counts against its side (grade/unit.claim_means):
 # the worst score a run can have for the version claimed better, the best for the one it is
 # claimed against, so a failure that depends on the output can only make the claim harder.
-MISSING_CLAIMED, MISSING_AGAINST = 0.0, 1.0
 Order = list[tuple[str, int, int]]  # (version, eval, run number) in the order the runs go out
 
 
@@ -236,9 +244,6 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
         again=f"optimizer adopt {run.ws.root} {claim.version}",
     )
     return adoptions.finish(run.store, opened.number, decision, next_step)
-
-
-RESERVE_MARGIN = 1.25  # a version's runs cost more than v0's, as the sealed test's reserve says
 
 
 def wanted(run: RunState) -> bool:

@@ -21,7 +21,15 @@ from optimizer.decide.step import paired_differences
 from optimizer.errors import BudgetExhausted
 from optimizer.execute import executor_for
 from optimizer.grade.benchmark import counting
-from optimizer.grade.unit import Grader, Scored, claim_means, graded_again, jobs_for
+from optimizer.grade.unit import (
+    MISSING_AGAINST,
+    MISSING_CLAIMED,
+    Grader,
+    Scored,
+    claim_means,
+    graded_again,
+    jobs_for,
+)
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import EvalSet
 from optimizer.model.port import Client
@@ -29,10 +37,7 @@ from optimizer.store.db import Store
 
 log = structlog.get_logger()
 SIDES = ("base", "head")
-MISSING = {
-    "base": 1.0,
-    "head": 0.0,
-}  # a run neither could score: the best for BASE, the worst for HEAD
+MISSING = {"base": MISSING_AGAINST, "head": MISSING_CLAIMED}  # HEAD claims not to be worse
 
 
 @dataclass

@@ -11,7 +11,9 @@ from optimizer.sim.compose import INTRO
 
 QUOTE_CHARS = 160  # of one quoted passage: enough to read the support in context
 MAX_QUOTES = 3
-FILLER = "under this heading."  # the paragraph an item heading gets when nothing asked for more
+ITEM_FILLER = (
+    "under this heading."  # the paragraph an item heading gets when nothing asked for more
+)
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def content(line: Line) -> bool:
         text.lstrip().startswith("#")
         or text == line.heading
         or text.startswith(INTRO)
-        or text.endswith(FILLER)
+        or text.endswith(ITEM_FILLER)
     )
 
 

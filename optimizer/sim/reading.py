@@ -184,7 +184,7 @@ def outcome(text: str) -> int | None:
     return None if good == bad else (1 if good else -1)
 
 
-def clauses(line: str) -> list[str]:
+def statements(line: str) -> list[str]:
     """The sentences of a line of an answer, and the parts a semicolon separates: a denial in one
     does not turn the next around."""
     parts = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(*])|;\s*", line)

@@ -58,7 +58,7 @@ def _doing(lines: list[Line], wanted: Need, realized: bool = True) -> tuple[Line
         if not content(line) or (not realized and line.text.endswith(f"{DONE}.")):
             continue
         context = topic_of(f"{line.heading} {line.intro}")
-        for clause in [line.text] if line.code else reading.clauses(line.text):
+        for clause in [line.text] if line.code else reading.statements(line.text):
             said = topic_of(clause.replace(DONE, ""))
             if not covers(said | context, wanted.topic):
                 continue
@@ -170,7 +170,7 @@ def _in_role(line: Line, amount: tuple[float, bool], wanted: Need) -> bool:
     context = topic_of(line.heading) if line.heading else frozenset()
     return any(
         covers(topic_of(clause) | context, wanted.role)
-        for clause in reading.clauses(line.text)
+        for clause in reading.statements(line.text)
         if reading.states_amount(clause, amount)
     )
 
@@ -190,9 +190,9 @@ def _values(wanted: Need, files: list[dict]) -> Support:
             (quotes.append(quote(line, item)) if line is not None else missing.append(item))
         for amount, value in zip(wanted.amounts, _numeric(wanted), strict=False):
             stated = [ln for ln in lines if reading.states_amount(ln.text, amount)]
-            placed = [ln for ln in stated if _in_role(ln, amount, wanted)]
-            if placed:
-                quotes.append(quote(placed[0].text))
+            in_role = [ln for ln in stated if _in_role(ln, amount, wanted)]
+            if in_role:
+                quotes.append(quote(in_role[0].text))
             else:
                 missing.append(value + (" as stated there" if stated else ""))
         if not missing:
