@@ -79,14 +79,18 @@ def text_read(body: dict) -> str:
     at = next((i for i, b in tool_uses(body) if is_read(b)), None)
     if at is None:
         return ""
-    own = {p for p in results(body) if p.startswith(SKILL_ROOT)}
-    shown = results(body)
-    text = "\n".join(
-        block_text(m.get("content")) for m in body["messages"][at + 1 :] if m.get("role") == "user"
+    text = _NUMBERED.sub(
+        "",
+        "\n".join(
+            block_text(m.get("content"))
+            for m in body["messages"][at + 1 :]
+            if m.get("role") == "user"
+        ),
     )
-    for path in own:
-        text = text.replace(shown[path], "")
-    return _NUMBERED.sub("", text)
+    for path, shown in results(body).items():
+        if path.startswith(SKILL_ROOT):
+            text = text.replace(shown, "")
+    return text
 
 
 def values(inputs: str) -> list[str]:

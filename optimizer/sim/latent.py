@@ -234,7 +234,8 @@ class Need:
     negated: bool  # a prohibition: it forbids what it names (sim/reading.forbids)
     key: str  # the expectation's identity in the world: its sorted concepts
     values: tuple[str, ...] = ()  # the specific values it names, as written (a task's answer)
-    amounts: tuple[tuple[float, bool], ...] = ()  # the numbers among them, judged by value
+    # The numbers among them, as written and as a reader compares them (judged by value).
+    amounts: tuple[tuple[str, tuple[float, bool]], ...] = ()
     role: frozenset[str] = frozenset()  # what a stated number must stand with ("revenue")
     polarity: int = 0  # 1: what it asks for is a denial, an absence or a "no"
     outcome: int | None = None  # +1 / -1: it asks to report a success / a failure
@@ -255,7 +256,7 @@ def need(world: World, expectation: str) -> Need:
     values = tuple(facts(strip_snippets(rest)))
     numeric = [v for v in values if reading.amounts(v) and not v.startswith("#")]
     items = tuple(items_of(rest) + [v for v in values if v not in numeric])
-    amounts = tuple(a for v in numeric for a in reading.amounts(v))
+    amounts = tuple((v, a) for v in numeric for a in reading.amounts(v))
     topic = concepts(rest)
     section = reading.section_topic(rest)
     habit, _ = route(world, section if section else topic)

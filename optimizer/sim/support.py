@@ -188,7 +188,7 @@ def _values(wanted: Need, files: list[dict]) -> Support:
             if line is None and has_item(f["content"], item):
                 line = item  # an item that spans lines is quoted as itself
             (quotes.append(quote(line, item)) if line is not None else missing.append(item))
-        for amount, value in zip(wanted.amounts, _numeric(wanted), strict=False):
+        for value, amount in wanted.amounts:
             stated = [ln for ln in lines if reading.states_amount(ln.text, amount)]
             in_role = [ln for ln in stated if _in_role(ln, amount, wanted)]
             if in_role:
@@ -204,10 +204,6 @@ def _values(wanted: Need, files: list[dict]) -> Support:
     if partial is not None:
         return Support(False, True, quoted(*partial) + f"; but not {absent or 'all in one file'}.")
     return Support(False, False, f"Not found in the outputs: {absent}.")
-
-
-def _numeric(wanted: Need) -> list[str]:
-    return [v for v in wanted.values for _ in reading.amounts(v) if not v.startswith("#")]
 
 
 def _section(wanted: Need, files: list[dict]) -> Support:
