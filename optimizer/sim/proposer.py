@@ -32,6 +32,7 @@ from optimizer.words import phrases, plural
 
 Section = Callable[[str], "str | None"]
 MAX_DESCRIPTION = 1024
+_COPIED = re.compile(r"\bvalues\b.*\bgeneral\b", re.I | re.S)
 
 
 def propose(get: Section, rng: random.Random, knobs: Any) -> dict:
@@ -41,6 +42,10 @@ def propose(get: Section, rng: random.Random, knobs: Any) -> dict:
     if not content.endswith("\n"):
         content += "\n"
     kind = _kind(rng, knobs)
+    if kind == "overfit" and _COPIED.search(get("previous_problems") or ""):
+        # Told that its last proposal pasted the evals' values, an author writes the general
+        # instruction instead (what a model asked to do so does, most of the time).
+        kind = "good"
     if (get("target") or "body").strip().lower() == "description":
         return _description(get, path, content, kind == "good", rng)
     return _body(get, path, content, kind, rng)
@@ -131,11 +136,14 @@ def instruction_for(text: str, shared: frozenset[str] | set[str] = frozenset()) 
     show (its text, never its hidden cause): the expectation as an instruction, with the values
     of one eval left out (a value several evals fail on is a convention and stays). None when
     nothing general is left to ask for."""
-    values = facts(strip_snippets(strip_counts(text)))
+    # A quoted format (`## Summary`) is the kind of task's; a quoted value (`0.9.2`) is one eval's.
+    values = facts(strip_snippets(strip_counts(text))) + [
+        s for s in snippets(text) if facts(s) == [s]
+    ]
     general = text
     for value in values:
         if value not in shared:
-            general = re.sub(rf'["\u201c\']?{re.escape(value)}["\u201d\']?', "", general)
+            general = re.sub(rf'["\u201c\'`]?{re.escape(value)}["\u201d\'`]?', "", general)
     general = re.sub(r"\s+", " ", general).strip()
     if not (topic_of(general) or snippets(general) or counts(general) or set(values) & shared):
         return None
