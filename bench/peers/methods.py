@@ -38,6 +38,15 @@ NIGHTS = {
     # The plateau stop after one iteration without a win instead of three: what the spend after
     # a night's last win costs the gain per dollar.
     "ours-patience-1": ["loop.patience=1"],
+    # The night with no stop rule: the budget or the deadline ends it.
+    "ours-spend-all": ["loop.spend_all=true"],
+    # Parents from the per-eval Pareto front of the decided versions instead of the best.
+    "ours-pareto": ["loop.parent_selection=pareto"],
+    # Every proposal of an iteration judged, not only until the first win.
+    "ours-judge-all": ["loop.judge_proposals=all"],
+    # A parent read at its child's runs only (selection.parent_runs = 0), the default before
+    # parents were measured again as their children are judged.
+    "ours-parent-0": ["selection.parent_runs=0"],
 }
 # A night, then `optimizer adopt`: its best certified against v0 on fresh runs (the adopt.*
 # settings, whatever the night's evals.runs_per_eval), paid from the method's dollars; the final
@@ -257,6 +266,10 @@ METHODS = [
     "ours-cheap+adopt",
     "ours-guarded",
     "ours-patience-1",
+    "ours-spend-all",
+    "ours-pareto",
+    "ours-judge-all",
+    "ours-parent-0",
     *SEARCHES,
 ]
 PEERS = ("gepa", "gepa+merge", "skillopt")

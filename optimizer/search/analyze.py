@@ -18,7 +18,7 @@ from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Analysis
 from optimizer.search.proposal import EvalCost
 from optimizer.search.propose import bullet_lines, render_costs
-from optimizer.store.files import write_json
+from optimizer.store.files import Workspace, write_json
 from optimizer.tags import data, tag
 
 log = structlog.get_logger(__name__)
@@ -210,3 +210,16 @@ async def analyze(
         suggestions=len(analysis.improvement_suggestions),
     )
     return analysis
+
+
+def first_transcripts(ws: Workspace, winner: str, loser: str, evals: list[int]) -> dict[str, str]:
+    """The first run's transcript of each side on each of `evals`, clipped, as the analyzer reads
+    them (a side with no transcript on an eval has none there)."""
+    out = {}
+    for label in (winner, loser):
+        for e in evals:
+            path = ws.run_dir(label, e, "with_skill", 1) / "transcript.md"
+            if path.is_file():
+                side = "winner" if label == winner else "loser"
+                out[f"{side} eval {e}"] = path.read_text(encoding="utf-8")[:4000]
+    return out

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from optimizer.decide import allot, fdr, step
+from optimizer.decide import allot, fdr, parents, step
 from optimizer.decide import screen as screening
 from optimizer.execute import executor_for
 from optimizer.grade.judge import warn_same_model
@@ -19,7 +19,7 @@ from optimizer.inputs.evals import EvalSet, load_evals
 from optimizer.model import scoped
 from optimizer.schemas import AddedRuns
 from optimizer.search import copied, evidence, lineage
-from optimizer.search.analyze import analyze
+from optimizer.search.analyze import analyze, first_transcripts
 from optimizer.search.compare import compare_versions
 from optimizer.search.events import Activity, RunGraded
 from optimizer.search.proposal import Candidate, Rejected
@@ -27,7 +27,7 @@ from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline
 from optimizer.search.summaries import analyst_suggestions, means, record_scores, write_benchmark
 from optimizer.search.target import Verdict
-from optimizer.store import decisions, gradings
+from optimizer.store import decisions, gradings, versions
 
 Results = dict[int, list[Scored]]
 
@@ -270,11 +270,18 @@ class BodyTarget:
             write_benchmark(self.run, self.evalset, label)
 
     def _parent_runs(self, parent: str, counts: int | dict[int, int]) -> dict[int, int]:
-        """The parent's runs a step reads: the child's count, and all of v0's, which was measured
-        at selection.v0_runs when the run started (paid already, chosen by no outcome), so a
-        cheap step of one child run is read against v0's mean over its runs, not its first."""
+        """decide/parents.runs_read over the ledger: all of v0's runs (paid already, chosen by no
+        outcome), and one more for each child of the parent decided so far."""
         per = counts if isinstance(counts, dict) else dict.fromkeys(self.run.train, counts)
-        return {e: max(n, self.v0_runs) if parent == "v0" else n for e, n in per.items()}
+        judged = sum(
+            v.parent == parent and bool(v.decision) for v in versions.all_of(self.run.store)
+        )
+        return parents.runs_read(
+            per,
+            floor=self.v0_runs if parent == "v0" else 0,
+            judged=judged,
+            most=self.selection.parent_runs,
+        )
 
     async def _compare(
         self, label: str, parent: str, compared: dict[int, int]
@@ -337,13 +344,6 @@ class BodyTarget:
         winner, loser = (label, parent) if decision.decision == "won" else (parent, label)
         gathered = evidence.gather(run.ws, run.store, loser, run.train)
         found = gathered.failures
-        transcripts = {}
-        for lab in (winner, loser):
-            for e in run.train[:3]:
-                path = run.ws.run_dir(lab, e, "with_skill", 1) / "transcript.md"
-                if path.is_file():
-                    side = "winner" if lab == winner else "loser"
-                    transcripts[f"{side} eval {e}"] = path.read_text(encoding="utf-8")[:4000]
         with scoped(label):
             await analyze(
                 run.client,
@@ -353,7 +353,7 @@ class BodyTarget:
                 loser_label=loser,
                 tally=tally,
                 failed_expectations=[(f.eval_id, f.text, f.count) for f in found],
-                transcripts=transcripts,
+                transcripts=first_transcripts(run.ws, winner, loser, run.train[:3]),
                 out_path=run.ws.version(label) / "analysis.json",
                 costs=gathered.costs,
                 repeated_work=gathered.repeated_work,
