@@ -131,3 +131,10 @@ def step_scope(scope: str | None, units: str = "evals") -> str:
     if scope in ("tasks", "these_tasks"):
         return f"a step on these {'queries' if units == 'queries' else 'tasks'}"
     return f"a step over {units} like these"
+
+
+def not_a_run(folder: object, lacks: str = "state.db", fix: str = "") -> str:
+    """'runs/x: not a run folder (no state.db); start one with …': the one sentence for a folder a
+    command was given as a run folder and is not, naming what it lacks and, where there is one,
+    the fix."""
+    return f"{folder}: not a run folder (no {lacks})" + (f"; {fix}" if fix else ".")

@@ -19,8 +19,7 @@ from optimizer.config import Settings
 from optimizer.decide import noninferiority
 from optimizer.decide.step import paired_differences
 from optimizer.errors import BudgetExhausted
-from optimizer.execute import executor_for
-from optimizer.grade.benchmark import counting
+from optimizer.grade.benchmark import counting, grading
 from optimizer.grade.unit import (
     MISSING_AGAINST,
     MISSING_CLAIMED,
@@ -121,17 +120,15 @@ async def run_gate(
     ]
     random.Random(f"{settings.loop.seed}:gate order").shuffle(jobs)
     try:
-        with executor_for(None, settings, client) as executor:
-            grader = Grader(
-                store,
-                client,
-                settings,
-                evalset,
-                executor,
-                skill_name=names["head"],  # each job names its own side's skill
-                inputs_root=base,  # eval files are relative to BASE, as loaded
-                on_run=step,
-            )
+        with grading(
+            settings,
+            client,
+            store,
+            evalset,
+            skill_name=names["head"],  # each job names its own side's skill
+            inputs_root=base,  # eval files are relative to BASE, as loaded
+            on_run=step,
+        ) as grader:
             graded = await _grade(grader, jobs, settings.evals.unscored_retries)
     except BudgetExhausted as exc:
         result.note = f"the budget ran out before both skills were measured: {exc}"
