@@ -1,5 +1,5 @@
 """What a step is decided on and what every step rule shares: both sides' scores, the blind
-comparator's tally and the runs left unscored (Evidence), how the decision is asked (Asked), the
+comparator's tally and the runs left unscored (Measured), how the decision is asked (Asked), the
 protocol each rule implements (StepRule, step.py holds the rules), and the fields and sentences of a
 decision that do not depend on the rule. Pure functions of their inputs."""
 
@@ -44,7 +44,7 @@ Decision = RuleDecision
 
 
 @dataclass(frozen=True)
-class Evidence(Generic[E]):
+class Measured(Generic[E]):
     """Both sides' scores per eval, the comparator's tally (None: no comparator) and the runs that
     could not be scored: judge errors and failures of our infrastructure, of total_runs."""
 
@@ -73,9 +73,9 @@ class Asked:
 
 class StepRule(Protocol):
     """A promotion rule (selection.rule names one): won, lost or tie for a child over its parent,
-    a pure function of the evidence, how it is asked and a seeded random.Random."""
+    a pure function of what was measured, how it is asked and a seeded random.Random."""
 
-    def decide(self, evidence: Evidence[E], asked: Asked, rng: random.Random) -> Decision: ...
+    def decide(self, measured: Measured[E], asked: Asked, rng: random.Random) -> Decision: ...
 
 
 class _Common(TypedDict):
@@ -108,11 +108,11 @@ class Facts(Generic[E]):
     error_rate: float
 
 
-def facts(evidence: Evidence[E], asked: Asked, selection: Selection) -> Facts[E]:
-    child, parent = evidence.child, evidence.parent
+def facts(measured: Measured[E], asked: Asked, selection: Selection) -> Facts[E]:
+    child, parent = measured.child, measured.parent
     ds = paired_differences(child, parent)
-    comparator = comparator_view(evidence.tally)
-    total, errors = evidence.total_runs, evidence.judge_errors
+    comparator = comparator_view(measured.tally)
+    total, errors = measured.total_runs, measured.judge_errors
     error_rate = errors / total if total else 0.0
     sizes = [min(len(child[e]), len(parent[e])) for e in ds]
     runs = min(sizes, default=0)
@@ -127,15 +127,15 @@ def facts(evidence: Evidence[E], asked: Asked, selection: Selection) -> Facts[E]
         judge_errors=errors,
         total_runs=total,
         min_effect=selection.min_effect,
-        unscored=evidence.unscored,
+        unscored=measured.unscored,
         excluded_evals=list(excluded),
         rule=selection.rule,
         few_evals=0 < len(ds) < selection.few_evals,
     )
     left_out = (
-        _counted(evidence.unscored, errors, total)
+        _counted(measured.unscored, errors, total)
         if asked.certifies
-        else _left_out(evidence.unscored, total, excluded)
+        else _left_out(measured.unscored, total, excluded)
     )
     if common["few_evals"]:
         left_out += (
@@ -146,13 +146,13 @@ def facts(evidence: Evidence[E], asked: Asked, selection: Selection) -> Facts[E]
     return Facts(ds, runs, look, common, left_out, error_rate)
 
 
-def unfit(f: Facts[E], evidence: Evidence[E], selection: Selection) -> Decision | None:
+def unfit(f: Facts[E], measured: Measured[E], selection: Selection) -> Decision | None:
     """The tie every rule returns before it looks at scores it cannot trust or does not have."""
     if f.error_rate > selection.max_judge_error_rate + _EPS:
         # A broken judge is not fixed by more runs of the same judge.
         return decision(
             "tie",
-            f"tie: {evidence.judge_errors} of {evidence.total_runs} runs ({f.error_rate:.0%}) had "
+            f"tie: {measured.judge_errors} of {measured.total_runs} runs ({f.error_rate:.0%}) had "
             f"judge errors, above the limit of {selection.max_judge_error_rate:.0%}, so the "
             "scores cannot be trusted.",
             None,

@@ -14,7 +14,7 @@ from optimizer.decide import power, sequential, verdict
 from optimizer.decide.comparison import TALLY_COUNTS as TALLY_COUNTS
 from optimizer.decide.comparison import (
     Asked,
-    Evidence,
+    Measured,
     StepRule,
     decision,
     eval_order,
@@ -71,14 +71,14 @@ class Sequential:
 
     selection: Selection
 
-    def decide(self, evidence: Evidence[E], asked: Asked, rng: random.Random) -> Decision:
+    def decide(self, measured: Measured[E], asked: Asked, rng: random.Random) -> Decision:
         selection = self.selection
-        f = facts(evidence, asked, selection)
-        early = unfit(f, evidence, selection)
+        f = facts(measured, asked, selection)
+        early = unfit(f, measured, selection)
         if early is not None:
             return early
-        child, parent, ds = evidence.child, evidence.parent, f.ds
-        tally = evidence.tally or ComparisonTally()
+        child, parent, ds = measured.child, measured.parent, f.ds
+        tally = measured.tally or ComparisonTally()
         order = sorted(ds, key=eval_order)  # a stated order: sums do not depend on the caller's
         claim = claim_scope(selection, len(ds), asked.scope)
         futility = "futility_tasks" if claim == "tasks" else "futility"  # each claim its own
@@ -128,10 +128,10 @@ class Bootstrap:
 
     selection: Selection
 
-    def decide(self, evidence: Evidence[E], asked: Asked, rng: random.Random) -> Decision:
+    def decide(self, measured: Measured[E], asked: Asked, rng: random.Random) -> Decision:
         selection = self.selection
-        f = facts(evidence, asked, selection)
-        early = unfit(f, evidence, selection)
+        f = facts(measured, asked, selection)
+        early = unfit(f, measured, selection)
         if early is not None:
             return early
         delta, low, high = paired_bootstrap(
@@ -146,7 +146,7 @@ class Bootstrap:
         )
         inconclusive = low <= selection.min_effect + _EPS and high >= -_EPS
         needs_more = inconclusive and f.look < selection.max_runs_per_eval
-        side, words = majority(evidence.tally, selection.comparator_majority)
+        side, words = majority(measured.tally, selection.comparator_majority)
 
         def made(said: verdict.Verdict, reason: str) -> Decision:
             return decision(
@@ -212,9 +212,9 @@ def decide(
 ) -> Decision:
     """won / lost / tie by docs/design.md §8 under the rule selection.rule names: rule_for(selection)
     .decide over the evidence, asked as Asked says (comparison.py names each argument)."""
-    evidence = Evidence(child_scores, parent_scores, tally, judge_errors, total_runs, unscored)
+    measured = Measured(child_scores, parent_scores, tally, judge_errors, total_runs, unscored)
     asked = Asked(first_runs, look, scope, alpha, certifies)
-    return rule_for(selection).decide(evidence, asked, rng)
+    return rule_for(selection).decide(measured, asked, rng)
 
 
 # A cheap step (selection.step = "cheap"): what the peers bench measured to buy the most sealed

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from optimizer import config, words
 from optimizer.errors import OptimizerError, RunStopped
+from optimizer.report import adopted
 from optimizer.schemas import Adoption
 from optimizer.search import adoption as adopting
 from optimizer.search import runfolder
@@ -71,7 +72,7 @@ def adopt(
             console.print(
                 f"adopt {claim.version} over {claim.base} (better {what}, α "
                 f"{claim.kept.alpha:g}): "
-                + (estimate.line() if estimate else "no measured price yet")
+                + (adopted.estimate_line(estimate) if estimate else "no measured price yet")
                 + f"; it stops at ${limit:.2f}",
                 markup=False,
                 highlight=False,

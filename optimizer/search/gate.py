@@ -195,18 +195,12 @@ def _decide(
         e: len(evalset.by_id(e).expectations) + len(evalset.by_id(e).structural) for e in diffs
     }
     step = noninferiority.resolution(min(sizes), counts)
-    if scope == "tasks" and min(sizes) >= 2:  # the claim on these tasks: the runs are the units
-        result.test = noninferiority.check_tasks(
-            {e: means["head"][e] for e in diffs},
-            {e: means["base"][e] for e in diffs},
-            confidence=settings.selection.confidence,
-            margin=margin,
-            step=step,
-        )
-    else:  # in general (or one run a side: no spread within an eval to measure)
-        result.test = noninferiority.check(
-            diffs, confidence=settings.selection.confidence, margin=margin, step=step
-        )
+    rule = noninferiority.gate_rule(
+        scope, min(sizes), confidence=settings.selection.confidence, margin=margin
+    )
+    result.test = rule.check(
+        {e: means["head"][e] for e in diffs}, {e: means["base"][e] for e in diffs}, step
+    )
     log.info(
         "gate.decided",
         outcome=result.test.outcome,
