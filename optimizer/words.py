@@ -190,7 +190,7 @@ def what_would_decide(step: Undecided | None, again: str = "optimizer adopt") ->
             f"has left; or {more_evals}."
         )
     return (
-        f"Not decided at {step.runs} fresh runs an eval, the claim's last look: its α is spent, so "
-        f"asking again cannot certify it. Go on searching (`optimizer resume`) and adopt a later "
-        f"version; {more_evals}."
+        f"Not decided at {step.runs} fresh runs an eval, the claim's last look: its α is spent, "
+        "so asking again cannot certify it. Go on searching (`optimizer resume`) and adopt a "
+        f"later version; {more_evals}."
     )

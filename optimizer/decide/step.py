@@ -210,8 +210,8 @@ def decide(
     alpha: float | None = None,
     certifies: bool = False,
 ) -> Decision:
-    """won / lost / tie by docs/design.md §8 under the rule selection.rule names: rule_for(selection)
-    .decide over the evidence, asked as Asked says (comparison.py names each argument)."""
+    """won / lost / tie by docs/design.md §8 under the rule selection.rule names (rule_for): the
+    scores and counts as Measured holds them, asked as Asked says (comparison.py names each)."""
     measured = Measured(child_scores, parent_scores, tally, judge_errors, total_runs, unscored)
     asked = Asked(first_runs, look, scope, alpha, certifies)
     return rule_for(selection).decide(measured, asked, rng)

@@ -83,9 +83,9 @@ def open_run(
     ws: Workspace, settings: config.Settings, *, refuse: Callable[[int], str] | None, search: bool
 ) -> Iterator[OpenRun]:
     """The folder under its lock, its log configured, its store open and the model client made at
-    the run's budget; closed however the work ends. `refuse`: the sentence that refuses while a
-    daemon runs, of its pid (None: the lock's own). `search`: a systemic failure marks the run failed; an
-    adoption's leaves the run as the search left it."""
+    the run's budget; closed however the work ends. `refuse`: the sentence, of the daemon's pid,
+    that refuses while one runs (None: the lock's own). `search`: a systemic failure marks the run
+    failed; an adoption's leaves the run as the search left it."""
     from optimizer.model import factory as llm
 
     if refuse is not None:
