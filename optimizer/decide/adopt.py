@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, Protocol
+from typing import Protocol
 
 from optimizer.config import Adopt, Selection
 from optimizer.decide import power, spending, step
@@ -139,7 +139,7 @@ class NextStep:
     next_look: int | None  # the next look's fresh runs an eval; None: its looks are spent
     more_usd: float | None  # what every look left would cost; None without an estimate
     evals: int
-    scope: Literal["tasks", "general"]
+    scope: spending.Scope
     found: float  # how often a real gain of `effect` is certified with `evals` evals
     effect: float
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import functools
 import json
 from importlib import resources
-from typing import Any, Literal
+from typing import Any
 
-Scope = Literal["tasks", "general"]
+from optimizer.decide.spending import Scope
 
 
 @functools.lru_cache(maxsize=1)
