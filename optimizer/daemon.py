@@ -5,13 +5,11 @@ store/export.py. Never runs two daemons on one run folder and never loses commit
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import tomllib
 from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
@@ -20,7 +18,7 @@ from pathlib import Path
 import structlog
 from rich.console import Console
 
-from optimizer import config, logs, sandbox
+from optimizer import config, sandbox
 from optimizer.errors import BadInput, WorkFailed
 from optimizer.execute.claude_env import find_claude
 from optimizer.grow import outlook
@@ -32,12 +30,11 @@ from optimizer.model import prompts as prompting
 from optimizer.report import spend, summary
 from optimizer.report.resume import budget_refusal, resume_point
 from optimizer.search import estimate as preview
-from optimizer.search import probe
+from optimizer.search import probe, runfolder
 from optimizer.search.stops import SignalFlag, parse_deadline
-from optimizer.store import readonly, registry, resumes, runs, runtoml, workspace
-from optimizer.store.db import Store
+from optimizer.store import readonly, registry, resumes, runtoml, workspace
 from optimizer.store.files import Workspace, write_text
-from optimizer.store.lock import lock, mark_starting, running_pid
+from optimizer.store.lock import mark_starting, running_pid
 
 log = structlog.get_logger()
 
@@ -152,11 +149,7 @@ def resume(
     reached it while it was starting left the STOP file, which its first check reads)."""
     prompting.check_installed()
     ws = Workspace(run_dir)
-    if not ws.state_db.exists() or not ws.run_toml.exists():
-        raise BadInput(
-            f"{run_dir}: not a run folder (no state.db and run.toml); start one with "
-            "`optimizer run SKILL_DIR`."
-        )
+    runfolder.require(ws, "start one with `optimizer run SKILL_DIR`.")
     if not workspace.started(ws):
         raise BadInput(
             f"{run_dir}: its creation was interrupted before the run began; start it "
@@ -167,13 +160,7 @@ def resume(
             f"{ws.state_db}: holds no run although the run began (the database was "
             "emptied or replaced); restore it from a copy or start a new run."
         )
-    try:
-        base = tomllib.loads(ws.run_toml.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(
-            f"{ws.run_toml}: not valid TOML ({exc}); restore it or start a new run."
-        ) from None
-    loaded = config.load(base=base, env=os.environ, overrides=overrides, flags=flags)
+    loaded = runfolder.settings_from(ws, overrides, flags, restore="restore it or start a new run")
     settings = loaded.settings
     unconfined = _confinement(settings)
     if flags.get("budget.deadline"):
@@ -232,12 +219,13 @@ def _refuse_a_second_run(skill_dir: Path) -> None:
 
 
 def _refuse_if_running(ws: Workspace) -> None:
-    pid = running_pid(ws)
-    if pid is not None:
-        raise BadInput(
+    runfolder.refuse_if_running(
+        ws,
+        lambda pid: (
             f"{ws.root}: a daemon is already running on this run folder (pid {pid}); "
             f"stop it first with `optimizer stop {ws.root}`."
-        )
+        ),
+    )
 
 
 def _spawn(ws: Workspace, console: Console, notify: str | None = None) -> int:
@@ -291,43 +279,31 @@ def _foreground(
     flag = SignalFlag()
     flag.install()
     try:
-        with lock(ws):
-            _loop(ws, settings, console, flag, resumed=resumed)
+        with runfolder.open_run(ws, settings, refuse=None, search=True) as opened:
+            _loop(opened, console, flag, resumed=resumed)
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     return 0  # the reporter printed how the run stopped, and its current best
 
 
-def _loop(
-    ws: Workspace, settings: config.Settings, console: Console, flag: SignalFlag, *, resumed: bool
-) -> None:
-    from optimizer.model import factory as llm
+def _loop(opened: runfolder.OpenRun, console: Console, flag: SignalFlag, *, resumed: bool) -> None:
     from optimizer.search import engine
-    from optimizer.search.targets import TARGETS
 
+    ws, settings, store = opened.ws, opened.settings, opened.store
     workspace.remove_stale_temp_files(ws)
-    logs.configure(ws.log, console=False)
     if settings.sandbox.mode == "none":  # the console said so at the start; the log keeps it
         log.warning("sandbox.unconfined", reason=sandbox.UNCONFINED_LINE)
-    store = Store(ws.state_db, busy_timeout_s=settings.store.busy_timeout_s)
-    try:
-        # The run's row is keyed by its folder's name (store/workspace.create); a folder moved or
-        # renamed since keeps its state under the old name, so the key follows the folder.
-        if (store.run_row() or {}).get("id", ws.root.name) != ws.root.name:
-            runs.rekey(store, ws.root.name)
-        if resumed:
-            resumes.record_resume(store, settings)
-        client = llm.make_client(settings, store, budget_usd=settings.budget.usd)
-        target = TARGETS[(store.run_row() or {}).get("target") or "body"]
-        asyncio.run(
-            engine.optimize(
-                ws, store, client, settings, open_target=target, flag=flag, console=console
-            )
+    if resumed:
+        resumes.record_resume(store, settings)
+    asyncio.run(
+        engine.optimize(
+            ws,
+            store,
+            opened.client,
+            settings,
+            open_target=opened.open_target,
+            flag=flag,
+            console=console,
         )
-    except WorkFailed as exc:
-        with suppress(Exception):  # best effort: the database may be what failed
-            runs.failed(store, ws.root.name, str(exc))
-        raise
-    finally:
-        store.close()
+    )

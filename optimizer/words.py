@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
+from typing import Protocol
 
 # Words whose plural is not the word and an s.
 _PLURALS = {"was": "were", "has": "have", "is": "are", "analysis": "analyses"}
@@ -131,3 +132,65 @@ def step_scope(scope: str | None, units: str = "evals") -> str:
     if scope in ("tasks", "these_tasks"):
         return f"a step on these {'queries' if units == 'queries' else 'tasks'}"
     return f"a step over {units} like these"
+
+
+def not_a_run(folder: object, lacks: str = "state.db", fix: str = "") -> str:
+    """'runs/x: not a run folder (no state.db); start one with …': the one sentence for a folder a
+    command was given as a run folder and is not, naming what it lacks and, where there is one,
+    the fix."""
+    return f"{folder}: not a run folder (no {lacks})" + (f"; {fix}" if fix else ".")
+
+
+class Undecided(Protocol):
+    """What would decide a claim that was not certified (decide/adopt.NextStep has these)."""
+
+    @property
+    def below(self) -> bool: ...
+    @property
+    def runs(self) -> int: ...
+    @property
+    def next_look(self) -> int | None: ...
+    @property
+    def more_usd(self) -> float | None: ...
+    @property
+    def evals(self) -> int: ...
+    @property
+    def scope(self) -> str: ...
+    @property
+    def found(self) -> float: ...
+    @property
+    def effect(self) -> float: ...
+
+
+def what_would_decide(step: Undecided | None, again: str = "optimizer adopt") -> str:
+    """One sentence for a version that was not certified (None: it was, nothing to say): what
+    would decide the claim. Never a route that resets its α: asking again (`again`) goes on from
+    the claim's next look, and once its looks are spent only a later version can be certified."""
+    if step is None:
+        return ""
+    if step.below:
+        return (
+            "Its fresh runs score below the version you have: more runs would not certify it; "
+            "go on searching (`optimizer resume`) and adopt a later version."
+        )
+    claim = "these tasks" if step.scope == "tasks" else "evals like these"
+    more_evals = (
+        f"more evals for the next claim (with {step.evals}, a +{step.effect:.2f} gain is certified "
+        f"on {claim} {step.found:.0%} of the time; `optimizer evals suggest` or `mine` grow them)"
+    )
+    if step.next_look is not None:
+        cost = (
+            f", about ${step.more_usd:.2f} more if every look is needed"
+            if step.more_usd is not None
+            else ""
+        )
+        return (
+            f"Not decided at {step.runs} fresh runs an eval. Asking again (`{again}`) goes on with "
+            f"this claim from its next look ({step.next_look} runs an eval{cost}) and the α it "
+            f"has left; or {more_evals}."
+        )
+    return (
+        f"Not decided at {step.runs} fresh runs an eval, the claim's last look: its α is spent, "
+        "so asking again cannot certify it. Go on searching (`optimizer resume`) and adopt a "
+        f"later version; {more_evals}."
+    )

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 from inprocess import EXAMPLE, cli
 
+from optimizer import words
 from optimizer.config import Adopt, Selection
 from optimizer.decide import adopt as rule
 from optimizer.decide import spending
+from optimizer.report import adopted
 
 RUN = ("run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=1", "--max-iterations", "2")
 
@@ -88,7 +90,8 @@ def test_the_estimate_counts_both_sides_at_each_look():
     found = rule.Estimate(evals=4, looks=spending.schedule(3, 12), per_run_usd=0.05)
     assert found.first_usd == pytest.approx(2 * 4 * 3 * 0.05)
     assert found.most_usd == pytest.approx(2 * 4 * 12 * 0.05)
-    assert "$1.20" in found.line() and "$4.80" in found.line()
+    said = adopted.estimate_line(found)
+    assert "$1.20" in said and "$4.80" in said
 
 
 def test_a_version_below_the_one_you_have_is_told_that_more_runs_will_not_help():
@@ -100,7 +103,7 @@ def test_a_version_below_the_one_you_have_is_told_that_more_runs_will_not_help()
         look=6,
         rng=random.Random(0),
     )
-    said = rule.what_would_decide(low, adopt=Adopt(), evals=5, estimate=None)
+    said = words.what_would_decide(rule.next_step(low, adopt=Adopt(), evals=5, estimate=None))
     assert low.decision == "lost" and "more runs would not certify it" in said
 
 

@@ -79,7 +79,7 @@ def ledger(thetas: list[float], *, se: float = 0.1, seed: int = 0, mirrored: boo
 def first_stop(thetas: list[float], budget: float = 25.0, **kw) -> tuple[int | None, str | None]:
     """After which proposal the rule first stops the synthetic run (None: it never does)."""
     finished, versions, spent = ledger(thetas, **kw)
-    rule = stops.worth_going_on(None, 8, budget)
+    rule = stops.WorthGoingOn(None, 8, budget)
     for k in range(1, len(finished) + 1):
         state = stops.from_ledger(
             finished=finished[:k], versions=versions, spent=spent, best="v0", spent_usd=USD * k
@@ -138,8 +138,8 @@ def test_the_value_of_a_point_is_the_users_or_the_headroom_over_the_budget():
     state = stops.from_ledger(
         finished=finished, versions=versions, spent=spent, best="v0", spent_usd=USD * 16
     )
-    assert stops.worth_going_on(None, 8, 25.0)(state) is None
-    assert stops.worth_going_on(5.0, 8, 25.0)(state) is not None
+    assert stops.WorthGoingOn(None, 8, 25.0)(state) is None
+    assert stops.WorthGoingOn(5.0, 8, 25.0)(state) is not None
 
 
 def test_the_rule_reads_the_ledger_not_its_order():
@@ -167,7 +167,7 @@ def test_the_noise_of_a_step_is_read_from_its_interval():
 
 
 def test_free_proposals_never_stop_on_their_price():
-    rule = stops.worth_going_on(0.05, 8, 4.0)
+    rule = stops.WorthGoingOn(0.05, 8, 4.0)
     finished, versions, _ = ledger([0.0] * 12, seed=0)
     state = stops.from_ledger(
         finished=finished, versions=versions, spent={}, best="v0", spent_usd=0

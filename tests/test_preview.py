@@ -172,7 +172,7 @@ def test_the_adoptions_reserve_is_estimated_shown_and_named_where_the_budget_sto
     assert adopting["iterations_in_budget"] == max(0, int(left // adopting["per_iteration"]["usd"]))
     assert adopting["iterations_in_budget"] < plain["iterations_in_budget"]
     kept = stops.Kept(test_usd=0.69, adoption_usd=2.26)
-    said = stops.budget(3.0, kept)(stops.LoopState(spent_usd=0.06))
+    said = stops.Budget(3.0, kept)(stops.LoopState(spent_usd=0.06))
     assert said == (
         "spent $0.06 of the $3.00 budget ($0.69 of it kept for the sealed test, $2.26 for the "
         "adoption at the end)"

@@ -333,3 +333,13 @@ def test_trigger_json_validates_against_its_model():
         s.TriggerFile.model_validate(
             {"version": "v0", "probe": "api", "train": m, "validation": {**m, "accuracy": 1.0}}
         )
+
+
+def test_the_files_verdicts_are_the_decisions_verdicts():
+    """The seed contract cannot import decide/ (shared modules import only each other), so its
+    copy of the verdict Literal is held to decide/verdict.Verdict here."""
+    from typing import get_args
+
+    from optimizer.decide.verdict import Verdict
+
+    assert get_args(s.Decided) == get_args(Verdict)

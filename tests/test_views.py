@@ -15,13 +15,14 @@ import pytest
 from fixtures.workspace_builder import build_workspace
 from rich.console import Console
 
-from optimizer import daemon, schemas
+from optimizer import schemas
 from optimizer.errors import BadInput
 from optimizer.report import progress, read, show, status
 from optimizer.report import tree as lineage_view
 from optimizer.report.format import num, readable
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json
+from optimizer.store.lock import lock
 
 SEEDS = Path(__file__).parent / "fixtures" / "seeds"
 
@@ -197,7 +198,7 @@ def test_status_while_a_daemon_holds_the_folder(tmp_path):
                 }
             )
             writer.db["runs"].update(built.root.name, {"last_error": "disk full on /tmp"})
-        with daemon.lock(ws):
+        with lock(ws):
             info = status.status(built.root)
         assert info["running"] is True and info["pid"] == os.getpid()
         assert info["versions"] == 4 and "v9" in info["pending"]

@@ -18,7 +18,6 @@ from inprocess import EXAMPLE, cli
 from rich.console import Console
 
 from optimizer import cli as cli_module
-from optimizer import daemon
 from optimizer.cli import tools as cli_tools
 from optimizer.config import Settings
 from optimizer.errors import BadInput
@@ -28,6 +27,7 @@ from optimizer.search.estimate import resumed
 from optimizer.search.reporter import Reporter
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
+from optimizer.store.lock import lock
 
 ESCAPE = re.compile(r"\x1b|\x9b|\r")  # ESC (and so every ANSI sequence), CSI, carriage return
 
@@ -323,7 +323,7 @@ def render(info: dict) -> str:
 def test_status_shows_elapsed_time_and_a_rough_finish_while_running(tmp_path):
     built = build_workspace(tmp_path / "run", versions=3, status="running")
     _paced(built.root)
-    with daemon.lock(Workspace(built.root)):
+    with lock(Workspace(built.root)):
         info = status.status(built.root)
     assert info["elapsed_s"] > 0
     assert info["finish"]["by"] == "pace" and info["finish"]["seconds"] == 1800  # 3 left × 10 min
@@ -372,7 +372,7 @@ def test_status_counts_the_budget_in_iterations_at_their_measured_cost(tmp_path)
             )
     finally:
         store.close()
-    with daemon.lock(Workspace(built.root)):
+    with lock(Workspace(built.root)):
         info = status.status(built.root)
     assert info["spent_usd"] == 7.0
     # At the preview's $10, $13 would buy 2 iterations (20 minutes); measured, the limit decides.
@@ -383,12 +383,12 @@ def test_status_finish_is_the_deadline_or_unknown_without_a_pace(tmp_path):
     soon = (datetime.now(UTC) + timedelta(minutes=20)).isoformat(timespec="seconds")
     built = build_workspace(tmp_path / "run", versions=3, status="running")
     _paced(built.root, deadline=soon)
-    with daemon.lock(Workspace(built.root)):
+    with lock(Workspace(built.root)):
         info = status.status(built.root)
     assert info["finish"]["by"] == "deadline" and 1100 < info["finish"]["seconds"] <= 1200
     assert "at the latest (the deadline" in render(info)
     _paced(built.root, finished=0)
-    with daemon.lock(Workspace(built.root)):
+    with lock(Workspace(built.root)):
         info = status.status(built.root)
     assert info["finish"]["seconds"] is None
     assert re.search(r"finish\s+unknown", render(info))

@@ -69,13 +69,13 @@ def _stop_reasons(tmp_path: Path) -> list[str]:
     state = stops.LoopState(iterations_done=3, iterations_without_win=3, best_score=1.0)
     state.spent_usd = 5.0
     conditions = [
-        stops.max_iterations(3),
-        stops.plateau(3),
-        stops.target(0.9),
-        stops.budget(5.0),
-        stops.deadline(datetime(2026, 1, 1), clock=lambda: datetime(2026, 1, 2)),
-        stops.stop_file(stop_file),
-        flag.condition(),
+        stops.MaxIterations(3),
+        stops.Plateau(3),
+        stops.Target(0.9),
+        stops.Budget(5.0),
+        stops.Deadline(datetime(2026, 1, 1), clock=lambda: datetime(2026, 1, 2)),
+        stops.StopFile(stop_file),
+        flag,
     ]
     found = [c(state) for c in conditions]
     assert all(found), found

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from optimizer import words
 from optimizer.cli.common import (
     BUDGET_DEFAULT,
     RUNS_DEFAULT,
@@ -164,9 +165,7 @@ def summary_cmd(
     folder = require_dir(run_dir, "run")
     md, js = summary.paths(folder)
     if not Workspace(folder).state_db.is_file():
-        raise BadInput(
-            f"{folder}: not a run folder (no state.db); pass a folder `optimizer run` made."
-        )
+        raise BadInput(words.not_a_run(folder, fix="pass a folder `optimizer run` made."))
     # The one written when the run ended, which may carry a night's error; a live run's is made now.
     if md.is_file() and js.is_file() and running_pid(Workspace(folder)) is None:
         text = js.read_text(encoding="utf-8") if as_json else md.read_text(encoding="utf-8")

@@ -9,9 +9,11 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from optimizer.config import Adopt, Selection
 from optimizer.decide import power, spending, step
+from optimizer.decide.comparison import Asked, Measured
 from optimizer.schemas import Adoption, RuleDecision
 
 # Fresh runs of adoption k use samples from k·FRESH_SAMPLES + 1: a step's runs use 1..max_runs
@@ -54,6 +56,35 @@ def reserved_runs(adopt: Adopt) -> int:
     return schedule[min(RESERVED_LOOKS, len(schedule)) - 1]
 
 
+class AdoptionRule(Protocol):
+    """A claim the user acts on, decided at one look on fresh runs of both sides: certified
+    ("won"), refused ("lost") or undecided ("tie"; more fresh runs may decide it while the
+    decision says `needs_more_runs`). A pure function of what was measured and a seeded random."""
+
+    def decide(self, measured: Measured[int], look: int, rng: random.Random) -> RuleDecision: ...
+
+
+@dataclass(frozen=True)
+class FreshRuns:
+    """The adoption rule: the sequential step rule at the adoption's level, cap, threshold and
+    scope (rule()). No comparator: its verdicts are a step's aid, and a claim the user acts on
+    rests on the scores alone."""
+
+    selection: Selection
+    adopt: Adopt
+
+    def decide(self, measured: Measured[int], look: int, rng: random.Random) -> RuleDecision:
+        scores = replace(measured, tally=None)
+        asked = Asked(
+            first_runs=self.adopt.first_runs,
+            look=look,
+            scope=self.adopt.scope,
+            alpha=self.adopt.alpha,
+            certifies=True,
+        )
+        return step.Sequential(rule(self.selection, self.adopt)).decide(scores, asked, rng)
+
+
 def decide(
     candidate: Mapping[int, list[float]],
     base: Mapping[int, list[float]],
@@ -66,24 +97,9 @@ def decide(
     total_runs: int = 0,
     unscored: int = 0,
 ) -> RuleDecision:
-    """certified ("won"), refused ("lost": below zero or futile) or undecided ("tie", more fresh
-    runs may decide it while `needs_more_runs`). No comparator: its verdicts are a step's aid,
-    and a claim the user acts on rests on the scores alone."""
-    return step.decide(
-        candidate,
-        base,
-        None,
-        selection=rule(selection, adopt),
-        rng=rng,
-        judge_errors=judge_errors,
-        total_runs=total_runs,
-        unscored=unscored,
-        first_runs=adopt.first_runs,
-        look=look,
-        scope=adopt.scope,
-        alpha=adopt.alpha,
-        certifies=True,
-    )
+    """FreshRuns(selection, adopt) over both sides' fresh scores at `look` runs an eval."""
+    measured = Measured(candidate, base, None, judge_errors, total_runs, unscored)
+    return FreshRuns(selection, adopt).decide(measured, look, rng)
 
 
 @dataclass(frozen=True)
@@ -111,61 +127,41 @@ class Estimate:
     def most_usd(self) -> float:
         return self.usd(self.looks[-1])
 
-    def line(self) -> str:
-        first, most = self.looks[0], self.looks[-1]
-        bound = "at most " if self.margin > 1 else ""
-        priced = (
-            f", at the measured price per run and {self.margin - 1:.0%} more"
-            if self.margin > 1
-            else ""
-        )
-        again = f"goes on from its {self.paid} fresh runs an eval; " if self.paid else ""
-        return (
-            f"{again}{self.evals} evals × {first} fresh runs each side at the "
-            f"{'next' if self.paid else 'first'} look: {bound}${self.first_usd:.2f}; "
-            f"{bound}${self.most_usd:.2f} if every look is needed (up to {most} runs an eval"
-            f"{priced})"
-        )
+
+@dataclass(frozen=True)
+class NextStep:
+    """What would decide a claim that was not certified, as data (words.what_would_decide says it).
+    Never a route that resets its α: asking again goes on from the claim's next look, and once its
+    looks are spent only a later version (or a claim on more evals) can be certified."""
+
+    below: bool  # its fresh runs score below the version the user has: more runs cannot help
+    runs: int  # fresh runs an eval the claim reached
+    next_look: int | None  # the next look's fresh runs an eval; None: its looks are spent
+    more_usd: float | None  # what every look left would cost; None without an estimate
+    evals: int
+    scope: spending.Scope
+    found: float  # how often a real gain of `effect` is certified with `evals` evals
+    effect: float
 
 
-def what_would_decide(
-    decision: RuleDecision,
-    *,
-    adopt: Adopt,
-    evals: int,
-    estimate: Estimate | None,
-    again: str = "optimizer adopt",
-) -> str:
-    """One sentence for a version that was not certified: what would decide the claim. Never a
-    route that resets its α: asking again (`again`) goes on from the claim's next look, and once
-    its looks are spent only a later version (or a claim on more evals) can be certified."""
+def next_step(
+    decision: RuleDecision, *, adopt: Adopt, evals: int, estimate: Estimate | None
+) -> NextStep | None:
+    """What would decide the claim; None when it was certified."""
     if decision.decision == "won":
-        return ""
-    if decision.decision == "lost" and (decision.delta or 0) < 0:
-        return (
-            "Its fresh runs score below the version you have: more runs would not certify it; "
-            "go on searching (`optimizer resume`) and adopt a later version."
-        )
-    claim = "these tasks" if adopt.scope == "tasks" else "evals like these"
-    found = power.power_at(max(1, evals), adopt.scope)
-    more_evals = (
-        f"more evals for the next claim (with {evals}, a +{power.effect():.2f} gain is certified "
-        f"on {claim} {found:.0%} of the time; `optimizer evals suggest` or `mine` grow them)"
-    )
+        return None
     runs = decision.runs_per_eval
     left = [k for k in looks(adopt) if k > runs]
-    if left:
-        more = replace(estimate, paid=runs).usd(left[-1]) if estimate else 0.0
-        cost = f", about ${more:.2f} more if every look is needed" if estimate else ""
-        return (
-            f"Not decided at {runs} fresh runs an eval. Asking again (`{again}`) goes on with this "
-            f"claim from its next look ({left[0]} runs an eval{cost}) and the α it has left; or "
-            f"{more_evals}."
-        )
-    return (
-        f"Not decided at {runs} fresh runs an eval, the claim's last look: its α is spent, so "
-        f"asking again cannot certify it. Go on searching (`optimizer resume`) and adopt a later "
-        f"version; {more_evals}."
+    more = replace(estimate, paid=runs).usd(left[-1]) if estimate and left else None
+    return NextStep(
+        below=decision.decision == "lost" and (decision.delta or 0) < 0,
+        runs=runs,
+        next_look=left[0] if left else None,
+        more_usd=more,
+        evals=evals,
+        scope=adopt.scope,
+        found=power.power_at(max(1, evals), adopt.scope),
+        effect=power.effect(),
     )
 
 

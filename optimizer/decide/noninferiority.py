@@ -17,7 +17,7 @@ import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from optimizer.decide.stats import mean, stddev, t_quantile
 
@@ -141,6 +141,50 @@ def check_tasks(
     return NonInferiority(
         outcome, delta, low, high, confidence, margin, n, se, own < floor, t, reason, "runs"
     )
+
+
+class GateRule(Protocol):
+    """Is HEAD not worse than BASE: an outcome from both sides' per-run scores on the evals both
+    scored, `step` the scores' resolution (resolution()). Pure."""
+
+    def check(
+        self, head: Mapping[int, Sequence[float]], base: Mapping[int, Sequence[float]], step: float
+    ) -> NonInferiority: ...
+
+
+@dataclass(frozen=True)
+class OnTheseTasks:
+    """The claim on these tasks (check_tasks): the runs are the units; needs 2 runs a side."""
+
+    confidence: float
+    margin: float
+
+    def check(
+        self, head: Mapping[int, Sequence[float]], base: Mapping[int, Sequence[float]], step: float
+    ) -> NonInferiority:
+        return check_tasks(head, base, confidence=self.confidence, margin=self.margin, step=step)
+
+
+@dataclass(frozen=True)
+class InGeneral:
+    """The claim in general (check): the evals are the units, over their paired differences."""
+
+    confidence: float
+    margin: float
+
+    def check(
+        self, head: Mapping[int, Sequence[float]], base: Mapping[int, Sequence[float]], step: float
+    ) -> NonInferiority:
+        diffs = {e: mean(head[e]) - mean(base[e]) for e in head if e in base}
+        return check(diffs, confidence=self.confidence, margin=self.margin, step=step)
+
+
+def gate_rule(scope: str, runs: int, *, confidence: float, margin: float) -> GateRule:
+    """The claim `scope` names ("tasks", "general"); one run a side has no spread within an eval
+    to measure, so there it is the claim in general."""
+    if scope == "tasks" and runs >= 2:
+        return OnTheseTasks(confidence, margin)
+    return InGeneral(confidence, margin)
 
 
 def _verdict(

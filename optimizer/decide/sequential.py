@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Any, Literal
+from typing import Any
 
 from optimizer import words
 from optimizer.decide import verdict
@@ -200,9 +200,9 @@ def promotion_power(
 
 @dataclass(frozen=True)
 class Look:
-    """One look's outcome, for select.decide to wrap into a Decision."""
+    """One look's outcome, for the step rule (step.py) to wrap into a Decision."""
 
-    decision: Literal["won", "lost", "tie"]
+    decision: verdict.Verdict
     reason: str
     delta: float
     low: float | None
@@ -286,7 +286,7 @@ def look(
     upcoming = next_look(runs, first_runs, max_runs)
 
     def out(
-        decision: Literal["won", "lost", "tie"],
+        decision: verdict.Verdict,
         reason: str,
         more: bool = False,
         futile: bool = False,

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
+# A decision's verdict, the one definition every decision and view imports: the child won, lost,
+# or neither was shown (a tie). An adoption reads the same three as certified, refused, undecided.
+Verdict = Literal["won", "lost", "tie"]
 Side = Literal["above", "below", "across"]
 
 

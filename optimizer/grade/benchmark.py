@@ -11,7 +11,8 @@ eval_config (config.load(eval_config=...)): settings layering is the caller's.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from optimizer.grade.aggregate import aggregate
 from optimizer.grade.judge import warn_same_model
 from optimizer.grade.markdown import render_markdown
 from optimizer.grade.unit import Grader, Job, Scored, committed, graded_again, jobs_for
-from optimizer.inputs.evals import load_evals
+from optimizer.inputs.evals import EvalSet, load_evals
 from optimizer.model.port import Client
 from optimizer.store.db import Store
 from optimizer.store.files import write_json, write_text
@@ -50,6 +51,32 @@ def counting(progress: Progress | None, total: int) -> Callable[[Scored], None]:
             )
 
     return step
+
+
+@contextmanager
+def grading(
+    settings: Settings,
+    client: Client,
+    store: Store,
+    evalset: EvalSet,
+    *,
+    skill_name: str,
+    inputs_root: Path,
+    on_run: Callable[[Scored], None] | None = None,
+) -> Iterator[Grader]:
+    """One grader over the executor the settings name, open while the runs are graded: the one
+    way a command outside a run's search (benchmark, execute, gate) grades runs."""
+    with executor_for(None, settings, client) as executor:
+        yield Grader(
+            store,
+            client,
+            settings,
+            evalset,
+            executor,
+            skill_name=skill_name,
+            inputs_root=inputs_root,
+            on_run=on_run,
+        )
 
 
 def default_out_dir(root: Path = Path("runs") / "benchmarks") -> Path:
@@ -110,17 +137,15 @@ async def run_benchmark(
 
     if progress is not None:
         progress(0, len(jobs), "starting")
-    with executor_for(None, settings, client) as executor:
-        grader = Grader(
-            store,
-            client,
-            settings,
-            evalset,
-            executor,
-            skill_name=evalset.skill_name,
-            inputs_root=skill_dir,
-            on_run=step,
-        )
+    with grading(
+        settings,
+        client,
+        store,
+        evalset,
+        skill_name=evalset.skill_name,
+        inputs_root=skill_dir,
+        on_run=step,
+    ) as grader:
         await graded_again(  # the graded runs are read back from the ledger below
             lambda: grader.grade(jobs, scope="benchmark"),
             settings.evals.unscored_retries,
@@ -186,16 +211,9 @@ async def run_once(
         None if without_skill else skill_dir,
         "baseline" if without_skill else "skill",
     )
-    with executor_for(None, settings, client) as executor:
-        grader = Grader(
-            store,
-            client,
-            settings,
-            evalset,
-            executor,
-            skill_name=evalset.skill_name,
-            inputs_root=skill_dir,
-        )
+    with grading(
+        settings, client, store, evalset, skill_name=evalset.skill_name, inputs_root=skill_dir
+    ) as grader:
         scored = (await grader.grade([job], scope="execute"))[eval_id][0]
     return job.run_dir, scored
 

@@ -6,35 +6,25 @@ adoption is continued by the same command from the ledger. Exit 0 certified, 1 n
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
 
-from optimizer import config, logs, words
-from optimizer.errors import BadInput, OptimizerError, RunStopped
+from optimizer import config, words
+from optimizer.errors import OptimizerError, RunStopped
+from optimizer.report import adopted
 from optimizer.schemas import Adoption
 from optimizer.search import adoption as adopting
+from optimizer.search import runfolder
 from optimizer.store import iterations, runs
-from optimizer.store.db import Store
 from optimizer.store.files import Workspace
-from optimizer.store.lock import lock, running_pid
 
 
 def settings_of(ws: Workspace, overrides: list[str]) -> config.Settings:
-    if not ws.state_db.is_file() or not ws.run_toml.is_file():
-        raise BadInput(
-            f"{ws.root}: not a run folder (no state.db and run.toml); pass a run folder or the "
-            "skill folder a run was made from."
-        )
-    try:
-        base = tomllib.loads(ws.run_toml.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{ws.run_toml}: not valid TOML ({exc}); restore it.") from None
-    return config.load(base=base, env=os.environ, overrides=overrides).settings
+    runfolder.require(ws, "pass a run folder or the skill folder a run was made from.")
+    return runfolder.settings_from(ws, overrides).settings
 
 
 def adopt(
@@ -48,81 +38,69 @@ def adopt(
 ) -> Adoption:
     """Certify `version` (default: the search's best) over the adopted version. `confirm` is asked
     with the estimate before anything is paid (None: go on); False from it writes nothing."""
-    from optimizer.model import factory as llm
     from optimizer.search import engine
     from optimizer.search.reporter import Reporter
-    from optimizer.search.state import RunState
     from optimizer.search.stops import SignalFlag
-    from optimizer.search.targets import TARGETS
 
     ws = Workspace(run_dir)
     settings = settings_of(ws, overrides)
-    pid = running_pid(ws)
-    if pid is not None:
-        raise BadInput(
+
+    def waits(pid: int) -> str:
+        return (
             f"{ws.root}: a daemon is running on this run (pid {pid}); an adoption waits for the "
             f"search to end (`optimizer stop {ws.root}`), so it never runs beside it."
         )
-    with lock(ws):
-        logs.configure(ws.log, console=False)
-        store = Store(ws.state_db, busy_timeout_s=settings.store.busy_timeout_s)
-        try:
-            # A run folder moved or renamed since keeps its row under the old name (as the
-            # daemon does at its start, the key follows the folder).
-            if (store.run_row() or {}).get("id", ws.root.name) != ws.root.name:
-                runs.rekey(store, ws.root.name)
-            spent = store.spent_usd()
-            flag = SignalFlag()
-            flag.install()
-            # No call before the estimate is shown: the limit is the spend so far until then.
-            client = llm.make_client(settings, store, budget_usd=spent)
-            with Reporter(None, store, simulated=client.simulated, settings=settings) as ui:
-                run = RunState(
-                    ws, store, client, settings, ui, engine.stop_rules(ws, settings, flag)
-                )
-                claim = adopting.claim_for(run, version)
-                estimate = adopting.estimate_for(run, claim)
-                most = estimate.most_usd if estimate else 0.0
-                # The estimate is an upper bound (the measured price and a margin): the adoption
-                # stops at it, so it never spends more than it printed.
-                limit = max_usd if max_usd is not None else most
-                what = "on these tasks" if claim.scope == "tasks" else "in general"
-                if claim.status != "new":
-                    console.print(_asked_again(claim, settings.adopt), markup=False)
-                console.print(
-                    f"adopt {claim.version} over {claim.base} (better {what}, α "
-                    f"{claim.kept.alpha:g}): "
-                    + (estimate.line() if estimate else "no measured price yet")
-                    + f"; it stops at ${limit:.2f}",
-                    markup=False,
-                    highlight=False,
-                )
-                if confirm is not None and not confirm("certify it now?"):
-                    raise OptimizerError("nothing was adopted: not confirmed.")
-                # The limit is the run's spend so far plus this adoption's: a run whose budget the
-                # night used up can still be adopted, at the price shown. Tonight's deadline was
-                # the search's; the user asked for this adoption now.
-                budget = settings.budget.model_copy(update={"usd": spent + limit, "deadline": ""})
-                paid = settings.model_copy(update={"budget": budget})
-                client.budget_usd = spent + limit
-                run = RunState(ws, store, client, paid, ui, engine.stop_rules(ws, paid, flag))
-                stage = (store.run_row() or {}).get("stage") or "stopped"
-                with TARGETS[(store.run_row() or {}).get("target") or "body"](run) as target:
-                    try:
-                        result = asyncio.run(adopting.certify(run, target, claim))  # type: ignore[arg-type]
-                    except RunStopped as exc:  # the limit or a stop: its runs are in the ledger
-                        raise OptimizerError(
-                            f"the adoption stopped before it decided ({exc}); nothing was adopted. "
-                            f"`optimizer adopt {ws.root} {claim.version} --max-usd X` continues "
-                            "it from its runs so far."
-                        ) from None
-                    finally:
-                        # However the adoption ends, status goes back to what the run was doing:
-                        # the adoption's own stage would otherwise read as still under way.
-                        runs.show_stage(store, ws.root.name, stage)
-                    target.write_lineage(iterations.finished_count(store))
-        finally:
-            store.close()
+
+    with runfolder.open_run(ws, settings, refuse=waits, search=False) as opened:
+        store, client = opened.store, opened.client
+        spent = store.spent_usd()
+        flag = SignalFlag()
+        flag.install()
+        # No call before the estimate is shown: the limit is the spend so far until then.
+        client.budget_usd = spent
+        with Reporter(None, store, simulated=client.simulated, settings=settings) as ui:
+            run = opened.state(ui, flag)
+            claim = adopting.claim_for(run, version)
+            estimate = adopting.estimate_for(run, claim)
+            most = estimate.most_usd if estimate else 0.0
+            # The estimate is an upper bound (the measured price and a margin): the adoption
+            # stops at it, so it never spends more than it printed.
+            limit = max_usd if max_usd is not None else most
+            what = "on these tasks" if claim.scope == "tasks" else "in general"
+            if claim.status != "new":
+                console.print(_asked_again(claim, settings.adopt), markup=False)
+            console.print(
+                f"adopt {claim.version} over {claim.base} (better {what}, α "
+                f"{claim.kept.alpha:g}): "
+                + (adopted.estimate_line(estimate) if estimate else "no measured price yet")
+                + f"; it stops at ${limit:.2f}",
+                markup=False,
+                highlight=False,
+            )
+            if confirm is not None and not confirm("certify it now?"):
+                raise OptimizerError("nothing was adopted: not confirmed.")
+            # The limit is the run's spend so far plus this adoption's: a run whose budget the
+            # night used up can still be adopted, at the price shown. Tonight's deadline was
+            # the search's; the user asked for this adoption now.
+            budget = settings.budget.model_copy(update={"usd": spent + limit, "deadline": ""})
+            paid = settings.model_copy(update={"budget": budget})
+            client.budget_usd = spent + limit
+            run.go_on_under(paid, engine.stop_rules(ws, paid, flag))
+            stage = (store.run_row() or {}).get("stage") or "stopped"
+            with opened.open_target(run) as target:
+                try:
+                    result = asyncio.run(adopting.certify(run, target, claim))  # type: ignore[arg-type]
+                except RunStopped as exc:  # the limit or a stop: its runs are in the ledger
+                    raise OptimizerError(
+                        f"the adoption stopped before it decided ({exc}); nothing was adopted. "
+                        f"`optimizer adopt {ws.root} {claim.version} --max-usd X` continues "
+                        "it from its runs so far."
+                    ) from None
+                finally:
+                    # However the adoption ends, status goes back to what the run was doing:
+                    # the adoption's own stage would otherwise read as still under way.
+                    runs.show_stage(store, ws.root.name, stage)
+                target.write_lineage(iterations.finished_count(store))
     _rewrite_summary(ws.root)
     return result
 

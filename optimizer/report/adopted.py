@@ -76,3 +76,20 @@ def as_json(adoptions: list[Adoption]) -> Adopted:
         "adopted": rule.base_of(adoptions),
         "adoptions": [a.model_dump(mode="json") for a in adoptions],
     }
+
+
+def estimate_line(est: rule.Estimate) -> str:
+    """What certifying costs, said before it is paid: at the first look and if every look is
+    needed; an upper bound when the estimate carries a margin."""
+    first, most = est.looks[0], est.looks[-1]
+    bound = "at most " if est.margin > 1 else ""
+    priced = (
+        f", at the measured price per run and {est.margin - 1:.0%} more" if est.margin > 1 else ""
+    )
+    again = f"goes on from its {est.paid} fresh runs an eval; " if est.paid else ""
+    return (
+        f"{again}{est.evals} evals × {first} fresh runs each side at the "
+        f"{'next' if est.paid else 'first'} look: {bound}${est.first_usd:.2f}; "
+        f"{bound}${est.most_usd:.2f} if every look is needed (up to {most} runs an eval"
+        f"{priced})"
+    )

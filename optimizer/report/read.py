@@ -157,8 +157,9 @@ def _load(ws: Workspace, with_calls: bool) -> RunData:
     if ws.history.is_file():
         return _from_history(ws)
     raise BadInput(
-        f"{run_dir}: not a run folder (no state.db and no history.json); "
-        "pass the folder `optimizer run` created."
+        words.not_a_run(
+            run_dir, "state.db and no history.json", "pass the folder `optimizer run` created."
+        )
     )
 
 

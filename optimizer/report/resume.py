@@ -35,9 +35,9 @@ def resume_point(ws: Workspace, settings: config.Settings) -> str:
     loop = settings.loop
     if loop.spend_all:
         return where
-    if loop.patience is not None and stops.plateau(loop.patience)(state):
+    if loop.patience is not None and stops.Plateau(loop.patience)(state):
         where += f"; the plateau count starts again here (loop.patience = {loop.patience})"
-    elif stops.worth_going_on(loop.min_gain_per_usd, loop.stop_window, settings.budget.usd)(state):
+    elif stops.WorthGoingOn(loop.min_gain_per_usd, loop.stop_window, settings.budget.usd)(state):
         where += (
             "; the stop rule's count of proposals starts again here "
             f"(loop.stop_window = {loop.stop_window})"

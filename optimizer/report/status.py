@@ -30,9 +30,7 @@ def status(run_dir: Path, data: read.RunData | None = None) -> StatusInfo:
     run as read.load read it already, so the report does not read 200 versions twice."""
     ws = Workspace(run_dir)
     if not ws.state_db.is_file():
-        raise BadInput(
-            f"{run_dir}: not a run folder (no state.db); start one with `optimizer run SKILL_DIR`."
-        )
+        raise BadInput(words.not_a_run(run_dir, fix="start one with `optimizer run SKILL_DIR`."))
     data = data or read.load(run_dir)
     run, settings = data.run, data.settings
     pid = running_pid(ws)

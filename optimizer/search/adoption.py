@@ -14,9 +14,11 @@ from typing import Protocol, runtime_checkable
 
 import structlog
 
+from optimizer import words
 from optimizer.config import Adopt
 from optimizer.decide import adopt as rule
 from optimizer.decide import fdr, spending
+from optimizer.decide.comparison import Measured
 from optimizer.errors import BadInput, RunStopped
 from optimizer.grade.unit import (
     MISSING_AGAINST,
@@ -203,6 +205,7 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
     first = rule.first_sample(opened.number)
     level = claim.rule(s.adopt)
     decision = None
+    criterion = rule.FreshRuns(s.selection, level)
     for runs in claim.left:
         run.emit(
             Activity(
@@ -220,27 +223,21 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
             then=f"nothing was adopted. Fix the cause, then `optimizer adopt {run.ws.root} "
             f"{claim.version}` continues it.",
         )
-        decision = rule.decide(
+        scores = Measured(
             claim_means(mine, missing=MISSING_CLAIMED),
             claim_means(theirs, missing=MISSING_AGAINST),
-            selection=s.selection,
-            adopt=level,
-            look=runs,
-            rng=run.rng("adoption", opened.number, runs),
             judge_errors=errors,
             total_runs=total,
             unscored=len(lost),
         )
+        decision = criterion.decide(scores, runs, run.rng("adoption", opened.number, runs))
         adoptions.looked(run.store, opened.number, runs)
         log.info("adoption.look", number=opened.number, runs=runs, decision=decision.decision)
         if not decision.needs_more_runs:
             break
     assert decision is not None  # claim_for refuses a claim without a look left
-    next_step = rule.what_would_decide(
-        decision,
-        adopt=level,
-        evals=len(claim.evals),
-        estimate=estimate,
+    next_step = words.what_would_decide(
+        rule.next_step(decision, adopt=level, evals=len(claim.evals), estimate=estimate),
         again=f"optimizer adopt {run.ws.root} {claim.version}",
     )
     return adoptions.finish(run.store, opened.number, decision, next_step)

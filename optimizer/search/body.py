@@ -12,6 +12,7 @@ from typing import Any
 
 from optimizer.decide import allot, fdr, parents, step
 from optimizer.decide import screen as screening
+from optimizer.decide.comparison import Asked, Measured
 from optimizer.execute import executor_for
 from optimizer.grade.judge import warn_same_model
 from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, judge_errors, unscored_within
@@ -50,6 +51,7 @@ class BodyTarget:
         self.runs_per_eval = run.settings.evals.runs_per_eval
         # A step's first look and v0's runs on train; the sealed test keeps evals.runs_per_eval.
         self.selection = step.for_steps(run.settings.selection)  # what a step is decided under
+        self.rule = step.rule_for(self.selection)
         self.step_runs = self.selection.first_runs or self.runs_per_eval
         self.v0_runs = self.selection.v0_runs or self.runs_per_eval
         warn_same_model(run.settings)
@@ -322,20 +324,11 @@ class BodyTarget:
             runs_of=f"runs of {label} and its parent {parent}",
             then=f"{label} stays undecided. Fix the cause, then `optimizer resume {run.ws.root}`.",
         )
-        return step.decide(
-            eval_means(child),
-            eval_means(parent_res),
-            tally,
-            selection=self.selection,
-            rng=run.rng("bootstrap", label, runs),
-            judge_errors=errors,
-            total_runs=total,
-            unscored=len(lost),
-            first_runs=self.step_runs,
-            look=runs,
-            alpha=alpha,
-            scope=claim,
+        measured = Measured(
+            eval_means(child), eval_means(parent_res), tally, errors, total, len(lost)
         )
+        asked = Asked(first_runs=self.step_runs, look=runs, scope=claim, alpha=alpha)
+        return self.rule.decide(measured, asked, run.rng("bootstrap", label, runs))
 
     async def _analyze(
         self, label: str, parent: str, decision: step.Decision, tally: step.ComparisonTally

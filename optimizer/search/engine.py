@@ -71,14 +71,14 @@ def stop_rules(
 ) -> stops.StopRules:
     return stops.StopRules(
         urgent=(
-            flag.condition(),
-            stops.stop_file(ws.stop_file),
-            stops.budget(s.budget.usd, kept),
-            stops.deadline(stops.parse_deadline(s.budget.deadline)),
+            flag,
+            stops.StopFile(ws.stop_file),
+            stops.Budget(s.budget.usd, kept),
+            stops.Deadline(stops.parse_deadline(s.budget.deadline)),
         ),
         at_iteration_end=(
-            stops.max_iterations(s.loop.max_iterations),
-            stops.target(s.loop.target_score),
+            stops.MaxIterations(s.loop.max_iterations),
+            stops.Target(s.loop.target_score),
         ),
         plateaus=stops.plateaus(s.loop, s.budget.usd, stops.parse_deadline(s.budget.deadline)),
     )

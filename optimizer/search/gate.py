@@ -19,8 +19,7 @@ from optimizer.config import Settings
 from optimizer.decide import noninferiority
 from optimizer.decide.step import paired_differences
 from optimizer.errors import BudgetExhausted
-from optimizer.execute import executor_for
-from optimizer.grade.benchmark import counting
+from optimizer.grade.benchmark import counting, grading
 from optimizer.grade.unit import (
     MISSING_AGAINST,
     MISSING_CLAIMED,
@@ -121,17 +120,15 @@ async def run_gate(
     ]
     random.Random(f"{settings.loop.seed}:gate order").shuffle(jobs)
     try:
-        with executor_for(None, settings, client) as executor:
-            grader = Grader(
-                store,
-                client,
-                settings,
-                evalset,
-                executor,
-                skill_name=names["head"],  # each job names its own side's skill
-                inputs_root=base,  # eval files are relative to BASE, as loaded
-                on_run=step,
-            )
+        with grading(
+            settings,
+            client,
+            store,
+            evalset,
+            skill_name=names["head"],  # each job names its own side's skill
+            inputs_root=base,  # eval files are relative to BASE, as loaded
+            on_run=step,
+        ) as grader:
             graded = await _grade(grader, jobs, settings.evals.unscored_retries)
     except BudgetExhausted as exc:
         result.note = f"the budget ran out before both skills were measured: {exc}"
@@ -198,18 +195,12 @@ def _decide(
         e: len(evalset.by_id(e).expectations) + len(evalset.by_id(e).structural) for e in diffs
     }
     step = noninferiority.resolution(min(sizes), counts)
-    if scope == "tasks" and min(sizes) >= 2:  # the claim on these tasks: the runs are the units
-        result.test = noninferiority.check_tasks(
-            {e: means["head"][e] for e in diffs},
-            {e: means["base"][e] for e in diffs},
-            confidence=settings.selection.confidence,
-            margin=margin,
-            step=step,
-        )
-    else:  # in general (or one run a side: no spread within an eval to measure)
-        result.test = noninferiority.check(
-            diffs, confidence=settings.selection.confidence, margin=margin, step=step
-        )
+    rule = noninferiority.gate_rule(
+        scope, min(sizes), confidence=settings.selection.confidence, margin=margin
+    )
+    result.test = rule.check(
+        {e: means["head"][e] for e in diffs}, {e: means["base"][e] for e in diffs}, step
+    )
     log.info(
         "gate.decided",
         outcome=result.test.outcome,

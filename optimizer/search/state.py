@@ -57,6 +57,11 @@ class RunState:
         if stops.first(stop_rules.plateaus, before):
             self.plateau_from = before.iterations_done
 
+    def go_on_under(self, settings: Settings, stop_rules: stops.StopRules) -> None:
+        """Work on under other settings and stop rules (an adoption's own budget, once the user
+        saw its estimate). The plateau counts stay where they were: only the search reads them."""
+        self.settings, self.stops = settings, stop_rules
+
     def interrupted(self) -> str | None:
         """The reason to stop now (a signal, the stop file, the budget, the deadline), or None.
         Asked before every run starts, so it reads the spend from the client, not the ledger."""

@@ -1,8 +1,9 @@
-"""Stop conditions: small callables over the loop's state, checked between units of work, never in
-the middle of a write. Each returns a reason (a short sentence) or None.
+"""Stop rules: one class per rule, each a StopRule (a call over the loop's state) with its typed
+settings, checked between units of work, never in the middle of a write. Each returns a reason (a
+short sentence) or None.
 
 The budget and the deadline bound a night; there is no iteration limit unless the user sets one.
-After each finished iteration `worth_going_on` asks whether one more proposal is expected to buy
+After each finished iteration `WorthGoingOn` asks whether one more proposal is expected to buy
 enough score for its cost (docs/design.md §9), from the ledger alone:
 - the cost of a proposal: the search's spend (proposals and the evaluation of their children, not
   v0, the baseline or the sealed test) over the proposals made;
@@ -26,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Protocol
 
 from optimizer import words
 from optimizer.config import Loop
@@ -51,7 +53,10 @@ class LoopState:
     v0_score: float | None = None  # v0's train score
 
 
-Condition = Callable[[LoopState], str | None]
+class StopRule(Protocol):
+    """Why the run stops now, read from the loop's state alone (a clock aside); None: go on."""
+
+    def __call__(self, state: LoopState, /) -> str | None: ...
 
 
 def usd_per_proposal(s: LoopState) -> float | None:
@@ -174,59 +179,73 @@ def plateaus(
     budget_usd: float,
     deadline: datetime | None = None,
     clock: Callable[[], datetime] = datetime.now,
-) -> tuple[Condition, ...]:
+) -> tuple[StopRule, ...]:
     """The plateau rules a run's settings ask for: none with loop.spend_all; loop.patience only
     when set."""
     if loop.spend_all:
         return ()
-    patience = (plateau(loop.patience),) if loop.patience is not None else ()
+    patience = (Plateau(loop.patience),) if loop.patience is not None else ()
     return (
         *patience,
-        worth_going_on(loop.min_gain_per_usd, loop.stop_window, budget_usd, deadline, clock),
+        WorthGoingOn(loop.min_gain_per_usd, loop.stop_window, budget_usd, deadline, clock),
     )
 
 
-def worth_going_on(
-    min_gain_per_usd: float | None,
-    window: int,
-    budget_usd: float,
-    deadline: datetime | None = None,
-    clock: Callable[[], datetime] = datetime.now,
-) -> Condition:
+@dataclass(frozen=True)
+class WorthGoingOn:
     """The stop from the evidence (the module's doc); a search whose proposals cost nothing, or
     whose run has too few measured proposals to tell noise from gain, never stops by it. The
     decision reads the state alone; the clock only words how long was left."""
 
-    def check(s: LoopState) -> str | None:
+    min_gain_per_usd: float | None
+    window: int
+    budget_usd: float
+    deadline: datetime | None = None
+    clock: Callable[[], datetime] = datetime.now
+
+    def __call__(self, s: LoopState) -> str | None:
         cost = usd_per_proposal(s)
-        tail = worth.last_measured(s.recent, window)
+        tail = worth.last_measured(s.recent, self.window)
         if cost is None or tail is None:
             return None
         w = worth.expected(tail, s.judged)
-        value = value_of_gain(min_gain_per_usd, s.v0_score, budget_usd)
+        value = value_of_gain(self.min_gain_per_usd, s.v0_score, self.budget_usd)
         if w is None or value is None or w.gain / cost >= value:
             return None
-        left = (deadline - clock()).total_seconds() if deadline is not None else None
-        return words.not_worth_it(s.spent_usd, budget_usd, w.proposals, w.bought, left)
+        at = self.deadline
+        left = (at - self.clock()).total_seconds() if at is not None else None
+        return words.not_worth_it(s.spent_usd, self.budget_usd, w.proposals, w.bought, left)
 
-    return check
 
-
-def max_iterations(n: int | None) -> Condition:
+@dataclass(frozen=True)
+class MaxIterations:
     """The user's iteration limit; None (the default) is none."""
-    return lambda s: f"reached {n} iterations" if n is not None and s.iterations_done >= n else None
+
+    n: int | None
+
+    def __call__(self, s: LoopState) -> str | None:
+        n = self.n
+        return f"reached {n} iterations" if n is not None and s.iterations_done >= n else None
 
 
-def plateau(patience: int) -> Condition:
-    return lambda s: (
-        f"no win in {patience} iterations (plateau)"
-        if s.iterations_without_win >= patience
-        else None
-    )
+@dataclass(frozen=True)
+class Plateau:
+    patience: int
+
+    def __call__(self, s: LoopState) -> str | None:
+        if s.iterations_without_win >= self.patience:
+            return f"no win in {self.patience} iterations (plateau)"
+        return None
 
 
-def target(score: float) -> Condition:
-    return lambda s: f"the best score reached the target {score}" if s.best_score >= score else None
+@dataclass(frozen=True)
+class Target:
+    score: float
+
+    def __call__(self, s: LoopState) -> str | None:
+        if s.best_score >= self.score:
+            return f"the best score reached the target {self.score}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -259,29 +278,46 @@ class Kept:
 NONE_KEPT = Kept(0.0, 0.0)
 
 
-def budget(usd: float, kept: Kept = NONE_KEPT) -> Condition:
+@dataclass(frozen=True)
+class Budget:
     """The search stops where its spend would eat into what is `kept` for what follows it."""
-    held = f" ({kept.words()})" if kept.usd > 0 else ""
-    return lambda s: (
-        f"spent ${s.spent_usd:.2f} of the ${usd:.2f} budget{held}"
-        if s.spent_usd >= usd - kept.usd
-        else None
-    )
+
+    usd: float
+    kept: Kept = NONE_KEPT
+
+    def __call__(self, s: LoopState) -> str | None:
+        if s.spent_usd < self.usd - self.kept.usd:
+            return None
+        held = f" ({self.kept.words()})" if self.kept.usd > 0 else ""
+        return f"spent ${s.spent_usd:.2f} of the ${self.usd:.2f} budget{held}"
 
 
-def deadline(at: datetime | None, clock: Callable[[], datetime] = datetime.now) -> Condition:
-    return lambda s: (
-        f"the deadline {at.isoformat(timespec='minutes')} passed" if at and clock() >= at else None
-    )
+@dataclass(frozen=True)
+class Deadline:
+    at: datetime | None
+    clock: Callable[[], datetime] = datetime.now
+
+    def __call__(self, s: LoopState) -> str | None:
+        at = self.at
+        return (
+            f"the deadline {at.isoformat(timespec='minutes')} passed"
+            if at and self.clock() >= at
+            else None
+        )
 
 
-def stop_file(path: Path) -> Condition:
-    return lambda s: f"a stop was requested ({path.name})" if path.exists() else None
+@dataclass(frozen=True)
+class StopFile:
+    path: Path
+
+    def __call__(self, s: LoopState) -> str | None:
+        return f"a stop was requested ({self.path.name})" if self.path.exists() else None
 
 
 @dataclass
 class SignalFlag:
-    """SIGINT/SIGTERM ask for a clean stop after the unit in flight; a second SIGINT abandons it."""
+    """SIGINT/SIGTERM ask for a clean stop after the unit in flight; a second SIGINT abandons it.
+    The flag is the stop rule that says so."""
 
     received: list[str] = field(default_factory=list)
 
@@ -295,8 +331,8 @@ class SignalFlag:
         signal.signal(signal.SIGINT, handler)
         signal.signal(signal.SIGTERM, handler)
 
-    def condition(self) -> Condition:
-        return lambda s: f"stopped by {self.received[0]}" if self.received else None
+    def __call__(self, s: LoopState) -> str | None:
+        return f"stopped by {self.received[0]}" if self.received else None
 
 
 @dataclass(frozen=True)
@@ -305,9 +341,9 @@ class StopRules:
     any two units of work; `at_iteration_end` ones (iterations, target) and the `plateaus` only
     between iterations, so an iteration is never cut short for them."""
 
-    urgent: tuple[Condition, ...]
-    at_iteration_end: tuple[Condition, ...] = ()
-    plateaus: tuple[Condition, ...] = ()  # checked at iteration end; a resume starts them afresh
+    urgent: tuple[StopRule, ...]
+    at_iteration_end: tuple[StopRule, ...] = ()
+    plateaus: tuple[StopRule, ...] = ()  # checked at iteration end; a resume starts them afresh
 
     def now(self, state: LoopState) -> str | None:
         return first(self.urgent, state)
@@ -316,9 +352,9 @@ class StopRules:
         return first(self.urgent + self.at_iteration_end + self.plateaus, state)
 
 
-def first(conditions: Sequence[Condition], state: LoopState) -> str | None:
-    for condition in conditions:
-        reason = condition(state)
+def first(rules: Sequence[StopRule], state: LoopState) -> str | None:
+    for rule in rules:
+        reason = rule(state)
         if reason:
             return reason
     return None

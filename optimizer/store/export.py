@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from optimizer import words
 from optimizer.decide import adopt as rule
 from optimizer.errors import BadInput
 from optimizer.schemas import Adoption
@@ -18,7 +19,7 @@ def export_version(run_dir: Path, version: str | None, to: Path, *, force: bool)
     evals/: the versions themselves hold none, so that no agent reads the expectations."""
     ws = Workspace(run_dir)
     if not ws.state_db.exists():
-        raise BadInput(f"{run_dir}: not a run folder (no state.db).")
+        raise BadInput(words.not_a_run(run_dir))
     store = Store(ws.state_db)
     try:
         tried = adoptions.all_of(store)

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from optimizer import words
 from optimizer.errors import BadInput
 from optimizer.store.files import Workspace, write_text
 
@@ -98,7 +99,7 @@ def request_stop(run_dir: Path) -> str:
     for a daemon between units (or one not started yet), SIGTERM for a live one."""
     ws = Workspace(run_dir)
     if not ws.state_db.exists():
-        raise BadInput(f"{run_dir}: not a run folder (no state.db).")
+        raise BadInput(words.not_a_run(run_dir))
     at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     write_text(ws.stop_file, f"stop requested at {at}\n")
     pid = running_pid(ws)

@@ -9,7 +9,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from optimizer import config
+from optimizer import config, words
 from optimizer.errors import BadInput
 from optimizer.inputs import evals
 from optimizer.inputs import skill as skills
@@ -126,7 +126,7 @@ def snapshot_version(src: Path, dest: Path) -> str:
 def best_of(run_dir: Path) -> Path:
     ws = Workspace(run_dir)
     if not ws.state_db.exists():
-        raise BadInput(f"--from {run_dir}: not a run folder (no state.db); name a finished run.")
+        raise BadInput(words.not_a_run(f"--from {run_dir}", fix="name a finished run."))
     store = Store(ws.state_db)
     try:
         best = (store.run_row() or {}).get("current_best") or "v0"

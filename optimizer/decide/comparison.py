@@ -1,0 +1,274 @@
+"""What a step is decided on and what every step rule shares: both sides' scores, the blind
+comparator's tally and the runs left unscored (Measured), how the decision is asked (Asked), the
+protocol each rule implements (StepRule, step.py holds the rules), and the fields and sentences of a
+decision that do not depend on the rule. Pure functions of their inputs."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
+
+from optimizer.config import Selection
+from optimizer.decide.stats import mean
+from optimizer.decide.verdict import Verdict
+from optimizer.schemas import RuleDecision, SelectionComparator, SelectionInterval
+
+EvalId = int | str
+# One kind of id per call: the body target's evals are ints, a caller may key by names.
+E = TypeVar("E", bound=EvalId)
+_EPS = 1e-12
+
+
+@dataclass
+class ComparisonTally:
+    """What the blind comparator found over all run pairs (search/compare.py fills it)."""
+
+    child_wins: int = 0
+    parent_wins: int = 0
+    ties: int = 0
+    inconsistent: int = 0
+    errors: int = 0
+    pairs: int = 0
+    # agreeing pairs / pairs judged in both orders; None when none were
+    swap_consistency: float | None = None
+    single_order: int = 0  # pairs whose first order was a tie, so not judged in the second
+    per_eval: dict[EvalId, dict[str, int]] = field(default_factory=dict)
+    # unblinded reasonings of consistent pairs, for the analyzer: {eval_id, verdict, reasoning}
+    reasons: list[dict[str, Any]] = field(default_factory=list)
+
+
+# The rule's decision is the file's model: the value a rule returns is what selection.json holds.
+Decision = RuleDecision
+
+
+@dataclass(frozen=True)
+class Measured(Generic[E]):
+    """Both sides' scores per eval, the comparator's tally (None: no comparator) and the runs that
+    could not be scored: judge errors and failures of our infrastructure, of total_runs."""
+
+    child: Mapping[E, list[float]]
+    parent: Mapping[E, list[float]]
+    tally: ComparisonTally | None = None
+    judge_errors: int = 0
+    total_runs: int = 0
+    unscored: int = 0
+
+
+@dataclass(frozen=True)
+class Asked:
+    """How a decision is asked. `look` numbers the look (the loop's runs per eval) when evals have
+    run different counts; None: the fewest. `scope` ("tasks", "general"; None: selection.scope) is
+    the claim a promotion makes; `alpha` (None: 1 − confidence) the decision's false-promotion
+    budget, smaller under the night's control (decide/fdr.py). `certifies`: the decision certifies
+    an adoption (decide/adopt.py); a step's reason never reads as a claim."""
+
+    first_runs: int = 1
+    look: int | None = None
+    scope: str | None = None
+    alpha: float | None = None
+    certifies: bool = False
+
+
+class StepRule(Protocol):
+    """A promotion rule (selection.rule names one): won, lost or tie for a child over its parent,
+    a pure function of what was measured, how it is asked and a seeded random.Random."""
+
+    def decide(self, measured: Measured[E], asked: Asked, rng: random.Random) -> Decision: ...
+
+
+class _Common(TypedDict):
+    """The fields of a Decision that every outcome of decide() shares."""
+
+    evals: int
+    runs_per_eval: int
+    max_runs_per_eval: int
+    comparator: SelectionComparator
+    swap_consistency: float | None
+    judge_error_rate: float
+    judge_errors: int
+    total_runs: int
+    min_effect: float
+    unscored: int
+    excluded_evals: list[EvalId]
+    rule: Literal["sequential", "bootstrap"]
+    few_evals: bool
+
+
+@dataclass(frozen=True)
+class Facts(Generic[E]):
+    """What every rule reads off the evidence before it decides anything."""
+
+    ds: dict[E, float]  # d per eval, over evals both sides scored
+    runs: int  # the fewest runs per eval on both sides
+    look: int
+    common: _Common
+    left_out: str  # the sentence naming what the decision could not see, or ""
+    error_rate: float
+
+
+def facts(measured: Measured[E], asked: Asked, selection: Selection) -> Facts[E]:
+    child, parent = measured.child, measured.parent
+    ds = paired_differences(child, parent)
+    comparator = comparator_view(measured.tally)
+    total, errors = measured.total_runs, measured.judge_errors
+    error_rate = errors / total if total else 0.0
+    sizes = [min(len(child[e]), len(parent[e])) for e in ds]
+    runs = min(sizes, default=0)
+    excluded = tuple(sorted((e for e in {*child, *parent} if e not in ds), key=str))
+    common = _Common(
+        evals=len(ds),
+        runs_per_eval=runs,
+        max_runs_per_eval=max(sizes, default=0),
+        comparator=comparator,
+        swap_consistency=comparator.swap_consistency,
+        judge_error_rate=error_rate,
+        judge_errors=errors,
+        total_runs=total,
+        min_effect=selection.min_effect,
+        unscored=measured.unscored,
+        excluded_evals=list(excluded),
+        rule=selection.rule,
+        few_evals=0 < len(ds) < selection.few_evals,
+    )
+    left_out = (
+        _counted(measured.unscored, errors, total)
+        if asked.certifies
+        else _left_out(measured.unscored, total, excluded)
+    )
+    if common["few_evals"]:
+        left_out += (
+            f" It rests on {len(ds)} eval{'s' if len(ds) > 1 else ''}, fewer than "
+            f"{selection.few_evals}: too few to generalise beyond these tasks."
+        )
+    look = runs if asked.look is None else asked.look
+    return Facts(ds, runs, look, common, left_out, error_rate)
+
+
+def unfit(f: Facts[E], measured: Measured[E], selection: Selection) -> Decision | None:
+    """The tie every rule returns before it looks at scores it cannot trust or does not have."""
+    if f.error_rate > selection.max_judge_error_rate + _EPS:
+        # A broken judge is not fixed by more runs of the same judge.
+        return decision(
+            "tie",
+            f"tie: {measured.judge_errors} of {measured.total_runs} runs ({f.error_rate:.0%}) had "
+            f"judge errors, above the limit of {selection.max_judge_error_rate:.0%}, so the "
+            "scores cannot be trusted.",
+            None,
+            None,
+            None,
+            selection.confidence,
+            f.common,
+        )
+    if not f.ds:
+        return decision(
+            "tie",
+            "tie: no eval has scores for both the child and the parent." + f.left_out,
+            None,
+            None,
+            None,
+            selection.confidence,
+            f.common,
+        )
+    return None
+
+
+def decision(
+    verdict: Verdict,
+    reason: str,
+    delta: float | None,
+    low: float | None,
+    high: float | None,
+    confidence: float,
+    common: _Common,
+    *,
+    needs_more_runs: bool = False,
+    futile: bool = False,
+    look_alpha: float | None = None,
+    comparator_p: float | None = None,
+    promotion_power: float | None = None,
+    scope: Literal["tasks", "general"] = "general",
+    next_runs: int | None = None,
+    alpha: float | None = None,
+) -> Decision:
+    return Decision(
+        decision=verdict,
+        reason=reason,
+        delta=delta,
+        interval=SelectionInterval(low=low, high=high, confidence=confidence),
+        needs_more_runs=needs_more_runs,
+        futile=futile,
+        look_alpha=look_alpha,
+        comparator_p=comparator_p,
+        promotion_power=promotion_power,
+        scope=scope,
+        next_runs=next_runs,
+        alpha=alpha,
+        **common,
+    )
+
+
+def paired_differences(
+    child: Mapping[E, list[float]], parent: Mapping[E, list[float]]
+) -> dict[E, float]:
+    """d per eval = mean child score − mean parent score, over evals where both have scores."""
+    return {
+        e: mean(child[e]) - mean(parent[e]) for e in child if e in parent and child[e] and parent[e]
+    }
+
+
+TALLY_COUNTS = (
+    "child_wins",
+    "parent_wins",
+    "ties",
+    "inconsistent",
+    "errors",
+    "pairs",
+    "swap_consistency",
+    "single_order",
+)
+
+
+def _comparator_view(tally: ComparisonTally | None) -> SelectionComparator:
+    return SelectionComparator(**{k: getattr(tally or ComparisonTally(), k) for k in TALLY_COUNTS})
+
+
+def comparator_view(tally: ComparisonTally | None) -> SelectionComparator:
+    return SelectionComparator(**{k: getattr(tally or ComparisonTally(), k) for k in TALLY_COUNTS})
+
+
+def eval_order(e: EvalId) -> tuple[int, int, str]:
+    return (0, e, "") if isinstance(e, int) else (1, 0, str(e))
+
+
+def _counted(unscored: int, judge_errors: int, total: int) -> str:
+    """A claim's sentence for the runs it could not score: they count against their side
+    (grade/unit.claim_means), never left out (../shared/DESIGN.md §24)."""
+    if not unscored and not judge_errors:
+        return ""
+    return (
+        f" {unscored + judge_errors} of {total} runs could not be scored after their retries "
+        f"({judge_errors} judge errors, {unscored} failures of our infrastructure); each counts "
+        "against its side: a failure (0) for the version claimed better, a pass (1) for the "
+        "version it is claimed against."
+    )
+
+
+def _left_out(unscored: int, total: int, excluded: tuple[EvalId, ...]) -> str:
+    """The sentence that says what the decision could not see, when anything was left out."""
+    if not unscored and not excluded:
+        return ""
+    parts = []
+    if unscored:
+        parts.append(
+            f"{unscored} of {total} runs could not be scored (a failure of our "
+            "infrastructure, retried on a later pass or a resume) and are left out"
+        )
+    if excluded:
+        which = ", ".join(str(e) for e in excluded)
+        parts.append(
+            f"eval{'s' if len(excluded) > 1 else ''} {which} had no scored runs on both "
+            "sides and did not count"
+        )
+    return " " + "; ".join(parts).capitalize() + "."
