@@ -8,7 +8,6 @@ import asyncio
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import tomllib
@@ -36,6 +35,7 @@ from optimizer.search import probe
 from optimizer.search.stops import SignalFlag, parse_deadline
 from optimizer.store import readonly, registry, resumes, runs, runtoml, workspace
 from optimizer.store.db import Store
+from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import lock, mark_starting, running_pid
 
@@ -187,7 +187,7 @@ def resume(
         )
     estimate = preview.for_workspace(ws, settings)
     broke = None
-    with suppress(sqlite3.DatabaseError):  # a damaged state.db is said when the loop opens it
+    with suppress(StoreError):  # a damaged state.db is said when the loop opens it
         broke = budget_refusal(ws, settings, estimate)
     if broke:  # before anything is written
         raise BadInput(broke)
@@ -199,7 +199,7 @@ def resume(
     if unconfined:
         console.print(unconfined, style="bold red", markup=False, highlight=False)
     # A damaged state.db gets no line here: opening it for the loop says so, in one sentence.
-    with suppress(sqlite3.DatabaseError):
+    with suppress(StoreError):
         console.print(resume_point(ws, settings), markup=False, highlight=False)
         grown = outlook.resume_note(
             ws.root, readonly.run_row(ws.state_db) or {}, settings.model_dump(mode="json")

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import secrets
-import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from optimizer.grade.preview import natural_key
 from optimizer.report import confinement, overview, pages, read
 from optimizer.report.status import status as run_status
 from optimizer.store import ledger, readonly
+from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import running_pid
 
@@ -40,7 +40,7 @@ def _cost_series(ws: Workspace) -> list[list]:
         return []
     try:
         db = readonly.View(ws.state_db, live=running_pid(ws) is not None)
-    except sqlite3.Error:
+    except StoreError:
         return []
     with db:
         return ledger.cumulative(db, COST_POINTS)

@@ -10,7 +10,6 @@ import json
 import mimetypes
 import os
 import re
-import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from optimizer.grade import preview
 from optimizer.grade.preview import natural_key
 from optimizer.report import folders, read
 from optimizer.store import gradings, readonly
+from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
 from optimizer.store.gradings import Committed
 from optimizer.store.lock import running_pid
@@ -167,7 +167,7 @@ def _committed(ws: Workspace, rel: str, live: bool) -> dict[str, Committed] | No
         return None
     try:
         db = readonly.View(ws.state_db, live=live)
-    except sqlite3.Error:
+    except StoreError:
         return None
     with db:
         return gradings.shown_under(db, rel)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +29,7 @@ from optimizer.store import (
     runs,
     versions,
 )
+from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 from optimizer.store.rows import (
@@ -152,8 +152,8 @@ def _load(ws: Workspace, with_calls: bool) -> RunData:
     if ws.state_db.is_file():
         try:
             return _from_db(ws, with_calls)
-        except sqlite3.DatabaseError as exc:  # pages damaged past the header (SQLITE_CORRUPT)
-            raise BadInput(f"{ws.state_db}: not a readable run database ({exc}).") from None
+        except StoreError as exc:  # not a database, or pages damaged past the header
+            raise BadInput(*exc.problems) from None
     if ws.history.is_file():
         return _from_history(ws)
     raise BadInput(
@@ -163,11 +163,7 @@ def _load(ws: Workspace, with_calls: bool) -> RunData:
 
 
 def _from_db(ws: Workspace, with_calls: bool) -> RunData:
-    try:
-        db = readonly.View(ws.state_db, live=running_pid(ws) is not None)
-    except sqlite3.Error as exc:
-        raise BadInput(f"{ws.state_db}: not a readable run database ({exc}).") from None
-    with db:
+    with readonly.View(ws.state_db, live=running_pid(ws) is not None) as db:
         run = runs.row(db) or {}
         if not run:  # an empty file, or `optimizer run` killed while it created the folder
             raise BadInput(

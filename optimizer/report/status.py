@@ -3,7 +3,6 @@ read-only; safe while its daemon runs. Never writes to the run folder."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +19,7 @@ from optimizer.grow import outlook
 from optimizer.report import adopted, caveats, confinement, finish, folders, read, sealed, spend
 from optimizer.report.format import duration, emit, interval, money, num, pct, signed
 from optimizer.report.info import Defects, StatusInfo
+from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 from optimizer.store.rows import UnscoredKey
@@ -151,7 +151,7 @@ def _estimate(run_dir: Path) -> dict[str, Any] | None:
     """The cost estimate shown when the run started, against what the ledger says was spent."""
     try:
         return spend.estimate_vs_actual(run_dir)
-    except (sqlite3.Error, OSError, ValueError, KeyError):
+    except (StoreError, OSError, ValueError, KeyError):
         return None  # an older run folder, or one whose estimate could not be made
 
 

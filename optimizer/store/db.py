@@ -17,7 +17,7 @@ from sqlite_utils.db import Table
 from optimizer.errors import WorkFailed
 from optimizer.store import ledger
 from optimizer.store.migrations import migrations
-from optimizer.store.rows import CallRow, LedgerSummary, RunRow
+from optimizer.store.rows import CallRow, RunRow
 
 
 def now() -> str:
@@ -128,20 +128,6 @@ class Store:
 
     def spent_usd(self) -> float:
         return ledger.total_usd(self)
-
-    def ledger_summary(self) -> LedgerSummary:
-        calls = self.query(
-            "select count(*) as n, coalesce(sum(cost_usd),0) as cost, "
-            "coalesce(sum(input_tokens),0) as input_tokens, "
-            "coalesce(sum(output_tokens),0) as output_tokens, "
-            "coalesce(sum(cache_write_tokens),0) as cache_write_tokens, "
-            "coalesce(sum(cache_read_tokens),0) as cache_read_tokens, "
-            "coalesce(sum(attempts - 1),0) as retries from calls where outcome = 'ok'"
-        )[0]
-        hits = self.query(
-            "select count(*) as n, coalesce(sum(saved_usd),0) as saved from cache_hits"
-        )[0]
-        return cast(LedgerSummary, {**calls, "cache_hits": hits["n"], "saved_usd": hits["saved"]})
 
     # -- runs table ----------------------------------------------------------------------
     def run_row(self) -> RunRow | None:
