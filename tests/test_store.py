@@ -161,7 +161,8 @@ def test_store_survives_concurrent_writer(tmp_path):
     other = sqlite3.connect(tmp_path / "state.db")
     other.execute("insert into versions(label, hash) values ('v0', 'h0')")
     other.commit()
-    assert (versions.find(store, "v0") or {}).get("hash") == "h0"
+    found = versions.find(store, "v0")
+    assert found is not None and found.hash == "h0"
 
 
 def test_every_store_waits_for_a_busy_writer(tmp_path):

@@ -11,12 +11,13 @@ from optimizer.report.info import StatusInfo, Timing
 from optimizer.search import pace
 from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import per_iteration_usd
-from optimizer.store.rows import IterationRow, RunRow
+from optimizer.store.iterations import Iteration
+from optimizer.store.rows import RunRow
 
 
 def timing(
     run: RunRow,
-    iterations: list[IterationRow],
+    iterations: list[Iteration],
     settings: dict,
     *,
     running: bool,
@@ -39,7 +40,7 @@ def timing(
     if not running:
         return out
     loop, budget = settings.get("loop") or {}, settings.get("budget") or {}
-    seconds, done = pace.seconds_in_iterations(iterations)
+    seconds, done = pace.seconds_in_iterations([(i.started_at, i.finished_at) for i in iterations])
     per = None
     if budget.get("usd"):
         est: Estimate = read.parse_json(run.get("estimate_json")) or Estimate()

@@ -31,15 +31,9 @@ from optimizer.store import (
 )
 from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
+from optimizer.store.iterations import Iteration
 from optimizer.store.lock import running_pid
-from optimizer.store.rows import (
-    DecisionRow,
-    IterationRow,
-    LedgerTotals,
-    PricedCall,
-    RunRow,
-    UnscoredKey,
-)
+from optimizer.store.rows import LedgerTotals, PricedCall, RunRow, UnscoredKey
 
 DECISIONS = ("baseline", "won", "lost", "tie")
 
@@ -80,7 +74,7 @@ class RunData:
     current_best: str | None = None
     simulated: bool = False
     ledger: LedgerTotals = field(default_factory=LedgerTotals)
-    iterations: list[IterationRow] = field(default_factory=list)
+    iterations: list[Iteration] = field(default_factory=list)
     resumes: list[Resume] = field(default_factory=list)  # oldest first; `changed` per key
     calls: list[PricedCall] = field(default_factory=list)
     history: dict = field(default_factory=dict)
@@ -129,14 +123,10 @@ def load(run_dir: Path, *, with_calls: bool = False) -> RunData:
     return data
 
 
-def every_proposal_refused(iterations: list[IterationRow]) -> str | None:
+def every_proposal_refused(iterations: list[Iteration]) -> str | None:
     """'every proposal was refused (2 of 2); the first: ...' when no proposal of the run became a
     version because each was refused; the first refusal by iteration and proposal."""
-    made = [
-        o
-        for it in iterations
-        for _, o in sorted((parse_json(it.get("candidates_json")) or {}).items())
-    ]
+    made = [o for it in iterations for _, o in sorted(it.candidates.items())]
     refused = [o for o in made if "rejected" in o]
     if not refused or len(refused) < len(made):
         return None
@@ -172,46 +162,47 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
             )
         settings = parse_json(run.get("settings_json")) or {}
         best = run.get("current_best") or "v0"
-        decided = decisions.rows(db)
+        decided = decisions.all_of(db)
         spent = ledger.by_scope(db)
         done = eval_runs.last_completed(db)
         scoped = any(scope is not None for scope in spent)  # else cost per version is unknown
         nodes = []
-        for v in versions.rows(db):
-            d: DecisionRow | dict[str, None] = decided.get(v["label"]) or {}
-            selection = parse_json(d.get("selection_json")) or {}
-            end = d.get("decided_at") or (done.get(v["label"]) if v.get("decision") else None)
+        for v in versions.all_of(db):
+            d = decided.get(v.label)
+            selection = d.selection if d else {}
+            low, high = (d.ci_low, d.ci_high) if d else (None, None)
+            end = (d.decided_at if d else None) or (done.get(v.label) if v.decision else None)
             nodes.append(
                 {
-                    "label": v["label"],
-                    "parent": v.get("parent") or None,
-                    "iteration": v.get("iteration") or 0,
-                    "decision": verdict.word(v.get("decision"), d.get("ci_low"), d.get("ci_high")),
-                    "stage": v.get("stage"),
-                    "status": v.get("status"),
-                    "error": v.get("error"),
-                    "summary": v.get("summary") or "",
-                    "rationale": v.get("rationale") or "",
-                    "score": v.get("score"),
-                    "pass_rate": v.get("pass_rate"),
-                    "delta": d.get("delta"),
-                    "ci": _pair(d.get("ci_low"), d.get("ci_high")),
+                    "label": v.label,
+                    "parent": v.parent,
+                    "iteration": v.iteration,
+                    "decision": verdict.word(v.decision, low, high),
+                    "stage": v.stage,
+                    "status": v.status,
+                    "error": v.error,
+                    "summary": v.summary,
+                    "rationale": v.rationale,
+                    "score": v.score,
+                    "pass_rate": v.pass_rate,
+                    "delta": d.delta if d else None,
+                    "ci": _pair(low, high),
                     "ci_level": caveats.decision_level(
                         (selection.get("interval") or {}).get("confidence")
                     ),
-                    "reason": d.get("reason"),
+                    "reason": d.reason if d else None,
                     "comparator": selection.get("comparator"),
                     # the claim a promotion makes, and the night's control it was made under
                     "scope": selection.get("scope"),
                     "alpha": selection.get("alpha"),
                     "night": selection.get("night"),
                     "delta_evals": selection.get("evals") or selection.get("queries"),
-                    "cost_usd": round(spent.get(v["label"]) or 0.0, 6) if scoped else None,
-                    "seconds": seconds_between(v.get("created_at"), end),
-                    "created_at": v.get("created_at"),
-                    "decided_at": d.get("decided_at"),
-                    "is_best": v["label"] == best,
-                    "per_eval": parse_json(v.get("split_scores_json")) or {},
+                    "cost_usd": round(spent.get(v.label) or 0.0, 6) if scoped else None,
+                    "seconds": seconds_between(v.created_at or None, end),
+                    "created_at": v.created_at or None,
+                    "decided_at": d.decided_at if d else None,
+                    "is_best": v.label == best,
+                    "per_eval": {str(k): score for k, score in v.per_eval.items()},
                 }
             )
         data = RunData(
@@ -223,11 +214,8 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
             current_best=best,
             simulated=(settings.get("llm") or {}).get("provider") == "sim",
             ledger=ledger.report_totals(db),
-            iterations=iterations.report_rows(db),
-            resumes=[
-                {"at": r["at"], "changed": parse_json(r["changed_json"]) or {}}
-                for r in resumes.rows(db)
-            ],
+            iterations=iterations.all_of(db),
+            resumes=[{"at": r.at, "changed": r.changed} for r in resumes.all_of(db)],
         )
         data.adoptions = adoptions.read(db, spent)
         data.unscored = gradings.unscored_keys(db)
@@ -332,16 +320,12 @@ def _from_history(ws: Workspace) -> RunData:
     )
 
 
-def proposals(iterations: list[IterationRow]) -> Proposals:
+def proposals(iterations: list[Iteration]) -> Proposals:
     """What became of every proposal: versions made, duplicates, and rejections counted by reason
     (most frequent first), so a run that rejects most of its proposals says so and why."""
     from optimizer.search.proposal import reason_of
 
-    made = [
-        o
-        for it in iterations
-        for _, o in sorted((parse_json(it.get("candidates_json")) or {}).items())
-    ]
+    made = [o for it in iterations for _, o in sorted(it.candidates.items())]
     reasons: dict[str, int] = {}
     for o in made:
         if "rejected" in o:

@@ -53,8 +53,8 @@ def status(run_dir: Path, data: read.RunData | None = None) -> StatusInfo:
         "stage": run.get("stage"),
         "started_at": run.get("started_at"),
         "finished_at": run.get("finished_at"),
-        "iteration": max((i["number"] for i in iterations), default=0),
-        "iterations_done": sum(1 for i in iterations if i.get("finished_at")),
+        "iteration": max((i.number for i in iterations), default=0),
+        "iterations_done": sum(1 for i in iterations if i.finished_at),
         "max_iterations": (settings.get("loop") or {}).get("max_iterations"),
         "versions": len(data.nodes),
         "pending": [
@@ -98,7 +98,7 @@ def status(run_dir: Path, data: read.RunData | None = None) -> StatusInfo:
         "sealed_todo": sealed.finish_line(
             str(run_dir),
             run,
-            sum(1 for i in iterations if i.get("finished_at")),
+            sum(1 for i in iterations if i.finished_at),
             data.ledger.get("spent_usd") or 0.0,
         ),
         "settings": folders.provenance(ws.run_toml),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from optimizer import schemas
@@ -30,8 +30,8 @@ def history(store: Store, *, simulated: bool) -> schemas.History:
     for v in versions.all_of(store):
         if v.decision is None:
             continue  # still being evaluated: it enters the file once decided
-        d: Mapping[str, Any] = chosen.get(v.label, {})
-        sel = d.get("selection", {})
+        d = chosen.get(v.label)
+        sel = d.selection if d else {}
         entries.append(
             {
                 "version": v.label,
@@ -40,11 +40,11 @@ def history(store: Store, *, simulated: bool) -> schemas.History:
                 "grading_result": v.decision,
                 "is_current_best": v.label == best,
                 "overall_efficiency": None if v.score is None else round(v.score, 4),
-                "delta": d.get("delta"),
-                "ci": [d.get("ci_low"), d.get("ci_high")] if d else None,
+                "delta": d.delta if d else None,
+                "ci": [d.ci_low, d.ci_high] if d else None,
                 "comparator": sel.get("comparator"),
                 "decided_at_stage": v.stage,
-                "reason": d.get("reason"),
+                "reason": d.reason if d else None,
                 "summary": v.summary,
                 "iteration": v.iteration,
                 "cost_usd": round(v.cost_usd, 6),
@@ -117,7 +117,7 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
             continue
         outcomes = probe.recorded(store, v.label)
         dev = probe.metrics(outcomes, queries, parts["train"] + parts["validation"], **opts)
-        d: Mapping[str, Any] = chosen.get(v.label, {})
+        d = chosen.get(v.label)
         text = (ws.skill(v.label) / "SKILL.md").read_text(encoding="utf-8")
         entries.append(
             {
@@ -137,8 +137,8 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
                     for name, ids in parts.items()
                     for m in [probe.metrics(outcomes, queries, ids, **opts)]
                 },
-                "delta": d.get("delta"),
-                "reason": d.get("reason"),
+                "delta": d.delta if d else None,
+                "reason": d.reason if d else None,
                 "summary": v.summary,
                 "cost_usd": round(v.cost_usd, 6),
                 "created_at": v.created_at,

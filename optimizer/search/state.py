@@ -108,9 +108,9 @@ def register(run: RunState, n: int, parent: str, cand: Candidate) -> dict[str, s
         recorded = {
             outcome.get("label") for outcome in (begun.candidates if begun else {}).values()
         }
-        if (same["iteration"], same["parent"]) == (n, parent) and same["label"] not in recorded:
-            return {"label": same["label"]}
-        return {"duplicate": same["label"]}
+        if (same.iteration, same.parent) == (n, parent) and same.label not in recorded:
+            return {"label": same.label}
+        return {"duplicate": same.label}
     label = f"v{versions.count(run.store)}"
     dest = run.ws.skill(label)
     if dest.exists():  # left by a process killed before it committed the row

@@ -4,14 +4,16 @@ that `status` shows the limits in force and what a resume changed."""
 from __future__ import annotations
 
 import json
-from typing import cast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
 from optimizer import config
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
-from optimizer.store.rows import ResumeRow
+from optimizer.store.rows import json_object
 
 log = structlog.get_logger()
 
@@ -53,6 +55,20 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
     return flat
 
 
-def rows(db: Reader) -> list[ResumeRow]:
-    """(at, changed_json) of every resume, oldest first."""
-    return cast(list[ResumeRow], db.query("select at, changed_json from resumes order by id"))
+@dataclass(frozen=True)
+class Resume:
+    """One row of the resumes table: when, and each changed key's [before, after]."""
+
+    at: str
+    changed: dict[str, Any]
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Resume:
+        return cls(str(row["at"]), json_object(row.get("changed_json"), "resumes.changed_json"))
+
+
+def all_of(db: Reader) -> list[Resume]:
+    """Every resume, oldest first."""
+    return [
+        Resume.from_row(r) for r in db.query("select at, changed_json from resumes order by id")
+    ]
