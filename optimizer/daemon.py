@@ -38,6 +38,7 @@ from optimizer.store.db import Store
 from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import lock, mark_starting, running_pid
+from optimizer.store.runs import Run
 
 log = structlog.get_logger()
 
@@ -202,7 +203,7 @@ def resume(
     with suppress(StoreError):
         console.print(resume_point(ws, settings), markup=False, highlight=False)
         grown = outlook.resume_note(
-            ws.root, readonly.run_row(ws.state_db) or {}, settings.model_dump(mode="json")
+            ws.root, runs.read(ws.state_db) or Run(), settings.model_dump(mode="json")
         )
         if grown:  # the evals grew since the start: they are for the next run, never this one
             console.print(grown, markup=False, highlight=False)
@@ -314,12 +315,12 @@ def _loop(
     try:
         # The run's row is keyed by its folder's name (store/workspace.create); a folder moved or
         # renamed since keeps its state under the old name, so the key follows the folder.
-        if (store.run_row() or {}).get("id", ws.root.name) != ws.root.name:
+        if (runs.row(store) or Run(id=ws.root.name)).id != ws.root.name:
             runs.rekey(store, ws.root.name)
         if resumed:
             resumes.record_resume(store, settings)
         client = llm.make_client(settings, store, budget_usd=settings.budget.usd)
-        target = TARGETS[(store.run_row() or {}).get("target") or "body"]
+        target = TARGETS[(runs.row(store) or Run()).target or "body"]
         asyncio.run(
             engine.optimize(
                 ws, store, client, settings, open_target=target, flag=flag, console=console

@@ -92,12 +92,13 @@ def test_export_gives_the_adopted_version_unless_one_is_named_and_says_why(tmp_p
     best: export gives the version the user has, and names why."""
     from fixtures.workspace_builder import build_workspace
 
+    from optimizer.store import runs
     from optimizer.store.db import Store
 
     monkeypatch.chdir(tmp_path)
     built = build_workspace(tmp_path / "run", versions=4, pending=False, seed=3)
     store = Store(built.root / "state.db")
-    best = store.run_row()["current_best"]
+    best = (runs.row(store) or runs.Run()).best
     assert best != "v0"
     _adoption(store, 1, best, "v0", "not certified")
     store.close()

@@ -175,10 +175,10 @@ def test_every_store_waits_for_a_busy_writer(tmp_path):
 
 def test_a_damaged_database_reads_as_one_store_error(tmp_path):
     """What a view catches is StoreError naming the file, never sqlite3's own exception."""
-    from optimizer.store import readonly
+    from optimizer.store import runs
     from optimizer.store.errors import StoreError
 
     bad = tmp_path / "state.db"
     bad.write_bytes(b"not a database at all, just bytes" * 100)
     with pytest.raises(StoreError, match="state.db: not a readable run database"):
-        readonly.run_row(bad)
+        runs.read(bad)

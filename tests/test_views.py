@@ -68,7 +68,7 @@ def test_lineage_tree_from_the_store(built):
 def test_lineage_shows_the_sealed_train_gap_of_what_the_sealed_test_measured(built):
     tree = lineage_view.lineage(built.root)
     nodes = {n["label"]: n for n in _walk(tree["tree"])}
-    test = json.loads(read.load(built.root).run["test_json"])
+    test = read.load(built.root).run.test or {}
     for label, n in nodes.items():
         measured = test["versions"].get(label)
         if measured is None:

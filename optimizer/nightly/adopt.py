@@ -22,6 +22,7 @@ from optimizer.store import iterations, runs
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 from optimizer.store.lock import lock, running_pid
+from optimizer.store.runs import Run
 
 
 def settings_of(ws: Workspace, overrides: list[str]) -> config.Settings:
@@ -69,7 +70,7 @@ def adopt(
         try:
             # A run folder moved or renamed since keeps its row under the old name (as the
             # daemon does at its start, the key follows the folder).
-            if (store.run_row() or {}).get("id", ws.root.name) != ws.root.name:
+            if (runs.row(store) or Run(id=ws.root.name)).id != ws.root.name:
                 runs.rekey(store, ws.root.name)
             spent = store.spent_usd()
             flag = SignalFlag()
@@ -106,8 +107,9 @@ def adopt(
                 paid = settings.model_copy(update={"budget": budget})
                 client.budget_usd = spent + limit
                 run = RunState(ws, store, client, paid, ui, engine.stop_rules(ws, paid, flag))
-                stage = (store.run_row() or {}).get("stage") or "stopped"
-                with TARGETS[(store.run_row() or {}).get("target") or "body"](run) as target:
+                row = runs.row(store) or Run()
+                stage = row.stage or "stopped"
+                with TARGETS[row.target or "body"](run) as target:
                     try:
                         result = asyncio.run(adopting.certify(run, target, claim))  # type: ignore[arg-type]
                     except RunStopped as exc:  # the limit or a stop: its runs are in the ledger

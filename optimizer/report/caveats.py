@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from optimizer import words
 from optimizer.decide import fdr
 from optimizer.inputs.validate import small_suite
-from optimizer.store.rows import RunRow
+from optimizer.store.runs import Run
 
 # What a step's decision rested on. A step is a move of the search, not a claim: no view calls it
 # "better" (only an adoption makes that claim, ../shared/DESIGN.md §18).
@@ -156,27 +157,29 @@ def sealed_test_warning(test: Any, nodes: list[dict] | None = None) -> str | Non
     return None
 
 
-def suite_warning(run: RunRow, settings: dict) -> str | None:
+def suite_warning(run: Run, settings: Mapping[str, Any]) -> str | None:
     """The small-suite sentence of `validate`, for a run of the body target (trigger queries are
     split three ways and counted by their own report)."""
-    if run.get("target") == "description":
+    if run.target == "description":
         return None
-    try:
-        split = json.loads(run.get("split_json") or "")
-    except (TypeError, ValueError):
-        return None
-    if not isinstance(split, dict) or not isinstance(split.get("train"), list):
+    split = run.split
+    if not isinstance(split.get("train"), list):
         return None
     fraction = (settings.get("evals") or {}).get("test_fraction", 0.25)
     return small_suite(len(split["train"]), len(split.get("test") or []), fraction)
 
 
 def annotate(
-    root: Path, nodes: list[dict], best: str | None, run: RunRow, settings: dict, test: Any
+    root: Path,
+    nodes: list[dict],
+    best: str | None,
+    run: Run,
+    settings: Mapping[str, Any],
+    test: Any,
 ) -> list[str]:
     """Adds `verdict` and `delta_evals` to each node; returns the run's warnings, worst first."""
     by_label = {n["label"]: n for n in nodes}
-    unit = "query" if run.get("target") == "description" else "eval"
+    unit = "query" if run.target == "description" else "eval"
     for n in nodes:
         n["verdict"] = verdict(n, by_label, best)
         n["delta_unit"] = unit

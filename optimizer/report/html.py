@@ -71,18 +71,16 @@ def build(
     status = run_status(run_dir, data) if data.source == "state.db" else None
     return {
         "meta": {
-            "skill_name": data.run.get("skill_name")
-            or data.history.get("skill_name")
-            or ws.root.name,
-            "run_id": data.run.get("id") or ws.root.name,
+            "skill_name": data.run.skill_name or data.history.get("skill_name") or ws.root.name,
+            "run_id": data.run.id or ws.root.name,
             "simulated": data.simulated,
             "current_best": data.current_best,
             "source": data.source,
             "form": data.form,
-            "status": data.run.get("status"),
-            "stop_reason": data.run.get("stop_reason"),
-            "ended": words.ended(data.run.get("status"), data.run.get("stop_reason")),
-            "started_at": data.run.get("started_at"),
+            "status": data.run.status,
+            "stop_reason": data.run.stop_reason,
+            "ended": words.ended(data.run.status, data.run.stop_reason),
+            "started_at": data.run.started_at,
             "generated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
             "review": review,
             "files_base": files_base,

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from optimizer import words
 from optimizer.decide import adopt as rule
@@ -33,7 +33,8 @@ from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
 from optimizer.store.iterations import Iteration
 from optimizer.store.lock import running_pid
-from optimizer.store.rows import LedgerTotals, PricedCall, RunRow, UnscoredKey
+from optimizer.store.rows import LedgerTotals, PricedCall, UnscoredKey
+from optimizer.store.runs import Run
 
 DECISIONS = ("baseline", "won", "lost", "tie")
 
@@ -68,8 +69,8 @@ class RunData:
     root: Path
     source: str  # "state.db" | "history.json"
     form: str = "iterations"  # history.json form; "versions" for description runs
-    run: RunRow = field(default_factory=RunRow)
-    settings: dict = field(default_factory=dict)
+    run: Run = field(default_factory=Run)
+    settings: dict = field(default_factory=dict)  # run.settings (config.Settings as recorded)
     nodes: list[dict] = field(default_factory=list)
     current_best: str | None = None
     simulated: bool = False
@@ -113,7 +114,7 @@ def load(run_dir: Path, *, with_calls: bool = False) -> RunData:
         node["score_ci"], node["score_evals"] = caveats.score_interval(
             data.root, node["label"] or ""
         )
-    test = parse_json(data.run.get("test_json")) or data.history.get("test")
+    test = data.run.test or data.history.get("test")
     data.warnings = caveats.annotate(
         data.root, data.nodes, data.current_best, data.run, data.settings, test
     )
@@ -154,14 +155,14 @@ def _load(ws: Workspace, with_calls: bool) -> RunData:
 
 def _from_db(ws: Workspace, with_calls: bool) -> RunData:
     with readonly.View(ws.state_db, live=running_pid(ws) is not None) as db:
-        run = runs.row(db) or {}
-        if not run:  # an empty file, or `optimizer run` killed while it created the folder
+        run = runs.row(db)
+        if run is None:  # an empty file, or `optimizer run` killed while it created the folder
             raise BadInput(
                 f"{ws.state_db}: holds no run; restore it from a copy, or start the run "
                 "again with `optimizer run`."
             )
-        settings = parse_json(run.get("settings_json")) or {}
-        best = run.get("current_best") or "v0"
+        settings = run.settings
+        best = run.best
         decided = decisions.all_of(db)
         spent = ledger.by_scope(db)
         done = eval_runs.last_completed(db)
@@ -304,13 +305,10 @@ def _from_history(ws: Workspace) -> RunData:
         source="history.json",
         form="iterations",
         # history.json's fields under the row's names (None when it has none)
-        run=cast(
-            RunRow,
-            {
-                "skill_name": history.get("skill_name"),
-                "started_at": history.get("started_at"),
-                "stop_reason": history.get("stop_reason"),
-            },
+        run=Run(
+            skill_name=_text(history.get("skill_name")),
+            started_at=_text(history.get("started_at")),
+            stop_reason=_text(history.get("stop_reason")),
         ),
         nodes=nodes,
         current_best=best,
@@ -359,6 +357,11 @@ def parse_json(text: Any) -> Any:
         return json.loads(text)
     except (TypeError, ValueError):
         return None
+
+
+def _text(value: Any) -> str | None:
+    """A history.json field that must be text, None when it is not (the file is the user's)."""
+    return value if isinstance(value, str) else None
 
 
 def _pair(low: Any, high: Any) -> list | None:

@@ -74,7 +74,7 @@ class ReviewServer(ThreadingHTTPServer):
         self._load_lock = threading.Lock()  # also makes the commit watcher's one connection serial
         self._commits = readonly.Commits(self.ws.state_db)
         row = read.load(self.root).run  # the skill folder the run began from: its candidate evals
-        self.skill_dir = Path(row["skill_dir"]) if row.get("skill_dir") else None
+        self.skill_dir = Path(row.skill_dir) if row.skill_dir else None
         super().__init__((HOST, port), Handler)
 
     def candidates(

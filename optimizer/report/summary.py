@@ -63,7 +63,7 @@ def build(
     scope = _scope(selection, sealed, data.warnings) if won else None
     return schemas.MorningSummary(
         run_dir=str(run_dir),
-        skill_name=data.run.get("skill_name"),
+        skill_name=data.run.skill_name,
         simulated=data.simulated,
         status=info.get("status"),
         stop_reason=info.get("stop_reason"),
@@ -71,7 +71,7 @@ def build(
         night_error=night_error,
         started_at=info.get("started_at"),
         finished_at=info.get("finished_at"),
-        from_run=data.run.get("from_run"),
+        from_run=data.run.from_run,
         best=best,
         won=won,
         headline=_headline(
@@ -263,7 +263,7 @@ def _look_at(run_dir: Path, data: read.RunData, info: StatusInfo) -> list[str]:
         items.append(f"the run failed: {info['last_error']}")
     if sealed_todo := info.get("sealed_todo"):
         items.append(sealed_todo)
-    candidates = _candidates(Path(data.run.get("skill_dir") or ""), Path(run_dir))
+    candidates = _candidates(Path(data.run.skill_dir or ""), Path(run_dir))
     if candidates:
         items.append(f"{candidates} candidate evals wait for review in evals/candidates.json")
     return items

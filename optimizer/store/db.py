@@ -17,7 +17,7 @@ from sqlite_utils.db import Table
 from optimizer.errors import WorkFailed
 from optimizer.store import ledger
 from optimizer.store.migrations import migrations
-from optimizer.store.rows import CallRow, RunRow
+from optimizer.store.rows import CallRow
 
 
 def now() -> str:
@@ -128,8 +128,3 @@ class Store:
 
     def spent_usd(self) -> float:
         return ledger.total_usd(self)
-
-    # -- runs table ----------------------------------------------------------------------
-    def run_row(self) -> RunRow | None:
-        rows = self.query("select * from runs limit 1")
-        return cast(RunRow, rows[0]) if rows else None

@@ -8,7 +8,7 @@ from pathlib import Path
 from optimizer.decide import adopt as rule
 from optimizer.errors import BadInput
 from optimizer.schemas import Adoption
-from optimizer.store import adoptions
+from optimizer.store import adoptions, runs
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 
@@ -22,7 +22,7 @@ def export_version(run_dir: Path, version: str | None, to: Path, *, force: bool)
     store = Store(ws.state_db)
     try:
         tried = adoptions.all_of(store)
-        best = (store.run_row() or {}).get("current_best") or "v0"
+        best = (runs.row(store) or runs.Run()).best
     finally:
         store.close()
     have = rule.base_of(tried)

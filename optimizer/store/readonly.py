@@ -8,11 +8,10 @@ import sqlite3
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from optimizer.store.errors import StoreError, reading
-from optimizer.store.rows import RunRow
 
 
 def connect(db_path: Path, *, live: bool = False, shared: bool = False) -> sqlite3.Connection:
@@ -81,13 +80,6 @@ class View:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-
-def run_row(db_path: Path) -> RunRow | None:
-    """The run's one row, or None when there is none yet."""
-    with View(db_path) as db:
-        found = db.query("select * from runs limit 1")
-    return cast(RunRow, found[0]) if found else None
 
 
 def count_runs(db_path: Path) -> int | None:

@@ -11,6 +11,7 @@ from typing import Any
 import structlog
 
 from optimizer import config
+from optimizer.store import runs
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
 from optimizer.store.rows import json_object
@@ -23,15 +24,15 @@ def record_resume(store: Store, settings: config.Settings) -> None:
     since the last start or resume. Recorded by the process that runs the loop (with the lock
     held), so a detached resume is one row; the first start of a detached `run` (its row still
     "created") is no resume unless something changed."""
-    row = store.run_row() or {}
-    before = _flatten(json.loads(row.get("settings_json") or "{}"))
+    row = runs.row(store) or runs.Run()
+    before = _flatten(row.settings)
     after = _flatten(settings.model_dump(mode="json"))
     changed = {
         key: [before.get(key), value]
         for key, value in sorted(after.items())
         if before.get(key) != value
     }
-    if row.get("status") == "created" and not changed:
+    if row.status == "created" and not changed:
         return
     with store.atomic():
         store.table("resumes").insert(
@@ -41,7 +42,7 @@ def record_resume(store: Store, settings: config.Settings) -> None:
                 "changed_json": json.dumps(changed),
             }
         )
-        store.table("runs").update(row["id"], {"settings_json": settings.model_dump_json()})
+        store.table("runs").update(row.id or "", {"settings_json": settings.model_dump_json()})
     log.info("run.resumed", changed=changed)
 
 

@@ -29,28 +29,6 @@ def json_object(raw: str | None, column: str) -> dict[str, Any]:
 GradingStatus = Literal["ok", "judge_error", "exec_error", "gated", "unscored"]
 
 
-class RunRow(TypedDict, total=False):
-    """The runs table's one row. Not total: a caller reads it as `row or {}` before there is one."""
-
-    id: str
-    skill_name: str
-    skill_dir: str
-    target: str
-    started_at: str
-    eval_set_hash: str
-    split_json: str
-    settings_json: str
-    status: str
-    stop_reason: str | None
-    from_run: str | None
-    finished_at: str | None
-    current_best: str | None
-    test_json: str | None
-    stage: str | None
-    last_error: str | None
-    estimate_json: str | None
-
-
 class KeyColumns(TypedDict):
     """A run key's parts, as the columns of gradings (store/keys.py)."""
 
