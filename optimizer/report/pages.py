@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import base64
 import functools
-import json
 import mimetypes
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from optimizer.grade import preview
 from optimizer.grade.preview import natural_key
@@ -175,20 +172,9 @@ def _committed(ws: Workspace, rel: str, live: bool) -> dict[str, Committed] | No
 
 def _json(path: str) -> dict:
     try:
-        return _loads(preview.head(path, -1))
+        return gradings.lenient_object(preview.head(path, -1))
     except OSError:
         return {}  # absent, or mid-rename while a run goes on
-
-
-def _loads(text: str | bytes) -> dict:
-    try:
-        data = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        try:  # what orjson refuses and the json module reads (a lone surrogate, NaN)
-            data = json.loads(text)
-        except ValueError:
-            return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _run(rel: str, path: str, budget: Budget, committed: Committed, root: str) -> dict:
@@ -196,12 +182,8 @@ def _run(rel: str, path: str, budget: Budget, committed: Committed, root: str) -
     # The folder is read only when it really is inside the workspace: state.db names a run's
     # folder, it does not vouch that no eval or run folder became a link to elsewhere.
     inside = functools.cache(lambda: preview.within(path, root))
-    grading = (
-        _loads(graded) if graded is not None else _json(f"{path}/grading.json") if inside() else {}
-    )
-    view: Mapping[str, Any] = (
-        _loads(kept) if kept is not None else preview.of_run(path) if inside() else {}
-    )
+    grading = graded if graded is not None else _json(f"{path}/grading.json") if inside() else {}
+    view: Mapping[str, Any] = kept if kept is not None else preview.of_run(path) if inside() else {}
     if gate is None:
         gate = _json(f"{path}/structural.json").get("gate_passed") if inside() else None
     eval_dir, configuration, run = rel.split("/")[-3:]

@@ -349,16 +349,6 @@ def proposals_line(counts: Proposals) -> str:
     )
 
 
-def parse_json(text: Any) -> Any:
-    """A JSON column's value, or None when empty or unreadable."""
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return None
-
-
 def _text(value: Any) -> str | None:
     """A history.json field that must be text, None when it is not (the file is the user's)."""
     return value if isinstance(value, str) else None

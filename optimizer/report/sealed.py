@@ -5,10 +5,8 @@ only; never writes."""
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
-from typing import Any
 
 from optimizer.search.estimate import reserve
 from optimizer.store.runs import Run
@@ -51,10 +49,3 @@ def finish_command(
         f"--budget-usd {budget:.2f}"
     )
     return why, command
-
-
-def _json(text: Any) -> Any:
-    try:
-        return json.loads(text) if text else None
-    except ValueError:
-        return None

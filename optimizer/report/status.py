@@ -136,15 +136,9 @@ def _with_train_delta(test: Any, nodes: list[dict]) -> Any:
 
 def _probe(ws: Workspace) -> str | None:
     """How a description run measures triggering (recorded with v0's probe), else None."""
-    path = ws.version("v0") / "trigger.json"
-    try:
-        return (
-            read.parse_json(path.read_text(encoding="utf-8")).get("probe")
-            if path.is_file()
-            else None
-        )
-    except (OSError, AttributeError):
-        return None
+    found = read.read_json(ws.version("v0") / "trigger.json")
+    probe = found.get("probe") if isinstance(found, dict) else None
+    return probe if isinstance(probe, str) else None
 
 
 def _estimate(run_dir: Path) -> dict[str, Any] | None:

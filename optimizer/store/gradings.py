@@ -7,34 +7,84 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import cast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+import orjson
 
 from optimizer import schemas
 from optimizer.store.db import Store
 from optimizer.store.readonly import Reader, View
-from optimizer.store.rows import GradingRow, Preview, RunTokens, ScoredRun, UnscoredKey, UnscoredRun
+from optimizer.store.rows import (
+    GradingRow,
+    GradingStatus,
+    Preview,
+    RunTokens,
+    ScoredRun,
+    UnscoredKey,
+    UnscoredRun,
+    json_object,
+)
 
 # The statuses whose score counts (docs/design.md §7); judge_error and unscored runs are counted
 # and shown but never averaged.
 SCORED = ("ok", "gated", "exec_error")
 SCORED_SQL = "(" + ", ".join(f"'{s}'" for s in SCORED) + ")"
 
-# A report's view of one run: grading.json's text, whether the gate passed, the kept preview.
-Committed = tuple[str | None, int | None, str | None]
+# A report's view of one run: grading.json's object, whether the gate passed, the kept preview
+# (None where state.db holds none: the report reads the run's folder instead).
+Committed = tuple[dict[str, Any] | None, int | None, dict[str, Any] | None]
 
 
 def grading(raw: str) -> schemas.Grading:
     """grading_json, checked: an object, validated as the judge's grading.json."""
-    found = json.loads(raw)
-    if not isinstance(found, dict):
-        raise ValueError(f"gradings.grading_json is not an object: {raw[:80]!r}")
-    return schemas.Grading.model_validate(found)
+    return schemas.Grading.model_validate(json_object(raw, "gradings.grading_json"))
 
 
-def get(store: Store, key: str) -> GradingRow | None:
-    """The run's grading row, or None before it was graded."""
+@dataclass(frozen=True)
+class Graded:
+    """One row of the gradings table as read, its JSON columns decoded and validated (None for a
+    run left unscored, which was never graded)."""
+
+    key: str
+    eval_id: int
+    configuration: str
+    run_number: int
+    status: GradingStatus
+    score: float | None
+    pass_rate: float | None
+    rubric_normalized: float | None
+    grading: schemas.Grading | None
+    structural: schemas.Structural | None
+    error: str | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Graded:
+        graded, checks = row.get("grading_json"), row.get("structural_json")
+        return cls(
+            key=str(row["key"]),
+            eval_id=int(row["eval_id"]),
+            configuration=str(row["configuration"]),
+            run_number=int(row["run_number"]),
+            status=row["status"],
+            score=row.get("score"),
+            pass_rate=row.get("pass_rate"),
+            rubric_normalized=row.get("rubric_normalized"),
+            grading=grading(graded) if graded else None,
+            structural=schemas.Structural.model_validate(
+                json_object(checks, "gradings.structural_json")
+            )
+            if checks
+            else None,
+            error=row.get("error"),
+        )
+
+
+def get(store: Store, key: str) -> Graded | None:
+    """The run's grading, or None before it was graded."""
     found = store.query("select * from gradings where key = ?", [key])
-    return cast(GradingRow, found[0]) if found else None
+    return Graded.from_row(found[0]) if found else None
 
 
 def commit(store: Store, row: GradingRow, preview: Preview) -> None:
@@ -44,15 +94,15 @@ def commit(store: Store, row: GradingRow, preview: Preview) -> None:
         store.upsert("previews", {"key": row["key"], "preview_json": json.dumps(preview)}, pk="key")
 
 
-def under(db: Reader, prefix: str) -> list[GradingRow]:
-    """Every grading row under `prefix` (e.g. "v2/"), by (eval, configuration, run number)."""
-    return cast(
-        list[GradingRow],
-        db.query(
+def under(db: Reader, prefix: str) -> list[Graded]:
+    """Every grading under `prefix` (e.g. "v2/"), by (eval, configuration, run number)."""
+    return [
+        Graded.from_row(r)
+        for r in db.query(
             "select * from gradings where prefix = ? order by eval_id, configuration, run_number",
             [prefix],
-        ),
-    )
+        )
+    ]
 
 
 def scored_with_skill(db: Reader, prefix: str) -> list[ScoredRun]:
@@ -137,8 +187,25 @@ def shown_under(db: View, rel: str) -> dict[str, Committed] | None:
             (f"{rel}/", f"{rel}0"),
         )
         return {
-            key: (graded, gate if graded is not None else None, view)
+            key: (
+                lenient_object(graded) if graded is not None else None,
+                gate if graded is not None else None,
+                lenient_object(view) if view is not None else None,
+            )
             for key, graded, gate, view in rows
         }
     except sqlite3.Error:
         return None
+
+
+def lenient_object(text: str | bytes) -> dict[str, Any]:
+    """A JSON object read for a page, {} when it is none: a page shows what it can. orjson first,
+    as a report reads thousands of these."""
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        try:  # what orjson refuses and the json module reads (a lone surrogate, NaN)
+            data = json.loads(text)
+        except ValueError:
+            return {}
+    return data if isinstance(data, dict) else {}
