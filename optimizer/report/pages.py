@@ -16,6 +16,7 @@ from typing import Any
 from optimizer.grade import preview
 from optimizer.grade.preview import natural_key
 from optimizer.report import folders, read
+from optimizer.schemas import JsonObject
 from optimizer.store import gradings, readonly
 from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
@@ -170,7 +171,7 @@ def _committed(ws: Workspace, rel: str, live: bool) -> dict[str, Committed] | No
         return gradings.shown_under(db, rel)
 
 
-def _json(path: str) -> dict:
+def _json(path: str) -> JsonObject:
     try:
         return gradings.lenient_object(preview.head(path, -1))
     except OSError:
@@ -184,8 +185,9 @@ def _run(rel: str, path: str, budget: Budget, committed: Committed, root: str) -
     inside = functools.cache(lambda: preview.within(path, root))
     grading = graded if graded is not None else _json(f"{path}/grading.json") if inside() else {}
     view: Mapping[str, Any] = kept if kept is not None else preview.of_run(path) if inside() else {}
-    if gate is None:
-        gate = _json(f"{path}/structural.json").get("gate_passed") if inside() else None
+    if gate is None and inside():
+        checked = _json(f"{path}/structural.json").get("gate_passed")
+        gate = int(checked) if isinstance(checked, bool | int) else None
     eval_dir, configuration, run = rel.split("/")[-3:]
     return {
         "id": rel.replace("/", "-"),

@@ -14,6 +14,7 @@ from typing import Any, cast
 import orjson
 
 from optimizer import schemas
+from optimizer.schemas import JsonObject
 from optimizer.store.db import Store
 from optimizer.store.readonly import Reader, View
 from optimizer.store.rows import (
@@ -34,7 +35,7 @@ SCORED_SQL = "(" + ", ".join(f"'{s}'" for s in SCORED) + ")"
 
 # A report's view of one run: grading.json's object, whether the gate passed, the kept preview
 # (None where state.db holds none: the report reads the run's folder instead).
-Committed = tuple[dict[str, Any] | None, int | None, dict[str, Any] | None]
+Committed = tuple[JsonObject | None, int | None, JsonObject | None]
 
 
 def grading(raw: str) -> schemas.Grading:
@@ -198,7 +199,7 @@ def shown_under(db: View, rel: str) -> dict[str, Committed] | None:
         return None
 
 
-def lenient_object(text: str | bytes) -> dict[str, Any]:
+def lenient_object(text: str | bytes) -> JsonObject:
     """A JSON object read for a page, {} when it is none: a page shows what it can. orjson first,
     as a report reads thousands of these."""
     try:
