@@ -78,7 +78,7 @@ class RunData:
     iterations: list[Iteration] = field(default_factory=list)
     resumes: list[Resume] = field(default_factory=list)  # oldest first; `changed` per key
     calls: list[PricedCall] = field(default_factory=list)
-    history: dict = field(default_factory=dict)
+    history: dict = field(default_factory=dict)  # only for a folder with no state.db
     unscored: list[UnscoredKey] = field(
         default_factory=list
     )  # runs our infrastructure failed, by key
@@ -114,7 +114,7 @@ def load(run_dir: Path, *, with_calls: bool = False) -> RunData:
         node["score_ci"], node["score_evals"] = caveats.score_interval(
             data.root, node["label"] or ""
         )
-    test = data.run.test or data.history.get("test")
+    test = data.run.test
     data.warnings = caveats.annotate(
         data.root, data.nodes, data.current_best, data.run, data.settings, test
     )
@@ -222,9 +222,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
         data.unscored = gradings.unscored_keys(db)
         if with_calls:
             data.calls = ledger.priced_calls(db)
-    data.history = read_json(ws.history) or {}
-    data.simulated = data.simulated or bool(data.history.get("simulated"))
-    return data
+    return data  # history.json is written from state.db, never read back beside it
 
 
 def _from_history(ws: Workspace) -> RunData:
@@ -309,6 +307,7 @@ def _from_history(ws: Workspace) -> RunData:
             skill_name=_text(history.get("skill_name")),
             started_at=_text(history.get("started_at")),
             stop_reason=_text(history.get("stop_reason")),
+            test=test if isinstance(test := history.get("test"), dict) else None,
         ),
         nodes=nodes,
         current_best=best,
