@@ -182,3 +182,22 @@ def test_a_damaged_database_reads_as_one_store_error(tmp_path):
     bad.write_bytes(b"not a database at all, just bytes" * 100)
     with pytest.raises(StoreError, match="state.db: not a readable run database"):
         runs.read(bad)
+
+
+def test_a_json_column_is_decoded_once_in_the_store_or_is_one_store_error(tmp_path):
+    """The run's JSON columns arrive decoded (runs.Run); one that is not a JSON object is a
+    StoreError naming the column, never a traceback out of a view."""
+    from optimizer.store import runs
+    from optimizer.store.errors import StoreError
+
+    store = Store(tmp_path / "state.db")
+    with store.atomic():
+        store.table("runs").insert(
+            {"id": "r", "skill_name": "s", "split_json": '{"train": [1, 2], "test": [3]}'}
+        )
+    run = runs.row(store)
+    assert run is not None and run.split == {"train": [1, 2], "test": [3]} and run.test is None
+    with store.atomic():
+        store.table("runs").update("r", {"settings_json": "[1, 2"})
+    with pytest.raises(StoreError, match=r"runs\.settings_json is not a JSON object"):
+        runs.row(store)

@@ -143,8 +143,8 @@ def _load(ws: Workspace, with_calls: bool) -> RunData:
     if ws.state_db.is_file():
         try:
             return _from_db(ws, with_calls)
-        except StoreError as exc:  # not a database, or pages damaged past the header
-            raise BadInput(*exc.problems) from None
+        except StoreError as exc:  # not a database, pages damaged past the header, a bad column
+            raise BadInput(*exc.naming(ws.state_db)) from None
     if ws.history.is_file():
         return _from_history(ws)
     raise BadInput(

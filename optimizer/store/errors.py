@@ -15,6 +15,12 @@ class StoreError(WorkFailed):
     """state.db cannot be opened or read (damaged, not a database, no right to read it). A
     systemic failure (exit 1) unless the caller says it in its own words, as a view does."""
 
+    def naming(self, path: Path) -> list[str]:
+        """Its sentences with the database's path for a bare "state.db": a record's decoder does
+        not know which run folder it reads."""
+        bare = "state.db:"
+        return [f"{path}:{p[len(bare) :]}" if p.startswith(bare) else p for p in self.problems]
+
 
 @contextmanager
 def reading(path: Path | str) -> Iterator[None]:

@@ -21,7 +21,10 @@ def json_object(raw: str | None, column: str) -> dict[str, Any]:
     except ValueError:
         found = None
     if not isinstance(found, dict):
-        raise StoreError(f"state.db: {column} is not a JSON object ({str(raw)[:80]!r}).")
+        raise StoreError(
+            f"state.db: {column} is not a JSON object ({str(raw)[:80]!r}); restore state.db "
+            "from a copy, or start a new run."
+        )
     return found
 
 
