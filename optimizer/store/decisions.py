@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from optimizer.decide.fdr import RuleRow
 from optimizer.store.db import Store
@@ -59,7 +59,11 @@ def all_of(db: Reader) -> dict[str, Decision]:
 
 def rule_rows(db: Reader) -> list[RuleRow]:
     """(version, stage, decision) of every decision: the family of decide/fdr.py."""
-    return cast(list[RuleRow], db.query("select version, stage, decision from decisions"))
+    rows = db.query("select version, stage, decision from decisions order by rowid")
+    return [
+        {"version": str(r["version"]), "stage": r["stage"], "decision": str(r["decision"])}
+        for r in rows
+    ]
 
 
 def record(store: Store, *, run_id: str, row: DecisionRow, promote: bool) -> None:

@@ -9,7 +9,7 @@ import json
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import orjson
 
@@ -109,15 +109,21 @@ def under(db: Reader, prefix: str) -> list[Graded]:
 def scored_with_skill(db: Reader, prefix: str) -> list[ScoredRun]:
     """(eval_id, run_number, score, pass_rate) of the scored with_skill runs under `prefix`, by
     (eval, run number); unscored runs and judge errors are left out (docs/design.md §7)."""
-    return cast(
-        list[ScoredRun],
-        db.query(
-            "select eval_id, run_number, score, pass_rate from gradings where prefix = ? and "
-            f"configuration = 'with_skill' and status in {SCORED_SQL} "
-            "order by eval_id, run_number",
-            [prefix],
-        ),
+    rows = db.query(
+        "select eval_id, run_number, score, pass_rate from gradings where prefix = ? and "
+        f"configuration = 'with_skill' and status in {SCORED_SQL} "
+        "order by eval_id, run_number",
+        [prefix],
     )
+    return [
+        {
+            "eval_id": int(r["eval_id"]),
+            "run_number": int(r["run_number"]),
+            "score": r["score"],
+            "pass_rate": float(r["pass_rate"]),
+        }
+        for r in rows
+    ]
 
 
 def scored_gradings(db: Reader, prefix: str, eval_id: int) -> list[tuple[int, schemas.Grading]]:
@@ -134,33 +140,42 @@ def scored_gradings(db: Reader, prefix: str, eval_id: int) -> list[tuple[int, sc
 
 def with_tokens(db: Reader, prefix: str) -> list[RunTokens]:
     """(eval_id, run_number, tokens, pass_rate) of every with_skill run under `prefix`."""
-    return cast(
-        list[RunTokens],
-        db.query(
-            "select g.eval_id, g.run_number, r.tokens, g.pass_rate from gradings g join eval_runs r "
-            "on r.key = g.key where g.prefix = ? and g.configuration = 'with_skill'",
-            [prefix],
-        ),
+    rows = db.query(
+        "select g.eval_id, g.run_number, r.tokens, g.pass_rate from gradings g join eval_runs r "
+        "on r.key = g.key where g.prefix = ? and g.configuration = 'with_skill'",
+        [prefix],
     )
+    return [
+        {
+            "eval_id": int(r["eval_id"]),
+            "run_number": int(r["run_number"]),
+            "tokens": r["tokens"],
+            "pass_rate": r["pass_rate"],
+        }
+        for r in rows
+    ]
 
 
 def unscored_runs(db: Reader) -> list[UnscoredRun]:
     """(prefix, eval_id, run_number) of every unscored run, in that order."""
-    return cast(
-        list[UnscoredRun],
-        db.query(
-            "select prefix, eval_id, run_number from gradings where "
-            "status = 'unscored' order by prefix, eval_id, run_number"
-        ),
+    rows = db.query(
+        "select prefix, eval_id, run_number from gradings where "
+        "status = 'unscored' order by prefix, eval_id, run_number"
     )
+    return [
+        {
+            "prefix": str(r["prefix"]),
+            "eval_id": int(r["eval_id"]),
+            "run_number": int(r["run_number"]),
+        }
+        for r in rows
+    ]
 
 
 def unscored_keys(db: Reader) -> list[UnscoredKey]:
     """(key, error) of every unscored run, by key."""
-    return cast(
-        list[UnscoredKey],
-        db.query("select key, error from gradings where status = 'unscored' order by key"),
-    )
+    rows = db.query("select key, error from gradings where status = 'unscored' order by key")
+    return [{"key": str(r["key"]), "error": r["error"]} for r in rows]
 
 
 def all_gradings(db: Reader) -> list[schemas.Grading]:

@@ -9,7 +9,7 @@ import math
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from typing import Any
 
 from optimizer.store.readonly import Reader, View
 from optimizer.store.rows import (
@@ -96,35 +96,58 @@ def in_iterations_usd(db: Reader) -> float:
 def longest_by_role(db: Reader) -> list[RoleLongest]:
     """Per role, the longest answer in output tokens and how many answers were measured
     (role, longest, n): what a resumed run's client prices its next answers by."""
-    return cast(
-        list[RoleLongest],
-        db.query(
-            "select role, max(output_tokens) as longest, count(output_tokens) as n from calls "
-            "where outcome = 'ok' group by role"
-        ),
+    rows = db.query(
+        "select role, max(output_tokens) as longest, count(output_tokens) as n from calls "
+        "where outcome = 'ok' group by role order by role"
     )
+    return [{"role": str(r["role"]), "longest": r["longest"], "n": int(r["n"])} for r in rows]
 
 
 def executor_answers(db: Reader, sample: int, scope: str | None) -> list[CallRow]:
     """The answered executor calls of one sample under one scope: what a remote run may replay."""
-    return cast(
-        list[CallRow],
-        db.query(
-            "select * from calls where outcome = 'ok' and role = 'executor' and sample = ? "
-            "and scope is ?",
-            [sample, scope],
-        ),
+    rows = db.query(
+        "select * from calls where outcome = 'ok' and role = 'executor' and sample = ? "
+        "and scope is ? order by rowid",
+        [sample, scope],
     )
+    return [_call(r) for r in rows]
 
 
 def all_calls(db: Reader) -> list[CallRow]:
-    """Every row of the ledger."""
-    return cast(list[CallRow], db.query("select * from calls"))
+    """Every row of the ledger, in the order it was recorded."""
+    return [_call(r) for r in db.query("select * from calls order by rowid")]
+
+
+def _call(r: Mapping[str, Any]) -> CallRow:
+    """A calls row as written (rows.CallRow), column by column: a missing one is a KeyError here,
+    not a surprise where the row is recorded again."""
+    return {
+        "hash": r["hash"],
+        "role": r["role"],
+        "model": r["model"],
+        "sample": r["sample"],
+        "outcome": r["outcome"],
+        "response_json": r["response_json"],
+        "input_tokens": r["input_tokens"],
+        "output_tokens": r["output_tokens"],
+        "cache_write_tokens": r["cache_write_tokens"],
+        "cache_read_tokens": r["cache_read_tokens"],
+        "cost_usd": r["cost_usd"],
+        "latency_ms": r["latency_ms"],
+        "attempts": r["attempts"],
+        "error": r["error"],
+        "scope": r.get("scope"),
+        "batch_id": r.get("batch_id"),
+        "created_at": r["created_at"],
+    }
 
 
 def cache_hits(db: Reader) -> list[CacheHit]:
     """(hash, role, saved_usd) of every call served from the ledger."""
-    return cast(list[CacheHit], db.query("select hash, role, saved_usd from cache_hits"))
+    rows = db.query("select hash, role, saved_usd from cache_hits order by rowid")
+    return [
+        {"hash": str(r["hash"]), "role": str(r["role"]), "saved_usd": r["saved_usd"]} for r in rows
+    ]
 
 
 def summary(db: Reader) -> LedgerSummary:
@@ -174,13 +197,19 @@ def report_totals(db: Reader) -> LedgerTotals:
 
 def priced_calls(db: Reader) -> list[PricedCall]:
     """Every priced call (created_at, cost_usd, scope, role) in the order they were recorded."""
-    return cast(
-        list[PricedCall],
-        db.query(
-            "select created_at, cost_usd, scope, role from calls "
-            "where cost_usd is not null order by created_at, rowid"
-        ),
+    rows = db.query(
+        "select created_at, cost_usd, scope, role from calls "
+        "where cost_usd is not null order by created_at, rowid"
     )
+    return [
+        {
+            "created_at": r["created_at"],
+            "cost_usd": float(r["cost_usd"]),
+            "scope": r["scope"],
+            "role": str(r["role"]),
+        }
+        for r in rows
+    ]
 
 
 def cumulative(db: View, points: int) -> list[list]:
