@@ -21,6 +21,7 @@ from optimizer import schemas, words
 from optimizer.grade.preview import natural_key
 from optimizer.report import confinement, overview, pages, read
 from optimizer.report.status import status as run_status
+from optimizer.report.view import RunView
 from optimizer.store import ledger, readonly
 from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace, write_text
@@ -53,7 +54,7 @@ def build(
     files_base: str = "",
     details_base: str = "",
     token: str = "",
-    data: read.RunData | None = None,
+    data: RunView | None = None,
     inlined: int = 0,
     capped: bool = False,
     refresh_ms: int = 0,
@@ -63,7 +64,7 @@ def build(
     ws = data.ws
     nodes = []
     for n in data.nodes:
-        flat = {k: v for k, v in n.items() if k not in ("rationale", "children")}
+        flat = {k: v for k, v in n.shown().items() if k not in ("rationale", "children")}
         if data.form == "iterations":
             flat["per_eval"] = read.per_eval(ws, n)
         nodes.append(flat)
@@ -153,7 +154,7 @@ def render(
     files_base: str = "",
     details_base: str = "",
     token: str = "",
-    data: read.RunData | None = None,
+    data: RunView | None = None,
     inlined: int = 0,
     capped: bool = False,
     refresh_ms: int = 0,

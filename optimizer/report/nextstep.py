@@ -14,12 +14,13 @@ from typing import Any
 from optimizer import schemas
 from optimizer.report import read, sealed
 from optimizer.report.info import StatusInfo
+from optimizer.report.view import RunView
 from optimizer.search import pace
 from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import per_iteration_usd, reserve
 
 
-def steps(run_dir: str, data: read.RunData, info: StatusInfo, best: str) -> list[schemas.NextStep]:
+def steps(run_dir: str, data: RunView, info: StatusInfo, best: str) -> list[schemas.NextStep]:
     """The commands, the one to take first first; [] while nothing can be said."""
     run = shlex.quote(run_dir)
     if info.get("running"):
@@ -63,7 +64,7 @@ def below_v0_sealed(test: Mapping[str, Any] | None, best: str) -> bool:
     return v0 is not None and found is not None and found < v0
 
 
-def _go_on(run: str, data: read.RunData, info: StatusInfo, best: str) -> schemas.NextStep:
+def _go_on(run: str, data: RunView, info: StatusInfo, best: str) -> schemas.NextStep:
     """`optimizer resume` with as many iterations again as the run had, and the budget they need
     when what is left of it does not cover them (and the sealed test of the next best)."""
     done = info.get("iterations_done") or 0

@@ -16,6 +16,7 @@ from typing import Any
 from optimizer.grade import preview
 from optimizer.grade.preview import natural_key
 from optimizer.report import folders, read
+from optimizer.report.view import Node, RunView
 from optimizer.schemas import JsonObject
 from optimizer.store import gradings, readonly
 from optimizer.store.errors import StoreError
@@ -51,16 +52,16 @@ class Budget:
         return self.total - self.left
 
 
-def keys(data: read.RunData) -> list[str]:
+def keys(data: RunView) -> list[str]:
     """The pages a report of this run has: one per version, then the baseline and test runs."""
     if data.form != "iterations":
         return []
     ws = data.ws
-    labels = [n["label"] for n in data.nodes if re.fullmatch(r"v\d+", n["label"] or "")]
+    labels = [n.label for n in data.nodes if re.fullmatch(r"v\d+", n.label)]
     return labels + [k for k in EXTRA if (ws.root / k).is_dir()]
 
 
-def page(ws: Workspace, data: read.RunData, key: str, budget: Budget) -> dict:
+def page(ws: Workspace, data: RunView, key: str, budget: Budget) -> dict:
     """One page's data; `key` is a version label or one of EXTRA."""
     if key == "baseline":
         return {"runs": list(_runs(ws, ws.root / "baseline", budget, "without_skill"))}
@@ -70,8 +71,8 @@ def page(ws: Workspace, data: read.RunData, key: str, budget: Budget) -> dict:
     return _version(ws, data.node(key), budget)
 
 
-def _version(ws: Workspace, node: dict, budget: Budget) -> dict:
-    folder = ws.version(node["label"])
+def _version(ws: Workspace, node: Node, budget: Budget) -> dict:
+    folder = ws.version(node.label)
     proposal = folder / "proposal.md"
     bench = read.read_json(folder / "benchmark.json") or {}
     runs, gradings = [], []
@@ -81,8 +82,8 @@ def _version(ws: Workspace, node: dict, budget: Budget) -> dict:
     return {
         "rationale": folders.rationale(proposal.read_text(encoding="utf-8"))
         if proposal.is_file()
-        else node.get("rationale") or "",
-        "diff": _diff(ws, node.get("parent"), node["label"]),
+        else node.rationale,
+        "diff": _diff(ws, node.parent, node.label),
         "benchmark": {
             "run_summary": bench.get("run_summary"),
             "per_eval": bench.get("per_eval"),
@@ -91,7 +92,7 @@ def _version(ws: Workspace, node: dict, budget: Budget) -> dict:
         if bench
         else None,
         "selection": read.read_json(folder / "selection.json"),
-        "comparisons": folders.comparisons(folder, node["label"], node.get("parent")),
+        "comparisons": folders.comparisons(folder, node.label, node.parent),
         "analysis": read.read_json(folder / "analysis.json"),
         "failing": folders.tally_failing(gradings),  # from the gradings just read, not read again
         "runs": runs,

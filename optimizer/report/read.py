@@ -1,21 +1,22 @@
-"""Read-only access to a run folder for the views, the report and the review server (state.db, else
-history.json in either form). Never writes, migrates or locks anything: a daemon may be running."""
+"""Read-only access to a run folder for the views, the report and the review server: one RunView
+(report/view.py) from state.db, else, for a folder without one, from history.json in either form. Never writes, migrates or locks anything: a daemon may be running."""
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from optimizer import words
-from optimizer.decide import adopt as rule
 from optimizer.decide import verdict
 from optimizer.errors import BadInput
 from optimizer.report import caveats
-from optimizer.report.info import Proposals, Resume
+from optimizer.report.info import Proposals
+from optimizer.report.view import Node, RunView
 from optimizer.schemas import Adoption
 from optimizer.store import (
     adoptions,
@@ -33,7 +34,6 @@ from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
 from optimizer.store.iterations import Iteration
 from optimizer.store.lock import running_pid
-from optimizer.store.rows import LedgerTotals, PricedCall, UnscoredKey
 from optimizer.store.runs import Run
 
 DECISIONS = ("baseline", "won", "lost", "tie")
@@ -62,58 +62,10 @@ def seconds_between(start: str | None, end: str | None) -> float | None:
     return max(0.0, (b - a).total_seconds())
 
 
-@dataclass
-class RunData:
-    """What the views know about a run: its row, its settings, its versions as plain dicts."""
-
-    root: Path
-    source: str  # "state.db" | "history.json"
-    form: str = "iterations"  # history.json form; "versions" for description runs
-    run: Run = field(default_factory=Run)
-    settings: dict = field(default_factory=dict)  # run.settings (config.Settings as recorded)
-    nodes: list[dict] = field(default_factory=list)
-    current_best: str | None = None
-    simulated: bool = False
-    ledger: LedgerTotals = field(default_factory=LedgerTotals)
-    iterations: list[Iteration] = field(default_factory=list)
-    resumes: list[Resume] = field(default_factory=list)  # oldest first; `changed` per key
-    calls: list[PricedCall] = field(default_factory=list)
-    history: dict = field(default_factory=dict)  # only for a folder with no state.db
-    unscored: list[UnscoredKey] = field(
-        default_factory=list
-    )  # runs our infrastructure failed, by key
-    warnings: list[str] = field(
-        default_factory=list
-    )  # caveats.annotate: what the numbers do not say
-    adoptions: list[Adoption] = field(default_factory=list)  # oldest first (docs/design.md §16)
-
-    @property
-    def adopted(self) -> str:
-        """The version the user has: the last certified adoption's, else v0."""
-        return rule.base_of(self.adoptions)
-
-    @property
-    def ws(self) -> Workspace:
-        return Workspace(self.root)
-
-    @property
-    def labels(self) -> list[str]:
-        return [n["label"] for n in self.nodes]
-
-    def node(self, label: str) -> dict:
-        for n in self.nodes:
-            if n["label"] == label:
-                return n
-        known = ", ".join(self.labels) or "none"
-        raise BadInput(f"{self.root}: has no version '{label}'; known versions: {known}.")
-
-
-def load(run_dir: Path, *, with_calls: bool = False) -> RunData:
+def load(run_dir: Path, *, with_calls: bool = False) -> RunView:
     data = _load(Workspace(run_dir), with_calls)
     for node in data.nodes:
-        node["score_ci"], node["score_evals"] = caveats.score_interval(
-            data.root, node["label"] or ""
-        )
+        node.score_ci, node.score_evals = caveats.score_interval(data.root, node.label)
     test = data.run.test
     data.warnings = caveats.annotate(
         data.root, data.nodes, data.current_best, data.run, data.settings, test
@@ -138,7 +90,7 @@ def every_proposal_refused(iterations: list[Iteration]) -> str | None:
     )
 
 
-def _load(ws: Workspace, with_calls: bool) -> RunData:
+def _load(ws: Workspace, with_calls: bool) -> RunView:
     run_dir = ws.root
     if ws.state_db.is_file():
         try:
@@ -153,7 +105,7 @@ def _load(ws: Workspace, with_calls: bool) -> RunData:
     )
 
 
-def _from_db(ws: Workspace, with_calls: bool) -> RunData:
+def _from_db(ws: Workspace, with_calls: bool) -> RunView:
     with readonly.View(ws.state_db, live=running_pid(ws) is not None) as db:
         run = runs.row(db)
         if run is None:  # an empty file, or `optimizer run` killed while it created the folder
@@ -174,49 +126,50 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
             low, high = (d.ci_low, d.ci_high) if d else (None, None)
             end = (d.decided_at if d else None) or (done.get(v.label) if v.decision else None)
             nodes.append(
-                {
-                    "label": v.label,
-                    "parent": v.parent,
-                    "iteration": v.iteration,
-                    "decision": verdict.word(v.decision, low, high),
-                    "stage": v.stage,
-                    "status": v.status,
-                    "error": v.error,
-                    "summary": v.summary,
-                    "rationale": v.rationale,
-                    "score": v.score,
-                    "pass_rate": v.pass_rate,
-                    "delta": d.delta if d else None,
-                    "ci": _pair(low, high),
-                    "ci_level": caveats.decision_level(
-                        (selection.get("interval") or {}).get("confidence")
-                    ),
-                    "reason": d.reason if d else None,
-                    "comparator": selection.get("comparator"),
-                    # the claim a promotion makes, and the night's control it was made under
-                    "scope": selection.get("scope"),
-                    "alpha": selection.get("alpha"),
-                    "night": selection.get("night"),
-                    "delta_evals": selection.get("evals") or selection.get("queries"),
-                    "cost_usd": round(spent.get(v.label) or 0.0, 6) if scoped else None,
-                    "seconds": seconds_between(v.created_at or None, end),
-                    "created_at": v.created_at or None,
-                    "decided_at": d.decided_at if d else None,
-                    "is_best": v.label == best,
-                    "per_eval": {str(k): score for k, score in v.per_eval.items()},
-                }
+                Node.model_validate(
+                    {
+                        "label": v.label,
+                        "parent": v.parent,
+                        "iteration": v.iteration,
+                        "decision": verdict.word(v.decision, low, high),
+                        "stage": v.stage,
+                        "status": v.status,
+                        "error": v.error,
+                        "summary": v.summary,
+                        "rationale": v.rationale,
+                        "score": v.score,
+                        "pass_rate": v.pass_rate,
+                        "delta": d.delta if d else None,
+                        "ci": _pair(low, high),
+                        "ci_level": caveats.decision_level(
+                            (selection.get("interval") or {}).get("confidence")
+                        ),
+                        "reason": d.reason if d else None,
+                        "comparator": selection.get("comparator"),
+                        # the claim a promotion makes, and the night's control it was made under
+                        "scope": selection.get("scope"),
+                        "alpha": selection.get("alpha"),
+                        "night": selection.get("night"),
+                        "delta_evals": selection.get("evals") or selection.get("queries"),
+                        "cost_usd": round(spent.get(v.label) or 0.0, 6) if scoped else None,
+                        "seconds": seconds_between(v.created_at or None, end),
+                        "created_at": v.created_at or None,
+                        "decided_at": d.decided_at if d else None,
+                        "is_best": v.label == best,
+                        "per_eval": {str(k): score for k, score in v.per_eval.items()},
+                    }
+                )
             )
-        data = RunData(
+        data = RunView(
             root=ws.root,
             source="state.db",
             run=run,
-            settings=settings,
             nodes=nodes,
             current_best=best,
             simulated=(settings.get("llm") or {}).get("provider") == "sim",
             ledger=ledger.report_totals(db),
             iterations=iterations.all_of(db),
-            resumes=[{"at": r.at, "changed": r.changed} for r in resumes.all_of(db)],
+            resumes=resumes.all_of(db),
         )
         data.adoptions = adoptions.read(db, spent)
         data.unscored = gradings.unscored_keys(db)
@@ -225,7 +178,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunData:
     return data  # history.json is written from state.db, never read back beside it
 
 
-def _from_history(ws: Workspace) -> RunData:
+def _from_history(ws: Workspace) -> RunView:
     from optimizer.inputs.artifacts import check_data, detect_form
 
     history = read_json(ws.history)
@@ -257,11 +210,11 @@ def _from_history(ws: Workspace) -> RunData:
                 }
             )
             prev = label
-        return RunData(
+        return RunView(
             root=ws.root,
             source="history.json",
             form="versions",
-            nodes=nodes,
+            nodes=_nodes(ws, nodes),
             history=history,
             simulated=bool(history.get("simulated")),
         )
@@ -298,7 +251,7 @@ def _from_history(ws: Workspace) -> RunData:
                 "per_eval": {},
             }
         )
-    return RunData(
+    return RunView(
         root=ws.root,
         source="history.json",
         form="iterations",
@@ -309,12 +262,24 @@ def _from_history(ws: Workspace) -> RunData:
             stop_reason=_text(history.get("stop_reason")),
             test=test if isinstance(test := history.get("test"), dict) else None,
         ),
-        nodes=nodes,
+        nodes=_nodes(ws, nodes),
         current_best=best,
         history=history,
         simulated=bool(history.get("simulated")),
         adoptions=[Adoption.model_validate(a) for a in history.get("adoptions") or []],
     )
+
+
+def _nodes(ws: Workspace, entries: list[dict[str, Any]]) -> list[Node]:
+    """history.json's versions as Nodes; one sentence when an entry's field has the wrong type."""
+    try:
+        return [Node.model_validate(e) for e in entries]
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
+        raise BadInput(
+            f"{ws.history}: not a valid history file (a version's {where} has the wrong type); "
+            "restore it or rebuild it from state.db."
+        ) from None
 
 
 def proposals(iterations: list[Iteration]) -> Proposals:
@@ -357,11 +322,11 @@ def _pair(low: Any, high: Any) -> list | None:
     return None if low is None or high is None else [low, high]
 
 
-def per_eval(ws: Workspace, node: dict) -> dict[str, float]:
+def per_eval(ws: Workspace, node: Node) -> dict[str, float]:
     """Mean score per eval id (as text): the store's split scores, else benchmark.json's table."""
-    if node.get("per_eval"):
-        return {str(k): v for k, v in node["per_eval"].items() if v is not None}
-    bench = read_json(ws.version(node["label"]) / "benchmark.json") or {}
+    if node.per_eval:
+        return {str(k): v for k, v in node.per_eval.items() if v is not None}
+    bench = read_json(ws.version(node.label) / "benchmark.json") or {}
     return {
         str(r["eval_id"]): r["with_skill"]["mean"]
         for r in bench.get("per_eval") or []

@@ -19,13 +19,14 @@ from optimizer.grow import outlook
 from optimizer.report import adopted, caveats, confinement, finish, folders, read, sealed, spend
 from optimizer.report.format import duration, emit, interval, money, num, pct, signed
 from optimizer.report.info import Defects, StatusInfo
+from optimizer.report.view import Node, RunView
 from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 from optimizer.store.rows import UnscoredKey
 
 
-def status(run_dir: Path, data: read.RunData | None = None) -> StatusInfo:
+def status(run_dir: Path, data: RunView | None = None) -> StatusInfo:
     """Where a run is, from state.db opened read-only; safe while its daemon runs. `data`: the
     run as read.load read it already, so the report does not read 200 versions twice."""
     ws = Workspace(run_dir)
@@ -36,7 +37,7 @@ def status(run_dir: Path, data: read.RunData | None = None) -> StatusInfo:
     data = data or read.load(run_dir)
     run, settings = data.run, data.settings
     pid = running_pid(ws)
-    best = next((n for n in data.nodes if n["is_best"]), None)
+    best = next((n for n in data.nodes if n.is_best), None)
     budget = settings.get("budget") or {}
     deadline = budget.get("deadline") or None
     iterations = data.iterations
@@ -57,10 +58,8 @@ def status(run_dir: Path, data: read.RunData | None = None) -> StatusInfo:
         "iterations_done": sum(1 for i in iterations if i.finished_at),
         "max_iterations": (settings.get("loop") or {}).get("max_iterations"),
         "versions": len(data.nodes),
-        "pending": [
-            n["label"] for n in data.nodes if not n["decision"] and n.get("status") != "failed"
-        ],
-        "failed": {n["label"]: n.get("error") for n in data.nodes if n.get("status") == "failed"},
+        "pending": [n.label for n in data.nodes if not n.decision and n.status != "failed"],
+        "failed": {n.label: n.error for n in data.nodes if n.status == "failed"},
         "proposals": read.proposals(iterations),
         "unscored": {
             "runs": len(data.unscored),
@@ -70,12 +69,12 @@ def status(run_dir: Path, data: read.RunData | None = None) -> StatusInfo:
         "current_best": None
         if best is None
         else {
-            "version": best["label"],
-            "score": best["score"],
-            "pass_rate": best["pass_rate"],
-            "score_ci": best.get("score_ci"),
-            "score_evals": best.get("score_evals"),
-            "verdict": best.get("verdict"),
+            "version": best.label,
+            "score": best.score,
+            "pass_rate": best.pass_rate,
+            "score_ci": best.score_ci,
+            "score_evals": best.score_evals,
+            "verdict": best.verdict,
         },
         **adopted.as_json(data.adoptions),
         "adopted_line": adopted.adopted_line(data.adoptions, data.current_best, str(run_dir)),
@@ -103,7 +102,11 @@ def status(run_dir: Path, data: read.RunData | None = None) -> StatusInfo:
         ),
         "settings": folders.provenance(ws.run_toml),
         "resumes": len(data.resumes),
-        "last_resumed": data.resumes[-1] if data.resumes else None,
+        "last_resumed": (
+            {"at": data.resumes[-1].at, "changed": data.resumes[-1].changed}
+            if data.resumes
+            else None
+        ),
         "sandbox": confinement.summary(Path(run_dir)),
         "power": outlook.for_run(run, settings),
         **finish.timing(
@@ -129,7 +132,7 @@ def _defects(unscored: list[UnscoredKey]) -> Defects:
     }
 
 
-def _with_train_delta(test: Any, nodes: list[dict]) -> Any:
+def _with_train_delta(test: Any, nodes: list[Node]) -> Any:
     gain = caveats.train_delta(test, nodes)
     return test if gain is None else {**test, "train_delta": gain}
 

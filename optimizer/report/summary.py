@@ -23,6 +23,7 @@ from optimizer.grade.preview import natural_key
 from optimizer.report import adopted, caveats, folders, nextstep, read
 from optimizer.report.info import StatusInfo
 from optimizer.report.status import status as run_status
+from optimizer.report.view import Node, RunView
 from optimizer.schemas import Adoption
 from optimizer.store.files import write_json, write_text
 
@@ -42,7 +43,7 @@ def build(
     run_dir: Path,
     *,
     night_error: str | None = None,
-    data: read.RunData | None = None,
+    data: RunView | None = None,
     info: StatusInfo | None = None,
 ) -> schemas.MorningSummary:
     """`data` and `info` (status) when the caller read them already: the report says what
@@ -50,11 +51,11 @@ def build(
     data = data or read.load(run_dir)
     info = info or run_status(run_dir, data)
     best = data.current_best or "v0"
-    by_label = {n["label"]: n for n in data.nodes}
+    by_label = {n.label: n for n in data.nodes}
     test = info.get("test") if isinstance(info.get("test"), dict) else None
     train = _compare(
-        read.per_eval(data.ws, by_label.get("v0") or {"label": "v0"}),
-        read.per_eval(data.ws, by_label.get(best) or {"label": best}),
+        read.per_eval(data.ws, by_label.get("v0") or Node(label="v0")),
+        read.per_eval(data.ws, by_label.get(best) or Node(label=best)),
     )
     sealed = _sealed(test, best)
     selection = read.read_json(data.ws.version(best) / "selection.json") if best != "v0" else None
@@ -247,7 +248,7 @@ def _bare(n: schemas.SummaryNumbers) -> str:
     return (n.level or words.ci(n.confidence)).split(",")[0]
 
 
-def _look_at(run_dir: Path, data: read.RunData, info: StatusInfo) -> list[str]:
+def _look_at(run_dir: Path, data: RunView, info: StatusInfo) -> list[str]:
     items = list(data.warnings)
     k = info["unscored"]["runs"]
     if k:

@@ -23,10 +23,10 @@ def lineage(run_dir: Path) -> dict:
     data = read.load(run_dir)
     sealed = sealed_scores(data.run.test)
     nodes = {
-        n["label"]: {
-            **n,
-            "is_adopted": n["label"] == data.adopted,
-            **gap(sealed.get(n["label"]), n.get("score")),
+        n.label: {
+            **n.shown(),
+            "is_adopted": n.label == data.adopted,
+            **gap(sealed.get(n.label), n.score),
             "children": [],
         }
         for n in data.nodes

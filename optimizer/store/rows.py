@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired
+
+from typing_extensions import TypedDict
 
 from optimizer.store.errors import StoreError
 
@@ -201,7 +203,7 @@ class PricedCall(TypedDict):
 
 class LedgerTotals(TypedDict, total=False):
     """The ledger's numbers the views show, as SQLite sums them. Not total: a run read from
-    history.json has none (report/read.py's RunData)."""
+    history.json has none (report/view.py's RunView)."""
 
     calls: int
     calls_usd: float
