@@ -1,5 +1,6 @@
 """Read-only access to a run folder for the views, the report and the review server: one RunView
-(report/view.py) from state.db, else, for a folder without one, from history.json in either form. Never writes, migrates or locks anything: a daemon may be running."""
+(report/view.py) from state.db, else, for a folder without one, from history.json in either form.
+Never writes, migrates or locks anything: a daemon may be running."""
 
 from __future__ import annotations
 
