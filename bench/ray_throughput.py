@@ -22,6 +22,7 @@ from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import load_evals
 from optimizer.model import make_client, scoped
 from optimizer.sim import Simulator
+from optimizer.store import ledger
 from optimizer.store.db import Store
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "csv-report"
@@ -66,7 +67,7 @@ async def measure(backend: str, runs: int, concurrency: int, latency_ms: float, 
     wall = time.perf_counter() - started
     await client.aclose()
     ok = sum(r.status == "ok" for r in records)
-    calls = store.ledger_summary()["n"]
+    calls = ledger.summary(store)["n"]
     store.close()
     return {
         "backend": backend,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -32,9 +31,11 @@ from optimizer.report.resume import budget_refusal, resume_point
 from optimizer.search import estimate as preview
 from optimizer.search import probe, runfolder
 from optimizer.search.stops import SignalFlag, parse_deadline
-from optimizer.store import readonly, registry, resumes, runtoml, workspace
+from optimizer.store import readonly, registry, resumes, runs, runtoml, workspace
+from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import mark_starting, running_pid
+from optimizer.store.runs import Run
 
 log = structlog.get_logger()
 
@@ -174,7 +175,7 @@ def resume(
         )
     estimate = preview.for_workspace(ws, settings)
     broke = None
-    with suppress(sqlite3.DatabaseError):  # a damaged state.db is said when the loop opens it
+    with suppress(StoreError):  # a damaged state.db is said when the loop opens it
         broke = budget_refusal(ws, settings, estimate)
     if broke:  # before anything is written
         raise BadInput(broke)
@@ -186,10 +187,10 @@ def resume(
     if unconfined:
         console.print(unconfined, style="bold red", markup=False, highlight=False)
     # A damaged state.db gets no line here: opening it for the loop says so, in one sentence.
-    with suppress(sqlite3.DatabaseError):
+    with suppress(StoreError):
         console.print(resume_point(ws, settings), markup=False, highlight=False)
         grown = outlook.resume_note(
-            ws.root, readonly.run_row(ws.state_db) or {}, settings.model_dump(mode="json")
+            ws.root, runs.read(ws.state_db) or Run(), settings.model_dump(mode="json")
         )
         if grown:  # the evals grew since the start: they are for the next run, never this one
             console.print(grown, markup=False, highlight=False)

@@ -455,7 +455,7 @@ def test_no_bare_dict_crosses_a_stage_boundary():
     # The scan sees what crosses: a repository's function, a method of the client's port, one
     # re-exported by a package's __init__; and a bare dict where it is.
     seen = crossing()
-    assert ("optimizer.store.versions", "rows", "") in seen
+    assert ("optimizer.store.versions", "all_of", "") in seen
     assert ("optimizer.model.port", "Client", "message") in seen
     assert ("optimizer.execute.record", "RunRecord", "to_row") in seen
     assert ("optimizer.model.factory", "make_client", "") in seen

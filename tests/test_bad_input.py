@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -125,6 +126,13 @@ def damage_pages(path: Path) -> None:
     for offset in range(8 * 4096, len(data) - 4096, 40 * 4096):
         data[offset : offset + 4096] = b"\xff" * 4096
     path.write_bytes(bytes(data))
+
+
+def break_column(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("update versions set split_scores_json = 'oops' where label = 'v0'")
+    conn.close()
 
 
 def truncate_half(path: Path) -> None:
@@ -608,6 +616,11 @@ CASES = [
             ("with damaged pages", damage_pages),
         )
         for cmd in ("lineage", "status", "resume")
+    ],
+    # a JSON column that is not an object: the store's StoreError, said as one sentence
+    *[
+        db_case(f"state.db with a broken JSON column: {cmd}", break_column, cmd)
+        for cmd in ("lineage", "status")
     ],
     Case(
         "history.json not JSON: lineage",

@@ -13,6 +13,7 @@ from optimizer.search import events
 from optimizer.search.reporter import Reporter
 from optimizer.search.state import RunState
 from optimizer.search.stops import StopRules
+from optimizer.store import runs
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 
@@ -49,7 +50,7 @@ def test_one_emit_reaches_state_db_the_log_and_the_live_line(tmp_path, log_captu
         run.emit(events.Activity("v1: screening"))
         run.emit(events.RunGraded())
         run.emit(events.Decided("v1", "v0", "won", "benchmark", "won: Δ = +0.2 above zero.", True))
-        stage = (store.run_row() or {}).get("stage")
+        stage = (runs.row(store) or runs.Run()).stage
     finally:
         store.close()
     assert stage == "v1: screening"

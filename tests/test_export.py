@@ -92,12 +92,13 @@ def test_export_gives_the_adopted_version_unless_one_is_named_and_says_why(tmp_p
     best: export gives the version the user has, and names why."""
     from fixtures.workspace_builder import build_workspace
 
+    from optimizer.store import runs
     from optimizer.store.db import Store
 
     monkeypatch.chdir(tmp_path)
     built = build_workspace(tmp_path / "run", versions=4, pending=False, seed=3)
     store = Store(built.root / "state.db")
-    best = store.run_row()["current_best"]
+    best = (runs.row(store) or runs.Run()).best
     assert best != "v0"
     _adoption(store, 1, best, "v0", "not certified")
     store.close()
@@ -111,3 +112,25 @@ def test_export_gives_the_adopted_version_unless_one_is_named_and_says_why(tmp_p
     store.close()
     said = cli(monkeypatch, None, "export", str(built.root), "--out", "c")
     assert said.startswith(f"exported {best} to c") and "the adopted version (certified" in said
+
+
+def test_export_reads_the_run_read_only(tmp_path, monkeypatch):
+    """Export is a view: it never opens the run's state.db for writing (which migrates it), so no
+    byte of it changes and no -wal or -shm file is left beside it."""
+    from fixtures.workspace_builder import build_workspace
+
+    from optimizer.store import db as store_db
+    from optimizer.store.export import export_version
+
+    built = build_workspace(tmp_path / "run", versions=3, pending=False)
+    state = built.root / "state.db"
+    before = state.read_bytes()
+
+    def writer(*_a: object, **_k: object) -> None:
+        raise AssertionError("export opened state.db for writing")
+
+    monkeypatch.setattr(store_db.Store, "__init__", writer)
+    said = export_version(built.root, "v1", tmp_path / "out", force=False)
+    assert said.startswith("exported v1 to ")
+    assert state.read_bytes() == before
+    assert not (built.root / "state.db-wal").exists() and not (built.root / "state.db-shm").exists()

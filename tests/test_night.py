@@ -69,8 +69,9 @@ def test_without_a_night_control_the_count_of_chance_promotions_says_what_it_cou
 
 def test_status_lineage_and_report_word_the_claim_and_the_night():
     from optimizer.report import caveats
+    from optimizer.report.view import Node
 
-    nodes = [
+    rows = [
         {"label": "v0", "decision": "baseline", "stage": "benchmark"},
         {
             "label": "v1",
@@ -91,7 +92,8 @@ def test_status_lineage_and_report_word_the_claim_and_the_night():
         {"label": "v3", "parent": "v2", "decision": "tie", "stage": "benchmark"},
         {"label": "v4", "parent": "v2", "decision": "lost", "stage": "screening"},
     ]
-    by_label = {n["label"]: n for n in nodes}
+    nodes = [Node.model_validate(r) for r in rows]
+    by_label = {n.label: n for n in nodes}
     # A step is never called better in a view: only an adoption claims that.
     assert caveats.verdict(nodes[1], by_label, "v2").startswith(
         "won against its parent v0 (a step on these tasks)"
@@ -105,4 +107,4 @@ def test_status_lineage_and_report_word_the_claim_and_the_night():
         "false-discovery control, LORD++)."
     )
     # decisions made before the rule recorded its α claim nothing about the night
-    assert caveats.promotions([{**n, "night": None} for n in nodes]) is None
+    assert caveats.promotions([n.model_copy(update={"night": None}) for n in nodes]) is None

@@ -9,6 +9,7 @@ import random
 import re
 import shutil
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from optimizer.decide.stats import t_quantile
 from optimizer.report import status as views
 from optimizer.search import stops, worth
 from optimizer.store.iterations import Iteration
+from optimizer.store.versions import DecisionNumbers, Version
 
 # Every proposal is neutral (no good, overfit or harmful edit), so no child ever steps: the search
 # plateaus whatever the seed draws. A fluke win would only move the stop later.
@@ -49,27 +51,28 @@ def ledger(thetas: list[float], *, se: float = 0.1, seed: int = 0, mirrored: boo
     else:
         noise += [rng.gauss(0, se) for _ in range(len(thetas))]
     finished, spent = [], {}
-    versions: list[dict] = [
-        {"label": "v0", "parent": None, "iteration": 0, "decision": "baseline", "score": 0.6}
+    versions = [
+        Version.from_row(
+            {"label": "v0", "parent": None, "iteration": 0, "decision": "baseline", "score": 0.6}
+        )
     ]
     for n, theta in enumerate(thetas, 1):
         d = theta + noise[n - 1]
         low, high = d - T * se, d + T * se
         verdict = "won" if low > 0 else "lost" if high < 0 else "tie"
         versions.append(
-            {
-                "label": f"v{n}",
-                "parent": "v0",
-                "iteration": n,
-                "decision": verdict,
-                "score": 0.6 + d,
-                "delta": d,
-                "low": low,
-                "high": high,
-                "confidence": 0.2,
-                "evals": 4,
-                "scope": "general",
-            }  # fmt: skip
+            replace(
+                Version.from_row(
+                    {
+                        "label": f"v{n}",
+                        "parent": "v0",
+                        "iteration": n,
+                        "decision": verdict,
+                        "score": 0.6 + d,
+                    }
+                ),
+                decided=DecisionNumbers(d, low, high, 0.2, 4, "general"),
+            )  # fmt: skip
         )
         finished.append(Iteration(n, "v0", "done", {"0": {"label": f"v{n}"}}, None, "t"))
         spent[f"v{n}"] = USD
@@ -110,9 +113,7 @@ def test_equal_children_stop_though_40_percent_of_them_step():
     # Plain noise: an equal child steps 40% of the time; the rule still stops nearly every run
     # within 24 proposals, never before its window of 8.
     stopped = [first_stop([0.0] * 24, seed=seed)[0] for seed in range(40)]
-    wins = sum(
-        v["decision"] == "won" for seed in range(40) for v in ledger([0.0] * 24, seed=seed)[1]
-    )
+    wins = sum(v.decision == "won" for seed in range(40) for v in ledger([0.0] * 24, seed=seed)[1])
     assert 0.3 < wins / (40 * 24) < 0.5  # the equal child's false steps are there
     assert all(k is None or k >= 8 for k in stopped)
     assert sum(k is not None for k in stopped) >= 36

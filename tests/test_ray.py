@@ -21,6 +21,7 @@ from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import load_evals
 from optimizer.model import make_client, scoped
 from optimizer.sim import Simulator
+from optimizer.store import ledger
 from optimizer.store.db import Store
 
 pytestmark = pytest.mark.slow  # Ray's workers
@@ -127,7 +128,7 @@ async def test_runs_execute_in_ray_workers_and_come_back_whole(tmp_path, ray_clu
     again = await execute(tmp_path, "ray", store, "ray")
     assert [r.status for r in again] == ["ok", "ok"]
     assert store.spent_usd() == pytest.approx(spent)
-    assert store.ledger_summary()["cache_hits"] == len(calls)
+    assert ledger.summary(store)["cache_hits"] == len(calls)
     store.close()
 
 

@@ -11,6 +11,7 @@ from fixtures.workspace_builder import build_workspace
 
 from optimizer.errors import BadInput, WorkFailed
 from optimizer.search import runfolder
+from optimizer.store import runs
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 from optimizer.store.lock import lock
@@ -19,7 +20,9 @@ from optimizer.store.lock import lock
 def _status(ws: Workspace) -> str:
     store = Store(ws.state_db)
     try:
-        return (store.run_row() or {})["status"]
+        row = runs.row(store)
+        assert row is not None
+        return row.status
     finally:
         store.close()
 

@@ -334,11 +334,12 @@ def test_a_night_whose_budget_is_spent_at_once_says_so_in_the_log_and_the_summar
 
 def test_a_nights_last_log_line_says_how_it_stopped_once():
     from optimizer.nightly import night
+    from optimizer.store.runs import Run
 
-    row = {"status": "stopped", "stop_reason": "stopped by SIGTERM"}  # systemd stopping the unit
+    row = Run(status="stopped", stop_reason="stopped by SIGTERM")  # systemd stopping the unit
     line = night.how_it_ended(Path("runs/x"), row, Path("runs/x/summary.md"))
     assert line == "runs/x: stopped by SIGTERM (summary: runs/x/summary.md)"  # "stopped: stopped"
-    row = {"status": "failed", "last_error": "the evals file is gone."}
+    row = Run(status="failed", last_error="the evals file is gone.")
     line = night.how_it_ended(Path("runs/x"), row, Path("s.md"))
     assert line == "runs/x: failed: the evals file is gone (summary: s.md)"
 

@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 
 from optimizer.errors import WorkFailed
-from optimizer.store import versions
+from optimizer.store import ledger, versions
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json, write_text
 
@@ -121,7 +121,7 @@ def test_ledger_spent_and_completed_calls(tmp_path):
     store.record_cache_hit("a", "grader", 0.25)
     assert store.completed_call("a") is not None and store.completed_call("b") is None
     assert store.spent_usd() == pytest.approx(0.25)
-    summary = store.ledger_summary()
+    summary = ledger.summary(store)
     assert summary["n"] == 1 and summary["cache_hits"] == 1 and summary["retries"] == 1
 
 
@@ -161,4 +161,43 @@ def test_store_survives_concurrent_writer(tmp_path):
     other = sqlite3.connect(tmp_path / "state.db")
     other.execute("insert into versions(label, hash) values ('v0', 'h0')")
     other.commit()
-    assert (versions.find(store, "v0") or {}).get("hash") == "h0"
+    found = versions.find(store, "v0")
+    assert found is not None and found.hash == "h0"
+
+
+def test_every_store_waits_for_a_busy_writer(tmp_path):
+    """A Store opened with no arguments (model/session.py's) waits for another writer rather
+    than failing at once: its connection has a busy timeout."""
+    store = Store(tmp_path / "state.db")
+    (timeout,) = store.db.conn.execute("pragma busy_timeout").fetchone()
+    assert timeout >= 1000
+
+
+def test_a_damaged_database_reads_as_one_store_error(tmp_path):
+    """What a view catches is StoreError naming the file, never sqlite3's own exception."""
+    from optimizer.store import runs
+    from optimizer.store.errors import StoreError
+
+    bad = tmp_path / "state.db"
+    bad.write_bytes(b"not a database at all, just bytes" * 100)
+    with pytest.raises(StoreError, match="state.db: not a readable run database"):
+        runs.read(bad)
+
+
+def test_a_json_column_is_decoded_once_in_the_store_or_is_one_store_error(tmp_path):
+    """The run's JSON columns arrive decoded (runs.Run); one that is not a JSON object is a
+    StoreError naming the column, never a traceback out of a view."""
+    from optimizer.store import runs
+    from optimizer.store.errors import StoreError
+
+    store = Store(tmp_path / "state.db")
+    with store.atomic():
+        store.table("runs").insert(
+            {"id": "r", "skill_name": "s", "split_json": '{"train": [1, 2], "test": [3]}'}
+        )
+    run = runs.row(store)
+    assert run is not None and run.split == {"train": [1, 2], "test": [3]} and run.test is None
+    with store.atomic():
+        store.table("runs").update("r", {"settings_json": "[1, 2"})
+    with pytest.raises(StoreError, match=r"runs\.settings_json is not a JSON object"):
+        runs.row(store)

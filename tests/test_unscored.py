@@ -153,8 +153,8 @@ def test_judge_errors_and_unscored_runs_never_enter_a_version_score(tmp_path):
     summaries.record_scores(SimpleNamespace(store=store, train=[1, 2]), "v0")  # type: ignore[arg-type]
     row = versions.find(store, "v0")
     assert row is not None
-    assert row["score"] == 0.4 and row["pass_rate"] == 0.4
-    assert json.loads(row["split_scores_json"]) == {"1": 0.8, "2": 0.0}
+    assert row.score == 0.4 and row.pass_rate == 0.4
+    assert row.per_eval == {1: 0.8, 2: 0.0}
     store.close()
 
 

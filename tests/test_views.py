@@ -69,7 +69,7 @@ def test_lineage_tree_from_the_store(built):
 def test_lineage_shows_the_sealed_train_gap_of_what_the_sealed_test_measured(built):
     tree = lineage_view.lineage(built.root)
     nodes = {n["label"]: n for n in _walk(tree["tree"])}
-    test = json.loads(read.load(built.root).run["test_json"])
+    test = read.load(built.root).run.test or {}
     for label, n in nodes.items():
         measured = test["versions"].get(label)
         if measured is None:
@@ -496,3 +496,20 @@ def test_intervals_in_the_views_stay_in_range_and_say_how_many_evals(built):
     )
     shown = render(show.print_version, built.root, built.best)
     assert "-0.922" not in shown and f"(n={len(built.evals)} evals)" in shown
+
+
+def test_a_view_of_a_state_db_run_never_reads_history_json_back(tmp_path):
+    """history.json is written from state.db for other tools; a view of the run reads state.db
+    alone, so a history.json edited by hand (or by another tool) changes nothing it shows."""
+    built = build_workspace(tmp_path / "run", versions=3, simulated=False)
+    before = read.load(built.root)
+    assert before.simulated is False and before.source == "state.db"
+    ws = Workspace(built.root)
+    ws.history.write_text(
+        json.dumps({"simulated": True, "test": {"versions": {"v9": {"score": 1.0}}}}),
+        encoding="utf-8",
+    )
+    after = read.load(built.root)
+    assert after.simulated is False
+    assert after.run.test == before.run.test
+    assert after.history == {}

@@ -103,9 +103,9 @@ def test_the_cost_of_an_iteration_is_measured_once_one_finished():
 
 def test_the_pace_counts_only_the_time_inside_finished_iterations():
     rows = [
-        {"started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:10:00Z"},
-        {"started_at": "2026-01-01T05:00:00Z", "finished_at": "2026-01-01T05:20:00Z"},
-        {"started_at": "2026-01-01T05:20:00Z", "finished_at": None},
+        ("2026-01-01T00:00:00Z", "2026-01-01T00:10:00Z"),
+        ("2026-01-01T05:00:00Z", "2026-01-01T05:20:00Z"),
+        ("2026-01-01T05:20:00Z", None),
     ]
     assert pace.seconds_in_iterations(rows) == (1800.0, 2)
 

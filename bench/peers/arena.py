@@ -33,6 +33,7 @@ from optimizer.search.state import RunState
 from optimizer.search.stops import StopRules
 from optimizer.sim import Simulator
 from optimizer.sim.expected import pass_rate
+from optimizer.store import runs
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 
@@ -387,5 +388,5 @@ def best_over_spend(store: Store) -> list[tuple[float, str]]:
             best = label
         out.append((sum(float(c["cost_usd"] or 0.0) for c in calls[:end]), best))
     total = sum(float(c["cost_usd"] or 0.0) for c in calls)
-    out.append((total, (store.run_row() or {}).get("current_best") or "v0"))
+    out.append((total, (runs.row(store) or runs.Run()).best))
     return out

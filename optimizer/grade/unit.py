@@ -6,7 +6,6 @@ never keeps a half-written run folder, and never scores a failure of ours (docs/
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -16,7 +15,7 @@ from typing import Any, TypeVar
 
 import structlog
 
-from optimizer import sandbox, schemas
+from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.errors import BadInput, InfraFailure, Interrupted, WorkFailed
 from optimizer.execute import INTERNAL_ERROR
@@ -30,7 +29,7 @@ from optimizer.schemas import Structural
 from optimizer.store import eval_runs, gradings
 from optimizer.store.db import Store, now
 from optimizer.store.keys import RunKey
-from optimizer.store.rows import GradingRow, Preview, RecordColumns
+from optimizer.store.rows import GradingRow, GradingStatus, Preview, RecordColumns
 
 log = structlog.get_logger()
 
@@ -126,10 +125,10 @@ class Grader:
         unscored by a failure of ours is tried again, at most evals.unscored_retries more times
         in this process; a resume tries again."""
         done = gradings.get(self.store, job.key)
-        if done and done["status"] != "unscored" and (job.run_dir / "grading.json").is_file():
-            return _scored(job, done)
+        if done and done.status != "unscored" and (job.run_dir / "grading.json").is_file():
+            return _scored(job, done.status, done.score, done.pass_rate, done.error)
         if done and self._tries[job.key] > self.settings.evals.unscored_retries:
-            return _scored(job, done)
+            return _scored(job, done.status, done.score, done.pass_rate, done.error)
         # The sealed test always runs to its end: it is what a stopped run reports on.
         stop_check = self.should_stop if job.split != "test" else None
         # Batch mode: the grader call waits for the stage's batch outside the execution slot, so
@@ -218,7 +217,7 @@ class Grader:
                 "run.unscored", run=job.key, attempt=self._tries[job.key], cause=outcome.error
             )
         gradings.commit(self.store, row, shown)
-        scored = _scored(job, row)
+        scored = _scored(job, outcome.status, outcome.score, row["pass_rate"], outcome.error)
         if self.on_run:
             self.on_run(scored)
         self._count_defect(outcome.error if not graded else None)
@@ -262,16 +261,11 @@ class Grader:
         return record
 
 
-def _scored(job: Job, row: GradingRow) -> Scored:
+def _scored(
+    job: Job, status: GradingStatus, score: float | None, rate: float | None, error: str | None
+) -> Scored:
     return Scored(
-        job.key,
-        job.eval_id,
-        job.run_number,
-        job.configuration,
-        row["status"],
-        row["score"],
-        row["pass_rate"] or 0.0,
-        row.get("error"),
+        job.key, job.eval_id, job.run_number, job.configuration, status, score, rate or 0.0, error
     )
 
 
@@ -374,27 +368,25 @@ def committed(
     eval_ids, by (eval, configuration, run number): what aggregate() takes."""
     wanted = set(eval_ids)
     out = []
-    for row in gradings.under(store, prefix):
-        if row["eval_id"] not in wanted:
+    for done in gradings.under(store, prefix):
+        if done.eval_id not in wanted:
             continue
-        if row["key"] != str(
-            RunKey(prefix, row["eval_id"], row["configuration"], row["run_number"])
-        ):
+        if done.key != str(RunKey(prefix, done.eval_id, done.configuration, done.run_number)):
             continue  # an `optimizer execute` run in the same folder: no eval segment, no benchmark run
-        eval = evalset.by_id(row["eval_id"])
-        if row["status"] == "unscored":
-            outcome = judge.unscored(eval, None, row["error"] or "")
+        eval = evalset.by_id(done.eval_id)
+        if done.status == "unscored":
+            outcome = judge.unscored(eval, None, done.error or "")
         else:
-            graded, checks = row["grading_json"], row["structural_json"]
-            assert graded is not None and checks is not None  # every run not unscored was graded
+            # every run not unscored was graded
+            assert done.grading is not None and done.structural is not None
             outcome = GradeOutcome(
-                status=row["status"],
-                grading=schemas.Grading.model_validate(json.loads(graded)),
-                structural=schemas.Structural.model_validate(json.loads(checks)),
-                pass_rate=row["pass_rate"] or 0.0,
-                rubric_normalized=row["rubric_normalized"],
-                score=row["score"],
-                error=row.get("error"),
+                status=done.status,
+                grading=done.grading,
+                structural=done.structural,
+                pass_rate=done.pass_rate or 0.0,
+                rubric_normalized=done.rubric_normalized,
+                score=done.score,
+                error=done.error,
             )
-        out.append((eval, RunRecord.load(root / row["key"]), outcome))
+        out.append((eval, RunRecord.load(root / done.key), outcome))
     return sorted(out, key=lambda it: (it[0].id, it[1].run_number))

@@ -4,7 +4,6 @@ run's split: a running run keeps the evals it copied at its start."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
@@ -13,7 +12,7 @@ from optimizer.decide import power
 from optimizer.errors import BadInput
 from optimizer.inputs.validate import train_counts
 from optimizer.schemas import JsonObject
-from optimizer.store.rows import RunRow
+from optimizer.store.runs import Run
 
 
 class PowerOutlook(TypedDict):
@@ -29,15 +28,12 @@ class PowerOutlook(TypedDict):
     line: str
 
 
-def for_run(run: RunRow, run_settings: JsonObject) -> PowerOutlook | None:
+def for_run(run: Run, run_settings: JsonObject) -> PowerOutlook | None:
     """The power line of a run (body target only: trigger queries have their own split). Reads the
     skill folder the run was started from, when it is still there; its problems only shorten the line."""
-    if (run.get("target") or "body") != "body":
+    if (run.target or "body") != "body":
         return None
-    try:
-        train = len(json.loads(run.get("split_json") or "{}").get("train") or [])
-    except ValueError:
-        return None
+    train = len(run.split.get("train") or [])
     if not train:
         return None
     settings: Mapping[str, Any] = run_settings  # as the run recorded them, read leniently
@@ -52,9 +48,9 @@ def for_run(run: RunRow, run_settings: JsonObject) -> PowerOutlook | None:
         "new_evals": 0,
         "line": power.line(train, what="train evals in this run", scope=scope, few_evals=few),
     }
-    if not run.get("skill_dir"):
+    if not run.skill_dir:
         return out
-    source = Path(run["skill_dir"])
+    source = Path(run.skill_dir)
     loop, evals = settings.get("loop") or {}, settings.get("evals") or {}
     try:
         now, later = train_counts(
@@ -81,13 +77,13 @@ def for_run(run: RunRow, run_settings: JsonObject) -> PowerOutlook | None:
     return out
 
 
-def resume_note(ws_root: Path, run: RunRow, settings: JsonObject) -> str | None:
+def resume_note(ws_root: Path, run: Run, settings: JsonObject) -> str | None:
     """Said on resume when the skill folder's evals grew since the run began: the run goes on
     with the split it started with."""
     info = for_run(run, settings)
     if not info or not info["next_train"]:
         return None
-    source = run.get("skill_dir")
+    source = run.skill_dir
     return (
         f"note: {source}/evals now gives {info['next_train']} train evals, this run keeps its "
         f"{info['train']} (a running run's split never changes); start the next run with "

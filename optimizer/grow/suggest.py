@@ -24,7 +24,7 @@ from optimizer.schemas import (
     CandidateOrigin,
     EvalFeedbackAggregate,
 )
-from optimizer.store import readonly
+from optimizer.store import runs
 from optimizer.store.files import Workspace
 
 _EVAL_NAMED = re.compile(r"\bEval (\d+)\b")
@@ -151,8 +151,8 @@ def from_run(run_dir: Path, skill: Path | None, rewrite: Rewriter | None = None)
 
 
 def _skill_of(ws: Workspace) -> Path:
-    row = readonly.run_row(ws.state_db) if ws.state_db.is_file() else None
-    folder = Path(row["skill_dir"]) if row and row.get("skill_dir") else None
+    row = runs.read(ws.state_db) if ws.state_db.is_file() else None
+    folder = Path(row.skill_dir) if row and row.skill_dir else None
     if folder is None or not folder.is_dir():
         raise BadInput(
             f"{ws.root}: the run does not name a skill folder that still exists; pass "
@@ -163,18 +163,15 @@ def _skill_of(ws: Workspace) -> Path:
 
 def _train_of(ws: Workspace, evalset: EvalSet) -> list[int]:
     """The run's train evals that the skill folder still holds (all of them without a state.db)."""
-    row = readonly.run_row(ws.state_db) if ws.state_db.is_file() else None
-    try:
-        train = json.loads((row or {}).get("split_json") or "{}").get("train")
-    except ValueError:
-        train = None
+    row = runs.read(ws.state_db) if ws.state_db.is_file() else None
+    train = row.split.get("train") if row else None
     ids = sorted(evalset.ids)
     return [i for i in ids if i in train] if isinstance(train, list) else ids
 
 
 def _started(ws: Workspace) -> str:
-    row = readonly.run_row(ws.state_db) if ws.state_db.is_file() else None
-    return str((row or {}).get("started_at") or "")
+    row = runs.read(ws.state_db) if ws.state_db.is_file() else None
+    return (row.started_at if row else None) or ""
 
 
 def _targets(item: AggregateSuggestion, evalset: EvalSet) -> list[Eval]:

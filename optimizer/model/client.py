@@ -33,9 +33,8 @@ from optimizer.model.retry import RetryPolicy, Sleep, Truncated
 from optimizer.model.scopes import scope
 from optimizer.model.structured import Answer, answer_with_repair, forced_tool
 from optimizer.prices import Price
-from optimizer.store.db import Store
+from optimizer.store.db import Completed, Store
 from optimizer.store.ledger import longest_by_role
-from optimizer.store.rows import CallRow
 from optimizer.words import dollars
 
 log = structlog.get_logger()
@@ -326,12 +325,12 @@ class ModelClient:
             raise ValueError(f"unknown model role {role!r}")
         return str(getattr(self.settings.models, role))
 
-    def _from_ledger(self, row: CallRow, role: str) -> Message:
-        saved = float(row["cost_usd"] or 0.0)
-        self.store.record_cache_hit(row["hash"], role, saved_usd=saved)
+    def _from_ledger(self, done: Completed, role: str) -> Message:
+        saved = done.cost_usd
+        self.store.record_cache_hit(done.hash, role, saved_usd=saved)
         self.count_saved(saved)
-        log.debug("llm.cache_hit", role=role, hash=row["hash"][:12], saved_usd=saved)
-        return ledger.replay(row)
+        log.debug("llm.cache_hit", role=role, hash=done.hash[:12], saved_usd=saved)
+        return ledger.replay(done)
 
     def _check_budget(self, role: str, model: str, estimate: float) -> None:
         if self.budget_usd is None:

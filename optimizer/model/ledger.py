@@ -8,6 +8,7 @@ from typing import Any
 
 from anthropic.types import Message
 
+from optimizer.store.db import Completed
 from optimizer.store.rows import CallRow
 
 
@@ -75,6 +76,6 @@ def failure_row(
     }
 
 
-def replay(row: CallRow) -> Message:
-    """The answer a completed row holds, as the Message its first caller got."""
-    return Message.model_validate(json.loads(row["response_json"] or "null"))
+def replay(done: Completed) -> Message:
+    """The answer a completed call holds, as the Message its first caller got."""
+    return Message.model_validate(done.response)

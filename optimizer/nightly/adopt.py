@@ -20,6 +20,7 @@ from optimizer.search import adoption as adopting
 from optimizer.search import runfolder
 from optimizer.store import iterations, runs
 from optimizer.store.files import Workspace
+from optimizer.store.runs import Run
 
 
 def settings_of(ws: Workspace, overrides: list[str]) -> config.Settings:
@@ -86,7 +87,7 @@ def adopt(
             paid = settings.model_copy(update={"budget": budget})
             client.budget_usd = spent + limit
             run.go_on_under(paid, engine.stop_rules(ws, paid, flag))
-            stage = (store.run_row() or {}).get("stage") or "stopped"
+            stage = (runs.row(store) or Run()).stage or "stopped"
             with opened.open_target(run) as target:
                 try:
                     result = asyncio.run(adopting.certify(run, target, claim))  # type: ignore[arg-type]

@@ -17,10 +17,10 @@ from optimizer import config, daemon, words
 from optimizer.errors import OptimizerError
 from optimizer.inputs import skill as skills
 from optimizer.report import summary
-from optimizer.store import iterations, ledger, readonly
+from optimizer.store import iterations, ledger, readonly, runs
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import running_pid
-from optimizer.store.rows import RunRow
+from optimizer.store.runs import Run
 
 NIGHT = "-night-"  # run folders of nights: <runs_root>/<skill>-night-<YYYYmmdd-HHMMSS>
 
@@ -115,16 +115,16 @@ def run_night(
         if exc.exit_code == 0:  # a clean stop is a night that ran
             return 0
         return _failed(exc.problems[0], target, runs_root, log_name, notify, console, exc.exit_code)
-    row = readonly.run_row(Workspace(target).state_db) or {}
+    row = runs.read(Workspace(target).state_db) or Run()
     # How it ended, in the run's own words: a budget spent at once is one sentence here too.
     log_line(runs_root, log_name, how_it_ended(target, row, summary.paths(target)[0]))
     return code
 
 
-def how_it_ended(target: Path, row: RunRow, summary_md: Path) -> str:
+def how_it_ended(target: Path, row: Run, summary_md: Path) -> str:
     """The night's last log line: 'runs/x: stopped by SIGTERM (summary: …)', the reason said once."""
-    reason = row.get("stop_reason") or row.get("last_error") or "see the summary"
-    return f"{target}: {words.ended(row.get('status'), reason)} (summary: {summary_md})"
+    reason = row.stop_reason or row.last_error or "see the summary"
+    return f"{target}: {words.ended(row.status, reason)} (summary: {summary_md})"
 
 
 def resume_overrides(overrides: list[str], load: Callable[[dict], config.Loaded]) -> list[str]:

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer import words
 from optimizer.decide import fdr
 from optimizer.inputs.validate import small_suite
-from optimizer.store.rows import RunRow
+from optimizer.store.runs import Run
+
+if TYPE_CHECKING:
+    from optimizer.report.view import Node
 
 # What a step's decision rested on. A step is a move of the search, not a claim: no view calls it
 # "better" (only an adoption makes that claim, ../shared/DESIGN.md §18).
@@ -48,86 +52,86 @@ def score_interval(root: Path, label: str) -> tuple[list | None, int | None]:
     return ci, stat.get("ci_evals") or len(rows) or None
 
 
-def verdict(node: dict, by_label: dict[str, dict], best: str | None) -> str:
+def verdict(node: Node, by_label: Mapping[str, Node], best: str | None) -> str:
     """'won against its parent v1 (a step on these tasks)', and for a winner that is not the
     current best, why not: a bare "won" next to another version's star reads as a contradiction."""
-    decision, parent = node.get("decision"), node.get("parent")
+    decision, parent = node.decision, node.parent
     if decision not in ("won", "lost", "tie") or not parent:
         return ""
     text = f"{decision} against its parent {parent}"
-    if decision == "won" and node.get("scope") in ("tasks", "general"):
-        units = "queries" if node.get("stage") == "probe" else "evals"
-        text += f" ({words.step_scope(node['scope'], units)}"
-        text += ")" if node["scope"] == "tasks" else "; the sealed test checks it)"
-    if decision != "won" or best is None or node["label"] == best or best not in by_label:
+    if decision == "won" and node.scope in ("tasks", "general"):
+        units = "queries" if node.stage == "probe" else "evals"
+        text += f" ({words.step_scope(str(node.scope), units)}"
+        text += ")" if node.scope == "tasks" else "; the sealed test checks it)"
+    if decision != "won" or best is None or node.label == best or best not in by_label:
         return text
     return f"{text}; not the best: {_why_not_best(node, by_label[best], by_label)}"
 
 
-def promotions(nodes: list[dict]) -> str | None:
+def promotions(nodes: list[Node]) -> str | None:
     """ "6 promotions in 20 decisions; at most 5% of such promotions are false on average": the
     night's family of promotions and what bounds it, from the decisions' own selection.json (the
     control they were made under), None before the promotion rule decided anything."""
     rows: list[fdr.RuleRow] = [
-        {"version": n["label"], "stage": n.get("stage"), "decision": n["decision"]}
+        {"version": n.label, "stage": n.stage, "decision": str(n.decision)}
         for n in nodes
-        if n.get("decision") in ("won", "lost", "tie")
+        if n.decision in ("won", "lost", "tie")
     ]
-    nights = [n["night"] for n in nodes if isinstance(n.get("night"), dict)]
+    nights = [n.night for n in nodes if isinstance(n.night, dict)]
     ruled = [r for r in rows if r["stage"] in fdr.RULE_STAGES]
     if not ruled:
         return None
-    if nights:
-        return fdr.summary(rows, float(nights[0]["fdr"]))
-    alphas = [float(n["alpha"]) for n in nodes if isinstance(n.get("alpha"), int | float)]
+    if nights and isinstance(bound := nights[0].get("fdr"), int | float | str):
+        return fdr.summary(rows, float(bound))
+    alphas = [float(n.alpha) for n in nodes if isinstance(n.alpha, int | float)]
     if not alphas:  # decided before the rule recorded its α: say nothing it did not claim
         return None
     return fdr.summary(rows, None, max(alphas))
 
 
-def _ancestors(label: str | None, by_label: dict[str, dict]) -> list[str]:
+def _ancestors(label: str | None, by_label: Mapping[str, Node]) -> list[str]:
     out: list[str] = []
-    up = (by_label.get(label or "") or {}).get("parent")
+    node = by_label.get(label or "")
+    up = node.parent if node else None
     while up and up not in out:
         out.append(up)
-        up = (by_label.get(up) or {}).get("parent")
+        node = by_label.get(up)
+        up = node.parent if node else None
     return out
 
 
-def stray_wins(nodes: list[dict], best: str | None) -> dict[str, str]:
+def stray_wins(nodes: list[Node], best: str | None) -> dict[str, str]:
     """Winners off the current best's line, with their verdicts: the ones a reader asks about.
     Winners on the line are the path the best was built along."""
-    by_label = {n["label"]: n for n in nodes}
+    by_label = {n.label: n for n in nodes}
     line = {best, *_ancestors(best, by_label)}
     return {
-        n["label"]: n.get("verdict") or "won"
-        for n in nodes
-        if n.get("decision") == "won" and n["label"] not in line
+        n.label: n.verdict or "won" for n in nodes if n.decision == "won" and n.label not in line
     }
 
 
-def _why_not_best(node: dict, best: dict, by_label: dict[str, dict]) -> str:
-    if node["label"] in _ancestors(best["label"], by_label):  # the usual, happy reason
-        return f"{best['label']}, built on it, won after it"
-    mine, theirs = node.get("score"), best.get("score")
+def _why_not_best(node: Node, best: Node, by_label: Mapping[str, Node]) -> str:
+    if node.label in _ancestors(best.label, by_label):  # the usual, happy reason
+        return f"{best.label}, built on it, won after it"
+    mine, theirs = node.score, best.score
     scores = "" if mine is None or theirs is None else f" ({theirs:.3f} vs {mine:.3f})"
     if mine is not None and theirs is not None and theirs > mine:
-        return f"{best['label']} scores higher{scores}"
+        return f"{best.label} scores higher{scores}"
     # The loop promotes a winner only when it beat the best itself or scores above it.
-    return f"it beat {node.get('parent')}, not the current best {best['label']}{scores}"
+    return f"it beat {node.parent}, not the current best {best.label}{scores}"
 
 
-def train_delta(test: Any, nodes: list[dict]) -> float | None:
+def train_delta(test: Any, nodes: list[Node]) -> float | None:
     """What the sealed test's best gained over v0 on the train evals, to set beside its sealed
     Δ: a gain that shows on train only is fitted to the tasks the loop saw."""
     if not isinstance(test, dict) or not test.get("best") or test.get("best") == "v0":
         return None
-    scores = {n["label"]: n.get("score") for n in nodes}
+    scores = {n.label: n.score for n in nodes}
     base, final = scores.get("v0"), scores.get(test["best"])
     return None if base is None or final is None else round(final - base, 4)
 
 
-def sealed_test_warning(test: Any, nodes: list[dict] | None = None) -> str | None:
+def sealed_test_warning(test: Any, nodes: list[Node] | None = None) -> str | None:
     """A final best that scores below v0 on evals the loop never saw, or gains on the train evals
     but not on the sealed ones, is the sign of overfitting the train evals; it must not hide in a
     table of numbers."""
@@ -156,33 +160,35 @@ def sealed_test_warning(test: Any, nodes: list[dict] | None = None) -> str | Non
     return None
 
 
-def suite_warning(run: RunRow, settings: dict) -> str | None:
+def suite_warning(run: Run, settings: Mapping[str, Any]) -> str | None:
     """The small-suite sentence of `validate`, for a run of the body target (trigger queries are
     split three ways and counted by their own report)."""
-    if run.get("target") == "description":
+    if run.target == "description":
         return None
-    try:
-        split = json.loads(run.get("split_json") or "")
-    except (TypeError, ValueError):
-        return None
-    if not isinstance(split, dict) or not isinstance(split.get("train"), list):
+    split = run.split
+    if not isinstance(split.get("train"), list):
         return None
     fraction = (settings.get("evals") or {}).get("test_fraction", 0.25)
     return small_suite(len(split["train"]), len(split.get("test") or []), fraction)
 
 
 def annotate(
-    root: Path, nodes: list[dict], best: str | None, run: RunRow, settings: dict, test: Any
+    root: Path,
+    nodes: list[Node],
+    best: str | None,
+    run: Run,
+    settings: Mapping[str, Any],
+    test: Any,
 ) -> list[str]:
     """Adds `verdict` and `delta_evals` to each node; returns the run's warnings, worst first."""
-    by_label = {n["label"]: n for n in nodes}
-    unit = "query" if run.get("target") == "description" else "eval"
+    by_label = {n.label: n for n in nodes}
+    unit = "query" if run.target == "description" else "eval"
     for n in nodes:
-        n["verdict"] = verdict(n, by_label, best)
-        n["delta_unit"] = unit
-        if n.get("delta_evals") is None and n.get("delta") is not None:
-            n["delta_evals"] = _selection_evals(root, n["label"])
-        n["ci"] = bounded(n.get("ci"), DELTA)
+        n.verdict = verdict(n, by_label, best)
+        n.delta_unit = unit
+        if n.delta_evals is None and n.delta is not None:
+            n.delta_evals = _selection_evals(root, n.label)
+        n.ci = bounded(n.ci, DELTA)
     return [w for w in (sealed_test_warning(test, nodes), suite_warning(run, settings)) if w]
 
 

@@ -3,11 +3,11 @@ the report and the review page. Never writes; a folder from before it was record
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from optimizer.report.info import Confinement
 from optimizer.store import eval_runs, readonly
+from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 
@@ -25,7 +25,7 @@ def summary(run_dir: Path, version: str | None = None) -> Confinement:
     ws = Workspace(run_dir)
     try:
         db = readonly.View(ws.state_db, live=running_pid(ws) is not None)
-    except sqlite3.Error:
+    except StoreError:
         return {"runs": 0, "unconfined": 0, "by": {}}
     with db:
         rows = eval_runs.confinement(db, version)

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from optimizer.report import read
 from optimizer.report.format import duration
 from optimizer.report.info import StatusInfo, Timing
 from optimizer.search import pace
 from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import per_iteration_usd
-from optimizer.store.rows import IterationRow, RunRow
+from optimizer.store.iterations import Iteration
+from optimizer.store.runs import Run
 
 
 def timing(
-    run: RunRow,
-    iterations: list[IterationRow],
+    run: Run,
+    iterations: list[Iteration],
     settings: dict,
     *,
     running: bool,
@@ -27,8 +27,8 @@ def timing(
     (the limit, and the budget at the cost per finished iteration, or the preview's before one
     finished) at the pace of the finished ones, capped by the deadline; None when nothing can tell
     yet."""
-    started = pace.parse_time(run.get("started_at"))
-    ended = pace.parse_time(run.get("finished_at")) if not running else None
+    started = pace.parse_time(run.started_at)
+    ended = pace.parse_time(run.finished_at) if not running else None
     now = datetime.now(UTC)
     out: Timing = {
         "elapsed_s": None
@@ -39,10 +39,10 @@ def timing(
     if not running:
         return out
     loop, budget = settings.get("loop") or {}, settings.get("budget") or {}
-    seconds, done = pace.seconds_in_iterations(iterations)
+    seconds, done = pace.seconds_in_iterations([(i.started_at, i.finished_at) for i in iterations])
     per = None
     if budget.get("usd"):
-        est: Estimate = read.parse_json(run.get("estimate_json")) or Estimate()
+        est: Estimate = run.estimate or Estimate()
         per = pace.usd_per_iteration(
             estimated=per_iteration_usd(est), spent_in_iterations=spent_in_iterations, done=done
         )

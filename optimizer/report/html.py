@@ -9,7 +9,6 @@ import json
 import os
 import re
 import secrets
-import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,9 @@ from optimizer import schemas, words
 from optimizer.grade.preview import natural_key
 from optimizer.report import confinement, overview, pages, read
 from optimizer.report.status import status as run_status
+from optimizer.report.view import RunView
 from optimizer.store import ledger, readonly
+from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import running_pid
 
@@ -40,7 +41,7 @@ def _cost_series(ws: Workspace) -> list[list]:
         return []
     try:
         db = readonly.View(ws.state_db, live=running_pid(ws) is not None)
-    except sqlite3.Error:
+    except StoreError:
         return []
     with db:
         return ledger.cumulative(db, COST_POINTS)
@@ -53,7 +54,7 @@ def build(
     files_base: str = "",
     details_base: str = "",
     token: str = "",
-    data: read.RunData | None = None,
+    data: RunView | None = None,
     inlined: int = 0,
     capped: bool = False,
     refresh_ms: int = 0,
@@ -63,7 +64,7 @@ def build(
     ws = data.ws
     nodes = []
     for n in data.nodes:
-        flat = {k: v for k, v in n.items() if k not in ("rationale", "children")}
+        flat = {k: v for k, v in n.shown().items() if k not in ("rationale", "children")}
         if data.form == "iterations":
             flat["per_eval"] = read.per_eval(ws, n)
         nodes.append(flat)
@@ -71,18 +72,16 @@ def build(
     status = run_status(run_dir, data) if data.source == "state.db" else None
     return {
         "meta": {
-            "skill_name": data.run.get("skill_name")
-            or data.history.get("skill_name")
-            or ws.root.name,
-            "run_id": data.run.get("id") or ws.root.name,
+            "skill_name": data.run.skill_name or data.history.get("skill_name") or ws.root.name,
+            "run_id": data.run.id or ws.root.name,
             "simulated": data.simulated,
             "current_best": data.current_best,
             "source": data.source,
             "form": data.form,
-            "status": data.run.get("status"),
-            "stop_reason": data.run.get("stop_reason"),
-            "ended": words.ended(data.run.get("status"), data.run.get("stop_reason")),
-            "started_at": data.run.get("started_at"),
+            "status": data.run.status,
+            "stop_reason": data.run.stop_reason,
+            "ended": words.ended(data.run.status, data.run.stop_reason),
+            "started_at": data.run.started_at,
             "generated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
             "review": review,
             "files_base": files_base,
@@ -155,7 +154,7 @@ def render(
     files_base: str = "",
     details_base: str = "",
     token: str = "",
-    data: read.RunData | None = None,
+    data: RunView | None = None,
     inlined: int = 0,
     capped: bool = False,
     refresh_ms: int = 0,

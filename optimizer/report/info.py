@@ -4,7 +4,7 @@ server reuse. Its free-form parts (a file's JSON, a sandbox tally) are JsonObjec
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing_extensions import TypedDict
 
 from optimizer.grow.outlook import PowerOutlook
 from optimizer.schemas import Json, JsonObject

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Mapping
+from typing import Any
 
 from optimizer import schemas
 from optimizer.report import read, sealed
 from optimizer.report.info import StatusInfo
+from optimizer.report.view import RunView
 from optimizer.search import pace
 from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import per_iteration_usd, reserve
 
 
-def steps(run_dir: str, data: read.RunData, info: StatusInfo, best: str) -> list[schemas.NextStep]:
+def steps(run_dir: str, data: RunView, info: StatusInfo, best: str) -> list[schemas.NextStep]:
     """The commands, the one to take first first; [] while nothing can be said."""
     run = shlex.quote(run_dir)
     if info.get("running"):
@@ -39,8 +42,8 @@ def steps(run_dir: str, data: read.RunData, info: StatusInfo, best: str) -> list
             )
         )
         return out
-    if best != "v0" and not below_v0_sealed(data.run.get("test_json"), best):
-        name = shlex.quote(f"{data.run.get('skill_name') or 'skill'}-{best}")
+    if best != "v0" and not below_v0_sealed(data.run.test, best):
+        name = shlex.quote(f"{data.run.skill_name or 'skill'}-{best}")
         out.append(
             schemas.NextStep(
                 why=f"take {best}: a copy of its skill folder with the evals it was measured on",
@@ -52,16 +55,16 @@ def steps(run_dir: str, data: read.RunData, info: StatusInfo, best: str) -> list
     return out
 
 
-def below_v0_sealed(test_json: str | None, best: str) -> bool:
-    """The best scored below v0 on the sealed test: never offered for export (issue 48); the
-    resume is offered instead."""
-    test = read.parse_json(test_json) or {}
+def below_v0_sealed(test: Mapping[str, Any] | None, best: str) -> bool:
+    """The best scored below v0 on the sealed test (runs.test_json): never offered for export
+    (issue 48); the resume is offered instead."""
+    test = test or {}
     scores = {k: (v or {}).get("score") for k, v in (test.get("versions") or {}).items()}
     v0, found = scores.get("v0"), scores.get(best)
     return v0 is not None and found is not None and found < v0
 
 
-def _go_on(run: str, data: read.RunData, info: StatusInfo, best: str) -> schemas.NextStep:
+def _go_on(run: str, data: RunView, info: StatusInfo, best: str) -> schemas.NextStep:
     """`optimizer resume` with as many iterations again as the run had, and the budget they need
     when what is left of it does not cover them (and the sealed test of the next best)."""
     done = info.get("iterations_done") or 0
@@ -69,7 +72,7 @@ def _go_on(run: str, data: read.RunData, info: StatusInfo, best: str) -> schemas
     limit = done if cap is None else cap  # no limit: the budget sized for as many again
     spent = info.get("spent_usd") or 0.0
     budget = info.get("budget_usd")
-    est: Estimate = read.parse_json(data.run.get("estimate_json")) or Estimate()
+    est: Estimate = data.run.estimate or Estimate()
     per = pace.usd_per_iteration(
         estimated=per_iteration_usd(est) if est else None,
         spent_in_iterations=data.ledger.get("iterations_usd") or 0.0,

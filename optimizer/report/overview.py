@@ -13,15 +13,16 @@ import structlog
 
 from optimizer import words
 from optimizer.grow.suggest import becomes_candidate
-from optimizer.report import read, summary
+from optimizer.report import summary
 from optimizer.report.info import StatusInfo
+from optimizer.report.view import RunView
 
 log = structlog.get_logger()
 SUGGESTIONS_SHOWN = 10  # rows of the suggestions table; the rest are counted ("and 12 more")
 _EVAL_PREFIX = re.compile(r"^\s*Eval\s+(\S+?):\s*")
 
 
-def headline(run_dir: Path, data: read.RunData, status: StatusInfo | None) -> dict | None:
+def headline(run_dir: Path, data: RunView, status: StatusInfo | None) -> dict | None:
     """The morning summary's headline, scores, diff and next commands; None without state.db."""
     if status is None:
         return None

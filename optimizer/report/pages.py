@@ -6,21 +6,20 @@ from __future__ import annotations
 
 import base64
 import functools
-import json
 import mimetypes
 import os
 import re
-import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from optimizer.grade import preview
 from optimizer.grade.preview import natural_key
 from optimizer.report import folders, read
+from optimizer.report.view import Node, RunView
+from optimizer.schemas import JsonObject
 from optimizer.store import gradings, readonly
+from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
 from optimizer.store.gradings import Committed
 from optimizer.store.lock import running_pid
@@ -53,16 +52,16 @@ class Budget:
         return self.total - self.left
 
 
-def keys(data: read.RunData) -> list[str]:
+def keys(data: RunView) -> list[str]:
     """The pages a report of this run has: one per version, then the baseline and test runs."""
     if data.form != "iterations":
         return []
     ws = data.ws
-    labels = [n["label"] for n in data.nodes if re.fullmatch(r"v\d+", n["label"] or "")]
+    labels = [n.label for n in data.nodes if re.fullmatch(r"v\d+", n.label)]
     return labels + [k for k in EXTRA if (ws.root / k).is_dir()]
 
 
-def page(ws: Workspace, data: read.RunData, key: str, budget: Budget) -> dict:
+def page(ws: Workspace, data: RunView, key: str, budget: Budget) -> dict:
     """One page's data; `key` is a version label or one of EXTRA."""
     if key == "baseline":
         return {"runs": list(_runs(ws, ws.root / "baseline", budget, "without_skill"))}
@@ -72,8 +71,8 @@ def page(ws: Workspace, data: read.RunData, key: str, budget: Budget) -> dict:
     return _version(ws, data.node(key), budget)
 
 
-def _version(ws: Workspace, node: dict, budget: Budget) -> dict:
-    folder = ws.version(node["label"])
+def _version(ws: Workspace, node: Node, budget: Budget) -> dict:
+    folder = ws.version(node.label)
     proposal = folder / "proposal.md"
     bench = read.read_json(folder / "benchmark.json") or {}
     runs, gradings = [], []
@@ -83,8 +82,8 @@ def _version(ws: Workspace, node: dict, budget: Budget) -> dict:
     return {
         "rationale": folders.rationale(proposal.read_text(encoding="utf-8"))
         if proposal.is_file()
-        else node.get("rationale") or "",
-        "diff": _diff(ws, node.get("parent"), node["label"]),
+        else node.rationale,
+        "diff": _diff(ws, node.parent, node.label),
         "benchmark": {
             "run_summary": bench.get("run_summary"),
             "per_eval": bench.get("per_eval"),
@@ -93,7 +92,7 @@ def _version(ws: Workspace, node: dict, budget: Budget) -> dict:
         if bench
         else None,
         "selection": read.read_json(folder / "selection.json"),
-        "comparisons": folders.comparisons(folder, node["label"], node.get("parent")),
+        "comparisons": folders.comparisons(folder, node.label, node.parent),
         "analysis": read.read_json(folder / "analysis.json"),
         "failing": folders.tally_failing(gradings),  # from the gradings just read, not read again
         "runs": runs,
@@ -167,28 +166,17 @@ def _committed(ws: Workspace, rel: str, live: bool) -> dict[str, Committed] | No
         return None
     try:
         db = readonly.View(ws.state_db, live=live)
-    except sqlite3.Error:
+    except StoreError:
         return None
     with db:
         return gradings.shown_under(db, rel)
 
 
-def _json(path: str) -> dict:
+def _json(path: str) -> JsonObject:
     try:
-        return _loads(preview.head(path, -1))
+        return gradings.lenient_object(preview.head(path, -1))
     except OSError:
         return {}  # absent, or mid-rename while a run goes on
-
-
-def _loads(text: str | bytes) -> dict:
-    try:
-        data = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        try:  # what orjson refuses and the json module reads (a lone surrogate, NaN)
-            data = json.loads(text)
-        except ValueError:
-            return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _run(rel: str, path: str, budget: Budget, committed: Committed, root: str) -> dict:
@@ -196,14 +184,11 @@ def _run(rel: str, path: str, budget: Budget, committed: Committed, root: str) -
     # The folder is read only when it really is inside the workspace: state.db names a run's
     # folder, it does not vouch that no eval or run folder became a link to elsewhere.
     inside = functools.cache(lambda: preview.within(path, root))
-    grading = (
-        _loads(graded) if graded is not None else _json(f"{path}/grading.json") if inside() else {}
-    )
-    view: Mapping[str, Any] = (
-        _loads(kept) if kept is not None else preview.of_run(path) if inside() else {}
-    )
-    if gate is None:
-        gate = _json(f"{path}/structural.json").get("gate_passed") if inside() else None
+    grading = graded if graded is not None else _json(f"{path}/grading.json") if inside() else {}
+    view: Mapping[str, Any] = kept if kept is not None else preview.of_run(path) if inside() else {}
+    if gate is None and inside():
+        checked = _json(f"{path}/structural.json").get("gate_passed")
+        gate = int(checked) if isinstance(checked, bool | int) else None
     eval_dir, configuration, run = rel.split("/")[-3:]
     return {
         "id": rel.replace("/", "-"),

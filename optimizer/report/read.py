@@ -1,22 +1,23 @@
-"""Read-only access to a run folder for the views, the report and the review server (state.db, else
-history.json in either form). Never writes, migrates or locks anything: a daemon may be running."""
+"""Read-only access to a run folder for the views, the report and the review server: one RunView
+(report/view.py) from state.db, else, for a folder without one, from history.json in either form.
+Never writes, migrates or locks anything: a daemon may be running."""
 
 from __future__ import annotations
 
 import json
 import re
-import sqlite3
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
+
+from pydantic import ValidationError
 
 from optimizer import words
-from optimizer.decide import adopt as rule
 from optimizer.decide import verdict
 from optimizer.errors import BadInput
 from optimizer.report import caveats
-from optimizer.report.info import Proposals, Resume
+from optimizer.report.info import Proposals
+from optimizer.report.view import Node, RunView
 from optimizer.schemas import Adoption
 from optimizer.store import (
     adoptions,
@@ -30,16 +31,11 @@ from optimizer.store import (
     runs,
     versions,
 )
+from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
+from optimizer.store.iterations import Iteration
 from optimizer.store.lock import running_pid
-from optimizer.store.rows import (
-    DecisionRow,
-    IterationRow,
-    LedgerTotals,
-    PricedCall,
-    RunRow,
-    UnscoredKey,
-)
+from optimizer.store.runs import Run
 
 DECISIONS = ("baseline", "won", "lost", "tie")
 
@@ -67,59 +63,11 @@ def seconds_between(start: str | None, end: str | None) -> float | None:
     return max(0.0, (b - a).total_seconds())
 
 
-@dataclass
-class RunData:
-    """What the views know about a run: its row, its settings, its versions as plain dicts."""
-
-    root: Path
-    source: str  # "state.db" | "history.json"
-    form: str = "iterations"  # history.json form; "versions" for description runs
-    run: RunRow = field(default_factory=RunRow)
-    settings: dict = field(default_factory=dict)
-    nodes: list[dict] = field(default_factory=list)
-    current_best: str | None = None
-    simulated: bool = False
-    ledger: LedgerTotals = field(default_factory=LedgerTotals)
-    iterations: list[IterationRow] = field(default_factory=list)
-    resumes: list[Resume] = field(default_factory=list)  # oldest first; `changed` per key
-    calls: list[PricedCall] = field(default_factory=list)
-    history: dict = field(default_factory=dict)
-    unscored: list[UnscoredKey] = field(
-        default_factory=list
-    )  # runs our infrastructure failed, by key
-    warnings: list[str] = field(
-        default_factory=list
-    )  # caveats.annotate: what the numbers do not say
-    adoptions: list[Adoption] = field(default_factory=list)  # oldest first (docs/design.md §16)
-
-    @property
-    def adopted(self) -> str:
-        """The version the user has: the last certified adoption's, else v0."""
-        return rule.base_of(self.adoptions)
-
-    @property
-    def ws(self) -> Workspace:
-        return Workspace(self.root)
-
-    @property
-    def labels(self) -> list[str]:
-        return [n["label"] for n in self.nodes]
-
-    def node(self, label: str) -> dict:
-        for n in self.nodes:
-            if n["label"] == label:
-                return n
-        known = ", ".join(self.labels) or "none"
-        raise BadInput(f"{self.root}: has no version '{label}'; known versions: {known}.")
-
-
-def load(run_dir: Path, *, with_calls: bool = False) -> RunData:
+def load(run_dir: Path, *, with_calls: bool = False) -> RunView:
     data = _load(Workspace(run_dir), with_calls)
     for node in data.nodes:
-        node["score_ci"], node["score_evals"] = caveats.score_interval(
-            data.root, node["label"] or ""
-        )
-    test = parse_json(data.run.get("test_json")) or data.history.get("test")
+        node.score_ci, node.score_evals = caveats.score_interval(data.root, node.label)
+    test = data.run.test
     data.warnings = caveats.annotate(
         data.root, data.nodes, data.current_best, data.run, data.settings, test
     )
@@ -129,14 +77,10 @@ def load(run_dir: Path, *, with_calls: bool = False) -> RunData:
     return data
 
 
-def every_proposal_refused(iterations: list[IterationRow]) -> str | None:
+def every_proposal_refused(iterations: list[Iteration]) -> str | None:
     """'every proposal was refused (2 of 2); the first: ...' when no proposal of the run became a
     version because each was refused; the first refusal by iteration and proposal."""
-    made = [
-        o
-        for it in iterations
-        for _, o in sorted((parse_json(it.get("candidates_json")) or {}).items())
-    ]
+    made = [o for it in iterations for _, o in sorted(it.candidates.items())]
     refused = [o for o in made if "rejected" in o]
     if not refused or len(refused) < len(made):
         return None
@@ -147,13 +91,13 @@ def every_proposal_refused(iterations: list[IterationRow]) -> str | None:
     )
 
 
-def _load(ws: Workspace, with_calls: bool) -> RunData:
+def _load(ws: Workspace, with_calls: bool) -> RunView:
     run_dir = ws.root
     if ws.state_db.is_file():
         try:
             return _from_db(ws, with_calls)
-        except sqlite3.DatabaseError as exc:  # pages damaged past the header (SQLITE_CORRUPT)
-            raise BadInput(f"{ws.state_db}: not a readable run database ({exc}).") from None
+        except StoreError as exc:  # not a database, pages damaged past the header, a bad column
+            raise BadInput(*exc.naming(ws.state_db)) from None
     if ws.history.is_file():
         return _from_history(ws)
     raise BadInput(
@@ -163,87 +107,80 @@ def _load(ws: Workspace, with_calls: bool) -> RunData:
     )
 
 
-def _from_db(ws: Workspace, with_calls: bool) -> RunData:
-    try:
-        db = readonly.View(ws.state_db, live=running_pid(ws) is not None)
-    except sqlite3.Error as exc:
-        raise BadInput(f"{ws.state_db}: not a readable run database ({exc}).") from None
-    with db:
-        run = runs.row(db) or {}
-        if not run:  # an empty file, or `optimizer run` killed while it created the folder
+def _from_db(ws: Workspace, with_calls: bool) -> RunView:
+    with readonly.View(ws.state_db, live=running_pid(ws) is not None) as db:
+        run = runs.row(db)
+        if run is None:  # an empty file, or `optimizer run` killed while it created the folder
             raise BadInput(
                 f"{ws.state_db}: holds no run; restore it from a copy, or start the run "
                 "again with `optimizer run`."
             )
-        settings = parse_json(run.get("settings_json")) or {}
-        best = run.get("current_best") or "v0"
-        decided = decisions.rows(db)
+        settings = run.settings
+        best = run.best
+        decided = decisions.all_of(db)
         spent = ledger.by_scope(db)
         done = eval_runs.last_completed(db)
         scoped = any(scope is not None for scope in spent)  # else cost per version is unknown
         nodes = []
-        for v in versions.rows(db):
-            d: DecisionRow | dict[str, None] = decided.get(v["label"]) or {}
-            selection = parse_json(d.get("selection_json")) or {}
-            end = d.get("decided_at") or (done.get(v["label"]) if v.get("decision") else None)
+        for v in versions.all_of(db):
+            d = decided.get(v.label)
+            selection = d.selection if d else {}
+            low, high = (d.ci_low, d.ci_high) if d else (None, None)
+            end = (d.decided_at if d else None) or (done.get(v.label) if v.decision else None)
             nodes.append(
-                {
-                    "label": v["label"],
-                    "parent": v.get("parent") or None,
-                    "iteration": v.get("iteration") or 0,
-                    "decision": verdict.word(v.get("decision"), d.get("ci_low"), d.get("ci_high")),
-                    "stage": v.get("stage"),
-                    "status": v.get("status"),
-                    "error": v.get("error"),
-                    "summary": v.get("summary") or "",
-                    "rationale": v.get("rationale") or "",
-                    "score": v.get("score"),
-                    "pass_rate": v.get("pass_rate"),
-                    "delta": d.get("delta"),
-                    "ci": _pair(d.get("ci_low"), d.get("ci_high")),
-                    "ci_level": caveats.decision_level(
-                        (selection.get("interval") or {}).get("confidence")
-                    ),
-                    "reason": d.get("reason"),
-                    "comparator": selection.get("comparator"),
-                    # the claim a promotion makes, and the night's control it was made under
-                    "scope": selection.get("scope"),
-                    "alpha": selection.get("alpha"),
-                    "night": selection.get("night"),
-                    "delta_evals": selection.get("evals") or selection.get("queries"),
-                    "cost_usd": round(spent.get(v["label"]) or 0.0, 6) if scoped else None,
-                    "seconds": seconds_between(v.get("created_at"), end),
-                    "created_at": v.get("created_at"),
-                    "decided_at": d.get("decided_at"),
-                    "is_best": v["label"] == best,
-                    "per_eval": parse_json(v.get("split_scores_json")) or {},
-                }
+                Node.model_validate(
+                    {
+                        "label": v.label,
+                        "parent": v.parent,
+                        "iteration": v.iteration,
+                        "decision": verdict.word(v.decision, low, high),
+                        "stage": v.stage,
+                        "status": v.status,
+                        "error": v.error,
+                        "summary": v.summary,
+                        "rationale": v.rationale,
+                        "score": v.score,
+                        "pass_rate": v.pass_rate,
+                        "delta": d.delta if d else None,
+                        "ci": _pair(low, high),
+                        "ci_level": caveats.decision_level(
+                            (selection.get("interval") or {}).get("confidence")
+                        ),
+                        "reason": d.reason if d else None,
+                        "comparator": selection.get("comparator"),
+                        # the claim a promotion makes, and the night's control it was made under
+                        "scope": selection.get("scope"),
+                        "alpha": selection.get("alpha"),
+                        "night": selection.get("night"),
+                        "delta_evals": selection.get("evals") or selection.get("queries"),
+                        "cost_usd": round(spent.get(v.label) or 0.0, 6) if scoped else None,
+                        "seconds": seconds_between(v.created_at or None, end),
+                        "created_at": v.created_at or None,
+                        "decided_at": d.decided_at if d else None,
+                        "is_best": v.label == best,
+                        "per_eval": {str(k): score for k, score in v.per_eval.items()},
+                    }
+                )
             )
-        data = RunData(
+        data = RunView(
             root=ws.root,
             source="state.db",
             run=run,
-            settings=settings,
             nodes=nodes,
             current_best=best,
             simulated=(settings.get("llm") or {}).get("provider") == "sim",
             ledger=ledger.report_totals(db),
-            iterations=iterations.report_rows(db),
-            resumes=[
-                {"at": r["at"], "changed": parse_json(r["changed_json"]) or {}}
-                for r in resumes.rows(db)
-            ],
+            iterations=iterations.all_of(db),
+            resumes=resumes.all_of(db),
         )
         data.adoptions = adoptions.read(db, spent)
         data.unscored = gradings.unscored_keys(db)
         if with_calls:
             data.calls = ledger.priced_calls(db)
-    data.history = read_json(ws.history) or {}
-    data.simulated = data.simulated or bool(data.history.get("simulated"))
-    return data
+    return data  # history.json is written from state.db, never read back beside it
 
 
-def _from_history(ws: Workspace) -> RunData:
+def _from_history(ws: Workspace) -> RunView:
     from optimizer.inputs.artifacts import check_data, detect_form
 
     history = read_json(ws.history)
@@ -275,11 +212,11 @@ def _from_history(ws: Workspace) -> RunData:
                 }
             )
             prev = label
-        return RunData(
+        return RunView(
             root=ws.root,
             source="history.json",
             form="versions",
-            nodes=nodes,
+            nodes=_nodes(ws, nodes),
             history=history,
             simulated=bool(history.get("simulated")),
         )
@@ -316,20 +253,18 @@ def _from_history(ws: Workspace) -> RunData:
                 "per_eval": {},
             }
         )
-    return RunData(
+    return RunView(
         root=ws.root,
         source="history.json",
         form="iterations",
         # history.json's fields under the row's names (None when it has none)
-        run=cast(
-            RunRow,
-            {
-                "skill_name": history.get("skill_name"),
-                "started_at": history.get("started_at"),
-                "stop_reason": history.get("stop_reason"),
-            },
+        run=Run(
+            skill_name=_text(history.get("skill_name")),
+            started_at=_text(history.get("started_at")),
+            stop_reason=_text(history.get("stop_reason")),
+            test=test if isinstance(test := history.get("test"), dict) else None,
         ),
-        nodes=nodes,
+        nodes=_nodes(ws, nodes),
         current_best=best,
         history=history,
         simulated=bool(history.get("simulated")),
@@ -337,16 +272,24 @@ def _from_history(ws: Workspace) -> RunData:
     )
 
 
-def proposals(iterations: list[IterationRow]) -> Proposals:
+def _nodes(ws: Workspace, entries: list[dict[str, Any]]) -> list[Node]:
+    """history.json's versions as Nodes; one sentence when an entry's field has the wrong type."""
+    try:
+        return [Node.model_validate(e) for e in entries]
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
+        raise BadInput(
+            f"{ws.history}: not a valid history file (a version's {where} has the wrong type); "
+            "restore it or rebuild it from state.db."
+        ) from None
+
+
+def proposals(iterations: list[Iteration]) -> Proposals:
     """What became of every proposal: versions made, duplicates, and rejections counted by reason
     (most frequent first), so a run that rejects most of its proposals says so and why."""
     from optimizer.search.proposal import reason_of
 
-    made = [
-        o
-        for it in iterations
-        for _, o in sorted((parse_json(it.get("candidates_json")) or {}).items())
-    ]
+    made = [o for it in iterations for _, o in sorted(it.candidates.items())]
     reasons: dict[str, int] = {}
     for o in made:
         if "rejected" in o:
@@ -372,25 +315,20 @@ def proposals_line(counts: Proposals) -> str:
     )
 
 
-def parse_json(text: Any) -> Any:
-    """A JSON column's value, or None when empty or unreadable."""
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return None
+def _text(value: Any) -> str | None:
+    """A history.json field that must be text, None when it is not (the file is the user's)."""
+    return value if isinstance(value, str) else None
 
 
 def _pair(low: Any, high: Any) -> list | None:
     return None if low is None or high is None else [low, high]
 
 
-def per_eval(ws: Workspace, node: dict) -> dict[str, float]:
+def per_eval(ws: Workspace, node: Node) -> dict[str, float]:
     """Mean score per eval id (as text): the store's split scores, else benchmark.json's table."""
-    if node.get("per_eval"):
-        return {str(k): v for k, v in node["per_eval"].items() if v is not None}
-    bench = read_json(ws.version(node["label"]) / "benchmark.json") or {}
+    if node.per_eval:
+        return {str(k): v for k, v in node.per_eval.items() if v is not None}
+    bench = read_json(ws.version(node.label) / "benchmark.json") or {}
     return {
         str(r["eval_id"]): r["with_skill"]["mean"]
         for r in bench.get("per_eval") or []

@@ -11,6 +11,7 @@ from optimizer.search.estimate import mode_usd
 from optimizer.store import iterations, ledger, readonly, runs, versions
 from optimizer.store.files import Workspace
 from optimizer.store.iterations import Iteration
+from optimizer.store.runs import Run
 
 
 def resume_point(ws: Workspace, settings: config.Settings) -> str:
@@ -19,7 +20,7 @@ def resume_point(ws: Workspace, settings: config.Settings) -> str:
     stops.plateaus), that its count starts again (the engine counts only this process's
     iterations)."""
     with readonly.View(ws.state_db) as db:
-        best = (runs.row(db) or {}).get("current_best") or "v0"
+        best = (runs.row(db) or Run()).best
         made = iterations.all_of(db)
         state = stops.from_ledger(
             finished=[i for i in made if i.finished_at],
@@ -69,8 +70,8 @@ def budget_refusal(ws: Workspace, settings: config.Settings, est: Estimate | Non
     or what is left of it covers none of the iterations left (the estimate's count, which keeps
     the sealed test's reserve aside). A detached `run`'s first start (status "created") is no
     resume, and its budget was shown when it was given."""
-    row = readonly.run_row(ws.state_db) or {}
-    if row.get("status") == "created":
+    row = runs.read(ws.state_db)
+    if row is not None and row.status == "created":
         return None
     with readonly.View(ws.state_db) as db:
         usd = ledger.total_usd(db)

@@ -5,19 +5,17 @@ only; never writes."""
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
-from typing import Any
 
 from optimizer.search.estimate import reserve
-from optimizer.store.rows import RunRow
+from optimizer.store.runs import Run
 
 # When the run kept no estimate (a description run): what is asked on top of the spend.
 FALLBACK_USD = 0.5
 
 
-def finish_line(run_dir: str, run: RunRow, iterations_done: int, spent_usd: float) -> str | None:
+def finish_line(run_dir: str, run: Run, iterations_done: int, spent_usd: float) -> str | None:
     """ "the sealed test did not run …: finish it with `optimizer resume …`" for a stopped run
     with a test split and no complete sealed test; None otherwise."""
     found = finish_command(run_dir, run, iterations_done, spent_usd)
@@ -28,34 +26,26 @@ def finish_line(run_dir: str, run: RunRow, iterations_done: int, spent_usd: floa
 
 
 def finish_command(
-    run_dir: str, run: RunRow, iterations_done: int, spent_usd: float
+    run_dir: str, run: Run, iterations_done: int, spent_usd: float
 ) -> tuple[str, str] | None:
     """Why the sealed test did not run and the command that finishes it, or None. The command
     sets the iteration limit to the iterations done, so the resumed run goes straight to the
     sealed test, and a budget of the spend so far plus the test's reserve, or the run's own if
     larger."""
-    if run.get("status") != "stopped":
+    if run.status != "stopped":
         return None
-    split = _json(run.get("split_json")) or {}
-    if not split.get("test"):
+    if not run.split.get("test"):
         return None
-    test = _json(run.get("test_json"))
+    test = run.test
     if isinstance(test, dict) and not test.get("incomplete"):
         return None
     why = "the budget ran out during it" if isinstance(test, dict) else "the run stopped before it"
-    kept = reserve(_json(run.get("estimate_json")), per_run_usd=None, runs=0)
+    kept = reserve(run.estimate, per_run_usd=None, runs=0)
     # Never below the run's own budget: a resume keeps the budget it is given for later resumes.
-    given = ((_json(run.get("settings_json")) or {}).get("budget") or {}).get("usd") or 0.0
+    given = (run.settings.get("budget") or {}).get("usd") or 0.0
     budget = max(given, math.ceil((spent_usd + (kept or FALLBACK_USD)) * 10) / 10)
     command = (
         f"optimizer resume {shlex.quote(run_dir)} --max-iterations {iterations_done} "
         f"--budget-usd {budget:.2f}"
     )
     return why, command
-
-
-def _json(text: Any) -> Any:
-    try:
-        return json.loads(text) if text else None
-    except ValueError:
-        return None

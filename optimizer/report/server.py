@@ -19,6 +19,7 @@ from optimizer import schemas
 from optimizer.errors import BadInput
 from optimizer.grow import review as grow_review
 from optimizer.report import html, pages, progress, read, status
+from optimizer.report.view import RunView
 from optimizer.schemas import JsonObject
 from optimizer.store import readonly
 from optimizer.store.db import now
@@ -70,11 +71,11 @@ class ReviewServer(ThreadingHTTPServer):
         self.lock = threading.Lock()  # one read-modify-write of feedback.json at a time
         self.known = run_ids(self.root)
         self.token = secrets.token_hex(8)
-        self._loaded: tuple[tuple, read.RunData] | None = None
+        self._loaded: tuple[tuple, RunView] | None = None
         self._load_lock = threading.Lock()  # also makes the commit watcher's one connection serial
         self._commits = readonly.Commits(self.ws.state_db)
         row = read.load(self.root).run  # the skill folder the run began from: its candidate evals
-        self.skill_dir = Path(row["skill_dir"]) if row.get("skill_dir") else None
+        self.skill_dir = Path(row.skill_dir) if row.skill_dir else None
         super().__init__((HOST, port), Handler)
 
     def candidates(
@@ -86,7 +87,7 @@ class ReviewServer(ThreadingHTTPServer):
                 return grow_review.listing(self.skill_dir, settings)
             return grow_review.act(self.skill_dir, settings, action, body or {})
 
-    def run_data(self) -> read.RunData:
+    def run_data(self) -> RunView:
         """The run as read.load reads it, read again only when its files changed: on a long run
         each version opened would otherwise read the whole run (seconds at 200 versions)."""
         with self._load_lock:

@@ -20,6 +20,7 @@ from optimizer.report import confinement, folders, read
 from optimizer.report.caveats import SCORE, SCORE_LEVEL, bounded
 from optimizer.report.format import emit, interval, num, pct, readable, signed
 from optimizer.report.tree import node_text
+from optimizer.report.view import RunView
 
 
 def _print_diff_text(console: Console, diff: str | None) -> None:
@@ -36,8 +37,8 @@ def print_version(console: Console, run_dir: Path, version: str) -> None:
     n = data.node(version)
     ws = data.ws
     folder = ws.version(version)
-    console.rule(Text(f"{version}  ←  {n.get('parent') or 'none'}", style="bold"))
-    emit(console, node_text(n))
+    console.rule(Text(f"{version}  ←  {n.parent or 'none'}", style="bold"))
+    emit(console, node_text(n.shown()))
     box = confinement.summary(run_dir, version)
     emit(
         console,
@@ -45,24 +46,24 @@ def print_version(console: Console, run_dir: Path, version: str) -> None:
             f"sandbox: {confinement.describe(box)}", style="bold red" if box["unconfined"] else ""
         ),
     )
-    if n.get("reason"):
-        emit(console, Text(n["reason"]))
+    if n.reason:
+        emit(console, Text(n.reason))
     proposal = folder / "proposal.md"
     why = (
         folders.rationale(proposal.read_text(encoding="utf-8"))
         if proposal.is_file()
-        else n.get("rationale")
+        else n.rationale
     )
     if why:
         emit(console, Panel(Markdown(why), title="why this change", title_align="left"))
-    if n.get("parent"):
-        emit(console, Text(f"diff against {n['parent']}", style="bold"))
-        _print_diff_text(console, folders.version_diff(ws, n["parent"], version))
+    if n.parent:
+        emit(console, Text(f"diff against {n.parent}", style="bold"))
+        _print_diff_text(console, folders.version_diff(ws, n.parent, version))
     _print_benchmark(console, read.read_json(folder / "benchmark.json"))
     _print_selection(console, read.read_json(folder / "selection.json"))
     _print_comparisons(
         console,
-        folders.comparisons(folder, version, n.get("parent")),
+        folders.comparisons(folder, version, n.parent),
         read.read_json(folder / "analysis.json"),
     )
     fails = folders.failing(folder)
@@ -226,7 +227,7 @@ def print_diff(console: Console, run_dir: Path, va: str, vb: str) -> None:
     print_scores(console, data, va, vb)
 
 
-def print_scores(console: Console, data: read.RunData, va: str, vb: str) -> None:
+def print_scores(console: Console, data: RunView, va: str, vb: str) -> None:
     """The per-eval scores of two versions and their differences, with the means."""
     a, b = data.node(va), data.node(vb)
     ws = data.ws
@@ -244,14 +245,8 @@ def print_scores(console: Console, data: read.RunData, va: str, vb: str) -> None
         )
     table.add_row(
         Text("mean", style="bold"),
-        Text(num(a.get("score"))),
-        Text(num(b.get("score"))),
-        Text(
-            signed(
-                None
-                if a.get("score") is None or b.get("score") is None
-                else b["score"] - a["score"]
-            )
-        ),
+        Text(num(a.score)),
+        Text(num(b.score)),
+        Text(signed(None if a.score is None or b.score is None else b.score - a.score)),
     )
     emit(console, table)

@@ -4,7 +4,6 @@ through the read-only opener; never writes to it."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from optimizer.search.estimate import mode_usd, record, reserves_usd
 from optimizer.store import eval_runs, iterations, ledger, readonly, runs
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
+from optimizer.store.runs import Run
 
 log = structlog.get_logger()
 
@@ -190,8 +190,8 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
     `estimate` is None for a run started before previews were recorded."""
     ws = Workspace(Path(run_dir))
     with readonly.View(ws.state_db, live=running_pid(ws) is not None) as db:
-        run = runs.row(db) or {}
-        est = json.loads(shown) if (shown := run.get("estimate_json")) else None
+        run = runs.row(db) or Run()
+        est = run.estimate
         totals = ledger.answered(db)
         # An adoption is paid apart, against its own estimate (report/adopted.spent_apart).
         adopting = sum(
@@ -202,7 +202,7 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
         done = [i for i in iterations.all_of(db) if i.finished_at]
         # Setup: every call recorded before the first proposal (rows are numbered as written).
         setup_usd = ledger.setup_usd(db, totals["usd"])
-        test_done = bool(run.get("test_json")) and bool(done)
+        test_done = bool(run.test) and bool(done)
         # The sealed test: its share of the runs, at the ledger's mean executor + grader cost per
         # run (a call does not say which run it served; timestamps are whole seconds).
         recorded, in_test = eval_runs.counts(db)

@@ -3,7 +3,6 @@ read-only; safe while its daemon runs. Never writes to the run folder."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,12 +19,14 @@ from optimizer.grow import outlook
 from optimizer.report import adopted, caveats, confinement, finish, folders, read, sealed, spend
 from optimizer.report.format import duration, emit, interval, money, num, pct, signed
 from optimizer.report.info import Defects, StatusInfo
+from optimizer.report.view import Node, RunView
+from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 from optimizer.store.rows import UnscoredKey
 
 
-def status(run_dir: Path, data: read.RunData | None = None) -> StatusInfo:
+def status(run_dir: Path, data: RunView | None = None) -> StatusInfo:
     """Where a run is, from state.db opened read-only; safe while its daemon runs. `data`: the
     run as read.load read it already, so the report does not read 200 versions twice."""
     ws = Workspace(run_dir)
@@ -34,31 +35,29 @@ def status(run_dir: Path, data: read.RunData | None = None) -> StatusInfo:
     data = data or read.load(run_dir)
     run, settings = data.run, data.settings
     pid = running_pid(ws)
-    best = next((n for n in data.nodes if n["is_best"]), None)
+    best = next((n for n in data.nodes if n.is_best), None)
     budget = settings.get("budget") or {}
     deadline = budget.get("deadline") or None
     iterations = data.iterations
     return {
         "run_dir": str(run_dir),
-        "run_id": run.get("id"),
-        "skill_name": run.get("skill_name"),
-        "target": run.get("target"),
+        "run_id": run.id,
+        "skill_name": run.skill_name,
+        "target": run.target,
         "simulated": data.simulated,
         "probe": _probe(ws),
         "running": pid is not None,
         "pid": pid,
-        "status": run.get("status"),
-        "stage": run.get("stage"),
-        "started_at": run.get("started_at"),
-        "finished_at": run.get("finished_at"),
-        "iteration": max((i["number"] for i in iterations), default=0),
-        "iterations_done": sum(1 for i in iterations if i.get("finished_at")),
+        "status": run.status,
+        "stage": run.stage,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "iteration": max((i.number for i in iterations), default=0),
+        "iterations_done": sum(1 for i in iterations if i.finished_at),
         "max_iterations": (settings.get("loop") or {}).get("max_iterations"),
         "versions": len(data.nodes),
-        "pending": [
-            n["label"] for n in data.nodes if not n["decision"] and n.get("status") != "failed"
-        ],
-        "failed": {n["label"]: n.get("error") for n in data.nodes if n.get("status") == "failed"},
+        "pending": [n.label for n in data.nodes if not n.decision and n.status != "failed"],
+        "failed": {n.label: n.error for n in data.nodes if n.status == "failed"},
         "proposals": read.proposals(iterations),
         "unscored": {
             "runs": len(data.unscored),
@@ -68,12 +67,12 @@ def status(run_dir: Path, data: read.RunData | None = None) -> StatusInfo:
         "current_best": None
         if best is None
         else {
-            "version": best["label"],
-            "score": best["score"],
-            "pass_rate": best["pass_rate"],
-            "score_ci": best.get("score_ci"),
-            "score_evals": best.get("score_evals"),
-            "verdict": best.get("verdict"),
+            "version": best.label,
+            "score": best.score,
+            "pass_rate": best.pass_rate,
+            "score_ci": best.score_ci,
+            "score_evals": best.score_evals,
+            "verdict": best.verdict,
         },
         **adopted.as_json(data.adoptions),
         "adopted_line": adopted.adopted_line(data.adoptions, data.current_best, str(run_dir)),
@@ -89,19 +88,23 @@ def status(run_dir: Path, data: read.RunData | None = None) -> StatusInfo:
         "saved_usd": round(data.ledger.get("saved_usd") or 0.0, 6),
         "deadline": deadline,
         "seconds_left": finish.seconds_left(deadline),
-        "last_error": run.get("last_error"),
-        "stop_reason": run.get("stop_reason"),
-        "ended": words.ended(run.get("status"), run.get("stop_reason")),  # one wording, every view
-        "test": _with_train_delta(read.parse_json(run.get("test_json")), data.nodes),
+        "last_error": run.last_error,
+        "stop_reason": run.stop_reason,
+        "ended": words.ended(run.status, run.stop_reason),  # one wording, every view
+        "test": _with_train_delta(run.test, data.nodes),
         "sealed_todo": sealed.finish_line(
             str(run_dir),
             run,
-            sum(1 for i in iterations if i.get("finished_at")),
+            sum(1 for i in iterations if i.finished_at),
             data.ledger.get("spent_usd") or 0.0,
         ),
         "settings": folders.provenance(ws.run_toml),
         "resumes": len(data.resumes),
-        "last_resumed": data.resumes[-1] if data.resumes else None,
+        "last_resumed": (
+            {"at": data.resumes[-1].at, "changed": data.resumes[-1].changed}
+            if data.resumes
+            else None
+        ),
         "sandbox": confinement.summary(Path(run_dir)),
         "power": outlook.for_run(run, settings),
         **finish.timing(
@@ -127,29 +130,23 @@ def _defects(unscored: list[UnscoredKey]) -> Defects:
     }
 
 
-def _with_train_delta(test: Any, nodes: list[dict]) -> Any:
+def _with_train_delta(test: Any, nodes: list[Node]) -> Any:
     gain = caveats.train_delta(test, nodes)
     return test if gain is None else {**test, "train_delta": gain}
 
 
 def _probe(ws: Workspace) -> str | None:
     """How a description run measures triggering (recorded with v0's probe), else None."""
-    path = ws.version("v0") / "trigger.json"
-    try:
-        return (
-            read.parse_json(path.read_text(encoding="utf-8")).get("probe")
-            if path.is_file()
-            else None
-        )
-    except (OSError, AttributeError):
-        return None
+    found = read.read_json(ws.version("v0") / "trigger.json")
+    probe = found.get("probe") if isinstance(found, dict) else None
+    return probe if isinstance(probe, str) else None
 
 
 def _estimate(run_dir: Path) -> dict[str, Any] | None:
     """The cost estimate shown when the run started, against what the ledger says was spent."""
     try:
         return spend.estimate_vs_actual(run_dir)
-    except (sqlite3.Error, OSError, ValueError, KeyError):
+    except (StoreError, OSError, ValueError, KeyError):
         return None  # an older run folder, or one whose estimate could not be made
 
 

@@ -23,6 +23,7 @@ from optimizer.grade.preview import natural_key
 from optimizer.report import adopted, caveats, folders, nextstep, read
 from optimizer.report.info import StatusInfo
 from optimizer.report.status import status as run_status
+from optimizer.report.view import Node, RunView
 from optimizer.schemas import Adoption
 from optimizer.store.files import write_json, write_text
 
@@ -42,7 +43,7 @@ def build(
     run_dir: Path,
     *,
     night_error: str | None = None,
-    data: read.RunData | None = None,
+    data: RunView | None = None,
     info: StatusInfo | None = None,
 ) -> schemas.MorningSummary:
     """`data` and `info` (status) when the caller read them already: the report says what
@@ -50,11 +51,11 @@ def build(
     data = data or read.load(run_dir)
     info = info or run_status(run_dir, data)
     best = data.current_best or "v0"
-    by_label = {n["label"]: n for n in data.nodes}
+    by_label = {n.label: n for n in data.nodes}
     test = info.get("test") if isinstance(info.get("test"), dict) else None
     train = _compare(
-        read.per_eval(data.ws, by_label.get("v0") or {"label": "v0"}),
-        read.per_eval(data.ws, by_label.get(best) or {"label": best}),
+        read.per_eval(data.ws, by_label.get("v0") or Node(label="v0")),
+        read.per_eval(data.ws, by_label.get(best) or Node(label=best)),
     )
     sealed = _sealed(test, best)
     selection = read.read_json(data.ws.version(best) / "selection.json") if best != "v0" else None
@@ -63,7 +64,7 @@ def build(
     scope = _scope(selection, sealed, data.warnings) if won else None
     return schemas.MorningSummary(
         run_dir=str(run_dir),
-        skill_name=data.run.get("skill_name"),
+        skill_name=data.run.skill_name,
         simulated=data.simulated,
         status=info.get("status"),
         stop_reason=info.get("stop_reason"),
@@ -71,7 +72,7 @@ def build(
         night_error=night_error,
         started_at=info.get("started_at"),
         finished_at=info.get("finished_at"),
-        from_run=data.run.get("from_run"),
+        from_run=data.run.from_run,
         best=best,
         won=won,
         headline=_headline(
@@ -247,7 +248,7 @@ def _bare(n: schemas.SummaryNumbers) -> str:
     return (n.level or words.ci(n.confidence)).split(",")[0]
 
 
-def _look_at(run_dir: Path, data: read.RunData, info: StatusInfo) -> list[str]:
+def _look_at(run_dir: Path, data: RunView, info: StatusInfo) -> list[str]:
     items = list(data.warnings)
     k = info["unscored"]["runs"]
     if k:
@@ -263,7 +264,7 @@ def _look_at(run_dir: Path, data: read.RunData, info: StatusInfo) -> list[str]:
         items.append(f"the run failed: {info['last_error']}")
     if sealed_todo := info.get("sealed_todo"):
         items.append(sealed_todo)
-    candidates = _candidates(Path(data.run.get("skill_dir") or ""), Path(run_dir))
+    candidates = _candidates(Path(data.run.skill_dir or ""), Path(run_dir))
     if candidates:
         items.append(f"{candidates} candidate evals wait for review in evals/candidates.json")
     return items

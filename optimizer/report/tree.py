@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +21,12 @@ from optimizer.schemas import Adoption
 def lineage(run_dir: Path) -> dict:
     """The version tree as JSON-able data: each node with its children."""
     data = read.load(run_dir)
-    sealed = sealed_scores(data.run.get("test_json"))
+    sealed = sealed_scores(data.run.test)
     nodes = {
-        n["label"]: {
-            **n,
-            "is_adopted": n["label"] == data.adopted,
-            **gap(sealed.get(n["label"]), n.get("score")),
+        n.label: {
+            **n.shown(),
+            "is_adopted": n.label == data.adopted,
+            **gap(sealed.get(n.label), n.score),
             "children": [],
         }
         for n in data.nodes
@@ -36,16 +37,16 @@ def lineage(run_dir: Path) -> dict:
         (parent["children"] if parent is not None and parent is not n else roots).append(n)
     return {
         "run": {
-            "id": data.run.get("id") or data.root.name,
-            "skill_name": data.run.get("skill_name"),
+            "id": data.run.id or data.root.name,
+            "skill_name": data.run.skill_name,
             "source": data.source,
             "form": data.form,
             "simulated": data.simulated,
             "current_best": data.current_best,
-            "status": data.run.get("status"),
-            "stop_reason": data.run.get("stop_reason"),
+            "status": data.run.status,
+            "stop_reason": data.run.stop_reason,
             "warnings": data.warnings,
-            "from_run": data.run.get("from_run"),
+            "from_run": data.run.from_run,
             "adopted_line": adopted.adopted_line(data.adoptions, data.current_best, str(run_dir)),
         },
         **adopted.as_json(data.adoptions),
@@ -56,9 +57,9 @@ def lineage(run_dir: Path) -> dict:
     }
 
 
-def sealed_scores(test_json: str | None) -> dict[str, float]:
+def sealed_scores(test: Mapping[str, Any] | None) -> dict[str, float]:
     """The sealed test's score of each version it measured (v0 and the final best)."""
-    test = read.parse_json(test_json) or {}
+    test = test or {}
     return {
         label: v["score"]
         for label, v in (test.get("versions") or {}).items()

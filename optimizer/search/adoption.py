@@ -97,14 +97,14 @@ def claim_for(run: RunState, version: str | None) -> Claim:
     or when this claim took every look before: its α is spent."""
     s = run.settings.adopt
     label = version or run.best()
-    row = versions.find(run.store, label)
-    if row is None:
+    found = versions.find(run.store, label)
+    if found is None:
         raise BadInput(
             f"{run.ws.root}: has no version {label}; `optimizer lineage {run.ws.root}` lists them."
         )
-    if row.get("stage") not in (None, "baseline", "benchmark"):
+    if found.stage not in (None, "baseline", "benchmark"):
         raise BadInput(
-            f"{run.ws.root}: {label} is a {row.get('stage')} version; an adoption certifies the "
+            f"{run.ws.root}: {label} is a {found.stage} version; an adoption certifies the "
             "body of a skill (a description is checked by its trigger evals)."
         )
     base = adoptions.adopted(run.store)

@@ -5,7 +5,6 @@ it was. Only this module knows the order of the steps, and it never knows what i
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from contextlib import AbstractContextManager, suppress
@@ -91,7 +90,7 @@ def keep_for_test(run: RunState, flag: stops.SignalFlag, kept: float | None = No
     money the sealed test needs. `kept` None: the estimate's reserves, or more at the measured
     cost of v0's runs; each is named where the budget stops the search."""
     if kept is None:
-        est = json.loads(run.row.get("estimate_json") or "null")
+        est = run.row.estimate
         test = estimate.reserve(
             est,
             per_run_usd=adoptions.per_run_usd(run.store),

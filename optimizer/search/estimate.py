@@ -39,9 +39,9 @@ from optimizer.decide import adopt, step
 from optimizer.inputs.evals import EvalSet, split
 from optimizer.model.cost import BATCH_PRICE_FACTOR, unpriced
 from optimizer.search.cost_model import CHARS_PER_TOKEN, CostPart, Estimate, PriceModel, Tally
-from optimizer.store import iterations, ledger, readonly
+from optimizer.store import iterations, ledger, readonly, runs
 from optimizer.store.files import Workspace
-from optimizer.store.runs import record_estimate
+from optimizer.store.runs import Run, record_estimate
 
 log = structlog.get_logger()
 
@@ -237,12 +237,12 @@ def for_workspace(ws: Workspace, settings: Settings) -> Estimate | None:
     from optimizer.inputs.evals import load_evals
 
     try:
-        row = readonly.run_row(ws.state_db) or {}
-        if (row.get("target") or "body") != "body":
+        row = runs.read(ws.state_db) or Run()
+        if (row.target or "body") != "body":
             return None
         evalset = load_evals(ws.root / "inputs")
-        parts = json.loads(row.get("split_json") or "{}")
-        best = row.get("current_best") or "v0"
+        parts = row.split
+        best = row.best
         whole = estimate(
             settings, evalset, ws.skill(best), train=parts.get("train"), test=parts.get("test")
         )

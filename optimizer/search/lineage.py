@@ -4,34 +4,33 @@ Never decides anything: it renders what the loop recorded."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from optimizer import schemas
-from optimizer.store import adoptions, decisions, gradings, versions
+from optimizer.store import adoptions, decisions, gradings, runs, versions
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json
+from optimizer.store.runs import Run
 
 
 def current_best(store: Store) -> str:
-    run = store.run_row()
-    return (run or {}).get("current_best") or "v0"
+    return (runs.row(store) or Run()).best
 
 
 def history(store: Store, *, simulated: bool) -> schemas.History:
     """history.json in the seed 002 `iterations` form; decided versions only, plus our extras."""
-    run = store.run_row() or {}
-    best = current_best(store)
+    run = runs.row(store) or Run()
+    best = run.best
     chosen = decisions.all_of(store)
     entries = []
     for v in versions.all_of(store):
         if v.decision is None:
             continue  # still being evaluated: it enters the file once decided
-        d: Mapping[str, Any] = chosen.get(v.label, {})
-        sel = d.get("selection", {})
+        d = chosen.get(v.label)
+        sel = d.selection if d else {}
         entries.append(
             {
                 "version": v.label,
@@ -40,11 +39,11 @@ def history(store: Store, *, simulated: bool) -> schemas.History:
                 "grading_result": v.decision,
                 "is_current_best": v.label == best,
                 "overall_efficiency": None if v.score is None else round(v.score, 4),
-                "delta": d.get("delta"),
-                "ci": [d.get("ci_low"), d.get("ci_high")] if d else None,
+                "delta": d.delta if d else None,
+                "ci": [d.ci_low, d.ci_high] if d else None,
                 "comparator": sel.get("comparator"),
                 "decided_at_stage": v.stage,
-                "reason": d.get("reason"),
+                "reason": d.reason if d else None,
                 "summary": v.summary,
                 "iteration": v.iteration,
                 "cost_usd": round(v.cost_usd, 6),
@@ -54,15 +53,15 @@ def history(store: Store, *, simulated: bool) -> schemas.History:
         )
     made = adoptions.all_of(store)
     data = {
-        "started_at": run.get("started_at", ""),
-        "skill_name": run.get("skill_name", ""),
+        "started_at": run.started_at or "",
+        "skill_name": run.skill_name or "",
         "current_best": best,
         "iterations": [
             {k: val for k, val in e.items() if val is not None or k == "parent"} for e in entries
         ],
         "simulated": simulated,
-        "stop_reason": run.get("stop_reason") or None,
-        "test": json.loads(test) if (test := run.get("test_json")) else None,
+        "stop_reason": run.stop_reason or None,
+        "test": run.test,
         "adopted": adoptions.adopted(store),
         "adoptions": [a.model_dump(mode="json") for a in made],
     }
@@ -91,16 +90,16 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
     from optimizer.inputs.triggers import Query
     from optimizer.search import probe
 
-    run = store.run_row() or {}
-    split = json.loads(run.get("split_json") or "{}")
+    run = runs.row(store) or Run()
+    split = run.split
     queries = {q["id"]: Query(**q) for q in split.get("queries", [])}
     parts = {"train": split.get("train", []), "validation": split.get("validation", [])}
-    sel = json.loads(run.get("settings_json") or "{}").get("selection") or {}
+    sel = run.settings.get("selection") or {}
     opts = {
         "samples": sel.get("bootstrap_samples", 2000),
         "confidence": sel.get("confidence", 0.95),
     }
-    best, chosen = current_best(store), decisions.all_of(store)
+    best, chosen = run.best, decisions.all_of(store)
     shown = (
         "pass_rate",
         "precision",
@@ -117,7 +116,7 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
             continue
         outcomes = probe.recorded(store, v.label)
         dev = probe.metrics(outcomes, queries, parts["train"] + parts["validation"], **opts)
-        d: Mapping[str, Any] = chosen.get(v.label, {})
+        d = chosen.get(v.label)
         text = (ws.skill(v.label) / "SKILL.md").read_text(encoding="utf-8")
         entries.append(
             {
@@ -137,8 +136,8 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
                     for name, ids in parts.items()
                     for m in [probe.metrics(outcomes, queries, ids, **opts)]
                 },
-                "delta": d.get("delta"),
-                "reason": d.get("reason"),
+                "delta": d.delta if d else None,
+                "reason": d.reason if d else None,
                 "summary": v.summary,
                 "cost_usd": round(v.cost_usd, 6),
                 "created_at": v.created_at,
@@ -146,8 +145,8 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
         )
     data = {
         "versions": entries,
-        "skill_name": run.get("skill_name", ""),
-        "started_at": run.get("started_at", ""),
+        "skill_name": run.skill_name or "",
+        "started_at": run.started_at or "",
         "current_best": best,
         "target": "description",
         "split": {
@@ -155,8 +154,8 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
             "note": split.get("note", ""),
         },
         "simulated": simulated,
-        "stop_reason": run.get("stop_reason") or None,
-        "test": json.loads(test) if (test := run.get("test_json")) else None,
+        "stop_reason": run.stop_reason or None,
+        "test": run.test,
     }
     return schemas.HistoryVersions.model_validate({k: v for k, v in data.items() if v is not None})
 
@@ -238,7 +237,7 @@ def write_files(
     extra_notes: Sequence[tuple[str | None, str, str]] = (),
 ) -> None:
     if versions.any_decided(store):
-        if (store.run_row() or {}).get("target") == "description":
+        if (runs.row(store) or Run()).target == "description":
             write_json(ws.history, history_versions(store, ws, simulated=simulated))
         else:
             write_json(ws.history, history(store, simulated=simulated))

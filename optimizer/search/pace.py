@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from optimizer.store.rows import IterationTimes
-
 
 @dataclass(frozen=True)
 class Finish:
@@ -71,11 +69,12 @@ def finish(
     return Finish(by_pace, "pace") if by_pace is not None else Finish(None, "")
 
 
-def seconds_in_iterations(rows: Sequence[IterationTimes]) -> tuple[float, int]:
-    """(seconds inside the finished iterations, how many) from iterations rows with ISO times."""
+def seconds_in_iterations(times: Sequence[tuple[str | None, str | None]]) -> tuple[float, int]:
+    """(seconds inside the finished iterations, how many) from their (started_at, finished_at),
+    ISO times."""
     total, done = 0.0, 0
-    for row in rows:
-        start, end = parse_time(row.get("started_at")), parse_time(row.get("finished_at"))
+    for started_at, finished_at in times:
+        start, end = parse_time(started_at), parse_time(finished_at)
         if start is not None and end is not None:
             total += max(0.0, (end - start).total_seconds())
             done += 1

@@ -5,7 +5,6 @@ the log and state.db hold it all."""
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from datetime import UTC, datetime
@@ -20,9 +19,9 @@ from optimizer.search import pace
 from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import per_iteration_usd
 from optimizer.search.events import Activity, Decided, Event, Finished, RunGraded
-from optimizer.store import iterations, ledger, versions
+from optimizer.store import iterations, ledger, runs, versions
 from optimizer.store.db import Store
-from optimizer.store.rows import RunRow
+from optimizer.store.runs import Run
 
 
 class Reporter:
@@ -78,8 +77,8 @@ class Reporter:
 
     def _line(self) -> str:
         spent = self.store.spent_usd()
-        run = self.store.run_row() or {}
-        best = run.get("current_best") or "v0"
+        run = runs.row(self.store) or Run()
+        best = run.best
         score = versions.score(self.store, best)
         shown = f"{score:.3f}" if score is not None else "…"
         # The live line is all a terminal shows; elsewhere the banner at the start says it once.
@@ -111,7 +110,7 @@ class Reporter:
         limit = f" of {cap}" if cap is not None else ""
         return f"iteration {n}{limit}: {stage}"
 
-    def _times(self, run: RunRow, spent: float) -> list[str]:
+    def _times(self, run: Run, spent: float) -> list[str]:
         elapsed = f"{pace.clock(time.monotonic() - self._started)} elapsed"
         if self.settings is None:
             return [elapsed]
@@ -124,12 +123,12 @@ class Reporter:
         )
         return [elapsed, pace.eta_text(end, done)]
 
-    def _left(self, run: RunRow, done: int, spent: float) -> int | None:
+    def _left(self, run: Run, done: int, spent: float) -> int | None:
         assert self.settings is not None
         s = self.settings
         per = None
         if s.budget.usd:
-            est: Estimate = json.loads(shown) if (shown := run.get("estimate_json")) else {}
+            est: Estimate = run.estimate or Estimate()
             # The ledger's sum only once an iteration has finished: before, nothing is measured.
             if done and self._spent_by_done[0] != done:
                 usd = ledger.in_iterations_usd(self.store)

@@ -18,6 +18,7 @@ from optimizer.store import runs
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 from optimizer.store.lock import lock, running_pid
+from optimizer.store.runs import Run
 
 if TYPE_CHECKING:
     from optimizer.search.engine import OpenTarget
@@ -68,7 +69,7 @@ class OpenRun:
         """The target state.db says the run optimises (the body unless it says otherwise)."""
         from optimizer.search.targets import TARGETS
 
-        return TARGETS[(self.store.run_row() or {}).get("target") or "body"]
+        return TARGETS[(runs.row(self.store) or Run()).target or "body"]
 
     def state(self, reporter: Reporter, flag: SignalFlag) -> RunState:
         from optimizer.search import engine
@@ -96,7 +97,7 @@ def open_run(
         try:
             # The run's row is keyed by its folder's name (store/workspace.create); a folder moved
             # or renamed since keeps its state under the old name, so the key follows the folder.
-            if (store.run_row() or {}).get("id", ws.root.name) != ws.root.name:
+            if (runs.row(store) or Run(id=ws.root.name)).id != ws.root.name:
                 runs.rekey(store, ws.root.name)
             client = llm.make_client(settings, store, budget_usd=settings.budget.usd)
             yield OpenRun(ws, settings, store, client)

@@ -20,7 +20,8 @@ from optimizer.search.reporter import Reporter
 from optimizer.store import decisions, iterations, ledger, runs, versions
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace, write_json, write_text
-from optimizer.store.rows import DecisionRow, RunRow
+from optimizer.store.rows import DecisionRow
+from optimizer.store.runs import Run
 
 
 class RunState:
@@ -42,9 +43,9 @@ class RunState:
         self.events.subscribe(self._write)
         self.events.subscribe(events.to_log)
         self.events.subscribe(reporter.on)
-        self.row: RunRow = store.run_row() or {}
-        self.skill_name: str = self.row["skill_name"]
-        self.split: dict[str, Any] = json.loads(self.row["split_json"])
+        self.row: Run = runs.row(store) or Run()
+        self.skill_name: str = self.row.skill_name or ""
+        self.split: dict[str, Any] = self.row.split
         self.train: list[int] = self.split["train"]
         self.test: list[int] = self.split["test"]
         self.stops = stop_rules
@@ -113,9 +114,9 @@ def register(run: RunState, n: int, parent: str, cand: Candidate) -> dict[str, s
         recorded = {
             outcome.get("label") for outcome in (begun.candidates if begun else {}).values()
         }
-        if (same["iteration"], same["parent"]) == (n, parent) and same["label"] not in recorded:
-            return {"label": same["label"]}
-        return {"duplicate": same["label"]}
+        if (same.iteration, same.parent) == (n, parent) and same.label not in recorded:
+            return {"label": same.label}
+        return {"duplicate": same.label}
     label = f"v{versions.count(run.store)}"
     dest = run.ws.skill(label)
     if dest.exists():  # left by a process killed before it committed the row

@@ -20,7 +20,6 @@ loop.patience) off."""
 
 from __future__ import annotations
 
-import json
 import math
 import signal
 from collections.abc import Callable, Mapping, Sequence
@@ -34,7 +33,7 @@ from optimizer.config import Loop
 from optimizer.errors import BadInput, Interrupted
 from optimizer.search import worth
 from optimizer.store.iterations import Iteration
-from optimizer.store.rows import VersionOutcome
+from optimizer.store.versions import Version
 
 __all__ = ["Interrupted"]
 
@@ -92,41 +91,34 @@ def outlook(s: LoopState, window: int = 8) -> dict[str, float | int | None]:
     }
 
 
-def judged_of(outcome: VersionOutcome | None, parent: VersionOutcome | None = None) -> worth.Judged:
+def judged_of(version: Version | None, parent: Version | None = None) -> worth.Judged:
     """A proposal's version as the rule reads it (worth.Judged); an empty one when unmeasured.
     Its noise is measured from the per-eval differences to its parent (worth.measured_se); the
     decision's interval, which a step's rule widens on purpose, only where those are too few."""
-    if outcome is None or outcome.get("delta") is None:
-        return worth.Judged(won=bool(outcome and outcome["decision"] == "won"))
-    evals = outcome.get("evals")
-    df = evals - 1 if outcome.get("scope") == "general" and evals else None
-    confidence = outcome.get("confidence")
-    se = worth.measured_se(_per_eval(outcome), _per_eval(parent))
+    numbers = version.decided if version else None
+    if version is None or numbers is None or numbers.delta is None:
+        return worth.Judged(won=bool(version and version.decision == "won"))
+    evals = numbers.evals
+    df = evals - 1 if numbers.scope == "general" and evals else None
+    se = worth.measured_se(_per_eval(version), _per_eval(parent))
     if se is None:
-        se = worth.standard_error(
-            outcome.get("delta"), outcome.get("low"), outcome.get("high"), confidence, df
-        )
+        se = worth.standard_error(numbers.delta, numbers.low, numbers.high, numbers.confidence, df)
     return worth.Judged(
-        won=outcome["decision"] == "won",
-        delta=outcome.get("delta"),
+        won=version.decision == "won",
+        delta=numbers.delta,
         se=se,
-        false_step=worth.false_step(confidence),
+        false_step=worth.false_step(numbers.confidence),
     )
 
 
-def _per_eval(outcome: VersionOutcome | None) -> dict[str, float]:
-    raw = outcome.get("per_eval") if outcome else None
-    try:
-        scores = json.loads(raw) if raw else {}
-    except ValueError:
-        return {}
-    return {str(k): float(v) for k, v in scores.items()} if isinstance(scores, dict) else {}
+def _per_eval(version: Version | None) -> dict[str, float]:
+    return {str(k): float(v) for k, v in version.per_eval.items()} if version else {}
 
 
 def from_ledger(
     *,
     finished: Sequence[Iteration],
-    versions: Sequence[VersionOutcome],
+    versions: Sequence[Version],
     spent: Mapping[str | None, float],
     best: str,
     spent_usd: float,
@@ -136,15 +128,15 @@ def from_ledger(
     (label, parent, iteration, decision, score and their decision's Δ and interval), the spend by
     scope (ledger.summed_by_scope). The stop rules read proposals from finished iteration
     `plateau_from` on; the run's noise is measured over all of them."""
-    by_label = {v["label"]: v for v in versions}
-    won = {label for label, v in by_label.items() if v["decision"] == "won"}
-    wins = {by_label[label]["iteration"] for label in won}
+    by_label = {v.label: v for v in versions}
+    won = {label for label, v in by_label.items() if v.decision == "won"}
+    wins = {by_label[label].iteration for label in won}
     streak = 0
     for row in reversed(finished[plateau_from:]):
         if row.number in wins:
             break
         streak += 1
-    score: dict[str | None, float] = {label: v["score"] or 0.0 for label, v in by_label.items()}
+    score: dict[str | None, float] = {label: v.score or 0.0 for label, v in by_label.items()}
     judged: list[worth.Judged] = []
     recent: list[worth.Judged] = []
     proposals, scopes = 0, set()
@@ -155,7 +147,7 @@ def from_ledger(
             proposals += 1
             scopes.update({f"proposal {row.number}-{key}", label} - {None})
             mine = by_label.get(label) if label else None
-            one = judged_of(mine, by_label.get(mine["parent"] or "") if mine else None)
+            one = judged_of(mine, by_label.get(mine.parent or "") if mine else None)
             judged.append(one)
             if k >= plateau_from:
                 recent.append(one)
@@ -170,7 +162,7 @@ def from_ledger(
         recent=tuple(recent),
         search_usd=math.fsum(sorted(usd for scope, usd in spent.items() if scope in scopes)),
         gain=score.get(best, 0.0) - score.get("v0", 0.0),
-        v0_score=v0["score"] if v0 else None,
+        v0_score=v0.score if v0 else None,
     )
 
 

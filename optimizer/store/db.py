@@ -7,9 +7,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import sqlite_utils
 from sqlite_utils.db import Table
@@ -17,7 +18,7 @@ from sqlite_utils.db import Table
 from optimizer.errors import WorkFailed
 from optimizer.store import ledger
 from optimizer.store.migrations import migrations
-from optimizer.store.rows import CallRow, LedgerSummary, RunRow
+from optimizer.store.rows import CallRow, json_object
 
 
 def now() -> str:
@@ -36,6 +37,25 @@ _SYSTEMIC = {
     "SQLITE_CORRUPT": "is damaged; restore it from a copy or start a new run",
     "SQLITE_NOTADB": "is damaged; restore it from a copy or start a new run",
 }
+
+
+@dataclass(frozen=True)
+class Completed:
+    """An answered call of the ledger as its next caller replays it, the response decoded."""
+
+    hash: str
+    role: str
+    cost_usd: float
+    response: dict[str, Any]  # the Messages API's answer (model/ledger.answer_data)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Completed:
+        return cls(
+            hash=str(row["hash"]),
+            role=str(row["role"]),
+            cost_usd=float(row.get("cost_usd") or 0.0),
+            response=json_object(row.get("response_json"), "calls.response_json"),
+        )
 
 
 class Store:
@@ -91,7 +111,7 @@ class Store:
             return list(self.db.query(sql, params))
 
     # -- the ledger ----------------------------------------------------------------------
-    def completed_call(self, request_hash: str) -> CallRow | None:
+    def completed_call(self, request_hash: str) -> Completed | None:
         # Plain SQL: every model call looks here first, and sqlite-utils' get() reads the table's
         # primary keys from the schema on each call.
         with self._systemic_errors():
@@ -101,7 +121,7 @@ class Store:
             found = cursor.fetchone()
         if not found:
             return None
-        return cast(CallRow, dict(zip([d[0] for d in cursor.description], found, strict=True)))
+        return Completed.from_row(dict(zip([d[0] for d in cursor.description], found, strict=True)))
 
     def record_call(self, row: CallRow) -> None:
         """One statement, prepared once per row shape: the ledger write is on every model call's
@@ -128,22 +148,3 @@ class Store:
 
     def spent_usd(self) -> float:
         return ledger.total_usd(self)
-
-    def ledger_summary(self) -> LedgerSummary:
-        calls = self.query(
-            "select count(*) as n, coalesce(sum(cost_usd),0) as cost, "
-            "coalesce(sum(input_tokens),0) as input_tokens, "
-            "coalesce(sum(output_tokens),0) as output_tokens, "
-            "coalesce(sum(cache_write_tokens),0) as cache_write_tokens, "
-            "coalesce(sum(cache_read_tokens),0) as cache_read_tokens, "
-            "coalesce(sum(attempts - 1),0) as retries from calls where outcome = 'ok'"
-        )[0]
-        hits = self.query(
-            "select count(*) as n, coalesce(sum(saved_usd),0) as saved from cache_hits"
-        )[0]
-        return cast(LedgerSummary, {**calls, "cache_hits": hits["n"], "saved_usd": hits["saved"]})
-
-    # -- runs table ----------------------------------------------------------------------
-    def run_row(self) -> RunRow | None:
-        rows = self.query("select * from runs limit 1")
-        return cast(RunRow, rows[0]) if rows else None

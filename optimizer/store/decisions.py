@@ -4,35 +4,66 @@ decision with the version's state and, for a promotion, the run's current best."
 
 from __future__ import annotations
 
-import json
-from typing import cast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from optimizer.decide.fdr import RuleRow
 from optimizer.store.db import Store
 from optimizer.store.readonly import Reader
-from optimizer.store.rows import Decided, DecisionRow
+from optimizer.store.rows import DecisionRow, json_object
 
 
-def rows(db: Reader) -> dict[str, DecisionRow]:
-    """Every decision's row by version, selection_json as stored."""
-    return {d["version"]: d for d in cast(list[DecisionRow], db.query("select * from decisions"))}
+@dataclass(frozen=True)
+class Decision:
+    """One row of the decisions table, its selection decoded (selection.json's object, one shape
+    per stage: schemas.SelectionFile; {} when none)."""
+
+    version: str
+    parent: str | None
+    stage: str | None
+    decision: str
+    delta: float | None
+    ci_low: float | None
+    ci_high: float | None
+    reason: str
+    decided_at: str
+    selection: dict[str, Any]
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Decision:
+        version = str(row["version"])
+        return cls(
+            version=version,
+            parent=row.get("parent"),
+            stage=row.get("stage"),
+            decision=str(row["decision"]),
+            delta=row.get("delta"),
+            ci_low=row.get("ci_low"),
+            ci_high=row.get("ci_high"),
+            reason=row.get("reason") or "",
+            decided_at=row.get("decided_at") or "",
+            selection=json_object(
+                row.get("selection_json"), f"decisions.selection_json of {version}"
+            ),
+        )
 
 
-def all_of(db: Reader) -> dict[str, Decided]:
-    """Every decision by version, its selection parsed (`selection`, {} when none)."""
-    out = {}
-    for row in db.query("select * from decisions"):
-        selection = json.loads(row.pop("selection_json") or "{}")
-        if not isinstance(selection, dict):
-            raise ValueError(f"decisions.selection_json of {row['version']} is not an object")
-        row["selection"] = selection
-        out[row["version"]] = cast(Decided, row)
-    return out
+def all_of(db: Reader) -> dict[str, Decision]:
+    """Every decision by version."""
+    return {
+        d.version: d
+        for d in map(Decision.from_row, db.query("select * from decisions order by rowid"))
+    }
 
 
 def rule_rows(db: Reader) -> list[RuleRow]:
     """(version, stage, decision) of every decision: the family of decide/fdr.py."""
-    return cast(list[RuleRow], db.query("select version, stage, decision from decisions"))
+    rows = db.query("select version, stage, decision from decisions order by rowid")
+    return [
+        {"version": str(r["version"]), "stage": r["stage"], "decision": str(r["decision"])}
+        for r in rows
+    ]
 
 
 def record(store: Store, *, run_id: str, row: DecisionRow, promote: bool) -> None:

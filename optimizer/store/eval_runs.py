@@ -3,8 +3,6 @@ configuration, as typed reads and writes."""
 
 from __future__ import annotations
 
-from typing import cast
-
 from optimizer.store.db import Store
 from optimizer.store.readonly import Reader
 from optimizer.store.rows import ConfinementRow, EvalRunRow, ProbeRow
@@ -28,14 +26,20 @@ def record(store: Store, row: EvalRunRow) -> None:
 
 def probes(db: Reader, label: str, configuration: str) -> list[ProbeRow]:
     """(eval_id, run_number, status, skill_invoked) of every trigger probe of one version."""
-    return cast(
-        list[ProbeRow],
-        db.query(
-            "select eval_id, run_number, status, skill_invoked from eval_runs "
-            "where version = ? and configuration = ?",
-            [label, configuration],
-        ),
+    rows = db.query(
+        "select eval_id, run_number, status, skill_invoked from eval_runs "
+        "where version = ? and configuration = ?",
+        [label, configuration],
     )
+    return [
+        {
+            "eval_id": int(r["eval_id"]),
+            "run_number": int(r["run_number"]),
+            "status": str(r["status"]),
+            "skill_invoked": r["skill_invoked"],
+        }
+        for r in rows
+    ]
 
 
 def last_completed(db: Reader) -> dict[str, str]:
@@ -53,11 +57,12 @@ def confinement(db: Reader, version: str | None = None) -> list[ConfinementRow]:
     """(sandbox, confined, runs) per mechanism of the runs that recorded one, by mechanism; over
     the whole run or one version."""
     where = "sandbox is not null" + (" and version = ?" if version else "")
-    return cast(
-        list[ConfinementRow],
-        db.query(
-            f"select sandbox, sum(confined) as confined, count(*) as runs "
-            f"from eval_runs where {where} group by sandbox order by sandbox",
-            (version,) if version else (),
-        ),
+    rows = db.query(
+        f"select sandbox, sum(confined) as confined, count(*) as runs "
+        f"from eval_runs where {where} group by sandbox order by sandbox",
+        (version,) if version else (),
     )
+    return [
+        {"sandbox": str(r["sandbox"]), "confined": r["confined"], "runs": int(r["runs"])}
+        for r in rows
+    ]

@@ -9,9 +9,9 @@ from optimizer import words
 from optimizer.decide import adopt as rule
 from optimizer.errors import BadInput
 from optimizer.schemas import Adoption
-from optimizer.store import adoptions
-from optimizer.store.db import Store
+from optimizer.store import adoptions, ledger, readonly, runs
 from optimizer.store.files import Workspace
+from optimizer.store.lock import running_pid
 
 
 def export_version(run_dir: Path, version: str | None, to: Path, *, force: bool) -> str:
@@ -20,12 +20,10 @@ def export_version(run_dir: Path, version: str | None, to: Path, *, force: bool)
     ws = Workspace(run_dir)
     if not ws.state_db.exists():
         raise BadInput(words.not_a_run(run_dir))
-    store = Store(ws.state_db)
-    try:
-        tried = adoptions.all_of(store)
-        best = (store.run_row() or {}).get("current_best") or "v0"
-    finally:
-        store.close()
+    # Read-only, as every view reads: an export never migrates or writes the run's state.db.
+    with readonly.View(ws.state_db, live=running_pid(ws) is not None) as db:
+        tried = adoptions.read(db, ledger.by_scope(db))
+        best = (runs.row(db) or runs.Run()).best
     have = rule.base_of(tried)
     if version is None:  # the adopted version: what the user has, not a step of the search
         version, note = have, ": " + _why_adopted(run_dir, tried, have, best)

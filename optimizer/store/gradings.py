@@ -7,34 +7,85 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import cast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
 
 from optimizer import schemas
+from optimizer.schemas import JsonObject
 from optimizer.store.db import Store
 from optimizer.store.readonly import Reader, View
-from optimizer.store.rows import GradingRow, Preview, RunTokens, ScoredRun, UnscoredKey, UnscoredRun
+from optimizer.store.rows import (
+    GradingRow,
+    GradingStatus,
+    Preview,
+    RunTokens,
+    ScoredRun,
+    UnscoredKey,
+    UnscoredRun,
+    json_object,
+)
 
 # The statuses whose score counts (docs/design.md §7); judge_error and unscored runs are counted
 # and shown but never averaged.
 SCORED = ("ok", "gated", "exec_error")
 SCORED_SQL = "(" + ", ".join(f"'{s}'" for s in SCORED) + ")"
 
-# A report's view of one run: grading.json's text, whether the gate passed, the kept preview.
-Committed = tuple[str | None, int | None, str | None]
+# A report's view of one run: grading.json's object, whether the gate passed, the kept preview
+# (None where state.db holds none: the report reads the run's folder instead).
+Committed = tuple[JsonObject | None, int | None, JsonObject | None]
 
 
 def grading(raw: str) -> schemas.Grading:
     """grading_json, checked: an object, validated as the judge's grading.json."""
-    found = json.loads(raw)
-    if not isinstance(found, dict):
-        raise ValueError(f"gradings.grading_json is not an object: {raw[:80]!r}")
-    return schemas.Grading.model_validate(found)
+    return schemas.Grading.model_validate(json_object(raw, "gradings.grading_json"))
 
 
-def get(store: Store, key: str) -> GradingRow | None:
-    """The run's grading row, or None before it was graded."""
+@dataclass(frozen=True)
+class Graded:
+    """One row of the gradings table as read, its JSON columns decoded and validated (None for a
+    run left unscored, which was never graded)."""
+
+    key: str
+    eval_id: int
+    configuration: str
+    run_number: int
+    status: GradingStatus
+    score: float | None
+    pass_rate: float | None
+    rubric_normalized: float | None
+    grading: schemas.Grading | None
+    structural: schemas.Structural | None
+    error: str | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Graded:
+        graded, checks = row.get("grading_json"), row.get("structural_json")
+        return cls(
+            key=str(row["key"]),
+            eval_id=int(row["eval_id"]),
+            configuration=str(row["configuration"]),
+            run_number=int(row["run_number"]),
+            status=row["status"],
+            score=row.get("score"),
+            pass_rate=row.get("pass_rate"),
+            rubric_normalized=row.get("rubric_normalized"),
+            grading=grading(graded) if graded else None,
+            structural=schemas.Structural.model_validate(
+                json_object(checks, "gradings.structural_json")
+            )
+            if checks
+            else None,
+            error=row.get("error"),
+        )
+
+
+def get(store: Store, key: str) -> Graded | None:
+    """The run's grading, or None before it was graded."""
     found = store.query("select * from gradings where key = ?", [key])
-    return cast(GradingRow, found[0]) if found else None
+    return Graded.from_row(found[0]) if found else None
 
 
 def commit(store: Store, row: GradingRow, preview: Preview) -> None:
@@ -44,29 +95,35 @@ def commit(store: Store, row: GradingRow, preview: Preview) -> None:
         store.upsert("previews", {"key": row["key"], "preview_json": json.dumps(preview)}, pk="key")
 
 
-def under(db: Reader, prefix: str) -> list[GradingRow]:
-    """Every grading row under `prefix` (e.g. "v2/"), by (eval, configuration, run number)."""
-    return cast(
-        list[GradingRow],
-        db.query(
+def under(db: Reader, prefix: str) -> list[Graded]:
+    """Every grading under `prefix` (e.g. "v2/"), by (eval, configuration, run number)."""
+    return [
+        Graded.from_row(r)
+        for r in db.query(
             "select * from gradings where prefix = ? order by eval_id, configuration, run_number",
             [prefix],
-        ),
-    )
+        )
+    ]
 
 
 def scored_with_skill(db: Reader, prefix: str) -> list[ScoredRun]:
     """(eval_id, run_number, score, pass_rate) of the scored with_skill runs under `prefix`, by
     (eval, run number); unscored runs and judge errors are left out (docs/design.md §7)."""
-    return cast(
-        list[ScoredRun],
-        db.query(
-            "select eval_id, run_number, score, pass_rate from gradings where prefix = ? and "
-            f"configuration = 'with_skill' and status in {SCORED_SQL} "
-            "order by eval_id, run_number",
-            [prefix],
-        ),
+    rows = db.query(
+        "select eval_id, run_number, score, pass_rate from gradings where prefix = ? and "
+        f"configuration = 'with_skill' and status in {SCORED_SQL} "
+        "order by eval_id, run_number",
+        [prefix],
     )
+    return [
+        {
+            "eval_id": int(r["eval_id"]),
+            "run_number": int(r["run_number"]),
+            "score": r["score"],
+            "pass_rate": float(r["pass_rate"]),
+        }
+        for r in rows
+    ]
 
 
 def scored_gradings(db: Reader, prefix: str, eval_id: int) -> list[tuple[int, schemas.Grading]]:
@@ -83,33 +140,42 @@ def scored_gradings(db: Reader, prefix: str, eval_id: int) -> list[tuple[int, sc
 
 def with_tokens(db: Reader, prefix: str) -> list[RunTokens]:
     """(eval_id, run_number, tokens, pass_rate) of every with_skill run under `prefix`."""
-    return cast(
-        list[RunTokens],
-        db.query(
-            "select g.eval_id, g.run_number, r.tokens, g.pass_rate from gradings g join eval_runs r "
-            "on r.key = g.key where g.prefix = ? and g.configuration = 'with_skill'",
-            [prefix],
-        ),
+    rows = db.query(
+        "select g.eval_id, g.run_number, r.tokens, g.pass_rate from gradings g join eval_runs r "
+        "on r.key = g.key where g.prefix = ? and g.configuration = 'with_skill'",
+        [prefix],
     )
+    return [
+        {
+            "eval_id": int(r["eval_id"]),
+            "run_number": int(r["run_number"]),
+            "tokens": r["tokens"],
+            "pass_rate": r["pass_rate"],
+        }
+        for r in rows
+    ]
 
 
 def unscored_runs(db: Reader) -> list[UnscoredRun]:
     """(prefix, eval_id, run_number) of every unscored run, in that order."""
-    return cast(
-        list[UnscoredRun],
-        db.query(
-            "select prefix, eval_id, run_number from gradings where "
-            "status = 'unscored' order by prefix, eval_id, run_number"
-        ),
+    rows = db.query(
+        "select prefix, eval_id, run_number from gradings where "
+        "status = 'unscored' order by prefix, eval_id, run_number"
     )
+    return [
+        {
+            "prefix": str(r["prefix"]),
+            "eval_id": int(r["eval_id"]),
+            "run_number": int(r["run_number"]),
+        }
+        for r in rows
+    ]
 
 
 def unscored_keys(db: Reader) -> list[UnscoredKey]:
     """(key, error) of every unscored run, by key."""
-    return cast(
-        list[UnscoredKey],
-        db.query("select key, error from gradings where status = 'unscored' order by key"),
-    )
+    rows = db.query("select key, error from gradings where status = 'unscored' order by key")
+    return [{"key": str(r["key"]), "error": r["error"]} for r in rows]
 
 
 def all_gradings(db: Reader) -> list[schemas.Grading]:
@@ -137,8 +203,25 @@ def shown_under(db: View, rel: str) -> dict[str, Committed] | None:
             (f"{rel}/", f"{rel}0"),
         )
         return {
-            key: (graded, gate if graded is not None else None, view)
+            key: (
+                lenient_object(graded) if graded is not None else None,
+                gate if graded is not None else None,
+                lenient_object(view) if view is not None else None,
+            )
             for key, graded, gate, view in rows
         }
     except sqlite3.Error:
         return None
+
+
+def lenient_object(text: str | bytes) -> JsonObject:
+    """A JSON object read for a page, {} when it is none: a page shows what it can. orjson first,
+    as a report reads thousands of these."""
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        try:  # what orjson refuses and the json module reads (a lone surrogate, NaN)
+            data = json.loads(text)
+        except ValueError:
+            return {}
+    return data if isinstance(data, dict) else {}

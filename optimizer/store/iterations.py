@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from optimizer.store.db import Store, now
+from optimizer.store.errors import StoreError
 from optimizer.store.readonly import Reader
-from optimizer.store.rows import IterationRow, IterationTimes, ProposalOutcome
+from optimizer.store.rows import ProposalOutcome, json_object
 
 
 @dataclass(frozen=True)
@@ -25,35 +26,37 @@ class Iteration:
     started_at: str | None
     finished_at: str | None
 
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Iteration:
+        return cls(
+            number=int(row["number"]),
+            parent=row["parent"],
+            stage=row.get("stage"),
+            candidates=candidates(row.get("candidates_json")),
+            started_at=row.get("started_at"),
+            finished_at=row.get("finished_at"),
+        )
+
 
 def candidates(raw: str | None) -> dict[str, dict[str, Any]]:
     """candidates_json, checked: an object of proposal outcomes, each an object."""
-    made = json.loads(raw or "{}")
-    if not isinstance(made, dict) or not all(isinstance(v, dict) for v in made.values()):
-        raise ValueError(f"iterations.candidates_json is not an object of outcomes: {raw!r}")
+    made = json_object(raw, "iterations.candidates_json")
+    if not all(isinstance(v, dict) for v in made.values()):
+        raise StoreError(
+            f"state.db: iterations.candidates_json is not an object of outcomes: {raw!r}"
+        )
     return made
-
-
-def from_row(row: Mapping[str, Any]) -> Iteration:
-    return Iteration(
-        number=row["number"],
-        parent=row["parent"],
-        stage=row.get("stage"),
-        candidates=candidates(row.get("candidates_json")),
-        started_at=row.get("started_at"),
-        finished_at=row.get("finished_at"),
-    )
 
 
 def all_of(db: Reader) -> list[Iteration]:
     """Every iteration, by number."""
-    return [from_row(r) for r in db.query("select * from iterations order by number")]
+    return [Iteration.from_row(r) for r in db.query("select * from iterations order by number")]
 
 
 def finished(db: Reader) -> list[Iteration]:
     """The finished iterations, by number."""
     return [
-        from_row(r)
+        Iteration.from_row(r)
         for r in db.query("select * from iterations where finished_at is not null order by number")
     ]
 
@@ -71,7 +74,7 @@ def counts(db: Reader) -> tuple[int, int]:
 
 def get(store: Store, number: int) -> Iteration | None:
     found = store.query("select * from iterations where number = ?", [number])
-    return from_row(found[0]) if found else None
+    return Iteration.from_row(found[0]) if found else None
 
 
 def open_number(db: Reader) -> int | None:
@@ -88,27 +91,15 @@ def last_number(db: Reader) -> int:
     return (rows[0]["n"] if rows else None) or 0
 
 
-def times(db: Reader) -> list[IterationTimes]:
+def times(db: Reader) -> list[tuple[str | None, str | None]]:
     """(started_at, finished_at) of the finished iterations, by number: the pace of the search."""
-    return cast(
-        list[IterationTimes],
-        db.query(
+    return [
+        (r["started_at"], r["finished_at"])
+        for r in db.query(
             "select started_at, finished_at from iterations where finished_at is not null "
             "order by number"
-        ),
-    )
-
-
-def report_rows(db: Reader) -> list[IterationRow]:
-    """Every iteration as its row (number, parent, stage, started_at, finished_at and the raw
-    candidates_json), by number: what the views show, read leniently there."""
-    return cast(
-        list[IterationRow],
-        db.query(
-            "select number, parent, stage, started_at, finished_at, candidates_json "
-            "from iterations order by number"
-        ),
-    )
+        )
+    ]
 
 
 def start(store: Store, number: int, parent: str) -> Iteration:
@@ -122,7 +113,7 @@ def start(store: Store, number: int, parent: str) -> Iteration:
     }
     with store.atomic():
         store.table("iterations").insert(row)
-    return from_row(row)
+    return Iteration.from_row(row)
 
 
 def record_candidates(store: Store, number: int, made: Mapping[str, ProposalOutcome]) -> None:

@@ -9,10 +9,18 @@ import math
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from typing import Any
 
 from optimizer.store.readonly import Reader, View
-from optimizer.store.rows import Answered, CacheHit, CallRow, LedgerTotals, PricedCall, RoleLongest
+from optimizer.store.rows import (
+    Answered,
+    CacheHit,
+    CallRow,
+    LedgerSummary,
+    LedgerTotals,
+    PricedCall,
+    RoleLongest,
+)
 
 TOTAL_SQL = "select coalesce(sum(cost_usd), 0) as usd from calls"
 
@@ -88,35 +96,82 @@ def in_iterations_usd(db: Reader) -> float:
 def longest_by_role(db: Reader) -> list[RoleLongest]:
     """Per role, the longest answer in output tokens and how many answers were measured
     (role, longest, n): what a resumed run's client prices its next answers by."""
-    return cast(
-        list[RoleLongest],
-        db.query(
-            "select role, max(output_tokens) as longest, count(output_tokens) as n from calls "
-            "where outcome = 'ok' group by role"
-        ),
+    rows = db.query(
+        "select role, max(output_tokens) as longest, count(output_tokens) as n from calls "
+        "where outcome = 'ok' group by role order by role"
     )
+    return [{"role": str(r["role"]), "longest": r["longest"], "n": int(r["n"])} for r in rows]
 
 
 def executor_answers(db: Reader, sample: int, scope: str | None) -> list[CallRow]:
     """The answered executor calls of one sample under one scope: what a remote run may replay."""
-    return cast(
-        list[CallRow],
-        db.query(
-            "select * from calls where outcome = 'ok' and role = 'executor' and sample = ? "
-            "and scope is ?",
-            [sample, scope],
-        ),
+    rows = db.query(
+        "select * from calls where outcome = 'ok' and role = 'executor' and sample = ? "
+        "and scope is ? order by rowid",
+        [sample, scope],
     )
+    return [_call(r) for r in rows]
 
 
 def all_calls(db: Reader) -> list[CallRow]:
-    """Every row of the ledger."""
-    return cast(list[CallRow], db.query("select * from calls"))
+    """Every row of the ledger, in the order it was recorded."""
+    return [_call(r) for r in db.query("select * from calls order by rowid")]
+
+
+def _call(r: Mapping[str, Any]) -> CallRow:
+    """A calls row as written (rows.CallRow), column by column: a missing one is a KeyError here,
+    not a surprise where the row is recorded again."""
+    return {
+        "hash": r["hash"],
+        "role": r["role"],
+        "model": r["model"],
+        "sample": r["sample"],
+        "outcome": r["outcome"],
+        "response_json": r["response_json"],
+        "input_tokens": r["input_tokens"],
+        "output_tokens": r["output_tokens"],
+        "cache_write_tokens": r["cache_write_tokens"],
+        "cache_read_tokens": r["cache_read_tokens"],
+        "cost_usd": r["cost_usd"],
+        "latency_ms": r["latency_ms"],
+        "attempts": r["attempts"],
+        "error": r["error"],
+        "scope": r.get("scope"),
+        "batch_id": r.get("batch_id"),
+        "created_at": r["created_at"],
+    }
 
 
 def cache_hits(db: Reader) -> list[CacheHit]:
     """(hash, role, saved_usd) of every call served from the ledger."""
-    return cast(list[CacheHit], db.query("select hash, role, saved_usd from cache_hits"))
+    rows = db.query("select hash, role, saved_usd from cache_hits order by rowid")
+    return [
+        {"hash": str(r["hash"]), "role": str(r["role"]), "saved_usd": r["saved_usd"]} for r in rows
+    ]
+
+
+def summary(db: Reader) -> LedgerSummary:
+    """The answered calls' count, cost, tokens and retries, and the cache hits and their saving."""
+    calls = db.query(
+        "select count(*) as n, coalesce(sum(cost_usd),0) as cost, "
+        "coalesce(sum(input_tokens),0) as input_tokens, "
+        "coalesce(sum(output_tokens),0) as output_tokens, "
+        "coalesce(sum(cache_write_tokens),0) as cache_write_tokens, "
+        "coalesce(sum(cache_read_tokens),0) as cache_read_tokens, "
+        "coalesce(sum(attempts - 1),0) as retries from calls where outcome = 'ok'"
+    )[0]
+    hits = db.query("select count(*) as n, coalesce(sum(saved_usd),0) as saved from cache_hits")[0]
+    return {
+        "n": int(calls["n"]),
+        "cost": float(calls["cost"]),
+        "input_tokens": int(calls["input_tokens"]),
+        "output_tokens": int(calls["output_tokens"]),
+        "cache_write_tokens": int(calls["cache_write_tokens"]),
+        "cache_read_tokens": int(calls["cache_read_tokens"]),
+        "retries": int(calls["retries"]),
+        "cache_hits": int(hits["n"]),
+        "saved_usd": float(hits["saved"]),
+    }
 
 
 def report_totals(db: Reader) -> LedgerTotals:
@@ -142,13 +197,19 @@ def report_totals(db: Reader) -> LedgerTotals:
 
 def priced_calls(db: Reader) -> list[PricedCall]:
     """Every priced call (created_at, cost_usd, scope, role) in the order they were recorded."""
-    return cast(
-        list[PricedCall],
-        db.query(
-            "select created_at, cost_usd, scope, role from calls "
-            "where cost_usd is not null order by created_at, rowid"
-        ),
+    rows = db.query(
+        "select created_at, cost_usd, scope, role from calls "
+        "where cost_usd is not null order by created_at, rowid"
     )
+    return [
+        {
+            "created_at": r["created_at"],
+            "cost_usd": float(r["cost_usd"]),
+            "scope": r["scope"],
+            "role": str(r["role"]),
+        }
+        for r in rows
+    ]
 
 
 def cumulative(db: View, points: int) -> list[list]:
@@ -156,47 +217,49 @@ def cumulative(db: View, points: int) -> list[list]:
     run has 100,000 calls, and holding them all only to drop most costs 10s of MB. [] for an
     older run folder without the column."""
     where = "from calls where cost_usd is not null"
-    try:
-        dated = db.conn.execute(
-            f"select count(*) {where} and created_at is not null and created_at != ''"
-        ).fetchone()[0]
-        rows = db.conn.execute(f"select created_at, cost_usd {where} order by created_at, rowid")
-        # keep the shape, drop points; the last one is the total
-        keep = {int(i * dated / points) for i in range(points)} if dated > points else None
-        total, series, k = 0.0, [], 0
-        for at, cost in rows:
-            total += cost or 0.0
-            if at:
-                if keep is None or k in keep or k == dated - 1:
-                    series.append([at, round(total, 6)])
-                k += 1
-    except sqlite3.OperationalError:
-        return []
+    with db.reading():
+        try:
+            dated = db.conn.execute(
+                f"select count(*) {where} and created_at is not null and created_at != ''"
+            ).fetchone()[0]
+            rows = db.conn.execute(
+                f"select created_at, cost_usd {where} order by created_at, rowid"
+            )
+            # keep the shape, drop points; the last one is the total
+            keep = {int(i * dated / points) for i in range(points)} if dated > points else None
+            total, series, k = 0.0, [], 0
+            for at, cost in rows:
+                total += cost or 0.0
+                if at:
+                    if keep is None or k in keep or k == dated - 1:
+                        series.append([at, round(total, 6)])
+                    k += 1
+        except sqlite3.OperationalError:
+            return []
     return series
 
 
 def answered(db: View) -> Answered:
     """The answered calls (outcome ok): how many, their tokens, their cost, and how many came
     through a Message Batch (0 before batches were recorded)."""
-    columns = {r[1] for r in db.conn.execute("pragma table_info(calls)")}
-    batched = "sum(batch_id is not null)" if "batch_id" in columns else "0"
-    return cast(
-        Answered,
-        dict(
-            db.conn.execute(
-                "select count(*) as calls, coalesce(sum(input_tokens + output_tokens + "
-                "cache_write_tokens + cache_read_tokens), 0) as tokens, coalesce(sum(cost_usd), 0) "
-                f"as usd, {batched} as batched from calls where outcome = 'ok'"
-            ).fetchone()
-        ),
-    )
+    with db.reading():
+        columns = {r[1] for r in db.conn.execute("pragma table_info(calls)")}
+        batched = "sum(batch_id is not null)" if "batch_id" in columns else "0"
+        found = db.conn.execute(
+            "select count(*) as calls, coalesce(sum(input_tokens + output_tokens + "
+            "cache_write_tokens + cache_read_tokens), 0) as tokens, coalesce(sum(cost_usd), 0) "
+            f"as usd, {batched} as batched from calls where outcome = 'ok'"
+        ).fetchone()
+    calls, tokens, usd, batched_n = found
+    return {"calls": int(calls), "tokens": int(tokens), "usd": float(usd), "batched": batched_n}
 
 
 def setup_usd(db: View, total: float) -> float:
     """What the answered calls recorded before the first proposal cost (rows are numbered as
     written); `total` when no proposal was made yet."""
-    first = db.conn.execute("select min(rowid) from calls where scope like 'proposal %'")
-    at = first.fetchone()[0]
+    with db.reading():
+        first = db.conn.execute("select min(rowid) from calls where scope like 'proposal %'")
+        at = first.fetchone()[0]
     return _answered_usd(db, "rowid < ?", [at]) if at is not None else total
 
 
@@ -206,7 +269,8 @@ def runs_usd(db: View) -> float:
 
 
 def _answered_usd(db: View, where: str, params: list[Any]) -> float:
-    row = db.conn.execute(
-        f"select coalesce(sum(cost_usd), 0) from calls where outcome = 'ok' and {where}", params
-    ).fetchone()
+    with db.reading():
+        row = db.conn.execute(
+            f"select coalesce(sum(cost_usd), 0) from calls where outcome = 'ok' and {where}", params
+        ).fetchone()
     return float(row[0])

@@ -5,19 +5,26 @@ checkpoints or writes anything, so a daemon may be running."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 from urllib.parse import quote
 
-from optimizer.store.rows import RunRow
+from optimizer.store.errors import StoreError, reading
 
 
 def connect(db_path: Path, *, live: bool = False, shared: bool = False) -> sqlite3.Connection:
     """A read-only connection whose rows read as mappings. A database nobody writes (`live` false
     and no -wal file) is opened immutable, so that not even the -wal and -shm files SQLite creates
     for a WAL reader appear in the run folder; pass live=True when a daemon may be writing.
-    `shared`: used from several threads, one at a time (the caller holds a lock)."""
+    `shared`: used from several threads, one at a time (the caller holds a lock). StoreError when
+    it cannot be opened."""
+    with reading(db_path):
+        return _connect(db_path, live=live, shared=shared)
+
+
+def _connect(db_path: Path, *, live: bool, shared: bool) -> sqlite3.Connection:
     path = quote(str(Path(db_path).resolve()))
     quiet = not live and not Path(f"{db_path}-wal").exists()
     for mode in (["immutable=1"] if quiet else []) + ["mode=ro", "immutable=1"]:
@@ -52,10 +59,16 @@ class View:
     rows() does, so a table or column an older run folder does not have yet reads as no rows."""
 
     def __init__(self, db_path: Path, *, live: bool = False) -> None:
+        self.path = Path(db_path)
         self.conn = connect(db_path, live=live)
 
+    def reading(self) -> AbstractContextManager[None]:
+        """SQLite's errors of a statement on self.conn as one StoreError (errors.reading)."""
+        return reading(self.path)
+
     def query(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
-        return rows(self.conn, sql, tuple(params))
+        with self.reading():
+            return rows(self.conn, sql, tuple(params))
 
     def close(self) -> None:
         self.conn.close()
@@ -69,21 +82,11 @@ class View:
         self.close()
 
 
-def run_row(db_path: Path) -> RunRow | None:
-    """The run's one row, or None when there is none yet."""
-    conn = connect(db_path)
-    try:
-        found = rows(conn, "select * from runs limit 1")
-    finally:
-        conn.close()
-    return cast(RunRow, found[0]) if found else None
-
-
 def count_runs(db_path: Path) -> int | None:
     """Rows in the runs table (0 also when there is no table yet), None when unreadable."""
     try:
         conn = connect(db_path)
-    except sqlite3.DatabaseError:
+    except StoreError:
         return None
     try:
         return int(conn.execute("select count(*) from runs").fetchone()[0])
@@ -117,6 +120,6 @@ class Commits:
                     self._conn.close()
                 self._conn, self._live = connect(self.db_path, live=live, shared=True), live
             return int(self._conn.execute("pragma data_version").fetchone()[0])
-        except sqlite3.Error:
+        except (StoreError, sqlite3.Error):
             self._conn = None
             return None

@@ -8,11 +8,11 @@ anything heavy is imported."""
 from __future__ import annotations
 
 import os
-import sqlite3
 from contextlib import suppress
 from pathlib import Path
 
-from optimizer.store import readonly
+from optimizer.store import runs
+from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid, starting_pid
 
@@ -40,10 +40,10 @@ def skill_of(run_dir: Path) -> Path | None:
     if not db.is_file():
         return None
     try:
-        row = readonly.run_row(db) or {}
-    except sqlite3.DatabaseError:
+        row = runs.read(db)
+    except StoreError:
         return None
-    recorded = row.get("skill_dir")
+    recorded = row.skill_dir if row else None
     return Path(recorded).resolve() if recorded else None
 
 

@@ -4,14 +4,17 @@ that `status` shows the limits in force and what a resume changed."""
 from __future__ import annotations
 
 import json
-from typing import cast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
 from optimizer import config
+from optimizer.store import runs
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
-from optimizer.store.rows import ResumeRow
+from optimizer.store.rows import json_object
 
 log = structlog.get_logger()
 
@@ -21,15 +24,15 @@ def record_resume(store: Store, settings: config.Settings) -> None:
     since the last start or resume. Recorded by the process that runs the loop (with the lock
     held), so a detached resume is one row; the first start of a detached `run` (its row still
     "created") is no resume unless something changed."""
-    row = store.run_row() or {}
-    before = _flatten(json.loads(row.get("settings_json") or "{}"))
+    row = runs.row(store) or runs.Run()
+    before = _flatten(row.settings)
     after = _flatten(settings.model_dump(mode="json"))
     changed = {
         key: [before.get(key), value]
         for key, value in sorted(after.items())
         if before.get(key) != value
     }
-    if row.get("status") == "created" and not changed:
+    if row.status == "created" and not changed:
         return
     with store.atomic():
         store.table("resumes").insert(
@@ -39,7 +42,7 @@ def record_resume(store: Store, settings: config.Settings) -> None:
                 "changed_json": json.dumps(changed),
             }
         )
-        store.table("runs").update(row["id"], {"settings_json": settings.model_dump_json()})
+        store.table("runs").update(row.id or "", {"settings_json": settings.model_dump_json()})
     log.info("run.resumed", changed=changed)
 
 
@@ -53,6 +56,20 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
     return flat
 
 
-def rows(db: Reader) -> list[ResumeRow]:
-    """(at, changed_json) of every resume, oldest first."""
-    return cast(list[ResumeRow], db.query("select at, changed_json from resumes order by id"))
+@dataclass(frozen=True)
+class Resume:
+    """One row of the resumes table: when, and each changed key's [before, after]."""
+
+    at: str
+    changed: dict[str, Any]
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Resume:
+        return cls(str(row["at"]), json_object(row.get("changed_json"), "resumes.changed_json"))
+
+
+def all_of(db: Reader) -> list[Resume]:
+    """Every resume, oldest first."""
+    return [
+        Resume.from_row(r) for r in db.query("select at, changed_json from resumes order by id")
+    ]

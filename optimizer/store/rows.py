@@ -1,82 +1,37 @@
-"""The rows of state.db as the store's repositories read and write them, one TypedDict per table or
-statement (the columns are store/migrations.py's). Rows pass through unchanged, often on a hot
-path, so they are typed dicts rather than models: a model would cost a copy per row and nothing
-here needs validating (the JSON columns are parsed and checked by their repositories on read)."""
+"""The rows of state.db as the store's repositories write them and read the ones with no JSON
+column, one TypedDict per table or statement (the columns are store/migrations.py's), and the one
+decoder of the `*_json` columns (json_object): a record with such a column is read into its own
+frozen type by its repository (versions.Version, runs.Run, iterations.Iteration), so no module
+outside the store decodes one."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired
 
-from optimizer.schemas import JsonObject
+from typing_extensions import TypedDict
+
+from optimizer.store.errors import StoreError
+
+
+def json_object(raw: str | None, column: str) -> dict[str, Any]:
+    """A `*_json` column's object ({} when empty); StoreError naming the column when the text is
+    not a JSON object (a hand-edited or damaged state.db)."""
+    try:
+        found = json.loads(raw) if raw else {}
+    except ValueError:
+        found = None
+    if not isinstance(found, dict):
+        raise StoreError(
+            f"state.db: {column} is not a JSON object ({str(raw)[:80]!r}); restore state.db "
+            "from a copy, or start a new run."
+        )
+    return found
+
 
 # Whether a run's score counts (store/gradings.py's SCORED) or why not (docs/design.md §7).
 GradingStatus = Literal["ok", "judge_error", "exec_error", "gated", "unscored"]
-
-
-class RunRow(TypedDict, total=False):
-    """The runs table's one row. Not total: a caller reads it as `row or {}` before there is one."""
-
-    id: str
-    skill_name: str
-    skill_dir: str
-    target: str
-    started_at: str
-    eval_set_hash: str
-    split_json: str
-    settings_json: str
-    status: str
-    stop_reason: str | None
-    from_run: str | None
-    finished_at: str | None
-    current_best: str | None
-    test_json: str | None
-    stage: str | None
-    last_error: str | None
-    estimate_json: str | None
-
-
-class VersionRow(TypedDict):
-    label: str
-    hash: str
-    parent: str | None
-    iteration: int | None
-    created_at: str | None
-    status: str | None
-    decision: str | None
-    summary: str | None
-    rationale: str | None
-    stage: str | None
-    score: float | None
-    pass_rate: float | None
-    split_scores_json: str | None
-    error: str | None
-
-
-class VersionOutcome(TypedDict):
-    """What the stop rules read of a version."""
-
-    label: str
-    parent: str | None
-    iteration: int | None
-    decision: str | None
-    score: float | None
-    # the decision's (absent for a version not decided, and in rows written by hand)
-    delta: NotRequired[float | None]
-    low: NotRequired[float | None]
-    high: NotRequired[float | None]
-    confidence: NotRequired[float | None]
-    evals: NotRequired[int | None]
-    scope: NotRequired[str | None]
-    per_eval: NotRequired[str | None]  # split_scores_json: the mean score per train eval
-
-
-class VersionOrigin(TypedDict):
-    """Where a version sits in the lineage: the version with the same content is reused."""
-
-    label: str
-    parent: str | None
-    iteration: int | None
 
 
 class KeyColumns(TypedDict):
@@ -197,28 +152,9 @@ class DecisionRow(_Decision):
     selection_json: str | None
 
 
-class Decided(_Decision):
-    """A decision as lineage reads it: its row with the selection parsed (selection.json's object,
-    one shape per stage: schemas.SelectionFile) in place of selection_json."""
-
-    selection: JsonObject
-
-
 # What became of one proposal (iterations.candidates_json, by the proposal's index as text):
 # {"label": vN}, {"duplicate": vM} or {"rejected": [problems], "reasons": [reasons]}.
 ProposalOutcome = Mapping[str, str | list[str]]
-
-
-class IterationTimes(TypedDict):
-    started_at: str | None
-    finished_at: str | None
-
-
-class IterationRow(IterationTimes):
-    number: int
-    parent: str
-    stage: str | None
-    candidates_json: str | None
 
 
 class CallRow(TypedDict):
@@ -267,7 +203,7 @@ class PricedCall(TypedDict):
 
 class LedgerTotals(TypedDict, total=False):
     """The ledger's numbers the views show, as SQLite sums them. Not total: a run read from
-    history.json has none (report/read.py's RunData)."""
+    history.json has none (report/view.py's RunView)."""
 
     calls: int
     calls_usd: float
@@ -298,11 +234,6 @@ class Answered(TypedDict):
     tokens: int
     usd: float
     batched: int | None
-
-
-class ResumeRow(TypedDict):
-    at: str
-    changed_json: str | None
 
 
 class BatchMeta(TypedDict):

@@ -5,103 +5,138 @@ ledger's sum over the version's scope (ledger.by_scope)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, cast
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 from optimizer.store import ledger
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
-from optimizer.store.rows import VersionOrigin, VersionOutcome, VersionRow
+from optimizer.store.rows import json_object
 
 
-@dataclass
+@dataclass(frozen=True)
+class DecisionNumbers:
+    """What the stop rules read of a version's decision (decisions.selection_json's interval
+    confidence, evals and scope, with the row's Δ and interval)."""
+
+    delta: float | None
+    low: float | None
+    high: float | None
+    confidence: float | None
+    evals: int | None
+    scope: str | None
+
+
+@dataclass(frozen=True)
 class Version:
+    """One row of the versions table, its JSON column decoded: the one shape of a version."""
+
     label: str
     hash: str
     parent: str | None
-    iteration: int
+    iteration: int  # 0 for v0
+    created_at: str
+    status: str | None
     decision: str | None
     stage: str | None
     summary: str
+    rationale: str
     score: float | None
     pass_rate: float | None
-    cost_usd: float
-    created_at: str
+    per_eval: dict[int, float]  # split_scores_json: the mean score per train eval (or per query)
+    error: str | None
+    # Not columns: what the version's ledger scope cost (all_of), its decision's numbers (outcomes).
+    cost_usd: float = 0.0
+    decided: DecisionNumbers | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Version:
+        return cls(
+            label=str(row["label"]),
+            hash=str(row.get("hash") or ""),
+            parent=row.get("parent") or None,
+            iteration=int(row.get("iteration") or 0),
+            created_at=row.get("created_at") or "",
+            status=row.get("status"),
+            decision=row.get("decision"),
+            stage=row.get("stage"),
+            summary=row.get("summary") or "",
+            rationale=row.get("rationale") or "",
+            score=row.get("score"),
+            pass_rate=row.get("pass_rate"),
+            per_eval=_per_eval(row["label"], row.get("split_scores_json")),
+            error=row.get("error"),
+        )
+
+
+def _per_eval(label: str, raw: str | None) -> dict[int, float]:
+    scores = json_object(raw, f"versions.split_scores_json of {label}")
+    return {int(k): v for k, v in scores.items()}
 
 
 def all_of(db: Reader) -> list[Version]:
     """Every version in the order it was registered, with what its scope cost."""
     spent = ledger.by_scope(db)
     return [
-        Version(
-            r["label"],
-            r["hash"],
-            r["parent"] or None,
-            r["iteration"] or 0,
-            r["decision"],
-            r["stage"],
-            r["summary"] or "",
-            r["score"],
-            r["pass_rate"],
-            spent.get(r["label"], 0.0),
-            r["created_at"] or "",
-        )
-        for r in rows(db)
+        replace(v, cost_usd=spent.get(v.label, 0.0))
+        for v in map(Version.from_row, db.query("select * from versions order by rowid"))
     ]
 
 
-def rows(db: Reader) -> list[VersionRow]:
-    """Every version's row, in the order it was registered."""
-    return cast(list[VersionRow], db.query("select * from versions order by rowid"))
+def outcomes(db: Reader) -> list[Version]:
+    """Every version with its decision's Δ, interval and what the interval's width rests on
+    (`decided`, None when undecided): what the stop rules read."""
+    found = db.query(
+        "select v.*, d.version as decided, d.delta, d.ci_low as low, d.ci_high as high, "
+        "json_extract(d.selection_json, '$.interval.confidence') as confidence, "
+        "json_extract(d.selection_json, '$.evals') as evals, "
+        "json_extract(d.selection_json, '$.scope') as scope "
+        "from versions v left join decisions d on d.version = v.label order by v.rowid"
+    )
+    return [replace(Version.from_row(r), decided=_numbers(r)) for r in found]
 
 
-def outcomes(db: Reader) -> list[VersionOutcome]:
-    """(label, parent, iteration, decision, score) of every version, with its decision's Δ, interval
-    and what the interval's width rests on: what the stop rules read."""
-    return cast(
-        list[VersionOutcome],
-        db.query(
-            "select v.label, v.parent, v.iteration, v.decision, v.score, d.delta, "
-            "d.ci_low as low, d.ci_high as high, "
-            "json_extract(d.selection_json, '$.interval.confidence') as confidence, "
-            "json_extract(d.selection_json, '$.evals') as evals, "
-            "json_extract(d.selection_json, '$.scope') as scope, "
-            "v.split_scores_json as per_eval "
-            "from versions v left join decisions d on d.version = v.label"
-        ),
+def _numbers(row: Mapping[str, Any]) -> DecisionNumbers | None:
+    if row.get("decided") is None:
+        return None
+    evals = row.get("evals")
+    return DecisionNumbers(
+        delta=row.get("delta"),
+        low=row.get("low"),
+        high=row.get("high"),
+        confidence=row.get("confidence"),
+        evals=int(evals) if evals is not None else None,
+        scope=row.get("scope"),
     )
 
 
-def find(store: Store, label: str) -> VersionRow | None:
-    """The version's row, or None when the run has no such version."""
-    found = store.query("select * from versions where label = ?", [label])
-    return cast(VersionRow, found[0]) if found else None
+def find(db: Reader, label: str) -> Version | None:
+    """The version, or None when the run has no such version."""
+    found = db.query("select * from versions where label = ?", [label])
+    return Version.from_row(found[0]) if found else None
 
 
 def score(store: Store, label: str) -> float | None:
-    row = find(store, label)
-    return row["score"] if row else None
+    version = find(store, label)
+    return version.score if version else None
 
 
 def decision(store: Store, label: str) -> str | None:
-    row = find(store, label)
-    return row["decision"] if row else None
+    version = find(store, label)
+    return version.decision if version else None
 
 
 def per_eval(store: Store, label: str) -> dict[int, float]:
     """The version's mean score per train eval (or per query), as its target recorded it."""
-    row = find(store, label)
-    raw = row["split_scores_json"] if row else None
-    scores = json.loads(raw) if raw else {}
-    if not isinstance(scores, dict):
-        raise ValueError(f"versions.split_scores_json of {label} is not an object: {raw!r}")
-    return {int(k): v for k, v in scores.items()}
+    version = find(store, label)
+    return version.per_eval if version else {}
 
 
-def by_hash(store: Store, digest: str) -> VersionOrigin | None:
-    """(label, parent, iteration) of the version whose skill folder has this content hash."""
-    same = store.query("select label, parent, iteration from versions where hash = ?", [digest])
-    return cast(VersionOrigin, same[0]) if same else None
+def by_hash(store: Store, digest: str) -> Version | None:
+    """The version whose skill folder has this content hash."""
+    same = store.query("select * from versions where hash = ? order by rowid limit 1", [digest])
+    return Version.from_row(same[0]) if same else None
 
 
 def count(store: Store) -> int:

@@ -14,7 +14,7 @@ from optimizer.errors import BadInput
 from optimizer.inputs import evals
 from optimizer.inputs import skill as skills
 from optimizer.inputs import triggers as trigger
-from optimizer.store import readonly, registry, runtoml
+from optimizer.store import readonly, registry, runs, runtoml
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace, write_text
 
@@ -129,7 +129,7 @@ def best_of(run_dir: Path) -> Path:
         raise BadInput(words.not_a_run(f"--from {run_dir}", fix="name a finished run."))
     store = Store(ws.state_db)
     try:
-        best = (store.run_row() or {}).get("current_best") or "v0"
+        best = (runs.row(store) or runs.Run()).best
     finally:
         store.close()
     return ws.skill(best)
