@@ -762,7 +762,7 @@ def _six(value: float | None) -> float | None:
 
 
 class RuleDecision(_Exact):
-    """The promotion rule's decision and every number behind it: search/select.decide returns it,
+    """The promotion rule's decision and every number behind it: decide/step.decide returns it,
     state.db's decisions row and selection.json hold it as it is (BenchmarkSelection adds where
     it was made). One model, so the value, the row and the file cannot drift apart."""
 

@@ -25,7 +25,7 @@ def effect() -> float:
 def claim(n_evals: int, scope: str = "auto", few_evals: int = 10) -> Scope:
     """The claim a promotion over n_evals evals makes (selection.scope; "auto" is `tasks` below
     selection.few_evals evals, where `general` has too few units to find anything, and
-    `general` from there on). search.select.claim_scope decides by this one rule."""
+    `general` from there on). decide/step.claim_scope decides by this one rule."""
     if scope == "auto":
         return "tasks" if n_evals < few_evals else "general"
     if scope not in ("tasks", "general"):

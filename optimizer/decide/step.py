@@ -338,7 +338,7 @@ def for_steps(selection: Selection) -> Selection:
 
 
 def claim_scope(selection: Selection, n_evals: int, asked: str | None = None) -> sequential.Scope:
-    """The claim a promotion makes: the one asked, else selection.scope (inputs/power.claim, the
+    """The claim a promotion makes: the one asked, else selection.scope (decide/power.claim, the
     one rule the power advice uses too)."""
     return power.claim(n_evals, asked or selection.scope, selection.few_evals)
 
