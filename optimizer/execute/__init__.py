@@ -1,7 +1,7 @@
 """Executors: run one eval once, with or without the skill, into a complete run folder (the built-in
 agent, Claude Code, a command), and never let a per-run failure stop the work (it is data), nor
-swallow a systemic one. The stages it may import are MAY_IMPORT's (tests/test_architecture.py holds
-them to its imports); the shared modules are open to every stage."""
+swallow a systemic one. The stages it may import are MAY_IMPORT's (pyproject.toml's contracts
+hold it to them); the shared modules are open to every stage."""
 
 from __future__ import annotations
 
@@ -368,5 +368,5 @@ def executor_for(name: str | None, settings: Settings, client: Client | None) ->
             server.server_close()
 
 
-# The earlier stages this one imports, exactly (tests/test_architecture.py compares).
+# The earlier stages this one may import: a contract in pyproject.toml forbids the others.
 MAY_IMPORT: tuple[str, ...] = ("inputs", "store", "sim", "model", "sandbox")
