@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import structlog
 
@@ -26,6 +25,7 @@ from optimizer.execute.limit import ProviderTooSlow, SkillTimeout, within_limits
 from optimizer.execute.record import RunRecord, finish_run, is_complete
 from optimizer.execute.staging import OUTPUTS, prepare_work, resolve_inputs, stage_skill
 from optimizer.execute.transcript import Tally, Transcript
+from optimizer.inputs.evals import Eval
 from optimizer.inputs.skillmd import SKILL_FILE, parse_skill_md
 from optimizer.model.clock import RunClock, run_clock
 from optimizer.model.port import Client
@@ -61,7 +61,7 @@ class SkillInfo:
 class RunContext:
     """What an executor's `_run` needs; `work` is the fresh folder the agent sees as /workspace."""
 
-    eval: Any
+    eval: Eval
     work: Path
     run_dir: Path
     skill: SkillInfo | None
@@ -152,7 +152,7 @@ class Executor(ABC):
         *,
         skill_dir: Path | None,
         skill_name: str | None,
-        eval: Any,
+        eval: Eval,
         inputs_root: Path,
         run_dir: Path,
         run_number: int,
