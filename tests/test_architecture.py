@@ -44,6 +44,18 @@ def modules() -> dict[str, Path]:
 MODULES = modules()
 
 
+@functools.cache
+def tree(name: str) -> ast.Module:
+    """A module's syntax tree, parsed once for every test here (they only read it)."""
+    return ast.parse(MODULES[name].read_text(encoding="utf-8"))
+
+
+@functools.cache
+def nodes(name: str) -> list[ast.AST]:
+    """Every node of a module's tree (ast.walk, once)."""
+    return list(ast.walk(tree(name)))
+
+
 def imports(name: str) -> list[tuple[str, str | None, int]]:
     """(module imported, name taken from it or None, line) of every import of the package, at any
     depth (a lazy import inside a function, one for type checkers only, is an import too)."""
@@ -72,7 +84,7 @@ def imports(name: str) -> list[tuple[str, str | None, int]]:
         for child in ast.iter_child_nodes(node):
             visit(child)
 
-    visit(ast.parse(path.read_text(encoding="utf-8")))
+    visit(tree(name))
     return found
 
 
@@ -139,14 +151,13 @@ def _text(node: ast.AST) -> str | None:
 
 def sql_in(name: str) -> list[str]:
     """Where module `name` issues SQL, as "line: what"."""
-    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
     docstrings = {
         id(n.value)
-        for n in ast.walk(tree)
+        for n in nodes(name)
         if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
     }
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes(name):
         line = getattr(node, "lineno", 0)
         if id(node) not in docstrings and (text := _text(node)) and SQL_TEXT.match(text):
             found.add(f"{line}: {text[:40]!r}")
@@ -298,7 +309,7 @@ def bare_dicts(annotation: ast.expr) -> list[str]:
 def public_api(name: str) -> dict[str, list[Signature]]:
     """A module's public functions ({name: [it]}) and classes ({name: [their public methods]})."""
     api: dict[str, list[Signature]] = {}
-    for node in ast.parse(MODULES[name].read_text(encoding="utf-8")).body:
+    for node in tree(name).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             if not node.name.startswith("_"):
                 body = node.body if isinstance(node, ast.ClassDef) else [node]
@@ -318,7 +329,7 @@ def _imported_names(name: str) -> dict[str, tuple[str, str | None]]:
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: dict[str, tuple[str, str | None]] = {}
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes(name):
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name in MODULES:
@@ -354,19 +365,18 @@ def crossing() -> set[tuple[str, str, str]]:
         mine = stage_of(user)
         if mine not in STAGES and mine not in ENTRY:
             continue
-        tree = ast.parse(MODULES[user].read_text(encoding="utf-8"))
         # A method is named where it is called; a property where it is read.
         called = {
             n.func.attr
-            for n in ast.walk(tree)
+            for n in nodes(user)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
         }
-        read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        read = {n.attr for n in nodes(user) if isinstance(n, ast.Attribute)}
         names = _imported_names(user)
         offered = [(m, n) for m, n in names.values() if n is not None]
         offered += [
             (names[n.value.id][0], n.attr)
-            for n in ast.walk(tree)
+            for n in nodes(user)
             if isinstance(n, ast.Attribute)
             and isinstance(n.value, ast.Name)
             and names.get(n.value.id, ("", ""))[1] is None
