@@ -53,13 +53,15 @@ demo: install
 	$(BIN)/optimizer lineage runs/demo
 	@echo "files: runs/demo (history.json, v*/benchmark.json); report: $(BIN)/optimizer report runs/demo"
 
-# The developer's loop, under a minute on 2 cores: ruff, then every test not marked slow (no run,
+# The developer's loop, under a minute on 2 cores: ruff, the import contracts (pyproject.toml's
+# [tool.importlinter]), then every test not marked slow (no run,
 # daemon, sandbox, browser, CLI or model; tests/tiers.py). It installs nothing once `make setup`
 # has run; `make test` runs the rest, as CI does.
 check:
 	test -x $(BIN)/pytest || $(MAKE) setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest -m "not slow"
 
 test: setup tools real-model-deps
@@ -68,6 +70,7 @@ test: setup tools real-model-deps
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 # Formats the code in place (CI checks it with `make lint`).
 format: setup

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,6 +43,19 @@ LONGEST_FIRST = (
 )
 
 
+# The fast tier (a `-m` that leaves out the slow tests, as `make check`'s "not slow"): a test whose
+# call takes longer than this fails, and so does the test whose setup ran a fixture (of any scope,
+# paid once by the first test that uses it) that took longer; the mend is `@pytest.mark.slow` on
+# the test, or on every test that uses the fixture. The whole suite (`make test`, CI) has no limit.
+# The time is the wall time less the time the test's thread waited for a CPU that other programs
+# held (Linux's schedstat): a busy machine does not fail a test, a sleep or a wait still counts.
+FAST_LIMIT_S = 2.0
+# Fixtures that make a real run: a test that uses one is slow by itself (the marker's definition).
+RUN_FIXTURES = ("simulated_once",)
+_slow_fixtures: list[str] = []  # fixtures set up over the limit for the test being set up
+_WAITED = pytest.StashKey[float]()  # seconds the test's call waited for a CPU
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Under OPTIMIZER_REQUIRE_ALL_TIERS=1 every test runs: a `-m` that leaves out the slow tests
     (`make check`'s) is refused, so it cannot make CI green with its tiers left out."""
@@ -54,7 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: a tier's tests are slow
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if tiers.needs_a_tier(item):
+        uses = getattr(item, "fixturenames", ())
+        if tiers.needs_a_tier(item) or any(f in uses for f in RUN_FIXTURES):
             item.add_marker(tiers.SLOW)
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(
@@ -79,10 +95,59 @@ def _fail_the_skip(report: pytest.CollectReport | pytest.TestReport) -> None:
         )
 
 
+def _waited_s() -> float:
+    """Seconds this thread has waited, ready to run, for a CPU (Linux; 0 where unknown)."""
+    try:
+        return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _fast_tier(config: pytest.Config) -> bool:
+    return re.search(rf"\bnot\s+{tiers.SLOW}\b", config.option.markexpr or "") is not None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    start, waited = time.perf_counter(), _waited_s()
+    yield
+    took = time.perf_counter() - start - (_waited_s() - waited)
+    if took > FAST_LIMIT_S and _fast_tier(request.config):
+        _slow_fixtures.append(f"{fixturedef.argname} ({fixturedef.scope} scope, {took:.1f} s)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    waited = _waited_s()
+    yield
+    item.stash[_WAITED] = _waited_s() - waited
+
+
+def _fail_the_slow(report: pytest.TestReport, call: pytest.CallInfo, waited: float) -> None:
+    """In the fast tier, a call or a fixture's setup over FAST_LIMIT_S fails the test."""
+    slow, _slow_fixtures[:] = list(_slow_fixtures), []  # one fixture set up in a call is the call's
+    if report.when == "setup":
+        if slow and report.passed:
+            report.outcome = "failed"
+            report.longrepr = (
+                f"the fixture {', '.join(slow)} took over the fast tier's {FAST_LIMIT_S:g} s to "
+                "set up: mark every test that uses it @pytest.mark.slow, or make it faster"
+            )
+    elif report.when == "call" and report.passed and call.duration - waited > FAST_LIMIT_S:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"the test took {call.duration - waited:.1f} s, over the fast tier's "
+            f"{FAST_LIMIT_S:g} s: mark it @pytest.mark.slow, or make it faster"
+        )
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
     outcome = yield
-    _fail_the_skip(outcome.get_result())
+    report = outcome.get_result()
+    _fail_the_skip(report)
+    if _fast_tier(item.config):
+        _fail_the_slow(report, call, item.stash.get(_WAITED, 0.0))
 
 
 @pytest.hookimpl(hookwrapper=True)

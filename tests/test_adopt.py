@@ -187,6 +187,7 @@ def test_a_killed_adoption_continues_from_the_ledger_without_paying_twice(run_di
         (("--yes", "--set", "adopt.alpha=2"), "adopt.alpha"),
     ],
 )
+@pytest.mark.slow
 def test_bad_input_is_one_sentence_and_writes_nothing(run_dir, monkeypatch, args, sentence):
     before = paid_calls(run_dir)
     code, said = adopt(monkeypatch, run_dir, *args)
@@ -283,6 +284,7 @@ def test_an_adoption_its_limit_stops_says_so_exits_1_and_a_second_call_continues
     assert paid_calls(run_dir) > paid
 
 
+@pytest.mark.slow
 def test_an_adoption_stops_within_the_estimate_it_printed_and_the_run_never_reads_as_overspent(
     run_dir, monkeypatch
 ):
@@ -308,6 +310,7 @@ def test_an_adoption_stops_within_the_estimate_it_printed_and_the_run_never_read
     assert apart in (run_dir / "summary.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_renamed_run_folder_is_adopted_from_as_the_daemon_resumes_it(run_dir, monkeypatch):
     """Its row is keyed by the folder's old name: `adopt` ended in a traceback at its first stage."""
     renamed = run_dir.rename(run_dir.parent / "renamed")

@@ -1,6 +1,8 @@
-"""The layout rules of docs/architecture.md, read from the code's own imports: stages import only
-stages above them, nothing imports another module's private names, there is no import cycle,
-modules stay small and every stage says in its __init__ what it owns and may import."""
+"""The layout rules of docs/architecture.md. The layering, the stages' MAY_IMPORT policy and the
+absence of import cycles are import-linter contracts in pyproject.toml, checked here by running
+lint-imports; the tests below them check what import-linter cannot: private names used across
+modules, SQL outside the store, module size, and bare dicts in the signatures that cross a stage
+boundary."""
 
 from __future__ import annotations
 
@@ -13,26 +15,20 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "optimizer"
-# The stages of docs/design.md §4 in order: each may import the stages before it, never one after it.
-STAGES = (
-    "decide",
-    "inputs",
-    "store",
-    "sim",
-    "model",
-    "sandbox",
-    "execute",
-    "grade",
-    "search",
-    "grow",
-    "report",
-)
-# Flat contract modules every stage may import; they import only each other.
-SHARED = ("errors", "config", "prices", "schemas", "logs", "tags", "words")
-# Entry points: they may import anything, and only they may import each other.
-ENTRY = ("cli", "daemon", "nightly", "__main__")
+PYPROJECT = PACKAGE.parent / "pyproject.toml"
+CONTRACTS = {
+    c["id"]: c
+    for c in tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"][
+        "contracts"
+    ]
+}
+# The layers of the contract, top to bottom: the entry points, the stages of docs/design.md §4
+# (each may import the stages below it, never one above) and the flat contract modules.
+LAYERS = [[m.strip() for m in layer.split(":")] for layer in CONTRACTS["layers"]["layers"]]
+ENTRY = tuple(LAYERS[0])  # they may import anything, and only they may import each other
+SHARED = tuple(LAYERS[-1])  # every stage may import them; they import only each other
+STAGES = tuple(layer[0] for layer in reversed(LAYERS[1:-1]))  # first the lowest
 MAX_LINES = 400
-LONGER = {"optimizer.schemas"}  # the contract of the seed files, kept in one file on purpose
 MAX_FLAT = 8
 
 
@@ -48,26 +44,26 @@ def modules() -> dict[str, Path]:
 MODULES = modules()
 
 
-def _type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
+@functools.cache
+def tree(name: str) -> ast.Module:
+    """A module's syntax tree, parsed once for every test here (they only read it)."""
+    return ast.parse(MODULES[name].read_text(encoding="utf-8"))
 
 
-def imports(name: str, *, typing: bool = False) -> list[tuple[str, str | None, int]]:
+@functools.cache
+def nodes(name: str) -> list[ast.AST]:
+    """Every node of a module's tree (ast.walk, once)."""
+    return list(ast.walk(tree(name)))
+
+
+def imports(name: str) -> list[tuple[str, str | None, int]]:
     """(module imported, name taken from it or None, line) of every import of the package, at any
-    depth (a lazy import inside a function is an import too); those only for type checkers too
-    when `typing`."""
+    depth (a lazy import inside a function, one for type checkers only, is an import too)."""
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: list[tuple[str, str | None, int]] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _type_checking(node) and not typing:
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             found.extend(
                 (a.name, None, node.lineno) for a in node.names if a.name.startswith("optimizer")
@@ -88,7 +84,7 @@ def imports(name: str, *, typing: bool = False) -> list[tuple[str, str | None, i
         for child in ast.iter_child_nodes(node):
             visit(child)
 
-    visit(ast.parse(path.read_text(encoding="utf-8")))
+    visit(tree(name))
     return found
 
 
@@ -96,10 +92,6 @@ def stage_of(name: str) -> str:
     """The stage (folder) or flat module a module belongs to: optimizer.grade.judge -> grade."""
     parts = name.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
-
-
-def rank(stage: str) -> int | None:
-    return STAGES.index(stage) if stage in STAGES else None
 
 
 def test_no_module_imports_another_modules_private_names():
@@ -115,51 +107,18 @@ def test_no_module_imports_another_modules_private_names():
     assert bad == []
 
 
-def test_stages_import_only_the_stages_above_them():
-    bad = []
-    for name in MODULES:
-        mine = stage_of(name)
-        for target, _, line in imports(name):
-            theirs = stage_of(target)
-            if theirs in ("__init__", mine) or mine in ENTRY:
-                continue
-            if theirs in ENTRY:
-                bad.append(f"{name}:{line} imports the entry point {target}")
-            elif mine in SHARED and theirs not in SHARED:
-                bad.append(f"{name}:{line}: a shared module imports the stage {target}")
-            elif theirs in STAGES and (rank(mine) is None or rank(theirs) > rank(mine)):
-                bad.append(f"{name}:{line}: {mine} imports {target}, a later stage")
-    assert bad == []
+def test_the_import_contracts_hold(capsys):
+    """pyproject.toml's contracts, as `lint-imports` checks them: every stage imports only the
+    stages below it and none that its MAY_IMPORT leaves out, the shared modules import no stage,
+    nothing imports an entry point, and there is no import cycle; type-only and lazy imports count."""
+    from importlinter import api  # noqa: F401  (configures import-linter on import)
+    from importlinter.application import use_cases
 
-
-def test_there_is_no_import_cycle():
-    """Type-only imports count: two modules that need each other's types are one module, or need
-    a protocol between them."""
-    graph = {
-        name: sorted({t for t, _, _ in imports(name, typing=True) if t in MODULES and t != name})
-        for name in MODULES
-    }
-    # A package's __init__ imports its own modules to export them; that is not a cycle of code.
-    graph = {
-        n: [t for t in ts if not (MODULES[n].name == "__init__.py" and t.startswith(n + "."))]
-        for n, ts in graph.items()
-    }
-    state: dict[str, int] = {}
-    cycles: list[list[str]] = []
-
-    def walk(node: str, path: list[str]) -> None:
-        state[node] = 1
-        for nxt in graph[node]:
-            if state.get(nxt) == 1:
-                cycles.append(path[path.index(nxt) :] + [nxt])
-            elif nxt not in state:
-                walk(nxt, path + [nxt])
-        state[node] = 2
-
-    for start in sorted(graph):
-        if start not in state:
-            walk(start, [start])
-    assert cycles == []
+    kept = use_cases.lint_imports(str(PYPROJECT), cache_dir=None, no_logo=True)
+    printed = capsys.readouterr().out
+    assert kept, printed
+    # Every contract was checked, so a kept run means something.
+    assert all(f"{c['name']} KEPT" in " ".join(printed.split()) for c in CONTRACTS.values())
 
 
 # What issues SQL, outside optimizer/store/: a statement's text (a string, an f-string or a sum of
@@ -192,14 +151,13 @@ def _text(node: ast.AST) -> str | None:
 
 def sql_in(name: str) -> list[str]:
     """Where module `name` issues SQL, as "line: what"."""
-    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
     docstrings = {
         id(n.value)
-        for n in ast.walk(tree)
+        for n in nodes(name)
         if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
     }
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes(name):
         line = getattr(node, "lineno", 0)
         if id(node) not in docstrings and (text := _text(node)) and SQL_TEXT.match(text):
             found.add(f"{line}: {text[:40]!r}")
@@ -251,7 +209,7 @@ def test_no_query_matches_run_keys_as_text():
 
 def test_modules_stay_small_and_few_stay_flat():
     long = {n: len(p.read_text(encoding="utf-8").splitlines()) for n, p in MODULES.items()}
-    assert {n: k for n, k in long.items() if k > MAX_LINES and n not in LONGER} == {}
+    assert {n: k for n, k in long.items() if k > MAX_LINES} == {}
     flat = [
         n
         for n, p in MODULES.items()
@@ -277,7 +235,7 @@ def test_the_line_limit_counts_formatted_text():
 
 
 def may_import(stage: str) -> tuple[str, ...] | None:
-    """The stage's own statement of the stages it imports: MAY_IMPORT in its __init__.py."""
+    """The stage's own statement of the stages it may import: MAY_IMPORT in its __init__.py."""
     tree = ast.parse((PACKAGE / stage / "__init__.py").read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.AnnAssign | ast.Assign):
@@ -288,21 +246,21 @@ def may_import(stage: str) -> tuple[str, ...] | None:
     return None
 
 
-def stages_imported(stage: str) -> set[str]:
-    """The other stages a stage's modules import, type-only imports included."""
+def forbidden(stage: str) -> set[str]:
+    """The lower stages a forbidden contract of pyproject.toml keeps the stage from importing."""
     return {
-        stage_of(target)
-        for name in MODULES
-        if stage_of(name) == stage
-        for target, _, _ in imports(name, typing=True)
-        if stage_of(target) in STAGES and stage_of(target) != stage
+        m.removeprefix("optimizer.")
+        for c in CONTRACTS.values()
+        if c["type"] == "forbidden" and c["source_modules"] == [f"optimizer.{stage}"]
+        for m in c["forbidden_modules"]
     }
 
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_every_stage_says_what_it_owns_and_may_import(stage):
-    """The docstring says what the stage owns; MAY_IMPORT names exactly the stages it imports, all
-    of them earlier ones, so the statement cannot drift from the code as the prose once did."""
+    """The docstring says what the stage owns; MAY_IMPORT names the lower stages it may import, a
+    policy: a forbidden contract of pyproject.toml keeps it from every other lower stage, so the
+    statement and the contract cannot drift apart, and lint-imports holds the code to both."""
     where = f"optimizer/{stage}/__init__.py"
     doc = ast.get_docstring(
         ast.parse((PACKAGE / stage / "__init__.py").read_text(encoding="utf-8"))
@@ -310,11 +268,14 @@ def test_every_stage_says_what_it_owns_and_may_import(stage):
     assert doc and len(doc) > 120 and "import" in doc, where
     declared = may_import(stage)
     assert declared is not None, f"{where} declares no MAY_IMPORT"
-    assert all(rank(s) is not None and rank(s) < rank(stage) for s in declared), (where, declared)
+    lower = STAGES[: STAGES.index(stage)]
+    assert all(s in lower for s in declared), (where, declared)
     assert sorted(declared, key=STAGES.index) == list(declared), (
         f"{where}: list them in stage order"
     )
-    assert set(declared) == stages_imported(stage), (where, declared, stages_imported(stage))
+    assert forbidden(stage) == set(lower) - set(declared), (
+        f"pyproject.toml: the contract of {stage} forbids the lower stages {where} does not name"
+    )
 
 
 # A bare dict in a signature: `dict` or `Mapping` without parameters, or with values of any type
@@ -348,7 +309,7 @@ def bare_dicts(annotation: ast.expr) -> list[str]:
 def public_api(name: str) -> dict[str, list[Signature]]:
     """A module's public functions ({name: [it]}) and classes ({name: [their public methods]})."""
     api: dict[str, list[Signature]] = {}
-    for node in ast.parse(MODULES[name].read_text(encoding="utf-8")).body:
+    for node in tree(name).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             if not node.name.startswith("_"):
                 body = node.body if isinstance(node, ast.ClassDef) else [node]
@@ -368,7 +329,7 @@ def _imported_names(name: str) -> dict[str, tuple[str, str | None]]:
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: dict[str, tuple[str, str | None]] = {}
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes(name):
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name in MODULES:
@@ -404,19 +365,18 @@ def crossing() -> set[tuple[str, str, str]]:
         mine = stage_of(user)
         if mine not in STAGES and mine not in ENTRY:
             continue
-        tree = ast.parse(MODULES[user].read_text(encoding="utf-8"))
         # A method is named where it is called; a property where it is read.
         called = {
             n.func.attr
-            for n in ast.walk(tree)
+            for n in nodes(user)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
         }
-        read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        read = {n.attr for n in nodes(user) if isinstance(n, ast.Attribute)}
         names = _imported_names(user)
         offered = [(m, n) for m, n in names.values() if n is not None]
         offered += [
             (names[n.value.id][0], n.attr)
-            for n in ast.walk(tree)
+            for n in nodes(user)
             if isinstance(n, ast.Attribute)
             and isinstance(n.value, ast.Name)
             and names.get(n.value.id, ("", ""))[1] is None

@@ -35,7 +35,8 @@ class Ctx:
     skill: Path
     run: Path
     cwd: Path
-    reference: Path
+    reference: Callable[[], Path]  # the finished run, made on first use (once per session)
+    finished_run: bool  # the case says it copies the finished run
     env: dict[str, str] = field(default_factory=dict)
 
     def write(self, rel: str, content: str | bytes) -> Path:
@@ -63,7 +64,8 @@ class Ctx:
 
     def run_copy(self) -> Path:
         """A finished run folder to damage (the shared reference stays untouched)."""
-        shutil.copytree(self.reference, self.run)
+        assert self.finished_run, "a case that copies the finished run says so: finished_run=True"
+        shutil.copytree(self.reference(), self.run)
         (self.run / "optimizer.pid").unlink(missing_ok=True)
         return self.run
 
@@ -153,6 +155,8 @@ class Case:
     build: Callable[[Ctx], list[str]]  # sets the fault up, returns the command's arguments
     code: int = 2
     says: str = ""  # a word the message must contain (the file, the key or the fix)
+    # It damages a copy of the finished run (Ctx.run_copy), which takes seconds to make: slow.
+    finished_run: bool = False
 
 
 def trigger_case(id: str, data: object, says: str) -> Case:
@@ -171,7 +175,7 @@ def db_case(id: str, damage: Callable[[Path], object], command: str) -> Case:
         damage(c.run_copy() / "state.db")
         return [command, str(c.run)]
 
-    return Case(id, build, code=1 if command == "resume" else 2, says="state.db")
+    return Case(id, build, code=1 if command == "resume" else 2, says="state.db", finished_run=True)
 
 
 GOOD_QUERIES = [
@@ -290,6 +294,7 @@ CASES = [
         "flag: export an unknown version",
         lambda c: ["export", str(c.run_copy()), "v99", "--to", str(c.run / "out")],
         says="v99",
+        finished_run=True,
     ),
     Case(
         "flag: check-artifact with an unknown kind",
@@ -629,6 +634,7 @@ CASES = [
             and ["lineage", str(c.run)]
         ),
         says="history.json",
+        finished_run=True,
     ),
     Case(
         "history.json wrong types: lineage",
@@ -639,6 +645,7 @@ CASES = [
             and ["lineage", str(c.run)]
         ),
         says="history.json",
+        finished_run=True,
     ),
     Case(
         "history.json neither form: lineage",
@@ -647,23 +654,26 @@ CASES = [
             and ["lineage", str(c.run)]
         ),
         says="history.json",
+        finished_run=True,
     ),
     Case(
         "history.json but no state.db: resume",
         lambda c: without_db(c) and ["resume", str(c.run)],
         says="state.db",
+        finished_run=True,
     ),
     Case(
         "run.toml not TOML: resume",
         lambda c: (c.run_copy() / "run.toml").write_text("[loop\n") and ["resume", str(c.run)],
         says="run.toml",
+        finished_run=True,
     ),
 ]
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Path:
-    return reference_run(tmp_path_factory)
+def reference(tmp_path_factory) -> Callable[[], Path]:
+    return lambda: reference_run(tmp_path_factory)
 
 
 def snapshot(folder: Path, skip: Path) -> dict[str, tuple[int, int]]:
@@ -684,13 +694,18 @@ def snapshot(folder: Path, skip: Path) -> dict[str, tuple[int, int]]:
     return found
 
 
-def sandbox(case: Case, reference: Path, tmp_path: Path) -> tuple[Ctx, list[str]]:
+def sandbox(case: Case, reference: Callable[[], Path], tmp_path: Path) -> tuple[Ctx, list[str]]:
     skill = tmp_path / "skill"
     shutil.copytree(EXAMPLE, skill)
     (tmp_path / "cwd").mkdir()
     (tmp_path / "home").mkdir()
     c = Ctx(
-        root=tmp_path, skill=skill, run=tmp_path / "run", cwd=tmp_path / "cwd", reference=reference
+        root=tmp_path,
+        skill=skill,
+        run=tmp_path / "run",
+        cwd=tmp_path / "cwd",
+        reference=reference,
+        finished_run=case.finished_run,
     )
     return c, case.build(c)
 
@@ -726,7 +741,11 @@ def clean_env(c: Ctx) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=pytest.mark.slow) if c.finished_run else c for c in CASES],
+    ids=[c.id for c in CASES],
+)
 def test_bad_input_gets_one_clear_line_and_writes_nothing(
     case: Case, reference, tmp_path, monkeypatch
 ):

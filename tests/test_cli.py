@@ -306,6 +306,7 @@ def _every_command_help() -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_usage_lines_name_arguments_as_words_and_no_flag_is_a_double_negative():
     helps = _every_command_help()
     assert len(helps) > 20
@@ -318,6 +319,7 @@ def test_usage_lines_name_arguments_as_words_and_no_flag_is_a_double_negative():
     assert "--baseline" in helps["execute"]
 
 
+@pytest.mark.slow
 def test_help_shows_every_default_that_bounds_spend_or_time():
     helps = _every_command_help()
     run = " ".join(helps["run"].split())
@@ -344,6 +346,7 @@ def test_the_baseline_flag_keeps_its_old_name(tmp_path, monkeypatch):
         assert seen == {"without_skill": True}, (flag, result.output)
 
 
+@pytest.mark.slow
 def test_run_help_states_every_default_that_bounds_a_night():
     shown = " ".join(_every_command_help()["run"].split())
     for said in (

@@ -119,6 +119,7 @@ def test_migration_adds_the_confinement_columns(tmp_path: Path) -> None:
         store.close()
 
 
+@pytest.mark.slow
 def test_status_show_and_report_say_how_runs_were_confined(cli, no_bwrap, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     started = cli(

@@ -159,6 +159,7 @@ def test_a_harmful_edit_fails_with_a_comment(cli, skills):
     assert not (tmp / "g" / "head" / "evals").exists()  # the agent never sees the expectations
 
 
+@pytest.mark.slow
 def test_the_two_sides_runs_go_out_interleaved(cli, skills):
     """BASE's and HEAD's runs in one seeded order, never BASE's and then HEAD's: an effect shared
     by a stretch of time (provider load, a cache) falls on both sides alike."""

@@ -194,6 +194,7 @@ def iterations(run_dir: Path) -> int:
         conn.close()
 
 
+@pytest.mark.slow
 def test_a_plateau_stops_before_the_limit_and_says_what_it_kept(plateaued, monkeypatch):
     info = views.status(plateaued)
     said = SAID.fullmatch(info["stop_reason"])
@@ -207,6 +208,7 @@ def test_a_plateau_stops_before_the_limit_and_says_what_it_kept(plateaued, monke
     assert f"— {info['stop_reason']}." in summary
 
 
+@pytest.mark.slow
 def test_spend_all_goes_on_to_the_limit(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
     cli(monkeypatch, None, "run", str(EXAMPLE), "--run-dir", str(run_dir), *NEUTRAL, "--spend-all")
@@ -214,6 +216,7 @@ def test_spend_all_goes_on_to_the_limit(tmp_path, monkeypatch):
     assert iterations(run_dir) == 6
 
 
+@pytest.mark.slow
 def test_a_resume_with_spend_all_goes_on_where_the_plateau_stopped(
     plateaued, tmp_path, monkeypatch
 ):
@@ -232,6 +235,7 @@ def test_schedule_spend_all_reaches_every_night(tmp_path, monkeypatch):
     assert "--set loop.spend_all=true" in cli(monkeypatch, None, *args, "--spend-all")
 
 
+@pytest.mark.slow
 def test_a_resume_after_the_plateau_searches_again_and_says_so(plateaued, tmp_path, monkeypatch):
     run_dir = Path(shutil.copytree(plateaued, tmp_path / "run"))
     before = iterations(run_dir)

@@ -179,6 +179,7 @@ def test_the_adoptions_reserve_is_estimated_shown_and_named_where_the_budget_sto
     )
 
 
+@pytest.mark.slow
 def test_a_batch_run_shows_and_keeps_its_estimate_and_decides_as_a_direct_run(tmp_path, cli):
     batch_dir, direct_dir = tmp_path / "batch", tmp_path / "direct"
     proc = cli(

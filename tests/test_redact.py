@@ -152,6 +152,7 @@ def _corpus_session(project: Path, skill_dir: Path, place: str, start: str) -> S
     return s
 
 
+@pytest.mark.slow
 def test_no_secret_survives_in_candidates_review_evals_json_logs_or_requests(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

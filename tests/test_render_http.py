@@ -73,6 +73,7 @@ def block_types(body: dict) -> list[str]:
     return [] if isinstance(content, str) else [b["type"] for b in content]
 
 
+@pytest.mark.slow
 def test_the_docx_text_reaches_the_grader_and_the_docx_bytes_do_not(wire):
     out, log = wire
     docx = next(out.glob("eval-1/with_skill/run-1/outputs/memo.docx"))
@@ -90,12 +91,14 @@ def test_the_docx_text_reaches_the_grader_and_the_docx_bytes_do_not(wire):
     assert base64.b64encode(docx.read_bytes()[:30]).decode()[:20] not in outputs
 
 
+@pytest.mark.slow
 def test_a_png_is_sent_as_an_image_block_and_a_pdf_as_a_document_block(wire):
     _, log = wire
     assert "image" in block_types(grader_request(log, "outputs/card.png"))
     assert "document" in block_types(grader_request(log, "outputs/brief.pdf"))
 
 
+@pytest.mark.slow
 def test_gradings_cite_what_is_inside_the_files_and_the_skill_makes_a_difference(wire):
     out, _ = wire
     bench = json.loads((out / "benchmark.json").read_text())

@@ -76,6 +76,7 @@ def test_a_resume_after_a_plateau_searches_again_with_fresh_patience(run_dir, mo
     assert done(run_dir) == 2  # a new iteration, then a new plateau of its own
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("left", ["none", "less than an iteration"])
 def test_a_resume_with_no_budget_left_refuses_naming_the_flag_and_writes_nothing(
     run_dir, monkeypatch, left

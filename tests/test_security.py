@@ -103,6 +103,7 @@ async def test_a_proposer_insisting_on_an_outside_path_is_a_rejection_not_a_cras
 # ------------------------------------------------------------------ eval paths
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["dot-dot", "absolute", "link out"])
 def test_eval_input_paths_that_leave_the_skill_are_refused(tmp_path, how):
     skill = tmp_path / "skill"
@@ -303,6 +304,7 @@ def outward_address() -> str | None:
     return None if address.startswith("127.") else address
 
 
+@pytest.mark.slow
 def test_the_review_server_listens_on_loopback_and_serves_only_the_run_folder(reference, tmp_path):
     from optimizer.report.server import serve_in_thread
 

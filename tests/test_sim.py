@@ -868,6 +868,7 @@ async def split_pass_rates(skill: str) -> dict[str, float]:
     return rates
 
 
+@pytest.mark.slow
 async def test_copying_train_values_gains_on_train_only_and_a_general_habit_gains_on_both():
     parrot = await proposal_from_train(0.0, "Add instructions for failing expectations")
     general = await proposal_from_train(1.0, "Ask for what the failing expectations need")

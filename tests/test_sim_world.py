@@ -186,6 +186,7 @@ def test_a_skill_is_loaded_by_what_its_description_means():
     assert load_chance("Plot a histogram of the rainfall data in data.csv.", skill) <= 0.1
 
 
+@pytest.mark.slow
 def test_the_simulator_states_its_worlds_ceiling_for_any_evals():
     name, skill, clear, evals = SKILLS[0]
     listed = [(str(e["id"]), expectations(e), e["prompt"]) for e in evals]

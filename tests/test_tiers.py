@@ -5,6 +5,7 @@ the session passes and prints one line naming the tiers that did not run."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -113,3 +114,46 @@ def test_under_the_switch_the_developers_loop_is_refused(tmp_path: Path) -> None
     done = session(tmp_path, True, "-m", "not slow")
     assert done.returncode == 4, done.stdout + done.stderr  # a usage error: nothing ran
     assert "leaves out the slow tests: run `make test`" in done.stderr
+
+
+SLEEPING = """
+import time
+
+import pytest
+
+@pytest.fixture(scope="module")
+def world():
+    time.sleep(2.2)
+    return 1
+
+def test_sleeps():
+    time.sleep(2.2)
+
+def test_uses_the_world(world):
+    assert world
+
+def test_uses_the_world_again(world):
+    assert world
+
+@pytest.mark.slow
+def test_marked_slow():
+    time.sleep(2.2)
+"""
+
+
+def test_the_developers_loop_fails_a_test_or_a_fixture_over_its_limit(tmp_path: Path) -> None:
+    (tmp_path / "test_sleeping.py").write_text(SLEEPING)
+    done = session(tmp_path, False, "-m", "not slow", "-k", "sleeps or world")
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "the test took 2.2 s, over the fast tier's 2 s: mark it @pytest.mark.slow" in out, out
+    # The module fixture's setup is paid by the first test that uses it, and fails that one.
+    assert "the fixture world (module scope, 2.2 s) took over the fast tier's 2 s" in out, out
+    # The test after it reuses the fixture, and passes.
+    assert re.search(r"\b1 failed, 1 passed\b.* 1 error\b", out), out
+
+
+def test_the_whole_suite_has_no_time_limit(tmp_path: Path) -> None:
+    (tmp_path / "test_sleeping.py").write_text(SLEEPING)
+    done = session(tmp_path, False, "-k", "sleeps or world or marked")
+    assert done.returncode == 0, done.stdout + done.stderr

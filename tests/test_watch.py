@@ -202,6 +202,7 @@ def test_a_run_into_a_pipe_prints_plain_lines_at_each_stage(finished_run):
     assert len(stage_lines) == len(set(stage_lines))  # one line per stage change, not per run
 
 
+@pytest.mark.slow
 def test_a_run_says_how_it_stopped_once(finished_run):
     _, out = finished_run
     stopped = [line for line in out.splitlines() if line.startswith("stopped")]
@@ -243,6 +244,7 @@ def test_resume_says_where_it_continues_and_counts_what_was_spent(
     assert [line for line in lines if line.startswith("stopped")] == [lines[-1]]
 
 
+@pytest.mark.slow
 def test_resume_at_the_iteration_limit_says_so(finished_run, tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
     shutil.copytree(finished_run[0], run_dir)

@@ -5,5 +5,5 @@ night's claims (fdr), the gate's non-inferiority (noninferiority), power and the
 supports (power), parent selection (parents) and the statistics under all of them (stats). No I/O,
 no clock, no globals: a bench imports it alone. It imports no other stage."""
 
-# The earlier stages this one imports, exactly (tests/test_architecture.py compares).
+# The earlier stages this one may import: a contract in pyproject.toml forbids the others.
 MAY_IMPORT: tuple[str, ...] = ()

@@ -1,7 +1,7 @@
 """Executors: run one eval once, with or without the skill, into a complete run folder (the built-in
 agent, Claude Code, a command), and never let a per-run failure stop the work (it is data), nor
-swallow a systemic one. The stages it may import are MAY_IMPORT's (tests/test_architecture.py holds
-them to its imports); the shared modules are open to every stage."""
+swallow a systemic one. The stages it may import are MAY_IMPORT's (pyproject.toml's contracts
+hold it to them); the shared modules are open to every stage."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import structlog
 
@@ -26,6 +25,7 @@ from optimizer.execute.limit import ProviderTooSlow, SkillTimeout, within_limits
 from optimizer.execute.record import RunRecord, finish_run, is_complete
 from optimizer.execute.staging import OUTPUTS, prepare_work, resolve_inputs, stage_skill
 from optimizer.execute.transcript import Tally, Transcript
+from optimizer.inputs.evals import Eval
 from optimizer.inputs.skillmd import SKILL_FILE, parse_skill_md
 from optimizer.model.clock import RunClock, run_clock
 from optimizer.model.port import Client
@@ -61,7 +61,7 @@ class SkillInfo:
 class RunContext:
     """What an executor's `_run` needs; `work` is the fresh folder the agent sees as /workspace."""
 
-    eval: Any
+    eval: Eval
     work: Path
     run_dir: Path
     skill: SkillInfo | None
@@ -152,7 +152,7 @@ class Executor(ABC):
         *,
         skill_dir: Path | None,
         skill_name: str | None,
-        eval: Any,
+        eval: Eval,
         inputs_root: Path,
         run_dir: Path,
         run_number: int,
@@ -368,5 +368,5 @@ def executor_for(name: str | None, settings: Settings, client: Client | None) ->
             server.server_close()
 
 
-# The earlier stages this one imports, exactly (tests/test_architecture.py compares).
+# The earlier stages this one may import: a contract in pyproject.toml forbids the others.
 MAY_IMPORT: tuple[str, ...] = ("inputs", "store", "sim", "model", "sandbox")

@@ -48,6 +48,7 @@ from optimizer.execute import EXECUTORS, Executor, RunContext
 from optimizer.execute.record import RunRecord, is_complete
 from optimizer.execute.staging import resolve_inputs
 from optimizer.execute.transcript import Tally, Transcript
+from optimizer.inputs.evals import Eval
 from optimizer.inputs.skill import files_of
 from optimizer.model.port import Client
 from optimizer.store import ledger
@@ -138,7 +139,7 @@ class RayExecutor(Executor):
         *,
         skill_dir: Path | None,
         skill_name: str | None,
-        eval: Any,
+        eval: Eval,
         inputs_root: Path,
         run_dir: Path,
         run_number: int,

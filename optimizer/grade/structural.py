@@ -27,10 +27,9 @@ import operator
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import structlog
 
@@ -40,6 +39,7 @@ from optimizer.errors import InfraFailure
 from optimizer.grade.outputs import line_of, matching, output_files, quote, read_output
 from optimizer.grade.scoring import pass_rate
 from optimizer.grade.tool_errors import transcript_errors
+from optimizer.inputs.evals import Eval
 
 log = structlog.get_logger(__name__)
 
@@ -47,6 +47,9 @@ CONTEXT_LINES = 2
 CUSTOM_SCRIPT_TIMEOUT_S = 30.0
 OUTPUTS_INSIDE = "/workspace/outputs"
 RUN_FAILED = "run failed: "
+
+Matcher = s.FileContains | s.FileNotContains
+Policy = sandbox.SandboxPolicy | None
 
 _OPERATORS = {
     "==": operator.eq,
@@ -58,7 +61,7 @@ _OPERATORS = {
 
 
 def check_run(
-    eval: Any,
+    eval: Eval,
     run_dir: Path,
     policy: sandbox.SandboxPolicy | None = None,
     *,
@@ -110,7 +113,7 @@ def check_run(
     return s.Structural(expectations=results, summary=summary, gate_passed=gate)
 
 
-def _finds(exp: Any, text: str) -> Iterator[tuple[int, int, str]]:
+def _finds(exp: Matcher, text: str) -> Iterator[tuple[int, int, str]]:
     """(first line, last line, matched text) of every occurrence of the matcher in one file."""
     if exp.match_regex is not None:
         try:
@@ -119,7 +122,7 @@ def _finds(exp: Any, text: str) -> Iterator[tuple[int, int, str]]:
             raise ValueError(f"invalid match_regex {exp.match_regex!r}: {exc}") from exc
         spans = ((m.start(), m.end(), m.group(0)) for m in regex.finditer(text))
     else:
-        needles = [exp.match] if exp.match is not None else list(exp.match_any)
+        needles = [exp.match] if exp.match is not None else list(exp.match_any or ())
         spans = (
             (m.start(), m.end(), needle)
             for needle in needles
@@ -130,12 +133,12 @@ def _finds(exp: Any, text: str) -> Iterator[tuple[int, int, str]]:
         yield line_of(text, start), line_of(text, max(start, end - 1)), hit
 
 
-def _matcher_text(exp: Any) -> str:
+def _matcher_text(exp: Matcher) -> str:
     if exp.match_regex is not None:
         return f"regex {exp.match_regex!r}"
     if exp.match is not None:
         return repr(exp.match)
-    return "any of " + ", ".join(repr(m) for m in exp.match_any)
+    return "any of " + ", ".join(repr(m) for m in exp.match_any or ())
 
 
 def _no_files(run_dir: Path, pattern: str) -> str:
@@ -144,7 +147,9 @@ def _no_files(run_dir: Path, pattern: str) -> str:
     return f"No file under outputs/ matches {pattern!r} (outputs/ holds: {listing})"
 
 
-def _file_exists(exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tuple[bool, str]:
+def _file_exists(
+    exp: s.FileExists, run_dir: Path, _policy: Policy, _skill: Path | None
+) -> tuple[bool, str]:
     files = matching(run_dir, exp.pattern)
     if not files:
         return False, _no_files(run_dir, exp.pattern)
@@ -152,7 +157,9 @@ def _file_exists(exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tuple[bo
     return True, "Found: " + ", ".join(files[:5]) + more
 
 
-def _file_contains(exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tuple[bool, str]:
+def _file_contains(
+    exp: s.FileContains, run_dir: Path, _policy: Policy, _skill: Path | None
+) -> tuple[bool, str]:
     files = matching(run_dir, exp.pattern)
     if not files:
         return False, _no_files(run_dir, exp.pattern)
@@ -166,7 +173,9 @@ def _file_contains(exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tuple[
     return False, f"{_matcher_text(exp)} not found in {', '.join(files[:5])}"
 
 
-def _file_not_contains(exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tuple[bool, str]:
+def _file_not_contains(
+    exp: s.FileNotContains, run_dir: Path, _policy: Policy, _skill: Path | None
+) -> tuple[bool, str]:
     files = matching(run_dir, exp.pattern)
     if not files:
         return True, f"No file matches {exp.pattern!r}, so none contains {_matcher_text(exp)}"
@@ -187,7 +196,9 @@ def _file_not_contains(exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tu
     return True, f"{_matcher_text(exp)} not found in {', '.join(files[:5])}{note}"
 
 
-def _file_count(exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tuple[bool, str]:
+def _file_count(
+    exp: s.FileCount, run_dir: Path, _policy: Policy, _skill: Path | None
+) -> tuple[bool, str]:
     files = matching(run_dir, exp.pattern)
     n = len(files)
     ok = _OPERATORS[exp.operator](n, exp.count)
@@ -198,7 +209,9 @@ def _file_count(exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tuple[boo
 # --- transcript ---------------------------------------------------------------------------------
 
 
-def _no_errors(_exp: Any, run_dir: Path, _policy: Any, _skill: Any) -> tuple[bool, str]:
+def _no_errors(
+    _exp: s.NoErrors, run_dir: Path, _policy: Policy, _skill: Path | None
+) -> tuple[bool, str]:
     if not any((run_dir / n).is_file() for n in ("transcript.jsonl", "transcript.md")):
         return False, "No transcript.jsonl or transcript.md in the run folder to check"
     problems = transcript_errors(run_dir)
@@ -225,7 +238,7 @@ class CheckTimedOut(InfraFailure):
 
 
 def _custom_script(
-    exp: Any, run_dir: Path, policy: Any, skill_dir: Path | None
+    exp: s.CustomScript, run_dir: Path, policy: Policy, skill_dir: Path | None
 ) -> tuple[bool, str]:
     policy = script_policy(policy)
     # A copy, so a script that writes can never change the finished run it judges.
@@ -259,7 +272,8 @@ def script_policy(policy: sandbox.SandboxPolicy | None = None) -> sandbox.Sandbo
     return replace(policy, timeout_s=min(policy.timeout_s, CUSTOM_SCRIPT_TIMEOUT_S))
 
 
-_CHECKS = {
+# Each check takes its own kind of expectation: exp.type picks it.
+_CHECKS: dict[str, Callable[..., tuple[bool, str]]] = {
     "file_exists": _file_exists,
     "file_contains": _file_contains,
     "file_not_contains": _file_not_contains,

@@ -11,14 +11,14 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import structlog
 
 from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.errors import BadInput, InfraFailure, Interrupted, WorkFailed
-from optimizer.execute import INTERNAL_ERROR
+from optimizer.execute import INTERNAL_ERROR, Executor
 from optimizer.execute.record import RunRecord, is_complete
 from optimizer.grade import judge, preview, structural
 from optimizer.grade.judge import GradeOutcome
@@ -78,7 +78,7 @@ class Grader:
         client: Client,
         settings: Settings,
         evalset: EvalSet,
-        executor: Any,
+        executor: Executor,
         *,
         skill_name: str,
         inputs_root: Path,

@@ -1,7 +1,7 @@
 """The one model client and all a model call needs: one retry policy, the adaptive rate limit, the
 ledger as cache, cost and budget, structured answers through a forced tool, Message Batches
 (batch.py) and prompt rendering (prompts.py). The stages it may import are MAY_IMPORT's
-(tests/test_architecture.py holds them to its imports); the shared modules are open to every stage.
+(pyproject.toml's contracts hold it to them); the shared modules are open to every stage.
 It loads the offline simulator only when the sim provider is chosen. Callers import the names below
 from `optimizer.model`; a test that replaces the client patches
 `optimizer.model.factory.make_client`, which every command calls through its module."""
@@ -87,5 +87,5 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-# The earlier stages this one imports, exactly (tests/test_architecture.py compares).
+# The earlier stages this one may import: a contract in pyproject.toml forbids the others.
 MAY_IMPORT: tuple[str, ...] = ("store", "sim")

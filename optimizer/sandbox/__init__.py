@@ -2,7 +2,7 @@
 custom_script checks, the Claude Code CLI and its relay to the model): the bubblewrap argv, the
 limits (rlimits, per-run cgroups), the supervisor that feeds, watches, times out and kills a
 command, and the report of what confinement is in force on this machine. The stages it may import
-are MAY_IMPORT's (tests/test_architecture.py holds them to its imports); the shared modules are
+are MAY_IMPORT's (pyproject.toml's contracts hold it to them); the shared modules are
 open to every stage."""
 
 from optimizer.sandbox.box import Box, confined_program, find_node
@@ -56,5 +56,5 @@ __all__ = [
     "workspace_breach",
 ]
 
-# The earlier stages this one imports, exactly (tests/test_architecture.py compares).
+# The earlier stages this one may import: a contract in pyproject.toml forbids the others.
 MAY_IMPORT: tuple[str, ...] = ("model",)

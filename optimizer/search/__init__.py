@@ -2,7 +2,7 @@
 body, the description), each proposing variants, judging them against their parent and writing its
 lineage; the stop rules, the estimate and the evidence a proposer reads. Every request it sends is
 a pure function of the ledger. The stages it may import are MAY_IMPORT's
-(tests/test_architecture.py holds them to its imports); the shared modules are open to every stage."""
+(pyproject.toml's contracts hold it to them); the shared modules are open to every stage."""
 
-# The earlier stages this one imports, exactly (tests/test_architecture.py compares).
+# The earlier stages this one may import: a contract in pyproject.toml forbids the others.
 MAY_IMPORT: tuple[str, ...] = ("decide", "inputs", "store", "model", "execute", "grade")

@@ -21,7 +21,7 @@ The model of one run (every number an assumption, listed under "assumptions" in 
   the estimate leans high).
 - tokens are characters / 4 (the simulator counts the same way); with llm.prompt_caching the
   system prompt and tool definitions of each call are priced as cache reads.
-- batch mode prices the grader, comparator and analyzer calls at 50% (optimizer/batch.py); the
+- batch mode prices the grader, comparator and analyzer calls at 50% (model/batch.py); the
   executor and proposer calls are never batched.
 """
 

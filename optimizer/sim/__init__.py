@@ -9,5 +9,5 @@ from optimizer.sim.world import Knobs, detect_role
 
 __all__ = ["Knobs", "SimStats", "Simulator", "detect_role", "run_server", "serve"]
 
-# The earlier stages this one imports, exactly (tests/test_architecture.py compares).
+# The earlier stages this one may import: a contract in pyproject.toml forbids the others.
 MAY_IMPORT: tuple[str, ...] = ()

@@ -5,7 +5,7 @@ Every JSON file of a workspace can be rebuilt from it; nothing else may hold sta
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,7 +18,7 @@ from sqlite_utils.db import Table
 from optimizer.errors import WorkFailed
 from optimizer.store import ledger
 from optimizer.store.migrations import migrations
-from optimizer.store.rows import CallRow, json_object
+from optimizer.store.rows import CallRow, Decoded, Raw, json_object
 
 
 def now() -> str:
@@ -46,10 +46,10 @@ class Completed:
     hash: str
     role: str
     cost_usd: float
-    response: dict[str, Any]  # the Messages API's answer (model/ledger.answer_data)
+    response: Decoded  # the Messages API's answer (model/ledger.answer_data)
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Completed:
+    def from_row(cls, row: Raw) -> Completed:
         return cls(
             hash=str(row["hash"]),
             role=str(row["role"]),
@@ -103,7 +103,7 @@ class Store:
         """A table of state.db (`db[name]` is typed as a table or a view; state.db has no views)."""
         return self.db.table(name)
 
-    def upsert(self, table: str, row: Mapping[str, Any], pk: str) -> None:
+    def upsert(self, table: str, row: Raw, pk: str) -> None:
         self.table(table).upsert(dict(row), pk=pk, alter=False)
 
     def query(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:

@@ -4,14 +4,12 @@ decision with the version's state and, for a promotion, the run's current best."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from optimizer.decide.fdr import RuleRow
 from optimizer.store.db import Store
 from optimizer.store.readonly import Reader
-from optimizer.store.rows import DecisionRow, json_object
+from optimizer.store.rows import DecisionRow, Decoded, Raw, json_object
 
 
 @dataclass(frozen=True)
@@ -28,10 +26,10 @@ class Decision:
     ci_high: float | None
     reason: str
     decided_at: str
-    selection: dict[str, Any]
+    selection: Decoded
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Decision:
+    def from_row(cls, row: Raw) -> Decision:
         version = str(row["version"])
         return cls(
             version=version,

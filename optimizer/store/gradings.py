@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
@@ -21,6 +19,7 @@ from optimizer.store.rows import (
     GradingRow,
     GradingStatus,
     Preview,
+    Raw,
     RunTokens,
     ScoredRun,
     UnscoredKey,
@@ -61,7 +60,7 @@ class Graded:
     error: str | None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Graded:
+    def from_row(cls, row: Raw) -> Graded:
         graded, checks = row.get("grading_json"), row.get("structural_json")
         return cls(
             key=str(row["key"]),

@@ -19,6 +19,7 @@ from optimizer.store.rows import (
     LedgerSummary,
     LedgerTotals,
     PricedCall,
+    Raw,
     RoleLongest,
 )
 
@@ -118,7 +119,7 @@ def all_calls(db: Reader) -> list[CallRow]:
     return [_call(r) for r in db.query("select * from calls order by rowid")]
 
 
-def _call(r: Mapping[str, Any]) -> CallRow:
+def _call(r: Raw) -> CallRow:
     """A calls row as written (rows.CallRow), column by column: a missing one is a KeyError here,
     not a surprise where the row is recorded again."""
     return {

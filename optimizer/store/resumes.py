@@ -4,9 +4,7 @@ that `status` shows the limits in force and what a resume changed."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 
@@ -14,7 +12,7 @@ from optimizer import config
 from optimizer.store import runs
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
-from optimizer.store.rows import json_object
+from optimizer.store.rows import Decoded, Raw, json_object
 
 log = structlog.get_logger()
 
@@ -61,10 +59,10 @@ class Resume:
     """One row of the resumes table: when, and each changed key's [before, after]."""
 
     at: str
-    changed: dict[str, Any]
+    changed: Decoded
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Resume:
+    def from_row(cls, row: Raw) -> Resume:
         return cls(str(row["at"]), json_object(row.get("changed_json"), "resumes.changed_json"))
 
 

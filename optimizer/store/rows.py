@@ -14,8 +14,13 @@ from typing_extensions import TypedDict
 
 from optimizer.store.errors import StoreError
 
+# A row as SQLite hands it to a repository (column -> value); only store/ reads one.
+Raw = Mapping[str, Any]
+# A decoded `*_json` column: an object whose keys its record's field comment names.
+Decoded = dict[str, Any]
 
-def json_object(raw: str | None, column: str) -> dict[str, Any]:
+
+def json_object(raw: str | None, column: str) -> Decoded:
     """A `*_json` column's object ({} when empty); StoreError naming the column when the text is
     not a JSON object (a hand-edited or damaged state.db)."""
     try:

@@ -5,7 +5,6 @@ typed methods. The row is keyed by the run folder's name (store/workspace.py).""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 from optimizer.schemas import JsonObject
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader, View
-from optimizer.store.rows import json_object
+from optimizer.store.rows import Decoded, Raw, json_object
 
 
 @dataclass(frozen=True)
@@ -28,14 +27,14 @@ class Run:
     target: str | None = None  # "body" or "description"
     started_at: str | None = None
     eval_set_hash: str | None = None
-    split: dict[str, Any] = field(default_factory=dict)  # split_json: train, test, note, queries
-    settings: dict[str, Any] = field(default_factory=dict)  # settings_json: config.Settings
+    split: Decoded = field(default_factory=dict)  # split_json: train, test, note, queries
+    settings: Decoded = field(default_factory=dict)  # settings_json: config.Settings
     status: str | None = None
     stop_reason: str | None = None
     from_run: str | None = None
     finished_at: str | None = None
     current_best: str | None = None
-    test: dict[str, Any] | None = None  # test_json: the sealed test's outcome
+    test: Decoded | None = None  # test_json: the sealed test's outcome
     stage: str | None = None
     last_error: str | None = None
     # estimate_json: search/cost_model.Estimate's object as shown at the start (the store may not
@@ -43,7 +42,7 @@ class Run:
     estimate: Any = None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Run:
+    def from_row(cls, row: Raw) -> Run:
         test, estimate = row.get("test_json"), row.get("estimate_json")
         return cls(
             id=row.get("id"),

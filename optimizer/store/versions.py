@@ -5,14 +5,13 @@ ledger's sum over the version's scope (ledger.by_scope)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from optimizer.store import ledger
 from optimizer.store.db import Store, now
 from optimizer.store.readonly import Reader
-from optimizer.store.rows import json_object
+from optimizer.store.rows import Raw, json_object
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,7 @@ class Version:
     decided: DecisionNumbers | None = None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Version:
+    def from_row(cls, row: Raw) -> Version:
         return cls(
             label=str(row["label"]),
             hash=str(row.get("hash") or ""),
@@ -97,7 +96,7 @@ def outcomes(db: Reader) -> list[Version]:
     return [replace(Version.from_row(r), decided=_numbers(r)) for r in found]
 
 
-def _numbers(row: Mapping[str, Any]) -> DecisionNumbers | None:
+def _numbers(row: Raw) -> DecisionNumbers | None:
     if row.get("decided") is None:
         return None
     evals = row.get("evals")
