@@ -47,6 +47,7 @@ NIGHTS = {
     # A parent read at its child's runs only (selection.parent_runs = 0), the default before
     # parents were measured again as their children are judged.
     "ours-parent-0": ["selection.parent_runs=0"],
+    "ours-parent-3": ["selection.parent_runs=3"],
 }
 # A night, then `optimizer adopt`: its best certified against v0 on fresh runs (the adopt.*
 # settings, whatever the night's evals.runs_per_eval), paid from the method's dollars; the final
@@ -270,6 +271,7 @@ METHODS = [
     "ours-pareto",
     "ours-judge-all",
     "ours-parent-0",
+    "ours-parent-3",
     *SEARCHES,
 ]
 PEERS = ("gepa", "gepa+merge", "skillopt")
