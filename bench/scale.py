@@ -29,7 +29,7 @@ from optimizer.search import lineage  # noqa: E402 - the bench runs from a check
 from optimizer.store import runtoml  # noqa: E402 - the bench runs from a checkout
 from optimizer.store.db import Store  # noqa: E402 - the bench runs from a checkout
 from optimizer.store.files import Workspace  # noqa: E402 - the bench runs from a checkout
-from optimizer.store.keys import RunKey  # noqa: E402 - the bench runs from a checkout
+from optimizer.store.keys import TrialKey  # noqa: E402 - the bench runs from a checkout
 
 EXPECTATIONS = [
     "The report states the `Row count:`",
@@ -89,7 +89,7 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
         clock[0] += minutes
         return at(clock[0])
 
-    gradings, eval_runs, calls, version_rows, decision_rows, iteration_rows = [], [], [], [], [], []
+    gradings, trials, calls, version_rows, decision_rows, iteration_rows = [], [], [], [], [], []
     previews: list[tuple[str, str]] = []
     files = 0
 
@@ -119,9 +119,7 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
         )
         files += 4
         done = tick(0.01)
-        eval_runs.append(
-            (key, label, e, configuration, n, "train", "ok", None, 1, 4200, 12.0, done)
-        )
+        trials.append((key, label, e, configuration, n, "train", "ok", None, 1, 4200, 12.0, done))
         gradings.append(
             (
                 key,
@@ -135,10 +133,12 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
                 json.dumps(grading),
                 "{}",
                 done,
-                *RunKey.parse(key).columns().values(),
+                *TrialKey.parse(key).columns().values(),
             )
         )
-        previews.append((key, json.dumps(preview.of_run(run_dir))))  # as the grading unit keeps it
+        previews.append(
+            (key, json.dumps(preview.of_trial(run_dir)))
+        )  # as the grading unit keeps it
         for role, cost in (("executor", 0.004), ("grader", 0.006), ("comparator", 0.003)):
             calls.append(
                 (
@@ -164,7 +164,7 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
     for e in eval_ids:
         for n in range(1, runs + 1):
             key = f"baseline/eval-{e}/without_skill/run-{n}"
-            run_folder("baseline", key, ws.baseline_run_dir(e, n), e, n, "without_skill", 0.3)
+            run_folder("baseline", key, ws.baseline_trial_dir(e, n), e, n, "without_skill", 0.3)
     scores = {"v0": {e: rng.uniform(0.3, 0.7) for e in eval_ids}}
     best = "v0"
     for i in range(versions):
@@ -195,7 +195,7 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
                 run_folder(
                     label,
                     f"{label}/eval-{e}/with_skill/run-{n}",
-                    ws.run_dir(label, e, "with_skill", n),
+                    ws.trial_dir(label, e, "with_skill", n),
                     e,
                     n,
                     "with_skill",
@@ -301,10 +301,10 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
         conn.executemany("insert into decisions values (?,?,?,?,?,?,?,?,?,?)", decision_rows)
         conn.executemany("insert into iterations values (?,?,?,?,?,?)", iteration_rows)
         conn.executemany(
-            "insert into eval_runs (key, version, eval_id, configuration, run_number, split, status, "
+            "insert into trials (key, version, eval_id, configuration, run_number, split, status, "
             "error, skill_invoked, tokens, time_seconds, completed_at) "
             "values (?,?,?,?,?,?,?,?,?,?,?,?)",
-            eval_runs,
+            trials,
         )
         conn.executemany(
             "insert into gradings (key, status, score, pass_rate, passed, total, rubric_normalized, "

@@ -397,7 +397,7 @@ def test_both_sides_fresh_runs_go_out_interleaved_in_a_seeded_order(
         keys = [
             k
             for (k,) in rows(
-                folder, "select key from eval_runs where key like 'adoption-1/%' order by rowid"
+                folder, "select key from trials where key like 'adoption-1/%' order by rowid"
             )
         ]
         orders.append(keys)

@@ -417,7 +417,7 @@ def test_no_bare_dict_crosses_a_stage_boundary():
     seen = crossing()
     assert ("optimizer.store.versions", "all_of", "") in seen
     assert ("optimizer.model.port", "Client", "message") in seen
-    assert ("optimizer.execute.record", "RunRecord", "to_row") in seen
+    assert ("optimizer.execute.record", "TrialRecord", "to_row") in seen
     assert ("optimizer.model.factory", "make_client", "") in seen
     hint = ast.parse("list[dict[str, Any]] | Mapping[str, object] | dict", mode="eval").body
     assert sorted(bare_dicts(hint)) == ["Mapping[str, object]", "dict", "dict[str, Any]"]

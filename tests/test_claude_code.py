@@ -60,13 +60,13 @@ def sim_url():
     server.server_close()
 
 
-async def run(settings: Settings, base_url: str, run_dir: Path, *, with_skill: bool):
+async def run(settings: Settings, base_url: str, trial_dir: Path, *, with_skill: bool):
     return await get_executor("claude-code", settings, base_url=base_url).execute(
         skill_dir=EXAMPLE if with_skill else None,
         skill_name="csv-report",
         eval=load_evals(EXAMPLE).by_id(1),
         inputs_root=EXAMPLE,
-        run_dir=run_dir,
+        trial_dir=trial_dir,
         run_number=1,
         sample=0,
     )
@@ -77,19 +77,19 @@ async def test_claude_code_calls_skill_and_writes_the_output(tmp_path: Path, sim
     record = await run(settings_with(), sim_url, tmp_path / "with_skill/run-1", with_skill=True)
     assert record.status == "ok", record.error
     assert record.skill_invoked is True
-    metrics = json.loads((record.run_dir / "outputs/metrics.json").read_text())
+    metrics = json.loads((record.trial_dir / "outputs/metrics.json").read_text())
     s.Metrics.model_validate(metrics)
-    s.Timing.model_validate_json((record.run_dir / "timing.json").read_text())
+    s.Timing.model_validate_json((record.trial_dir / "timing.json").read_text())
     assert metrics["tool_calls"]["Skill"] == 1 and metrics["tool_calls"]["Write"] == 1
     assert metrics["executor"] == "claude-code" and record.cost_usd > 0 and record.tokens > 0
     assert metrics["sandbox"] == "bwrap" and metrics["confined"] is True
-    report = (record.run_dir / "outputs/report.md").read_text()
+    report = (record.trial_dir / "outputs/report.md").read_text()
     assert any(snippet in report for snippet in SKILL_SNIPPETS)  # loaded through Skill
-    transcript = (record.run_dir / "transcript.jsonl").read_text()
+    transcript = (record.trial_dir / "transcript.jsonl").read_text()
     assert '"type": "result"' in transcript and str(tmp_path) not in transcript
-    md = (record.run_dir / "transcript.md").read_text()
+    md = (record.trial_dir / "transcript.md").read_text()
     assert md.startswith("# Transcript\n\n## Eval Prompt") and "### Tool call: Write" in md
-    assert not (record.run_dir / ".work").exists()
+    assert not (record.trial_dir / ".work").exists()
 
 
 @needs_cli
@@ -98,7 +98,7 @@ async def test_claude_code_baseline_has_no_skill(tmp_path: Path, sim_url: str) -
     assert record.status == "ok", record.error
     assert record.skill_invoked is None and "Skill" not in record.tool_calls
     assert record.files_created == ["report.md"]
-    init = json.loads((record.run_dir / "transcript.jsonl").read_text().splitlines()[1])
+    init = json.loads((record.trial_dir / "transcript.jsonl").read_text().splitlines()[1])
     # Bash is offered inside bubblewrap only (see test_claude_code_sandbox.py).
     assert init["subtype"] == "init" and "Skill" not in init["tools"] and "Bash" in init["tools"]
 
@@ -117,7 +117,7 @@ async def test_claude_code_max_turns_and_timeout_are_data(tmp_path: Path) -> Non
         server.shutdown()
         server.server_close()
     assert short.status == "error" and "error_max_turns" in (short.error or "")
-    assert (short.run_dir / "timing.json").is_file()
+    assert (short.trial_dir / "timing.json").is_file()
 
     # A provider that takes a minute a call is not the skill's timeout: the run clock stops while
     # the relay waits, and past execute.model_wait_max_s the run is stopped, unscored.
@@ -136,7 +136,7 @@ async def test_claude_code_max_turns_and_timeout_are_data(tmp_path: Path) -> Non
         slow_server.server_close()
     assert slow.status == "unscored" and "model_wait_max_s" in (slow.error or "")
     assert time.monotonic() - started < latency_s / 2  # stopped before one call could answer
-    assert (slow.run_dir / "timing.json").is_file()
+    assert (slow.trial_dir / "timing.json").is_file()
     left = subprocess.run(["pgrep", "-af", str(tmp_path / "slow")], capture_output=True, text=True)
     assert left.stdout.strip() == ""
 
@@ -147,7 +147,7 @@ async def test_run_once_starts_a_simulator_for_the_cli(tmp_path: Path) -> None:
     store = Store(tmp_path / "state.db")
     client = make_client(settings, store, simulator=Simulator(seed=0))
     try:
-        run_dir, scored = await run_once(
+        trial_dir, scored = await run_once(
             settings,
             client,
             store,
@@ -160,7 +160,7 @@ async def test_run_once_starts_a_simulator_for_the_cli(tmp_path: Path) -> None:
         await client.aclose()
         store.close()
     assert scored.status in ("ok", "gated"), scored
-    assert run_dir == tmp_path / "with_skill" / "run-1" and (run_dir / "grading.json").is_file()
+    assert trial_dir == tmp_path / "with_skill" / "run-1" and (trial_dir / "grading.json").is_file()
 
 
 class Recording(Simulator):
@@ -288,8 +288,8 @@ async def test_claude_code_file_tools_stay_in_the_project_folder(tmp_path: Path)
         server.server_close()
     assert record.status == "ok", record.error
     assert record.files_created == ["inside.txt"] and not (tmp_path / "escaped.txt").exists()
-    assert "the-secret-words" not in (record.run_dir / "transcript.jsonl").read_text()
-    metrics = json.loads((record.run_dir / "outputs/metrics.json").read_text())
+    assert "the-secret-words" not in (record.trial_dir / "transcript.jsonl").read_text()
+    metrics = json.loads((record.trial_dir / "outputs/metrics.json").read_text())
     assert metrics["errors_encountered"] == 3 and record.skill_invoked is False
 
 
@@ -355,7 +355,7 @@ async def test_on_the_host_a_slow_provider_is_not_the_skills_timeout(tmp_path: P
         server.shutdown()
         server.server_close()
     assert record.status == "ok", record.error
-    metrics = json.loads((record.run_dir / "outputs/metrics.json").read_text())
+    metrics = json.loads((record.trial_dir / "outputs/metrics.json").read_text())
     assert (
         metrics["model_calls"] >= 2
         and metrics["model_wait_seconds"] >= 2.5 * metrics["model_calls"] - 0.2

@@ -42,7 +42,7 @@ async def run_scripted(
     server, port = serve(sim, "127.0.0.1", 0)
     settings = Settings.model_validate({"llm": {"provider": "sim"}, "sandbox": box})
     # The run folder laid out as in a real run: the evals sit five folders above the workspace.
-    run_dir = tmp_path / "run" / "v0" / "eval-1" / "with_skill" / "run-1"
+    trial_dir = tmp_path / "run" / "v0" / "eval-1" / "with_skill" / "run-1"
     try:
         record = await get_executor(
             "claude-code", settings, base_url=f"http://127.0.0.1:{port}", api_key=REAL_KEY
@@ -51,7 +51,7 @@ async def run_scripted(
             skill_name=None,
             eval=load_evals(EXAMPLE).by_id(1),
             inputs_root=EXAMPLE,
-            run_dir=run_dir,
+            trial_dir=trial_dir,
             run_number=1,
             sample=0,
         )
@@ -62,10 +62,10 @@ async def run_scripted(
 
 
 def texts(record) -> str:  # type: ignore[no-untyped-def]
-    run_dir = record.run_dir
-    parts = [(run_dir / "transcript.jsonl").read_text()]
+    trial_dir = record.trial_dir
+    parts = [(trial_dir / "transcript.jsonl").read_text()]
     parts += [
-        p.read_text(errors="replace") for p in (run_dir / "outputs").rglob("*") if p.is_file()
+        p.read_text(errors="replace") for p in (trial_dir / "outputs").rglob("*") if p.is_file()
     ]
     return "\n".join(parts)
 
@@ -94,8 +94,8 @@ async def test_the_home_and_the_evals_are_not_visible(tmp_path: Path, monkeypatc
     seen = texts(record) + "\n".join(sim.results)
     assert "probe-ran" in seen  # the shell did run: nothing it printed was hidden from us
     assert "home-canary-7f3a" not in seen and "evals-canary-91bc" not in seen
-    assert (record.run_dir / "outputs" / "report.md").read_text().startswith("# Report")
-    metrics = json.loads((record.run_dir / "outputs" / "metrics.json").read_text())
+    assert (record.trial_dir / "outputs" / "report.md").read_text().startswith("# Report")
+    metrics = json.loads((record.trial_dir / "outputs" / "metrics.json").read_text())
     assert metrics["sandbox"] == "bwrap" and metrics["confined"] is True
 
 
@@ -122,7 +122,7 @@ async def test_a_skill_script_runs_through_bash(tmp_path: Path) -> None:
     record, sim = await run_scripted(tmp_path, steps, skill=skill)
     assert record.status == "ok", record.error
     assert (
-        record.run_dir / "outputs" / "hello.txt"
+        record.trial_dir / "outputs" / "hello.txt"
     ).read_text() == "hello from the skill, sandbox\n"
     seen = "\n".join(sim.results)
     assert "hello from the skill, sandbox" in seen and "Read-only file system" in seen
@@ -162,7 +162,7 @@ async def test_a_workspace_over_its_limit_stops_the_cli(tmp_path: Path) -> None:
     assert record.status == "resource_limit", record.error
     # Stopped while it ran, not when its command ended: in under half of the command's sleep.
     assert time.monotonic() - started < sleep_s / 2
-    assert list((record.run_dir / "outputs").glob("f*")) == []
+    assert list((record.trial_dir / "outputs").glob("f*")) == []
 
 
 async def test_a_sandbox_that_cannot_start_leaves_the_run_unscored(
@@ -182,9 +182,9 @@ async def test_a_sandbox_that_cannot_start_leaves_the_run_unscored(
 async def test_unconfined_on_request_runs_on_the_host_without_bash(tmp_path: Path) -> None:
     record, _ = await run_scripted(tmp_path, [bash("echo should-not-run")], mode="none")
     assert record.status == "ok", record.error
-    metrics = json.loads((record.run_dir / "outputs" / "metrics.json").read_text())
+    metrics = json.loads((record.trial_dir / "outputs" / "metrics.json").read_text())
     assert metrics["sandbox"] == "host" and metrics["confined"] is False
-    init = json.loads((record.run_dir / "transcript.jsonl").read_text().splitlines()[1])
+    init = json.loads((record.trial_dir / "transcript.jsonl").read_text().splitlines()[1])
     assert "Bash" not in init["tools"]
 
 

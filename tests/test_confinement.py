@@ -89,7 +89,7 @@ def test_unconfined_flag_runs_says_so_once_and_records_it(cli, no_bwrap, tmp_pat
     metrics = json.loads((out / "with_skill/run-1/outputs/metrics.json").read_text())
     assert (metrics["confined"], metrics["sandbox"]) == (False, "none")
     with sqlite3.connect(out / "state.db") as conn:
-        assert conn.execute("select confined, sandbox from eval_runs").fetchall() == [(0, "none")]
+        assert conn.execute("select confined, sandbox from trials").fetchall() == [(0, "none")]
 
 
 @needs_bwrap
@@ -106,7 +106,7 @@ async def test_a_confined_run_is_recorded_as_such(tmp_path: Path, client, store)
     assert scored.status == "ok"
     metrics = json.loads((run_dir / "outputs/metrics.json").read_text())
     assert (metrics["confined"], metrics["sandbox"]) == (True, "bwrap")
-    assert store.query("select confined, sandbox from eval_runs") == [
+    assert store.query("select confined, sandbox from trials") == [
         {"confined": 1, "sandbox": "bwrap"}
     ]
 
@@ -114,7 +114,7 @@ async def test_a_confined_run_is_recorded_as_such(tmp_path: Path, client, store)
 def test_migration_adds_the_confinement_columns(tmp_path: Path) -> None:
     store = Store(tmp_path / "state.db")
     try:
-        assert {"confined", "sandbox"} <= set(store.db["eval_runs"].columns_dict)
+        assert {"confined", "sandbox"} <= set(store.db["trials"].columns_dict)
     finally:
         store.close()
 
@@ -222,7 +222,7 @@ async def test_a_run_over_its_workspace_limit_fails_scores_zero_and_frees_the_di
     )
     # The skill's failure, not ours: it is graded (exec_error, score 0), not left unscored.
     assert (scored.status, scored.score) == ("exec_error", 0.0)
-    row = store.query("select status, error from eval_runs")[0]
+    row = store.query("select status, error from trials")[0]
     assert row["status"] == "resource_limit" and "sandbox.max_workspace_mb" in row["error"]
     metrics = json.loads((run_dir / "outputs/metrics.json").read_text())
     assert metrics["status"] == "resource_limit" and metrics["files_created"] == []
@@ -254,7 +254,7 @@ async def test_fifos_sockets_and_device_nodes_leave_outputs(tmp_path: Path) -> N
         skill_name=None,
         eval=ev,
         inputs_root=EXAMPLE,
-        run_dir=tmp_path / "run-1",
+        trial_dir=tmp_path / "run-1",
         run_number=1,
         sample=0,
     )

@@ -195,7 +195,7 @@ def test_failed_probes_are_missing_data_never_negatives(tmp_path, cli, monkeypat
         assert not {str(q) for q in failing} & set(per_query[split]["per_query"])
     conn = sqlite3.connect(run_dir / "state.db")
     rows = conn.execute(
-        "select status, skill_invoked, error from eval_runs where version = 'v0' "
+        "select status, skill_invoked, error from trials where version = 'v0' "
         f"and eval_id in ({failing[0]}, {failing[1]})"
     ).fetchall()
     assert len(rows) == 6 and {r[:2] for r in rows} == {("error", None)}

@@ -24,14 +24,14 @@ def test_handlers_are_called_in_the_order_they_subscribed():
     for name in ("first", "second", "third"):
         stream.subscribe(lambda event, name=name: seen.append((name, event)))
     stream.emit(events.Activity("v1: screening"))
-    stream.emit(events.RunGraded())
+    stream.emit(events.TrialGraded())
     assert seen == [
         ("first", events.Activity("v1: screening")),
         ("second", events.Activity("v1: screening")),
         ("third", events.Activity("v1: screening")),
-        ("first", events.RunGraded()),
-        ("second", events.RunGraded()),
-        ("third", events.RunGraded()),
+        ("first", events.TrialGraded()),
+        ("second", events.TrialGraded()),
+        ("third", events.TrialGraded()),
     ]
 
 
@@ -48,7 +48,7 @@ def test_one_emit_reaches_state_db_the_log_and_the_live_line(tmp_path, log_captu
         client = SimpleNamespace(spent_usd=lambda: 0.0)
         run = RunState(ws, store, client, Settings(), reporter, StopRules(()))  # type: ignore[arg-type]
         run.emit(events.Activity("v1: screening"))
-        run.emit(events.RunGraded())
+        run.emit(events.TrialGraded())
         run.emit(events.Decided("v1", "v0", "won", "benchmark", "won: Δ = +0.2 above zero.", True))
         stage = (runs.row(store) or runs.Run()).stage
     finally:

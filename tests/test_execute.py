@@ -15,7 +15,7 @@ from optimizer import sandbox
 from optimizer import schemas as s
 from optimizer.config import Settings
 from optimizer.errors import BadInput, BudgetExhausted
-from optimizer.execute import Executor, RunRecord, get_executor
+from optimizer.execute import Executor, TrialRecord, get_executor
 from optimizer.execute.agent import run_bash, run_editor
 from optimizer.execute.staging import resolve_inputs
 from optimizer.grade.benchmark import run_once
@@ -78,35 +78,35 @@ def example_eval() -> Eval:
 
 async def execute(
     executor: Executor,
-    run_dir: Path,
+    trial_dir: Path,
     *,
     with_skill: bool,
     sample: int = 0,
     ev: Eval | None = None,
     skill: Path = EXAMPLE,
-) -> RunRecord:
+) -> TrialRecord:
     return await executor.execute(
         skill_dir=skill if with_skill else None,
         skill_name=None,
         eval=ev or example_eval(),
         inputs_root=skill,
-        run_dir=run_dir,
+        trial_dir=trial_dir,
         run_number=1,
         sample=sample,
     )
 
 
-def assert_complete(run_dir: Path) -> dict:
+def assert_complete(trial_dir: Path) -> dict:
     for name in RUN_FILES:
-        assert (run_dir / name).is_file(), name
-    assert not (run_dir / ".work").exists() and not (run_dir / ".skill").exists()
-    metrics = json.loads((run_dir / "outputs/metrics.json").read_text())
+        assert (trial_dir / name).is_file(), name
+    assert not (trial_dir / ".work").exists() and not (trial_dir / ".skill").exists()
+    metrics = json.loads((trial_dir / "outputs/metrics.json").read_text())
     s.Metrics.model_validate(metrics)
-    s.Timing.model_validate_json((run_dir / "timing.json").read_text())
-    s.EvalMetadata.model_validate_json((run_dir / "eval_metadata.json").read_text())
-    for line in (run_dir / "transcript.jsonl").read_text().splitlines():
+    s.Timing.model_validate_json((trial_dir / "timing.json").read_text())
+    s.EvalMetadata.model_validate_json((trial_dir / "eval_metadata.json").read_text())
+    for line in (trial_dir / "transcript.jsonl").read_text().splitlines():
         json.loads(line)
-    md = (run_dir / "transcript.md").read_text()
+    md = (trial_dir / "transcript.md").read_text()
     assert md.index("## Eval Prompt") < md.index("\n## ", md.index("## Eval Prompt") + 1)
     return metrics
 
@@ -123,22 +123,22 @@ async def test_anthropic_with_and_without_skill(tmp_path: Path) -> None:
 
     assert (with_skill.status, without.status) == ("ok", "ok")
     assert with_skill.configuration == "with_skill" and without.configuration == "without_skill"
-    metrics = assert_complete(with_skill.run_dir)
-    assert_complete(without.run_dir)
+    metrics = assert_complete(with_skill.trial_dir)
+    assert_complete(without.trial_dir)
     assert with_skill.skill_invoked is True and without.skill_invoked is None
     assert metrics["skill_invoked"] is True
     # The report, and the user notes when this run has some (a harness file, not an output).
-    writes = 1 + (with_skill.run_dir / "outputs/user_notes.md").exists()
+    writes = 1 + (with_skill.trial_dir / "outputs/user_notes.md").exists()
     # The agent views its one input file before it writes (sim/inputs.py).
     assert metrics["tool_calls"] == {"Skill": 1, "Read": 1, "Write": writes}
     assert metrics["total_tool_calls"] == 2 + writes
     assert metrics["files_created"] == ["report.md"] and with_skill.cost_usd > 0
-    report = (with_skill.run_dir / "outputs/report.md").read_text()
+    report = (with_skill.trial_dir / "outputs/report.md").read_text()
     assert any(snippet in report for snippet in SKILL_SNIPPETS)
-    baseline = (without.run_dir / "outputs/report.md").read_text()
+    baseline = (without.trial_dir / "outputs/report.md").read_text()
     assert not any(snippet in baseline for snippet in SKILL_SNIPPETS)
     assert metrics["output_chars"] == len(report)
-    assert json.loads((with_skill.run_dir / "timing.json").read_text())["total_tokens"] > 0
+    assert json.loads((with_skill.trial_dir / "timing.json").read_text())["total_tokens"] > 0
 
     bodies = "\n".join(sim.bodies)
     assert '"name": "Skill"' in bodies or '"name":"Skill"' in bodies
@@ -148,7 +148,7 @@ async def test_anthropic_with_and_without_skill(tmp_path: Path) -> None:
 
     # A complete folder is read back, never rerun or rewritten.
     calls = sim.stats.calls
-    again = await execute(executor, with_skill.run_dir, with_skill=True)
+    again = await execute(executor, with_skill.trial_dir, with_skill=True)
     assert sim.stats.calls == calls
     assert (again.status, again.tokens, again.tool_calls) == (
         "ok",
@@ -168,7 +168,7 @@ async def test_requests_do_not_depend_on_where_the_run_folder_is(tmp_path: Path)
         client = make_client(settings_with(), store, simulator=sim, sleep=no_wait)
         executor = get_executor("anthropic", settings_with(), client=client)
         record = await execute(executor, tmp_path / place / "run-1", with_skill=True, sample=2)
-        seen.append((sim.bodies, (record.run_dir / "outputs/report.md").read_text()))
+        seen.append((sim.bodies, (record.trial_dir / "outputs/report.md").read_text()))
         await client.aclose()
         store.close()
     assert seen[0] == seen[1]
@@ -179,13 +179,13 @@ async def test_a_relative_run_folder_works_as_an_absolute_one(tmp_path: Path, mo
     # and the model is asked exactly what it is asked for an absolute folder elsewhere.
     monkeypatch.chdir(tmp_path)
     seen = []
-    for run_dir in (Path("runs/rel/run-1"), tmp_path / "elsewhere/deeper/run-1"):
+    for trial_dir in (Path("runs/rel/run-1"), tmp_path / "elsewhere/deeper/run-1"):
         sim = RecordingSim(seed=3)
-        store = Store(tmp_path / f"{run_dir.parent.name}.db")
+        store = Store(tmp_path / f"{trial_dir.parent.name}.db")
         client = make_client(settings_with(), store, simulator=sim, sleep=no_wait)
         record = await execute(
             get_executor("anthropic", settings_with(), client=client),
-            run_dir,
+            trial_dir,
             with_skill=True,
             sample=2,
         )
@@ -193,8 +193,8 @@ async def test_a_relative_run_folder_works_as_an_absolute_one(tmp_path: Path, mo
         store.close()
         assert record.status == "ok", record.error
         assert record.files_created == ["report.md"]
-        assert_complete(tmp_path / run_dir)
-        seen.append((sim.bodies, (tmp_path / run_dir / "outputs/report.md").read_text()))
+        assert_complete(tmp_path / trial_dir)
+        seen.append((sim.bodies, (tmp_path / trial_dir / "outputs/report.md").read_text()))
     assert seen[0] == seen[1]
     bodies = "\n".join(seen[0][0])
     assert "runs/rel" not in bodies and str(tmp_path) not in bodies
@@ -211,10 +211,10 @@ async def test_a_refused_model_call_leaves_the_run_unscored_with_a_complete_fold
         with_skill=True,
     )
     assert record.status == "unscored" and "400" in (record.error or "")
-    metrics = assert_complete(record.run_dir)
+    metrics = assert_complete(record.trial_dir)
     assert metrics["errors_encountered"] >= 1 and metrics["status"] == "unscored"
     assert record.skill_invoked is False
-    assert "simulated permanent refusal" in (record.run_dir / "transcript.md").read_text()
+    assert "simulated permanent refusal" in (record.trial_dir / "transcript.md").read_text()
     await client.aclose()
 
 
@@ -268,7 +268,7 @@ async def test_a_slow_provider_is_not_the_skills_timeout(tmp_path: Path, store) 
     )
     await client.aclose()
     assert record.status == "ok", record.error
-    metrics = assert_complete(record.run_dir)
+    metrics = assert_complete(record.trial_dir)
     assert (
         metrics["model_calls"] >= 2
         and metrics["model_wait_seconds"] >= 0.6 * metrics["model_calls"] - 0.1
@@ -291,7 +291,7 @@ async def test_a_slow_provider_charges_only_the_models_normal_generation_time(
     )
     await client.aclose()
     assert record.status == "timeout" and "execute.timeout_s = 0.3 s" in (record.error or "")
-    metrics = assert_complete(record.run_dir)
+    metrics = assert_complete(record.trial_dir)
     assert metrics["model_wait_seconds"] < 0.1 and metrics["skill_seconds"] >= 0.3
 
 
@@ -311,7 +311,7 @@ async def test_a_run_over_its_limit_only_by_a_slow_providers_generation_time_is_
     await client.aclose()
     assert record.status == "unscored", record.error
     assert "only by the model's generation time while the provider was slow" in (record.error or "")
-    metrics = assert_complete(record.run_dir)
+    metrics = assert_complete(record.trial_dir)
     assert metrics["skill_seconds"] >= 0.3 and metrics["model_wait_seconds"] > 0.1
 
 
@@ -329,10 +329,10 @@ async def test_a_command_that_sleeps_past_the_limit_still_times_out(tmp_path: Pa
     await client.aclose()
     assert time.monotonic() - started < 30 / 2  # stopped at its limit, not when `sleep 30` ended
     assert record.status == "timeout" and "execute.timeout_s = 1 s" in (record.error or "")
-    metrics = assert_complete(record.run_dir)
+    metrics = assert_complete(record.trial_dir)
     assert metrics["errors_encountered"] == 1 and metrics["skill_seconds"] >= 1
     assert metrics["model_wait_seconds"] >= 0.3
-    assert "## Error" in (record.run_dir / "transcript.md").read_text()
+    assert "## Error" in (record.trial_dir / "transcript.md").read_text()
 
 
 @pytest.mark.slow
@@ -352,7 +352,7 @@ async def test_a_provider_slower_than_the_wait_limit_leaves_the_run_unscored(
     assert record.status == "unscored" and "execute.model_wait_max_s = 0.5 s" in (
         record.error or ""
     )
-    metrics = assert_complete(record.run_dir)
+    metrics = assert_complete(record.trial_dir)
     assert metrics["errors_encountered"] == 1 and metrics["model_wait_seconds"] >= 0.5
     await client.aclose()
 
@@ -372,7 +372,7 @@ async def test_an_exception_of_ours_leaves_the_run_unscored_as_an_internal_error
     record = await execute(Broken(settings_with()), tmp_path / "run-1", with_skill=False)
     assert record.status == "unscored"
     assert (record.error or "").startswith("internal error: KeyError")
-    assert_complete(record.run_dir)
+    assert_complete(record.trial_dir)
     logged = [e for e in log_capture if e["event"] == "run.internal_error"]
     assert logged and logged[0]["error_type"] == "KeyError" and logged[0]["exc_info"] is not None
 
@@ -506,10 +506,10 @@ async def test_command_executor_runs_the_template_in_the_sandbox(tmp_path: Path)
     )
     record = await execute(get_executor(None, settings), tmp_path / "run-1", with_skill=True)
     assert record.status == "ok", record.error
-    assert_complete(record.run_dir)
-    assert (record.run_dir / "outputs/echo.txt").read_text() == example_eval().prompt
+    assert_complete(record.trial_dir)
+    assert (record.trial_dir / "outputs/echo.txt").read_text() == example_eval().prompt
     assert record.files_created == ["echo.txt"] and record.skill_invoked is False
-    md = (record.run_dir / "transcript.md").read_text()
+    md = (record.trial_dir / "transcript.md").read_text()
     assert "SKILL.md" in md and "evals" not in md.split("stdout:")[1].split("stderr:")[0]
 
 
@@ -532,7 +532,7 @@ async def test_command_executor_failure_and_timeout_are_data(tmp_path: Path) -> 
     )
     assert slow.status == "timeout"
     for record in (failed, slow):
-        assert_complete(record.run_dir)
+        assert_complete(record.trial_dir)
     with pytest.raises(BadInput, match="execute.command"):
         await execute(get_executor("command", settings_with()), tmp_path / "none", with_skill=False)
 
@@ -586,7 +586,7 @@ async def test_the_grader_bounds_concurrency_and_keeps_job_order(
     assert [s.run_number for s in results[1]] == [1, 2, 3, 4, 5]
     assert executor.peak == 2
     assert sorted(finished) == [1, 2, 3, 4, 5] and finished != [1, 2, 3, 4, 5]
-    assert all((job.run_dir / "timing.json").is_file() for job in jobs)
+    assert all((job.trial_dir / "timing.json").is_file() for job in jobs)
 
 
 async def test_run_once_numbers_runs_grades_them_and_reads_the_evals(

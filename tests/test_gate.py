@@ -171,7 +171,7 @@ def test_the_two_sides_runs_go_out_interleaved(cli, skills):
     result = cli("gate", base, head, *args, "--out", tmp / "g")
     assert result.exit_code == 1, result.output
     with sqlite3.connect(tmp / "g" / "state.db") as db:
-        sides = [c for (c,) in db.execute("select version from eval_runs order by rowid")]
+        sides = [c for (c,) in db.execute("select version from trials order by rowid")]
     assert sorted(set(sides)) == ["base", "head"] and len(sides) == 2 * 5 * 3
     switches = sum(a != b for a, b in zip(sides, sides[1:], strict=False))
     assert switches >= 6  # one side after the other switches once

@@ -12,7 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from optimizer import schemas as s
 from optimizer.config import Settings
-from optimizer.execute import RunRecord
+from optimizer.execute import TrialRecord
 from optimizer.grade import judge, render
 from optimizer.grade.answer import answer_schema
 from optimizer.grade.structural import check_run
@@ -80,7 +80,7 @@ def make_run(
     status: str = "ok",
     error: str | None = None,
     transcript: str = "# Transcript\n\n## Step 1\nI wrote the report.\n",
-) -> tuple[Path, RunRecord]:
+) -> tuple[Path, TrialRecord]:
     run_dir = tmp_path / "eval-1" / "with_skill" / "run-1"
     (run_dir / "outputs").mkdir(parents=True)
     if report is not None:
@@ -109,8 +109,8 @@ def make_run(
         )
     )
     (run_dir / "transcript.md").write_text(transcript)
-    record = RunRecord(
-        run_dir=run_dir,
+    record = TrialRecord(
+        trial_dir=run_dir,
         eval_id=1,
         configuration="with_skill",
         run_number=1,

@@ -99,7 +99,7 @@ def test_a_description_run_probes_through_the_claude_code_cli(tmp_path, monkeypa
     assert report["probe"] == "claude-code"
     with sqlite3.connect(run_dir / "state.db") as db:
         rows = db.execute(
-            "select status, skill_invoked from eval_runs where version = 'v0' and "
+            "select status, skill_invoked from trials where version = 'v0' and "
             "configuration = 'trigger'"
         ).fetchall()
     assert rows and all(status == "ok" for status, _ in rows)

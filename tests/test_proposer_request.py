@@ -83,7 +83,7 @@ def test_repeated_work_is_what_recurs_across_evals(tmp_path):
     ws = Workspace(tmp_path)
 
     def transcript(e: int, n: int, *calls: dict) -> None:
-        path = ws.run_dir("v0", e, "with_skill", n) / "transcript.jsonl"
+        path = ws.trial_dir("v0", e, "with_skill", n) / "transcript.jsonl"
         path.parent.mkdir(parents=True)
         blocks = [{"type": "tool_use", "id": f"t{k}", **c} for k, c in enumerate(calls)]
         path.write_text(

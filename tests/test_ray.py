@@ -63,7 +63,7 @@ async def execute(tmp: Path, backend: str, store: Store, folder: str) -> list:
                             skill_name="csv-report",
                             eval=evals.by_id(1),
                             inputs_root=EXAMPLE,
-                            run_dir=tmp / folder / c / "run-1",
+                            trial_dir=tmp / folder / c / "run-1",
                             run_number=1,
                             sample=1,
                         )
@@ -75,10 +75,10 @@ async def execute(tmp: Path, backend: str, store: Store, folder: str) -> list:
         await client.aclose()
 
 
-def files(run_dir: Path) -> dict[str, bytes]:
+def files(trial_dir: Path) -> dict[str, bytes]:
     return {
-        p.relative_to(run_dir).as_posix(): p.read_bytes()
-        for p in sorted(run_dir.rglob("*"))
+        p.relative_to(trial_dir).as_posix(): p.read_bytes()
+        for p in sorted(trial_dir.rglob("*"))
         if p.is_file()
     }
 
@@ -89,11 +89,11 @@ async def test_runs_execute_in_ray_workers_and_come_back_whole(tmp_path, ray_clu
     assert type(get_executor(None, settings_for("ray"), client=object())).__name__ == "RayExecutor"
     assert [r.status for r in records] == ["ok", "ok"]
     for record in records:
-        assert is_complete(record.run_dir) and not list(record.run_dir.parent.glob(".*ray-tmp"))
-        assert (record.run_dir / "transcript.md").is_file()
+        assert is_complete(record.trial_dir) and not list(record.trial_dir.parent.glob(".*ray-tmp"))
+        assert (record.trial_dir / "transcript.md").is_file()
     assert (
         records[0].skill_invoked is True
-        and (records[0].run_dir / "outputs" / "report.md").is_file()
+        and (records[0].trial_dir / "outputs" / "report.md").is_file()
     )
     # The workers' model calls are in the driver's ledger, with their scope and cost.
     calls = store.query("select * from calls where outcome = 'ok'")
@@ -101,7 +101,7 @@ async def test_runs_execute_in_ray_workers_and_come_back_whole(tmp_path, ray_clu
         len(
             [
                 1
-                for line in (r.run_dir / "transcript.jsonl").read_text().splitlines()
+                for line in (r.trial_dir / "transcript.jsonl").read_text().splitlines()
                 if '"role": "assistant"' in line
             ]
         )
@@ -114,7 +114,7 @@ async def test_runs_execute_in_ray_workers_and_come_back_whole(tmp_path, ray_clu
     # Same seed, same answers: the outputs are those of a local run.
     local = await execute(tmp_path, "local", Store(tmp_path / "local.db"), "local")
     for remote, here in zip(records, local, strict=True):
-        a, b = files(remote.run_dir), files(here.run_dir)
+        a, b = files(remote.trial_dir), files(here.trial_dir)
         assert a.keys() == b.keys()
         assert a["transcript.md"] == b["transcript.md"]
         assert {k: v for k, v in a.items() if k.startswith("outputs/") and "metrics" not in k} == {
@@ -124,7 +124,7 @@ async def test_runs_execute_in_ray_workers_and_come_back_whole(tmp_path, ray_clu
     # A run redone (its folder lost) is served from the driver's ledger: nothing paid twice.
     spent = store.spent_usd()
     for record in records:
-        shutil.rmtree(record.run_dir)
+        shutil.rmtree(record.trial_dir)
     again = await execute(tmp_path, "ray", store, "ray")
     assert [r.status for r in again] == ["ok", "ok"]
     assert store.spent_usd() == pytest.approx(spent)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from optimizer.config import Settings
-from optimizer.execute import RunRecord
+from optimizer.execute import TrialRecord
 from optimizer.grade import judge, render
 from optimizer.grade.structural import check_run
 from optimizer.inputs.evals import Eval
@@ -87,12 +87,12 @@ def make_eval(expectations: list[str]) -> Eval:
     )
 
 
-def make_run(tmp_path: Path, name: str = "run-1") -> tuple[Path, RunRecord]:
+def make_run(tmp_path: Path, name: str = "run-1") -> tuple[Path, TrialRecord]:
     run_dir = tmp_path / "eval-1" / "with_skill" / name
     (run_dir / "outputs").mkdir(parents=True)
     (run_dir / "transcript.md").write_text("# Transcript\n\nI made the files.\n")
-    record = RunRecord(
-        run_dir=run_dir,
+    record = TrialRecord(
+        trial_dir=run_dir,
         eval_id=1,
         configuration="with_skill",
         run_number=1,
@@ -124,7 +124,7 @@ async def graded(settings: Settings, store):
     sim.handle = handle  # type: ignore[method-assign]
     client = make_client(settings, store, simulator=sim, sleep=no_wait)
 
-    async def grade(ev: Eval, run_dir: Path, record: RunRecord):
+    async def grade(ev: Eval, run_dir: Path, record: TrialRecord):
         structural = check_run(ev, run_dir, None, configuration="with_skill", run_error=None)
         out = await judge.grade_run(
             client, ev, run_dir, record, settings=settings, structural=structural, sample=0

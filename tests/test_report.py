@@ -276,10 +276,10 @@ def test_a_run_with_many_large_outputs_keeps_a_bounded_preview_and_shows_them_al
 
 
 def test_a_run_still_executing_is_on_its_page_while_the_daemon_works(built):
-    # Its folder is there, its row in eval_runs comes when it has executed.
+    # Its folder is there, its row in trials comes when it has executed.
     key = "v1/eval-2/with_skill/run-1"
     with sqlite3.connect(built.root / "state.db") as conn:
-        conn.execute("delete from eval_runs where key = ?", (key,))
+        conn.execute("delete from trials where key = ?", (key,))
     pidfile = built.root / "optimizer.pid"
     pidfile.write_text(str(os.getpid()))
     with open(pidfile) as held:

@@ -245,8 +245,8 @@ def test_a_whole_run_keeps_the_key_the_host_and_the_network_out_of_reach(tmp_pat
     import sqlite3
 
     conn = sqlite3.connect(run_dir / "state.db")
-    statuses = [s for (s,) in conn.execute("select status from eval_runs")]
-    durations = [t for (t,) in conn.execute("select time_seconds from eval_runs")]
+    statuses = [s for (s,) in conn.execute("select status from trials")]
+    durations = [t for (t,) in conn.execute("select time_seconds from trials")]
     conn.close()
     # Each stopped at its 6 s limit, in under half of the probe's `sleep 30`.
     assert statuses == ["timeout"] * 5 and max(durations) < 30 / 2

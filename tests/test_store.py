@@ -17,7 +17,7 @@ def test_migrations_on_a_blank_database_create_the_columns(tmp_path):
     assert {
         "runs",
         "versions",
-        "eval_runs",
+        "trials",
         "gradings",
         "decisions",
         "iterations",
@@ -37,9 +37,7 @@ def test_migrations_on_a_blank_database_create_the_columns(tmp_path):
         "latency_ms",
         "outcome",
     } <= cols["calls"]
-    assert {"key", "version", "eval_id", "configuration", "run_number", "status"} <= cols[
-        "eval_runs"
-    ]
+    assert {"key", "version", "eval_id", "configuration", "run_number", "status"} <= cols["trials"]
     assert {"id", "at", "settings_json", "changed_json"} <= cols["resumes"]
     # Columns nothing wrote are gone, so nobody reads a NULL believing it is data.
     assert "pid" not in cols["runs"] and "cost_usd" not in cols["versions"]
@@ -67,7 +65,7 @@ def test_run_keys_become_indexed_columns_and_older_rows_get_their_parts(tmp_path
         "test/v0/eval-1/with_skill/run-2",
         "with_skill/run-4",
     ]
-    old["eval_runs"].insert({"key": "with_skill/run-4", "eval_id": 7})
+    old["eval_runs"].insert({"key": "with_skill/run-4", "eval_id": 7})  # its name until m013
     for key in keys:
         old["gradings"].insert({"key": key, "status": "ok"})
     old.close()
@@ -82,6 +80,8 @@ def test_run_keys_become_indexed_columns_and_older_rows_get_their_parts(tmp_path
         "test/v0/eval-1/with_skill/run-2": ("test/v0/", 1, "with_skill", 2),
         "with_skill/run-4": ("", 7, "with_skill", 4),
     }
+    # m013: the trials of an older state.db keep their rows under the table's new name.
+    assert [r["eval_id"] for r in store.query("select eval_id from trials")] == [7]
     plan = " ".join(
         str(r)
         for r in store.db.execute(
@@ -151,7 +151,7 @@ def test_atomic_json_write_validates_first(tmp_path):
 
 def test_workspace_run_ids_follow_feedback_json(tmp_path):
     ws = Workspace(tmp_path)
-    run = ws.run_dir("v1", 0, "with_skill", 1)
+    run = ws.trial_dir("v1", 0, "with_skill", 1)
     assert run == tmp_path / "v1" / "eval-0" / "with_skill" / "run-1"
     assert ws.run_id(run) == "v1-eval-0-with_skill-run-1"
 

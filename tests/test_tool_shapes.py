@@ -114,7 +114,7 @@ def test_both_shapes_run_the_agent_to_the_same_kind_of_run(tmp_path: Path, shape
                 skill_name=None,
                 eval=load_evals(EXAMPLE).by_id(1),
                 inputs_root=EXAMPLE,
-                run_dir=tmp_path / "run-1",
+                trial_dir=tmp_path / "run-1",
                 run_number=1,
                 sample=0,
             )

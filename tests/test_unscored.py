@@ -18,7 +18,7 @@ from optimizer.model import make_client
 from optimizer.search import summaries
 from optimizer.store import versions
 from optimizer.store.db import Store
-from optimizer.store.keys import RunKey
+from optimizer.store.keys import TrialKey
 
 FAST = (
     "--provider",
@@ -147,7 +147,7 @@ def test_judge_errors_and_unscored_runs_never_enter_a_version_score(tmp_path):
                     "status": status,
                     "score": score,
                     "pass_rate": rate,
-                    **RunKey.parse(key).columns(),
+                    **TrialKey.parse(key).columns(),
                 }
             )
     summaries.record_scores(SimpleNamespace(store=store, train=[1, 2]), "v0")  # type: ignore[arg-type]
@@ -186,7 +186,7 @@ async def test_a_tool_call_cut_at_max_tokens_is_never_run(tmp_path):
         skill_name=evalset.skill_name,
         eval=evalset.evals[0],
         inputs_root=EXAMPLE,
-        run_dir=tmp_path / "run",
+        trial_dir=tmp_path / "run",
         run_number=1,
         sample=1,
     )

@@ -124,7 +124,7 @@ class Arena:
         self.train, self.test = list(self.run.train), list(self.run.test)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.budget_usd = UNLIMITED_USD
-        self._mark = 0  # ledger rowid and eval_runs rowid before the search began
+        self._mark = 0  # ledger rowid and trials rowid before the search began
         self._runs_mark = 0
         self._hits_mark = 0
         self._samples: dict[tuple[str, int], int] = {}
@@ -152,7 +152,7 @@ class Arena:
             return
         top = "select coalesce(max(rowid), 0) as m from "
         self._mark = self.store.query(top + "calls")[0]["m"]
-        self._runs_mark = self.store.query(top + "eval_runs")[0]["m"]
+        self._runs_mark = self.store.query(top + "trials")[0]["m"]
         self._hits_mark = self.store.query(top + "cache_hits")[0]["m"]
         # The same hard ceiling per call as ours (the client's guard): no call starts that would
         # take the search past its budget, so no method overspends it (issue 48).
@@ -179,7 +179,7 @@ class Arena:
             else {"n": 0, "usd": 0.0}
         )
         runs = self.store.query(
-            "select count(*) as n from eval_runs where rowid > ? and split != 'test'",
+            "select count(*) as n from trials where rowid > ? and split != 'test'",
             [self._runs_mark],
         )[0]["n"]
         return Usage(

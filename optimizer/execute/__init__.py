@@ -22,7 +22,7 @@ from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.errors import BadInput, InfraFailure, ResourceLimit, is_systemic
 from optimizer.execute.limit import ProviderTooSlow, SkillTimeout, within_limits
-from optimizer.execute.record import RunRecord, finish_run, is_complete
+from optimizer.execute.record import TrialRecord, finish_run, is_complete
 from optimizer.execute.staging import OUTPUTS, prepare_work, resolve_inputs, stage_skill
 from optimizer.execute.transcript import Tally, Transcript
 from optimizer.inputs.evals import Eval
@@ -33,8 +33,8 @@ from optimizer.model.port import Client
 __all__ = [
     "EXECUTORS",
     "Executor",
-    "RunContext",
-    "RunRecord",
+    "TrialContext",
+    "TrialRecord",
     "SkillInfo",
     "executor_for",
     "get_executor",
@@ -58,12 +58,12 @@ class SkillInfo:
 
 
 @dataclass
-class RunContext:
+class TrialContext:
     """What an executor's `_run` needs; `work` is the fresh folder the agent sees as /workspace."""
 
     eval: Eval
     work: Path
-    run_dir: Path
+    trial_dir: Path
     skill: SkillInfo | None
     inputs: list[str]  # names of the input files inside the work folder
     run_number: int
@@ -71,11 +71,11 @@ class RunContext:
 
     def scrub(self, text: str) -> str:
         """Host paths out of text that may reach a model (a transcript is read by the grader)."""
-        pairs = [(self.work, "/workspace"), (self.run_dir, "<run>")]
+        pairs = [(self.work, "/workspace"), (self.trial_dir, "<run>")]
         if self.skill is not None:
             pairs.append((self.skill.dir, "/skill"))
         variants = {(str(v), fixed) for host, fixed in pairs for v in (host, Path(host).resolve())}
-        # The longest first: the skill copy and the work folder both lie inside run_dir.
+        # The longest first: the skill copy and the work folder both lie inside trial_dir.
         for host, fixed in sorted(variants, key=lambda pair: len(pair[0]), reverse=True):
             text = text.replace(host, fixed)
         return text
@@ -93,7 +93,7 @@ def _systemic(exc: BaseException) -> bool:
     return is_systemic(exc) and not _model_failed(exc)
 
 
-def _ours(exc: Exception, ctx: RunContext) -> tuple[str, str]:
+def _ours(exc: Exception, ctx: TrialContext) -> tuple[str, str]:
     """A failure of ours is not a score (docs/design.md §7): the run is left unscored. An exception we
     did not expect is a defect of ours: its type names it, its traceback goes to the log."""
     if isinstance(exc, InfraFailure) or _model_failed(exc):
@@ -140,7 +140,7 @@ def clock_figures(clock: RunClock) -> dict[str, float | int]:
 
 
 class Executor(ABC):
-    """Runs one eval once into run_dir; subclasses implement `_run` and fill the tally."""
+    """Runs one eval once into trial_dir; subclasses implement `_run` and fill the tally."""
 
     name = "executor"
 
@@ -154,15 +154,15 @@ class Executor(ABC):
         skill_name: str | None,
         eval: Eval,
         inputs_root: Path,
-        run_dir: Path,
+        trial_dir: Path,
         run_number: int,
         sample: int,
-    ) -> RunRecord:
+    ) -> TrialRecord:
         """One run; skill_dir=None is the without_skill baseline. A run folder that is already
         complete is read back, never rewritten."""
-        run_dir = Path(run_dir)
-        if is_complete(run_dir):
-            return RunRecord.load(run_dir)
+        trial_dir = Path(trial_dir)
+        if is_complete(trial_dir):
+            return TrialRecord.load(trial_dir)
         inputs = resolve_inputs(list(eval.files), inputs_root, eval_id=eval.id)
         skill = load_skill_info(skill_dir, skill_name) if skill_dir is not None else None
         self.check()
@@ -170,12 +170,12 @@ class Executor(ABC):
         configuration = "with_skill" if skill is not None else "without_skill"
         # Absolute once, here, for every executor: a relative path means something else to a
         # process started in the work folder (the Claude Code CLI) and to the sandbox's binds.
-        where = run_dir.absolute()
+        where = trial_dir.absolute()
         work = prepare_work(where, inputs)
         if skill is not None:
             skill = replace(skill, dir=stage_skill(skill.dir, where))
         names = [name for _, name in inputs]
-        ctx = RunContext(eval, work, where, skill, names, run_number, sample)
+        ctx = TrialContext(eval, work, where, skill, names, run_number, sample)
         transcript = Transcript(eval.prompt, names)
         tally = Tally(skill_invoked=False if skill is not None else None)
         started = time.time()
@@ -208,7 +208,7 @@ class Executor(ABC):
                 "Skill not invoked", f"The agent never called Skill for '{skill.name}'."
             )
         record = finish_run(
-            run_dir=run_dir,
+            trial_dir=trial_dir,
             eval=eval,
             configuration=configuration,
             run_number=run_number,
@@ -249,7 +249,7 @@ class Executor(ABC):
         return confined, sandbox.mechanism(confined)
 
     def _workspace_limit(
-        self, ctx: RunContext, transcript: Transcript, status: str, error: str | None
+        self, ctx: TrialContext, transcript: Transcript, status: str, error: str | None
     ) -> tuple[str, str | None]:
         """The run's status after the last measure of its workspace: one over its limit, by a
         command or by a write on the host (an editor tool, the Claude Code CLI), fails with
@@ -264,7 +264,7 @@ class Executor(ABC):
         return status, error
 
     @abstractmethod
-    async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
+    async def _run(self, ctx: TrialContext, transcript: Transcript, tally: Tally) -> str | None:
         """Do the run; return None when it finished, or one sentence on why it failed."""
 
 

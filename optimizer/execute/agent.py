@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.errors import InfraFailure, ResourceLimit
-from optimizer.execute import Executor, RunContext, SkillInfo
+from optimizer.execute import Executor, SkillInfo, TrialContext
 from optimizer.execute.transcript import Tally, Transcript
 from optimizer.model.port import Client
 from optimizer.model.prompts import load_prompt
@@ -291,7 +291,7 @@ class AnthropicExecutor(Executor):
         self.client = client
         self.policy = sandbox.SandboxPolicy.from_settings(settings.sandbox)
 
-    async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
+    async def _run(self, ctx: TrialContext, transcript: Transcript, tally: Tally) -> str | None:
         from optimizer.model import call_cost, plain, price_for
 
         system = system_prompt(ctx.skill, ctx.inputs)
@@ -362,7 +362,7 @@ class AnthropicExecutor(Executor):
             messages.append({"role": "user", "content": results})
         return f"the agent did not finish within execute.max_turns = {limits.max_turns} turns"
 
-    async def _tool(self, use: dict[str, Any], ctx: RunContext, tally: Tally) -> tuple[str, bool]:
+    async def _tool(self, use: dict[str, Any], ctx: TrialContext, tally: Tally) -> tuple[str, bool]:
         name = str(use.get("name"))
         tool_input = use.get("input")
         if not isinstance(tool_input, dict):

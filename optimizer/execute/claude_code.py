@@ -16,7 +16,7 @@ from pathlib import Path
 from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.errors import BadInput, InfraFailure, ResourceLimit
-from optimizer.execute import Executor, RunContext
+from optimizer.execute import Executor, TrialContext
 from optimizer.execute.claude_env import BINARY_MOUNT, boxed_env, cli_args, cli_env, find_claude
 from optimizer.execute.claude_stream import NO_RESULT, StreamState
 from optimizer.execute.transcript import Tally, Transcript
@@ -64,7 +64,7 @@ class ClaudeCodeExecutor(Executor):
         confined = sandbox.confinement_for(self.policy)
         return confined, sandbox.mechanism(confined) if confined else "host"
 
-    async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
+    async def _run(self, ctx: TrialContext, transcript: Transcript, tally: Tally) -> str | None:
         assert self.binary is not None
         if sandbox.confinement_for(self.policy):
             return await self._run_boxed(ctx, transcript, tally)
@@ -103,7 +103,9 @@ class ClaudeCodeExecutor(Executor):
                 )
         return _endpoint_failed(failed, relay)
 
-    async def _run_boxed(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
+    async def _run_boxed(
+        self, ctx: TrialContext, transcript: Transcript, tally: Tally
+    ) -> str | None:
         assert self.binary is not None
         binds = [("--ro-bind", str(self.binary.resolve()), BINARY_MOUNT)]
         if ctx.skill is not None:
@@ -169,7 +171,7 @@ async def _stream(
     argv: list[str],
     cwd: str,
     env: dict[str, str],
-    ctx: RunContext,
+    ctx: TrialContext,
     transcript: Transcript,
     tally: Tally,
     home: str | None,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from optimizer.config import Settings
 from optimizer.errors import BadInput
-from optimizer.execute import RunContext
+from optimizer.execute import TrialContext
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL_BINARY = REPO / ".tools" / "node_modules" / ".bin" / "claude"
@@ -87,7 +87,7 @@ def boxed_env(settings: Settings) -> dict[str, str]:
 
 
 def cli_args(
-    binary: Path | str, ctx: RunContext, *, model: str, max_turns: int, shell: bool = False
+    binary: Path | str, ctx: TrialContext, *, model: str, max_turns: int, shell: bool = False
 ) -> list[str]:
     tools = ",".join(
         (

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from optimizer.errors import InfraFailure
-from optimizer.execute import RunContext
+from optimizer.execute import TrialContext
 from optimizer.execute.transcript import Tally, Transcript
 
 VOLATILE_KEYS = ("uuid", "session_id", "timestamp")
@@ -26,7 +26,7 @@ class StreamState:
         self.names: dict[str, str] = {}
         self.messages: set[str] = set()
 
-    def feed(self, line: str, transcript: Transcript, tally: Tally, ctx: RunContext) -> None:
+    def feed(self, line: str, transcript: Transcript, tally: Tally, ctx: TrialContext) -> None:
         # The CLI works in the real folder; the transcript shows it as /workspace, as elsewhere.
         line = ctx.scrub(line.strip())
         if self.home:

@@ -11,7 +11,7 @@ from typing import Any
 from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.errors import BadInput, ResourceLimit
-from optimizer.execute import Executor, RunContext
+from optimizer.execute import Executor, TrialContext
 from optimizer.execute.limit import SkillTimeout
 from optimizer.execute.transcript import Tally, Transcript
 
@@ -41,7 +41,7 @@ class CommandExecutor(Executor):
                 "'my-agent --prompt {prompt_file} --cwd {work_dir} --skill {skill_dir}'."
             )
 
-    def command_for(self, ctx: RunContext) -> str:
+    def command_for(self, ctx: TrialContext) -> str:
         values = {
             "prompt_file": f"{sandbox.WORK_MOUNT}/{PROMPT_FILE}",
             "work_dir": sandbox.WORK_MOUNT,
@@ -51,7 +51,7 @@ class CommandExecutor(Executor):
             lambda m: shlex.quote(values[m.group(1)]), self.settings.execute.command
         )
 
-    async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
+    async def _run(self, ctx: TrialContext, transcript: Transcript, tally: Tally) -> str | None:
         prompt = ctx.work / PROMPT_FILE
         prompt.parent.mkdir(parents=True, exist_ok=True)
         prompt.write_text(ctx.eval.prompt, encoding="utf-8")

@@ -44,8 +44,8 @@ from optimizer.errors import (
     ProviderSpendLimit,
     WorkFailed,
 )
-from optimizer.execute import EXECUTORS, Executor, RunContext
-from optimizer.execute.record import RunRecord, is_complete
+from optimizer.execute import EXECUTORS, Executor, TrialContext
+from optimizer.execute.record import TrialRecord, is_complete
 from optimizer.execute.staging import resolve_inputs
 from optimizer.execute.transcript import Tally, Transcript
 from optimizer.inputs.evals import Eval
@@ -131,7 +131,7 @@ class RayExecutor(Executor):
             }
         )
 
-    async def _run(self, ctx: RunContext, transcript: Transcript, tally: Tally) -> str | None:
+    async def _run(self, ctx: TrialContext, transcript: Transcript, tally: Tally) -> str | None:
         raise NotImplementedError("a Ray run executes in the worker")  # pragma: no cover
 
     async def execute(
@@ -141,13 +141,13 @@ class RayExecutor(Executor):
         skill_name: str | None,
         eval: Eval,
         inputs_root: Path,
-        run_dir: Path,
+        trial_dir: Path,
         run_number: int,
         sample: int,
-    ) -> RunRecord:
-        run_dir = Path(run_dir)
-        if is_complete(run_dir):
-            return RunRecord.load(run_dir)
+    ) -> TrialRecord:
+        trial_dir = Path(trial_dir)
+        if is_complete(trial_dir):
+            return TrialRecord.load(trial_dir)
         inputs = resolve_inputs(list(eval.files), inputs_root, eval_id=eval.id)  # BadInput here
         ray = ensure_ray(self.settings)
         from optimizer.model import scope
@@ -162,7 +162,7 @@ class RayExecutor(Executor):
             "skill_dir_name": Path(skill_dir).name if skill_dir is not None else None,
             "skill_name": skill_name,
             "inputs": {name: src.read_bytes() for src, name in inputs},
-            "run_name": run_dir.name,
+            "run_name": trial_dir.name,
             "run_number": run_number,
             "sample": sample,
             "scope": label,
@@ -178,7 +178,7 @@ class RayExecutor(Executor):
         self._adopt(result.get("calls", []), result.get("cache_hits", []))
         if "systemic" in result:  # re-raised here, as the local executor would have raised it
             raise _ERRORS.get(result["systemic"], WorkFailed)(*result["problems"])
-        _write_run(run_dir, result["files"])
+        _write_run(trial_dir, result["files"])
         log.info(
             "run.executed_on_ray",
             executor=self.name,
@@ -187,7 +187,7 @@ class RayExecutor(Executor):
             worker=result.get("worker"),
             new_calls=len(result.get("calls", [])),
         )
-        return RunRecord.load(run_dir)
+        return TrialRecord.load(trial_dir)
 
     # -- the driver's ledger ----------------------------------------------------------------------
 
@@ -260,7 +260,7 @@ async def _work(payload: dict[str, Any], root: Path) -> dict[str, Any]:
     client = None
     if payload["executor"] == "anthropic":
         client = make_client(settings, store, budget_usd=payload["budget_usd"])
-    run_dir = root / "runs" / payload["run_name"]
+    trial_dir = root / "runs" / payload["run_name"]
     out: dict[str, Any] = {"worker": f"{socket.gethostname()}:{os.getpid()}"}
     try:
         with scoped(payload["scope"]):
@@ -270,11 +270,11 @@ async def _work(payload: dict[str, Any], root: Path) -> dict[str, Any]:
                 skill_name=payload["skill_name"],
                 eval=payload["eval"],
                 inputs_root=inputs_root,
-                run_dir=run_dir,
+                trial_dir=trial_dir,
                 run_number=payload["run_number"],
                 sample=payload["sample"],
             )
-        out["files"] = _pack(run_dir)
+        out["files"] = _pack(trial_dir)
     except OptimizerError as exc:  # systemic: the driver raises it again
         out.update(systemic=type(exc).__name__, problems=exc.problems)
     finally:
@@ -315,15 +315,15 @@ def _write_file(path: Path, data: bytes, mode: int | None) -> None:
         path.chmod(mode)
 
 
-def _write_run(run_dir: Path, files: dict[str, tuple[bytes, int]]) -> None:
+def _write_run(trial_dir: Path, files: dict[str, tuple[bytes, int]]) -> None:
     """The run folder as the worker left it, atomically: built beside it, then renamed in."""
-    tmp = run_dir.parent / f".{run_dir.name}.ray-tmp"
+    tmp = trial_dir.parent / f".{trial_dir.name}.ray-tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for rel, (data, mode) in files.items():
         if Path(rel).is_absolute() or ".." in Path(rel).parts:
             raise WorkFailed(f"a Ray worker sent back a file outside its run folder ({rel!r}).")
         _write_file(tmp / rel, data, mode)
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    os.replace(tmp, run_dir)
+    if trial_dir.exists():
+        shutil.rmtree(trial_dir)
+    os.replace(tmp, trial_dir)

@@ -25,10 +25,10 @@ HARNESS_FILES = frozenset({"metrics.json", "user_notes.md"})  # not outputs (doc
 
 
 @dataclass
-class RunRecord:
-    """What one execution did; `to_row()` gives the store's eval_runs columns it knows."""
+class TrialRecord:
+    """What one execution did; `to_row()` gives the store's trials columns it knows."""
 
-    run_dir: Path
+    trial_dir: Path
     eval_id: int
     configuration: str  # "with_skill" | "without_skill"
     run_number: int
@@ -62,17 +62,17 @@ class RunRecord:
         }
 
     @classmethod
-    def load(cls, run_dir: Path) -> RunRecord:
+    def load(cls, trial_dir: Path) -> TrialRecord:
         """The record of a complete run folder, read back (a resumed loop never reruns it)."""
-        run_dir = Path(run_dir)
-        metrics = read_json(run_dir / OUTPUTS / "metrics.json")
-        timing = read_json(run_dir / COMPLETE_MARKER)
-        meta = read_json(run_dir / "eval_metadata.json")
+        trial_dir = Path(trial_dir)
+        metrics = read_json(trial_dir / OUTPUTS / "metrics.json")
+        timing = read_json(trial_dir / COMPLETE_MARKER)
+        meta = read_json(trial_dir / "eval_metadata.json")
         return cls(
-            run_dir=run_dir,
+            trial_dir=trial_dir,
             eval_id=int(meta["eval_id"]),
-            configuration=metrics.get("configuration") or run_dir.parent.name,
-            run_number=int(metrics.get("run_number") or run_dir.name.rpartition("-")[2] or 1),
+            configuration=metrics.get("configuration") or trial_dir.parent.name,
+            run_number=int(metrics.get("run_number") or trial_dir.name.rpartition("-")[2] or 1),
             status=metrics.get("status", "ok"),
             error=metrics.get("error"),
             skill_invoked=metrics.get("skill_invoked"),
@@ -88,8 +88,8 @@ class RunRecord:
         )
 
 
-def is_complete(run_dir: Path) -> bool:
-    return (Path(run_dir) / COMPLETE_MARKER).is_file()
+def is_complete(trial_dir: Path) -> bool:
+    return (Path(trial_dir) / COMPLETE_MARKER).is_file()
 
 
 # -- finishing -----------------------------------------------------------------------------------
@@ -99,10 +99,10 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _collect_outputs(run_dir: Path, transcript: Transcript) -> tuple[list[str], int]:
+def _collect_outputs(trial_dir: Path, transcript: Transcript) -> tuple[list[str], int]:
     """Move .work/outputs into the run folder; drop symlinks (a grader reading one could be led
     out of the run); return the output files (harness files aside) and their size in chars."""
-    work, outputs = run_dir / WORK, run_dir / OUTPUTS
+    work, outputs = trial_dir / WORK, trial_dir / OUTPUTS
     if outputs.exists():
         shutil.rmtree(outputs)
     if (work / OUTPUTS).is_dir() and not (work / OUTPUTS).is_symlink():
@@ -110,7 +110,7 @@ def _collect_outputs(run_dir: Path, transcript: Transcript) -> tuple[list[str], 
     else:
         outputs.mkdir()
     shutil.rmtree(work, ignore_errors=True)
-    shutil.rmtree(run_dir / SKILL_COPY, ignore_errors=True)
+    shutil.rmtree(trial_dir / SKILL_COPY, ignore_errors=True)
     files: list[str] = []
     chars = 0
     dropped: list[str] = []
@@ -141,7 +141,7 @@ def _collect_outputs(run_dir: Path, transcript: Transcript) -> tuple[list[str], 
 
 def finish_run(
     *,
-    run_dir: Path,
+    trial_dir: Path,
     eval: Any,
     configuration: str,
     run_number: int,
@@ -154,18 +154,18 @@ def finish_run(
     ended: float,
     confined: bool | None = None,
     sandbox: str | None = None,
-) -> RunRecord:
+) -> TrialRecord:
     """Write the complete run folder (timing.json last) and return its record."""
-    run_dir = Path(run_dir)
+    trial_dir = Path(trial_dir)
     if error:
         transcript.error(status, error)
-    files, output_chars = _collect_outputs(run_dir, transcript)
+    files, output_chars = _collect_outputs(trial_dir, transcript)
     markdown = transcript.markdown()
-    write_text(run_dir / "transcript.jsonl", transcript.jsonl())
-    write_text(run_dir / "transcript.md", markdown)
+    write_text(trial_dir / "transcript.jsonl", transcript.jsonl())
+    write_text(trial_dir / "transcript.md", markdown)
     expectations = list(eval.expectations)
     write_json(
-        run_dir / "eval_metadata.json",
+        trial_dir / "eval_metadata.json",
         {
             "eval_id": eval.id,
             "eval_name": eval.name,
@@ -179,8 +179,8 @@ def finish_run(
     )
     tool_calls = dict(sorted(tally.tool_calls.items()))
     duration = max(0.0, ended - started)
-    record = RunRecord(
-        run_dir=run_dir,
+    record = TrialRecord(
+        trial_dir=trial_dir,
         eval_id=eval.id,
         configuration=configuration,
         run_number=run_number,
@@ -198,7 +198,7 @@ def finish_run(
         sandbox=sandbox,
     )
     write_json(
-        run_dir / OUTPUTS / "metrics.json",
+        trial_dir / OUTPUTS / "metrics.json",
         {
             "tool_calls": tool_calls,
             "total_tool_calls": sum(tool_calls.values()),
@@ -223,7 +223,7 @@ def finish_run(
         model=schemas.Metrics,
     )
     write_json(
-        run_dir / COMPLETE_MARKER,
+        trial_dir / COMPLETE_MARKER,
         {
             "total_tokens": tally.tokens,
             "duration_ms": int(round(duration * 1000)),

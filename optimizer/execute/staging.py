@@ -53,12 +53,12 @@ def resolve_inputs(files: list[str], inputs_root: Path, *, eval_id: int) -> list
     return found
 
 
-def prepare_work(run_dir: Path, inputs: list[tuple[Path, str]]) -> Path:
-    """A fresh run folder with run_dir/.work holding the inputs and an empty outputs/."""
-    run_dir = Path(run_dir)
-    if run_dir.exists():  # a partial folder from an interrupted attempt: start over
-        shutil.rmtree(run_dir)
-    work = run_dir / WORK
+def prepare_work(trial_dir: Path, inputs: list[tuple[Path, str]]) -> Path:
+    """A fresh run folder with trial_dir/.work holding the inputs and an empty outputs/."""
+    trial_dir = Path(trial_dir)
+    if trial_dir.exists():  # a partial folder from an interrupted attempt: start over
+        shutil.rmtree(trial_dir)
+    work = trial_dir / WORK
     (work / OUTPUTS).mkdir(parents=True)
     for src, name in inputs:
         dest = work / name
@@ -67,10 +67,10 @@ def prepare_work(run_dir: Path, inputs: list[tuple[Path, str]]) -> Path:
     return work
 
 
-def stage_skill(skill_dir: Path, run_dir: Path) -> Path:
+def stage_skill(skill_dir: Path, trial_dir: Path) -> Path:
     """A copy of the skill for the agent, without evals/: the expectations it is graded on and
     the expected outputs must not be readable from /skill."""
-    dest = Path(run_dir) / SKILL_COPY
+    dest = Path(trial_dir) / SKILL_COPY
     for rel in files_of(skill_dir, include_evals=False):
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -215,14 +215,14 @@ async def run_once(
         settings, client, store, evalset, skill_name=evalset.skill_name, inputs_root=skill_dir
     ) as grader:
         scored = (await grader.grade([job], scope="execute"))[eval_id][0]
-    return job.run_dir, scored
+    return job.trial_dir, scored
 
 
-def failure_reason(run_dir: Path) -> str:
+def failure_reason(trial_dir: Path) -> str:
     """Why a run failed, as its grading or its metrics say (the first failed expectation)."""
     for name in ("grading.json", "outputs/metrics.json"):
         try:
-            data = json.loads((run_dir / name).read_text(encoding="utf-8"))
+            data = json.loads((trial_dir / name).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if data.get("judge_error") or data.get("error"):
@@ -230,4 +230,4 @@ def failure_reason(run_dir: Path) -> str:
         failed = [e["evidence"] for e in data.get("expectations", []) if not e.get("passed")]
         if failed:
             return failed[0]
-    return f"see {run_dir / 'transcript.md'}"
+    return f"see {trial_dir / 'transcript.md'}"

@@ -108,21 +108,21 @@ def warn_same_model(settings: Settings) -> None:
         )
 
 
-def write_outcome(run_dir: Path, outcome: GradeOutcome) -> None:
+def write_outcome(trial_dir: Path, outcome: GradeOutcome) -> None:
     """structural.json and grading.json, each validated by its model, each written atomically.
     An unscored run has no grading: nothing is written, and a stale file goes."""
     if outcome.status == "unscored":
         for name in ("grading.json", "structural.json"):
-            (Path(run_dir) / name).unlink(missing_ok=True)
+            (Path(trial_dir) / name).unlink(missing_ok=True)
         return
-    write_json(Path(run_dir) / "structural.json", outcome.structural, s.Structural)
-    write_json(Path(run_dir) / "grading.json", outcome.grading, s.Grading)
+    write_json(Path(trial_dir) / "structural.json", outcome.structural, s.Structural)
+    write_json(Path(trial_dir) / "grading.json", outcome.grading, s.Grading)
 
 
 async def grade_run(
     client: Client,
     eval: Any,
-    run_dir: Path,
+    trial_dir: Path,
     record: Any,
     *,
     settings: Settings,
@@ -130,10 +130,10 @@ async def grade_run(
     sample: int,
 ) -> GradeOutcome:
     """Grade one executed run whose structural checks are done (see the module rules)."""
-    run_dir = Path(run_dir)
+    trial_dir = Path(trial_dir)
     has_rubric = bool(eval.rubric)
-    metrics = _metrics(run_dir)
-    notes = notes_summary(read_text(run_dir / "outputs" / "user_notes.md"))
+    metrics = _metrics(trial_dir)
+    notes = notes_summary(read_text(trial_dir / "outputs" / "user_notes.md"))
     started, t0 = _now(), time.monotonic()
 
     def finish(status, structural, judged, answer=None, rubric_scores=None, error=None):
@@ -155,7 +155,7 @@ async def grade_run(
             expectations=items,
             summary=summary,
             execution_metrics=metrics,
-            timing=_timing(run_dir, record, started, time.monotonic() - t0),
+            timing=_timing(trial_dir, record, started, time.monotonic() - t0),
             claims=[s.Claim(**c.model_dump()) for c in answer.claims] if answer else [],
             user_notes_summary=notes
             or (s.UserNotesSummary(**answer.user_notes_summary.model_dump()) if answer else None),
@@ -195,9 +195,9 @@ async def grade_run(
 
     model = settings.models.grader
     schema = answer_schema(list(eval.expectations), [d.name for d in eval.rubric])
-    request = build_request(eval, run_dir, attachments=settings.llm.attachments)
+    request = build_request(eval, trial_dir, attachments=settings.llm.attachments)
     # What the judge saw, beside its grading (not in outputs/, so never graded itself).
-    write_text(run_dir / JUDGE_VIEW, describe(request))
+    write_text(trial_dir / JUDGE_VIEW, describe(request))
     try:
         answer = await client.structured(
             "grader",
@@ -210,11 +210,11 @@ async def grade_run(
         )
     except (StructuredAnswerError, ValidationError) as exc:
         message = f"the judge's reply failed validation twice: {exc}"
-        log.warning("judge.failed", eval_id=eval.id, run_dir=str(run_dir), error=str(exc)[:500])
+        log.warning("judge.failed", eval_id=eval.id, trial_dir=str(trial_dir), error=str(exc)[:500])
         return finish("judge_error", structural, [], error=message)
     except ModelCallFailed as exc:  # an HTTP 400 for a context overflow, a 5xx after retries
         log.warning(
-            "judge.call_failed", eval_id=eval.id, run_dir=str(run_dir), error=str(exc)[:500]
+            "judge.call_failed", eval_id=eval.id, trial_dir=str(trial_dir), error=str(exc)[:500]
         )
         return unscored(eval, structural, f"the grader call failed: {exc}")
     by_text: dict[str, list[JudgedExpectation]] = {}
@@ -245,18 +245,18 @@ def fail_all(structural: s.Structural, evidence: str) -> s.Structural:
 
 
 def build_request(
-    eval: Any, run_dir: Path, *, attachments: bool = True
+    eval: Any, trial_dir: Path, *, attachments: bool = True
 ) -> str | list[ContentBlockParam]:
     """The user message: tagged sections the grader prompt names, then any images and PDFs of the
     outputs as their own blocks; nothing of the host (no paths, no times), so the same run asks
     the same question wherever its folder is."""
     parts = task_sections(eval)
-    view = render_view(run_dir, budget=MAX_OUTPUT_CHARS, attach=attachments)
+    view = render_view(trial_dir, budget=MAX_OUTPUT_CHARS, attach=attachments)
     parts.append(tag("outputs", view.text))
     parts.append(
-        data("transcript", truncate(read_text(run_dir / "transcript.md"), MAX_TRANSCRIPT_CHARS))
+        data("transcript", truncate(read_text(trial_dir / "transcript.md"), MAX_TRANSCRIPT_CHARS))
     )
-    notes = read_text(run_dir / "outputs" / "user_notes.md").strip()
+    notes = read_text(trial_dir / "outputs" / "user_notes.md").strip()
     parts.append(
         data("user_notes", truncate(notes, MAX_FILE_CHARS))
         if notes
@@ -311,8 +311,8 @@ def _feedback(answer: JudgeAnswer) -> s.EvalFeedback | None:
     )
 
 
-def _metrics(run_dir: Path) -> s.ExecutionMetrics | None:
-    path = run_dir / "outputs" / "metrics.json"
+def _metrics(trial_dir: Path) -> s.ExecutionMetrics | None:
+    path = trial_dir / "outputs" / "metrics.json"
     try:
         data = s.Metrics.model_validate(read_json(path)).model_dump(exclude={"files_created"})
     except (OSError, ValueError):
@@ -324,10 +324,10 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _timing(run_dir: Path, record: Any, grader_start: str, grader_s: float) -> s.GradingTiming:
+def _timing(trial_dir: Path, record: Any, grader_start: str, grader_s: float) -> s.GradingTiming:
     executor_s = None
     try:
-        timing = s.Timing.model_validate(read_json(run_dir / "timing.json"))
+        timing = s.Timing.model_validate(read_json(trial_dir / "timing.json"))
         executor_s = timing.executor_duration_seconds or timing.total_duration_seconds
     except (OSError, ValueError):
         pass

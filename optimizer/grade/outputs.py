@@ -14,10 +14,10 @@ from optimizer.execute.record import HARNESS_FILES
 MAX_SCAN_BYTES = 5_000_000  # a check never reads more of one file than this
 
 
-def output_files(run_dir: Path) -> list[str]:
+def output_files(trial_dir: Path) -> list[str]:
     """Every output file, as a path relative to outputs/ with `/`, sorted; harness files and
     anything that resolves outside outputs/ are left out."""
-    root = Path(run_dir) / "outputs"
+    root = Path(trial_dir) / "outputs"
     if not root.is_dir():
         return []
     real_root = root.resolve()
@@ -57,23 +57,23 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(one(tok) for tok in _GLOB_TOKEN.findall(pattern)) + r"\Z")
 
 
-def matching(run_dir: Path, pattern: str) -> list[str]:
+def matching(trial_dir: Path, pattern: str) -> list[str]:
     """Output files that `pattern` matches (the rules of grade/structural.py)."""
     pattern = pattern.strip()
     if pattern.startswith("./"):
         pattern = pattern[2:]
     if pattern.startswith("outputs/"):
         pattern = pattern[len("outputs/") :]
-    files = output_files(run_dir)
+    files = output_files(trial_dir)
     if "/" not in pattern:
         return [f for f in files if fnmatch.fnmatchcase(f.rsplit("/", 1)[-1], pattern)]
     regex = _glob_regex(pattern.lstrip("/"))
     return [f for f in files if regex.match(f)]
 
 
-def read_output(run_dir: Path, rel: str) -> str | None:
+def read_output(trial_dir: Path, rel: str) -> str | None:
     """A file's text, or None for a binary file (a NUL byte or not UTF-8)."""
-    with open(Path(run_dir) / "outputs" / rel, "rb") as handle:
+    with open(Path(trial_dir) / "outputs" / rel, "rb") as handle:
         data = handle.read(MAX_SCAN_BYTES)
     if b"\x00" in data[:8192]:
         return None

@@ -30,10 +30,10 @@ def natural_key(path: Path | str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
 
 
-def of_run(run_dir: Path | str) -> Preview:
+def of_trial(trial_dir: Path | str) -> Preview:
     """The preview of one run folder. A link is read only when it points inside the run folder:
     a model can make a link to any host file."""
-    path = os.fspath(run_dir)
+    path = os.fspath(trial_dir)
     inside = os.path.realpath(path) + os.sep
     out = f"{path}/outputs"
     kept = [KEPT_CAP]
@@ -70,16 +70,16 @@ def _undecodable(entry: os.DirEntry, rel: str) -> PreviewOutput:
     return {"name": rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), "size": size}
 
 
-def read_output(run_dir: Path | str, item: PreviewOutput) -> PreviewOutput:
+def read_output(trial_dir: Path | str, item: PreviewOutput) -> PreviewOutput:
     """A text output the preview marked `read` (past KEPT_CAP), described from its file now."""
-    path, inside = _output_path(run_dir, item)
+    path, inside = _output_path(trial_dir, item)
     # Resolved whatever its last part is: a folder on the way could have become a link.
     return _describe(path, item["name"], True, inside, [KEPT_CAP])
 
 
-def image(run_dir: Path | str, item: PreviewOutput) -> bytes | None:
+def image(trial_dir: Path | str, item: PreviewOutput) -> bytes | None:
     """An image output's bytes; None when it is gone, links out, or grew past IMAGE_CAP."""
-    path, inside = _output_path(run_dir, item)
+    path, inside = _output_path(trial_dir, item)
     try:
         raw = head(path, IMAGE_CAP + 1) if within(path, inside) else None
     except OSError:
@@ -87,8 +87,8 @@ def image(run_dir: Path | str, item: PreviewOutput) -> bytes | None:
     return raw if raw is not None and len(raw) <= IMAGE_CAP else None
 
 
-def _output_path(run_dir: Path | str, item: PreviewOutput) -> tuple[str, str]:
-    return f"{os.fspath(run_dir)}/outputs/{item['name']}", os.path.realpath(run_dir) + os.sep
+def _output_path(trial_dir: Path | str, item: PreviewOutput) -> tuple[str, str]:
+    return f"{os.fspath(trial_dir)}/outputs/{item['name']}", os.path.realpath(trial_dir) + os.sep
 
 
 def head(path: str, cap: int) -> bytes:

@@ -127,18 +127,18 @@ def content(text: str, attachments: list[Attachment]) -> str | list[ContentBlock
 
 
 def render_outputs(
-    run_dir: Path,
+    trial_dir: Path,
     *,
     budget: int,
     shown: Callable[[str], str] = lambda s: s,
     prefix: str = "outputs/",
 ) -> str:
     """The text part of render_view: what a judge without attachments reads."""
-    return render_view(run_dir, budget=budget, shown=shown, prefix=prefix).text
+    return render_view(trial_dir, budget=budget, shown=shown, prefix=prefix).text
 
 
 def render_view(
-    run_dir: Path,
+    trial_dir: Path,
     *,
     budget: int,
     shown: Callable[[str], str] = lambda s: s,
@@ -159,8 +159,8 @@ def render_view(
     left = _Budget(budget, budget, images, max(document_bytes, 0), document_bytes >= 0, attach)
     entries: list[str] = []
     attachments: list[Attachment] = []
-    for rel in output_files(run_dir):
-        path = Path(run_dir) / "outputs" / rel
+    for rel in output_files(trial_dir):
+        path = Path(trial_dir) / "outputs" / rel
         size = path.stat().st_size
         name = prefix + shown(rel)
         kind = convert.kind_of(rel)

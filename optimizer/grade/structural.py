@@ -62,23 +62,23 @@ _OPERATORS = {
 
 def check_run(
     eval: Eval,
-    run_dir: Path,
+    trial_dir: Path,
     policy: sandbox.SandboxPolicy | None = None,
     *,
     configuration: str,
     run_error: str | None = None,
     skill_dir: Path | None = None,
 ) -> s.Structural:
-    """Every structural expectation of `eval` against run_dir. `run_error` (the executor's error
+    """Every structural expectation of `eval` against trial_dir. `run_error` (the executor's error
     or timeout) fails them all with "run failed: <error>" without looking at the files."""
-    run_dir = Path(run_dir)
+    trial_dir = Path(trial_dir)
     results = []
     for exp in eval.structural:
         if run_error is not None:
             passed, evidence = False, RUN_FAILED + run_error
         else:
             try:
-                passed, evidence = _CHECKS[exp.type](exp, run_dir, policy, skill_dir)
+                passed, evidence = _CHECKS[exp.type](exp, trial_dir, policy, skill_dir)
             except InfraFailure:
                 raise  # the sandbox failed, not the run: the run is unscored (docs/design.md §7)
             except Exception as exc:  # a broken check is a failed check, never a crashed loop
@@ -141,30 +141,30 @@ def _matcher_text(exp: Matcher) -> str:
     return "any of " + ", ".join(repr(m) for m in exp.match_any or ())
 
 
-def _no_files(run_dir: Path, pattern: str) -> str:
-    present = output_files(run_dir)
+def _no_files(trial_dir: Path, pattern: str) -> str:
+    present = output_files(trial_dir)
     listing = ", ".join(present[:8]) + (" …" if len(present) > 8 else "") if present else "nothing"
     return f"No file under outputs/ matches {pattern!r} (outputs/ holds: {listing})"
 
 
 def _file_exists(
-    exp: s.FileExists, run_dir: Path, _policy: Policy, _skill: Path | None
+    exp: s.FileExists, trial_dir: Path, _policy: Policy, _skill: Path | None
 ) -> tuple[bool, str]:
-    files = matching(run_dir, exp.pattern)
+    files = matching(trial_dir, exp.pattern)
     if not files:
-        return False, _no_files(run_dir, exp.pattern)
+        return False, _no_files(trial_dir, exp.pattern)
     more = f" and {len(files) - 5} more" if len(files) > 5 else ""
     return True, "Found: " + ", ".join(files[:5]) + more
 
 
 def _file_contains(
-    exp: s.FileContains, run_dir: Path, _policy: Policy, _skill: Path | None
+    exp: s.FileContains, trial_dir: Path, _policy: Policy, _skill: Path | None
 ) -> tuple[bool, str]:
-    files = matching(run_dir, exp.pattern)
+    files = matching(trial_dir, exp.pattern)
     if not files:
-        return False, _no_files(run_dir, exp.pattern)
+        return False, _no_files(trial_dir, exp.pattern)
     for rel in files:
-        text = read_output(run_dir, rel)
+        text = read_output(trial_dir, rel)
         if text is None:
             continue
         for first, _, hit in _finds(exp, text):
@@ -174,14 +174,14 @@ def _file_contains(
 
 
 def _file_not_contains(
-    exp: s.FileNotContains, run_dir: Path, _policy: Policy, _skill: Path | None
+    exp: s.FileNotContains, trial_dir: Path, _policy: Policy, _skill: Path | None
 ) -> tuple[bool, str]:
-    files = matching(run_dir, exp.pattern)
+    files = matching(trial_dir, exp.pattern)
     if not files:
         return True, f"No file matches {exp.pattern!r}, so none contains {_matcher_text(exp)}"
     exempt = 0
     for rel in files:
-        text = read_output(run_dir, rel)
+        text = read_output(trial_dir, rel)
         if text is None:
             continue
         lines = text.splitlines()
@@ -197,9 +197,9 @@ def _file_not_contains(
 
 
 def _file_count(
-    exp: s.FileCount, run_dir: Path, _policy: Policy, _skill: Path | None
+    exp: s.FileCount, trial_dir: Path, _policy: Policy, _skill: Path | None
 ) -> tuple[bool, str]:
-    files = matching(run_dir, exp.pattern)
+    files = matching(trial_dir, exp.pattern)
     n = len(files)
     ok = _OPERATORS[exp.operator](n, exp.count)
     listing = f" ({', '.join(files[:5])}{' …' if n > 5 else ''})" if files else ""
@@ -210,11 +210,11 @@ def _file_count(
 
 
 def _no_errors(
-    _exp: s.NoErrors, run_dir: Path, _policy: Policy, _skill: Path | None
+    _exp: s.NoErrors, trial_dir: Path, _policy: Policy, _skill: Path | None
 ) -> tuple[bool, str]:
-    if not any((run_dir / n).is_file() for n in ("transcript.jsonl", "transcript.md")):
+    if not any((trial_dir / n).is_file() for n in ("transcript.jsonl", "transcript.md")):
         return False, "No transcript.jsonl or transcript.md in the run folder to check"
-    problems = transcript_errors(run_dir)
+    problems = transcript_errors(trial_dir)
     if problems:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
         return False, "; ".join(problems[:3]) + more
@@ -238,15 +238,15 @@ class CheckTimedOut(InfraFailure):
 
 
 def _custom_script(
-    exp: s.CustomScript, run_dir: Path, policy: Policy, skill_dir: Path | None
+    exp: s.CustomScript, trial_dir: Path, policy: Policy, skill_dir: Path | None
 ) -> tuple[bool, str]:
     policy = script_policy(policy)
     # A copy, so a script that writes can never change the finished run it judges.
     with tempfile.TemporaryDirectory(prefix="structural-") as tmp:
         work = Path(tmp) / "run"
         work.mkdir()
-        if (run_dir / "outputs").is_dir():
-            shutil.copytree(run_dir / "outputs", work / "outputs", symlinks=True)
+        if (trial_dir / "outputs").is_dir():
+            shutil.copytree(trial_dir / "outputs", work / "outputs", symlinks=True)
         else:
             (work / "outputs").mkdir()
         # Set in the command, not the environment: the sandbox maps /workspace in a command to

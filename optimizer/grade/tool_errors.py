@@ -25,10 +25,10 @@ ERROR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _READ_TOOLS = frozenset({"read", "view", "cat", "glob", "grep", "ls", "skill"})
 
 
-def _tool_outputs(run_dir: Path) -> Iterator[tuple[str, str, bool]]:
+def _tool_outputs(trial_dir: Path) -> Iterator[tuple[str, str, bool]]:
     """(where, text, is_error) of what tools printed, from transcript.jsonl; else the whole
     transcript.md as one text."""
-    jsonl = Path(run_dir) / "transcript.jsonl"
+    jsonl = Path(trial_dir) / "transcript.jsonl"
     if jsonl.is_file():
         names: dict[str, str] = {}
         for number, raw in enumerate(
@@ -51,7 +51,7 @@ def _tool_outputs(run_dir: Path) -> Iterator[tuple[str, str, bool]]:
                     text = "" if tool in _READ_TOOLS else _flatten(block.get("content"))
                     yield f"transcript.jsonl line {number}", text, block.get("is_error") is True
         return
-    md = Path(run_dir) / "transcript.md"
+    md = Path(trial_dir) / "transcript.md"
     if md.is_file():
         yield "transcript.md", md.read_text(encoding="utf-8", errors="replace"), False
 
@@ -79,10 +79,10 @@ def _flatten(content: Any) -> str:
     return ""
 
 
-def transcript_errors(run_dir: Path) -> list[str]:
+def transcript_errors(trial_dir: Path) -> list[str]:
     """Each error found, as "<pattern> at <where>: <line>"; empty when the run is clean."""
     problems = []
-    for where, text, is_error in _tool_outputs(run_dir):
+    for where, text, is_error in _tool_outputs(trial_dir):
         if is_error:
             problems.append(f"tool result flagged is_error at {where}: {quote(text)}")
             continue

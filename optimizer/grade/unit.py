@@ -19,16 +19,16 @@ from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.errors import BadInput, InfraFailure, Interrupted, WorkFailed
 from optimizer.execute import INTERNAL_ERROR, Executor
-from optimizer.execute.record import RunRecord, is_complete
+from optimizer.execute.record import TrialRecord, is_complete
 from optimizer.grade import judge, preview, structural
 from optimizer.grade.judge import GradeOutcome
 from optimizer.inputs.evals import Eval, EvalSet
 from optimizer.model import batch, scoped
 from optimizer.model.port import Client
 from optimizer.schemas import Structural
-from optimizer.store import eval_runs, gradings
+from optimizer.store import gradings, trials
 from optimizer.store.db import Store, now
-from optimizer.store.keys import RunKey
+from optimizer.store.keys import TrialKey
 from optimizer.store.rows import GradingRow, GradingStatus, Preview, RecordColumns
 
 log = structlog.get_logger()
@@ -41,7 +41,7 @@ class Job:
     recorded with it."""
 
     key: str
-    run_dir: Path
+    trial_dir: Path
     eval_id: int
     configuration: str
     run_number: int
@@ -52,8 +52,8 @@ class Job:
     skill_name: str = ""  # the skill's name when not the grader's (the gate's two sides)
 
     @property
-    def run_key(self) -> RunKey:
-        return RunKey(self.prefix, self.eval_id, self.configuration, self.run_number)
+    def run_key(self) -> TrialKey:
+        return TrialKey(self.prefix, self.eval_id, self.configuration, self.run_number)
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ class Grader:
         unscored by a failure of ours is tried again, at most evals.unscored_retries more times
         in this process; a resume tries again."""
         done = gradings.get(self.store, job.key)
-        if done and done.status != "unscored" and (job.run_dir / "grading.json").is_file():
+        if done and done.status != "unscored" and (job.trial_dir / "grading.json").is_file():
             return _scored(job, done.status, done.score, done.pass_rate, done.error)
         if done and self._tries[job.key] > self.settings.evals.unscored_retries:
             return _scored(job, done.status, done.score, done.pass_rate, done.error)
@@ -147,19 +147,19 @@ class Grader:
                     checked = await self._judge(job, record, checked)
             if not isinstance(checked, GradeOutcome):
                 checked = await self._judge(job, record, checked)
-            judge.write_outcome(job.run_dir, checked)
+            judge.write_outcome(job.trial_dir, checked)
         # Outside the producer: this run asks nothing more of the stage's batch.
-        shown = await asyncio.to_thread(preview.of_run, job.run_dir)
+        shown = await asyncio.to_thread(preview.of_trial, job.trial_dir)
         return self._commit(job, checked, shown)
 
-    async def _check(self, job: Job, record: RunRecord) -> Structural | GradeOutcome:
+    async def _check(self, job: Job, record: TrialRecord) -> Structural | GradeOutcome:
         """The structural checks, or an unscored outcome when the sandbox could not run one."""
         eval = self.evals[job.eval_id]
         try:
             return await asyncio.to_thread(
                 structural.check_run,
                 eval,
-                job.run_dir,
+                job.trial_dir,
                 structural.script_policy(self.policy),
                 configuration=job.configuration,
                 skill_dir=job.skill_dir,
@@ -184,11 +184,11 @@ class Grader:
                 "broken, not the skill; make the script finish (or remove it), then resume."
             )
 
-    async def _judge(self, job: Job, record: RunRecord, checks: Structural) -> GradeOutcome:
+    async def _judge(self, job: Job, record: TrialRecord, checks: Structural) -> GradeOutcome:
         return await judge.grade_run(
             self.client,
             self.evals[job.eval_id],
-            job.run_dir,
+            job.trial_dir,
             record,
             settings=self.settings,
             structural=checks,
@@ -238,24 +238,24 @@ class Grader:
                 "optimizer.log (run.internal_error); report it, then resume."
             )
 
-    async def _execute(self, job: Job) -> RunRecord:
-        if is_complete(job.run_dir) and eval_runs.exists(self.store, job.key):
-            record = RunRecord.load(job.run_dir)
+    async def _execute(self, job: Job) -> TrialRecord:
+        if is_complete(job.trial_dir) and trials.exists(self.store, job.key):
+            record = TrialRecord.load(job.trial_dir)
             if record.status != "unscored":
                 return record
-        if job.run_dir.exists():  # half-written by a killed process, or left unscored: redo it
-            shutil.rmtree(job.run_dir)
+        if job.trial_dir.exists():  # half-written by a killed process, or left unscored: redo it
+            shutil.rmtree(job.trial_dir)
         record = await self.executor.execute(
             skill_dir=job.skill_dir,
             skill_name=(job.skill_name or self.skill_name) if job.skill_dir else None,
             eval=self.evals[job.eval_id],
             inputs_root=self.inputs_root,
-            run_dir=job.run_dir,
+            trial_dir=job.trial_dir,
             run_number=job.run_number,
             sample=job.run_number,
         )
         columns: RecordColumns = record.to_row()
-        eval_runs.record(
+        trials.record(
             self.store, {"key": job.key, "version": job.version, "split": job.split, **columns}
         )
         return record
@@ -354,7 +354,7 @@ def jobs_for(
     jobs = []
     for e in evals:
         for n in range(first, first + runs):
-            rel = str(RunKey(prefix, e, configuration, n))
+            rel = str(TrialKey(prefix, e, configuration, n))
             jobs.append(
                 Job(rel, root / rel, e, configuration, n, skill_dir, version, split, prefix)
             )
@@ -363,7 +363,7 @@ def jobs_for(
 
 def committed(
     store: Store, root: Path, evalset: EvalSet, prefix: str, eval_ids: Sequence[int]
-) -> list[tuple[Eval, RunRecord, GradeOutcome]]:
+) -> list[tuple[Eval, TrialRecord, GradeOutcome]]:
     """(eval, record, outcome) of every graded run under `prefix` (e.g. "v2/") with an eval id in
     eval_ids, by (eval, configuration, run number): what aggregate() takes."""
     wanted = set(eval_ids)
@@ -371,7 +371,7 @@ def committed(
     for done in gradings.under(store, prefix):
         if done.eval_id not in wanted:
             continue
-        if done.key != str(RunKey(prefix, done.eval_id, done.configuration, done.run_number)):
+        if done.key != str(TrialKey(prefix, done.eval_id, done.configuration, done.run_number)):
             continue  # an `optimizer execute` run in the same folder: no eval segment, no benchmark run
         eval = evalset.by_id(done.eval_id)
         if done.status == "unscored":
@@ -388,5 +388,5 @@ def committed(
                 score=done.score,
                 error=done.error,
             )
-        out.append((eval, RunRecord.load(root / done.key), outcome))
+        out.append((eval, TrialRecord.load(root / done.key), outcome))
     return sorted(out, key=lambda it: (it[0].id, it[1].run_number))

@@ -1,4 +1,4 @@
-"""How the runs of a run folder were confined (eval_runs.confined and .sandbox), for status, show,
+"""How the runs of a run folder were confined (trials.confined and .sandbox), for status, show,
 the report and the review page. Never writes; a folder from before it was recorded says so."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from optimizer.report.info import Confinement
-from optimizer.store import eval_runs, readonly
+from optimizer.store import readonly, trials
 from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
@@ -28,7 +28,7 @@ def summary(run_dir: Path, version: str | None = None) -> Confinement:
     except StoreError:
         return {"runs": 0, "unconfined": 0, "by": {}}
     with db:
-        rows = eval_runs.confinement(db, version)
+        rows = trials.confinement(db, version)
     return {
         "runs": sum(r["runs"] for r in rows),
         "unconfined": sum(r["runs"] - (r["confined"] or 0) for r in rows),

@@ -185,7 +185,9 @@ def _run(rel: str, path: str, budget: Budget, committed: Committed, root: str) -
     # folder, it does not vouch that no eval or run folder became a link to elsewhere.
     inside = functools.cache(lambda: preview.within(path, root))
     grading = graded if graded is not None else _json(f"{path}/grading.json") if inside() else {}
-    view: Mapping[str, Any] = kept if kept is not None else preview.of_run(path) if inside() else {}
+    view: Mapping[str, Any] = (
+        kept if kept is not None else preview.of_trial(path) if inside() else {}
+    )
     if gate is None and inside():
         checked = _json(f"{path}/structural.json").get("gate_passed")
         gate = int(checked) if isinstance(checked, bool | int) else None

@@ -22,13 +22,13 @@ from optimizer.schemas import Adoption
 from optimizer.store import (
     adoptions,
     decisions,
-    eval_runs,
     gradings,
     iterations,
     ledger,
     readonly,
     resumes,
     runs,
+    trials,
     versions,
 )
 from optimizer.store.errors import StoreError
@@ -119,7 +119,7 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunView:
         best = run.best
         decided = decisions.all_of(db)
         spent = ledger.by_scope(db)
-        done = eval_runs.last_completed(db)
+        done = trials.last_completed(db)
         scoped = any(scope is not None for scope in spent)  # else cost per version is unknown
         nodes = []
         for v in versions.all_of(db):

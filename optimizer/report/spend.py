@@ -12,7 +12,7 @@ import structlog
 from optimizer.model.cost import unpriced_note
 from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import mode_usd, record, reserves_usd
-from optimizer.store import eval_runs, iterations, ledger, readonly, runs
+from optimizer.store import iterations, ledger, readonly, runs, trials
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 from optimizer.store.runs import Run
@@ -205,7 +205,7 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
         test_done = bool(run.test) and bool(done)
         # The sealed test: its share of the runs, at the ledger's mean executor + grader cost per
         # run (a call does not say which run it served; timestamps are whole seconds).
-        recorded, in_test = eval_runs.counts(db)
+        recorded, in_test = trials.counts(db)
         per_run = ledger.runs_usd(db) / recorded if recorded else 0.0
         test_usd = per_run * in_test if test_done else 0.0
     actual = {

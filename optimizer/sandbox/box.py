@@ -13,7 +13,7 @@ from pathlib import Path
 
 from optimizer.errors import BadInput
 from optimizer.sandbox.argv import bwrap_argv
-from optimizer.sandbox.cgroups import RunCgroup
+from optimizer.sandbox.cgroups import TrialCgroup
 from optimizer.sandbox.limits import cgroup_join_prefix
 from optimizer.sandbox.policy import SANDBOX_PATH, SandboxPolicy
 from optimizer.sandbox.relay import FORWARDER, INNER_PORT, Relay
@@ -76,7 +76,7 @@ async def confined_program(
         folder = Path(tempfile.mkdtemp(prefix="optimizer-relay-"))
         stack.callback(shutil.rmtree, folder, True)
         relay = Relay(folder / "relay.sock", target, api_key, headers)
-        cgroup = RunCgroup.create(policy)
+        cgroup = TrialCgroup.create(policy)
         if cgroup is not None:
             stack.callback(cgroup.close)
         wrapped = [node, "-e", FORWARDER, "--", f"{RELAY_MOUNT}/relay.sock", str(INNER_PORT), *cmd]

@@ -156,7 +156,7 @@ def memory_limit_mechanism() -> str:
     return "cgroup" if "memory" in cgroup_parents() else "rlimit"
 
 
-class RunCgroup:
+class TrialCgroup:
     """The cgroups of one run: limits on entry, every member killed and the folders removed on
     exit."""
 
@@ -165,7 +165,7 @@ class RunCgroup:
         self.controllers = controllers
 
     @classmethod
-    def create(cls, policy: SandboxPolicy) -> RunCgroup | None:
+    def create(cls, policy: SandboxPolicy) -> TrialCgroup | None:
         limits = {"pids": str(policy.max_processes), "memory": str(policy.memory_mb * 2**20)}
         name = f"run-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         folders: list[Path] = []

@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from optimizer.sandbox.cgroups import CLEANUP_S, RunCgroup
+from optimizer.sandbox.cgroups import CLEANUP_S, TrialCgroup
 
 GRACE_S = 1.0  # after the command ends or is killed, how long pipes may take to reach EOF
 
@@ -27,7 +27,7 @@ class Kill:
     """How far the kill of one run went: level 0 not started, 1 the sandbox's pid 1 killed,
     2 the whole process group and cgroups killed."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], cgroup: RunCgroup | None) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], cgroup: TrialCgroup | None) -> None:
         self.proc = proc
         self.cgroup = cgroup
         self.level = 0

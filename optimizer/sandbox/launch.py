@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from optimizer.sandbox.argv import bwrap_argv, bwrap_options
-from optimizer.sandbox.cgroups import RunCgroup
+from optimizer.sandbox.cgroups import TrialCgroup
 from optimizer.sandbox.limits import (
     cgroup_join_prefix,
     limits_script,
@@ -37,7 +37,7 @@ def confined_launch(
     skill_dir: Path | None,
     policy: SandboxPolicy,
     env: Mapping[str, str] | None,
-    cgroup: RunCgroup | None,
+    cgroup: TrialCgroup | None,
     address_space: bool,
 ) -> Launch:
     # bwrap's status tells which process is the sandbox's pid 1, and whether the command started.
@@ -69,7 +69,7 @@ def unconfined_launch(
     skill_dir: Path | None,
     policy: SandboxPolicy,
     env: Mapping[str, str] | None,
-    cgroup: RunCgroup | None,
+    cgroup: TrialCgroup | None,
     address_space: bool,
     scratch: Path,
 ) -> Launch:

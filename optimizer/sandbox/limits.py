@@ -8,7 +8,7 @@ import os
 import shlex
 import shutil
 
-from optimizer.sandbox.cgroups import RunCgroup
+from optimizer.sandbox.cgroups import TrialCgroup
 from optimizer.sandbox.policy import SandboxPolicy
 
 # The prologue's marker for "the limits could not be set": exit 125 with it on stderr is the
@@ -31,7 +31,7 @@ def limits_script(policy: SandboxPolicy, nproc: int, address_space: bool) -> str
     )
 
 
-def cgroup_join_prefix(cgroup: RunCgroup | None) -> str:
+def cgroup_join_prefix(cgroup: TrialCgroup | None) -> str:
     """Shell that moves itself into the run's cgroups, so everything it execs is counted there."""
     if cgroup is None:
         return ""

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from optimizer.sandbox.cgroups import RunCgroup, process_limit_mechanism
+from optimizer.sandbox.cgroups import TrialCgroup, process_limit_mechanism
 from optimizer.sandbox.confinement import confinement_for, warn_once
 from optimizer.sandbox.disk import MB, measure, over_limit_message
 from optimizer.sandbox.launch import Launch, confined_launch, unconfined_launch
@@ -102,7 +102,7 @@ def _run(
         )
 
     with contextlib.ExitStack() as stack:
-        cgroup = RunCgroup.create(policy)
+        cgroup = TrialCgroup.create(policy)
         if cgroup is not None:
             stack.callback(cgroup.close)
         # Without a memory cgroup measuring the run's total, RLIMIT_AS is the memory limit.

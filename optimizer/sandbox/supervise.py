@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from optimizer.sandbox.cgroups import CLEANUP_S, RunCgroup
+from optimizer.sandbox.cgroups import CLEANUP_S, TrialCgroup
 from optimizer.sandbox.disk import MB, Usage, measure
 from optimizer.sandbox.kill import GRACE_S, Kill
 from optimizer.sandbox.pipes import Pipes
@@ -183,7 +183,7 @@ def supervise(
     stdin: str | None,
     policy: SandboxPolicy,
     status_pipe: tuple[int, int] | None,
-    cgroup: RunCgroup | None,
+    cgroup: TrialCgroup | None,
     cancel_fd: int | None,
     workspace: Path | None = None,
 ) -> Outcome:

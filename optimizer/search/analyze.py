@@ -218,7 +218,7 @@ def first_transcripts(ws: Workspace, winner: str, loser: str, evals: list[int]) 
     out = {}
     for label in (winner, loser):
         for e in evals:
-            path = ws.run_dir(label, e, "with_skill", 1) / "transcript.md"
+            path = ws.trial_dir(label, e, "with_skill", 1) / "transcript.md"
             if path.is_file():
                 side = "winner" if label == winner else "loser"
                 out[f"{side} eval {e}"] = path.read_text(encoding="utf-8")[:4000]

@@ -22,7 +22,7 @@ from optimizer.schemas import AddedRuns
 from optimizer.search import copied, evidence, lineage
 from optimizer.search.analyze import analyze, first_transcripts
 from optimizer.search.compare import compare_versions
-from optimizer.search.events import Activity, RunGraded
+from optimizer.search.events import Activity, TrialGraded
 from optimizer.search.proposal import Candidate, Rejected
 from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline
@@ -63,7 +63,7 @@ class BodyTarget:
             executor,
             skill_name=run.skill_name,
             inputs_root=run.ws.root / "inputs",
-            on_run=lambda _: run.emit(RunGraded()),
+            on_run=lambda _: run.emit(TrialGraded()),
             should_stop=run.interrupted,
         )
 
@@ -387,6 +387,6 @@ class BodyTarget:
     def _dirs(self, label: str, counts: dict[int, int]) -> dict[int, list[Path]]:
         ws = self.run.ws
         return {
-            e: [ws.run_dir(label, e, "with_skill", n) for n in range(1, counts[e] + 1)]
+            e: [ws.trial_dir(label, e, "with_skill", n) for n in range(1, counts[e] + 1)]
             for e in self.run.train
         }

@@ -22,7 +22,7 @@ from optimizer.inputs.triggers import Query
 from optimizer.model import scoped
 from optimizer.schemas import TriggerFile
 from optimizer.search import evidence, lineage, probe
-from optimizer.search.events import Activity, RunGraded
+from optimizer.search.events import Activity, TrialGraded
 from optimizer.search.proposal import Candidate, Feedback, Rejected
 from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline
@@ -110,7 +110,7 @@ class DescriptionTarget:
                     "trigger.probe_failed", version=label, query=qid, run=n, error=result.error
                 )
             probe.record(run.store, label, split, result)
-            run.emit(RunGraded())
+            run.emit(TrialGraded())
 
         with scoped(label):  # each task takes a copy of the context when it is created
             tasks = [asyncio.ensure_future(one(q, n)) for q, n in todo]

@@ -22,7 +22,7 @@ class Activity:
 
 
 @dataclass(frozen=True)
-class RunGraded:
+class TrialGraded:
     """One more run (or trigger probe) scored: the live line's count."""
 
 
@@ -77,7 +77,9 @@ class Finished:
     best: str
 
 
-Event = Activity | RunGraded | Decided | ProposalMade | Outlook | ReserveKept | Stopping | Finished
+Event = (
+    Activity | TrialGraded | Decided | ProposalMade | Outlook | ReserveKept | Stopping | Finished
+)
 Handler = Callable[[Event], None]
 
 
@@ -97,7 +99,7 @@ class Events:
 
 def to_log(event: Event) -> None:
     """The run log's line for an event, with the names and fields it had before the stream (the
-    report, `optimizer logs` and the tests read them). Activity, RunGraded and Finished are not
+    report, `optimizer logs` and the tests read them). Activity, TrialGraded and Finished are not
     logged: state.db and the live line hold them, and runs.stopped records the end."""
     match event:
         case Decided():
@@ -118,5 +120,5 @@ def to_log(event: Event) -> None:
             log.info("budget.kept_for_sealed_test", usd=event.usd)
         case Stopping():
             log.info("run.stopping", reason=event.reason)
-        case Activity() | RunGraded() | Finished():
+        case Activity() | TrialGraded() | Finished():
             pass

@@ -44,7 +44,7 @@ def gather(ws: Workspace, store: Store, parent: str, train: list[int]) -> Feedba
         said, n = first[(e, text)]
         excerpt = ""
         if k < MAX_EXCERPTS:  # the tail: where a run goes wrong, it usually ends
-            transcript = read_text(ws.run_dir(parent, e, "with_skill", n) / "transcript.md")
+            transcript = read_text(ws.trial_dir(parent, e, "with_skill", n) / "transcript.md")
             excerpt = (
                 truncate(transcript, EXCERPT_CHARS, head=EXCERPT_CHARS // 5) if transcript else ""
             )
@@ -78,7 +78,7 @@ def _costs(ws: Workspace, store: Store, parent: str, runs: list[tuple[int, int]]
         row = rows.get((e, n))
         if row is None:
             continue
-        metrics = ws.run_dir(parent, e, "with_skill", n) / "outputs" / "metrics.json"
+        metrics = ws.trial_dir(parent, e, "with_skill", n) / "outputs" / "metrics.json"
         turns = (read_json(metrics).get("total_steps") or 0) if metrics.is_file() else 0
         per_eval.setdefault(e, []).append((row["pass_rate"] or 0.0, row["tokens"] or 0, turns))
     return [

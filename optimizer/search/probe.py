@@ -22,7 +22,7 @@ from optimizer.inputs.evals import Eval
 from optimizer.inputs.triggers import Query
 from optimizer.model import ModelCallFailed
 from optimizer.model.prompts import load_prompt
-from optimizer.store import eval_runs
+from optimizer.store import trials
 from optimizer.store.db import Store, now
 from optimizer.tags import data
 
@@ -31,7 +31,7 @@ DISTRACTORS = Path(__file__).resolve().parents[1] / "data" / "distractor_skills.
 DISTRACTORS_PER_REQUEST = 8
 PASS_THRESHOLD = 0.5  # a query passes when its trigger rate is on the right side of this
 PROBE_MAX_TOKENS = 1024  # a routing decision is one tool call; the budget estimate uses this
-CONFIGURATION = "trigger"  # eval_runs.configuration of a probe row
+CONFIGURATION = "trigger"  # trials.configuration of a probe row
 
 SKILL_TOOL = {
     "name": "Skill",
@@ -165,7 +165,7 @@ async def probe_cli(
 
 def record(store: Store, label: str, split_name: str, probe: Probe) -> None:
     key = f"{label}/trigger/q-{probe.query_id}/run-{probe.run}"
-    eval_runs.record(
+    trials.record(
         store,
         {
             "key": key,
@@ -185,7 +185,7 @@ def record(store: Store, label: str, split_name: str, probe: Probe) -> None:
 def recorded(store: Store, label: str) -> dict[int, dict[int, bool | None]]:
     """{query id: {run: triggered, or None for a failed probe}} of one version, every split."""
     out: dict[int, dict[int, bool | None]] = {}
-    for r in eval_runs.probes(store, label, CONFIGURATION):
+    for r in trials.probes(store, label, CONFIGURATION):
         ok = r["status"] == "ok"
         out.setdefault(r["eval_id"], {})[r["run_number"]] = bool(r["skill_invoked"]) if ok else None
     return out

@@ -18,7 +18,7 @@ from optimizer.config import Settings
 from optimizer.search import pace
 from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import per_iteration_usd
-from optimizer.search.events import Activity, Decided, Event, Finished, RunGraded
+from optimizer.search.events import Activity, Decided, Event, Finished, TrialGraded
 from optimizer.store import iterations, ledger, runs, versions
 from optimizer.store.db import Store
 from optimizer.store.runs import Run
@@ -155,7 +155,7 @@ class Reporter:
         match event:
             case Activity():
                 self.activity(event.text)
-            case RunGraded():
+            case TrialGraded():
                 self.run_done()
             case Decided():
                 self.decided(event.label, event.verdict, event.reason)

@@ -23,7 +23,7 @@ def repeated(ws: Workspace, label: str, runs: list[tuple[int, int]]) -> list[str
     evals: dict[str, set[int]] = defaultdict(set)
     count: dict[str, int] = defaultdict(int)
     for e, n in runs:
-        path = ws.run_dir(label, e, "with_skill", n) / "transcript.jsonl"
+        path = ws.trial_dir(label, e, "with_skill", n) / "transcript.jsonl"
         for call in _calls(path):
             evals[call].add(e)
             count[call] += 1

@@ -188,7 +188,7 @@ def per_run_usd(store: Store, label: str = "v0") -> float | None:
     price of every fresh run an estimate counts. None before the version ran."""
     spent = ledger.executor_grader_usd(store, label)
     runs = store.query(
-        "select count(*) as n from gradings g join eval_runs r on r.key = g.key "
+        "select count(*) as n from gradings g join trials r on r.key = g.key "
         "where g.prefix = ? and g.configuration = 'with_skill' and r.split = 'train'",
         [f"{label}/"],
     )[0]["n"]

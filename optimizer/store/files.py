@@ -136,10 +136,10 @@ class Workspace:
     def eval_dir(self, label: str, eval_id: int | str) -> Path:
         return self.version(label) / f"eval-{eval_id}"
 
-    def run_dir(self, label: str, eval_id: int | str, configuration: str, run: int) -> Path:
+    def trial_dir(self, label: str, eval_id: int | str, configuration: str, run: int) -> Path:
         return self.eval_dir(label, eval_id) / configuration / f"run-{run}"
 
-    def baseline_run_dir(self, eval_id: int | str, run: int) -> Path:
+    def baseline_trial_dir(self, eval_id: int | str, run: int) -> Path:
         return self.root / "baseline" / f"eval-{eval_id}" / "without_skill" / f"run-{run}"
 
     def comparison_dir(self, label: str) -> Path:

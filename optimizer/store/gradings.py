@@ -20,10 +20,10 @@ from optimizer.store.rows import (
     GradingStatus,
     Preview,
     Raw,
-    RunTokens,
-    ScoredRun,
+    ScoredTrial,
+    TrialTokens,
     UnscoredKey,
-    UnscoredRun,
+    UnscoredTrial,
     json_object,
 )
 
@@ -105,7 +105,7 @@ def under(db: Reader, prefix: str) -> list[Graded]:
     ]
 
 
-def scored_with_skill(db: Reader, prefix: str) -> list[ScoredRun]:
+def scored_with_skill(db: Reader, prefix: str) -> list[ScoredTrial]:
     """(eval_id, run_number, score, pass_rate) of the scored with_skill runs under `prefix`, by
     (eval, run number); unscored runs and judge errors are left out (docs/design.md §7)."""
     rows = db.query(
@@ -137,10 +137,10 @@ def scored_gradings(db: Reader, prefix: str, eval_id: int) -> list[tuple[int, sc
     return [(r["run_number"], grading(r["grading_json"])) for r in rows]
 
 
-def with_tokens(db: Reader, prefix: str) -> list[RunTokens]:
+def with_tokens(db: Reader, prefix: str) -> list[TrialTokens]:
     """(eval_id, run_number, tokens, pass_rate) of every with_skill run under `prefix`."""
     rows = db.query(
-        "select g.eval_id, g.run_number, r.tokens, g.pass_rate from gradings g join eval_runs r "
+        "select g.eval_id, g.run_number, r.tokens, g.pass_rate from gradings g join trials r "
         "on r.key = g.key where g.prefix = ? and g.configuration = 'with_skill'",
         [prefix],
     )
@@ -155,7 +155,7 @@ def with_tokens(db: Reader, prefix: str) -> list[RunTokens]:
     ]
 
 
-def unscored_runs(db: Reader) -> list[UnscoredRun]:
+def unscored_runs(db: Reader) -> list[UnscoredTrial]:
     """(prefix, eval_id, run_number) of every unscored run, in that order."""
     rows = db.query(
         "select prefix, eval_id, run_number from gradings where "
@@ -196,7 +196,7 @@ def shown_under(db: View, rel: str) -> dict[str, Committed] | None:
         rows = db.conn.execute(
             "select r.key, g.grading_json, g.gate_passed, "
             + ("p.preview_json" if kept else "null")
-            + " from eval_runs r left join gradings g on g.key = r.key"
+            + " from trials r left join gradings g on g.key = r.key"
             + (" left join previews p on p.key = r.key" if kept else "")
             + " where r.key >= ? and r.key < ?",
             (f"{rel}/", f"{rel}0"),

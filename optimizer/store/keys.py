@@ -17,7 +17,7 @@ _KEY = re.compile(
 
 
 @dataclass(frozen=True, order=True)
-class RunKey:
+class TrialKey:
     prefix: str
     eval_id: int
     configuration: str
@@ -40,7 +40,7 @@ class RunKey:
         }
 
     @classmethod
-    def parse(cls, key: str, eval_id: int | None = None) -> RunKey:
+    def parse(cls, key: str, eval_id: int | None = None) -> TrialKey:
         """Only for rows written before the columns existed (m010) and for tests; new rows carry
         their parts. `eval_id` fills in keys without an eval segment."""
         found = _KEY.match(key)

@@ -230,7 +230,7 @@ def m010_run_key_columns(db: sqlite_utils.Database) -> None:
     # failures are selected by column instead of matching key text. Older rows get their parts
     # from their keys, once, here; `optimizer execute` rows without an eval segment take theirs
     # from eval_runs.
-    from optimizer.store.keys import RunKey
+    from optimizer.store.keys import TrialKey
 
     gradings = db.table("gradings")
     for column, kind in (
@@ -243,7 +243,7 @@ def m010_run_key_columns(db: sqlite_utils.Database) -> None:
     evals = {r["key"]: r["eval_id"] for r in db.query("select key, eval_id from eval_runs")}
     for row in list(db.query("select key from gradings")):
         try:
-            parts = RunKey.parse(row["key"], evals.get(row["key"]))
+            parts = TrialKey.parse(row["key"], evals.get(row["key"]))
         except ValueError:
             continue  # not a key this version wrote; left without parts, never selected
         gradings.update(row["key"], dict(parts.columns()))
@@ -282,3 +282,10 @@ def m012_adoption_schedule(db: sqlite_utils.Database) -> None:
     adoptions = db.table("adoptions")
     for column, kind in (("first_runs", int), ("max_runs", int), ("alpha", float), ("looked", int)):
         adoptions.add_column(column, kind)
+
+
+@migrations()
+def m013_trials(db: sqlite_utils.Database) -> None:
+    # One word, one meaning: a run is the optimizer's run; one execution of one eval by one
+    # configuration is a trial (the seed files' `run-1/` and `run_number` keep their names).
+    db.execute("alter table eval_runs rename to trials")

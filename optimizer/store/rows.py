@@ -63,21 +63,21 @@ class GradingRow(KeyColumns):
     completed_at: str
 
 
-class ScoredRun(TypedDict):
+class ScoredTrial(TypedDict):
     eval_id: int
     run_number: int
     score: float | None
     pass_rate: float  # a scored run was graded
 
 
-class RunTokens(TypedDict):
+class TrialTokens(TypedDict):
     eval_id: int
     run_number: int
     tokens: int | None
     pass_rate: float | None
 
 
-class UnscoredRun(TypedDict):
+class UnscoredTrial(TypedDict):
     prefix: str
     eval_id: int
     run_number: int
@@ -89,7 +89,7 @@ class UnscoredKey(TypedDict):
 
 
 class RecordColumns(TypedDict):
-    """What an execution records of itself in eval_runs (execute/record.py's RunRecord)."""
+    """What an execution records of itself in trials (execute/record.py's TrialRecord)."""
 
     eval_id: int
     configuration: str
@@ -104,7 +104,7 @@ class RecordColumns(TypedDict):
     sandbox: str | None
 
 
-class EvalRunRow(TypedDict):
+class TrialRow(TypedDict):
     """One execution of an eval (or a trigger probe, which records no tokens, time or sandbox),
     keyed by its run key."""
 

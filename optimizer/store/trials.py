@@ -1,33 +1,33 @@
-"""The eval_runs table of state.db: one row per execution of an eval (or a trigger probe) by one
+"""The trials table of state.db: one row per execution of an eval (or a trigger probe) by one
 configuration, as typed reads and writes."""
 
 from __future__ import annotations
 
 from optimizer.store.db import Store
 from optimizer.store.readonly import Reader
-from optimizer.store.rows import ConfinementRow, EvalRunRow, ProbeRow
+from optimizer.store.rows import ConfinementRow, ProbeRow, TrialRow
 
 
 def counts(db: Reader) -> tuple[int, int]:
     """(runs recorded, runs of the sealed test split)."""
-    rows = db.query("select count(*) as n, coalesce(sum(split = 'test'), 0) as test from eval_runs")
+    rows = db.query("select count(*) as n, coalesce(sum(split = 'test'), 0) as test from trials")
     return (rows[0]["n"], rows[0]["test"]) if rows else (0, 0)
 
 
 def exists(store: Store, key: str) -> bool:
-    return bool(store.query("select 1 from eval_runs where key = ?", [key]))
+    return bool(store.query("select 1 from trials where key = ?", [key]))
 
 
-def record(store: Store, row: EvalRunRow) -> None:
+def record(store: Store, row: TrialRow) -> None:
     """One execution, keyed by its run key."""
     with store.atomic():
-        store.upsert("eval_runs", row, pk="key")
+        store.upsert("trials", row, pk="key")
 
 
 def probes(db: Reader, label: str, configuration: str) -> list[ProbeRow]:
     """(eval_id, run_number, status, skill_invoked) of every trigger probe of one version."""
     rows = db.query(
-        "select eval_id, run_number, status, skill_invoked from eval_runs "
+        "select eval_id, run_number, status, skill_invoked from trials "
         "where version = ? and configuration = ?",
         [label, configuration],
     )
@@ -47,7 +47,7 @@ def last_completed(db: Reader) -> dict[str, str]:
     return {
         r["version"]: r["done"]
         for r in db.query(
-            "select version, max(completed_at) as done from eval_runs "
+            "select version, max(completed_at) as done from trials "
             "where split is null or split != 'test' group by version"
         )
     }
@@ -59,7 +59,7 @@ def confinement(db: Reader, version: str | None = None) -> list[ConfinementRow]:
     where = "sandbox is not null" + (" and version = ?" if version else "")
     rows = db.query(
         f"select sandbox, sum(confined) as confined, count(*) as runs "
-        f"from eval_runs where {where} group by sandbox order by sandbox",
+        f"from trials where {where} group by sandbox order by sandbox",
         (version,) if version else (),
     )
     return [
