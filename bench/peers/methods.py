@@ -47,7 +47,7 @@ NIGHTS = {
     # A parent read at its child's runs only (selection.parent_runs = 0), the default before
     # parents were measured again as their children are judged.
     "ours-parent-0": ["selection.parent_runs=0"],
-    "ours-parent-3": ["selection.parent_runs=3"],
+    "ours-parent-6": ["selection.parent_runs=6"],
 }
 # A night, then `optimizer adopt`: its best certified against v0 on fresh runs (the adopt.*
 # settings, whatever the night's evals.runs_per_eval), paid from the method's dollars; the final
@@ -271,7 +271,7 @@ METHODS = [
     "ours-pareto",
     "ours-judge-all",
     "ours-parent-0",
-    "ours-parent-3",
+    "ours-parent-6",
     *SEARCHES,
 ]
 PEERS = ("gepa", "gepa+merge", "skillopt")

@@ -127,7 +127,7 @@ class Selection(Section):
     # The most runs an eval of a parent a step reads, grown by one with each child of it already
     # decided: a parent measured once on a lucky run blocks every child until it is measured
     # again (0: a parent's runs are the child's count; v0 keeps v0_runs either way).
-    parent_runs: int = Field(6, ge=0)
+    parent_runs: int = Field(3, ge=0)
     # "decisive": a pair is judged in its second order only when the first is decisive (a
     # first-order tie cannot become a swap-consistent win or loss); "always": both orders.
     second_order: Literal["decisive", "always"] = "decisive"

@@ -82,7 +82,7 @@ def runs_read(counts: dict[E, int], *, floor: int, judged: int, most: int) -> di
     measured of it already, v0's runs), and one more for each of its `judged` children up to
     `most` (selection.parent_runs; 0 turns it off). A parent's first runs won it its place, or
     were one draw of v0: measured again as its children are judged, a lucky first run stops
-    blocking every child (bench/peers.py, 16 worlds at $4: +0.341 sealed gain against +0.245
-    read at the child's count)."""
+    blocking every child (bench/peers.py, docs/design.md §8: at $4, 20 worlds, +0.327 sealed gain
+    up to 3 against +0.297 read at the child's count; at $1.6 it costs 0.022)."""
     grown = min(most, 1 + judged) if most else 0
     return {e: max(n, floor, grown) for e, n in counts.items()}
