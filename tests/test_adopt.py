@@ -293,7 +293,7 @@ def test_an_adoption_stops_within_the_estimate_it_printed_and_the_run_never_read
     run spent shows each adoption apart, against the estimate it showed."""
     import re
 
-    stage = json.loads(cli(monkeypatch, None, "status", str(run_dir), "--json"))["stage"]
+    stage = json.loads(cli(monkeypatch, None, "status", str(run_dir), "--json"))["activity"]
     code, said = adopt(monkeypatch, run_dir, "--yes", "--set", "adopt.min_effect=0")
     most = re.search(r"at most \$([\d.]+) if every look is needed", said)
     assert most is not None, said
@@ -306,7 +306,7 @@ def test_an_adoption_stops_within_the_estimate_it_printed_and_the_run_never_read
     assert f"of the ${budget:.2f} budget {apart}" in status, status
     assert f"${cost:.2f} on adoptions, apart" in status  # not counted against the run's estimate
     after = json.loads(cli(monkeypatch, None, "status", str(run_dir), "--json"))
-    assert after["stage"] == stage  # the adoption's last activity is not the run's stage
+    assert after["activity"] == stage  # the adoption's last activity is not the run's
     assert apart in (run_dir / "summary.md").read_text()
 
 

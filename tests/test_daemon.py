@@ -119,7 +119,7 @@ def wait_for(predicate, timeout: float = 60.0) -> None:
 def stage(run_dir: Path) -> str:
     try:
         conn = sqlite3.connect(f"file:{run_dir / 'state.db'}?mode=ro", uri=True)
-        row = conn.execute("select stage from runs").fetchone()
+        row = conn.execute("select activity from runs").fetchone()
         conn.close()
         return row[0] if row else ""
     except sqlite3.Error:

@@ -119,7 +119,7 @@ def stage(run_dir: Path) -> str:
     try:
         conn = sqlite3.connect(f"file:{run_dir / 'state.db'}?mode=ro", uri=True)
         try:
-            row = conn.execute("select stage from runs").fetchone()
+            row = conn.execute("select activity from runs").fetchone()
         finally:
             conn.close()
         return (row[0] or "") if row else ""

@@ -50,7 +50,7 @@ def test_one_emit_reaches_state_db_the_log_and_the_live_line(tmp_path, log_captu
         run.emit(events.Activity("v1: screening"))
         run.emit(events.TrialGraded())
         run.emit(events.Decided("v1", "v0", "won", "benchmark", "won: Δ = +0.2 above zero.", True))
-        stage = (runs.row(store) or runs.Run()).stage
+        stage = (runs.row(store) or runs.Run()).activity
     finally:
         store.close()
     assert stage == "v1: screening"

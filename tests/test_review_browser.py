@@ -338,7 +338,7 @@ def test_review_page_follows_a_running_daemon_without_a_reload(tmp_path, page):
                 "update runs set " + ", ".join(f"{k} = ?" for k in fields), list(fields.values())
             )
 
-    move(stage="iteration 3: proposal 1 from v2")
+    move(activity="iteration 3: proposal 1 from v2")
     srv, port = server.serve_in_thread(built.root, refresh_ms=150)
     held = lock(Workspace(built.root))  # this test is the daemon: it holds the run's lock
     held.__enter__()
@@ -347,21 +347,21 @@ def test_review_page_follows_a_running_daemon_without_a_reload(tmp_path, page):
         expect(page.locator("body[data-ready]")).to_have_count(1)
         line = page.locator("#progress-line")
         expect(line).to_contain_text("● running")
-        expect(line).to_contain_text("stage: iteration 3: proposal 1 from v2")
+        expect(line).to_contain_text("now: iteration 3: proposal 1 from v2")
         expect(line).to_contain_text(
             re.compile(r"ETA (about|by) \d\d:\d\d")
         )  # at the pace of those done
         expect(line).to_contain_text("spent $")
         spent = line.inner_text().split("spent ")[1]
         page.evaluate("window.__same_page = 1")  # gone if the page were reloaded
-        move(stage="sealed test: v3")
+        move(activity="sealed test: v3")
         with sqlite3.connect(db) as conn:  # a model call costs $2.50 meanwhile
             conn.execute(
                 "insert into calls (hash, role, model, sample, outcome, response_json, cost_usd, "
                 "attempts, created_at, scope) values ('x', 'grader', 'm', 0, 'ok', '{}', 2.5, 1, "
                 "'2026-11-20T23:00:00Z', 'test')"
             )
-        expect(line).to_contain_text("stage: sealed test: v3")
+        expect(line).to_contain_text("now: sealed test: v3")
         expect(line).not_to_contain_text("spent " + spent)
         pending = page.locator("#versions tbody tr", has_text="pending")
         expect(pending).to_have_count(1)  # v3, the builder's last version, waits for its decision
@@ -371,7 +371,7 @@ def test_review_page_follows_a_running_daemon_without_a_reload(tmp_path, page):
             )
         expect(pending).to_have_count(0)
         held.__exit__(None, None, None)  # the daemon ends
-        move(status="stopped", stop_reason="reached 4 iterations", stage="stopped")
+        move(status="stopped", stop_reason="reached 4 iterations", activity="stopped")
         expect(line).to_contain_text("stopped: reached 4 iterations")
         expect(page.locator(".card", has_text="status")).to_contain_text(
             "stopped"

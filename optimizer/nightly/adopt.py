@@ -87,7 +87,7 @@ def adopt(
             paid = settings.model_copy(update={"budget": budget})
             client.budget_usd = spent + limit
             run.go_on_under(paid, engine.stop_rules(ws, paid, flag))
-            stage = (runs.row(store) or Run()).stage or "stopped"
+            activity = (runs.row(store) or Run()).activity or "stopped"
             with opened.open_target(run) as target:
                 try:
                     result = asyncio.run(adopting.certify(run, target, claim))  # type: ignore[arg-type]
@@ -99,8 +99,8 @@ def adopt(
                     ) from None
                 finally:
                     # However the adoption ends, status goes back to what the run was doing:
-                    # the adoption's own stage would otherwise read as still under way.
-                    runs.show_stage(store, ws.root.name, stage)
+                    # the adoption's own activity would otherwise read as still under way.
+                    runs.show_activity(store, ws.root.name, activity)
                 target.write_lineage(iterations.finished_count(store))
     _rewrite_summary(ws.root)
     return result

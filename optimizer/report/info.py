@@ -97,7 +97,7 @@ class StatusInfo(Timing, Adopted):
     running: bool
     pid: int | None
     status: str | None
-    stage: str | None
+    activity: str | None
     started_at: str | None
     finished_at: str | None
     iteration: int

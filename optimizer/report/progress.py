@@ -36,7 +36,7 @@ def bar(console: Console, title: str) -> Iterator[ProgressFn]:
 PROGRESS_KEYS = (
     "running",
     "status",
-    "stage",
+    "activity",
     "iteration",
     "iterations_done",
     "max_iterations",

@@ -49,7 +49,7 @@ def status(run_dir: Path, data: RunView | None = None) -> StatusInfo:
         "running": pid is not None,
         "pid": pid,
         "status": run.status,
-        "stage": run.stage,
+        "activity": run.activity,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
         "iteration": max((i.number for i in iterations), default=0),
@@ -173,7 +173,7 @@ def print_status(console: Console, info: StatusInfo) -> None:
     title = f"{info.get('skill_name') or '?'}  {info['run_dir']}"
     row("run", title + ("  [SIMULATED]" if info["simulated"] else ""))
     row("state", _state_line(info))
-    row("stage", info.get("stage") or "—")
+    row("activity", info.get("activity") or "—")
     if probe := info.get("probe"):
         row(
             "probe",

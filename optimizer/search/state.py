@@ -38,7 +38,7 @@ class RunState:
     ) -> None:
         self.ws, self.store, self.client, self.settings = ws, store, client, settings
         # What the search reports, in this order: state.db first, since the live line reads the
-        # stage and spend from it; then the log; then the live line.
+        # activity and spend from it; then the log; then the live line.
         self.events = events.Events()
         self.events.subscribe(self._write)
         self.events.subscribe(events.to_log)
@@ -78,9 +78,9 @@ class RunState:
         self.events.emit(event)
 
     def _write(self, event: events.Event) -> None:
-        """The run's subscriber that writes to state.db: the stage `optimizer status` shows."""
+        """The run's subscriber that writes to state.db: the activity `optimizer status` shows."""
         if isinstance(event, events.Activity):
-            runs.show_stage(self.store, self.ws.root.name, event.text)
+            runs.show_activity(self.store, self.ws.root.name, event.text)
 
     def score(self, label: str) -> float:
         return versions.score(self.store, label) or 0.0

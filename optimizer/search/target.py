@@ -45,7 +45,7 @@ class Target(Protocol):
     # The kind of decision this target makes: selection.json's `stage` field and versions.stage
     # of the versions it decided, which are the pool its parents are drawn from. (The other
     # "stages" are named apart: a folder of the code is a layer, what the daemon is doing now is
-    # its activity, runs.stage in state.db.)
+    # its activity, runs.activity in state.db.)
     stage: str
 
     async def start(self) -> str | None:

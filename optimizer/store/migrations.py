@@ -289,3 +289,9 @@ def m013_trials(db: sqlite_utils.Database) -> None:
     # One word, one meaning: a run is the optimizer's run; one execution of one eval by one
     # configuration is a trial (the seed files' `run-1/` and `run_number` keep their names).
     db.execute("alter table eval_runs rename to trials")
+
+
+@migrations()
+def m014_run_activity(db: sqlite_utils.Database) -> None:
+    # What the daemon is doing now is the run's activity; "stage" names a layer of the code.
+    db.execute("alter table runs rename column stage to activity")

@@ -35,7 +35,7 @@ class Run:
     finished_at: str | None = None
     current_best: str | None = None
     test: Decoded | None = None  # test_json: the sealed test's outcome
-    stage: str | None = None
+    activity: str | None = None
     last_error: str | None = None
     # estimate_json: search/cost_model.Estimate's object as shown at the start (the store may not
     # import search, so its type is the reader's to state)
@@ -59,7 +59,7 @@ class Run:
             finished_at=row.get("finished_at"),
             current_best=row.get("current_best"),
             test=json_object(test, "runs.test_json") if test else None,
-            stage=row.get("stage"),
+            activity=row.get("activity"),
             last_error=row.get("last_error"),
             estimate=json_object(estimate, "runs.estimate_json") if estimate else None,
         )
@@ -95,9 +95,9 @@ def rekey(store: Store, run_id: str) -> None:
         store.db.execute("update runs set id = ?", [run_id])
 
 
-def show_stage(store: Store, run_id: str, text: str) -> None:
-    """runs.stage: what the daemon is doing now."""
-    _update(store, run_id, {"stage": text})
+def show_activity(store: Store, run_id: str, text: str) -> None:
+    """runs.activity: what the daemon is doing now."""
+    _update(store, run_id, {"activity": text})
 
 
 def running(store: Store, run_id: str) -> None:
@@ -109,7 +109,7 @@ def stopped(store: Store, run_id: str, reason: str) -> None:
     _update(
         store,
         run_id,
-        {"status": "stopped", "stop_reason": reason, "finished_at": now(), "stage": "stopped"},
+        {"status": "stopped", "stop_reason": reason, "finished_at": now(), "activity": "stopped"},
     )
 
 

@@ -87,7 +87,7 @@ def create(
                     "status": "created",
                     "from_run": str(from_run) if from_run else None,
                     "current_best": "v0",
-                    "stage": "created",
+                    "activity": "created",
                 }
             )
             store.table("versions").insert(
