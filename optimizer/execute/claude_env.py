@@ -20,7 +20,7 @@ INSTALL_SCRIPT = "scripts/install-claude-code.sh"
 # The file tools always; Bash only inside bubblewrap (SANDBOX_TOOLS): unconfined (the user's
 # opt-in, sandbox.mode = "none") the CLI runs on the host, where Bash would run model-written
 # commands as the user. There the file tools are held to the project folder by the permission
-# mode only (see cli_args), checked in tests/test_claude_code.py.
+# mode only (see cli_args), checked in tests/execute/test_claude_code.py.
 FILE_TOOLS = ("Read", "Write", "Edit", "Glob", "Grep")
 SANDBOX_TOOLS = ("Bash",)
 # Where the confined CLI sees its own binary (a read-only bind of the install).
