@@ -17,6 +17,7 @@ from typing import Any
 from optimizer.config import Settings
 from optimizer.decide.stats import percentile
 from optimizer.errors import BadInput
+from optimizer.execute import Executor
 from optimizer.execute.claude_env import find_claude
 from optimizer.inputs.evals import Eval
 from optimizer.inputs.triggers import Query
@@ -135,7 +136,7 @@ def method_for(settings: Settings) -> str:
 
 
 async def probe_cli(
-    executor: Any, skill_dir: Path, skill_name: str, query: Query, run: int, scratch: Path
+    executor: Executor, skill_dir: Path, skill_name: str, query: Query, run: int, scratch: Path
 ) -> Probe:
     """One `claude -p QUERY` in a fresh project with the skill under .claude/skills/, as
     skill-creator's run_eval measures it: triggered when the CLI calls Skill with this skill. A
@@ -148,7 +149,7 @@ async def probe_cli(
             skill_name=skill_name,
             eval=ask,
             inputs_root=scratch,
-            run_dir=where,
+            trial_dir=where,
             run_number=run,
             sample=run,
         )

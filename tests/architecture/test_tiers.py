@@ -123,11 +123,11 @@ import pytest
 
 @pytest.fixture(scope="module")
 def world():
-    time.sleep(2.2)
+    time.sleep(3.0)
     return 1
 
 def test_sleeps():
-    time.sleep(2.2)
+    time.sleep(3.0)
 
 def test_uses_the_world(world):
     assert world
@@ -137,7 +137,7 @@ def test_uses_the_world_again(world):
 
 @pytest.mark.slow
 def test_marked_slow():
-    time.sleep(2.2)
+    time.sleep(3.0)
 """
 
 
@@ -146,9 +146,10 @@ def test_the_developers_loop_fails_a_test_or_a_fixture_over_its_limit(tmp_path: 
     done = session(tmp_path, False, "-m", "not slow", "-k", "sleeps or world")
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
-    assert "the test took 2.2 s, over the fast tier's 2 s: mark it @pytest.mark.slow" in out, out
+    # 3 s against the 2 s limit: a loaded machine's scheduling noise stays inside the margin.
+    assert re.search(r"the test took 3\.\d s, over the fast tier's 2 s: mark it", out), out
     # The module fixture's setup is paid by the first test that uses it, and fails that one.
-    assert "the fixture world (module scope, 2.2 s) took over the fast tier's 2 s" in out, out
+    assert re.search(r"the fixture world \(module scope, 3\.\d s\) took over the fast", out), out
     # The test after it reuses the fixture, and passes.
     assert re.search(r"\b1 failed, 1 passed\b.* 1 error\b", out), out
 
