@@ -274,7 +274,7 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
         conn = store.db.conn
         conn.execute(
             "insert into runs (id, skill_name, skill_dir, target, started_at, eval_set_hash, split_json, "
-            "settings_json, status, stop_reason, current_best, stage, finished_at) "
+            "settings_json, status, stop_reason, current_best, activity, finished_at) "
             "values (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 root.name,
@@ -294,7 +294,7 @@ def synthesise(root: Path, versions: int, evals: int, runs: int, seed: int = 0) 
         )
         conn.executemany(
             "insert into versions (label, hash, parent, iteration, created_at, status, decision, "
-            "summary, rationale, stage, score, pass_rate, split_scores_json) "
+            "summary, rationale, phase, score, pass_rate, split_scores_json) "
             "values (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             version_rows,
         )

@@ -24,7 +24,7 @@ from typing import Any, TypedDict
 GAMMA_POWER = 1.5
 ZETA = 2.612375348685488
 # Decisions the promotion rule makes; a screened-out child never reached it and spends nothing.
-RULE_STAGES = ("benchmark", "probe")
+RULE_PHASES = ("benchmark", "probe")
 
 
 def gamma(j: int) -> float:
@@ -70,17 +70,17 @@ class RuleRow(TypedDict):
     """A decision as the family counts it (store/decisions.rule_rows)."""
 
     version: str
-    stage: str | None
+    phase: str | None
     decision: str
 
 
 def night_of(rows: Sequence[RuleRow], label: str, fdr: float) -> Night:
-    """The Night for `label` from the decisions rows (version, stage, decision) of the run
+    """The Night for `label` from the decisions rows (version, phase, decision) of the run
     (store/decisions.rule_rows): the rule's decisions of versions numbered before it, in
     version-number order."""
     mine = _number(label)
     made = sorted(
-        (r for r in rows if r["stage"] in RULE_STAGES and _number(r["version"]) < mine),
+        (r for r in rows if r["phase"] in RULE_PHASES and _number(r["version"]) < mine),
         key=lambda r: _number(r["version"]),
     )
     return lord([r["decision"] == "won" for r in made], fdr)
@@ -97,7 +97,7 @@ def for_decision(rows: Sequence[RuleRow], selection: Any, label: str) -> Night |
 def summary(rows: Sequence[RuleRow], fdr: float | None, alpha: float = 0.05) -> str:
     """The sentence status and the report show: how many promotions, and what bounds them (fdr
     None: no family control, each decision at `alpha`)."""
-    decided = [r for r in rows if r["stage"] in RULE_STAGES]
+    decided = [r for r in rows if r["phase"] in RULE_PHASES]
     won = sum(r["decision"] == "won" for r in decided)
     noun = "promotion" if won == 1 else "promotions"
     if fdr is None:

@@ -60,7 +60,7 @@ def verdict(node: Node, by_label: Mapping[str, Node], best: str | None) -> str:
         return ""
     text = f"{decision} against its parent {parent}"
     if decision == "won" and node.scope in ("tasks", "general"):
-        units = "queries" if node.stage == "probe" else "evals"
+        units = "queries" if node.phase == "probe" else "evals"
         text += f" ({words.step_scope(str(node.scope), units)}"
         text += ")" if node.scope == "tasks" else "; the sealed test checks it)"
     if decision != "won" or best is None or node.label == best or best not in by_label:
@@ -73,12 +73,12 @@ def promotions(nodes: list[Node]) -> str | None:
     night's family of promotions and what bounds it, from the decisions' own selection.json (the
     control they were made under), None before the promotion rule decided anything."""
     rows: list[fdr.RuleRow] = [
-        {"version": n.label, "stage": n.stage, "decision": str(n.decision)}
+        {"version": n.label, "phase": n.phase, "decision": str(n.decision)}
         for n in nodes
         if n.decision in ("won", "lost", "tie")
     ]
     nights = [n.night for n in nodes if isinstance(n.night, dict)]
-    ruled = [r for r in rows if r["stage"] in fdr.RULE_STAGES]
+    ruled = [r for r in rows if r["phase"] in fdr.RULE_PHASES]
     if not ruled:
         return None
     if nights and isinstance(bound := nights[0].get("fdr"), int | float | str):

@@ -89,7 +89,7 @@ def node_text(n: dict) -> Text:
         text.append(f"  pending ({n.get('status') or 'proposed'})", style="dim")
     else:
         text.append(f"  {n.get('verdict') or decision}", style=COLOURS.get(decision, ""))
-        if n.get("stage") == "screening":
+        if n.get("phase") == "screening":
             text.append(" at screening", style="dim")
     if n.get("delta") is not None:
         text.append(

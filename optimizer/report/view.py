@@ -30,7 +30,7 @@ class Node(BaseModel):
     parent: str | None = None
     iteration: int | None = None
     decision: str | None = None
-    stage: str | None = None
+    phase: str | None = None
     status: str | None = None
     error: str | None = None
     summary: str = ""
@@ -41,7 +41,7 @@ class Node(BaseModel):
     ci: list[float] | None = None
     ci_level: str = ""
     reason: str | None = None
-    # the selection's, as selection.json holds them (one shape per stage: schemas.SelectionFile)
+    # the selection's, as selection.json holds them (one shape per phase: schemas.SelectionFile)
     comparator: JsonValue = None
     scope: JsonValue = None
     alpha: JsonValue = None

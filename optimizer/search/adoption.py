@@ -102,9 +102,9 @@ def claim_for(run: RunState, version: str | None) -> Claim:
         raise BadInput(
             f"{run.ws.root}: has no version {label}; `optimizer lineage {run.ws.root}` lists them."
         )
-    if found.stage not in (None, "baseline", "benchmark"):
+    if found.phase not in (None, "baseline", "benchmark"):
         raise BadInput(
-            f"{run.ws.root}: {label} is a {found.stage} version; an adoption certifies the "
+            f"{run.ws.root}: {label} is a {found.phase} version; an adoption certifies the "
             "body of a skill (a description is checked by its trigger evals)."
         )
     base = adoptions.adopted(run.store)

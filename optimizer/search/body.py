@@ -41,7 +41,7 @@ def open_target(run: RunState) -> Iterator[BodyTarget]:
 
 class BodyTarget:
     name = "body"
-    stage = "benchmark"
+    phase = "benchmark"
 
     def __init__(self, run: RunState, executor: Any) -> None:
         self.run = run
@@ -91,7 +91,7 @@ class BodyTarget:
         )
 
     async def fresh(self, order: list[tuple[str, int, int]], *, scope: str) -> dict[str, Results]:
-        """with_skill runs (version, eval, run number) in the order given, as one stage: fresh
+        """with_skill runs (version, eval, run number) in the order given, as one phase: fresh
         evidence under `<scope>/`, back per version and eval by run number (order decides nothing)."""
         ws, test = self.run.ws, set(self.run.test)
         jobs = [
@@ -141,7 +141,7 @@ class BodyTarget:
         run.emit(Activity("v0: with_skill runs"))
         await self.version("v0", run.train, self.v0_runs)
         record_scores(run, "v0")
-        mark_baseline(run, self.stage)
+        mark_baseline(run, self.phase)
         write_benchmark(run, self.evalset, "v0")
         await self.retry_unscored()
         self.write_lineage(0)
@@ -262,13 +262,13 @@ class BodyTarget:
         chosen = decision.model_dump(mode="json")
         if family:
             chosen["night"] = family.as_json()
-        return Verdict(self.stage, chosen, (label, parent))
+        return Verdict(self.phase, chosen, (label, parent))
 
-    def record(self, label: str, stage: str) -> None:
+    def record(self, label: str, phase: str) -> None:
         """The version's train score; after a benchmark decision also v<N>/benchmark.json (a child
         screening stopped has the minibatch's runs only: no benchmark of the train evals)."""
         record_scores(self.run, label)
-        if stage == self.stage:
+        if phase == self.phase:
             write_benchmark(self.run, self.evalset, label)
 
     def _parent_runs(self, parent: str, counts: int | dict[int, int]) -> dict[int, int]:

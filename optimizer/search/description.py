@@ -50,7 +50,7 @@ def open_target(run: RunState) -> Iterator[DescriptionTarget]:
 
 class DescriptionTarget:
     name = "description"
-    stage = "probe"  # versions.stage of a version whose train and validation probes are committed
+    phase = "probe"  # versions.phase of a version whose train and validation probes are committed
 
     def __init__(self, run: RunState, method: str = "api", cli: Any = None) -> None:
         self.run = run
@@ -164,7 +164,7 @@ class DescriptionTarget:
                     f"resume {run.ws.root}`."
                 )
             self._record("v0")
-            mark_baseline(run, self.stage)
+            mark_baseline(run, self.phase)
             self.write_lineage(0)
         dev = self.metrics("v0", dev_ids)
         if dev["constant_signal"]:
@@ -229,9 +229,9 @@ class DescriptionTarget:
         )
         if family:
             chosen["night"] = family.as_json()
-        return Verdict(self.stage, chosen, (label,))
+        return Verdict(self.phase, chosen, (label,))
 
-    def record(self, label: str, stage: str) -> None:
+    def record(self, label: str, phase: str) -> None:
         self._record(label)
 
     async def measure_test(self, label: str) -> dict[str, Any]:

@@ -142,7 +142,7 @@ def _start_iteration(run: RunState, target: Target, n: int) -> iterations.Iterat
     decided = [
         step.VersionScores(v.label, run.per_eval(v.label), v.label == run.best())
         for v in versions.all_of(run.store)
-        if v.stage == target.stage and v.decision
+        if v.phase == target.phase and v.decision
     ]
     parent = step.select_parent(
         decided, strategy=run.settings.loop.parent_selection, rng=run.rng("parent", n)
@@ -198,8 +198,8 @@ async def _judge_safely(run: RunState, target: Target, label: str, parent: str) 
         if verdict is None:
             return False
         for version in verdict.measured:
-            target.record(version, verdict.stage)
-        record_decision(run, label, parent, verdict.stage, dict(verdict.selection))
+            target.record(version, verdict.phase)
+        record_decision(run, label, parent, verdict.phase, dict(verdict.selection))
         return True
     except Exception as exc:
         if is_systemic(exc):

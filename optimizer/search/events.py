@@ -33,7 +33,7 @@ class Decided:
     label: str
     parent: str
     verdict: str
-    stage: str
+    phase: str
     reason: str
     promoted: bool
 
@@ -108,7 +108,7 @@ def to_log(event: Event) -> None:
                 version=event.label,
                 parent=event.parent,
                 decision=event.verdict,
-                stage=event.stage,
+                phase=event.phase,
                 reason=event.reason,
                 promoted=event.promoted,
             )

@@ -42,7 +42,7 @@ def history(store: Store, *, simulated: bool) -> schemas.History:
                 "delta": d.delta if d else None,
                 "ci": [d.ci_low, d.ci_high] if d else None,
                 "comparator": sel.get("comparator"),
-                "decided_at_stage": v.stage,
+                "decided_at_stage": v.phase,
                 "reason": d.reason if d else None,
                 "summary": v.summary,
                 "iteration": v.iteration,

@@ -137,14 +137,14 @@ def register(run: RunState, n: int, parent: str, cand: Candidate) -> dict[str, s
 
 
 def record_decision(
-    run: RunState, label: str, parent: str, stage: str, selection: dict[str, Any]
+    run: RunState, label: str, parent: str, phase: str, selection: dict[str, Any]
 ) -> None:
     """selection.json, the decisions row and the version's state, in one step; a won child
     becomes the current best when it beats the best (with Pareto parents it may not). The row's
     delta and interval are read from the selection itself, never passed beside it."""
     write_json(
         run.ws.version(label) / "selection.json",
-        {**selection, "stage": stage, "parent": parent},
+        {**selection, "stage": phase, "parent": parent},  # the file's field, as old folders hold it
         SelectionFile,
     )
     verdict = selection["decision"]
@@ -155,7 +155,7 @@ def record_decision(
     row: DecisionRow = {
         "version": label,
         "parent": parent,
-        "stage": stage,
+        "phase": phase,
         "decision": verdict,
         "delta": selection.get("delta"),
         "ci_low": interval.get("low"),
@@ -165,9 +165,9 @@ def record_decision(
         "decided_at": now(),
     }
     decisions.record(run.store, run_id=run.ws.root.name, row=row, promote=promote)
-    run.emit(events.Decided(label, parent, verdict, stage, selection["reason"], promote))
+    run.emit(events.Decided(label, parent, verdict, phase, selection["reason"], promote))
 
 
-def mark_baseline(run: RunState, stage: str) -> None:
+def mark_baseline(run: RunState, phase: str) -> None:
     """v0 is evaluated: it enters the lineage as the baseline every child is measured against."""
-    versions.mark_baseline(run.store, stage)
+    versions.mark_baseline(run.store, phase)

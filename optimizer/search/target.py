@@ -28,10 +28,10 @@ def proposal_sample(iteration: int, index: int) -> int:
 @dataclass(frozen=True)
 class Verdict:
     """A target's decision on one child, which the engine records (state.record_decision) before
-    the next step: the kind of decision it is (selection.json's `stage`: "screening" or the
-    target's own) and selection.json's fields (validated by schemas.SelectionFile when written)."""
+    the next step: the phase that decided it ("screening" or the target's own; selection.json
+    keeps it in its `stage` field) and selection.json's fields (validated by schemas.SelectionFile when written)."""
 
-    stage: str
+    phase: str
     selection: Mapping[str, Any]
     # The versions whose runs this judging added: the engine records them (Target.record) first.
     measured: tuple[str, ...] = ()
@@ -42,11 +42,10 @@ class Target(Protocol):
     that implements this and one line in optimizer.search.targets; the engine never changes."""
 
     name: str  # as --target names it, and as state.db's runs.target records it
-    # The kind of decision this target makes: selection.json's `stage` field and versions.stage
-    # of the versions it decided, which are the pool its parents are drawn from. (The other
-    # "stages" are named apart: a folder of the code is a layer, what the daemon is doing now is
-    # its activity, runs.activity in state.db.)
-    stage: str
+    # The phase that decides this target's children: versions.phase of the versions it decided,
+    # which are the pool its parents are drawn from (selection.json's `stage` field). "Stage"
+    # names a layer of the code only; what the daemon is doing now is runs.activity.
+    phase: str
 
     async def start(self) -> str | None:
         """Evaluate v0 (and whatever it is measured against), once per run: a resume finds it
@@ -63,9 +62,9 @@ class Target(Protocol):
         verdict. None when an urgent stop left it undecided: a resume judges it again."""
         ...
 
-    def record(self, label: str, stage: str) -> None:
+    def record(self, label: str, phase: str) -> None:
         """A version's scores from its committed runs, and the summary files a decision at
-        `stage` leaves beside them; the engine calls it for each of a verdict's measured
+        `phase` leaves beside them; the engine calls it for each of a verdict's measured
         versions before it records the verdict. Idempotent: a resume may call it again."""
         ...
 

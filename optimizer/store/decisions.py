@@ -1,4 +1,4 @@
-"""The decisions table of state.db: one row per decided version (its stage, decision, Δ and
+"""The decisions table of state.db: one row per decided version (its phase, decision, Δ and
 interval, reason and the whole selection), as typed reads and the one write that records a
 decision with the version's state and, for a promotion, the run's current best."""
 
@@ -15,11 +15,11 @@ from optimizer.store.rows import DecisionRow, Decoded, Raw, json_object
 @dataclass(frozen=True)
 class Decision:
     """One row of the decisions table, its selection decoded (selection.json's object, one shape
-    per stage: schemas.SelectionFile; {} when none)."""
+    per phase: schemas.SelectionFile; {} when none)."""
 
     version: str
     parent: str | None
-    stage: str | None
+    phase: str | None
     decision: str
     delta: float | None
     ci_low: float | None
@@ -34,7 +34,7 @@ class Decision:
         return cls(
             version=version,
             parent=row.get("parent"),
-            stage=row.get("stage"),
+            phase=row.get("phase"),
             decision=str(row["decision"]),
             delta=row.get("delta"),
             ci_low=row.get("ci_low"),
@@ -56,10 +56,10 @@ def all_of(db: Reader) -> dict[str, Decision]:
 
 
 def rule_rows(db: Reader) -> list[RuleRow]:
-    """(version, stage, decision) of every decision: the family of decide/fdr.py."""
-    rows = db.query("select version, stage, decision from decisions order by rowid")
+    """(version, phase, decision) of every decision: the family of decide/fdr.py."""
+    rows = db.query("select version, phase, decision from decisions order by rowid")
     return [
-        {"version": str(r["version"]), "stage": r["stage"], "decision": str(r["decision"])}
+        {"version": str(r["version"]), "phase": r["phase"], "decision": str(r["decision"])}
         for r in rows
     ]
 
@@ -71,7 +71,7 @@ def record(store: Store, *, run_id: str, row: DecisionRow, promote: bool) -> Non
     with store.atomic():
         store.upsert("decisions", row, pk="version")
         store.table("versions").update(
-            label, {"decision": row["decision"], "stage": row["stage"], "status": "decided"}
+            label, {"decision": row["decision"], "phase": row["phase"], "status": "decided"}
         )
         if promote:
             store.table("runs").update(run_id, {"current_best": label})

@@ -295,3 +295,11 @@ def m013_trials(db: sqlite_utils.Database) -> None:
 def m014_run_activity(db: sqlite_utils.Database) -> None:
     # What the daemon is doing now is the run's activity; "stage" names a layer of the code.
     db.execute("alter table runs rename column stage to activity")
+
+
+@migrations()
+def m015_decision_phase(db: sqlite_utils.Database) -> None:
+    # Where a version was decided (baseline, screening, benchmark, probe) is its phase; "stage"
+    # names a layer of the code. selection.json keeps its `stage` field, which old folders hold.
+    db.execute("alter table versions rename column stage to phase")
+    db.execute("alter table decisions rename column stage to phase")

@@ -144,7 +144,7 @@ class _Decision(TypedDict):
 
     version: str
     parent: str | None
-    stage: str | None
+    phase: str | None
     decision: str
     delta: float | None
     ci_low: float | None

@@ -38,7 +38,7 @@ class Version:
     created_at: str
     status: str | None
     decision: str | None
-    stage: str | None
+    phase: str | None
     summary: str
     rationale: str
     score: float | None
@@ -59,7 +59,7 @@ class Version:
             created_at=row.get("created_at") or "",
             status=row.get("status"),
             decision=row.get("decision"),
-            stage=row.get("stage"),
+            phase=row.get("phase"),
             summary=row.get("summary") or "",
             rationale=row.get("rationale") or "",
             score=row.get("score"),
@@ -212,12 +212,12 @@ def record_scores(
         )
 
 
-def mark_baseline(store: Store, stage: str) -> None:
+def mark_baseline(store: Store, phase: str) -> None:
     """v0 enters the lineage as the baseline every child is measured against, once."""
     if decision(store, "v0") is None:
         with store.atomic():
             store.table("versions").update(
-                "v0", {"decision": "baseline", "stage": stage, "status": "evaluated"}
+                "v0", {"decision": "baseline", "phase": phase, "status": "evaluated"}
             )
 
 

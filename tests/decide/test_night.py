@@ -26,11 +26,11 @@ def test_a_promotion_earns_later_decisions_alpha():
 
 def test_the_night_is_read_in_version_order_and_skips_screened_children():
     rows = [
-        {"version": "v10", "stage": "benchmark", "decision": "won"},
-        {"version": "v2", "stage": "benchmark", "decision": "lost"},
-        {"version": "v3", "stage": "screening", "decision": "lost"},
-        {"version": "v1", "stage": "benchmark", "decision": "won"},
-        {"version": "v12", "stage": "benchmark", "decision": "won"},
+        {"version": "v10", "phase": "benchmark", "decision": "won"},
+        {"version": "v2", "phase": "benchmark", "decision": "lost"},
+        {"version": "v3", "phase": "screening", "decision": "lost"},
+        {"version": "v1", "phase": "benchmark", "decision": "won"},
+        {"version": "v12", "phase": "benchmark", "decision": "won"},
     ]
     shuffled = list(rows)
     random.Random(3).shuffle(shuffled)
@@ -42,7 +42,7 @@ def test_the_night_is_read_in_version_order_and_skips_screened_children():
 
 def test_the_summary_says_how_many_and_what_bounds_them():
     rows = [
-        {"version": f"v{i}", "stage": "benchmark", "decision": d}
+        {"version": f"v{i}", "phase": "benchmark", "decision": d}
         for i, d in enumerate(["won", "lost", "won", "tie"], start=1)
     ]
     assert fdr.summary(rows, 0.05) == (
@@ -55,7 +55,7 @@ def test_the_summary_says_how_many_and_what_bounds_them():
 
 def test_without_a_night_control_the_count_of_chance_promotions_says_what_it_counts():
     rows = [
-        {"version": f"v{i}", "stage": "benchmark", "decision": d}
+        {"version": f"v{i}", "phase": "benchmark", "decision": d}
         for i, d in enumerate(["won", "lost", "won", "tie", "tie", "lost", "tie"], start=1)
     ]
     assert fdr.summary(rows, None, 0.4) == (
@@ -72,12 +72,12 @@ def test_status_lineage_and_report_word_the_claim_and_the_night():
     from optimizer.report.view import Node
 
     rows = [
-        {"label": "v0", "decision": "baseline", "stage": "benchmark"},
+        {"label": "v0", "decision": "baseline", "phase": "benchmark"},
         {
             "label": "v1",
             "parent": "v0",
             "decision": "won",
-            "stage": "benchmark",
+            "phase": "benchmark",
             "scope": "tasks",
             "night": {"method": "lord", "fdr": 0.05},
         },
@@ -85,12 +85,12 @@ def test_status_lineage_and_report_word_the_claim_and_the_night():
             "label": "v2",
             "parent": "v1",
             "decision": "won",
-            "stage": "benchmark",
+            "phase": "benchmark",
             "scope": "general",
             "night": {"method": "lord", "fdr": 0.05},
         },
-        {"label": "v3", "parent": "v2", "decision": "tie", "stage": "benchmark"},
-        {"label": "v4", "parent": "v2", "decision": "lost", "stage": "screening"},
+        {"label": "v3", "parent": "v2", "decision": "tie", "phase": "benchmark"},
+        {"label": "v4", "parent": "v2", "decision": "lost", "phase": "screening"},
     ]
     nodes = [Node.model_validate(r) for r in rows]
     by_label = {n.label: n for n in nodes}

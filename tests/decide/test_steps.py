@@ -24,7 +24,7 @@ def test_a_child_starts_at_first_runs_while_v0_keeps_runs_per_eval(tmp_path, mon
             ).fetchall()
         )
         decided = [
-            r[0] for r in db.execute("select version from decisions where stage = 'benchmark'")
+            r[0] for r in db.execute("select version from decisions where phase = 'benchmark'")
         ]
     assert most["v0/"] >= 3  # v0 measured at evals.runs_per_eval under guarded steps
     assert decided, "no child reached the rule"
@@ -41,7 +41,7 @@ def test_a_cheap_step_is_one_look_at_one_run_an_eval_without_the_comparator(tmp_
     with sqlite3.connect(folder / "state.db") as db:
         chosen = [
             json.loads(r[0])
-            for r in db.execute("select selection_json from decisions where stage = 'benchmark'")
+            for r in db.execute("select selection_json from decisions where phase = 'benchmark'")
         ]
         asked = db.execute("select count(*) from calls where role = 'comparator'").fetchone()[0]
     assert chosen, "no child reached the rule"

@@ -57,7 +57,7 @@ def test_lineage_tree_from_the_store(built):
         assert all(child["parent"] == label for child in n["children"])
     assert [n["label"] for n in nodes.values() if n["is_best"]] == [built.best]
     assert tree["run"]["simulated"] is True and tree["run"]["source"] == "state.db"
-    benchmarked = [n for n in nodes.values() if n["stage"] == "benchmark"]
+    benchmarked = [n for n in nodes.values() if n["phase"] == "benchmark"]
     assert benchmarked and all(
         n["score_ci"] and n["score_ci"][0] <= n["score"] <= n["score_ci"][1] for n in benchmarked
     )

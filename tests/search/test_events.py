@@ -64,7 +64,7 @@ def test_one_emit_reaches_state_db_the_log_and_the_live_line(tmp_path, log_captu
             "version": "v1",
             "parent": "v0",
             "decision": "won",
-            "stage": "benchmark",
+            "phase": "benchmark",
             "reason": "won: Δ = +0.2 above zero.",
             "promoted": True,
         }

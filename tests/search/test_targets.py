@@ -25,7 +25,7 @@ class ReferencesTarget:
     same on every eval. No model call: the point is what the engine asks of a target."""
 
     name = "references"
-    stage = "references"
+    phase = "references"
 
     def __init__(self, run: RunState) -> None:
         self.run = run
@@ -49,7 +49,7 @@ class ReferencesTarget:
 
     async def start(self) -> str | None:
         self._record("v0")
-        mark_baseline(self.run, self.stage)
+        mark_baseline(self.run, self.phase)
         return None
 
     async def propose(self, parent: str, dest: Path, sample: int) -> Candidate | Rejected:
@@ -67,7 +67,7 @@ class ReferencesTarget:
             self.run,
             label,
             parent,
-            self.stage,
+            self.phase,
             {"decision": verdict, "reason": f"{delta:+.2f} references score", "delta": delta},
         )
         return True
