@@ -34,7 +34,7 @@ async def one(mode: str, url: str, folder: Path, n: int) -> tuple[float, str]:
         skill_name=None,
         eval=load_evals(EXAMPLE).by_id(1),
         inputs_root=EXAMPLE,
-        run_dir=folder / mode / f"run-{n}",
+        trial_dir=folder / mode / f"run-{n}",
         run_number=n,
         sample=n,
     )

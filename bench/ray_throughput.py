@@ -56,7 +56,7 @@ async def measure(backend: str, runs: int, concurrency: int, latency_ms: float, 
                 skill_name="csv-report" if with_skill else None,
                 eval=ev,
                 inputs_root=EXAMPLE,
-                run_dir=folder / f"eval-{ev.id}" / config / f"run-{number}",
+                trial_dir=folder / f"eval-{ev.id}" / config / f"run-{number}",
                 run_number=number,
                 sample=number,
             )

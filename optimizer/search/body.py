@@ -202,7 +202,8 @@ class BodyTarget:
                 margin=self.selection.screen_margin,
             )
             if not passed:
-                return Verdict("screening", {"decision": "lost", "reason": why}, (label,))
+                # The parent's runs may have grown for this step (selection.parent_runs).
+                return Verdict("screening", {"decision": "lost", "reason": why}, (label, parent))
         # Runs per eval; after each undecided look, allot.allot says which evals get more.
         counts = dict.fromkeys(run.train, runs)
         # One claim for the whole decision: the claims spend α over the looks differently, so a

@@ -89,6 +89,9 @@ def estimate(
     for ev in train_evals:
         one.add(m.run(ev, True), step_runs)
         one.add(m.comparison(ev), 2 * pairs)
+    if sel.parent_runs > step_runs:  # the parent measured again: a run an eval, until it holds
+        for ev in train_evals:  # parent_runs (leans high: a parent that holds them adds none)
+            one.add(m.run(ev, True))
     turns = int(m.profile["turns_with_skill"])
     one.add(m.analysis(len(train_evals) * step_runs, turns))
     extra = Tally()  # one more run per eval for child and parent, and its comparisons if compared

@@ -34,10 +34,37 @@ def _connect(db_path: Path, *, live: bool, shared: bool) -> sqlite3.Connection:
         conn.row_factory = sqlite3.Row
         try:
             conn.execute("select count(*) from sqlite_master").fetchone()
-            return conn
         except sqlite3.OperationalError:
             conn.close()  # e.g. no right to create the -shm file of someone else's run folder
+            continue
+        _today_names(conn)
+        return conn
     raise sqlite3.OperationalError("unable to open the database read-only")
+
+
+# Tables and columns migrations renamed (store/migrations.py m013-m015): (table, old table,
+# old column, new column). A view never migrates, so an older state.db is read under today's
+# names through temporary views, which SQLite looks up before the file's own tables.
+RENAMED = (
+    ("trials", "eval_runs", None, None),
+    ("runs", None, "stage", "activity"),
+    ("versions", None, "stage", "phase"),
+    ("decisions", None, "stage", "phase"),
+)
+
+
+def _today_names(conn: sqlite3.Connection) -> None:
+    tables = {
+        r[0] for r in conn.execute("select name from main.sqlite_master where type = 'table'")
+    }
+    for table, old_table, old, new in RENAMED:
+        if old_table is not None:
+            if table not in tables and old_table in tables:
+                conn.execute(f"create temp view {table} as select * from main.{old_table}")
+            continue
+        columns = {r[1] for r in conn.execute(f"pragma main.table_info({table})")}
+        if old in columns and new not in columns:
+            conn.execute(f"create temp view {table} as select *, {old} as {new} from main.{table}")
 
 
 def rows(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> list[dict[str, Any]]:

@@ -113,8 +113,11 @@ def test_a_cheap_step_is_priced_as_one_run_an_eval_without_the_comparator():
     cheap = estimate(selection={"step": "cheap"})["per_iteration"]["by_role"]
     guarded = estimate()["per_iteration"]["by_role"]
     assert "comparator" not in cheap and guarded["comparator"]["calls"] > 0
-    # 1.5 proposals judged × (2 screening runs + 1 run of each of 4 train evals), against 2 × 3
-    assert cheap["grader"]["calls"] == round(1.5 * (2 + 4)) < guarded["grader"]["calls"]
+    # 1.5 proposals judged × (2 screening runs + 1 run of each of 4 train evals + 1 more of the
+    # parent on each, selection.parent_runs), against 2 × 3
+    assert cheap["grader"]["calls"] == round(1.5 * (2 + 4 + 4)) < guarded["grader"]["calls"]
+    reread = estimate(selection={"step": "cheap", "parent_runs": 0})["per_iteration"]["by_role"]
+    assert reread["grader"]["calls"] == round(1.5 * (2 + 4))
 
 
 def test_the_budget_is_compared_with_the_estimate():

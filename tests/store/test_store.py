@@ -201,3 +201,29 @@ def test_a_json_column_is_decoded_once_in_the_store_or_is_one_store_error(tmp_pa
         store.table("runs").update("r", {"settings_json": "[1, 2"})
     with pytest.raises(StoreError, match=r"runs\.settings_json is not a JSON object"):
         runs.row(store)
+
+
+def test_a_view_reads_an_older_state_db_under_todays_names(tmp_path):
+    """A view never migrates: the tables and columns m013-m015 renamed are read under today's
+    names from a state.db made before them, with their rows."""
+    import sqlite_utils
+
+    from optimizer.store import readonly, versions
+    from optimizer.store.db import migrations
+
+    path = tmp_path / "state.db"
+    old = sqlite_utils.Database(path)
+    migrations.apply(old, stop_before="m013_trials")
+    old["eval_runs"].insert({"key": "v0/eval-1/with_skill/run-1", "eval_id": 1})
+    old["runs"].insert({"id": "night", "stage": "iteration 2: proposal 1 from v0"})
+    old["versions"].insert(
+        {"label": "v0", "hash": "h", "stage": "baseline", "decision": "baseline"}
+    )
+    old["decisions"].insert({"version": "v1", "stage": "screening", "decision": "lost"})
+    old.close()
+    with readonly.View(path) as view:
+        assert view.query("select eval_id from trials") == [{"eval_id": 1}]
+        assert view.query("select activity from runs")[0]["activity"].startswith("iteration 2")
+        assert [v.phase for v in versions.all_of(view)] == ["baseline"]
+        assert view.query("select phase from decisions") == [{"phase": "screening"}]
+    assert "phase" not in {c.name for c in sqlite_utils.Database(path)["versions"].columns}
