@@ -276,13 +276,10 @@ class BodyTarget:
         """decide/parents.runs_read over the ledger: all of v0's runs (paid already, chosen by no
         outcome), and one more for each child of the parent decided so far."""
         per = counts if isinstance(counts, dict) else dict.fromkeys(self.run.train, counts)
-        judged = sum(
-            v.parent == parent and bool(v.decision) for v in versions.all_of(self.run.store)
-        )
         return parents.runs_read(
             per,
             floor=self.v0_runs if parent == "v0" else 0,
-            judged=judged,
+            judged=len(versions.decided_children(self.run.store, parent)),
             most=self.selection.parent_runs,
         )
 
