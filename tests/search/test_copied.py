@@ -28,6 +28,11 @@ def test_values_are_ids_numbers_colours_files_and_quotes_not_common_words():
     assert found == {"#1a2332", "$2M", "18", "INV-2024", "3.5%", "Acme quarterly plan", "sales.csv"}
 
 
+def test_a_dotted_version_is_named_whole_or_not_at_all():
+    # "3.2.1x" is one token: reading its prefix "3.2" would call a value copied that no eval names.
+    assert copied.values_of("ships 3.2.1x and 3.2.1, then 0.9.") == {"3.2.1", "0.9"}
+
+
 def test_the_example_evals_values_come_from_their_words_checks_and_input_files():
     assert {"12", "216", "sales.csv"} <= VALUES  # the expected output's values, an input's name
     assert "S3" not in VALUES  # a check's id labels the eval file; it is no task's value
