@@ -105,7 +105,7 @@ def _format_line(items: list[str]) -> str:
 
 _SUBJECT = re.compile(
     r"^(?:the|a|an|its|this|every|each|it)\b(?:\s+[\w'-]+){0,3}?\s+"
-    r"(?P<verb>is|are|has|have|[a-z]+s)\s+(?P<rest>.+)$",
+    r"(?P<verb>(?-i:is|are|has|have|[a-z]+s))\s+(?P<rest>.+)$",
     re.I,
 )
 _BASE = {"is": "Keep every answer", "are": "Keep them", "has": "Give every answer",
@@ -136,10 +136,7 @@ def instruction_for(text: str, shared: frozenset[str] | set[str] = frozenset()) 
     show (its text, never its hidden cause): the expectation as an instruction, with the values
     of one eval left out (a value several evals fail on is a convention and stays). None when
     nothing general is left to ask for."""
-    # A quoted format (`## Summary`) is the kind of task's; a quoted value (`0.9.2`) is one eval's.
-    values = facts(strip_snippets(strip_counts(text))) + [
-        s for s in snippets(text) if facts(s) == [s]
-    ]
+    values = _values(text)
     general = text
     for value in values:
         if value not in shared:
@@ -148,6 +145,13 @@ def instruction_for(text: str, shared: frozenset[str] | set[str] = frozenset()) 
     if not (topic_of(general) or snippets(general) or counts(general) or set(values) & shared):
         return None
     return f"- {imperative(general)}."
+
+
+def _values(text: str) -> list[str]:
+    """Its values, bare or quoted: a quoted format (`## Summary`) is the task's, `0.9.2` one eval's."""
+    return facts(strip_snippets(strip_counts(text))) + [
+        s for s in snippets(text) if facts(s) == [s]
+    ]
 
 
 def _body(get: Section, path: str, content: str, kind: str, rng: random.Random) -> dict:
@@ -290,7 +294,7 @@ def _shared_facts(failed: list[tuple[str, int, str]]) -> set[str]:
     (a brand colour every page must use), not one task's answer."""
     evals_of: dict[str, set[str]] = {}
     for text, _, eval_id in failed:
-        for fact in facts(strip_snippets(text)):
+        for fact in _values(text):
             evals_of.setdefault(fact, set()).add(eval_id)
     return {fact for fact, evals in evals_of.items() if len(evals) >= 2}
 

@@ -213,6 +213,16 @@ def test_the_proposer_writes_from_the_failures_words_never_from_their_hidden_cau
         "- State that sign-ins failed."
     )
     assert "#d97757" in (instruction_for("Headings are coloured #d97757", {"#d97757"}) or "")
+    # An acronym is no verb: the author's instruction is read from "declares".
+    assert instruction_for("The CSS declares a brand variable") == "- Declare a brand variable."
+
+
+def test_a_quoted_value_two_evals_fail_on_is_a_convention_as_a_bare_one_is():
+    from optimizer.sim.proposer import _shared_facts
+
+    failed = [("Names `0.9.2` as the version", 1, "1"), ("Mentions `0.9.2`", 2, "2")]
+    assert _shared_facts(failed) == {"0.9.2"}
+    assert _shared_facts(failed[:1]) == set()
 
 
 def test_no_role_but_the_agent_and_the_judge_reads_the_worlds_hidden_causes():
