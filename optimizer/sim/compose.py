@@ -33,7 +33,7 @@ from optimizer.sim.meaning import (
     measure,
     plain_words,
 )
-from optimizer.sim.reading import is_sentence
+from optimizer.sim.reading import denied_forms, is_sentence
 from optimizer.sim.text import bullet_text, facts, snippets, strip_snippets, words
 
 EXAMPLE = "\0example\0"  # marks a line of a fenced example: its shape, not an instruction
@@ -50,6 +50,7 @@ class Plan:
     items: list[str]
     done: list[str] = field(default_factory=list)  # lines doing what specific instructions ask
     counts: list[Count] = field(default_factory=list)
+    plain: set[str] = field(default_factory=set)  # forms ruled out: "no bullet points"
 
 
 def instruction_lines(body: str) -> list[str]:
@@ -82,20 +83,30 @@ def instruction_lines(body: str) -> list[str]:
     return found
 
 
-_REFERENCE = re.compile(r"`((?:[\w.-]+/)*[\w.-]+\.(?:md|txt))`")
+# A file of the skill's own, quoted or bare ("Our policy is in policy.md"); never SKILL.md itself
+# or an output the skill names.
+_REFERENCE = re.compile(r"(?<![\w/.-])`?((?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.(?:md|txt))`?(?![\w])")
+# A line that names a file for some tasks only: "For the Harbour Fog theme, see `themes/…`".
+_CONDITION = re.compile(r"\b(?:for|when|whenever|if|only|unless)\b", re.I)
 
 
 def references(body: str, task: str) -> list[str]:
     """The skill's own files the agent reads for this task (progressive disclosure): a file the
-    skill names whose name, or the line that names it, speaks to the task ("Harbour Fog" in the
-    task and in `themes/harbour-fog.md`); at most MAX_REFERENCES, in the skill's order."""
+    skill names without a condition ("Our policy is in policy.md", "follow `style.md`") is read
+    for every task; one named for some tasks only is read when its name, or the line that names
+    it, speaks to the task ("Harbour Fog" in the task and in `themes/harbour-fog.md`); at most
+    MAX_REFERENCES, in the skill's order."""
     wanted = concepts(task)
     found: list[str] = []
     for line in body.split("\n"):
-        for path in _REFERENCE.findall(line):
+        for m in _REFERENCE.finditer(line):
+            path = m.group(1)
+            if path.upper() == "SKILL.MD" or path.startswith("outputs/") or path in found:
+                continue
             stem = concepts(re.sub(r"[/_.-]", " ", path.rsplit(".", 1)[0]))
             named = stem and len(stem & wanted) * 2 >= len(stem)
-            if (named or len(concepts(line) & wanted) >= 2) and path not in found:
+            always = _CONDITION.search(line[: m.start()]) is None
+            if always or named or len(concepts(line) & wanted) >= 2:
                 found.append(path)
     return found[:MAX_REFERENCES]
 
@@ -124,6 +135,7 @@ def plan(
     asked: list[Count] = []
     seen: set[object] = set()
     specifics: list[frozenset[str]] = []
+    plain: set[str] = set()
 
     def first(key: object) -> bool:
         new = key not in seen
@@ -154,6 +166,9 @@ def plan(
                 # one ("do not exceed 200 words") is read as its bound by sim/meaning.counts.
                 if first(("count", count)) and rng.random() < FOLLOW_MAX:
                     asked.append(count)
+            for form in denied_forms(clause):  # a format ruled out is a hard limit too
+                if first(("form", form)) and rng.random() < FOLLOW_MAX:
+                    plain.add(form)
             if not fired:
                 for item in ask.items:
                     seen.add(("item", item, ask.negative))
@@ -166,8 +181,9 @@ def plan(
             if ask.specific and not ask.negative and not _asked(ask.specific, specifics):
                 specifics.append(ask.specific)
                 if rng.random() < SPECIFIC_CAP:
-                    done.append(_realize(clause, ask.specific, subject(task)))
+                    done.append(_realize(clause, ask.specific, subject(task), task))
     asked += [c for c in counts(task) if rng.random() < TASK_FOLLOW]
+    plain |= {f for f in denied_forms(task) if rng.random() < TASK_FOLLOW}
     told = []
     for habit in habits(world):
         # A skipped instruction leaves the agent where it was: it still does the habit untold at
@@ -179,7 +195,7 @@ def plan(
     keep = focus(world, len(told) + headed)
     on = [h for h in told if rng.random() < capability(world, h) * keep]
     kept = [i for i in dict.fromkeys(items) if i not in dropped]
-    return Plan(on, kept, list(dict.fromkeys(done)), asked)
+    return Plan(on, kept, list(dict.fromkeys(done)), asked, plain)
 
 
 def _asked(specific: frozenset[str], before: list[frozenset[str]]) -> bool:
@@ -192,15 +208,32 @@ def _heading(line: str) -> str:
     return re.sub(r"^#{2,6}\s+", "## ", line)
 
 
-def _realize(clause: str, specific: frozenset[str], topic: str) -> str:
+def _realize(clause: str, specific: frozenset[str], topic: str, task: str = "") -> str:
     """A line that does what the clause asked, about the task at hand: the words that carry its
-    concepts, then what the task gives for them (the concepts of the habits it names go to their
-    sections instead)."""
+    concepts, then the task's values the clause names by what they are ("quote back the order
+    number" and "order #58213" in the task give #58213; the concepts of the habits it names go to
+    their sections instead)."""
     said: dict[str, str] = {}
     for word in plain_words(clause):
         said.setdefault(concept(word), word)
     label = " ".join(w for c, w in said.items() if c in specific)
-    return f"- {label[:1].upper() + label[1:]}: for {topic}, {DONE}."
+    # Values inside the task's quotes count: "'My order #58213 arrived…'" names #58213.
+    unquoted = re.sub("[\"'\u201c\u201d]", " ", task)
+    found = dict.fromkeys(facts(unquoted) + identifiers(task))
+    named = [v for v in found if _label(v, unquoted) & specific]
+    given = f" {', '.join(named)}" if named else ""
+    return f"- {label[:1].upper() + label[1:]}:{given} for {topic}, {DONE}."
+
+
+def _task_values(task: str) -> list[str]:
+    return list(dict.fromkeys(snippets(task) + identifiers(task) + facts(strip_snippets(task))))
+
+
+def _label(value: str, source: str) -> frozenset[str]:
+    """What a value is, as its source says just before it ("order" in "order #58213")."""
+    at = source.find(value)
+    before = plain_words(re.split(r"[.;:!?\n(]", source[:at])[-1]) if at > 0 else []
+    return frozenset({concept(before[-1])}) if before else frozenset()
 
 
 def compose_output(
@@ -222,11 +255,15 @@ def compose_output(
         text = habit.text.format(topic=topic)
         block = ["", habit.heading, text[:1].upper() + text[1:] + " " + habit.more]
         if habit is HABITS[0]:
-            values = snippets(task) + identifiers(task) + facts(strip_snippets(task))
-            block += [f"- {_carried(v, task)}" for v in dict.fromkeys(values)]
+            values = _task_values(task)
+            block += [f"- {_carried(v, task)}" for v in values]
             block += [f"- {v}" for v in inputs.values(read) if v not in values]
         body.append(block)
-    return _keep_counts(head, body, done.counts, topic)
+    text = _keep_counts(head, body, done.counts, topic)
+    if done.plain & {"bullets", "numbered"}:
+        # A list ruled out is written as plain lines: the same content, no list marks.
+        text = re.sub(r"(?m)^[ \t]*(?:[-*•]|\d+[.)])[ \t]+", "", text)
+    return text
 
 
 def _carried(value: str, source: str) -> str:

@@ -310,6 +310,26 @@ def form(expectation: str) -> str:
     return ""
 
 
+# A form a sentence rules out: "with no bullet points", "never use tables", "in plain prose".
+_DENIED_FORM = re.compile(
+    r"\b(?:no|without|never use|not use|n't use|avoid|avoids|free of)\s+(?:any\s+)?"
+    r"(?P<form>bullet(?:ed)?(?:\s+(?:points?|lists?))?|bullets|numbered\s+lists?|tables?)\b"
+    r"|\b(?:in|as)\s+(?:plain\s+|running\s+)?(?P<prose>prose|paragraphs)\b",
+    re.I,
+)
+
+
+def denied_forms(text: str) -> frozenset[str]:
+    """The forms (FORMS) a sentence rules out; prose rules out bullets."""
+    found = set()
+    for m in _DENIED_FORM.finditer(text):
+        said = (m.group("form") or "bullets").lower()
+        found.add(
+            "table" if said.startswith("table") else "numbered" if "numbered" in said else "bullets"
+        )
+    return frozenset(found)
+
+
 _LANG = re.compile(r"\b(python|javascript|typescript|sql|bash|shell|go|rust|java)\b", re.I)
 
 

@@ -46,13 +46,17 @@ def section(lines: list[str], habit: Habit) -> str | None:
     return next((ln for ln in lines if pattern.search(ln)), None)
 
 
-def _doing(lines: list[Line], wanted: Need, realized: bool = True) -> tuple[Line | None, bool]:
+def _doing(
+    lines: list[Line], wanted: Need, realized: bool = True, forbidden: bool = False
+) -> tuple[Line | None, bool]:
     """A line of the answer that does what the expectation asks, and whether one denied it. A
     clause does it when, read with the heading it stands under, it carries half of the
     expectation's concepts, it is a sentence (no list of words), it gives something beyond the
     expectation's own words, and it points the same way (a denial against a claim fails). For a
     habit's expectation, a line the agent wrote in an instruction's own words (`realized` False)
-    is no content: a habit is done by its content."""
+    is no content: a habit is done by its content. What a prohibition forbids is done only by a
+    line carrying most of its concepts: "Customers often write in annoyed" shares "customer" with
+    "blames the customer", and blames no one."""
     denied = False
     for line in lines:
         if not content(line) or (not realized and line.text.endswith(f"{DONE}.")):
@@ -60,7 +64,12 @@ def _doing(lines: list[Line], wanted: Need, realized: bool = True) -> tuple[Line
         context = topic_of(f"{line.heading} {line.intro}")
         for clause in [line.text] if line.code else reading.statements(line.text):
             said = topic_of(clause.replace(DONE, ""))
-            if not covers(said | context, wanted.topic):
+            carried = len((said | context) & wanted.topic)
+            if not (
+                carried * 2 > len(wanted.topic)
+                if forbidden
+                else covers(said | context, wanted.topic)
+            ):
                 continue
             if line.intro and not said & wanted.topic:
                 continue  # an entry under "Action items:" says nothing of owners by standing there
@@ -307,7 +316,7 @@ def _broken(wanted: Need, expectation: str, files: list[dict], world: World) -> 
         found = _form(wanted, files, text) if wanted.form else _values(wanted, files)
         return Support(False, True, found.evidence) if found.passed else None
     for f in files:
-        doing, _ = _doing(read(f["content"]), wanted)
+        doing, _ = _doing(read(f["content"]), wanted, forbidden=True)
         if doing is not None:
             return Support(False, True, quoted(f["path"], [quote(doing.text)]))
     for habit in habits(world):

@@ -131,13 +131,14 @@ def stage(run_dir: Path) -> str:
 # simulated world, to the rule or to any text a request carries may need another seed, which the
 # first test below would show (when the judge began to read meaning and careless edits came from
 # the skill's text alone, losses grew rare at the default 10 %: no seed of 0-22 both won and lost;
-# at 25 %, 16, 17, 20, 23, 38 and 45 of 0-71 do).
+# at 25 %, 16, 17, 20, 23, 38 and 45 of 0-71 did; once the agent read the files a skill names
+# for every task, none of 0-40 did in 2 iterations, and seed 37 does in 3).
 # The engine's machinery (looks that add runs, the comparator, won, lost and tie) under the
 # guarded step rule, which exercises all of it; tests/decide/test_steps.py covers the cheap default.
 # The iteration count comes last: tests/cli/test_crash.py replaces it.
 RUN = (
-    "run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=16",
-    "--set", "sim.harmful_rate=0.25", "--set", "selection.step=guarded", "--max-iterations", "2",
+    "run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=37",
+    "--set", "sim.harmful_rate=0.25", "--set", "selection.step=guarded", "--max-iterations", "3",
 )  # fmt: skip
 
 
@@ -236,7 +237,7 @@ def test_resume_after_a_finished_run_pays_nothing_again(reference, tmp_path, cli
     before = sum(completed_hashes(run_dir).values())
     assert cli("resume", run_dir, "--max-iterations", "1").exit_code == 0
     assert sum(completed_hashes(run_dir).values()) == before
-    assert cli("resume", run_dir, "--max-iterations", "2").exit_code == 0
+    assert cli("resume", run_dir, "--max-iterations", RUN[-1]).exit_code == 0
     assert lineage_of(run_dir) == lineage_of(reference)
 
 

@@ -49,7 +49,7 @@ def reference(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def partial(tmp_path_factory) -> Path:
-    """The same run stopped after its first iteration; `resume --max-iterations 2` completes it."""
+    """The same run stopped after its first iteration; `resume --max-iterations RUN[-1]` completes it."""
     run_dir = tmp_path_factory.mktemp("partial") / "run"
     done = CliRunner().invoke(
         app, [*RUN, "--run-dir", str(run_dir), "--max-iterations", "1"], catch_exceptions=False
@@ -103,7 +103,7 @@ def test_a_read_only_run_folder(reference, partial, tmp_path, cli):
     script = (
         'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && '
         '"$2" -m optimizer status "$1" >/dev/null && "$2" -m optimizer lineage "$1" >/dev/null && '
-        'exec "$2" -m optimizer resume "$1" --max-iterations 2'
+        f'exec "$2" -m optimizer resume "$1" --max-iterations {RUN[-1]}'
     )
     proc = subprocess.run(
         ["unshare", "-m", "sh", "-c", script, "sh", str(run_dir), sys.executable],
@@ -115,7 +115,7 @@ def test_a_read_only_run_folder(reference, partial, tmp_path, cli):
     err = one_sentence_failure(proc, "Read-only file system", "read-only")
     print(f"\nread-only run folder: {err}")
     assert tree(run_dir) == before  # status and lineage read it without writing a byte
-    resume(cli, run_dir, "--max-iterations", "2")
+    resume(cli, run_dir, "--max-iterations", RUN[-1])
     assert full_lineage(run_dir) == full_lineage(reference)
     consistent(run_dir)
 

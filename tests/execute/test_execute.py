@@ -129,9 +129,10 @@ async def test_anthropic_with_and_without_skill(tmp_path: Path) -> None:
     assert metrics["skill_invoked"] is True
     # The report, and the user notes when this run has some (a harness file, not an output).
     writes = 1 + (with_skill.trial_dir / "outputs/user_notes.md").exists()
-    # The agent views its one input file before it writes (sim/inputs.py).
-    assert metrics["tool_calls"] == {"Skill": 1, "Read": 1, "Write": writes}
-    assert metrics["total_tool_calls"] == 2 + writes
+    # The agent views its one input file, then the style guide the skill names for every report
+    # (sim/inputs.py, sim/compose.references), before it writes.
+    assert metrics["tool_calls"] == {"Skill": 1, "Read": 2, "Write": writes}
+    assert metrics["total_tool_calls"] == 3 + writes
     assert metrics["files_created"] == ["report.md"] and with_skill.cost_usd > 0
     report = (with_skill.trial_dir / "outputs/report.md").read_text()
     assert any(snippet in report for snippet in SKILL_SNIPPETS)

@@ -19,7 +19,7 @@ from optimizer.decide import adopt as rule
 from optimizer.decide import spending
 from optimizer.report import adopted
 
-RUN = ("run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=1", "--max-iterations", "2")
+RUN = ("run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=4", "--max-iterations", "2")
 
 
 @pytest.fixture(scope="module")

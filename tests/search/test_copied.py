@@ -99,7 +99,9 @@ async def test_a_proposer_that_still_copies_is_refused(tmp_path):
 @pytest.mark.slow
 def test_no_version_a_run_accepts_holds_a_train_value(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
-    copying = ("--set", "sim.overfit_rate=0.3", "--set", "sim.proposal_quality=0.5")
+    # A world whose proposer copies often: 2 of 5 proposals copy a failing expectation's values.
+    copying = ("--set", "sim.overfit_rate=0.4", "--set", "sim.proposal_quality=0.5",
+               "--set", "sim.harmful_rate=0.05")  # fmt: skip
     cli(monkeypatch, None, "run", str(EXAMPLE), "--run-dir", str(run_dir), "--provider", "sim",
         "--max-iterations", "8", "--spend-all", *copying)  # fmt: skip
     with sqlite3.connect(run_dir / "state.db") as db:

@@ -42,7 +42,7 @@ PADDED = [s for s in SKILLS if s[0] in ("team-updates", "brand-styling", "webapp
 # Skills whose clear instructions say in other words what the expectations check ("their money
 # back or a new item" for "a refund or a replacement"): the world's lexicon folds too few
 # paraphrases for them to reach it (docs/simulator.md, "What it does not model").
-LEXICON_GAP = ("doc-coauthoring", "mcp-builder", "support-replies", "theme-factory")
+LEXICON_GAP = ("doc-coauthoring", "mcp-builder", "theme-factory")
 GAP = pytest.mark.xfail(reason="the world's lexicon misses this skill's paraphrases", strict=False)
 CLEAR = [pytest.param(*s, id=s[0], marks=[GAP] if s[0] in LEXICON_GAP else []) for s in SKILLS]
 
