@@ -41,14 +41,20 @@ def propose(get: Section, rng: random.Random, knobs: Any) -> dict:
     path, content = (main["path"], main["content"]) if main else ("SKILL.md", "")
     if not content.endswith("\n"):
         content += "\n"
-    kind = _kind(rng, knobs)
-    if kind == "overfit" and _COPIED.search(get("previous_problems") or ""):
-        # Told that its last proposal pasted the evals' values, an author writes the general
-        # instruction instead (what a model asked to do so does, most of the time).
-        kind = "good"
-    if (get("target") or "body").strip().lower() == "description":
-        return _description(get, path, content, kind == "good", rng)
-    return _body(get, path, content, kind, rng)
+    lost = " ".join(c for _, c in parse_tags(get("lost_attempts") or "", "attempt")).lower()
+    for _ in range(3):  # what was tried from this parent and did not win is not proposed again
+        kind = _kind(rng, knobs)
+        if kind == "overfit" and _COPIED.search(get("previous_problems") or ""):
+            # Told that its last proposal pasted the evals' values, an author writes the general
+            # instruction instead (what a model asked to do so does, most of the time).
+            kind = "good"
+        if (get("target") or "body").strip().lower() == "description":
+            found = _description(get, path, content, kind == "good", rng)
+        else:
+            found = _body(get, path, content, kind, rng, lost)
+        if found["summary"].lower() not in lost:
+            break
+    return found
 
 
 def _one_line(text: str) -> str:
@@ -154,18 +160,16 @@ def _values(text: str) -> list[str]:
     ]
 
 
-def _body(get: Section, path: str, content: str, kind: str, rng: random.Random) -> dict:
+def _body(get: Section, path: str, content: str, kind: str, rng: random.Random, lost: str) -> dict:
     _, body = split_front_matter(content)
     head = content[: len(content) - len(body)]
     lines = body.split("\n")
     marks = bullet_indexes(lines)
     last = marks[-1] if marks else None
     reported = sorted(failures(get("failed_expectations")), key=lambda f: -f[1])
-    # Shared values are counted before the same wording from several evals becomes one entry:
-    # that wording failing in two evals is exactly what makes its value a convention.
+    # Counted before one wording from several evals is one entry: that makes a value a convention.
     shared = _shared_facts(reported)
     failed = _unique(reported)
-    lost = " ".join(c for _, c in parse_tags(get("lost_attempts") or "", "attempt")).lower()
 
     def insert(new_lines: list[str]) -> tuple[str, str, str]:
         at = last + 1 if last is not None else len(lines) - (lines[-1] == "")
@@ -175,7 +179,7 @@ def _body(get: Section, path: str, content: str, kind: str, rng: random.Random) 
         return after, anchor, anchor + "\n".join(new_lines) + "\n"
 
     def unseen(line: str) -> bool:
-        said = bullet_text(line).lower()
+        said = bullet_text(line).lower().rstrip(".")  # a summary joins its lines with "; "
         return said not in lost and said not in body.lower()
 
     # One line per cause, with every failure it would fix: a cause behind failures in several
@@ -209,11 +213,12 @@ def _body(get: Section, path: str, content: str, kind: str, rng: random.Random) 
             "any task of this kind rather than one eval's values.",
             _edit(path, content, after, old, new),
         )
-    if kind == "overfit" and failed:
-        # The edit a careless author makes: one eval's own wording and values, copied in.
-        # Values first: one eval's figures are what a careless author copies.
-        ranked = sorted(failed, key=lambda f: not facts(strip_snippets(f[0])))
-        copied = [f for f in ranked if unseen(_copy(f[0]))][:2] or ranked[:1]
+    # The edit a careless author makes: one eval's own wording and values, copied in (values
+    # first: one eval's figures are what a careless author copies), never a copy already tried.
+    ranked = sorted(failed, key=lambda f: not facts(strip_snippets(f[0])))
+    copied = [f for f in ranked if unseen(_copy(f[0])) and _one_line(f[0]).lower() not in lost]
+    if kind == "overfit" and copied:
+        copied = copied[:2]
         after, old, new = insert([_copy(t) for t, _, _ in copied])
         return _result(
             "Add instructions for failing expectations: "
@@ -369,9 +374,8 @@ def _description(get: Section, path: str, content: str, good: bool, rng: random.
     known = stems(name.replace("-", " ") + " " + old)
     new = old
     if good:
-        added = list(dict.fromkeys(w for q in positive for w in words(q) if stem(w) not in known))[
-            :12
-        ]
+        added = [w for q in positive for w in words(q) if stem(w) not in known]
+        added = list(dict.fromkeys(added))[:12]
         if added:
             new = f"{old.rstrip('. ')}. Use it for requests about {', '.join(added)}."
         keep = stems(" ".join(positive) + " " + name.replace("-", " "))
@@ -385,12 +389,8 @@ def _description(get: Section, path: str, content: str, good: bool, rng: random.
     new = re.sub(r"[<>]", "", new)
     if len(new) > MAX_DESCRIPTION:
         new = new[:MAX_DESCRIPTION].rsplit(" ", 1)[0]
-    if new == old:
-        new = (
-            f"Use this skill to {_lower_first(old)}"
-            if old and not old.startswith("Use this")
-            else old
-        )
+    if new == old and old and not old.startswith("Use this"):
+        new = f"Use this skill to {_lower_first(old)}"
     front_out = _set_description(front or (f"name: {name}" if name else ""), new or old)
     after = f"---\n{front_out}\n---\n{body}"
     return _result(

@@ -507,6 +507,19 @@ async def test_a_good_proposal_adds_an_instruction_for_the_most_frequent_failure
     assert "median" not in retry["summary"]
 
 
+async def test_no_kind_of_proposal_repeats_what_was_tried_from_this_parent_and_did_not_win():
+    # Summaries as the product lists them, "summary — the decision's reason", joined by "; ".
+    for knobs in ({"proposal_quality": 0.0, "overfit_rate": 1.0}, {"proposal_quality": 0.0}):
+        client = client_for(Simulator(**knobs))
+        for sample in range(6):
+            first = await tool_input(
+                client, forced("proposer", "submit_proposal", proposal_prompt(), sample=sample)
+            )
+            lost = tag("attempt", f"{first['summary']} — tie: Δ = +0.010 is inconclusive")
+            again = forced("proposer", "submit_proposal", proposal_prompt(lost), sample=sample)
+            assert (await tool_input(client, again))["summary"] != first["summary"], knobs
+
+
 async def test_a_harmful_proposal_drops_an_instruction_or_adds_a_prohibition_from_the_text_alone():
     client = client_for(Simulator(proposal_quality=0.0, overfit_rate=0.0, harmful_rate=1.0))
     for sample in range(8):
