@@ -233,7 +233,10 @@ class Count:
 def counts(text: str) -> list[Count]:
     """The count constraints a sentence states: "under 200 words", "exactly 5 bullet points"."""
     found = []
-    for m in _COUNT.finditer(_spell(strip_snippets(text))):
+    spelled = _spell(strip_snippets(text))
+    for m in _COUNT.finditer(spelled):
+        if m.group("n") == "1" and _PER.match(spelled, m.end()):
+            continue  # "one row per column" sets no number of rows: it pairs rows with columns
         said = m.group("unit").lower()
         unit = said.rstrip("s")
         noun = ""
@@ -250,6 +253,9 @@ def counts(text: str) -> list[Count]:
             op = _OPS.get(said_op, "==")
         found.append(Count(unit, op, int(m.group("n")), noun))
     return found
+
+
+_PER = re.compile(r"\s+(?:per|for each|for every|to each|to every)\b", re.I)
 
 
 def _spell(text: str) -> str:

@@ -86,3 +86,14 @@ def test_a_prohibition_is_broken_by_what_it_forbids_not_by_sharing_its_subject()
     assert support("Does not blame the customer", files, TASK).passed
     files = [{"path": "r.md", "content": blaming}]
     assert not support("Does not blame the customer", files, TASK).passed
+
+
+def test_one_thing_per_other_thing_pairs_them_and_sets_no_count():
+    from optimizer.sim.meaning import counts
+
+    assert counts("Close with a brief note, one bullet per item.") == []
+    assert counts("Add a table with one row per column.") == []
+    note = ["- Close with a brief note, one bullet per item, naming each colour."]
+    listed = [o for o in outputs([*SKILL, *note]) if len(LISTED.findall(o)) >= 2]
+    assert len(listed) >= 30  # the agent still lists: no limit of one bullet was read
+    assert [c.n for c in counts("Has exactly one heading")] == [1]
