@@ -161,11 +161,13 @@ def plan(
                     banned.add(habit.key)
                 elif not ask.negative:
                     wanted[habit.key] = fired and hit
-            for count in ask.counts:
+            for count in ask.counts + ask.paired:
                 # A hard limit is obeyed wherever it stands, as a real model obeys one; a denied
-                # one ("do not exceed 200 words") is read as its bound by sim/meaning.counts.
+                # one ("do not exceed 200 words") is read as its bound by sim/meaning.counts; a
+                # pairing ("one bullet per item") is read as a count is and limits nothing.
                 if first(("count", count)) and rng.random() < FOLLOW_MAX:
-                    asked.append(count)
+                    if count not in ask.paired:
+                        asked.append(count)
             for form in denied_forms(clause):  # a format ruled out is a hard limit too
                 if first(("form", form)) and rng.random() < FOLLOW_MAX:
                     plain.add(form)
@@ -182,7 +184,8 @@ def plan(
                 specifics.append(ask.specific)
                 if rng.random() < SPECIFIC_CAP:
                     done.append(_realize(clause, ask.specific, subject(task), task))
-    asked += [c for c in counts(task) if rng.random() < TASK_FOLLOW]
+    stated = counts(task)
+    asked += [c for c in stated + counts(task, True) if rng.random() < TASK_FOLLOW and c in stated]
     plain |= {f for f in denied_forms(task) if rng.random() < TASK_FOLLOW}
     told = []
     for habit in habits(world):

@@ -303,6 +303,7 @@ class Ask:
     counts: tuple[Count, ...]
     specific: frozenset[str]  # what else it asks for, by meaning
     negative: bool
+    paired: tuple[Count, ...] = ()  # "one bullet per item": read as a count is, and no limit
 
 
 def clauses(line: str) -> list[str]:
@@ -330,7 +331,7 @@ def read_instruction(world: World, line: str) -> Ask:
     # its first concepts are acted on: a stuffed line is not read to its end.
     cues = frozenset().union(*(h.cues for h, _ in named))
     specific = frozenset([c for c in dict.fromkeys(ordered(line)) if c not in cues][:REALIZED])
-    return Ask(tuple(named), items, tuple(asked), specific, negative)
+    return Ask(tuple(named), items, tuple(asked), specific, negative, tuple(counts(line, True)))
 
 
 def ordered(text: str) -> list[str]:

@@ -230,13 +230,15 @@ class Count:
         return f"{self.op} {self.n} {self.unit}"
 
 
-def counts(text: str) -> list[Count]:
-    """The count constraints a sentence states: "under 200 words", "exactly 5 bullet points"."""
+def counts(text: str, pairings: bool = False) -> list[Count]:
+    """The count constraints a sentence states: "under 200 words", "exactly 5 bullet points";
+    with `pairings`, only what reads like one but pairs things ("one row per column")."""
     found = []
     spelled = _spell(strip_snippets(text))
     for m in _COUNT.finditer(spelled):
-        if m.group("n") == "1" and _PER.match(spelled, m.end()):
-            continue  # "one row per column" sets no number of rows: it pairs rows with columns
+        # "One row per column" sets no number of rows: it pairs rows with columns.
+        if (m.group("n") == "1" and _PER.match(spelled, m.end()) is not None) is not pairings:
+            continue
         said = m.group("unit").lower()
         unit = said.rstrip("s")
         noun = ""
