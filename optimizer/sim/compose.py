@@ -33,7 +33,7 @@ from optimizer.sim.meaning import (
     measure,
     plain_words,
 )
-from optimizer.sim.reading import denied_forms, is_sentence
+from optimizer.sim.reading import asked_forms, denied_forms, is_sentence
 from optimizer.sim.text import bullet_text, facts, snippets, strip_snippets, words
 
 EXAMPLE = "\0example\0"  # marks a line of a fenced example: its shape, not an instruction
@@ -41,7 +41,8 @@ EXAMPLE_FENCES = ("", "md", "markdown", "text", "txt")
 MAX_REFERENCES = 2  # of the skill's own files one task reads
 EXAMPLE_FOLLOW = 0.8  # a followed example's shape is imitated this often
 INTRO = "This answer covers"  # the line a specific expectation met untold is judged on
-DONE = "as the task needs"  # ends a line that does what an instruction asked in its own words
+DONE = "as the task needs"
+MAX_ASKED = 50  # questions one answer writes, whatever a count asks  # ends a line that does what an instruction asked in its own words
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Plan:
     done: list[str] = field(default_factory=list)  # lines doing what specific instructions ask
     counts: list[Count] = field(default_factory=list)
     plain: set[str] = field(default_factory=set)  # forms ruled out: "no bullet points"
+    shaped: set[str] = field(default_factory=set)  # forms asked for: "number the findings"
 
 
 def instruction_lines(body: str) -> list[str]:
@@ -136,6 +138,7 @@ def plan(
     seen: set[object] = set()
     specifics: list[frozenset[str]] = []
     plain: set[str] = set()
+    shaped: set[str] = set()
 
     def first(key: object) -> bool:
         new = key not in seen
@@ -171,6 +174,9 @@ def plan(
             for form in denied_forms(clause):  # a format ruled out is a hard limit too
                 if first(("form", form)) and rng.random() < FOLLOW_MAX:
                     plain.add(form)
+            for form in asked_forms(clause):  # and so is a format asked for
+                if first(("shape", form)) and rng.random() < FOLLOW_MAX:
+                    shaped.add(form)
             if not fired:
                 for item in ask.items:
                     seen.add(("item", item, ask.negative))
@@ -187,6 +193,7 @@ def plan(
     stated = counts(task)
     asked += [c for c in stated + counts(task, True) if rng.random() < TASK_FOLLOW and c in stated]
     plain |= {f for f in denied_forms(task) if rng.random() < TASK_FOLLOW}
+    shaped |= {f for f in asked_forms(task) if rng.random() < TASK_FOLLOW}
     told = []
     for habit in habits(world):
         # A skipped instruction leaves the agent where it was: it still does the habit untold at
@@ -198,7 +205,7 @@ def plan(
     keep = focus(world, len(told) + headed)
     on = [h for h in told if rng.random() < capability(world, h) * keep]
     kept = [i for i in dict.fromkeys(items) if i not in dropped]
-    return Plan(on, kept, list(dict.fromkeys(done)), asked, plain)
+    return Plan(on, kept, list(dict.fromkeys(done)), asked, plain, shaped - plain)
 
 
 def _asked(specific: frozenset[str], before: list[frozenset[str]]) -> bool:
@@ -266,7 +273,20 @@ def compose_output(
     if done.plain & {"bullets", "numbered"}:
         # A list ruled out is written as plain lines: the same content, no list marks.
         text = re.sub(r"(?m)^[ \t]*(?:[-*•]|\d+[.)])[ \t]+", "", text)
+    if "numbered" in done.shaped:
+        text = _numbered(text)
     return text
+
+
+def _numbered(text: str) -> str:
+    """Every list numbered, each from 1."""
+    lines, k = text.split("\n"), 0
+    for i, line in enumerate(lines):
+        mark = re.match(r"[ \t]*(?:[-*•]|\d+[.)])[ \t]+", line)
+        k = k + 1 if mark else 0
+        if mark:
+            lines[i] = f"{k}. {line[mark.end() :]}"
+    return "\n".join(lines)
 
 
 def _carried(value: str, source: str) -> str:
@@ -292,7 +312,22 @@ def _keep_counts(head: list[str], body: list[list[str]], asked: list[Count], top
     wanted = [c for c in asked if c.unit == "bullets"]
     if wanted:
         text = _bullets(text, wanted[0], topic)
+    questions = [c for c in asked if c.unit == "questions"]
+    if questions:
+        text = _questions(text, questions, topic)
     return text
+
+
+def _questions(text: str, wanted: list[Count], topic: str) -> str:
+    """At least the questions asked (the fewest a range allows): missing ones are asked on the
+    task's subject, as list entries."""
+    low = max((c.n + (c.op == ">") for c in wanted if c.op in (">=", ">", "==")), default=0)
+    lines = text.rstrip("\n").split("\n")
+    k = 0
+    while measure("\n".join(lines), "questions") < low and k < MAX_ASKED:
+        k += 1
+        lines.append(f"- What should {topic} settle first, point {k}?")
+    return "\n".join(lines) + "\n"
 
 
 def _first_sentence(line: str) -> str:

@@ -186,11 +186,21 @@ _BOUND = (
     r"under|below|maximum of|longer than|"
     r"max(?:imum)?|up to|within|at least|more than|over|exactly|no fewer than|minimum of|only)?"
 )
+# One word that says what kind the counted things are: "10 evaluation questions", "5 clarifying
+# questions", "20 numbered ideas".
+_KIND = r"(?:(?!(?:and|for|from|per|the|than|that|with|each|every)\b)(?-i:[a-z]{3,})\s+)?"
+_UNIT = (
+    r"words?|characters?|chars?|sentences?|bullet points?|bullets?|points?|items?|lines?|"
+    r"paragraphs?|sections?|headings?|questions?|rows?|"
+    + "|".join(sorted({u.rstrip("s") + "s?" for u in LISTED.split("|")}))
+)
 _COUNT = re.compile(
-    _BOUND + r"\s*(?P<n>\d{1,5})[\s-]*(?:(?:short|numbered|separate|distinct|different|clear|"
-    r"concrete|specific|open|new|main|key|usage|more)\s+)?(?P<unit>words?|characters?|chars?|sentences?|"
-    r"bullet points?|bullets?|points?|items?|lines?|paragraphs?|sections?|headings?|questions?|"
-    r"rows?|" + "|".join(sorted({u.rstrip("s") + "s?" for u in LISTED.split("|")})) + r")\b",
+    _BOUND + r"\s*(?<![\w#])(?P<n>\d{1,5})[\s-]*" + _KIND + r"(?P<unit>" + _UNIT + r")\b", re.I
+)
+# A range is two bounds: "between 5 and 10 questions", "5 to 20 ideas", "3-5 bullets".
+_RANGE = re.compile(
+    r"\b(?:between\s+(?P<a>\d{1,5})\s+and|(?P<b>\d{1,5})\s*(?:to|-|\u2013))\s*(?P<z>\d{1,5})"
+    r"(?P<tail>[\s-]*" + _KIND + r"(?:" + _UNIT + r")\b)",
     re.I,
 )
 _OPS = {
@@ -234,7 +244,10 @@ def counts(text: str, pairings: bool = False) -> list[Count]:
     """The count constraints a sentence states: "under 200 words", "exactly 5 bullet points";
     with `pairings`, only what reads like one but pairs things ("one row per column")."""
     found = []
-    spelled = _spell(strip_snippets(text))
+    spelled = _RANGE.sub(
+        lambda m: f"at least {m['a'] or m['b']}{m['tail']} and at most {m['z']}{m['tail']}",
+        _spell(strip_snippets(text)),
+    )
     for m in _COUNT.finditer(spelled):
         # "One row per column" sets no number of rows: it pairs rows with columns.
         if (m.group("n") == "1" and _PER.match(spelled, m.end()) is not None) is not pairings:
@@ -271,9 +284,10 @@ def _spell(text: str) -> str:
 
 
 def strip_counts(text: str) -> str:
-    if not _COUNT.search(_spell(text)):
+    spelled = _spell(text)
+    if not _COUNT.search(spelled):
         return text
-    return re.sub(r"\s+", " ", _COUNT.sub(" ", _spell(text))).strip()
+    return re.sub(r"\s+", " ", _COUNT.sub(" ", _RANGE.sub(" ", spelled))).strip()
 
 
 def measure(content: str, unit: str) -> int:

@@ -303,7 +303,7 @@ def form(expectation: str) -> str:
         return "code"
     if re.search(r"\btable\b", text) and "table of contents" not in text:
         return "table"
-    if re.search(r"\bnumbered (?:list|steps)\b", text):
+    if re.search(r"\bnumbered (?:list|steps)\b|\b(?:are|is) numbered\b|\bnumbered [a-z]+s\b", text):
         return "numbered"
     if re.search(r"\bbullet(?:ed)? (?:list|points)\b|\bas bullets\b", text):
         return "bullets"
@@ -328,6 +328,22 @@ def denied_forms(text: str) -> frozenset[str]:
             "table" if said.startswith("table") else "numbered" if "numbered" in said else "bullets"
         )
     return frozenset(found)
+
+
+# A form a sentence asks for, beyond what the agent writes anyway: a numbered list ("give a
+# numbered list of ideas", "number the findings", "ask five questions and number them").
+_ASKED_NUMBERED = re.compile(
+    r"\bnumbered\s+(?:list|steps|points|items|entries|findings|questions|ideas)\b"
+    r"|\bnumber\s+(?:them|each|every|the\s+[a-z]+s|your\s+[a-z]+s)\b",
+    re.I,
+)
+
+
+def asked_forms(text: str) -> frozenset[str]:
+    """The forms (FORMS) a sentence asks the answer to take; none that it also rules out."""
+    if "numbered" in denied_forms(text) or not _ASKED_NUMBERED.search(text):
+        return frozenset()
+    return frozenset({"numbered"})
 
 
 _LANG = re.compile(r"\b(python|javascript|typescript|sql|bash|shell|go|rust|java)\b", re.I)

@@ -97,3 +97,53 @@ def test_one_thing_per_other_thing_pairs_them_and_sets_no_count():
     listed = [o for o in outputs([*SKILL, *note]) if len(LISTED.findall(o)) >= 2]
     assert len(listed) >= 30  # the agent still lists: no limit of one bullet was read
     assert [c.n for c in counts("Has exactly one heading")] == [1]
+
+
+def _passes(expectation: str, answers: list[str], task: str = TASK) -> int:
+    return sum(support(expectation, [{"path": "a.md", "content": o}], task).passed for o in answers)
+
+
+def test_a_format_asked_for_is_written_wherever_the_line_stands():
+    review = "Review our Notion MCP server and list what to fix in outputs/review.md."
+    asked = "- Go through naming, annotations and errors, and number the findings."
+    padding = [f"- Keep the tone warm in review number {k} of the week." for k in range(30)]
+    expectation = "The findings are a numbered list"
+    assert _passes(expectation, outputs(SKILL, review), review) == 0  # listed, never numbered
+    for lines in ([asked, *SKILL], [*SKILL, *padding, asked]):
+        assert _passes(expectation, outputs(lines, review), review) >= 36
+    ruled = [asked, "- Never use numbered lists."]
+    assert _passes(expectation, outputs(ruled, review), review) == 0  # ruled out wins
+
+
+def test_a_number_of_questions_asked_by_the_skill_or_the_task_is_written():
+    from optimizer.sim.meaning import measure
+
+    task = "Help me start a design doc for rate limiting our public API in outputs/doc.md."
+    asked = "- Open by asking between five and ten questions and number them."
+    before = outputs(SKILL, task)
+    assert _passes("Asks between 5 and 10 clarifying questions", before, task) == 0
+    told = outputs([asked, *SKILL], task)
+    held = [5 <= measure(o, "questions") <= 10 for o in told]
+    assert sum(held) >= 36
+    assert _passes("Asks between 5 and 10 clarifying questions", told, task) == sum(held)
+    assert _passes("The questions are numbered", told, task) >= 36
+    tasked = "Write 10 evaluation questions for our Jira MCP server in outputs/evals.xml."
+    answers = outputs(SKILL, tasked)
+    assert _passes("Contains exactly 10 questions", answers, tasked) >= 30
+
+
+def test_a_range_is_read_as_two_bounds_and_a_colour_is_no_count():
+    from optimizer.sim.meaning import counts
+
+    def said(text: str) -> list[str]:
+        return [c.words() for c in counts(text)]
+
+    assert said("Asks between 5 and 10 clarifying questions") == [
+        ">= 5 questions",
+        "<= 10 questions",
+    ]
+    assert said("give a numbered list of five to twenty ideas") == [">= 5 bullets", "<= 20 bullets"]
+    assert said("Write 10 evaluation questions for our Jira server") == ["== 10 questions"]
+    assert said("Use 3-5 bullets") == [">= 3 bullets", "<= 5 bullets"]
+    assert said("Uses #d97757 for headings") == []
+    assert said("Keep it under 200 words per section") == ["< 200 words"]
