@@ -48,6 +48,19 @@ NIGHTS = {
     # parents were measured again as their children are judged.
     "ours-parent-0": ["selection.parent_runs=0"],
     "ours-parent-6": ["selection.parent_runs=6"],
+    # The cheap step's bound and knobs, with every child measured at two runs an eval instead of
+    # one: a run whose structural gate fails scores near 0, so one run an eval reads a better
+    # child as worse whenever its one run on an eval draws a gate failure.
+    "ours-runs-2": [
+        "selection.step=guarded",
+        "selection.first_runs=2",
+        "selection.max_runs_per_eval=2",
+        "selection.confidence=0.6",
+        "selection.min_effect=0",
+        "selection.night=none",
+        "selection.compare_pairs=none",
+        "selection.v0_runs=1",
+    ],
 }
 # A night, then `optimizer adopt`: its best certified against v0 on fresh runs (the adopt.*
 # settings, whatever the night's evals.runs_per_eval), paid from the method's dollars; the final
@@ -272,6 +285,7 @@ METHODS = [
     "ours-judge-all",
     "ours-parent-0",
     "ours-parent-6",
+    "ours-runs-2",
     *SEARCHES,
 ]
 PEERS = ("gepa", "gepa+merge", "skillopt")
