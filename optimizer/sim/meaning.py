@@ -187,8 +187,9 @@ _BOUND = (
     r"max(?:imum)?|up to|within|at least|more than|over|exactly|no fewer than|minimum of|only)?"
 )
 # One word that says what kind the counted things are: "10 evaluation questions", "5 clarifying
-# questions", "20 numbered ideas".
-_KIND = r"(?:(?!(?:and|for|from|per|the|than|that|with|each|every)\b)(?-i:[a-z]{3,})\s+)?"
+# questions", "20 numbered ideas"; never a function word, and never joined to the number by a
+# hyphen ("a one-line tagline" is one line).
+_KIND = r"(?:(?<=\s)(?!(?:and|for|from|per|the|than|that|with|each|every)\b)(?-i:[a-z]{3,})\s+)?"
 _UNIT = (
     r"words?|characters?|chars?|sentences?|bullet points?|bullets?|points?|items?|lines?|"
     r"paragraphs?|sections?|headings?|questions?|rows?|"
