@@ -131,7 +131,7 @@ class Arena:
         self._client_at_mark = 0.0
         self.refused = False  # the per-call ceiling refused a call: the budget is spent
         self._proposals = 0
-        self._expected: dict[tuple[str, int], float] = {}
+        self._expected: dict[tuple[str, int, tuple[int, ...]], float] = {}
         # A search whose current choice is observable says it here: (dollars spent, label) each
         # time it chooses (greedy after every child it judged).
         self.trace: list[tuple[float, str]] = []
@@ -319,12 +319,18 @@ class Arena:
         world, not in a draw of runs."""
         if not self.test:
             return None
-        if (label, runs) not in self._expected:
+        return self.expected(label, self.test, runs)
+
+    def expected(self, label: str, evals: list[int], runs: int = EXPECTED_RUNS) -> float:
+        """The world's expected judged pass rate of `label` over `evals` (`measure`'s number on
+        any split): no model call, no ledger row. Only the oracle reads it on train."""
+        key = (label, runs, tuple(evals))
+        if key not in self._expected:
             world = Simulator(**self.settings.sim.model_dump()).knobs.world
             folder = self.ws.root / "inputs"  # the skill folder's copy that runs read inputs from
             text = (self.ws.skill(label) / "SKILL.md").read_text(encoding="utf-8")
             per_eval = []
-            for e in self.test:
+            for e in evals:
                 ev = self.target.evalset.by_id(e)
                 shown = {
                     "prompt": ev.prompt,
@@ -332,8 +338,8 @@ class Arena:
                     "files": list(ev.files),
                 }
                 per_eval.append(pass_rate(text, [shown], world, runs, folder))
-            self._expected[(label, runs)] = sum(per_eval) / len(per_eval)
-        return self._expected[(label, runs)]
+            self._expected[key] = sum(per_eval) / len(per_eval)
+        return self._expected[key]
 
     def worse_than_v0(self, label: str) -> bool | None:
         """Whether `label` is worse than v0 in the world: by their expected scores at 200 runs an

@@ -257,6 +257,30 @@ async def greedy(arena: Arena, budget_usd: float) -> tuple[str, str]:
     return current, f"{accepted} accepted"
 
 
+async def oracle(arena: Arena, budget_usd: float) -> tuple[str, str]:
+    """The most any selection could make of our proposer at ours' price: greedy's loop, each
+    child paid for at one run an eval (ours' cheap step; the runs are the proposer's feedback),
+    and accepted exactly when the world's expected score on train rises. A bound, not a method:
+    it reads what no search can see."""
+    current = arena.add(arena.skill_md("v0"))
+    accepted = 0
+    try:
+        await arena.evaluate_mean(current, arena.train, 1)
+        score = arena.expected(current, arena.train)
+        while not arena.spent():
+            child = await arena.propose(current, arena.train)
+            if child is None or child == current:
+                continue
+            await arena.evaluate_mean(child, arena.train, 1)
+            child_score = arena.expected(child, arena.train)
+            if child_score > score:
+                current, score, accepted = child, child_score, accepted + 1
+            arena.chose(current)
+    except BudgetSpent:
+        pass
+    return current, f"{accepted} accepted"
+
+
 def _peer(module: str, fn: str) -> Search:
     async def search(arena: Arena, budget_usd: float) -> tuple[str, str]:
         import importlib
@@ -269,6 +293,7 @@ def _peer(module: str, fn: str) -> Search:
 SEARCHES: dict[str, Search] = {
     "original": original,
     "greedy": greedy,
+    "oracle": oracle,
     "gepa": _peer("gepa_peer", "gepa_merge_off"),
     "gepa+merge": _peer("gepa_peer", "gepa_merge_on"),
     "skillopt": _peer("skillopt_peer", "skillopt"),
