@@ -377,12 +377,16 @@ def test_worse_than_v0_is_settled_at_more_runs_when_the_two_are_close(monkeypatc
         ("v0", 4000): 0.500,
         ("same", 200): 0.490,  # v0's own text is never worse, whatever the number
     }
-    arena._expected = scores
+
+    def on_test(found: dict) -> dict:  # the arena's keys: (label, runs, the evals measured)
+        return {(label, runs, (1,)): v for (label, runs), v in found.items()}
+
+    arena._expected = on_test(scores)
     assert arena.worse_than_v0("far") is True
     assert arena.worse_than_v0("near") is False
     assert arena.worse_than_v0("same") is False
     scores[("near", 4000)] = 0.499
-    arena._expected = {k: v for k, v in scores.items()}
+    arena._expected = on_test(scores)
     assert arena.worse_than_v0("near") is True
 
 
@@ -402,3 +406,46 @@ def test_a_run_replaces_its_own_section_and_a_run_at_other_code_adds_one(tmp_pat
     assert "second\n\n## later.py: kept" in text  # one blank line before the next section
     assert text.index("## other.py") < text.index("abc1234") < text.index("## later.py")
     assert text.rstrip().endswith("third") and "seeds 1-2, at def5678" in text
+
+
+def test_the_oracle_accepts_exactly_the_children_whose_expected_train_score_rises():
+    methods = bench_module("methods")
+
+    class World:
+        """An arena whose proposals and expected scores are given, in order."""
+
+        train = [1, 2]
+
+        def __init__(self) -> None:
+            self.children = ["up", "down", "same", "upper"]
+            self.score = {"v0": 0.40, "up": 0.50, "down": 0.45, "same": 0.50, "upper": 0.60}
+            self.paid: list[tuple[str, int]] = []
+            self.chosen: list[str] = []
+
+        def skill_md(self, label: str) -> str:
+            return label
+
+        def add(self, text: str) -> str:
+            return text
+
+        def spent(self) -> bool:
+            return not self.children
+
+        async def propose(self, parent: str, evals: list[int]) -> str:
+            return self.children.pop(0)
+
+        async def evaluate_mean(self, label: str, evals: list[int], runs: int) -> float:
+            self.paid.append((label, runs))
+            return 0.0  # a run's score never decides: only the world's expected one
+
+        def expected(self, label: str, evals: list[int]) -> float:
+            return self.score[label]
+
+        def chose(self, label: str) -> None:
+            self.chosen.append(label)
+
+    world = World()
+    final, note = asyncio.run(methods.oracle(world, 4.0))
+    assert (final, note) == ("upper", "2 accepted")
+    assert world.chosen == ["up", "up", "up", "upper"]  # a tie is no rise
+    assert world.paid == [(label, 1) for label in ("v0", "up", "down", "same", "upper")]
