@@ -236,25 +236,31 @@ async def original(arena: Arena, budget_usd: float) -> tuple[str, str]:
     return "v0", "no search"
 
 
-async def greedy(arena: Arena, budget_usd: float) -> tuple[str, str]:
-    """Our proposer, and accept a child when its train mean (evals.runs_per_eval runs per eval)
-    rises above the current one's: no interval, no comparator, no screening."""
-    runs = arena.settings.evals.runs_per_eval
+async def _climb(arena: Arena, judge: Callable[[str], Awaitable[float]]) -> tuple[str, str]:
+    """Propose from the current skill and move to a child whose `judge` score rises above the
+    current one's, until the budget is spent."""
     current = arena.add(arena.skill_md("v0"))
     accepted = 0
     try:
-        score = await arena.evaluate_mean(current, arena.train, runs)
+        score = await judge(current)
         while not arena.spent():
             child = await arena.propose(current, arena.train)
             if child is None or child == current:
                 continue
-            child_score = await arena.evaluate_mean(child, arena.train, runs)
+            child_score = await judge(child)
             if child_score > score:
                 current, score, accepted = child, child_score, accepted + 1
             arena.chose(current)
     except BudgetSpent:
         pass
     return current, f"{accepted} accepted"
+
+
+async def greedy(arena: Arena, budget_usd: float) -> tuple[str, str]:
+    """Our proposer, and accept a child when its train mean (evals.runs_per_eval runs per eval)
+    rises above the current one's: no interval, no comparator, no screening."""
+    runs = arena.settings.evals.runs_per_eval
+    return await _climb(arena, lambda label: arena.evaluate_mean(label, arena.train, runs))
 
 
 async def oracle(arena: Arena, budget_usd: float) -> tuple[str, str]:
@@ -262,23 +268,12 @@ async def oracle(arena: Arena, budget_usd: float) -> tuple[str, str]:
     child paid for at one run an eval (ours' cheap step; the runs are the proposer's feedback),
     and accepted exactly when the world's expected score on train rises. A bound, not a method:
     it reads what no search can see."""
-    current = arena.add(arena.skill_md("v0"))
-    accepted = 0
-    try:
-        await arena.evaluate_mean(current, arena.train, 1)
-        score = arena.expected(current, arena.train)
-        while not arena.spent():
-            child = await arena.propose(current, arena.train)
-            if child is None or child == current:
-                continue
-            await arena.evaluate_mean(child, arena.train, 1)
-            child_score = arena.expected(child, arena.train)
-            if child_score > score:
-                current, score, accepted = child, child_score, accepted + 1
-            arena.chose(current)
-    except BudgetSpent:
-        pass
-    return current, f"{accepted} accepted"
+
+    async def judge(label: str) -> float:
+        await arena.evaluate_mean(label, arena.train, 1)
+        return arena.expected(label, arena.train)
+
+    return await _climb(arena, judge)
 
 
 def _peer(module: str, fn: str) -> Search:
