@@ -63,10 +63,7 @@ class Loop(Section):
     stop_window: int = Field(8, ge=2)
     spend_all: bool = False  # no stop rule: the budget, the deadline or a set limit ends a run
     target_score: float = Field(1.0, ge=0, le=1)
-    # A parent drawn from the decided versions' per-eval Pareto front (GEPA's) by default: in
-    # bench/peers.py at $4 it gained +0.254 against the best parent's +0.196 on seeds 7801-7810
-    # and +0.255 against +0.240 on 7901-7910 (docs/peers.md).
-    parent_selection: Literal["best", "pareto"] = "pareto"
+    parent_selection: Literal["best", "pareto"] = "best"
     screen_evals: int = Field(2, ge=0)
     seed: int = 0
 

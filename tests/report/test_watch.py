@@ -233,10 +233,7 @@ def test_resume_says_where_it_continues_and_counts_what_was_spent(
     lines = out.splitlines()
     # and, where the reference run's proposals since its last step make a plateau, that its count
     # starts again
-    # (a parent is drawn from the Pareto front by default: loop.parent_selection)
-    assert lines[0].startswith(
-        f"resuming at iteration 3 from a parent on the Pareto front (current best {best})"
-    )
+    assert lines[0].startswith(f"resuming at iteration 3 from {best} (current best {best})")
     estimate = lines[1]
     assert "(1 iteration left and the sealed test)" in estimate
     assert f"+ ${spent:,.2f} already spent = ~$" in estimate
