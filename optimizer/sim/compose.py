@@ -41,8 +41,8 @@ EXAMPLE_FENCES = ("", "md", "markdown", "text", "txt")
 MAX_REFERENCES = 2  # of the skill's own files one task reads
 EXAMPLE_FOLLOW = 0.8  # a followed example's shape is imitated this often
 INTRO = "This answer covers"  # the line a specific expectation met untold is judged on
-DONE = "as the task needs"
-MAX_ASKED = 50  # questions one answer writes, whatever a count asks  # ends a line that does what an instruction asked in its own words
+DONE = "as the task needs"  # ends a line that does what an instruction asked in its own words
+MAX_ASKED = 50  # questions one answer writes, whatever a count asks
 
 
 @dataclass
