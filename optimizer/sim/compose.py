@@ -43,6 +43,7 @@ EXAMPLE_FOLLOW = 0.8  # a followed example's shape is imitated this often
 INTRO = "This answer covers"  # the line a specific expectation met untold is judged on
 DONE = "as the task needs"  # ends a line that does what an instruction asked in its own words
 MAX_ASKED = 50  # questions one answer writes, whatever a count asks
+LIST_MARK = re.compile(r"^[ \t]*(?:[-*•]|\d+[.)])[ \t]+", re.M)  # a list entry's mark
 
 
 @dataclass
@@ -272,7 +273,7 @@ def compose_output(
     text = _keep_counts(head, body, done.counts, topic)
     if done.plain & {"bullets", "numbered"}:
         # A list ruled out is written as plain lines: the same content, no list marks.
-        text = re.sub(r"(?m)^[ \t]*(?:[-*•]|\d+[.)])[ \t]+", "", text)
+        text = LIST_MARK.sub("", text)
     if "numbered" in done.shaped:
         text = _numbered(text)
     return text
@@ -282,7 +283,7 @@ def _numbered(text: str) -> str:
     """Every list numbered, each from 1."""
     lines, k = text.split("\n"), 0
     for i, line in enumerate(lines):
-        mark = re.match(r"[ \t]*(?:[-*•]|\d+[.)])[ \t]+", line)
+        mark = LIST_MARK.match(line)
         k = k + 1 if mark else 0
         if mark:
             lines[i] = f"{k}. {line[mark.end() :]}"
