@@ -37,6 +37,7 @@ sys.path[:0] = [str(ROOT), str(BENCH)]
 
 from peers.arena import run_settings  # noqa: E402 - the bench runs from a checkout
 from peers.methods import ADOPTED, METHODS, PEERS, Outcome, run_method  # noqa: E402
+from peers.product import remeasure  # noqa: E402
 from peers.stats import (  # noqa: E402
     Unit,
     fmt_ratio,
@@ -86,6 +87,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=[],
         metavar="KEY=VALUE",
         help="a setting for every method (the world's, e.g. sim.proposal_quality=0.4)",
+    )
+    parser.add_argument(
+        "--sealed",
+        choices=("expected", "product"),
+        default="expected",
+        help="the sealed score: the world's expected judged pass rate (no model call), or the "
+        "product's score of fresh runs (structural checks, judged expectations, rubric; "
+        "bench/peers/product.py)",
+    )
+    parser.add_argument(
+        "--sealed-runs",
+        type=int,
+        default=60,
+        help="fresh runs a sealed eval under --sealed product",
     )
     parser.add_argument("--no-write", action="store_true", help="leave bench/RESULTS.md as it is")
     parser.add_argument(
@@ -143,6 +158,11 @@ def run_all(args: argparse.Namespace, tmp: Path) -> dict[tuple[str, int], dict[s
                     args.budget_usd,
                     night=cell.get(night) if method in ADOPTED else None,
                 )
+            if args.sealed == "product":
+                dirs = {
+                    m: tmp / f"{skill}-{seed}-{ADOPTED.get(m, m).replace('+', '-')}" for m in cell
+                }
+                cell.update(remeasure(cell, dirs, args.sealed_runs))
             v0 = cell["original"].sealed
             print(
                 f"  {skill} seed {seed}: v0 {v0:.3f}; "

@@ -22,7 +22,7 @@ from rich.console import Console
 from optimizer import config, daemon, logs
 from optimizer.errors import BudgetExhausted
 from optimizer.execute import executor_for
-from optimizer.grade.unit import eval_means
+from optimizer.grade.unit import eval_means, jobs_for
 from optimizer.model import factory as llm
 from optimizer.model import scoped
 from optimizer.search import evidence
@@ -50,6 +50,8 @@ EXPECTED_RUNS = 200
 # 4000), and by about 0.0007 at 4000.
 NEAR = 0.01
 SETTLE_RUNS = 4000
+# The first run number of Arena.product's fresh runs: past any run a search or an adoption makes.
+PRODUCT_FIRST = 5001
 
 
 T = TypeVar("T")
@@ -341,6 +343,36 @@ class Arena:
             self._expected[key] = sum(per_eval) / len(per_eval)
         return self._expected[key]
 
+    async def product(self, label: str, runs: int) -> float | None:
+        """The sealed test score of `label` as the product scores a run (structural checks with
+        their gate, judged expectations and the rubric, docs/design.md §7): `runs` fresh runs of
+        each sealed eval (run numbers from PRODUCT_FIRST, which no search uses), in the ledger
+        under a measurement scope, so no method pays for it. The mean over the sealed evals of
+        each eval's mean; None without sealed evals. Texts measured in one arena by content
+        (Arena.add) share their runs: the same text gets the same number."""
+        if not self.test:
+            return None
+        ceiling, self.client.budget_usd = self.client.budget_usd, UNLIMITED_USD
+        kept, self.client.kept_usd = self.client.kept_usd, 0.0
+        try:
+            jobs = jobs_for(
+                self.test,
+                runs,
+                prefix=f"measure/{label}/",
+                root=self.ws.root,
+                configuration="with_skill",
+                skill_dir=self.ws.skill(label),
+                version=label,
+                split="test",
+                first=PRODUCT_FIRST,
+            )
+            with scoped(f"measure {label}"):
+                results = await self.target.grader.grade(jobs, scope=f"measure {label}")
+        finally:
+            self.client.budget_usd, self.client.kept_usd = ceiling, kept
+        per_eval = [sum(v) / len(v) for v in eval_means(results).values() if v]
+        return sum(per_eval) / len(per_eval) if per_eval else None
+
     def worse_than_v0(self, label: str) -> bool | None:
         """Whether `label` is worse than v0 in the world: by their expected scores at 200 runs an
         eval, or, when those are within NEAR of each other, at SETTLE_RUNS; never for v0's own
@@ -369,7 +401,9 @@ def best_over_spend(store: Store) -> list[tuple[float, str]]:
     """Our engine's current best after each of its decisions, with what the run had spent when it
     decided (from the ledger: the calls before the next proposal, the decision's comparisons and
     analysis included), replaying state.record_decision's promotion. The last entry is the run's
-    recorded best at its whole spend."""
+    recorded best at its whole spend. Under pool parents (loop.parent_selection = "pool") the best
+    after a decision was read from scores that later runs changed, so the replay gives the last
+    entry only."""
     calls = store.query(
         f"select coalesce(scope, '') as scope, cost_usd from calls where {SEARCH_ONLY} "
         "order by rowid",
@@ -379,7 +413,11 @@ def best_over_spend(store: Store) -> list[tuple[float, str]]:
         r["label"]: r["score"] or 0.0 for r in store.query("select label, score from versions")
     }
     best, out = "v0", []
+    row = runs.row(store) or runs.Run()
+    pooled = (row.settings.get("loop") or {}).get("parent_selection") == "pool"
     for d in store.query("select version, parent, decision from decisions order by rowid"):
+        if pooled:
+            break
         label = d["version"]
         start = next((i for i, c in enumerate(calls) if c["scope"] == label), None)
         if start is None:
@@ -394,5 +432,5 @@ def best_over_spend(store: Store) -> list[tuple[float, str]]:
             best = label
         out.append((sum(float(c["cost_usd"] or 0.0) for c in calls[:end]), best))
     total = sum(float(c["cost_usd"] or 0.0) for c in calls)
-    out.append((total, (runs.row(store) or runs.Run()).best))
+    out.append((total, row.best))
     return out
