@@ -401,9 +401,7 @@ def best_over_spend(store: Store) -> list[tuple[float, str]]:
     """Our engine's current best after each of its decisions, with what the run had spent when it
     decided (from the ledger: the calls before the next proposal, the decision's comparisons and
     analysis included), replaying state.record_decision's promotion. The last entry is the run's
-    recorded best at its whole spend. Under pool parents (loop.parent_selection = "pool") the best
-    after a decision was read from scores that later runs changed, so the replay gives the last
-    entry only."""
+    recorded best at its whole spend."""
     calls = store.query(
         f"select coalesce(scope, '') as scope, cost_usd from calls where {SEARCH_ONLY} "
         "order by rowid",
@@ -414,10 +412,7 @@ def best_over_spend(store: Store) -> list[tuple[float, str]]:
     }
     best, out = "v0", []
     row = runs.row(store) or runs.Run()
-    pooled = (row.settings.get("loop") or {}).get("parent_selection") == "pool"
     for d in store.query("select version, parent, decision from decisions order by rowid"):
-        if pooled:
-            break
         label = d["version"]
         start = next((i for i, c in enumerate(calls) if c["scope"] == label), None)
         if start is None:

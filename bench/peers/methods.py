@@ -42,11 +42,6 @@ NIGHTS = {
     "ours-spend-all": ["loop.spend_all=true"],
     # Parents from the per-eval Pareto front of the decided versions instead of the best.
     "ours-pareto": ["loop.parent_selection=pareto"],
-    # Parents drawn from the pool of v0 and the children that won their step, by each one's
-    # shrunk estimate; the current best is the pool's best estimate (decide/pool.py).
-    "ours-pool": ["loop.parent_selection=pool"],
-    # The same pool over every version decided on the full train evals (GEPA's candidates).
-    "ours-pool-all": ["loop.parent_selection=pool-all"],
     # Every proposal of an iteration judged, not only until the first win.
     "ours-judge-all": ["loop.judge_proposals=all"],
     # A parent read at its child's runs only (selection.parent_runs = 0), the default before
@@ -307,8 +302,6 @@ METHODS = [
     "ours-patience-1",
     "ours-spend-all",
     "ours-pareto",
-    "ours-pool",
-    "ours-pool-all",
     "ours-judge-all",
     "ours-parent-0",
     "ours-parent-6",

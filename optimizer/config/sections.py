@@ -63,11 +63,7 @@ class Loop(Section):
     stop_window: int = Field(8, ge=2)
     spend_all: bool = False  # no stop rule: the budget, the deadline or a set limit ends a run
     target_score: float = Field(1.0, ge=0, le=1)
-    # "best": the current best; "pareto": a draw from the per-eval Pareto front of the decided
-    # versions; "pool": a Thompson draw from v0 and the children that won, each by its estimate
-    # with the run's noise taken out, the current best the pool's best estimate (decide/pool.py);
-    # "pool-all": the same over every version decided on the full train evals.
-    parent_selection: Literal["best", "pareto", "pool", "pool-all"] = "best"
+    parent_selection: Literal["best", "pareto"] = "best"
     screen_evals: int = Field(2, ge=0)
     seed: int = 0
 

@@ -117,13 +117,6 @@ def _why_not_best(node: Node, best: Node, by_label: Mapping[str, Node]) -> str:
     scores = "" if mine is None or theirs is None else f" ({theirs:.3f} vs {mine:.3f})"
     if mine is not None and theirs is not None and theirs > mine:
         return f"{best.label} scores higher{scores}"
-    if best.label == node.parent or best.label in _ancestors(node.label, by_label):
-        # Under pool parents (decide/pool.py) a winner is the best only when its steps, with the
-        # run's noise taken out, are expected to lift it above the best.
-        return (
-            f"with the run's noise taken out, its win is not expected to lift it above "
-            f"{best.label}{scores}"
-        )
     # The loop promotes a winner only when it beat the best itself or scores above it.
     return f"it beat {node.parent}, not the current best {best.label}{scores}"
 

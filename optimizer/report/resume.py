@@ -61,12 +61,7 @@ def _where(made: list[Iteration], best: str, settings: config.Settings) -> str:
         )
     if not made:
         return f"resuming before iteration 1: the baseline and v0 are graded first (current best {best})"
-    parent = {
-        "best": best,
-        "pareto": "a parent on the Pareto front",
-        "pool": "a parent drawn from the pool of winners",
-        "pool-all": "a parent drawn from the pool of measured versions",
-    }[settings.loop.parent_selection]
+    parent = best if settings.loop.parent_selection == "best" else "a parent on the Pareto front"
     return f"resuming at iteration {done + 1} from {parent} (current best {best})"
 
 

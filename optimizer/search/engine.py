@@ -17,7 +17,7 @@ from optimizer.decide import step
 from optimizer.errors import BudgetExhausted, RunStopped, is_systemic
 from optimizer.model import scoped
 from optimizer.model.port import Client
-from optimizer.search import adoption, estimate, standing, stops
+from optimizer.search import adoption, estimate, stops
 from optimizer.search.events import Activity, Finished, Outlook, ProposalMade, ReserveKept, Stopping
 from optimizer.search.proposal import Candidate
 from optimizer.search.reporter import Reporter
@@ -139,16 +139,13 @@ def _won(run: RunState, label: str) -> bool:
 
 def _start_iteration(run: RunState, target: Target, n: int) -> iterations.Iteration:
     run.emit(Activity(f"iteration {n}: choosing a parent"))
-    if (chosen := run.settings.loop.parent_selection) in ("pool", "pool-all"):
-        drawn = standing.parent(run.store, run.rng("parent", n), every=chosen == "pool-all")
-        return iterations.start(run.store, n, drawn)
     decided = [
         step.VersionScores(v.label, run.per_eval(v.label), v.label == run.best())
         for v in versions.all_of(run.store)
         if v.phase == target.phase and v.decision
     ]
     parent = step.select_parent(
-        decided, strategy="pareto" if chosen == "pareto" else "best", rng=run.rng("parent", n)
+        decided, strategy=run.settings.loop.parent_selection, rng=run.rng("parent", n)
     )
     return iterations.start(run.store, n, parent)
 

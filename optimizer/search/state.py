@@ -13,7 +13,7 @@ from optimizer.config import Settings
 from optimizer.inputs import skill as skills
 from optimizer.model.port import Client
 from optimizer.schemas import SelectionFile
-from optimizer.search import events, lineage, standing, stops
+from optimizer.search import events, lineage, stops
 from optimizer.search.proposal import Candidate
 from optimizer.search.propose import proposal_markdown
 from optimizer.search.reporter import Reporter
@@ -139,10 +139,9 @@ def register(run: RunState, n: int, parent: str, cand: Candidate) -> dict[str, s
 def record_decision(
     run: RunState, label: str, parent: str, phase: str, selection: dict[str, Any]
 ) -> None:
-    """selection.json, the decisions row and the version's state, in one step. The current best:
-    under pool parents the pool's best estimate after this decision (it may go back to an older
-    version); otherwise a won child, when it beat the best (with Pareto parents it may not). The
-    row's delta and interval are read from the selection itself, never passed beside it."""
+    """selection.json, the decisions row and the version's state, in one step; a won child
+    becomes the current best when it beats the best (with Pareto parents it may not). The row's
+    delta and interval are read from the selection itself, never passed beside it."""
     write_json(
         run.ws.version(label) / "selection.json",
         {**selection, "stage": phase, "parent": parent},  # the file's field, as old folders hold it
@@ -150,15 +149,7 @@ def record_decision(
     )
     verdict = selection["decision"]
     best = run.best()
-    if (chosen := run.settings.loop.parent_selection) in ("pool", "pool-all"):
-        # The pool's best estimate, which a parent measured again may have lost (decide/pool.py).
-        moved = standing.best(
-            run.store, label if verdict == "won" else None, every=chosen == "pool-all"
-        )
-    elif verdict == "won" and (parent == best or run.score(label) > run.score(best)):
-        moved = label
-    else:
-        moved = best
+    promote = verdict == "won" and (parent == best or run.score(label) > run.score(best))
     # The row's delta and interval are read from the selection itself.
     interval = selection.get("interval") or {}
     row: DecisionRow = {
@@ -173,10 +164,8 @@ def record_decision(
         "selection_json": json.dumps(selection),
         "decided_at": now(),
     }
-    decisions.record(
-        run.store, run_id=run.ws.root.name, row=row, best=moved if moved != best else None
-    )
-    run.emit(events.Decided(label, parent, verdict, phase, selection["reason"], moved == label))
+    decisions.record(run.store, run_id=run.ws.root.name, row=row, promote=promote)
+    run.emit(events.Decided(label, parent, verdict, phase, selection["reason"], promote))
 
 
 def mark_baseline(run: RunState, phase: str) -> None:

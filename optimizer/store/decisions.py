@@ -64,14 +64,14 @@ def rule_rows(db: Reader) -> list[RuleRow]:
     ]
 
 
-def record(store: Store, *, run_id: str, row: DecisionRow, best: str | None) -> None:
-    """The decisions row, the version's state and, when the decision moves it, the run's current
-    best (`best`; None: where it was), in one transaction."""
+def record(store: Store, *, run_id: str, row: DecisionRow, promote: bool) -> None:
+    """The decisions row, the version's state and, when it is promoted, the run's current best,
+    in one transaction."""
     label = row["version"]
     with store.atomic():
         store.upsert("decisions", row, pk="version")
         store.table("versions").update(
             label, {"decision": row["decision"], "phase": row["phase"], "status": "decided"}
         )
-        if best is not None:
-            store.table("runs").update(run_id, {"current_best": best})
+        if promote:
+            store.table("runs").update(run_id, {"current_best": label})

@@ -513,21 +513,3 @@ def test_a_view_of_a_state_db_run_never_reads_history_json_back(tmp_path):
     assert after.simulated is False
     assert after.run.test == before.run.test
     assert after.history == {}
-
-
-def test_a_win_the_pool_does_not_make_the_best_says_so():
-    from optimizer.report import caveats
-    from optimizer.report.view import Node
-
-    nodes = [
-        Node(label="v0", score=0.44),
-        Node(label="v3", parent="v0", decision="won", score=0.51),
-        Node(label="v4", parent="v3", decision="won", score=0.55),
-    ]
-    by_label = {n.label: n for n in nodes}
-    for label in ("v3", "v4"):
-        assert caveats.verdict(by_label[label], by_label, "v0") == (
-            f"won against its parent {by_label[label].parent}; not the best: with the run's noise "
-            f"taken out, its win is not expected to lift it above v0 (0.440 vs "
-            f"{by_label[label].score:.3f})"
-        )
