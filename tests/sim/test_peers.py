@@ -449,3 +449,49 @@ def test_the_oracle_accepts_exactly_the_children_whose_expected_train_score_rise
     assert (final, note) == ("upper", "2 accepted")
     assert world.chosen == ["up", "up", "up", "upper"]  # a tie is no rise
     assert world.paid == [(label, 1) for label in ("v0", "up", "down", "same", "upper")]
+
+
+@pytest.mark.slow
+def test_the_product_ruler_gives_one_text_one_number_and_names_itself(tmp_path):
+    arena = bench_module("arena")
+    methods = bench_module("methods")
+    product = bench_module("product")
+    skill = ROOT / "examples" / "csv-report"
+    overrides = arena.run_settings(skill, 3, [])
+    dirs = {}
+    for name in ("original", "ours"):
+        dirs[name] = tmp_path / name
+        arena.start_run(skill, dirs[name], overrides, {"loop.max_iterations": 0})
+    # ours "ends" on an edited text in its own folder, then on v0's text: one number per text
+    edited = dirs["ours"] / "v0" / "skill"
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    (changed / "SKILL.md").write_text(
+        (edited / "SKILL.md").read_text() + "\nKeep the report under one page.\n"
+    )
+
+    def outcome(name: str, final: str):
+        return methods.Outcome(
+            name, final, 0.5, 1.0, 1, 1, 1.0, 0.9, "the world's", trace=[(1, 0.5)]
+        )
+
+    cell = {"original": outcome("original", "v0"), "ours": outcome("ours", "v0")}
+    first = product.remeasure(cell, dirs, runs=2)
+    assert first["ours"].sealed == first["original"].sealed is not None
+    assert first["ours"].worse is False and first["ours"].trace is None
+    assert first["ours"].ceiling == 1.0 and "product" in first["ours"].ceiling_source
+    # the same edited text, reached in two folders, is measured once and read alike
+    for name in ("original", "ours"):
+        ws_skill = dirs[name] / "v9" / "skill"
+        ws_skill.mkdir(parents=True)
+        (ws_skill / "SKILL.md").write_text((changed / "SKILL.md").read_text())
+    cell = {
+        "original": outcome("original", "v0"),
+        "ours": outcome("ours", "v9"),
+        "greedy": outcome("greedy", "v9"),
+    }
+    dirs["greedy"] = dirs["original"]
+    again = product.remeasure(cell, dirs, runs=2)
+    assert again["ours"].sealed == again["greedy"].sealed is not None
+    assert again["original"].sealed == first["original"].sealed
+    assert again["ours"].worse == (again["ours"].sealed < again["original"].sealed)
