@@ -257,6 +257,7 @@ VERDICTS = {
     "ours+adopt": "peers (ours + adoption)",
     "ours-cheap": "peers (ours-cheap)",
     "ours-cheap+adopt": "peers (ours-cheap + adoption)",
+    "ours+confirm": "peers (ours, its best confirmed on fresh runs)",
 }
 
 
@@ -321,7 +322,7 @@ def night_line(results: dict, methods: list[str], budget_usd: float) -> str | No
 def adoption_lines(results: dict, methods: list[str]) -> list[str]:
     """What the adoptions did: how often the night's best was certified, and what it cost."""
     out = []
-    for m in (m for m in methods if m in ADOPTED):
+    for m in (m for m in methods if m in ADOPTED and m.endswith("+adopt")):
         outs = [cell[m] for _, cell in sorted(results.items())]
         tried = [o for o in outs if o.certified is not None]
         certified = sum(bool(o.certified) for o in tried)

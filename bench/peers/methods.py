@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from optimizer.errors import BadInput
+from optimizer.grade.unit import eval_means
 from optimizer.search import adoption as adopting
 from peers.arena import Arena, BudgetSpent, best_over_spend, start_run
 from peers.ceiling import ceiling
@@ -65,7 +66,12 @@ NIGHTS = {
 # A night, then `optimizer adopt`: its best certified against v0 on fresh runs (the adopt.*
 # settings, whatever the night's evals.runs_per_eval), paid from the method's dollars; the final
 # skill is the adopted version, v0 when nothing was certified.
-ADOPTED = {"ours+adopt": "ours", "ours-cheap+adopt": "ours-cheap"}
+ADOPTED = {"ours+adopt": "ours", "ours-cheap+adopt": "ours-cheap", "ours+confirm": "ours"}
+# A night that confirms its best before it ends (measured here before the engine does it): fresh
+# runs of the best and v0 on train, evals.runs_per_eval each, paid from the method's dollars; the
+# night ends on its best when its fresh train mean is above v0's, else on v0.
+CONFIRMED = {"ours+confirm"}
+CONFIRM_FIRST = 3001  # run numbers past the adoption's fresh samples (1000 on)
 
 
 @dataclass
@@ -186,7 +192,8 @@ async def _adopted(name: str, run_dir: Path, budget_usd: float, night_s: float) 
         arena.begin(budget_usd, from_start=True)
         before = arena.usage().usd
         started = time.perf_counter()
-        final, note, certified = await adopt_best(arena)
+        confirm = confirm_best if name in CONFIRMED else adopt_best
+        final, note, certified = await confirm(arena)
         wall = night_s + time.perf_counter() - started
         used = arena.usage()
         top, source = ceiling(arena)
@@ -222,6 +229,29 @@ async def adopt_best(arena: Arena) -> tuple[str, str, bool | None]:
     if found.certified:
         return found.version, f"{found.version} certified (${found.cost_usd:.2f})", True
     return "v0", f"{found.version} not certified ({found.status}, ${found.cost_usd:.2f})", False
+
+
+async def confirm_best(arena: Arena) -> tuple[str, str, bool | None]:
+    """The night's best against v0 on fresh train runs: (the version the night ends on, a note,
+    whether the best held); v0 and None when the best is v0."""
+    best = arena.run.best()
+    if best == "v0":
+        return "v0", "nothing to confirm (the best is v0)", None
+    runs = arena.settings.evals.runs_per_eval
+    order = [
+        (label, e, CONFIRM_FIRST + k)
+        for label in (best, "v0")
+        for e in arena.train
+        for k in range(runs)
+    ]
+    got = await arena.target.fresh(order, scope="confirm")
+    means = {}
+    for label, per_eval in got.items():
+        scores = [sum(s) / len(s) for s in eval_means(per_eval).values() if s]
+        means[label] = sum(scores) / len(scores) if scores else 0.0
+    delta = means[best] - means["v0"]
+    held = delta > 0
+    return (best if held else "v0"), f"{best} {delta:+.3f} on fresh runs", held
 
 
 def _scored(
@@ -306,6 +336,7 @@ METHODS = [
     "ours-parent-0",
     "ours-parent-6",
     "ours-runs-2",
+    "ours+confirm",
     *SEARCHES,
 ]
 PEERS = ("gepa", "gepa+merge", "skillopt")
