@@ -495,3 +495,40 @@ def test_the_product_ruler_gives_one_text_one_number_and_names_itself(tmp_path):
     assert again["ours"].sealed == again["greedy"].sealed is not None
     assert again["original"].sealed == first["original"].sealed
     assert again["ours"].worse == (again["ours"].sealed < again["original"].sealed)
+
+
+@pytest.mark.parametrize(
+    ("best_scores", "ends_on", "held"),
+    [((0.6, 0.7), "v3", True), ((0.5, 0.5), "v0", False), ((0.2, 0.3), "v0", False)],
+)
+def test_a_confirmed_night_ends_on_its_best_only_when_fresh_runs_hold_it(
+    best_scores, ends_on, held
+):
+    methods = bench_module("methods")
+    asked = []
+
+    class Target:
+        async def fresh(self, order, *, scope):
+            asked.append((order, scope))
+            score = {"v3": best_scores, "v0": (0.5, 0.5)}
+            return {
+                label: {
+                    e: [SimpleNamespace(score=score[label][e - 1], run_number=n)]
+                    for lab, e, n in order
+                    if lab == label
+                }
+                for label in ("v3", "v0")
+            }
+
+    arena = SimpleNamespace(
+        run=SimpleNamespace(best=lambda: "v3"),
+        settings=SimpleNamespace(evals=SimpleNamespace(runs_per_eval=1)),
+        train=[1, 2],
+        target=Target(),
+    )
+    final, note, confirmed = asyncio.run(methods.confirm_best(arena))
+    assert (final, confirmed) == (ends_on, held)
+    order, scope = asked[0]
+    assert scope == "confirm" and {n for _, _, n in order} == {methods.CONFIRM_FIRST}
+    arena.run = SimpleNamespace(best=lambda: "v0")
+    assert asyncio.run(methods.confirm_best(arena))[::2] == ("v0", None)
