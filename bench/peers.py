@@ -114,6 +114,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     args.seed_list = parse_seeds(args.seeds)
+    if args.sealed_runs < 1:
+        raise Usage(
+            f"--sealed-runs {args.sealed_runs}: give at least 1 run a sealed eval, e.g. 60."
+        )
     if not args.budget_usd > 0:
         raise Usage(f"--budget-usd {args.budget_usd}: give a positive number of dollars, e.g. 3.")
     args.skill_list = [s.strip() for s in args.skills.split(",") if s.strip()]

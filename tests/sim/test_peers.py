@@ -138,6 +138,7 @@ def test_a_skill_diff_becomes_skillopt_edits_that_rebuild_it():
         (["--seeds", "5-1"], "--seeds '5-1'"),
         (["--budget-usd", "0"], "--budget-usd 0.0"),
         (["--skills", "nope"], "--skills: unknown nope"),
+        (["--sealed-runs", "0"], "--sealed-runs 0: give at least 1 run"),
     ],
 )
 def test_bad_flags_get_one_sentence_and_exit_2(args, says):
