@@ -343,20 +343,23 @@ class Arena:
             self._expected[key] = sum(per_eval) / len(per_eval)
         return self._expected[key]
 
-    async def product(self, label: str, runs: int) -> float | None:
+    async def product(self, label: str, runs: int, evals: list[int] | None = None) -> float | None:
         """The sealed test score of `label` as the product scores a run (structural checks with
         their gate, judged expectations and the rubric, docs/design.md §7): `runs` fresh runs of
         each sealed eval (run numbers from PRODUCT_FIRST, which no search uses), in the ledger
         under a measurement scope, so no method pays for it. The mean over the sealed evals of
         each eval's mean; None without sealed evals. Texts measured in one arena by content
-        (Arena.add) share their runs: the same text gets the same number."""
-        if not self.test:
+        (Arena.add) share their runs: the same text gets the same number. `evals`: other evals
+        than the sealed ones (the product oracle reads train)."""
+        evals = self.test if evals is None else evals
+        if not evals:
             return None
         ceiling, self.client.budget_usd = self.client.budget_usd, UNLIMITED_USD
         kept, self.client.kept_usd = self.client.kept_usd, 0.0
+        before = self.client.spent_usd()
         try:
             jobs = jobs_for(
-                self.test,
+                evals,
                 runs,
                 prefix=f"measure/{label}/",
                 root=self.ws.root,
@@ -369,7 +372,11 @@ class Arena:
             with scoped(f"measure {label}"):
                 results = await self.target.grader.grade(jobs, scope=f"measure {label}")
         finally:
-            self.client.budget_usd, self.client.kept_usd = ceiling, kept
+            # What the measurement cost moves the search's ceiling and mark by as much: a search
+            # that measures on the way (the product oracle) keeps its whole budget.
+            cost = self.client.spent_usd() - before
+            self.client.budget_usd, self.client.kept_usd = ceiling + cost, kept
+            self._client_at_mark += cost
         per_eval = [sum(v) / len(v) for v in eval_means(results).values() if v]
         return sum(per_eval) / len(per_eval) if per_eval else None
 

@@ -306,6 +306,22 @@ async def oracle(arena: Arena, budget_usd: float) -> tuple[str, str]:
     return await _climb(arena, judge)
 
 
+ORACLE_RUNS = 30  # fresh runs a train eval of the product oracle's free measurement
+
+
+async def oracle_product(arena: Arena, budget_usd: float) -> tuple[str, str]:
+    """The oracle by the product's score: greedy's loop at ours' price (one paid run an eval a
+    child, the proposer's feedback), accepting a child when its product score on train, read
+    free on ORACLE_RUNS fresh runs an eval (Arena.product), rises. A bound on what selection can
+    make of our proposer by the ruler `--sealed product` reads; near, not exact, at 30 runs."""
+
+    async def judge(label: str) -> float:
+        await arena.evaluate_mean(label, arena.train, 1)
+        return await arena.product(label, ORACLE_RUNS, arena.train) or 0.0
+
+    return await _climb(arena, judge)
+
+
 def _peer(module: str, fn: str) -> Search:
     async def search(arena: Arena, budget_usd: float) -> tuple[str, str]:
         import importlib
@@ -319,6 +335,7 @@ SEARCHES: dict[str, Search] = {
     "original": original,
     "greedy": greedy,
     "oracle": oracle,
+    "oracle-product": oracle_product,
     "gepa": _peer("gepa_peer", "gepa_merge_off"),
     "gepa+merge": _peer("gepa_peer", "gepa_merge_on"),
     "skillopt": _peer("skillopt_peer", "skillopt"),
