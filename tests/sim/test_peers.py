@@ -533,3 +533,51 @@ def test_a_confirmed_night_ends_on_its_best_only_when_fresh_runs_hold_it(
     assert scope == "confirm" and {n for _, _, n in order} == {methods.CONFIRM_FIRST}
     arena.run = SimpleNamespace(best=lambda: "v0")
     assert asyncio.run(methods.confirm_best(arena))[::2] == ("v0", None)
+
+
+def test_the_product_oracle_accepts_exactly_the_children_whose_product_score_rises():
+    methods = bench_module("methods")
+
+    class World:
+        train = [1, 2]
+
+        def __init__(self) -> None:
+            self.children = ["up", "down", "same", "upper"]
+            self.product_score = {"v0": 0.4, "up": 0.5, "down": 0.45, "same": 0.5, "upper": 0.6}
+            self.paid: list[tuple[str, int]] = []
+            self.read: list[tuple[str, int, list[int]]] = []
+            self.chosen: list[str] = []
+
+        def skill_md(self, label: str) -> str:
+            return label
+
+        def add(self, text: str) -> str:
+            return text
+
+        def spent(self) -> bool:
+            return not self.children
+
+        async def propose(self, parent: str, evals: list[int]) -> str:
+            return self.children.pop(0)
+
+        async def evaluate_mean(self, label: str, evals: list[int], runs: int) -> float:
+            self.paid.append((label, runs))
+            return 0.0
+
+        def expected(self, label: str, evals: list[int]) -> float:
+            return 1.0 if label == "down" else 0.0  # the judged ruler, never read here
+
+        async def product(self, label: str, runs: int, evals: list[int]) -> float:
+            self.read.append((label, runs, evals))
+            return self.product_score[label]
+
+        def chose(self, label: str) -> None:
+            self.chosen.append(label)
+
+    world = World()
+    final, note = asyncio.run(methods.oracle_product(world, 4.0))
+    assert (final, note) == ("upper", "2 accepted")
+    assert world.paid == [(label, 1) for label in ("v0", "up", "down", "same", "upper")]
+    assert {(runs, tuple(evals)) for _, runs, evals in world.read} == {
+        (methods.ORACLE_RUNS, (1, 2))
+    }
