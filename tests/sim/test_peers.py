@@ -409,43 +409,51 @@ def test_a_run_replaces_its_own_section_and_a_run_at_other_code_adds_one(tmp_pat
     assert text.rstrip().endswith("third") and "seeds 1-2, at def5678" in text
 
 
+class ClimbWorld:
+    """An arena for greedy's loop whose proposals and scores are given, in order: the world's
+    expected (judged) score, and the product's score on train (`product`, None: the judged one)."""
+
+    train = [1, 2]
+    SCORES = {"v0": 0.40, "up": 0.50, "down": 0.45, "same": 0.50, "upper": 0.60}
+
+    def __init__(self, product: dict[str, float] | None = None) -> None:
+        self.children = ["up", "down", "same", "upper"]
+        self.score = dict(self.SCORES)
+        self.product_score = product or self.score
+        self.paid: list[tuple[str, int]] = []
+        self.read: list[tuple[str, int, list[int]]] = []
+        self.chosen: list[str] = []
+
+    def skill_md(self, label: str) -> str:
+        return label
+
+    def add(self, text: str) -> str:
+        return text
+
+    def spent(self) -> bool:
+        return not self.children
+
+    async def propose(self, parent: str, evals: list[int]) -> str:
+        return self.children.pop(0)
+
+    async def evaluate_mean(self, label: str, evals: list[int], runs: int) -> float:
+        self.paid.append((label, runs))
+        return 0.0  # a run's score never decides: only the world's
+
+    def expected(self, label: str, evals: list[int]) -> float:
+        return self.score[label]
+
+    async def product(self, label: str, runs: int, evals: list[int]) -> float:
+        self.read.append((label, runs, evals))
+        return self.product_score[label]
+
+    def chose(self, label: str) -> None:
+        self.chosen.append(label)
+
+
 def test_the_oracle_accepts_exactly_the_children_whose_expected_train_score_rises():
     methods = bench_module("methods")
-
-    class World:
-        """An arena whose proposals and expected scores are given, in order."""
-
-        train = [1, 2]
-
-        def __init__(self) -> None:
-            self.children = ["up", "down", "same", "upper"]
-            self.score = {"v0": 0.40, "up": 0.50, "down": 0.45, "same": 0.50, "upper": 0.60}
-            self.paid: list[tuple[str, int]] = []
-            self.chosen: list[str] = []
-
-        def skill_md(self, label: str) -> str:
-            return label
-
-        def add(self, text: str) -> str:
-            return text
-
-        def spent(self) -> bool:
-            return not self.children
-
-        async def propose(self, parent: str, evals: list[int]) -> str:
-            return self.children.pop(0)
-
-        async def evaluate_mean(self, label: str, evals: list[int], runs: int) -> float:
-            self.paid.append((label, runs))
-            return 0.0  # a run's score never decides: only the world's expected one
-
-        def expected(self, label: str, evals: list[int]) -> float:
-            return self.score[label]
-
-        def chose(self, label: str) -> None:
-            self.chosen.append(label)
-
-    world = World()
+    world = ClimbWorld()
     final, note = asyncio.run(methods.oracle(world, 4.0))
     assert (final, note) == ("upper", "2 accepted")
     assert world.chosen == ["up", "up", "up", "upper"]  # a tie is no rise
@@ -537,44 +545,9 @@ def test_a_confirmed_night_ends_on_its_best_only_when_fresh_runs_hold_it(
 
 def test_the_product_oracle_accepts_exactly_the_children_whose_product_score_rises():
     methods = bench_module("methods")
-
-    class World:
-        train = [1, 2]
-
-        def __init__(self) -> None:
-            self.children = ["up", "down", "same", "upper"]
-            self.product_score = {"v0": 0.4, "up": 0.5, "down": 0.45, "same": 0.5, "upper": 0.6}
-            self.paid: list[tuple[str, int]] = []
-            self.read: list[tuple[str, int, list[int]]] = []
-            self.chosen: list[str] = []
-
-        def skill_md(self, label: str) -> str:
-            return label
-
-        def add(self, text: str) -> str:
-            return text
-
-        def spent(self) -> bool:
-            return not self.children
-
-        async def propose(self, parent: str, evals: list[int]) -> str:
-            return self.children.pop(0)
-
-        async def evaluate_mean(self, label: str, evals: list[int], runs: int) -> float:
-            self.paid.append((label, runs))
-            return 0.0
-
-        def expected(self, label: str, evals: list[int]) -> float:
-            return 1.0 if label == "down" else 0.0  # the judged ruler, never read here
-
-        async def product(self, label: str, runs: int, evals: list[int]) -> float:
-            self.read.append((label, runs, evals))
-            return self.product_score[label]
-
-        def chose(self, label: str) -> None:
-            self.chosen.append(label)
-
-    world = World()
+    # by the judged ruler "down" would be the one to take; by the product's, "up" then "upper"
+    world = ClimbWorld(product=dict(ClimbWorld.SCORES))
+    world.score = {**ClimbWorld.SCORES, "down": 0.9}
     final, note = asyncio.run(methods.oracle_product(world, 4.0))
     assert (final, note) == ("upper", "2 accepted")
     assert world.paid == [(label, 1) for label in ("v0", "up", "down", "same", "upper")]
