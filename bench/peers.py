@@ -36,7 +36,7 @@ ROOT = BENCH.parent
 sys.path[:0] = [str(ROOT), str(BENCH)]
 
 from peers.arena import run_settings  # noqa: E402 - the bench runs from a checkout
-from peers.methods import ADOPTED, METHODS, PEERS, Outcome, run_method  # noqa: E402
+from peers.methods import ADOPTED, AFTER_NIGHT, METHODS, PEERS, Outcome, run_method  # noqa: E402
 from peers.product import remeasure  # noqa: E402
 from peers.stats import (  # noqa: E402
     Unit,
@@ -152,7 +152,7 @@ def run_all(args: argparse.Namespace, tmp: Path) -> dict[tuple[str, int], dict[s
             cell = results.setdefault((skill, seed), {})
             for method in args.method_list:
                 # An adoption runs in its night's folder, after the night was measured there.
-                night = ADOPTED.get(method, method)
+                night = AFTER_NIGHT.get(method, method)
                 run_dir = tmp / f"{skill}-{seed}-{night.replace('+', '-')}"
                 cell[method] = run_method(
                     method,
@@ -160,11 +160,12 @@ def run_all(args: argparse.Namespace, tmp: Path) -> dict[tuple[str, int], dict[s
                     run_dir,
                     overrides,
                     args.budget_usd,
-                    night=cell.get(night) if method in ADOPTED else None,
+                    night=cell.get(night) if method in AFTER_NIGHT else None,
                 )
             if args.sealed == "product":
                 dirs = {
-                    m: tmp / f"{skill}-{seed}-{ADOPTED.get(m, m).replace('+', '-')}" for m in cell
+                    m: tmp / f"{skill}-{seed}-{AFTER_NIGHT.get(m, m).replace('+', '-')}"
+                    for m in cell
                 }
                 cell.update(remeasure(cell, dirs, args.sealed_runs))
             v0 = cell["original"].sealed
@@ -326,7 +327,7 @@ def night_line(results: dict, methods: list[str], budget_usd: float) -> str | No
 def adoption_lines(results: dict, methods: list[str]) -> list[str]:
     """What the adoptions did: how often the night's best was certified, and what it cost."""
     out = []
-    for m in (m for m in methods if m in ADOPTED and m.endswith("+adopt")):
+    for m in (m for m in methods if m in ADOPTED):
         outs = [cell[m] for _, cell in sorted(results.items())]
         tried = [o for o in outs if o.certified is not None]
         certified = sum(bool(o.certified) for o in tried)

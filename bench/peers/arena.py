@@ -274,9 +274,7 @@ class Arena:
         self.check()
         for e in evals:
             self._samples[(label, e)] = max(self._samples.get((label, e), 0), runs)
-        means = eval_means(await self._ceiled(self.target.version(label, evals, runs)))
-        per_eval = [sum(v) / len(v) for v in means.values() if v]
-        return sum(per_eval) / len(per_eval) if per_eval else 0.0
+        return mean_over_evals(await self._ceiled(self.target.version(label, evals, runs))) or 0.0
 
     async def propose(self, parent: str, evals: list[int]) -> str | None:
         """Our proposer, shown the failures of the parent's runs on `evals` (train only): the new
@@ -377,8 +375,7 @@ class Arena:
             cost = self.client.spent_usd() - before
             self.client.budget_usd, self.client.kept_usd = ceiling + cost, kept
             self._client_at_mark += cost
-        per_eval = [sum(v) / len(v) for v in eval_means(results).values() if v]
-        return sum(per_eval) / len(per_eval) if per_eval else None
+        return mean_over_evals(results)
 
     def worse_than_v0(self, label: str) -> bool | None:
         """Whether `label` is worse than v0 in the world: by their expected scores at 200 runs an
@@ -402,6 +399,13 @@ class Arena:
         """A synchronous search in a worker thread, its calls served by this loop."""
         self.loop = asyncio.get_running_loop()
         return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+def mean_over_evals(results: dict[int, list[Any]]) -> float | None:
+    """The mean over evals of each eval's mean scored run (judge errors and unscored runs left
+    out); None when no eval has one."""
+    per_eval = [sum(v) / len(v) for v in eval_means(results).values() if v]
+    return sum(per_eval) / len(per_eval) if per_eval else None
 
 
 def best_over_spend(store: Store) -> list[tuple[float, str]]:

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from optimizer.errors import BadInput
-from optimizer.grade.unit import eval_means
 from optimizer.search import adoption as adopting
-from peers.arena import Arena, BudgetSpent, best_over_spend, start_run
+from peers.arena import Arena, BudgetSpent, best_over_spend, mean_over_evals, start_run
 from peers.ceiling import ceiling
 
 # Our loop's nights: the product's defaults ("ours"), and the same loop with settings it already
@@ -66,11 +65,13 @@ NIGHTS = {
 # A night, then `optimizer adopt`: its best certified against v0 on fresh runs (the adopt.*
 # settings, whatever the night's evals.runs_per_eval), paid from the method's dollars; the final
 # skill is the adopted version, v0 when nothing was certified.
-ADOPTED = {"ours+adopt": "ours", "ours-cheap+adopt": "ours-cheap", "ours+confirm": "ours"}
+ADOPTED = {"ours+adopt": "ours", "ours-cheap+adopt": "ours-cheap"}
 # A night that confirms its best before it ends (measured here before the engine does it): fresh
 # runs of the best and v0 on train, evals.runs_per_eval each, paid from the method's dollars; the
 # night ends on its best when its fresh train mean is above v0's, else on v0.
-CONFIRMED = {"ours+confirm"}
+CONFIRMED = {"ours+confirm": "ours"}
+# The methods that go on in a night's folder after the night: each with its night.
+AFTER_NIGHT = {**ADOPTED, **CONFIRMED}
 CONFIRM_FIRST = 3001  # run numbers past the adoption's fresh samples (1000 on)
 
 
@@ -118,9 +119,9 @@ def run_method(
         flags = {"budget.usd": budget_usd + sealed_reserve(skill_dir, settings)}
         start_run(skill_dir, run_dir, settings, flags)
         return asyncio.run(_measured(name, run_dir, budget_usd, None, started))
-    if name in ADOPTED:
+    if name in AFTER_NIGHT:
         if night is None:
-            settings = [*overrides, *NIGHTS[ADOPTED[name]]]
+            settings = [*overrides, *NIGHTS[AFTER_NIGHT[name]]]
             flags = {"budget.usd": budget_usd + sealed_reserve(skill_dir, settings)}
             start_run(skill_dir, run_dir, settings, flags)
             night_s = time.perf_counter() - started
@@ -245,10 +246,7 @@ async def confirm_best(arena: Arena) -> tuple[str, str, bool | None]:
         for k in range(runs)
     ]
     got = await arena.target.fresh(order, scope="confirm")
-    means = {}
-    for label, per_eval in got.items():
-        scores = [sum(s) / len(s) for s in eval_means(per_eval).values() if s]
-        means[label] = sum(scores) / len(scores) if scores else 0.0
+    means = {label: mean_over_evals(results) or 0.0 for label, results in got.items()}
     delta = means[best] - means["v0"]
     held = delta > 0
     return (best if held else "v0"), f"{best} {delta:+.3f} on fresh runs", held
