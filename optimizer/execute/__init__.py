@@ -327,7 +327,7 @@ def get_executor(
     if name == "claude-code":
         from optimizer.execute.claude_code import ClaudeCodeExecutor
 
-        return ClaudeCodeExecutor(settings, base_url=base_url, api_key=api_key)
+        return ClaudeCodeExecutor(settings, base_url=base_url, api_key=api_key, client=client)
     if name == "command":
         from optimizer.execute.command import CommandExecutor
 

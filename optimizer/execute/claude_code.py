@@ -20,27 +20,40 @@ from optimizer.execute import Executor, TrialContext
 from optimizer.execute.claude_env import BINARY_MOUNT, boxed_env, cli_args, cli_env, find_claude
 from optimizer.execute.claude_stream import NO_RESULT, StreamState
 from optimizer.execute.transcript import Tally, Transcript
+from optimizer.model.port import Client
+from optimizer.model.relayed import RelayMeter
 from optimizer.sandbox.relay import PLACEHOLDER_KEY, Relay
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 MAX_STDERR = 64_000
 STREAM_LIMIT = 64 * 1024 * 1024  # one stream-json line carries a whole file the agent wrote
+# The CLI's calls are the executor's: the ledger, its views and the estimate read them by role.
+METER_ROLE = "executor"
 WATCH_S = 0.1  # how often the workspace is measured while the CLI runs, at the least
 
 
 class ClaudeCodeExecutor(Executor):
-    """Runs the CLI; its model calls bypass our ledger, so its own reported cost is recorded."""
+    """Runs the CLI. Its model calls pass our relay, which admits each against the run's budget
+    and charges it to the ledger (model/relayed.py) when the executor has the run's `client`;
+    the CLI's own reported cost is kept in the run's metrics beside it."""
 
     name = "claude-code"
 
     def __init__(
-        self, settings: Settings, *, base_url: str | None = None, api_key: str | None = None
+        self,
+        settings: Settings,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: Client | None = None,
     ) -> None:
         super().__init__(settings)
         self.base_url = base_url or settings.llm.base_url or None
         self.api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or ""
         self.binary: Path | None = None
         self.policy = sandbox.SandboxPolicy.from_settings(settings.sandbox)
+        self.client = client
+        self.run_costs = RunCosts()
 
     def check(self) -> None:
         self.binary = find_claude(self.settings)
@@ -65,9 +78,33 @@ class ClaudeCodeExecutor(Executor):
         return confined, sandbox.mechanism(confined) if confined else "host"
 
     async def _run(self, ctx: TrialContext, transcript: Transcript, tally: Tally) -> str | None:
+        meter = self._meter(ctx)
+        try:
+            if sandbox.confinement_for(self.policy):
+                return await self._run_boxed(ctx, transcript, tally, meter)
+            return await self._run_host(ctx, transcript, tally, meter)
+        except InfraFailure:
+            if meter is not None:
+                meter.check()  # the budget refused a request: that ended the run, not the endpoint
+            raise
+        finally:
+            if meter is not None:
+                self.run_costs.add(meter.spent_usd)
+
+    def _meter(self, ctx: TrialContext) -> RelayMeter | None:
+        """The run's meter, after checking that the budget left covers one run at the largest
+        cost measured so far (BudgetExhausted, before the CLI starts, when it does not)."""
+        if self.client is None:
+            return None
+        estimate = self.run_costs.estimate()
+        self.client.hold(METER_ROLE, self.settings.models.executor, estimate)
+        self.client.release(estimate)
+        return RelayMeter(self.client, role=METER_ROLE, sample=ctx.sample)
+
+    async def _run_host(
+        self, ctx: TrialContext, transcript: Transcript, tally: Tally, meter: RelayMeter | None
+    ) -> str | None:
         assert self.binary is not None
-        if sandbox.confinement_for(self.policy):
-            return await self._run_boxed(ctx, transcript, tally)
         if ctx.skill is not None:
             shutil.copytree(ctx.skill.dir, ctx.work / ".claude" / "skills" / ctx.skill.name)
         args = cli_args(
@@ -83,13 +120,18 @@ class ClaudeCodeExecutor(Executor):
             self.base_url or ANTHROPIC_URL,
             self.api_key,
             {"x-optimizer-sample": str(ctx.sample)},
+            meter,
         )
         with tempfile.TemporaryDirectory(prefix="claude-home-") as home_dir:
             home = Path(home_dir)
             (home / "tmp").mkdir()
             async with relay:
                 env = cli_env(
-                    home=home, base_url=relay.url, api_key=PLACEHOLDER_KEY, sample=ctx.sample
+                    home=home,
+                    base_url=relay.url,
+                    api_key=PLACEHOLDER_KEY,
+                    sample=ctx.sample,
+                    max_tokens=self.settings.execute.max_tokens,
                 )
                 failed = await _stream(
                     args,
@@ -101,10 +143,12 @@ class ClaudeCodeExecutor(Executor):
                     str(home),
                     self.settings.sandbox.max_workspace_mb,
                 )
+        if meter is not None:
+            meter.check()
         return _endpoint_failed(failed, relay)
 
     async def _run_boxed(
-        self, ctx: TrialContext, transcript: Transcript, tally: Tally
+        self, ctx: TrialContext, transcript: Transcript, tally: Tally, meter: RelayMeter | None
     ) -> str | None:
         assert self.binary is not None
         binds = [("--ro-bind", str(self.binary.resolve()), BINARY_MOUNT)]
@@ -136,6 +180,7 @@ class ClaudeCodeExecutor(Executor):
             headers={"x-optimizer-sample": str(ctx.sample)},
             env=boxed_env(self.settings),
             binds=binds,
+            meter=meter,
         ) as box:
             failed = await _stream(
                 box.argv,
@@ -154,17 +199,39 @@ class ClaudeCodeExecutor(Executor):
         ):
             # The sandbox or its relay never started the CLI: ours to retry, not the skill's 0.
             raise InfraFailure(f"the sandbox could not start the Claude Code CLI: {failed}")
+        if meter is not None:
+            meter.check()
         return _endpoint_failed(failed, box.relay)
 
 
 def _endpoint_failed(failed: str | None, relay: Relay) -> str | None:
     """`failed`, unless the endpoint failed the CLI (unreachable, 429, 5xx past the CLI's own
-    retries): a failure of ours, raised as such, left unscored and retried, never the skill's 0."""
-    if failed and relay.failures:
+    retries): a failure of ours, raised as such, left unscored and retried, never the skill's 0.
+    A failure the CLI retried past, and then got its answer, was not the endpoint's."""
+    if failed and relay.unrecovered:
         raise InfraFailure(
-            f"the model endpoint failed {relay.failures} request(s) of this run: {failed}"
+            f"the model endpoint failed {relay.unrecovered} request(s) of this run in a row, "
+            f"the CLI's last: {failed}"
         )
     return failed
+
+
+class RunCosts:
+    """What the CLI's runs cost, as the ledger charged them: one run's estimate before it starts
+    is the largest measured (runs differ by eval), 0 until MEASURED runs have ended (each call
+    is still admitted against the budget by the relay's meter)."""
+
+    MEASURED = 3
+
+    def __init__(self) -> None:
+        self.costs: list[float] = []
+
+    def add(self, cost: float) -> None:
+        if cost > 0:
+            self.costs.append(cost)
+
+    def estimate(self) -> float:
+        return max(self.costs) if len(self.costs) >= self.MEASURED else 0.0
 
 
 async def _stream(

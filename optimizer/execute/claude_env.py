@@ -50,7 +50,9 @@ def find_claude(settings: Settings) -> Path:
     )
 
 
-def cli_env(*, home: Path, base_url: str | None, api_key: str, sample: int) -> dict[str, str]:
+def cli_env(
+    *, home: Path, base_url: str | None, api_key: str, sample: int, max_tokens: int
+) -> dict[str, str]:
     """The unconfined CLI's whole environment: nothing of ours leaks in but PATH."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -59,6 +61,7 @@ def cli_env(*, home: Path, base_url: str | None, api_key: str, sample: int) -> d
         "TMPDIR": str(home / "tmp"),
         "ANTHROPIC_API_KEY": api_key,
         **COMMON_ENV,
+        "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(max_tokens),
         "ANTHROPIC_CUSTOM_HEADERS": f"x-optimizer-sample: {sample}",
     }
     if base_url:
@@ -81,6 +84,9 @@ def boxed_env(settings: Settings) -> dict[str, str]:
     # The Bash tool's commands get the sandbox's per-command limit, as the built-in agent's do.
     return {
         **COMMON_ENV,
+        # The answer limit of the built-in agent's (execute.max_tokens), not the CLI's 32,000: the
+        # relay admits each call at its worst case, which max_tokens bounds.
+        "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(settings.execute.max_tokens),
         "BASH_DEFAULT_TIMEOUT_MS": per_command,
         "BASH_MAX_TIMEOUT_MS": per_command,
     }

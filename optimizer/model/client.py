@@ -13,13 +13,13 @@ import structlog
 from anthropic.types import Message, TextBlockParam, ToolChoiceParam, ToolUnionParam
 
 from optimizer.config import Settings
-from optimizer.errors import BudgetExhausted, OptimizerError, ProviderUnavailable
+from optimizer.errors import OptimizerError
 from optimizer.logs import redact
 from optimizer.model import ledger
 from optimizer.model.attempt import attempt_once
 from optimizer.model.clock import ModelCall, current_clock
 from optimizer.model.cost import Outputs, call_cost, estimate_cost, price_for
-from optimizer.model.errors import ModelCallFailed, call_failure
+from optimizer.model.errors import ModelCallFailed, call_failure, outage, over_budget
 from optimizer.model.limiter import AdaptiveLimiter, RequestLocks
 from optimizer.model.port import Client, ClientStats
 from optimizer.model.request import (
@@ -35,7 +35,7 @@ from optimizer.model.structured import Answer, answer_with_repair, forced_tool
 from optimizer.prices import Price
 from optimizer.store.db import Completed, Store
 from optimizer.store.ledger import longest_by_role
-from optimizer.words import dollars
+from optimizer.store.rows import CallRow
 
 log = structlog.get_logger()
 
@@ -146,6 +146,29 @@ class ModelClient:
         self._hits += 1
         self._saved += saved
 
+    # -- calls made outside this client (the Claude Code CLI's, through its relay) --------------
+
+    def estimate(self, role: str, model: str, request_chars: int, max_tokens: int) -> float:
+        """A call's upper-leaning cost before it is made, its answer bounded by the role's
+        longest measured one (cost.Outputs)."""
+        most = self._outputs.bound(role, max_tokens)
+        return estimate_cost(self.price(model), request_chars, most)
+
+    def hold(self, role: str, model: str, estimate: float) -> None:
+        """Admit a call against the budget (BudgetExhausted when it would pass the ceiling) and
+        hold its estimate until `release`, so that concurrent calls share the budget."""
+        self._check_budget(role, model, estimate)
+        self._reserved += estimate
+
+    def release(self, estimate: float, paid: CallRow | None = None) -> None:
+        """Let a held estimate go; `paid`, the row of a call made elsewhere, is recorded and
+        counted. Float sums of many estimates drift: the hold never shows below zero."""
+        if paid is not None:
+            self.store.record_call(paid)
+            self.count_paid(paid["cost_usd"])
+            self._outputs.add(paid["role"], paid["output_tokens"])
+        self._reserved = max(0.0, self._reserved - estimate)
+
     # -- public calls ---------------------------------------------------------------------------
 
     async def message(
@@ -199,10 +222,10 @@ class ModelClient:
             cached = self.store.completed_call(key)
             if cached is not None:
                 return self._from_ledger(cached, role)
-            most = self._outputs.bound(role, request["max_tokens"])
-            estimate = estimate_cost(self._price(model), billed_chars(request, canonical), most)
-            self._check_budget(role, model, estimate)
-            self._reserved += estimate
+            estimate = self.estimate(
+                role, model, billed_chars(request, canonical), request["max_tokens"]
+            )
+            self.hold(role, model, estimate)
             if self.settings.llm.prompt_caching:
                 request = with_cache_control(request, canonical.count('"cache_control":'))
             try:
@@ -213,9 +236,7 @@ class ModelClient:
                 self._outputs.add(role, answer.usage.output_tokens)
                 return answer
             finally:
-                # Float sums of many estimates drift: never let the reserve go below zero, where
-                # it would show as "$-0.0000 in flight".
-                self._reserved = max(0.0, self._reserved - estimate)
+                self.release(estimate)
 
     async def structured(
         self,
@@ -277,7 +298,7 @@ class ModelClient:
             raise error from cause
         data = ledger.answer_data(message)
         usage = message.usage
-        cost = call_cost(self._price(model), usage)
+        cost = call_cost(self.price(model), usage)
         latency_ms = (time.perf_counter() - started) * 1000
         # Written and committed before the caller sees the answer: a resumed run never pays twice.
         self.store.record_call(
@@ -296,23 +317,13 @@ class ModelClient:
         )
         self.count_paid(cost)
         self._failed_since_success.clear()
-        log.debug(
-            "llm.call_completed",
-            hash=key,
-            role=role,
-            model=model,
-            sample=sample,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost_usd=cost,
-            latency_ms=round(latency_ms, 1),
-            attempts=attempts,
-        )
+        # The tokens are in the row just recorded; the log names the call and its price.
+        log.debug("llm.call_completed", hash=key, role=role, cost_usd=cost, attempts=attempts)
         return Message.model_validate(data)
 
     # -- insides --------------------------------------------------------------------------------
 
-    def _price(self, model: str) -> Price:
+    def price(self, model: str) -> Price:
         """price_for, once per model: a client's settings never change, and the lookup scans
         the price table twice on every call otherwise."""
         price = self._prices.get(model)
@@ -337,23 +348,15 @@ class ModelClient:
             return
         spent = self._spent_before + self._spent
         if spent + self._reserved + estimate > self.budget_usd - self.kept_usd:
-            log.warning(
-                "llm.budget_exhausted",
-                role=role,
-                model=model,
-                spent_usd=spent,
-                in_flight_usd=self._reserved,
-                estimate_usd=estimate,
-                budget_usd=self.budget_usd,
-            )
-            raise BudgetExhausted(
-                f"The next {role} call to {model} (estimated {dollars(estimate)}) would take the "
-                f"run's spend from {dollars(spent)}"
-                + (f" (plus {dollars(self._reserved)} in flight)" if self._reserved > 0 else "")
-                + " past its "
-                f"budget of ${self.budget_usd:.2f}"
-                + (f" less ${self.kept_usd:.2f} kept {self.kept_for}" if self.kept_usd else "")
-                + ", so it was not started."
+            raise over_budget(
+                role,
+                model,
+                estimate=estimate,
+                spent=spent,
+                in_flight=self._reserved,
+                budget=self.budget_usd,
+                kept=self.kept_usd,
+                kept_for=self.kept_for,
             )
 
     def _give_up(
@@ -384,12 +387,7 @@ class ModelClient:
         )
         log.warning("llm.call_failed", role=role, model=model, attempts=attempts, error=str(error))
         if len(self._failed_since_success) >= self.settings.llm.failure_streak:
-            return ProviderUnavailable(
-                f"The model provider failed {len(self._failed_since_success)} different calls "
-                "in a row for good "
-                f"(the last: {error}); the run stops here with everything committed: resume "
-                "it once the provider answers again."
-            ), None
+            return outage(len(self._failed_since_success), error), None
         return error, (None if error is exc else exc)
 
 

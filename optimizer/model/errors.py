@@ -6,10 +6,20 @@ from __future__ import annotations
 import re
 
 import anthropic
+import structlog
 
-from optimizer.errors import OptimizerError, ProviderSpendLimit, WorkFailed
+from optimizer.errors import (
+    BudgetExhausted,
+    OptimizerError,
+    ProviderSpendLimit,
+    ProviderUnavailable,
+    WorkFailed,
+)
 from optimizer.logs import redact
 from optimizer.model.retry import api_message, is_spend_limit, retry_cause
+from optimizer.words import dollars
+
+log = structlog.get_logger()
 
 
 class ModelCallFailed(WorkFailed):
@@ -95,4 +105,44 @@ def call_failure(exc: Exception, role: str, model: str, attempts: int) -> Optimi
         role=role,
         cause=f"http_{status}" if status else type(exc).__name__,
         attempts=attempts,
+    )
+
+
+def over_budget(
+    role: str,
+    model: str,
+    *,
+    estimate: float,
+    spent: float,
+    in_flight: float,
+    budget: float,
+    kept: float,
+    kept_for: str,
+) -> BudgetExhausted:
+    """The stop of a call that would take the run past its budget (less what is kept), logged."""
+    log.warning(
+        "llm.budget_exhausted",
+        role=role,
+        model=model,
+        spent_usd=spent,
+        in_flight_usd=in_flight,
+        estimate_usd=estimate,
+        budget_usd=budget,
+    )
+    return BudgetExhausted(
+        f"The next {role} call to {model} (estimated {dollars(estimate)}) would take the "
+        f"run's spend from {dollars(spent)}"
+        + (f" (plus {dollars(in_flight)} in flight)" if in_flight > 0 else "")
+        + f" past its budget of ${budget:.2f}"
+        + (f" less ${kept:.2f} kept {kept_for}" if kept else "")
+        + ", so it was not started."
+    )
+
+
+def outage(failed: int, last: Exception) -> ProviderUnavailable:
+    """The stop of a run whose provider failed `failed` different calls in a row for good."""
+    return ProviderUnavailable(
+        f"The model provider failed {failed} different calls in a row for good (the last: "
+        f"{last}); the run stops here with everything committed: resume it once the provider "
+        "answers again."
     )

@@ -11,7 +11,9 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from optimizer.config import Settings
+    from optimizer.prices import Price
     from optimizer.store.db import Store
+    from optimizer.store.rows import CallRow
 
 Answer = TypeVar("Answer", bound="BaseModel")
 
@@ -52,6 +54,20 @@ class Client(Protocol):
     def count_paid(self, cost: float) -> None: ...
 
     def count_saved(self, saved: float) -> None: ...
+
+    def price(self, model: str) -> Price: ...
+
+    def estimate(self, role: str, model: str, request_chars: int, max_tokens: int) -> float:
+        """A call's upper-leaning cost before it is made."""
+        ...
+
+    def hold(self, role: str, model: str, estimate: float) -> None:
+        """Admit a call made elsewhere against the budget (BudgetExhausted past the ceiling)."""
+        ...
+
+    def release(self, estimate: float, paid: CallRow | None = None) -> None:
+        """Let a held estimate go, recording the paid row of a call made elsewhere."""
+        ...
 
     def stats(self) -> ClientStats: ...
 

@@ -100,10 +100,14 @@ class SandboxResult:
 
 _SECRET_PREFIXES = ("ANTHROPIC_", "OPENAI_", "AWS_")
 _SECRET_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+# Names that match a part above but hold a count, set by us: the Claude Code CLI's answer limit.
+_COUNTS = frozenset({"CLAUDE_CODE_MAX_OUTPUT_TOKENS"})
 
 
 def is_secret_name(name: str) -> bool:
     upper = name.upper()
+    if upper in _COUNTS:
+        return False
     return upper.startswith(_SECRET_PREFIXES) or any(part in upper for part in _SECRET_PARTS)
 
 

@@ -7,12 +7,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
 import httpx2
 
 from optimizer.model.clock import ModelCall, current_clock
+from optimizer.model.relayed import Metered
 
 # In the sandbox, where the agent's HTTP client is pointed (ANTHROPIC_BASE_URL); its own network
 # namespace has nothing else listening, so any port would do.
@@ -63,9 +66,23 @@ server.listen(Number(port), "127.0.0.1", () => {
 """.replace("@KEY@", PLACEHOLDER_KEY)
 
 
+METERED_PATH = "/v1/messages"  # count_tokens is free
+
+
+class Meter(Protocol):
+    """What the relay asks of the run's budget (model.relayed.RelayMeter): admit a request, or
+    say why not; settle its answer once it has ended."""
+
+    def admit(self, body: bytes) -> Metered | str: ...
+
+    def settle(self, metered: Metered, status: int, latency_ms: float) -> float: ...
+
+
 class Relay:
     """Serves one run's socket: each request goes to `target` (its path appended to the target's),
-    with the real key and any `headers` set; the answer streams back as it comes."""
+    with the real key and any `headers` set; the answer streams back as it comes. With a `meter`,
+    each Messages request is admitted against the run's budget first and charged to its ledger
+    when its answer ends."""
 
     def __init__(
         self,
@@ -73,6 +90,7 @@ class Relay:
         target: str,
         api_key: str,
         headers: Mapping[str, str] | None = None,
+        meter: Meter | None = None,
     ) -> None:
         # None: a loopback TCP port instead (`url`), for the CLI on the host (sandbox mode none).
         self.socket_path = socket_path
@@ -80,10 +98,13 @@ class Relay:
         self.target = target.rstrip("/")
         self.api_key = api_key
         self.headers = dict(headers or {})
+        self.meter = meter
         self.requests = 0
-        self.failures = (
-            0  # answers that say the endpoint failed us, not the agent: 429, 5xx, unreachable
-        )
+        # Answers that say the endpoint failed us, not the agent (429, 5xx, unreachable): all of
+        # them, and those since the last answer that came through. A program that retried past a
+        # failure and got its answer was not failed by the endpoint (`unrecovered` is 0 again).
+        self.failures = 0
+        self.unrecovered = 0
         # The run's clock, made where the relay is: it stops while a request is relayed, as for
         # our own model calls, so the CLI's waiting on the provider is never the skill's time.
         self.clock = current_clock()
@@ -139,13 +160,23 @@ class Relay:
         if refusal:
             await _refuse(writer, 403, refusal)
             return keep
+        metered = self._admit(path, body)
+        if isinstance(metered, str):
+            await _refuse(writer, 400, metered)
+            return keep
         sent = {k: v for k, v in headers.items() if k not in _HOP}
         if "x-api-key" in sent:
             sent["x-api-key"] = self.api_key
         sent.update(self.headers)
         self.requests += 1
         with ModelCall(self.clock):
-            return await self._forward(method, path, sent, body, keep, writer)
+            return await self._forward(method, path, sent, body, keep, writer, metered)
+
+    def _admit(self, path: str, body: bytes) -> Metered | str | None:
+        """The request admitted by the meter (None: not metered), or why the budget refuses it."""
+        if self.meter is None or path.split("?", 1)[0] != METERED_PATH:
+            return None
+        return self.meter.admit(body)
 
     async def _forward(
         self,
@@ -155,23 +186,30 @@ class Relay:
         body: bytes,
         keep: bool,
         writer: asyncio.StreamWriter,
+        metered: Metered | None = None,
     ) -> bool:
         assert self._client is not None
+        started, status = time.perf_counter(), 0
         try:
             async with self._client.stream(
                 method, self.target + path, headers=sent, content=body
             ) as answer:
-                if answer.status_code == 429 or answer.status_code >= 500:
-                    self.failures += 1
-                bodyless = method == "HEAD" or answer.status_code in (204, 304)
+                status = answer.status_code
+                self._count(status)
+                reader = (
+                    metered.answered(answer.headers.get("content-type", "")) if metered else None
+                )
+                bodyless = method == "HEAD" or status in (204, 304)
                 writer.write(_answer_head(answer, chunked=not bodyless))
                 if not bodyless:
                     async for chunk in answer.aiter_raw():
+                        if reader is not None:
+                            reader.feed(chunk)
                         writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                         await writer.drain()
                     writer.write(b"0\r\n\r\n")
         except httpx2.HTTPError as exc:  # unreachable, refused, cut: the endpoint failed us
-            self.failures += 1
+            self._count(502)
             await _refuse(
                 writer,
                 502,
@@ -183,8 +221,19 @@ class Relay:
                 writer, 400, f"the sandbox relay could not send this request: {type(exc).__name__}"
             )
             return False
+        finally:
+            # A stream cut after its start was billed for what it carried: charged as far as read.
+            if metered is not None and self.meter is not None:
+                self.meter.settle(metered, status, (time.perf_counter() - started) * 1000)
         await writer.drain()
         return keep
+
+    def _count(self, status: int) -> None:
+        if status == 429 or status >= 500:
+            self.failures += 1
+            self.unrecovered += 1
+        elif status < 400:
+            self.unrecovered = 0
 
 
 def _refusal(method: str, path: str, body: bytes) -> str | None:

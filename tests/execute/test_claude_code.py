@@ -175,6 +175,60 @@ class Recording(Simulator):
         return super().respond(body, headers)
 
 
+async def _metered_runs(tmp_path: Path, budget: float, runs: int):
+    """`runs` runs of eval 1 through the CLI with the run's client metering its relay; the
+    records, the ledger's total, and the request bodies the simulator saw."""
+    sim = Recording()
+    server, port = serve(sim, "127.0.0.1", 0)
+    settings = settings_with()
+    store = Store(tmp_path / "state.db")
+    client = make_client(settings, store, budget_usd=budget, simulator=Simulator(seed=0))
+    executor = get_executor(
+        "claude-code", settings, base_url=f"http://127.0.0.1:{port}", client=client
+    )
+    records = []
+    try:
+        for number in range(1, runs + 1):
+            records.append(
+                await executor.execute(
+                    skill_dir=EXAMPLE,
+                    skill_name="csv-report",
+                    eval=load_evals(EXAMPLE).by_id(1),
+                    inputs_root=EXAMPLE,
+                    trial_dir=tmp_path / f"run-{number}",
+                    run_number=number,
+                    sample=number,
+                )
+            )
+        return records, store.spent_usd(), sim.bodies
+    finally:
+        await client.aclose()
+        store.close()
+        server.shutdown()
+        server.server_close()
+
+
+@needs_cli
+async def test_every_dollar_the_cli_spends_is_in_the_ledger(tmp_path: Path) -> None:
+    records, ledger_usd, bodies = await _metered_runs(tmp_path, budget=5.0, runs=2)
+    assert [r.status for r in records] == ["ok", "ok"], [r.error for r in records]
+    # The CLI prices its own usage; the ledger charged every call of it, at the same prices.
+    reported = sum(r.cost_usd for r in records)
+    assert reported > 0 and ledger_usd == pytest.approx(reported, abs=1e-5)  # metrics: 6 digits
+    # Each call is admitted at its worst case, which the executor's answer limit bounds.
+    assert {b["max_tokens"] for b in bodies} == {Settings().execute.max_tokens}
+
+
+@needs_cli
+async def test_a_cli_run_the_budget_cannot_cover_stops_the_night(tmp_path: Path) -> None:
+    from optimizer.errors import BudgetExhausted
+
+    # One answer of 8,192 tokens at $15 a million is $0.12: a $0.10 budget admits no call.
+    with pytest.raises(BudgetExhausted, match="past its budget of \\$0.10"):
+        await _metered_runs(tmp_path, budget=0.10, runs=1)
+    assert not list(tmp_path.glob("run-1/**/metrics.json"))  # no run recorded, none scored
+
+
 @needs_cli
 async def test_a_relative_run_folder_keeps_the_outputs(tmp_path: Path, monkeypatch) -> None:
     # The CLI starts in the work folder: a relative path in its prompt pointed the agent at a

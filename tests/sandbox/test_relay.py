@@ -192,3 +192,78 @@ async def test_only_the_messages_api_without_server_side_reach_is_relayed(
         "/v1/messages/count_tokens",
     ]
     assert relay.failures == 0
+
+
+def _metered_client(tmp_path: Path, budget: float):
+    from optimizer.config import Settings
+    from optimizer.model import make_client
+    from optimizer.store.db import Store
+
+    store = Store(tmp_path / "state.db")
+    settings = Settings.model_validate({"llm": {"provider": "sim"}})
+    return make_client(settings, store, budget_usd=budget, simulator=Simulator(seed=0)), store
+
+
+async def test_with_a_meter_each_answer_is_charged_to_the_ledger_as_the_sim_billed_it(
+    tmp_path: Path, sim
+) -> None:
+    from optimizer.model.relayed import RelayMeter
+
+    client, store = _metered_client(tmp_path, budget=5.0)
+    sock = tmp_path / "relay.sock"
+    headers = {"x-api-key": PLACEHOLDER_KEY}
+    meter = RelayMeter(client, role="executor", sample=3)
+    try:
+        async with Relay(sock, sim.url, "real-key", {}, meter), through(sock) as http:
+            plain = await http.post("/v1/messages", json=BODY, headers=headers)
+            streamed = await http.post(
+                "/v1/messages", json={**BODY, "stream": True}, headers=headers
+            )
+            counted = await http.post(
+                "/v1/messages/count_tokens", json={**BODY, "max_tokens": None}, headers=headers
+            )
+        rows = store.query("select * from calls order by rowid")
+    finally:
+        await client.aclose()
+    assert plain.status_code == streamed.status_code == counted.status_code == 200
+    billed = plain.json()["usage"]
+    # Both answers charged (count_tokens is free), each at its own usage as the service gave it.
+    assert len(rows) == 2 == meter.calls
+    for row in rows:
+        assert (row["input_tokens"], row["output_tokens"]) == (
+            billed["input_tokens"],
+            billed["output_tokens"],
+        )
+    assert store.spent_usd() == pytest.approx(meter.spent_usd) and meter.spent_usd > 0
+
+
+async def test_with_a_meter_a_request_past_the_budget_is_never_sent(tmp_path: Path, sim) -> None:
+    from optimizer.model.relayed import RelayMeter
+
+    client, store = _metered_client(tmp_path, budget=0.0001)
+    sock = tmp_path / "relay.sock"
+    meter = RelayMeter(client, role="executor", sample=0)
+    try:
+        async with Relay(sock, sim.url, "real-key", {}, meter) as relay, through(sock) as http:
+            answer = await http.post("/v1/messages", json=BODY)
+    finally:
+        await client.aclose()
+    assert answer.status_code == 400 and "past its budget" in answer.text
+    assert sim.requests == [] and relay.requests == 0 and store.spent_usd() == 0
+    assert meter.stopped is not None  # the executor raises it once the CLI has ended
+
+
+async def test_a_failure_the_program_retried_past_is_not_counted_as_unrecovered(
+    tmp_path: Path, sim
+) -> None:
+    sock = tmp_path / "relay.sock"
+    key = {"x-api-key": PLACEHOLDER_KEY}
+    async with Relay(sock, sim.url, "real-key") as relay, through(sock) as http:
+        failed = await http.post(
+            "/v1/messages", json=BODY, headers={**key, "x-sim-force-error": "529"}
+        )
+        assert failed.status_code == 529 and relay.unrecovered == 1
+        answered = await http.post("/v1/messages", json=BODY, headers=key)
+        assert answered.status_code == 200
+    # Counted as a failure of the endpoint, but the program got its answer after it.
+    assert relay.failures == 1 and relay.unrecovered == 0
