@@ -281,6 +281,16 @@ def run_skill(tool_input: Mapping[str, Any], skill: SkillInfo | None) -> tuple[s
     return header + skill.body, False
 
 
+# The stop reasons that end a run without the agent finishing it, and what the run's error says.
+ENDED_BY_THE_MODEL = {
+    "refusal": "the model declined to go on with the task (stop_reason refusal)",
+    "model_context_window_exceeded": (
+        "the conversation outgrew the model's context window (stop_reason "
+        "model_context_window_exceeded)"
+    ),
+}
+
+
 class AnthropicExecutor(Executor):
     """The default executor: our own agent loop through the ledger-cached model client."""
 
@@ -343,6 +353,8 @@ class AnthropicExecutor(Executor):
                         {"role": "user", "content": f"{cut}. Continue where you stopped."}
                     )
                 continue
+            if reply.stop_reason in ENDED_BY_THE_MODEL:  # not a finish: the skill's and task's
+                return ENDED_BY_THE_MODEL[str(reply.stop_reason)]
             if not uses:
                 return None
             results, names = [], {}

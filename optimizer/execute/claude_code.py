@@ -17,7 +17,14 @@ from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.errors import BadInput, InfraFailure, ResourceLimit
 from optimizer.execute import Executor, TrialContext
-from optimizer.execute.claude_env import BINARY_MOUNT, boxed_env, cli_args, cli_env, find_claude
+from optimizer.execute.claude_env import (
+    BINARY_MOUNT,
+    boxed_env,
+    check_version,
+    cli_args,
+    cli_env,
+    find_claude,
+)
 from optimizer.execute.claude_stream import NO_RESULT, StreamState
 from optimizer.execute.transcript import Tally, Transcript
 from optimizer.model.port import Client
@@ -57,6 +64,7 @@ class ClaudeCodeExecutor(Executor):
 
     def check(self) -> None:
         self.binary = find_claude(self.settings)
+        check_version(self.binary)
         if self.settings.llm.provider == "sim" and not self.base_url:
             raise BadInput(
                 "The claude-code executor with the simulator needs a simulator on "
@@ -145,7 +153,7 @@ class ClaudeCodeExecutor(Executor):
                 )
         if meter is not None:
             meter.check()
-        return _endpoint_failed(failed, relay)
+        return _skills_failure(failed, relay)
 
     async def _run_boxed(
         self, ctx: TrialContext, transcript: Transcript, tally: Tally, meter: RelayMeter | None
@@ -201,18 +209,22 @@ class ClaudeCodeExecutor(Executor):
             raise InfraFailure(f"the sandbox could not start the Claude Code CLI: {failed}")
         if meter is not None:
             meter.check()
-        return _endpoint_failed(failed, box.relay)
+        return _skills_failure(failed, box.relay)
 
 
-def _endpoint_failed(failed: str | None, relay: Relay) -> str | None:
-    """`failed`, unless the endpoint failed the CLI (unreachable, 429, 5xx past the CLI's own
-    retries): a failure of ours, raised as such, left unscored and retried, never the skill's 0.
-    A failure the CLI retried past, and then got its answer, was not the endpoint's."""
+def _skills_failure(failed: str | None, relay: Relay) -> str | None:
+    """`failed` when it is the skill's (the CLI's result line says the agent failed), else
+    raised as a failure of ours, left unscored and retried, never the skill's 0: the endpoint
+    failed the CLI (unreachable, 429, 5xx past the CLI's own retries; one it retried past and
+    then got its answer was not), or the CLI ended without a result line at all (a flag it does
+    not know, a crash)."""
     if failed and relay.unrecovered:
         raise InfraFailure(
             f"the model endpoint failed {relay.unrecovered} request(s) of this run in a row, "
             f"the CLI's last: {failed}"
         )
+    if failed and failed.startswith(NO_RESULT):
+        raise InfraFailure(f"the Claude Code CLI failed, not the skill: {failed}")
     return failed
 
 

@@ -5,8 +5,11 @@ the user's own (skills, settings, keys) reaches it."""
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 from optimizer.config import Settings
@@ -23,6 +26,11 @@ INSTALL_SCRIPT = "scripts/install-claude-code.sh"
 # mode only (see cli_args), checked in tests/execute/test_claude_code.py.
 FILE_TOOLS = ("Read", "Write", "Edit", "Glob", "Grep")
 SANDBOX_TOOLS = ("Bash",)
+# The versions whose flags and stream-json the executor is built on (scripts/install-claude-code.sh
+# pins one of them): --tools, --permission-prompts and the result line's api_error_status are not
+# in older ones, and a new major version may change any of them.
+SUPPORTED_FROM = (2, 1, 300)
+SUPPORTED_BELOW = (3, 0, 0)
 # Where the confined CLI sees its own binary (a read-only bind of the install).
 BINARY_MOUNT = "/opt/claude-code/claude"
 
@@ -90,6 +98,32 @@ def boxed_env(settings: Settings) -> dict[str, str]:
         "BASH_DEFAULT_TIMEOUT_MS": per_command,
         "BASH_MAX_TIMEOUT_MS": per_command,
     }
+
+
+@functools.lru_cache(maxsize=8)
+def check_version(binary: Path) -> str:
+    """The CLI's version; BadInput naming the found and the wanted versions when it is outside
+    the supported range (asked once per binary and process)."""
+    try:
+        said = subprocess.run(
+            [str(binary), "--version"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BadInput(f"{binary} --version did not answer ({exc}); {_wanted()}") from None
+    found = re.match(r"(\d+)\.(\d+)\.(\d+)", said)
+    version = tuple(int(part) for part in found.groups()) if found else None
+    if version is None or not SUPPORTED_FROM <= version < SUPPORTED_BELOW:
+        first_line = said.splitlines()[0] if said else "nothing"
+        raise BadInput(f"{binary} is Claude Code {first_line!r}; {_wanted()}")
+    return ".".join(str(part) for part in version)
+
+
+def _wanted() -> str:
+    low, high = (".".join(map(str, v)) for v in (SUPPORTED_FROM, SUPPORTED_BELOW))
+    return (
+        f"the executor needs a version from {low} and below {high}: run {INSTALL_SCRIPT} "
+        "(it installs the pinned one into .tools/), or set execute.claude_binary to one."
+    )
 
 
 def cli_args(

@@ -426,3 +426,41 @@ async def test_a_missing_cli_names_the_npm_package(tmp_path: Path, monkeypatch) 
         await run(settings, "http://127.0.0.1:9", tmp_path / "run-1", with_skill=True)
     assert "@anthropic-ai/claude-code" in str(caught.value)
     assert not (tmp_path / "run-1").exists()
+
+
+def _fake_cli(tmp_path: Path, version: str, body: str = "exit 3") -> Path:
+    """A `claude` that says `version` and otherwise runs `body` (by default: exits without a
+    result line, as a CLI that does not know a flag of ours does)."""
+    fake = tmp_path / "bin" / "claude"
+    fake.parent.mkdir(parents=True, exist_ok=True)
+    fake.write_text(
+        f'#!/bin/sh\nif [ "$1" = "--version" ]; then echo "{version}"; exit 0; fi\n{body}\n'
+    )
+    fake.chmod(0o755)
+    claude_env.check_version.cache_clear()
+    return fake
+
+
+@pytest.mark.parametrize("version", ["1.0.128 (Claude Code)", "3.0.1 (Claude Code)", "garbled"])
+async def test_a_cli_outside_the_supported_versions_is_refused_naming_both(
+    tmp_path: Path, version: str
+) -> None:
+    fake = _fake_cli(tmp_path, version)
+    settings = host_settings(claude_binary=str(fake))
+    with pytest.raises(BadInput) as refused:
+        await run(settings, "http://127.0.0.1:9", tmp_path / "run-1", with_skill=True)
+    said = str(refused.value)
+    assert version.split()[0] in said and "from 2.1.300 and below 3.0.0" in said
+    assert not (tmp_path / "run-1").exists()  # refused before a run folder is made
+
+
+async def test_a_cli_that_ends_without_a_result_is_ours_not_the_skills_zero(tmp_path: Path) -> None:
+    fake = _fake_cli(tmp_path, "2.1.330 (Claude Code)")
+    record = await run(
+        host_settings(claude_binary=str(fake)),
+        "http://127.0.0.1:9",
+        tmp_path / "run-1",
+        with_skill=True,
+    )
+    assert record.status == "unscored", record.error
+    assert "the Claude Code CLI failed, not the skill" in (record.error or "")

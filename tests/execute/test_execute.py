@@ -624,3 +624,38 @@ async def test_run_once_numbers_runs_grades_them_and_reads_the_evals(
         )
     with pytest.raises(BadInput, match="not an executor"):
         get_executor("nope", settings)
+
+
+class EndingSim(Simulator):
+    """The real simulator, whose executor turns after the first end with `stop_reason`."""
+
+    def __init__(self, stop_reason: str) -> None:
+        super().__init__(seed=0)
+        self.stop_reason = stop_reason
+
+    def respond(self, body, headers):  # type: ignore[no-untyped-def]
+        reply = super().respond(body, headers)
+        if len(body["messages"]) > 1:
+            reply = {**reply, "content": [{"type": "text", "text": "…"}]}
+            reply["stop_reason"] = self.stop_reason
+        return reply
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "said"),
+    [
+        ("refusal", "the model declined to go on with the task"),
+        ("model_context_window_exceeded", "outgrew the model's context window"),
+    ],
+)
+async def test_a_run_the_model_ended_without_finishing_fails_as_the_skills(
+    tmp_path: Path, stop_reason: str, said: str
+) -> None:
+    settings = settings_with()
+    store = Store(tmp_path / "state.db")
+    client = make_client(settings, store, simulator=EndingSim(stop_reason), sleep=no_wait)
+    executor = get_executor("anthropic", settings, client=client)
+    record = await execute(executor, tmp_path / "runs/with_skill/run-1", with_skill=True)
+    await client.aclose()
+    # Not a finish read as a success: the run failed, for a reason of the skill's and task's.
+    assert record.status == "error" and said in (record.error or "")

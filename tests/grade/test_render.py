@@ -444,3 +444,23 @@ async def test_a_model_without_attachments_gets_names_and_text(tmp_path, store):
     assert out.grading.expectations[0].passed
     request = compare.build_request(ev, run_dir, run_dir, attachments=False)
     assert isinstance(request, str) and "sent no images" in request
+
+
+def test_an_image_whose_base64_would_pass_the_limit_is_made_smaller(tmp_path) -> None:
+    """The API measures an image block by its base64, four thirds of the raw bytes: a 4.3 MB
+    PNG fits 5 MiB raw but not encoded, so it is re-encoded until its base64 fits."""
+    import base64
+    import random
+
+    from PIL import Image
+
+    from optimizer.grade.convert import image_bytes
+
+    rng = random.Random(7)
+    noise = bytes(rng.getrandbits(8) for _ in range(1200 * 1200 * 3))
+    path = tmp_path / "noise.png"
+    Image.frombytes("RGB", (1200, 1200), noise).save(path, "PNG")
+    raw = path.read_bytes()
+    assert 3.8 * 2**20 < len(raw) < 5 * 2**20  # passes a raw 5 MiB check, not an encoded one
+    _media, sent = image_bytes(path)
+    assert len(base64.b64encode(sent)) <= 5 * 2**20
