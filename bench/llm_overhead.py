@@ -57,7 +57,7 @@ async def bare_sdk(
     async def one(i: int) -> None:
         async with gate:
             message = await sdk.messages.create(
-                model="claude-sonnet-4-5",
+                model="claude-sonnet-4-6",
                 max_tokens=1024,
                 messages=_messages(i),
                 extra_headers={"x-optimizer-role": "executor", "x-optimizer-sample": str(i)},
@@ -126,7 +126,7 @@ def _ledger_write_cost(folder: Path, n: int = 500) -> float:
     store = Store(folder / "writes.db")
     row = {
         "role": "executor",
-        "model": "claude-sonnet-4-5",
+        "model": "claude-sonnet-4-6",
         "sample": 0,
         "outcome": "ok",
         "response_json": "{}" * 200,
@@ -161,7 +161,7 @@ def _log_event_cost(folder: Path, n: int = 2000) -> float:
                 "llm.call_completed",
                 hash="0" * 64,
                 role="executor",
-                model="claude-sonnet-4-5",
+                model="claude-sonnet-4-6",
                 sample=i,
                 input_tokens=300,
                 output_tokens=40,

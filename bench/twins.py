@@ -112,7 +112,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
 
 def ledger_hash(body: dict, role: str, sample: str) -> str:
     """The key the product's ledger gives this request: the request before the client added its
-    cache breakpoints (llm.with_cache_control marks the last tool and the last system block)."""
+    cache breakpoints (llm.with_cache_control marks the last tool and the last system block, past the model's minimum)."""
     for part in ("tools", "system"):
         blocks = body.get(part)
         if isinstance(blocks, list) and blocks and isinstance(blocks[-1], dict):

@@ -39,14 +39,6 @@ class Price(BaseModel):
 PRICE_FIELDS = tuple(Price.model_fields)
 
 
-DEFAULT_PRICES = {
-    "claude-opus-4-6": Price(input=5.0, output=25.0, cache_write=6.25, cache_read=0.5),
-    "claude-opus-4-1": Price(input=15.0, output=75.0, cache_write=18.75, cache_read=1.5),
-    "claude-sonnet-4-6": Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3),
-    "claude-haiku-4-5": Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.1),
-}
-
-
 def quoted(model: str) -> str:
     """A model name as a settings key: quoted when a dot would split it."""
     return f'"{model}"' if "." in model or '"' in model else model

@@ -250,9 +250,17 @@ def load_settings(
     )
     if not calls_models:
         return loaded
-    from optimizer.model import provider
+    from optimizer.model import preflight, provider
 
-    return provider.chosen(loaded, os.environ, need_key=need_key)
+    loaded = provider.chosen(loaded, os.environ, need_key=need_key)
+    # The models, before anything is written or paid: offline, then with Anthropic's API.
+    refused = preflight.refused_offline(loaded.settings)
+    if refused is None and need_key and preflight.anthropic_api(loaded.settings):
+        ask = preflight.ask_with_sdk(os.environ.get(provider.KEY, ""), loaded.settings.llm.base_url)
+        refused = preflight.refused_by_provider(loaded.settings, ask)
+    if refused is not None:
+        raise BadInput(refused)
+    return loaded
 
 
 def require_dir(path: Path, what: str) -> Path:

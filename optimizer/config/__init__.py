@@ -2,6 +2,7 @@
 comes from (loading.py). One frozen model passed explicitly; never read from a global; an unknown
 key never passes silently."""
 
+from optimizer.catalog import DEFAULT_PRICES
 from optimizer.config.loading import choice_flag, known_keys, load
 from optimizer.config.sections import (
     EVAL_CONFIG_KEYS,
@@ -25,7 +26,7 @@ from optimizer.config.sections import (
     Sim,
     StoreSettings,
 )
-from optimizer.prices import DEFAULT_PRICES, Price
+from optimizer.prices import Price
 
 __all__ = [
     "Adopt",

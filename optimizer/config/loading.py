@@ -13,9 +13,10 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import ValidationError
 
+from optimizer.catalog import DEFAULT_PRICES
 from optimizer.config.sections import EVAL_CONFIG_KEYS, SECTIONS, Loaded, Settings
 from optimizer.errors import BadInput
-from optimizer.prices import DEFAULT_PRICES, PRICE_FIELDS, env_prices, price_key, quoted, set_price
+from optimizer.prices import PRICE_FIELDS, env_prices, price_key, quoted, set_price
 
 
 def known_keys() -> list[str]:

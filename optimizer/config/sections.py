@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from optimizer.prices import DEFAULT_PRICES, Price
+from optimizer.catalog import DEFAULT_MODELS, DEFAULT_PRICES
+from optimizer.prices import Price
 
 ROLES = ("executor", "grader", "comparator", "analyzer", "proposer", "trigger")
 
@@ -17,12 +18,13 @@ class Section(BaseModel):
 
 
 class Models(Section):
-    executor: str = "claude-sonnet-4-6"
-    grader: str = "claude-opus-4-6"
-    comparator: str = "claude-opus-4-6"
-    analyzer: str = "claude-opus-4-6"
-    proposer: str = "claude-opus-4-6"
-    trigger: str = "claude-haiku-4-5"
+    # The catalog's defaults (optimizer/catalog.py): current models, each priced.
+    executor: str = DEFAULT_MODELS["executor"]
+    grader: str = DEFAULT_MODELS["grader"]
+    comparator: str = DEFAULT_MODELS["comparator"]
+    analyzer: str = DEFAULT_MODELS["analyzer"]
+    proposer: str = DEFAULT_MODELS["proposer"]
+    trigger: str = DEFAULT_MODELS["trigger"]
 
 
 class Llm(Section):

@@ -31,7 +31,7 @@ from optimizer.model.request import (
 )
 from optimizer.model.retry import RetryPolicy, Sleep, Truncated
 from optimizer.model.scopes import scope
-from optimizer.model.structured import Answer, answer_with_repair, forced_tool
+from optimizer.model.structured import Answer, answer_with_repair, asking, forced_tool
 from optimizer.prices import Price
 from optimizer.store.db import Completed, Store
 from optimizer.store.ledger import longest_by_role
@@ -112,8 +112,7 @@ class ModelClient:
         await self.aclose()
 
     def stats(self) -> ClientStats:
-        """This client's work: calls made (paid), failed, served from the ledger, USD spent and
-        saved, and retries by cause."""
+        """This client's work (port.ClientStats)."""
         return {
             "calls": self._calls,
             "errors": self._errors,
@@ -126,14 +125,12 @@ class ModelClient:
         }
 
     def spent_usd(self) -> float:
-        """The run's spend so far: the ledger's before this client, and this client's own calls
-        (and those it was told of) since. What the budget stop reads, without summing the
-        ledger before every unit of work."""
+        """The run's spend so far: the ledger's before this client and the calls counted since
+        (what the budget stop reads, without summing the ledger before every unit of work)."""
         return self._spent_before + self._spent
 
     def committed_usd(self) -> float:
-        """The run's spend so far (with the ledger's before this client) plus the estimates of
-        the calls in flight: what the budget is checked against."""
+        """The run's spend so far plus the estimates of the calls in flight (the budget check's)."""
         return self._spent_before + self._spent + self._reserved
 
     def count_paid(self, cost: float) -> None:
@@ -149,20 +146,18 @@ class ModelClient:
     # -- calls made outside this client (the Claude Code CLI's, through its relay) --------------
 
     def estimate(self, role: str, model: str, request_chars: int, max_tokens: int) -> float:
-        """A call's upper-leaning cost before it is made, its answer bounded by the role's
-        longest measured one (cost.Outputs)."""
+        """A call's upper-leaning cost before it is made (its answer bounded by cost.Outputs)."""
         most = self._outputs.bound(role, max_tokens)
         return estimate_cost(self.price(model), request_chars, most)
 
     def hold(self, role: str, model: str, estimate: float) -> None:
-        """Admit a call against the budget (BudgetExhausted when it would pass the ceiling) and
-        hold its estimate until `release`, so that concurrent calls share the budget."""
+        """Admit a call (BudgetExhausted past the ceiling); its estimate held until `release`."""
         self._check_budget(role, model, estimate)
         self._reserved += estimate
 
     def release(self, estimate: float, paid: CallRow | None = None) -> None:
-        """Let a held estimate go; `paid`, the row of a call made elsewhere, is recorded and
-        counted. Float sums of many estimates drift: the hold never shows below zero."""
+        """Let a held estimate go (never below zero, where float sums drift); `paid`, the row of
+        a call made elsewhere, is recorded and counted."""
         if paid is not None:
             self.store.record_call(paid)
             self.count_paid(paid["cost_usd"])
@@ -185,6 +180,7 @@ class ModelClient:
         stream: bool = False,
         temperature: float | None = None,
         batch: bool = False,
+        thinking: dict[str, str] | None = None,
     ) -> Message:
         """One answer, from the ledger when this exact request (role, sample) completed before,
         else from the model, recorded in the ledger before it is returned. `batch=True` lets the
@@ -198,6 +194,7 @@ class ModelClient:
             tools=tools,
             tool_choice=tool_choice,
             temperature=temperature,
+            thinking=thinking,
         )
         canonical = canonical_json(request)
         key = request_hash(canonical, role, sample)
@@ -227,7 +224,7 @@ class ModelClient:
             )
             self.hold(role, model, estimate)
             if self.settings.llm.prompt_caching:
-                request = with_cache_control(request, canonical.count('"cache_control":'))
+                request = with_cache_control(request, canonical, role=role, model=model)
             try:
                 if batch and self.batch is not None and self.batch.handles(role):
                     answer = await self.batch.call(role, model, sample, key, request)
@@ -250,22 +247,25 @@ class ModelClient:
         model: str | None = None,
         max_tokens: int | None = None,
     ) -> Answer:
-        """An answer given as the input of one forced tool whose input_schema is `schema`; a
-        reply that does not validate is sent back once with the error, then StructuredAnswerError.
+        """An answer given as the input of one tool whose input_schema is `schema`, asked for as
+        the model takes it (structured.asking); a reply that does not validate is sent back once
+        with the error, then StructuredAnswerError.
         Only the first attempt may join a Message Batch: the repair goes direct."""
         tool = forced_tool(schema, tool_name)
+        how = asking(model or self._model_for(role), tool_name)
 
         async def ask(turns: list[Any], first: bool) -> Message:
             return await self.message(
                 role,
-                system=system,
+                system=how.system(system),
                 messages=turns,
                 tools=[tool],
                 sample=sample,
                 model=model,
-                tool_choice={"type": "tool", "name": tool_name},
+                tool_choice=how.tool_choice,
                 max_tokens=max_tokens,
                 batch=first,
+                thinking=how.thinking,
             )
 
         return await answer_with_repair(ask, messages, schema, role=role, tool_name=tool_name)

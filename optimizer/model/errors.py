@@ -94,6 +94,12 @@ def call_failure(exc: Exception, role: str, model: str, attempts: int) -> Optimi
             "a longer context (llama.cpp splits its context across parallel slots), or fewer "
             "execute.max_turns or a smaller execute.max_tokens"
         )
+    elif status == 413:
+        # Said by the API (request_too_large) or by a proxy in front of it, often without a body.
+        fix = (
+            "the request is larger than the endpoint takes (the Messages API's limit is 32 MB): "
+            "fewer or smaller images and files in an eval, or a smaller execute.max_turns"
+        )
     elif status == 404:
         fix = f"check models.{role} and llm.base_url"
     else:

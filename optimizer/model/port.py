@@ -87,6 +87,7 @@ class Client(Protocol):
         stream: bool = False,
         temperature: float | None = None,
         batch: bool = False,
+        thinking: dict[str, str] | None = None,
     ) -> Message: ...
 
     async def structured(

@@ -13,7 +13,11 @@ if TYPE_CHECKING:
 
 from pydantic import BaseModel
 
+from optimizer import catalog
+
 MAX_CACHE_BREAKPOINTS = 4
+# The roles whose calls are turns of one conversation, each read again by the next: an agent's.
+CONVERSATION_ROLES = frozenset({"executor"})
 # An attachment is billed by what it shows, not by its base64: an image within 1568 px costs at
 # most about 1,600 input tokens, a PDF page about that much as an image plus its text. Counted at
 # the 4 characters a token of the estimate, so a 5 MB image is not priced as 7 million characters.
@@ -44,6 +48,7 @@ def build_request(
     tools: list[ToolUnionParam] | None,
     tool_choice: ToolChoiceParam | None,
     temperature: float | None,
+    thinking: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The request body with only the parts that were given, so an absent part never changes
     the hash."""
@@ -62,10 +67,12 @@ def build_request(
         request["tool_choice"] = plain(tool_choice)
     if temperature is not None:
         request["temperature"] = temperature
+    if thinking is not None:
+        request["thinking"] = dict(thinking)
     return request
 
 
-def canonical_json(request: Mapping[str, Any]) -> str:
+def canonical_json(request: object) -> str:
     """The request as sorted, compact JSON: the text that is hashed and measured."""
     return json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -94,16 +101,55 @@ def request_hash(canonical: str, role: str, sample: int) -> str:
     return hashlib.sha256(f"{role}\0{sample}\0{canonical}".encode()).hexdigest()
 
 
-def with_cache_control(request: Mapping[str, Any], already_marked: int = 0) -> dict[str, Any]:
-    """Mark the stable prefixes (the last tool definition, then the last system block) as
-    ephemeral cache breakpoints, within the API's limit of four per request. Works on a copy."""
+def with_cache_control(
+    request: Mapping[str, Any], canonical: str, *, role: str, model: str
+) -> dict[str, Any]:
+    """Mark the stable prefixes (the last tool definition, then the last system block) and, for
+    a conversation role, the turns so far (the last block of the last message) as ephemeral
+    cache breakpoints, within the API's limit of four per request (counting those `canonical`,
+    the request's JSON, already holds): each turn of an agent then writes its own turn and reads
+    the turns before it, which the service finds by looking back from the new mark. A single
+    question is not marked: a write costs a quarter more than plain input, and nothing would
+    read it again. A prefix shorter than the model's minimum cacheable length (counted as the
+    estimate counts, 4 characters a token) is not marked: the service would not cache it.
+    Works on a copy."""
     marked = dict(request)
-    used = already_marked
-    for part in ("tools", "system"):
+    used = canonical.count('"cache_control":')
+    min_tokens = catalog.facts(model).cache_minimum_tokens
+    chars = 0
+    parts = ("tools", "system", "messages") if role in CONVERSATION_ROLES else ("tools", "system")
+    for part in parts:
         blocks = marked.get(part)
-        if used >= MAX_CACHE_BREAKPOINTS or not isinstance(blocks, list) or not blocks:
+        if not isinstance(blocks, list) or not blocks:
             continue
-        if "cache_control" not in blocks[-1]:
-            marked[part] = [*blocks[:-1], {**blocks[-1], "cache_control": {"type": "ephemeral"}}]
+        chars += len(canonical_json(blocks))
+        if used >= MAX_CACHE_BREAKPOINTS or chars / 4 < min_tokens:
+            continue
+        last = _with_breakpoint(blocks[-1], conversation=part == "messages")
+        if last is not None:
+            marked[part] = [*blocks[:-1], last]
             used += 1
     return marked
+
+
+EPHEMERAL = {"type": "ephemeral"}
+# Blocks that cannot carry a breakpoint: a model's thinking is cached with its turn, not marked.
+_UNMARKABLE = ("thinking", "redacted_thinking")
+
+
+def _with_breakpoint(item: object, *, conversation: bool) -> dict[str, Any] | None:
+    """A copy of a tool, a system block or (conversation) a message with a breakpoint on it (on
+    a message, on its last block; a string content is one text block), or None when it already
+    has one or cannot carry one."""
+    if not isinstance(item, Mapping):
+        return None
+    if not conversation:
+        return None if "cache_control" in item else {**item, "cache_control": EPHEMERAL}
+    content = item.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    if not isinstance(blocks, list) or not blocks or not isinstance(blocks[-1], Mapping):
+        return None
+    last = blocks[-1]
+    if "cache_control" in last or last.get("type") in _UNMARKABLE:
+        return None
+    return {**item, "content": [*blocks[:-1], {**last, "cache_control": EPHEMERAL}]}

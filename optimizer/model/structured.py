@@ -1,16 +1,19 @@
-"""Answers given as the input of one forced tool: the tool built from a pydantic model, the check
-of a reply, and the one repair. Never sends a request itself; it is handed a way to ask."""
+"""Answers given as the input of one tool: the tool built from a pydantic model, how each model is
+asked to call it, the check of a reply, and the one repair. Never sends a request itself; it is
+handed a way to ask."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import structlog
-from anthropic.types import Message, ToolParam
+from anthropic.types import Message, TextBlockParam, ToolChoiceParam, ToolParam
 from pydantic import BaseModel, ValidationError
 
+from optimizer import catalog
 from optimizer.model.errors import StructuredAnswerError
 from optimizer.model.request import plain
 
@@ -19,6 +22,37 @@ log = structlog.get_logger()
 Answer = TypeVar("Answer", bound=BaseModel)
 # Sends the conversation; `first` is True for the first attempt, which may join a Message Batch.
 Ask = Callable[[list[Any], bool], Awaitable[Message]]
+
+
+@dataclass(frozen=True)
+class Asking:
+    """How a model is asked for the call of one tool. The API refuses a forced tool to the models
+    that always think (a 400), and to the others that think by default unless thinking is off:
+    the first are offered the tool alone with tool_choice auto and told to call it (a reply
+    without the call goes back once, as any bad reply does); the second get thinking off."""
+
+    tool_choice: ToolChoiceParam
+    thinking: dict[str, str] | None
+    told: str | None  # the sentence added to the system prompt when the tool is not forced
+
+    def system(
+        self, system: str | list[TextBlockParam] | None
+    ) -> str | list[TextBlockParam] | None:
+        if self.told is None:
+            return system
+        told: TextBlockParam = {"type": "text", "text": self.told}
+        if isinstance(system, str):
+            return [{"type": "text", "text": system}, told]
+        return [*(system or []), told]
+
+
+def asking(model: str, tool_name: str) -> Asking:
+    facts = catalog.facts(model)
+    if facts.refuses_forced_tool:
+        told = f"Give your answer only by calling the tool {tool_name}, once."
+        return Asking({"type": "auto"}, None, told)
+    forced: ToolChoiceParam = {"type": "tool", "name": tool_name}
+    return Asking(forced, {"type": "disabled"} if facts.thinks_by_default else None, None)
 
 
 class BadAnswer(Exception):
@@ -69,6 +103,12 @@ def tool_answer(message: Message, schema: type[Answer], tool_name: str) -> Answe
                     or [{"type": "text", "text": text}]
                 ),
             },
+        )
+    if message.stop_reason == "refusal" and not mine:
+        # Named as what it is; asked once more like any bad reply, then a judge error (data).
+        raise BadAnswer(
+            "the model declined to answer (stop_reason refusal)",
+            {"role": "user", "content": f"Answer by calling the tool {tool_name} now."},
         )
     if not mine:
         raise BadAnswer(

@@ -13,10 +13,10 @@ import time
 from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 
-from optimizer.sim import world
+from optimizer.sim import models, world
 from optimizer.sim.protocol import ERRORS, Reply, error_reply, invalid, json_reply, malform
 
 
@@ -27,6 +27,8 @@ class Host(Protocol):
     seed: int
     lock: threading.Lock
     stats: Any
+    today: date | None
+    local: bool
 
     def draw_fault(
         self, body: dict, role: str, headers: dict[str, str], streaming: bool
@@ -231,6 +233,10 @@ class BatchService:
         problem = invalid(params)
         if problem:
             return _errored("invalid_request_error", problem)
+        refused = models.refusal(params, 0, self.sim.today, local=self.sim.local)
+        if refused is not None:
+            error = json.loads(refused.body)["error"]
+            return _errored(error["type"], error["message"])
         sample = samples.get(item["custom_id"][:16], 0)
         headers = {"x-optimizer-sample": str(sample)}
         role = world.detect_role(params, headers)

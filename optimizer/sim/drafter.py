@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from optimizer.sim.text import first_user_text, forced_tool
+from optimizer.sim.text import asked_tool, first_user_text
 from optimizer.tags import parse_tags
 
 TOOL = "submit_eval_drafts"
@@ -27,7 +27,7 @@ _LIMIT = re.compile(
 
 
 def handles(body: dict) -> bool:
-    return forced_tool(body) in (TOOL, REWRITE_TOOL)
+    return asked_tool(body) in (TOOL, REWRITE_TOOL)
 
 
 def _items(section: str, name: str) -> list[str]:
@@ -87,7 +87,7 @@ def rewrites(body: dict) -> dict:
 
 
 def reply(body: dict, uid: str) -> tuple[list, str]:
-    rewriting = forced_tool(body) == REWRITE_TOOL
+    rewriting = asked_tool(body) == REWRITE_TOOL
     block = {
         "type": "tool_use",
         "id": f"toolu_sim_{uid[:16]}_0",

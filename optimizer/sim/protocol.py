@@ -56,9 +56,8 @@ def tokens(chars: int) -> int:
     return math.ceil(chars / 4)
 
 
-def invalid(
-    body: Any, required: tuple[str, ...] = ("model", "messages", "max_tokens")
-) -> str | None:
+def invalid(body: Any, required: tuple[str, ...] | None = None) -> str | None:
+    required = required or ("model", "messages", "max_tokens")
     if not isinstance(body, dict):
         return "The request body must be a JSON object."
     for name in required:

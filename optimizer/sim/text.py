@@ -163,6 +163,13 @@ def forced_tool(body: dict) -> str | None:
     return choice.get("name") if choice.get("type") == "tool" else None
 
 
+def asked_tool(body: dict) -> str | None:
+    """The tool the request asks for: forced, or the only one offered (a model that takes no
+    forced tool is offered one with tool_choice auto and told to call it)."""
+    offered = tool_names(body)
+    return forced_tool(body) or (offered[0] if len(offered) == 1 else None)
+
+
 def tool_schema(body: dict, name: str) -> dict | None:
     for tool in body.get("tools") or []:
         if tool.get("name") == name:

@@ -4,6 +4,7 @@ the httpx2 MockTransport. Never lets latency or a fault change the content of a 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import hashlib
 import json
 import random
@@ -15,9 +16,11 @@ from dataclasses import dataclass, field
 
 import httpx2
 
-from optimizer.sim import drafter
+from optimizer import catalog
+from optimizer.sim import drafter, models
 from optimizer.sim import world as sim_world
 from optimizer.sim.batches import BatchService
+from optimizer.sim.billing import input_usage
 from optimizer.sim.ceiling import Ceiling
 from optimizer.sim.ceiling import ceiling as latent_ceiling
 from optimizer.sim.latent import World
@@ -69,8 +72,15 @@ class Simulator:
         batch_delay_s: float = 0.0,
         fail_role: str = "",
         fail_match: str = "",
+        today: dt.date | None = None,
+        local: bool = False,
     ) -> None:
         self.seed = seed
+        # The day that decides which models are retired (the machine's, unless a test fixes it).
+        self.today = today
+        # A server of the user's own (llm.base_url: llama.cpp, Ollama, vLLM), which names its
+        # models as it likes: no model name is refused. Otherwise the Claude API's rules hold.
+        self.local = local
         self.latency_ms = latency_ms
         self.fault_rate = fault_rate
         self.fail_role, self.fail_match = fail_role, fail_match
@@ -91,14 +101,17 @@ class Simulator:
     # --- content -------------------------------------------------------------------------------
 
     def _key(self, body: dict, role: str, sample: int, *, whole: bool = False) -> str:
-        shown = {k: v for k, v in body.items() if k not in ("stream", "metadata")}
+        # The simulated world has one model: which one is named, and how its answer is asked
+        # for (a forced tool or a told one, thinking on or off), never changes what it answers.
+        shown = {k: v for k, v in body.items() if k not in _NOT_CONTENT}
         if role in sim_world.TOOL_OF_ROLE and not whole:
             # Single-shot roles answer their prompt: a re-ask after a validation error (extra
             # turns appended) gets the answer a fault-free call got, so faults leave no trace.
             shown["messages"] = body["messages"][:1]
         # Harness reminders carry the date: a key with them would change every night. The Claude
         # Code CLI names its (host) working folder: the same run answers alike wherever it is.
-        request = canonical(shown)
+        # Prompt caching changes the bill, never the answer: its breakpoints are not content.
+        request = canonical(_uncached(shown))
         text = REMINDER.sub("", request)
         if (cwd := _CLI_CWD.search(request)) is not None:
             folder = cwd.group(1)
@@ -131,35 +144,11 @@ class Simulator:
         }
 
     def _usage(self, body: dict, content: list[dict]) -> dict:
-        # Blocks marked cache_control end cacheable prefixes (tools, then system, then messages).
-        # The real service bills the first request with a prefix for the cache write and later
-        # ones for reads, so a real bill follows the order calls land in. Here whether a prefix
-        # was warm is drawn from the prefix and the request itself (WARM_SHARE of the time): the
-        # same request always costs the same, so twin runs cost the same to the last digit and a
-        # run's spend is a function of its ledger (docs/design.md §12).
-        digest, chars, marks = hashlib.sha256(), 0, []
-        system = body.get("system") or []
-        segments = list(body.get("tools") or [])
-        segments += [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
-        for message in body["messages"]:
-            blocks = message.get("content")
-            segments += (
-                [{"type": "text", "text": blocks}] if isinstance(blocks, str) else list(blocks)
-            )
-        for segment in segments:
-            text = canonical(segment)
-            digest.update(text.encode())
-            chars += len(text) if not _attached(segment) else 4 * ATTACHMENT_TOKENS
-            if isinstance(segment, dict) and segment.get("cache_control"):
-                marks.append((chars, digest.copy().hexdigest()))
-        whole = digest.hexdigest()
-        read = max((c for c, h in marks if _warm(self.seed, h, whole)), default=0)
-        written = marks[-1][0] if marks else 0
+        # Prompt caching as the service bills it (sim/billing.py), at the model's minimum.
+        minimum = catalog.facts(str(body.get("model", ""))).cache_minimum_tokens
         return {
-            "input_tokens": tokens(chars - written),
+            **input_usage(body, self.seed, minimum),
             "output_tokens": tokens(len(canonical(content))),
-            "cache_creation_input_tokens": tokens(written - read),
-            "cache_read_input_tokens": tokens(read),
         }
 
     # --- the service ---------------------------------------------------------------------------
@@ -174,6 +163,10 @@ class Simulator:
             if not (headers.get("x-api-key") or headers.get("authorization")):
                 return error_reply(401, "authentication_error", "x-api-key header is required")
             return self.batches.handle(method, path, headers, raw)
+        if method == "GET" and (path == "/v1/models" or path.startswith("/v1/models/")):
+            if not (headers.get("x-api-key") or headers.get("authorization")):
+                return error_reply(401, "authentication_error", "x-api-key header is required")
+            return models.models_endpoint(path, self.today)
         if method != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
             return error_reply(404, "not_found_error", f"Not found: {method} {path}")
         if not (headers.get("x-api-key") or headers.get("authorization")):
@@ -182,14 +175,15 @@ class Simulator:
             body = json.loads(raw or b"null")
         except ValueError:
             return error_reply(400, "invalid_request_error", "The request body is not valid JSON.")
-        if path.endswith("count_tokens"):
-            problem = invalid(body, ("model", "messages"))
-            if problem:
-                return error_reply(400, "invalid_request_error", problem)
-            return json_reply(200, {"input_tokens": tokens(len(canonical(body)))})
-        problem = invalid(body)
+        counting = path.endswith("count_tokens")
+        problem = invalid(body, ("model", "messages") if counting else None)
         if problem:
             return error_reply(400, "invalid_request_error", problem)
+        refused = models.refusal(body, len(raw), self.today, counting=counting, local=self.local)
+        if refused is not None:
+            return refused
+        if counting:
+            return json_reply(200, {"input_tokens": tokens(len(canonical(body)))})
         return self._messages(body, headers)
 
     def _messages(self, body: dict, headers: dict[str, str]) -> Reply:
@@ -304,26 +298,30 @@ class Simulator:
         return httpx2.MockTransport(handler)
 
 
+_NOT_CONTENT = ("stream", "metadata", "model", "tool_choice", "thinking")
 _CLI_CWD = re.compile(r"[Ww]orking directory:\s*(/[^\s\\\"]+)")
 _CLI_HOME = re.compile(r"/[^\s\"'`]*?claude-home-[A-Za-z0-9_]+")  # the executor's private HOME
-ATTACHMENT_TOKENS = 1_600  # an image or a PDF is billed by what it shows, not by its base64
-
-
-def _attached(segment: object) -> bool:
-    return isinstance(segment, dict) and segment.get("type") in ("image", "document")
-
-
-WARM_SHARE = 0.75  # of requests that find a cacheable prefix already written
-
-
-def _warm(seed: int, prefix: str, request: str) -> bool:
-    draw = hashlib.sha256(f"{seed}\0warm\0{prefix}\0{request}".encode()).digest()
-    return int.from_bytes(draw[:8], "big") / 2**64 < WARM_SHARE
 
 
 async def _stream(events: list[bytes]) -> AsyncIterator[bytes]:
     for event in events:
         yield event
+
+
+def _uncached(value: object) -> object:
+    """A request as the model reads it: without cache breakpoints, and a message whose content is
+    one plain text block read as that text (a breakpoint on a string turns it into such a block)."""
+    if isinstance(value, list):
+        return [_uncached(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    plain = {k: _uncached(v) for k, v in value.items() if k != "cache_control"}
+    content = plain.get("content")
+    if "role" in plain and isinstance(content, list) and len(content) == 1:
+        only = content[0]
+        if isinstance(only, dict) and set(only) == {"type", "text"} and only["type"] == "text":
+            plain["content"] = only["text"]
+    return plain
 
 
 def _sample(headers: Mapping[str, str]) -> int:

@@ -16,10 +16,10 @@ from optimizer.sim.latent import World
 from optimizer.sim.meaning import concepts
 from optimizer.sim.text import (
     REMINDER,
+    asked_tool,
     block_text,
     first_user_text,
     fit,
-    forced_tool,
     split_front_matter,
     stems,
     strip_reminders,
@@ -68,10 +68,10 @@ def detect_role(body: dict, headers: Mapping[str, str]) -> str:
     declared = (headers.get("x-optimizer-role") or "").strip().lower()
     if declared in ROLES:
         return declared
-    forced = forced_tool(body)
-    if forced in FORCED_TOOLS:
-        return FORCED_TOOLS[forced]
     names = tool_names(body)
+    asked = asked_tool(body)
+    if asked in FORCED_TOOLS:
+        return FORCED_TOOLS[asked]
     if names and all(n.lower() == "skill" for n in names):
         return "trigger"
     types = [str(t.get("type", "")) for t in body.get("tools") or []]
@@ -85,7 +85,7 @@ def detect_role(body: dict, headers: Mapping[str, str]) -> str:
 def reply(body: dict, role: str, rng: random.Random, uid: str, knobs: Knobs) -> tuple[list, str]:
     """(content blocks, stop_reason) of the assistant's turn."""
     if role in TOOL_OF_ROLE:
-        name = forced_tool(body) or TOOL_OF_ROLE[role]
+        name = asked_tool(body) or TOOL_OF_ROLE[role]
         answer = {
             "grader": judges.grade,
             "comparator": judges.compare,

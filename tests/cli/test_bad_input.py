@@ -261,6 +261,31 @@ CASES = [
         says="llm.provider",
     ),
     Case(
+        "models: a retired model",
+        lambda c: run_args(c, "--set", "models.grader=claude-opus-4-1"),
+        says="models.grader = claude-opus-4-1: the Claude API retired this model on 2026-08-05",
+    ),
+    Case(
+        "models: a name the API does not serve, with the simulator",
+        lambda c: run_args(c, "--set", "models.executor=claude-sonnet-9"),
+        says="models.executor = claude-sonnet-9: not a model the Claude API serves",
+    ),
+    Case(
+        "models: a model without a price, on the Messages API",
+        lambda c: [
+            "run",
+            str(c.skill),
+            "--run-dir",
+            str(c.run),
+            "--dry-run",
+            "--provider",
+            "anthropic",
+            "--set",
+            "models.proposer=claude-sonnet-9",
+        ],
+        says="no price for model claude-sonnet-9 (models.proposer = claude-sonnet-9)",
+    ),
+    Case(
         "flag: missing --evals file",
         lambda c: run_args(c, "--evals", str(c.root / "nope.json")),
         says="nope.json",

@@ -132,12 +132,13 @@ def stage(run_dir: Path) -> str:
 # first test below would show (when the judge began to read meaning and careless edits came from
 # the skill's text alone, losses grew rare at the default 10 %: no seed of 0-22 both won and lost;
 # at 25 %, 16, 17, 20, 23, 38 and 45 of 0-71 did; once the agent read the files a skill names
-# for every task, none of 0-40 did in 2 iterations, and seed 37 does in 3).
+# for every task, none of 0-40 did in 2 iterations, and seed 37 does in 3; once prompt caching and
+# the model's name no longer changed what the simulator answers, 4 and 7 of 0-13 did in 3).
 # The engine's machinery (looks that add runs, the comparator, won, lost and tie) under the
 # guarded step rule, which exercises all of it; tests/decide/test_steps.py covers the cheap default.
 # The iteration count comes last: tests/cli/test_crash.py replaces it.
 RUN = (
-    "run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=37",
+    "run", str(EXAMPLE), "--provider", "sim", "--set", "sim.seed=4",
     "--set", "sim.harmful_rate=0.25", "--set", "selection.step=guarded", "--max-iterations", "3",
 )  # fmt: skip
 

@@ -16,6 +16,7 @@ from optimizer.inputs.evals import load_evals
 from optimizer.model import cost, make_client
 from optimizer.report import spend
 from optimizer.search.estimate import estimate
+from optimizer.sim import Simulator
 from optimizer.store import runtoml
 from optimizer.store.db import Store
 
@@ -133,7 +134,7 @@ def test_an_unlisted_model_is_priced_as_the_dearest_with_one_warning(tmp_path, l
     store = Store(tmp_path / "state.db")
 
     async def calls() -> None:
-        client = make_client(settings, store)
+        client = make_client(settings, store, simulator=Simulator(local=True))
         for text in ("one", "two"):
             await client.message(
                 "executor", messages=[{"role": "user", "content": text}], max_tokens=64
@@ -156,7 +157,7 @@ def test_a_free_model_spends_nothing_and_the_estimate_says_which_are_unpriced(tm
     store = Store(tmp_path / "state.db")
 
     async def one() -> None:
-        client = make_client(free, store)
+        client = make_client(free, store, simulator=Simulator(local=True))
         await client.message(
             "executor", messages=[{"role": "user", "content": "hi"}], max_tokens=64
         )

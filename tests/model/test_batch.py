@@ -37,7 +37,14 @@ async def no_wait(_seconds: float) -> None:
 
 
 def settings_for(batch: bool, **llm) -> Settings:
-    return Settings.model_validate({"llm": {"provider": "sim", "batch": batch, **FAST, **llm}})
+    # No structural gate: every run of a stage reaches the grader, whatever the world's draws,
+    # so that a stage of two evals and two runs each is four grader calls.
+    return Settings.model_validate(
+        {
+            "llm": {"provider": "sim", "batch": batch, **FAST, **llm},
+            "evals": {"structural_gate": False},
+        }
+    )
 
 
 async def stage(tmp: Path, settings: Settings, sim: Simulator, store: Store | None = None):
@@ -289,7 +296,11 @@ async def test_the_simulated_batch_endpoints_through_the_sdk():
         max_retries=0,
         http_client=httpx2.AsyncClient(transport=sim.transport()),
     )
-    params = {"model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+    params = {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
     made = await sdk.messages.batches.create(
         requests=[{"custom_id": "a", "params": params}, {"custom_id": "b", "params": params}]
     )

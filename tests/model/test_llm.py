@@ -32,7 +32,7 @@ USER = [{"role": "user", "content": "Say hello."}]
 # -- an inline Messages API ---------------------------------------------------------------------
 
 
-def answer(text="hello", *, tool=None, usage=None, model="mid-model") -> dict:
+def answer(text="hello", *, tool=None, usage=None, model="claude-sonnet-4-6") -> dict:
     content = [{"type": "text", "text": text}]
     if tool is not None:
         name, tool_input = tool
@@ -190,17 +190,17 @@ class Sleeps:
 
 # Prices of our own, so the arithmetic below does not move when the defaults do (USD per million).
 PRICES = {
-    "big-model": {"input": 15.0, "output": 75.0, "cache_write": 18.75, "cache_read": 1.5},
-    "mid-model": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3},
-    "small-model": {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.1},
+    "claude-opus-4-8": {"input": 15.0, "output": 75.0, "cache_write": 18.75, "cache_read": 1.5},
+    "claude-sonnet-4-6": {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.3},
+    "claude-haiku-4-5": {"input": 1.0, "output": 5.0, "cache_write": 1.25, "cache_read": 0.1},
 }
 MODELS = {
-    "executor": "mid-model",
-    "grader": "big-model",
-    "comparator": "big-model",
-    "analyzer": "big-model",
-    "proposer": "big-model",
-    "trigger": "small-model",
+    "executor": "claude-sonnet-4-6",
+    "grader": "claude-opus-4-8",
+    "comparator": "claude-opus-4-8",
+    "analyzer": "claude-opus-4-8",
+    "proposer": "claude-opus-4-8",
+    "trigger": "claude-haiku-4-5",
 }
 
 
@@ -481,7 +481,7 @@ async def test_samples_are_distinct_calls_and_roles_too(connect, store):
     client = connect(api)
     for sample in (0, 1, 1):
         await client.message("executor", messages=USER, sample=sample)
-    await client.message("trigger", messages=USER, model="mid-model")
+    await client.message("trigger", messages=USER, model="claude-sonnet-4-6")
     assert len(api.requests) == 3
     rows = store.query("select role, sample from calls order by role, sample")
     assert rows == [
@@ -505,8 +505,8 @@ async def test_cost_prices_each_kind_of_token_at_its_own_rate(connect, store):
         "cache_read_input_tokens": 3000,
     }
     client = connect(Api(ok(answer(usage=usage))))
-    await client.message("executor", messages=USER, model="mid-model")
-    # mid-model: $3 in, $15 out, $3.75 cache write, $0.30 cache read per million tokens
+    await client.message("executor", messages=USER, model="claude-sonnet-4-6")
+    # claude-sonnet-4-6: $3 in, $15 out, $3.75 cache write, $0.30 cache read per million tokens
     expected = (1000 * 3 + 500 * 15 + 2000 * 3.75 + 3000 * 0.30) / 1e6
     [row] = store.query("select * from calls")
     assert row["cost_usd"] == pytest.approx(expected) == pytest.approx(0.0189)
@@ -516,9 +516,9 @@ async def test_cost_prices_each_kind_of_token_at_its_own_rate(connect, store):
         row["cache_write_tokens"],
         row["cache_read_tokens"],
     ) == (1000, 500, 2000, 3000)
-    assert row["model"] == "mid-model" and row["latency_ms"] >= 0
+    assert row["model"] == "claude-sonnet-4-6" and row["latency_ms"] >= 0
     assert client.stats()["spent_usd"] == pytest.approx(expected)
-    big = settings_with().price("big-model")
+    big = settings_with().price("claude-opus-4-8")
     assert call_cost(big, anthropic.types.Usage(**usage)) == pytest.approx(
         (1000 * 15 + 500 * 75 + 2000 * 18.75 + 3000 * 1.5) / 1e6
     )
@@ -536,17 +536,38 @@ async def test_concurrent_identical_calls_are_paid_once(connect):
 # -- prompt caching and request shape ---------------------------------------------------------------
 
 
-async def test_stable_prefixes_are_marked_for_prompt_caching(connect):
+async def test_stable_prefixes_and_the_conversation_are_marked_for_prompt_caching(connect):
     api = Api(ok())
-    tools = [{"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("a", "b")]
-    await connect(api).message("executor", system="You are careful.", messages=USER, tools=tools)
-    body = api.bodies()[0]
-    assert body["system"] == [
-        {"type": "text", "text": "You are careful.", "cache_control": {"type": "ephemeral"}}
+    tools = [{"name": n, "description": n * 9000, "input_schema": {"type": "object"}} for n in "ab"]
+    turns = [
+        {"role": "user", "content": "profile the file"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Reading it."}]},
+        {"role": "user", "content": [{"type": "text", "text": "go on"}]},
     ]
+    await connect(api).message("executor", system="You are careful.", messages=turns, tools=tools)
+    body = api.bodies()[0]
+    # The executor's model caches prefixes from 2,048 tokens: the tools (18,000
+    # characters) pass it, and so do the system prompt and the conversation after them.
     assert "cache_control" not in body["tools"][0]
     assert body["tools"][1]["cache_control"] == {"type": "ephemeral"}
+    assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
+    # The conversation's last block: the next turn reads this one from the cache.
+    assert body["messages"][-1]["content"][-1] == {
+        "type": "text",
+        "text": "go on",
+        "cache_control": {"type": "ephemeral"},
+    }
+    assert [m.get("cache_control") for m in body["messages"][0:2]] == [None, None]
+    assert json.dumps(body).count('"cache_control"') == 3  # within the API's four
     assert "x-api-key" not in body and "stream" not in body
+
+
+async def test_a_prefix_below_the_models_cacheable_minimum_is_not_marked(connect):
+    api = Api(ok())
+    tools = [{"name": "a", "description": "a", "input_schema": {"type": "object"}}]
+    await connect(api).message("executor", system="You are careful.", messages=USER, tools=tools)
+    # A few hundred characters, far below 2,048 tokens: a breakpoint would buy nothing.
+    assert "cache_control" not in json.dumps(api.bodies()[0])
 
 
 async def test_prompt_caching_off_sends_no_breakpoints_and_keeps_the_hash(store, connect):
@@ -697,7 +718,7 @@ async def test_two_malformed_simulated_answers_raise_structured_answer_error(con
 async def test_a_call_that_would_pass_the_budget_never_starts(connect, store):
     api = Api(ok())
     client = connect(api, budget_usd=0.001)
-    # big-model output at $75/M: 8192 tokens of room alone cost about $0.61
+    # claude-opus-4-8 output at $75/M here: 8192 tokens of room alone cost about $0.61
     with pytest.raises(BudgetExhausted, match=r"budget of \$0.00") as caught:
         await client.message("grader", messages=USER)
     assert caught.value.exit_code == 0
@@ -709,7 +730,7 @@ async def test_spend_already_in_the_ledger_counts_against_the_budget(connect, st
         {
             "hash": "old",
             "role": "grader",
-            "model": "big-model",
+            "model": "claude-opus-4-8",
             "sample": 0,
             "outcome": "ok",
             "cost_usd": 0.95,
@@ -718,7 +739,7 @@ async def test_spend_already_in_the_ledger_counts_against_the_budget(connect, st
     )
     api = Api(ok())
     client = connect(api, budget_usd=1.0)
-    await client.message("executor", messages=USER, max_tokens=100, model="small-model")
+    await client.message("executor", messages=USER, max_tokens=100, model="claude-haiku-4-5")
     with pytest.raises(BudgetExhausted, match=r"from \$0.95"):
         await client.message("grader", messages=USER, max_tokens=1000)
     assert len(api.requests) == 1
@@ -729,7 +750,7 @@ async def test_a_budget_stop_says_its_dollars_in_cents_and_no_empty_flight(conne
         {
             "hash": "old",
             "role": "grader",
-            "model": "big-model",
+            "model": "claude-opus-4-8",
             "sample": 0,
             "outcome": "ok",
             "cost_usd": 0.9512,

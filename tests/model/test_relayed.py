@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from optimizer.catalog import DEFAULT_PRICES
 from optimizer.config import Settings
 from optimizer.errors import BudgetExhausted
 from optimizer.model import make_client
 from optimizer.model.cost import call_cost
 from optimizer.model.relayed import RELAYED_PREFIX, RelayMeter, UsageReader
 from optimizer.model.scopes import scoped
-from optimizer.prices import DEFAULT_PRICES
 from optimizer.sim import Simulator
 from optimizer.sim.protocol import sse_events
 from optimizer.store.db import Store

@@ -97,11 +97,11 @@ def test_the_estimate_follows_the_settings():
     # The price table is used: a dearer grader makes grading dearer, nothing else.
     dear = estimate(
         prices={
-            "claude-opus-4-6": {
-                "input": 50.0,
-                "output": 250.0,
-                "cache_write": 62.5,
-                "cache_read": 5.0,
+            "claude-opus-5-5": {  # the default grader's price, ten times over
+                "input": 40.0,
+                "output": 200.0,
+                "cache_write": 50.0,
+                "cache_read": 2.0,
             }
         }
     )

@@ -68,12 +68,12 @@ def test_under_the_tasks_claim_only_the_first_run_pair_of_each_eval_is_compared(
     tmp_path, monkeypatch
 ):
     auto, every = tmp_path / "auto", tmp_path / "all"
-    cli(monkeypatch, None, *RUN, "--set", "sim.seed=3", "--run-dir", str(auto))
+    cli(monkeypatch, None, *RUN, "--set", "sim.seed=2", "--run-dir", str(auto))
     cli(
         monkeypatch,
         None,
         *RUN,
-        *("--set", "sim.seed=3", "--set", "selection.compare_pairs=all", "--run-dir", str(every)),
+        *("--set", "sim.seed=2", "--set", "selection.compare_pairs=all", "--run-dir", str(every)),
     )
     runs = _benchmark_runs(auto)
     assert max(runs.values()) > 3  # a child reached a later look: pairs 2 and on existed there
@@ -95,13 +95,14 @@ def _winners(run_dir) -> list[str]:
 @pytest.mark.slow
 def test_an_iteration_ends_at_its_first_winner(tmp_path, monkeypatch):
     first, every = tmp_path / "first", tmp_path / "all"
-    # sim.seed=40: a child of an iteration's first proposal wins (v1; found by running seeds 0-41).
-    cli(monkeypatch, None, *RUN, "--set", "sim.seed=40", "--run-dir", str(first))
+    # sim.seed=4: a child of an iteration's first proposal wins (v1; found by running seeds 0-26,
+    # of which 4 and 7 do).
+    cli(monkeypatch, None, *RUN, "--set", "sim.seed=4", "--run-dir", str(first))
     cli(
         monkeypatch,
         None,
         *RUN,
-        *("--set", "sim.seed=40", "--set", "loop.judge_proposals=all", "--run-dir", str(every)),
+        *("--set", "sim.seed=4", "--set", "loop.judge_proposals=all", "--run-dir", str(every)),
     )
     assert _winners(first), "the reference seed must produce a winner"
     made = _candidates(first)
@@ -130,7 +131,7 @@ def test_a_stop_right_after_the_winning_decision_resumes_into_the_next_iteration
     from optimizer.search.reporter import Reporter
 
     reference = tmp_path / "reference"
-    cli(monkeypatch, None, *RUN, "--set", "sim.seed=40", "--run-dir", str(reference))
+    cli(monkeypatch, None, *RUN, "--set", "sim.seed=4", "--run-dir", str(reference))
     winner = sorted(_winners(reference))[0]
     show = Reporter.activity
     for when in (f"{winner}: analysis", "iteration 2: choosing a parent"):
@@ -145,7 +146,7 @@ def test_a_stop_right_after_the_winning_decision_resumes_into_the_next_iteration
 
         with monkeypatch.context() as patch:
             patch.setattr(Reporter, "activity", stage)
-            out = cli(patch, None, *RUN, "--set", "sim.seed=40", "--run-dir", str(run_dir))
+            out = cli(patch, None, *RUN, "--set", "sim.seed=4", "--run-dir", str(run_dir))
         assert stopped == [when] and "STOP" in out
         cli(monkeypatch, None, "resume", str(run_dir))
         assert history(run_dir) == history(reference)

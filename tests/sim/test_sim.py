@@ -86,7 +86,7 @@ def client_for(sim: Simulator) -> anthropic.AsyncAnthropic:
 
 def forced(role: str, tool: str, prompt: str, schema: dict | None = None, sample: int = 0) -> dict:
     return {
-        "model": "sim-judge",
+        "model": "claude-opus-4-8",
         "max_tokens": 4096,
         "messages": [{"role": "user", "content": prompt}],
         "tools": [
@@ -113,7 +113,7 @@ async def run_executor(
     written = ""
     for _ in range(6):
         reply = await client.messages.create(
-            model="sim-exec",
+            model="claude-sonnet-4-6",
             max_tokens=4096,
             system=system,
             tools=tools,
@@ -170,7 +170,7 @@ async def test_streaming_tool_use_is_parsed_by_the_sdk_like_the_plain_reply():
     sim = Simulator(seed=1)
     client = client_for(sim)
     request = dict(
-        model="sim-exec",
+        model="claude-sonnet-4-6",
         max_tokens=4096,
         system=LISTING,
         tools=EXECUTOR_TOOLS,
@@ -191,11 +191,11 @@ async def test_prompt_cache_usage_is_a_function_of_the_request_alone():
     system = [
         {
             "type": "text",
-            "text": "Long instructions. " * 200,
+            "text": "Long instructions. " * 500,  # 2,375 tokens, past the model's 2,048
             "cache_control": {"type": "ephemeral"},
         }
     ]
-    kwargs = dict(model="m", max_tokens=50, system=system)
+    kwargs = dict(model="claude-sonnet-4-6", max_tokens=50, system=system)
     asks = [[{"role": "user", "content": f"question {i}"}] for i in range(40)]
 
     async def usages(order: list[int]) -> dict[int, tuple]:
@@ -208,10 +208,57 @@ async def test_prompt_cache_usage_is_a_function_of_the_request_alone():
 
     forward = await usages(list(range(40)))
     assert forward == await usages(list(reversed(range(40))))
-    reads = [u for u in forward.values() if u[2] > 900 and u[1] == 0]
-    writes = [u for u in forward.values() if u[1] > 900 and u[2] == 0]
+    reads = [u for u in forward.values() if u[2] > 2300 and u[1] == 0]
+    writes = [u for u in forward.values() if u[1] > 2300 and u[2] == 0]
     assert len(reads) + len(writes) == 40 and 20 <= len(reads) <= 38
     assert all(0 < u[0] < 20 for u in forward.values())  # only the question is uncached input
+
+
+async def test_a_prefix_below_the_models_cacheable_minimum_is_billed_as_input():
+    # About 1,070 tokens marked: past Opus 4.8's minimum of 1,024, short of Sonnet 4.6's 2,048.
+    system = [{"type": "text", "text": "Short. " * 600, "cache_control": {"type": "ephemeral"}}]
+    client = client_for(Simulator())
+    for model, cached in (("claude-opus-4-8", True), ("claude-sonnet-4-6", False)):
+        usage = (
+            await client.messages.create(
+                model=model,
+                max_tokens=50,
+                system=system,
+                messages=[{"role": "user", "content": "q"}],
+            )
+        ).usage
+        assert (usage.cache_creation_input_tokens + usage.cache_read_input_tokens > 0) is cached
+        assert (usage.input_tokens > 900) is not cached
+
+
+async def test_each_turn_of_a_conversation_marked_at_its_end_reads_the_turns_before_it():
+    """The service looks back from a breakpoint for a prefix an earlier request wrote: a
+    conversation marked at its last block reads its earlier turns, written by the turn before."""
+    client = client_for(Simulator())
+    turns: list[dict] = []
+    read = []
+    for number in range(12):
+        text = f"tool result {number}: " + "data " * 600  # 3,000 characters a turn
+        turns.append({"role": "user", "content": [{"type": "text", "text": text}]})
+        marked = [
+            *turns[:-1],
+            {
+                **turns[-1],
+                "content": [{**turns[-1]["content"][0], "cache_control": {"type": "ephemeral"}}],
+            },
+        ]
+        usage = (
+            await client.messages.create(model="claude-sonnet-4-6", max_tokens=50, messages=marked)
+        ).usage
+        read.append(usage.cache_read_input_tokens)
+        turns.append({"role": "assistant", "content": [{"type": "text", "text": f"step {number}"}]})
+    # From the turn whose prefix first passes 2,048 tokens on, most turns read what came before.
+    assert read[0] == 0 and sum(1 for r in read[3:] if r > 0) >= 6
+    # Unmarked, the same conversation reads nothing.
+    plain = await client.messages.create(
+        model="claude-sonnet-4-6", max_tokens=50, messages=turns[:-1]
+    )
+    assert plain.usage.cache_read_input_tokens == 0
 
 
 async def test_in_flight_requests_are_counted_for_the_concurrency_check():
@@ -222,7 +269,9 @@ async def test_in_flight_requests_are_counted_for_the_concurrency_check():
     async def call(i: int) -> None:
         async with gate:
             await client.messages.create(
-                model="m", max_tokens=10, messages=[{"role": "user", "content": str(i)}]
+                model="claude-opus-4-8",
+                max_tokens=10,
+                messages=[{"role": "user", "content": str(i)}],
             )
 
     await asyncio.gather(*(call(i) for i in range(9)))
@@ -281,7 +330,7 @@ async def test_claude_code_shaped_requests_are_recognised_without_our_headers():
         {"role": "system", "content": listing},
     ]
     request = dict(
-        model="claude-default",
+        model="claude-sonnet-4-6",
         max_tokens=64000,
         system=[
             {"type": "text", "text": "You are Claude Code.\n - Primary working directory: /proj"}
@@ -596,7 +645,7 @@ async def trigger_calls(client, listing: str, query: str, samples: int = 10) -> 
     called = []
     for sample in range(samples):
         reply = await client.messages.create(
-            model="m",
+            model="claude-opus-4-8",
             max_tokens=200,
             system=f"Answer the user.\n{listing}",
             tools=[SKILL_TOOL],
@@ -633,7 +682,7 @@ async def test_forced_errors_raise_the_sdk_exception_of_the_real_service(kind, e
     sim = Simulator()
     with pytest.raises(error) as caught:
         await client_for(sim).messages.create(
-            model="m",
+            model="claude-opus-4-8",
             max_tokens=10,
             messages=[{"role": "user", "content": "hi"}],
             extra_headers={"x-sim-force-error": kind},
@@ -647,14 +696,14 @@ async def test_spend_limit_and_truncated_stream_and_malformed_tool_input():
     client = client_for(Simulator())
     with pytest.raises(anthropic.RateLimitError, match="usage limits") as caught:
         await client.messages.create(
-            model="m",
+            model="claude-opus-4-8",
             max_tokens=10,
             messages=[{"role": "user", "content": "hi"}],
             extra_headers={"x-sim-force-error": "429-spend"},
         )
     assert "spend limit" in str(caught.value)
     async with client.messages.stream(
-        model="m",
+        model="claude-opus-4-8",
         max_tokens=50,
         messages=[{"role": "user", "content": "hi"}],
         extra_headers={"x-sim-force-error": "truncate"},
@@ -699,13 +748,13 @@ async def test_random_faults_never_change_a_successful_reply():
     sim = Simulator(seed=9, fault_rate=0.5)
     faulty = client_for(sim)
     request = dict(
-        model="m",
+        model="claude-opus-4-8",
         max_tokens=4096,
         system=LISTING,
         tools=EXECUTOR_TOOLS,
         messages=[{"role": "user", "content": TASK}],
     )
-    for sample in range(6):
+    for sample in range(12):  # at half the attempts failing, 12 samples draw 2 faults or more
         headers = {"x-optimizer-role": "executor", "x-optimizer-sample": str(sample)}
         expected = await plain.messages.create(**request, extra_headers=headers)
         for _ in range(40):
@@ -722,12 +771,12 @@ async def test_bad_requests_are_refused_like_the_real_service():
     transport = Simulator().transport()
     async with httpx2.AsyncClient(transport=transport, base_url="http://sim") as http:
         keyless = await http.post(
-            "/v1/messages", json={"model": "m", "max_tokens": 5, "messages": []}
+            "/v1/messages", json={"model": "claude-opus-4-8", "max_tokens": 5, "messages": []}
         )
         missing = await http.post(
             "/v1/messages",
             headers={"x-api-key": "k"},
-            json={"model": "m", "messages": [{"role": "user", "content": "x"}]},
+            json={"model": "claude-opus-4-8", "messages": [{"role": "user", "content": "x"}]},
         )
         unknown = await http.get("/v2/nothing")
         root = await http.get("/")
@@ -739,7 +788,7 @@ async def test_bad_requests_are_refused_like_the_real_service():
     assert unknown.status_code == 404 and unknown.json()["error"]["type"] == "not_found_error"
     assert root.status_code == 200 and root.json() == {}
     count = await client_for(Simulator()).messages.count_tokens(
-        model="m", messages=[{"role": "user", "content": "hello " * 40}]
+        model="claude-opus-4-8", messages=[{"role": "user", "content": "hello " * 40}]
     )
     assert count.input_tokens > 40
 
@@ -758,7 +807,7 @@ async def test_loopback_server_serves_the_real_sdk_and_streams():
             api_key="sk-test", base_url=f"http://127.0.0.1:{port}", max_retries=0
         )
         request = dict(
-            model="m",
+            model="claude-opus-4-8",
             max_tokens=4096,
             system=LISTING,
             tools=EXECUTOR_TOOLS,
@@ -767,7 +816,7 @@ async def test_loopback_server_serves_the_real_sdk_and_streams():
         plain = await client.messages.create(**request)
         async with client.messages.stream(**request) as stream:
             streamed = await stream.get_final_message()
-        assert plain.content[0].input == streamed.content[0].input == {"skill": "csv-report"}
+        assert [b.model_dump() for b in plain.content] == [b.model_dump() for b in streamed.content]
         with pytest.raises(anthropic.APIConnectionError):
             await client.messages.create(**request, extra_headers={"x-sim-force-error": "timeout"})
         with pytest.raises(anthropic.OverloadedError):
@@ -840,7 +889,8 @@ def world_expectations(eval_id: str) -> list[str]:
     ]
 
 
-async def proposal_from_train(quality: float, kind: str) -> dict:
+async def proposal_from_train(quality: float, kind: str, adding: str = "") -> dict:
+    """The first proposal of `kind` (by sample) whose edit adds a line with `adding`."""
     failures = "\n".join(
         tag("failure", text, eval=e, count="3")
         for e in TRAIN
@@ -859,7 +909,8 @@ async def proposal_from_train(quality: float, kind: str) -> dict:
         proposal = await tool_input(
             client, forced("proposer", "submit_proposal", prompt, sample=sample)
         )
-        if proposal["summary"].startswith(kind):
+        added = proposal["edits"][0].get("new", "")
+        if proposal["summary"].startswith(kind) and adding in added:
             return proposal
     raise AssertionError(f"no {kind!r} proposal in 20 samples")
 
@@ -884,7 +935,10 @@ async def split_pass_rates(skill: str) -> dict[str, float]:
 @pytest.mark.slow
 async def test_copying_train_values_gains_on_train_only_and_a_general_habit_gains_on_both():
     parrot = await proposal_from_train(0.0, "Add instructions for failing expectations")
-    general = await proposal_from_train(1.0, "Ask for what the failing expectations need")
+    # A general habit: an instruction for what every eval expects (a `## Notes` section).
+    general = await proposal_from_train(
+        1.0, "Ask for what the failing expectations need", adding="## Notes"
+    )
     parroted = apply_edit(PLAIN, parrot["edits"][0])
     generalised = apply_edit(PLAIN, general["edits"][0])
     assert "#faf9f5" in parroted and "#faf9f5" not in generalised and "#0b0b0b" not in generalised
