@@ -79,7 +79,7 @@ def start(
     settings = loaded.settings
     if target == "description" and probe.method_for(settings) == "claude-code":
         find_claude(settings)  # a missing CLI is bad input before anything is written
-    deadline = parse_deadline(settings.budget.deadline)
+    deadline = not_past(parse_deadline(settings.budget.deadline), settings.budget.deadline)
     base_best = workspace.best_of(from_run) if from_run else None
     estimate = preview.for_start(settings, evalset, base_best or skill_dir, target)
     if dry_run:  # the cost preview only: nothing is written
@@ -124,6 +124,17 @@ def start(
     return _foreground_summarised(ws, settings, console, notify=notify)
 
 
+def not_past(at: datetime | None, given: str) -> datetime | None:
+    """A deadline a night can keep: BadInput, before anything is written, for one that has
+    passed (HH:MM always names the next such time; an ISO time may be behind us)."""
+    if at is not None and at <= datetime.now():
+        raise BadInput(
+            f"--until {given}: that time has passed ({at:%Y-%m-%d %H:%M}); give a later one, "
+            "e.g. --until 07:00 (the next 07:00)."
+        )
+    return at
+
+
 def _warn_small(console: Console, evalset: object, settings: config.Settings) -> None:
     """Said before a night is spent on a suite too small to conclude from, not only after it.
     Trigger queries have their own three-way split and are left out."""
@@ -165,7 +176,7 @@ def resume(
     settings = loaded.settings
     unconfined = _confinement(settings)
     if flags.get("budget.deadline"):
-        at = parse_deadline(flags["budget.deadline"])
+        at = not_past(parse_deadline(flags["budget.deadline"]), flags["budget.deadline"])
         settings = settings.model_copy(
             update={
                 "budget": settings.budget.model_copy(

@@ -26,6 +26,7 @@ from optimizer.cli.common import (
     UnconfinedOpt,
     alias,
     app,
+    budget_flag,
     handled,
     load_settings,
     out,
@@ -182,7 +183,7 @@ def run(
     flags = {
         "llm.provider": provider,
         "loop.max_iterations": max_iterations,
-        "budget.usd": budget_usd,
+        "budget.usd": budget_flag(budget_usd),
         "budget.deadline": deadline,
         "llm.batch": True if batch else None,
         "sandbox.mode": "none" if unconfined else None,
@@ -250,7 +251,7 @@ def resume(
 
     flags = {
         "loop.max_iterations": max_iterations,
-        "budget.usd": budget_usd,
+        "budget.usd": budget_flag(budget_usd),
         "budget.deadline": deadline,
         "loop.spend_all": True if spend_all else None,
         "loop.min_gain_per_usd": min_gain_per_usd,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -190,6 +191,17 @@ ExecutorOpt = Annotated[
         help="Who runs each eval: anthropic, claude-code or command (default: execute.executor).",
     ),
 ]
+
+
+def budget_flag(usd: float | None) -> float | None:
+    """--budget-usd as a night can keep it: a finite amount above 0 (inf, nan, 0 and below are
+    refused before anything is written)."""
+    if usd is not None and not (math.isfinite(usd) and usd > 0):
+        raise BadInput(
+            f"--budget-usd {usd:g}: give a finite amount of US dollars above 0, e.g. "
+            "--budget-usd 5 (the night stops there)."
+        )
+    return usd
 
 
 def alias(canonical: str, value: Any, old: str, old_value: Any, default: Any = None) -> Any:

@@ -211,10 +211,12 @@ async def _judge_safely(run: RunState, target: Target, label: str, parent: str) 
 
 async def seal_test(run: RunState, target: Target) -> None:
     """v0 and the final best on the sealed test split, whatever stopped the loop. A budget that
-    runs out here is recorded, not raised."""
-    if not run.test:
-        return
+    runs out here is recorded, not raised. A night stopped before its best was scored on train
+    (a stop right after the start, a deadline already near) has nothing to seal: it pays for no
+    sealed test."""
     best = run.best()
+    if not run.test or versions.score(run.store, best) is None:
+        return
     result: dict = {"evals": run.test, "versions": {}}
     try:
         for label in dict.fromkeys(["v0", best]):

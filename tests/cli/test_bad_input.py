@@ -250,7 +250,11 @@ CASES = [
         lambda c: run_args(c, "--max-iterations", "-1"),
         says="max_iterations",
     ),
-    Case("flag: negative budget", lambda c: run_args(c, "--budget-usd", "-5"), says="budget.usd"),
+    Case(
+        "flag: negative budget",
+        lambda c: run_args(c, "--budget-usd", "-5"),
+        says="--budget-usd -5: give a finite amount of US dollars above 0",
+    ),
     Case(
         "flag: deadline not a time", lambda c: run_args(c, "--deadline", "tomorrow"), says="HH:MM"
     ),
@@ -259,6 +263,21 @@ CASES = [
         "flag: unknown provider",
         lambda c: ["run", str(c.skill), "--run-dir", str(c.run), "--provider", "openai"],
         says="llm.provider",
+    ),
+    Case(
+        "flag: --budget-usd inf",
+        lambda c: run_args(c, "--budget-usd", "inf"),
+        says="--budget-usd inf: give a finite amount of US dollars above 0",
+    ),
+    Case(
+        "flag: --budget-usd 0",
+        lambda c: run_args(c, "--budget-usd", "0"),
+        says="--budget-usd 0: give a finite amount of US dollars above 0",
+    ),
+    Case(
+        "flag: --until in the past",
+        lambda c: run_args(c, "--until", "2020-01-01T00:00"),
+        says="--until 2020-01-01T00:00: that time has passed",
     ),
     Case(
         "models: a retired model",

@@ -87,3 +87,21 @@ def test_a_stop_at_any_stage_then_resume_ends_with_the_uninterrupted_history(tmp
         out = cli(monkeypatch, None, "resume", str(run_dir))
     assert seen == stages and stops == len(stages)
     assert history(run_dir) == history(tmp_path / "reference")
+
+
+def test_a_stop_before_the_first_unit_of_work_spends_nothing(tmp_path, monkeypatch):
+    """`stop` right after `run --detach`: the night stops before its first run, and pays for no
+    sealed test of a v0 it never scored."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "STOP").write_text("stop requested by the test\n")
+    out = cli(monkeypatch, None, *RUN, "--run-dir", str(run_dir))
+    assert "STOP" in out
+    conn = sqlite3.connect(run_dir / "state.db")
+    try:
+        calls, spent = conn.execute(
+            "select count(*), coalesce(sum(cost_usd), 0) from calls"
+        ).fetchone()
+    finally:
+        conn.close()
+    assert (calls, spent) == (0, 0)
