@@ -369,7 +369,8 @@ def adopt(
     ] = None,
     set_: SetOpt = None,
 ) -> None:
-    """Certify a version against yours on fresh runs; adopt it if better. Exit 0 adopted, 1 not."""
+    """Certify a version against yours on fresh runs; adopt it if better. Exit 0 adopted, 1 not
+    certified, 2 nothing to adopt or bad input."""
     from optimizer.nightly import adopt as adopting
 
     folder = require_dir(latest_run(run_dir), "run")

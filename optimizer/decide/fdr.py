@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from optimizer.words import plural
+
 # γ_j ∝ j^−GAMMA_POWER: heavier early than the 1/j² family, so the first children of a night are
 # not starved, and summable. ZETA normalises it (ζ(1.5)).
 GAMMA_POWER = 1.5
@@ -110,12 +112,12 @@ def summary(rows: Sequence[RuleRow], fdr: float | None, alpha: float = 0.05) -> 
             else f"more than the {won} made, so this bounds nothing: any of them may be false"
         )
         return (
-            f"{won} {noun} in {len(decided)} decisions, each at most {alpha:.0%} likely to "
+            f"{won} {noun} in {plural(len(decided), 'decision')}, each at most {alpha:.0%} likely to "
             f"promote a child no better than its parent; had all {len(decided)} children been "
             f"no better, {chance:.1f} promotions would be expected by chance, {bound} "
             "(selection.night = none)."
         )
     return (
-        f"{won} {noun} in {len(decided)} decisions; at most {fdr:.0%} of such promotions are "
+        f"{won} {noun} in {plural(len(decided), 'decision')}; at most {fdr:.0%} of such promotions are "
         "false on average (online false-discovery control, LORD++)."
     )

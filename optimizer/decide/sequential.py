@@ -271,14 +271,19 @@ def look(
     n = len(child)
     level = 1 - 2 * a_score
     tested = f", tested at {_small(a_score)}" if abs(a_score - spent) > _EPS else ""
+    # The share of α a look spends, said only when it is a share: a single look spends it all.
+    share = (
+        f"; this look spends α = {_small(spent)} of {alpha:.3g}{tested}"
+        if abs(spent - alpha) > _EPS or tested
+        else ""
+    )
     read = f"the claim: {CLAIM[s.scope]}" if claim else f"{STEP[s.scope]}, not a claim"
     where = (
         f"Δ = {s.delta:+.3f}, {words.ci(level)} [{s.low:+.3f}, {s.high:+.3f}] (Student-t) "
-        f"over {n} evals × {runs} runs ({read}; this look spends α = {_small(spent)} of "
-        f"{alpha:.3g}{tested})"
+        f"over {words.plural(n, 'eval')} × {words.plural(runs, 'run')} ({read}{share})"
     )
     if math.isinf(s.se):
-        where = f"Δ = {s.delta:+.3f} over 1 eval × {runs} runs (no interval from one eval)"
+        where = f"Δ = {s.delta:+.3f} over 1 eval × {words.plural(runs, 'run')} (no interval from one eval)"
     votes = (
         f"the comparator favoured the child in {wins} and the parent in {losses} decisive "
         f"swap-consistent verdicts"

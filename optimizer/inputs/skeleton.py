@@ -205,5 +205,6 @@ simple form (seed 002); `structural_expectations` and `quality_rubric` are seed 
 is sealed away as a test the loop never sees; with fewer than 5 evals in a split, intervals
 are wide and the sealed test means little (`validate` says how many to add).
 
-Then: `optimizer validate SKILL_DIR`, and `optimizer run SKILL_DIR --detach`.
+Then: `optimizer validate SKILL_DIR`, and `optimizer run SKILL_DIR --detach` with
+ANTHROPIC_API_KEY set (or `--provider sim` for a simulated night that costs nothing).
 """

@@ -11,10 +11,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optimizer import words
+from optimizer import schemas, words
 from optimizer.decide import fdr
+from optimizer.decide.stats import mean, mean_ci
+from optimizer.grade.preview import natural_key
 from optimizer.inputs.validate import small_suite
 from optimizer.store.runs import Run
+
+CONFIDENCE = 0.95  # of the intervals the morning shows over evals (train and sealed alike)
 
 if TYPE_CHECKING:
     from optimizer.report.view import Node
@@ -131,10 +135,62 @@ def train_delta(test: Any, nodes: list[Node]) -> float | None:
     return None if base is None or final is None else round(final - base, 4)
 
 
+def paired(v0: dict[str, float], best: dict[str, float]) -> schemas.SummaryNumbers | None:
+    """best − v0 paired over the evals both scored, with a Student-t interval over evals."""
+    shared = sorted(set(v0) & set(best), key=natural_key)
+    if not shared:
+        return None
+    diffs = [best[e] - v0[e] for e in shared]
+    low = high = None
+    if len(diffs) >= 2:
+        low, high = mean_ci(diffs, CONFIDENCE, bounds=(-1.0, 1.0))
+    return schemas.SummaryNumbers(
+        v0=round(mean([v0[e] for e in shared]), 4),
+        best=round(mean([best[e] for e in shared]), 4),
+        delta=round(mean(diffs), 4),
+        low=None if low is None else round(low, 4),
+        high=None if high is None else round(high, 4),
+        confidence=CONFIDENCE,
+        level=words.ci(CONFIDENCE),
+        evals=len(shared),
+    )
+
+
+def sealed_numbers(test: object, best: str) -> schemas.SummaryNumbers | None:
+    """The final best against v0 on the sealed evals (runs.test_json), paired, with its
+    interval."""
+    if not isinstance(test, dict) or test.get("incomplete"):
+        return None
+    versions = test.get("versions") or {}
+    v0 = (versions.get("v0") or {}).get("per_eval") or {}
+    final = (versions.get(best) or versions.get("v0") or {}).get("per_eval") or {}
+    return paired(
+        {str(k): v for k, v in v0.items() if v is not None},
+        {str(k): v for k, v in final.items() if v is not None},
+    )
+
+
+def sealed_verdict(numbers: schemas.SummaryNumbers, best: str) -> str:
+    """'sealed test (3 evals): v3 0.610 vs v0 0.550, Δ +0.060 [-0.080, +0.200] 95% CI over the
+    evals: cannot tell': the size of the test and its interval beside the two scores, and what
+    the interval says (better, worse, or cannot tell; one eval gives no interval)."""
+    head = (
+        f"sealed test ({words.plural(numbers.evals, 'eval')}): {best} {numbers.best:.3f} vs v0 "
+        f"{numbers.v0:.3f}, Δ {numbers.delta:+.3f}"
+    )
+    if numbers.low is None or numbers.high is None:
+        return f"{head} (no interval from one eval): cannot tell"
+    said = "better" if numbers.low > 0 else "worse" if numbers.high < 0 else "cannot tell"
+    return (
+        f"{head} [{numbers.low:+.3f}, {numbers.high:+.3f}] {numbers.level} over the evals: {said}"
+    )
+
+
 def sealed_test_warning(test: Any, nodes: list[Node] | None = None) -> str | None:
-    """A final best that scores below v0 on evals the loop never saw, or gains on the train evals
-    but not on the sealed ones, is the sign of overfitting the train evals; it must not hide in a
-    table of numbers."""
+    """A final best whose sealed interval lies below v0's (evals the loop never saw), or that
+    gains on the train evals but not on the sealed ones, is the sign of overfitting the train
+    evals; it must not hide in a table of numbers. A lower score whose interval also holds zero
+    is no finding: the sealed verdict says "cannot tell" where the scores are shown."""
     if not isinstance(test, dict) or test.get("incomplete"):
         return None
     best, versions = test.get("best"), test.get("versions") or {}
@@ -143,11 +199,11 @@ def sealed_test_warning(test: Any, nodes: list[Node] | None = None) -> str | Non
     base, final = ((versions.get(label) or {}).get("score") for label in ("v0", best))
     if base is None or final is None:
         return None
+    numbers = sealed_numbers(test, best)
+    if numbers is not None and numbers.high is not None and numbers.high < 0:
+        return f"{sealed_verdict(numbers, best)}; the gain may be overfitting to the train evals"
     if final < base:
-        return (
-            f"sealed test: {best} scored below v0 ({final:.3f} vs {base:.3f}); the gain may "
-            "be overfitting to the train evals"
-        )
+        return None
     gain = train_delta(test, nodes or [])
     # Half the train gain, not zero: a sealed Δ of +0.001 against +0.200 on train is no carry-over.
     if gain is not None and gain > 0 and final - base < gain / 2:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,6 @@ from rich.console import Console
 
 from optimizer import schemas, words
 from optimizer.decide import adopt as rule
-from optimizer.decide.stats import mean, mean_ci
-from optimizer.grade.preview import natural_key
 from optimizer.report import adopted, caveats, folders, nextstep, read
 from optimizer.report.info import StatusInfo
 from optimizer.report.status import status as run_status
@@ -28,7 +25,7 @@ from optimizer.schemas import Adoption
 from optimizer.store.files import write_json, write_text
 
 log = structlog.get_logger()
-CONFIDENCE = 0.95
+CONFIDENCE = caveats.CONFIDENCE
 DIFF_CAP = 12_000  # characters of the winning diff in summary.md; the rest is in `optimizer diff`
 # The scope of the decision that made the best, in the words the lineage and the decision's
 # reason use: a step, not the adoption's claim.
@@ -53,11 +50,11 @@ def build(
     best = data.current_best or "v0"
     by_label = {n.label: n for n in data.nodes}
     test = info.get("test") if isinstance(info.get("test"), dict) else None
-    train = _compare(
+    train = caveats.paired(
         read.per_eval(data.ws, by_label.get("v0") or Node(label="v0")),
         read.per_eval(data.ws, by_label.get(best) or Node(label=best)),
     )
-    sealed = _sealed(test, best)
+    sealed = caveats.sealed_numbers(test, best)
     selection = read.read_json(data.ws.version(best) / "selection.json") if best != "v0" else None
     train = _as_decided(train, selection)
     won = best != "v0"
@@ -99,27 +96,6 @@ def build(
     )
 
 
-def _compare(v0: dict[str, float], best: dict[str, float]) -> schemas.SummaryNumbers | None:
-    """best − v0 paired over the evals both scored, with a Student-t interval over evals."""
-    shared = sorted(set(v0) & set(best), key=natural_key)
-    if not shared:
-        return None
-    diffs = [best[e] - v0[e] for e in shared]
-    low = high = None
-    if len(diffs) >= 2:
-        low, high = mean_ci(diffs, CONFIDENCE, bounds=(-1.0, 1.0))
-    return schemas.SummaryNumbers(
-        v0=round(mean([v0[e] for e in shared]), 4),
-        best=round(mean([best[e] for e in shared]), 4),
-        delta=round(mean(diffs), 4),
-        low=None if low is None else round(low, 4),
-        high=None if high is None else round(high, 4),
-        confidence=CONFIDENCE,
-        level=words.ci(CONFIDENCE),
-        evals=len(shared),
-    )
-
-
 def _as_decided(
     train: schemas.SummaryNumbers | None, selection: Any
 ) -> schemas.SummaryNumbers | None:
@@ -155,18 +131,6 @@ def supported(n: schemas.SummaryNumbers | None) -> bool:
 
 def _evals(n: int) -> str:
     return f"{n} eval{'s' if n != 1 else ''}"
-
-
-def _sealed(test: Mapping[str, Any] | None, best: str) -> schemas.SummaryNumbers | None:
-    if not test or test.get("incomplete"):
-        return None
-    versions = test.get("versions") or {}
-    v0 = (versions.get("v0") or {}).get("per_eval") or {}
-    final = (versions.get(best) or versions.get("v0") or {}).get("per_eval") or {}
-    return _compare(
-        {str(k): v for k, v in v0.items() if v is not None},
-        {str(k): v for k, v in final.items() if v is not None},
-    )
 
 
 def _scope(selection: Any, sealed: schemas.SummaryNumbers | None, warnings: list[str]) -> str:

@@ -46,6 +46,7 @@ def lineage(run_dir: Path) -> dict:
             "status": data.run.status,
             "stop_reason": data.run.stop_reason,
             "warnings": data.warnings,
+            "sealed": _sealed_line(data.run.test, data.current_best),
             "from_run": data.run.from_run,
             "adopted_line": adopted.adopted_line(data.adoptions, data.current_best, str(run_dir)),
         },
@@ -55,6 +56,15 @@ def lineage(run_dir: Path) -> dict:
         "count": len(nodes),
         "tree": roots,
     }
+
+
+def _sealed_line(test: object, best: str | None) -> str | None:
+    """The sealed verdict with its size and interval, once the sealed test measured a best
+    other than v0 (caveats.sealed_verdict)."""
+    if best is None or best == "v0":
+        return None
+    numbers = caveats.sealed_numbers(test, best)
+    return caveats.sealed_verdict(numbers, best) if numbers is not None else None
 
 
 def sealed_scores(test: Mapping[str, Any] | None) -> dict[str, float]:
@@ -156,6 +166,8 @@ def print_lineage(console: Console, tree: dict) -> None:
     emit(console, Text(f"adopted: {run['adopted_line']}", style="bold"))
     if run.get("stop_reason"):
         emit(console, Text(words.ended("stopped", run["stop_reason"]), style="dim"))
+    if run.get("sealed"):
+        emit(console, Text(run["sealed"]))
     _warn(console, run)
 
 

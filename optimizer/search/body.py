@@ -29,6 +29,7 @@ from optimizer.search.state import RunState, mark_baseline
 from optimizer.search.summaries import analyst_suggestions, means, record_scores, write_benchmark
 from optimizer.search.target import Verdict
 from optimizer.store import decisions, gradings, versions
+from optimizer.words import plural
 
 Results = dict[int, list[Scored]]
 
@@ -214,7 +215,7 @@ class BodyTarget:
         while True:
             if run.interrupted():
                 return None
-            run.emit(Activity(f"{label}: benchmark ({runs} runs per eval)"))
+            run.emit(Activity(f"{label}: benchmark ({plural(runs, 'run')} per eval)"))
             child_res = await self.version(label, run.train, counts)
             parent_res = await self.version(parent, run.train, self._parent_runs(parent, counts))
             if run.interrupted():

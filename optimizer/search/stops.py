@@ -217,7 +217,11 @@ class MaxIterations:
 
     def __call__(self, s: LoopState) -> str | None:
         n = self.n
-        return f"reached {n} iterations" if n is not None and s.iterations_done >= n else None
+        return (
+            f"reached {words.plural(n, 'iteration')}"
+            if n is not None and s.iterations_done >= n
+            else None
+        )
 
 
 @dataclass(frozen=True)

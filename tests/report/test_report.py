@@ -529,11 +529,9 @@ def test_report_says_what_a_win_was_against_and_what_the_numbers_do_not_say(tmp_
         "won against its parent v2; not the best: v5 scores higher"
     )
     assert nodes["v5"]["verdict"] == "won against its parent v2"
-    assert data["warnings"][0] == (
-        "sealed test: v5 scored below v0 (0.889 vs 1.000); the gain may be "
-        "overfitting to the train evals"
-    )
-    assert data["warnings"][1].startswith("small suite: train has 3 evals and the sealed test 1")
+    # One sealed eval lower gives no interval: no warning (the lineage says "cannot tell").
+    assert not any(w.startswith("sealed test") for w in data["warnings"])
+    assert data["warnings"][0].startswith("small suite: train has 3 evals and the sealed test 1")
     assert all(n["score_evals"] == 3 for n in data["nodes"] if n["score_ci"])
     assert all(n["delta_evals"] for n in data["nodes"] if n["ci"])
     # the page draws them: warnings on top, the verdict beside the badge, n beside intervals

@@ -362,15 +362,14 @@ def _won_off_the_line(root: Path) -> None:
         conn.execute("update decisions set decision = 'won' where version = 'v4'")
 
 
-def _test_went_backwards(root: Path, best: str) -> None:
+def _test_went_backwards(root: Path, best: str, v0: dict, final: dict) -> None:
     test = {
-        "evals": [4],
+        "evals": [int(e) for e in v0],
         "versions": {
-            "v0": {"score": 1.0, "per_eval": {"4": 1.0}},
-            best: {"score": 0.889, "per_eval": {"4": 0.889}},
+            "v0": {"score": sum(v0.values()) / len(v0), "per_eval": v0},
+            best: {"score": sum(final.values()) / len(final), "per_eval": final},
         },
         "best": best,
-        "delta": -0.111,
     }
     with sqlite3.connect(root / "state.db") as conn:
         conn.execute("update runs set test_json = ?", [json.dumps(test)])
@@ -451,18 +450,33 @@ def test_a_sealed_test_of_v0_alone_shows_no_difference_and_names_its_evals(built
     assert "Δ +0.000" not in text and "evals [3]" not in text  # v0 against itself, a list's repr
 
 
-def test_a_sealed_test_below_v0_is_flagged_plainly(built):
-    _test_went_backwards(built.root, built.best)
-    warning = (
-        f"sealed test: {built.best} scored below v0 (0.889 vs 1.000); the gain may be "
-        "overfitting to the train evals"
+def test_a_sealed_test_below_v0_is_flagged_only_when_its_interval_says_so(built):
+    # Three sealed evals, each lower: the interval lies below zero, a warning every view shows.
+    _test_went_backwards(
+        built.root, built.best, {"4": 1.0, "5": 0.9, "6": 0.95}, {"4": 0.8, "5": 0.7, "6": 0.72}
     )
     info = status.status(built.root)
-    assert warning in info["warnings"]
+    [warning] = [w for w in info["warnings"] if w.startswith("sealed test")]
+    assert warning.startswith(f"sealed test (3 evals): {built.best} 0.740 vs v0 0.950, Δ -0.210 [")
+    assert warning.endswith(
+        "95% CI over the evals: worse; the gain may be overfitting to the train evals"
+    )
     assert warning in render(status.print_status, info)
     tree = lineage_view.lineage(built.root)
     assert warning in tree["run"]["warnings"]
     assert f"warning: {warning}" in render(lineage_view.print_lineage, tree)
+
+
+def test_a_sealed_test_of_one_eval_says_it_cannot_tell(built):
+    _test_went_backwards(built.root, built.best, {"4": 1.0}, {"4": 0.889})
+    assert not [w for w in status.status(built.root)["warnings"] if w.startswith("sealed test")]
+    tree = lineage_view.lineage(built.root)
+    shown = render(lineage_view.print_lineage, tree)
+    said = (
+        f"sealed test (1 eval): {built.best} 0.889 vs v0 1.000, Δ -0.111 (no interval from one "
+        "eval): cannot tell"
+    )
+    assert tree["run"]["sealed"] == said and " ".join(shown.split()).count(said) == 1
 
 
 def test_small_splits_are_called_small_by_status_and_not_repeated_by_lineage(built):
