@@ -289,20 +289,14 @@ def test_a_budget_stop_never_overspends(tmp_path, cli):
     assert "budget" in reason and "budget" in out.stdout
 
 
-def test_a_deadline_in_the_past_stops_before_any_run_is_started(tmp_path, cli):
-    """The deadline is checked before each run: a passed one starts nothing but the sealed test,
-    which is what a stopped run reports on."""
+def test_a_deadline_in_the_past_is_refused_before_anything_is_written(tmp_path, cli):
+    """A night that could run nothing is not started: it used to pay for a sealed test of a v0
+    it never scored. One sentence, exit 2, no run folder."""
     run_dir = tmp_path / "run"
     out = cli(*RUN, "--run-dir", run_dir, "--deadline", "2020-01-01T00:00")
-    assert out.exit_code == 0, out.output
-    assert "deadline" in out.stdout
-    conn = sqlite3.connect(run_dir / "state.db")
-    keys = [k for (k,) in conn.execute("select key from gradings")]
-    assert conn.execute("select count(*) from versions").fetchone()[0] == 1
-    conn.close()
-    assert keys and all(k.startswith("test/") for k in keys)
-    status = json.loads(cli("status", run_dir, "--json").stdout)
-    assert "deadline" in status["stop_reason"] and status["pending"] == ["v0"]
+    assert out.exit_code == 2, out.output
+    assert "--until 2020-01-01T00:00: that time has passed" in out.output
+    assert not run_dir.exists()
 
 
 def test_a_second_daemon_is_refused_and_stop_ends_the_first(tmp_path):

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
+from test_claude_code import Recording  # the simulator, keeping every body it answers
 
 from optimizer.config import Settings
 from optimizer.model import make_client
-from optimizer.sim import Simulator
 from optimizer.store.db import Store
 
 
@@ -21,16 +21,6 @@ class Verdict(BaseModel):
 
     holds: bool
     why: str
-
-
-class Recording(Simulator):
-    def __init__(self) -> None:
-        super().__init__(seed=0)
-        self.bodies: list[dict] = []
-
-    def respond(self, body, headers):  # type: ignore[no-untyped-def]
-        self.bodies.append(body)
-        return super().respond(body, headers)
 
 
 @pytest.mark.parametrize(
