@@ -184,7 +184,8 @@ async def candidate(run: RunState, target: Target, n: int, k: int, parent: str) 
             scratch.parent.rmdir()
     made[str(k)] = outcome
     iterations.record_candidates(run.store, n, made)
-    run.emit(ProposalMade(n, k, {key: str(v) for key, v in outcome.items()}))
+    refused = (outcome.get("rejected") or [""])[0]
+    run.emit(ProposalMade(n, k, {key: str(v) for key, v in outcome.items()}, refused))
     return outcome.get("label")
 
 

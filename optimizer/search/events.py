@@ -45,6 +45,7 @@ class ProposalMade:
     iteration: int
     k: int
     outcome: Mapping[str, str]
+    refused: str = ""  # why it was refused, in the proposer's words: the first problem, if any
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from optimizer.config import Settings
 from optimizer.search import pace
 from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import per_iteration_usd
-from optimizer.search.events import Activity, Decided, Event, Finished, TrialGraded
+from optimizer.search.events import Activity, Decided, Event, Finished, ProposalMade, TrialGraded
 from optimizer.store import iterations, ledger, runs, versions
 from optimizer.store.db import Store
 from optimizer.store.runs import Run
@@ -161,6 +161,8 @@ class Reporter:
                 self.decided(event.label, event.verdict, event.reason)
             case Finished():
                 self.finished(event.reason, event.best)
+            case ProposalMade() if event.refused:
+                self.refused(event.iteration, event.k, event.refused)
             case _:
                 pass  # the log's alone
 
@@ -184,6 +186,16 @@ class Reporter:
             head = f"{label} {verdict}"
             self.console.print(Text(head, style=colour) + Text(line[len(head) :]), highlight=False)
         elif self.console is not None:
+            self._plain(line)
+        self._refresh()
+
+    def refused(self, n: int, k: int, problem: str) -> None:
+        """A refused proposal said as it happens, with what it cost: it makes no version, so no
+        decision line would otherwise name it."""
+        spent = ledger.scope_usd(self.store, f"proposal {n}-{k}")
+        why = words.clip(problem.split(": write")[0].removeprefix("the proposal "), 140)
+        line = f"iteration {n}: proposal {k + 1} refused: {why}; {words.dollars(spent)}"
+        if self.console is not None:
             self._plain(line)
         self._refresh()
 

@@ -69,3 +69,25 @@ def test_one_emit_reaches_state_db_the_log_and_the_live_line(tmp_path, log_captu
             "promoted": True,
         }
     ]
+
+
+def test_a_refused_proposal_is_said_with_why_and_what_it_cost(tmp_path):
+    from optimizer.search import copied
+
+    store = Store(tmp_path / "state.db")
+    try:
+        store.db["runs"].insert({"id": "run", "skill_name": "s", "current_best": "v0"})
+        store.db["calls"].insert(
+            {"hash": "h", "role": "proposer", "scope": "proposal 1-1", "cost_usd": 0.41}
+        )
+        console = Console(record=True, width=300, color_system=None)
+        reporter = Reporter(console, store, simulated=False)
+        problem = copied.problem(["Team price"])
+        reporter.on(events.ProposalMade(1, 1, {"rejected": str([problem])}, problem))
+        reporter.on(events.ProposalMade(1, 0, {"label": "v1"}))  # made a version: no line
+    finally:
+        store.close()
+    assert console.export_text().splitlines() == [
+        "iteration 1: proposal 2 refused: copies specific values of the evals into the skill "
+        "('Team price'); $0.41"
+    ]
