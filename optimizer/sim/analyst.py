@@ -9,6 +9,7 @@ from typing import Any
 
 from optimizer.sim.judges import Section, failures, parse_files, plain_lines
 from optimizer.sim.latent import topic_of
+from optimizer.sim.meaning import concept, plain_words
 from optimizer.sim.proposer import instruction_for
 from optimizer.sim.text import bullet_text, bullets, snippets, split_front_matter
 from optimizer.words import plural
@@ -29,8 +30,17 @@ def _effect(line: str) -> str:
         return f"it makes the agent give {', '.join(f'`{i}`' for i in items[:3])}"
     said = sorted(topic_of(line))[:4]
     if said:
-        return f"it asks the agent for {', '.join(said)}"
+        return f"it asks the agent for {', '.join(_as_written(line, said))}"
     return "it asks for nothing the graders check"
+
+
+def _as_written(line: str, read: list[str]) -> list[str]:
+    """The line's own words for the concepts the world read in it ("advanced", not "advanc"):
+    an analyzer quotes the skill, never the reader's stems."""
+    written: dict[str, str] = {}
+    for word in plain_words(line):
+        written.setdefault(concept(word), word.lower())
+    return [written.get(c, c) for c in read]
 
 
 def _suggestion(text: str, count: int, rank: int, rng: random.Random, knobs: Any) -> dict:

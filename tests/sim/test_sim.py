@@ -992,3 +992,11 @@ async def test_the_analyzer_asks_for_what_a_failure_checks_or_restates_it_when_w
         wrong["suggestion"]
         == "Add an explicit instruction: The report explains the root cause of the drop"
     )
+
+
+def test_the_analyzer_quotes_the_skills_words_never_the_worlds_stems():
+    from optimizer.sim.analyst import _effect
+
+    said = _effect("Use pypdfium2 for advanced references.")
+    assert said == "it asks the agent for advanced, pypdfium2, references"
+    assert "advanc," not in said and "referenc" not in said.replace("references", "")
