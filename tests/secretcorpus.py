@@ -119,6 +119,11 @@ def secrets() -> list[Secret]:
         Secret("jwt", "ey" + _jwt()[2:], "session cookie {v}", "id_token"),
         Secret("keyword", pw, "the password is {v}", "password", "X-Password"),
         Secret("keyword", "Tr0ub4dor" + "&3x", "password: {v}", "db_password", "X-Db-Password"),
+        # A password on a command line, quoted and bare (issue found with evals mine).
+        Secret(
+            "command line", draw(ALNUM, 12), "sshpass -p '{v}' ssh deploy@build-7", "ssh_password"
+        ),
+        Secret("command line", draw(ALNUM, 14), "psql --password={v} -h db", "db_password"),
         Secret("mailchimp", draw(HEX, 32) + "-us" + "12", "mailchimp key {v}", "mc_api_key"),
         Secret(
             "npm",

@@ -117,6 +117,15 @@ _QUOTED = re.compile(
     r"[\"']?\s*[:=]\s*(?P<q>[\"']))(?P<value>[^\"'\n]{1,200}?(?= )[^\"'\n]{1,200}?)(?P=q)",
     re.IGNORECASE,
 )
+# A password given on a command line: `sshpass -p 'pw'`, `--password=pw`, `--password pw`,
+# `--passwd pw`, and MySQL's glued `mysql -u root -ppw`. Quoted, the whole quoted value goes
+# (it may hold spaces); bare, up to the next space or quote.
+_FLAG_PASSWORD = re.compile(
+    r"(?P<head>(?:\bsshpass\s+-p\s*|(?<![\w-])--pass(?:word|wd)(?:=|\s+)"
+    r"|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p(?=[^\s-]))"
+    r"(?P<q>[\"'])?)(?P<value>(?(q)[^\"'\n]{1,200}|[^\s\"']{1,200}))(?(q)(?P=q))",
+    re.IGNORECASE,
+)
 # secret_name, password_file, token_path: a name that says the value is about a secret, not one.
 _NOT_A_CREDENTIAL = re.compile(
     r"[_\-](?:names?|ids?|arn|path|file|dir|url|ref|type|length|len|policy|field|hash|count|hint)"
@@ -301,8 +310,15 @@ def _ours(value: str) -> str:
     masked = _SHAPES.sub(MASK, value)
     masked = _URL_CREDENTIAL.sub(lambda m: m.group("head") + MASK, masked)
     masked = _QUOTED.sub(lambda m: m.group("head") + MASK + m.group("q"), masked)
+    masked = _FLAG_PASSWORD.sub(_flag_mask, masked)
     masked = _ASSIGNED.sub(_keep_mask, masked)
     return prose.mask(masked)
+
+
+def _flag_mask(m: re.Match[str]) -> str:
+    if MASK in m.group("value") or m.group("value").startswith("$"):  # masked, or a variable
+        return m.group(0)
+    return m.group("head") + MASK + (m.group("q") or "")
 
 
 def _keep_mask(m: re.Match[str]) -> str:

@@ -78,6 +78,10 @@ def test_the_issue_line_loses_the_key_id_and_the_forty_character_secret() -> Non
         "Das Passwort ist falsch; le mot de passe est incorrect.",
         "private_key_id is missing from the service account JSON",
         "client_secret: ${GOOGLE_CLIENT_SECRET}",
+        'sshpass -p "$DEPLOY_PW" ssh deploy@host',
+        "mysql -u root -p reports",
+        "grep -p pattern notes.txt",
+        "ls --password-file=/run/secrets/db",
     ],
 )
 def test_ordinary_text_named_as_what_it_is_is_left_alone(line: str) -> None:
@@ -89,6 +93,23 @@ def test_a_passphrase_goes_whole_and_the_sentence_after_it_stays() -> None:
     assert masked == "My passphrase is [redacted], and the user is ada."
     masked = redact.text("the password for the staging db is Xk9mP2qL; pw: Tr0ub4dor")
     assert masked == "the password for the staging db is [redacted]; pw: [redacted]"
+
+
+@pytest.mark.parametrize(
+    ("line", "masked"),
+    [
+        (
+            "sshpass -p 'bl4ck cat' ssh deploy@build-7 make",
+            "sshpass -p '[redacted]' ssh deploy@build-7 make",
+        ),
+        ("sshpass -p hunter22 scp report.md host:", "sshpass -p [redacted] scp report.md host:"),
+        ("psql --password=Tr0ub4dor -h db", "psql --password=[redacted] -h db"),
+        ("deploy --passwd Tr0ub4dor --now", "deploy --passwd [redacted] --now"),
+        ("mysql -u root -pS3cretPw reports", "mysql -u root -p[redacted] reports"),
+    ],
+)
+def test_a_password_on_a_command_line_goes_and_the_command_stays(line: str, masked: str) -> None:
+    assert redact.text(line) == masked
 
 
 def test_a_digest_first_on_its_line_is_a_listing_but_two_spaces_after_a_secret_are_not() -> None:
