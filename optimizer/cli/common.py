@@ -268,7 +268,9 @@ def load_settings(
     # The models, before anything is written or paid: offline, then with Anthropic's API.
     refused = preflight.refused_offline(loaded.settings)
     if refused is None and need_key and preflight.anthropic_api(loaded.settings):
-        ask = preflight.ask_with_sdk(os.environ.get(provider.KEY, ""), loaded.settings.llm.base_url)
+        ask = preflight.ask_with_sdk(
+            os.environ.get(provider.KEY, ""), provider.endpoint(loaded.settings)
+        )
         refused = preflight.refused_by_provider(loaded.settings, ask)
     if refused is not None:
         raise BadInput(refused)

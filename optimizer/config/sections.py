@@ -71,7 +71,7 @@ class Loop(Section):
 
 
 class Budget(Section):
-    usd: float = Field(20.0, ge=0)
+    usd: float = Field(20.0, ge=0, allow_inf_nan=False)  # a ceiling no night can keep is refused
     deadline: str = ""
 
 

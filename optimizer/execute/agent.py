@@ -98,7 +98,7 @@ def agent_tools(settings: Settings, *, with_skill: bool) -> list[ToolUnionParam]
     input schemas for any other server (execute.tool_schemas forces either)."""
     shape = settings.execute.tool_schemas
     if shape == "auto":
-        from optimizer.model.factory import is_anthropic_api
+        from optimizer.model.provider import is_anthropic_api
 
         shape = "server" if is_anthropic_api(settings) else "explicit"
     tools: list[ToolUnionParam] = (

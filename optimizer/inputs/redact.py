@@ -121,8 +121,9 @@ _QUOTED = re.compile(
 # `--passwd pw`, and MySQL's glued `mysql -u root -ppw`. Quoted, the whole quoted value goes
 # (it may hold spaces); bare, up to the next space or quote.
 _FLAG_PASSWORD = re.compile(
-    r"(?P<head>(?:\bsshpass\s+-p\s*|(?<![\w-])--pass(?:word|wd)(?:=|\s+)"
-    r"|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s-p(?=[^\s-]))"
+    r"(?P<head>(?:\bsshpass(?:\s+-[a-oq-zA-Z]\S*(?:\s+[^-\s]\S*)?){0,4}\s+(?-i:-p)\s*"
+    r"|(?<![\w-])--pass(?:word|wd)(?:=|\s+)"
+    r"|\bmysql(?:dump|admin)?\b[^\n]{0,200}?\s(?-i:-p)(?=[^\s-]))"
     r"(?P<q>[\"'])?)(?P<value>(?(q)[^\"'\n]{1,200}|[^\s\"']{1,200}))(?(q)(?P=q))",
     re.IGNORECASE,
 )

@@ -158,11 +158,13 @@ class ModelClient:
     def release(self, estimate: float, paid: CallRow | None = None) -> None:
         """Let a held estimate go (never below zero, where float sums drift); `paid`, the row of
         a call made elsewhere, is recorded and counted."""
-        if paid is not None:
-            self.store.record_call(paid)
-            self.count_paid(paid["cost_usd"])
-            self._outputs.add(paid["role"], paid["output_tokens"])
-        self._reserved = max(0.0, self._reserved - estimate)
+        try:
+            if paid is not None:
+                self.store.record_call(paid)
+                self.count_paid(paid["cost_usd"])
+                self._outputs.add(paid["role"], paid["output_tokens"])
+        finally:
+            self._reserved = max(0.0, self._reserved - estimate)
 
     # -- public calls ---------------------------------------------------------------------------
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 import anthropic
 import httpx2
@@ -16,10 +14,9 @@ from optimizer.config import Settings
 from optimizer.errors import BadInput
 from optimizer.model.batch import BatchCollector
 from optimizer.model.client import ModelClient
+from optimizer.model.provider import endpoint
 from optimizer.model.retry import Sleep
 from optimizer.store.db import Store
-
-ANTHROPIC_HOST = "api.anthropic.com"
 
 
 def make_client(
@@ -58,22 +55,6 @@ def make_client(
         api_key=key, base_url=endpoint(settings), max_retries=0, timeout=llm.timeout_s
     )
     return build_client(settings, store, sdk, budget_usd=budget_usd, simulated=False, sleep=sleep)
-
-
-def endpoint(settings: Settings, environ: Mapping[str, str] | None = None) -> str | None:
-    """Where the Messages API calls go: llm.base_url, else ANTHROPIC_BASE_URL, else None (the
-    SDK's default, Anthropic's own API)."""
-    env = os.environ if environ is None else environ
-    return settings.llm.base_url or env.get("ANTHROPIC_BASE_URL") or None
-
-
-def is_anthropic_api(settings: Settings, environ: Mapping[str, str] | None = None) -> bool:
-    """True when the calls go to Anthropic's own API, or to the simulator that plays it; False
-    for any other Messages-API server (llama.cpp, LiteLLM, vLLM, Ollama)."""
-    if settings.llm.provider == "sim":
-        return True
-    url = endpoint(settings, environ)
-    return url is None or urlsplit(url).hostname == ANTHROPIC_HOST
 
 
 def build_client(

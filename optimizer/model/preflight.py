@@ -8,27 +8,26 @@ elsewhere) names and prices its models as it likes: it is not checked."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from urllib.parse import urlparse
 
 import structlog
 
 from optimizer import catalog
 from optimizer.config import Settings
 from optimizer.model.cost import unpriced
+from optimizer.model.provider import is_anthropic_api
 from optimizer.prices import quoted
 
 log = structlog.get_logger()
 
-ANTHROPIC_HOSTS = ("api.anthropic.com",)
 # Asks the provider about one model name: True served, False not (a 404), None unknown (the
 # provider could not be asked: a network failure is no reason to refuse a night).
 Ask = Callable[[str], bool | None]
 
 
 def anthropic_api(settings: Settings) -> bool:
-    """Whether calls go to Anthropic's own API (no base_url, or its host)."""
-    host = urlparse(settings.llm.base_url).hostname if settings.llm.base_url else None
-    return settings.llm.provider == "anthropic" and (host is None or host in ANTHROPIC_HOSTS)
+    """Whether calls go to Anthropic's own API: the endpoint the client uses (llm.base_url,
+    else ANTHROPIC_BASE_URL) is unset or its host."""
+    return settings.llm.provider == "anthropic" and is_anthropic_api(settings)
 
 
 def roles_and_models(settings: Settings) -> list[tuple[str, str]]:

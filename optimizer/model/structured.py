@@ -52,7 +52,10 @@ def asking(model: str, tool_name: str) -> Asking:
         told = f"Give your answer only by calling the tool {tool_name}, once."
         return Asking({"type": "auto"}, None, told)
     forced: ToolChoiceParam = {"type": "tool", "name": tool_name}
-    return Asking(forced, {"type": "disabled"} if facts.thinks_by_default else None, None)
+    # Only for the models the catalog knows to think by default: a server of the user's own
+    # may refuse a field it does not know, and the request (and its ledger key) stays as it was.
+    off = facts.thinks_by_default and catalog.listed(model) is not None
+    return Asking(forced, {"type": "disabled"} if off else None, None)
 
 
 class BadAnswer(Exception):

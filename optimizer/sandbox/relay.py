@@ -167,6 +167,9 @@ class Relay:
         sent = {k: v for k, v in headers.items() if k not in _HOP}
         if "x-api-key" in sent:
             sent["x-api-key"] = self.api_key
+        if metered is not None:
+            # The meter reads the answer's usage from its bytes as they pass: not compressed.
+            sent["accept-encoding"] = "identity"
         sent.update(self.headers)
         self.requests += 1
         with ModelCall(self.clock):

@@ -270,6 +270,11 @@ CASES = [
         says="--budget-usd inf: give a finite amount of US dollars above 0",
     ),
     Case(
+        "set: budget.usd=inf",
+        lambda c: run_args(c, "--set", "budget.usd=inf"),
+        says="'budget.usd' must be",
+    ),
+    Case(
         "flag: --budget-usd 0",
         lambda c: run_args(c, "--budget-usd", "0"),
         says="--budget-usd 0: give a finite amount of US dollars above 0",

@@ -106,6 +106,9 @@ def test_a_passphrase_goes_whole_and_the_sentence_after_it_stays() -> None:
         ("psql --password=Tr0ub4dor -h db", "psql --password=[redacted] -h db"),
         ("deploy --passwd Tr0ub4dor --now", "deploy --passwd [redacted] --now"),
         ("mysql -u root -pS3cretPw reports", "mysql -u root -p[redacted] reports"),
+        ("mysql -h db -P3306 -u root -pS3cret4 x", "mysql -h db -P3306 -u root -p[redacted] x"),
+        ("sshpass -v -p s3cret2 ssh build-7", "sshpass -v -p [redacted] ssh build-7"),
+        ("sshpass -P assword: -p s3cret3 ssh h", "sshpass -P assword: -p [redacted] ssh h"),
     ],
 )
 def test_a_password_on_a_command_line_goes_and_the_command_stays(line: str, masked: str) -> None:

@@ -132,3 +132,22 @@ async def test_an_error_answer_costs_nothing_and_releases_its_hold(tmp_path: Pat
         assert store.spent_usd() == 0 and client.committed_usd() == 0 and meter.calls == 0
     finally:
         await client.aclose()
+
+
+async def test_a_ledger_write_that_fails_leaves_no_hold_behind(tmp_path: Path, monkeypatch) -> None:
+    client, store = _client(tmp_path, budget=5.0)
+    try:
+        meter = RelayMeter(client, role="executor", sample=0)
+        metered = meter.admit(json.dumps(REQUEST).encode())
+        assert not isinstance(metered, str) and client.committed_usd() > 0
+        metered.answered("application/json").feed(json.dumps(MESSAGE).encode())
+
+        def full_disk(row):  # type: ignore[no-untyped-def]
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(store, "record_call", full_disk)
+        with pytest.raises(OSError):
+            meter.settle(metered, 200, latency_ms=1.0)
+        assert client.committed_usd() == client.spent_usd() == 0  # the hold went with it
+    finally:
+        await client.aclose()

@@ -56,3 +56,12 @@ async def test_each_model_is_asked_for_its_tool_call_as_it_takes_one(
     assert body.get("thinking") == thinking
     said = " ".join(block["text"] for block in body["system"])
     assert ("only by calling the tool verdict" in said) is told
+
+
+def test_a_model_the_catalog_does_not_list_is_asked_as_before() -> None:
+    from optimizer.model.structured import asking
+
+    # A server of the user's own: the forced tool, and no thinking field it may not know.
+    how = asking("qwen2.5:0.5b", "verdict")
+    assert how.tool_choice == {"type": "tool", "name": "verdict"}
+    assert how.thinking is None and how.told is None

@@ -226,6 +226,11 @@ async def test_with_a_meter_each_answer_is_charged_to_the_ledger_as_the_sim_bill
     finally:
         await client.aclose()
     assert plain.status_code == streamed.status_code == counted.status_code == 200
+    # A metered answer is asked for uncompressed: its usage is read from its bytes as they pass.
+    assert [h.get("accept-encoding") for path, h in sim.requests if path == "/v1/messages"] == [
+        "identity",
+        "identity",
+    ]
     billed = plain.json()["usage"]
     # Both answers charged (count_tokens is free), each at its own usage as the service gave it.
     assert len(rows) == 2 == meter.calls

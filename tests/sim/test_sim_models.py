@@ -146,3 +146,13 @@ def test_the_preflight_leaves_a_server_of_the_users_own_alone() -> None:
     )
     assert refused_offline(local) is None
     assert refused_by_provider(local, lambda model: False) is None
+
+
+def test_the_preflight_reads_the_endpoint_the_client_uses(monkeypatch) -> None:
+    # ANTHROPIC_BASE_URL points the client at a server of the user's own, as llm.base_url does.
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080")
+    local = Settings.model_validate(
+        {"llm": {"provider": "anthropic"}, "models": {"executor": "qwen2.5:0.5b"}}
+    )
+    assert refused_offline(local) is None
+    assert refused_by_provider(local, lambda model: False) is None
