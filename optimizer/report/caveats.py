@@ -172,15 +172,16 @@ def sealed_numbers(test: object, best: str) -> schemas.SummaryNumbers | None:
 
 def sealed_verdict(numbers: schemas.SummaryNumbers, best: str) -> str:
     """'sealed test (3 evals): v3 0.610 vs v0 0.550, Δ +0.060 [-0.080, +0.200] 95% CI over the
-    evals: cannot tell': the size of the test and its interval beside the two scores, and what
-    the interval says (better, worse, or cannot tell; one eval gives no interval)."""
+    evals: cannot tell': the size of the test and its interval beside the two scores, and where
+    the interval lies (above v0, below v0, or cannot tell; one eval gives no interval). Never
+    "better": only an adoption, on fresh runs, makes that claim."""
     head = (
         f"sealed test ({words.plural(numbers.evals, 'eval')}): {best} {numbers.best:.3f} vs v0 "
         f"{numbers.v0:.3f}, Δ {numbers.delta:+.3f}"
     )
     if numbers.low is None or numbers.high is None:
         return f"{head} (no interval from one eval): cannot tell"
-    said = "better" if numbers.low > 0 else "worse" if numbers.high < 0 else "cannot tell"
+    said = "above v0" if numbers.low > 0 else "below v0" if numbers.high < 0 else "cannot tell"
     return (
         f"{head} [{numbers.low:+.3f}, {numbers.high:+.3f}] {numbers.level} over the evals: {said}"
     )

@@ -25,7 +25,6 @@ from optimizer.schemas import Adoption
 from optimizer.store.files import write_json, write_text
 
 log = structlog.get_logger()
-CONFIDENCE = caveats.CONFIDENCE
 DIFF_CAP = 12_000  # characters of the winning diff in summary.md; the rest is in `optimizer diff`
 # The scope of the decision that made the best, in the words the lineage and the decision's
 # reason use: a step, not the adoption's claim.

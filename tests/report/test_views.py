@@ -459,7 +459,7 @@ def test_a_sealed_test_below_v0_is_flagged_only_when_its_interval_says_so(built)
     [warning] = [w for w in info["warnings"] if w.startswith("sealed test")]
     assert warning.startswith(f"sealed test (3 evals): {built.best} 0.740 vs v0 0.950, Δ -0.210 [")
     assert warning.endswith(
-        "95% CI over the evals: worse; the gain may be overfitting to the train evals"
+        "95% CI over the evals: below v0; the gain may be overfitting to the train evals"
     )
     assert warning in render(status.print_status, info)
     tree = lineage_view.lineage(built.root)

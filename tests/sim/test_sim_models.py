@@ -9,8 +9,8 @@ import datetime as dt
 import json
 
 import anthropic
-import httpx2
 import pytest
+from test_sim import client_for  # the real SDK over the simulator's transport
 
 from optimizer.config import Settings
 from optimizer.model.preflight import ask_with_sdk, refused_by_provider, refused_offline
@@ -19,15 +19,6 @@ from optimizer.sim import Simulator, serve
 ASK = [{"role": "user", "content": "Say hello."}]
 TOOL = {"name": "verdict", "description": "v", "input_schema": {"type": "object"}}
 FORCED = {"type": "tool", "name": "verdict"}
-
-
-def client_for(sim: Simulator) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(
-        api_key="k",
-        base_url="http://sim.invalid",
-        max_retries=0,
-        http_client=httpx2.AsyncClient(transport=sim.transport()),
-    )
 
 
 @pytest.mark.parametrize("model", ["claude-sonnet-9", "claude-opus-4-1", "gpt-4o"])
