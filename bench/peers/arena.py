@@ -25,6 +25,7 @@ from optimizer.execute import executor_for
 from optimizer.grade.unit import eval_means, jobs_for
 from optimizer.model import factory as llm
 from optimizer.model import scoped
+from optimizer.model.budget import Reserve
 from optimizer.search import evidence
 from optimizer.search.body import BodyTarget
 from optimizer.search.propose import Candidate, propose
@@ -158,8 +159,8 @@ class Arena:
         self._hits_mark = self.store.query(top + "cache_hits")[0]["m"]
         # The same hard ceiling per call as ours (the client's guard): no call starts that would
         # take the search past its budget, so no method overspends it (issue 48).
-        self._client_at_mark = self.client.spent_usd()
-        self.client.budget_usd = self._client_at_mark + budget_usd
+        self.client.budget.allow(budget_usd)
+        self._client_at_mark = self.client.budget.counted_usd
 
     def usage(self) -> Usage:
         row = self.store.query(
@@ -230,7 +231,8 @@ class Arena:
             raise BudgetSpent(f"spent ${used:.2f} of ${self.budget_usd:.2f}")
         # What the search is charged beyond the client's own calls (setup answers served to it)
         # lowers the client's ceiling by as much.
-        self.client.kept_usd = max(0.0, used - (self.client.spent_usd() - self._client_at_mark))
+        budget = self.client.budget
+        budget.keep(Reserve(max(0.0, used - (budget.counted_usd - self._client_at_mark))))
 
     # -- versions as texts ---------------------------------------------------------------------
 
@@ -352,10 +354,9 @@ class Arena:
         evals = self.test if evals is None else evals
         if not evals:
             return None
-        ceiling, self.client.budget_usd = self.client.budget_usd, UNLIMITED_USD
-        kept, self.client.kept_usd = self.client.kept_usd, 0.0
-        before = self.client.spent_usd()
-        try:
+        # What the measurement costs moves the search's ceiling (paid_apart) and mark by as
+        # much: a search that measures on the way (the product oracle) keeps its whole budget.
+        with self.client.budget.paid_apart() as cost:
             jobs = jobs_for(
                 evals,
                 runs,
@@ -367,14 +368,11 @@ class Arena:
                 split="test",
                 first=PRODUCT_FIRST,
             )
-            with scoped(f"measure {label}"):
-                results = await self.target.grader.grade(jobs, scope=f"measure {label}")
-        finally:
-            # What the measurement cost moves the search's ceiling and mark by as much: a search
-            # that measures on the way (the product oracle) keeps its whole budget.
-            cost = self.client.spent_usd() - before
-            self.client.budget_usd, self.client.kept_usd = ceiling + cost, kept
-            self._client_at_mark += cost
+            try:
+                with scoped(f"measure {label}"):
+                    results = await self.target.grader.grade(jobs, scope=f"measure {label}")
+            finally:
+                self._client_at_mark += self.client.budget.counted_usd - cost.before_usd
         return mean_over_evals(results)
 
     def worse_than_v0(self, label: str) -> bool | None:

@@ -202,12 +202,11 @@ class RayExecutor(Executor):
 
     def _budget_left(self, seed_rows: list[CallRow]) -> float | None:
         client = self.client
-        budget = client.budget_usd if client is not None else None
-        if client is None or budget is None:
+        left = client.budget.left_usd() if client is not None else None
+        if left is None:
             return None
-        spent = client.committed_usd()
         # The worker's own client counts the rows it is given as spent already.
-        return max(0.0, budget - spent) + sum(float(r["cost_usd"] or 0) for r in seed_rows)
+        return left + sum(float(r["cost_usd"] or 0) for r in seed_rows)
 
     def _adopt(self, calls: list[CallRow], hits: list[CacheHit]) -> None:
         """The worker's ledger rows into the driver's ledger, counted as this run's spend."""

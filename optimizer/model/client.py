@@ -17,9 +17,10 @@ from optimizer.errors import OptimizerError
 from optimizer.logs import redact
 from optimizer.model import ledger
 from optimizer.model.attempt import attempt_once
+from optimizer.model.budget import Budget
 from optimizer.model.clock import ModelCall, current_clock
 from optimizer.model.cost import Outputs, call_cost, estimate_cost, price_for
-from optimizer.model.errors import ModelCallFailed, call_failure, outage, over_budget
+from optimizer.model.errors import ModelCallFailed, call_failure, outage
 from optimizer.model.limiter import AdaptiveLimiter, RequestLocks
 from optimizer.model.port import Client, ClientStats
 from optimizer.model.request import (
@@ -33,6 +34,7 @@ from optimizer.model.retry import RetryPolicy, Sleep, Truncated
 from optimizer.model.scopes import scope
 from optimizer.model.structured import Answer, answer_with_repair, asking, forced_tool
 from optimizer.prices import Price
+from optimizer.store import money
 from optimizer.store.db import Completed, Store
 from optimizer.store.ledger import longest_by_role
 from optimizer.store.rows import CallRow
@@ -69,7 +71,9 @@ class ModelClient:
     ) -> None:
         self.settings = settings
         self.store = store
-        self.budget_usd = budget_usd
+        # The one budget (budget.py): counted from the ledger's spend before this client, the
+        # adoptions made apart left out (store/money.py), and every call counted since.
+        self.budget = Budget(budget_usd, money.account(store).budgeted_usd)
         self.sdk = anthropic_client
         self.limiter = AdaptiveLimiter(settings.llm.max_concurrency)
         self.retry = RetryPolicy(settings.llm, sleep=sleep, rng=rng)
@@ -77,12 +81,6 @@ class ModelClient:
         # Message Batch per stage (batch.py); None when batch mode is off.
         self.batch: BatchRoute | None = None
         self._simulated = simulated
-        self._reserved = 0.0  # estimates of calls in flight, so concurrent calls share the budget
-        # The ledger's spend when this client started (a resumed run's earlier calls count); this
-        # client adds its own costs as it records them, so no call sums the whole ledger.
-        self._spent_before = store.spent_usd()
-        self.kept_usd = 0.0  # held back for the sealed test and an adoption while the search runs
-        self.kept_for = "for the sealed test"  # what for, in words (search/stops.Kept)
         self._outputs = Outputs(longest_by_role(store))
         self._locks = RequestLocks()
         self._prices: dict[str, Price] = {}
@@ -124,19 +122,11 @@ class ModelClient:
             "simulated": self._simulated,
         }
 
-    def spent_usd(self) -> float:
-        """The run's spend so far: the ledger's before this client and the calls counted since
-        (what the budget stop reads, without summing the ledger before every unit of work)."""
-        return self._spent_before + self._spent
-
-    def committed_usd(self) -> float:
-        """The run's spend so far plus the estimates of the calls in flight (the budget check's)."""
-        return self._spent_before + self._spent + self._reserved
-
     def count_paid(self, cost: float) -> None:
         """Count a completed call recorded in the ledger elsewhere (a batch, a Ray worker)."""
         self._calls += 1
         self._spent += cost
+        self.budget.pay(cost)
 
     def count_saved(self, saved: float) -> None:
         """Count an answer served from the ledger instead of paid again."""
@@ -152,8 +142,7 @@ class ModelClient:
 
     def hold(self, role: str, model: str, estimate: float) -> None:
         """Admit a call (BudgetExhausted past the ceiling); its estimate held until `release`."""
-        self._check_budget(role, model, estimate)
-        self._reserved += estimate
+        self.budget.admit(role, model, estimate)
 
     def release(self, estimate: float, paid: CallRow | None = None) -> None:
         """Let a held estimate go (never below zero, where float sums drift); `paid`, the row of
@@ -164,7 +153,7 @@ class ModelClient:
                 self.count_paid(paid["cost_usd"])
                 self._outputs.add(paid["role"], paid["output_tokens"])
         finally:
-            self._reserved = max(0.0, self._reserved - estimate)
+            self.budget.settle(estimate)
 
     # -- public calls ---------------------------------------------------------------------------
 
@@ -344,22 +333,6 @@ class ModelClient:
         self.count_saved(saved)
         log.debug("llm.cache_hit", role=role, hash=done.hash[:12], saved_usd=saved)
         return ledger.replay(done)
-
-    def _check_budget(self, role: str, model: str, estimate: float) -> None:
-        if self.budget_usd is None:
-            return
-        spent = self._spent_before + self._spent
-        if spent + self._reserved + estimate > self.budget_usd - self.kept_usd:
-            raise over_budget(
-                role,
-                model,
-                estimate=estimate,
-                spent=spent,
-                in_flight=self._reserved,
-                budget=self.budget_usd,
-                kept=self.kept_usd,
-                kept_for=self.kept_for,
-            )
 
     def _give_up(
         self,

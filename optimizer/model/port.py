@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from optimizer.config import Settings
+    from optimizer.model.budget import Budget
     from optimizer.prices import Price
     from optimizer.store.db import Store
     from optimizer.store.rows import CallRow
@@ -35,21 +36,13 @@ class ClientStats(TypedDict):
 class Client(Protocol):
     settings: Settings
     store: Store
-    budget_usd: float | None
-    kept_usd: float  # held back from budget_usd for the sealed test while the search runs
-    kept_for: str  # what kept_usd is for, in words: "$0.23 for the sealed test, …"
+    budget: Budget  # the run's one budget: ceiling, reserve, counted spend (budget.py)
     batch: Any  # model.client.BatchRoute in batch mode, else None
 
     @property
     def simulated(self) -> bool:
         """True when the offline simulator answers; every result shown says so."""
         ...
-
-    def spent_usd(self) -> float:
-        """The run's spend so far, the ledger's before this client included."""
-        ...
-
-    def committed_usd(self) -> float: ...
 
     def count_paid(self, cost: float) -> None: ...
 

@@ -54,11 +54,9 @@ def adopt(
 
     with runfolder.open_run(ws, settings, refuse=waits, search=False) as opened:
         store, client = opened.store, opened.client
-        spent = store.spent_usd()
         flag = SignalFlag()
         flag.install()
-        # No call before the estimate is shown: the limit is the spend so far until then.
-        client.budget_usd = spent
+        client.budget.allow(0.0)  # no call before the estimate is shown
         with Reporter(None, store, simulated=client.simulated, settings=settings) as ui:
             run = opened.state(ui, flag)
             claim = adopting.claim_for(run, version)
@@ -80,13 +78,14 @@ def adopt(
             )
             if confirm is not None and not confirm("certify it now?"):
                 raise OptimizerError("nothing was adopted: not confirmed.")
-            # The limit is the run's spend so far plus this adoption's: a run whose budget the
-            # night used up can still be adopted, at the price shown. Tonight's deadline was
-            # the search's; the user asked for this adoption now.
-            budget = settings.budget.model_copy(update={"usd": spent + limit, "deadline": ""})
-            paid = settings.model_copy(update={"budget": budget})
-            client.budget_usd = spent + limit
-            run.go_on_under(paid, engine.stop_rules(ws, paid, flag))
+            # The adoption is paid apart, at the price shown (model/budget.py): a run whose
+            # budget the night used up can still be adopted. Tonight's deadline was the
+            # search's; the user asked for this adoption now.
+            client.budget.allow(limit)
+            paid = settings.model_copy(
+                update={"budget": settings.budget.model_copy(update={"deadline": ""})}
+            )
+            run.go_on_under(paid, engine.stop_rules(ws, paid, flag, client.budget))
             activity = (runs.row(store) or Run()).activity or "stopped"
             with opened.open_target(run) as target:
                 try:

@@ -17,7 +17,7 @@ from optimizer import config, daemon, words
 from optimizer.errors import OptimizerError
 from optimizer.inputs import skill as skills
 from optimizer.report import summary
-from optimizer.store import iterations, ledger, readonly, runs
+from optimizer.store import iterations, money, readonly, runs
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import running_pid
 from optimizer.store.runs import Run
@@ -141,7 +141,7 @@ def _resume_flags(
     on top of those done (the config's loop.max_iterations a night, when it sets one), so a run
     that reached its limit last night goes on."""
     with readonly.View(Workspace(run_dir).state_db) as db:
-        spent, done = ledger.total_usd(db), iterations.finished_count(db)
+        spent, done = money.account(db).budgeted_usd, iterations.finished_count(db)
     per_night = load({}).settings.loop.max_iterations
     return {
         "budget.usd": round(spent + budget_usd, 6),

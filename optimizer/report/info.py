@@ -116,6 +116,8 @@ class StatusInfo(Timing, Adopted):
     promotions: str | None
     warnings: list[str]
     spent_usd: float
+    budgeted_usd: float  # what the budget counts: the spend less the adoptions paid apart
+    spent_text: str  # the spend in words, one for every view (adopted.spent_words)
     budget_usd: float | None
     estimate: JsonObject | None  # the preview against the ledger (spend.estimate_vs_actual)
     calls: int

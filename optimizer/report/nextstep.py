@@ -6,7 +6,6 @@ reserve and the finishing command are sealed.py's. Reads; never writes."""
 
 from __future__ import annotations
 
-import math
 import shlex
 from collections.abc import Mapping
 from typing import Any
@@ -14,10 +13,12 @@ from typing import Any
 from optimizer import schemas
 from optimizer.report import read, sealed
 from optimizer.report.info import StatusInfo
+from optimizer.report.resume import GoingOn, going_on
 from optimizer.report.view import RunView
 from optimizer.search import pace
 from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import per_iteration_usd, reserve
+from optimizer.store import readonly
 
 
 def steps(run_dir: str, data: RunView, info: StatusInfo, best: str) -> list[schemas.NextStep]:
@@ -31,7 +32,7 @@ def steps(run_dir: str, data: RunView, info: StatusInfo, best: str) -> list[sche
         ]
     out = []
     done = info.get("iterations_done") or 0
-    spent = info.get("spent_usd") or 0.0
+    spent = info.get("budgeted_usd") or 0.0
     todo = sealed.finish_command(run_dir, data.run, done, spent)
     if todo is not None:
         out.append(schemas.NextStep(why=f"finish the sealed test ({todo[0]})", command=todo[1]))
@@ -70,14 +71,8 @@ def _go_on(run: str, data: RunView, info: StatusInfo, best: str) -> schemas.Next
     done = info.get("iterations_done") or 0
     cap = info.get("max_iterations")
     limit = done if cap is None else cap  # no limit: the budget sized for as many again
-    spent = info.get("spent_usd") or 0.0
     budget = info.get("budget_usd")
-    est: Estimate = data.run.estimate or Estimate()
-    per = pace.usd_per_iteration(
-        estimated=per_iteration_usd(est) if est else None,
-        spent_in_iterations=data.ledger.get("iterations_usd") or 0.0,
-        done=done,
-    )
+    g = _going_on(data, info)
     flags, more = [], 0
     if cap is None:
         more = max(1, done)
@@ -87,9 +82,9 @@ def _go_on(run: str, data: RunView, info: StatusInfo, best: str) -> schemas.Next
     else:
         more = limit - done
     if budget:
-        need = spent + (per or 0.0) * more + reserve(est or None, per_run_usd=None, runs=0)
-        if need > budget or spent >= budget:
-            flags.append(f"--budget-usd {max(math.ceil(need), math.floor(spent) + 1)}")
+        covered = g.covered(budget)
+        if g.spent_usd >= budget or (covered is not None and covered < more):
+            flags.append(f"--budget-usd {g.budget_for(more)}")
     what = f"search on from {best}" if best != "v0" else "nothing won yet: search on"
     if read.every_proposal_refused(data.iterations):  # more of the same would be refused again
         what = "every proposal was refused: fix what the first refusal names, then search on"
@@ -98,3 +93,22 @@ def _go_on(run: str, data: RunView, info: StatusInfo, best: str) -> schemas.Next
     if "deadline" in (info.get("stop_reason") or ""):
         what += " (and give a later --until)"
     return schemas.NextStep(why=what, command=" ".join(["optimizer resume", run, *flags]))
+
+
+def _going_on(data: RunView, info: StatusInfo) -> GoingOn:
+    """resume.GoingOn from state.db, as the resume's refusal reads it; from the view's totals for
+    a run folder that has only history.json."""
+    if data.source == "state.db" and data.ws.state_db.is_file():
+        per_eval = int((data.settings.get("evals") or {}).get("runs_per_eval") or 3)
+        runs = 2 * len(data.run.split.get("test") or []) * per_eval
+        with readonly.View(data.ws.state_db) as db:
+            return going_on(db, data.run.estimate, runs)
+    est: Estimate = data.run.estimate or Estimate()
+    done = info.get("iterations_done") or 0
+    per = pace.usd_per_iteration(
+        estimated=per_iteration_usd(est) if est else None,
+        spent_in_iterations=data.ledger.get("iterations_usd") or 0.0,
+        done=done,
+    )
+    kept = reserve(est or None, per_run_usd=None, runs=0)
+    return GoingOn(info.get("budgeted_usd") or info.get("spent_usd") or 0.0, per, kept, done)

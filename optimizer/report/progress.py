@@ -44,6 +44,7 @@ PROGRESS_KEYS = (
     "pending",
     "current_best",
     "spent_usd",
+    "spent_text",
     "budget_usd",
     "finish",
     "deadline",

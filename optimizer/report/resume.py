@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from optimizer import config
-from optimizer.search import stops
+from optimizer import config, words
+from optimizer.search import estimate, pace, stops
 from optimizer.search.cost_model import Estimate
-from optimizer.search.estimate import mode_usd
-from optimizer.store import iterations, ledger, readonly, runs, versions
+from optimizer.search.estimate import per_iteration_usd
+from optimizer.store import adoptions, iterations, ledger, money, readonly, runs, versions
 from optimizer.store.files import Workspace
 from optimizer.store.iterations import Iteration
+from optimizer.store.readonly import Reader
 from optimizer.store.runs import Run
 
 
@@ -27,7 +29,7 @@ def resume_point(ws: Workspace, settings: config.Settings) -> str:
             versions=versions.outcomes(db),
             spent=ledger.summed_by_scope(db),
             best=best,
-            spent_usd=ledger.total_usd(db),
+            spent_usd=money.account(db).budgeted_usd,
         )
     where = _where(made, best, settings)
     limit = settings.loop.max_iterations
@@ -65,29 +67,77 @@ def _where(made: list[Iteration], best: str, settings: config.Settings) -> str:
     return f"resuming at iteration {done + 1} from {parent} (current best {best})"
 
 
+@dataclass(frozen=True)
+class GoingOn:
+    """What going on costs, read once for the resume's refusal, the summary's and the report's
+    suggested command and the unfinished sealed test's: the spend the budget counts (adoptions
+    apart, store/money.py), an iteration's cost (measured over the finished ones, the estimate's
+    before one finished) and what the search keeps for the sealed test and an adoption at the
+    end (the engine's own reserve). A budget this suggests for n iterations covers them here."""
+
+    spent_usd: float
+    per_iteration_usd: float | None
+    reserve_usd: float
+    done: int
+
+    def covered(self, budget_usd: float) -> int | None:
+        """Whole iterations `budget_usd` pays for after the spend and the reserve; None when an
+        iteration's cost is not known yet."""
+        per = self.per_iteration_usd
+        if not per:
+            return None
+        return max(0, math.floor((budget_usd - self.spent_usd - self.reserve_usd) / per + 1e-9))
+
+    def budget_for(self, iterations: int) -> int:
+        """The whole dollars that cover `iterations` more and the reserve, above the spend."""
+        need = self.spent_usd + (self.per_iteration_usd or 0.0) * iterations + self.reserve_usd
+        return max(math.ceil(need + 1e-9), math.floor(self.spent_usd) + 1)
+
+
+def going_on(db: Reader, est: Estimate | None, test_runs: int) -> GoingOn:
+    """GoingOn from state.db and the estimate shown at the start; `test_runs`: the sealed test's
+    runs (both sides), priced as the engine prices its reserve."""
+    done = iterations.finished_count(db)
+    per = pace.usd_per_iteration(
+        estimated=per_iteration_usd(est) if est else None,
+        spent_in_iterations=ledger.iterations_usd(db),
+        done=done,
+    )
+    test = estimate.reserve(est, per_run_usd=adoptions.per_run_usd(db), runs=test_runs)
+    kept = test + ((est or {}).get("adoption_reserve_usd") or 0.0)
+    return GoingOn(money.account(db).budgeted_usd, per, kept, done)
+
+
 def budget_refusal(ws: Workspace, settings: config.Settings, est: Estimate | None) -> str | None:
     """The sentence of a resume that could pay for nothing, None otherwise: the budget is spent,
-    or what is left of it covers none of the iterations left (the estimate's count, which keeps
-    the sealed test's reserve aside). A detached `run`'s first start (status "created") is no
-    resume, and its budget was shown when it was given."""
+    or what is left of it after the reserve covers none of the iterations left. The budget it
+    suggests is GoingOn's, the one the summary suggests, and it is accepted. A detached `run`'s
+    first start (status "created") is no resume, and its budget was shown when it was given."""
     row = runs.read(ws.state_db)
-    if row is not None and row.status == "created":
+    if row is None or row.status == "created":
         return None
     with readonly.View(ws.state_db) as db:
-        usd = ledger.total_usd(db)
+        g = going_on(db, row.estimate, _test_runs(row, settings))
     budget = settings.budget.usd
-    left = est["iterations"] if est else 0
-    covered = est.get("iterations_in_budget") if est else None
-    if usd < budget and not (left and covered == 0):
+    limit = settings.loop.max_iterations
+    left = max(0, limit - g.done) if limit is not None else max(1, g.done)
+    covered = g.covered(budget)
+    spent = g.spent_usd >= budget
+    if not spent and (left == 0 or covered is None or covered > 0):
         return None
-    need = max(mode_usd(est["run"], bool(est["batch"])), usd) if est else usd
-    more = f"`optimizer resume {ws.root} --budget-usd {max(math.ceil(need), math.floor(usd) + 1)}`"
-    if usd >= budget:
-        what = f"its budget is spent (${usd:.2f} of ${budget:.2f}), so it would stop at once"
-    else:
-        per = mode_usd(est["per_iteration"], bool(est["batch"])) if est else 0.0
+    more = f"`optimizer resume {ws.root} --budget-usd {g.budget_for(max(1, left))}`"
+    if spent:
         what = (
-            f"the ${budget - usd:.2f} left of its ${budget:.2f} budget covers none of the "
-            f"{left} iterations left (about ${per:.2f} each)"
+            f"its budget is spent (${g.spent_usd:.2f} of ${budget:.2f}), so it would stop at once"
+        )
+    else:
+        what = (
+            f"the ${budget - g.spent_usd:.2f} left of its ${budget:.2f} budget, less "
+            f"${g.reserve_usd:.2f} kept for the sealed test, covers none of the "
+            f"{words.plural(left, 'iteration')} left (about ${g.per_iteration_usd or 0.0:.2f} each)"
         )
     return f"{ws.root}: {what}; give it more with --budget-usd, e.g. {more}."
+
+
+def _test_runs(row: Run, settings: config.Settings) -> int:
+    return 2 * len(row.split.get("test") or []) * settings.evals.runs_per_eval

@@ -81,6 +81,13 @@ def status(run_dir: Path, data: RunView | None = None) -> StatusInfo:
         "promotions": caveats.promotions(data.nodes),  # the night's family and what bounds it
         "warnings": data.warnings,
         "spent_usd": round(data.ledger.get("spent_usd") or 0.0, 6),
+        "budgeted_usd": round(_budgeted(data), 6),
+        # The one wording of the spend, every view (adoptions apart: model/budget.py).
+        "spent_text": adopted.spent_words(
+            data.ledger.get("spent_usd") or 0.0,
+            budget.get("usd"),
+            [a.model_dump(mode="json") for a in data.adoptions],
+        ),
         "budget_usd": budget.get("usd"),
         "estimate": _estimate(Path(run_dir)),
         "calls": data.ledger.get("calls", 0),
@@ -93,10 +100,7 @@ def status(run_dir: Path, data: RunView | None = None) -> StatusInfo:
         "ended": words.ended(run.status, run.stop_reason),  # one wording, every view
         "test": _with_train_delta(run.test, data.nodes),
         "sealed_todo": sealed.finish_line(
-            str(run_dir),
-            run,
-            sum(1 for i in iterations if i.finished_at),
-            data.ledger.get("spent_usd") or 0.0,
+            str(run_dir), run, sum(1 for i in iterations if i.finished_at), _budgeted(data)
         ),
         "settings": folders.provenance(ws.run_toml),
         "resumes": len(data.resumes),
@@ -112,7 +116,7 @@ def status(run_dir: Path, data: RunView | None = None) -> StatusInfo:
             iterations,
             settings,
             running=pid is not None,
-            spent=data.ledger.get("spent_usd") or 0.0,
+            spent=_budgeted(data),
             spent_in_iterations=data.ledger.get("iterations_usd") or 0.0,
         ),
     }
@@ -243,7 +247,7 @@ def print_status(console: Console, info: StatusInfo) -> None:
     if info.get("promotions"):
         row("promotions", info["promotions"])
     budget = info.get("budget_usd")
-    row("spent", adopted.spent_words(info["spent_usd"], budget, info["adoptions"]))
+    row("spent", info.get("spent_text") or adopted.spent_words(info["spent_usd"], budget, []))
     if line := (info.get("estimate") or {}).get("line"):
         row("estimate", line)
     row(
@@ -314,3 +318,9 @@ def _test_line(test: Mapping[str, Any]) -> Text:
         + delta
         + " (the check of generality: evals the search never saw)"
     )
+
+
+def _budgeted(data: RunView) -> float:
+    """The spend the budget counts (history.json alone has no ledger: its total, 0)."""
+    found = data.ledger.get("budgeted_usd")
+    return found if found is not None else data.ledger.get("spent_usd") or 0.0

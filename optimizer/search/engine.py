@@ -16,6 +16,7 @@ from optimizer.config import Settings
 from optimizer.decide import step
 from optimizer.errors import BudgetExhausted, RunStopped, is_systemic
 from optimizer.model import scoped
+from optimizer.model.budget import Budget, Reserve
 from optimizer.model.port import Client
 from optimizer.search import adoption, estimate, stops
 from optimizer.search.events import Activity, Finished, Outlook, ProposalMade, ReserveKept, Stopping
@@ -46,7 +47,9 @@ async def optimize(
 ) -> str:
     """The whole run from where state.db says it is; returns why it stopped."""
     with Reporter(console, store, simulated=client.simulated, settings=settings) as ui:
-        run = RunState(ws, store, client, settings, ui, stop_rules(ws, settings, flag))
+        run = RunState(
+            ws, store, client, settings, ui, stop_rules(ws, settings, flag, client.budget)
+        )
         with open_target(run) as target:
             _set_running(run)
             try:
@@ -66,13 +69,13 @@ async def optimize(
 
 
 def stop_rules(
-    ws: Workspace, s: Settings, flag: stops.SignalFlag, kept: stops.Kept = stops.NONE_KEPT
+    ws: Workspace, s: Settings, flag: stops.SignalFlag, budget: Budget
 ) -> stops.StopRules:
     return stops.StopRules(
         urgent=(
             flag,
             stops.StopFile(ws.stop_file),
-            stops.Budget(s.budget.usd, kept),
+            stops.OverBudget(budget),
             stops.Deadline(stops.parse_deadline(s.budget.deadline)),
         ),
         at_iteration_end=(
@@ -96,15 +99,14 @@ def keep_for_test(run: RunState, flag: stops.SignalFlag, kept: float | None = No
             per_run_usd=adoptions.per_run_usd(run.store),
             runs=2 * len(run.test) * run.settings.evals.runs_per_eval,
         )
-        held = stops.Kept(
+        held = Reserve(
             test if run.test else 0.0,
             adoption.reserve(run, (est or {}).get("adoption_reserve_usd", 0.0)),
+            planned_test_usd=(est or {}).get("reserve_usd") if run.test else None,
         )
     else:
-        held = stops.Kept(kept, 0.0)
-    run.client.kept_usd = held.usd
-    run.client.kept_for = f"({held.words(lead='')})" if held.adoption_usd else "for the sealed test"
-    run.stops = stop_rules(run.ws, run.settings, flag, held)
+        held = Reserve(kept, 0.0)
+    run.client.budget.keep(held)
     run.emit(ReserveKept(round(held.usd, 4)))
 
 

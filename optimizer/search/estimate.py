@@ -39,7 +39,7 @@ from optimizer.decide import adopt, step
 from optimizer.inputs.evals import EvalSet, split
 from optimizer.model.cost import BATCH_PRICE_FACTOR, unpriced
 from optimizer.search.cost_model import CHARS_PER_TOKEN, CostPart, Estimate, PriceModel, Tally
-from optimizer.store import iterations, ledger, readonly, runs
+from optimizer.store import iterations, money, readonly, runs
 from optimizer.store.files import Workspace
 from optimizer.store.runs import Run, record_estimate
 
@@ -250,7 +250,7 @@ def for_workspace(ws: Workspace, settings: Settings) -> Estimate | None:
             settings, evalset, ws.skill(best), train=parts.get("train"), test=parts.get("test")
         )
         with readonly.View(ws.state_db) as db:
-            spent = ledger.total_usd(db)
+            spent = money.account(db).budgeted_usd
             done, begun = iterations.counts(db)
         return resumed(whole, spent_usd=spent, iterations_done=done, setup_done=begun > 0)
     except Exception as exc:  # noqa: BLE001 - a preview never stops a resume

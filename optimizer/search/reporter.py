@@ -19,7 +19,7 @@ from optimizer.search import pace
 from optimizer.search.cost_model import Estimate
 from optimizer.search.estimate import per_iteration_usd
 from optimizer.search.events import Activity, Decided, Event, Finished, ProposalMade, TrialGraded
-from optimizer.store import iterations, ledger, runs, versions
+from optimizer.store import iterations, ledger, money, runs, versions
 from optimizer.store.db import Store
 from optimizer.store.runs import Run
 
@@ -76,7 +76,9 @@ class Reporter:
         self.console.print(Text(text), markup=False, highlight=False, soft_wrap=True)
 
     def _line(self) -> str:
-        spent = self.store.spent_usd()
+        account = money.account(self.store)
+        spent = account.budgeted_usd  # the budget's count, as the stop line's (adoptions apart)
+        apart = f" (+${account.adoptions_usd:.2f} on adoptions)" if account.adoptions_usd else ""
         run = runs.row(self.store) or Run()
         best = run.best
         score = versions.score(self.store, best)
@@ -87,7 +89,7 @@ class Reporter:
             [
                 self._where(),
                 f"{self.runs} runs graded",
-                f"${spent:.2f} spent",
+                f"${spent:.2f} spent{apart}",
                 f"best {best} {shown}{sim}",
                 *self._times(run, spent),
             ]

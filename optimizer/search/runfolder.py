@@ -75,7 +75,7 @@ class OpenRun:
         from optimizer.search import engine
         from optimizer.search.state import RunState
 
-        stop_rules = engine.stop_rules(self.ws, self.settings, flag)
+        stop_rules = engine.stop_rules(self.ws, self.settings, flag, self.client.budget)
         return RunState(self.ws, self.store, self.client, self.settings, reporter, stop_rules)
 
 

@@ -17,7 +17,7 @@ from optimizer.search import events, lineage, stops
 from optimizer.search.proposal import Candidate
 from optimizer.search.propose import proposal_markdown
 from optimizer.search.reporter import Reporter
-from optimizer.store import decisions, iterations, ledger, runs, versions
+from optimizer.store import decisions, iterations, ledger, money, runs, versions
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace, write_json, write_text
 from optimizer.store.rows import DecisionRow
@@ -66,7 +66,7 @@ class RunState:
     def interrupted(self) -> str | None:
         """The reason to stop now (a signal, the stop file, the budget, the deadline), or None.
         Asked before every run starts, so it reads the spend from the client, not the ledger."""
-        return self.stops.now(stops.LoopState(spent_usd=self.client.spent_usd()))
+        return self.stops.now(stops.LoopState(spent_usd=self.client.budget.counted_usd))
 
     def rng(self, *purpose: object) -> random.Random:
         return random.Random(":".join(map(str, (self.settings.loop.seed, *purpose))))
@@ -97,7 +97,7 @@ def loop_state(run: RunState) -> stops.LoopState:
         versions=versions.outcomes(run.store),
         spent=ledger.summed_by_scope(run.store),
         best=run.best(),
-        spent_usd=run.store.spent_usd(),
+        spent_usd=money.account(run.store).budgeted_usd,
         plateau_from=run.plateau_from,
     )
 

@@ -31,6 +31,7 @@ from typing import Protocol
 from optimizer import words
 from optimizer.config import Loop
 from optimizer.errors import BadInput, Interrupted
+from optimizer.model.budget import Budget
 from optimizer.search import worth
 from optimizer.store.iterations import Iteration
 from optimizer.store.versions import Version
@@ -245,47 +246,14 @@ class Target:
 
 
 @dataclass(frozen=True)
-class Kept:
-    """What the search leaves of the budget: the sealed test's reserve and the first looks of an
-    adoption at the run's end, each named where the budget stops the search."""
+class OverBudget:
+    """The search stops where its spend would eat into what the run's one budget keeps for what
+    follows it (model/budget.py reads the counted spend and the reserve)."""
 
-    test_usd: float
-    adoption_usd: float
-
-    @property
-    def usd(self) -> float:
-        return self.test_usd + self.adoption_usd
-
-    def words(self, lead: str = " of it kept") -> str:
-        """'$0.69 of it kept for the sealed test, $2.26 for the adoption at the end'."""
-        named = [
-            (usd, what)
-            for usd, what in (
-                (self.test_usd, "the sealed test"),
-                (self.adoption_usd, "the adoption at the end"),
-            )
-            if usd > 0
-        ]
-        return ", ".join(
-            f"${usd:.2f}{lead if k == 0 else ''} for {what}" for k, (usd, what) in enumerate(named)
-        )
-
-
-NONE_KEPT = Kept(0.0, 0.0)
-
-
-@dataclass(frozen=True)
-class Budget:
-    """The search stops where its spend would eat into what is `kept` for what follows it."""
-
-    usd: float
-    kept: Kept = NONE_KEPT
+    budget: Budget
 
     def __call__(self, s: LoopState) -> str | None:
-        if s.spent_usd < self.usd - self.kept.usd:
-            return None
-        held = f" ({self.kept.words()})" if self.kept.usd > 0 else ""
-        return f"spent ${s.spent_usd:.2f} of the ${self.usd:.2f} budget{held}"
+        return self.budget.exhausted()
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,7 @@ def finish(store: Store, number: int, decision: RuleDecision, next_step: str) ->
     return from_row(row, _cost(store, number))
 
 
-def per_run_usd(store: Store, label: str = "v0") -> float | None:
+def per_run_usd(store: Reader, label: str = "v0") -> float | None:
     """What one run of `label` on a train eval cost (its executor and grader calls), measured: the
     price of every fresh run an estimate counts. None before the version ran."""
     spent = ledger.executor_grader_usd(store, label)

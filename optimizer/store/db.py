@@ -90,6 +90,8 @@ class Store:
             yield
         except sqlite3.DatabaseError as exc:
             name = getattr(exc, "sqlite_errorname", "") or ""
+            if not name and str(exc).startswith("Could not decode to UTF-8"):
+                name = "SQLITE_CORRUPT"  # Python's text decoding met a damaged page's bytes
             why = _SYSTEMIC.get("_".join(name.split("_")[:2]))
             if why is None:
                 raise

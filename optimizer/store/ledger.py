@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from optimizer.store import money
 from optimizer.store.readonly import Reader, View
 from optimizer.store.rows import (
     Answered,
@@ -33,9 +34,16 @@ SPENT_SQL = "select scope, cost_usd from calls where cost_usd is not null"
 # of the next iteration in that same second counts too; a pace, not an account).
 ITERATIONS_SPENT_SQL = (
     "select coalesce(sum(cost_usd), 0) as usd from calls where cost_usd is not null "
+    "and coalesce(scope, '') not like 'adoption %' "
     "and rowid >= (select min(rowid) from calls where scope like 'proposal %') "
     "and created_at <= (select max(finished_at) from iterations where finished_at is not null)"
 )
+
+
+def iterations_usd(db: Reader) -> float:
+    """What the finished iterations cost (ITERATIONS_SPENT_SQL)."""
+    rows = db.query(ITERATIONS_SPENT_SQL)
+    return float(rows[0]["usd"]) if rows else 0.0
 
 
 def total_usd(db: Reader) -> float:
@@ -190,6 +198,7 @@ def report_totals(db: Reader) -> LedgerTotals:
         "calls": calls[0]["n"],
         "calls_usd": calls[0]["cost"],
         "spent_usd": total[0]["s"],
+        "budgeted_usd": money.account(db).budgeted_usd,
         "cache_hits": hits[0]["n"],
         "saved_usd": hits[0]["saved"],
         "iterations_usd": in_iterations[0]["usd"],

@@ -213,6 +213,7 @@ class LedgerTotals(TypedDict, total=False):
     calls: int
     calls_usd: float
     spent_usd: float
+    budgeted_usd: float  # the spend the budget counts: adoptions apart (store/money.py)
     cache_hits: int
     saved_usd: float
     iterations_usd: float

@@ -88,7 +88,7 @@ async def test_each_answer_is_charged_to_the_ledger_under_the_runs_scope(tmp_pat
         body = json.dumps(REQUEST).encode()
         first, second = meter.admit(body), meter.admit(body)
         assert not isinstance(first, str) and not isinstance(second, str)
-        assert client.committed_usd() > 0  # both estimates held while in flight
+        assert client.budget.committed_usd() > 0  # both estimates held while in flight
         for metered in (first, second):
             metered.answered("application/json").feed(json.dumps(MESSAGE).encode())
             meter.settle(metered, 200, latency_ms=12.0)
@@ -102,8 +102,10 @@ async def test_each_answer_is_charged_to_the_ledger_under_the_runs_scope(tmp_pat
     # Two equal requests are two payments: neither row replaces the other, none is a cache key.
     assert len({r["hash"] for r in rows}) == 2
     assert all(r["hash"].startswith(RELAYED_PREFIX) for r in rows)
-    assert store.spent_usd() == pytest.approx(2 * price) == pytest.approx(client.spent_usd())
-    assert client.committed_usd() == pytest.approx(client.spent_usd())  # nothing left held
+    assert store.spent_usd() == pytest.approx(2 * price) == pytest.approx(client.budget.counted_usd)
+    assert client.budget.committed_usd() == pytest.approx(
+        client.budget.counted_usd
+    )  # nothing left held
 
 
 async def test_a_request_past_the_budget_is_refused_and_stops_the_run(tmp_path: Path) -> None:
@@ -116,7 +118,7 @@ async def test_a_request_past_the_budget_is_refused_and_stops_the_run(tmp_path: 
         assert isinstance(refused, str) and "past its budget of $0.10" in refused
         with pytest.raises(BudgetExhausted):
             meter.check()
-        assert store.spent_usd() == 0 and client.committed_usd() == 0
+        assert store.spent_usd() == 0 and client.budget.committed_usd() == 0
     finally:
         await client.aclose()
 
@@ -129,7 +131,7 @@ async def test_an_error_answer_costs_nothing_and_releases_its_hold(tmp_path: Pat
         assert not isinstance(metered, str)
         metered.answered("application/json").feed(b'{"type": "error"}')
         assert meter.settle(metered, 529, latency_ms=3.0) == 0.0
-        assert store.spent_usd() == 0 and client.committed_usd() == 0 and meter.calls == 0
+        assert store.spent_usd() == 0 and client.budget.committed_usd() == 0 and meter.calls == 0
     finally:
         await client.aclose()
 
@@ -139,7 +141,7 @@ async def test_a_ledger_write_that_fails_leaves_no_hold_behind(tmp_path: Path, m
     try:
         meter = RelayMeter(client, role="executor", sample=0)
         metered = meter.admit(json.dumps(REQUEST).encode())
-        assert not isinstance(metered, str) and client.committed_usd() > 0
+        assert not isinstance(metered, str) and client.budget.committed_usd() > 0
         metered.answered("application/json").feed(json.dumps(MESSAGE).encode())
 
         def full_disk(row):  # type: ignore[no-untyped-def]
@@ -148,6 +150,8 @@ async def test_a_ledger_write_that_fails_leaves_no_hold_behind(tmp_path: Path, m
         monkeypatch.setattr(store, "record_call", full_disk)
         with pytest.raises(OSError):
             meter.settle(metered, 200, latency_ms=1.0)
-        assert client.committed_usd() == client.spent_usd() == 0  # the hold went with it
+        assert (
+            client.budget.committed_usd() == client.budget.counted_usd == 0
+        )  # the hold went with it
     finally:
         await client.aclose()

@@ -5,6 +5,7 @@ the outcome (state.db, history.json) and refuses bad input with one sentence and
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 import sqlite3
@@ -467,3 +468,37 @@ def test_an_adoption_from_before_its_schedule_was_kept_goes_on_from_its_decision
         assert adoptions.claim_of(store, "v2", "v1", "tasks") is None  # another base: a new claim
     finally:
         store.close()
+
+
+@pytest.mark.slow
+def test_after_an_adoption_every_view_tells_one_money_story_and_a_suggested_budget_is_accepted(
+    run_dir, monkeypatch
+):
+    """After `optimizer adopt`, status said "$3.48 of the $4.00 budget on the search", a resume
+    at $5 was refused as "its budget is spent ($6.24 of $5.00)", and the budget a refusal
+    suggested was refused in turn. An adoption is paid apart: the budget counts the search alone,
+    in every view, and the budget a refusal suggests is accepted."""
+    import re
+
+    code, _ = adopt(monkeypatch, run_dir, "--yes", "--set", "adopt.min_effect=0")
+    info = json.loads(cli(monkeypatch, None, "status", str(run_dir), "--json"))
+    total = rows(run_dir, "select sum(cost_usd) from calls")[0][0]
+    apart = rows(run_dir, "select sum(cost_usd) from calls where scope like 'adoption %'")[0][0]
+    assert apart > 0 and info["spent_usd"] == pytest.approx(total, abs=1e-6)
+    assert info["budgeted_usd"] == pytest.approx(total - apart, abs=1e-6)
+    said = info["spent_text"]
+    assert said.startswith(f"${total:.2f}: ${total - apart:.2f} of the $"), said
+    assert said in " ".join(cli(monkeypatch, None, "status", str(run_dir)).split())
+    assert said in " ".join((run_dir / "summary.md").read_text().split())
+    # A budget just above the search's spend is the search's, whatever the adoption cost.
+    tight = f"{math.floor((total - apart) * 100 + 1) / 100:.2f}"
+    assert float(tight) < total  # counted with the adoption, it would read as spent
+    done = rows(run_dir, "select count(*) from iterations where finished_at is not null")[0][0]
+    more = ("--max-iterations", str(done + 1))
+    refused = cli(monkeypatch, None, "resume", str(run_dir), "--budget-usd", tight, *more, code=2)
+    assert "its budget is spent" not in refused, refused
+    assert "covers none of the 1 iteration" in refused, refused
+    found = re.search(r"--budget-usd (\d+)`", refused)
+    assert found is not None, refused
+    cli(monkeypatch, None, "resume", str(run_dir), "--budget-usd", found.group(1), *more)
+    assert rows(run_dir, "select count(*) from iterations")[0][0] == done + 1

@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from optimizer import words
+from optimizer.model.budget import Budget
 from optimizer.report import read
 from optimizer.search import stops
 from optimizer.search.reporter import Reporter
@@ -72,7 +73,7 @@ def _stop_reasons(tmp_path: Path) -> list[str]:
         stops.MaxIterations(3),
         stops.Plateau(3),
         stops.Target(0.9),
-        stops.Budget(5.0),
+        stops.OverBudget(Budget(5.0, counted_usd=5.0)),
         stops.Deadline(datetime(2026, 1, 1), clock=lambda: datetime(2026, 1, 2)),
         stops.StopFile(stop_file),
         flag,

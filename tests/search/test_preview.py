@@ -11,6 +11,7 @@ import pytest
 
 from optimizer import config
 from optimizer.inputs.evals import load_evals
+from optimizer.model.budget import Budget, Reserve
 from optimizer.report import spend
 from optimizer.search import estimate as preview
 
@@ -174,10 +175,11 @@ def test_the_adoptions_reserve_is_estimated_shown_and_named_where_the_budget_sto
     )
     assert adopting["iterations_in_budget"] == max(0, int(left // adopting["per_iteration"]["usd"]))
     assert adopting["iterations_in_budget"] < plain["iterations_in_budget"]
-    kept = stops.Kept(test_usd=0.69, adoption_usd=2.26)
-    said = stops.Budget(3.0, kept)(stops.LoopState(spent_usd=0.06))
+    budget = Budget(3.0, counted_usd=2.06)
+    budget.keep(Reserve(test_usd=0.69, adoption_usd=2.26))
+    said = stops.OverBudget(budget)(stops.LoopState())
     assert said == (
-        "spent $0.06 of the $3.00 budget ($0.69 of it kept for the sealed test, $2.26 for the "
+        "spent $2.06 of the $3.00 budget ($0.69 of it kept for the sealed test, $2.26 for the "
         "adoption at the end)"
     )
 

@@ -60,7 +60,7 @@ def test_a_systemic_failure_marks_a_search_failed_and_leaves_an_adoption_as_it_w
     settings = runfolder.settings_from(ws, []).settings
     with pytest.raises(WorkFailed):
         with runfolder.open_run(ws, settings, refuse=None, search=search) as opened:
-            assert opened.client.budget_usd == settings.budget.usd
+            assert opened.client.budget.ceiling_usd == settings.budget.usd
             assert opened.open_target.__module__ == "optimizer.search.body"
             raise WorkFailed("disk full")
     assert _status(ws) == left

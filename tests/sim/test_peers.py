@@ -17,6 +17,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from optimizer.model.budget import Budget
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "peers.py"
 PEER = r"best peer (gepa|gepa\+merge|skillopt) gain/\$ -?[\d.]+"
@@ -186,15 +188,15 @@ def test_a_setup_answer_served_to_a_peer_again_and_again_is_charged_once(tmp_pat
     store = _ledger(tmp_path, [("a", "v0", 0.10), ("b", "v0", 0.20)])
     arena = arena_mod.Arena.__new__(arena_mod.Arena)
     arena.store, arena.refused = store, False
-    spent = [0.30]  # the client's spend: the setup's two calls
-    arena.client = SimpleNamespace(spent_usd=lambda: spent[0], budget_usd=None, kept_usd=0.0)
+    budget = Budget(None, counted_usd=0.30)  # the client's: the setup's two calls counted
+    arena.client = SimpleNamespace(budget=budget)
     arena.begin(5.0)  # the search starts after the setup's two calls
     # The same hard ceiling per call as ours: the client refuses a call past $5 of search.
-    assert arena.client.budget_usd == pytest.approx(5.30)
+    assert budget.ceiling_usd == pytest.approx(5.30)
     store.record_call(
         {"hash": "c", "role": "executor", "outcome": "ok", "cost_usd": 0.50, "scope": "c-1"}
     )
-    spent[0] += 0.50
+    budget.pay(0.50)
     for h, saved in [("a", 0.10), ("a", 0.10), ("a", 0.10), ("b", 0.20), ("c", 0.50), ("c", 0.50)]:
         store.record_cache_hit(h, "executor", saved)
     used = arena.usage()
@@ -203,7 +205,7 @@ def test_a_setup_answer_served_to_a_peer_again_and_again_is_charged_once(tmp_pat
     assert used.calls == 3
     # The served answers it is charged for lower the client's ceiling by as much.
     arena.check()
-    assert arena.client.kept_usd == pytest.approx(0.30)
+    assert budget.reserve.usd == pytest.approx(0.30)
     store.close()
 
 
