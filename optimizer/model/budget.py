@@ -47,7 +47,6 @@ class Reserve:
             f"${usd:.2f}{lead if k == 0 else ''} for {what}" for k, (usd, what) in enumerate(named)
         )
 
-
     def test_words(self) -> str:
         """'the sealed test', and where v0's measured price raised it, from what."""
         planned = self.planned_test_usd
