@@ -82,10 +82,15 @@ def start(
     deadline = not_past(parse_deadline(settings.budget.deadline), settings.budget.deadline)
     base_best = workspace.best_of(from_run) if from_run else None
     estimate = preview.for_start(settings, evalset, base_best or skill_dir, target)
+    small = spend.too_small(estimate) if base_best is None else None
     if dry_run:  # the cost preview only: nothing is written
         code = spend.show_dry_run(console, estimate)
         _warn_small(console, evalset, settings)
+        if small:
+            raise BadInput(small)
         return code
+    if small:  # before anything is written or paid
+        raise BadInput(small)
     unconfined = _confinement(settings)  # refuses before anything is written
     if run_dir is None and not force:
         _refuse_a_second_run(skill_dir)

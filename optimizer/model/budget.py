@@ -81,7 +81,15 @@ class Budget:
     # -- what changes it --------------------------------------------------------------------------
 
     def keep(self, reserve: Reserve) -> None:
-        """Hold `reserve` back from the search (engine.keep_for_test; NO_RESERVE lets it go)."""
+        """Hold `reserve` back from the search (engine.keep_for_test; NO_RESERVE lets it go),
+        never more than the ceiling leaves: a reserve larger than the budget would name money
+        the run does not have."""
+        room = None if self.ceiling_usd is None else max(0.0, self.ceiling_usd - self.counted_usd)
+        if room is not None and reserve.usd > room + 1e-9:
+            share = room / reserve.usd
+            reserve = Reserve(
+                reserve.test_usd * share, reserve.adoption_usd * share, reserve.planned_test_usd
+            )
         self.reserve = reserve
 
     def allow(self, limit_usd: float) -> None:

@@ -4,6 +4,7 @@ through the read-only opener; never writes to it."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -252,3 +253,30 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
         + unpriced_notes(est)
     )
     return out
+
+
+def too_small(est: Estimate | None) -> str | None:
+    """The sentence that refuses a night its budget cannot pay one proposal for: v0 on the train
+    evals (and the baseline), the sealed test and the adoption's first looks kept from the search,
+    and one proposal with its step's first look, each at the estimate's typical cost. None when
+    the budget covers them, or when nothing can tell (no estimate, no budget, an older one)."""
+    if est is None or not est.get("budget_usd") or "per_proposal" not in est:
+        return None
+    budget, batch = est["budget_usd"] or 0.0, est["batch"]
+    parts = [
+        ("v0 and the baseline on the train evals", mode_usd(est["setup"], batch)),
+        ("the sealed test", est.get("reserve_usd") or 0.0),
+        ("the adoption at the end", est.get("adoption_reserve_usd") or 0.0),
+        ("one proposal with its step", mode_usd(est["per_proposal"], batch)),
+        ("room for its analysis's longest answer", est.get("call_headroom_usd") or 0.0),
+    ]
+    need = sum(usd for _, usd in parts)
+    if budget >= need:
+        return None
+    said = ", ".join(f"{what} {_money(usd)}" for what, usd in parts if usd > 0)
+    enough = math.ceil(need * 10) / 10
+    return (
+        f"a budget of {_money(budget)} cannot pay for one proposal: a night needs at least "
+        f"{_money(need)} ({said}); give --budget-usd {enough:g} or more, or fewer evals or "
+        "evals.runs_per_eval."
+    )

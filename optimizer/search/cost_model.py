@@ -54,6 +54,8 @@ class Estimate(TypedDict, total=False):
     test_evals: int
     setup: CostPart
     per_iteration: CostPart
+    per_proposal: CostPart  # one proposal with its step's first look, typical
+    call_headroom_usd: float  # the dearest call admitted at its longest answer, over its typical
     per_iteration_max: CostPart
     sealed_test: CostPart
     run: CostPart
@@ -197,11 +199,19 @@ class PriceModel:
         body = _eval_chars(ev) + 2 * min(100_000, p["output_files"]) + 200
         return self.call("comparator", body, p["comparator_output"])
 
-    def analysis(self, pairs: int, turns: int) -> Tally:
+    def analysis(self, pairs: int, turns: int, output_chars: float | None = None) -> Tally:
         p = self.profile
         transcripts = min(24_000, 6 * min(3_000, turns * (p["turn_growth"] + p["turn_output"])))
         body = 2 * min(40_000, self.skill_chars) + min(pairs, 12) * 400 + 1_500 + transcripts
-        return self.call("analyzer", body, p["analyzer_output"])
+        out = p["analyzer_output"] if output_chars is None else output_chars
+        return self.call("analyzer", body, out)
+
+    def longest_answer(self, pairs: int, turns: int) -> float:
+        """What the client admits an analysis at before it knows its answer's length (an answer
+        of llm.max_tokens), over what it typically costs: the room a budget needs beyond the
+        typical cost for the step's dearest call to be started (model/cost.Outputs)."""
+        worst = self.analysis(pairs, turns, self.settings.llm.max_tokens * CHARS_PER_TOKEN)
+        return max(0.0, worst.summary()["usd"] - self.analysis(pairs, turns).summary()["usd"])
 
     def proposal(self) -> Tally:
         p = self.profile

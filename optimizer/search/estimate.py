@@ -137,6 +137,8 @@ def estimate(
         "test_evals": len(test_evals),
         "setup": setup.summary(),
         "per_iteration": iteration.summary(),
+        "per_proposal": one.summary(),
+        "call_headroom_usd": round(m.longest_answer(len(train_evals) * step_runs, turns), 4),
         "per_iteration_max": most.summary(),
         "sealed_test": sealed.summary(),
         "run": whole.summary(),

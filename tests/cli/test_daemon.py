@@ -289,6 +289,38 @@ def test_a_budget_stop_never_overspends(tmp_path, cli):
     assert "budget" in reason and "budget" in out.stdout
 
 
+def test_a_budget_below_one_proposal_is_refused_part_by_part_and_the_minimum_buys_a_step(
+    tmp_path, cli
+):
+    """$2 nights stopped before v0 was scored, or made no proposal, and wrote no history.json: a
+    budget that cannot pay v0's train look, the sealed test and one proposal with its step is
+    refused before anything is written, naming each part; the budget it names buys a proposal
+    measured on its step and a history.json."""
+    run_dir = tmp_path / "run"
+    out = cli(*RUN, "--run-dir", run_dir, "--budget-usd", "0.3")
+    assert out.exit_code == 2, out.output
+    said = " ".join(out.output.split())
+    found = re.search(
+        r"needs at least \$([\d.]+) \((.*)\); give --budget-usd ([\d.]+) or more", said
+    )
+    assert found is not None, said
+    for part in ("v0 and the baseline on the train evals", "the sealed test", "one proposal"):
+        assert part in found.group(2)
+    parts = [float(x) for x in re.findall(r"\$([\d.]+)", found.group(2))]
+    assert sum(parts) == pytest.approx(float(found.group(1)), abs=0.01 * len(parts))
+    assert not run_dir.exists()
+    out = cli(*RUN, "--run-dir", run_dir, "--budget-usd", found.group(3))
+    assert out.exit_code == 0, out.output
+    conn = sqlite3.connect(run_dir / "state.db")
+    # A proposal measured on its step's first look (a guarded step may want more looks to
+    # decide than the minimum counts: the minimum is the typical cost, not the most).
+    measured = conn.execute(
+        "select count(distinct t.version) from trials t where t.version not in ('v0', 'baseline')"
+        " and t.split = 'train'"
+    ).fetchone()[0]
+    assert measured >= 1 and (run_dir / "history.json").is_file()
+
+
 def test_a_deadline_in_the_past_is_refused_before_anything_is_written(tmp_path, cli):
     """A night that could run nothing is not started: it used to pay for a sealed test of a v0
     it never scored. One sentence, exit 2, no run folder."""

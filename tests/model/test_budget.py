@@ -26,11 +26,11 @@ def test_a_call_past_the_ceiling_less_the_reserve_is_refused_and_holds_nothing()
 
 
 def test_the_budget_stop_names_each_reserve_and_where_the_test_reserve_came_from():
-    budget = Budget(3.00, counted_usd=2.10)
+    budget = Budget(3.00, counted_usd=1.59)
     assert budget.exhausted() is None
     budget.keep(Reserve(test_usd=1.01, adoption_usd=0.40, planned_test_usd=0.56))
     assert budget.exhausted() == (
-        "spent $2.10 of the $3.00 budget ($1.01 of it kept for the sealed test, the estimate's "
+        "spent $1.59 of the $3.00 budget ($1.01 of it kept for the sealed test, the estimate's "
         "$0.56 at v0's measured price, $0.40 for the adoption at the end)"
     )
 
@@ -54,6 +54,13 @@ def test_calls_paid_apart_leave_the_room_the_budget_had():
         budget.pay(0.75)
     assert apart.usd == pytest.approx(0.75)
     assert budget.left_usd() == pytest.approx(1.00)
+
+
+def test_a_reserve_is_never_larger_than_what_the_ceiling_leaves():
+    budget = Budget(2.00, counted_usd=1.40)
+    budget.keep(Reserve(test_usd=0.90, adoption_usd=0.30))
+    assert budget.reserve.usd == pytest.approx(0.60)
+    assert budget.reserve.test_usd == pytest.approx(0.45)
 
 
 def test_the_account_leaves_the_adoptions_out_of_what_the_budget_counts(tmp_path):

@@ -313,7 +313,7 @@ def test_without_systemd_or_crontab_schedule_gives_the_command_for_the_users_own
     assert not places["units"].exists() and not places["table"].exists()
 
 
-def test_a_night_whose_budget_is_spent_at_once_says_so_in_the_log_and_the_summary(cli, places):
+def test_a_first_night_its_budget_cannot_pay_a_proposal_for_is_refused_and_logged(cli, places):
     result = cli(
         "nightly",
         places["skill"],
@@ -325,11 +325,13 @@ def test_a_night_whose_budget_is_spent_at_once_says_so_in_the_log_and_the_summar
         places["runs"],
         *SMALL,
     )
-    assert result.exit_code == 0, result.output  # a budget is a stop, not a failure
-    [run] = _night_runs(places)
+    # A first night its budget cannot pay one proposal for is refused before anything is
+    # written (exit 2), its one sentence in the night's log, rather than spent at once.
+    assert result.exit_code == 2, result.output
+    assert "cannot pay for one proposal" in result.output
+    assert _night_runs(places) == []
     log = (places["runs"] / f"{schedule.name_for(places['skill'])}.log").read_text().splitlines()
-    assert "budget" in log[-1] and log[-1].count(": stopped: ") == 1
-    assert "budget" in (run / "summary.md").read_text()
+    assert "cannot pay for one proposal" in log[-1], log
 
 
 def test_a_nights_last_log_line_says_how_it_stopped_once():

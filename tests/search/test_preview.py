@@ -175,11 +175,11 @@ def test_the_adoptions_reserve_is_estimated_shown_and_named_where_the_budget_sto
     )
     assert adopting["iterations_in_budget"] == max(0, int(left // adopting["per_iteration"]["usd"]))
     assert adopting["iterations_in_budget"] < plain["iterations_in_budget"]
-    budget = Budget(3.0, counted_usd=2.06)
+    budget = Budget(3.0, counted_usd=0.050001)
     budget.keep(Reserve(test_usd=0.69, adoption_usd=2.26))
     said = stops.OverBudget(budget)(stops.LoopState())
     assert said == (
-        "spent $2.06 of the $3.00 budget ($0.69 of it kept for the sealed test, $2.26 for the "
+        "spent $0.05 of the $3.00 budget ($0.69 of it kept for the sealed test, $2.26 for the "
         "adoption at the end)"
     )
 
