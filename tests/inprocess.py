@@ -22,7 +22,7 @@ from optimizer.model import factory as llm
 from optimizer.sim import Simulator
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "csv-report"
+EXAMPLE = ROOT / "tests" / "fixtures" / "csv-report"
 VOLATILE = {"created_at", "started_at", "decided_at"}  # wall-clock times only
 MAKE_CLIENT = llm.make_client  # the real one, whatever a test has patched in since
 

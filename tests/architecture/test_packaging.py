@@ -19,7 +19,7 @@ import tiers
 from optimizer.model import prompts as prompting
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "csv-report"
+EXAMPLE = ROOT / "tests" / "fixtures" / "csv-report"
 
 
 def test_the_wheel_gets_every_package_and_data_file() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "csv-report"
+EXAMPLE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "csv-report"
 # What the model stack pulls in: the SDK, the executors, the grading unit, the loop.
 HEAVY = ("anthropic", "optimizer.execute", "optimizer.grade.unit", "optimizer.search.engine")
 PROBE = """

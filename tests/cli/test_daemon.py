@@ -31,7 +31,7 @@ from optimizer.store.db import Store
 pytestmark = pytest.mark.slow  # daemons and whole runs, most over a second
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "csv-report"
+EXAMPLE = ROOT / "tests" / "fixtures" / "csv-report"
 
 
 def cli(

@@ -114,7 +114,7 @@ def test_bad_price_on_the_command_line_exits_2_with_nothing_written(cli, tmp_pat
     out = tmp_path / "run"
     result = cli(
         "run",
-        ROOT / "examples" / "csv-report",
+        ROOT / "tests" / "fixtures" / "csv-report",
         "--run-dir",
         out,
         "--set",
@@ -167,7 +167,7 @@ def test_a_free_model_spends_nothing_and_the_estimate_says_which_are_unpriced(tm
     assert [row["cost_usd"] for row in store.query("select cost_usd from calls")] == [0.0]
     store.close()
 
-    example = ROOT / "examples" / "csv-report"
+    example = ROOT / "tests" / "fixtures" / "csv-report"
     priced = estimate(free, load_evals(example), example)
     assert priced["unpriced"] == {}
     unlisted = free.model_copy(update={"prices": dict(config.DEFAULT_PRICES)})

@@ -27,7 +27,7 @@ from optimizer.store.db import Store
 pytestmark = pytest.mark.slow  # the Claude Code CLI, in subprocesses
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "csv-report"
+EXAMPLE = REPO / "tests" / "fixtures" / "csv-report"
 # Lines only the skill's body carries; the simulated agent copies what it follows.
 SKILL_SNIPPETS = ("Row count:", "## Columns", "# Report:", "Following the guideline")
 

@@ -27,7 +27,7 @@ from optimizer.store.db import Store
 pytestmark = pytest.mark.slow  # Ray's workers
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "csv-report"
+EXAMPLE = ROOT / "tests" / "fixtures" / "csv-report"
 
 
 @pytest.fixture(scope="module")

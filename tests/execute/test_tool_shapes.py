@@ -18,7 +18,7 @@ from optimizer.model import make_client
 from optimizer.sim import Simulator
 from optimizer.store.db import Store
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "csv-report"
+EXAMPLE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "csv-report"
 
 
 def settings(provider: str = "anthropic", base_url: str = "", shape: str = "auto") -> Settings:

@@ -16,7 +16,7 @@ from optimizer.inputs.artifacts import check_artifact
 from optimizer.model import make_client
 from optimizer.sim import Simulator
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "csv-report"
+EXAMPLE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "csv-report"
 
 
 async def no_wait(_seconds: float) -> None:

@@ -351,7 +351,7 @@ async def test_no_judged_checks_means_no_call(tmp_path, settings, client, sim):
 async def test_same_model_warning_is_logged_once_per_command(tmp_path, store, sim, log_capture):
     from optimizer.grade.benchmark import run_benchmark
 
-    example = Path(__file__).resolve().parents[2] / "examples" / "csv-report"
+    example = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "csv-report"
 
     same = Settings().models.executor
     settings = Settings.model_validate(

@@ -23,7 +23,7 @@ from optimizer.sim import Simulator, serve
 pytestmark = pytest.mark.slow  # the Claude Code CLI's sessions
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "csv-report"
+EXAMPLE = REPO / "tests" / "fixtures" / "csv-report"
 KEY = "sk-ant-api03-RealCliPlantedSecretKey0123456789"
 TOKEN = "ghp_RealCliPlantedToken0123456789abcdefABCD"
 # Five tasks a user could have given Claude Code, each naming a file of the project.

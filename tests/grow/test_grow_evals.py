@@ -18,7 +18,7 @@ from optimizer.inputs.evals import load_evals, split
 from optimizer.schemas import CandidatesFile, EvalsFileRaw
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "csv-report"
+EXAMPLE = REPO / "tests" / "fixtures" / "csv-report"
 SECRETS = (
     "sk-ant-api03-PlantedSecretKey0123456789abcdef",
     "ghp_PLANTEDplantedPLANTEDplanted012345",

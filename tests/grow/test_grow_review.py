@@ -16,7 +16,7 @@ from optimizer.report import server
 from optimizer.schemas import EvalsFileRaw
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "csv-report"
+EXAMPLE = REPO / "tests" / "fixtures" / "csv-report"
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
     "--headless",

@@ -10,7 +10,7 @@ from pathlib import Path
 from optimizer.schemas import CandidatesFile
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "csv-report"
+EXAMPLE = REPO / "tests" / "fixtures" / "csv-report"
 SUMMARY = "The report has a `## Summary` section"
 VAGUE = "The summary is useful"  # no output fails it: what the graders call vague
 SHARPER = "The `## Summary` section names the month with the highest revenue"

@@ -14,7 +14,7 @@ from optimizer.inputs.evals import Eval, EvalSet, load_evals, sealed_count, spli
 from optimizer.schemas import FileExists
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "skills"
-EXAMPLE = Path(__file__).parents[2] / "examples" / "csv-report"
+EXAMPLE = Path(__file__).parents[2] / "tests" / "fixtures" / "csv-report"
 
 
 def write_skill(root: Path, evals: dict, name: str = "demo") -> Path:

@@ -19,7 +19,7 @@ from sessionfiles import Session
 from optimizer.inputs import redact, sessions
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "csv-report"
+EXAMPLE = REPO / "tests" / "fixtures" / "csv-report"
 SECRETS = secrets()
 PLACES = ("prose", "json", "code", "url", "header")
 AWS_SECRET = next(s for s in SECRETS if s.kind == "aws secret").value

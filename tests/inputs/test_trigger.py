@@ -23,7 +23,7 @@ async def no_wait(_seconds: float) -> None:
 
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "csv-report"
+EXAMPLE = ROOT / "tests" / "fixtures" / "csv-report"
 DESCRIPTION = parse_skill_md((EXAMPLE / "SKILL.md").read_text()).description
 
 

@@ -18,7 +18,7 @@ from optimizer.errors import BadInput
 from optimizer.inputs import validate
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "skills"
-EXAMPLE = Path(__file__).parents[2] / "examples" / "csv-report"
+EXAMPLE = Path(__file__).parents[2] / "tests" / "fixtures" / "csv-report"
 SETTINGS = load(None, env={}).settings
 
 GOOD_MD = (FIXTURES / "minimal" / "SKILL.md").read_text()

@@ -28,7 +28,7 @@ from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "csv-report"
+EXAMPLE = ROOT / "tests" / "fixtures" / "csv-report"
 FAST = {"batch_poll_s": 0.01, "batch_poll_max_s": 0.05, "batch_settle_s": 0.05, "batch_hold_s": 5.0}
 
 

@@ -13,7 +13,7 @@ from optimizer.errors import BadInput
 from optimizer.model import provider
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "csv-report"
+EXAMPLE = ROOT / "tests" / "fixtures" / "csv-report"
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from optimizer.store.files import Workspace
 from optimizer.store.lock import lock
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "csv-report"
+EXAMPLE = REPO / "tests" / "fixtures" / "csv-report"
 SMALL = [
     "--provider",
     "sim",

@@ -29,7 +29,7 @@ from optimizer.sandbox.disk import MIN_ENTRY_BYTES, measure
 from optimizer.store.db import Store
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "csv-report"
+EXAMPLE = REPO / "tests" / "fixtures" / "csv-report"
 needs_bwrap = tiers.needs(
     "bubblewrap",
     None if sb.bwrap_available() else "bubblewrap is missing here (apt-get install bubblewrap)",

@@ -29,7 +29,7 @@ from optimizer.sim import Simulator, detect_role
 from optimizer.sim.protocol import error_reply
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "csv-report"
+EXAMPLE = ROOT / "tests" / "fixtures" / "csv-report"
 NARROW = "Profiles the columns of a CSV file."
 SHOULD = [
     "Give me an overview of the survey spreadsheet export in summary.md",

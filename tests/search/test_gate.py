@@ -14,7 +14,7 @@ import pytest
 from optimizer.decide import noninferiority as ni
 from optimizer.decide.stats import t_quantile
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "csv-report"
+EXAMPLE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "csv-report"
 
 
 # -- the statistics ---------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from optimizer.report import spend
 from optimizer.search import estimate as preview
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "csv-report"
+EXAMPLE = ROOT / "tests" / "fixtures" / "csv-report"
 FAST_BATCH = ("--set", "llm.batch_settle_s=0.02", "--set", "llm.batch_poll_s=0.01")
 
 

@@ -467,7 +467,7 @@ def test_the_product_ruler_gives_one_text_one_number_and_names_itself(tmp_path):
     arena = bench_module("arena")
     methods = bench_module("methods")
     product = bench_module("product")
-    skill = ROOT / "examples" / "csv-report"
+    skill = ROOT / "tests" / "fixtures" / "csv-report"
     overrides = arena.run_settings(skill, 3, [])
     dirs = {}
     for name in ("original", "ours"):
