@@ -49,6 +49,7 @@ class BodyTarget:
         self.evalset: EvalSet = load_evals(run.ws.root / "inputs")
         train = [e for e in self.evalset.evals if e.id in set(run.train)]  # search/copied.py
         self.train_values = copied.train_values(train, run.ws.root / "inputs")
+        self.train_wording = copied.wording_of(train)
         self.runs_per_eval = run.settings.evals.runs_per_eval
         # A step's first look and v0's runs on train; the sealed test keeps evals.runs_per_eval.
         self.selection = step.for_steps(run.settings.selection)  # what a step is decided under
@@ -179,6 +180,7 @@ class BodyTarget:
             dest=dest,
             sample=sample,
             values=self.train_values,
+            wording=self.train_wording,
         )
 
     async def judge(self, label: str, parent: str) -> Verdict | None:

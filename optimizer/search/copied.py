@@ -4,12 +4,15 @@ expected outputs, expectations, checks and input files; common words, small numb
 of checks ("S2", a label of the eval file that carries no task's content) are not values.
 A value counts as copied when a file of the candidate holds it and the same file of its parent
 did not. The proposer gets the copied values back once to write a general instruction instead;
-a proposal that still copies them is refused (search/propose.py). Pure functions of the texts."""
+a proposal that still copies them is refused (search/propose.py). So is one that restates the evals'
+wording (EvalWording): a run of RUN_WORDS words of a train expectation or check description, or a
+check's id ("S2:"), new in the candidate. Pure functions of the texts."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from optimizer.inputs import skill as skills
@@ -86,3 +89,65 @@ def problem(found: list[str]) -> str:
         "instruction in general terms that would help on tasks you have not seen, without "
         "those values."
     )
+
+
+# The words an instruction may share with an expectation by chance ("the report has a `## Notes`
+# section" is 6); a run this long is the expectation's sentence restated, not a kind of work.
+RUN_WORDS = 7
+
+
+@dataclass(frozen=True)
+class EvalWording:
+    """The train evals' own wording: every run of RUN_WORDS words of an expectation or a
+    structural check's description (to the text it comes from), and the ids of their checks and
+    rubric dimensions."""
+
+    runs: Mapping[tuple[str, ...], str] = field(default_factory=dict)
+    ids: frozenset[str] = frozenset()
+
+
+def wording_of(evals: Iterable[Eval]) -> EvalWording:
+    runs: dict[tuple[str, ...], str] = {}
+    ids: set[str] = set()
+    for ev in sorted(evals, key=lambda e: e.id):
+        texts = [*ev.expectations, *(str(c.description or "") for c in ev.structural)]
+        for text in texts:
+            for run in _runs(text):
+                runs.setdefault(run, text)
+        ids |= {str(c.id) for c in ev.structural if c.id} | {str(d.id) for d in ev.rubric if d.id}
+    return EvalWording(runs, frozenset(ids))
+
+
+def restated(parent: Path, candidate: Path, wording: EvalWording) -> list[str]:
+    """The eval texts (and check ids, as "S2:") a candidate's text files restate that the same
+    files of its parent did not, in the order of the texts."""
+    before = skills.files_of(parent, include_evals=False)
+    found: dict[str, None] = {}
+    for rel, content in sorted(skills.files_of(candidate, include_evals=False).items()):
+        if isinstance(content, bytes):
+            continue
+        old = before.get(rel)
+        old_text = old if isinstance(old, str) else ""
+        new_runs = _runs(content) - _runs(old_text)
+        for run in sorted(new_runs & wording.runs.keys()):
+            found.setdefault(wording.runs[run], None)
+        for check in sorted(wording.ids):
+            mark = re.compile(rf"(?<![\w]){re.escape(check)}:")
+            if mark.search(content) and not mark.search(old_text):
+                found.setdefault(f"{check}:", None)
+    return list(found)
+
+
+def restated_problem(found: list[str]) -> str:
+    """The sentence the proposer gets back (and a refusal's reason)."""
+    shown = "; ".join(repr(t) for t in found[:3]) + (" …" if len(found) > 3 else "")
+    return (
+        f"the proposal restates the evals' own wording ({shown}): say what work a good answer "
+        "does, in words of your own that fit tasks you have not seen, never an expectation's "
+        "sentence or a check's id."
+    )
+
+
+def _runs(text: str) -> set[tuple[str, ...]]:
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return {tuple(words[k : k + RUN_WORDS]) for k in range(len(words) - RUN_WORDS + 1)}

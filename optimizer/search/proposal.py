@@ -80,6 +80,7 @@ class Rejected:
 # themselves are written for the proposer, which gets them back to fix its answer.
 REASONS = (
     ("copies eval values", "copies specific values of the evals"),
+    ("restates eval wording", "restates the evals' own wording"),
     ("old text not found", "does not occur"),
     ("old text not unique", "occurs "),
     ("old text empty", "'old' is empty"),

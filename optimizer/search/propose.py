@@ -124,10 +124,12 @@ async def propose(
     dest: Path,
     sample: int,
     values: frozenset[str] = frozenset(),
+    wording: copied.EvalWording = copied.EvalWording(),
 ) -> Candidate | Rejected:
     """Ask once; on problems ask once more with them; then give up (a counted, logged rejection).
     A candidate that copies any of the train evals' specific `values` into the skill is such a
-    problem (search/copied.py): sent back once, then refused, never accepted."""
+    problem (search/copied.py), and so is one that restates the evals' `wording`: sent back once,
+    then refused, never accepted."""
     # Imported here: the model package's errors import the anthropic SDK (2 s of CPU), which a
     # command that reads this module and never asks the proposer does not need.
     from optimizer.model import StructuredAnswerError
@@ -165,6 +167,8 @@ async def propose(
         problems = apply_edits(parent, dest, answer, target=target)
         if not problems and (found := copied.copied(parent, dest, values)):
             problems = [copied.problem(found)]
+        if not problems and (said := copied.restated(parent, dest, wording)):
+            problems = [copied.restated_problem(said)]
         if not problems:
             return Candidate(dest, _summary(answer), answer.rationale)
         log.info("proposal.rejected", attempt=attempt + 1, problems=problems)

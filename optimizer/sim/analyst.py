@@ -7,10 +7,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from optimizer.sim.instruction import instruction_for
 from optimizer.sim.judges import Section, failures, parse_files, plain_lines
 from optimizer.sim.latent import topic_of
 from optimizer.sim.meaning import concept, plain_words
-from optimizer.sim.proposer import instruction_for
 from optimizer.sim.text import bullet_text, bullets, snippets, split_front_matter
 from optimizer.words import plural
 

@@ -13,9 +13,8 @@ from typing import Any
 
 import yaml
 
+from optimizer.sim.instruction import instruction_for, lower_first, one_line, values_in
 from optimizer.sim.judges import failures, parse_files
-from optimizer.sim.latent import topic_of
-from optimizer.sim.meaning import counts, strip_counts
 from optimizer.sim.text import (
     bullet_indexes,
     bullet_text,
@@ -57,13 +56,7 @@ def propose(get: Section, rng: random.Random, knobs: Any) -> dict:
     return found
 
 
-def _one_line(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def _lower_first(text: str) -> str:
-    first = text.split(" ", 1)[0]
-    return text[0].lower() + text[1:] if first[:1].isupper() and first[1:].islower() else text
+_one_line, _lower_first = one_line, lower_first
 
 
 def _result(summary: str, rationale: str, edit: dict) -> dict:
@@ -107,57 +100,6 @@ def _format_line(items: list[str]) -> str:
         return f"- Give the `{item}` wherever the answer lists its entries."
     named = ", ".join(f"`{i}`" for i in items[:-1]) + f" and `{items[-1]}`"
     return f"- Include {named} in every answer, where the format calls for them."
-
-
-_SUBJECT = re.compile(
-    r"^(?:the|a|an|its|this|every|each|it)\b(?:\s+[\w'-]+){0,3}?\s+"
-    r"(?P<verb>(?-i:is|are|has|have|[a-z]+s))\s+(?P<rest>.+)$",
-    re.I,
-)
-_BASE = {"is": "Keep every answer", "are": "Keep them", "has": "Give every answer",
-         "have": "Give every answer"}  # fmt: skip
-
-
-def imperative(expectation: str) -> str:
-    """A failing expectation as an author turns it into an instruction, from its words alone:
-    "The update says which customers were affected" -> "Say which customers were affected"."""
-    said = _one_line(expectation).rstrip(".")
-    negative = re.match(
-        r"^(?:it\s+|the\s+\w+\s+)?(?:does not|doesn't|never)\s+(\w+?)(?:e?s)?\b(.*)$", said, re.I
-    )
-    if negative:
-        return f"Never {negative.group(1).lower()}{negative.group(2)}"
-    m = _SUBJECT.match(said)
-    if m is None:
-        return f"Make sure that {_lower_first(said)}"
-    verb, rest = m.group("verb").lower(), m.group("rest")
-    if verb in _BASE:
-        return f"{_BASE[verb]} {rest}"
-    base = verb[:-2] if verb.endswith(("ches", "shes", "sses", "xes")) else verb[:-1]
-    return f"{base.capitalize()} {rest}"
-
-
-def instruction_for(text: str, shared: frozenset[str] | set[str] = frozenset()) -> str | None:
-    """The instruction a careful author writes for a failing expectation, from what the gradings
-    show (its text, never its hidden cause): the expectation as an instruction, with the values
-    of one eval left out (a value several evals fail on is a convention and stays). None when
-    nothing general is left to ask for."""
-    values = _values(text)
-    general = text
-    for value in values:
-        if value not in shared:
-            general = re.sub(rf'["\u201c\'`]?{re.escape(value)}["\u201d\'`]?', "", general)
-    general = re.sub(r"\s+", " ", general).strip()
-    if not (topic_of(general) or snippets(general) or counts(general) or set(values) & shared):
-        return None
-    return f"- {imperative(general)}."
-
-
-def _values(text: str) -> list[str]:
-    """Its values, bare or quoted: a quoted format (`## Summary`) is the task's, `0.9.2` one eval's."""
-    return facts(strip_snippets(strip_counts(text))) + [
-        s for s in snippets(text) if facts(s) == [s]
-    ]
 
 
 def _body(get: Section, path: str, content: str, kind: str, rng: random.Random, lost: str) -> dict:
@@ -299,7 +241,7 @@ def _shared_facts(failed: list[tuple[str, int, str]]) -> set[str]:
     (a brand colour every page must use), not one task's answer."""
     evals_of: dict[str, set[str]] = {}
     for text, _, eval_id in failed:
-        for fact in _values(text):
+        for fact in values_in(text):
             evals_of.setdefault(fact, set()).add(eval_id)
     return {fact for fact, evals in evals_of.items() if len(evals) >= 2}
 

@@ -18,6 +18,7 @@ from optimizer.search.proposal import Candidate, Edit, Feedback, ProposalAnswer,
 from optimizer.search.propose import propose
 
 VALUES = copied.train_values(load_evals(EXAMPLE).evals, EXAMPLE)
+WORDING = copied.wording_of(load_evals(EXAMPLE).evals)
 
 
 def test_values_are_ids_numbers_colours_files_and_quotes_not_common_words():
@@ -78,6 +79,7 @@ async def ask(client: Proposer, tmp_path: Path):
         dest=tmp_path / "work" / "candidate",
         sample=0,
         values=VALUES,
+        wording=WORDING,
     )
 
 
@@ -114,3 +116,41 @@ def test_no_version_a_run_accepts_holds_a_train_value(tmp_path, monkeypatch):
     for skill in sorted(run_dir.glob("v*/skill")):
         assert copied.copied(run_dir / "v0" / "skill", skill, values) == [], skill
     assert asked > proposals  # the world copied, and its copies went back to the proposer
+
+
+def test_an_expectations_sentence_or_a_checks_id_is_restated_a_kind_of_work_is_not(tmp_path):
+    """Winners read "Make sure that S2: the Team price is kept." and "Make sure that S3: The
+    report profiles the columns.": a run of 7 of a train expectation's words, or a check's id,
+    new in the candidate, is the eval restated."""
+    parent = tmp_path / "parent"
+    shutil.copytree(EXAMPLE, parent, ignore=shutil.ignore_patterns("evals"))
+
+    def child_with(line: str) -> Path:
+        child = tmp_path / f"child-{abs(hash(line))}"
+        shutil.copytree(parent, child, dirs_exist_ok=True)
+        (child / "SKILL.md").write_text((parent / "SKILL.md").read_text() + f"\n{line}\n")
+        return child
+
+    said = copied.restated(
+        parent,
+        child_with("- Make sure that the `## Columns` table has a `missing` count per column."),
+        WORDING,
+    )
+    assert said == ["The `## Columns` table has a `missing` count per column"]
+    assert copied.restated(parent, child_with("- Follow S3: profile the columns."), WORDING) == [
+        "S3:"
+    ]
+    general = "- End every report with a `## Notes` section that lists gaps and odd values."
+    assert copied.restated(parent, child_with(general), WORDING) == []
+    assert copied.restated(parent, parent, WORDING) == []
+
+
+async def test_a_restated_expectation_goes_back_once_then_is_refused(tmp_path):
+    restating = "- Make sure that the `## Columns` table has a `missing` count per column."
+    client = Proposer(restating, "- Make sure that the report has a `## Summary` section S1: yes.")
+    result = await ask(client, tmp_path)
+    assert isinstance(result, Rejected) and client.calls == 2
+    assert "restates the evals' own wording" in client.asked[1]
+    assert result.reasons == ["restates eval wording"]
+    client = Proposer(restating, "- Count the missing values of each column in its table row.")
+    assert isinstance(await ask(client, tmp_path / "again"), Candidate)

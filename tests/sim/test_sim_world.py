@@ -202,7 +202,7 @@ def test_the_simulator_states_its_worlds_ceiling_for_any_evals():
 
 
 def test_the_proposer_writes_from_the_failures_words_never_from_their_hidden_cause():
-    from optimizer.sim.proposer import instruction_for
+    from optimizer.sim.instruction import instruction_for
 
     failure = "The update says which customers were affected by the outage"
     fix = instruction_for(failure)
