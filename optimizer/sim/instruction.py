@@ -31,6 +31,9 @@ _BARE = re.compile(
     r"^(?P<np>[A-Za-z][\w'-]*(?:\s+[\w'-]+){0,2}?)\s+(?P<verb>(?-i:is|are|has|have|[a-z]+s))\s+"
     r"(?P<rest>.+)$"
 )
+_BARE_BE = re.compile(
+    r"^(?P<np>[A-Za-z][\w'-]*(?:\s+[\w'-]+){0,2}?)\s+(?P<verb>is|are|has|have)\s+(?P<rest>.+)$"
+)
 _BASE = {"is": "Keep every answer", "are": "Keep them", "has": "Give every answer",
          "have": "Give every answer"}  # fmt: skip
 
@@ -66,7 +69,9 @@ def imperative(expectation: str) -> str | None:
         return back(f"Never {negative.group(1).lower()}{negative.group(2)}")
     m = _SUBJECT.match(plain)
     if m is None:
-        bare = _BARE.match(plain)  # "Headings are coloured …": a subject without an article
+        # "Headings are coloured …": a subject without an article; "is" or "has" is read as the
+        # verb before any word that merely ends in s ("Missing values are counted").
+        bare = _BARE_BE.match(plain) or _BARE.match(plain)
         if bare is None:
             return None
         np, verb, rest = lower_first(bare.group("np")), bare.group("verb"), bare.group("rest")
