@@ -119,7 +119,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     ok = [n for n in nights if "error" not in n]
     mean = sum(deltas) / len(deltas) if deltas else 0.0
-    sd = math.sqrt(sum((d - mean) ** 2 for d in deltas) / (len(deltas) - 1)) if len(deltas) > 1 else 0
+    sd = (
+        math.sqrt(sum((d - mean) ** 2 for d in deltas) / (len(deltas) - 1))
+        if len(deltas) > 1
+        else 0
+    )
     half = 1.96 * sd / math.sqrt(len(deltas)) if deltas else 0.0
     train = sorted({n["train_evals"] for n in ok})
     print(

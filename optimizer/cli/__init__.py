@@ -136,14 +136,16 @@ def run(
         str | None, typer.Option("--deadline", hidden=True)
     ] = None,  # the old name of --until
     detach: Annotated[
-        bool, typer.Option(help="Run in the background; watch with `status`.")
+        bool, typer.Option("--detach", help="Run in the background; watch with `status`.")
     ] = False,
     fresh: Annotated[
-        bool, typer.Option(help="Replace an existing --out folder (the demo uses it).")
+        bool, typer.Option("--fresh", help="Replace an existing --out folder (the demo uses it).")
     ] = False,
     force: Annotated[
         bool,
-        typer.Option(help="Start even while a run of this skill folder is alive (else refused)."),
+        typer.Option(
+            "--force", help="Start even while a run of this skill folder is alive (else refused)."
+        ),
     ] = False,
     batch: Annotated[
         bool,
@@ -220,7 +222,7 @@ def run(
 @handled
 def resume(
     run_dir: RunDirArg,
-    detach: Annotated[bool, typer.Option(help="Run in the background.")] = False,
+    detach: Annotated[bool, typer.Option("--detach", help="Run in the background.")] = False,
     max_iterations: Annotated[
         int | None, typer.Option(help="New iteration limit (default: the run's own).")
     ] = None,

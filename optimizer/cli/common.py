@@ -121,9 +121,7 @@ ConfigOpt = Annotated[
 SetOpt = Annotated[
     list[str] | None,
     typer.Option(
-        "--set",
-        metavar="SECTION.KEY=VALUE",
-        help="Override one setting: section.key=value (repeatable).",
+        "--set", metavar="KEY=VALUE", help="Override one setting: section.key=value (repeatable)."
     ),
 ]
 ProviderOpt = Annotated[

@@ -312,7 +312,7 @@ def nightly(
         "runs"
     ),
     fresh: Annotated[
-        bool, typer.Option(help="A new run from the last best, not a resume.")
+        bool, typer.Option("--fresh", help="A new run from the last best, not a resume.")
     ] = False,
     notify: NotifyOpt = None,
     provider: ProviderOpt = None,

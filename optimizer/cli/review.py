@@ -120,7 +120,7 @@ def export(
         Path, typer.Option("--out", help="Folder to copy the skill and its evals into.")
     ] = Path("exported-skill"),
     to: Annotated[Path | None, typer.Option("--to", hidden=True)] = None,  # the old name of --out
-    force: Annotated[bool, typer.Option(help="Overwrite a non-empty folder.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite a non-empty folder.")] = False,
 ) -> None:
     """Copy the adopted version's skill folder (or the one named) out of the run, with the evals
     the run used in evals/."""

@@ -34,7 +34,9 @@ from optimizer.cli.common import (
 def check_artifact(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="A JSON file of the seed formats.")],
     kind: Annotated[str | None, typer.Option(help="Kind of file; inferred from its name.")] = None,
-    strict: Annotated[bool, typer.Option(help="Require the full form the viewer reads.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Require the full form the viewer reads.")
+    ] = False,
 ) -> None:
     """Validate any seed JSON file (grading, benchmark, history, ...) against its schema."""
     from optimizer.inputs import artifacts

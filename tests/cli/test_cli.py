@@ -358,3 +358,27 @@ def test_run_help_states_every_default_that_bounds_a_night():
         "--spend-all",
     ):
         assert said in shown, said
+
+
+def test_no_help_text_is_cut_at_80_columns():
+    """`run --help` at 80 columns read "loop.max_iteratio…" and "SKILL_DIR/evals/e…": every
+    command's help fits a terminal of 80 columns whole."""
+    import typer.main
+    from typer.testing import CliRunner
+
+    from optimizer.cli import app
+
+    group = typer.main.get_command(app)
+
+    def paths(command, prefix):
+        yield prefix
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            if not sub.hidden:
+                yield from paths(sub, [*prefix, name])
+
+    cut = {}
+    for path in paths(group, []):
+        said = CliRunner(env={"COLUMNS": "80"}).invoke(app, [*path, "--help"]).output
+        if "…" in said:
+            cut[" ".join(path)] = [line for line in said.splitlines() if "…" in line]
+    assert cut == {}
