@@ -133,6 +133,8 @@ def suggest(
     _say(
         f"{len(got.found)} candidate(s) from {run_dir}; {stored.added} new, {stored.pending} "
         f"waiting for review in {stored.path}."
+        if stored.path.exists()
+        else f"no candidate from {run_dir}: nothing was written."
     )
     if got.notes:
         _say(

@@ -85,7 +85,9 @@ def _store(
     skill_dir: Path, name: str, found: list[Candidate], *, sessions: int, uses: int, event: str
 ) -> Mined:
     data, added = candidates.merge(candidates.load(skill_dir, name), found)
-    path = candidates.save(skill_dir, data)
+    path = candidates.path_of(skill_dir)
+    if added or path.exists():  # nothing found: no empty file in the user's skill folder
+        candidates.save(skill_dir, data)
     waiting = len(candidates.pending(data))
     # Counts only: the texts stay in candidates.json, which the user reviews.
     log.info(event, sessions=sessions, uses=uses, added=added, pending=waiting)

@@ -148,11 +148,13 @@ def load_evals(skill_dir: Path, evals_path: Path | None = None) -> EvalSet:
                 f"{source}: evals[{i}] is {short(raw)}, not an object; write one object per eval."
             )
             continue
+        found: list[str] = []
         try:
             parsed.append(EvalRaw.model_validate(raw))
         except ValidationError as exc:
-            problems += [explain(source, ("evals", i), e) for e in exc.errors()]
-        problems += semantic_problems(source, skill_dir, i, raw)
+            found += [explain(source, ("evals", i), e) for e in exc.errors()]
+        found += semantic_problems(source, skill_dir, i, raw)
+        problems += [_named(p, source, raw.get("id")) for p in found]
         eval_id = raw.get("id")
         if isinstance(eval_id, int) and not isinstance(eval_id, bool):
             if eval_id in seen:
@@ -236,3 +238,11 @@ def split(evalset: EvalSet, *, test_fraction: float, seed: int) -> Split:
     mix = ", ".join(f"{take[name]} of {len(strata[name])} {name}" for name in names)
     note = f"{len(test)} of {len(ids)} evals sealed for the final test (stratified: {mix}; seed {seed})."
     return Split(train=train, test=test, note=note)
+
+
+def _named(problem: str, source: Path, eval_id: object) -> str:
+    """A problem of one eval names it by its id too, as status and the lineage do: the author
+    of 'evals[2]' reads '(eval id 3)', never only a position counted from 0."""
+    if not isinstance(eval_id, int) or isinstance(eval_id, bool):
+        return problem
+    return problem.replace(f"{source}: ", f"{source} (eval id {eval_id}): ", 1)

@@ -169,7 +169,11 @@ def test_suggest_on_a_real_simulated_run(simulated, tmp_path, cli) -> None:
     shutil.copytree(EXAMPLE, skill)
     result = cli("evals", "suggest", simulated, "--skill", skill)
     assert result.exit_code == 0, result.output
-    CandidatesFile.model_validate_json((skill / "evals" / "candidates.json").read_text())
+    path = skill / "evals" / "candidates.json"
+    if "nothing was written" in result.output:  # nothing to suggest: no empty file either
+        assert not path.exists()
+    else:
+        assert CandidatesFile.model_validate_json(path.read_text()).candidates
 
 
 def test_a_missing_check_seen_on_a_sealed_eval_goes_to_a_train_eval(
@@ -308,3 +312,13 @@ def test_suggest_on_a_simulated_run_says_its_suggestions_are_notes(simulated, tm
     shown = overview.suggestions(aggregate)
     notes = len(aggregate["suggestions"]) - shown["candidates"]
     assert notes and f"{notes} of the run's suggestions are notes to read" in result.output
+
+
+def test_nothing_to_suggest_writes_no_file_into_the_skill_folder(tmp_path):
+    """`evals suggest` with nothing to suggest wrote an empty candidates.json into the user's
+    skill folder."""
+    from optimizer.grow import mine
+
+    skill = Path(shutil.copytree(EXAMPLE, tmp_path / "skill"))
+    stored = mine.store_suggestions(skill, [])
+    assert stored.added == 0 and not stored.path.exists()

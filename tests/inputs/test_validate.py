@@ -373,6 +373,8 @@ def test_problems_of_skill_md_and_evals_come_out_together(skill: Path) -> None:
     text = "\n".join(info.value.problems)
     assert "'name' is 'Bad_Name'" in text and "e.g. 'bad-name'" in text
     assert "match_regex" in text and "evals[0].prompt is empty" in text
+    # Named by its id too: an author counts evals by id, not from 0.
+    assert "evals.json (eval id 1): evals[0].prompt is empty" in text
     assert "skill_name is 'minimal' but SKILL.md names the skill 'Bad_Name'" in text
 
 

@@ -36,7 +36,7 @@ def test_a_run_ends_with_a_summary_and_notifies(cli, tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
     result = cli(
         "run",
-        "examples/csv-report",
+        "tests/fixtures/csv-report",
         "--provider",
         "sim",
         "--max-iterations",
