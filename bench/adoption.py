@@ -5,7 +5,7 @@ Never a timed test; prints a table and the target's line.
 
     .venv/bin/python bench/adoption.py [--trials 400] [--evals 4 7 10 20] [--worlds ...]
         [--usd-per-run 0.036] [--missing count|drop|refuse] [--order interleaved|sides]
-        [--ask-again K]
+        [--ask-again K] [--failure-rate P]
 
 Each trial draws fresh runs of the candidate and of the version the user has (bench/_worlds.py,
 with the per-eval advantages centred: the claim is "better on these tasks", so an equal
@@ -13,13 +13,14 @@ candidate is equal on these evals) and asks optimizer.decide.adopt.decide, the p
 with the default settings, at each look of its schedule (3, 4, 6, 9, 12 fresh runs an eval) until
 it decides. The cost is both sides' fresh runs; in dollars at --usd-per-run (csv-report's measured
 price of one run, executor and grader, in the simulator: $0.036).
-Two worlds beside the panel's (../shared/DESIGN.md §24), both `continuous` underneath:
+Two worlds beside the panel's (docs/design.md §7), both `continuous` underneath:
 - output-failures  the judge fails on the candidate's worst outputs: a run scoring ≤ 0.4 stays
                    unscored (after its retries) with probability 0.5
 - batch-shift      runs go out in batches (as many runs as one side sends at a look), and each
                    batch shares a shift N(0, 0.05) of its scores (provider load, a cache)
-and, asked for by name, random-failures: 5 % of each side's runs unscored at random (what
-counting costs when failures do not depend on the output).
+and, asked for by name, random-failures: 5 % (--failure-rate) of each side's runs unscored at
+random, a judge or provider that fails persistently (what counting costs when failures do not
+depend on the output).
 How a claim treats them: --missing count (the product: a candidate's unscored run scores 0, its
 base's 1), drop (before: left out) or refuse (left out, but the claim refused when the
 candidate's unscored share exceeds the base's beyond chance, one-sided z at 5 %); --order
@@ -191,7 +192,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--missing", choices=("count", "drop", "refuse"), default="count")
     p.add_argument("--order", choices=("interleaved", "sides"), default="interleaved")
     p.add_argument("--ask-again", type=int, default=0, metavar="K")
+    p.add_argument(
+        "--failure-rate",
+        type=float,
+        default=RANDOM_P,
+        help="the share of each side's runs random-failures leaves unscored (default 0.05)",
+    )
     args = p.parse_args(argv)
+    global RANDOM_P
+    RANDOM_P = args.failure_rate
     print(
         f"adoption rule: α {Adopt().alpha}, looks {rule.looks(Adopt())}, claim: better on these "
         f"tasks; unscored runs: {args.missing}; order: {args.order}; {args.trials} trials a cell\n"

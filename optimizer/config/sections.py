@@ -153,7 +153,7 @@ class Selection(Section):
 
 
 class Adopt(Section):
-    """The adoption's claim (docs/design.md §16, ../shared/DESIGN.md §18): the chosen version is
+    """The adoption's claim (docs/design.md §16): the chosen version is
     better than the version the user has now, certified on fresh runs of both."""
 
     # The chance that a certified version is not better, per adoption; steps spend none of it.

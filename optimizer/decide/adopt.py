@@ -1,4 +1,4 @@
-"""The adoption rule (docs/design.md §16, ../shared/DESIGN.md §18): the one claim the user acts on.
+"""The adoption rule (docs/design.md §16): the one claim the user acts on.
 A version is adopted when fresh runs of it and of the version the user has now show it better,
 under the sequential rule at adopt.alpha with the claim's scope, once for every step since the
 last adoption. Steps spend none of this α; their evidence never enters the test (the runs are

@@ -244,7 +244,7 @@ def eval_order(e: EvalId) -> tuple[int, int, str]:
 
 def _counted(unscored: int, judge_errors: int, total: int) -> str:
     """A claim's sentence for the runs it could not score: they count against their side
-    (grade/unit.claim_means), never left out (../shared/DESIGN.md §24)."""
+    (grade/unit.claim_means), never left out (docs/design.md §7)."""
     if not unscored and not judge_errors:
         return ""
     return (

@@ -279,7 +279,7 @@ MISSING_CLAIMED, MISSING_AGAINST = 0.0, 1.0
 
 
 def claim_means(results: dict[int, list[Scored]], *, missing: float) -> dict[int, list[float]]:
-    """Scores per eval for a claim (an adoption, a gate; ../shared/DESIGN.md §24): a run that could
+    """Scores per eval for a claim (an adoption, a gate; docs/design.md §7): a run that could
     not be scored after its retries (a judge error, a failure of ours) counts as `missing`, the
     worst score for the side that claims and the best for the side it is claimed against. Leaving
     it out would bet that failures do not depend on the output; this way they can only make the

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from optimizer.report.view import Node
 
 # What a step's decision rested on. A step is a move of the search, not a claim: no view calls it
-# "better" (only an adoption makes that claim, ../shared/DESIGN.md §18).
+# "better" (only an adoption makes that claim, docs/design.md §16).
 SCORE = (0.0, 1.0)
 DELTA = (-1.0, 1.0)
 

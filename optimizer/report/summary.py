@@ -170,7 +170,7 @@ def _headline(
     adoption: str = "not yet adopted",
 ) -> str:
     """One sentence, the same in summary.md and the report. A step is a decision, not a claim
-    (../shared/DESIGN.md §18): the headline says what the decision showed and that nothing is
+    (docs/design.md §16): the headline says what the decision showed and that nothing is
     adopted, never that a version is "better"; and it states a number only where its own
     interval supports it (lies on one side of zero)."""
     if night:

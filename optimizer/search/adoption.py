@@ -1,8 +1,8 @@
-"""Certify a version for the user (docs/design.md §16, ../shared/DESIGN.md §18): fresh runs of it and
+"""Certify a version for the user (docs/design.md §16): fresh runs of it and
 of the version the user has now, looks of the adoption rule (decide/adopt.py) until it decides or
 reaches adopt.max_runs, and the outcome recorded in state.db. Every look's runs commit before
 the rule reads them, so a killed adoption resumes from the ledger and pays for nothing twice.
-A claim (../shared/DESIGN.md §24) has one α: asked again, it goes on from its last look; its two
+A claim (docs/design.md §7) has one α: asked again, it goes on from its last look; its two
 sides' runs go out interleaved; and a run it could not score counts against its side."""
 
 from __future__ import annotations
@@ -240,7 +240,35 @@ async def certify(run: RunState, target: Measures, claim: Claim) -> Adoption:
         rule.next_step(decision, adopt=level, evals=len(claim.evals), estimate=estimate),
         again=f"optimizer adopt {run.ws.root} {claim.version}",
     )
+    if decision.decision != "won":
+        next_step = " ".join(filter(None, [next_step, _lost_to_us(claim, mine, theirs)]))
     return adoptions.finish(run.store, opened.number, decision, next_step)
+
+
+def _lost_to_us(
+    claim: Claim, mine: dict[int, list[Scored]], theirs: dict[int, list[Scored]]
+) -> str:
+    """What runs our failures (or the judge's) left unscored cost a claim that was not certified:
+    each counted against its side (a failure for the version claimed, a pass for the one it is
+    claimed against), so a real gain is certified less often; '' when every run was scored."""
+    sides = []
+    for label, side in ((claim.version, mine), (claim.base, theirs)):
+        runs = [s for ss in side.values() for s in ss]
+        lost = [s for s in runs if s.status in ("unscored", "judge_error")]
+        sides.append((label, len(lost), len(runs), lost))
+    if not any(n for _, n, _, _ in sides):
+        return ""
+    said = " and ".join(f"{n} of {total} of {label}'s" for label, n, total, _ in sides)
+    last = next(
+        (s.error for _, _, _, lost in reversed(sides) for s in reversed(lost) if s.error), None
+    )
+    cause = f" (the last cause: {last})" if last else ""
+    return (
+        f"{said} fresh runs could not be scored{cause} and counted against their side (a "
+        f"failure for {claim.version}, a pass for {claim.base}), which lowers the chance a real "
+        "gain is certified: fix what failed them (the provider, the judge model, or a larger "
+        "llm.max_tokens when the judge's answers were cut) and ask again."
+    )
 
 
 def wanted(run: RunState) -> bool:

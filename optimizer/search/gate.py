@@ -154,7 +154,7 @@ def _decide(
     store: Store,
     scope: str = "tasks",
 ) -> GateResult:
-    # A run left unscored after its retries counts against its side (../shared/DESIGN.md §24): a
+    # A run left unscored after its retries counts against its side (docs/design.md §7): a
     # failure for HEAD, a pass for BASE, so a failure that depends on the output can only keep
     # "not worse" from being shown.
     means = {side: claim_means(scores[side], missing=MISSING[side]) for side in SIDES}

@@ -275,7 +275,7 @@ def m011_adoptions(db: sqlite_utils.Database) -> None:
 
 @migrations()
 def m012_adoption_schedule(db: sqlite_utils.Database) -> None:
-    # One α per claim (../shared/DESIGN.md §24): the looks an adoption was opened with (first and
+    # One α per claim (docs/design.md §7): the looks an adoption was opened with (first and
     # most fresh runs an eval), its α and the last look it took, so that asking again about the
     # same claim goes on where it stopped and changed settings never reset what was spent.
     # Null in rows from before: read as today's settings and the decision's runs.

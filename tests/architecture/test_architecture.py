@@ -421,3 +421,21 @@ def test_no_bare_dict_crosses_a_stage_boundary():
     assert ("optimizer.model.factory", "make_client", "") in seen
     hint = ast.parse("list[dict[str, Any]] | Mapping[str, object] | dict", mode="eval").body
     assert sorted(bare_dicts(hint)) == ["Mapping[str, object]", "dict", "dict[str, Any]"]
+
+
+def test_no_file_of_the_repository_cites_a_file_outside_it():
+    """A reader of a clone has the repository alone: a decision is cited where it lives here
+    (docs/design.md), never in a product note beside the repository."""
+    root = Path(__file__).resolve().parents[2]
+    outside = re.compile(r"\.\./shared/")
+    cited = [
+        f"{path.relative_to(root)}:{n}"
+        for folder in ("optimizer", "tests", "docs", "bench", "scripts", "prompts", "examples")
+        for path in sorted((root / folder).rglob("*"))
+        if path.suffix in {".py", ".md", ".toml", ".sh", ".json"}
+        and "__pycache__" not in path.parts
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+        if outside.search(line) and path.name != Path(__file__).name
+    ]
+    readme = (root / "README.md").read_text()
+    assert cited == [] and not outside.search(readme), cited

@@ -378,8 +378,9 @@ def test_a_run_on_a_dead_port_fails_with_its_reason_and_resumes_on_a_live_one(
     assert after["spent_usd"] == 0
     answered = {role for role, _ in relay.answers}
     assert {"grader", "proposer", "comparator"} <= answered, relay.answers
-    # The proposer's answer was applied: v1 is the parent with the file it wrote.
-    [proposal] = [a for role, a in relay.answers if role == "proposer"]
+    # The proposer's answer was applied: v1 is the parent with the file it wrote (its last
+    # answer: a first one that restated an eval's wording went back to it once).
+    proposal = [a for role, a in relay.answers if role == "proposer"][-1]
     assert after["proposals"]["proposals"] == 1 and not after["proposals"]["reasons"], after
     written = (run_dir / "v1" / "skill" / NOTE_PATH).read_text(encoding="utf-8")
     assert written == proposal["edits"][0]["content"]

@@ -1,4 +1,4 @@
-"""The adoption is the claim (docs/design.md §16, ../shared/DESIGN.md §18): `optimizer adopt` shows its
+"""The adoption is the claim (docs/design.md §16): `optimizer adopt` shows its
 cost before paying, certifies a version against the one the user has on runs no step drew, records
 the outcome (state.db, history.json) and refuses bad input with one sentence and nothing written."""
 
@@ -364,7 +364,11 @@ def test_runs_the_judge_failed_on_count_against_the_version_claimed(run_dir, mon
         return found
 
     monkeypatch.setattr(judge, "grade_run", failing_on_the_worst)
-    adopt(monkeypatch, run_dir, "--yes", "--set", "selection.max_unscored_rate=1")
+    # A minimum effect no step reaches: never certified, so the claim says what it lost.
+    adopt(
+        monkeypatch, run_dir, "--yes", "--set", "selection.max_unscored_rate=1",
+        "--set", "adopt.min_effect=0.9",
+    )  # fmt: skip
     runs = _claim_runs(run_dir, 1)
     missing = sum(s is None for scores in runs[best].values() for s in scores)
     assert missing > 0  # the judge did fail on some of the candidate's runs
@@ -382,6 +386,13 @@ def test_runs_the_judge_failed_on_count_against_the_version_claimed(run_dir, mon
     claimed = sum(mine[e] - theirs[e] for e in mine) / len(mine)
     assert found["delta"] == pytest.approx(claimed, abs=1e-6)
     assert "counts against its side" in found["reason"]
+    # Not certified, the claim says how many runs of each side were lost to failures and what
+    # to fix; certified, it has nothing to excuse.
+    (status, next_step) = rows(run_dir, "select status, next_step from adoptions")[0]
+    assert status == "not certified"
+    lost = sum(s is None for scores in runs[best].values() for s in scores[:looked])
+    assert f"{lost} of {len(runs[best]) * looked} of {best}'s" in next_step, next_step
+    assert "the judge failed on this output" in next_step and "the judge model" in next_step
 
 
 @pytest.mark.slow
@@ -409,18 +420,22 @@ def test_both_sides_fresh_runs_go_out_interleaved_in_a_seeded_order(
 
 
 @pytest.mark.slow
-def test_asking_again_goes_on_with_the_same_claim_and_never_resets_its_alpha(run_dir, monkeypatch):
-    """v1 of this simulated run is not certified at its first look (futile); asking again, even
-    with a larger adopt.max_runs, takes the same adoption's next look, at the α share of that
-    look in the schedule it was opened with; once its looks are spent, asking again is refused."""
-    code, said = adopt(monkeypatch, run_dir, "v1", "--yes")
-    assert code == 1 and rows(run_dir, "select status from adoptions") == [("not certified",)]
+def test_asking_again_goes_on_with_the_same_claim_and_never_resets_its_alpha(tmp_path, monkeypatch):
+    """A version not certified at its first look (futile): asking again, even with a larger
+    adopt.max_runs, takes the same adoption's next look, at the α share of that look in the
+    schedule it was opened with; once its looks are spent, asking again is refused. The night
+    and the version are searched for (sim.seed 0-11, each version in turn), never fixed, so a
+    change of the simulated world moves the seed, not the property."""
+    found = _a_claim_left_undecided(tmp_path, monkeypatch)
+    assert found is not None, "no version of sim.seed 0-11 was left undecided at its first look"
+    run_dir, label, said = found
+    assert rows(run_dir, "select status from adoptions") == [("not certified",)]
     assert "adopt.max_runs" not in said  # the advice never resets α
     assert "goes on with this claim" in said
     schedule = rule.looks(Adopt())
     seen = [schedule[0]]
     for _ in schedule:
-        code, said = adopt(monkeypatch, run_dir, "v1", "--yes", "--set", "adopt.max_runs=30")
+        code, said = adopt(monkeypatch, run_dir, label, "--yes", "--set", "adopt.max_runs=30")
         if code == 2:
             break
         assert "settings given now apply to a new claim only" in said
@@ -436,6 +451,33 @@ def test_asking_again_goes_on_with_the_same_claim_and_never_resets_its_alpha(run
         assert "its α is spent" in said and seen[-1] == schedule[-1]
     fresh = rows(run_dir, "select distinct prefix from gradings where prefix like 'adoption-%'")
     assert {p.split("/")[0] for (p,) in fresh} == {"adoption-1"}
+
+
+def _a_claim_left_undecided(tmp_path: Path, monkeypatch) -> tuple[Path, str, str] | None:
+    """A run folder, a version of it and what `adopt` said when its first look left the claim
+    undecided (exit 1, "goes on with this claim"); None when no seed of 0-11 has one."""
+    for seed in range(12):
+        searched = tmp_path / f"searched-{seed}"
+        with pytest.MonkeyPatch.context() as mp:
+            cli(
+                mp,
+                None,
+                *RUN[:4],
+                "--set",
+                f"sim.seed={seed}",
+                *RUN[6:],
+                "--run-dir",
+                str(searched),
+            )
+        labels = [r[0] for r in rows(searched, "select label from versions where label != 'v0'")]
+        for label in sorted(labels, key=lambda v: int(v[1:])):
+            run_dir = Path(shutil.copytree(searched, tmp_path / f"try-{seed}-{label}"))
+            code, said = adopt(monkeypatch, run_dir, label, "--yes")
+            taken = rows(run_dir, "select decision_json from adoptions")
+            at = json.loads(taken[0][0])["runs_per_eval"] if taken and taken[0][0] else None
+            if code == 1 and "goes on with this claim" in said and at == rule.looks(Adopt())[0]:
+                return run_dir, label, said
+    return None
 
 
 def test_an_adoption_from_before_its_schedule_was_kept_goes_on_from_its_decision(tmp_path):

@@ -549,7 +549,7 @@ def test_report_says_what_a_win_was_against_and_what_the_numbers_do_not_say(tmp_
 
 def test_the_overview_leads_with_the_summarys_headline_and_scores(tmp_path):
     """report.html and summary.md say the same sentence, from the same reading; it says what the
-    decision showed and that nothing is adopted, never "better" (../shared/DESIGN.md §18); beside
+    decision showed and that nothing is adopted, never "better" (docs/design.md §16); beside
     it v0 and the best on the train evals and the sealed test, and the change that won."""
     from optimizer.report import summary
 

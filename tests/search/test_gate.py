@@ -293,7 +293,7 @@ def _runs(side: str, scores: list[float | None]) -> list:
 
 
 def test_runs_head_could_not_score_count_against_it_never_for_it(tmp_path):
-    """A judge that fails on HEAD's worst outputs (../shared/DESIGN.md §24): dropping those runs
+    """A judge that fails on HEAD's worst outputs (docs/design.md §7): dropping those runs
     lifted HEAD's means and passed an edit that scores the same as BASE; counted as failures
     they keep "not worse" from being shown."""
     from optimizer.config import Settings
