@@ -199,8 +199,7 @@ def main(argv: list[str] | None = None) -> None:
         help="the share of each side's runs random-failures leaves unscored (default 0.05)",
     )
     args = p.parse_args(argv)
-    global RANDOM_P
-    RANDOM_P = args.failure_rate
+    globals()["RANDOM_P"] = args.failure_rate  # read by draws() for random-failures
     print(
         f"adoption rule: α {Adopt().alpha}, looks {rule.looks(Adopt())}, claim: better on these "
         f"tasks; unscored runs: {args.missing}; order: {args.order}; {args.trials} trials a cell\n"
