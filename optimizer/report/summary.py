@@ -223,6 +223,7 @@ def _look_at(run_dir: Path, data: RunView, info: StatusInfo) -> list[str]:
     items += [
         f"{label} also won: {verdict}" for label, verdict in sorted(info["other_wins"].items())
     ]
+    items += _undecidable(data)
     if info.get("last_error"):
         items.append(f"the run failed: {info['last_error']}")
     if sealed_todo := info.get("sealed_todo"):
@@ -231,6 +232,22 @@ def _look_at(run_dir: Path, data: RunView, info: StatusInfo) -> list[str]:
     if candidates:
         items.append(f"{candidates} candidate evals wait for review in evals/candidates.json")
     return items
+
+
+def _undecidable(data: RunView) -> list[str]:
+    """Children whose step could not be decided because every run of each eval scored the same
+    for it and for its parent (no spread to test): a tie by construction, never a loss, said
+    where the morning reads it rather than in one progress line."""
+    return [
+        f"{n.label} was not decided against {n.parent}: every run of each eval scored the same "
+        f"for both, so no interval could be formed ({n.label} {n.score:.3f}); more varied evals "
+        "or more runs per eval can decide it"
+        for n in data.nodes
+        if n.label != "v0"
+        and n.score is not None
+        and "scored the same" in (n.reason or "")
+        and n.decision != "won"
+    ]
 
 
 def _candidates(skill_dir: Path, run_dir: Path) -> int:
@@ -251,7 +268,7 @@ def _numbers(name: str, n: schemas.SummaryNumbers | None, won: bool) -> str:
         return f"- {name}: not measured"
     evals = f"{n.evals} eval{'s' if n.evals != 1 else ''}"
     if not won:  # v0 against itself: a difference of zero is no finding
-        return f"- {name}: v0 {n.v0:.3f} over {evals}; no version beat it"
+        return f"- {name}: v0 {n.v0:.3f} over {evals}; no version was shown to beat it"
     if n.low is None or n.high is None:
         return f"- {name}: v0 {n.v0:.3f} → best {n.best:.3f}, Δ {n.delta:+.3f} (no interval from one eval)"
     level = n.level or words.ci(n.confidence)

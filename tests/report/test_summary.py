@@ -245,3 +245,24 @@ def test_a_best_no_better_than_v0_by_its_own_interval_gets_no_train_number(tmp_p
     assert found.train is not None and found.train.low < 0 < found.train.high  # type: ignore[operator]
     assert "against v0 on the train evals: too small to tell (3 evals)" in found.headline
     assert "won by" not in found.headline, found.headline
+
+
+def test_a_child_no_interval_could_decide_is_named_in_the_morning(tmp_path):
+    """ "No version beat it" while v2 scored 0.139 against v0's 0.067, a tie because every run of
+    each eval scored the same: the morning names the child and why it was not decided."""
+    from optimizer.report import summary
+    from optimizer.report.view import Node, RunView
+
+    same = "tie: every run of each eval scored the same for the child and the parent"
+    data = RunView(
+        root=tmp_path,
+        source="state.db",
+        nodes=[
+            Node(label="v0", score=0.067),
+            Node(label="v1", parent="v0", score=0.05, decision="lost", reason="lost: below"),
+            Node(label="v2", parent="v0", score=0.139, decision="tie", reason=same),
+        ],
+    )
+    [said] = summary._undecidable(data)
+    assert said.startswith("v2 was not decided against v0: every run of each eval scored the same")
+    assert "0.139" in said
