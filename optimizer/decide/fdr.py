@@ -115,7 +115,8 @@ def summary(rows: Sequence[RuleRow], fdr: float | None, alpha: float = 0.05) -> 
             f"{won} {noun} in {plural(len(decided), 'decision')}, each at most {alpha:.0%} likely to "
             f"promote a child no better than its parent; had all {len(decided)} children been "
             f"no better, {chance:.1f} promotions would be expected by chance, {bound} "
-            "(selection.night = none)."
+            "(the night's promotions are not held to a false-discovery rate: selection.night "
+            "= none)."
         )
     return (
         f"{won} {noun} in {plural(len(decided), 'decision')}; at most {fdr:.0%} of such promotions are "

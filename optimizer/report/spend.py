@@ -69,6 +69,8 @@ def _unlimited(est: Estimate) -> str:
     rule may end the run before them."""
     if "iteration_limit" not in est or est["iteration_limit"] is not None:
         return ""
+    if est.get("spend_all"):  # loop.spend_all turns the stop rule off: the budget ends it
+        return ", what the budget covers: no iteration limit and no stop rule (--spend-all)"
     return ", what the budget covers: no iteration limit, the stop rule may end it sooner"
 
 
@@ -200,7 +202,8 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
             for scope, usd in ledger.by_scope(db).items()
             if (scope or "").startswith("adoption ")
         )
-        done = [i for i in iterations.all_of(db) if i.finished_at]
+        begun = iterations.all_of(db)
+        done = [i for i in begun if i.finished_at]
         # Setup: every call recorded before the first proposal (rows are numbered as written).
         setup_usd = ledger.setup_usd(db, totals["usd"])
         test_done = bool(run.test) and bool(done)
@@ -233,7 +236,10 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
     if est is None:
         return out
     batch = bool(est.get("batch"))
-    expected = mode_usd(est["setup"], batch) + len(done) * mode_usd(est["per_iteration"], batch)
+    # An iteration a stop cut short spent part of its cost: it is counted as begun, so a night
+    # stopped in its first iteration is never "$1.49 against $0.69 for 0 iterations".
+    unfinished = len(begun) - len(done)
+    expected = mode_usd(est["setup"], batch) + len(begun) * mode_usd(est["per_iteration"], batch)
     expected += mode_usd(est["sealed_test"], batch) if test_done else 0.0
     out["expected_usd"] = round(expected, 6)
     out["expected_per_iteration_usd"] = mode_usd(est["per_iteration"], batch)
@@ -242,7 +248,8 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
     per = actual["usd_per_iteration"]
     out["line"] = (
         f"cost: {_money(searched)} spent against ~{_money(expected)} estimated for "
-        f"{_plural(len(done), 'iteration')}"
+        f"{_plural(len(begun), 'iteration')}"
+        + (f", {unfinished} of them unfinished" if unfinished else "")
         + (f" (x{out['ratio']:.2f})" if out["ratio"] is not None else "")
         + (
             f"; {_money(per)} per iteration against ~{_money(out['expected_per_iteration_usd'])}"

@@ -49,6 +49,7 @@ class Estimate(TypedDict, total=False):
     batch: bool
     iterations: int  # assumed: the limit, or without one the iterations the budget covers
     iteration_limit: int | None  # loop.max_iterations (None: no limit)
+    spend_all: bool  # loop.spend_all: no stop rule, the budget ends the run
     budget_usd: float | None
     train_evals: int
     test_evals: int

@@ -132,6 +132,7 @@ def estimate(
         "batch": s.llm.batch,
         "iterations": iterations,
         "iteration_limit": s.loop.max_iterations,
+        "spend_all": s.loop.spend_all,
         "budget_usd": s.budget.usd,
         "train_evals": len(train_evals),
         "test_evals": len(test_evals),

@@ -62,7 +62,7 @@ def test_without_a_night_control_the_count_of_chance_promotions_says_what_it_cou
         "2 promotions in 7 decisions, each at most 40% likely to promote a child no better than "
         "its parent; had all 7 children been no better, 2.8 promotions would be expected by "
         "chance, more than the 2 made, so this bounds nothing: any of them may be false "
-        "(selection.night = none)."
+        "(the night's promotions are not held to a false-discovery rate: selection.night = none)."
     )
     assert "so on average at most 0.4 of these 2 are false" in fdr.summary(rows, None, 0.05)
 
