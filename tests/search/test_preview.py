@@ -233,3 +233,20 @@ def test_an_iteration_that_ends_at_its_first_step_is_priced_for_the_proposals_it
     assert preview.expected_judged(2, "first", "cheap") == pytest.approx(1.5)
     cheap = estimate(selection={"step": "cheap"})
     assert cheap["assumptions"]["proposals_judged"].startswith("1.5 of 2")
+
+
+@pytest.mark.slow
+def test_an_iteration_a_stop_cut_short_is_counted_as_begun(simulated):
+    """After Ctrl-C in the first iteration status read "$1.49 spent against ~$0.69 estimated for
+    0 iterations": the cut iteration spent part of its cost, so the estimate counts it."""
+    import sqlite3
+
+    with sqlite3.connect(simulated / "state.db") as db:
+        db.execute("update iterations set finished_at = null")
+        begun = db.execute("select count(*) from iterations").fetchone()[0]
+    info = spend.estimate_vs_actual(simulated)
+    est = info["estimate"]
+    assert begun >= 1 and info["line"] is not None
+    assert f"for {begun} iteration" in info["line"] and "unfinished" in info["line"]
+    per = est["per_iteration"]["usd"]
+    assert info["expected_usd"] == pytest.approx(est["setup"]["usd"] + begun * per, abs=1e-6)
