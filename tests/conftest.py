@@ -17,9 +17,13 @@ import pytest
 import structlog
 import tiers
 
+from optimizer.cli.compose import use_the_simulator  # noqa: E402
 from optimizer.config import Settings
 from optimizer.model import ModelClient, make_client
 from optimizer.store.db import Store
+
+# The tests drive the layers as the CLI does: with the simulator its composition root builds.
+use_the_simulator()
 
 # The simulator answers only when chosen (docs/design.md §9): the tests choose it here, for every
 # command they run in this process and in the processes they start with this environment. A test

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from rich.console import Console
 
 from optimizer import config, daemon, logs
+from optimizer.cli.compose import use_the_simulator
 from optimizer.errors import BudgetExhausted
 from optimizer.execute import executor_for
 from optimizer.grade.unit import eval_means, jobs_for
@@ -115,6 +116,7 @@ class Arena:
         self.store = Store(self.ws.state_db)
         base = tomllib.loads(self.ws.run_toml.read_text(encoding="utf-8"))
         self.settings = config.load(base=base, env={}).settings
+        use_the_simulator()  # the bench is its own composition root (optimizer/cli/compose.py)
         self.client = llm.make_client(self.settings, self.store, budget_usd=UNLIMITED_USD)
         self._stack = ExitStack()
         self.ui = self._stack.enter_context(

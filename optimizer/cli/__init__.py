@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from optimizer import config
+from optimizer.cli import compose
 from optimizer.cli.common import (
     BUDGET_DEFAULT,
     ITERATIONS_DEFAULT,
@@ -34,6 +35,10 @@ from optimizer.cli.common import (
     view,
 )
 from optimizer.errors import BadInput
+
+# The composition root: the simulator is built here and handed down (cli/compose.py); no layer
+# below imports it.
+compose.use_the_simulator()
 
 
 @app.command(rich_help_panel="Start")

@@ -59,7 +59,7 @@ def sim_server(
     set_: SetOpt = None,
 ) -> None:
     """Serve the offline simulator of the Messages API on loopback (for the Claude Code CLI)."""
-    from optimizer.sim import Simulator
+    from optimizer.sim import Simulator  # the composition root builds the simulator
     from optimizer.sim.server import run_server
 
     sim = load_settings(config_path, set_).settings.sim

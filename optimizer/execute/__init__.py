@@ -29,6 +29,7 @@ from optimizer.inputs.evals import Eval
 from optimizer.inputs.skillmd import SKILL_FILE, parse_skill_md
 from optimizer.model.clock import RunClock, run_clock
 from optimizer.model.port import Client
+from optimizer.model.simulated import registered
 
 __all__ = [
     "EXECUTORS",
@@ -352,21 +353,12 @@ def executor_for(name: str | None, settings: Settings, client: Client | None) ->
     """The executor for `name`, with the loopback simulator the Claude Code CLI needs when the
     provider is the simulator (the CLI makes its own model calls), stopped afterwards."""
     name = name or settings.execute.executor
-    server = None
-    base_url = None
     if name == "claude-code" and settings.llm.provider == "sim" and not settings.llm.base_url:
-        from optimizer.sim import Simulator
-        from optimizer.sim.server import serve
-
-        server, port = serve(Simulator(**settings.sim.model_dump()), "127.0.0.1", 0)
-        base_url = f"http://127.0.0.1:{port}"
-    try:
-        yield get_executor(name, settings, client=client, base_url=base_url)
-    finally:
-        if server is not None:
-            server.shutdown()
-            server.server_close()
+        with registered().server(settings) as base_url:  # the composition root's simulator
+            yield get_executor(name, settings, client=client, base_url=base_url)
+        return
+    yield get_executor(name, settings, client=client, base_url=None)
 
 
 # The earlier stages this one may import: a contract in pyproject.toml forbids the others.
-MAY_IMPORT: tuple[str, ...] = ("inputs", "store", "sim", "model", "sandbox")
+MAY_IMPORT: tuple[str, ...] = ("inputs", "store", "model", "sandbox")

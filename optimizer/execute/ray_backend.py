@@ -50,6 +50,7 @@ from optimizer.execute.staging import resolve_inputs
 from optimizer.execute.transcript import Tally, Transcript
 from optimizer.inputs.evals import Eval
 from optimizer.inputs.skill import files_of
+from optimizer.model import simulated
 from optimizer.model.port import Client
 from optimizer.store import ledger
 from optimizer.store.rows import CacheHit, CallRow
@@ -168,6 +169,8 @@ class RayExecutor(Executor):
             "scope": label,
             "ledger": seed_rows,
             "budget_usd": self._budget_left(seed_rows),
+            # The driver's simulator, pickled by reference: the worker builds the same one.
+            "simulated": simulated.registered() if self.settings.llm.provider == "sim" else None,
         }
         ref = _task(ray).options(num_cpus=self.settings.ray.num_cpus_per_run).remote(payload)
         try:
@@ -257,6 +260,8 @@ async def _work(payload: dict[str, Any], root: Path) -> dict[str, Any]:
         store.record_call(row)
         seeded.add(row["hash"])
     client = None
+    if payload.get("simulated") is not None:
+        simulated.register(payload["simulated"])
     if payload["executor"] == "anthropic":
         client = make_client(settings, store, budget_usd=payload["budget_usd"])
     trial_dir = root / "runs" / payload["run_name"]

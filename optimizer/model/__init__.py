@@ -88,4 +88,4 @@ def __dir__() -> list[str]:
 
 
 # The earlier stages this one may import: a contract in pyproject.toml forbids the others.
-MAY_IMPORT: tuple[str, ...] = ("store", "sim")
+MAY_IMPORT: tuple[str, ...] = ("store",)

@@ -16,6 +16,7 @@ from optimizer.model.batch import BatchCollector
 from optimizer.model.client import ModelClient
 from optimizer.model.provider import endpoint
 from optimizer.model.retry import Sleep
+from optimizer.model.simulated import registered
 from optimizer.store.db import Store
 
 
@@ -32,16 +33,14 @@ def make_client(
     Messages API ("anthropic", any compatible server through base_url)."""
     llm = settings.llm
     if llm.provider == "sim":
-        if simulator is None:
-            from optimizer.sim import Simulator
-
-            simulator = Simulator(**settings.sim.model_dump())
+        # A test hands in its own simulator; otherwise the composition root's (simulated.py).
+        made = simulator.transport() if simulator is not None else registered().transport(settings)
         sdk = anthropic.AsyncAnthropic(
             api_key="sim-key",
             base_url="http://sim.invalid",
             max_retries=0,
             timeout=llm.timeout_s,
-            http_client=httpx2.AsyncClient(transport=simulator.transport(), timeout=llm.timeout_s),
+            http_client=httpx2.AsyncClient(transport=made, timeout=llm.timeout_s),
         )
         return build_client(
             settings, store, sdk, budget_usd=budget_usd, simulated=True, sleep=sleep
