@@ -27,7 +27,7 @@ from optimizer.search.proposal import Candidate, Rejected
 from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline
 from optimizer.search.summaries import analyst_suggestions, means, record_scores, write_benchmark
-from optimizer.search.target import Verdict
+from optimizer.search.target import TargetDecision
 from optimizer.store import decisions, gradings, versions
 from optimizer.words import plural
 
@@ -183,7 +183,7 @@ class BodyTarget:
             wording=self.train_wording,
         )
 
-    async def judge(self, label: str, parent: str) -> Verdict | None:
+    async def judge(self, label: str, parent: str) -> TargetDecision | None:
         """screen → benchmark → compare (adding runs while undecided) → select → analyze. An
         urgent stop between (or inside) these steps leaves the version undecided, with everything
         done so far committed, never with an interim decision."""
@@ -206,7 +206,9 @@ class BodyTarget:
             )
             if not passed:
                 # The parent's runs may have grown for this step (selection.parent_runs).
-                return Verdict("screening", {"decision": "lost", "reason": why}, (label, parent))
+                return TargetDecision(
+                    "screening", {"decision": "lost", "reason": why}, (label, parent)
+                )
         # Runs per eval; after each undecided look, allot.allot says which evals get more.
         counts = dict.fromkeys(run.train, runs)
         # One claim for the whole decision: the claims spend α over the looks differently, so a
@@ -266,7 +268,7 @@ class BodyTarget:
         chosen = decision.model_dump(mode="json")
         if family:
             chosen["night"] = family.as_json()
-        return Verdict(self.phase, chosen, (label, parent))
+        return TargetDecision(self.phase, chosen, (label, parent))
 
     def record(self, label: str, phase: str) -> None:
         """The version's train score; after a benchmark decision also v<N>/benchmark.json (a child

@@ -26,7 +26,7 @@ from optimizer.search.events import Activity, TrialGraded
 from optimizer.search.proposal import Candidate, Feedback, Rejected
 from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline
-from optimizer.search.target import Verdict
+from optimizer.search.target import TargetDecision
 from optimizer.store import decisions, versions
 from optimizer.store.files import write_json
 
@@ -212,7 +212,7 @@ class DescriptionTarget:
             sample=sample,
         )
 
-    async def judge(self, label: str, parent: str) -> Verdict | None:
+    async def judge(self, label: str, parent: str) -> TargetDecision | None:
         run = self.run
         await self.probe(label, "train")
         await self.probe(label, "validation")
@@ -229,7 +229,7 @@ class DescriptionTarget:
         )
         if family:
             chosen["night"] = family.as_json()
-        return Verdict(self.phase, chosen, (label,))
+        return TargetDecision(self.phase, chosen, (label,))
 
     def record(self, label: str, phase: str) -> None:
         self._record(label)

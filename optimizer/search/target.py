@@ -26,7 +26,7 @@ def proposal_sample(iteration: int, index: int) -> int:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class TargetDecision:
     """A target's decision on one child, which the engine records (state.record_decision) before
     the next step: the phase that decided it ("screening" or the target's own; selection.json
     keeps it in its `stage` field) and selection.json's fields (validated by schemas.SelectionFile when written)."""
@@ -57,7 +57,7 @@ class Target(Protocol):
         `sample` is proposal_sample(iteration, index)."""
         ...
 
-    async def judge(self, label: str, parent: str) -> Verdict | None:
+    async def judge(self, label: str, parent: str) -> TargetDecision | None:
         """Evaluate a registered version and decide it against its parent; the engine records the
         verdict. None when an urgent stop left it undecided: a resume judges it again."""
         ...
