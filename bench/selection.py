@@ -42,7 +42,8 @@ import _worlds as worlds  # noqa: E402
 
 from optimizer.config import Selection  # noqa: E402
 from optimizer.decide import sequential  # noqa: E402
-from optimizer.decide.step import ComparisonTally, Decision, claim_scope, compared_runs, decide  # noqa: E402
+from optimizer.decide.step import ComparisonTally, claim_scope, compared_runs, decide  # noqa: E402
+from optimizer.schemas import RuleDecision  # noqa: E402
 
 DELTAS = (-0.05, 0.0, 0.10)
 EVAL_COUNTS = (3, 5, 8, 10, 20, 50)
@@ -151,7 +152,7 @@ def _tally(verdict: np.ndarray) -> ComparisonTally:
     return tally
 
 
-def adaptive(tr: worlds.Trial, claim: str, selection: Selection) -> tuple[int, Decision]:
+def adaptive(tr: worlds.Trial, claim: str, selection: Selection) -> tuple[int, RuleDecision]:
     """The rule from START_RUNS runs per eval, at each look it names, as the loop runs it."""
     runs = START_RUNS
     while True:

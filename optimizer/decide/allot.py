@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Generic, Literal, TypedDict
 
 from optimizer.decide.stats import mean
-from optimizer.decide.step import Decision, E, EvalId
+from optimizer.decide.step import E, EvalId
+from optimizer.schemas import RuleDecision
 
 _EPS = 1e-12
 
@@ -106,7 +107,7 @@ def allot(
     return Allotment(target, {e: grown(e) for e in sorted(chosen, key=_key)}, same, low)
 
 
-def nothing_to_add(decision: Decision) -> Decision:
+def nothing_to_add(decision: RuleDecision) -> RuleDecision:
     """The decision when more runs were wanted but no eval could gain from one."""
     return decision.model_copy(
         update={

@@ -39,10 +39,6 @@ class ComparisonTally:
     reasons: list[dict[str, Any]] = field(default_factory=list)
 
 
-# The rule's decision is the file's model: the value a rule returns is what selection.json holds.
-Decision = RuleDecision
-
-
 @dataclass(frozen=True)
 class Measured(Generic[E]):
     """Both sides' scores per eval, the comparator's tally (None: no comparator) and the runs that
@@ -75,11 +71,11 @@ class StepRule(Protocol):
     """A promotion rule (selection.rule names one): won, lost or tie for a child over its parent,
     a pure function of what was measured, how it is asked and a seeded random.Random."""
 
-    def decide(self, measured: Measured[E], asked: Asked, rng: random.Random) -> Decision: ...
+    def decide(self, measured: Measured[E], asked: Asked, rng: random.Random) -> RuleDecision: ...
 
 
 class _Common(TypedDict):
-    """The fields of a Decision that every outcome of decide() shares."""
+    """The fields of a RuleDecision that every outcome of decide() shares."""
 
     evals: int
     runs_per_eval: int
@@ -146,7 +142,7 @@ def facts(measured: Measured[E], asked: Asked, selection: Selection) -> Facts[E]
     return Facts(ds, runs, look, common, left_out, error_rate)
 
 
-def unfit(f: Facts[E], measured: Measured[E], selection: Selection) -> Decision | None:
+def unfit(f: Facts[E], measured: Measured[E], selection: Selection) -> RuleDecision | None:
     """The tie every rule returns before it looks at scores it cannot trust or does not have."""
     if f.error_rate > selection.max_judge_error_rate + _EPS:
         # A broken judge is not fixed by more runs of the same judge.
@@ -191,8 +187,8 @@ def decision(
     scope: Literal["tasks", "general"] = "general",
     next_runs: int | None = None,
     alpha: float | None = None,
-) -> Decision:
-    return Decision(
+) -> RuleDecision:
+    return RuleDecision(
         decision=verdict,
         reason=reason,
         delta=delta,

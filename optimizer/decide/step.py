@@ -22,7 +22,6 @@ from optimizer.decide.comparison import (
     unfit,
 )
 from optimizer.decide.comparison import ComparisonTally as ComparisonTally
-from optimizer.decide.comparison import Decision as Decision
 from optimizer.decide.comparison import E as E
 from optimizer.decide.comparison import EvalId as EvalId
 from optimizer.decide.comparison import paired_differences as paired_differences
@@ -30,6 +29,7 @@ from optimizer.decide.parents import VersionScores as VersionScores
 from optimizer.decide.parents import pareto_front as pareto_front
 from optimizer.decide.parents import select_parent as select_parent
 from optimizer.decide.stats import paired_bootstrap
+from optimizer.schemas import RuleDecision
 from optimizer.words import ci
 
 # Fewer decisive swap-consistent verdicts than this never decide anything: two lucky pairs
@@ -71,7 +71,7 @@ class Sequential:
 
     selection: Selection
 
-    def decide(self, measured: Measured[E], asked: Asked, rng: random.Random) -> Decision:
+    def decide(self, measured: Measured[E], asked: Asked, rng: random.Random) -> RuleDecision:
         selection = self.selection
         f = facts(measured, asked, selection)
         early = unfit(f, measured, selection)
@@ -128,7 +128,7 @@ class Bootstrap:
 
     selection: Selection
 
-    def decide(self, measured: Measured[E], asked: Asked, rng: random.Random) -> Decision:
+    def decide(self, measured: Measured[E], asked: Asked, rng: random.Random) -> RuleDecision:
         selection = self.selection
         f = facts(measured, asked, selection)
         early = unfit(f, measured, selection)
@@ -148,7 +148,7 @@ class Bootstrap:
         needs_more = inconclusive and f.look < selection.max_runs_per_eval
         side, words = majority(measured.tally, selection.comparator_majority)
 
-        def made(said: verdict.Verdict, reason: str) -> Decision:
+        def made(said: verdict.Verdict, reason: str) -> RuleDecision:
             return decision(
                 said,
                 reason + f.left_out,
@@ -209,7 +209,7 @@ def decide(
     scope: str | None = None,
     alpha: float | None = None,
     certifies: bool = False,
-) -> Decision:
+) -> RuleDecision:
     """won / lost / tie by docs/design.md §8 under the rule selection.rule names (rule_for): the
     scores and counts as Measured holds them, asked as Asked says (comparison.py names each)."""
     measured = Measured(child_scores, parent_scores, tally, judge_errors, total_runs, unscored)

@@ -18,7 +18,7 @@ from optimizer.grade.judge import warn_same_model
 from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, judge_errors, unscored_within
 from optimizer.inputs.evals import EvalSet, load_evals
 from optimizer.model import scoped
-from optimizer.schemas import AddedRuns
+from optimizer.schemas import AddedRuns, RuleDecision
 from optimizer.search import copied, evidence, lineage
 from optimizer.search.analyze import analyze, first_transcripts
 from optimizer.search.compare import compare_versions
@@ -318,7 +318,7 @@ class BodyTarget:
         runs: int,
         alpha: float | None,
         claim: str,
-    ) -> step.Decision:
+    ) -> RuleDecision:
         run = self.run
         errors, total = judge_errors(child, parent_res)
         lost = unscored_within(
@@ -334,7 +334,7 @@ class BodyTarget:
         return self.rule.decide(measured, asked, run.rng("bootstrap", label, runs))
 
     async def _analyze(
-        self, label: str, parent: str, decision: step.Decision, tally: step.ComparisonTally
+        self, label: str, parent: str, decision: RuleDecision, tally: step.ComparisonTally
     ) -> None:
         run = self.run
         winner, loser = (label, parent) if decision.decision == "won" else (parent, label)
