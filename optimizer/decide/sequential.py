@@ -200,7 +200,7 @@ def promotion_power(
 
 @dataclass(frozen=True)
 class Look:
-    """One look's outcome, for the step rule (step.py) to wrap into a Decision."""
+    """One look's outcome, for the step rule (step.py) to wrap into a RuleDecision."""
 
     decision: verdict.Verdict
     reason: str

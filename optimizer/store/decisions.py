@@ -13,7 +13,7 @@ from optimizer.store.rows import DecisionRow, Decoded, Raw, json_object
 
 
 @dataclass(frozen=True)
-class Decision:
+class DecisionRecord:
     """One row of the decisions table, its selection decoded (selection.json's object, one shape
     per phase: schemas.SelectionFile; {} when none)."""
 
@@ -29,7 +29,7 @@ class Decision:
     selection: Decoded
 
     @classmethod
-    def from_row(cls, row: Raw) -> Decision:
+    def from_row(cls, row: Raw) -> DecisionRecord:
         version = str(row["version"])
         return cls(
             version=version,
@@ -47,11 +47,11 @@ class Decision:
         )
 
 
-def all_of(db: Reader) -> dict[str, Decision]:
+def all_of(db: Reader) -> dict[str, DecisionRecord]:
     """Every decision by version."""
     return {
         d.version: d
-        for d in map(Decision.from_row, db.query("select * from decisions order by rowid"))
+        for d in map(DecisionRecord.from_row, db.query("select * from decisions order by rowid"))
     }
 
 

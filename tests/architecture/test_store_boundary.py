@@ -113,4 +113,4 @@ also_fine = cast(MessageCreateParams, item)
 
 
 def test_the_store_defines_the_types_the_guard_protects():
-    assert {"Run", "Version", "Decision", "Iteration", "Graded", "CallRow"} <= store_types()
+    assert {"Run", "Version", "DecisionRecord", "Iteration", "Graded", "CallRow"} <= store_types()
