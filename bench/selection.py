@@ -42,7 +42,8 @@ import _worlds as worlds  # noqa: E402
 
 from optimizer.config import Selection  # noqa: E402
 from optimizer.decide import sequential  # noqa: E402
-from optimizer.decide.step import ComparisonTally, claim_scope, compared_runs, decide  # noqa: E402
+from optimizer.decide.comparison import ComparisonTally  # noqa: E402
+from optimizer.decide.step import claim_scope, compared_runs, decide  # noqa: E402
 from optimizer.schemas import RuleDecision  # noqa: E402
 
 DELTAS = (-0.05, 0.0, 0.10)

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Generic, Literal, TypedDict
 
+from optimizer.decide.comparison import E, EvalId
 from optimizer.decide.stats import mean
-from optimizer.decide.step import E, EvalId
 from optimizer.schemas import RuleDecision
 
 _EPS = 1e-12

@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
+from optimizer.decide.comparison import E
 from optimizer.decide.stats import mean
-from optimizer.decide.step import E
 
 _EPS = 1e-12
 

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from optimizer.config import Selection
 from optimizer.decide import power, sequential, verdict
-from optimizer.decide.comparison import TALLY_COUNTS as TALLY_COUNTS
 from optimizer.decide.comparison import (
     Asked,
+    ComparisonTally,
+    E,
     Measured,
     StepRule,
     decision,
@@ -21,13 +22,6 @@ from optimizer.decide.comparison import (
     facts,
     unfit,
 )
-from optimizer.decide.comparison import ComparisonTally as ComparisonTally
-from optimizer.decide.comparison import E as E
-from optimizer.decide.comparison import EvalId as EvalId
-from optimizer.decide.comparison import paired_differences as paired_differences
-from optimizer.decide.parents import VersionScores as VersionScores
-from optimizer.decide.parents import pareto_front as pareto_front
-from optimizer.decide.parents import select_parent as select_parent
 from optimizer.decide.stats import paired_bootstrap
 from optimizer.schemas import RuleDecision
 from optimizer.words import ci

@@ -11,7 +11,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
-from optimizer.decide.step import ComparisonTally
+from optimizer.decide.comparison import ComparisonTally
 from optimizer.model import ModelCallFailed, StructuredAnswerError
 from optimizer.model.port import Client
 from optimizer.model.prompts import load_prompt

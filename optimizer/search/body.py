@@ -12,7 +12,7 @@ from typing import Any
 
 from optimizer.decide import allot, fdr, parents, step
 from optimizer.decide import screen as screening
-from optimizer.decide.comparison import Asked, Measured
+from optimizer.decide.comparison import Asked, ComparisonTally, Measured
 from optimizer.execute import executor_for
 from optimizer.grade.judge import warn_same_model
 from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, judge_errors, unscored_within
@@ -288,14 +288,12 @@ class BodyTarget:
             most=self.selection.parent_runs,
         )
 
-    async def _compare(
-        self, label: str, parent: str, compared: dict[int, int]
-    ) -> step.ComparisonTally:
+    async def _compare(self, label: str, parent: str, compared: dict[int, int]) -> ComparisonTally:
         """The blind comparator on the first `compared` run pairs of each eval; no call at all
         when no pair is to be judged (selection.compare_pairs = "none")."""
         run, s = self.run, self.run.settings
         if not any(compared.values()):
-            return step.ComparisonTally()
+            return ComparisonTally()
         run.emit(Activity(f"{label}: blind comparison with {parent}"))
         with scoped(label):  # the comparison's calls are part of what the child cost
             return await compare_versions(
@@ -314,7 +312,7 @@ class BodyTarget:
         parent: str,
         child: Results,
         parent_res: Results,
-        tally: step.ComparisonTally,
+        tally: ComparisonTally,
         runs: int,
         alpha: float | None,
         claim: str,
@@ -334,7 +332,7 @@ class BodyTarget:
         return self.rule.decide(measured, asked, run.rng("bootstrap", label, runs))
 
     async def _analyze(
-        self, label: str, parent: str, decision: RuleDecision, tally: step.ComparisonTally
+        self, label: str, parent: str, decision: RuleDecision, tally: ComparisonTally
     ) -> None:
         run = self.run
         winner, loser = (label, parent) if decision.decision == "won" else (parent, label)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from pydantic import ValidationError
 
-from optimizer.decide.step import TALLY_COUNTS, ComparisonTally
+from optimizer.decide.comparison import TALLY_COUNTS, ComparisonTally
 from optimizer.grade.render import Rendered, content, render_view, task_sections
 from optimizer.inputs.evals import Eval
 from optimizer.model import ModelCallFailed, StructuredAnswerError

@@ -13,7 +13,7 @@ import structlog
 from rich.console import Console
 
 from optimizer.config import Settings
-from optimizer.decide import step
+from optimizer.decide import parents
 from optimizer.errors import BudgetExhausted, RunStopped, is_systemic
 from optimizer.model import scoped
 from optimizer.model.budget import Budget, Reserve
@@ -142,11 +142,11 @@ def _won(run: RunState, label: str) -> bool:
 def _start_iteration(run: RunState, target: Target, n: int) -> iterations.Iteration:
     run.emit(Activity(f"iteration {n}: choosing a parent"))
     decided = [
-        step.VersionScores(v.label, run.per_eval(v.label), v.label == run.best())
+        parents.VersionScores(v.label, run.per_eval(v.label), v.label == run.best())
         for v in versions.all_of(run.store)
         if v.phase == target.phase and v.decision
     ]
-    parent = step.select_parent(
+    parent = parents.select_parent(
         decided, strategy=run.settings.loop.parent_selection, rng=run.rng("parent", n)
     )
     return iterations.start(run.store, n, parent)

@@ -17,7 +17,7 @@ import structlog
 
 from optimizer.config import Settings
 from optimizer.decide import noninferiority
-from optimizer.decide.step import paired_differences
+from optimizer.decide.comparison import paired_differences
 from optimizer.errors import BudgetExhausted
 from optimizer.grade.benchmark import counting, grading
 from optimizer.grade.unit import (

@@ -94,6 +94,7 @@ def stage_of(name: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+@pytest.mark.slow  # parses every module: 1.7 s, near the fast tier's 2 s limit under load
 def test_no_module_imports_another_modules_private_names():
     bad = [
         f"{name}:{line} takes {taken} from {target}"

@@ -4,7 +4,8 @@ import pytest
 
 from optimizer.config import Selection
 from optimizer.decide import sequential
-from optimizer.decide.step import ComparisonTally, decide
+from optimizer.decide.comparison import ComparisonTally
+from optimizer.decide.step import decide
 
 NEW = Selection()  # the default rule is the sequential one
 OLD = Selection(rule="bootstrap")

@@ -263,7 +263,8 @@ def _benchmark_selection() -> dict:
     import random
 
     from optimizer.config import Selection
-    from optimizer.decide.step import ComparisonTally, decide
+    from optimizer.decide.comparison import ComparisonTally
+    from optimizer.decide.step import decide
 
     child = {e: [0.6, 0.7, 0.65] for e in range(5)}
     parent = {e: [0.5, 0.55, 0.6] for e in range(5)}

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from optimizer.decide.step import ComparisonTally
+from optimizer.decide.comparison import ComparisonTally
 from optimizer.model import StructuredAnswerError, make_client
 from optimizer.schemas import Analysis
 from optimizer.search.analyze import analyze
