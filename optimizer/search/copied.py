@@ -66,15 +66,22 @@ def train_values(evals: Iterable[Eval], root: Path) -> frozenset[str]:
 
 def copied(parent: Path, candidate: Path, values: frozenset[str]) -> list[str]:
     """The values a candidate's text files hold that the same files of its parent did not, sorted."""
-    before = skills.files_of(parent, include_evals=False)
     out: set[str] = set()
-    for rel, content in skills.files_of(candidate, include_evals=False).items():
+    for content, old_text in _texts(parent, candidate):
+        out |= {v for v in values if _holds(content, v) and not _holds(old_text, v)}
+    return sorted(out)
+
+
+def _texts(parent: Path, candidate: Path) -> list[tuple[str, str]]:
+    """Each text file of the candidate beside the same file of its parent ("" when new), by path."""
+    before = skills.files_of(parent, include_evals=False)
+    pairs = []
+    for rel, content in sorted(skills.files_of(candidate, include_evals=False).items()):
         if isinstance(content, bytes):
             continue
         old = before.get(rel)
-        old_text = old if isinstance(old, str) else ""
-        out |= {v for v in values if _holds(content, v) and not _holds(old_text, v)}
-    return sorted(out)
+        pairs.append((content, old if isinstance(old, str) else ""))
+    return pairs
 
 
 def _holds(text: str, value: str) -> bool:
@@ -121,13 +128,8 @@ def wording_of(evals: Iterable[Eval]) -> EvalWording:
 def restated(parent: Path, candidate: Path, wording: EvalWording) -> list[str]:
     """The eval texts (and check ids, as "S2:") a candidate's text files restate that the same
     files of its parent did not, in the order of the texts."""
-    before = skills.files_of(parent, include_evals=False)
     found: dict[str, None] = {}
-    for rel, content in sorted(skills.files_of(candidate, include_evals=False).items()):
-        if isinstance(content, bytes):
-            continue
-        old = before.get(rel)
-        old_text = old if isinstance(old, str) else ""
+    for content, old_text in _texts(parent, candidate):
         new_runs = _runs(content) - _runs(old_text)
         for run in sorted(new_runs & wording.runs.keys()):
             found.setdefault(wording.runs[run], None)
