@@ -208,8 +208,10 @@ class RayExecutor(Executor):
         left = client.budget.left_usd() if client is not None else None
         if left is None:
             return None
-        # The worker's own client counts the rows it is given as spent already.
-        return left + sum(float(r["cost_usd"] or 0) for r in seed_rows)
+        # The worker's own client counts the rows it is given as spent already, as the budget
+        # counts them: an adoption's rows are paid apart (store/money.py), so never added here.
+        counted = [r for r in seed_rows if not str(r.get("scope") or "").startswith("adoption ")]
+        return left + sum(float(r["cost_usd"] or 0) for r in counted)
 
     def _adopt(self, calls: list[CallRow], hits: list[CacheHit]) -> None:
         """The worker's ledger rows into the driver's ledger, counted as this run's spend."""

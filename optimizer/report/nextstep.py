@@ -102,7 +102,8 @@ def _going_on(data: RunView, info: StatusInfo) -> GoingOn:
         per_eval = int((data.settings.get("evals") or {}).get("runs_per_eval") or 3)
         runs = 2 * len(data.run.split.get("test") or []) * per_eval
         with readonly.View(data.ws.state_db) as db:
-            return going_on(db, data.run.estimate, runs)
+            adopting = (data.settings.get("adopt") or {}).get("at_end", "never") != "never"
+            return going_on(db, data.run.estimate, runs, adopting)
     est: Estimate = data.run.estimate or Estimate()
     done = info.get("iterations_done") or 0
     per = pace.usd_per_iteration(

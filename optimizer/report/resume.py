@@ -94,9 +94,10 @@ class GoingOn:
         return max(math.ceil(need + 1e-9), math.floor(self.spent_usd) + 1)
 
 
-def going_on(db: Reader, est: Estimate | None, test_runs: int) -> GoingOn:
+def going_on(db: Reader, est: Estimate | None, test_runs: int, adopting: bool) -> GoingOn:
     """GoingOn from state.db and the estimate shown at the start; `test_runs`: the sealed test's
-    runs (both sides), priced as the engine prices its reserve."""
+    runs (both sides), priced as the engine prices its reserve; `adopting`: the run adopts at its
+    end (adopt.at_end), so the search keeps that adoption's first looks too."""
     done = iterations.finished_count(db)
     per = pace.usd_per_iteration(
         estimated=per_iteration_usd(est) if est else None,
@@ -104,7 +105,7 @@ def going_on(db: Reader, est: Estimate | None, test_runs: int) -> GoingOn:
         done=done,
     )
     test = estimate.reserve(est, per_run_usd=adoptions.per_run_usd(db), runs=test_runs)
-    kept = test + ((est or {}).get("adoption_reserve_usd") or 0.0)
+    kept = test + (((est or {}).get("adoption_reserve_usd") or 0.0) if adopting else 0.0)
     return GoingOn(money.account(db).budgeted_usd, per, kept, done)
 
 
@@ -117,7 +118,7 @@ def budget_refusal(ws: Workspace, settings: config.Settings, est: Estimate | Non
     if row is None or row.status == "created":
         return None
     with readonly.View(ws.state_db) as db:
-        g = going_on(db, row.estimate, _test_runs(row, settings))
+        g = going_on(db, row.estimate, _test_runs(row, settings), settings.adopt.at_end != "never")
     budget = settings.budget.usd
     limit = settings.loop.max_iterations
     left = max(0, limit - g.done) if limit is not None else max(1, g.done)

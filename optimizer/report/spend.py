@@ -269,6 +269,8 @@ def too_small(est: Estimate | None) -> str | None:
     the budget covers them, or when nothing can tell (no estimate, no budget, an older one)."""
     if est is None or not est.get("budget_usd") or "per_proposal" not in est:
         return None
+    if est.get("iteration_limit") == 0:  # v0 and the sealed test only: no proposal to pay for
+        return None
     budget, batch = est["budget_usd"] or 0.0, est["batch"]
     parts = [
         ("v0 and the baseline on the train evals", mode_usd(est["setup"], batch)),

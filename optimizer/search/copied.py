@@ -121,23 +121,33 @@ def wording_of(evals: Iterable[Eval]) -> EvalWording:
         for text in texts:
             for run in _runs(text):
                 runs.setdefault(run, text)
-        ids |= {str(c.id) for c in ev.structural if c.id} | {str(d.id) for d in ev.rubric if d.id}
+        # A check's id shaped as the eval files write them ("S2"): a rubric dimension's id
+        # ("Q1", "accuracy") is too often a word of a skill's own ("Q1: Jan-Mar").
+        ids |= {str(c.id) for c in ev.structural if re.fullmatch(r"[A-Z]{1,3}\d+", str(c.id))}
     return EvalWording(runs, frozenset(ids))
 
 
 def restated(parent: Path, candidate: Path, wording: EvalWording) -> list[str]:
-    """The eval texts (and check ids, as "S2:") a candidate's text files restate that the same
-    files of its parent did not, in the order of the texts."""
+    """The eval texts (and check ids, as "S2:") a candidate's text files restate that no text file
+    of its parent held (a sentence moved from SKILL.md to a reference is not new), in the order
+    of the texts."""
     found: dict[str, None] = {}
-    for content, old_text in _texts(parent, candidate):
-        new_runs = _runs(content) - _runs(old_text)
+    held = "\n".join(text for text in _parent_texts(parent))
+    had = _runs(held)
+    for content, _ in _texts(parent, candidate):
+        new_runs = _runs(content) - had
         for run in sorted(new_runs & wording.runs.keys()):
             found.setdefault(wording.runs[run], None)
         for check in sorted(wording.ids):
             mark = re.compile(rf"(?<![\w]){re.escape(check)}:")
-            if mark.search(content) and not mark.search(old_text):
+            if mark.search(content) and not mark.search(held):
                 found.setdefault(f"{check}:", None)
     return list(found)
+
+
+def _parent_texts(parent: Path) -> list[str]:
+    files = skills.files_of(parent, include_evals=False)
+    return [text for _, text in sorted(files.items()) if isinstance(text, str)]
 
 
 def restated_problem(found: list[str]) -> str:

@@ -23,16 +23,16 @@ def lower_first(text: str) -> str:
 
 
 _SUBJECT = re.compile(
-    r"^(?:the|a|an|its|this|every|each|it)\b(?:\s+[\w'-]+){0,3}?\s+"
+    r"^(?:the|a|an|its|this|every|each|it)\b(?:\s+[\w'\x00-]+){0,3}?\s+"
     r"(?P<verb>(?-i:is|are|has|have|[a-z]+s))\s+(?P<rest>.+)$",
     re.I,
 )
 _BARE = re.compile(
-    r"^(?P<np>[A-Za-z][\w'-]*(?:\s+[\w'-]+){0,2}?)\s+(?P<verb>(?-i:is|are|has|have|[a-z]+s))\s+"
+    r"^(?P<np>[A-Za-z][\w'\x00-]*(?:\s+[\w'\x00-]+){0,2}?)\s+(?P<verb>(?-i:is|are|has|have|[a-z]+s))\s+"
     r"(?P<rest>.+)$"
 )
 _BARE_BE = re.compile(
-    r"^(?P<np>[A-Za-z][\w'-]*(?:\s+[\w'-]+){0,2}?)\s+(?P<verb>is|are|has|have)\s+(?P<rest>.+)$"
+    r"^(?P<np>[A-Za-z][\w'\x00-]*(?:\s+[\w'\x00-]+){0,2}?)\s+(?P<verb>is|are|has|have)\s+(?P<rest>.+)$"
 )
 _BASE = {"is": "Keep every answer", "are": "Keep them", "has": "Give every answer",
          "have": "Give every answer"}  # fmt: skip
@@ -55,12 +55,13 @@ def imperative(expectation: str) -> str | None:
     said = _CHECK_ID.sub("", one_line(expectation)).rstrip(".")
     while (cut := _DANGLING.sub("", said)) != said:
         said = cut
-    # A quoted format is one word to the grammar: "the `## Columns` table" is a subject.
+    # A quoted format is one word to the grammar: "the `## Columns` table" is a subject (a NUL-marked
+    # placeholder, which no expectation's text holds).
     spans = _SPAN.findall(said)
-    plain = _SPAN.sub(lambda m: f"q{spans.index(m.group(0))}q", said)
+    plain = _SPAN.sub(lambda m: f"\x00{spans.index(m.group(0))}\x00", said)
 
     def back(text: str) -> str:
-        return re.sub(r"q(\d+)q", lambda m: spans[int(m.group(1))], text)
+        return re.sub(r"\x00(\d+)\x00", lambda m: spans[int(m.group(1))], text)
 
     negative = re.match(
         r"^(?:it\s+|the\s+\w+\s+)?(?:does not|doesn't|never)\s+(\w+?)(?:e?s)?\b(.*)$", plain, re.I
@@ -81,7 +82,7 @@ def imperative(expectation: str) -> str | None:
     verb, rest = m.group("verb").lower(), m.group("rest")
     subject = plain[: m.start("verb")].strip()
     if verb in _BASE:
-        if re.search(r"q\d+q", subject):  # a named part of the answer: the instruction names it
+        if "\x00" in subject:  # a named part of the answer: the instruction names it
             lead = "Give" if verb in ("has", "have") else "Keep"
             return back(f"{lead} {lower_first(subject)} {rest}")
         return back(f"{_BASE[verb]} {rest}")

@@ -319,6 +319,10 @@ def test_a_budget_below_one_proposal_is_refused_part_by_part_and_the_minimum_buy
         " and t.split = 'train'"
     ).fetchone()[0]
     assert measured >= 1 and (run_dir / "history.json").is_file()
+    # A night that plans no proposal (v0 and the sealed test only) needs none paid for.
+    only_v0 = tmp_path / "only-v0"
+    out = cli(*RUN[:-1], "0", "--run-dir", only_v0, "--budget-usd", "1.0")
+    assert out.exit_code == 0 and "cannot pay for one proposal" not in out.output, out.output
 
 
 def test_a_deadline_in_the_past_is_refused_before_anything_is_written(tmp_path, cli):

@@ -154,3 +154,21 @@ async def test_a_restated_expectation_goes_back_once_then_is_refused(tmp_path):
     assert result.reasons == ["restates eval wording"]
     client = Proposer(restating, "- Count the missing values of each column in its table row.")
     assert isinstance(await ask(client, tmp_path / "again"), Candidate)
+
+
+def test_a_sentence_moved_from_skill_md_to_a_reference_is_not_restated(tmp_path):
+    """The parent's wording is the parent's, in whichever of its files it now stands; and a
+    rubric dimension's id ("Q1") is a skill's own word, never a check restated."""
+    parent = tmp_path / "parent"
+    shutil.copytree(EXAMPLE, parent, ignore=shutil.ignore_patterns("evals"))
+    sentence = "- Make sure that the `## Columns` table has a `missing` count per column."
+    (parent / "SKILL.md").write_text((parent / "SKILL.md").read_text() + f"\n{sentence}\n")
+    child = tmp_path / "child"
+    shutil.copytree(parent, child)
+    (child / "SKILL.md").write_text((parent / "SKILL.md").read_text().replace(sentence, ""))
+    (child / "references" / "columns.md").write_text(f"# Columns\n\n{sentence}\n")
+    assert copied.restated(parent, child, WORDING) == []
+    quarter = tmp_path / "quarter"
+    shutil.copytree(parent, quarter)
+    (quarter / "SKILL.md").write_text((parent / "SKILL.md").read_text() + "\n- Q1: Jan-Mar.\n")
+    assert copied.restated(parent, quarter, WORDING) == []

@@ -213,6 +213,9 @@ def test_the_proposer_writes_from_the_failures_words_never_from_their_hidden_cau
         "- State that sign-ins failed."
     )
     assert "#d97757" in (instruction_for("Headings are coloured #d97757", {"#d97757"}) or "")
+    # Text that looks like a placeholder is text: never read as a quoted part, never a crash.
+    assert instruction_for("The report mentions q0q and `x`") == "- Mention q0q and `x`."
+    assert instruction_for("The `a` has q1q") == "- Give the `a` q1q."
     # An acronym is no verb: the author's instruction is read from "declares".
     assert instruction_for("The CSS declares a brand variable") == "- Declare a brand variable."
 
