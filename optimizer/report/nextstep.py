@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from optimizer import schemas
+from optimizer import config, schemas
 from optimizer.report import read, sealed
 from optimizer.report.info import StatusInfo
 from optimizer.report.resume import GoingOn, going_on
@@ -99,7 +99,8 @@ def _going_on(data: RunView, info: StatusInfo) -> GoingOn:
     """resume.GoingOn from state.db, as the resume's refusal reads it; from the view's totals for
     a run folder that has only history.json."""
     if data.source == "state.db" and data.ws.state_db.is_file():
-        per_eval = int((data.settings.get("evals") or {}).get("runs_per_eval") or 3)
+        default = config.Evals.model_fields["runs_per_eval"].default  # as the run read it
+        per_eval = int((data.settings.get("evals") or {}).get("runs_per_eval") or default)
         runs = 2 * len(data.run.split.get("test") or []) * per_eval
         with readonly.View(data.ws.state_db) as db:
             adopting = (data.settings.get("adopt") or {}).get("at_end", "never") != "never"
