@@ -39,6 +39,10 @@ from optimizer.store.runs import Run
 
 log = structlog.get_logger()
 
+# The settings of a night, from the eval file's own eval_config (the CLI layers its files, flags
+# and --set over it).
+LoadSettings = Callable[[dict[str, object]], config.Loaded]
+
 
 def _default_run_dir(skill_name: str) -> Path:
     return Path("runs") / f"{skill_name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
@@ -54,7 +58,7 @@ def start(
     detach: bool,
     fresh: bool,
     notify: str | None = None,
-    load: Callable[[dict], config.Loaded],
+    load: LoadSettings,
     console: Console,
     dry_run: bool = False,
     force: bool = False,
@@ -63,22 +67,8 @@ def start(
     the workspace and run the loop here or in the background. `force`: start beside a live run
     of the same skill folder without naming a run folder of its own."""
     prompting.check_installed()
-    skill = skills.load_skill(skill_dir)
-    # A description run is scored by trigger evals ({query, should_trigger}), not evals.json.
-    evalset = (
-        trigger.load(skill_dir, evals_path)
-        if target == "description"
-        else evals.load_evals(skill_dir, evals_path)
-    )
-    todo = isinstance(evalset, evals.EvalSet) and skeleton.placeholder_sentence(
-        evalset.source, "replace them before a run spends money on them (evals/README.md says how)"
-    )
-    if todo:
-        raise BadInput(todo)
-    loaded = load(evalset.eval_config)
+    skill, evalset, loaded = read_inputs(skill_dir, evals_path, target, load)
     settings = loaded.settings
-    if target == "description" and probe.method_for(settings) == "claude-code":
-        find_claude(settings)  # a missing CLI is bad input before anything is written
     deadline = not_past(parse_deadline(settings.budget.deadline), settings.budget.deadline)
     base_best = workspace.best_of(from_run) if from_run else None
     estimate = preview.for_start(settings, evalset, base_best or skill_dir, target)
@@ -127,6 +117,29 @@ def start(
     if detach:
         return _spawn(ws, console, notify)
     return _foreground_summarised(ws, settings, console, notify=notify)
+
+
+def read_inputs(
+    skill_dir: Path, evals_path: Path | None, target: str, load: LoadSettings
+) -> tuple[skills.Skill, evals.EvalSet | trigger.TriggerSet, config.Loaded]:
+    """A skill folder, its evals and the settings they ask for, each checked; BadInput (one
+    sentence) for the first problem, before anything is written."""
+    skill = skills.load_skill(skill_dir)
+    # A description run is scored by trigger evals ({query, should_trigger}), not evals.json.
+    evalset = (
+        trigger.load(skill_dir, evals_path)
+        if target == "description"
+        else evals.load_evals(skill_dir, evals_path)
+    )
+    todo = isinstance(evalset, evals.EvalSet) and skeleton.placeholder_sentence(
+        evalset.source, "replace them before a run spends money on them (evals/README.md says how)"
+    )
+    if todo:
+        raise BadInput(todo)
+    loaded = load(evalset.eval_config)
+    if target == "description" and probe.method_for(loaded.settings) == "claude-code":
+        find_claude(loaded.settings)  # a missing CLI is bad input before anything is written
+    return skill, evalset, loaded
 
 
 def not_past(at: datetime | None, given: str) -> datetime | None:

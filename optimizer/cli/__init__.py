@@ -110,9 +110,18 @@ def doctor(config_path: ConfigOpt = None, set_: SetOpt = None) -> None:
 )
 @handled
 def run(
-    skill_dir: Annotated[
-        Path, typer.Argument(metavar="SKILL_DIR", help="The skill folder to improve.")
-    ],
+    skill_dirs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="SKILL_DIR...",
+            help="The skill folder to improve; several, or a folder of them: a fleet night.",
+            show_default=False,
+        ),
+    ] = None,
+    skills_from: Annotated[
+        str | None,
+        typer.Option(help="A fleet of the skills Claude Code loads: claude.", show_default=False),
+    ] = None,
     evals: Annotated[
         Path | None, typer.Option(help="evals.json (default SKILL_DIR/evals/evals.json).")
     ] = None,
@@ -177,7 +186,12 @@ def run(
         alias("--out", out_dir, "--run-dir", run_dir),
         alias("--until", until, "--deadline", deadline),
     )
-    require_dir(skill_dir, "skill")  # a mistyped path is answered before seconds of imports
+    from optimizer.fleet import members
+
+    given = skill_dirs or []
+    for d in given:
+        require_dir(d, "skill")  # a mistyped path is answered before seconds of imports
+    fleet = members.folders(given, skills_from, home=Path.home(), here=Path.cwd())
     if evals is not None and not evals.exists():
         raise BadInput(f"{evals}: missing; write the evals there or pass --evals PATH.")
     if from_run is not None and not from_run.is_dir():
@@ -199,22 +213,44 @@ def run(
         "adopt.at_end": "always" if adopt else None,
         "execute.executor": config.choice_flag("--executor", executor, "execute.executor"),
     }
+    load = lambda eval_config: load_settings(  # noqa: E731 - one loader for both kinds
+        config_path,
+        set_,
+        eval_config=eval_config,
+        flags=flags,
+        calls_models=True,
+        need_key=not dry_run,
+    )
+    if fleet is not None:
+        if evals is not None or from_run is not None:
+            raise BadInput(
+                "--evals and --from name one skill's files; a fleet reads each skill's own "
+                "evals/evals.json: run the skill alone to use them."
+            )
+        from optimizer.fleet import daemon as fleets
+
+        raise typer.Exit(
+            fleets.start(
+                dirs=fleet,
+                run_dir=run_dir,
+                target=target,
+                detach=detach,
+                fresh=fresh,
+                notify=notify,
+                load=load,
+                console=out,
+                dry_run=dry_run,
+            )
+        )
     code = daemon.start(
-        skill_dir=require_dir(skill_dir, "skill"),
+        skill_dir=require_dir(given[0], "skill"),
         evals_path=evals,
         run_dir=run_dir,
         from_run=from_run,
         target=target,
         detach=detach,
         fresh=fresh,
-        load=lambda eval_config: load_settings(
-            config_path,
-            set_,
-            eval_config=eval_config,
-            flags=flags,
-            calls_models=True,
-            need_key=not dry_run,
-        ),
+        load=load,
         console=out,
         dry_run=dry_run,
         notify=notify,
@@ -263,6 +299,22 @@ def resume(
         "loop.spend_all": True if spend_all else None,
         "loop.min_gain_per_usd": min_gain_per_usd,
     }
+    from optimizer.fleet import folder
+
+    if folder.is_fleet(run_dir):
+        from optimizer.fleet import daemon as fleets
+
+        raise typer.Exit(
+            fleets.resume(
+                run_dir,
+                overrides=set_ or [],
+                flags=flags,
+                detach=detach,
+                console=out,
+                notify=notify,
+                keep_stop=keep_stop,
+            )
+        )
     raise typer.Exit(
         daemon.resume(
             require_dir(run_dir, "run"),
@@ -280,8 +332,14 @@ def resume(
 @handled
 def stop(run_dir: RunDirArg) -> None:
     """Ask a running daemon to finish its current unit of work and stop; returns at once."""
+    from optimizer.fleet import folder
     from optimizer.store.lock import request_stop
 
+    if folder.is_fleet(run_dir):
+        from optimizer.fleet import daemon as fleets
+
+        out.print(fleets.stop(run_dir), markup=False, highlight=False)
+        return
     out.print(request_stop(require_dir(run_dir, "run")), markup=False, highlight=False)
 
 
@@ -289,6 +347,13 @@ def stop(run_dir: RunDirArg) -> None:
 @handled
 def status(run_dir: RunDirArg, as_json: JsonOpt = False) -> None:
     """Is the run alive, where is it, what has it spent, which version is best."""
+    from optimizer.fleet import folder
+
+    if folder.is_fleet(run_dir):
+        from optimizer.fleet import views as fleet_views
+
+        view(run_dir, as_json, fleet_views.status, fleet_views.print_status)
+        return
     from optimizer.report import status as views
 
     view(run_dir, as_json, views.status, views.print_status)

@@ -76,41 +76,63 @@ class Budget:
         self.ceiling_usd = ceiling_usd
         self.counted_usd = counted_usd
         self.in_flight_usd = 0.0
-        self.reserve = NO_RESERVE
+        # What each holder keeps: one run keeps under the name "", every member of a fleet night
+        # under its own (they share one Budget), so one member's sealed test never frees another's.
+        self._kept: dict[str, Reserve] = {}
+
+    @property
+    def reserve(self) -> Reserve:
+        """Every holder's reserve, summed."""
+        kept = [self._kept[k] for k in sorted(self._kept)]
+        if not kept:
+            return NO_RESERVE
+        if len(kept) == 1:
+            return kept[0]
+        planned = [r.planned_test_usd for r in kept if r.planned_test_usd is not None]
+        return Reserve(
+            sum(r.test_usd for r in kept),
+            sum(r.adoption_usd for r in kept),
+            sum(planned) if planned else None,
+        )
 
     # -- what changes it --------------------------------------------------------------------------
 
-    def keep(self, reserve: Reserve) -> None:
-        """Hold `reserve` back from the search (engine.keep_for_test; NO_RESERVE lets it go),
-        never more than the ceiling leaves: a reserve larger than the budget would name money
-        the run does not have."""
-        room = None if self.ceiling_usd is None else max(0.0, self.ceiling_usd - self.counted_usd)
+    def keep(self, reserve: Reserve, holder: str = "") -> None:
+        """Hold `reserve` back from the search for `holder` (engine.keep_for_test; NO_RESERVE lets
+        it go), never more than the ceiling leaves beside the other holders' reserves: a reserve
+        larger than the budget would name money the run does not have."""
+        others = sum(r.usd for k, r in self._kept.items() if k != holder)
+        room = (
+            None
+            if self.ceiling_usd is None
+            else max(0.0, self.ceiling_usd - self.counted_usd - others)
+        )
         if room is not None and reserve.usd > room + 1e-9:
             share = room / reserve.usd
             reserve = Reserve(
                 reserve.test_usd * share, reserve.adoption_usd * share, reserve.planned_test_usd
             )
-        self.reserve = reserve
+        self._kept[holder] = reserve
 
     def allow(self, limit_usd: float) -> None:
         """An adoption the user approved on its estimate: from now on the calls may spend
         `limit_usd` more, whatever the run's budget had left; nothing is kept."""
         self.ceiling_usd = self.counted_usd + self.in_flight_usd + limit_usd
-        self.reserve = NO_RESERVE
+        self._kept = {}
 
     @contextmanager
     def paid_apart(self) -> Iterator[Apart]:
         """Calls made inside are admitted whatever is left and leave the room the budget had:
         what they cost moves the ceiling by as much (a measurement no search pays for)."""
-        ceiling, reserve, before = self.ceiling_usd, self.reserve, self.counted_usd
+        ceiling, kept, before = self.ceiling_usd, self._kept, self.counted_usd
         apart = Apart(before)
-        self.ceiling_usd, self.reserve = None, NO_RESERVE
+        self.ceiling_usd, self._kept = None, {}
         try:
             yield apart
         finally:
             apart.usd = self.counted_usd - before
             self.ceiling_usd = None if ceiling is None else ceiling + apart.usd
-            self.reserve = reserve
+            self._kept = kept
 
     def admit(self, role: str, model: str, estimate: float) -> None:
         """Hold a call's estimate, or BudgetExhausted when it would take the spend past the

@@ -262,23 +262,30 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
     return out
 
 
-def too_small(est: Estimate | None) -> str | None:
-    """The sentence that refuses a night its budget cannot pay one proposal for: v0 on the train
-    evals (and the baseline), the sealed test and the adoption's first looks kept from the search,
-    and one proposal with its step's first look, each at the estimate's typical cost. None when
-    the budget covers them, or when nothing can tell (no estimate, no budget, an older one)."""
-    if est is None or not est.get("budget_usd") or "per_proposal" not in est:
-        return None
-    if est.get("iteration_limit") == 0:  # v0 and the sealed test only: no proposal to pay for
-        return None
-    budget, batch = est["budget_usd"] or 0.0, est["batch"]
-    parts = [
+def minimum(est: Estimate | None) -> list[tuple[str, float]]:
+    """What a night needs before its first proposal is paid, part by part (too_small's parts):
+    v0 on the train evals (and the baseline), the sealed test and the adoption's first looks kept
+    from the search, and one proposal with its step's first look, each at the estimate's typical
+    cost. Empty when nothing can tell (no estimate, an older one) or no proposal is planned."""
+    if est is None or "per_proposal" not in est or est.get("iteration_limit") == 0:
+        return []
+    batch = est["batch"]
+    return [
         ("v0 and the baseline on the train evals", mode_usd(est["setup"], batch)),
         ("the sealed test", est.get("reserve_usd") or 0.0),
         ("the adoption at the end", est.get("adoption_reserve_usd") or 0.0),
         ("one proposal with its step", mode_usd(est["per_proposal"], batch)),
         ("room for its analysis's longest answer", est.get("call_headroom_usd") or 0.0),
     ]
+
+
+def too_small(est: Estimate | None) -> str | None:
+    """The sentence that refuses a night its budget cannot pay one proposal for (minimum's
+    parts); None when the budget covers them, or when nothing can tell (no budget)."""
+    parts = minimum(est)
+    if est is None or not est.get("budget_usd") or not parts:
+        return None
+    budget = est["budget_usd"] or 0.0
     need = sum(usd for _, usd in parts)
     if budget >= need:
         return None

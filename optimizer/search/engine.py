@@ -51,30 +51,49 @@ async def optimize(
             ws, store, client, settings, ui, stop_rules(ws, settings, flag, client.budget)
         )
         with open_target(run) as target:
-            _set_running(run)
             try:
-                keep_for_test(run, flag)
-                reason = await target.start()
-                keep_for_test(run, flag)  # v0's runs are measured now: the reserve at their cost
+                reason = await begin(run, target, flag)
                 while reason is None and (reason := run.stops.any(loop_state(run))) is None:
-                    await iterate(run, target, _next_iteration(run))
+                    await iterate(run, target, next_iteration(run))
             except RunStopped as exc:  # the budget, or an urgent stop inside a stage
                 reason = str(exc)
-            run.emit(Stopping(reason))
-            keep_for_test(run, flag, 0.0)  # the sealed test spends what was kept for it
-            await seal_test(run, target)
-            await adoption.at_end(run, target)
-            _finish(run, target, reason)
+            await end(run, target, flag, reason)
     return reason
 
 
+async def begin(run: RunState, target: Target, flag: stops.SignalFlag) -> str | None:
+    """The run marked running, its reserves kept and v0 (with its baseline) measured; a reason
+    when the start itself stopped. RunStopped from an urgent stop inside it."""
+    _set_running(run)
+    keep_for_test(run, flag)
+    reason = await target.start()
+    keep_for_test(run, flag)  # v0's runs are measured now: the reserve at their cost
+    return reason
+
+
+async def end(run: RunState, target: Target, flag: stops.SignalFlag, reason: str) -> None:
+    """After the search, whatever stopped it: the sealed test (spending what was kept for it),
+    the adoption at the end when asked for, and the run's stop recorded."""
+    run.emit(Stopping(reason))
+    keep_for_test(run, flag, 0.0)
+    await seal_test(run, target)
+    await adoption.at_end(run, target)
+    _finish(run, target, reason)
+
+
 def stop_rules(
-    ws: Workspace, s: Settings, flag: stops.SignalFlag, budget: Budget
+    ws: Workspace,
+    s: Settings,
+    flag: stops.SignalFlag,
+    budget: Budget,
+    also: tuple[stops.StopRule, ...] = (),
 ) -> stops.StopRules:
+    """The run's stop rules; `also`: more urgent ones (a fleet's own stop file)."""
     return stops.StopRules(
         urgent=(
             flag,
             stops.StopFile(ws.stop_file),
+            *also,
             stops.OverBudget(budget),
             stops.Deadline(stops.parse_deadline(s.budget.deadline)),
         ),
@@ -106,11 +125,11 @@ def keep_for_test(run: RunState, flag: stops.SignalFlag, kept: float | None = No
         )
     else:
         held = Reserve(kept, 0.0)
-    run.client.budget.keep(held)
+    run.client.budget.keep(held, holder=run.ws.root.name)  # a fleet's members share one
     run.emit(ReserveKept(round(held.usd, 4)))
 
 
-def _next_iteration(run: RunState) -> int:
+def next_iteration(run: RunState) -> int:
     open_ = iterations.open_number(run.store)
     return open_ if open_ is not None else iterations.last_number(run.store) + 1
 

@@ -63,6 +63,23 @@ def test_a_reserve_is_never_larger_than_what_the_ceiling_leaves():
     assert budget.reserve.test_usd == pytest.approx(0.45)
 
 
+def test_members_of_a_fleet_keep_their_reserves_side_by_side_in_one_budget():
+    """Each member keeps its sealed test under its own name: one member's release (its sealed
+    test begins) frees its own reserve only, and a late keep fits beside the others'."""
+    budget = Budget(3.00, counted_usd=1.00)
+    budget.keep(Reserve(test_usd=0.40), holder="sql-helper")
+    budget.keep(Reserve(test_usd=0.30), holder="team-updates")
+    assert budget.reserve.usd == pytest.approx(0.70)
+    assert budget.left_usd() == pytest.approx(1.30)
+    budget.keep(Reserve(0.0), holder="sql-helper")
+    assert budget.reserve.usd == pytest.approx(0.30)
+    budget.pay(1.50)
+    budget.keep(Reserve(test_usd=0.40), holder="sql-helper")  # only $0.20 beside the other's
+    assert budget.reserve.usd == pytest.approx(0.50)
+    with pytest.raises(BudgetExhausted, match=r"less \$0.50 kept"):
+        budget.admit("grader", "m", 0.01)
+
+
 def test_the_account_leaves_the_adoptions_out_of_what_the_budget_counts(tmp_path):
     store = Store(tmp_path / "state.db")
     for key, scope, usd in [

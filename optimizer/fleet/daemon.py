@@ -1,0 +1,319 @@
+"""`optimizer run` over many skills, and its resume and stop: every skill checked first (a skill
+with bad input is listed with its one sentence and skipped, never stopping the others), the fleet
+folder created with one ordinary run folder per member, then one daemon under one lock, one budget
+and one deadline (fleet/night.py), and a morning at the fleet's root (fleet/views.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+
+from optimizer import config, daemon, logs, sandbox
+from optimizer.errors import BadInput
+from optimizer.fleet import folder, night, views
+from optimizer.inputs import evals
+from optimizer.inputs import skill as skills
+from optimizer.inputs import triggers as trigger
+from optimizer.model import prompts as prompting
+from optimizer.report import spend, summary
+from optimizer.search import estimate as preview
+from optimizer.search import runfolder
+from optimizer.search.stops import SignalFlag, parse_deadline
+from optimizer.store import runtoml, workspace
+from optimizer.store.db import now
+from optimizer.store.files import Workspace, write_text
+from optimizer.store.lock import lock, mark_starting, running_pid
+from optimizer.words import dollars
+
+# The command's flags, by setting ("budget.usd": 20.0); None: not given.
+Flags = Mapping[str, str | float | None]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    skill_dir: Path
+    skill: skills.Skill
+    evalset: evals.EvalSet | trigger.TriggerSet
+    loaded: config.Loaded
+    estimate: preview.Estimate | None
+
+
+def _default_dir() -> Path:
+    return Path("runs") / f"fleet-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def check(
+    dirs: list[Path], target: str, load: daemon.LoadSettings
+) -> tuple[list[Prepared], list[folder.Skipped]]:
+    """Each skill folder read and checked; the ones that fail, with their one sentence."""
+    ready: list[Prepared] = []
+    skipped: list[folder.Skipped] = []
+    for d in dirs:
+        try:
+            skill, evalset, loaded = daemon.read_inputs(d, None, target, load)
+        except BadInput as exc:
+            skipped.append(folder.Skipped(skill_dir=str(Path(d).resolve()), reason=str(exc)))
+            continue
+        est = preview.for_start(loaded.settings, evalset, d, target)
+        ready.append(Prepared(Path(d), skill, evalset, loaded, est))
+    return ready, skipped
+
+
+def too_small(ready: list[Prepared], budget_usd: float | None) -> str | None:
+    """The sentence that refuses a fleet whose budget cannot pay each member's first proposal."""
+    if not budget_usd:
+        return None
+    needs = [(p.skill.name, sum(usd for _, usd in spend.minimum(p.estimate))) for p in ready]
+    need = math.fsum(usd for _, usd in needs)
+    if budget_usd >= need:
+        return None
+    said = ", ".join(f"{name} {dollars(usd)}" for name, usd in needs)
+    return (
+        f"a budget of {dollars(budget_usd)} cannot pay for one proposal of each of "
+        f"{len(ready)} skills: the fleet needs at least {dollars(need)} ({said}); give "
+        f"--budget-usd {math.ceil(need * 10) / 10:g} or more, or fewer skills."
+    )
+
+
+def start(
+    *,
+    dirs: list[Path],
+    run_dir: Path | None,
+    target: str,
+    detach: bool,
+    fresh: bool,
+    notify: str | None,
+    load: daemon.LoadSettings,
+    console: Console,
+    dry_run: bool = False,
+) -> int:
+    """`optimizer run DIR…` over several skills: checked, refused or created, then run."""
+    prompting.check_installed()
+    ready, skipped = check(dirs, target, load)
+    for one in skipped:
+        console.print(f"skipped {one.skill_dir}: {one.reason}", markup=False, highlight=False)
+    if not ready:
+        raise BadInput(
+            f"none of the {len(dirs)} skills can run (each reason is above); fix one and start "
+            "again."
+        )
+    settings = ready[0].loaded.settings
+    budget_usd = settings.budget.usd
+    at = daemon.not_past(parse_deadline(settings.budget.deadline), settings.budget.deadline)
+    small = too_small(ready, budget_usd)
+    if dry_run:
+        for p in ready:
+            if p.estimate is not None:
+                console.print(f"{p.skill.name}: {spend.line(p.estimate)}", markup=False)
+        if small:
+            raise BadInput(small)
+        console.print("dry run: nothing was written and no model was called.")
+        return 0
+    if small:
+        raise BadInput(small)
+    unconfined = sandbox.startup_line(sandbox.SandboxPolicy.from_settings(settings.sandbox))
+    root = run_dir or _default_dir()
+    _make_room(root, fresh)
+    names = _folder_names([p.skill.name for p in ready])
+    deadline = at.isoformat(timespec="seconds") if at else ""
+    members = []
+    for p, name in zip(ready, names, strict=True):
+        s = p.loaded.settings.model_copy(
+            update={
+                "budget": p.loaded.settings.budget.model_copy(
+                    update={"usd": budget_usd, "deadline": deadline}
+                )
+            }
+        )
+        ws = Workspace(root / name)
+        workspace.create(
+            ws, s, dict(p.loaded.sources), p.skill, p.evalset, p.skill_dir, None, target, None, None
+        )
+        if p.estimate is not None:
+            spend.record(ws, p.estimate)
+        members.append(
+            folder.Member(name=p.skill.name, folder=name, skill_dir=str(p.skill_dir.resolve()))
+        )
+    fleet = folder.FleetFile(
+        members=members,
+        skipped=skipped,
+        budget_usd=budget_usd,
+        deadline=deadline,
+        target=target,
+        created_at=now(),
+    )
+    folder.write(root, fleet)  # last: a fleet folder without it is a creation cut short
+    console.print(f"fleet folder: {root} ({len(members)} skills, {len(skipped)} skipped)")
+    if unconfined:
+        console.print(unconfined, style="bold red", markup=False, highlight=False)
+    if budget_usd:
+        console.print(f"one budget of {dollars(budget_usd)} for the fleet", markup=False)
+    if detach:
+        return _spawn(root, console, notify)
+    return _foreground(root, [], {}, console, notify)
+
+
+def _folder_names(names: list[str]) -> list[str]:
+    from optimizer.fleet.members import folder_names
+
+    return folder_names(names)
+
+
+def _make_room(root: Path, fresh: bool) -> None:
+    """BadInput for a folder that holds a fleet or a run (unless --fresh, and none is alive)."""
+    if not root.exists() or not any(root.iterdir()):
+        return
+    if not fresh:
+        held = "a fleet" if folder.is_fleet(root) else "files"
+        raise BadInput(
+            f"{root}: already holds {held}; continue a fleet with `optimizer resume {root}`, "
+            "or pick another --out folder (or --fresh to replace it)."
+        )
+    _refuse_if_running(root)
+    shutil.rmtree(root)
+
+
+def _refuse_if_running(root: Path) -> None:
+    pid = running_pid(folder.workspace(root))
+    if pid is not None:
+        raise BadInput(
+            f"{root}: a daemon is already running on this fleet (pid {pid}); stop it first with "
+            f"`optimizer stop {root}`."
+        )
+
+
+def resume(
+    root: Path,
+    *,
+    overrides: list[str],
+    flags: Flags,
+    detach: bool,
+    console: Console,
+    notify: str | None = None,
+    keep_stop: bool = False,
+) -> int:
+    """`optimizer resume FLEET`: every member goes on from its ledger, under the fleet's budget
+    (or the new one given), its deadline and one lock; nothing paid before is paid again."""
+    prompting.check_installed()
+    fleet = folder.read(root)
+    _refuse_if_running(root)
+    changed: dict[str, float | str] = {}
+    budget, until = flags.get("budget.usd"), flags.get("budget.deadline")
+    if budget is not None:
+        changed["budget_usd"] = float(budget)
+    if until:
+        at = daemon.not_past(parse_deadline(str(until)), str(until))
+        changed["deadline"] = at.isoformat(timespec="seconds") if at else ""
+    if changed:
+        fleet = fleet.model_copy(update=changed)
+        folder.write(root, fleet)
+    if not keep_stop:
+        folder.workspace(root).stop_file.unlink(missing_ok=True)
+        for d in folder.member_dirs(root, fleet):
+            Workspace(d).stop_file.unlink(missing_ok=True)
+    if detach:
+        return _spawn(root, console, notify)
+    return _foreground(root, overrides, flags, console, notify, resumed=True)
+
+
+def _member_flags(fleet: folder.FleetFile, flags: Flags) -> Flags:
+    """The fleet's budget and deadline over each member's own, and the command's other flags."""
+    return {**flags, "budget.usd": fleet.budget_usd, "budget.deadline": fleet.deadline or None}
+
+
+def _foreground(
+    root: Path,
+    overrides: list[str],
+    flags: Flags,
+    console: Console,
+    notify: str | None,
+    *,
+    resumed: bool = False,
+) -> int:
+    fleet = folder.read(root)
+    flag = SignalFlag()
+    flag.install()
+    fws = folder.workspace(root)
+    try:
+        with lock(fws), ExitStack() as stack:
+            opened = []
+            for d in folder.member_dirs(root, fleet):
+                ws = Workspace(d)
+                loaded = runfolder.settings_from(ws, overrides, _member_flags(fleet, flags))
+                if loaded.sources != {k: "run.toml" for k in loaded.sources}:
+                    write_text(ws.run_toml, runtoml.to_toml(loaded.settings, loaded.sources))
+                opened.append(
+                    stack.enter_context(
+                        runfolder.open_run(ws, loaded.settings, refuse=None, search=True)
+                    )
+                )
+            logs.configure(fws.log, console=False)  # one log for the fleet, at its root
+            if resumed:
+                console.print(f"resuming the fleet {root} ({len(opened)} skills)", markup=False)
+            asyncio.run(night.run_fleet(root, opened, fleet.budget_usd, flag, console))
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if running_pid(fws) is None:
+            for d in folder.member_dirs(root, fleet):
+                summary.at_end(d, None, console)
+            path = views.write_summary(root)
+            console.print(f"fleet summary: {path}", markup=False, highlight=False)
+            if notify:
+                problem = summary.notify(notify, path)
+                if problem:
+                    console.print(f"warning: {problem}", style="yellow", markup=False)
+    return 0
+
+
+def _spawn(root: Path, console: Console, notify: str | None) -> int:
+    fws = folder.workspace(root)
+    out = open(root / "daemon.out", "ab")  # noqa: SIM115 - handed to the child
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "optimizer",
+            "resume",
+            str(root),
+            "--keep-stop",
+            *(["--notify", notify] if notify else []),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=out,
+        start_new_session=True,
+    )
+    out.close()
+    mark_starting(fws, child.pid)
+    console.print(f"running in the background as pid {child.pid}")
+    console.print(f"  watch:  optimizer status {root}\n  stop:   optimizer stop {root}")
+    return 0
+
+
+def stop(root: Path) -> str:
+    """`optimizer stop FLEET`: the fleet's stop file for a daemon between units (or one not
+    started yet), SIGTERM for a live one; every member stops after its unit of work in flight."""
+    folder.read(root)
+    fws = folder.workspace(root)
+    write_text(fws.stop_file, f"stop requested at {now()}\n")
+    pid = running_pid(fws)
+    if pid is None:
+        return f"no daemon is running on the fleet {root}; it will not start the next unit of work."
+    os.kill(pid, signal.SIGTERM)
+    return (
+        f"asked pid {pid} to stop the fleet after the unit of work in flight; "
+        f"`optimizer status {root}` shows when it has."
+    )

@@ -1,0 +1,132 @@
+"""A fleet night's loop (docs/design.md §28): every member opened under the fleet's lock, one
+Budget over all their clients (each member's sealed test kept from the start), each member's
+baseline and first look in name order, then each next iteration to the member fleet/allocate.py
+chooses from the ledgers, until every member's own stop rule has fired or an urgent stop (the
+budget, the deadline, a signal, a stop file) ends them all; then each member's sealed test and its
+finish, in name order. Members work one at a time, so the fleet keeps one concurrency limit, and
+what a member is asked never depends on another's timing."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from optimizer.errors import RunStopped
+from optimizer.fleet import allocate
+from optimizer.model.budget import Budget
+from optimizer.search import engine, stops
+from optimizer.search.reporter import Reporter
+from optimizer.search.runfolder import OpenRun
+from optimizer.search.state import RunState, loop_state
+from optimizer.search.target import Target
+from optimizer.store import fleetdb, iterations, money
+from optimizer.store.files import Workspace
+
+
+@dataclass
+class Live:
+    """A member at work: its run and target, and why its search ended (None: it goes on)."""
+
+    name: str
+    run: RunState
+    target: Target
+    reason: str | None = None
+
+
+def seen(m: Live) -> allocate.Seen:
+    s = loop_state(m.run)
+    return allocate.Seen(
+        name=m.name,
+        iterations_done=s.iterations_done,
+        open_iteration=iterations.open_number(m.run.store),
+        proposals=s.proposals,
+        search_usd=s.search_usd,
+        judged=s.judged,
+        headroom=max(0.0, 1.0 - s.best_score),
+    )
+
+
+def share_one_budget(opened: Sequence[OpenRun], ceiling_usd: float | None) -> Budget:
+    """One Budget for every member's client, counting what each member's ledger spent."""
+    counted = math.fsum(sorted(money.account(o.store).budgeted_usd for o in opened))
+    shared = Budget(ceiling_usd, counted)
+    for o in opened:
+        o.client.budget = shared
+    return shared
+
+
+async def run_fleet(
+    root: Path,
+    opened: Sequence[OpenRun],
+    ceiling_usd: float | None,
+    flag: stops.SignalFlag,
+    console: Console | None,
+) -> dict[str, str]:
+    """The night from where the members' ledgers say it is; each member's reason for stopping."""
+    budget = share_one_budget(opened, ceiling_usd)
+    fleet_stop = stops.StopFile(Workspace(root).stop_file)
+    night = fleetdb.night(root)
+    finished = fleetdb.done(root, night)
+    with ExitStack() as stack:
+        lives: list[Live] = []
+        for o in sorted(opened, key=lambda o: o.ws.root.name):
+            ui = stack.enter_context(
+                Reporter(None, o.store, simulated=o.client.simulated, settings=o.settings)
+            )
+            rules = engine.stop_rules(o.ws, o.settings, flag, budget, also=(fleet_stop,))
+            run = RunState(o.ws, o.store, o.client, o.settings, ui, rules)
+            target = stack.enter_context(o.open_target(run))
+            lives.append(Live(o.ws.root.name, run, target, finished.get(o.ws.root.name)))
+        halted = None
+        try:
+            for m in lives:
+                _say(console, f"{m.name}: v0 and its baseline")
+                started = await engine.begin(m.run, m.target, flag)
+                if started and m.reason is None:
+                    m.reason = started
+                    fleetdb.mark_done(root, night, m.name, started)
+            halted = await _search(root, night, lives, console)
+        except RunStopped as exc:  # the budget, or an urgent stop inside a stage
+            halted = str(exc)
+        for m in lives:
+            _say(console, f"{m.name}: sealed test and finish ({m.reason or halted})")
+            await engine.end(m.run, m.target, flag, m.reason or halted or "stopped")
+    fleetdb.finish_night(root, night)
+    return {m.name: m.reason or halted or "stopped" for m in lives}
+
+
+async def _search(root: Path, night: int, lives: list[Live], console: Console | None) -> str | None:
+    """Iterations, each to the member allocate.choose names, until none is left; the urgent
+    reason that ended them all, or None when each member's own rule did."""
+    while True:
+        for m in lives:
+            if m.reason is not None:
+                continue
+            state = loop_state(m.run)
+            urgent = m.run.stops.now(state)
+            if urgent:
+                return urgent
+            own = m.run.stops.any(state)
+            if own:
+                m.reason = own
+                fleetdb.mark_done(root, night, m.name, own)
+                _say(console, f"{m.name}: its search ended: {own}")
+        active = [m for m in lives if m.reason is None]
+        choice = allocate.choose([seen(m) for m in active])
+        if choice is None:
+            return None
+        m = next(m for m in active if m.name == choice.name)
+        n = engine.next_iteration(m.run)
+        fleetdb.record(root, m.name, n, choice.why, choice.expected)
+        _say(console, f"{m.name}: iteration {n}, {choice.why}")
+        await engine.iterate(m.run, m.target, n)
+
+
+def _say(console: Console | None, text: str) -> None:
+    if console is not None:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)

@@ -1,0 +1,132 @@
+"""A fleet night end to end, through the command line: three foreign skills and a broken one under
+one budget. The broken one is named and skipped, the others run; each member is an ordinary run
+folder every member command reads; a kill in the middle and `resume` end where the uninterrupted
+fleet ends and pay for nothing twice."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_daemon import ROOT, completed_hashes, finished, start, wait_for
+from test_faults import full_lineage
+
+pytestmark = pytest.mark.slow  # fleet nights in subprocesses
+
+FOREIGN = ROOT / "tests" / "fixtures" / "foreign"
+MEMBERS = ("sql-helper", "team-updates", "webapp-checks")
+
+
+@pytest.fixture(scope="module")
+def skills(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("skills")
+    for name in MEMBERS:
+        shutil.copytree(FOREIGN / name, root / name)
+    (root / "broken").mkdir()
+    (root / "broken" / "SKILL.md").write_text("Instructions without front matter.\n")
+    return root
+
+
+def night(skills: Path, out: Path, *extra: str) -> tuple[str, ...]:
+    return (
+        "run", str(skills), "--provider", "sim", "--budget-usd", "8", "--max-iterations", "2",
+        "--out", str(out), "--unconfined", "--set", "sim.seed=3", *extra,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def reference(skills, tmp_path_factory, cli_module) -> tuple[Path, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("fleet") / "night"
+    done = cli_module(*night(skills, out))
+    return out, done
+
+
+@pytest.fixture(scope="module")
+def cli_module():
+    from test_daemon import cli
+
+    return cli
+
+
+def test_a_broken_skill_is_named_and_skipped_and_the_others_run(reference, cli_module):
+    out, done = reference
+    assert done.returncode == 0, done.stderr
+    assert "skipped" in done.stdout and "no YAML front matter" in done.stdout
+    fleet = json.loads((out / "fleet.json").read_text())
+    assert [m["folder"] for m in fleet["members"]] == list(MEMBERS)
+    assert len(fleet["skipped"]) == 1 and "broken" in fleet["skipped"][0]["skill_dir"]
+    for name in MEMBERS:
+        with sqlite3.connect(out / name / "state.db") as db:
+            status, reason = db.execute("select status, stop_reason from runs").fetchone()
+        assert status == "stopped" and reason == "reached 2 iterations", (name, reason)
+    shown = cli_module("status", str(out)).stdout
+    assert all(f"{name}: best" in shown for name in MEMBERS)
+    assert "skipped" in shown and "one budget" not in shown
+    morning = (out / "summary.md").read_text()
+    assert "## Where the money went" in morning and "## Skipped" in morning
+    assert all(f"**{name}**" in morning for name in MEMBERS)
+
+
+def test_the_fleets_spend_is_its_members_spend_within_one_budget(reference, cli_module):
+    out, _ = reference
+    info = json.loads(cli_module("status", str(out), "--json").stdout)
+    members = [
+        json.loads(cli_module("status", m["run_dir"], "--json").stdout) for m in info["members"]
+    ]
+    assert info["budgeted_usd"] == pytest.approx(sum(m["budgeted_usd"] for m in members), abs=1e-5)
+    assert 0 < info["budgeted_usd"] <= 8.0
+    assert all(m["budget_usd"] == 8.0 for m in members)  # each member stops at the fleet's
+
+
+def test_every_member_command_works_on_a_members_run_folder(reference, cli_module, tmp_path):
+    out, _ = reference
+    member = out / "sql-helper"
+    for args in (
+        ("status", str(member)),
+        ("lineage", str(member)),
+        ("show", str(member), "v0"),
+        ("diff", str(member), "v0", "v0"),
+        ("summary", str(member)),
+        ("export", str(member), "v0", "--out", str(tmp_path / "exported")),
+    ):
+        done = cli_module(*args, check=False)
+        assert done.returncode == 0, (args, done.stderr)
+
+
+def test_a_kill_in_the_middle_then_resume_ends_as_the_uninterrupted_fleet(
+    skills, reference, tmp_path
+):
+    ref, _ = reference
+    out = tmp_path / "night"
+    proc = start(*night(skills, out, "--set", "sim.latency_ms=60"))
+
+    def stepped() -> bool:
+        try:
+            with sqlite3.connect(f"file:{out / 'fleet.db'}?mode=ro", uri=True) as db:
+                return db.execute("select count(*) from steps").fetchone()[0] >= 4
+        except sqlite3.Error:
+            return proc.poll() is not None
+
+    wait_for(stepped, timeout=120)
+    assert proc.poll() is None, "the fleet ended before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = finished(start("resume", str(out)), timeout=240)
+    assert done.returncode == 0, done.stderr
+    for name in MEMBERS:
+        assert full_lineage(out / name) == full_lineage(ref / name), name
+    repeated = {h: n for h, n in completed_hashes(out).items() if n > 1}
+    assert repeated == {}, f"{len(repeated)} completed model calls were paid twice"
+
+
+def test_stop_asks_the_fleet_and_resume_clears_it(reference, cli_module, tmp_path):
+    out = tmp_path / "copy"
+    shutil.copytree(reference[0], out)
+    said = cli_module("stop", str(out)).stdout
+    assert "no daemon is running on the fleet" in said
+    assert (out / "STOP").is_file()
