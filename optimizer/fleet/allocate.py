@@ -4,15 +4,17 @@ ledger says, read in the members' name order, ties broken by name.
 1. A member whose iteration a stop left open goes on with it (what the uninterrupted night did).
 2. A member without a finished iteration gets its first look, in name order.
 3. Then the member whose next iteration is expected to buy the most score a dollar:
-   - what each of its last `window` proposals bought, with the noise taken out as the stop rule
-     takes it out (search/worth.py): a win counts its Δ shrunk toward the member's mean step (the
-     fleet's steps where the member has fewer than OWN_PRIOR measured), a loss or a refusal 0;
+   - what each measured proposal among its last `window` bought, with the noise taken out as the
+     stop rule takes it out (search/worth.py): a win counts its Δ shrunk toward the member's mean
+     step (the fleet's steps where the member has fewer than OWN_PRIOR measured), a loss 0;
    - that mean shrunk in turn toward the fleet's (what a proposal bought across the fleet over the
      whole night), scaled by the member's headroom (1 − its best
      train score) over the fleet's mean headroom, by how little the member was seen: its share
      is spread / (spread + its mean's noise), the spread of the members' true gains measured
      across them (method of moments, as worth.prior). One lucky first step moves a member seen
      once by little; a member that keeps winning earns its own figure;
+   - times the share of its proposals that reach a measurement (the rest are refused and buy
+     nothing), drawn toward the fleet's share;
    - over the member's cost of a proposal (the fleet's mean where it has none).
 A member whose own stop rule fired is not asked: it gave its share back."""
 
@@ -28,6 +30,10 @@ WINDOW = 8  # proposals read per member: the stop rule's window (loop.stop_windo
 # Measured proposals a member needs before its own steps set how its wins are shrunk; under it,
 # the fleet's steps do (two draws say little about a member's spread).
 OWN_PRIOR = 4
+# Proposals of the fleet's measured share a member's own share is drawn toward (a Beta prior's
+# weight): one, so a first look's refusal does not write a member off, and ten refusals in a row
+# do.
+PSEUDO_COUNT = 1
 
 
 @dataclass(frozen=True)
@@ -76,8 +82,9 @@ def _reverse(name: str) -> tuple[int, ...]:
 
 
 def bought(s: Seen, fleet_prior: worth.Prior | None, window: int) -> list[float]:
-    """What each of the member's last `window` proposals bought, the noise taken out."""
-    tail = list(s.judged[-window:])
+    """What each measured proposal among the member's last `window` bought, the noise taken out
+    (a refused or unmeasured proposal is counted by measured_share, not here)."""
+    tail = [j for j in s.judged[-window:] if j.delta is not None]
     measured = sum(j.delta is not None for j in s.judged)
     p = (worth.prior(s.judged) if measured >= OWN_PRIOR else None) or fleet_prior
     if p is None:
@@ -85,12 +92,21 @@ def bought(s: Seen, fleet_prior: worth.Prior | None, window: int) -> list[float]
     return [max(0.0, worth.shrunk(j, p)) if j.won else 0.0 for j in tail]
 
 
+def measured_share(s: Seen, fleet_share: float, window: int) -> float:
+    """The share of the member's proposals that reach a measurement (the rest are refused or
+    duplicates, and buy nothing): its last window's, drawn toward the fleet's by PSEUDO_COUNT
+    proposals. A member whose proposals keep being refused is cheap a proposal and buys nothing."""
+    tail = s.judged[-window:]
+    measured = sum(j.delta is not None for j in tail)
+    return (measured + PSEUDO_COUNT * fleet_share) / (len(tail) + PSEUDO_COUNT)
+
+
 def per_dollar(members: Sequence[Seen], window: int = WINDOW) -> dict[str, float]:
     """Each member's expected gain of one more proposal over its cost (the module's doc)."""
     fleet_prior = worth.prior([j for s in members for j in s.judged])
     xs = {s.name: bought(s, fleet_prior, window) for s in members}
-    # The prior's level: what a proposal bought across the fleet over the whole night, so that a
-    # member whose last window bought nothing still ranks by its headroom and cost, not by name.
+    # The prior's level: what a measured proposal bought across the fleet over the whole night,
+    # so that a member whose last window bought nothing still ranks by its headroom and cost.
     night = {s.name: bought(s, fleet_prior, len(s.judged) or 1) for s in members}
     every = [x for s in members for x in night[s.name]]
     pooled = math.fsum(sorted(every)) / len(every) if every else 0.0
@@ -104,6 +120,8 @@ def per_dollar(members: Sequence[Seen], window: int = WINDOW) -> dict[str, float
     own = {s.name: math.fsum(sorted(xs[s.name])) / len(xs[s.name]) for s in members if xs[s.name]}
     noise = {name: within / len(xs[name]) for name in own}
     spread = _spread(own, prior_of, noise)
+    tails = [j for s in members for j in s.judged[-window:]]
+    fleet_share = sum(j.delta is not None for j in tails) / len(tails) if tails else 1.0
     costs = [s.search_usd / s.proposals for s in members if s.proposals and s.search_usd > 0]
     fleet_cost = math.fsum(sorted(costs)) / len(costs) if costs else 1.0
     rates: dict[str, float] = {}
@@ -113,6 +131,7 @@ def per_dollar(members: Sequence[Seen], window: int = WINDOW) -> dict[str, float
             total = spread + noise[s.name]
             keep = spread / total if total > 0 else 0.0
             gain += keep * (own[s.name] - gain)
+        gain *= measured_share(s, fleet_share, window)
         cost = s.search_usd / s.proposals if s.proposals and s.search_usd > 0 else fleet_cost
         rates[s.name] = gain / cost if cost > 0 else 0.0
     return rates

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -127,6 +127,7 @@ def start(
     root = run_dir or _default_dir()
     _make_room(root, fresh)
     names = _folder_names([p.skill.name for p in ready])
+    ready = rivals(ready)
     deadline = at.isoformat(timespec="seconds") if at else ""
     members = []
     for p, name in zip(ready, names, strict=True):
@@ -163,6 +164,23 @@ def start(
     if detach:
         return _spawn(root, console, notify)
     return _foreground(root, [], {}, console, notify)
+
+
+def rivals(ready: list[Prepared]) -> list[Prepared]:
+    """For a description fleet, each member's trigger set with its siblings as rivals: their
+    should-trigger requests become its should-not queries, and every probe lists them."""
+    out = []
+    for p in ready:
+        if not isinstance(p.evalset, trigger.TriggerSet):
+            out.append(p)
+            continue
+        siblings = [
+            (o.skill.name, o.skill.description, o.evalset)
+            for o in ready
+            if o is not p and isinstance(o.evalset, trigger.TriggerSet)
+        ]
+        out.append(replace(p, evalset=p.evalset.with_siblings(siblings)))
+    return out
 
 
 def _folder_names(names: list[str]) -> list[str]:

@@ -13,7 +13,7 @@ from typing import TypedDict
 
 from rich.console import Console
 
-from optimizer.fleet import folder
+from optimizer.fleet import confusion, folder
 from optimizer.report import status as member_status
 from optimizer.report import summary as member_summary
 from optimizer.schemas import MorningSummary
@@ -170,6 +170,9 @@ def summary_md(root: Path) -> str:
     for member, n in info["steps"].items():
         last = next(s for s in reversed(steps) if s.member == member)
         out.append(f"- {member}: {n} iterations chosen; the last for {last.why}")
+    cells = [c for m in info["members"] for c in confusion.member_cells(Path(m["run_dir"]))]
+    if cells:
+        out += ["", "## Who fired for whose requests", ""] + confusion.markdown(cells)
     if info["skipped"]:
         out += ["", "## Skipped", ""]
         out += [f"- {s['skill_dir']}: {s['reason']}" for s in info["skipped"]]

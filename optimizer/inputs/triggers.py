@@ -26,6 +26,9 @@ class Query:
     id: int
     query: str
     should_trigger: bool
+    # In a fleet night, the sibling whose should-trigger request this is (a should-not query of
+    # this skill); "" for the skill's own queries.
+    owner: str = ""
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,24 @@ class TriggerSet:
     source: Path
     hash: str
     eval_config: dict = field(default_factory=dict)  # trigger files carry no settings of their own
+    # In a fleet night, the siblings (name, description) every probe lists beside the distractors.
+    rivals: tuple[tuple[str, str], ...] = ()
+
+    def with_siblings(self, siblings: list[tuple[str, str, TriggerSet]]) -> TriggerSet:
+        """This set with each sibling's should-trigger queries as should-not queries of its own
+        (owner: the sibling), and the siblings as rivals: a description that starts taking a
+        sibling's requests loses those queries. A query the skill already has is not repeated."""
+        have = {_normal(q.query) for q in self.queries}
+        queries = list(self.queries)
+        for name, _description, theirs in siblings:
+            for q in theirs.queries:
+                if q.should_trigger and _normal(q.query) not in have:
+                    have.add(_normal(q.query))
+                    queries.append(Query(len(queries), q.query, False, owner=name))
+        canonical = json.dumps([[q.query, q.should_trigger, q.owner] for q in queries])
+        rivals = tuple((name, description) for name, description, _ in siblings)
+        digest = hashlib.sha256(f"{canonical}{rivals}".encode()).hexdigest()[:16]
+        return TriggerSet(queries, self.source, digest, self.eval_config, rivals)
 
     def by_id(self, query_id: int) -> Query:
         return next(q for q in self.queries if q.id == query_id)
@@ -198,8 +219,14 @@ def split_json(tset: TriggerSet, sp: Split) -> str:
             "source": str(tset.source),
             "hash": tset.hash,
             "queries": [
-                {"id": q.id, "query": q.query, "should_trigger": q.should_trigger}
+                {
+                    "id": q.id,
+                    "query": q.query,
+                    "should_trigger": q.should_trigger,
+                    **({"owner": q.owner} if q.owner else {}),
+                }
                 for q in tset.queries
             ],
+            **({"rivals": [list(r) for r in tset.rivals]} if tset.rivals else {}),
         }
     )

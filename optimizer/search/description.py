@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,8 @@ class DescriptionTarget:
         self.method, self.cli = method, cli  # the Claude Code executor when method is claude-code
         self.slots = asyncio.Semaphore(run.settings.execute.concurrency)
         self.queries = {q["id"]: Query(**q) for q in run.split["queries"]}
+        # A fleet night's siblings, listed in every probe (inputs/triggers.with_siblings).
+        self.rivals = [(str(n), str(d)) for n, d in run.split.get("rivals", [])]
         self.validation: list[int] = run.split["validation"]
         self.runs = run.settings.evals.runs_per_eval
 
@@ -69,6 +71,10 @@ class DescriptionTarget:
             samples=s.bootstrap_samples,
             confidence=s.confidence,
         )
+
+    def rates(self, label: str, ids: list[int]) -> dict[str, float]:
+        """{query id: the share of its probes that fired} on the queries `ids`."""
+        return {q: float(row["rate"]) for q, row in self.metrics(label, ids)["per_query"].items()}
 
     async def probe(self, label: str, split: str) -> None:
         """Every (query, run) of one split for one version that has no answer yet; each answer is
@@ -104,6 +110,7 @@ class DescriptionTarget:
                     self.queries[qid],
                     n,
                     seed=run.settings.loop.seed,
+                    rivals=self.rivals,
                 )
             if result.error:
                 log.warning(
@@ -229,6 +236,9 @@ class DescriptionTarget:
         )
         if family:
             chosen["night"] = family.as_json()
+        taken = took_from_siblings(self.rates(label, both), self.rates(parent, both), self.queries)
+        if taken and chosen["decision"] == "won":
+            chosen.update(decision="lost", reason=taken)
         return TargetDecision(self.phase, chosen, (label,))
 
     def record(self, label: str, phase: str) -> None:
@@ -328,6 +338,39 @@ def decide(
     if child["constant_signal"]:
         why += f" The child's signal is constant (it triggers {child['constant_signal']})."
     return {**out, "decision": verdict, "reason": why}
+
+
+def took_from_siblings(
+    child: Mapping[str, float], parent: Mapping[str, float], queries: Mapping[int, Query]
+) -> str | None:
+    """The refusal of a child description that takes a fleet sibling's requests: on some sibling's
+    should-trigger queries (this skill's should-not queries with that owner) it fires where the
+    parent did not, on train and validation; None when it takes none."""
+    taken: dict[str, list[int]] = {}
+    owned: dict[str, int] = {}
+    before: dict[str, int] = {}
+    for qid, q in sorted(queries.items()):
+        if not q.owner:
+            continue
+        owned[q.owner] = owned.get(q.owner, 0) + 1
+        mine, theirs = child.get(str(qid)), parent.get(str(qid))
+        if mine is None or theirs is None:
+            continue
+        fires, fired = mine >= probe.PASS_THRESHOLD, theirs >= probe.PASS_THRESHOLD
+        before[q.owner] = before.get(q.owner, 0) + fired
+        if fires and not fired:
+            taken.setdefault(q.owner, []).append(qid)
+    if not taken:
+        return None
+    said = "; ".join(
+        f"{owner}'s: it fires on {len(ids)} more of the {owned[owner]} (the parent on "
+        f"{before.get(owner, 0)})"
+        for owner, ids in sorted(taken.items())
+    )
+    return (
+        f"refused: the description takes requests that should trigger a sibling skill ({said}); "
+        "a sibling's requests are this skill's should-not queries."
+    )
 
 
 def _runs(side: dict, queries: list[str]) -> dict[str, list[float]]:

@@ -8,7 +8,7 @@ import hashlib
 import json
 import random
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -61,22 +61,34 @@ def offered(
     *,
     seed: int,
     pool: Iterable[tuple[str, str]] = (),
+    rivals: Sequence[tuple[str, str]] = (),
 ) -> list[tuple[str, str]]:
-    """The skills listed for one request: a seeded sample of distractors with the skill at a seeded
-    position. Keyed by the query's text and the run, never the description, so a parent and its
+    """The skills listed for one request: a seeded sample of distractors, a fleet's siblings
+    (`rivals`, every one) and the skill, each at a seeded position. Keyed by the query's text and the run, never the description, so a parent and its
     child meet the same rivals in the same order and their difference is the description alone."""
     rng = random.Random(f"{seed}:offer:{hashlib.sha256(query.query.encode()).hexdigest()}:{run}")
-    others = [d for d in (pool or distractors()) if d[0] != skill_name]
+    named = {skill_name} | {name for name, _ in rivals}
+    others = [d for d in (pool or distractors()) if d[0] not in named]
     chosen = rng.sample(others, min(DISTRACTORS_PER_REQUEST, len(others)))
+    for rival in rivals:  # a fleet's siblings are always listed: they are the rivals that count
+        chosen.insert(rng.randrange(len(chosen) + 1), (rival[0], rival[1]))
     chosen.insert(rng.randrange(len(chosen) + 1), (skill_name, description))
     return chosen
 
 
-def request(skill_name: str, description: str, query: Query, run: int, *, seed: int) -> dict:
+def request(
+    skill_name: str,
+    description: str,
+    query: Query,
+    run: int,
+    *,
+    seed: int,
+    rivals: Sequence[tuple[str, str]] = (),
+) -> dict:
     # A description may be a model's proposal: offered as data, like every skill's.
     listed = "\n".join(
         data("skill", desc, name=name)
-        for name, desc in offered(skill_name, description, query, run, seed=seed)
+        for name, desc in offered(skill_name, description, query, run, seed=seed, rivals=rivals)
     )
     return {
         "system": load_prompt("trigger").render(available_skills=listed),
@@ -105,13 +117,20 @@ class Probe:
 
 
 async def probe_one(
-    client, skill_name: str, description: str, query: Query, run: int, *, seed: int
+    client,
+    skill_name: str,
+    description: str,
+    query: Query,
+    run: int,
+    *,
+    seed: int,
+    rivals: Sequence[tuple[str, str]] = (),
 ) -> Probe:
     """One request; triggered when the first turn calls Skill with this skill's name."""
     try:
         message = await client.message(
             "trigger",
-            **request(skill_name, description, query, run, seed=seed),
+            **request(skill_name, description, query, run, seed=seed, rivals=rivals),
             max_tokens=PROBE_MAX_TOKENS,
             sample=run,
         )

@@ -91,3 +91,11 @@ def test_the_choice_never_depends_on_the_order_the_members_are_read_in():
 
 def test_no_member_left_means_no_choice():
     assert choose([]) is None
+
+
+def test_a_member_whose_proposals_keep_being_refused_does_not_take_the_night():
+    """Refused proposals cost little and buy nothing: cheap a proposal is not cheap a point."""
+    refused = member("refused", [Judged()] * 10, usd=0.03, headroom=0.5)
+    measured = member("measured", [win(0.04), loss(), loss(), win(0.03), loss(), loss()], usd=0.3)
+    choice = choose([refused, measured])
+    assert choice.name == "measured"
