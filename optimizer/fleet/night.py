@@ -90,6 +90,9 @@ async def run_fleet(
                 if started and m.reason is None:
                     m.reason = started
                     fleetdb.mark_done(root, night, m.name, started)
+            value = fleet_value(lives, ceiling_usd)
+            for m in lives:
+                m.run.go_on_under(m.run.settings, _rules_at(m, value, flag, budget, fleet_stop))
             halted = await _search(root, night, lives, console)
         except RunStopped as exc:  # the budget, or an urgent stop inside a stage
             halted = str(exc)
@@ -98,6 +101,31 @@ async def run_fleet(
             await engine.end(m.run, m.target, flag, m.reason or halted or "stopped")
     fleetdb.finish_night(root, night)
     return {m.name: m.reason or halted or "stopped" for m in lives}
+
+
+def fleet_value(lives: Sequence[Live], ceiling_usd: float | None) -> float | None:
+    """The score a dollar must buy for a member's search to go on, the fleet's own (stops.py's
+    default for one night, over the fleet): the headroom every member's v0 left, summed, over the
+    fleet's budget. A member stops where its next proposal buys less than the fleet's money would
+    buy on average, as it would in a night of its own at its share; None without a budget."""
+    if not ceiling_usd:
+        return None
+    headroom = [1.0 - s for m in lives if (s := loop_state(m.run).v0_score) is not None]
+    return math.fsum(sorted(max(0.0, h) for h in headroom)) / ceiling_usd
+
+
+def _rules_at(
+    m: Live,
+    value: float | None,
+    flag: stops.SignalFlag,
+    budget: Budget,
+    fleet_stop: stops.StopFile,
+) -> stops.StopRules:
+    """The member's stop rules with the fleet's value of a point (unless the user named one)."""
+    s = m.run.settings
+    if value is not None and s.loop.min_gain_per_usd is None:
+        s = s.model_copy(update={"loop": s.loop.model_copy(update={"min_gain_per_usd": value})})
+    return engine.stop_rules(m.run.ws, s, flag, budget, also=(fleet_stop,))
 
 
 async def _search(root: Path, night: int, lives: list[Live], console: Console | None) -> str | None:
