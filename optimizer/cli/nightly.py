@@ -226,7 +226,7 @@ def schedule(
     set_: SetOpt = None,
 ) -> None:
     """Run a skill's improvement every night: a systemd user timer, or a crontab line without systemd."""
-    from optimizer.inputs.evals import load_evals
+    from optimizer.fleet import members
     from optimizer.nightly import schedule as plan
 
     fresh = alias("--new-run-each-night", new_run, "--fresh", fresh)
@@ -253,11 +253,12 @@ def schedule(
         raise BadInput(
             "schedule: --budget-usd is required and must be positive: what one night may spend, e.g. 10."
         )
-    evalset = load_evals(
-        require_dir(skill_dir, "skill")
-    )  # a night must not find bad input at 3 a.m.
+    # A night must not find bad input at 3 a.m.; a fleet's night skips a broken member and says so.
+    eval_config, notes = members.scheduled_evals(require_dir(skill_dir, "skill"))
+    for note in notes:
+        err.print(f"note: {note}", markup=False, highlight=False)
     loaded = load_settings(
-        config_path, set_, eval_config=evalset.eval_config, flags={"llm.provider": provider}
+        config_path, set_, eval_config=eval_config, flags={"llm.provider": provider}
     )
     entry = plan.Entry(
         skill_dir=skill_dir.absolute(),

@@ -9,7 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from optimizer.errors import BadInput
+from optimizer.inputs.evals import load_evals
 from optimizer.inputs.skillmd import SKILL_FILE
+from optimizer.schemas import Json
 
 SOURCES = ("claude",)
 
@@ -75,3 +77,26 @@ def folder_names(names: Sequence[str]) -> list[str]:
         seen[name] = seen.get(name, 0) + 1
         out.append(name if seen[name] == 1 else f"{name}-{seen[name]}")
     return out
+
+
+def scheduled_evals(skill_dir: Path) -> tuple[dict[str, Json], list[str]]:
+    """What `schedule` checks before a night finds it at 3 a.m.: a skill folder's evals (BadInput
+    when a night could not run them) and their own settings; for a folder of skills, each
+    member's evals, a note for each broken one (each night skips it) and no settings of their own
+    (each member reads its own). BadInput when no member could run."""
+    dirs = folders([skill_dir], None, home=Path.home(), here=Path.cwd())
+    if dirs is None:
+        return dict(load_evals(skill_dir).eval_config), []
+    notes = []
+    for d in dirs:
+        try:
+            load_evals(d)
+        except BadInput as exc:
+            notes.append(f"each night skips {d}: {exc}")
+    if len(notes) == len(dirs):
+        raise BadInput(
+            *notes,
+            f"{skill_dir}: none of its {len(dirs)} skills has evals a night can run; fix one, "
+            "then schedule it.",
+        )
+    return {}, notes

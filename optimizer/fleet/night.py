@@ -115,11 +115,7 @@ def fleet_value(lives: Sequence[Live], ceiling_usd: float | None) -> float | Non
 
 
 def _rules_at(
-    m: Live,
-    value: float | None,
-    flag: stops.SignalFlag,
-    budget: Budget,
-    fleet_stop: stops.StopFile,
+    m: Live, value: float | None, flag: stops.SignalFlag, budget: Budget, fleet_stop: stops.StopFile
 ) -> stops.StopRules:
     """The member's stop rules with the fleet's value of a point (unless the user named one)."""
     s = m.run.settings

@@ -15,6 +15,9 @@ from rich.console import Console
 
 from optimizer import config, daemon, words
 from optimizer.errors import OptimizerError
+from optimizer.fleet import daemon as fleets
+from optimizer.fleet import folder, members
+from optimizer.fleet import views as fleet_views
 from optimizer.inputs import skill as skills
 from optimizer.report import summary
 from optimizer.store import iterations, money, readonly, runs
@@ -66,7 +69,23 @@ def run_night(
     console: Console,
 ) -> int:
     """The night's exit code: 0 when it ran (or rightly started nothing), else the failure's.
-    `load` gives the settings with tonight's budget and deadline as flags (a new run's)."""
+    `load` gives the settings with tonight's budget and deadline as flags (a new run's). A folder
+    of skill folders is a fleet: each night resumes the last night's fleet, or starts one."""
+    dirs = members.folders([skill_dir], None, home=Path.home(), here=Path.cwd())
+    if dirs is not None:
+        return _fleet_night(
+            skill_dir,
+            dirs,
+            until,
+            budget_usd,
+            fresh,
+            runs_root,
+            notify,
+            load,
+            overrides,
+            log_name,
+            console,
+        )
     name = skills.load_skill(skill_dir).name
     previous = runs_of(runs_root, name)
     last = previous[-1] if previous else None
@@ -118,6 +137,66 @@ def run_night(
     row = runs.read(Workspace(target).state_db) or Run()
     # How it ended, in the run's own words: a budget spent at once is one sentence here too.
     log_line(runs_root, log_name, how_it_ended(target, row, summary.paths(target)[0]))
+    return code
+
+
+def _fleet_night(
+    skills_dir: Path,
+    dirs: list[Path],
+    until: str,
+    budget_usd: float,
+    fresh: bool,
+    runs_root: Path,
+    notify: str | None,
+    load: daemon.LoadSettings,
+    overrides: list[str],
+    log_name: str,
+    console: Console,
+) -> int:
+    """A night over a folder of skills: the last night's fleet resumed with tonight's budget on
+    top of what it spent, or (the first night, or --new-run-each-night) a new fleet."""
+    name = f"{skills_dir.resolve().name}-fleet"
+    previous = sorted(
+        p for p in runs_root.glob(f"{name}{NIGHT}*") if p.is_dir() and folder.is_fleet(p)
+    )
+    last = previous[-1] if previous else None
+    pid = running_pid(folder.workspace(last)) if last else None
+    if last is not None and pid is not None:
+        line = f"{last}: the previous night's fleet is still running (pid {pid}); this night starts nothing."
+        log_line(runs_root, log_name, line)
+        console.print(line, markup=False, highlight=False)
+        return 0
+    fresh_run = last is None or fresh
+    missing = api_key_missing(load({}).settings)
+    if missing:
+        return _failed(missing, runs_root / "-", runs_root, log_name, notify, console, 2)
+    target = _new_folder(runs_root, name) if fresh_run else last
+    assert target is not None
+    how = f"resuming {last}" if not fresh_run else f"starting {target}"
+    log_line(runs_root, log_name, f"{how} (budget ${budget_usd:g} tonight, until {until})")
+    try:
+        if fresh_run:
+            code = fleets.start(
+                dirs=dirs, run_dir=target, target="body", detach=False, fresh=False,
+                notify=notify, load=load, console=console,
+            )  # fmt: skip
+        else:
+            spent = fleet_views.status(target)["budgeted_usd"]
+            code = fleets.resume(
+                target,
+                overrides=resume_overrides(overrides, load),
+                flags={"budget.usd": round(spent + budget_usd, 6), "budget.deadline": until},
+                detach=False,
+                console=console,
+                notify=notify,
+            )
+    except OptimizerError as exc:
+        if exc.exit_code == 0:
+            return 0
+        return _failed(exc.problems[0], target, runs_root, log_name, notify, console, exc.exit_code)
+    log_line(
+        runs_root, log_name, f"{target}: the fleet's night ended (summary: {target / 'summary.md'})"
+    )
     return code
 
 

@@ -130,3 +130,27 @@ def test_stop_asks_the_fleet_and_resume_clears_it(reference, cli_module, tmp_pat
     said = cli_module("stop", str(out)).stdout
     assert "no daemon is running on the fleet" in said
     assert (out / "STOP").is_file()
+
+
+def test_a_scheduled_folder_of_skills_starts_a_fleet_then_resumes_it_with_tonights_budget(
+    skills, tmp_path, cli
+):
+    """`optimizer nightly SKILLS_DIR` (what a schedule runs): the first night starts a fleet, the
+    next resumes it with tonight's budget on top of what it spent; `schedule` checks each
+    member's evals and names the broken one."""
+    runs = tmp_path / "runs"
+    small = ("--provider", "sim", "--set", "loop.max_iterations=1")
+    nightly = ("nightly", str(skills), "--until", "07:00", "--runs-root", str(runs), *small)
+    first = cli(*nightly, "--budget-usd", "6")
+    assert first.exit_code == 0, first.output
+    (fleet,) = sorted(runs.glob("*-fleet-night-*"))
+    spent = json.loads(cli("status", str(fleet), "--json").output)["budgeted_usd"]
+    second = cli(*nightly, "--budget-usd", "2")
+    assert second.exit_code == 0, second.output
+    assert sorted(runs.glob("*-fleet-night-*")) == [fleet]  # resumed, not a new fleet
+    assert json.loads((fleet / "fleet.json").read_text())["budget_usd"] == pytest.approx(spent + 2)
+    log = next(runs.glob("*.log")).read_text()
+    assert "starting" in log and "resuming" in log
+    planned = cli("schedule", str(skills), "--budget-usd", "5", "--dry-run", "--provider", "sim")
+    assert planned.exit_code == 0, planned.output
+    assert "each night skips" in planned.output and "broken" in planned.output
