@@ -77,8 +77,15 @@ def report(
     ] = None,  # the old name of --out
 ) -> None:
     """Write the HTML report of the run: the page, and its versions' pages in a folder beside it."""
+    from optimizer.fleet import folder
     from optimizer.report import html
 
+    if folder.is_fleet(run_dir):
+        from optimizer.fleet import report as fleet_report
+
+        written = fleet_report.write(run_dir)
+        out.print(f"written: {written}, and each member's report.html it links")
+        return
     output = alias("--out", out_path, "--output", output)
     if (
         output is not None and output.is_dir()

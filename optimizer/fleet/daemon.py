@@ -234,6 +234,13 @@ def resume(
     if until:
         at = daemon.not_past(parse_deadline(str(until)), str(until))
         changed["deadline"] = at.isoformat(timespec="seconds") if at else ""
+    ceiling = float(changed.get("budget_usd", fleet.budget_usd or 0.0)) or None
+    spent = views.status(root)["budgeted_usd"]
+    if ceiling is not None and spent >= ceiling - 0.01:  # before anything is written
+        raise BadInput(
+            f"{root}: the fleet has spent {dollars(spent)} of its {dollars(ceiling)} budget; "
+            f"give --budget-usd more than {dollars(spent)} to go on (what it spent counts)."
+        )
     if changed:
         fleet = fleet.model_copy(update=changed)
         folder.write(root, fleet)

@@ -20,7 +20,7 @@ from optimizer.schemas import MorningSummary
 from optimizer.store import fleetdb
 from optimizer.store.files import write_text
 from optimizer.store.lock import running_pid
-from optimizer.words import dollars
+from optimizer.words import dollars, plural
 
 
 class MemberLine(TypedDict):
@@ -140,7 +140,7 @@ def _sealed(s: MorningSummary) -> str:
     if n is None or n.delta is None:
         return "no sealed test"
     interval = f" [{n.low:+.3f}, {n.high:+.3f}]" if n.low is not None and n.high is not None else ""
-    return f"{n.delta:+.3f}{interval} on {n.evals} sealed evals"
+    return f"{n.delta:+.3f}{interval} on {plural(n.evals, 'sealed eval')}"
 
 
 def summary_md(root: Path) -> str:
@@ -158,10 +158,10 @@ def summary_md(root: Path) -> str:
         v0 = f"{s.train.v0:.3f}" if s.train and s.train.v0 is not None else "?"
         best = f"{s.train.best:.3f}" if s.train and s.train.best is not None else "?"
         adopt = f"; adopt it: `optimizer adopt {d}`" if s.won else ""
+        why = (s.stop_reason or s.status or "").rstrip(".")
         out.append(
             f"- **{m['name']}**: v0 {v0} → {s.best} {best} (train); sealed {_sealed(s)}; "
-            f"{dollars(m['budgeted_usd'])}; stopped: {s.stop_reason or s.status}{adopt}. "
-            f"Its morning: {md}"
+            f"{dollars(m['budgeted_usd'])}; why it stopped: {why}{adopt}. Its morning: {md}"
         )
     out += ["", "## Where the money went", ""]
     steps = fleetdb.steps(root)

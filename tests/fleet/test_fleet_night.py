@@ -154,3 +154,28 @@ def test_a_scheduled_folder_of_skills_starts_a_fleet_then_resumes_it_with_tonigh
     planned = cli("schedule", str(skills), "--budget-usd", "5", "--dry-run", "--provider", "sim")
     assert planned.exit_code == 0, planned.output
     assert "each night skips" in planned.output and "broken" in planned.output
+
+
+def test_a_resume_the_fleets_budget_cannot_cover_is_refused_before_anything_is_written(
+    reference, cli_module, tmp_path
+):
+    out = tmp_path / "copy"
+    shutil.copytree(reference[0], out)
+    before = (out / "fleet.json").read_text()
+    done = cli_module("resume", str(out), "--budget-usd", "0.5", check=False)
+    assert done.returncode == 2 and "give --budget-usd more than" in done.stderr, done.stderr
+    assert (out / "fleet.json").read_text() == before
+
+
+def test_report_writes_each_members_report_and_the_fleets_page_linking_them(
+    reference, cli_module, tmp_path
+):
+    out = tmp_path / "copy"
+    shutil.copytree(reference[0], out)
+    done = cli_module("report", str(out))
+    assert done.returncode == 0, done.stderr
+    page = (out / "report.html").read_text()
+    for name in MEMBERS:
+        assert f'href="{name}/report.html"' in page
+        assert (out / name / "report.html").is_file()
+    assert "<h2>Where the money went</h2>" in page
