@@ -301,6 +301,12 @@ def resume(
     }
     from optimizer.fleet import folder
 
+    parent = run_dir.resolve().parent
+    if folder.is_fleet(parent):
+        raise BadInput(
+            f"{run_dir}: a member of the fleet {parent}, whose one budget covers its members; "
+            f"resume the fleet with `optimizer resume {parent}`."
+        )
     if folder.is_fleet(run_dir):
         from optimizer.fleet import daemon as fleets
 

@@ -163,6 +163,12 @@ def summary_cmd(
     from optimizer.store.lock import running_pid
 
     folder = require_dir(run_dir, "run")
+    from optimizer.fleet import folder as fleet_folder
+    from optimizer.fleet import views
+
+    if fleet_folder.is_fleet(folder):  # a fleet's morning: its members' in one page
+        out.print(views.summary_md(folder), markup=False, highlight=False, end="")
+        return
     md, js = summary.paths(folder)
     if not Workspace(folder).state_db.is_file():
         raise BadInput(words.not_a_run(folder, fix="pass a folder `optimizer run` made."))

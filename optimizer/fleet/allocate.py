@@ -1,4 +1,4 @@
-"""Where a fleet night's next step goes (docs/design.md §28): a pure function of what each member's
+"""Where a fleet night's next step goes (docs/design.md §18): a pure function of what each member's
 ledger says, read in the members' name order, ties broken by name.
 
 1. A member whose iteration a stop left open goes on with it (what the uninterrupted night did).

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+import structlog
 from rich.console import Console
 
 from optimizer import config, daemon, logs, sandbox
@@ -31,7 +32,7 @@ from optimizer.report import spend, summary
 from optimizer.search import estimate as preview
 from optimizer.search import runfolder
 from optimizer.search.stops import SignalFlag, parse_deadline
-from optimizer.store import runtoml, workspace
+from optimizer.store import fleetdb, runtoml, workspace
 from optimizer.store.db import now
 from optimizer.store.files import Workspace, write_text
 from optimizer.store.lock import lock, mark_starting, running_pid
@@ -39,6 +40,9 @@ from optimizer.words import dollars
 
 # The command's flags, by setting ("budget.usd": 20.0); None: not given.
 Flags = Mapping[str, str | float | None]
+
+
+log = structlog.get_logger()
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,8 @@ def check(
     """Each skill folder read and checked; the ones that fail, with their one sentence."""
     ready: list[Prepared] = []
     skipped: list[folder.Skipped] = []
-    for d in dirs:
+    # By skill name, then path: the order skills are given in never changes what they are asked.
+    for d in sorted(dirs, key=lambda d: (skills.load_skill(d).name if _loads(d) else "", str(d))):
         try:
             skill, evalset, loaded = daemon.read_inputs(d, None, target, load)
         except BadInput as exc:
@@ -69,6 +74,14 @@ def check(
         est = preview.for_start(loaded.settings, evalset, d, target)
         ready.append(Prepared(Path(d), skill, evalset, loaded, est))
     return ready, skipped
+
+
+def _loads(d: Path) -> bool:
+    try:
+        skills.load_skill(d)
+    except BadInput:
+        return False
+    return True
 
 
 def too_small(ready: list[Prepared], budget_usd: float | None) -> str | None:
@@ -163,7 +176,7 @@ def start(
         console.print(f"one budget of {dollars(budget_usd)} for the fleet", markup=False)
     if detach:
         return _spawn(root, console, notify)
-    return _foreground(root, [], {}, console, notify)
+    return _foreground(root, console, notify)
 
 
 def rivals(ready: list[Prepared]) -> list[Prepared]:
@@ -241,16 +254,26 @@ def resume(
             f"{root}: the fleet has spent {dollars(spent)} of its {dollars(ceiling)} budget; "
             f"give --budget-usd more than {dollars(spent)} to go on (what it spent counts)."
         )
+    new = fleet.model_copy(update=changed)
+    # Every member's settings under the command's --set and flags, checked before anything is
+    # written; then written to run.toml, so a detached resume reads them as this one would.
+    members = [
+        (Workspace(d), runfolder.settings_from(Workspace(d), overrides, _member_flags(new, flags)))
+        for d in folder.member_dirs(root, fleet)
+    ]
     if changed:
-        fleet = fleet.model_copy(update=changed)
-        folder.write(root, fleet)
+        folder.write(root, new)
+        fleetdb.close_night(root)  # a new budget or deadline is a new night: its searches afresh
+    for ws, loaded in members:
+        if loaded.sources != {k: "run.toml" for k in loaded.sources}:
+            write_text(ws.run_toml, runtoml.to_toml(loaded.settings, loaded.sources))
     if not keep_stop:
         folder.workspace(root).stop_file.unlink(missing_ok=True)
-        for d in folder.member_dirs(root, fleet):
-            Workspace(d).stop_file.unlink(missing_ok=True)
+        for ws, _ in members:
+            ws.stop_file.unlink(missing_ok=True)
     if detach:
         return _spawn(root, console, notify)
-    return _foreground(root, overrides, flags, console, notify, resumed=True)
+    return _foreground(root, console, notify, resumed=True)
 
 
 def _member_flags(fleet: folder.FleetFile, flags: Flags) -> Flags:
@@ -258,15 +281,8 @@ def _member_flags(fleet: folder.FleetFile, flags: Flags) -> Flags:
     return {**flags, "budget.usd": fleet.budget_usd, "budget.deadline": fleet.deadline or None}
 
 
-def _foreground(
-    root: Path,
-    overrides: list[str],
-    flags: Flags,
-    console: Console,
-    notify: str | None,
-    *,
-    resumed: bool = False,
-) -> int:
+def _foreground(root: Path, console: Console, notify: str | None, *, resumed: bool = False) -> int:
+    """The fleet's night here, under its lock; every member's summary and the fleet's after."""
     fleet = folder.read(root)
     flag = SignalFlag()
     flag.install()
@@ -276,9 +292,7 @@ def _foreground(
             opened = []
             for d in folder.member_dirs(root, fleet):
                 ws = Workspace(d)
-                loaded = runfolder.settings_from(ws, overrides, _member_flags(fleet, flags))
-                if loaded.sources != {k: "run.toml" for k in loaded.sources}:
-                    write_text(ws.run_toml, runtoml.to_toml(loaded.settings, loaded.sources))
+                loaded = runfolder.settings_from(ws, [], _member_flags(fleet, {}))
                 opened.append(
                     stack.enter_context(
                         runfolder.open_run(ws, loaded.settings, refuse=None, search=True)
@@ -292,15 +306,25 @@ def _foreground(
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         if running_pid(fws) is None:
-            for d in folder.member_dirs(root, fleet):
-                summary.at_end(d, None, console)
-            path = views.write_summary(root)
-            console.print(f"fleet summary: {path}", markup=False, highlight=False)
-            if notify:
-                problem = summary.notify(notify, path)
-                if problem:
-                    console.print(f"warning: {problem}", style="yellow", markup=False)
+            _morning(root, fleet, console, notify)
     return 0
+
+
+def _morning(root: Path, fleet: folder.FleetFile, console: Console, notify: str | None) -> None:
+    """Every member's summary.md, then the fleet's, then the user's --notify command. Best
+    effort: a summary that cannot be made is logged, never raised over the night's own outcome."""
+    for d in folder.member_dirs(root, fleet):
+        summary.at_end(d, None, console)
+    try:
+        path = views.write_summary(root)
+    except Exception:
+        log.exception("fleet.summary_failed", fleet=str(root))
+        return
+    console.print(f"fleet summary: {path}", markup=False, highlight=False)
+    if notify:
+        problem = summary.notify(notify, path)
+        if problem:
+            console.print(f"warning: {problem}", style="yellow", markup=False)
 
 
 def _spawn(root: Path, console: Console, notify: str | None) -> int:

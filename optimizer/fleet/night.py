@@ -1,4 +1,4 @@
-"""A fleet night's loop (docs/design.md §28): every member opened under the fleet's lock, one
+"""A fleet night's loop (docs/design.md §18): every member opened under the fleet's lock, one
 Budget over all their clients (each member's sealed test kept from the start), each member's
 baseline and first look in name order, then each next iteration to the member fleet/allocate.py
 chooses from the ledgers, until every member's own stop rule has fired or an urgent stop (the
@@ -9,14 +9,15 @@ what a member is asked never depends on another's timing."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from rich.console import Console
 
-from optimizer.errors import RunStopped
+from optimizer.errors import ProviderUnavailable, RunStopped, WorkFailed
 from optimizer.fleet import allocate
 from optimizer.model.budget import Budget
 from optimizer.search import engine, stops
@@ -24,8 +25,10 @@ from optimizer.search.reporter import Reporter
 from optimizer.search.runfolder import OpenRun
 from optimizer.search.state import RunState, loop_state
 from optimizer.search.target import Target
-from optimizer.store import fleetdb, iterations, money
+from optimizer.store import fleetdb, iterations, money, runs
 from optimizer.store.files import Workspace
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -36,6 +39,7 @@ class Live:
     run: RunState
     target: Target
     reason: str | None = None
+    failed: str | None = None  # a failure of this member alone ("failed: …")
 
 
 def seen(m: Live) -> allocate.Seen:
@@ -70,7 +74,7 @@ async def run_fleet(
     """The night from where the members' ledgers say it is; each member's reason for stopping."""
     budget = share_one_budget(opened, ceiling_usd)
     fleet_stop = stops.StopFile(Workspace(root).stop_file)
-    night = fleetdb.night(root)
+    night, _ = fleetdb.night(root)
     finished = fleetdb.done(root, night)
     with ExitStack() as stack:
         lives: list[Live] = []
@@ -84,23 +88,52 @@ async def run_fleet(
             lives.append(Live(o.ws.root.name, run, target, finished.get(o.ws.root.name)))
         halted = None
         try:
+            for m in lives:  # every sealed test kept before any member pays for its v0
+                engine.keep_for_test(m.run, flag)
             for m in lives:
                 _say(console, f"{m.name}: v0 and its baseline")
-                started = await engine.begin(m.run, m.target, flag)
+                started = await _guarded(m, engine.begin(m.run, m.target, flag))
                 if started and m.reason is None:
                     m.reason = started
                     fleetdb.mark_done(root, night, m.name, started)
             value = fleet_value(lives, ceiling_usd)
             for m in lives:
                 m.run.go_on_under(m.run.settings, _rules_at(m, value, flag, budget, fleet_stop))
+                m.run.plateau_from = fleetdb.counts_from(root, night, m.name, _plateau_from(m))
             halted = await _search(root, night, lives, console)
         except RunStopped as exc:  # the budget, or an urgent stop inside a stage
             halted = str(exc)
         for m in lives:
+            if m.failed:
+                runs.failed(m.run.store, m.name, m.failed)
+                continue
             _say(console, f"{m.name}: sealed test and finish ({m.reason or halted})")
-            await engine.end(m.run, m.target, flag, m.reason or halted or "stopped")
+            await _guarded(m, engine.end(m.run, m.target, flag, m.reason or halted or "stopped"))
+            if m.failed:
+                runs.failed(m.run.store, m.name, m.failed)
     fleetdb.finish_night(root, night)
-    return {m.name: m.reason or halted or "stopped" for m in lives}
+    return {m.name: m.failed or m.reason or halted or "stopped" for m in lives}
+
+
+async def _guarded(m: Live, step: Awaitable[T]) -> T | None:
+    """A member's step; a failure of that member alone (its probes all failing, its state.db
+    broken) ends its search and is recorded on it, never on its siblings. An outage of the
+    provider stops the fleet: every member would meet it, and a resume retries."""
+    try:
+        return await step
+    except ProviderUnavailable:
+        raise
+    except WorkFailed as exc:
+        m.failed = m.reason = f"failed: {exc}"
+        return None
+
+
+def _plateau_from(m: Live) -> int:
+    """Where the member's stop rules start counting at a night's start: a night searches again
+    where a plateau rule would stop the member at once, as a resumed run does (fleet.db keeps it,
+    so a resume of a night a kill interrupted counts from where that night did)."""
+    state = loop_state(m.run)
+    return state.iterations_done if stops.first(m.run.stops.plateaus, state) else 0
 
 
 def fleet_value(lives: Sequence[Live], ceiling_usd: float | None) -> float | None:
@@ -148,7 +181,9 @@ async def _search(root: Path, night: int, lives: list[Live], console: Console | 
         n = engine.next_iteration(m.run)
         fleetdb.record(root, m.name, n, choice.why, choice.expected)
         _say(console, f"{m.name}: iteration {n}, {choice.why}")
-        await engine.iterate(m.run, m.target, n)
+        await _guarded(m, engine.iterate(m.run, m.target, n))
+        if m.failed:
+            fleetdb.mark_done(root, night, m.name, m.failed)
 
 
 def _say(console: Console | None, text: str) -> None:

@@ -28,26 +28,24 @@ class Step:
     at: str
 
 
+TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
+    "nights": ({"n": int, "started_at": str, "finished_at": str}, "n"),
+    "done": ({"night": int, "member": str, "reason": str}, ("night", "member")),
+    "counts_from": ({"night": int, "member": str, "iteration": int}, ("night", "member")),
+    "steps": (
+        {"n": int, "member": str, "iteration": int, "why": str, "expected_json": str, "at": str},
+        "n",
+    ),
+}
+
+
 def _db(fleet_dir: Path) -> sqlite_utils.Database:
     db = sqlite_utils.Database(fleet_dir / FLEET_DB)
     db.conn.execute("pragma journal_mode=wal")
-    if "nights" not in db.table_names():
-        db.table("nights").create({"n": int, "started_at": str, "finished_at": str}, pk="n")
-        db.table("done").create(
-            {"night": int, "member": str, "reason": str}, pk=("night", "member")
-        )
-    if "steps" not in db.table_names():
-        db.table("steps").create(
-            {
-                "n": int,
-                "member": str,
-                "iteration": int,
-                "why": str,
-                "expected_json": str,
-                "at": str,
-            },
-            pk="n",
-        )
+    have = set(db.table_names())
+    for name, (columns, pk) in TABLES.items():
+        if name not in have:
+            db.table(name).create(columns, pk=pk)
     return db
 
 
@@ -98,18 +96,29 @@ def steps(fleet_dir: Path) -> list[Step]:
         db.close()
 
 
-def night(fleet_dir: Path) -> int:
-    """The night under way: the last one while it has not finished (a kill interrupted it), else
-    a new one."""
+def night(fleet_dir: Path) -> tuple[int, bool]:
+    """The night under way and whether it is new: the last one while it has not finished (a kill
+    interrupted it), else a new one."""
     db = _db(fleet_dir)
     try:
         last = list(db.query("select n, finished_at from nights order by n desc limit 1"))
         if last and not last[0]["finished_at"]:
-            return int(last[0]["n"])
+            return int(last[0]["n"]), False
         n = int(last[0]["n"]) + 1 if last else 1
         with db.conn:
             db.table("nights").insert({"n": n, "started_at": now(), "finished_at": None})
-        return n
+        return n, True
+    finally:
+        db.close()
+
+
+def close_night(fleet_dir: Path) -> None:
+    """The night under way ends here without finishing (a resume with a new budget or deadline
+    after a kill): the next night starts afresh, its members' searches too."""
+    db = _db(fleet_dir)
+    try:
+        with db.conn:
+            db.conn.execute("update nights set finished_at = ? where finished_at is null", [now()])
     finally:
         db.close()
 
@@ -143,5 +152,24 @@ def done(fleet_dir: Path, n: int) -> dict[str, str]:
                 "select member, reason from done where night = ? order by member", [n]
             )
         }
+    finally:
+        db.close()
+
+
+def counts_from(fleet_dir: Path, n: int, member: str, default: int) -> int:
+    """Where the member's stop rules count from in night n (RunState.plateau_from): `default`,
+    recorded, the first time the night asks; what was recorded, on a resume of the same night."""
+    db = _db(fleet_dir)
+    try:
+        rows = list(
+            db.query(
+                "select iteration from counts_from where night = ? and member = ?", [n, member]
+            )
+        )
+        if rows:
+            return int(rows[0]["iteration"])
+        with db.conn:
+            db.table("counts_from").insert({"night": n, "member": member, "iteration": default})
+        return default
     finally:
         db.close()

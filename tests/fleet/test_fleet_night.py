@@ -179,3 +179,20 @@ def test_report_writes_each_members_report_and_the_fleets_page_linking_them(
         assert f'href="{name}/report.html"' in page
         assert (out / name / "report.html").is_file()
     assert "<h2>Where the money went</h2>" in page
+
+
+def test_a_member_resumes_only_with_its_fleet_and_bad_settings_write_nothing(
+    reference, cli_module, tmp_path
+):
+    out = tmp_path / "copy"
+    shutil.copytree(reference[0], out)
+    alone = cli_module("resume", str(out / "sql-helper"), check=False)
+    assert alone.returncode == 2 and "a member of the fleet" in alone.stderr, alone.stderr
+    before = {p: p.read_bytes() for p in out.rglob("*.toml")} | {
+        out / "fleet.json": (out / "fleet.json").read_bytes()
+    }
+    bad = cli_module("resume", str(out), "--budget-usd", "50", "--set", "loop.nope=1", check=False)
+    assert bad.returncode == 2, bad.stderr
+    assert {p: p.read_bytes() for p in before} == before
+    morning = cli_module("summary", str(out))
+    assert morning.returncode == 0 and "## Per skill" in morning.stdout
