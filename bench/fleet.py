@@ -7,9 +7,10 @@ budget B:
 - oracle: each skill its own night at a share of B proportional to its true headroom (its sealed
   score with clear.md appended to SKILL.md, less v0's, both measured by the product under the same
   seed), none to a skill without headroom, never below the night's minimum (a bound, not a method).
-Each method is scored by the product's own score on the sealed evals: the sum over skills of the
-sealed test's Δ of each night's final best over v0 (0 where v0 is kept or no sealed test ran). The
-ratio's interval is a bootstrap over fleets (2,000 draws, 95 %).
+Each method is scored by the product's own score on the sealed evals: the sum over skills of each
+night's final best over v0, both scored again on the sealed evals at 10 runs an eval in the same
+world (a night's own sealed test runs 3, too few to compare methods on 2 sealed evals a skill);
+0 where v0 is kept. The ratio's interval is a bootstrap over fleets (2,000 draws, 95 %).
 
     .venv/bin/python bench/fleet.py --seeds 400-405 --budget-usd 10 20 [--jobs 2]
 
@@ -26,12 +27,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FOREIGN = ROOT / "tests" / "fixtures" / "foreign"
 OPTIMIZER = Path(sys.executable).parent / "optimizer"
+sys.path.insert(0, str(ROOT))
+
+from optimizer.inputs.skill import content_hash  # noqa: E402 - the bench runs from a checkout
+from optimizer.store.files import Workspace  # noqa: E402
+
 MINIMUM_USD = 1.2  # the foreign skills' night minimum is $1.06 to $1.15 (`run --dry-run`)
 
 
@@ -52,26 +59,57 @@ def _status(folder: Path) -> dict:
     return json.loads(_run(["status", str(folder), "--json"]).stdout or "{}")
 
 
-def sealed_gain(status: dict) -> tuple[float, float]:
-    """(the sealed Δ of the final best over v0, 0 when v0 is kept or none ran; the spend)."""
-    test = status.get("test") or {}
-    delta = test.get("delta") if (status.get("current_best") or {}).get("version") != "v0" else 0
-    return float(delta or 0.0), float(status.get("budgeted_usd") or 0.0)
+RESCORE_RUNS = 10  # runs per sealed eval when a final best is scored again (the night's use 3)
+_scores: dict[tuple[str, int], float] = {}
+_lock = threading.Lock()
 
 
-def night(skill: Path, budget: float, seed: int, out: Path, *extra: str) -> tuple[float, float]:
+def sealed_score(folder: Path, seed: int, tmp: Path) -> float:
+    """The product's score of a skill folder on its sealed evals, RESCORE_RUNS runs each, in world
+    `seed` (a night with no iteration: v0 is the folder); once per content."""
+    key = (content_hash(folder), seed)
+    with _lock:
+        if key in _scores:
+            return _scores[key]
+    out = tmp / f"score-{key[0]}-{seed}"
+    _run(
+        ["run", str(folder), "--provider", "sim", "--max-iterations", "0", "--out", str(out)]
+        + ["--fresh", "--unconfined", "--set", f"sim.seed={seed}"]
+        + ["--set", f"evals.runs_per_eval={RESCORE_RUNS}"]
+    )
+    versions = (_status(out).get("test") or {}).get("versions") or {}
+    score = float((versions.get("v0") or {}).get("score") or 0.0)
+    with _lock:
+        _scores[key] = score
+    return score
+
+
+def gain_of(run_dir: Path, skill: Path, seed: int, tmp: Path) -> tuple[float, float]:
+    """(the final best's sealed score over v0's, both scored again; 0 where v0 is kept; spend)."""
+    status = _status(run_dir)
+    best = (status.get("current_best") or {}).get("version") or "v0"
+    usd = float(status.get("budgeted_usd") or 0.0)
+    if best == "v0":
+        return 0.0, usd
+    best_dir = Workspace(run_dir).skill(best)
+    return sealed_score(best_dir, seed, tmp) - sealed_score(skill, seed, tmp), usd
+
+
+def night(skill: Path, budget: float, seed: int, tmp: Path, name: str) -> tuple[float, float]:
     if budget < MINIMUM_USD:
         return 0.0, 0.0
+    out = tmp / name
     cmd = ["run", str(skill), "--provider", "sim", "--budget-usd", f"{budget:.2f}", "--out"]
-    cmd += [str(out), "--fresh", "--unconfined", "--set", f"sim.seed={seed}", *extra]
+    cmd += [str(out), "--fresh", "--unconfined", "--set", f"sim.seed={seed}"]
     done = _run(cmd)
     if done.returncode != 0:
         print(f"  {skill.name} at ${budget:.2f}: {done.stderr.strip()[-200:]}", file=sys.stderr)
         return 0.0, 0.0
-    return sealed_gain(_status(out))
+    return gain_of(out, skill, seed, tmp)
 
 
-def fleet(budget: float, seed: int, out: Path) -> tuple[float, float]:
+def fleet(budget: float, seed: int, tmp: Path) -> tuple[float, float]:
+    out = tmp / f"fleet-{seed}-{budget:g}"
     cmd = ["run", *map(str, skills()), "--provider", "sim", "--budget-usd", f"{budget:.2f}"]
     cmd += ["--out", str(out), "--fresh", "--unconfined", "--set", f"sim.seed={seed}"]
     done = _run(cmd)
@@ -79,38 +117,36 @@ def fleet(budget: float, seed: int, out: Path) -> tuple[float, float]:
         print(f"  fleet seed {seed}: {done.stderr.strip()[-300:]}", file=sys.stderr)
         return 0.0, 0.0
     info = json.loads(_run(["status", str(out), "--json"]).stdout)
-    gains = [sealed_gain(_status(Path(m["run_dir"])))[0] for m in info["members"]]
+    by_name = {s.name: s for s in skills()}
+    gains = [gain_of(Path(m["run_dir"]), by_name[m["name"]], seed, tmp)[0] for m in info["members"]]
     return sum(gains), float(info["budgeted_usd"])
 
 
 def headroom(skill: Path, seed: int, tmp: Path) -> float:
     """The skill's sealed score with clear.md appended to SKILL.md, less v0's, in world `seed`."""
     clear = tmp / f"clear-{skill.name}-{seed}" / skill.name
-    shutil.copytree(skill, clear)
-    md = clear / "SKILL.md"
-    md.write_text(md.read_text() + "\n" + (skill / "clear.md").read_text())
-    scores = []
-    for folder, name in ((skill, "v0"), (clear, "clear")):
-        out = tmp / f"head-{skill.name}-{seed}-{name}"
-        _run(
-            ["run", str(folder), "--provider", "sim", "--max-iterations", "0", "--out", str(out)]
-            + ["--fresh", "--unconfined", "--set", f"sim.seed={seed}"]
-        )
-        versions = (_status(out).get("test") or {}).get("versions") or {}
-        scores.append(float((versions.get("v0") or {}).get("score") or 0.0))
-    return scores[1] - scores[0]
+    with _lock:
+        if not clear.exists():
+            shutil.copytree(skill, clear)
+            md = clear / "SKILL.md"
+            md.write_text(md.read_text() + "\n" + (skill / "clear.md").read_text())
+    return sealed_score(clear, seed, tmp) - sealed_score(skill, seed, tmp)
 
 
 def one_fleet(budget: float, seed: int, tmp: Path) -> dict:
     members = skills()
-    alloc = fleet(budget, seed, tmp / f"fleet-{seed}-{budget:g}")
+    alloc = fleet(budget, seed, tmp)
     share = budget / len(members)
-    equal = [night(s, share, seed, tmp / f"eq-{s.name}-{seed}-{budget:g}") for s in members]
+    equal = [night(s, share, seed, tmp, f"eq-{s.name}-{seed}-{budget:g}") for s in members]
     heads = {s.name: max(0.0, headroom(s, seed, tmp)) for s in members}
     total = sum(heads.values())
     oracle = [
         night(
-            s, max(MINIMUM_USD, budget * heads[s.name] / total), seed, tmp / f"or-{s.name}-{seed}"
+            s,
+            max(MINIMUM_USD, budget * heads[s.name] / total),
+            seed,
+            tmp,
+            f"or-{s.name}-{seed}-{budget:g}",
         )
         if total > 0 and heads[s.name] > 0
         else (0.0, 0.0)
