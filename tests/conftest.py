@@ -198,6 +198,17 @@ def sim():
 
 
 @pytest.fixture
+def sim_url():
+    """The simulator on loopback (for the Claude Code CLI), shut down after the test."""
+    from optimizer.sim import Simulator, serve
+
+    server, port = serve(Simulator(seed=0), "127.0.0.1", 0)
+    yield f"http://127.0.0.1:{port}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
 async def client(settings, store, sim) -> ModelClient:
     model_client = make_client(settings, store, simulator=sim, sleep=no_wait)
     yield model_client

@@ -12,7 +12,6 @@ import pytest
 from test_claude_code import _binary, needs_cli
 
 from optimizer.execute.claude_env import COMMON_ENV
-from optimizer.sim import Simulator, serve
 
 pytestmark = [pytest.mark.slow, needs_cli]  # the Claude Code CLI, in subprocesses
 
@@ -24,14 +23,6 @@ COMMANDS = (
     "optimize-night",
     "optimize-status",
 )
-
-
-@pytest.fixture
-def sim_url():
-    server, port = serve(Simulator(seed=0), "127.0.0.1", 0)
-    yield f"http://127.0.0.1:{port}"
-    server.shutdown()
-    server.server_close()
 
 
 def ask(request: str, base_url: str, home: Path) -> list[dict]:

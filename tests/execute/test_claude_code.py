@@ -52,14 +52,6 @@ def settings_with(**execute: object) -> Settings:
     return Settings.model_validate({"llm": {"provider": "sim"}, "execute": execute})
 
 
-@pytest.fixture
-def sim_url():
-    server, port = serve(Simulator(seed=0), "127.0.0.1", 0)
-    yield f"http://127.0.0.1:{port}"
-    server.shutdown()
-    server.server_close()
-
-
 async def run(settings: Settings, base_url: str, trial_dir: Path, *, with_skill: bool):
     return await get_executor("claude-code", settings, base_url=base_url).execute(
         skill_dir=EXAMPLE if with_skill else None,
