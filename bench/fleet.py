@@ -91,7 +91,12 @@ def gain_of(run_dir: Path, skill: Path, seed: int, tmp: Path) -> tuple[float, fl
     usd = float(status.get("budgeted_usd") or 0.0)
     if best == "v0":
         return 0.0, usd
-    best_dir = Workspace(run_dir).skill(best)
+    # A version's snapshot holds the skill without its evals/: they come from the skill's folder.
+    best_dir = tmp / f"best-{content_hash(Workspace(run_dir).skill(best))}" / skill.name
+    with _lock:
+        if not best_dir.exists():
+            shutil.copytree(Workspace(run_dir).skill(best), best_dir)
+            shutil.copytree(skill / "evals", best_dir / "evals", dirs_exist_ok=True)
     return sealed_score(best_dir, seed, tmp) - sealed_score(skill, seed, tmp), usd
 
 
