@@ -42,8 +42,9 @@ class Live:
     failed: str | None = None  # a failure of this member alone ("failed: …")
 
 
-def seen(m: Live) -> allocate.Seen:
+def seen(m: Live, share_usd: float | None) -> allocate.Seen:
     s = loop_state(m.run)
+    kept = m.run.client.budget.kept_for(m.name).usd
     return allocate.Seen(
         name=m.name,
         iterations_done=s.iterations_done,
@@ -52,6 +53,8 @@ def seen(m: Live) -> allocate.Seen:
         search_usd=s.search_usd,
         judged=s.judged,
         headroom=max(0.0, 1.0 - s.best_score),
+        spent_usd=s.spent_usd + kept,
+        share_usd=share_usd,
     )
 
 
@@ -100,7 +103,8 @@ async def run_fleet(
             for m in lives:
                 m.run.go_on_under(m.run.settings, _rules_at(m, value, flag, budget, fleet_stop))
                 m.run.plateau_from = fleetdb.counts_from(root, night, m.name, _plateau_from(m))
-            halted = await _search(root, night, lives, console)
+            share = ceiling_usd / len(lives) if ceiling_usd and lives else None
+            halted = await _search(root, night, lives, console, share)
         except RunStopped as exc:  # the budget, or an urgent stop inside a stage
             halted = str(exc)
         for m in lives:
@@ -157,7 +161,9 @@ def _rules_at(
     return engine.stop_rules(m.run.ws, s, flag, budget, also=(fleet_stop,))
 
 
-async def _search(root: Path, night: int, lives: list[Live], console: Console | None) -> str | None:
+async def _search(
+    root: Path, night: int, lives: list[Live], console: Console | None, share: float | None
+) -> str | None:
     """Iterations, each to the member allocate.choose names, until none is left; the urgent
     reason that ended them all, or None when each member's own rule did."""
     while True:
@@ -174,7 +180,7 @@ async def _search(root: Path, night: int, lives: list[Live], console: Console | 
                 fleetdb.mark_done(root, night, m.name, own)
                 _say(console, f"{m.name}: its search ended: {own}")
         active = [m for m in lives if m.reason is None]
-        choice = allocate.choose([seen(m) for m in active])
+        choice = allocate.choose([seen(m, share) for m in active])
         if choice is None:
             return None
         m = next(m for m in active if m.name == choice.name)

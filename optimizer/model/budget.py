@@ -162,6 +162,10 @@ class Budget:
 
     # -- what it says -----------------------------------------------------------------------------
 
+    def kept_for(self, holder: str = "") -> Reserve:
+        """What `holder` keeps (NO_RESERVE when it keeps nothing)."""
+        return self._kept.get(holder, NO_RESERVE)
+
     def committed_usd(self) -> float:
         """The counted spend and the calls in flight."""
         return self.counted_usd + self.in_flight_usd

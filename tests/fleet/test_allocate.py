@@ -4,6 +4,7 @@ ledgers, whatever order they are read in."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 from optimizer.fleet.allocate import Seen, choose, per_dollar
 from optimizer.search.worth import Judged
@@ -99,3 +100,18 @@ def test_a_member_whose_proposals_keep_being_refused_does_not_take_the_night():
     measured = member("measured", [win(0.04), loss(), loss(), win(0.03), loss(), loss()], usd=0.3)
     choice = choose([refused, measured])
     assert choice.name == "measured"
+
+
+def test_each_member_gets_its_share_first_the_least_spent_first():
+    """A member that has spent less of its share goes before one whose steps look better; once
+    every share is spent, the expected gain a dollar chooses."""
+    steady = member("steady", [win(0.05), loss(), win(0.06), loss()])
+    spent = member("spent", [loss(), loss(), loss(), loss()])
+    shares = [
+        replace(steady, spent_usd=1.0, share_usd=1.25),
+        replace(spent, spent_usd=0.6, share_usd=1.25),
+    ]
+    first = choose(shares)
+    assert first.name == "spent" and "within its share" in first.why
+    beyond = [replace(s, spent_usd=1.3) for s in shares]
+    assert choose(beyond).name == "steady"
