@@ -196,3 +196,19 @@ def test_a_member_resumes_only_with_its_fleet_and_bad_settings_write_nothing(
     assert {p: p.read_bytes() for p in before} == before
     morning = cli_module("summary", str(out))
     assert morning.returncode == 0 and "## Per skill" in morning.stdout
+
+
+def test_a_detached_fleet_runs_in_the_background_and_leaves_its_morning(
+    skills, tmp_path, cli_module
+):
+    out = tmp_path / "night"
+    started = cli_module(*night(skills, out, "--detach"))
+    assert started.returncode == 0 and "running in the background" in started.stdout
+
+    def ended() -> bool:
+        info = json.loads(cli_module("status", str(out), "--json").stdout or "{}")
+        return not info.get("running", True) and (out / "summary.md").is_file()
+
+    wait_for(ended, timeout=180)
+    shown = cli_module("status", str(out)).stdout
+    assert "not running" in shown and all(f"{name}: best" in shown for name in MEMBERS)
