@@ -115,7 +115,7 @@ def start(
     spend.announce(console, ws, estimate)  # the estimate line, kept in state.db for `status`
     _warn_small(console, evalset, settings)
     if detach:
-        return _spawn(ws, console, notify)
+        return spawn(ws, console, notify)
     return _foreground_summarised(ws, settings, console, notify=notify)
 
 
@@ -225,7 +225,7 @@ def resume(
             console.print(grown, markup=False, highlight=False)
     spend.announce(console, ws, estimate, keep=False)
     if detach:
-        return _spawn(ws, console, notify)
+        return spawn(ws, console, notify)
     return _foreground_summarised(ws, settings, console, resumed=True, notify=notify)
 
 
@@ -258,7 +258,9 @@ def _refuse_if_running(ws: Workspace) -> None:
     )
 
 
-def _spawn(ws: Workspace, console: Console, notify: str | None = None) -> int:
+def spawn(ws: Workspace, console: Console, notify: str | None = None) -> int:
+    """The loop of a run folder (or a fleet folder) in the background: `optimizer resume` in a
+    session of its own, its output in daemon.out, and the commands to watch and stop it."""
     out = open(ws.root / "daemon.out", "ab")  # noqa: SIM115 - handed to the child
     child = subprocess.Popen(
         [

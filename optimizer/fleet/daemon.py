@@ -10,8 +10,6 @@ import math
 import os
 import shutil
 import signal
-import subprocess
-import sys
 from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -35,7 +33,7 @@ from optimizer.search.stops import SignalFlag, parse_deadline
 from optimizer.store import fleetdb, runtoml, workspace
 from optimizer.store.db import now
 from optimizer.store.files import Workspace, write_text
-from optimizer.store.lock import lock, mark_starting, running_pid
+from optimizer.store.lock import lock, running_pid
 from optimizer.words import dollars
 
 # The command's flags, by setting ("budget.usd": 20.0); None: not given.
@@ -175,7 +173,7 @@ def start(
     if budget_usd:
         console.print(f"one budget of {dollars(budget_usd)} for the fleet", markup=False)
     if detach:
-        return _spawn(root, console, notify)
+        return daemon.spawn(folder.workspace(root), console, notify)
     return _foreground(root, console, notify)
 
 
@@ -272,7 +270,7 @@ def resume(
         for ws, _ in members:
             ws.stop_file.unlink(missing_ok=True)
     if detach:
-        return _spawn(root, console, notify)
+        return daemon.spawn(folder.workspace(root), console, notify)
     return _foreground(root, console, notify, resumed=True)
 
 
@@ -325,31 +323,6 @@ def _morning(root: Path, fleet: folder.FleetFile, console: Console, notify: str 
         problem = summary.notify(notify, path)
         if problem:
             console.print(f"warning: {problem}", style="yellow", markup=False)
-
-
-def _spawn(root: Path, console: Console, notify: str | None) -> int:
-    fws = folder.workspace(root)
-    out = open(root / "daemon.out", "ab")  # noqa: SIM115 - handed to the child
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "optimizer",
-            "resume",
-            str(root),
-            "--keep-stop",
-            *(["--notify", notify] if notify else []),
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=out,
-        stderr=out,
-        start_new_session=True,
-    )
-    out.close()
-    mark_starting(fws, child.pid)
-    console.print(f"running in the background as pid {child.pid}")
-    console.print(f"  watch:  optimizer status {root}\n  stop:   optimizer stop {root}")
-    return 0
 
 
 def stop(root: Path) -> str:
