@@ -115,7 +115,8 @@ async def run_fleet(
             await _guarded(m, engine.end(m.run, m.target, flag, m.reason or halted or "stopped"))
             if m.failed:
                 runs.failed(m.run.store, m.name, m.failed)
-    fleetdb.finish_night(root, night)
+    if halted is None:  # every member's own rule ended it; a stop's resume goes on with it
+        fleetdb.finish_night(root, night)
     return {m.name: m.failed or m.reason or halted or "stopped" for m in lives}
 
 
