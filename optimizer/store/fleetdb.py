@@ -13,6 +13,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from optimizer.store import readonly
 from optimizer.store.db import now
 
 FLEET_DB = "fleet.db"
@@ -77,10 +78,14 @@ def record(
 
 def steps(fleet_dir: Path) -> list[Step]:
     """Every step, in order; none for a fleet that made none (or has no fleet.db yet)."""
-    if not (fleet_dir / FLEET_DB).is_file():
+    path = fleet_dir / FLEET_DB
+    if not path.is_file():
         return []
-    db = _db(fleet_dir)
+    # Read-only, as every view reads: a view never writes, nor waits on, the daemon's database.
+    conn = readonly.connect(path, live=True)
     try:
+        if not conn.execute("select 1 from sqlite_master where name = 'steps'").fetchone():
+            return []
         return [
             Step(
                 int(r["n"]),
@@ -90,10 +95,10 @@ def steps(fleet_dir: Path) -> list[Step]:
                 json.loads(r["expected_json"] or "{}"),
                 str(r["at"]),
             )
-            for r in db.query("select * from steps order by n")
+            for r in conn.execute("select * from steps order by n")
         ]
     finally:
-        db.close()
+        conn.close()
 
 
 def night(fleet_dir: Path) -> tuple[int, bool]:

@@ -209,6 +209,10 @@ def test_a_detached_fleet_runs_in_the_background_and_leaves_its_morning(
         info = json.loads(cli_module("status", str(out), "--json").stdout or "{}")
         return not info.get("running", True) and (out / "summary.md").is_file()
 
-    wait_for(ended, timeout=180)
+    try:
+        wait_for(ended, timeout=300)
+    except AssertionError:  # what the background daemon printed says why
+        log = out / "daemon.out"
+        raise AssertionError(log.read_text() if log.is_file() else "no daemon.out") from None
     shown = cli_module("status", str(out)).stdout
     assert "not running" in shown and all(f"{name}: best" in shown for name in MEMBERS)
