@@ -307,22 +307,12 @@ def resume(
             f"{run_dir}: a member of the fleet {parent}, whose one budget covers its members; "
             f"resume the fleet with `optimizer resume {parent}`."
         )
-    if folder.is_fleet(run_dir):
-        from optimizer.fleet import daemon as fleets
+    from optimizer.fleet import daemon as fleets
 
-        raise typer.Exit(
-            fleets.resume(
-                run_dir,
-                overrides=set_ or [],
-                flags=flags,
-                detach=detach,
-                console=out,
-                notify=notify,
-                keep_stop=keep_stop,
-            )
-        )
+    # A fleet folder goes on as one fleet; any other as one run. Same arguments, one call.
+    go_on = fleets.resume if folder.is_fleet(run_dir) else daemon.resume
     raise typer.Exit(
-        daemon.resume(
+        go_on(
             require_dir(run_dir, "run"),
             overrides=set_ or [],
             flags=flags,
