@@ -134,6 +134,25 @@ def step_scope(scope: str | None, units: str = "evals") -> str:
     return f"a step over {units} like these"
 
 
+# The step rule words its reason for evals and their runs; the description target's rule
+# (decide/keep.queries) reads trigger queries and their probes: each (said, for queries, times; 0
+# all) in order. "Δ =" first, once: the accuracy difference is the reason's first figure.
+QUERY_WORDING: tuple[tuple[str, str, int], ...] = (
+    (" evals ×", " validation queries ×", 0),
+    ("Δ =", "validation accuracy Δ =", 1),
+    (" evals", " queries", 0),
+    (" per eval", " per query", 0),
+    ("these tasks", "these queries", 0),
+)
+
+
+def reworded(text: str, wording: tuple[tuple[str, str, int], ...]) -> str:
+    """`text` with each phrase of `wording` replaced in order (its count; 0: every one)."""
+    for said, instead, times in wording:
+        text = text.replace(said, instead, times or -1)
+    return text
+
+
 def not_a_run(folder: object, lacks: str = "state.db", fix: str = "") -> str:
     """'runs/x: not a run folder (no state.db); start one with …': the one sentence for a folder a
     command was given as a run folder and is not, naming what it lacks and, where there is one,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from optimizer.words import plural
 
@@ -33,6 +33,13 @@ def gamma(j: int) -> float:
     return 0.0 if j < 1 else 1 / (ZETA * j**GAMMA_POWER)
 
 
+class NightJson(TypedDict):
+    method: Literal["lord"]
+    fdr: float
+    decision_index: int
+    earlier_promotions: int
+
+
 @dataclass(frozen=True)
 class Night:
     """The α of the next decision and the family it belongs to."""
@@ -42,7 +49,8 @@ class Night:
     index: int  # 1-based place of the next decision
     promotions: int  # won decisions before it
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> NightJson:
+        """As selection.json keeps it (schemas.NightControl)."""
         return {
             "method": "lord",
             "fdr": self.fdr,

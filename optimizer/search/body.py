@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from optimizer.decide import allot, fdr, parents, step
+from optimizer.decide import fdr, keep, parents, step
 from optimizer.decide import screen as screening
 from optimizer.decide.comparison import Asked, ComparisonTally, Measured
 from optimizer.execute import executor_for
@@ -18,7 +18,7 @@ from optimizer.grade.judge import warn_same_model
 from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, judge_errors, unscored_within
 from optimizer.inputs.evals import EvalSet, load_evals
 from optimizer.model import scoped
-from optimizer.schemas import AddedRuns, RuleDecision
+from optimizer.schemas import RuleDecision
 from optimizer.search import copied, evidence, lineage
 from optimizer.search.analyze import analyze, first_transcripts
 from optimizer.search.compare import compare_versions
@@ -209,58 +209,35 @@ class BodyTarget:
                 return TargetDecision(
                     "screening", {"decision": "lost", "reason": why}, (label, parent)
                 )
-        # Runs per eval; after each undecided look, allot.allot says which evals get more.
-        counts = dict.fromkeys(run.train, runs)
         # One claim for the whole decision: the claims spend α over the looks differently, so a
         # claim that changed between looks (an eval scored only later) could overspend it.
         claim = step.claim_scope(self.selection, len(run.train))
         family = fdr.for_decision(decisions.rule_rows(run.store), self.selection, label)
-        added: list[allot.Allotment[int]] = []
-        while True:
+        looking = keep.first_look(run.train, runs)
+        while True:  # decide/keep.plan says what to run next, or the verdict
             if run.interrupted():
                 return None
+            runs = looking.runs
             run.emit(Activity(f"{label}: benchmark ({plural(runs, 'run')} per eval)"))
+            counts = dict(looking.counts)
             child_res = await self.version(label, run.train, counts)
             parent_res = await self.version(parent, run.train, self._parent_runs(parent, counts))
             if run.interrupted():
                 return None
             pairs = step.compared_runs(self.selection, runs)
-            compared = {e: min(n, pairs) for e, n in counts.items()}
-            tally = await self._compare(label, parent, compared)
-            decision = self._decide(
-                label,
-                parent,
-                child_res,
-                parent_res,
-                tally,
-                runs,
-                family.alpha if family else None,
-                claim,
+            tally = await self._compare(
+                label, parent, {e: min(n, pairs) for e, n in counts.items()}
             )
-            if not (decision.needs_more_runs and runs < self.selection.max_runs_per_eval):
-                break
-            upto = decision.next_runs or runs + 1  # the next look of the rule's schedule
-            more = allot.allot(
-                eval_means(child_res),
-                eval_means(parent_res),
-                counts,
-                look=runs,
-                mode=self.selection.runs_to,
-                share=self.selection.runs_share,
-                to_runs=upto,
+            looked = self._decide(
+                label, parent, (child_res, parent_res), tally, runs, family, claim
             )
-            if not more.to:
-                decision = allot.nothing_to_add(decision)
+            planned = keep.plan(
+                looking, looked, eval_means(child_res), eval_means(parent_res), self.selection
+            )
+            if isinstance(planned, RuleDecision):
+                decision = planned
                 break
-            added.append(more)
-            counts.update(more.to)
-            runs = upto
-        decision = decision.model_copy(
-            update={
-                "reason": decision.reason + allot.uneven_note(counts, added),
-                "added_runs": [AddedRuns.model_validate(a.as_json()) for a in added],
-            }
-        )
+            looking = planned
         if run.interrupted():
             return None
         run.emit(Activity(f"{label}: analysis"))
@@ -310,14 +287,15 @@ class BodyTarget:
         self,
         label: str,
         parent: str,
-        child: Results,
-        parent_res: Results,
+        measured: tuple[Results, Results],
         tally: ComparisonTally,
         runs: int,
-        alpha: float | None,
+        family: fdr.Night | None,
         claim: str,
     ) -> RuleDecision:
+        """The step rule at this look, on the child's and the parent's runs so far."""
         run = self.run
+        child, parent_res = measured
         errors, total = judge_errors(child, parent_res)
         lost = unscored_within(
             (child, parent_res),
@@ -325,11 +303,12 @@ class BodyTarget:
             runs_of=f"runs of {label} and its parent {parent}",
             then=f"{label} stays undecided. Fix the cause, then `optimizer resume {run.ws.root}`.",
         )
-        measured = Measured(
+        measured_now = Measured(
             eval_means(child), eval_means(parent_res), tally, errors, total, len(lost)
         )
+        alpha = family.alpha if family else None
         asked = Asked(first_runs=self.step_runs, look=runs, scope=claim, alpha=alpha)
-        return self.rule.decide(measured, asked, run.rng("bootstrap", label, runs))
+        return self.rule.decide(measured_now, asked, run.rng("bootstrap", label, runs))
 
     async def _analyze(
         self, label: str, parent: str, decision: RuleDecision, tally: ComparisonTally

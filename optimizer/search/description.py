@@ -5,7 +5,6 @@ validation. Never shows the proposer a validation or test query."""
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,8 +12,7 @@ from typing import Any
 
 import structlog
 
-from optimizer.config import Selection
-from optimizer.decide import fdr, step
+from optimizer.decide import fdr, keep
 from optimizer.errors import WorkFailed
 from optimizer.execute import executor_for
 from optimizer.inputs import skillmd
@@ -62,7 +60,7 @@ class DescriptionTarget:
         self.validation: list[int] = run.split["validation"]
         self.runs = run.settings.evals.runs_per_eval
 
-    def metrics(self, label: str, ids: list[int]) -> dict[str, Any]:
+    def metrics(self, label: str, ids: list[int]) -> probe.ProbeMetrics:
         s = self.run.settings.selection
         return probe.metrics(
             probe.recorded(self.run.store, label),
@@ -225,14 +223,16 @@ class DescriptionTarget:
         await self.probe(label, "validation")
         both = run.train + self.validation
         family = fdr.for_decision(decisions.rule_rows(run.store), run.settings.selection, label)
-        chosen = decide(
-            self.metrics(label, self.validation),
-            self.metrics(parent, self.validation),
-            self.metrics(label, both)["pass_rate"],
-            self.metrics(parent, both)["pass_rate"],
-            selection=run.settings.selection,
-            rng=run.rng("bootstrap", label),
-            alpha=family.alpha if family else None,
+        chosen: dict[str, Any] = dict(
+            keep.queries(
+                self.metrics(label, self.validation),
+                self.metrics(parent, self.validation),
+                self.metrics(label, both)["pass_rate"],
+                self.metrics(parent, both)["pass_rate"],
+                selection=run.settings.selection,
+                rng=run.rng("bootstrap", label),
+                alpha=family.alpha if family else None,
+            )
         )
         if family:
             chosen["night"] = family.as_json()
@@ -258,86 +258,6 @@ class DescriptionTarget:
             skill_name=run.skill_name,
             iteration=iteration,
         )
-
-
-def decide(
-    child: dict,
-    parent: dict,
-    child_dev: float | None,
-    parent_dev: float | None,
-    *,
-    selection: Selection,
-    rng: random.Random,
-    alpha: float | None = None,
-) -> dict:
-    """won / lost / tie of a child description against its parent on the validation queries, by
-    the body's promotion rule (step.decide) with the queries as the evals and their probes as
-    the runs: d per query = child share of right probes − parent share, over queries observed
-    for both; Δ their mean (the accuracy difference), under the claim selection.scope gives for
-    that many queries (`auto`: "better on these queries" below selection.few_evals), in one look
-    at the decision's whole α (no probes are added). An inconclusive interval is a `tie`: the
-    parent stays. A child that wins on validation while its accuracy on train and
-    validation together dropped is a `tie` too (the check against luck)."""
-    both = sorted(set(child["per_query"]) & set(parent["per_query"]), key=int)
-    out = {
-        "delta": None,
-        "interval": None,
-        "queries": len(both),
-        "split": "validation",
-        # Named apart from "parent", which selection.json uses for the parent's label.
-        "child_metrics": {
-            k: child[k] for k in ("pass_rate", "precision", "recall", "f1", "constant_signal")
-        },
-        "parent_metrics": {
-            k: parent[k] for k in ("pass_rate", "precision", "recall", "f1", "constant_signal")
-        },
-        "dev_pass_rate": {"child": child_dev, "parent": parent_dev},
-        "min_effect": selection.min_effect,
-    }
-    if not both:
-        return {
-            **out,
-            "decision": "tie",
-            "reason": "tie: no validation query has probe results "
-            "for both the child and the parent.",
-        }
-    child_runs, parent_runs = _runs(child, both), _runs(parent, both)
-    runs = min(len(r) for r in (*child_runs.values(), *parent_runs.values()))
-    # Each query was probed `runs` times: one look at the whole α, no runs to add.
-    one_look = selection.model_copy(update={"rule": "sequential", "max_runs_per_eval": runs})
-    made = step.decide(
-        child_runs,
-        parent_runs,
-        None,
-        selection=one_look,
-        rng=rng,
-        first_runs=runs,
-        look=runs,
-        alpha=alpha,
-    )
-    rounded = made.model_dump(mode="json", include={"delta", "interval", "scope", "alpha"})
-    out.update(
-        rounded,
-        interval=None if made.ci_low is None else rounded["interval"],
-        rule="sequential",
-        comparator_p=None,
-    )
-    verdict, why = made.decision, made.reason.replace(" evals ×", " validation queries ×")
-    why = why.replace("Δ =", "validation accuracy Δ =", 1).replace(" evals", " queries")
-    why = why.replace(" per eval", " per query").replace("these tasks", "these queries")
-    kept = child_dev is not None and parent_dev is not None and child_dev >= parent_dev - _EPS
-    if verdict == "won" and not kept:
-        verdict, why = (
-            "tie",
-            (
-                f"tie: {why[len('won: ') :]} But the accuracy on train and "
-                f"validation together dropped ({parent_dev} → {child_dev}), so the "
-                "parent stays."
-            ),
-        )
-    if child["constant_signal"]:
-        why += f" The child's signal is constant (it triggers {child['constant_signal']})."
-    return {**out, "decision": verdict, "reason": why}
 
 
 def took_from_siblings(
@@ -371,19 +291,3 @@ def took_from_siblings(
         f"refused: the description takes requests that should trigger a sibling skill ({said}); "
         "a sibling's requests are this skill's should-not queries."
     )
-
-
-def _runs(side: dict, queries: list[str]) -> dict[str, list[float]]:
-    """Each probe of a query as a unit score: 1 when the router did what the query wants. The
-    metrics keep a query's trigger rate over its probes; the probes are rebuilt from it."""
-    out = {}
-    for q in queries:
-        row = side["per_query"][q]
-        n = max(1, int(row.get("runs") or 1))
-        if "rate" not in row:  # a caller with pass/fail only: one probe
-            out[q] = [float(row["passed"])]
-            continue
-        fired = round(float(row["rate"]) * n)
-        right = fired if row.get("should_trigger", True) else n - fired
-        out[q] = [1.0] * right + [0.0] * (n - right)
-    return out

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from optimizer import schemas
+from optimizer.decide.keep import Probed
+from optimizer.schemas import Json
 from optimizer.store import adoptions, decisions, gradings, runs, versions
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json
@@ -129,12 +131,11 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
                 "parent": v.parent,
                 "decision": v.decision,
                 "is_current_best": v.label == best,
-                **{k: dev[k] for k in shown[3:]},
+                **_picked(dev, shown[3:]),
                 "missing_queries": dev["missing_queries"],
                 "splits": {
-                    name: {k: m[k] for k in shown}
+                    name: _picked(probe.metrics(outcomes, queries, ids, **opts), shown)
                     for name, ids in parts.items()
-                    for m in [probe.metrics(outcomes, queries, ids, **opts)]
                 },
                 "delta": d.delta if d else None,
                 "reason": d.reason if d else None,
@@ -247,3 +248,9 @@ def write_files(
             store, skill_name=skill_name, iteration=iteration, extra_notes=extra_notes
         ),
     )
+
+
+def _picked(metrics: Probed, names: Sequence[str]) -> dict[str, Json]:
+    """A split's metrics by the names a lineage entry lists (probe metrics hold JSON values)."""
+    by_name = cast("Mapping[str, Json]", metrics)
+    return {k: by_name[k] for k in names}

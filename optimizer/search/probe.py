@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.config import Settings
+from optimizer.decide.keep import Probed, QueryProbes
 from optimizer.decide.stats import percentile
 from optimizer.errors import BadInput
 from optimizer.execute import Executor
@@ -230,6 +231,15 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
+class ProbeMetrics(Probed):
+    """probe.metrics of one split, as trigger.json keeps it (schemas.TriggerMetrics)."""
+
+    ci: dict[str, list[float | None] | None]
+    queries: int
+    missing_queries: int
+    probe_errors: int
+
+
 def metrics(
     outcomes: dict[int, dict[int, bool | None]],
     queries: dict[int, Query],
@@ -237,13 +247,13 @@ def metrics(
     *,
     samples: int = 2000,
     confidence: float = 0.95,
-) -> dict[str, Any]:
+) -> ProbeMetrics:
     """The scores of one description on the queries `ids`. Per query the trigger rate over its
     observed runs; it passes when the rate is ≥ 0.5 for should_trigger and < 0.5 otherwise. Failed
     probes are left out (a query with none observed is `missing`, not a fail). Intervals: the
     percentile bootstrap over queries, seeded by the ids, resamples where a ratio is undefined
     (no predicted or no actual positives) skipped. Never and always triggering is `constant_signal`."""
-    per_query: dict[str, dict] = {}
+    per_query: dict[str, QueryProbes] = {}
     items: list[tuple[bool, bool]] = []
     observed: list[bool] = []
     errors = missing = 0
@@ -285,7 +295,10 @@ def metrics(
     elif observed and all(observed):
         constant = "always"
     return {
-        **{k: _round(v) for k, v in point.items()},
+        "pass_rate": _round(point["pass_rate"]),
+        "precision": _round(point["precision"]),
+        "recall": _round(point["recall"]),
+        "f1": _round(point["f1"]),
         "ci": ci,
         "queries": len(items),
         "missing_queries": missing,

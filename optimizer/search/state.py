@@ -10,6 +10,7 @@ import shutil
 from typing import Any
 
 from optimizer.config import Settings
+from optimizer.decide import keep
 from optimizer.inputs import skill as skills
 from optimizer.model.port import Client
 from optimizer.schemas import SelectionFile
@@ -149,7 +150,7 @@ def record_decision(
     )
     verdict = selection["decision"]
     best = run.best()
-    promote = verdict == "won" and (parent == best or run.score(label) > run.score(best))
+    promote = keep.promotes(verdict, parent, best, run.score(label), run.score(best))
     # The row's delta and interval are read from the selection itself.
     interval = selection.get("interval") or {}
     row: DecisionRow = {

@@ -288,7 +288,7 @@ def test_selection_json_of_each_stage_validates_against_its_model():
     import random
 
     from optimizer.config import Selection
-    from optimizer.search.description import decide as decide_description
+    from optimizer.decide.keep import queries as decide_description
 
     assert isinstance(
         s.SelectionFile.model_validate(_benchmark_selection()).root, s.BenchmarkSelection

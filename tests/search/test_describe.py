@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import re
 import shutil
 import signal
@@ -20,11 +19,10 @@ import pytest
 from inprocess import use_simulator
 from launcher import launch
 
-from optimizer.config import Selection, Sim
+from optimizer.config import Sim
 from optimizer.inputs import triggers as trigger
 from optimizer.inputs.artifacts import check_artifact
 from optimizer.inputs.skillmd import set_description
-from optimizer.search.description import decide
 from optimizer.sim import Simulator, detect_role
 from optimizer.sim.protocol import error_reply
 
@@ -322,76 +320,3 @@ def test_kill_9_in_the_middle_then_resume_ends_with_the_same_lineage(tmp_path, c
         if json.loads(line).get("event") == "llm.call_completed"
     )
     assert paid and max(paid.values()) == 1  # the ledger answered every repeated request
-
-
-# -- the selection rule alone ----------------------------------------------------------------
-
-
-def metrics(passes: list[bool]) -> dict:
-    return {
-        "per_query": {str(i): {"passed": p} for i, p in enumerate(passes)},
-        "pass_rate": None,
-        "precision": None,
-        "recall": None,
-        "f1": None,
-        "constant_signal": False,
-    }
-
-
-@pytest.mark.parametrize(
-    "child, parent, child_dev, parent_dev, verdict",
-    [
-        ([True] * 8, [False] * 8, 1.0, 0.5, "won"),  # the bound is above zero, Δ ≥ min_effect
-        ([True] * 8, [False] * 8, 0.4, 0.5, "tie"),  # won on validation, but dev dropped
-        ([False] * 8, [True] * 8, 0.5, 1.0, "lost"),  # the interval is below zero
-        # Δ > 0 with an inconclusive interval: the earlier rule promoted it on Δ alone; the body's
-        # rule, queries as the units, keeps the parent (issue 27: no promotion without error control)
-        ([True, True, False, False], [True, False, False, False], 0.8, 0.7, "tie"),
-        (
-            [True, False, False, False],
-            [True, True, False, False],
-            0.9,
-            0.7,
-            "tie",
-        ),  # Δ < 0, unclear
-        ([True, False], [True, False], 0.9, 0.7, "tie"),  # validation cannot tell them apart
-    ],
-)
-def test_the_description_selection_rule(child, parent, child_dev, parent_dev, verdict):
-    out = decide(
-        metrics(child),
-        metrics(parent),
-        child_dev,
-        parent_dev,
-        selection=Selection(),
-        rng=random.Random(0),
-    )
-    assert out["decision"] == verdict, out["reason"]
-    assert out["reason"].startswith(verdict)
-
-
-def test_the_description_rule_is_the_body_rule_with_queries_as_units():
-    out = decide(
-        metrics([True] * 8),
-        metrics([False] * 8),
-        1.0,
-        0.5,
-        selection=Selection(),
-        rng=random.Random(0),
-        alpha=0.001,
-    )
-    assert out["rule"] == "sequential" and out["scope"] == "general" and out["alpha"] == 0.001
-    assert (
-        "8 validation queries" in out["reason"]
-        and "a step over queries like these" in out["reason"]
-    )
-    # identical answers never promote, and an all-agreeing table keeps a non-zero width
-    same = decide(
-        metrics([True, False] * 6),
-        metrics([True, False] * 6),
-        1.0,
-        0.5,
-        selection=Selection(),
-        rng=random.Random(0),
-    )
-    assert same["decision"] == "tie" and same["interval"]["high"] > same["interval"]["low"]
