@@ -5,13 +5,14 @@ decision that do not depend on the rule. Pure functions of their inputs."""
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
 
 from optimizer.config import Selection
-from optimizer.decide.stats import mean
+from optimizer.decide.stats import mean, t_cdf
 from optimizer.decide.verdict import Verdict
 from optimizer.schemas import RuleDecision, SelectionComparator, SelectionInterval
 
@@ -19,6 +20,9 @@ EvalId = int | str
 # One kind of id per call: the body target's evals are ints, a caller may key by names.
 E = TypeVar("E", bound=EvalId)
 _EPS = 1e-12
+# Fewer decisive swap-consistent verdicts than this never decide anything: two lucky pairs
+# would otherwise settle an inconclusive interval (see bench/selection.py for the rates).
+MIN_CONSISTENT_VERDICTS = 3
 
 
 @dataclass
@@ -65,6 +69,41 @@ class Asked:
     scope: str | None = None
     alpha: float | None = None
     certifies: bool = False
+
+
+@dataclass(frozen=True)
+class ComparatorTest:
+    wins: int
+    losses: int
+    z: float  # the t statistic for the child: > 0 when it wins more; 0 when too few verdicts
+    p_child: float  # one-sided p for the child, recorded as the decision's comparator_p
+    df: int = 0
+
+
+def comparator_test(
+    wins: int, losses: int, per_eval: Mapping[EvalId, Mapping[str, int]], min_verdicts: int
+) -> ComparatorTest:
+    """A sign test over evals: per eval the margin m = (w − l)/(w + l) of its decisive
+    swap-consistent verdicts, their mean tested by Student-t with (evals with verdicts − 1) df.
+    Evals are the units because verdicts of one eval share its difficulty and the comparator's
+    taste for it; the variance is never below the binomial one (1/(w + l) per eval), so margins
+    that happen to agree cannot make it collapse. Fewer than two such evals never decide."""
+    if wins + losses < min_verdicts:
+        return ComparatorTest(wins, losses, 0.0, 1.0)
+    margins, floor = [], 0.0
+    for counts in per_eval.values():
+        w, lost = counts.get("child_wins", 0), counts.get("parent_wins", 0)
+        if w + lost:
+            margins.append((w - lost) / (w + lost))
+            floor += 1 / (w + lost)
+    k = len(margins)
+    if k < 2:
+        return ComparatorTest(wins, losses, 0.0, 1.0)
+    m = mean(margins)
+    spread = math.fsum((x - m) ** 2 for x in margins) / (k - 1)
+    se = math.sqrt(max(spread / k, floor / k**2))
+    z = m / se
+    return ComparatorTest(wins, losses, z, 1 - t_cdf(z, k - 1), k - 1)
 
 
 class StepRule(Protocol):

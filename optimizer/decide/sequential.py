@@ -27,15 +27,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Any
 
 from optimizer import words
+from optimizer.config import Selection
 from optimizer.decide import verdict
+from optimizer.decide.comparison import (
+    MIN_CONSISTENT_VERDICTS,
+    Asked,
+    ComparatorTest,
+    EvalId,
+    comparator_test,
+)
 from optimizer.decide.spending import Scope, look_alpha, look_level, next_look, schedule
-from optimizer.decide.stats import mean, t_cdf
+from optimizer.decide.stats import mean
 from optimizer.decide.stats import t_quantile as _t_quantile
 
 # Every variance pools in PRIOR_N pseudo-observations of PRIOR_VAR, the largest variance of a score
@@ -134,41 +141,6 @@ def score_test(
     return ScoreTest(delta, low, high, t, se, df, scope, varied, spread)
 
 
-@dataclass(frozen=True)
-class ComparatorTest:
-    wins: int
-    losses: int
-    z: float  # the t statistic for the child: > 0 when it wins more; 0 when too few verdicts
-    p_child: float  # one-sided p for the child, recorded as the decision's comparator_p
-    df: int = 0
-
-
-def comparator_test(
-    wins: int, losses: int, per_eval: Mapping[Any, Mapping[str, int]], min_verdicts: int
-) -> ComparatorTest:
-    """A sign test over evals: per eval the margin m = (w − l)/(w + l) of its decisive
-    swap-consistent verdicts, their mean tested by Student-t with (evals with verdicts − 1) df.
-    Evals are the units because verdicts of one eval share its difficulty and the comparator's
-    taste for it; the variance is never below the binomial one (1/(w + l) per eval), so margins
-    that happen to agree cannot make it collapse. Fewer than two such evals never decide."""
-    if wins + losses < min_verdicts:
-        return ComparatorTest(wins, losses, 0.0, 1.0)
-    margins, floor = [], 0.0
-    for counts in per_eval.values():
-        w, lost = counts.get("child_wins", 0), counts.get("parent_wins", 0)
-        if w + lost:
-            margins.append((w - lost) / (w + lost))
-            floor += 1 / (w + lost)
-    k = len(margins)
-    if k < 2:
-        return ComparatorTest(wins, losses, 0.0, 1.0)
-    m = mean(margins)
-    spread = math.fsum((x - m) ** 2 for x in margins) / (k - 1)
-    se = math.sqrt(max(spread / k, floor / k**2))
-    z = m / se
-    return ComparatorTest(wins, losses, z, 1 - t_cdf(z, k - 1), k - 1)
-
-
 def conditional_power(z_now: float, fraction: float, z_final: float) -> float:
     """P(the final look's statistic clears z_final) if the trend seen so far continues (the
     B-value formula: Φ((z/√t − c)/√(1 − t)), t the information fraction)."""
@@ -222,53 +194,137 @@ CLAIM = {"tasks": "better on these tasks", "general": "better in general"}
 STEP = {s: words.step_scope(s) for s in ("tasks", "general")}
 
 
-percent = words.percent  # where the views find it
-
-
 def _small(alpha: float) -> str:
     """An α for a reason: four decimals, or two significant digits below 0.0001, where four
     decimals read 0.0000 (the night's control can pass a decision 0.0001 or less)."""
     return f"{alpha:.4f}" if alpha >= 1e-4 or alpha == 0 else f"{alpha:.2g}"
 
 
-def look(
-    child: Sequence[Sequence[float]],
-    parent: Sequence[Sequence[float]],
-    wins: int,
-    losses: int,
-    per_eval: Mapping[Any, Mapping[str, int]],
-    *,
-    runs: int,
-    max_runs: int,
-    first_runs: int,
-    confidence: float,
-    min_effect: float,
-    futility: float,
-    min_verdicts: int,
-    scope: Scope = "general",
-    alpha: float | None = None,
-    futility_name: str = "selection.futility",
-    claim: bool = False,
-) -> Look:
-    """won / lost / tie at this look, for the claim `scope`. won: the score bound clears zero
-    and Δ reaches min_effect, or the bound clears zero with more comparator wins than losses.
-    lost: the plain interval at `confidence` is below zero. Otherwise more runs, unless runs are
-    at the cap or the conditional power to promote is below `futility` (named `futility_name` in
-    the reason). `alpha` (default
-    1 − confidence) is this decision's whole budget: the night's false-discovery control
-    (decide/fdr.py) passes a smaller one. `claim`: an adoption's claim, worded as one; otherwise
-    the reason speaks of a step."""
-    alpha = 1 - confidence if alpha is None else alpha
+@dataclass(frozen=True)
+class Seen:
+    """What a look sees: each eval's runs a side, in a stated order of the evals, and the blind
+    comparator's decisive swap-consistent verdicts over them (all of them and per eval)."""
+
+    child: Sequence[Sequence[float]]
+    parent: Sequence[Sequence[float]]
+    wins: int = 0
+    losses: int = 0
+    per_eval: Mapping[EvalId, Mapping[str, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Read:
+    """One look's tests and the words every outcome's reason shares."""
+
+    s: ScoreTest
+    c: ComparatorTest
+    level: float  # of the reported two-sided interval: 1 − 2·(the look's score α)
+    spent: float  # the share of α this look spends
+    where: str  # "Δ = …, 99% CI […] (Student-t) over … evals × … runs (…)"
+    votes: str  # the comparator's verdicts, in words
+    upcoming: int | None  # the runs per eval of the next look; None at the cap
+
+
+def look(selection: Selection, asked: Asked, seen: Seen) -> Look:
+    """won / lost / tie at the look of `asked.look` runs per eval, for the claim `asked.scope`.
+    won: the score bound clears zero and Δ reaches selection.min_effect, or the bound clears zero
+    with more comparator wins than losses. lost: the plain interval at selection.confidence is
+    below zero. Otherwise more runs, unless runs are at selection.max_runs_per_eval or the
+    conditional power to promote is below the claim's futility (selection.futility, or
+    selection.futility_tasks for `tasks`). `asked.alpha` (default 1 − confidence) is this
+    decision's whole budget: the night's false-discovery control (decide/fdr.py) passes a smaller
+    one. `asked.certifies`: an adoption's claim, worded as one; otherwise the reason speaks of a
+    step."""
+    read = _read(selection, asked, seen)
+    s, runs, max_runs = read.s, asked.look or asked.first_runs, selection.max_runs_per_eval
+
+    def out(
+        said: verdict.Verdict,
+        reason: str,
+        more: bool = False,
+        futile: bool = False,
+        power: float | None = None,
+    ) -> Look:
+        return Look(
+            said,
+            reason,
+            s.delta,
+            None if math.isinf(s.se) else s.low,
+            None if math.isinf(s.se) else s.high,
+            read.level,
+            more,
+            futile,
+            read.spent,
+            read.c.p_child,
+            power,
+            s.scope,
+            read.upcoming if more else None,
+        )
+
+    if read.spent <= 0 and read.upcoming is not None:
+        return out(
+            "tie",
+            f"tie: {runs} runs per eval is not a look of this rule (looks at "
+            f"{', '.join(map(str, schedule(asked.first_runs, max_runs)))}); more runs are "
+            f"needed, up to {read.upcoming} per eval.",
+            more=True,
+        )
+    decided = _decided(selection, asked, seen, read)
+    if decided is not None:
+        return out(*decided)
+    tail = _undecided_tail(seen, read, runs <= asked.first_runs)
+    if read.upcoming is None:
+        return out(
+            "tie",
+            f"tie: {read.where} is inconclusive, and {tail}; runs are at the cap of "
+            f"{max_runs} per eval.",
+        )
+    alpha = 1 - selection.confidence if asked.alpha is None else asked.alpha
+    power = promotion_power(
+        s, runs=runs, max_runs=max_runs, first_runs=asked.first_runs, alpha=alpha
+    )
+    # One run a side shows no run noise (the `tasks` test fell back to the evals' spread): its
+    # chance at the cap says nothing of the runs to come, so futility waits for repeated runs.
+    unseen = asked.scope == "tasks" and s.scope != asked.scope
+    futility_name = "futility_tasks" if asked.scope == "tasks" else "futility"
+    futility: float = getattr(selection, futility_name)
+    if power < futility and not unseen:
+        return out(
+            "tie",
+            f"tie: {read.where} is inconclusive, and {tail}; no more runs are added: if "
+            f"the trend holds, the chance of promotion at {max_runs} runs is "
+            f"{power:.1%}, below selection.{futility_name} = {futility:.0%}.",
+            futile=True,
+            power=power,
+        )
+    return out(
+        "tie",
+        f"tie: {read.where} is inconclusive, and {tail}; more runs are needed (next look "
+        f"at {read.upcoming} of at most {max_runs} per eval; chance of promotion if the "
+        f"trend holds {power:.1%}).",
+        more=True,
+        power=power,
+    )
+
+
+def _read(selection: Selection, asked: Asked, seen: Seen) -> _Read:
+    """The look's score and comparator tests at the α it spends, and the words of its reason."""
+    alpha = 1 - selection.confidence if asked.alpha is None else asked.alpha
+    runs, max_runs, first = (
+        asked.look or asked.first_runs,
+        selection.max_runs_per_eval,
+        asked.first_runs,
+    )
+    scope: Scope = "tasks" if asked.scope == "tasks" else "general"
     # One run a side: score_test falls back to `general`, so α is spent as `general` spends it.
-    pooled = any(len(x) >= 2 for x in (*child, *parent))
-    spent = look_alpha(alpha, runs, max_runs, first_runs)
+    pooled = any(len(x) >= 2 for x in (*seen.child, *seen.parent))
+    spent = look_alpha(alpha, runs, max_runs, first)
     # All of it to the scores: the comparator's own test over the evals (10% of α under `general`
     # until the comparator judged one pair per eval) promoted 0–0.8% of +0.10 children at 10 evals
     # (docs/selection.md).
-    a_score = look_level(alpha, runs, max_runs, first_runs, scope if pooled else "general")
-    s = score_test(child, parent, a_score, scope)
-    c = comparator_test(wins, losses, per_eval, min_verdicts)
-    n = len(child)
+    a_score = look_level(alpha, runs, max_runs, first, scope if pooled else "general")
+    s = score_test(seen.child, seen.parent, a_score, scope)
+    c = comparator_test(seen.wins, seen.losses, seen.per_eval, MIN_CONSISTENT_VERDICTS)
     level = 1 - 2 * a_score
     tested = f", tested at {_small(a_score)}" if abs(a_score - spent) > _EPS else ""
     # The share of α a look spends, said only when it is a share: a single look spends it all.
@@ -277,7 +333,8 @@ def look(
         if abs(spent - alpha) > _EPS or tested
         else ""
     )
-    read = f"the claim: {CLAIM[s.scope]}" if claim else f"{STEP[s.scope]}, not a claim"
+    read = f"the claim: {CLAIM[s.scope]}" if asked.certifies else f"{STEP[s.scope]}, not a claim"
+    n = len(seen.child)
     where = (
         f"Δ = {s.delta:+.3f}, {words.ci(level)} [{s.low:+.3f}, {s.high:+.3f}] (Student-t) "
         f"over {words.plural(n, 'eval')} × {words.plural(runs, 'run')} ({read}{share})"
@@ -285,103 +342,57 @@ def look(
     if math.isinf(s.se):
         where = f"Δ = {s.delta:+.3f} over 1 eval × {words.plural(runs, 'run')} (no interval from one eval)"
     votes = (
-        f"the comparator favoured the child in {wins} and the parent in {losses} decisive "
-        f"swap-consistent verdicts"
+        f"the comparator favoured the child in {seen.wins} and the parent in {seen.losses} "
+        f"decisive swap-consistent verdicts"
     )
-    upcoming = next_look(runs, first_runs, max_runs)
+    return _Read(s, c, level, spent, where, votes, next_look(runs, first, max_runs))
 
-    def out(
-        decision: verdict.Verdict,
-        reason: str,
-        more: bool = False,
-        futile: bool = False,
-        power: float | None = None,
-    ) -> Look:
-        return Look(
-            decision,
-            reason,
-            s.delta,
-            None if math.isinf(s.se) else s.low,
-            None if math.isinf(s.se) else s.high,
-            level,
-            more,
-            futile,
-            spent,
-            c.p_child,
-            power,
-            s.scope,
-            upcoming if more else None,
-        )
 
-    if spent <= 0 and upcoming is not None:
-        return out(
-            "tie",
-            f"tie: {runs} runs per eval is not a look of this rule (looks at "
-            f"{', '.join(map(str, schedule(first_runs, max_runs)))}); more runs are "
-            f"needed, up to {upcoming} per eval.",
-            more=True,
-        )
+def _decided(
+    selection: Selection, asked: Asked, seen: Seen, read: _Read
+) -> tuple[verdict.Verdict, str] | None:
+    """won or lost at this look, with the reason; None while the look cannot tell."""
+    s, min_effect = read.s, selection.min_effect
     # With no run-to-run variation (or, under `general`, no spread between the evals' d) the data
     # cannot show their own noise: the first look never promotes on the scores alone then (the
     # floor keeps later looks honest). Pass/fail runs give equal d's on every eval by chance.
-    blind = not (s.varied and s.spread) and runs <= first_runs
+    blind = not (s.varied and s.spread) and (asked.look or asked.first_runs) <= asked.first_runs
     if s.low > 0 and s.delta >= min_effect and not blind:
-        return out(
-            "won",
-            f"won: {where} lies above zero, and Δ is at or above the minimum effect {min_effect}.",
+        return "won", (
+            f"won: {read.where} lies above zero, and Δ is at or above the minimum effect "
+            f"{min_effect}."
         )
-    if s.low > 0 and wins > losses and not blind:
+    if s.low > 0 and seen.wins > seen.losses and not blind:
         # No extra α: this is a subset of "the bound is above zero", whose chance for an equal
         # child is this look's α already spent; the comparator only has to agree.
-        return out(
-            "won",
-            f"won: {where} lies above zero though Δ is below the minimum effect "
-            f"{min_effect}, and {votes}.",
+        return "won", (
+            f"won: {read.where} lies above zero though Δ is below the minimum effect "
+            f"{min_effect}, and {read.votes}."
         )
     # Losing is not promoting: the parent stays either way, so `lost` needs no share of the
     # spent α, only the plain two-sided interval at the configured confidence below zero.
-    worse = score_test(child, parent, (1 - confidence) / 2, scope)
+    confidence = selection.confidence
+    scope: Scope = "tasks" if asked.scope == "tasks" else "general"
+    worse = score_test(seen.child, seen.parent, (1 - confidence) / 2, scope)
     if worse.high < 0:
-        return out(
-            "lost",
-            f"lost: {where}; its {confidence:.0%} upper bound {worse.high:+.3f} lies below zero.",
+        return "lost", (
+            f"lost: {read.where}; its {confidence:.0%} upper bound {worse.high:+.3f} lies below "
+            "zero."
         )
     # The interval the reason shows wholly below zero is a loss at its level, whatever that level
     # is: "tie" beside [-0.066, -0.029] would contradict the number it stands by.
     if not math.isinf(s.se) and verdict.side(s.low, s.high) == "below":
-        return out("lost", f"lost: {where} lies below zero.")
-    tail = votes
-    if not wins + losses:
-        tail = "there are no decisive comparator verdicts"
-    if blind and s.low > 0:
+        return "lost", f"lost: {read.where} lies below zero."
+    return None
+
+
+def _undecided_tail(seen: Seen, read: _Read, first: bool) -> str:
+    """The words after "is inconclusive, and" of an undecided look."""
+    s = read.s
+    tail = read.votes if seen.wins + seen.losses else "there are no decisive comparator verdicts"
+    if not (s.varied and s.spread) and first and s.low > 0:
         same = (
             "every run of each eval scored the same" if not s.varied else "every eval's d is equal"
         )
-        tail += f"; {same}, so the scores alone cannot promote{' yet' if upcoming else ''}"
-    if upcoming is None:
-        return out(
-            "tie",
-            f"tie: {where} is inconclusive, and {tail}; runs are at the cap of "
-            f"{max_runs} per eval.",
-        )
-    power = promotion_power(s, runs=runs, max_runs=max_runs, first_runs=first_runs, alpha=alpha)
-    # One run a side shows no run noise (the `tasks` test fell back to the evals' spread): its
-    # chance at the cap says nothing of the runs to come, so futility waits for repeated runs.
-    unseen = scope == "tasks" and s.scope != scope
-    if power < futility and not unseen:
-        return out(
-            "tie",
-            f"tie: {where} is inconclusive, and {tail}; no more runs are added: if "
-            f"the trend holds, the chance of promotion at {max_runs} runs is "
-            f"{power:.1%}, below {futility_name} = {futility:.0%}.",
-            futile=True,
-            power=power,
-        )
-    return out(
-        "tie",
-        f"tie: {where} is inconclusive, and {tail}; more runs are needed (next look "
-        f"at {upcoming} of at most {max_runs} per eval; chance of promotion if the "
-        f"trend holds {power:.1%}).",
-        more=True,
-        power=power,
-    )
+        tail += f"; {same}, so the scores alone cannot promote{' yet' if read.upcoming else ''}"
+    return tail

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from optimizer.config import Selection
 from optimizer.decide import power, sequential, verdict
 from optimizer.decide.comparison import (
+    MIN_CONSISTENT_VERDICTS,
     Asked,
     ComparisonTally,
     E,
@@ -26,9 +27,6 @@ from optimizer.decide.stats import paired_bootstrap
 from optimizer.schemas import RuleDecision
 from optimizer.words import ci
 
-# Fewer decisive swap-consistent verdicts than this never decide anything: two lucky pairs
-# would otherwise settle an inconclusive interval (see bench/selection.py for the rates).
-MIN_CONSISTENT_VERDICTS = 3
 _EPS = 1e-12
 
 
@@ -75,24 +73,16 @@ class Sequential:
         tally = measured.tally or ComparisonTally()
         order = sorted(ds, key=eval_order)  # a stated order: sums do not depend on the caller's
         claim = claim_scope(selection, len(ds), asked.scope)
-        futility = "futility_tasks" if claim == "tasks" else "futility"  # each claim its own
         seen = sequential.look(
-            [child[e] for e in order],
-            [parent[e] for e in order],
-            tally.child_wins,
-            tally.parent_wins,
-            {e: tally.per_eval[e] for e in tally.per_eval if e in ds},
-            runs=f.look,
-            max_runs=selection.max_runs_per_eval,
-            first_runs=asked.first_runs,
-            confidence=selection.confidence,
-            min_effect=selection.min_effect,
-            futility=getattr(selection, futility),
-            min_verdicts=MIN_CONSISTENT_VERDICTS,
-            scope=claim,
-            alpha=asked.alpha,
-            futility_name=f"selection.{futility}",
-            claim=asked.certifies,
+            selection,
+            replace(asked, look=f.look, scope=claim),
+            sequential.Seen(
+                [child[e] for e in order],
+                [parent[e] for e in order],
+                tally.child_wins,
+                tally.parent_wins,
+                {e: tally.per_eval[e] for e in tally.per_eval if e in ds},
+            ),
         )
         return decision(  # the interval's confidence is the look's, at the α it spent
             seen.decision,

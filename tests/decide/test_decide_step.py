@@ -4,10 +4,10 @@ from collections import Counter
 import pytest
 
 from optimizer.config import Selection
-from optimizer.decide.comparison import ComparisonTally, paired_differences
+from optimizer.decide.comparison import MIN_CONSISTENT_VERDICTS, ComparisonTally, paired_differences
 from optimizer.decide.parents import VersionScores, pareto_front, select_parent
 from optimizer.decide.screen import choose_minibatch, screen
-from optimizer.decide.step import MIN_CONSISTENT_VERDICTS, decide
+from optimizer.decide.step import decide
 
 # The earlier rule, selected explicitly: these tests pin its behaviour
 # (tests/decide/test_sequential.py covers the default rule).

@@ -3,7 +3,7 @@ import random
 import pytest
 
 from optimizer.config import Selection
-from optimizer.decide import sequential
+from optimizer.decide import comparison, sequential
 from optimizer.decide.comparison import ComparisonTally
 from optimizer.decide.step import decide
 
@@ -129,10 +129,10 @@ def test_the_comparator_alone_never_promotes_a_child_the_scores_do_not():
 
 
 def test_verdicts_carried_by_one_eval_count_for_less():
-    spread = sequential.comparator_test(
+    spread = comparison.comparator_test(
         20, 8, {e: {"child_wins": 5, "parent_wins": 2} for e in range(4)}, 3
     )
-    lumped = sequential.comparator_test(
+    lumped = comparison.comparator_test(
         20,
         8,
         {
@@ -222,12 +222,12 @@ def test_intervals_stay_inside_what_a_difference_of_scores_can_take():
 
 def test_the_comparator_over_three_evals_is_tested_with_their_degrees_of_freedom():
     # 3 evals whose verdicts agree: a normal reference would call this certain; t(2) does not
-    c = sequential.comparator_test(
+    c = comparison.comparator_test(
         24, 6, {e: {"child_wins": 8, "parent_wins": 2} for e in range(3)}, 3
     )
     assert c.df == 2 and c.p_child > 0.01
     assert (
-        sequential.comparator_test(24, 6, {0: {"child_wins": 24, "parent_wins": 6}}, 3).p_child == 1
+        comparison.comparator_test(24, 6, {0: {"child_wins": 24, "parent_wins": 6}}, 3).p_child == 1
     )
 
 
