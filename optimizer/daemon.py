@@ -18,6 +18,8 @@ import structlog
 from rich.console import Console
 
 from optimizer import config, sandbox
+from optimizer.budget import estimate as preview
+from optimizer.budget.stops import SignalFlag, parse_deadline
 from optimizer.errors import BadInput, WorkFailed
 from optimizer.execute.claude_env import find_claude
 from optimizer.grow import outlook
@@ -28,9 +30,7 @@ from optimizer.inputs import validate as validation
 from optimizer.model import prompts as prompting
 from optimizer.report import spend, summary
 from optimizer.report.resume import budget_refusal, resume_point
-from optimizer.search import estimate as preview
 from optimizer.search import probe, runfolder
-from optimizer.search.stops import SignalFlag, parse_deadline
 from optimizer.store import readonly, registry, resumes, runs, runtoml, workspace
 from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace, write_text
@@ -320,6 +320,7 @@ def _foreground(
 
 
 def _loop(opened: runfolder.OpenRun, console: Console, flag: SignalFlag, *, resumed: bool) -> None:
+    from optimizer.report.live import Reporter
     from optimizer.search import engine
 
     ws, settings, store = opened.ws, opened.settings, opened.store
@@ -328,14 +329,15 @@ def _loop(opened: runfolder.OpenRun, console: Console, flag: SignalFlag, *, resu
         log.warning("sandbox.unconfined", reason=sandbox.UNCONFINED_LINE)
     if resumed:
         resumes.record_resume(store, settings)
-    asyncio.run(
-        engine.optimize(
-            ws,
-            store,
-            opened.client,
-            settings,
-            open_target=opened.open_target,
-            flag=flag,
-            console=console,
+    with Reporter(console, store, simulated=opened.client.simulated, settings=settings) as ui:
+        asyncio.run(
+            engine.optimize(
+                ws,
+                store,
+                opened.client,
+                settings,
+                open_target=opened.open_target,
+                flag=flag,
+                listen=ui.on,
+            )
         )
-    )

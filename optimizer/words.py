@@ -89,7 +89,7 @@ def not_worth_it(
     """'stopped at $2.10 of $25.00 with 7h41m left: the last 8 proposals are worth +0.002
     expected; resume to go on': a search that stopped because going on was no longer worth its
     cost, what it had spent of its budget (the rest is kept), the time left before its deadline,
-    and what its last proposals bought once noise is taken out (search/worth.py)."""
+    and what its last proposals bought once noise is taken out (budget/worth.py)."""
     left = f" with {duration(seconds_left)} left" if seconds_left is not None else ""
     return (
         f"stopped at {dollars(spent_usd)} of {dollars(budget_usd)}{left}: the last "

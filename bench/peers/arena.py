@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from rich.console import Console
 
 from optimizer import config, daemon, logs
+from optimizer.budget.stops import StopRules
 from optimizer.cli.compose import use_the_simulator
 from optimizer.errors import BudgetExhausted
 from optimizer.execute import executor_for
@@ -27,12 +28,11 @@ from optimizer.grade.unit import eval_means, jobs_for
 from optimizer.model import factory as llm
 from optimizer.model import scoped
 from optimizer.model.budget import Reserve
+from optimizer.report.live import Reporter
 from optimizer.search import evidence
 from optimizer.search.body import BodyTarget
 from optimizer.search.propose import Candidate, propose
-from optimizer.search.reporter import Reporter
 from optimizer.search.state import RunState
-from optimizer.search.stops import StopRules
 from optimizer.sim import Simulator
 from optimizer.sim.expected import pass_rate
 from optimizer.store import runs
@@ -123,7 +123,9 @@ class Arena:
             Reporter(None, self.store, simulated=True, settings=self.settings)
         )
         # No stop rules: the bench holds each method to the budget itself.
-        self.run = RunState(self.ws, self.store, self.client, self.settings, self.ui, StopRules(()))
+        self.run = RunState(
+            self.ws, self.store, self.client, self.settings, self.ui.on, StopRules(())
+        )
         executor = self._stack.enter_context(executor_for(None, self.settings, self.client))
         self.target = BodyTarget(self.run, executor)
         self.train, self.test = list(self.run.train), list(self.run.test)

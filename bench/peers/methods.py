@@ -138,8 +138,8 @@ def sealed_reserve(skill_dir: Path, overrides: list[str]) -> float:
     gets it on top of the budget and its search spends the budget, as a peer's does; a reserve
     the engine raises at v0's measured cost per run still comes out of ours' search."""
     from optimizer import config
+    from optimizer.budget import estimate
     from optimizer.inputs.evals import load_evals
-    from optimizer.search import estimate
 
     evalset = load_evals(skill_dir)
     settings = config.load(

@@ -48,7 +48,7 @@ class Llm(Section):
 
 
 class Loop(Section):
-    # None: no limit. The budget, the deadline and the stop rule (search/stops.py) bound a night;
+    # None: no limit. The budget, the deadline and the stop rule (budget/stops.py) bound a night;
     # a cap chosen on bench seeds ended a $25 night after $1.34 (issue 48). --max-iterations sets one.
     max_iterations: int | None = Field(None, ge=0)
     proposals_per_iteration: int = Field(2, ge=1, le=99)  # a ledger sample packs (iteration, index)
@@ -57,7 +57,7 @@ class Loop(Section):
     # Iterations without a win that stop a run; None (the default): off. With cheap steps an equal
     # child wins 40% of the time, so raw wins say little; the stop rule below reads the evidence.
     patience: int | None = Field(None, ge=1)
-    # The score a dollar must buy for a run to go on (search/stops.py); None: derived, the headroom
+    # The score a dollar must buy for a run to go on (budget/stops.py); None: derived, the headroom
     # v0 left over the budget, (1 − v0's train score) / budget.usd.
     min_gain_per_usd: float | None = Field(None, ge=0)
     # The proposals the stop rule reads (the last ones since the run's start or resume); it never

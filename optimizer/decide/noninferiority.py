@@ -16,8 +16,9 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol, TypedDict
 
 from optimizer.decide.stats import mean, stddev, t_quantile
 
@@ -201,3 +202,37 @@ def _verdict(
     return "inconclusive", (
         f"not shown to be not worse{claim}: {where}; the lower bound is not above −{margin}. {more}"
     )
+
+
+class GateEval(TypedDict):
+    """One eval's means on each side of the gate, their difference and the runs behind them."""
+
+    name: str
+    base: float | None
+    head: float | None
+    diff: float | None
+    base_runs: int
+    head_runs: int
+
+
+@dataclass
+class GateResult:
+    """What the gate found: the test (None when it could not be made), per-eval means, cost."""
+
+    base: Path
+    head: Path
+    evals_path: Path
+    identical: bool
+    runs_per_eval: int
+    test: NonInferiority | None
+    per_eval: dict[int, GateEval] = field(default_factory=dict)
+    unscored: int = 0
+    judge_errors: int = 0
+    total_runs: int = 0
+    cost_usd: float = 0.0
+    note: str = ""  # why no test could be made, when none was
+    invalid_head: list[str] = field(default_factory=list)  # HEAD's problems as a skill, if any
+
+    @property
+    def passed(self) -> bool:
+        return self.identical or (self.test is not None and self.test.outcome == "not_worse")

@@ -11,7 +11,7 @@ ledger says, read in the members' name order, ties broken by name.
 4. Then, with every share spent, the member whose next iteration is expected to buy the most
    score a dollar:
    - what each measured proposal among its last `window` bought, with the noise taken out as the
-     stop rule takes it out (search/worth.py): a win counts its Δ shrunk toward the member's mean
+     stop rule takes it out (budget/worth.py): a win counts its Δ shrunk toward the member's mean
      step (the fleet's steps where the member has fewer than OWN_PRIOR measured), a loss 0;
    - that mean shrunk in turn toward the fleet's (what a proposal bought across the fleet over the
      whole night), scaled by the member's headroom (1 − its best
@@ -30,7 +30,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from optimizer.search import worth
+from optimizer.budget import worth
 
 WINDOW = 8  # proposals read per member: the stop rule's window (loop.stop_window's default)
 # Measured proposals a member needs before its own steps set how its wins are shrunk; under it,

@@ -20,6 +20,8 @@ import structlog
 from rich.console import Console
 
 from optimizer import config, daemon, logs, sandbox
+from optimizer.budget import estimate as preview
+from optimizer.budget.stops import SignalFlag, parse_deadline
 from optimizer.errors import BadInput
 from optimizer.fleet import folder, night, views
 from optimizer.inputs import evals
@@ -27,9 +29,7 @@ from optimizer.inputs import skill as skills
 from optimizer.inputs import triggers as trigger
 from optimizer.model import prompts as prompting
 from optimizer.report import spend, summary
-from optimizer.search import estimate as preview
 from optimizer.search import runfolder
-from optimizer.search.stops import SignalFlag, parse_deadline
 from optimizer.store import fleetdb, runtoml, workspace
 from optimizer.store.db import now
 from optimizer.store.files import Workspace, write_text

@@ -17,11 +17,12 @@ from typing import TypeVar
 
 from rich.console import Console
 
+from optimizer.budget import stops
 from optimizer.errors import ProviderUnavailable, RunStopped, WorkFailed
 from optimizer.fleet import allocate
 from optimizer.model.budget import Budget
-from optimizer.search import engine, stops
-from optimizer.search.reporter import Reporter
+from optimizer.report.live import Reporter
+from optimizer.search import engine
 from optimizer.search.runfolder import OpenRun
 from optimizer.search.state import RunState, loop_state
 from optimizer.search.target import Target
@@ -86,7 +87,7 @@ async def run_fleet(
                 Reporter(None, o.store, simulated=o.client.simulated, settings=o.settings)
             )
             rules = engine.stop_rules(o.ws, o.settings, flag, budget, also=(fleet_stop,))
-            run = RunState(o.ws, o.store, o.client, o.settings, ui, rules)
+            run = RunState(o.ws, o.store, o.client, o.settings, ui.on, rules)
             target = stack.enter_context(o.open_target(run))
             lives.append(Live(o.ws.root.name, run, target, finished.get(o.ws.root.name)))
         halted = None

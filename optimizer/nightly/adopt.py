@@ -39,9 +39,9 @@ def adopt(
 ) -> Adoption:
     """Certify `version` (default: the search's best) over the adopted version. `confirm` is asked
     with the estimate before anything is paid (None: go on); False from it writes nothing."""
+    from optimizer.budget.stops import SignalFlag
+    from optimizer.report.live import Reporter
     from optimizer.search import engine
-    from optimizer.search.reporter import Reporter
-    from optimizer.search.stops import SignalFlag
 
     ws = Workspace(run_dir)
     settings = settings_of(ws, overrides)
@@ -58,7 +58,7 @@ def adopt(
         flag.install()
         client.budget.allow(0.0)  # no call before the estimate is shown
         with Reporter(None, store, simulated=client.simulated, settings=settings) as ui:
-            run = opened.state(ui, flag)
+            run = opened.state(ui.on, flag)
             claim = adopting.claim_for(run, version)
             estimate = adopting.estimate_for(run, claim)
             most = estimate.most_usd if estimate else 0.0

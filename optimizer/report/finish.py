@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from optimizer.budget import pace
+from optimizer.budget.cost_model import Estimate
+from optimizer.budget.estimate import per_iteration_usd
 from optimizer.report.format import duration
 from optimizer.report.info import StatusInfo, Timing
-from optimizer.search import pace
-from optimizer.search.cost_model import Estimate
-from optimizer.search.estimate import per_iteration_usd
 from optimizer.store.iterations import Iteration
 from optimizer.store.runs import Run
 

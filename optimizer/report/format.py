@@ -10,8 +10,8 @@ from typing import Any
 from rich.console import Console
 
 from optimizer import words
+from optimizer.budget.pace import clock
 from optimizer.report.caveats import evals_note
-from optimizer.search.pace import clock
 
 COLOURS = {"won": "green", "lost": "red", "tie": "yellow", "baseline": "blue"}
 

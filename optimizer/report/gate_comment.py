@@ -4,8 +4,8 @@ the numbers come from search/gate.py as they are."""
 
 from __future__ import annotations
 
+from optimizer.decide.noninferiority import GateResult
 from optimizer.report.format import money, num, signed
-from optimizer.search.gate import GateResult
 from optimizer.words import ci
 
 CLEAR_DROP = 0.2  # of an eval's mean score: a drop the gate names whatever its verdict

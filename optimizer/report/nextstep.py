@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from optimizer import config, schemas
+from optimizer.budget import pace
+from optimizer.budget.cost_model import Estimate
+from optimizer.budget.estimate import per_iteration_usd, reserve
 from optimizer.report import read, sealed
 from optimizer.report.info import StatusInfo
 from optimizer.report.resume import GoingOn, going_on
 from optimizer.report.view import RunView
-from optimizer.search import pace
-from optimizer.search.cost_model import Estimate
-from optimizer.search.estimate import per_iteration_usd, reserve
 from optimizer.store import readonly
 
 

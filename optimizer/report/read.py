@@ -287,7 +287,7 @@ def _nodes(ws: Workspace, entries: list[dict[str, Any]]) -> list[Node]:
 def proposals(iterations: list[Iteration]) -> Proposals:
     """What became of every proposal: versions made, duplicates, and rejections counted by reason
     (most frequent first), so a run that rejects most of its proposals says so and why."""
-    from optimizer.search.proposal import reason_of
+    from optimizer.schemas import reason_of
 
     made = [o for it in iterations for _, o in sorted(it.candidates.items())]
     reasons: dict[str, int] = {}

@@ -6,9 +6,9 @@ import math
 from dataclasses import dataclass
 
 from optimizer import config, words
-from optimizer.search import estimate, pace, stops
-from optimizer.search.cost_model import Estimate
-from optimizer.search.estimate import per_iteration_usd
+from optimizer.budget import estimate, pace, stops
+from optimizer.budget.cost_model import Estimate
+from optimizer.budget.estimate import per_iteration_usd
 from optimizer.store import adoptions, iterations, ledger, money, readonly, runs, versions
 from optimizer.store.files import Workspace
 from optimizer.store.iterations import Iteration

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import shlex
 
-from optimizer.search.estimate import reserve
+from optimizer.budget.estimate import reserve
 from optimizer.store.runs import Run
 
 # When the run kept no estimate (a description run): what is asked on top of the spend.

@@ -10,9 +10,9 @@ from typing import Any
 
 import structlog
 
+from optimizer.budget.cost_model import Estimate
+from optimizer.budget.estimate import mode_usd, record, reserves_usd
 from optimizer.model.cost import unpriced_note
-from optimizer.search.cost_model import Estimate
-from optimizer.search.estimate import mode_usd, record, reserves_usd
 from optimizer.store import iterations, ledger, readonly, runs, trials
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid

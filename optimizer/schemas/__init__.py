@@ -93,6 +93,7 @@ from optimizer.schemas.grading import (
 )
 from optimizer.schemas.history import History, HistoryIteration, HistoryVersion, HistoryVersions
 from optimizer.schemas.pages import ReportOutput, ReportPage, ReportRun
+from optimizer.schemas.proposal import Edit, ProposalAnswer, reason_of
 from optimizer.schemas.selection import (
     KNOWN_STAGES,
     AddedRuns,
@@ -115,6 +116,9 @@ from optimizer.schemas.summary import MorningSummary, NextStep, SummaryNumbers
 from optimizer.schemas.trigger import QueryOutcome, TriggerFile, TriggerMetrics
 
 __all__ = [
+    "Edit",
+    "ProposalAnswer",
+    "reason_of",
     "AddedRuns",
     "Adoption",
     "AdoptionStatus",

@@ -5,4 +5,4 @@ a pure function of the ledger. The stages it may import are MAY_IMPORT's
 (pyproject.toml's contracts hold it to them); the shared modules are open to every stage."""
 
 # The earlier stages this one may import: a contract in pyproject.toml forbids the others.
-MAY_IMPORT: tuple[str, ...] = ("decide", "inputs", "store", "model", "execute", "grade")
+MAY_IMPORT: tuple[str, ...] = ("decide", "inputs", "store", "model", "execute", "grade", "budget")

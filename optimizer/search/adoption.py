@@ -15,11 +15,13 @@ from typing import Protocol, runtime_checkable
 import structlog
 
 from optimizer import words
+from optimizer.budget.estimate import RESERVE_MARGIN
 from optimizer.config import Adopt
 from optimizer.decide import adopt as rule
 from optimizer.decide import fdr, spending
 from optimizer.decide.comparison import Measured
 from optimizer.errors import BadInput, RunStopped
+from optimizer.events import Activity
 from optimizer.grade.unit import (
     MISSING_AGAINST,
     MISSING_CLAIMED,
@@ -30,8 +32,6 @@ from optimizer.grade.unit import (
     unscored_within,
 )
 from optimizer.schemas import Adoption
-from optimizer.search.estimate import RESERVE_MARGIN
-from optimizer.search.events import Activity
 from optimizer.search.state import RunState
 from optimizer.store import adoptions, versions
 

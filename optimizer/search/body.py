@@ -13,6 +13,7 @@ from typing import Any
 from optimizer.decide import fdr, keep, parents, step
 from optimizer.decide import screen as screening
 from optimizer.decide.comparison import Asked, ComparisonTally, Measured
+from optimizer.events import Activity, TrialGraded
 from optimizer.execute import executor_for
 from optimizer.grade.judge import warn_same_model
 from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, judge_errors, unscored_within
@@ -22,7 +23,6 @@ from optimizer.schemas import RuleDecision
 from optimizer.search import copied, evidence, lineage
 from optimizer.search.analyze import analyze, first_transcripts
 from optimizer.search.compare import compare_versions
-from optimizer.search.events import Activity, TrialGraded
 from optimizer.search.proposal import Candidate, Rejected
 from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline

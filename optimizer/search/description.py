@@ -14,13 +14,13 @@ import structlog
 
 from optimizer.decide import fdr, keep
 from optimizer.errors import WorkFailed
+from optimizer.events import Activity, TrialGraded
 from optimizer.execute import executor_for
 from optimizer.inputs import skillmd
 from optimizer.inputs.triggers import Query
 from optimizer.model import scoped
 from optimizer.schemas import TriggerFile
 from optimizer.search import evidence, lineage, probe
-from optimizer.search.events import Activity, TrialGraded
 from optimizer.search.proposal import Candidate, Feedback, Rejected
 from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline

@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 from optimizer.inputs import skill as skills
 from optimizer.inputs import skillmd
-from optimizer.search.proposal import ProposalAnswer
+from optimizer.schemas import ProposalAnswer
 
 MAX_FILE_CHARS = skills.MAX_WRITTEN_CHARS
 MAX_TOTAL_CHARS = 500_000

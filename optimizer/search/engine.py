@@ -10,18 +10,25 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, suppress
 
 import structlog
-from rich.console import Console
 
+from optimizer.budget import estimate, stops
 from optimizer.config import Settings
 from optimizer.decide import parents
 from optimizer.errors import BudgetExhausted, RunStopped, is_systemic
+from optimizer.events import (
+    Activity,
+    Finished,
+    Handler,
+    Outlook,
+    ProposalMade,
+    ReserveKept,
+    Stopping,
+)
 from optimizer.model import scoped
 from optimizer.model.budget import Budget, Reserve
 from optimizer.model.port import Client
-from optimizer.search import adoption, estimate, stops
-from optimizer.search.events import Activity, Finished, Outlook, ProposalMade, ReserveKept, Stopping
+from optimizer.search import adoption
 from optimizer.search.proposal import Candidate
-from optimizer.search.reporter import Reporter
 from optimizer.search.state import RunState, loop_state, record_decision, register
 from optimizer.search.target import Target, proposal_sample
 from optimizer.store import adoptions, iterations, runs, versions
@@ -43,21 +50,21 @@ async def optimize(
     *,
     open_target: OpenTarget,
     flag: stops.SignalFlag,
-    console: Console | None,
+    listen: Handler,
 ) -> str:
-    """The whole run from where state.db says it is; returns why it stopped."""
-    with Reporter(console, store, simulated=client.simulated, settings=settings) as ui:
-        run = RunState(
-            ws, store, client, settings, ui, stop_rules(ws, settings, flag, client.budget)
-        )
-        with open_target(run) as target:
-            try:
-                reason = await begin(run, target, flag)
-                while reason is None and (reason := run.stops.any(loop_state(run))) is None:
-                    await iterate(run, target, next_iteration(run))
-            except RunStopped as exc:  # the budget, or an urgent stop inside a stage
-                reason = str(exc)
-            await end(run, target, flag, reason)
+    """The whole run from where state.db says it is; returns why it stopped. `listen` hears
+    every event of the run (the daemon's live line)."""
+    run = RunState(
+        ws, store, client, settings, listen, stop_rules(ws, settings, flag, client.budget)
+    )
+    with open_target(run) as target:
+        try:
+            reason = await begin(run, target, flag)
+            while reason is None and (reason := run.stops.any(loop_state(run))) is None:
+                await iterate(run, target, next_iteration(run))
+        except RunStopped as exc:  # the budget, or an urgent stop inside a stage
+            reason = str(exc)
+        await end(run, target, flag, reason)
     return reason
 
 

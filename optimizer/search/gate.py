@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import structlog
 from optimizer.config import Settings
 from optimizer.decide import noninferiority
 from optimizer.decide.comparison import paired_differences
+from optimizer.decide.noninferiority import GateResult
 from optimizer.errors import BudgetExhausted
 from optimizer.grade.benchmark import counting, grading
 from optimizer.grade.unit import (
@@ -37,29 +38,6 @@ from optimizer.store.db import Store
 log = structlog.get_logger()
 SIDES = ("base", "head")
 MISSING = {"base": MISSING_AGAINST, "head": MISSING_CLAIMED}  # HEAD claims not to be worse
-
-
-@dataclass
-class GateResult:
-    """What the gate found: the test (None when it could not be made), per-eval means, cost."""
-
-    base: Path
-    head: Path
-    evals_path: Path
-    identical: bool
-    runs_per_eval: int
-    test: noninferiority.NonInferiority | None
-    per_eval: dict[int, dict[str, Any]] = field(default_factory=dict)
-    unscored: int = 0
-    judge_errors: int = 0
-    total_runs: int = 0
-    cost_usd: float = 0.0
-    note: str = ""  # why no test could be made, when none was
-    invalid_head: list[str] = field(default_factory=list)  # HEAD's problems as a skill, if any
-
-    @property
-    def passed(self) -> bool:
-        return self.identical or (self.test is not None and self.test.outcome == "not_worse")
 
 
 async def run_gate(

@@ -12,9 +12,10 @@ import structlog
 
 from optimizer.inputs import skill as skills
 from optimizer.model.prompts import load_prompt
+from optimizer.schemas import ProposalAnswer
 from optimizer.search import copied
 from optimizer.search.edits import apply_edits
-from optimizer.search.proposal import Candidate, EvalCost, Feedback, ProposalAnswer, Rejected
+from optimizer.search.proposal import Candidate, EvalCost, Feedback, Rejected
 from optimizer.tags import data, tag
 from optimizer.words import clip
 

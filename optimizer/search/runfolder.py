@@ -21,10 +21,10 @@ from optimizer.store.lock import lock, running_pid
 from optimizer.store.runs import Run
 
 if TYPE_CHECKING:
+    from optimizer.budget.stops import SignalFlag
+    from optimizer.events import Handler
     from optimizer.search.engine import OpenTarget
-    from optimizer.search.reporter import Reporter
     from optimizer.search.state import RunState
-    from optimizer.search.stops import SignalFlag
 
 
 def require(ws: Workspace, fix: str) -> None:
@@ -71,12 +71,12 @@ class OpenRun:
 
         return TARGETS[(runs.row(self.store) or Run()).target or "body"]
 
-    def state(self, reporter: Reporter, flag: SignalFlag) -> RunState:
+    def state(self, listen: Handler, flag: SignalFlag) -> RunState:
         from optimizer.search import engine
         from optimizer.search.state import RunState
 
         stop_rules = engine.stop_rules(self.ws, self.settings, flag, self.client.budget)
-        return RunState(self.ws, self.store, self.client, self.settings, reporter, stop_rules)
+        return RunState(self.ws, self.store, self.client, self.settings, listen, stop_rules)
 
 
 @contextmanager

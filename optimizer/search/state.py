@@ -9,15 +9,16 @@ import random
 import shutil
 from typing import Any
 
+from optimizer import events
+from optimizer.budget import stops
 from optimizer.config import Settings
 from optimizer.decide import keep
 from optimizer.inputs import skill as skills
 from optimizer.model.port import Client
 from optimizer.schemas import SelectionFile
-from optimizer.search import events, lineage, stops
+from optimizer.search import lineage
 from optimizer.search.proposal import Candidate
 from optimizer.search.propose import proposal_markdown
-from optimizer.search.reporter import Reporter
 from optimizer.store import decisions, iterations, ledger, money, runs, versions
 from optimizer.store.db import Store, now
 from optimizer.store.files import Workspace, write_json, write_text
@@ -34,7 +35,7 @@ class RunState:
         store: Store,
         client: Client,
         settings: Settings,
-        reporter: Reporter,
+        listen: events.Handler,
         stop_rules: stops.StopRules,
     ) -> None:
         self.ws, self.store, self.client, self.settings = ws, store, client, settings
@@ -43,7 +44,7 @@ class RunState:
         self.events = events.Events()
         self.events.subscribe(self._write)
         self.events.subscribe(events.to_log)
-        self.events.subscribe(reporter.on)
+        self.events.subscribe(listen)  # the live line, or whoever watches the run
         self.row: Run = runs.row(store) or Run()
         self.skill_name: str = self.row.skill_name or ""
         self.split: dict[str, Any] = self.row.split

@@ -19,8 +19,9 @@ from test_daemon import EXAMPLE, ROOT, cli
 from test_faults import reference_run
 
 from optimizer import sandbox as sb
+from optimizer.schemas import Edit, ProposalAnswer
 from optimizer.search.edits import apply_edits
-from optimizer.search.proposal import Edit, Feedback, ProposalAnswer, Rejected
+from optimizer.search.proposal import Feedback, Rejected
 from optimizer.search.propose import propose
 
 FAKE_KEY = "sk-ant-api03-FAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKEFAKE-0123456789abcdef-AAAA"

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from optimizer import config
+from optimizer.budget.estimate import estimate
 from optimizer.errors import BadInput
 from optimizer.inputs.evals import load_evals
 from optimizer.model import cost, make_client
 from optimizer.report import spend
-from optimizer.search.estimate import estimate
 from optimizer.sim import Simulator
 from optimizer.store import runtoml
 from optimizer.store.db import Store

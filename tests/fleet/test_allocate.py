@@ -6,8 +6,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
+from optimizer.budget.worth import Judged
 from optimizer.fleet.allocate import Seen, choose, per_dollar
-from optimizer.search.worth import Judged
 
 
 def win(delta: float, se: float = 0.03) -> Judged:

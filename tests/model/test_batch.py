@@ -12,6 +12,8 @@ import anthropic
 import httpx2
 import pytest
 
+from optimizer.budget import cost_model
+from optimizer.budget import estimate as preview
 from optimizer.config import Settings
 from optimizer.execute import get_executor
 from optimizer.grade.unit import Grader, jobs_for
@@ -21,8 +23,6 @@ from optimizer.model import batch as batching
 from optimizer.model import build_client, make_client
 from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Comparison
-from optimizer.search import cost_model
-from optimizer.search import estimate as preview
 from optimizer.sim import Simulator
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace

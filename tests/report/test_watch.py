@@ -18,13 +18,13 @@ from inprocess import EXAMPLE, cli
 from rich.console import Console
 
 from optimizer import cli as cli_module
+from optimizer.budget import pace
+from optimizer.budget.estimate import resumed
 from optimizer.cli import tools as cli_tools
 from optimizer.config import Settings
 from optimizer.errors import BadInput
 from optimizer.report import spend, status
-from optimizer.search import pace
-from optimizer.search.estimate import resumed
-from optimizer.search.reporter import Reporter
+from optimizer.report.live import Reporter
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 from optimizer.store.lock import lock

@@ -15,10 +15,10 @@ import pytest
 from rich.console import Console
 
 from optimizer import words
+from optimizer.budget import stops
 from optimizer.model.budget import Budget
 from optimizer.report import read
-from optimizer.search import stops
-from optimizer.search.reporter import Reporter
+from optimizer.report.live import Reporter
 from optimizer.store.db import Store
 
 PACKAGE = Path(__file__).resolve().parents[2] / "optimizer"
@@ -62,7 +62,7 @@ def test_joined_phrases_drop_their_own_full_stops():
 
 
 def _stop_reasons(tmp_path: Path) -> list[str]:
-    """Every reason a stop condition (search/stops.py) gives, from the conditions themselves, and
+    """Every reason a stop condition (budget/stops.py) gives, from the conditions themselves, and
     the client's budget refusal, which reaches the run as its reason (search/engine.py)."""
     flag = stops.SignalFlag(received=["SIGINT"])
     stop_file = tmp_path / "STOP"
@@ -111,7 +111,7 @@ def _decision_reasons() -> list[tuple[str, str]]:
         "decide/sequential.py",
         "decide/adopt.py",
         "search/engine.py",
-        "search/stops.py",
+        "budget/stops.py",
         "search/description.py",
     ):
         tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))

@@ -11,8 +11,9 @@ import pytest
 from inprocess import EXAMPLE, Recording, cli
 
 from optimizer.inputs import skill as skills
+from optimizer.schemas import ProposalAnswer, reason_of
 from optimizer.search.edits import apply_edits, replace_once
-from optimizer.search.proposal import ProposalAnswer, Rejected, reason_of
+from optimizer.search.proposal import Rejected
 
 SKILL_MD = EXAMPLE / "SKILL.md"
 

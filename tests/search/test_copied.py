@@ -13,8 +13,9 @@ import pytest
 from inprocess import EXAMPLE, cli
 
 from optimizer.inputs.evals import load_evals
+from optimizer.schemas import Edit, ProposalAnswer
 from optimizer.search import copied
-from optimizer.search.proposal import Candidate, Edit, Feedback, ProposalAnswer, Rejected
+from optimizer.search.proposal import Candidate, Feedback, Rejected
 from optimizer.search.propose import propose
 
 VALUES = copied.train_values(load_evals(EXAMPLE).evals, EXAMPLE)

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 
 from rich.console import Console
 
+from optimizer import events
+from optimizer.budget.stops import StopRules
 from optimizer.config import Settings
-from optimizer.search import events
-from optimizer.search.reporter import Reporter
+from optimizer.report.live import Reporter
 from optimizer.search.state import RunState
-from optimizer.search.stops import StopRules
 from optimizer.store import runs
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
@@ -46,7 +46,7 @@ def test_one_emit_reaches_state_db_the_log_and_the_live_line(tmp_path, log_captu
         console = Console(record=True, width=300, color_system=None)
         reporter = Reporter(console, store, simulated=False)
         client = SimpleNamespace(spent_usd=lambda: 0.0)
-        run = RunState(ws, store, client, Settings(), reporter, StopRules(()))  # type: ignore[arg-type]
+        run = RunState(ws, store, client, Settings(), reporter.on, StopRules(()))  # type: ignore[arg-type]
         run.emit(events.Activity("v1: screening"))
         run.emit(events.TrialGraded())
         run.emit(events.Decided("v1", "v0", "won", "benchmark", "won: Δ = +0.2 above zero.", True))

@@ -297,8 +297,9 @@ def test_runs_head_could_not_score_count_against_it_never_for_it(tmp_path):
     lifted HEAD's means and passed an edit that scores the same as BASE; counted as failures
     they keep "not worse" from being shown."""
     from optimizer.config import Settings
+    from optimizer.decide.noninferiority import GateResult
     from optimizer.inputs.evals import load_evals
-    from optimizer.search.gate import GateResult, _decide
+    from optimizer.search.gate import _decide
     from optimizer.store.db import Store
 
     evalset = load_evals(EXAMPLE)
@@ -321,8 +322,9 @@ def test_runs_head_could_not_score_count_against_it_never_for_it(tmp_path):
 
 def test_a_gate_our_failures_left_mostly_unscored_makes_no_bound_and_never_says_worse(tmp_path):
     from optimizer.config import Settings
+    from optimizer.decide.noninferiority import GateResult
     from optimizer.inputs.evals import load_evals
-    from optimizer.search.gate import GateResult, _decide
+    from optimizer.search.gate import _decide
     from optimizer.store.db import Store
 
     evalset = load_evals(EXAMPLE)
@@ -342,8 +344,8 @@ def test_a_gate_our_failures_left_mostly_unscored_makes_no_bound_and_never_says_
 
 @pytest.mark.parametrize("tasks", [True, False])
 def test_the_comments_footnote_names_the_units_its_headline_does(tasks):
+    from optimizer.decide.noninferiority import GateResult
     from optimizer.report import gate_comment
-    from optimizer.search.gate import GateResult
 
     head = {e: [0.6, 0.7, 0.65] for e in range(1, 6)}
     base = {e: [0.6, 0.62, 0.7] for e in range(1, 6)}
@@ -362,8 +364,8 @@ def test_the_comments_footnote_names_the_units_its_headline_does(tasks):
 def test_the_comment_names_every_eval_that_dropped_clearly():
     """An edit that breaks two tasks of several: both are named, largest drop first, whatever
     the mean over all of them says."""
+    from optimizer.decide.noninferiority import GateResult
     from optimizer.report import gate_comment
-    from optimizer.search.gate import GateResult
 
     rows = {1: -0.45, 2: 0.02, 3: -0.05, 4: -0.3, 5: 0.0}
     per_eval = {

@@ -16,9 +16,9 @@ import pytest
 from inprocess import EXAMPLE, cli
 
 from optimizer import words
+from optimizer.budget import stops, worth
 from optimizer.decide.stats import t_quantile
 from optimizer.report import status as views
-from optimizer.search import stops, worth
 from optimizer.store.iterations import Iteration
 from optimizer.store.versions import DecisionNumbers, Version
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from optimizer import config
+from optimizer.budget import estimate as preview
 from optimizer.inputs.evals import load_evals
 from optimizer.model.budget import Budget, Reserve
 from optimizer.report import spend
-from optimizer.search import estimate as preview
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "tests" / "fixtures" / "csv-report"
@@ -157,7 +157,7 @@ def test_the_adoptions_reserve_is_estimated_shown_and_named_where_the_budget_sto
     the sealed test" when that test's reserve was $0.69: the rest was the adoption's. Both reserves
     are estimated at the start, shown in the preview, counted in what the budget covers, and
     named apart where the budget stops the search."""
-    from optimizer.search import stops
+    from optimizer.budget import stops
 
     plain = estimate(budget={"usd": 3.0}, loop={"max_iterations": 5})
     adopting = estimate(budget={"usd": 3.0}, loop={"max_iterations": 5}, adopt={"at_end": "weekly"})

@@ -146,7 +146,7 @@ def test_a_stop_right_after_the_winning_decision_resumes_into_the_next_iteration
     uninterrupted run asked and never proposal 2 of the won iteration."""
     from inprocess import history
 
-    from optimizer.search.reporter import Reporter
+    from optimizer.report.live import Reporter
 
     reference = tmp_path / "reference"
     cli(monkeypatch, None, *RUN, "--set", "sim.seed=4", "--run-dir", str(reference))

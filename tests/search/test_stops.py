@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 from inprocess import EXAMPLE, cli, history
 
-from optimizer.search.reporter import Reporter
+from optimizer.report.live import Reporter
 
 pytestmark = pytest.mark.slow  # a whole run stopped and resumed at every stage
 

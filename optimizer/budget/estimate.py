@@ -34,11 +34,11 @@ from typing import Any, Literal
 
 import structlog
 
+from optimizer.budget.cost_model import CHARS_PER_TOKEN, CostPart, Estimate, PriceModel, Tally
 from optimizer.config import Settings
 from optimizer.decide import adopt, step
 from optimizer.inputs.evals import EvalSet, split
 from optimizer.model.cost import BATCH_PRICE_FACTOR, unpriced
-from optimizer.search.cost_model import CHARS_PER_TOKEN, CostPart, Estimate, PriceModel, Tally
 from optimizer.store import iterations, money, readonly, runs
 from optimizer.store.files import Workspace
 from optimizer.store.runs import Run, record_estimate

@@ -1,6 +1,6 @@
 """What one call of each model role costs, modelled from the request and answer sizes of a typical
 run (per provider profile), and the tally of calls, tokens and dollars per role that the cost
-preview (search/estimate.py) adds up. Reads the skill's and the prompts' sizes; never calls a model."""
+preview (budget/estimate.py) adds up. Reads the skill's and the prompts' sizes; never calls a model."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class Resumed(TypedDict):
 
 
 class Estimate(TypedDict, total=False):
-    """The cost preview of a run (search/estimate.py), as shown and kept in runs.estimate_json.
+    """The cost preview of a run (budget/estimate.py), as shown and kept in runs.estimate_json.
     Not total: one read back from an older run folder may lack what was added since."""
 
     version: int
@@ -260,8 +260,7 @@ def _prefixes(settings: Settings, skill_dir: Path | None, evalset: EvalSet) -> d
     from optimizer.grade.answer import answer_schema
     from optimizer.model.prompts import load_prompt
     from optimizer.model.structured import forced_tool
-    from optimizer.schemas import Analysis, Comparison
-    from optimizer.search.propose import ProposalAnswer
+    from optimizer.schemas import Analysis, Comparison, ProposalAnswer
 
     def tool(schema: Any) -> int:
         return len(json.dumps(forced_tool(schema, "submit")))  # the definition the client sends

@@ -8,7 +8,7 @@ enough score for its cost (docs/design.md §9), from the ledger alone:
 - the cost of a proposal: the search's spend (proposals and the evaluation of their children, not
   v0, the baseline or the sealed test) over the proposals made;
 - what the proposals since the last loop.stop_window measured ones bought, with the noise taken
-  out (search/worth.py):
+  out (budget/worth.py):
   their wins counted only beyond what equal children would win, each step shrunk toward the
   run's mean by the run's measured noise;
 - the value of a point of score: loop.min_gain_per_usd, or by default the headroom v0 left over
@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Protocol
 
 from optimizer import words
+from optimizer.budget import worth
 from optimizer.config import Loop
 from optimizer.errors import BadInput, Interrupted
 from optimizer.model.budget import Budget
-from optimizer.search import worth
 from optimizer.store.iterations import Iteration
 from optimizer.store.versions import Version
 

@@ -14,11 +14,11 @@ from rich.progress import Progress, SpinnerColumn, TextColumn
 from rich.text import Text
 
 from optimizer import words
+from optimizer.budget import pace
+from optimizer.budget.cost_model import Estimate
+from optimizer.budget.estimate import per_iteration_usd
 from optimizer.config import Settings
-from optimizer.search import pace
-from optimizer.search.cost_model import Estimate
-from optimizer.search.estimate import per_iteration_usd
-from optimizer.search.events import Activity, Decided, Event, Finished, ProposalMade, TrialGraded
+from optimizer.events import Activity, Decided, Event, Finished, ProposalMade, TrialGraded
 from optimizer.store import iterations, ledger, money, runs, versions
 from optimizer.store.db import Store
 from optimizer.store.runs import Run
