@@ -54,6 +54,8 @@ class BodyTarget:
         # A step's first look and v0's runs on train; the sealed test keeps evals.runs_per_eval.
         self.selection = step.for_steps(run.settings.selection)  # what a step is decided under
         self.rule = step.rule_for(self.selection)
+        # The comparator's tally of a child judged and not yet recorded: judge() hands it to learn().
+        self._tallies: dict[str, ComparisonTally] = {}
         self.step_runs = self.selection.first_runs or self.runs_per_eval
         self.v0_runs = self.selection.v0_runs or self.runs_per_eval
         warn_same_model(run.settings)
@@ -184,9 +186,9 @@ class BodyTarget:
         )
 
     async def judge(self, label: str, parent: str) -> TargetDecision | None:
-        """screen → benchmark → compare (adding runs while undecided) → select → analyze. An
-        urgent stop between (or inside) these steps leaves the version undecided, with everything
-        done so far committed, never with an interim decision."""
+        """screen → benchmark → compare → the step rule, looking again while decide/keep.plan asks
+        for more runs. An urgent stop between (or inside) these steps leaves the version
+        undecided, with everything done so far committed, never with an interim decision."""
         run, s = self.run, self.run.settings
         runs = self.step_runs
         parent_res = await self.version(parent, run.train, self._parent_runs(parent, runs))
@@ -238,14 +240,23 @@ class BodyTarget:
                 decision = planned
                 break
             looking = planned
-        if run.interrupted():
-            return None
-        run.emit(Activity(f"{label}: analysis"))
-        await self._analyze(label, parent, decision, tally)
+        self._tallies[label] = tally  # for learn(), which the engine calls next
         chosen = decision.model_dump(mode="json")
         if family:
             chosen["night"] = family.as_json()
         return TargetDecision(self.phase, chosen, (label, parent))
+
+    async def learn(self, label: str, parent: str, verdict: TargetDecision) -> bool:
+        """The analyzer's reading of the winner against the loser (analysis.json beside the
+        child, which the next proposal reads); none after a screening loss."""
+        tally = self._tallies.pop(label, None)
+        if verdict.phase != self.phase or tally is None:
+            return True
+        if self.run.interrupted():
+            return False
+        self.run.emit(Activity(f"{label}: analysis"))
+        await self._analyze(label, parent, str(verdict.selection["decision"]), tally)
+        return True
 
     def record(self, label: str, phase: str) -> None:
         """The version's train score; after a benchmark decision also v<N>/benchmark.json (a child
@@ -311,10 +322,10 @@ class BodyTarget:
         return self.rule.decide(measured_now, asked, run.rng("bootstrap", label, runs))
 
     async def _analyze(
-        self, label: str, parent: str, decision: RuleDecision, tally: ComparisonTally
+        self, label: str, parent: str, decision: str, tally: ComparisonTally
     ) -> None:
         run = self.run
-        winner, loser = (label, parent) if decision.decision == "won" else (parent, label)
+        winner, loser = (label, parent) if decision == "won" else (parent, label)
         gathered = evidence.gather(run.ws, run.store, loser, run.train)
         found = gathered.failures
         with scoped(label):

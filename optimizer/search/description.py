@@ -241,6 +241,10 @@ class DescriptionTarget:
             chosen.update(decision="lost", reason=taken)
         return TargetDecision(self.phase, chosen, (label,))
 
+    async def learn(self, label: str, parent: str, verdict: TargetDecision) -> bool:
+        """Nothing to analyze: the next proposal reads the missed queries (feedback)."""
+        return True
+
     def record(self, label: str, phase: str) -> None:
         self._record(label)
 

@@ -224,7 +224,7 @@ async def _judge_safely(run: RunState, target: Target, label: str, parent: str) 
         return True
     try:
         verdict = await target.judge(label, parent)
-        if verdict is None:
+        if verdict is None or not await target.learn(label, parent, verdict):
             return False
         for version in verdict.measured:
             target.record(version, verdict.phase)

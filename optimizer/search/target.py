@@ -62,6 +62,13 @@ class Target(Protocol):
         verdict. None when an urgent stop left it undecided: a resume judges it again."""
         ...
 
+    async def learn(self, label: str, parent: str, verdict: TargetDecision) -> bool:
+        """What the verdict teaches the next proposal (the body: its analyzer's reading of the
+        winner against the loser), before the engine records the verdict. False when an urgent
+        stop came first: the version stays undecided, and a resume judges it again (the ledger
+        answers the calls already made)."""
+        ...
+
     def record(self, label: str, phase: str) -> None:
         """A version's scores from its committed runs, and the summary files a decision at
         `phase` leaves beside them; the engine calls it for each of a verdict's measured

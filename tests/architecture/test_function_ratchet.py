@@ -101,14 +101,15 @@ def lower() -> None:
     now = measured()
     if ceilings is not None:
         now = {
-            kind: {q: min(c, ceilings[kind][q]) for q, c in now[kind].items() if q in ceilings[kind]}
+            kind: {
+                q: min(c, ceilings[kind][q]) for q, c in now[kind].items() if q in ceilings[kind]
+            }
             for kind in ("lines", "parameters")
         }
     now = {kind: dict(sorted(now[kind].items())) for kind in now}
     figures = standing(now)
     CEILINGS.write_text(
-        json.dumps({"standing": figures, "goals": GOALS, **now}, indent=1) + "\n",
-        encoding="utf-8",
+        json.dumps({"standing": figures, "goals": GOALS, **now}, indent=1) + "\n", encoding="utf-8"
     )
     print(f"{CEILINGS}: {figures} (goals {GOALS})")
 

@@ -15,7 +15,8 @@ from inprocess import EXAMPLE, cli
 from optimizer.inputs import skill as skills
 from optimizer.search import lineage, targets
 from optimizer.search.proposal import Candidate, Rejected
-from optimizer.search.state import RunState, mark_baseline, record_decision
+from optimizer.search.state import RunState, mark_baseline
+from optimizer.search.target import TargetDecision
 
 GOAL = 3  # notes in references/ a skill needs for the toy score to reach 1.0
 
@@ -60,17 +61,19 @@ class ReferencesTarget:
         (dest / "references" / f"note-{sample}.md").write_text(f"# Note {sample}\n")
         return Candidate(dest, f"add references/note-{sample}.md", "one more reference")
 
-    async def judge(self, label: str, parent: str) -> bool:
-        delta = self._record(label) - self.run.score(parent)
+    async def judge(self, label: str, parent: str) -> TargetDecision:
+        delta = self._score(label) - self.run.score(parent)
         verdict = "won" if delta > 0 else "lost"
-        record_decision(
-            self.run,
-            label,
-            parent,
-            self.phase,
-            {"decision": verdict, "reason": f"{delta:+.2f} references score", "delta": delta},
+        reason = f"{delta:+.2f} references score"
+        return TargetDecision(
+            self.phase, {"decision": verdict, "reason": reason, "delta": delta}, (label,)
         )
+
+    async def learn(self, label: str, parent: str, verdict: TargetDecision) -> bool:
         return True
+
+    def record(self, label: str, phase: str) -> None:
+        self._record(label)
 
     async def measure_test(self, label: str) -> dict:
         return {"score": self._score(label)}
@@ -123,6 +126,10 @@ def test_a_toy_target_runs_through_the_engine_unchanged(tmp_path, monkeypatch):
     # The engine's own stop rule ended it, on the scores the target recorded.
     with sqlite3.connect(run_dir / "state.db") as db:
         assert "target" in db.execute("select stop_reason from runs").fetchone()[0]
+        # Every child was judged, learnt from and recorded through the protocol: none failed.
+        assert db.execute("select count(*) from versions where error is not null").fetchone() == (
+            0,
+        )
 
 
 def test_run_names_the_registered_targets_when_one_is_unknown(monkeypatch):
