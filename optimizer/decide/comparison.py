@@ -27,7 +27,7 @@ MIN_CONSISTENT_VERDICTS = 3
 
 @dataclass
 class ComparisonTally:
-    """What the blind comparator found over all run pairs (search/compare.py fills it)."""
+    """What the blind comparator found over all run pairs (grade/compare.py fills it)."""
 
     child_wins: int = 0
     parent_wins: int = 0

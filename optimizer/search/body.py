@@ -15,6 +15,7 @@ from optimizer.decide import screen as screening
 from optimizer.decide.comparison import Asked, ComparisonTally, Measured
 from optimizer.events import Activity, TrialGraded
 from optimizer.execute import executor_for
+from optimizer.grade.compare import compare_versions
 from optimizer.grade.judge import warn_same_model
 from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, judge_errors, unscored_within
 from optimizer.inputs.evals import EvalSet, load_evals
@@ -22,7 +23,6 @@ from optimizer.model import scoped
 from optimizer.schemas import RuleDecision
 from optimizer.search import copied, evidence, lineage
 from optimizer.search.analyze import analyze, first_transcripts
-from optimizer.search.compare import compare_versions
 from optimizer.search.proposal import Candidate, Rejected
 from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline

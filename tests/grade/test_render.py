@@ -14,11 +14,10 @@ import pytest
 
 from optimizer.config import Settings
 from optimizer.execute import TrialRecord
-from optimizer.grade import judge, render
+from optimizer.grade import compare, judge, render
 from optimizer.grade.structural import check_run
 from optimizer.inputs.evals import Eval
 from optimizer.model import make_client
-from optimizer.search import compare
 from optimizer.sim import Simulator, media, world
 from optimizer.tags import parse_tags, section
 

@@ -6,10 +6,10 @@ import pytest
 
 from optimizer.config import Selection
 from optimizer.decide.step import decide
+from optimizer.grade.compare import blind, compare_versions
 from optimizer.inputs.evals import Eval
 from optimizer.model import StructuredAnswerError, make_client
 from optimizer.schemas import Comparison
-from optimizer.search.compare import blind, compare_versions
 from optimizer.sim import Simulator
 from optimizer.store.db import Store
 from optimizer.store.files import read_json
