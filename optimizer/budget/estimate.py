@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,8 +38,9 @@ import structlog
 from optimizer.budget.cost_model import CHARS_PER_TOKEN, CostPart, Estimate, PriceModel, Tally
 from optimizer.config import Settings
 from optimizer.decide import adopt, step
-from optimizer.inputs.evals import EvalSet, split
+from optimizer.inputs.evals import Eval, EvalSet, split
 from optimizer.model.cost import BATCH_PRICE_FACTOR, unpriced
+from optimizer.schemas import JsonObject
 from optimizer.store import iterations, money, readonly, runs
 from optimizer.store.files import Workspace
 from optimizer.store.runs import Run, record_estimate
@@ -49,6 +51,30 @@ VERSION = 1
 # The sealed test's share kept from the search: its estimate and a quarter more, since the final
 # best may be a longer skill than the one the estimate read (docs/design.md §9).
 RESERVE_MARGIN = 1.25
+
+
+@dataclass(frozen=True)
+class _Looks:
+    """How a step looks at a child under selection.step: runs an eval (the sealed test's, a
+    child's first look, v0's, at most), the run pairs compared at the first look, and whether a
+    later look compares more."""
+
+    runs: int
+    step_runs: int
+    v0_runs: int
+    max_runs: int
+    pairs: int
+    more_pairs: bool
+
+
+def _looks(s: Settings) -> _Looks:
+    sel = step.for_steps(s.selection)  # what a step is decided under (selection.step)
+    runs = s.evals.runs_per_eval
+    step_runs = sel.first_runs or runs
+    max_runs = max(step_runs, sel.max_runs_per_eval)
+    pairs = step.compared_runs(sel, step_runs)
+    more = step.compared_runs(sel, max_runs) > pairs
+    return _Looks(runs, step_runs, sel.v0_runs or runs, max_runs, pairs, more)
 
 
 def estimate(
@@ -66,66 +92,35 @@ def estimate(
     by_id = {e.id: e for e in evalset.evals}
     train_evals = [by_id[i] for i in train if i in by_id]
     test_evals = [by_id[i] for i in test if i in by_id]
-    m = PriceModel(settings, skill_dir, evalset)
-    s = settings
-    sel = step.for_steps(s.selection)  # what a step is decided under (selection.step)
-    runs = s.evals.runs_per_eval
-    step_runs = sel.first_runs or runs  # a child's first look
-    v0_runs = sel.v0_runs or runs
-    max_runs = max(step_runs, sel.max_runs_per_eval)
+    m, s, looks = PriceModel(settings, skill_dir, evalset), settings, _looks(settings)
     proposals = s.loop.proposals_per_iteration
-
-    setup = Tally()
-    for ev in train_evals:
-        if s.evals.baseline_comparison:
-            setup.add(m.run(ev, False), runs)
-        setup.add(m.run(ev, True), v0_runs)
-
-    one = Tally().add(m.proposal())  # one candidate, typical
-    screen = s.loop.screen_evals if 0 < s.loop.screen_evals < len(train_evals) else 0
-    for ev in sorted(train_evals, key=lambda e: e.id)[:screen]:
-        one.add(m.run(ev, True))
-    pairs = step.compared_runs(sel, step_runs)
-    for ev in train_evals:
-        one.add(m.run(ev, True), step_runs)
-        one.add(m.comparison(ev), 2 * pairs)
-    if sel.parent_runs > step_runs:  # the parent measured again: a run an eval, until it holds
-        for ev in train_evals:  # parent_runs (leans high: a parent that holds them adds none)
-            one.add(m.run(ev, True))
-    turns = int(m.profile["turns_with_skill"])
-    one.add(m.analysis(len(train_evals) * step_runs, turns))
+    setup = _setup(m, s, train_evals, looks)
+    one = _proposal(m, s, train_evals, looks)
     extra = Tally()  # one more run per eval for child and parent, and its comparisons if compared
-    more_pairs = step.compared_runs(sel, max_runs) > pairs
     for ev in train_evals:
         extra.add(m.run(ev, True), 2)
-        extra.add(m.comparison(ev), 2 * more_pairs)
+        extra.add(m.comparison(ev), 2 * looks.more_pairs)
     judged = expected_judged(proposals, s.loop.judge_proposals, s.selection.step)
     iteration = Tally().add(one, judged)
-    most = Tally().add(one, proposals).add(extra, proposals * (max_runs - step_runs))
-
+    most = Tally().add(one, proposals).add(extra, proposals * (looks.max_runs - looks.step_runs))
     sealed = Tally()
     for ev in test_evals:
-        sealed.add(m.run(ev, True), 2 * runs)
+        sealed.add(m.run(ev, True), 2 * looks.runs)
     adoption = Tally()  # its first looks, both sides, kept from the search (adopt.at_end)
     for ev in train_evals if s.adopt.scope == "tasks" else test_evals:
         adoption.add(m.run(ev, True), 2 * adopt.reserved_runs(s.adopt))
-
-    # No limit (the default): the iterations the budget covers after the setup and the reserves.
     iterations = s.loop.max_iterations
-    if iterations is None:
-        adopting = s.adopt.at_end != "never"
+    if iterations is None:  # no limit (the default): what the budget covers past the reserves
+        reserves = mode_usd(sealed.summary(), s.llm.batch) + (s.adopt.at_end != "never") * mode_usd(
+            adoption.summary(), s.llm.batch
+        )
         iterations = _fitting(
             s.budget.usd,
             mode_usd(setup.summary(), s.llm.batch),
-            (
-                mode_usd(sealed.summary(), s.llm.batch)
-                + adopting * mode_usd(adoption.summary(), s.llm.batch)
-            )
-            * RESERVE_MARGIN,
+            reserves * RESERVE_MARGIN,
             mode_usd(iteration.summary(), s.llm.batch),
         )
-    whole = Tally().add(setup).add(iteration, iterations).add(sealed)
-    whole_most = Tally().add(setup).add(most, iterations).add(sealed)
+    turns = int(m.profile["turns_with_skill"])
     est: Estimate = {
         "version": VERSION,
         "provider": s.llm.provider,
@@ -139,27 +134,62 @@ def estimate(
         "setup": setup.summary(),
         "per_iteration": iteration.summary(),
         "per_proposal": one.summary(),
-        "call_headroom_usd": round(m.longest_answer(len(train_evals) * step_runs, turns), 4),
+        "call_headroom_usd": round(m.longest_answer(len(train_evals) * looks.step_runs, turns), 4),
         "per_iteration_max": most.summary(),
         "sealed_test": sealed.summary(),
-        "run": whole.summary(),
-        "run_max": whole_most.summary(),
-        "assumptions": {
-            **{k: v for k, v in m.profile.items()},
-            "chars_per_token": CHARS_PER_TOKEN,
-            "prompt_caching": s.llm.prompt_caching,
-            "batch_price_factor": BATCH_PRICE_FACTOR,
-            "screening_passes": True,
-            "proposals_judged": f"{judged:g} of {proposals} (an iteration ends at its first step)",
-            "runs_added": f"none (typical); up to {max_runs} per eval (at most)",
-        },
+        "run": Tally().add(setup).add(iteration, iterations).add(sealed).summary(),
+        "run_max": Tally().add(setup).add(most, iterations).add(sealed).summary(),
+        "assumptions": _assumptions(m, s, f"{judged:g} of {proposals}", looks.max_runs),
     }
+    return _with_reserves(est, s, adoption)
+
+
+def _setup(m: PriceModel, s: Settings, train: list[Eval], looks: _Looks) -> Tally:
+    """v0's runs on train (and the no-skill baseline's), once a run."""
+    setup = Tally()
+    for ev in train:
+        if s.evals.baseline_comparison:
+            setup.add(m.run(ev, False), looks.runs)
+        setup.add(m.run(ev, True), looks.v0_runs)
+    return setup
+
+
+def _proposal(m: PriceModel, s: Settings, train: list[Eval], looks: _Looks) -> Tally:
+    """One candidate, typical: the proposal, its screen, its first look (runs and comparisons),
+    the parent measured again, the analysis."""
+    one = Tally().add(m.proposal())
+    screen = s.loop.screen_evals if 0 < s.loop.screen_evals < len(train) else 0
+    for ev in sorted(train, key=lambda e: e.id)[:screen]:
+        one.add(m.run(ev, True))
+    for ev in train:
+        one.add(m.run(ev, True), looks.step_runs)
+        one.add(m.comparison(ev), 2 * looks.pairs)
+    if step.for_steps(s.selection).parent_runs > looks.step_runs:
+        for ev in train:  # a run an eval until the parent holds parent_runs (leans high)
+            one.add(m.run(ev, True))
+    return one.add(m.analysis(len(train) * looks.step_runs, int(m.profile["turns_with_skill"])))
+
+
+def _assumptions(m: PriceModel, s: Settings, judged: str, max_runs: int) -> JsonObject:
+    return {
+        **{k: v for k, v in m.profile.items()},
+        "chars_per_token": CHARS_PER_TOKEN,
+        "prompt_caching": s.llm.prompt_caching,
+        "batch_price_factor": BATCH_PRICE_FACTOR,
+        "screening_passes": True,
+        "proposals_judged": f"{judged} (an iteration ends at its first step)",
+        "runs_added": f"none (typical); up to {max_runs} per eval (at most)",
+    }
+
+
+def _with_reserves(est: Estimate, s: Settings, adoption: Tally) -> Estimate:
+    """The reserves kept from the budget, the iterations it buys and the models priced as
+    another (the dearest listed), so the preview and status can say so."""
     est["reserve_usd"] = round(mode_usd(est["sealed_test"], s.llm.batch) * RESERVE_MARGIN, 4)
     if s.adopt.at_end != "never":
         held = mode_usd(adoption.summary(), s.llm.batch) * RESERVE_MARGIN
         est["adoption_reserve_usd"] = round(held, 4)
     est["iterations_in_budget"] = _iterations_in_budget(est)
-    # Models priced as another (the dearest listed), so the preview and status can say so.
     roles = ("executor", "grader", "comparator", "analyzer", "proposer")
     models = sorted({getattr(s.models, role) for role in roles})
     est["unpriced"] = {m: f for m in models if (f := unpriced(s, m)) is not None}

@@ -4,7 +4,7 @@ read-only; safe while its daemon runs. Never writes to the run folder."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -166,120 +166,18 @@ def _state_line(info: StatusInfo) -> Text:
     return Text(state, style="red" if state == "failed" else "")
 
 
+Row = tuple[str, object]  # a line of the grid: its key and what it says (a Text, or shown as str)
+
+
 def print_status(console: Console, info: StatusInfo) -> None:
+    """status's grid, section by section (what runs, its health, what it found, its money and
+    time), then the settings that are not defaults."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
-
-    def row(key: str, value: Any) -> None:
-        grid.add_row(key, value if isinstance(value, Text) else Text(str(value)))
-
-    title = f"{info.get('skill_name') or '?'}  {info['run_dir']}"
-    row("run", title + ("  [SIMULATED]" if info["simulated"] else ""))
-    row("state", _state_line(info))
-    row("activity", info.get("activity") or "—")
-    if probe := info.get("probe"):
-        row(
-            "probe",
-            {
-                "claude-code": "the Claude Code CLI, one `claude -p` per query",
-                "api": "one routing request per query (the API probe)",
-            }.get(probe, probe),
-        )
-    if info.get("sandbox"):
-        box = info["sandbox"]
-        row(
-            "sandbox",
-            Text(confinement.describe(box), style="bold red" if box["unconfined"] else ""),
-        )
-    it = f"{info['iteration']} ({info['iterations_done']} done"
-    row(
-        "iteration",
-        it + (f" of {info['max_iterations']})" if info.get("max_iterations") is not None else ")"),
-    )
-    pending = f", pending: {', '.join(info['pending'])}" if info["pending"] else ""
-    row("versions", f"{info['versions']}{pending}")
-    if info["proposals"]["proposals"]:
-        row("proposals", read.proposals_line(info["proposals"]))
-    if info["unscored"]["runs"]:
-        last = info["unscored"]["last"]
-        assert last is not None  # there are unscored runs
-        row(
-            "unscored",
-            Text(
-                f"{info['unscored']['runs']} runs our infrastructure failed (left out of "
-                f"every mean, retried on resume); e.g. {last['key']}: {last['error']}",
-                style="yellow",
-            ),
-        )
-    defects = info.get("defects") or {}
-    if defects.get("runs"):
-        kinds = ", ".join(f"{kind} x{n}" for kind, n in defects["by_type"].items())
-        row(
-            "defects",
-            Text(
-                f"{defects['runs']} runs ended by an internal error of ours ({kinds}; "
-                "tracebacks in optimizer.log, run.internal_error): please report them",
-                style="bold red",
-            ),
-        )
-    for label, error in info["failed"].items():
-        row("failed", Text(f"{label}: {error} (the run went on without it)", style="red"))
-    best = info.get("current_best")
-    if best:
-        ci = interval(
-            best.get("score_ci"), best.get("score_evals"), sign=False, level=caveats.SCORE_LEVEL
-        )
-        won = f"  {best['verdict']}" if best.get("verdict") else ""
-        row(
-            "current best",
-            Text(
-                f"★ {best['version']}  score {num(best['score'])}{ci}  pass rate "
-                f"{pct(best['pass_rate'])}{won}",
-                style="bold green",
-            ),
-        )
-    row("adopted", info["adopted_line"])
-    for said in info["adoption_lines"][-3:]:  # the latest; lineage lists them all
-        row("adoption", said)
-    for label, verdict in info.get("other_wins", {}).items():
-        row("also won", f"{label} {verdict}")
-    if info.get("promotions"):
-        row("promotions", info["promotions"])
-    budget = info.get("budget_usd")
-    row("spent", info.get("spent_text") or adopted.spent_words(info["spent_usd"], budget, []))
-    if line := (info.get("estimate") or {}).get("line"):
-        row("estimate", line)
-    row(
-        "ledger",
-        f"{info['calls']} calls paid; {info['cache_hits']} served from the ledger "
-        f"(saved {money(info['saved_usd'])})",
-    )
-    if info.get("elapsed_s") is not None:
-        row("elapsed", duration(info["elapsed_s"]) + " since the start")
-    if info["running"]:
-        row("finish", finish.finish_line(info))
-    if info.get("deadline"):
-        left = info.get("seconds_left")
-        row(
-            "deadline",
-            f"{info['deadline']} ({'passed' if left is not None and left <= 0 else duration(left) + ' left'})",
-        )
-    if info.get("last_resumed"):
-        row("resumed", _resumed_line(info))
-    if stop_reason := info.get("stop_reason"):
-        row("stopped", words.after_stopped(stop_reason))
-    if last_error := info.get("last_error"):
-        row("last error", Text(last_error, style="red"))
-    test = info.get("test")
-    if sealed_todo := info.get("sealed_todo"):
-        row("sealed test", Text(sealed_todo, style="yellow"))
-    elif test:
-        row("sealed test", _test_line(test))
-    if power := info.get("power"):
-        row("power", power["line"])
-    for warning in info.get("warnings") or []:
-        row("warning", Text(warning, style="bold yellow"))
+    for section in (_what_runs, _health, _found, _money_and_time):
+        for key, value in section(info):
+            grid.add_row(key, value if isinstance(value, Text) else Text(str(value)))
     emit(console, grid)
     if info["settings"]:
         table = Table(title="settings that are not defaults", title_justify="left", show_edge=False)
@@ -292,6 +190,122 @@ def print_status(console: Console, info: StatusInfo) -> None:
                 Text(s["source"]),
             )
         emit(console, table)
+
+
+def _what_runs(info: StatusInfo) -> Iterator[Row]:
+    title = f"{info.get('skill_name') or '?'}  {info['run_dir']}"
+    yield "run", title + ("  [SIMULATED]" if info["simulated"] else "")
+    yield "state", _state_line(info)
+    yield "activity", info.get("activity") or "—"
+    if probe := info.get("probe"):
+        yield (
+            "probe",
+            {
+                "claude-code": "the Claude Code CLI, one `claude -p` per query",
+                "api": "one routing request per query (the API probe)",
+            }.get(probe, probe),
+        )
+    if box := info.get("sandbox"):
+        yield (
+            "sandbox",
+            Text(confinement.describe(box), style="bold red" if box["unconfined"] else ""),
+        )
+    it = f"{info['iteration']} ({info['iterations_done']} done"
+    yield (
+        "iteration",
+        it + (f" of {info['max_iterations']})" if info.get("max_iterations") is not None else ")"),
+    )
+    pending = f", pending: {', '.join(info['pending'])}" if info["pending"] else ""
+    yield "versions", f"{info['versions']}{pending}"
+    if info["proposals"]["proposals"]:
+        yield "proposals", read.proposals_line(info["proposals"])
+
+
+def _health(info: StatusInfo) -> Iterator[Row]:
+    """Runs we could not score, internal errors of ours, versions that failed."""
+    if info["unscored"]["runs"]:
+        last = info["unscored"]["last"]
+        assert last is not None  # there are unscored runs
+        yield (
+            "unscored",
+            Text(
+                f"{info['unscored']['runs']} runs our infrastructure failed (left out of "
+                f"every mean, retried on resume); e.g. {last['key']}: {last['error']}",
+                style="yellow",
+            ),
+        )
+    defects = info.get("defects") or {}
+    if defects.get("runs"):
+        kinds = ", ".join(f"{kind} x{n}" for kind, n in defects["by_type"].items())
+        yield (
+            "defects",
+            Text(
+                f"{defects['runs']} runs ended by an internal error of ours ({kinds}; "
+                "tracebacks in optimizer.log, run.internal_error): please report them",
+                style="bold red",
+            ),
+        )
+    for label, error in info["failed"].items():
+        yield "failed", Text(f"{label}: {error} (the run went on without it)", style="red")
+
+
+def _found(info: StatusInfo) -> Iterator[Row]:
+    """The current best, the adoption, the other winners."""
+    if best := info.get("current_best"):
+        ci = interval(
+            best.get("score_ci"), best.get("score_evals"), sign=False, level=caveats.SCORE_LEVEL
+        )
+        won = f"  {best['verdict']}" if best.get("verdict") else ""
+        yield (
+            "current best",
+            Text(
+                f"★ {best['version']}  score {num(best['score'])}{ci}  pass rate "
+                f"{pct(best['pass_rate'])}{won}",
+                style="bold green",
+            ),
+        )
+    yield "adopted", info["adopted_line"]
+    for said in info["adoption_lines"][-3:]:  # the latest; lineage lists them all
+        yield "adoption", said
+    for label, verdict in info.get("other_wins", {}).items():
+        yield "also won", f"{label} {verdict}"
+    if info.get("promotions"):
+        yield "promotions", info["promotions"]
+
+
+def _money_and_time(info: StatusInfo) -> Iterator[Row]:
+    """The spend, the ledger, the clock, why it stopped, the sealed test, power and warnings."""
+    budget = info.get("budget_usd")
+    yield "spent", info.get("spent_text") or adopted.spent_words(info["spent_usd"], budget, [])
+    if line := (info.get("estimate") or {}).get("line"):
+        yield "estimate", line
+    yield (
+        "ledger",
+        f"{info['calls']} calls paid; {info['cache_hits']} served from the ledger "
+        f"(saved {money(info['saved_usd'])})",
+    )
+    if info.get("elapsed_s") is not None:
+        yield "elapsed", duration(info["elapsed_s"]) + " since the start"
+    if info["running"]:
+        yield "finish", finish.finish_line(info)
+    if info.get("deadline"):
+        left = info.get("seconds_left")
+        passed = left is not None and left <= 0
+        yield "deadline", f"{info['deadline']} ({'passed' if passed else duration(left) + ' left'})"
+    if info.get("last_resumed"):
+        yield "resumed", _resumed_line(info)
+    if stop_reason := info.get("stop_reason"):
+        yield "stopped", words.after_stopped(stop_reason)
+    if last_error := info.get("last_error"):
+        yield "last error", Text(last_error, style="red")
+    if sealed_todo := info.get("sealed_todo"):
+        yield "sealed test", Text(sealed_todo, style="yellow")
+    elif test := info.get("test"):
+        yield "sealed test", _test_line(test)
+    if power := info.get("power"):
+        yield "power", power["line"]
+    for warning in info.get("warnings") or []:
+        yield "warning", Text(warning, style="bold yellow")
 
 
 def _resumed_line(info: StatusInfo) -> str:
