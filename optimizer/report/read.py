@@ -180,7 +180,25 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunView:
     return data  # history.json is written from state.db, never read back beside it
 
 
+# history.json as parsed, its seed form checked (inputs/artifacts.check_data): field by field, as
+# the Nodes below read it.
+History = dict[str, Any]
+
+
 def _from_history(ws: Workspace) -> RunView:
+    """A run folder without state.db, read from its history.json in either seed form."""
+    history = _checked_history(ws)
+    if isinstance(history.get("versions"), list):
+        return _from_versions(ws, history)
+    if not isinstance(history.get("iterations"), list):
+        raise BadInput(
+            f"{ws.history}: has neither 'iterations' (seed 002) nor 'versions' (seed 001)."
+        )
+    return _from_iterations(ws, history)
+
+
+def _checked_history(ws: Workspace) -> History:
+    """history.json parsed and checked against its seed form: one sentence when it is not."""
     from optimizer.inputs.artifacts import check_data, detect_form
 
     history = read_json(ws.history)
@@ -193,66 +211,43 @@ def _from_history(ws: Workspace) -> RunView:
                 f"{ws.history}: not a valid history file ({problems[0]}); restore it or "
                 "rebuild it from state.db."
             )
-    if isinstance(history.get("versions"), list):
-        nodes: list[dict[str, Any]] = []
-        prev = None
-        for item in history["versions"]:
-            label = f"iteration {item.get('iteration', len(nodes))}"
-            nodes.append(
-                {
-                    "label": label,
-                    "parent": prev,
-                    "iteration": item.get("iteration"),
-                    "description": item.get("description", ""),
-                    "pass_rate": item.get("pass_rate"),
-                    "precision": item.get("precision"),
-                    "recall": item.get("recall"),
-                    "decision": None,
-                    "is_best": False,
-                }
-            )
-            prev = label
-        return RunView(
-            root=ws.root,
-            source="history.json",
-            form="versions",
-            nodes=_nodes(ws, nodes),
-            history=history,
-            simulated=bool(history.get("simulated")),
-        )
-    if not isinstance(history.get("iterations"), list):
-        raise BadInput(
-            f"{ws.history}: has neither 'iterations' (seed 002) nor 'versions' (seed 001)."
-        )
-    best = history.get("current_best")
-    nodes = []
-    for it in history["iterations"]:
-        ci = it.get("ci") if isinstance(it.get("ci"), list) and len(it["ci"]) == 2 else None
+    return history
+
+
+def _from_versions(ws: Workspace, history: History) -> RunView:
+    """Seed 001: a description run's versions, one after the other."""
+    nodes: list[History] = []
+    prev = None
+    for item in history["versions"]:
+        label = f"iteration {item.get('iteration', len(nodes))}"
         nodes.append(
             {
-                "label": it.get("version"),
-                "parent": it.get("parent"),
-                "iteration": it.get("iteration"),
-                "decision": it.get("grading_result"),
-                "phase": it.get("decided_at_stage"),
-                "status": "decided",
-                "summary": it.get("summary") or "",
-                "rationale": "",
-                "score": it.get("overall_efficiency"),
-                "pass_rate": it.get("expectation_pass_rate"),
-                "delta": it.get("delta"),
-                "ci": _pair(*ci) if ci else None,
-                "reason": it.get("reason"),
-                "ci_level": caveats.decision_level(None),
-                "comparator": it.get("comparator"),
-                "cost_usd": it.get("cost_usd"),
-                "seconds": None,
-                "created_at": it.get("created_at"),
-                "decided_at": None,
-                "is_best": bool(it.get("is_current_best")) or it.get("version") == best,
-                "per_eval": {},
+                "label": label,
+                "parent": prev,
+                "iteration": item.get("iteration"),
+                "description": item.get("description", ""),
+                "pass_rate": item.get("pass_rate"),
+                "precision": item.get("precision"),
+                "recall": item.get("recall"),
+                "decision": None,
+                "is_best": False,
             }
         )
+        prev = label
+    return RunView(
+        root=ws.root,
+        source="history.json",
+        form="versions",
+        nodes=_nodes(ws, nodes),
+        history=history,
+        simulated=bool(history.get("simulated")),
+    )
+
+
+def _from_iterations(ws: Workspace, history: History) -> RunView:
+    """Seed 002: the lineage of versions with their decisions, and the run's own fields."""
+    best = history.get("current_best")
+    nodes = [_iteration_node(it, best) for it in history["iterations"]]
     return RunView(
         root=ws.root,
         source="history.json",
@@ -270,6 +265,34 @@ def _from_history(ws: Workspace) -> RunView:
         simulated=bool(history.get("simulated")),
         adoptions=[Adoption.model_validate(a) for a in history.get("adoptions") or []],
     )
+
+
+def _iteration_node(it: History, best: object) -> History:
+    """One entry of seed 002's iterations under the Node's names."""
+    ci = it.get("ci") if isinstance(it.get("ci"), list) and len(it["ci"]) == 2 else None
+    return {
+        "label": it.get("version"),
+        "parent": it.get("parent"),
+        "iteration": it.get("iteration"),
+        "decision": it.get("grading_result"),
+        "phase": it.get("decided_at_stage"),
+        "status": "decided",
+        "summary": it.get("summary") or "",
+        "rationale": "",
+        "score": it.get("overall_efficiency"),
+        "pass_rate": it.get("expectation_pass_rate"),
+        "delta": it.get("delta"),
+        "ci": _pair(*ci) if ci else None,
+        "reason": it.get("reason"),
+        "ci_level": caveats.decision_level(None),
+        "comparator": it.get("comparator"),
+        "cost_usd": it.get("cost_usd"),
+        "seconds": None,
+        "created_at": it.get("created_at"),
+        "decided_at": None,
+        "is_best": bool(it.get("is_current_best")) or it.get("version") == best,
+        "per_eval": {},
+    }
 
 
 def _nodes(ws: Workspace, entries: list[dict[str, Any]]) -> list[Node]:

@@ -10,9 +10,12 @@ from sqlite_utils import Migrations
 migrations = Migrations("optimizer")
 
 
-@migrations()
-def m001_initial(db: sqlite_utils.Database) -> None:
-    db.table("runs").create(  # one row: this optimizer run
+# The first schema as it shipped, table by table in the order m001 creates them: (name, columns,
+# primary key, indexes as (columns, unique)). Data, so the migration reads as the schema it is.
+Columns = dict[str, type]
+_INITIAL: tuple[tuple[str, Columns, str, tuple[tuple[list[str], bool], ...]], ...] = (
+    (  # one row: this optimizer run
+        "runs",
         {
             "id": str,
             "skill_name": str,
@@ -27,9 +30,11 @@ def m001_initial(db: sqlite_utils.Database) -> None:
             "from_run": str,
             "finished_at": str,
         },
-        pk="id",
-    )
-    db.table("versions").create(
+        "id",
+        (),
+    ),
+    (
+        "versions",
         {
             "label": str,
             "hash": str,
@@ -45,10 +50,11 @@ def m001_initial(db: sqlite_utils.Database) -> None:
             "pass_rate": float,
             "cost_usd": float,
         },
-        pk="label",
-    )
-    db.table("versions").create_index(["hash"], unique=True)
-    db.table("eval_runs").create(  # one execution of one eval by one configuration
+        "label",
+        ((["hash"], True),),
+    ),
+    (  # one execution of one eval by one configuration
+        "eval_runs",
         {
             "key": str,
             "version": str,
@@ -63,10 +69,11 @@ def m001_initial(db: sqlite_utils.Database) -> None:
             "time_seconds": float,
             "completed_at": str,
         },
-        pk="key",
-    )
-    db.table("eval_runs").create_index(["version", "eval_id"])
-    db.table("gradings").create(
+        "key",
+        ((["version", "eval_id"], False),),
+    ),
+    (
+        "gradings",
         {
             "key": str,
             "status": str,
@@ -80,9 +87,11 @@ def m001_initial(db: sqlite_utils.Database) -> None:
             "structural_json": str,
             "completed_at": str,
         },
-        pk="key",
-    )
-    db.table("decisions").create(
+        "key",
+        (),
+    ),
+    (
+        "decisions",
         {
             "version": str,
             "parent": str,
@@ -95,9 +104,11 @@ def m001_initial(db: sqlite_utils.Database) -> None:
             "selection_json": str,
             "decided_at": str,
         },
-        pk="version",
-    )
-    db.table("iterations").create(
+        "version",
+        (),
+    ),
+    (
+        "iterations",
         {
             "number": int,
             "parent": str,
@@ -106,11 +117,11 @@ def m001_initial(db: sqlite_utils.Database) -> None:
             "started_at": str,
             "finished_at": str,
         },
-        pk="number",
-    )
-    db.table(
-        "calls"
-    ).create(  # the model-call ledger, which doubles as the cache that makes resume free
+        "number",
+        (),
+    ),
+    (  # the model-call ledger, which doubles as the cache that makes resume free
+        "calls",
         {
             "hash": str,
             "role": str,
@@ -128,12 +139,24 @@ def m001_initial(db: sqlite_utils.Database) -> None:
             "error": str,
             "created_at": str,
         },
-        pk="hash",
-    )
-    db.table("calls").create_index(["role"])
-    db.table("cache_hits").create(  # a call served from the ledger: counted, and the money it saved
-        {"id": int, "hash": str, "role": str, "saved_usd": float, "at": str}, pk="id"
-    )
+        "hash",
+        ((["role"], False),),
+    ),
+    (  # a call served from the ledger: counted, and the money it saved
+        "cache_hits",
+        {"id": int, "hash": str, "role": str, "saved_usd": float, "at": str},
+        "id",
+        (),
+    ),
+)
+
+
+@migrations()
+def m001_initial(db: sqlite_utils.Database) -> None:
+    for name, columns, pk, indexes in _INITIAL:
+        db.table(name).create(columns, pk=pk)
+        for on, unique in indexes:
+            db.table(name).create_index(on, unique=unique)
 
 
 @migrations()
