@@ -185,61 +185,55 @@ def unfit(f: Facts[E], measured: Measured[E], selection: Selection) -> RuleDecis
     """The tie every rule returns before it looks at scores it cannot trust or does not have."""
     if f.error_rate > selection.max_judge_error_rate + _EPS:
         # A broken judge is not fixed by more runs of the same judge.
-        return decision(
-            "tie",
+        said = (
             f"tie: {measured.judge_errors} of {measured.total_runs} runs ({f.error_rate:.0%}) had "
             f"judge errors, above the limit of {selection.max_judge_error_rate:.0%}, so the "
-            "scores cannot be trusted.",
-            None,
-            None,
-            None,
-            selection.confidence,
-            f.common,
+            "scores cannot be trusted."
         )
+        return decision(Said("tie", said, None, None, None, selection.confidence), f.common)
     if not f.ds:
-        return decision(
-            "tie",
-            "tie: no eval has scores for both the child and the parent." + f.left_out,
-            None,
-            None,
-            None,
-            selection.confidence,
-            f.common,
-        )
+        said = "tie: no eval has scores for both the child and the parent." + f.left_out
+        return decision(Said("tie", said, None, None, None, selection.confidence), f.common)
     return None
 
 
-def decision(
-    verdict: Verdict,
-    reason: str,
-    delta: float | None,
-    low: float | None,
-    high: float | None,
-    confidence: float,
-    common: _Common,
-    *,
-    needs_more_runs: bool = False,
-    futile: bool = False,
-    look_alpha: float | None = None,
-    comparator_p: float | None = None,
-    promotion_power: float | None = None,
-    scope: Literal["tasks", "general"] = "general",
-    next_runs: int | None = None,
-    alpha: float | None = None,
-) -> RuleDecision:
+@dataclass(frozen=True)
+class Said:
+    """What a rule says of a child before the fields every decision shares (_Common): the
+    verdict, its reason, Δ and its interval at `confidence`, and the look's own figures (the
+    sequential rule's; left at their defaults by the others)."""
+
+    verdict: Verdict
+    reason: str
+    delta: float | None
+    low: float | None
+    high: float | None
+    confidence: float
+    needs_more_runs: bool = False
+    futile: bool = False
+    look_alpha: float | None = None
+    comparator_p: float | None = None
+    promotion_power: float | None = None
+    scope: Literal["tasks", "general"] = "general"
+    next_runs: int | None = None  # the runs per eval of the next look, when runs are wanted
+    alpha: float | None = None  # the decision's whole false-promotion budget
+
+
+def decision(said: Said, common: _Common) -> RuleDecision:
+    """The RuleDecision of what a rule said, with the fields every outcome shares."""
     return RuleDecision(
-        decision=verdict,
-        reason=reason,
-        delta=delta,
-        interval=SelectionInterval(low=low, high=high, confidence=confidence),
-        needs_more_runs=needs_more_runs,
-        futile=futile,
-        look_alpha=look_alpha,
-        comparator_p=comparator_p,
-        promotion_power=promotion_power,
-        scope=scope,
-        next_runs=next_runs,
-        alpha=alpha,
+        decision=said.verdict,
+        reason=said.reason,
+        delta=said.delta,
+        interval=SelectionInterval(low=said.low, high=said.high, confidence=said.confidence),
+        needs_more_runs=said.needs_more_runs,
+        futile=said.futile,
+        look_alpha=said.look_alpha,
+        comparator_p=said.comparator_p,
+        promotion_power=said.promotion_power,
+        scope=said.scope,
+        next_runs=said.next_runs,
+        alpha=said.alpha,
         **common,
     )
 

@@ -39,6 +39,7 @@ from optimizer.decide.comparison import (
     Asked,
     ComparatorTest,
     EvalId,
+    Said,
     comparator_test,
 )
 from optimizer.decide.spending import Scope, look_alpha, look_level, next_look, schedule
@@ -170,25 +171,6 @@ def promotion_power(
     return conditional_power(z_score, fraction, score_final)
 
 
-@dataclass(frozen=True)
-class Look:
-    """One look's outcome, for the step rule (step.py) to wrap into a RuleDecision."""
-
-    decision: verdict.Verdict
-    reason: str
-    delta: float
-    low: float | None
-    high: float | None
-    confidence: float  # of the reported two-sided interval: 1 − 2·(this look's score α)
-    needs_more_runs: bool
-    futile: bool
-    look_alpha: float
-    comparator_p: float
-    promotion_power: float | None
-    scope: Scope = "general"
-    next_runs: int | None = None  # the runs per eval of the next look, when runs are wanted
-
-
 CLAIM = {"tasks": "better on these tasks", "general": "better in general"}
 # A step is a move, not a claim (docs/design.md §16): its reason names what it was read on.
 STEP = {s: words.step_scope(s) for s in ("tasks", "general")}
@@ -225,7 +207,7 @@ class _Read:
     upcoming: int | None  # the runs per eval of the next look; None at the cap
 
 
-def look(selection: Selection, asked: Asked, seen: Seen) -> Look:
+def look(selection: Selection, asked: Asked, seen: Seen) -> Said:
     """won / lost / tie at the look of `asked.look` runs per eval, for the claim `asked.scope`.
     won: the score bound clears zero and Δ reaches selection.min_effect, or the bound clears zero
     with more comparator wins than losses. lost: the plain interval at selection.confidence is
@@ -244,21 +226,22 @@ def look(selection: Selection, asked: Asked, seen: Seen) -> Look:
         more: bool = False,
         futile: bool = False,
         power: float | None = None,
-    ) -> Look:
-        return Look(
+    ) -> Said:
+        return Said(  # the interval's confidence is the look's, at the α it spent
             said,
             reason,
             s.delta,
             None if math.isinf(s.se) else s.low,
             None if math.isinf(s.se) else s.high,
             read.level,
-            more,
-            futile,
-            read.spent,
-            read.c.p_child,
-            power,
-            s.scope,
-            read.upcoming if more else None,
+            needs_more_runs=more,
+            futile=futile,
+            look_alpha=read.spent,
+            comparator_p=read.c.p_child,
+            promotion_power=power,
+            scope=s.scope,
+            next_runs=read.upcoming if more else None,
+            alpha=1 - selection.confidence if asked.alpha is None else asked.alpha,
         )
 
     if read.spent <= 0 and read.upcoming is not None:

@@ -17,6 +17,7 @@ from optimizer.decide.comparison import (
     ComparisonTally,
     E,
     Measured,
+    Said,
     StepRule,
     decision,
     eval_order,
@@ -84,23 +85,7 @@ class Sequential:
                 {e: tally.per_eval[e] for e in tally.per_eval if e in ds},
             ),
         )
-        return decision(  # the interval's confidence is the look's, at the α it spent
-            seen.decision,
-            seen.reason + f.left_out,
-            seen.delta,
-            seen.low,
-            seen.high,
-            seen.confidence,
-            f.common,
-            needs_more_runs=seen.needs_more_runs,
-            futile=seen.futile,
-            look_alpha=seen.look_alpha,
-            comparator_p=seen.comparator_p,
-            promotion_power=seen.promotion_power,
-            scope=seen.scope,
-            next_runs=seen.next_runs,
-            alpha=1 - selection.confidence if asked.alpha is None else asked.alpha,
-        )
+        return decision(replace(seen, reason=seen.reason + f.left_out), f.common)
 
 
 @dataclass(frozen=True)
@@ -134,14 +119,16 @@ class Bootstrap:
 
         def made(said: verdict.Verdict, reason: str) -> RuleDecision:
             return decision(
-                said,
-                reason + f.left_out,
-                delta,
-                low,
-                high,
-                selection.confidence,
+                Said(
+                    said,
+                    reason + f.left_out,
+                    delta,
+                    low,
+                    high,
+                    selection.confidence,
+                    needs_more_runs=needs_more,
+                ),
                 f.common,
-                needs_more_runs=needs_more,
             )
 
         if low > selection.min_effect + _EPS:
