@@ -22,7 +22,13 @@ from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.errors import BadInput, InfraFailure, ResourceLimit, is_systemic
 from optimizer.execute.limit import ProviderTooSlow, SkillTimeout, within_limits
-from optimizer.execute.record import TrialRecord, finish_run, is_complete
+from optimizer.execute.record import (
+    TrialIdentity,
+    TrialOutcome,
+    TrialRecord,
+    finish_run,
+    is_complete,
+)
 from optimizer.execute.staging import OUTPUTS, prepare_work, resolve_inputs, stage_skill
 from optimizer.execute.transcript import Tally, Transcript
 from optimizer.inputs.evals import Eval
@@ -169,17 +175,44 @@ class Executor(ABC):
         self.check()
         confined, how = self.confinement()
         configuration = "with_skill" if skill is not None else "without_skill"
-        # Absolute once, here, for every executor: a relative path means something else to a
-        # process started in the work folder (the Claude Code CLI) and to the sandbox's binds.
-        where = trial_dir.absolute()
-        work = prepare_work(where, inputs)
-        if skill is not None:
-            skill = replace(skill, dir=stage_skill(skill.dir, where))
-        names = [name for _, name in inputs]
-        ctx = TrialContext(eval, work, where, skill, names, run_number, sample)
-        transcript = Transcript(eval.prompt, names)
+        ctx = _trial_context(trial_dir, inputs, skill, eval, run_number, sample)
+        transcript = Transcript(eval.prompt, ctx.inputs)
         tally = Tally(skill_invoked=False if skill is not None else None)
         started = time.time()
+        status, error, clock = await self._run_within_limits(ctx, transcript, tally)
+        status, error = await asyncio.to_thread(
+            self._workspace_limit, ctx, transcript, status, error
+        )
+        if skill is not None and not tally.skill_invoked:
+            transcript.note(
+                "Skill not invoked", f"The agent never called Skill for '{skill.name}'."
+            )
+        record = finish_run(
+            TrialIdentity(trial_dir, eval, configuration, run_number, self.name),
+            TrialOutcome(status, error, started, started + clock.wall_s(), confined, how),
+            transcript,
+            tally,
+        )
+        log.info(
+            "run.executed",
+            executor=self.name,
+            eval_id=eval.id,
+            configuration=configuration,
+            run=run_number,
+            status=status,
+            tokens=record.tokens,
+            skill_invoked=record.skill_invoked,
+            seconds=round(record.duration_s, 2),
+            error=error,
+        )
+        return record
+
+    async def _run_within_limits(
+        self, ctx: TrialContext, transcript: Transcript, tally: Tally
+    ) -> tuple[str, str | None, RunClock]:
+        """(status, error, the run's clock) of `_run` under the time limits: a failure of the run
+        becomes its status and error, a systemic one is raised. The clock is returned running,
+        since the run's wall time is read when the run folder is finished."""
         limits = self.settings.execute
         status: str = "ok"
         error: str | None = None
@@ -201,41 +234,7 @@ class Executor(ABC):
                     raise
                 status, error = _ours(exc, ctx)
         tally.clock = clock_figures(clock)
-        status, error = await asyncio.to_thread(
-            self._workspace_limit, ctx, transcript, status, error
-        )
-        if skill is not None and not tally.skill_invoked:
-            transcript.note(
-                "Skill not invoked", f"The agent never called Skill for '{skill.name}'."
-            )
-        record = finish_run(
-            trial_dir=trial_dir,
-            eval=eval,
-            configuration=configuration,
-            run_number=run_number,
-            executor=self.name,
-            transcript=transcript,
-            tally=tally,
-            status=status,
-            error=error,
-            started=started,
-            ended=started + clock.wall_s(),
-            confined=confined,
-            sandbox=how,
-        )
-        log.info(
-            "run.executed",
-            executor=self.name,
-            eval_id=eval.id,
-            configuration=configuration,
-            run=run_number,
-            status=status,
-            tokens=record.tokens,
-            skill_invoked=record.skill_invoked,
-            seconds=round(record.duration_s, 2),
-            error=error,
-        )
-        return record
+        return status, error, clock
 
     def check(self) -> None:
         """Refuse early (BadInput) what cannot work at all, before a run folder is made."""
@@ -267,6 +266,25 @@ class Executor(ABC):
     @abstractmethod
     async def _run(self, ctx: TrialContext, transcript: Transcript, tally: Tally) -> str | None:
         """Do the run; return None when it finished, or one sentence on why it failed."""
+
+
+def _trial_context(
+    trial_dir: Path,
+    inputs: list[tuple[Path, str]],
+    skill: SkillInfo | None,
+    eval: Eval,
+    run_number: int,
+    sample: int,
+) -> TrialContext:
+    """A fresh run folder with the inputs (and the skill's copy) staged, and its TrialContext."""
+    # Absolute once, here, for every executor: a relative path means something else to a
+    # process started in the work folder (the Claude Code CLI) and to the sandbox's binds.
+    where = trial_dir.absolute()
+    work = prepare_work(where, inputs)
+    if skill is not None:
+        skill = replace(skill, dir=stage_skill(skill.dir, where))
+    names = [name for _, name in inputs]
+    return TrialContext(eval, work, where, skill, names, run_number, sample)
 
 
 def _empty_workspace(work: Path, shown: int = 5) -> str:

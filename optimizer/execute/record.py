@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from optimizer import schemas
 from optimizer.execute.staging import OUTPUTS, SKILL_COPY, WORK
 from optimizer.execute.transcript import Tally, Transcript
+from optimizer.inputs.evalset import Eval
 from optimizer.store.files import read_json, write_json, write_text
 from optimizer.store.rows import RecordColumns
 
@@ -139,30 +139,68 @@ def _collect_outputs(trial_dir: Path, transcript: Transcript) -> tuple[list[str]
     return files, chars
 
 
+@dataclass(frozen=True)
+class TrialIdentity:
+    """Which trial a folder holds: its eval, configuration and run number, and the executor."""
+
+    trial_dir: Path
+    eval: Eval
+    configuration: str  # "with_skill" | "without_skill"
+    run_number: int
+    executor: str
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """How a trial ended (status, error), when it started and ended, and how its model-written
+    commands were confined."""
+
+    status: str
+    error: str | None
+    started: float
+    ended: float
+    confined: bool | None = None
+    sandbox: str | None = None
+
+
 def finish_run(
-    *,
-    trial_dir: Path,
-    eval: Any,
-    configuration: str,
-    run_number: int,
-    executor: str,
-    transcript: Transcript,
-    tally: Tally,
-    status: str,
-    error: str | None,
-    started: float,
-    ended: float,
-    confined: bool | None = None,
-    sandbox: str | None = None,
+    trial: TrialIdentity, outcome: TrialOutcome, transcript: Transcript, tally: Tally
 ) -> TrialRecord:
     """Write the complete run folder (timing.json last) and return its record."""
-    trial_dir = Path(trial_dir)
-    if error:
-        transcript.error(status, error)
+    trial_dir = Path(trial.trial_dir)
+    if outcome.error:
+        transcript.error(outcome.status, outcome.error)
     files, output_chars = _collect_outputs(trial_dir, transcript)
     markdown = transcript.markdown()
     write_text(trial_dir / "transcript.jsonl", transcript.jsonl())
     write_text(trial_dir / "transcript.md", markdown)
+    _write_metadata(trial_dir, trial.eval)
+    record = TrialRecord(
+        trial_dir=trial_dir,
+        eval_id=trial.eval.id,
+        configuration=trial.configuration,
+        run_number=trial.run_number,
+        status=outcome.status,
+        error=outcome.error,
+        skill_invoked=tally.skill_invoked,
+        tokens=tally.tokens,
+        duration_s=max(0.0, outcome.ended - outcome.started),
+        tool_calls=dict(sorted(tally.tool_calls.items())),
+        transcript_chars=len(markdown),
+        output_chars=output_chars,
+        files_created=files,
+        cost_usd=round(tally.cost_usd, 6),
+        confined=outcome.confined,
+        sandbox=outcome.sandbox,
+    )
+    _write_metrics(record, tally, trial.executor)
+    _write_timing(record, outcome)
+    return record
+
+
+def _write_metadata(trial_dir: Path, eval: Eval) -> None:
+    """eval_metadata.json: the eval's id, name, prompt and expectations, the latter also as
+    numbered assertions."""
     expectations = list(eval.expectations)
     write_json(
         trial_dir / "eval_metadata.json",
@@ -177,61 +215,49 @@ def finish_run(
         },
         model=schemas.EvalMetadata,
     )
-    tool_calls = dict(sorted(tally.tool_calls.items()))
-    duration = max(0.0, ended - started)
-    record = TrialRecord(
-        trial_dir=trial_dir,
-        eval_id=eval.id,
-        configuration=configuration,
-        run_number=run_number,
-        status=status,
-        error=error,
-        skill_invoked=tally.skill_invoked,
-        tokens=tally.tokens,
-        duration_s=duration,
-        tool_calls=tool_calls,
-        transcript_chars=len(markdown),
-        output_chars=output_chars,
-        files_created=files,
-        cost_usd=round(tally.cost_usd, 6),
-        confined=confined,
-        sandbox=sandbox,
-    )
+
+
+def _write_metrics(record: TrialRecord, tally: Tally, executor: str) -> None:
+    """outputs/metrics.json: the seed's metrics of the run, then our extensions."""
     write_json(
-        trial_dir / OUTPUTS / "metrics.json",
+        record.trial_dir / OUTPUTS / "metrics.json",
         {
-            "tool_calls": tool_calls,
-            "total_tool_calls": sum(tool_calls.values()),
+            "tool_calls": record.tool_calls,
+            "total_tool_calls": sum(record.tool_calls.values()),
             "total_steps": tally.steps,
-            "files_created": files,
-            "errors_encountered": tally.tool_errors + (1 if status != "ok" else 0),
-            "output_chars": output_chars,
-            "transcript_chars": len(markdown),
+            "files_created": record.files_created,
+            "errors_encountered": tally.tool_errors + (1 if record.status != "ok" else 0),
+            "output_chars": record.output_chars,
+            "transcript_chars": record.transcript_chars,
             # our extensions (output may add fields, docs/design.md §6)
             "skill_invoked": tally.skill_invoked,
-            "status": status,
-            "error": error,
+            "status": record.status,
+            "error": record.error,
             "executor": executor,
-            "configuration": configuration,
-            "run_number": run_number,
+            "configuration": record.configuration,
+            "run_number": record.run_number,
             "cost_usd": record.cost_usd,
             "truncated_answers": tally.truncated,
-            "confined": confined,
-            "sandbox": sandbox,
+            "confined": record.confined,
+            "sandbox": record.sandbox,
             **tally.clock,
         },
         model=schemas.Metrics,
     )
+
+
+def _write_timing(record: TrialRecord, outcome: TrialOutcome) -> None:
+    """timing.json, the marker of a complete run folder: written last, by finish_run."""
+    duration = record.duration_s
     write_json(
-        trial_dir / COMPLETE_MARKER,
+        record.trial_dir / COMPLETE_MARKER,
         {
-            "total_tokens": tally.tokens,
+            "total_tokens": record.tokens,
             "duration_ms": int(round(duration * 1000)),
             "total_duration_seconds": round(duration, 3),
-            "executor_start": _iso(started),
-            "executor_end": _iso(ended),
+            "executor_start": _iso(outcome.started),
+            "executor_end": _iso(outcome.ended),
             "executor_duration_seconds": round(duration, 3),
         },
         model=schemas.Timing,
     )
-    return record

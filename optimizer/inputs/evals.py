@@ -19,7 +19,7 @@ from optimizer.inputs.evalset import Eval, EvalSet
 from optimizer.inputs.explain import explain, short
 from optimizer.inputs.placement import Split
 from optimizer.inputs.skillmd import SKILL_FILE, parse_skill_md
-from optimizer.schemas import EvalConfig, EvalRaw, detect_evals_dialect
+from optimizer.schemas import EvalConfig, EvalRaw, Json, JsonObject, detect_evals_dialect
 
 EVALS_FILE = Path("evals") / "evals.json"
 MAX_BYTES = 5 * 1024 * 1024
@@ -97,6 +97,33 @@ def load_evals(skill_dir: Path, evals_path: Path | None = None) -> EvalSet:
     lists every problem found. Input file paths are relative to the skill folder."""
     skill_dir = Path(skill_dir)
     source = Path(evals_path) if evals_path is not None else skill_dir / EVALS_FILE
+    data = _read_object(source)
+    evals_raw, problems = _evals_list(source, data)
+    problems += _unknown_keys(source, data)
+    skill_name, found = _skill_name(source, skill_dir, data)
+    problems += found
+    eval_config, found = _eval_config(source, data)
+    problems += found
+    parsed, seen, found = _parse_evals(source, skill_dir, evals_raw)
+    problems += found
+    if problems:
+        raise BadInput(*problems)
+
+    evals = [_normalise(e) for e in parsed]
+    return EvalSet(
+        skill_name=skill_name,
+        dialect=detect_evals_dialect(data),
+        eval_config=dict(eval_config),
+        evals=evals,
+        hash=_hash(skill_name, evals, skill_dir),
+        source=source,
+        grown=tuple(i for i in placement.accepted_ids(source.parent) if i in seen),
+    )
+
+
+def _read_object(source: Path) -> JsonObject:
+    """The file's top-level JSON object; BadInput when it cannot be read or is not an object,
+    since no other check can run then."""
     data, problems = _read(source)
     if problems:
         raise BadInput(*problems)
@@ -105,6 +132,13 @@ def load_evals(skill_dir: Path, evals_path: Path | None = None) -> EvalSet:
             f"{source}: the top level is a JSON {type(data).__name__}, not an object; write "
             '{"skill_name": "...", "evals": [...]}.'
         )
+    return data
+
+
+def _evals_list(source: Path, data: JsonObject) -> tuple[list[Json], list[str]]:
+    """(the items of 'evals', its problems): an absent or non-list 'evals' reads as no items,
+    so that the other checks still run and report."""
+    problems: list[str] = []
     evals_raw = data.get("evals")
     if not isinstance(evals_raw, list):
         state = "missing" if "evals" not in data else f"a {type(evals_raw).__name__}, not a list"
@@ -114,34 +148,53 @@ def load_evals(skill_dir: Path, evals_path: Path | None = None) -> EvalSet:
         evals_raw = []
     elif not evals_raw:
         problems.append(f"{source}: evals is an empty list; add at least one eval.")
+    return evals_raw, problems
 
-    for key in data:
-        if key not in ("skill_name", "eval_config", "evals"):
-            problems.append(explain(source, (), {"type": "extra_forbidden", "loc": (key,)}))
+
+def _unknown_keys(source: Path, data: JsonObject) -> list[str]:
+    """One problem per top-level key no dialect has, worded as the schema's own errors are."""
+    return [
+        explain(source, (), {"type": "extra_forbidden", "loc": (key,)})
+        for key in data
+        if key not in ("skill_name", "eval_config", "evals")
+    ]
+
+
+def _skill_name(source: Path, skill_dir: Path, data: JsonObject) -> tuple[str, list[str]]:
+    """(skill_name, or "" when it is not usable text; its problems): it must be text and, when
+    SKILL.md can be read, the name SKILL.md gives."""
     skill_name = data.get("skill_name")
     if not isinstance(skill_name, str) or not skill_name.strip():
-        problems.append(
-            f"{source}: skill_name is missing or not text; write the SKILL.md name there."
-        )
-        skill_name = ""
-    else:
-        md_name = _skill_md_name(skill_dir)
-        if md_name is not None and md_name != skill_name:
-            problems.append(
-                f"{source}: skill_name is '{skill_name}' but {SKILL_FILE} names the skill "
-                f"'{md_name}'; make them the same."
-            )
+        return "", [f"{source}: skill_name is missing or not text; write the SKILL.md name there."]
+    md_name = _skill_md_name(skill_dir)
+    if md_name is not None and md_name != skill_name:
+        return skill_name, [
+            f"{source}: skill_name is '{skill_name}' but {SKILL_FILE} names the skill "
+            f"'{md_name}'; make them the same."
+        ]
+    return skill_name, []
+
+
+def _eval_config(source: Path, data: JsonObject) -> tuple[JsonObject, list[str]]:
+    """(eval_config as written, or empty when absent or not an object; its schema problems)."""
     eval_config = data.get("eval_config")
+    problems: list[str] = []
     if eval_config is not None:
         try:
             EvalConfig.model_validate(eval_config)
         except ValidationError as exc:
             problems += [explain(source, ("eval_config",), e) for e in exc.errors()]
-        if not isinstance(eval_config, dict):
-            eval_config = {}
+    return (eval_config if isinstance(eval_config, dict) else {}), problems
 
+
+def _parse_evals(
+    source: Path, skill_dir: Path, evals_raw: list[Json]
+) -> tuple[list[EvalRaw], dict[int, int], list[str]]:
+    """(the evals the schema accepts, {id: position} of the integer ids, every problem of the
+    evals): each eval is checked in full, its problems named by its id, and a repeated id found."""
     parsed: list[EvalRaw] = []
     seen: dict[int, int] = {}
+    problems: list[str] = []
     for i, raw in enumerate(evals_raw):
         if not isinstance(raw, dict):
             problems.append(
@@ -164,19 +217,7 @@ def load_evals(skill_dir: Path, evals_path: Path | None = None) -> EvalSet:
                 )
             else:
                 seen[eval_id] = i
-    if problems:
-        raise BadInput(*problems)
-
-    evals = [_normalise(e) for e in parsed]
-    return EvalSet(
-        skill_name=skill_name,
-        dialect=detect_evals_dialect(data),
-        eval_config=dict(eval_config or {}),
-        evals=evals,
-        hash=_hash(skill_name, evals, skill_dir),
-        source=source,
-        grown=tuple(i for i in placement.accepted_ids(source.parent) if i in seen),
-    )
+    return parsed, seen, problems
 
 
 # ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Any
 from optimizer.errors import BadInput
 from optimizer.inputs.evals import EVALS_FILE
 from optimizer.inputs.skill import load_skill
-from optimizer.schemas import JsonObject
+from optimizer.schemas import Json, JsonObject
 
 README = Path("evals") / "README.md"
 
@@ -26,87 +26,97 @@ README = Path("evals") / "README.md"
 def skeleton(skill_name: str) -> dict[str, Any]:
     """One eval of each expectation kind: judged statements; then the six structural checks and
     a rubric. Every free-text value is a placeholder that names what to write there."""
+    return {"skill_name": skill_name, "evals": [_judged_eval(), _checked_eval()]}
 
-    def check(n: int, kind: str, what: str, **fields: Any) -> dict[str, Any]:
-        return {"id": f"S{n}", "type": kind, "description": f"TODO: {what}", **fields}
 
+def _judged_eval() -> JsonObject:
+    """Eval 1, in seed 002's simple dialect: a task and the statements a grader judges."""
     return {
-        "skill_name": skill_name,
-        "evals": [
-            {
-                "id": 1,
-                "prompt": "TODO: a task a real user would give this skill, in their words, e.g. "
-                "'Summarise evals/files/notes.txt into outputs/summary.md for the team.'",
-                "expected_output": "TODO: what a good result looks like, for a person reading the report.",
-                "files": [],
-                "expectations": [
-                    "TODO: one statement a grader can check in the output, e.g. 'outputs/summary.md "
-                    "lists the three action items'",
-                    "TODO: another statement; each is judged passed or failed, with evidence",
-                ],
-            },
-            {
-                "id": 2,
-                "prompt": "TODO: a second, different task. Aim for 10 to 20 of them (evals/README.md).",
-                "expected_output": "TODO: what a good result of this task looks like.",
-                "files": [],
-                "structural_expectations": [
-                    check(
-                        1,
-                        "file_exists",
-                        "the output file was written",
-                        pattern="result.md",
-                        critical=True,
-                    ),
-                    check(
-                        2,
-                        "file_contains",
-                        "the output has its title",
-                        pattern="result.md",
-                        match="# Result",
-                        critical=True,
-                    ),
-                    check(
-                        3,
-                        "file_not_contains",
-                        "no filler text is left in the output",
-                        pattern="result.md",
-                        match_regex="(?i)lorem ipsum",
-                        except_context=[],
-                    ),
-                    check(
-                        4,
-                        "file_count",
-                        "exactly one markdown file is written",
-                        pattern="*.md",
-                        count=1,
-                        operator="==",
-                    ),
-                    check(5, "no_errors", "the run finished without tool errors"),
-                    check(
-                        6,
-                        "custom_script",
-                        "a command of yours passes (exit 0)",
-                        script='test -s "$OUTPUTS_DIR/result.md"',
-                    ),
-                ],
-                "quality_rubric": {
-                    "dimensions": [
-                        {
-                            "id": "Q1",
-                            "name": "usefulness",
-                            "weight": 1.0,
-                            "description": "TODO: one quality the judge scores from 1 to 5, and why it matters.",
-                            "scoring": {
-                                "1": "TODO: what a poor result (1) looks like.",
-                                "3": "TODO: what an acceptable result (3) looks like.",
-                                "5": "TODO: what an excellent result (5) looks like.",
-                            },
-                        }
-                    ]
-                },
-            },
+        "id": 1,
+        "prompt": "TODO: a task a real user would give this skill, in their words, e.g. "
+        "'Summarise evals/files/notes.txt into outputs/summary.md for the team.'",
+        "expected_output": "TODO: what a good result looks like, for a person reading the report.",
+        "files": [],
+        "expectations": [
+            "TODO: one statement a grader can check in the output, e.g. 'outputs/summary.md "
+            "lists the three action items'",
+            "TODO: another statement; each is judged passed or failed, with evidence",
         ],
+    }
+
+
+def _checked_eval() -> JsonObject:
+    """Eval 2, with seed 004's per-eval fields: the structural checks and a rubric, which the
+    simple dialect has no way to write."""
+    return {
+        "id": 2,
+        "prompt": "TODO: a second, different task. Aim for 10 to 20 of them (evals/README.md).",
+        "expected_output": "TODO: what a good result of this task looks like.",
+        "files": [],
+        "structural_expectations": _structural_checks(),
+        "quality_rubric": _rubric(),
+    }
+
+
+def _check(n: int, kind: str, what: str, **fields: Json) -> JsonObject:
+    """One structural check S<n> of type `kind`, its description a placeholder saying `what`."""
+    return {"id": f"S{n}", "type": kind, "description": f"TODO: {what}", **fields}
+
+
+def _structural_checks() -> list[Json]:
+    """One check of each of the six structural types, with the fields that type needs."""
+    return [
+        _check(1, "file_exists", "the output file was written", pattern="result.md", critical=True),
+        _check(
+            2,
+            "file_contains",
+            "the output has its title",
+            pattern="result.md",
+            match="# Result",
+            critical=True,
+        ),
+        _check(
+            3,
+            "file_not_contains",
+            "no filler text is left in the output",
+            pattern="result.md",
+            match_regex="(?i)lorem ipsum",
+            except_context=[],
+        ),
+        _check(
+            4,
+            "file_count",
+            "exactly one markdown file is written",
+            pattern="*.md",
+            count=1,
+            operator="==",
+        ),
+        _check(5, "no_errors", "the run finished without tool errors"),
+        _check(
+            6,
+            "custom_script",
+            "a command of yours passes (exit 0)",
+            script='test -s "$OUTPUTS_DIR/result.md"',
+        ),
+    ]
+
+
+def _rubric() -> JsonObject:
+    """A one-dimension quality rubric whose texts say what a 1, a 3 and a 5 look like."""
+    return {
+        "dimensions": [
+            {
+                "id": "Q1",
+                "name": "usefulness",
+                "weight": 1.0,
+                "description": "TODO: one quality the judge scores from 1 to 5, and why it matters.",
+                "scoring": {
+                    "1": "TODO: what a poor result (1) looks like.",
+                    "3": "TODO: what an acceptable result (3) looks like.",
+                    "5": "TODO: what an excellent result (5) looks like.",
+                },
+            }
+        ]
     }
 
 

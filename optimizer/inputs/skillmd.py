@@ -78,9 +78,23 @@ def parse_skill_md(text: str, path: Path | str = SKILL_FILE) -> SkillDoc:
 
 def front_matter_problems(doc: SkillDoc, path: Path | str = SKILL_FILE) -> list[str]:
     """Every rule of the front matter and body that `doc` breaks, one sentence each."""
-    fm = doc.front_matter
+    problems = _unknown_key_problems(doc, path)
+    problems += _name_problems(doc.front_matter.get("name"), path)
+    problems += _description_problems(doc.front_matter.get("description"), path)
+    problems += _optional_field_problems(doc, path)
+    if not doc.body.strip():
+        problems.append(
+            f"{path}: there are no instructions after the front matter; write the skill's body "
+            "below the closing '---'."
+        )
+    return problems
+
+
+def _unknown_key_problems(doc: SkillDoc, path: Path | str) -> list[str]:
+    """One sentence per front matter key the format does not allow, with the closest allowed
+    key when there is one (a typo is the usual cause)."""
     problems: list[str] = []
-    unknown = [k for k in fm if k not in ALLOWED_KEYS]
+    unknown = [k for k in doc.front_matter if k not in ALLOWED_KEYS]
     for key in unknown:
         close = difflib.get_close_matches(str(key), ALLOWED_KEYS, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
@@ -88,7 +102,13 @@ def front_matter_problems(doc: SkillDoc, path: Path | str = SKILL_FILE) -> list[
             f"{path}: front matter field '{key}' is not allowed; {hint}use only "
             f"{', '.join(ALLOWED_KEYS)} (put anything else under 'metadata')."
         )
-    name = fm.get("name")
+    return problems
+
+
+def _name_problems(name: object, path: Path | str) -> list[str]:
+    """What is wrong with the 'name' value as written: missing, not text, too long, or not
+    kebab-case (with a kebab-case suggestion made from it)."""
+    problems: list[str] = []
     if name is None or name == "":
         problems.append(
             f"{path}: front matter field 'name' is missing; add 'name: my-skill' (kebab-case)."
@@ -109,7 +129,13 @@ def front_matter_problems(doc: SkillDoc, path: Path | str = SKILL_FILE) -> list[
                 f"{path}: front matter field 'name' is '{name}', which is not kebab-case; use "
                 f"lowercase letters, digits and single hyphens, e.g. '{suggestion or 'my-skill'}'."
             )
-    description = fm.get("description")
+    return problems
+
+
+def _description_problems(description: object, path: Path | str) -> list[str]:
+    """What is wrong with the 'description' value as written: missing or blank, not text, too
+    long, or holding an angle bracket."""
+    problems: list[str] = []
     if description is None or (isinstance(description, str) and not description.strip()):
         problems.append(
             f"{path}: front matter field 'description' is missing or empty; say what the skill "
@@ -131,6 +157,14 @@ def front_matter_problems(doc: SkillDoc, path: Path | str = SKILL_FILE) -> list[
                 f"{path}: front matter field 'description' contains an angle bracket ('<' or '>'); "
                 "remove it, since descriptions are placed inside XML tags."
             )
+    return problems
+
+
+def _optional_field_problems(doc: SkillDoc, path: Path | str) -> list[str]:
+    """What is wrong with the optional fields that are present (compatibility, license,
+    metadata, allowed-tools); an absent one is never a problem."""
+    fm = doc.front_matter
+    problems: list[str] = []
     if "compatibility" in fm:
         compat = fm["compatibility"]
         if not isinstance(compat, str) or not compat.strip():
@@ -162,11 +196,6 @@ def front_matter_problems(doc: SkillDoc, path: Path | str = SKILL_FILE) -> list[
                 f"{path}: front matter field 'allowed-tools' must be a space-separated string or "
                 "a list of tool names; write e.g. 'allowed-tools: Read Bash'."
             )
-    if not doc.body.strip():
-        problems.append(
-            f"{path}: there are no instructions after the front matter; write the skill's body "
-            "below the closing '---'."
-        )
     return problems
 
 
