@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from optimizer import schemas as s
 from optimizer.grade.config_stats import (
@@ -41,6 +41,9 @@ from optimizer.grade.config_stats import (
     run_tokens,
 )
 from optimizer.grade.notes import analyst_notes
+
+if TYPE_CHECKING:
+    from optimizer.inputs.evals import Eval
 
 
 def _run_entry(item: Item) -> s.BenchmarkRun:
@@ -97,19 +100,60 @@ def _scored_runs(summary: s.ConfigSummary) -> int:
     return extra["scored_runs"]
 
 
+class Provenance(TypedDict, total=False):
+    """Where the runs come from, as benchmark.json's metadata records it: aggregate()'s keywords,
+    each optional (the timestamp is now when not given)."""
+
+    skill_path: str | None
+    executor_model: str | None
+    analyzer_model: str | None
+    timestamp: str | None
+    runs_per_configuration: int | None
+    simulated: bool
+
+
+class EvalSide(TypedDict):
+    """One configuration's cell of a per_eval row: means over its scored runs, and its counts."""
+
+    mean: float | None
+    pass_rate: float | None
+    runs: int
+    judge_errors: int
+    unscored: int
+
+
+class PerEvalRow(TypedDict):
+    """One row of benchmark.json's per_eval; a side is None when the eval has no run there."""
+
+    eval_id: int
+    eval_name: str
+    with_skill: EvalSide | None
+    without_skill: EvalSide | None
+    delta: str | None
+
+
+class UnscoredRun(TypedDict):
+    """One entry of benchmark.json's unscored list: a run in no mean, and why."""
+
+    eval_id: int
+    configuration: s.Configuration
+    run_number: int
+    cause: str
+
+
+# Each configuration's runs, read by name.
+_ByConfig = Mapping[str, Sequence[Item]]
+
+
 def aggregate(
     skill_name: str,
     evals: Sequence[Any],
     outcomes_by_config: Mapping[str, Sequence[Item]],
-    *,
-    skill_path: str | None = None,
-    executor_model: str | None = None,
-    analyzer_model: str | None = None,
-    timestamp: str | None = None,
-    runs_per_configuration: int | None = None,
-    simulated: bool = False,
+    **provenance: Unpack[Provenance],
 ) -> s.Benchmark:
     """benchmark.json for these graded runs; configurations are read by name, never by position."""
+    if stray := sorted(set(provenance) - set(Provenance.__annotations__)):
+        raise TypeError(f"aggregate() got unexpected keyword arguments {stray}")  # as a signature
     unknown = set(outcomes_by_config) - set(CONFIG_ORDER)
     if unknown:
         raise ValueError(
@@ -120,64 +164,19 @@ def aggregate(
     items: dict[str, list[Item]] = {
         c: [it for it in given[c] if it[2].status != "unscored"] for c in CONFIG_ORDER
     }
-    lost = {c: [it for it in given[c] if it[2].status == "unscored"] for c in CONFIG_ORDER}
+    lost: dict[str, list[Item]] = {
+        c: [it for it in given[c] if it[2].status == "unscored"] for c in CONFIG_ORDER
+    }
     summaries = {c: config_summary(items[c], len(lost[c])) for c in CONFIG_ORDER if given[c]}
     if "with_skill" not in summaries:
         raise ValueError("no with_skill runs to aggregate")
-    delta: dict[str, str] = {}
-    if "without_skill" in summaries:
-        a, b = summaries["with_skill"], summaries["without_skill"]
-        for metric in DELTA_FORMATS:
-            sa, sb = getattr(a, metric), getattr(b, metric)
-            # A side with no scored run has no value, not 0: no difference can be taken from it.
-            scored_metric = metric not in ("time_seconds", "tokens")
-            if scored_metric and not (_scored_runs(a) and _scored_runs(b)):
-                continue
-            if sa is not None and sb is not None:
-                delta[metric] = delta_string(metric, sa.mean - sb.mean)
-    runs = sorted(
-        (it for c in CONFIG_ORDER for it in items[c]),
-        key=lambda it: (
-            order.get(it[0].id, len(order)),
-            CONFIG_ORDER.index(config_of(it)),
-            it[1].run_number,
-        ),
-    )
-    means = {c: eval_means(items[c]) for c in CONFIG_ORDER}
-    per_eval = []
-    for e in sorted(evals, key=lambda e: e.id):
-        row: dict[str, Any] = {"eval_id": e.id, "eval_name": e.name}
-        for c in CONFIG_ORDER:
-            n_all = sum(1 for it in items[c] if it[0].id == e.id)
-            n_lost = sum(1 for it in lost[c] if it[0].id == e.id)
-            got = means[c].get(e.id)
-            row[c] = (
-                None
-                if not n_all + n_lost
-                else {
-                    "mean": round(got[0], 4) if got else None,
-                    "pass_rate": round(got[1], 4) if got else None,
-                    "runs": n_all,
-                    "judge_errors": n_all - (got[2] if got else 0),
-                    "unscored": n_lost,
-                }
-            )
-        ws, wo = means["with_skill"].get(e.id), means["without_skill"].get(e.id)
-        row["delta"] = delta_string("overall_efficiency", ws[0] - wo[0]) if ws and wo else None
-        per_eval.append(row)
+    delta = _delta(summaries)
+    runs = _sorted_runs(order, items)
+    per_eval = _per_eval(evals, items, lost)
     notes = analyst_notes(evals, items)
-    stamp = timestamp or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    metadata = _metadata(skill_name, evals, provenance)
     return s.Benchmark(
-        metadata=s.BenchmarkMetadata(
-            skill_name=skill_name,
-            skill_path=skill_path,
-            executor_model=executor_model,
-            analyzer_model=analyzer_model,
-            timestamp=stamp,
-            evals_run=sorted(e.id for e in evals),
-            runs_per_configuration=runs_per_configuration,
-            simulated=simulated,
-        ),
+        metadata=metadata,
         runs=[_run_entry(it) for it in runs],
         run_summary=s.RunSummary(
             with_skill=summaries["with_skill"],
@@ -190,14 +189,109 @@ def aggregate(
             1 for c in CONFIG_ORDER for it in items[c] if it[2].status == "judge_error"
         ),
         exec_errors=sum(1 for c in CONFIG_ORDER for it in items[c] if it[2].status == "exec_error"),
-        unscored=[
-            {
-                "eval_id": it[0].id,
-                "configuration": c,
-                "run_number": int(it[1].run_number),
-                "cause": it[2].error or "",
-            }
-            for c in CONFIG_ORDER
-            for it in sorted(lost[c], key=lambda it: (it[0].id, it[1].run_number))
-        ],
+        unscored=_unscored(lost),
+    )
+
+
+def _delta(summaries: Mapping[s.Configuration, s.ConfigSummary]) -> dict[str, str]:
+    """with_skill minus without_skill, metric by metric, as benchmark.json writes it; empty
+    without a baseline."""
+    delta: dict[str, str] = {}
+    if "without_skill" in summaries:
+        a, b = summaries["with_skill"], summaries["without_skill"]
+        for metric in DELTA_FORMATS:
+            sa, sb = getattr(a, metric), getattr(b, metric)
+            # A side with no scored run has no value, not 0: no difference can be taken from it.
+            scored_metric = metric not in ("time_seconds", "tokens")
+            if scored_metric and not (_scored_runs(a) and _scored_runs(b)):
+                continue
+            if sa is not None and sb is not None:
+                delta[metric] = delta_string(metric, sa.mean - sb.mean)
+    return delta
+
+
+def _sorted_runs(order: Mapping[int, int], items: _ByConfig) -> list[Item]:
+    """Every run of both configurations by eval (`order`: eval id -> place), configuration and
+    run number, so no list or folder order reaches benchmark.json."""
+    return sorted(
+        (it for c in CONFIG_ORDER for it in items[c]),
+        key=lambda it: (
+            order.get(it[0].id, len(order)),
+            CONFIG_ORDER.index(config_of(it)),
+            it[1].run_number,
+        ),
+    )
+
+
+def _per_eval(evals: Sequence[Eval], items: _ByConfig, lost: _ByConfig) -> list[PerEvalRow]:
+    """One row per eval, by id: each configuration's means and counts, and the difference of the
+    mean scores when both have one."""
+    means = {c: eval_means(items[c]) for c in CONFIG_ORDER}
+    per_eval = []
+    for e in sorted(evals, key=lambda e: e.id):
+        sides = {c: _eval_side(e.id, items[c], lost[c], means[c]) for c in CONFIG_ORDER}
+        ws, wo = means["with_skill"].get(e.id), means["without_skill"].get(e.id)
+        per_eval.append(
+            PerEvalRow(
+                eval_id=e.id,
+                eval_name=e.name,
+                with_skill=sides["with_skill"],
+                without_skill=sides["without_skill"],
+                delta=delta_string("overall_efficiency", ws[0] - wo[0]) if ws and wo else None,
+            )
+        )
+    return per_eval
+
+
+def _eval_side(
+    eval_id: int,
+    items: Sequence[Item],
+    lost: Sequence[Item],
+    means: Mapping[int, tuple[float, float, int]],
+) -> EvalSide | None:
+    """One configuration's cell of an eval's row; None when the eval has no run there at all."""
+    n_all = sum(1 for it in items if it[0].id == eval_id)
+    n_lost = sum(1 for it in lost if it[0].id == eval_id)
+    got = means.get(eval_id)
+    return (
+        None
+        if not n_all + n_lost
+        else EvalSide(
+            mean=round(got[0], 4) if got else None,
+            pass_rate=round(got[1], 4) if got else None,
+            runs=n_all,
+            judge_errors=n_all - (got[2] if got else 0),
+            unscored=n_lost,
+        )
+    )
+
+
+def _unscored(lost: _ByConfig) -> list[UnscoredRun]:
+    """The unscored runs, by configuration, eval and run number, each with its cause."""
+    return [
+        UnscoredRun(
+            eval_id=it[0].id,
+            configuration=c,
+            run_number=int(it[1].run_number),
+            cause=it[2].error or "",
+        )
+        for c in CONFIG_ORDER
+        for it in sorted(lost[c], key=lambda it: (it[0].id, it[1].run_number))
+    ]
+
+
+def _metadata(
+    skill_name: str, evals: Sequence[Eval], provenance: Provenance
+) -> s.BenchmarkMetadata:
+    """benchmark.json's metadata: the skill, where the runs come from, when, and which evals."""
+    stamp = provenance.get("timestamp") or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return s.BenchmarkMetadata(
+        skill_name=skill_name,
+        skill_path=provenance.get("skill_path"),
+        executor_model=provenance.get("executor_model"),
+        analyzer_model=provenance.get("analyzer_model"),
+        timestamp=stamp,
+        evals_run=sorted(e.id for e in evals),
+        runs_per_configuration=provenance.get("runs_per_configuration"),
+        simulated=provenance.get("simulated", False),
     )

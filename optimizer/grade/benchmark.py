@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -88,6 +89,19 @@ def default_out_dir(root: Path = Path("runs") / "benchmarks") -> Path:
     return out
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What one benchmark runs: the evals, how many runs of each configuration, from which skill,
+    into which folder."""
+
+    evalset: EvalSet
+    eval_ids: list[int]
+    configurations: list[str]
+    n_runs: int
+    skill_dir: Path
+    out: Path
+
+
 async def run_benchmark(
     settings: Settings,
     client: Client,
@@ -109,62 +123,11 @@ async def run_benchmark(
         ["without_skill"] if settings.evals.baseline_comparison else []
     )
     evals = sorted(e.id for e in evalset.evals)
-    for ev in evalset.evals:
-        write_json(
-            out / f"eval-{ev.id}" / "eval_metadata.json",
-            {
-                "eval_id": ev.id,
-                "eval_name": ev.name,
-                "prompt": ev.prompt,
-                "expectations": list(ev.expectations),
-            },
-            model=s.EvalMetadata,
-        )
-    jobs = [
-        job
-        for c in configurations
-        for job in jobs_for(
-            evals,
-            n_runs,
-            prefix="",
-            root=out,
-            configuration=c,
-            skill_dir=skill_dir if c == "with_skill" else None,
-            version="skill" if c == "with_skill" else "baseline",
-        )
-    ]
-    step = counting(progress, len(jobs))
-
-    if progress is not None:
-        progress(0, len(jobs), "starting")
-    with grading(
-        settings,
-        client,
-        store,
-        evalset,
-        skill_name=evalset.skill_name,
-        inputs_root=skill_dir,
-        on_run=step,
-    ) as grader:
-        await graded_again(  # the graded runs are read back from the ledger below
-            lambda: grader.grade(jobs, scope="benchmark"),
-            settings.evals.unscored_retries,
-            lambda r: [r],
-        )
-    by_config = {
-        c: [it for it in committed(store, out, evalset, "", evals) if it[1].configuration == c]
-        for c in configurations
-    }
-    benchmark = aggregate(
-        evalset.skill_name,
-        evalset.evals,
-        by_config,
-        skill_path=str(skill_dir),
-        executor_model=settings.models.executor,
-        analyzer_model=settings.models.grader,
-        runs_per_configuration=n_runs,
-        simulated=client.simulated,
-    )
+    plan = _Plan(evalset, evals, configurations, n_runs, skill_dir, out)
+    _write_eval_metadata(plan)
+    jobs = _jobs(plan)
+    await _grade_jobs(settings, client, store, plan, jobs, progress)
+    benchmark = _aggregate_committed(settings, client, store, plan)
     write_json(out / "benchmark.json", benchmark, s.Benchmark)
     write_text(out / "benchmark.md", render_markdown(benchmark))
     log.info(
@@ -175,6 +138,94 @@ async def run_benchmark(
         delta=benchmark.run_summary.delta,
     )
     return out / "benchmark.json"
+
+
+def _write_eval_metadata(plan: _Plan) -> None:
+    """<out>/eval-<id>/eval_metadata.json for every eval, as skill-creator's viewer reads it."""
+    for ev in plan.evalset.evals:
+        write_json(
+            plan.out / f"eval-{ev.id}" / "eval_metadata.json",
+            {
+                "eval_id": ev.id,
+                "eval_name": ev.name,
+                "prompt": ev.prompt,
+                "expectations": list(ev.expectations),
+            },
+            model=s.EvalMetadata,
+        )
+
+
+def _jobs(plan: _Plan) -> list[Job]:
+    """Every run of the benchmark, configuration by configuration: with_skill runs the skill,
+    without_skill (the baseline) runs none."""
+    return [
+        job
+        for c in plan.configurations
+        for job in jobs_for(
+            plan.eval_ids,
+            plan.n_runs,
+            prefix="",
+            root=plan.out,
+            configuration=c,
+            skill_dir=plan.skill_dir if c == "with_skill" else None,
+            version="skill" if c == "with_skill" else "baseline",
+        )
+    ]
+
+
+async def _grade_jobs(
+    settings: Settings,
+    client: Client,
+    store: Store,
+    plan: _Plan,
+    jobs: list[Job],
+    progress: Progress | None,
+) -> None:
+    """Execute and grade every job, reporting each graded run, with further passes over the runs
+    left unscored; the results stay in the ledger, where _aggregate_committed reads them."""
+    step = counting(progress, len(jobs))
+
+    if progress is not None:
+        progress(0, len(jobs), "starting")
+    with grading(
+        settings,
+        client,
+        store,
+        plan.evalset,
+        skill_name=plan.evalset.skill_name,
+        inputs_root=plan.skill_dir,
+        on_run=step,
+    ) as grader:
+        await graded_again(  # the graded runs are read back from the ledger below
+            lambda: grader.grade(jobs, scope="benchmark"),
+            settings.evals.unscored_retries,
+            lambda r: [r],
+        )
+
+
+def _aggregate_committed(
+    settings: Settings, client: Client, store: Store, plan: _Plan
+) -> s.Benchmark:
+    """benchmark.json's model, from the graded runs the ledger holds for each configuration."""
+    evalset, out = plan.evalset, plan.out
+    by_config = {
+        c: [
+            it
+            for it in committed(store, out, evalset, "", plan.eval_ids)
+            if it[1].configuration == c
+        ]
+        for c in plan.configurations
+    }
+    return aggregate(
+        evalset.skill_name,
+        evalset.evals,
+        by_config,
+        skill_path=str(plan.skill_dir),
+        executor_model=settings.models.executor,
+        analyzer_model=settings.models.grader,
+        runs_per_configuration=plan.n_runs,
+        simulated=client.simulated,
+    )
 
 
 async def run_once(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +32,7 @@ from pydantic import ValidationError
 
 from optimizer import schemas as s
 from optimizer.config import Settings
-from optimizer.grade.answer import JudgeAnswer, JudgedExpectation, answer_schema
+from optimizer.grade.answer import JudgeAnswer, JudgedExpectation, ScoreAnswer, answer_schema
 from optimizer.grade.render import (
     MAX_FILE_CHARS,
     content,
@@ -52,6 +53,9 @@ from optimizer.tags import data, tag
 if TYPE_CHECKING:  # the SDK's types only: importing it costs 2 s (model/port.py)
     from anthropic.types import ContentBlockParam
 
+    from optimizer.execute.record import TrialRecord
+    from optimizer.inputs.evals import Eval
+
 log = structlog.get_logger(__name__)
 
 GATE_SKIPPED = "skipped: structural gate failed"
@@ -65,9 +69,12 @@ JUDGE_VIEW = "judge_view.md"
 UNSCORED = "unscored: "
 
 
+Status = Literal["ok", "judge_error", "exec_error", "gated", "unscored"]
+
+
 @dataclass(frozen=True)
 class GradeOutcome:
-    status: Literal["ok", "judge_error", "exec_error", "gated", "unscored"]
+    status: Status
     grading: s.Grading
     structural: s.Structural
     pass_rate: float
@@ -119,6 +126,22 @@ def write_outcome(trial_dir: Path, outcome: GradeOutcome) -> None:
     write_json(Path(trial_dir) / "grading.json", outcome.grading, s.Grading)
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What every path of one run's grading shares: the eval, its folder, record and settings,
+    what the executor left beside the outputs, and when grading started (for the timing)."""
+
+    eval: Eval
+    trial_dir: Path
+    record: TrialRecord | None
+    settings: Settings
+    has_rubric: bool
+    metrics: s.ExecutionMetrics | None
+    notes: s.UserNotesSummary | None
+    started: str
+    t0: float
+
+
 async def grade_run(
     client: Client,
     eval: Any,
@@ -135,46 +158,7 @@ async def grade_run(
     metrics = _metrics(trial_dir)
     notes = notes_summary(read_text(trial_dir / "outputs" / "user_notes.md"))
     started, t0 = _now(), time.monotonic()
-
-    def finish(status, structural, judged, answer=None, rubric_scores=None, error=None):
-        items = [_structural_item(r) for r in structural.expectations] + judged
-        passed = sum(e.passed for e in items)
-        rate = pass_rate(passed, len(items))
-        summary = s.PassSummary(
-            passed=passed, failed=len(items) - passed, total=len(items), pass_rate=round(rate, 4)
-        )
-        rubric_summary = None
-        if has_rubric and status != "judge_error":
-            weights = {d.name: d.weight for d in eval.rubric}
-            points = {k: v["score"] for k, v in (rubric_scores or {}).items()}
-            mean = rubric_weighted_mean(points, weights) if points else 0.0
-            rubric_summary = s.RubricSummary(
-                weighted_mean=round(mean, 4), max_possible=5.0, normalized=round(mean / 5, 4)
-            )
-        grading = s.Grading(
-            expectations=items,
-            summary=summary,
-            execution_metrics=metrics,
-            timing=_timing(trial_dir, record, started, time.monotonic() - t0),
-            claims=[s.Claim(**c.model_dump()) for c in answer.claims] if answer else [],
-            user_notes_summary=notes
-            or (s.UserNotesSummary(**answer.user_notes_summary.model_dump()) if answer else None),
-            eval_feedback=_feedback(answer) if answer else None,
-            rubric_scores={k: s.RubricScore(**v) for k, v in rubric_scores.items()}
-            if rubric_scores
-            else None,
-            rubric_summary=rubric_summary,
-            **({"judge_error": error} if status == "judge_error" else {}),
-        )
-        normalized = rubric_summary.normalized if rubric_summary else None
-        if status == "exec_error":
-            score = 0.0
-        elif status == "judge_error":
-            score, normalized = None, None
-        else:
-            score = run_score(rate, normalized, has_rubric, settings.scoring)
-        return GradeOutcome(status, grading, structural, rate, normalized, score, error)
-
+    run = _Run(eval, trial_dir, record, settings, has_rubric, metrics, notes, started, t0)
     if record is not None and getattr(record, "status", "ok") == "unscored":
         return unscored(eval, structural, getattr(record, "error", None) or "the run failed")
     if record is not None and getattr(record, "status", "ok") != "ok":
@@ -183,16 +167,24 @@ async def grade_run(
         judged = [
             s.GradedExpectation(text=t, passed=False, evidence=reason) for t in eval.expectations
         ]
-        return finish("exec_error", failed, judged, error=reason)
+        return _finish(run, "exec_error", failed, judged, error=reason)
     if settings.evals.structural_gate and not structural.gate_passed:
         judged = [
             s.GradedExpectation(text=t, passed=False, evidence=GATE_SKIPPED)
             for t in eval.expectations
         ]
-        return finish("gated", structural, judged)
+        return _finish(run, "gated", structural, judged)
     if not eval.expectations and not has_rubric:
-        return finish("ok", structural, [])
+        return _finish(run, "ok", structural, [])
+    return await _ask_judge(client, run, structural, sample)
 
+
+async def _ask_judge(
+    client: Client, run: _Run, structural: s.Structural, sample: int
+) -> GradeOutcome:
+    """One forced `submit_grading` call and its outcome: a reply that fails validation twice is a
+    judge_error, a call that fails for good leaves the run unscored."""
+    eval, trial_dir, settings = run.eval, run.trial_dir, run.settings
     model = settings.models.grader
     schema = answer_schema(list(eval.expectations), [d.name for d in eval.rubric])
     request = build_request(eval, trial_dir, attachments=settings.llm.attachments)
@@ -211,12 +203,20 @@ async def grade_run(
     except (StructuredAnswerError, ValidationError) as exc:
         message = f"the judge's reply failed validation twice: {exc}"
         log.warning("judge.failed", eval_id=eval.id, trial_dir=str(trial_dir), error=str(exc)[:500])
-        return finish("judge_error", structural, [], error=message)
+        return _finish(run, "judge_error", structural, [], error=message)
     except ModelCallFailed as exc:  # an HTTP 400 for a context overflow, a 5xx after retries
         log.warning(
             "judge.call_failed", eval_id=eval.id, trial_dir=str(trial_dir), error=str(exc)[:500]
         )
         return unscored(eval, structural, f"the grader call failed: {exc}")
+    judged = _judged(eval, answer)
+    scores = {d.name: answer.rubric_scores[d.name] for d in eval.rubric}
+    return _finish(run, "ok", structural, judged, answer=answer, rubric_scores=scores)
+
+
+def _judged(eval: Eval, answer: JudgeAnswer) -> list[s.GradedExpectation]:
+    """The judge's verdicts in the eval's order, matched by text: the schema made the reply hold
+    each expectation as often as the eval does, so a repeated text takes its verdicts in turn."""
     by_text: dict[str, list[JudgedExpectation]] = {}
     for item in answer.expectations:
         by_text.setdefault(item.text.strip(), []).append(item)
@@ -224,8 +224,65 @@ async def grade_run(
     for text in eval.expectations:
         item = by_text[text.strip()].pop(0)
         judged.append(s.GradedExpectation(text=text, passed=item.passed, evidence=item.evidence))
-    scores = {d.name: answer.rubric_scores[d.name].model_dump() for d in eval.rubric}
-    return finish("ok", structural, judged, answer=answer, rubric_scores=scores)
+    return judged
+
+
+def _finish(
+    run: _Run,
+    status: Status,
+    structural: s.Structural,
+    judged: list[s.GradedExpectation],
+    answer: JudgeAnswer | None = None,
+    rubric_scores: Mapping[str, ScoreAnswer] | None = None,
+    error: str | None = None,
+) -> GradeOutcome:
+    """The outcome of one path: the structural expectations then the judged ones, their pass
+    rate, the judge's extras when it answered, and the score the status allows."""
+    items = [_structural_item(r) for r in structural.expectations] + judged
+    passed = sum(e.passed for e in items)
+    rate = pass_rate(passed, len(items))
+    summary = s.PassSummary(
+        passed=passed, failed=len(items) - passed, total=len(items), pass_rate=round(rate, 4)
+    )
+    rubric_summary = _rubric_summary(run, status, rubric_scores)
+    grading = s.Grading(
+        expectations=items,
+        summary=summary,
+        execution_metrics=run.metrics,
+        timing=_timing(run.trial_dir, run.record, run.started, time.monotonic() - run.t0),
+        claims=[s.Claim(**c.model_dump()) for c in answer.claims] if answer else [],
+        user_notes_summary=run.notes
+        or (s.UserNotesSummary(**answer.user_notes_summary.model_dump()) if answer else None),
+        eval_feedback=_feedback(answer) if answer else None,
+        rubric_scores={k: s.RubricScore(**v.model_dump()) for k, v in rubric_scores.items()}
+        if rubric_scores
+        else None,
+        rubric_summary=rubric_summary,
+        **({"judge_error": error} if status == "judge_error" else {}),
+    )
+    normalized = rubric_summary.normalized if rubric_summary else None
+    if status == "exec_error":
+        score: float | None = 0.0
+    elif status == "judge_error":
+        score, normalized = None, None
+    else:
+        score = run_score(rate, normalized, run.has_rubric, run.settings.scoring)
+    return GradeOutcome(status, grading, structural, rate, normalized, score, error)
+
+
+def _rubric_summary(
+    run: _Run, status: Status, rubric_scores: Mapping[str, ScoreAnswer] | None
+) -> s.RubricSummary | None:
+    """The weighted mean of the rubric scores; all zeros when the judge gave none (an exec_error
+    or a gated run), so the rubric weighs as nothing. None without a rubric or for a judge_error."""
+    if not run.has_rubric or status == "judge_error":
+        return None
+    weights = {d.name: d.weight for d in run.eval.rubric}
+    points = {k: v.score for k, v in (rubric_scores or {}).items()}
+    mean = rubric_weighted_mean(points, weights) if points else 0.0
+    return s.RubricSummary(
+        weighted_mean=round(mean, 4), max_possible=5.0, normalized=round(mean / 5, 4)
+    )
 
 
 def fail_all(structural: s.Structural, evidence: str) -> s.Structural:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from optimizer import schemas as s
 from optimizer import words
 from optimizer.grade.config_stats import (
     CONFIG_ORDER,
@@ -20,6 +21,9 @@ from optimizer.grade.config_stats import (
     eval_means,
 )
 from optimizer.grade.judge import GATE_SKIPPED
+
+# Each configuration's graded runs, read by name.
+_ByConfig = Mapping[s.Configuration, Sequence[Item]]
 
 
 @dataclass(frozen=True)
@@ -45,8 +49,19 @@ def analyst_notes(
     """Observations a benchmark reader needs, in a fixed order, each tied to an eval and an
     expectation where it has one (the daemon's eval-feedback aggregate counts them)."""
     items = {c: list(outcomes_by_config.get(c) or []) for c in CONFIG_ORDER}
-    names = {e.id: e.name for e in evals}
+    names: dict[int, str] = {e.id: e.name for e in evals}
     ids = sorted(names)
+    notes = [*_failure_notes(items), *_hurt_notes(items, names, ids)]
+    per = _results_by_eval(items)
+    notes += _non_discriminating_notes(per, ids)
+    notes += _flaky_notes(per, ids)
+    notes += _not_invoked_notes(items, ids)
+    notes += _cost_notes(items)
+    return notes
+
+
+def _failure_notes(items: _ByConfig) -> list[Note]:
+    """One note per kind of failed run (judge error, executor error, gate), naming the runs."""
     notes: list[Note] = []
     for status, kind, what in (
         ("judge_error", "judge_error", "a judge error, excluded from the means"),
@@ -65,6 +80,12 @@ def analyst_notes(
             notes.append(
                 Note(kind, None, None, f"{words.plural(len(bad), 'run')} had {what}: {where}")
             )
+    return notes
+
+
+def _hurt_notes(items: _ByConfig, names: Mapping[int, str], ids: Sequence[int]) -> list[Note]:
+    """The evals whose mean score is lower with the skill than without it."""
+    notes: list[Note] = []
     means = {c: eval_means(items[c]) for c in CONFIG_ORDER}
     for i in ids:
         ws, wo = means["with_skill"].get(i), means["without_skill"].get(i)
@@ -81,11 +102,27 @@ def analyst_notes(
                     ),
                 )
             )
-    per: dict[tuple[int, str], dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    return notes
+
+
+# (eval id, configuration) -> expectation text -> whether it passed, run by run
+_Results = dict[tuple[int, str], dict[str, list[bool]]]
+
+
+def _results_by_eval(items: _ByConfig) -> _Results:
+    """Each expectation's results over the runs of one eval and configuration, in run order."""
+    per: _Results = defaultdict(lambda: defaultdict(list))
     for c in CONFIG_ORDER:
         for it in items[c]:
             for text, passed in _results(it):
                 per[(it[0].id, c)][text].append(passed)
+    return per
+
+
+def _non_discriminating_notes(per: _Results, ids: Sequence[int]) -> list[Note]:
+    """Expectations that pass in every run of both configurations: they cannot tell the skill's
+    value apart."""
+    notes: list[Note] = []
     for i in ids:
         with_results = per.get((i, "with_skill"), {})
         without_results = per.get((i, "without_skill"), {})
@@ -102,6 +139,12 @@ def analyst_notes(
                         ),
                     )
                 )
+    return notes
+
+
+def _flaky_notes(per: _Results, ids: Sequence[int]) -> list[Note]:
+    """Expectations that both pass and fail over the runs of one configuration."""
+    notes: list[Note] = []
     for i in ids:
         for c in CONFIG_ORDER:
             for text, results in per.get((i, c), {}).items():
@@ -117,6 +160,12 @@ def analyst_notes(
                             ),
                         )
                     )
+    return notes
+
+
+def _not_invoked_notes(items: _ByConfig, ids: Sequence[int]) -> list[Note]:
+    """The evals whose with_skill runs (those that ran and were scored) never invoked the skill."""
+    notes: list[Note] = []
     for i in ids:
         runs = [
             it
@@ -139,20 +188,26 @@ def analyst_notes(
                     ),
                 )
             )
-    if items["with_skill"] and items["without_skill"]:
-        a, b = config_summary(items["with_skill"]), config_summary(items["without_skill"])
-        dt = delta_string("time_seconds", a.time_seconds.mean - b.time_seconds.mean)
-        dk = delta_string("tokens", a.tokens.mean - b.tokens.mean)
-        dp = delta_string("pass_rate", a.pass_rate.mean - b.pass_rate.mean)
-        notes.append(
-            Note(
-                "cost",
-                None,
-                None,
-                (
-                    f"The skill costs {dt} s and {dk} tokens per run on average, and changes the pass rate "
-                    f"by {dp}"
-                ),
-            )
-        )
     return notes
+
+
+def _cost_notes(items: _ByConfig) -> list[Note]:
+    """What the skill costs in time and tokens and what it changes in pass rate, when both
+    configurations have runs."""
+    if not (items["with_skill"] and items["without_skill"]):
+        return []
+    a, b = config_summary(items["with_skill"]), config_summary(items["without_skill"])
+    dt = delta_string("time_seconds", a.time_seconds.mean - b.time_seconds.mean)
+    dk = delta_string("tokens", a.tokens.mean - b.tokens.mean)
+    dp = delta_string("pass_rate", a.pass_rate.mean - b.pass_rate.mean)
+    return [
+        Note(
+            "cost",
+            None,
+            None,
+            (
+                f"The skill costs {dt} s and {dk} tokens per run on average, and changes the pass rate "
+                f"by {dp}"
+            ),
+        )
+    ]
