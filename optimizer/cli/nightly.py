@@ -334,21 +334,21 @@ def nightly(
         raise BadInput(f"--budget-usd {budget_usd}: give a positive amount in USD.")
     deadline = check_time("--until", until)
     flags = {"llm.provider": provider, "budget.usd": budget_usd, "budget.deadline": deadline}
-    code = night.run_night(
+    tonight = night.Tonight(
         skill_dir=require_dir(skill_dir, "skill"),
         until=deadline,
         budget_usd=budget_usd,
         fresh=fresh,
         runs_root=runs_root,
         notify=notify,
-        overrides=set_ or [],
         # need_key false: a night without the key says so in its own log and summary
         load=lambda ec: load_settings(
             config_path, set_, eval_config=ec, flags=flags, calls_models=True, need_key=False
         ),
+        overrides=set_ or [],
         log_name=name_for(skill_dir),
-        console=out,
     )
+    code = night.run_night(tonight, out)
     raise typer.Exit(code)
 
 

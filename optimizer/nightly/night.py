@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -55,148 +56,139 @@ def log_line(runs_root: Path, name: str, text: str) -> Path:
     return path
 
 
-def run_night(
-    *,
-    skill_dir: Path,
-    until: str,
-    budget_usd: float,
-    fresh: bool,
-    runs_root: Path,
-    notify: str | None,
-    load: Callable[[dict], config.Loaded],
-    overrides: list[str],
-    log_name: str,
-    console: Console,
-) -> int:
+@dataclass(frozen=True)
+class Tonight:
+    """What a night is asked to do: the skill folder (or a folder of them: a fleet), tonight's
+    budget and deadline, a new run or the last one resumed, where nights keep their runs and log,
+    what to notify, the settings' loader (tonight's budget and deadline as flags: a new run's) and
+    the user's --set."""
+
+    skill_dir: Path
+    until: str
+    budget_usd: float
+    fresh: bool
+    runs_root: Path
+    notify: str | None
+    load: daemon.LoadSettings
+    overrides: list[str]
+    log_name: str
+
+    def log(self, text: str) -> Path:
+        return log_line(self.runs_root, self.log_name, text)
+
+
+def run_night(tonight: Tonight, console: Console) -> int:
     """The night's exit code: 0 when it ran (or rightly started nothing), else the failure's.
-    `load` gives the settings with tonight's budget and deadline as flags (a new run's). A folder
-    of skill folders is a fleet: each night resumes the last night's fleet, or starts one."""
-    dirs = members.folders([skill_dir], None, home=Path.home(), here=Path.cwd())
+    A folder of skill folders is a fleet: each night resumes the last night's fleet, or starts
+    one."""
+    dirs = members.folders([tonight.skill_dir], None, home=Path.home(), here=Path.cwd())
     if dirs is not None:
-        return _fleet_night(
-            skill_dir,
-            dirs,
-            until,
-            budget_usd,
-            fresh,
-            runs_root,
-            notify,
-            load,
-            overrides,
-            log_name,
-            console,
-        )
-    name = skills.load_skill(skill_dir).name
-    previous = runs_of(runs_root, name)
+        return _fleet_night(tonight, dirs, console)
+    name = skills.load_skill(tonight.skill_dir).name
+    previous = runs_of(tonight.runs_root, name)
     last = previous[-1] if previous else None
-    pid = running_pid(Workspace(last)) if last else None
-    if last is not None and pid is not None:
-        line = f"{last}: the previous night's run is still running (pid {pid}); this night starts nothing."
-        log_line(runs_root, log_name, line)
-        console.print(line, markup=False, highlight=False)
+    if _still_running(tonight, last, "run", console):
         return 0
-    fresh_run = last is None or fresh
-    missing = api_key_missing(load({}).settings) if fresh_run else None
+    fresh_run = last is None or tonight.fresh
+    missing = api_key_missing(tonight.load({}).settings) if fresh_run else None
     if missing:  # before a run folder is made that no night could use
-        return _failed(missing, runs_root / "-", runs_root, log_name, notify, console, 2)
-    target = _new_folder(runs_root, name) if fresh_run else last
+        return _failed(tonight, missing, tonight.runs_root / "-", console, 2)
+    target = _new_folder(tonight.runs_root, name) if fresh_run else last
     assert target is not None
     how = (
         f"resuming {last}"
         if not fresh_run
         else f"starting {target}" + (f" from the best of {last}" if last else "")
     )
-    log_line(runs_root, log_name, f"{how} (budget ${budget_usd:g} tonight, until {until})")
+    tonight.log(f"{how} (budget ${tonight.budget_usd:g} tonight, until {tonight.until})")
     try:
         if fresh_run:
             code = daemon.start(
-                skill_dir=skill_dir,
+                skill_dir=tonight.skill_dir,
                 evals_path=None,
                 run_dir=target,
-                from_run=last if fresh else None,
+                from_run=last if tonight.fresh else None,
                 target="body",
                 detach=False,
                 fresh=False,
-                load=load,
+                load=tonight.load,
                 console=console,
-                notify=notify,
+                notify=tonight.notify,
             )
         else:
             code = daemon.resume(
                 target,
-                overrides=resume_overrides(overrides, load),
-                flags=_resume_flags(target, budget_usd, until, load),
+                overrides=resume_overrides(tonight.overrides, tonight.load),
+                flags=_resume_flags(target, tonight.budget_usd, tonight.until, tonight.load),
                 detach=False,
                 console=console,
-                notify=notify,
+                notify=tonight.notify,
             )
     except OptimizerError as exc:
         if exc.exit_code == 0:  # a clean stop is a night that ran
             return 0
-        return _failed(exc.problems[0], target, runs_root, log_name, notify, console, exc.exit_code)
+        return _failed(tonight, exc.problems[0], target, console, exc.exit_code)
     row = runs.read(Workspace(target).state_db) or Run()
     # How it ended, in the run's own words: a budget spent at once is one sentence here too.
-    log_line(runs_root, log_name, how_it_ended(target, row, summary.paths(target)[0]))
+    tonight.log(how_it_ended(target, row, summary.paths(target)[0]))
     return code
 
 
-def _fleet_night(
-    skills_dir: Path,
-    dirs: list[Path],
-    until: str,
-    budget_usd: float,
-    fresh: bool,
-    runs_root: Path,
-    notify: str | None,
-    load: daemon.LoadSettings,
-    overrides: list[str],
-    log_name: str,
-    console: Console,
-) -> int:
+def _still_running(tonight: Tonight, last: Path | None, what: str, console: Console) -> bool:
+    """The previous night's run (or fleet) still holds its lock: said in the log and on the
+    console; this night starts nothing."""
+    ws = (folder.workspace(last) if what == "fleet" else Workspace(last)) if last else None
+    pid = running_pid(ws) if ws is not None else None
+    if pid is None:
+        return False
+    line = f"{last}: the previous night's {what} is still running (pid {pid}); this night starts nothing."
+    tonight.log(line)
+    console.print(line, markup=False, highlight=False)
+    return True
+
+
+def _fleet_night(tonight: Tonight, dirs: list[Path], console: Console) -> int:
     """A night over a folder of skills: the last night's fleet resumed with tonight's budget on
     top of what it spent, or (the first night, or --new-run-each-night) a new fleet."""
-    name = f"{skills_dir.resolve().name}-fleet"
+    name = f"{tonight.skill_dir.resolve().name}-fleet"
     previous = sorted(
-        p for p in runs_root.glob(f"{name}{NIGHT}*") if p.is_dir() and folder.is_fleet(p)
+        p for p in tonight.runs_root.glob(f"{name}{NIGHT}*") if p.is_dir() and folder.is_fleet(p)
     )
     last = previous[-1] if previous else None
-    pid = running_pid(folder.workspace(last)) if last else None
-    if last is not None and pid is not None:
-        line = f"{last}: the previous night's fleet is still running (pid {pid}); this night starts nothing."
-        log_line(runs_root, log_name, line)
-        console.print(line, markup=False, highlight=False)
+    if _still_running(tonight, last, "fleet", console):
         return 0
-    fresh_run = last is None or fresh
-    missing = api_key_missing(load({}).settings)
+    fresh_run = last is None or tonight.fresh
+    missing = api_key_missing(tonight.load({}).settings)
     if missing:
-        return _failed(missing, runs_root / "-", runs_root, log_name, notify, console, 2)
-    target = _new_folder(runs_root, name) if fresh_run else last
+        return _failed(tonight, missing, tonight.runs_root / "-", console, 2)
+    target = _new_folder(tonight.runs_root, name) if fresh_run else last
     assert target is not None
     how = f"resuming {last}" if not fresh_run else f"starting {target}"
-    log_line(runs_root, log_name, f"{how} (budget ${budget_usd:g} tonight, until {until})")
+    tonight.log(f"{how} (budget ${tonight.budget_usd:g} tonight, until {tonight.until})")
     try:
         if fresh_run:
             code = fleets.start(
                 dirs=dirs, run_dir=target, target="body", detach=False, fresh=False,
-                notify=notify, load=load, console=console,
+                notify=tonight.notify, load=tonight.load, console=console,
             )  # fmt: skip
         else:
             spent = fleet_views.status(target)["budgeted_usd"]
             code = fleets.resume(
                 target,
-                overrides=resume_overrides(overrides, load),
-                flags={"budget.usd": round(spent + budget_usd, 6), "budget.deadline": until},
+                overrides=resume_overrides(tonight.overrides, tonight.load),
+                flags={
+                    "budget.usd": round(spent + tonight.budget_usd, 6),
+                    "budget.deadline": tonight.until,
+                },
                 detach=False,
                 console=console,
-                notify=notify,
+                notify=tonight.notify,
             )
     except OptimizerError as exc:
         if exc.exit_code == 0:
             return 0
-        return _failed(exc.problems[0], target, runs_root, log_name, notify, console, exc.exit_code)
-    log_line(
-        runs_root, log_name, f"{target}: the fleet's night ended (summary: {target / 'summary.md'})"
-    )
+        return _failed(tonight, exc.problems[0], target, console, exc.exit_code)
+    tonight.log(f"{target}: the fleet's night ended (summary: {target / 'summary.md'})")
     return code
 
 
@@ -230,30 +222,22 @@ def _resume_flags(
     }
 
 
-def _failed(
-    sentence: str,
-    target: Path,
-    runs_root: Path,
-    log_name: str,
-    notify: str | None,
-    console: Console,
-    code: int,
-) -> int:
+def _failed(tonight: Tonight, sentence: str, target: Path, console: Console, code: int) -> int:
     """One sentence in the log and in the summary (the run's own when the run folder exists,
     else one beside the log), then the user's notify command."""
-    log_line(runs_root, log_name, f"this night did not run: {sentence}")
+    tonight.log(f"this night did not run: {sentence}")
     console.print(f"error: {sentence}", markup=False, highlight=False)
     if Workspace(target).state_db.is_file() and readonly.count_runs(Workspace(target).state_db):
-        summary.at_end(target, notify, console, night_error=sentence)
+        summary.at_end(target, tonight.notify, console, night_error=sentence)
         return code
-    path = runs_root / f"{log_name}-summary.md"
+    path = tonight.runs_root / f"{tonight.log_name}-summary.md"
     write_text(
         path,
-        f"# Morning summary: {log_name}\n\n**This night did not run: {sentence}**\n\n"
-        f"Nightly log: `{runs_root / (log_name + '.log')}`.\n",
+        f"# Morning summary: {tonight.log_name}\n\n**This night did not run: {sentence}**\n\n"
+        f"Nightly log: `{tonight.runs_root / (tonight.log_name + '.log')}`.\n",
     )
-    if notify:
-        summary.notify(notify, path)
+    if tonight.notify:
+        summary.notify(tonight.notify, path)
     return code
 
 
