@@ -205,6 +205,34 @@ class _Read:
     where: str  # "Δ = …, 99% CI […] (Student-t) over … evals × … runs (…)"
     votes: str  # the comparator's verdicts, in words
     upcoming: int | None  # the runs per eval of the next look; None at the cap
+    alpha: float  # the decision's whole false-promotion budget
+
+    def said(
+        self,
+        outcome: verdict.Verdict,
+        reason: str,
+        more: bool = False,
+        futile: bool = False,
+        power: float | None = None,
+    ) -> Said:
+        """The look's outcome: its verdict and reason, with the look's figures."""
+        s = self.s
+        return Said(  # the interval's confidence is the look's, at the α it spent
+            outcome,
+            reason,
+            s.delta,
+            None if math.isinf(s.se) else s.low,
+            None if math.isinf(s.se) else s.high,
+            self.level,
+            needs_more_runs=more,
+            futile=futile,
+            look_alpha=self.spent,
+            comparator_p=self.c.p_child,
+            promotion_power=power,
+            scope=s.scope,
+            next_runs=self.upcoming if more else None,
+            alpha=self.alpha,
+        )
 
 
 def look(selection: Selection, asked: Asked, seen: Seen) -> Said:
@@ -220,32 +248,8 @@ def look(selection: Selection, asked: Asked, seen: Seen) -> Said:
     read = _read(selection, asked, seen)
     s, runs, max_runs = read.s, asked.look or asked.first_runs, selection.max_runs_per_eval
 
-    def out(
-        said: verdict.Verdict,
-        reason: str,
-        more: bool = False,
-        futile: bool = False,
-        power: float | None = None,
-    ) -> Said:
-        return Said(  # the interval's confidence is the look's, at the α it spent
-            said,
-            reason,
-            s.delta,
-            None if math.isinf(s.se) else s.low,
-            None if math.isinf(s.se) else s.high,
-            read.level,
-            needs_more_runs=more,
-            futile=futile,
-            look_alpha=read.spent,
-            comparator_p=read.c.p_child,
-            promotion_power=power,
-            scope=s.scope,
-            next_runs=read.upcoming if more else None,
-            alpha=1 - selection.confidence if asked.alpha is None else asked.alpha,
-        )
-
     if read.spent <= 0 and read.upcoming is not None:
-        return out(
+        return read.said(
             "tie",
             f"tie: {runs} runs per eval is not a look of this rule (looks at "
             f"{', '.join(map(str, schedule(asked.first_runs, max_runs)))}); more runs are "
@@ -254,17 +258,16 @@ def look(selection: Selection, asked: Asked, seen: Seen) -> Said:
         )
     decided = _decided(selection, asked, seen, read)
     if decided is not None:
-        return out(*decided)
+        return read.said(*decided)
     tail = _undecided_tail(seen, read, runs <= asked.first_runs)
     if read.upcoming is None:
-        return out(
+        return read.said(
             "tie",
             f"tie: {read.where} is inconclusive, and {tail}; runs are at the cap of "
             f"{max_runs} per eval.",
         )
-    alpha = 1 - selection.confidence if asked.alpha is None else asked.alpha
     power = promotion_power(
-        s, runs=runs, max_runs=max_runs, first_runs=asked.first_runs, alpha=alpha
+        s, runs=runs, max_runs=max_runs, first_runs=asked.first_runs, alpha=read.alpha
     )
     # One run a side shows no run noise (the `tasks` test fell back to the evals' spread): its
     # chance at the cap says nothing of the runs to come, so futility waits for repeated runs.
@@ -272,7 +275,7 @@ def look(selection: Selection, asked: Asked, seen: Seen) -> Said:
     futility_name = "futility_tasks" if asked.scope == "tasks" else "futility"
     futility: float = getattr(selection, futility_name)
     if power < futility and not unseen:
-        return out(
+        return read.said(
             "tie",
             f"tie: {read.where} is inconclusive, and {tail}; no more runs are added: if "
             f"the trend holds, the chance of promotion at {max_runs} runs is "
@@ -280,7 +283,7 @@ def look(selection: Selection, asked: Asked, seen: Seen) -> Said:
             futile=True,
             power=power,
         )
-    return out(
+    return read.said(
         "tie",
         f"tie: {read.where} is inconclusive, and {tail}; more runs are needed (next look "
         f"at {read.upcoming} of at most {max_runs} per eval; chance of promotion if the "
@@ -328,7 +331,7 @@ def _read(selection: Selection, asked: Asked, seen: Seen) -> _Read:
         f"the comparator favoured the child in {seen.wins} and the parent in {seen.losses} "
         f"decisive swap-consistent verdicts"
     )
-    return _Read(s, c, level, spent, where, votes, next_look(runs, first, max_runs))
+    return _Read(s, c, level, spent, where, votes, next_look(runs, first, max_runs), alpha)
 
 
 def _decided(
