@@ -95,17 +95,11 @@ def instrumented_run(
     try:
         flags = {"llm.provider": "sim", "loop.max_iterations": iterations}
         daemon.start(
-            skill_dir=skill_dir,
-            evals_path=None,
-            run_dir=run_dir,
-            from_run=None,
-            target="body",
-            detach=False,
-            fresh=True,
-            console=Console(file=io.StringIO()),
-            load=lambda eval_config: config.load(
+            daemon.NewRun(skill_dir, run_dir=run_dir, fresh=True),
+            lambda eval_config: config.load(
                 None, eval_config=eval_config, env={}, overrides=overrides, flags=flags
             ),
+            Console(file=io.StringIO()),
         )
     finally:
         engine.iterate, BodyTarget.start, llm.make_client = (

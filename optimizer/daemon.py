@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -48,32 +49,37 @@ def _default_run_dir(skill_name: str) -> Path:
     return Path("runs") / f"{skill_name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
-def start(
-    *,
-    skill_dir: Path,
-    evals_path: Path | None,
-    run_dir: Path | None,
-    from_run: Path | None,
-    target: str,
-    detach: bool,
-    fresh: bool,
-    notify: str | None = None,
-    load: LoadSettings,
-    console: Console,
-    dry_run: bool = False,
-    force: bool = False,
-) -> int:
+@dataclass(frozen=True)
+class NewRun:
+    """What `optimizer run` is asked for one skill: its folder and evals (default
+    SKILL_DIR/evals/evals.json), the run folder (default runs/<skill>-<time>), an earlier run
+    whose best it starts from, the target, whether it runs in the background, replaces a run
+    folder (`fresh`) or starts beside a live run of the same skill folder (`force`), whether it
+    only shows the cost estimate (`dry_run`), and the command to notify when it ends."""
+
+    skill_dir: Path
+    evals_path: Path | None = None
+    run_dir: Path | None = None
+    from_run: Path | None = None
+    target: str = "body"
+    detach: bool = False
+    fresh: bool = False
+    force: bool = False
+    dry_run: bool = False
+    notify: str | None = None
+
+
+def start(new: NewRun, load: LoadSettings, console: Console) -> int:
     """`optimizer run`: check everything first (nothing is written on bad input), then create
-    the workspace and run the loop here or in the background. `force`: start beside a live run
-    of the same skill folder without naming a run folder of its own."""
+    the workspace and run the loop here or in the background."""
     prompting.check_installed()
-    skill, evalset, loaded = read_inputs(skill_dir, evals_path, target, load)
+    skill, evalset, loaded = read_inputs(new.skill_dir, new.evals_path, new.target, load)
     settings = loaded.settings
     deadline = not_past(parse_deadline(settings.budget.deadline), settings.budget.deadline)
-    base_best = workspace.best_of(from_run) if from_run else None
-    estimate = preview.for_start(settings, evalset, base_best or skill_dir, target)
+    base_best = workspace.best_of(new.from_run) if new.from_run else None
+    estimate = preview.for_start(settings, evalset, base_best or new.skill_dir, new.target)
     small = spend.too_small(estimate) if base_best is None else None
-    if dry_run:  # the cost preview only: nothing is written
+    if new.dry_run:  # the cost preview only: nothing is written
         code = spend.show_dry_run(console, estimate)
         _warn_small(console, evalset, settings)
         if small:
@@ -82,41 +88,52 @@ def start(
     if small:  # before anything is written or paid
         raise BadInput(small)
     unconfined = _confinement(settings)  # refuses before anything is written
-    if run_dir is None and not force:
-        _refuse_a_second_run(skill_dir)
-    run_dir = run_dir or _default_run_dir(skill.name)
+    if new.run_dir is None and not new.force:
+        _refuse_a_second_run(new.skill_dir)
+    run_dir = new.run_dir or _default_run_dir(skill.name)
     ws = Workspace(run_dir)
-    if workspace.started(ws):
-        if not fresh:
-            raise BadInput(
-                f"{run_dir}: already holds a run; continue it with `optimizer resume "
-                f"{run_dir}`, or pick another --out folder."
-            )
-        _refuse_if_running(ws)
-        shutil.rmtree(run_dir)
-    elif ws.run_toml.exists() or ws.state_db.exists():  # a `run` killed while creating it
-        _refuse_if_running(ws)
-        workspace.remove_partial(ws)
-    sources = dict(loaded.sources)
+    _clear(ws, new.fresh)
     if deadline is not None:  # "07:00" means the next 07:00 from now, also after a resume
-        settings = settings.model_copy(
-            update={
-                "budget": settings.budget.model_copy(
-                    update={"deadline": deadline.isoformat(timespec="seconds")}
-                )
-            }
+        budget = settings.budget.model_copy(
+            update={"deadline": deadline.isoformat(timespec="seconds")}
         )
+        settings = settings.model_copy(update={"budget": budget})
     workspace.create(
-        ws, settings, sources, skill, evalset, skill_dir, evals_path, target, base_best, from_run
+        ws,
+        settings,
+        dict(loaded.sources),
+        skill,
+        evalset,
+        new.skill_dir,
+        new.evals_path,
+        new.target,
+        base_best,
+        new.from_run,
     )
     console.print(f"run folder: {run_dir}")
     if unconfined:
         console.print(unconfined, style="bold red", markup=False, highlight=False)
     spend.announce(console, ws, estimate)  # the estimate line, kept in state.db for `status`
     _warn_small(console, evalset, settings)
-    if detach:
-        return spawn(ws, console, notify)
-    return _foreground_summarised(ws, settings, console, notify=notify)
+    if new.detach:
+        return spawn(ws, console, new.notify)
+    return _foreground_summarised(ws, settings, console, notify=new.notify)
+
+
+def _clear(ws: Workspace, fresh: bool) -> None:
+    """The run folder made ready for a new run: a run there is refused unless `fresh` replaces
+    it (never while its daemon lives); what a `run` killed while creating it left is removed."""
+    if workspace.started(ws):
+        if not fresh:
+            raise BadInput(
+                f"{ws.root}: already holds a run; continue it with `optimizer resume "
+                f"{ws.root}`, or pick another --out folder."
+            )
+        _refuse_if_running(ws)
+        shutil.rmtree(ws.root)
+    elif ws.run_toml.exists() or ws.state_db.exists():  # a `run` killed while creating it
+        _refuse_if_running(ws)
+        workspace.remove_partial(ws)
 
 
 def read_inputs(

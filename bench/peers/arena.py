@@ -90,17 +90,11 @@ def start_run(skill_dir: Path, run_dir: Path, overrides: list[str], flags: dict)
     folder and grades v0 (the setup a peer's arena starts from)."""
     try:
         daemon.start(
-            skill_dir=skill_dir,
-            evals_path=None,
-            run_dir=run_dir,
-            from_run=None,
-            target="body",
-            detach=False,
-            fresh=True,
-            console=Console(file=io.StringIO()),
-            load=lambda eval_config: config.load(
+            daemon.NewRun(skill_dir, run_dir=run_dir, fresh=True),
+            lambda eval_config: config.load(
                 None, eval_config=eval_config, env={}, overrides=overrides, flags=flags
             ),
+            Console(file=io.StringIO()),
         )
     finally:
         logs.reset()

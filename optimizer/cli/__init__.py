@@ -242,7 +242,7 @@ def run(
                 dry_run=dry_run,
             )
         )
-    code = daemon.start(
+    new = daemon.NewRun(
         skill_dir=require_dir(given[0], "skill"),
         evals_path=evals,
         run_dir=run_dir,
@@ -250,12 +250,11 @@ def run(
         target=target,
         detach=detach,
         fresh=fresh,
-        load=load,
-        console=out,
+        force=force,
         dry_run=dry_run,
         notify=notify,
-        force=force,
     )
+    code = daemon.start(new, load, out)
     raise typer.Exit(code)
 
 

@@ -103,18 +103,13 @@ def run_night(tonight: Tonight, console: Console) -> int:
     tonight.log(f"{how} (budget ${tonight.budget_usd:g} tonight, until {tonight.until})")
     try:
         if fresh_run:
-            code = daemon.start(
-                skill_dir=tonight.skill_dir,
-                evals_path=None,
+            new = daemon.NewRun(
+                tonight.skill_dir,
                 run_dir=target,
                 from_run=last if tonight.fresh else None,
-                target="body",
-                detach=False,
-                fresh=False,
-                load=tonight.load,
-                console=console,
                 notify=tonight.notify,
             )
+            code = daemon.start(new, tonight.load, console)
         else:
             code = daemon.resume(
                 target,
