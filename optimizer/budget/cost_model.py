@@ -256,7 +256,7 @@ def _skill_sizes(skill_dir: Path | None) -> tuple[int, int]:
 
 def _prefixes(settings: Settings, skill_dir: Path | None, evalset: EvalSet) -> dict[str, int]:
     """System prompt + tool definitions of each role: the part prompt caching reads back."""
-    from optimizer.execute.agent import agent_tools
+    from optimizer.execute.tools import agent_tools
     from optimizer.grade.answer import answer_schema
     from optimizer.model.prompts import load_prompt
     from optimizer.model.structured import forced_tool

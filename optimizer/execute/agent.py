@@ -12,74 +12,15 @@ from optimizer import sandbox
 from optimizer.config import Settings
 from optimizer.errors import InfraFailure, ResourceLimit
 from optimizer.execute import Executor, SkillInfo, TrialContext
+from optimizer.execute.tools import EDITOR_TOOL, agent_tools
 from optimizer.execute.transcript import Tally, Transcript
 from optimizer.model.port import Client
 from optimizer.model.prompts import load_prompt
 from optimizer.tags import tag
 
 if TYPE_CHECKING:  # the SDK's types only: importing it costs 2 s (model/port.py)
-    from anthropic.types import (
-        ToolBash20250124Param,
-        ToolParam,
-        ToolTextEditor20250728Param,
-        ToolUnionParam,
-    )
+    from anthropic.types import ToolUseBlockParam
 
-# Anthropic's server-defined tools: its API supplies their schemas, and Claude is trained on them.
-BASH_TOOL: ToolBash20250124Param = {"type": "bash_20250124", "name": "bash"}
-EDITOR_TOOL: ToolTextEditor20250728Param = {
-    "type": "text_editor_20250728",
-    "name": "str_replace_based_edit_tool",
-}
-# The same two tools as ordinary tools, for every other Messages-API server: llama.cpp, LiteLLM and
-# the like pass a tool on as a function with the schema it carries, so a server-defined tool
-# reaches their model with no parameters at all. Same names, so one handler serves both shapes.
-BASH_SCHEMA_TOOL: ToolParam = {
-    "name": "bash",
-    "description": "Run one shell command with /workspace as the current folder; returns its "
-    "output. Each call starts a fresh shell (variables and cd do not carry over; files do). No "
-    "network access.",
-    "input_schema": {
-        "type": "object",
-        "properties": {"command": {"type": "string", "description": "The shell command to run."}},
-        "required": ["command"],
-    },
-}
-EDITOR_SCHEMA_TOOL: ToolParam = {
-    "name": "str_replace_based_edit_tool",
-    "description": "View, create and edit text files under /workspace (and view under /skill). "
-    "view: a file with line numbers, or a folder's listing. create: write file_text to path. "
-    "str_replace: replace old_str, which must occur exactly once, with new_str. insert: add "
-    "insert_text after line insert_line (0 = at the top).",
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "enum": ["view", "create", "str_replace", "insert"]},
-            "path": {"type": "string", "description": "Absolute, e.g. /workspace/outputs/a.md."},
-            "file_text": {"type": "string", "description": "create: the file's whole content."},
-            "old_str": {"type": "string", "description": "str_replace: the exact text to replace."},
-            "new_str": {"type": "string", "description": "str_replace: the text to put instead."},
-            "insert_line": {"type": "integer", "description": "insert: the line to insert after."},
-            "insert_text": {"type": "string", "description": "insert: the text to insert."},
-            "view_range": {
-                "type": "array",
-                "items": {"type": "integer"},
-                "description": "view: [first, last] line; last -1 = the end.",
-            },
-        },
-        "required": ["command", "path"],
-    },
-}
-SKILL_TOOL: ToolParam = {
-    "name": "Skill",
-    "description": "Load a skill's instructions by name. Call it before starting a task that a "
-    "listed skill covers, then follow the instructions it returns.",
-    "input_schema": {
-        "type": "object",
-        "properties": {"skill": {"type": "string", "description": "The skill's exact name."}},
-        "required": ["skill"],
-    },
-}
 SKILLS_INTRO = (
     "- `Skill` loads a skill's instructions by name.\n\n"
     "Skills are packaged instructions (with scripts and reference files) for particular kinds "
@@ -91,20 +32,6 @@ SKILLS_INTRO = (
 MAX_RESULT_CHARS = 30_000
 # Metrics use Claude Code's tool names, so runs of every executor count alike (seed 002).
 EDITOR_NAMES = {"view": "Read", "create": "Write", "str_replace": "Edit", "insert": "Edit"}
-
-
-def agent_tools(settings: Settings, *, with_skill: bool) -> list[ToolUnionParam]:
-    """The agent's tool list: server-defined tools for Anthropic's own API, ordinary tools with
-    input schemas for any other server (execute.tool_schemas forces either)."""
-    shape = settings.execute.tool_schemas
-    if shape == "auto":
-        from optimizer.model.provider import is_anthropic_api
-
-        shape = "server" if is_anthropic_api(settings) else "explicit"
-    tools: list[ToolUnionParam] = (
-        [BASH_TOOL, EDITOR_TOOL] if shape == "server" else [BASH_SCHEMA_TOOL, EDITOR_SCHEMA_TOOL]
-    )
-    return tools + ([SKILL_TOOL] if with_skill else [])
 
 
 def cc_tool_name(name: str, tool_input: Mapping[str, Any]) -> str:
@@ -203,57 +130,71 @@ def run_editor(
         return host, True
     try:
         if command == "view":
-            if host.is_dir():
-                return _clip(_view_dir(host, str(path))), False
-            lines = _read(host, path).split("\n")
-            start, end = 1, len(lines)
-            view_range = tool_input.get("view_range")
-            if isinstance(view_range, list) and len(view_range) == 2:
-                start = max(1, int(view_range[0]))
-                end = (
-                    len(lines) if int(view_range[1]) == -1 else min(len(lines), int(view_range[1]))
-                )
-            numbered = [f"{n:6}\t{lines[n - 1]}" for n in range(start, end + 1)]
-            return _clip("\n".join(numbered)), False
+            return _view(host, path, tool_input.get("view_range"))
         if command == "create":
-            text = tool_input.get("file_text")
-            if not isinstance(text, str):
-                return "Error: create needs 'file_text'.", True
-            if len(text.encode("utf-8")) > max_file_bytes:
-                return f"Error: the file would pass the limit of {max_file_bytes} bytes.", True
-            if host.is_dir():
-                return f"Error: {path} is a folder.", True
-            host.parent.mkdir(parents=True, exist_ok=True)
-            host.write_text(text, encoding="utf-8")
-            return f"File created successfully at: {path}", False
+            return _create(host, path, tool_input.get("file_text"), max_file_bytes)
         text = _read(host, path)
         if command == "str_replace":
             old, new = tool_input.get("old_str"), tool_input.get("new_str") or ""
-            if not isinstance(old, str) or not old:
-                return "Error: str_replace needs a non-empty 'old_str'.", True
-            count = text.count(old)
-            if count != 1:
-                where = "does not occur" if count == 0 else f"occurs {count} times"
-                return f"Error: old_str {where} in {path}; it must occur exactly once.", True
-            host.write_text(text.replace(old, str(new), 1), encoding="utf-8")
-            return f"The file {path} has been edited.", False
-        line = tool_input.get("insert_line")
+            return _str_replace(host, path, text, old, new)
         new_text = tool_input.get("insert_text", tool_input.get("new_str"))
-        lines = text.split("\n")
-        if (
-            not isinstance(line, int)
-            or not 0 <= line <= len(lines)
-            or not isinstance(new_text, str)
-        ):
-            return f"Error: insert needs 'insert_line' (0 to {len(lines)}) and 'insert_text'.", True
-        lines[line:line] = new_text.split("\n")
-        host.write_text("\n".join(lines), encoding="utf-8")
-        return f"The file {path} has been edited.", False
+        return _insert(host, path, text, tool_input.get("insert_line"), new_text)
     except _ToolError as exc:
         return str(exc), True
     except (OSError, ValueError, TypeError) as exc:
         # The OS message can name the host path; only the sandbox path goes back.
         return f"Error: {command} failed on {path} ({type(exc).__name__}).", True
+
+
+def _view(host: Path, path: object, view_range: object) -> tuple[str, bool]:
+    """view: a folder's listing, or the file's lines numbered from 1 ([first, last] of them when
+    view_range says so, last -1 for the end)."""
+    if host.is_dir():
+        return _clip(_view_dir(host, str(path))), False
+    lines = _read(host, path).split("\n")
+    start, end = 1, len(lines)
+    if isinstance(view_range, list) and len(view_range) == 2:
+        start = max(1, int(view_range[0]))
+        end = len(lines) if int(view_range[1]) == -1 else min(len(lines), int(view_range[1]))
+    numbered = [f"{n:6}\t{lines[n - 1]}" for n in range(start, end + 1)]
+    return _clip("\n".join(numbered)), False
+
+
+def _create(host: Path, path: object, text: object, max_file_bytes: int) -> tuple[str, bool]:
+    """create: write the whole file (its folders too), within the sandbox's limit of file size."""
+    if not isinstance(text, str):
+        return "Error: create needs 'file_text'.", True
+    if len(text.encode("utf-8")) > max_file_bytes:
+        return f"Error: the file would pass the limit of {max_file_bytes} bytes.", True
+    if host.is_dir():
+        return f"Error: {path} is a folder.", True
+    host.parent.mkdir(parents=True, exist_ok=True)
+    host.write_text(text, encoding="utf-8")
+    return f"File created successfully at: {path}", False
+
+
+def _str_replace(host: Path, path: object, text: str, old: object, new: object) -> tuple[str, bool]:
+    """str_replace on the file's `text`: old must occur exactly once, so the edit is unambiguous."""
+    if not isinstance(old, str) or not old:
+        return "Error: str_replace needs a non-empty 'old_str'.", True
+    count = text.count(old)
+    if count != 1:
+        where = "does not occur" if count == 0 else f"occurs {count} times"
+        return f"Error: old_str {where} in {path}; it must occur exactly once.", True
+    host.write_text(text.replace(old, str(new), 1), encoding="utf-8")
+    return f"The file {path} has been edited.", False
+
+
+def _insert(
+    host: Path, path: object, text: str, line: object, new_text: object
+) -> tuple[str, bool]:
+    """insert: new_text's lines after line `line` of the file's `text` (0 = at the top)."""
+    lines = text.split("\n")
+    if not isinstance(line, int) or not 0 <= line <= len(lines) or not isinstance(new_text, str):
+        return f"Error: insert needs 'insert_line' (0 to {len(lines)}) and 'insert_text'.", True
+    lines[line:line] = new_text.split("\n")
+    host.write_text("\n".join(lines), encoding="utf-8")
+    return f"The file {path} has been edited.", False
 
 
 class _ToolError(Exception):
@@ -289,6 +230,30 @@ ENDED_BY_THE_MODEL = {
         "model_context_window_exceeded)"
     ),
 }
+
+
+def _cut_off(
+    uses: list[ToolUseBlockParam], max_tokens: int, transcript: Transcript, tally: Tally
+) -> str | list[dict[str, str | bool]]:
+    """What the agent is told of an answer cut at max_tokens: an error result for each of its tool
+    calls, none of which ran, or else to continue; the cut is noted and counted."""
+    cut = f"Your answer was cut off at the output limit (execute.max_tokens = {max_tokens} tokens)"
+    transcript.note("Answer cut at max_tokens", f"{cut}; its tool calls were not run.")
+    tally.truncated += 1
+    if not uses:
+        return f"{cut}. Continue where you stopped."
+    results: list[dict[str, str | bool]] = [
+        {
+            "type": "tool_result",
+            "tool_use_id": u["id"],
+            "is_error": True,
+            "content": f"{cut} before this tool call was complete; nothing was "
+            "run. Send it again, in smaller parts.",
+        }
+        for u in uses
+    ]
+    transcript.tool_results(results, names={u["id"]: u["name"] for u in uses})
+    return results
 
 
 class AnthropicExecutor(Executor):
@@ -329,29 +294,8 @@ class AnthropicExecutor(Executor):
             if reply.stop_reason == "max_tokens":
                 # Cut off mid-answer: not the agent finishing, and a cut tool call's input is
                 # incomplete, so nothing in this answer is run. The agent is told and goes on.
-                cut = (
-                    f"Your answer was cut off at the output limit (execute.max_tokens = "
-                    f"{limits.max_tokens} tokens)"
-                )
-                transcript.note("Answer cut at max_tokens", f"{cut}; its tool calls were not run.")
-                tally.truncated += 1
-                if uses:
-                    results = [
-                        {
-                            "type": "tool_result",
-                            "tool_use_id": u["id"],
-                            "is_error": True,
-                            "content": f"{cut} before this tool call was complete; nothing was "
-                            "run. Send it again, in smaller parts.",
-                        }
-                        for u in uses
-                    ]
-                    transcript.tool_results(results, names={u["id"]: u["name"] for u in uses})
-                    messages.append({"role": "user", "content": results})
-                else:
-                    messages.append(
-                        {"role": "user", "content": f"{cut}. Continue where you stopped."}
-                    )
+                told = _cut_off(uses, limits.max_tokens, transcript, tally)
+                messages.append({"role": "user", "content": told})
                 continue
             if reply.stop_reason in ENDED_BY_THE_MODEL:  # not a finish: the skill's and task's
                 return ENDED_BY_THE_MODEL[str(reply.stop_reason)]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import structlog
-from anthropic.types import Message, TextBlockParam, ToolChoiceParam, ToolParam
+from anthropic.types import Message, TextBlockParam, ToolChoiceParam, ToolParam, ToolUseBlock
 from pydantic import BaseModel, ValidationError
 
 from optimizer import catalog
@@ -85,28 +85,7 @@ def tool_answer(message: Message, schema: type[Answer], tool_name: str) -> Answe
     mine = [b for b in uses if b.name == tool_name]
     if message.stop_reason == "max_tokens":
         # Named as what it is: a cut answer's tool input is incomplete, whatever it fails on.
-        text = (
-            f"Your answer was cut off at the output token limit before the input of "
-            f"{tool_name} was complete. Call {tool_name} again, more briefly."
-        )
-        raise BadAnswer(
-            "the answer was cut at max_tokens before its tool input was complete",
-            {
-                "role": "user",
-                "content": (
-                    [
-                        {
-                            "type": "tool_result",
-                            "tool_use_id": b.id,
-                            "is_error": True,
-                            "content": text,
-                        }
-                        for b in uses
-                    ]
-                    or [{"type": "text", "text": text}]
-                ),
-            },
-        )
+        raise _cut_off(uses, tool_name)
     if message.stop_reason == "refusal" and not mine:
         # Named as what it is; asked once more like any bad reply, then a judge error (data).
         raise BadAnswer(
@@ -114,45 +93,62 @@ def tool_answer(message: Message, schema: type[Answer], tool_name: str) -> Answe
             {"role": "user", "content": f"Answer by calling the tool {tool_name} now."},
         )
     if not mine:
-        raise BadAnswer(
-            f"no call of the tool (stop_reason {message.stop_reason})",
-            {
-                "role": "user",
-                "content": (
-                    [
-                        {
-                            "type": "tool_result",
-                            "tool_use_id": b.id,
-                            "is_error": True,
-                            "content": f"Unknown tool; call {tool_name} instead.",
-                        }
-                        for b in uses
-                    ]
-                    + [{"type": "text", "text": f"Answer by calling the tool {tool_name} now."}]
-                ),
-            },
-        )
+        raise _no_call(uses, message.stop_reason, tool_name)
     try:
         return schema.model_validate(mine[0].input)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
-            for err in exc.errors(include_url=False)
-        )
-        text = (
-            f"The input does not match the tool's input_schema: {problems}. "
-            f"Call {tool_name} again with input that matches it."
-        )
-        raise BadAnswer(
-            f"invalid input ({problems})",
-            {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": b.id, "is_error": True, "content": text}
-                    for b in uses
-                ],
-            },
-        ) from None
+        raise _invalid_input(exc, uses, tool_name) from None
+
+
+def _error_results(uses: list[ToolUseBlock], text: str) -> list[dict[str, str | bool]]:
+    """One error result with `text` for each tool call of the reply: the API wants every
+    tool_use answered by a tool_result in the next user turn."""
+    return [
+        {"type": "tool_result", "tool_use_id": b.id, "is_error": True, "content": text}
+        for b in uses
+    ]
+
+
+def _cut_off(uses: list[ToolUseBlock], tool_name: str) -> BadAnswer:
+    """A reply cut at max_tokens: its tool calls are answered, or the cut said in a text block."""
+    text = (
+        f"Your answer was cut off at the output token limit before the input of "
+        f"{tool_name} was complete. Call {tool_name} again, more briefly."
+    )
+    return BadAnswer(
+        "the answer was cut at max_tokens before its tool input was complete",
+        {"role": "user", "content": _error_results(uses, text) or [{"type": "text", "text": text}]},
+    )
+
+
+def _no_call(uses: list[ToolUseBlock], stop_reason: str | None, tool_name: str) -> BadAnswer:
+    """A reply without a call of the tool: the calls of other tools are refused, and the model is
+    asked for the one it was given."""
+    return BadAnswer(
+        f"no call of the tool (stop_reason {stop_reason})",
+        {
+            "role": "user",
+            "content": (
+                _error_results(uses, f"Unknown tool; call {tool_name} instead.")
+                + [{"type": "text", "text": f"Answer by calling the tool {tool_name} now."}]
+            ),
+        },
+    )
+
+
+def _invalid_input(exc: ValidationError, uses: list[ToolUseBlock], tool_name: str) -> BadAnswer:
+    """A call whose input does not validate: each problem named by its place in the input."""
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+        for err in exc.errors(include_url=False)
+    )
+    text = (
+        f"The input does not match the tool's input_schema: {problems}. "
+        f"Call {tool_name} again with input that matches it."
+    )
+    return BadAnswer(
+        f"invalid input ({problems})", {"role": "user", "content": _error_results(uses, text)}
+    )
 
 
 async def answer_with_repair(

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from optimizer.sandbox.cgroups import TrialCgroup, process_limit_mechanism
@@ -61,6 +62,40 @@ def _refusal(
     return None
 
 
+@dataclass(frozen=True)
+class _Job:
+    """One command and everything it runs with, as _run received them (work_dir made a Path)."""
+
+    command: str | Sequence[str]
+    work_dir: Path
+    skill_dir: Path | None
+    policy: SandboxPolicy
+    env: Mapping[str, str] | None
+    stdin: str | None
+    canceller: _Canceller | None
+
+
+@dataclass(frozen=True)
+class _Start:
+    """When the command's handling began and whether it is confined: what a failed result
+    reports besides its error."""
+
+    started: float
+    confined: bool
+
+    def failed(self, error: str, infra: bool = True) -> SandboxResult:
+        """A result for a command that did not run, or did not finish running."""
+        return SandboxResult(
+            exit_code=None,
+            stdout="",
+            stderr="",
+            confined=self.confined,
+            duration_s=time.monotonic() - self.started,
+            error=error,
+            infra=infra,
+        )
+
+
 def _run(
     command: str | Sequence[str],
     *,
@@ -71,27 +106,35 @@ def _run(
     stdin: str | None,
     canceller: _Canceller | None = None,
 ) -> SandboxResult:
-    started = time.monotonic()
-    confined = confinement_for(policy)
+    """run() and run_async(): refuse, launch and supervise, then report the command."""
+    start = _Start(started=time.monotonic(), confined=confinement_for(policy))
+    job = _Job(command, Path(work_dir), skill_dir, policy, env, stdin, canceller)
+    refused = _refused(job, start)
+    if refused is not None:
+        return refused
+    supervised = _supervised(job, start)
+    if isinstance(supervised, SandboxResult):
+        return supervised
+    outcome, launch = supervised
+    if outcome.workspace is None and not outcome.cancelled:
+        # The polls may all have come before the last write: one measure after the end decides.
+        after = measure(job.work_dir, policy.max_workspace_mb * MB)
+        outcome.workspace = after if after.over else None
+    result = _result(outcome, launch, start.confined, policy)
+    result.duration_s = time.monotonic() - start.started
+    return result
 
-    def failed(error: str, infra: bool = True) -> SandboxResult:
-        return SandboxResult(
-            exit_code=None,
-            stdout="",
-            stderr="",
-            confined=confined,
-            duration_s=time.monotonic() - started,
-            error=error,
-            infra=infra,
-        )
 
-    work_dir = Path(work_dir)
-    refusal = _refusal(command, work_dir, skill_dir)
+def _refused(job: _Job, start: _Start) -> SandboxResult | None:
+    """The failed result when the command must not start (bad inputs, a workspace already over
+    its limit), else None; warns once when nothing here bounds the number of processes."""
+    refusal = _refusal(job.command, job.work_dir, job.skill_dir)
     if refusal is not None:
-        return failed(*refusal)
-    before = measure(work_dir, policy.max_workspace_mb * MB)
+        return start.failed(*refusal)
+    policy = job.policy
+    before = measure(job.work_dir, policy.max_workspace_mb * MB)
     if before.over:  # filled by an earlier command or a host-side write: nothing more runs
-        result = failed(over_limit_message(before, policy.max_workspace_mb), infra=False)
+        result = start.failed(over_limit_message(before, policy.max_workspace_mb), infra=False)
         result.resource_limit = "workspace"
         return result
     if policy.mode != "none" and process_limit_mechanism() == "none":
@@ -100,43 +143,49 @@ def _run(
             reason="running as root without a usable pids cgroup: max_processes is not "
             "enforced, only the wall clock and the pid namespace bound a fork bomb",
         )
+    return None
 
+
+def _supervised(job: _Job, start: _Start) -> tuple[Outcome, Launch] | SandboxResult:
+    """Launch the command in its cgroup and wait for it: what the supervisor saw and how it was
+    launched, or the failed result when it could not start. The cgroup and the unconfined
+    scratch folder are gone when this returns."""
     with contextlib.ExitStack() as stack:
-        cgroup = TrialCgroup.create(policy)
+        cgroup = TrialCgroup.create(job.policy)
         if cgroup is not None:
             stack.callback(cgroup.close)
-        # Without a memory cgroup measuring the run's total, RLIMIT_AS is the memory limit.
-        address_space = cgroup is None or "memory" not in cgroup.controllers
-        cmd = _as_argv(command)
-        if confined:
-            launch = confined_launch(cmd, work_dir, skill_dir, policy, env, cgroup, address_space)
-        else:
-            scratch = Path(tempfile.mkdtemp(prefix="sandbox-"))
-            stack.callback(shutil.rmtree, scratch, True)
-            launch = unconfined_launch(
-                cmd, work_dir, skill_dir, policy, env, cgroup, address_space, scratch
-            )
+        launch = _launch(job, start.confined, cgroup, stack)
         try:
             outcome = supervise(
                 launch.argv,
                 cwd=launch.cwd,
                 env=launch.env,
-                stdin=stdin,
-                policy=policy,
+                stdin=job.stdin,
+                policy=job.policy,
                 status_pipe=launch.status_pipe,
                 cgroup=cgroup,
-                cancel_fd=canceller.read_fd if canceller else None,
-                workspace=work_dir,
+                cancel_fd=job.canceller.read_fd if job.canceller else None,
+                workspace=job.work_dir,
             )
         except SpawnFailed as exc:
-            return failed(f"could not start the command: {exc}")
-    if outcome.workspace is None and not outcome.cancelled:
-        # The polls may all have come before the last write: one measure after the end decides.
-        after = measure(work_dir, policy.max_workspace_mb * MB)
-        outcome.workspace = after if after.over else None
-    result = _result(outcome, launch, confined, policy)
-    result.duration_s = time.monotonic() - started
-    return result
+            return start.failed(f"could not start the command: {exc}")
+    return outcome, launch
+
+
+def _launch(
+    job: _Job, confined: bool, cgroup: TrialCgroup | None, stack: contextlib.ExitStack
+) -> Launch:
+    """How to start the command: under bubblewrap, or directly with a scratch folder of its own
+    that `stack` removes."""
+    # Without a memory cgroup measuring the run's total, RLIMIT_AS is the memory limit.
+    address_space = cgroup is None or "memory" not in cgroup.controllers
+    cmd = _as_argv(job.command)
+    work_dir, skill_dir, policy, env = job.work_dir, job.skill_dir, job.policy, job.env
+    if confined:
+        return confined_launch(cmd, work_dir, skill_dir, policy, env, cgroup, address_space)
+    scratch = Path(tempfile.mkdtemp(prefix="sandbox-"))
+    stack.callback(shutil.rmtree, scratch, True)
+    return unconfined_launch(cmd, work_dir, skill_dir, policy, env, cgroup, address_space, scratch)
 
 
 def _result(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from optimizer import config, words
@@ -53,6 +54,30 @@ def create(
     ws.root.mkdir(parents=True, exist_ok=True)
     # run.toml first: it marks a folder whose creation began, so a killed `run` can start over.
     write_text(ws.run_toml, runtoml.to_toml(settings, sources))
+    _copy_inputs(ws, skill_dir, evals_path, target)
+    v0_source = base_best or skill_dir
+    snapshot_version(v0_source, ws.skill("v0"))
+    split_json = _split_json(evalset, settings)
+    _commit_rows(ws, _Start(skill, skill_dir, target, evalset.hash, split_json, settings, from_run))
+    registry.record(ws.root)
+
+
+@dataclass(frozen=True)
+class _Start:
+    """What state.db's first rows say of how the run starts: its skill, target, evals and
+    settings, and the run whose best version it starts from, if any."""
+
+    skill: skills.Skill
+    skill_dir: Path
+    target: str
+    eval_set_hash: str
+    split_json: str
+    settings: config.Settings
+    from_run: Path | None
+
+
+def _copy_inputs(ws: Workspace, skill_dir: Path, evals_path: Path | None, target: str) -> None:
+    """inputs/: a snapshot of the skill folder, and the evals file named for the target."""
     # The eval inputs are the user's files as they were at the start; the agent never sees evals/.
     inputs = ws.root / "inputs"
     skills.snapshot(skill_dir, inputs)
@@ -60,50 +85,60 @@ def create(
         (inputs / "evals").mkdir(exist_ok=True)
         name = "trigger_evals.json" if target == "description" else "evals.json"
         shutil.copyfile(evals_path, inputs / "evals" / name)
-    v0_source = base_best or skill_dir
-    snapshot_version(v0_source, ws.skill("v0"))
+
+
+def _split_json(evalset: evals.EvalSet | trigger.TriggerSet, settings: config.Settings) -> str:
+    """The run's split of its evals, as state.db's run row holds it."""
     if isinstance(evalset, trigger.TriggerSet):  # --target description: train / validation /
         # sealed test, with the queries themselves
-        split_json = trigger.split_json(evalset, trigger.split(evalset, seed=settings.loop.seed))
-    else:
-        split = evals.split(
-            evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed
-        )
-        split_json = json.dumps({"train": split.train, "test": split.test, "note": split.note})
+        return trigger.split_json(evalset, trigger.split(evalset, seed=settings.loop.seed))
+    split = evals.split(
+        evalset, test_fraction=settings.evals.test_fraction, seed=settings.loop.seed
+    )
+    return json.dumps({"train": split.train, "test": split.test, "note": split.note})
+
+
+def _commit_rows(ws: Workspace, start: _Start) -> None:
+    """state.db's run row and v0's row, in one transaction: the last step of `create`."""
     store = Store(ws.state_db)
     try:
         with store.atomic():
-            store.table("runs").insert(
-                {
-                    "id": ws.root.name,
-                    "skill_name": skill.name,
-                    # Absolute: the runs of a skill folder are found by it (store/registry.py).
-                    "skill_dir": str(skill_dir.resolve()),
-                    "target": target,
-                    "started_at": now(),
-                    "eval_set_hash": evalset.hash,
-                    "split_json": split_json,
-                    "settings_json": settings.model_dump_json(),
-                    "status": "created",
-                    "from_run": str(from_run) if from_run else None,
-                    "current_best": "v0",
-                    "activity": "created",
-                }
-            )
-            store.table("versions").insert(
-                {
-                    "label": "v0",
-                    "hash": skills.content_hash(ws.skill("v0")),
-                    "parent": None,
-                    "iteration": 0,
-                    "created_at": now(),
-                    "status": "created",
-                    "summary": f"best version of {from_run}" if from_run else "the original skill",
-                }
-            )
+            store.table("runs").insert(_run_row(ws, start))
+            store.table("versions").insert(_v0_row(ws, start.from_run))
     finally:
         store.close()
-    registry.record(ws.root)
+
+
+def _run_row(ws: Workspace, start: _Start) -> dict[str, str | None]:
+    """The run's row as it is created, v0 its best version."""
+    return {
+        "id": ws.root.name,
+        "skill_name": start.skill.name,
+        # Absolute: the runs of a skill folder are found by it (store/registry.py).
+        "skill_dir": str(start.skill_dir.resolve()),
+        "target": start.target,
+        "started_at": now(),
+        "eval_set_hash": start.eval_set_hash,
+        "split_json": start.split_json,
+        "settings_json": start.settings.model_dump_json(),
+        "status": "created",
+        "from_run": str(start.from_run) if start.from_run else None,
+        "current_best": "v0",
+        "activity": "created",
+    }
+
+
+def _v0_row(ws: Workspace, from_run: Path | None) -> dict[str, str | int | None]:
+    """v0's row: the original skill, or the best version of the run it starts from."""
+    return {
+        "label": "v0",
+        "hash": skills.content_hash(ws.skill("v0")),
+        "parent": None,
+        "iteration": 0,
+        "created_at": now(),
+        "status": "created",
+        "summary": f"best version of {from_run}" if from_run else "the original skill",
+    }
 
 
 def remove_stale_temp_files(ws: Workspace) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from optimizer.config import Settings
 from optimizer.execute import get_executor
-from optimizer.execute.agent import agent_tools
+from optimizer.execute.tools import agent_tools
 from optimizer.inputs.evals import load_evals
 from optimizer.model import make_client
 from optimizer.sim import Simulator
