@@ -106,7 +106,7 @@ def gate(
     from optimizer.nightly.night import api_key_missing
     from optimizer.report import gate_comment
     from optimizer.report.progress import bar
-    from optimizer.search.gate import run_gate
+    from optimizer.search.gate import GateRequest, run_gate
     from optimizer.store.files import write_text
 
     missing = api_key_missing(loaded.settings)
@@ -127,13 +127,7 @@ def gate(
                 loaded.settings,
                 session.client,
                 session.store,
-                base=base_skill,
-                head=head_skill,
-                evalset=evalset,
-                out_dir=folder,
-                margin=margin,
-                progress=progress,
-                scope=scope,
+                GateRequest(base_skill, head_skill, evalset, folder, margin, progress, scope),
             )
         )
         simulated = session.client.simulated

@@ -9,9 +9,10 @@ import json
 import os
 import re
 import secrets
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import quote
 
 import jinja2
@@ -20,6 +21,7 @@ import orjson
 from optimizer import schemas, words
 from optimizer.grade.preview import natural_key
 from optimizer.report import confinement, overview, pages, read
+from optimizer.report.info import StatusInfo
 from optimizer.report.status import status as run_status
 from optimizer.report.view import RunView
 from optimizer.store import ledger, readonly
@@ -47,19 +49,51 @@ def _cost_series(ws: Workspace) -> list[list]:
         return ledger.cumulative(db, COST_POINTS)
 
 
+@dataclass(frozen=True)
+class PageOptions:
+    """How the index page is served: for review or not, where its links and page scripts are,
+    the token its pages carry, what was inlined, and how often the review page polls."""
+
+    review: bool = False
+    files_base: str = ""
+    details_base: str = ""
+    token: str = ""
+    inlined: int = 0
+    capped: bool = False
+    refresh_ms: int = 0
+
+
+class _Meta(TypedDict):
+    """The index page's "meta": which run, how it ended, and how the page is served."""
+
+    skill_name: str
+    run_id: str
+    simulated: bool
+    current_best: str | None
+    source: str
+    form: str
+    status: str | None
+    stop_reason: str | None
+    ended: str
+    started_at: str | None
+    generated_at: str
+    review: bool
+    files_base: str
+    details_base: str
+    token: str
+    callback: str
+    inlined_bytes: int
+    inline_cap_reached: bool
+    refresh_ms: int
+    sandbox: str | None
+    unconfined: bool
+
+
 def build(
-    run_dir: Path,
-    *,
-    review: bool = False,
-    files_base: str = "",
-    details_base: str = "",
-    token: str = "",
-    data: RunView | None = None,
-    inlined: int = 0,
-    capped: bool = False,
-    refresh_ms: int = 0,
+    run_dir: Path, *, options: PageOptions | None = None, data: RunView | None = None
 ) -> dict:
     """What the index page shows, as JSON-able data; each page's runs come from its own script."""
+    options = options or PageOptions()
     data = data or read.load(run_dir)
     ws = data.ws
     nodes = []
@@ -71,29 +105,7 @@ def build(
     evals = sorted({e for n in nodes for e in (n.get("per_eval") or {})}, key=natural_key)
     status = run_status(run_dir, data) if data.source == "state.db" else None
     return {
-        "meta": {
-            "skill_name": data.run.skill_name or data.history.get("skill_name") or ws.root.name,
-            "run_id": data.run.id or ws.root.name,
-            "simulated": data.simulated,
-            "current_best": data.current_best,
-            "source": data.source,
-            "form": data.form,
-            "status": data.run.status,
-            "stop_reason": data.run.stop_reason,
-            "ended": words.ended(data.run.status, data.run.stop_reason),
-            "started_at": data.run.started_at,
-            "generated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-            "review": review,
-            "files_base": files_base,
-            "details_base": details_base,
-            "token": token,
-            "callback": CALLBACK,
-            "inlined_bytes": inlined,
-            "inline_cap_reached": capped,
-            "refresh_ms": refresh_ms,  # the review page asks /api/progress this often while the run runs
-            "sandbox": confinement.describe(status["sandbox"]) if status else None,
-            "unconfined": bool(status and status["sandbox"]["unconfined"]),
-        },
+        "meta": _meta(data, options, status),
         "status": status,
         # the morning summary's headline, scores, diff and next commands: one reading, one wording
         "overview": overview.headline(run_dir, data, status),
@@ -108,6 +120,34 @@ def build(
         "suggestions": overview.suggestions(read.read_json(ws.feedback_aggregate)),
         "power": status.get("power") if status else None,  # what more evals would buy
         "pages": pages.keys(data),  # which pages exist; their data is loaded when one is opened
+    }
+
+
+def _meta(data: RunView, options: PageOptions, status: StatusInfo | None) -> _Meta:
+    """The run's name, state and ending, the time of this page, and how it is served."""
+    ws = data.ws
+    return {
+        "skill_name": data.run.skill_name or data.history.get("skill_name") or ws.root.name,
+        "run_id": data.run.id or ws.root.name,
+        "simulated": data.simulated,
+        "current_best": data.current_best,
+        "source": data.source,
+        "form": data.form,
+        "status": data.run.status,
+        "stop_reason": data.run.stop_reason,
+        "ended": words.ended(data.run.status, data.run.stop_reason),
+        "started_at": data.run.started_at,
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "review": options.review,
+        "files_base": options.files_base,
+        "details_base": options.details_base,
+        "token": options.token,
+        "callback": CALLBACK,
+        "inlined_bytes": options.inlined,
+        "inline_cap_reached": options.capped,
+        "refresh_ms": options.refresh_ms,  # the review page asks /api/progress this often while the run runs
+        "sandbox": confinement.describe(status["sandbox"]) if status else None,
+        "unconfined": bool(status and status["sandbox"]["unconfined"]),
     }
 
 
@@ -160,17 +200,16 @@ def render(
     refresh_ms: int = 0,
 ) -> str:
     """The index page; `details_base` is where it finds each page's script (<key>.js)."""
-    index = build(
-        run_dir,
+    options = PageOptions(
         review=review,
         files_base=files_base,
         details_base=details_base,
         token=token,
-        data=data,
         inlined=inlined,
         capped=capped,
         refresh_ms=refresh_ms,
     )
+    index = build(run_dir, options=options, data=data)
     template = _environment().get_template(TEMPLATE)
     return template.render(
         title=f"{index['meta']['skill_name']} — skill optimizer report",

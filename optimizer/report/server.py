@@ -212,11 +212,13 @@ class Handler(BaseHTTPRequestHandler):
                 HTTPStatus.OK,
                 html.build(
                     self.server.root,
-                    review=True,
-                    details_base=DETAILS,
-                    token=self.server.token,
+                    options=html.PageOptions(
+                        review=True,
+                        details_base=DETAILS,
+                        token=self.server.token,
+                        refresh_ms=self.server.refresh_ms,
+                    ),
                     data=self.server.run_data(),
-                    refresh_ms=self.server.refresh_ms,
                 ),
             )
         if path.startswith(DETAILS):

@@ -5,8 +5,9 @@ through the read-only opener; never writes to it."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import structlog
 
@@ -16,6 +17,7 @@ from optimizer.model.cost import unpriced_note
 from optimizer.store import iterations, ledger, readonly, runs, trials
 from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
+from optimizer.store.rows import Answered
 from optimizer.store.runs import Run
 
 log = structlog.get_logger()
@@ -187,6 +189,43 @@ def announce(
             log.warning("preview.not_recorded", error=str(exc))
 
 
+class _Actual(TypedDict):
+    """What the ledger says was spent, as `optimizer status` shows it (estimate_vs_actual)."""
+
+    calls: int
+    tokens: int
+    usd: float
+    batched_calls: int
+    iterations: int
+    setup_usd: float
+    sealed_test_usd: float
+    adoptions_usd: float
+    usd_per_iteration: float | None
+
+
+class _Against(TypedDict):
+    """The stored estimate for the iterations begun, and the line that sets it against the
+    ledger."""
+
+    expected_usd: float
+    expected_per_iteration_usd: float
+    ratio: float | None
+    line: str
+
+
+@dataclass(frozen=True)
+class _Spent:
+    """The ledger's readings estimate_vs_actual needs, taken in one read-only view of state.db."""
+
+    totals: Answered
+    adopting: float  # paid apart, against the adoption's own estimate
+    begun: int  # iterations begun, one a stop cut short included
+    done: int  # iterations finished
+    setup_usd: float
+    test_done: bool
+    test_usd: float
+
+
 def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
     """The stored estimate against the ledger, for `optimizer status`: totals for the iterations
     done so far, per iteration, and the ratio actual / estimated. Opens state.db read-only;
@@ -195,36 +234,8 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
     with readonly.View(ws.state_db, live=running_pid(ws) is not None) as db:
         run = runs.row(db) or Run()
         est = run.estimate
-        totals = ledger.answered(db)
-        # An adoption is paid apart, against its own estimate (report/adopted.spent_apart).
-        adopting = sum(
-            usd
-            for scope, usd in ledger.by_scope(db).items()
-            if (scope or "").startswith("adoption ")
-        )
-        begun = iterations.all_of(db)
-        done = [i for i in begun if i.finished_at]
-        # Setup: every call recorded before the first proposal (rows are numbered as written).
-        setup_usd = ledger.setup_usd(db, totals["usd"])
-        test_done = bool(run.test) and bool(done)
-        # The sealed test: its share of the runs, at the ledger's mean executor + grader cost per
-        # run (a call does not say which run it served; timestamps are whole seconds).
-        recorded, in_test = trials.counts(db)
-        per_run = ledger.runs_usd(db) / recorded if recorded else 0.0
-        test_usd = per_run * in_test if test_done else 0.0
-    actual = {
-        "calls": totals["calls"],
-        "tokens": totals["tokens"],
-        "usd": round(totals["usd"], 6),
-        "batched_calls": totals["batched"] or 0,
-        "iterations": len(done),
-        "setup_usd": round(setup_usd, 6),
-        "sealed_test_usd": round(test_usd, 6),
-        "adoptions_usd": round(adopting, 6),
-        "usd_per_iteration": round((totals["usd"] - adopting - setup_usd - test_usd) / len(done), 6)
-        if done
-        else None,
-    }
+        spent = _read_spent(db, bool(run.test))
+    actual = _actual(spent)
     out: dict[str, Any] = {
         "estimate": est,
         "actual": actual,
@@ -235,31 +246,81 @@ def estimate_vs_actual(run_dir: Path) -> dict[str, Any]:
     }
     if est is None:
         return out
+    out.update(_against(est, spent, actual["usd_per_iteration"]))
+    return out
+
+
+def _read_spent(db: readonly.View, has_test: bool) -> _Spent:
+    """Totals, adoptions, iterations, setup and the sealed test's share, read from the ledger."""
+    totals = ledger.answered(db)
+    # An adoption is paid apart, against its own estimate (report/adopted.spent_apart).
+    adopting = sum(
+        usd for scope, usd in ledger.by_scope(db).items() if (scope or "").startswith("adoption ")
+    )
+    begun = iterations.all_of(db)
+    done = [i for i in begun if i.finished_at]
+    # Setup: every call recorded before the first proposal (rows are numbered as written).
+    setup_usd = ledger.setup_usd(db, totals["usd"])
+    test_done = has_test and bool(done)
+    # The sealed test: its share of the runs, at the ledger's mean executor + grader cost per
+    # run (a call does not say which run it served; timestamps are whole seconds).
+    recorded, in_test = trials.counts(db)
+    per_run = ledger.runs_usd(db) / recorded if recorded else 0.0
+    test_usd = per_run * in_test if test_done else 0.0
+    return _Spent(totals, adopting, len(begun), len(done), setup_usd, test_done, test_usd)
+
+
+def _actual(spent: _Spent) -> _Actual:
+    """What was spent, rounded for the page; per iteration net of adoptions, setup and test."""
+    totals = spent.totals
+    return {
+        "calls": totals["calls"],
+        "tokens": totals["tokens"],
+        "usd": round(totals["usd"], 6),
+        "batched_calls": totals["batched"] or 0,
+        "iterations": spent.done,
+        "setup_usd": round(spent.setup_usd, 6),
+        "sealed_test_usd": round(spent.test_usd, 6),
+        "adoptions_usd": round(spent.adopting, 6),
+        "usd_per_iteration": round(
+            (totals["usd"] - spent.adopting - spent.setup_usd - spent.test_usd) / spent.done, 6
+        )
+        if spent.done
+        else None,
+    }
+
+
+def _against(est: Estimate, spent: _Spent, per: float | None) -> _Against:
+    """What the estimate expected for the iterations begun, the ratio of the search's spend to
+    it, and the line `optimizer status` prints (`per`: the actual cost per iteration)."""
     batch = bool(est.get("batch"))
     # An iteration a stop cut short spent part of its cost: it is counted as begun, so a night
     # stopped in its first iteration is never "$1.49 against $0.69 for 0 iterations".
-    unfinished = len(begun) - len(done)
-    expected = mode_usd(est["setup"], batch) + len(begun) * mode_usd(est["per_iteration"], batch)
-    expected += mode_usd(est["sealed_test"], batch) if test_done else 0.0
-    out["expected_usd"] = round(expected, 6)
-    out["expected_per_iteration_usd"] = mode_usd(est["per_iteration"], batch)
-    searched = totals["usd"] - adopting
-    out["ratio"] = round(searched / expected, 3) if expected > 0 else None
-    per = actual["usd_per_iteration"]
-    out["line"] = (
+    unfinished = spent.begun - spent.done
+    expected = mode_usd(est["setup"], batch) + spent.begun * mode_usd(est["per_iteration"], batch)
+    expected += mode_usd(est["sealed_test"], batch) if spent.test_done else 0.0
+    expected_per_iteration = mode_usd(est["per_iteration"], batch)
+    searched = spent.totals["usd"] - spent.adopting
+    ratio = round(searched / expected, 3) if expected > 0 else None
+    line = (
         f"cost: {_money(searched)} spent against ~{_money(expected)} estimated for "
-        f"{_plural(len(begun), 'iteration')}"
+        f"{_plural(spent.begun, 'iteration')}"
         + (f", {unfinished} of them unfinished" if unfinished else "")
-        + (f" (x{out['ratio']:.2f})" if out["ratio"] is not None else "")
+        + (f" (x{ratio:.2f})" if ratio is not None else "")
         + (
-            f"; {_money(per)} per iteration against ~{_money(out['expected_per_iteration_usd'])}"
+            f"; {_money(per)} per iteration against ~{_money(expected_per_iteration)}"
             if per is not None
             else ""
         )
-        + (f"; {_money(adopting)} on adoptions, apart" if adopting > 0 else "")
+        + (f"; {_money(spent.adopting)} on adoptions, apart" if spent.adopting > 0 else "")
         + unpriced_notes(est)
     )
-    return out
+    return {
+        "expected_usd": round(expected, 6),
+        "expected_per_iteration_usd": expected_per_iteration,
+        "ratio": ratio,
+        "line": line,
+    }
 
 
 def minimum(est: Estimate | None) -> list[tuple[str, float]]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from optimizer import schemas
 from optimizer.decide.keep import Probed
@@ -16,6 +17,12 @@ from optimizer.store import adoptions, decisions, gradings, runs, versions
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace, write_json
 from optimizer.store.runs import Run
+
+if TYPE_CHECKING:
+    from optimizer.inputs.triggers import Query
+    from optimizer.search.probe import ProbeMetrics
+    from optimizer.store.decisions import DecisionRecord
+    from optimizer.store.versions import Version
 
 
 def current_best(store: Store) -> str:
@@ -84,66 +91,65 @@ def _step(decision: str, sel: dict) -> dict | None:
     }
 
 
+# A split's metrics as a lineage entry lists them; an entry's own list starts at "f1".
+_SHOWN = (
+    "pass_rate",
+    "precision",
+    "recall",
+    "f1",
+    "ci",
+    "queries",
+    "probe_errors",
+    "constant_signal",
+)
+
+
+@dataclass(frozen=True)
+class _Probing:
+    """How a description run's probes are scored: its queries by id, the query ids of each split
+    (train, validation), and the bootstrap's samples and confidence from its selection settings."""
+
+    queries: dict[int, Query]
+    parts: dict[str, list[int]]
+    samples: int
+    confidence: float
+
+    @classmethod
+    def of(cls, run: Run) -> _Probing:
+        """The run's split and its selection settings, with the defaults probe.metrics has."""
+        from optimizer.inputs.triggers import Query
+
+        split = run.split
+        sel = run.settings.get("selection") or {}
+        return cls(
+            queries={q["id"]: Query(**q) for q in split.get("queries", [])},
+            parts={"train": split.get("train", []), "validation": split.get("validation", [])},
+            samples=sel.get("bootstrap_samples", 2000),
+            confidence=sel.get("confidence", 0.95),
+        )
+
+    def metrics(self, outcomes: dict[int, dict[int, bool | None]], ids: list[int]) -> ProbeMetrics:
+        """probe.metrics of one version's outcomes on the queries `ids`."""
+        from optimizer.search import probe
+
+        return probe.metrics(
+            outcomes, self.queries, ids, samples=self.samples, confidence=self.confidence
+        )
+
+
 def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas.HistoryVersions:
     """history.json in the seed 001 `versions` form (description runs): per decided version its
     description and its trigger pass_rate, precision and recall over the train and validation
     queries together, plus our extras (per split, decision, F1, constant signal, probe errors)."""
-    from optimizer.inputs.skillmd import parse_skill_md
-    from optimizer.inputs.triggers import Query
-    from optimizer.search import probe
-
     run = runs.row(store) or Run()
     split = run.split
-    queries = {q["id"]: Query(**q) for q in split.get("queries", [])}
-    parts = {"train": split.get("train", []), "validation": split.get("validation", [])}
-    sel = run.settings.get("selection") or {}
-    opts = {
-        "samples": sel.get("bootstrap_samples", 2000),
-        "confidence": sel.get("confidence", 0.95),
-    }
+    probing = _Probing.of(run)
     best, chosen = run.best, decisions.all_of(store)
-    shown = (
-        "pass_rate",
-        "precision",
-        "recall",
-        "f1",
-        "ci",
-        "queries",
-        "probe_errors",
-        "constant_signal",
-    )
     entries = []
     for v in versions.all_of(store):
         if v.decision is None:
             continue
-        outcomes = probe.recorded(store, v.label)
-        dev = probe.metrics(outcomes, queries, parts["train"] + parts["validation"], **opts)
-        d = chosen.get(v.label)
-        text = (ws.skill(v.label) / "SKILL.md").read_text(encoding="utf-8")
-        entries.append(
-            {
-                "description": parse_skill_md(text).description,
-                "pass_rate": dev["pass_rate"] or 0.0,
-                "precision": dev["precision"],
-                "recall": dev["recall"],
-                "iteration": v.iteration,
-                "version": v.label,
-                "parent": v.parent,
-                "decision": v.decision,
-                "is_current_best": v.label == best,
-                **_picked(dev, shown[3:]),
-                "missing_queries": dev["missing_queries"],
-                "splits": {
-                    name: _picked(probe.metrics(outcomes, queries, ids, **opts), shown)
-                    for name, ids in parts.items()
-                },
-                "delta": d.delta if d else None,
-                "reason": d.reason if d else None,
-                "summary": v.summary,
-                "cost_usd": round(v.cost_usd, 6),
-                "created_at": v.created_at,
-            }
-        )
+        entries.append(_version_entry(store, ws, v, probing, chosen, best))
     data = {
         "versions": entries,
         "skill_name": run.skill_name or "",
@@ -159,6 +165,47 @@ def history_versions(store: Store, ws: Workspace, *, simulated: bool) -> schemas
         "test": run.test,
     }
     return schemas.HistoryVersions.model_validate({k: v for k, v in data.items() if v is not None})
+
+
+def _version_entry(
+    store: Store,
+    ws: Workspace,
+    v: Version,
+    probing: _Probing,
+    chosen: dict[str, DecisionRecord],
+    best: str,
+) -> dict[str, Json]:
+    """One decided version's entry: its description, its metrics over the train and validation
+    queries together and per split, and its decision."""
+    from optimizer.inputs.skillmd import parse_skill_md
+    from optimizer.search import probe
+
+    parts = probing.parts
+    outcomes = probe.recorded(store, v.label)
+    dev = probing.metrics(outcomes, parts["train"] + parts["validation"])
+    d = chosen.get(v.label)
+    text = (ws.skill(v.label) / "SKILL.md").read_text(encoding="utf-8")
+    return {
+        "description": parse_skill_md(text).description,
+        "pass_rate": dev["pass_rate"] or 0.0,
+        "precision": dev["precision"],
+        "recall": dev["recall"],
+        "iteration": v.iteration,
+        "version": v.label,
+        "parent": v.parent,
+        "decision": v.decision,
+        "is_current_best": v.label == best,
+        **_picked(dev, _SHOWN[3:]),
+        "missing_queries": dev["missing_queries"],
+        "splits": {
+            name: _picked(probing.metrics(outcomes, ids), _SHOWN) for name, ids in parts.items()
+        },
+        "delta": d.delta if d else None,
+        "reason": d.reason if d else None,
+        "summary": v.summary,
+        "cost_usd": round(v.cost_usd, 6),
+        "created_at": v.created_at,
+    }
 
 
 _WORD = re.compile(r"[a-z0-9]+")

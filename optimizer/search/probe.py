@@ -253,6 +253,41 @@ def metrics(
     probes are left out (a query with none observed is `missing`, not a fail). Intervals: the
     percentile bootstrap over queries, seeded by the ids, resamples where a ratio is undefined
     (no predicted or no actual positives) skipped. Never and always triggering is `constant_signal`."""
+    seen = _observe(outcomes, queries, ids)
+    point = _stats(seen.items)
+    ci = _bootstrap_ci(seen.items, point, ids, samples=samples, confidence=confidence)
+    return {
+        "pass_rate": _round(point["pass_rate"]),
+        "precision": _round(point["precision"]),
+        "recall": _round(point["recall"]),
+        "f1": _round(point["f1"]),
+        "ci": ci,
+        "queries": len(seen.items),
+        "missing_queries": seen.missing,
+        "probe_errors": seen.errors,
+        "constant_signal": _constant(seen.observed),
+        "per_query": seen.per_query,
+    }
+
+
+@dataclass(frozen=True)
+class _Observed:
+    """What the probes of the queries `ids` showed: per query its rate and verdict, the
+    (should_trigger, predicted) pairs of the queries observed, every observed probe's outcome,
+    and how many probes failed and how many queries had none observed."""
+
+    per_query: dict[str, QueryProbes]
+    items: list[tuple[bool, bool]]
+    observed: list[bool]
+    errors: int
+    missing: int
+
+
+def _observe(
+    outcomes: dict[int, dict[int, bool | None]], queries: dict[int, Query], ids: list[int]
+) -> _Observed:
+    """Each query's trigger rate over its observed probes and whether it passes; failed probes
+    are left out, and a query with none observed is counted missing, not failed."""
     per_query: dict[str, QueryProbes] = {}
     items: list[tuple[bool, bool]] = []
     observed: list[bool] = []
@@ -275,7 +310,20 @@ def metrics(
             "passed": predicted == want,
             "should_trigger": want,
         }
-    point = _stats(items)
+    return _Observed(per_query, items, observed, errors, missing)
+
+
+def _bootstrap_ci(
+    items: list[tuple[bool, bool]],
+    point: dict[str, float | None],
+    ids: list[int],
+    *,
+    samples: int,
+    confidence: float,
+) -> dict[str, list[float | None] | None]:
+    """The percentile bootstrap interval of each statistic over queries, seeded by the ids (the
+    same queries give the same interval); draws where a ratio is undefined are skipped, and a
+    statistic undefined on the queries themselves has none."""
     rng = random.Random(f"trigger-ci:{','.join(map(str, ids))}")
     draws: dict[str, list[float]] = {k: [] for k in point}
     for _ in range(samples if items else 0):
@@ -283,26 +331,19 @@ def metrics(
             if v is not None:
                 draws[k].append(v)
     tail = (1 - confidence) / 2
-    ci = {
+    return {
         k: [_round(percentile(sorted(v), tail)), _round(percentile(sorted(v), 1 - tail))]
         if v and point[k] is not None
         else None
         for k, v in draws.items()
     }
+
+
+def _constant(observed: list[bool]) -> str | bool:
+    """Whether the description never or always triggered ("never", "always"), else False."""
     constant: str | bool = False  # not None: history.json drops null extras
     if observed and not any(observed):
         constant = "never"
     elif observed and all(observed):
         constant = "always"
-    return {
-        "pass_rate": _round(point["pass_rate"]),
-        "precision": _round(point["precision"]),
-        "recall": _round(point["recall"]),
-        "f1": _round(point["f1"]),
-        "ci": ci,
-        "queries": len(items),
-        "missing_queries": missing,
-        "probe_errors": errors,
-        "constant_signal": constant,
-        "per_query": per_query,
-    }
+    return constant
