@@ -170,9 +170,9 @@ def test_run_takes_out_and_until_and_the_old_names_still_work(names, tmp_path, m
     seen: dict = {}
     monkeypatch.setattr(cli, "load_settings", lambda *a, **k: seen.update(k["flags"]))
 
-    def start(**kwargs):
-        seen["run_dir"] = kwargs["run_dir"]
-        kwargs["load"](None)
+    def start(new, load, console):
+        seen["run_dir"] = new.run_dir
+        load(None)
         return 0
 
     monkeypatch.setattr(daemon, "start", start)
