@@ -159,20 +159,7 @@ def queries(
             "reason": "tie: no validation query has probe results "
             "for both the child and the parent.",
         }
-    child_runs, parent_runs = probes(child, both), probes(parent, both)
-    runs = min(len(r) for r in (*child_runs.values(), *parent_runs.values()))
-    # Each query was probed `runs` times: one look at the whole α, no runs to add.
-    one_look = selection.model_copy(update={"rule": "sequential", "max_runs_per_eval": runs})
-    made = step.decide(
-        child_runs,
-        parent_runs,
-        None,
-        selection=one_look,
-        rng=rng,
-        first_runs=runs,
-        look=runs,
-        alpha=alpha,
-    )
+    made = _one_look(probes(child, both), probes(parent, both), selection, rng, alpha)
     rounded = made.model_dump(mode="json", include={"delta", "interval", "scope", "alpha"})
     out.update(
         rounded,
@@ -194,6 +181,22 @@ def queries(
     if child["constant_signal"]:
         why += f" The child's signal is constant (it triggers {child['constant_signal']})."
     return {**out, "decision": verdict, "reason": why}
+
+
+def _one_look(
+    child: dict[str, list[float]],
+    parent: dict[str, list[float]],
+    selection: Selection,
+    rng: random.Random,
+    alpha: float | None,
+) -> RuleDecision:
+    """The step rule over the queries' probes: each query was probed `runs` times, so one look
+    at the whole α, with no runs to add."""
+    runs = min(len(r) for r in (*child.values(), *parent.values()))
+    one_look = selection.model_copy(update={"rule": "sequential", "max_runs_per_eval": runs})
+    return step.decide(
+        child, parent, None, selection=one_look, rng=rng, first_runs=runs, look=runs, alpha=alpha
+    )
 
 
 def probes(side: Probed, queries: list[str]) -> dict[str, list[float]]:

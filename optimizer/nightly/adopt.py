@@ -18,6 +18,7 @@ from optimizer.report import adopted
 from optimizer.schemas import Adoption
 from optimizer.search import adoption as adopting
 from optimizer.search import runfolder
+from optimizer.search.state import RunState
 from optimizer.store import iterations, runs
 from optimizer.store.files import Workspace
 from optimizer.store.runs import Run
@@ -60,22 +61,7 @@ def adopt(
         with Reporter(None, store, simulated=client.simulated, settings=settings) as ui:
             run = opened.state(ui.on, flag)
             claim = adopting.claim_for(run, version)
-            estimate = adopting.estimate_for(run, claim)
-            most = estimate.most_usd if estimate else 0.0
-            # The estimate is an upper bound (the measured price and a margin): the adoption
-            # stops at it, so it never spends more than it printed.
-            limit = max_usd if max_usd is not None else most
-            what = "on these tasks" if claim.scope == "tasks" else "in general"
-            if claim.status != "new":
-                console.print(_asked_again(claim, settings.adopt), markup=False)
-            console.print(
-                f"adopt {claim.version} over {claim.base} (better {what}, α "
-                f"{claim.kept.alpha:g}): "
-                + (adopted.estimate_line(estimate) if estimate else "no measured price yet")
-                + f"; it stops at ${limit:.2f}",
-                markup=False,
-                highlight=False,
-            )
+            limit = _announced(run, claim, max_usd, settings, console)
             if confirm is not None and not confirm("certify it now?"):
                 raise OptimizerError("nothing was adopted: not confirmed.")
             # The adoption is paid apart, at the price shown (model/budget.py): a run whose
@@ -86,22 +72,56 @@ def adopt(
                 update={"budget": settings.budget.model_copy(update={"deadline": ""})}
             )
             run.go_on_under(paid, engine.stop_rules(ws, paid, flag, client.budget))
-            activity = (runs.row(store) or Run()).activity or "stopped"
-            with opened.open_target(run) as target:
-                try:
-                    result = asyncio.run(adopting.certify(run, target, claim))  # type: ignore[arg-type]
-                except RunStopped as exc:  # the limit or a stop: its runs are in the ledger
-                    raise OptimizerError(
-                        f"the adoption stopped before it decided ({exc}); nothing was adopted. "
-                        f"`optimizer adopt {ws.root} {claim.version} --max-usd X` continues "
-                        "it from its runs so far."
-                    ) from None
-                finally:
-                    # However the adoption ends, status goes back to what the run was doing:
-                    # the adoption's own activity would otherwise read as still under way.
-                    runs.show_activity(store, ws.root.name, activity)
-                target.write_lineage(iterations.finished_count(store))
+            result = _certified(opened, run, claim)
     _rewrite_summary(ws.root)
+    return result
+
+
+def _announced(
+    run: RunState,
+    claim: adopting.Claim,
+    max_usd: float | None,
+    settings: config.Settings,
+    console: Console,
+) -> float:
+    """The claim and its estimate said before anything is paid; the limit the adoption stops
+    at. The estimate is an upper bound (the measured price and a margin): the adoption stops at
+    it, so it never spends more than it printed."""
+    estimate = adopting.estimate_for(run, claim)
+    most = estimate.most_usd if estimate else 0.0
+    limit = max_usd if max_usd is not None else most
+    what = "on these tasks" if claim.scope == "tasks" else "in general"
+    if claim.status != "new":
+        console.print(_asked_again(claim, settings.adopt), markup=False)
+    console.print(
+        f"adopt {claim.version} over {claim.base} (better {what}, α "
+        f"{claim.kept.alpha:g}): "
+        + (adopted.estimate_line(estimate) if estimate else "no measured price yet")
+        + f"; it stops at ${limit:.2f}",
+        markup=False,
+        highlight=False,
+    )
+    return limit
+
+
+def _certified(opened: runfolder.OpenRun, run: RunState, claim: adopting.Claim) -> Adoption:
+    """The adoption's fresh runs and its decision, and the lineage files rewritten with it."""
+    ws, store = opened.ws, opened.store
+    activity = (runs.row(store) or Run()).activity or "stopped"
+    with opened.open_target(run) as target:
+        try:
+            result = asyncio.run(adopting.certify(run, target, claim))  # type: ignore[arg-type]
+        except RunStopped as exc:  # the limit or a stop: its runs are in the ledger
+            raise OptimizerError(
+                f"the adoption stopped before it decided ({exc}); nothing was adopted. "
+                f"`optimizer adopt {ws.root} {claim.version} --max-usd X` continues "
+                "it from its runs so far."
+            ) from None
+        finally:
+            # However the adoption ends, status goes back to what the run was doing:
+            # the adoption's own activity would otherwise read as still under way.
+            runs.show_activity(store, ws.root.name, activity)
+        target.write_lineage(iterations.finished_count(store))
     return result
 
 
