@@ -125,13 +125,7 @@ def start(
     at = daemon.not_past(parse_deadline(settings.budget.deadline), settings.budget.deadline)
     small = too_small(ready, budget_usd)
     if dry_run:
-        for p in ready:
-            if p.estimate is not None:
-                console.print(f"{p.skill.name}: {spend.line(p.estimate)}", markup=False)
-        if small:
-            raise BadInput(small)
-        console.print("dry run: nothing was written and no model was called.")
-        return 0
+        return _dry_run(ready, small, console)
     if small:
         raise BadInput(small)
     unconfined = sandbox.startup_line(sandbox.SandboxPolicy.from_settings(settings.sandbox))
@@ -140,24 +134,10 @@ def start(
     names = _folder_names([p.skill.name for p in ready])
     ready = rivals(ready)
     deadline = at.isoformat(timespec="seconds") if at else ""
-    members = []
-    for p, name in zip(ready, names, strict=True):
-        s = p.loaded.settings.model_copy(
-            update={
-                "budget": p.loaded.settings.budget.model_copy(
-                    update={"usd": budget_usd, "deadline": deadline}
-                )
-            }
-        )
-        ws = Workspace(root / name)
-        workspace.create(
-            ws, s, dict(p.loaded.sources), p.skill, p.evalset, p.skill_dir, None, target, None, None
-        )
-        if p.estimate is not None:
-            spend.record(ws, p.estimate)
-        members.append(
-            folder.Member(name=p.skill.name, folder=name, skill_dir=str(p.skill_dir.resolve()))
-        )
+    members = [
+        _create_member(root / name, p, budget_usd, deadline, target)
+        for p, name in zip(ready, names, strict=True)
+    ]
     fleet = folder.FleetFile(
         members=members,
         skipped=skipped,
@@ -175,6 +155,40 @@ def start(
     if detach:
         return daemon.spawn(folder.workspace(root), console, notify)
     return _foreground(root, console, notify)
+
+
+def _dry_run(ready: list[Prepared], small: str | None, console: Console) -> int:
+    """Each member's cost estimate; nothing is written and no model is called."""
+    for p in ready:
+        if p.estimate is not None:
+            console.print(f"{p.skill.name}: {spend.line(p.estimate)}", markup=False)
+    if small:
+        raise BadInput(small)
+    console.print("dry run: nothing was written and no model was called.")
+    return 0
+
+
+def _create_member(
+    root: Path, p: Prepared, budget_usd: float, deadline: str, target: str
+) -> folder.Member:
+    """A member's run folder under the fleet's budget and deadline, its estimate recorded."""
+    budget = p.loaded.settings.budget.model_copy(update={"usd": budget_usd, "deadline": deadline})
+    ws = Workspace(root)
+    workspace.create(
+        ws,
+        p.loaded.settings.model_copy(update={"budget": budget}),
+        dict(p.loaded.sources),
+        p.skill,
+        p.evalset,
+        p.skill_dir,
+        None,
+        target,
+        None,
+        None,
+    )
+    if p.estimate is not None:
+        spend.record(ws, p.estimate)
+    return folder.Member(name=p.skill.name, folder=root.name, skill_dir=str(p.skill_dir.resolve()))
 
 
 def rivals(ready: list[Prepared]) -> list[Prepared]:
