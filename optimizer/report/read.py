@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -31,11 +32,13 @@ from optimizer.store import (
     trials,
     versions,
 )
+from optimizer.store.decisions import DecisionRecord
 from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
 from optimizer.store.iterations import Iteration
 from optimizer.store.lock import running_pid
 from optimizer.store.runs import Run
+from optimizer.store.versions import Version
 
 DECISIONS = ("baseline", "won", "lost", "tie")
 
@@ -121,47 +124,10 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunView:
         spent = ledger.by_scope(db)
         done = trials.last_completed(db)
         scoped = any(scope is not None for scope in spent)  # else cost per version is unknown
-        nodes = []
-        for v in versions.all_of(db):
-            d = decided.get(v.label)
-            selection = d.selection if d else {}
-            low, high = (d.ci_low, d.ci_high) if d else (None, None)
-            end = (d.decided_at if d else None) or (done.get(v.label) if v.decision else None)
-            nodes.append(
-                Node.model_validate(
-                    {
-                        "label": v.label,
-                        "parent": v.parent,
-                        "iteration": v.iteration,
-                        "decision": verdict.word(v.decision, low, high),
-                        "phase": v.phase,
-                        "status": v.status,
-                        "error": v.error,
-                        "summary": v.summary,
-                        "rationale": v.rationale,
-                        "score": v.score,
-                        "pass_rate": v.pass_rate,
-                        "delta": d.delta if d else None,
-                        "ci": _pair(low, high),
-                        "ci_level": caveats.decision_level(
-                            (selection.get("interval") or {}).get("confidence")
-                        ),
-                        "reason": d.reason if d else None,
-                        "comparator": selection.get("comparator"),
-                        # the claim a promotion makes, and the night's control it was made under
-                        "scope": selection.get("scope"),
-                        "alpha": selection.get("alpha"),
-                        "night": selection.get("night"),
-                        "delta_evals": selection.get("evals") or selection.get("queries"),
-                        "cost_usd": round(spent.get(v.label) or 0.0, 6) if scoped else None,
-                        "seconds": seconds_between(v.created_at or None, end),
-                        "created_at": v.created_at or None,
-                        "decided_at": d.decided_at if d else None,
-                        "is_best": v.label == best,
-                        "per_eval": {str(k): score for k, score in v.per_eval.items()},
-                    }
-                )
-            )
+        nodes = [
+            _node(v, decided.get(v.label), spent if scoped else None, done.get(v.label), best)
+            for v in versions.all_of(db)
+        ]
         data = RunView(
             root=ws.root,
             source="state.db",
@@ -183,6 +149,51 @@ def _from_db(ws: Workspace, with_calls: bool) -> RunView:
 # history.json as parsed, its seed form checked (inputs/artifacts.check_data): field by field, as
 # the Nodes below read it.
 History = dict[str, Any]
+
+
+def _node(
+    v: Version,
+    d: DecisionRecord | None,
+    spent: Mapping[str | None, float] | None,
+    done: str | None,
+    best: str | None,
+) -> Node:
+    """One version as the views read it: its row, its decision's numbers and claim, what it
+    cost (None when calls were not scoped by version) and how long it took to decide."""
+    selection = d.selection if d else {}
+    low, high = (d.ci_low, d.ci_high) if d else (None, None)
+    end = (d.decided_at if d else None) or (done if v.decision else None)
+    return Node.model_validate(
+        {
+            "label": v.label,
+            "parent": v.parent,
+            "iteration": v.iteration,
+            "decision": verdict.word(v.decision, low, high),
+            "phase": v.phase,
+            "status": v.status,
+            "error": v.error,
+            "summary": v.summary,
+            "rationale": v.rationale,
+            "score": v.score,
+            "pass_rate": v.pass_rate,
+            "delta": d.delta if d else None,
+            "ci": _pair(low, high),
+            "ci_level": caveats.decision_level((selection.get("interval") or {}).get("confidence")),
+            "reason": d.reason if d else None,
+            "comparator": selection.get("comparator"),
+            # the claim a promotion makes, and the night's control it was made under
+            "scope": selection.get("scope"),
+            "alpha": selection.get("alpha"),
+            "night": selection.get("night"),
+            "delta_evals": selection.get("evals") or selection.get("queries"),
+            "cost_usd": None if spent is None else round(spent.get(v.label) or 0.0, 6),
+            "seconds": seconds_between(v.created_at or None, end),
+            "created_at": v.created_at or None,
+            "decided_at": d.decided_at if d else None,
+            "is_best": v.label == best,
+            "per_eval": {str(k): score for k, score in v.per_eval.items()},
+        }
+    )
 
 
 def _from_history(ws: Workspace) -> RunView:
