@@ -87,7 +87,9 @@ class BestVersion(TypedDict):
     verdict: str | None
 
 
-class StatusInfo(Timing, Adopted):
+class StatusRun(TypedDict):
+    """Which run, and what its daemon is doing."""
+
     run_dir: str
     run_id: str | None
     skill_name: str | None
@@ -100,6 +102,11 @@ class StatusInfo(Timing, Adopted):
     activity: str | None
     started_at: str | None
     finished_at: str | None
+
+
+class StatusProgress(TypedDict):
+    """How far the search went, and what it could not score."""
+
     iteration: int
     iterations_done: int
     max_iterations: int | None
@@ -109,12 +116,22 @@ class StatusInfo(Timing, Adopted):
     proposals: Proposals
     unscored: Unscored
     defects: Defects
+
+
+class StatusFound(Adopted):
+    """What it found: the current best, the adoptions, the other winners."""
+
     current_best: BestVersion | None
     adopted_line: str
     adoption_lines: list[str]
     other_wins: dict[str, str]
     promotions: str | None
     warnings: list[str]
+
+
+class StatusMoney(TypedDict):
+    """What it spent and why it stopped."""
+
     spent_usd: float
     budgeted_usd: float  # what the budget counts: the spend less the adoptions paid apart
     spent_text: str  # the spend in words, one for every view (adopted.spent_words)
@@ -128,6 +145,11 @@ class StatusInfo(Timing, Adopted):
     last_error: str | None
     stop_reason: str | None
     ended: str
+
+
+class StatusSetup(TypedDict):
+    """The sealed test, the settings, the resumes, the confinement and the power outlook."""
+
     test: JsonObject | None  # runs.test_json, with the train delta
     sealed_todo: str | None
     settings: list[Setting]
@@ -135,3 +157,7 @@ class StatusInfo(Timing, Adopted):
     last_resumed: Resume | None
     sandbox: Confinement
     power: PowerOutlook | None
+
+
+class StatusInfo(Timing, StatusRun, StatusProgress, StatusFound, StatusMoney, StatusSetup):
+    """`optimizer status`, part by part (status --json prints it in this order)."""

@@ -18,7 +18,15 @@ from optimizer.execute import INTERNAL_ERROR
 from optimizer.grow import outlook
 from optimizer.report import adopted, caveats, confinement, finish, folders, read, sealed, spend
 from optimizer.report.format import duration, emit, interval, money, num, pct, signed
-from optimizer.report.info import Defects, StatusInfo
+from optimizer.report.info import (
+    Defects,
+    StatusFound,
+    StatusInfo,
+    StatusMoney,
+    StatusProgress,
+    StatusRun,
+    StatusSetup,
+)
 from optimizer.report.view import Node, RunView
 from optimizer.store.errors import StoreError
 from optimizer.store.files import Workspace
@@ -33,14 +41,29 @@ def status(run_dir: Path, data: RunView | None = None) -> StatusInfo:
     if not ws.state_db.is_file():
         raise BadInput(words.not_a_run(run_dir, fix="start one with `optimizer run SKILL_DIR`."))
     data = data or read.load(run_dir)
-    run, settings = data.run, data.settings
     pid = running_pid(ws)
-    best = next((n for n in data.nodes if n.is_best), None)
-    budget = settings.get("budget") or {}
-    deadline = budget.get("deadline") or None
-    iterations = data.iterations
+    budget = data.settings.get("budget") or {}
     return {
-        "run_dir": str(run_dir),
+        **_which_info(ws, data, pid),
+        **_progress_info(data),
+        **_found_info(data, str(run_dir)),
+        **_money_info(ws, data, budget),
+        **_setup_info(ws, data),
+        **finish.timing(
+            data.run,
+            data.iterations,
+            data.settings,
+            running=pid is not None,
+            spent=_budgeted(data),
+            spent_in_iterations=data.ledger.get("iterations_usd") or 0.0,
+        ),
+    }
+
+
+def _which_info(ws: Workspace, data: RunView, pid: int | None) -> StatusRun:
+    run = data.run
+    return {
+        "run_dir": str(ws.root),
         "run_id": run.id,
         "skill_name": run.skill_name,
         "target": run.target,
@@ -52,9 +75,15 @@ def status(run_dir: Path, data: RunView | None = None) -> StatusInfo:
         "activity": run.activity,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
+    }
+
+
+def _progress_info(data: RunView) -> StatusProgress:
+    iterations = data.iterations
+    return {
         "iteration": max((i.number for i in iterations), default=0),
         "iterations_done": sum(1 for i in iterations if i.finished_at),
-        "max_iterations": (settings.get("loop") or {}).get("max_iterations"),
+        "max_iterations": (data.settings.get("loop") or {}).get("max_iterations"),
         "versions": len(data.nodes),
         "pending": [n.label for n in data.nodes if not n.decision and n.status != "failed"],
         "failed": {n.label: n.error for n in data.nodes if n.status == "failed"},
@@ -64,6 +93,12 @@ def status(run_dir: Path, data: RunView | None = None) -> StatusInfo:
             "last": data.unscored[-1] if data.unscored else None,
         },
         "defects": _defects(data.unscored),
+    }
+
+
+def _found_info(data: RunView, run_dir: str) -> StatusFound:
+    best = next((n for n in data.nodes if n.is_best), None)
+    return {
         "current_best": None
         if best is None
         else {
@@ -75,11 +110,17 @@ def status(run_dir: Path, data: RunView | None = None) -> StatusInfo:
             "verdict": best.verdict,
         },
         **adopted.as_json(data.adoptions),
-        "adopted_line": adopted.adopted_line(data.adoptions, data.current_best, str(run_dir)),
+        "adopted_line": adopted.adopted_line(data.adoptions, data.current_best, run_dir),
         "adoption_lines": [adopted.line(a) for a in data.adoptions],
         "other_wins": caveats.stray_wins(data.nodes, data.current_best),  # and why not the best
         "promotions": caveats.promotions(data.nodes),  # the night's family and what bounds it
         "warnings": data.warnings,
+    }
+
+
+def _money_info(ws: Workspace, data: RunView, budget: Mapping[str, Any]) -> StatusMoney:
+    run, deadline = data.run, budget.get("deadline") or None
+    return {
         "spent_usd": round(data.ledger.get("spent_usd") or 0.0, 6),
         "budgeted_usd": round(_budgeted(data), 6),
         # The one wording of the spend, every view (adoptions apart: model/budget.py).
@@ -89,7 +130,7 @@ def status(run_dir: Path, data: RunView | None = None) -> StatusInfo:
             [a.model_dump(mode="json") for a in data.adoptions],
         ),
         "budget_usd": budget.get("usd"),
-        "estimate": _estimate(Path(run_dir)),
+        "estimate": _estimate(ws.root),
         "calls": data.ledger.get("calls", 0),
         "cache_hits": data.ledger.get("cache_hits", 0),
         "saved_usd": round(data.ledger.get("saved_usd") or 0.0, 6),
@@ -98,10 +139,15 @@ def status(run_dir: Path, data: RunView | None = None) -> StatusInfo:
         "last_error": run.last_error,
         "stop_reason": run.stop_reason,
         "ended": words.ended(run.status, run.stop_reason),  # one wording, every view
+    }
+
+
+def _setup_info(ws: Workspace, data: RunView) -> StatusSetup:
+    run = data.run
+    done = sum(1 for i in data.iterations if i.finished_at)
+    return {
         "test": _with_train_delta(run.test, data.nodes),
-        "sealed_todo": sealed.finish_line(
-            str(run_dir), run, sum(1 for i in iterations if i.finished_at), _budgeted(data)
-        ),
+        "sealed_todo": sealed.finish_line(str(ws.root), run, done, _budgeted(data)),
         "settings": folders.provenance(ws.run_toml),
         "resumes": len(data.resumes),
         "last_resumed": (
@@ -109,16 +155,8 @@ def status(run_dir: Path, data: RunView | None = None) -> StatusInfo:
             if data.resumes
             else None
         ),
-        "sandbox": confinement.summary(Path(run_dir)),
-        "power": outlook.for_run(run, settings),
-        **finish.timing(
-            run,
-            iterations,
-            settings,
-            running=pid is not None,
-            spent=_budgeted(data),
-            spent_in_iterations=data.ledger.get("iterations_usd") or 0.0,
-        ),
+        "sandbox": confinement.summary(ws.root),
+        "power": outlook.for_run(run, data.settings),
     }
 
 
