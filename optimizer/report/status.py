@@ -47,7 +47,7 @@ def status(run_dir: Path, data: RunView | None = None) -> StatusInfo:
         **_which_info(ws, data, pid),
         **_progress_info(data),
         **_found_info(data, str(run_dir)),
-        **_money_info(ws, data, budget),
+        **_money_info(ws, data, budget.get("usd"), budget.get("deadline") or None),
         **_setup_info(ws, data),
         **finish.timing(
             data.run,
@@ -118,18 +118,20 @@ def _found_info(data: RunView, run_dir: str) -> StatusFound:
     }
 
 
-def _money_info(ws: Workspace, data: RunView, budget: Mapping[str, Any]) -> StatusMoney:
-    run, deadline = data.run, budget.get("deadline") or None
+def _money_info(
+    ws: Workspace, data: RunView, budget_usd: float | None, deadline: str | None
+) -> StatusMoney:
+    run = data.run
     return {
         "spent_usd": round(data.ledger.get("spent_usd") or 0.0, 6),
         "budgeted_usd": round(_budgeted(data), 6),
         # The one wording of the spend, every view (adoptions apart: model/budget.py).
         "spent_text": adopted.spent_words(
             data.ledger.get("spent_usd") or 0.0,
-            budget.get("usd"),
+            budget_usd,
             [a.model_dump(mode="json") for a in data.adoptions],
         ),
-        "budget_usd": budget.get("usd"),
+        "budget_usd": budget_usd,
         "estimate": _estimate(ws.root),
         "calls": data.ledger.get("calls", 0),
         "cache_hits": data.ledger.get("cache_hits", 0),
