@@ -5,6 +5,7 @@ analysis writes no file and returns None; never send a host path to the model.""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -152,34 +153,43 @@ def _skill_ref(skill_dir: Path, label: str) -> str:
     return f"{label}/{p.name}" if p.parent.name == label else label
 
 
-async def analyze(
-    client: Client,
-    *,
-    winner_skill: Path,
-    loser_skill: Path,
-    winner_label: str,
-    loser_label: str,
-    tally: ComparisonTally | None,
-    failed_expectations: list[tuple[Any, str, int]],
-    transcripts: dict[str, str],
-    out_path: Path,
-    winner_is_child: bool | None = None,
-    costs: list[EvalCost] | None = None,
-    repeated_work: list[str] | None = None,
-) -> Analysis | None:
+@dataclass(frozen=True)
+class Pairing:
+    """What the analyzer reads of one decided pair: both skills and labels, the comparator's
+    tally, the loser's failed expectations (eval, text, count), the first transcripts, and the
+    evidence the proposer gets too (each eval's cost, the tool calls runs repeat), and whether
+    the winner is the child (None: read from the labels)."""
+
+    winner_skill: Path
+    loser_skill: Path
+    winner_label: str
+    loser_label: str
+    tally: ComparisonTally | None
+    failed_expectations: list[tuple[Any, str, int]]
+    transcripts: dict[str, str]
+    winner_is_child: bool | None = None
+    costs: list[EvalCost] = field(default_factory=list)
+    repeated_work: list[str] = field(default_factory=list)
+
+
+async def analyze(client: Client, pair: Pairing, out_path: Path) -> Analysis | None:
     """Ask the analyzer; write and return analysis.json, or None (and no file) when it fails."""
-    child_won = _child_won(winner_label, loser_label, winner_is_child)
+    winner_skill, loser_skill = pair.winner_skill, pair.loser_skill
+    winner_label, loser_label = pair.winner_label, pair.loser_label
+    child_won = _child_won(winner_label, loser_label, pair.winner_is_child)
     request = "\n\n".join(
         [
             tag("winner_skill", render_skill(winner_skill), label=winner_label),
             tag("loser_skill", render_skill(loser_skill), label=loser_label),
-            tag("comparisons", render_comparisons(tally, winner_label, loser_label, child_won)),
-            tag("failed_expectations", render_failures(failed_expectations)),
-            tag("transcripts", render_transcripts(transcripts)),
+            tag(
+                "comparisons", render_comparisons(pair.tally, winner_label, loser_label, child_won)
+            ),
+            tag("failed_expectations", render_failures(pair.failed_expectations)),
+            tag("transcripts", render_transcripts(pair.transcripts)),
             # The same evidence the proposer gets: what each eval costs the version whose failures
             # are listed, and the tool calls its runs repeat (candidates for a bundled script).
-            tag("eval_costs", render_costs(costs or [])),
-            data("repeated_work", bullet_lines(repeated_work or [])),
+            tag("eval_costs", render_costs(pair.costs)),
+            data("repeated_work", bullet_lines(pair.repeated_work)),
         ]
     )
     try:

@@ -22,7 +22,7 @@ from optimizer.inputs.evals import EvalSet, load_evals
 from optimizer.model import scoped
 from optimizer.schemas import RuleDecision
 from optimizer.search import copied, evidence, lineage
-from optimizer.search.analyze import analyze, first_transcripts
+from optimizer.search.analyze import Pairing, analyze, first_transcripts
 from optimizer.search.proposal import Candidate, Rejected
 from optimizer.search.propose import propose
 from optimizer.search.state import RunState, mark_baseline
@@ -329,8 +329,7 @@ class BodyTarget:
         gathered = evidence.gather(run.ws, run.store, loser, run.train)
         found = gathered.failures
         with scoped(label):
-            await analyze(
-                run.client,
+            pair = Pairing(
                 winner_skill=run.ws.skill(winner),
                 loser_skill=run.ws.skill(loser),
                 winner_label=winner,
@@ -338,10 +337,10 @@ class BodyTarget:
                 tally=tally,
                 failed_expectations=[(f.eval_id, f.text, f.count) for f in found],
                 transcripts=first_transcripts(run.ws, winner, loser, run.train[:3]),
-                out_path=run.ws.version(label) / "analysis.json",
                 costs=gathered.costs,
                 repeated_work=gathered.repeated_work,
             )
+            await analyze(run.client, pair, run.ws.version(label) / "analysis.json")
 
     async def measure_test(self, label: str) -> dict[str, Any]:
         ws = self.run.ws

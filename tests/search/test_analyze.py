@@ -6,7 +6,7 @@ import pytest
 from optimizer.decide.comparison import ComparisonTally
 from optimizer.model import StructuredAnswerError, make_client
 from optimizer.schemas import Analysis
-from optimizer.search.analyze import analyze
+from optimizer.search.analyze import Pairing, analyze
 from optimizer.search.proposal import EvalCost
 from optimizer.sim import Simulator
 from optimizer.store.files import read_json
@@ -87,8 +87,7 @@ async def test_analysis_json_from_the_unblinded_comparison(tmp_path, recorded):
     client, bodies = recorded
     winner, loser = skills(tmp_path)
     out = tmp_path / "v1" / "analysis.json"
-    result = await analyze(
-        client,
+    pair = Pairing(
         winner_skill=winner,
         loser_skill=loser,
         winner_label="v1",
@@ -96,10 +95,10 @@ async def test_analysis_json_from_the_unblinded_comparison(tmp_path, recorded):
         tally=TALLY,
         failed_expectations=FAILED,
         transcripts={"v1 eval-1 run-1": "Read SKILL.md\n" + "step\n" * 3000},
-        out_path=out,
         costs=[EvalCost(eval_id=1, pass_rate=0.5, tokens=12_345, turns=7.0, runs=3)],
         repeated_work=["bash: python scripts/profile.py data.csv (in 3 evals)"],
     )
+    result = await analyze(client, pair, out)
     assert isinstance(result, Analysis)
     data = Analysis.model_validate(read_json(out))
     assert data.comparison_summary.winner == "v1"
@@ -138,16 +137,7 @@ class Refusing:
 async def test_a_failed_analysis_writes_nothing(tmp_path, log_capture):
     winner, loser = skills(tmp_path)
     out = tmp_path / "v1" / "analysis.json"
-    result = await analyze(
-        Refusing(),
-        winner_skill=winner,
-        loser_skill=loser,
-        winner_label="v1",
-        loser_label="v0",
-        tally=TALLY,
-        failed_expectations=FAILED,
-        transcripts={},
-        out_path=out,
-    )
+    pair = Pairing(winner, loser, "v1", "v0", TALLY, FAILED, {})
+    result = await analyze(Refusing(), pair, out)
     assert result is None and not out.exists()
     assert any(e["event"] == "analyze.failed" and e["log_level"] == "warning" for e in log_capture)
