@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from test_architecture import MODULES
+from test_ratchet import lowered
 
 CEILINGS = Path(__file__).with_name("functions.json")
 LONG, WIDE = 60, 8  # lines of a function listed; parameters of a signature listed
@@ -97,16 +98,7 @@ def test_the_count_names_methods_and_leaves_self_out():
 
 def lower() -> None:
     """Lowers each ceiling to today's figure; never raises one, never adds a function."""
-    ceilings = json.loads(CEILINGS.read_text(encoding="utf-8")) if CEILINGS.exists() else None
-    now = measured()
-    if ceilings is not None:
-        now = {
-            kind: {
-                q: min(c, ceilings[kind][q]) for q, c in now[kind].items() if q in ceilings[kind]
-            }
-            for kind in ("lines", "parameters")
-        }
-    now = {kind: dict(sorted(now[kind].items())) for kind in now}
+    now = lowered(measured(), CEILINGS, ("lines", "parameters"))
     figures = standing(now)
     CEILINGS.write_text(
         json.dumps({"standing": figures, "goals": GOALS, **now}, indent=1) + "\n", encoding="utf-8"

@@ -114,18 +114,25 @@ def test_the_count_reads_bodies_quotes_and_aliases():
     assert _anys(tree) + sum(_anys(q) for a in annotations for q in _quoted(a)) == 3
 
 
-def lower() -> None:
-    """Lowers each ceiling to today's count; never raises one, never adds a module."""
-    ceilings = json.loads(CEILINGS.read_text(encoding="utf-8")) if CEILINGS.exists() else None
-    now = measured()
-    if ceilings is not None:
+def lowered(
+    now: dict[str, dict[str, int]], ceilings_file: Path, kinds: tuple[str, ...]
+) -> dict[str, dict[str, int]]:
+    """Today's figures under the file's ceilings, sorted: each ceiling lowered to today's figure,
+    none raised, nothing added that the file does not list (a first file takes today's)."""
+    if ceilings_file.exists():
+        ceilings = json.loads(ceilings_file.read_text(encoding="utf-8"))
         now = {
             kind: {
                 n: min(c, ceilings[kind][n]) for n, c in now[kind].items() if n in ceilings[kind]
             }
-            for kind in KINDS
+            for kind in kinds
         }
-    now = {kind: dict(sorted(now[kind].items())) for kind in KINDS}
+    return {kind: dict(sorted(now[kind].items())) for kind in kinds}
+
+
+def lower() -> None:
+    """Lowers each ceiling to today's count; never raises one, never adds a module."""
+    now = lowered(measured(), CEILINGS, KINDS)
     totals = {kind: sum(now[kind].values()) for kind in KINDS}
     CEILINGS.write_text(json.dumps({"totals": totals, **now}, indent=1) + "\n", encoding="utf-8")
     print(f"{CEILINGS}: {totals}")
