@@ -8,9 +8,10 @@ import json
 import re
 import types
 from pathlib import Path
-from typing import Any, Union, get_args, get_origin
+from typing import NoReturn, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from optimizer import schemas as s
 from optimizer.errors import BadInput
@@ -87,7 +88,7 @@ def kind_from_name(path: Path) -> str | None:
     return None
 
 
-def read_artifact(path: Path) -> Any:
+def read_artifact(path: Path) -> s.Json:
     """The parsed JSON of `path`; anything unreadable is BadInput with one sentence."""
     if not path.exists():
         raise BadInput(f"{path}: no such file; check the path.")
@@ -123,7 +124,7 @@ def read_artifact(path: Path) -> Any:
         raise BadInput(f"{path} is nested too deeply to be an artifact.") from None
 
 
-def _reject_constant(name: str) -> Any:
+def _reject_constant(name: str) -> NoReturn:
     # The viewer parses with JavaScript's JSON.parse, which refuses these.
     raise ValueError(f"contains {name}, which JSON does not allow; write a number or null.")
 
@@ -205,7 +206,7 @@ def check_artifact(path: Path, kind: str | None = None, strict: bool = False) ->
     return ArtifactReport(path=str(path), kind=kind, form=form, ok=not problems, problems=problems)
 
 
-def check_data(model: type[BaseModel], data: Any) -> list[str]:
+def check_data(model: type[BaseModel], data: s.Json) -> list[str]:
     """Problems of `data` against `model`, misnamings first, each led by its JSON path."""
     misnamed: list[tuple[str, str]] = []
     clean = _strip_misnamed(model, data, "", misnamed)
@@ -224,7 +225,7 @@ def check_data(model: type[BaseModel], data: Any) -> list[str]:
     return list(dict.fromkeys(problems))
 
 
-def validate_for_write(kind_or_model: str | type[BaseModel], data: Any) -> BaseModel:
+def validate_for_write(kind_or_model: str | type[BaseModel], data: object) -> BaseModel:
     """The model instance `data` makes in the form we write; raises pydantic's ValidationError."""
     if isinstance(kind_or_model, str):
         model = WRITE_MODELS[kind_or_model]
@@ -249,13 +250,13 @@ def render_report(report: ArtifactReport) -> str:
 
 
 def _strip_misnamed(
-    model: type[BaseModel], data: Any, path: str, found: list[tuple[str, str]]
-) -> Any:
+    model: type[BaseModel], data: s.Json, path: str, found: list[tuple[str, str]]
+) -> s.Json:
     """A copy of `data` without misnamed keys (collected in `found`), so the rest still checks."""
     if not isinstance(data, dict):
         return data
     table: dict[str, str] = getattr(model, "misnamed", {})
-    clean: dict[str, Any] = {}
+    clean: dict[str, s.Json] = {}
     for key, value in data.items():
         if key in table:
             found.append((_join(path, key), table[key]))
@@ -281,7 +282,7 @@ def _strip_misnamed(
     return clean
 
 
-def _submodel(annotation: Any) -> tuple[type[BaseModel] | None, type | None]:
+def _submodel(annotation: object) -> tuple[type[BaseModel] | None, type | None]:
     """The single model inside an annotation, and whether it sits in a list or a dict."""
     ann = _drop_none(annotation)
     origin = get_origin(ann)
@@ -294,7 +295,7 @@ def _submodel(annotation: Any) -> tuple[type[BaseModel] | None, type | None]:
     return None, None
 
 
-def _drop_none(annotation: Any) -> Any:
+def _drop_none(annotation: object) -> object:
     if get_origin(annotation) in (Union, types.UnionType):
         args = [a for a in get_args(annotation) if a is not type(None)]
         if len(args) == 1:
@@ -315,7 +316,7 @@ def _misnamed_problem(path: str, right: str) -> str:
 QUOTE = "'"
 
 
-def _problem(path: str, err: Any, vocabulary: set[str]) -> str:
+def _problem(path: str, err: ErrorDetails, vocabulary: set[str]) -> str:
     kind = err["type"]
     if kind == "missing":
         return f"{path}: required field is missing"
@@ -342,7 +343,7 @@ def _problem(path: str, err: Any, vocabulary: set[str]) -> str:
     return f"{path}: {msg} (got {shown})"
 
 
-def _json_path(loc: tuple[Any, ...], data: Any, final_is_field: bool) -> str:
+def _json_path(loc: tuple[int | str, ...], data: s.Json, final_is_field: bool) -> str:
     """`runs[1].result.tokens` from a pydantic location, skipping union member labels."""
     path, node = "", data
     for i, seg in enumerate(loc):
@@ -382,12 +383,12 @@ def _field_names(model: type[BaseModel], seen: set[type] | None = None) -> set[s
     return names
 
 
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
+def _models_in(annotation: object) -> list[type[BaseModel]]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
     return [m for arg in get_args(annotation) for m in _models_in(arg)]
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: object) -> str:
     names = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
     return names.get(type(value), "a number")

@@ -7,22 +7,37 @@ import difflib
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, get_args
+from typing import NotRequired, get_args
+
+from typing_extensions import ReadOnly, TypedDict
 
 from optimizer.schemas import (
     STRUCTURAL_TYPES,
     EvalConfig,
     EvalRaw,
+    Json,
     RubricDimension,
     StructuralExpectation,
 )
+
+
+class SchemaError(TypedDict):
+    """One schema error as explain() reads it: pydantic's ErrorDetails, or a made one that has
+    only a type and a location."""
+
+    type: ReadOnly[str]
+    loc: ReadOnly[tuple[int | str, ...]]
+    msg: ReadOnly[NotRequired[str]]
+    input: ReadOnly[NotRequired[object]]
+    ctx: ReadOnly[NotRequired[Mapping[str, Json]]]
+
 
 _STRUCTURAL_KEYS = sorted(
     {k for model in get_args(get_args(StructuralExpectation)[0]) for k in model.model_fields}
 )
 
 
-def json_path(loc: Iterable[Any]) -> str:
+def json_path(loc: Iterable[int | str]) -> str:
     """A pydantic location as the JSON path an author reads: evals[2].files[0]."""
     out = ""
     parts = list(loc)
@@ -39,12 +54,12 @@ def json_path(loc: Iterable[Any]) -> str:
     return out or "(top level)"
 
 
-def short(value: Any) -> str:
+def short(value: object) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def fields_at(parent: tuple[Any, ...]) -> list[str]:
+def fields_at(parent: tuple[int | str, ...]) -> list[str]:
     """The keys allowed in the object at `parent`, to suggest the one an unknown key meant."""
     names = [p for p in parent if isinstance(p, str) and p not in STRUCTURAL_TYPES]
     last = names[-1] if names else ""
@@ -61,7 +76,7 @@ def fields_at(parent: tuple[Any, ...]) -> list[str]:
     return list(fields)
 
 
-def explain(source: Path, prefix: tuple[Any, ...], err: Mapping[str, Any]) -> str:
+def explain(source: Path, prefix: tuple[int | str, ...], err: SchemaError) -> str:
     """One sentence for one schema error: the file, the JSON path, what is wrong, the fix."""
     loc = (*prefix, *err["loc"])
     where = json_path(loc)

@@ -9,15 +9,36 @@ import math
 import re
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict
 
 from optimizer.inputs import prose
 from optimizer.logs import MASK
 from optimizer.logs import redact as mask_keys
+from optimizer.schemas import Json
+
+if TYPE_CHECKING:
+    from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
+    from detect_secrets.plugins.keyword import KeywordDetector
+
+
+class _Plugin(TypedDict):
+    """One entry of detect-secrets' `plugins_used` setting."""
+
+    name: str
+    limit: NotRequired[float]
+
+
+class _Heuristic(Protocol):
+    """The part of detect_secrets.filters.heuristic the entropy rules ask."""
+
+    def is_potential_uuid(self, secret: str, /) -> bool: ...
+
+    def is_sequential_string(self, secret: str, /) -> bool: ...
+
 
 # detect-secrets' plugins, all but IPPublicDetector (an address is not a credential, and sessions
 # are full of them). The entropy limits are the library's; shorter strings get a lower one below.
-PLUGINS: tuple[dict[str, Any], ...] = (
+PLUGINS: tuple[_Plugin, ...] = (
     {"name": "ArtifactoryDetector"},
     {"name": "AWSKeyDetector"},
     {"name": "AzureStorageKeyDetector"},
@@ -144,7 +165,9 @@ _LOCK = threading.Lock()
 
 
 @functools.cache
-def _plugins() -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[re.Pattern[str], ...]]:
+def _plugins() -> tuple[
+    tuple[HighEntropyStringsPlugin, ...], tuple[KeywordDetector, ...], tuple[re.Pattern[str], ...]
+]:
     """The configured plugins, made once under the library's own settings and sorted by how they
     are asked: (entropy plugins, keyword plugins, the provider rules' patterns). Imported here: the
     command line answers bad input before this weight is loaded."""
@@ -181,6 +204,7 @@ def _spans(line: str) -> Iterator[tuple[int, int]]:
     from detect_secrets.filters import heuristic
 
     entropy, keywords, rules = _plugins()
+    plugin: HighEntropyStringsPlugin | KeywordDetector
     for plugin in entropy:
         yield from _entropy_spans(plugin, line, heuristic)
     hint, keyword_rules = _keyword_rules()
@@ -252,7 +276,9 @@ def _keyword_value(line: str, start: int, end: int) -> Iterator[tuple[int, int]]
     yield start, end
 
 
-def _entropy_spans(plugin: Any, line: str, heuristic: Any) -> Iterator[tuple[int, int]]:
+def _entropy_spans(
+    plugin: HighEntropyStringsPlugin, line: str, heuristic: _Heuristic
+) -> Iterator[tuple[int, int]]:
     hexed = plugin.secret_type.startswith("Hex")
     for found in (_HEX_RUN if hexed else _BASE64_RUN).finditer(line):
         value = found.group()
@@ -338,7 +364,7 @@ def text(value: str) -> str:
     return "".join(_masked_line(line) for line in masked.splitlines(keepends=True))
 
 
-def deep(value: Any) -> Any:
+def deep(value: Json) -> Json:
     """A copy of a JSON-like value with every string in it passed through text()."""
     if isinstance(value, str):
         return text(value)

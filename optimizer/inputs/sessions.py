@@ -14,6 +14,7 @@ from typing import Any
 
 from optimizer.errors import BadInput
 from optimizer.inputs import redact
+from optimizer.schemas import Json, JsonObject
 
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 # The CLI's own messages in the user's turn: not something the user typed.
@@ -83,7 +84,7 @@ def session_files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.jsonl") if p.is_file() and "subagents" not in p.parts)
 
 
-def records(path: Path) -> Iterator[dict[str, Any]]:
+def records(path: Path) -> Iterator[dict[str, Json]]:
     """The JSON objects of a session file; a line that is not one (a write cut short) is skipped."""
     with path.open(encoding="utf-8", errors="replace") as handle:
         for line in handle:
@@ -95,7 +96,7 @@ def records(path: Path) -> Iterator[dict[str, Any]]:
                 yield item
 
 
-def _blocks(record: dict[str, Any]) -> list[dict[str, Any]]:
+def _blocks(record: JsonObject) -> list[JsonObject]:
     message = record.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
@@ -103,7 +104,7 @@ def _blocks(record: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-def _typed_text(record: dict[str, Any]) -> str:
+def _typed_text(record: JsonObject) -> str:
     """What the user typed in this record, '' for tool results and the CLI's own messages."""
     texts = [b.get("text", "") for b in _blocks(record) if b.get("type") == "text"]
     text = "\n".join(t for t in texts if isinstance(t, str)).strip()
@@ -113,11 +114,13 @@ def _typed_text(record: dict[str, Any]) -> str:
     return "" if text.startswith(_NOT_TYPED) else text
 
 
-def _invoked(record: dict[str, Any], name: str) -> bool:
+def _invoked(record: JsonObject, name: str) -> bool:
     """The Skill tool called with this skill, the skill loaded, or its slash command typed."""
     for block in _blocks(record):
         if block.get("type") == "tool_use" and block.get("name") == "Skill":
-            called = (block.get("input") or {}).get("skill")
+            # Any: a tool input that is not an object fails here, as it always has.
+            params: Any = block.get("input") or {}
+            called = params.get("skill")
             if isinstance(called, str) and (called == name or called.endswith(f":{name}")):
                 return True
         text = block.get("text") if block.get("type") == "text" else None
@@ -131,15 +134,17 @@ def _invoked(record: dict[str, Any], name: str) -> bool:
     return False
 
 
-def _skill_dir(record: dict[str, Any]) -> str:
+def _skill_dir(record: JsonObject) -> str:
     for block in _blocks(record):
-        loaded = _LOADED.search(block.get("text") or "") if block.get("type") == "text" else None
+        # Any: a text block whose text is not a string fails here, as it always has.
+        text: Any = block.get("text")
+        loaded = _LOADED.search(text or "") if block.get("type") == "text" else None
         if loaded:
             return loaded["dir"]
     return ""
 
 
-def _tool_facts(record: dict[str, Any], use: Use) -> None:
+def _tool_facts(record: JsonObject, use: Use) -> None:
     for block in _blocks(record):
         kind = block.get("type")
         if kind == "tool_use":

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from optimizer.errors import BadInput
 from optimizer.inputs.evals import EVALS_FILE
@@ -23,7 +22,7 @@ from optimizer.schemas import Json, JsonObject
 README = Path("evals") / "README.md"
 
 
-def skeleton(skill_name: str) -> dict[str, Any]:
+def skeleton(skill_name: str) -> JsonObject:
     """One eval of each expectation kind: judged statements; then the six structural checks and
     a rubric. Every free-text value is a placeholder that names what to write there."""
     return {"skill_name": skill_name, "evals": [_judged_eval(), _checked_eval()]}
@@ -120,10 +119,10 @@ def _rubric() -> JsonObject:
     }
 
 
-def _leaves(data: Any) -> list[tuple[str, Any]]:
+def _leaves(data: Json) -> list[tuple[str, Json]]:
     """(JSON path such as evals[0].prompt, value) of every scalar, in document order."""
-    out: list[tuple[str, Any]] = []
-    stack: list[tuple[str, Any]] = [("", data)]
+    out: list[tuple[str, Json]] = []
+    stack: list[tuple[str, Json]] = [("", data)]
     while stack:
         at, value = stack.pop()
         if isinstance(value, dict):
@@ -139,7 +138,7 @@ def _leaves(data: Any) -> list[tuple[str, Any]]:
 PLACEHOLDERS = frozenset(v for _, v in _leaves(skeleton("x")) if str(v).startswith("TODO:"))
 
 
-def untouched(data: Any) -> list[str]:
+def untouched(data: Json) -> list[str]:
     """The JSON paths whose value is still a placeholder of the skeleton."""
     return [at for at, v in _leaves(data) if isinstance(v, str) and v in PLACEHOLDERS]
 
