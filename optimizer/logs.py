@@ -9,12 +9,13 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack, overload
 
 import orjson
 import structlog
+from structlog.typing import EventDict, Processor, WrappedLogger
 
 MASK = "[redacted]"
 
@@ -46,7 +47,11 @@ def _secret_name(name: str) -> bool:
 _PLAIN = frozenset({type(None), bool, int, float})
 
 
-def redact(value: Any, name: str | None = None) -> Any:
+@overload
+def redact(value: str | bytes, name: str | None = None) -> str: ...
+@overload
+def redact(value: object, name: str | None = None) -> object: ...
+def redact(value: object, name: str | None = None) -> object:
     """A copy of value with key-like strings masked, recursing into mappings and sequences; a
     string under a credential-like field name is masked whole."""
     if type(value) in _PLAIN:  # most fields of most events: counts, costs, flags
@@ -69,11 +74,11 @@ def redact(value: Any, name: str | None = None) -> Any:
     return _mask_text(str(value))
 
 
-def redact_processor(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> dict:
+def redact_processor(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
     return {k: _redacted(v, k) for k, v in event_dict.items()}
 
 
-def _redacted(value: Any, name: str) -> Any:
+def _redacted(value: object, name: str) -> object:
     # A value whose str() raises must not turn a log call into a failure of the caller's work.
     try:
         return redact(value, name)
@@ -93,7 +98,7 @@ class _RunLogHandler(logging.FileHandler):
             super().handleError(record)
 
 
-def _handler(handler: logging.Handler, renderer: Any, level: int) -> logging.Handler:
+def _handler(handler: logging.Handler, renderer: Processor, level: int) -> logging.Handler:
     # Tracebacks become text before redaction, so a key inside an exception message is masked.
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
@@ -111,7 +116,7 @@ def _handler(handler: logging.Handler, renderer: Any, level: int) -> logging.Han
     return handler
 
 
-def _shared_processors() -> list:
+def _shared_processors() -> list[Processor]:
     return [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -119,7 +124,7 @@ def _shared_processors() -> list:
     ]
 
 
-def colours_for(stream: Any) -> bool:
+def colours_for(stream: object) -> bool:
     """Colour only on a terminal, never when NO_COLOR is set (https://no-color.org), always when
     FORCE_COLOR is: a pipe or a file gets plain text, not escape codes (as rich decides too)."""
     if os.environ.get("NO_COLOR"):
@@ -133,7 +138,7 @@ def colours_for(stream: Any) -> bool:
         return False
 
 
-def _console_renderer(stream: Any) -> Any:
+def _console_renderer(stream: object) -> structlog.dev.ConsoleRenderer:
     return structlog.dev.ConsoleRenderer(
         colors=colours_for(stream), exception_formatter=structlog.dev.plain_traceback
     )
@@ -154,7 +159,13 @@ def reset() -> None:
     structlog.reset_defaults()
 
 
-def _json_line(event: Any, **kw: Any) -> str:
+class _DumpsOptions(TypedDict, total=False):
+    """What structlog's JSONRenderer passes its serializer besides the event."""
+
+    default: Callable[[object], object]
+
+
+def _json_line(event: EventDict, **kw: Unpack[_DumpsOptions]) -> str:
     """One event as compact JSON; orjson is 8x faster than the json module, which still writes
     what orjson refuses (an integer past 64 bits)."""
     try:
@@ -165,6 +176,7 @@ def _json_line(event: Any, **kw: Any) -> str:
 
 # The sinks of the last configure(): (its handler, the renderer of its lines). Read at each event,
 # so a logger bound before a configure() writes to the new sinks, never to a closed file.
+# The renderer stays Any: JSONRenderer declares str | bytes, though _json_line makes it str.
 _sinks: list[tuple[logging.Handler, Any]] = []
 
 
@@ -173,7 +185,7 @@ class _Sinks:
     that sink's handler (its stream and lock), without a LogRecord. Through stdlib logging an event
     cost about 100 us, and every model call logs one."""
 
-    def _emit(self, method: str, event: dict[str, Any]) -> None:
+    def _emit(self, method: str, event: EventDict) -> None:
         level = logging.getLevelName(event.get("level", method).upper())
         for handler, render in _sinks:
             if not isinstance(level, int) or level < handler.level:
@@ -205,7 +217,7 @@ class _Sinks:
             finally:
                 handler.release()
 
-    def __getattr__(self, method: str) -> Any:
+    def __getattr__(self, method: str) -> Callable[..., None]:
         if method.startswith("_"):
             raise AttributeError(method)
         return lambda **event: self._emit(method, event)
@@ -214,7 +226,7 @@ class _Sinks:
 _SINKS = _Sinks()
 
 
-def _events_only(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> dict:
+def _events_only(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
     return dict(event_dict)  # handed to _Sinks as keyword arguments, rendered per sink
 
 
@@ -228,7 +240,7 @@ def configure(log_path: Path | None, *, console: bool, level: int = logging.INFO
     sinks = _sinks
     if log_path is not None:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        renderer = structlog.processors.JSONRenderer(serializer=_json_line)
+        renderer: Processor = structlog.processors.JSONRenderer(serializer=_json_line)
         sinks.append(
             (
                 _handler(_RunLogHandler(log_path, encoding="utf-8"), renderer, logging.DEBUG),

@@ -8,9 +8,9 @@ import functools
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,6 +18,10 @@ from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from optimizer import config, words
 from optimizer.errors import BadInput, OptimizerError
+
+if TYPE_CHECKING:
+    # typer 0.29 vendors click: its classes take typer's own copy of click.Context.
+    from typer._click import Context
 
 # `optimizer -h` lists the commands in the order of work, in panels (rich_help_panel= on each
 # command), as gh groups its own: a command not named here comes last.
@@ -32,7 +36,7 @@ WORKFLOW = (
 
 
 class _InWorkflowOrder(TyperGroup):
-    def list_commands(self, ctx: Any) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         names = super().list_commands(ctx)
         return sorted(names, key=lambda n: WORKFLOW.index(n) if n in WORKFLOW else len(WORKFLOW))
 
@@ -42,7 +46,7 @@ class _InWorkflowOrder(TyperGroup):
 _typed = TyperOption.display_type_rich
 
 
-def _flag_without_type(self: TyperOption, ctx: Any) -> str | None:
+def _flag_without_type(self: TyperOption, ctx: Context) -> str | None:
     return None if self.is_flag else _typed(self, ctx)
 
 
@@ -60,7 +64,7 @@ def _usage_name(self: TyperArgument) -> str:
 _argument_type = TyperArgument.display_type_rich
 
 
-def _argument_type_without_list(self: TyperArgument, ctx: Any) -> str | None:
+def _argument_type_without_list(self: TyperArgument, ctx: Context) -> str | None:
     shown = _argument_type(self, ctx)
     if shown and shown.startswith("<list[") and shown.endswith("]>"):
         return f"<{shown[6:-2]}>..."
@@ -202,7 +206,12 @@ def budget_flag(usd: float | None) -> float | None:
     return usd
 
 
-def alias(canonical: str, value: Any, old: str, old_value: Any, default: Any = None) -> Any:
+Value = TypeVar("Value")  # an option's value, under either of its names
+
+
+def alias(
+    canonical: str, value: Value, old: str, old_value: Value | None, default: Value | None = None
+) -> Value:
     """One option under its canonical name, or under the old name it replaced, which stays as a
     hidden alias so no script breaks (docs/design.md §11: --out, --until, --new-run-each-night)."""
     if old_value is None or old_value is False:
@@ -214,11 +223,15 @@ def alias(canonical: str, value: Any, old: str, old_value: Any, default: Any = N
     return old_value
 
 
-def handled(fn: Callable[..., Any]) -> Callable[..., Any]:
+Params = ParamSpec("Params")  # a command's parameters, kept by @handled
+Returned = TypeVar("Returned")
+
+
+def handled(fn: Callable[Params, Returned]) -> Callable[Params, Returned]:
     """Domain errors print one line per problem and exit with their code; no traceback."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: Params.args, **kwargs: Params.kwargs) -> Returned:
         try:
             return fn(*args, **kwargs)
         except OptimizerError as exc:
@@ -244,8 +257,8 @@ def load_settings(
     config_path: Path | None,
     overrides: list[str] | None,
     *,
-    eval_config: dict | None = None,
-    flags: dict[str, Any] | None = None,
+    eval_config: Mapping[str, object] | None = None,
+    flags: Mapping[str, object] | None = None,
     calls_models: bool = False,
     need_key: bool = True,
 ) -> config.Loaded:

@@ -8,15 +8,22 @@ import difflib
 import os
 import tomllib
 from collections.abc import Mapping
+from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from optimizer.catalog import DEFAULT_PRICES
 from optimizer.config.sections import EVAL_CONFIG_KEYS, SECTIONS, Loaded, Settings
 from optimizer.errors import BadInput
 from optimizer.prices import PRICE_FIELDS, env_prices, price_key, quoted, set_price
+
+# A value of a TOML document as tomllib reads it (config.toml, a run.toml's settings).
+TomlValue = (
+    str | int | float | bool | datetime | date | time | list["TomlValue"] | dict[str, "TomlValue"]
+)
 
 
 def known_keys() -> list[str]:
@@ -45,7 +52,7 @@ def choice_flag(flag: str, value: str | None, dotted: str) -> str | None:
     return value
 
 
-def _coerce(section: str, key: str, raw: str) -> Any:
+def _coerce(section: str, key: str, raw: str) -> str | bool | None:
     """Text from the environment or --set becomes the field's type; pydantic checks the rest."""
     annotation = SECTIONS[section].model_fields[key].annotation
     if type(None) in get_args(annotation) and raw.strip().lower() in ("", "none", "unset"):
@@ -67,7 +74,13 @@ RETIRED = {
 }
 
 
-def _set(tree: dict, sources: dict, dotted: str, value: Any, origin: str) -> None:
+def _set(
+    tree: dict[str, dict[str, object]],
+    sources: dict[str, str],
+    dotted: str,
+    value: object,
+    origin: str,
+) -> None:
     section, _, key = dotted.partition(".")
     if dotted in RETIRED:
         if origin == "run.toml":
@@ -85,7 +98,7 @@ def _set(tree: dict, sources: dict, dotted: str, value: Any, origin: str) -> Non
     sources[dotted] = origin
 
 
-def _read_toml(path: Path) -> dict:
+def _read_toml(path: Path) -> dict[str, TomlValue]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -97,11 +110,11 @@ def _read_toml(path: Path) -> dict:
 def load(
     config_path: Path | None = None,
     *,
-    eval_config: Mapping[str, Any] | None = None,
+    eval_config: Mapping[str, object] | None = None,
     env: Mapping[str, str] | None = None,
     overrides: list[str] | tuple[str, ...] = (),
-    flags: Mapping[str, Any] | None = None,
-    base: Mapping[str, Any] | None = None,
+    flags: Mapping[str, object] | None = None,
+    base: Mapping[str, TomlValue] | None = None,
 ) -> Loaded:
     """Build the effective settings. `base` (a run.toml's settings) replaces the built-in
     defaults when a run is resumed; `flags` maps dotted keys to explicit command-line values."""
@@ -156,7 +169,12 @@ def load(
     return Loaded(settings=settings, sources=sources)
 
 
-def _set_tables(tree: dict, sources: dict, tables: Mapping[str, Any], origin: str) -> None:
+def _set_tables(
+    tree: dict[str, dict[str, object]],
+    sources: dict[str, str],
+    tables: Mapping[str, TomlValue],
+    origin: str,
+) -> None:
     for section, values in tables.items():
         if not isinstance(values, dict):
             raise BadInput(f"{origin}: '{section}' must be a [section] table of settings.")
@@ -167,7 +185,7 @@ def _set_tables(tree: dict, sources: dict, tables: Mapping[str, Any], origin: st
                 _set(tree, sources, f"{section}.{key}", value, origin)
 
 
-def _explain(err: Mapping[str, Any], sources: Mapping[str, str]) -> str:
+def _explain(err: ErrorDetails, sources: Mapping[str, str]) -> str:
     loc = [str(p) for p in err["loc"]]
     if loc[0] == "prices" and len(loc) == 3:
         origin, key = sources.get(f"prices.{loc[1]}", "settings"), f"prices.{quoted(loc[1])}"
