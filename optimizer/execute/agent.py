@@ -4,9 +4,8 @@ every command confined by the sandbox. Never put a host path, a time or a random
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from optimizer import sandbox
 from optimizer.config import Settings
@@ -19,7 +18,9 @@ from optimizer.model.prompts import load_prompt
 from optimizer.tags import tag
 
 if TYPE_CHECKING:  # the SDK's types only: importing it costs 2 s (model/port.py)
-    from anthropic.types import ToolUseBlockParam
+    from anthropic.types import MessageParam, ToolResultBlockParam, ToolUseBlockParam
+
+    from optimizer.schemas import Json, JsonObject
 
 SKILLS_INTRO = (
     "- `Skill` loads a skill's instructions by name.\n\n"
@@ -34,7 +35,7 @@ MAX_RESULT_CHARS = 30_000
 EDITOR_NAMES = {"view": "Read", "create": "Write", "str_replace": "Edit", "insert": "Edit"}
 
 
-def cc_tool_name(name: str, tool_input: Mapping[str, Any]) -> str:
+def cc_tool_name(name: str, tool_input: JsonObject) -> str:
     if name == "bash":
         return "Bash"
     if name == EDITOR_TOOL["name"]:
@@ -65,11 +66,7 @@ def _clip(text: str, limit: int = MAX_RESULT_CHARS) -> str:
 
 
 async def run_bash(
-    tool_input: Mapping[str, Any],
-    *,
-    work_dir: Path,
-    skill_dir: Path | None,
-    policy: sandbox.SandboxPolicy,
+    tool_input: JsonObject, *, work_dir: Path, skill_dir: Path | None, policy: sandbox.SandboxPolicy
 ) -> tuple[str, bool]:
     """Run the model's bash tool input in the sandbox; (result text, is_error). This is the only
     way a model-written command reaches a shell."""
@@ -95,7 +92,7 @@ async def run_bash(
     return _clip("\n".join(parts) or "(no output)"), not result.ok
 
 
-def _host(path: Any, work_dir: Path, skill_dir: Path | None, *, write: bool) -> Path | str:
+def _host(path: Json, work_dir: Path, skill_dir: Path | None, *, write: bool) -> Path | str:
     """The host path, or the error text to send back (in sandbox terms only)."""
     if not isinstance(path, str) or not path:
         return "Error: 'path' is required."
@@ -118,7 +115,7 @@ def _view_dir(host: Path, shown: str) -> str:
 
 
 def run_editor(
-    tool_input: Mapping[str, Any], *, work_dir: Path, skill_dir: Path | None, max_file_bytes: int
+    tool_input: JsonObject, *, work_dir: Path, skill_dir: Path | None, max_file_bytes: int
 ) -> tuple[str, bool]:
     """The text editor tool (view, create, str_replace, insert) confined to /workspace (read and
     write) and /skill (read only). A refused request is an error result, never an exception."""
@@ -201,7 +198,7 @@ class _ToolError(Exception):
     pass
 
 
-def _read(host: Path, shown: Any) -> str:
+def _read(host: Path, shown: object) -> str:
     if not host.is_file():
         raise _ToolError(f"Error: {shown} does not exist or is not a file.")
     try:
@@ -210,7 +207,7 @@ def _read(host: Path, shown: Any) -> str:
         raise _ToolError(f"Error: {shown} is not a text file; inspect it with bash.") from None
 
 
-def run_skill(tool_input: Mapping[str, Any], skill: SkillInfo | None) -> tuple[str, bool]:
+def run_skill(tool_input: JsonObject, skill: SkillInfo | None) -> tuple[str, bool]:
     wanted = str(tool_input.get("skill", "")).strip().lstrip("/")
     if skill is None or wanted != skill.name:
         known = f"'{skill.name}'" if skill is not None else "none"
@@ -234,7 +231,7 @@ ENDED_BY_THE_MODEL = {
 
 def _cut_off(
     uses: list[ToolUseBlockParam], max_tokens: int, transcript: Transcript, tally: Tally
-) -> str | list[dict[str, str | bool]]:
+) -> str | list[ToolResultBlockParam]:
     """What the agent is told of an answer cut at max_tokens: an error result for each of its tool
     calls, none of which ran, or else to continue; the cut is noted and counted."""
     cut = f"Your answer was cut off at the output limit (execute.max_tokens = {max_tokens} tokens)"
@@ -242,7 +239,7 @@ def _cut_off(
     tally.truncated += 1
     if not uses:
         return f"{cut}. Continue where you stopped."
-    results: list[dict[str, str | bool]] = [
+    results: list[ToolResultBlockParam] = [
         {
             "type": "tool_result",
             "tool_use_id": u["id"],
@@ -272,7 +269,7 @@ class AnthropicExecutor(Executor):
         system = system_prompt(ctx.skill, ctx.inputs)
         tools = agent_tools(self.settings, with_skill=ctx.skill is not None)
         transcript.system(system)
-        messages: list[dict[str, Any]] = [{"role": "user", "content": ctx.eval.prompt}]
+        messages: list[MessageParam] = [{"role": "user", "content": ctx.eval.prompt}]
         limits = self.settings.execute
         price = price_for(self.settings, self.settings.models.executor)
         for _turn in range(limits.max_turns):
@@ -301,12 +298,13 @@ class AnthropicExecutor(Executor):
                 return ENDED_BY_THE_MODEL[str(reply.stop_reason)]
             if not uses:
                 return None
+            results: list[ToolResultBlockParam]
             results, names = [], {}
             for use in uses:
                 text, is_error = await self._tool(use, ctx, tally)
                 names[use["id"]] = use["name"]
                 tally.tool_errors += int(is_error)
-                result = {
+                result: ToolResultBlockParam = {
                     "type": "tool_result",
                     "tool_use_id": use["id"],
                     "content": ctx.scrub(text),
@@ -318,7 +316,7 @@ class AnthropicExecutor(Executor):
             messages.append({"role": "user", "content": results})
         return f"the agent did not finish within execute.max_turns = {limits.max_turns} turns"
 
-    async def _tool(self, use: dict[str, Any], ctx: TrialContext, tally: Tally) -> tuple[str, bool]:
+    async def _tool(self, use: JsonObject, ctx: TrialContext, tally: Tally) -> tuple[str, bool]:
         name = str(use.get("name"))
         tool_input = use.get("input")
         if not isinstance(tool_input, dict):

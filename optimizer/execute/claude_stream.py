@@ -6,11 +6,14 @@ endpoint (ours, never the skill's 0)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from optimizer.errors import InfraFailure
 from optimizer.execute import TrialContext
 from optimizer.execute.transcript import Tally, Transcript
+
+if TYPE_CHECKING:
+    from optimizer.schemas import Json, JsonObject
 
 VOLATILE_KEYS = ("uuid", "session_id", "timestamp")
 NO_RESULT = "the Claude Code CLI exited with code"
@@ -22,7 +25,7 @@ class StreamState:
     def __init__(self, skill_name: str | None, home: str | None) -> None:
         self.skill_name = skill_name
         self.home = home
-        self.result: dict[str, Any] | None = None
+        self.result: JsonObject | None = None
         self.names: dict[str, str] = {}
         self.messages: set[str] = set()
 
@@ -84,7 +87,7 @@ class StreamState:
         else:
             transcript.log(event)
 
-    def _is_ours(self, tool_input: Any) -> bool:
+    def _is_ours(self, tool_input: Json) -> bool:
         wanted = tool_input.get("skill") if isinstance(tool_input, dict) else None
         return isinstance(wanted, str) and wanted.strip().lstrip("/") == self.skill_name
 
@@ -106,7 +109,7 @@ class StreamState:
         return None
 
 
-def api_failure(result: dict[str, Any]) -> str | None:
+def api_failure(result: JsonObject) -> str | None:
     """What the CLI's result line says of a failed API call (its api_error_status, or the
     terminal_reason "api_error" of a connection that failed), or None when the run ended
     otherwise. An answer cut at the output limit is the agent's, not the endpoint's failure."""

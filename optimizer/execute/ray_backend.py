@@ -32,7 +32,8 @@ import shutil
 import socket
 import tempfile
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import structlog
 
@@ -55,6 +56,9 @@ from optimizer.model.port import Client
 from optimizer.store import ledger
 from optimizer.store.rows import CacheHit, CallRow
 
+if TYPE_CHECKING:
+    from optimizer.store.db import Store
+
 log = structlog.get_logger()
 
 INSTALL_HINT = "pip install '.[ray]'"
@@ -65,7 +69,42 @@ _ERRORS = {
 _remote_fn: Any = None
 
 
-def require_ray() -> Any:
+class _Payload(TypedDict):
+    """What the driver sends a worker for one run (the module docstring says why each part)."""
+
+    settings: Settings
+    executor: str
+    eval: Eval
+    skill: dict[str, tuple[bytes, int]] | None
+    skill_dir_name: str | None
+    skill_name: str | None
+    inputs: dict[str, bytes]
+    run_name: str
+    run_number: int
+    sample: int
+    # The driver's scope label (str | None), set again in the worker by scoped(), which is
+    # annotated as taking a str: Any until it takes None too.
+    scope: Any
+    ledger: list[CallRow]
+    budget_usd: float | None
+    # The driver's simulator (model.simulated.Simulated) or None; Any, as the worker reads it
+    # through .get() and mypy does not narrow a TypedDict's value by a .get() test.
+    simulated: Any
+
+
+class _Result(TypedDict):
+    """What a worker sends back (_work builds it as a plain dict, updated by keywords): the run
+    folder's files, or the systemic error it raised, and the worker's new ledger rows."""
+
+    worker: str
+    files: NotRequired[dict[str, tuple[bytes, int]]]
+    systemic: NotRequired[str]
+    problems: NotRequired[list[str]]
+    calls: NotRequired[list[CallRow]]
+    cache_hits: NotRequired[list[CacheHit]]
+
+
+def require_ray() -> ModuleType:
     """The ray module, or BadInput naming the install command."""
     try:
         import ray
@@ -77,7 +116,7 @@ def require_ray() -> Any:
     return ray
 
 
-def ensure_ray(settings: Settings) -> Any:
+def ensure_ray(settings: Settings) -> ModuleType:
     """Connect to ray.address, or start a local cluster when it is empty (once per process)."""
     ray = require_ray()
     if not ray.is_initialized():
@@ -93,7 +132,7 @@ def ensure_ray(settings: Settings) -> Any:
     return ray
 
 
-def _task(ray: Any) -> Any:
+def _task(ray: ModuleType) -> Any:
     global _remote_fn
     if _remote_fn is None:
         _remote_fn = ray.remote(max_retries=1)(run_in_worker)
@@ -155,7 +194,7 @@ class RayExecutor(Executor):
 
         label = scope.get()
         seed_rows = self._reusable_calls(sample, label)
-        payload = {
+        payload: _Payload = {
             "settings": self.worker_settings,
             "executor": self.name,
             "eval": eval,
@@ -174,7 +213,7 @@ class RayExecutor(Executor):
         }
         ref = _task(ray).options(num_cpus=self.settings.ray.num_cpus_per_run).remote(payload)
         try:
-            result = await ref
+            result: _Result = await ref
         except asyncio.CancelledError:
             ray.cancel(ref)
             raise
@@ -194,7 +233,7 @@ class RayExecutor(Executor):
 
     # -- the driver's ledger ----------------------------------------------------------------------
 
-    def _store(self) -> Any:
+    def _store(self) -> Store | None:
         return self.client.store if self.client is not None else None
 
     def _reusable_calls(self, sample: int, label: str | None) -> list[CallRow]:
@@ -232,7 +271,7 @@ class RayExecutor(Executor):
 # -- the worker ------------------------------------------------------------------------------------
 
 
-def run_in_worker(payload: dict[str, Any]) -> dict[str, Any]:
+def run_in_worker(payload: _Payload) -> dict[str, Any]:
     """The Ray task: one run in a scratch folder; returns its files and ledger rows."""
     root = Path(tempfile.mkdtemp(prefix="optimizer-ray-"))
     try:
@@ -241,7 +280,7 @@ def run_in_worker(payload: dict[str, Any]) -> dict[str, Any]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-async def _work(payload: dict[str, Any], root: Path) -> dict[str, Any]:
+async def _work(payload: _Payload, root: Path) -> dict[str, Any]:
     from optimizer.execute import get_executor
     from optimizer.model import make_client, scoped
     from optimizer.store.db import Store

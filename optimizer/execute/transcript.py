@@ -6,8 +6,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the SDK's types only: importing it costs 2 s (model/port.py)
+    from anthropic.types import Usage
+
+    from optimizer.schemas import Json, JsonObject
 
 
 @dataclass
@@ -24,7 +30,7 @@ class Tally:
     # The run clock's split (skill_seconds, model_wait_seconds, ...), set when the run ends.
     clock: dict[str, float | int] = field(default_factory=dict)
 
-    def add_usage(self, usage: Any) -> None:
+    def add_usage(self, usage: Usage | JsonObject) -> None:
         get = usage.get if isinstance(usage, dict) else (lambda k, d=0: getattr(usage, k, d))
         self.tokens += sum(
             int(get(k, 0) or 0)
@@ -56,15 +62,13 @@ class Transcript:
     checks find tool_use/tool_result anywhere) and a readable transcript.md built alongside."""
 
     def __init__(self, prompt: str, inputs: list[str]) -> None:
-        self.lines: list[dict[str, Any]] = [
-            {"type": "eval_prompt", "text": prompt, "files": inputs}
-        ]
+        self.lines: list[object] = [{"type": "eval_prompt", "text": prompt, "files": inputs}]
         self.md: list[str] = ["# Transcript", "## Eval Prompt", prompt]
         if inputs:
             self.md += ["## Input Files", "\n".join(f"- {name}" for name in inputs)]
         self.step = 0
 
-    def log(self, obj: dict[str, Any]) -> None:
+    def log(self, obj: object) -> None:
         self.lines.append(obj)
 
     def system(self, text: str) -> None:
@@ -74,8 +78,8 @@ class Transcript:
         self,
         blocks: list[dict[str, Any]],
         *,
-        raw: dict[str, Any] | None = None,
-        usage: dict[str, Any] | None = None,
+        raw: JsonObject | None = None,
+        usage: JsonObject | None = None,
         new_step: bool = True,
     ) -> None:
         self.log(
@@ -97,9 +101,9 @@ class Transcript:
 
     def tool_results(
         self,
-        results: list[dict[str, Any]],
+        results: Sequence[Mapping[str, Any]],
         *,
-        raw: dict[str, Any] | None = None,
+        raw: JsonObject | None = None,
         names: dict[str, str] | None = None,
     ) -> None:
         self.log(
@@ -110,7 +114,7 @@ class Transcript:
             flag = " (error)" if result.get("is_error") else ""
             self.md += [f"### Tool result: {name}{flag}", _fence(_text_of(result.get("content")))]
 
-    def context(self, text: str, *, raw: dict[str, Any]) -> None:
+    def context(self, text: str, *, raw: JsonObject) -> None:
         """Text the harness put into the conversation (a skill's body, for one)."""
         self.log(raw)
         if text.strip():
@@ -131,7 +135,7 @@ class Transcript:
         return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in self.lines)
 
 
-def _text_of(content: Any) -> str:
+def _text_of(content: Json) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
