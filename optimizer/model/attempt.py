@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
+import httpx2
 from anthropic.types import Message
 
 from optimizer.model.errors import account_error
@@ -45,7 +46,7 @@ async def attempt_once(
 
 async def _stream_once(
     sdk: anthropic.AsyncAnthropic, request: dict[str, Any], headers: dict[str, str]
-) -> tuple[Message, Any]:
+) -> tuple[Message, httpx2.Headers]:
     async with sdk.messages.stream(**request, extra_headers=headers) as stream:
         stopped = False
         try:

@@ -13,6 +13,7 @@ from typing import Any
 
 import anthropic
 from anthropic.types import Message
+from anthropic.types.messages import MessageBatchResult
 
 from optimizer.errors import OptimizerError
 from optimizer.model.errors import account_error
@@ -55,7 +56,9 @@ def systemic(exc: BaseException) -> OptimizerError | None:
     return None
 
 
-async def fetch_results(sdk: anthropic.AsyncAnthropic, batch_id: str) -> dict[str, Any]:
+async def fetch_results(
+    sdk: anthropic.AsyncAnthropic, batch_id: str
+) -> dict[str, MessageBatchResult]:
     results = {}
     decoder = await sdk.messages.batches.results(batch_id)
     async for entry in decoder:

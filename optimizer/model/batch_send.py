@@ -8,12 +8,13 @@ import json
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import anthropic
 import structlog
 from anthropic.types import Message
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+from anthropic.types.messages import MessageBatchResult
 from anthropic.types.messages.batch_create_params import Request
 
 from optimizer.logs import redact
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger()
 
+T = TypeVar("T")
+
 
 class _Failed(Exception):
     """A systemic failure already handed to every caller waiting on a batch."""
@@ -48,9 +51,9 @@ class BatchSender:
         self.llm = client.settings.llm
         self.unsupported = False  # the server has no batch endpoints: every call goes direct
         self.stats: Counter[str] = Counter()
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._waiting: dict[str, list[BatchItem]] = {}  # custom_id → callers of a batch in flight
-        self._watchers: dict[str, asyncio.Task[Any]] = {}  # batch id → the task collecting it
+        self._watchers: dict[str, asyncio.Task[None]] = {}  # batch id → the task collecting it
         self._attached: dict[str, str] | None = None  # custom_id → batch of an earlier process
         self._attached_items: dict[str, dict[str, BatchMeta]] = {}
 
@@ -137,8 +140,8 @@ class BatchSender:
         await self._collect(batch.id, metas)
 
     async def _request(
-        self, metas: dict[str, BatchMeta], what: str, send: Callable[[], Awaitable[Any]], **kw: Any
-    ) -> Any:
+        self, metas: dict[str, BatchMeta], what: str, send: Callable[[], Awaitable[T]], **kw: bool
+    ) -> T:
         """One request to the batch endpoints through the client's one retry policy. A systemic
         failure (the budget, the provider down) is handed to every caller waiting on the batch
         and raised as _Failed; any other failure is raised as is, for the caller to go another
@@ -203,7 +206,7 @@ class BatchSender:
             wait = min(wait * 1.5, self.llm.batch_poll_max_s)
 
     async def _join(
-        self, batch_id: str, metas: dict[str, BatchMeta], results: dict[str, Any]
+        self, batch_id: str, metas: dict[str, BatchMeta], results: dict[str, MessageBatchResult]
     ) -> None:
         redo, counts = [], Counter[str]()
         for key, meta in metas.items():
@@ -212,7 +215,7 @@ class BatchSender:
             result = results.get(key)
             kind = getattr(result, "type", "missing")
             counts[kind] += 1
-            if result is None or kind != "succeeded":
+            if result is None or result.type != "succeeded":
                 detail = getattr(
                     getattr(getattr(result, "error", None), "error", None), "type", None
                 )
@@ -339,7 +342,7 @@ class BatchSender:
             log.error("batch.failed", error=redact(f"{type(exc).__name__}: {exc}"))
             self._fail(keys, exc)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[Any]:
+    def _spawn(self, coro: Coroutine[object, None, None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anthropic
 import httpx2
 import structlog
-from anthropic.types import Message, TextBlockParam, ToolChoiceParam, ToolUnionParam
+from anthropic.types import Message, MessageParam, TextBlockParam, ToolChoiceParam, ToolUnionParam
 
 from optimizer.config import Settings
 from optimizer.errors import OptimizerError
@@ -162,7 +163,7 @@ class ModelClient:
         role: str,
         *,
         system: str | list[TextBlockParam] | None = None,
-        messages: list[Any],
+        messages: Sequence[MessageParam],
         tools: list[ToolUnionParam] | None = None,
         tool_choice: ToolChoiceParam | None = None,
         max_tokens: int | None = None,
@@ -231,7 +232,7 @@ class ModelClient:
         role: str,
         *,
         system: str | list[TextBlockParam] | None,
-        messages: list[Any],
+        messages: Sequence[MessageParam],
         schema: type[Answer],
         tool_name: str,
         sample: int = 0,
@@ -245,7 +246,7 @@ class ModelClient:
         tool = forced_tool(schema, tool_name)
         how = asking(model or self._model_for(role), tool_name)
 
-        async def ask(turns: list[Any], first: bool) -> Message:
+        async def ask(turns: Sequence[MessageParam], first: bool) -> Message:
             return await self.message(
                 role,
                 system=how.system(system),

@@ -4,15 +4,18 @@ rows only: the client and the batch route write them, before any caller sees the
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
-from anthropic.types import Message
+from anthropic.types import Message, Usage
 
 from optimizer.store.db import Completed
 from optimizer.store.rows import CallRow
 
+if TYPE_CHECKING:
+    from optimizer.schemas.common import Json, JsonObject
 
-def answer_data(message: Message) -> dict[str, Any]:
+
+def answer_data(message: Message) -> dict[str, Json]:
     """The answer as stored: the JSON the caller's Message is rebuilt from, ledger hit or not."""
     return message.model_dump(mode="json", exclude_none=True, warnings=False)
 
@@ -23,8 +26,8 @@ def answer_row(
     role: str,
     model: str,
     sample: int,
-    data: dict[str, Any],
-    usage: Any,
+    data: JsonObject,
+    usage: Usage,
     cost: float,
     latency_ms: float,
     attempts: int,

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any
+from collections.abc import Mapping
 
 import structlog
 
 log = structlog.get_logger()
 
 
-def _header_int(headers: Any, name: str) -> int | None:
+def _header_int(headers: Mapping[str, str] | None, name: str) -> int | None:
     try:
         value = headers.get(name) if headers is not None else None
         return int(value) if value is not None else None
@@ -72,7 +72,9 @@ class AdaptiveLimiter:
         if epoch == self._epoch and self.limit > 1:
             self._lower(max(1, self.limit // 2), "rate_limited")
 
-    def on_success(self, headers: Any = None, tokens_per_call: int = 0) -> None:
+    def on_success(
+        self, headers: Mapping[str, str] | None = None, tokens_per_call: int = 0
+    ) -> None:
         caps = []
         if (
             requests_left := _header_int(headers, "anthropic-ratelimit-requests-remaining")

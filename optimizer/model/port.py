@@ -7,7 +7,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeVar
 
 if TYPE_CHECKING:
-    from anthropic.types import Message, TextBlockParam, ToolChoiceParam, ToolUnionParam
+    from collections.abc import Sequence
+
+    from anthropic.types import (
+        Message,
+        MessageParam,
+        TextBlockParam,
+        ToolChoiceParam,
+        ToolUnionParam,
+    )
     from pydantic import BaseModel
 
     from optimizer.config import Settings
@@ -71,7 +79,7 @@ class Client(Protocol):
         role: str,
         *,
         system: str | list[TextBlockParam] | None = None,
-        messages: list[Any],
+        messages: Sequence[MessageParam],
         tools: list[ToolUnionParam] | None = None,
         tool_choice: ToolChoiceParam | None = None,
         max_tokens: int | None = None,
@@ -88,7 +96,7 @@ class Client(Protocol):
         role: str,
         *,
         system: str | list[TextBlockParam] | None,
-        messages: list[Any],
+        messages: Sequence[MessageParam],
         schema: type[Answer],
         tool_name: str,
         sample: int = 0,

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from anthropic.types import TextBlockParam, ToolChoiceParam, ToolUnionParam
+    from anthropic.types import MessageParam, TextBlockParam, ToolChoiceParam, ToolUnionParam
+
+    from optimizer.schemas.common import Json, JsonObject
 
 from pydantic import BaseModel
 
@@ -25,7 +27,7 @@ ATTACHMENT_TOKENS = 1_600
 PDF_BYTES_PER_TOKEN = 30  # upper-leaning: a 50 KB page counts as about 1,700 tokens
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> Any:
     """JSON-ready copy of a request part; SDK objects (a previous answer's content blocks) become
     the dicts the API takes, so the hash does not depend on how a caller spelled them."""
     if isinstance(value, BaseModel):
@@ -43,7 +45,7 @@ def build_request(
     *,
     model: str,
     max_tokens: int,
-    messages: list[Any],
+    messages: Sequence[MessageParam],
     system: str | list[TextBlockParam] | None,
     tools: list[ToolUnionParam] | None,
     tool_choice: ToolChoiceParam | None,
@@ -52,7 +54,7 @@ def build_request(
 ) -> dict[str, Any]:
     """The request body with only the parts that were given, so an absent part never changes
     the hash."""
-    request: dict[str, Any] = {
+    request: dict[str, Json] = {
         "model": model,
         "max_tokens": max_tokens,
         "messages": plain(messages),
@@ -102,7 +104,7 @@ def request_hash(canonical: str, role: str, sample: int) -> str:
 
 
 def with_cache_control(
-    request: Mapping[str, Any], canonical: str, *, role: str, model: str
+    request: JsonObject, canonical: str, *, role: str, model: str
 ) -> dict[str, Any]:
     """Mark the stable prefixes (the last tool definition, then the last system block) and, for
     a conversation role, the turns so far (the last block of the last message) as ephemeral
@@ -137,7 +139,7 @@ EPHEMERAL = {"type": "ephemeral"}
 _UNMARKABLE = ("thinking", "redacted_thinking")
 
 
-def _with_breakpoint(item: object, *, conversation: bool) -> dict[str, Any] | None:
+def _with_breakpoint(item: object, *, conversation: bool) -> dict[str, Json] | None:
     """A copy of a tool, a system block or (conversation) a message with a breakpoint on it (on
     a message, on its last block; a string content is one text block), or None when it already
     has one or cannot carry one."""

@@ -5,12 +5,20 @@ handed a way to ask."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import structlog
-from anthropic.types import Message, TextBlockParam, ToolChoiceParam, ToolParam, ToolUseBlock
+from anthropic.types import (
+    Message,
+    MessageParam,
+    TextBlockParam,
+    ToolChoiceParam,
+    ToolParam,
+    ToolResultBlockParam,
+    ToolUseBlock,
+)
 from pydantic import BaseModel, ValidationError
 
 from optimizer import catalog
@@ -21,7 +29,7 @@ log = structlog.get_logger()
 
 Answer = TypeVar("Answer", bound=BaseModel)
 # Sends the conversation; `first` is True for the first attempt, which may join a Message Batch.
-Ask = Callable[[list[Any], bool], Awaitable[Message]]
+Ask = Callable[[Sequence[MessageParam], bool], Awaitable[Message]]
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,7 @@ def asking(model: str, tool_name: str) -> Asking:
 class BadAnswer(Exception):
     """A reply that is not a valid call of the tool, with the user turn that says what was wrong."""
 
-    def __init__(self, error: str, reply: dict[str, Any]) -> None:
+    def __init__(self, error: str, reply: MessageParam) -> None:
         super().__init__(error)
         self.reply = reply
 
@@ -100,7 +108,7 @@ def tool_answer(message: Message, schema: type[Answer], tool_name: str) -> Answe
         raise _invalid_input(exc, uses, tool_name) from None
 
 
-def _error_results(uses: list[ToolUseBlock], text: str) -> list[dict[str, str | bool]]:
+def _error_results(uses: list[ToolUseBlock], text: str) -> list[ToolResultBlockParam]:
     """One error result with `text` for each tool call of the reply: the API wants every
     tool_use answered by a tool_result in the next user turn."""
     return [
@@ -152,7 +160,7 @@ def _invalid_input(exc: ValidationError, uses: list[ToolUseBlock], tool_name: st
 
 
 async def answer_with_repair(
-    ask: Ask, messages: list[Any], schema: type[Answer], *, role: str, tool_name: str
+    ask: Ask, messages: Sequence[MessageParam], schema: type[Answer], *, role: str, tool_name: str
 ) -> Answer:
     """The answer to `messages`; a reply that does not validate is sent back once with the
     error, then StructuredAnswerError."""
