@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ SCORE = (0.0, 1.0)
 DELTA = (-1.0, 1.0)
 
 
-def bounded(ci: Any, bounds: tuple[float, float]) -> list | None:
+def bounded(ci: Sequence[float | None] | None, bounds: tuple[float, float]) -> list[float] | None:
     """An interval clamped to what its number can take: folders written before benchmark.json
     clamped its intervals still hold raw t intervals (a score of 0.315 in [-0.922, 1.552])."""
     if not ci or ci[0] is None or ci[1] is None:
@@ -38,7 +38,7 @@ def bounded(ci: Any, bounds: tuple[float, float]) -> list | None:
     return [min(max(ci[0], low), high), max(min(ci[1], high), low)]
 
 
-def score_interval(root: Path, label: str) -> tuple[list | None, int | None]:
+def score_interval(root: Path, label: str) -> tuple[list[float] | None, int | None]:
     """The 95% interval of a version's mean score over evals, from its benchmark.json, inside
     [0, 1] whatever wrote the file, and how many evals it rests on."""
     bench = _json(root / label / "benchmark.json") if re.fullmatch(r"v\d+", label) else None
@@ -125,7 +125,7 @@ def _why_not_best(node: Node, best: Node, by_label: Mapping[str, Node]) -> str:
     return f"it beat {node.parent}, not the current best {best.label}{scores}"
 
 
-def train_delta(test: Any, nodes: list[Node]) -> float | None:
+def train_delta(test: object, nodes: list[Node]) -> float | None:
     """What the sealed test's best gained over v0 on the train evals, to set beside its sealed
     Δ: a gain that shows on train only is fitted to the tasks the loop saw."""
     if not isinstance(test, dict) or not test.get("best") or test.get("best") == "v0":
@@ -187,7 +187,7 @@ def sealed_verdict(numbers: schemas.SummaryNumbers, best: str) -> str:
     )
 
 
-def sealed_test_warning(test: Any, nodes: list[Node] | None = None) -> str | None:
+def sealed_test_warning(test: object, nodes: list[Node] | None = None) -> str | None:
     """A final best whose sealed interval lies below v0's (evals the loop never saw), or that
     gains on the train evals but not on the sealed ones, is the sign of overfitting the train
     evals; it must not hide in a table of numbers. A lower score whose interval also holds zero
@@ -235,7 +235,7 @@ def annotate(
     best: str | None,
     run: Run,
     settings: Mapping[str, Any],
-    test: Any,
+    test: object,
 ) -> list[str]:
     """Adds `verdict` and `delta_evals` to each node; returns the run's warnings, worst first."""
     by_label = {n.label: n for n in nodes}
@@ -255,7 +255,7 @@ def _selection_evals(root: Path, label: str) -> int | None:
     return (sel.get("evals") or sel.get("queries")) if isinstance(sel, dict) else None
 
 
-def _json(path: Path) -> Any:
+def _json(path: Path) -> object:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):  # absent, or mid-rename while a run writes it
@@ -266,7 +266,7 @@ def _json(path: Path) -> Any:
 SCORE_LEVEL = "95% CI"
 
 
-def decision_level(confidence: Any) -> str:
+def decision_level(confidence: object) -> str:
     """ "99.8% CI, the decision's": the level of a decision's interval of Δ as its reason states it
     (the look's, at the α it spent), so it is never read beside a 95% interval as the same kind."""
     if isinstance(confidence, int | float) and 0 < confidence < 1:
@@ -274,7 +274,7 @@ def decision_level(confidence: Any) -> str:
     return "the decision's level"
 
 
-def evals_note(n: Any, unit: str | None = "eval") -> str:
+def evals_note(n: object, unit: str | None = "eval") -> str:
     """' (n=3 evals)' beside an interval, so three evals' interval is not read as precise."""
     if not isinstance(n, int) or n <= 0:
         return ""

@@ -8,7 +8,8 @@ import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+
+from typing_extensions import TypedDict
 
 from optimizer import config
 from optimizer.grade.preview import natural_key
@@ -49,16 +50,26 @@ def eval_of(run_dir: Path) -> str:
     return run_dir.parent.parent.name.removeprefix("eval-")
 
 
-def failing(folder: Path) -> list[dict]:
+class Failing(TypedDict):
+    """An expectation that failed in some runs of an eval, and the first evidence given."""
+
+    eval_id: str
+    text: str
+    failed: int
+    runs: int
+    evidence: str
+
+
+def failing(folder: Path) -> list[Failing]:
     """Failed expectations over the with_skill runs of a version, most frequent first."""
     return tally_failing(
         (eval_of(run), read_json(run / "grading.json")) for run in run_dirs(folder)
     )
 
 
-def tally_failing(gradings: Iterable[tuple[str, Any]]) -> list[dict]:
+def tally_failing(gradings: Iterable[tuple[str, object]]) -> list[Failing]:
     """failing() over (eval id, grading.json) pairs already read, in run order."""
-    seen: dict[tuple[str, str], dict] = {}
+    seen: dict[tuple[str, str], Failing] = {}
     for eval_id, grading in gradings:
         for item in (grading if isinstance(grading, dict) else {}).get("expectations") or []:
             key = (eval_id, str(item.get("text", "")))
@@ -73,7 +84,7 @@ def tally_failing(gradings: Iterable[tuple[str, Any]]) -> list[dict]:
     return sorted(out, key=lambda e: (-e["failed"], natural_key(e["eval_id"]), e["text"]))
 
 
-def _unblind(assignment: Any, name: str, k: str) -> dict:
+def _unblind(assignment: object, name: str, k: str) -> dict:
     """Which side sat behind A and B (compare.py records {"comparisons": [{k, eval_id, A, B}]})."""
     items = assignment.get("comparisons") if isinstance(assignment, dict) else assignment
     if isinstance(assignment, dict) and isinstance(assignment.get(name) or assignment.get(k), dict):

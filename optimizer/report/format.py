@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any
+from collections.abc import Sequence
 
 from rich.console import Console
 
@@ -16,34 +16,39 @@ from optimizer.report.caveats import evals_note
 COLOURS = {"won": "green", "lost": "red", "tie": "yellow", "baseline": "blue"}
 
 
-def emit(console: Console, *items: Any) -> None:
+def emit(console: Console, *items: object) -> None:
     # The CLI's console soft-wraps (no cropping of plain lines); panels, trees and tables must
     # still fold long model-written text inside their borders rather than crop it.
     console.print(*items, soft_wrap=False)
 
 
-def num(x: Any, digits: int = 3) -> str:
+def num(x: float | None, digits: int = 3) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
-def signed(x: Any, digits: int = 3) -> str:
+def signed(x: float | None, digits: int = 3) -> str:
     return "—" if x is None else f"{x:+.{digits}f}"
 
 
-def pct(x: Any) -> str:
+def pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.0f}%"
 
 
-def money(x: Any) -> str:
+def money(x: float | None) -> str:
     return words.dollars(x)  # one way to write dollars, in every view and message
 
 
-def duration(seconds: Any) -> str:
+def duration(seconds: float | None) -> str:
     return clock(seconds)  # one way to write a duration, here and on the live progress line
 
 
 def interval(
-    ci: Any, n: Any = None, unit: str | None = "eval", *, sign: bool = True, level: str = ""
+    ci: Sequence[float] | None,
+    n: object = None,
+    unit: str | None = "eval",
+    *,
+    sign: bool = True,
+    level: str = "",
 ) -> str:
     """' [+0.010, +0.090] 95% CI (n=3 evals)': an interval with its level (two of one Δ at different
     levels must not read as a disagreement) and how few evals it rests on."""

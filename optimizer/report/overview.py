@@ -6,23 +6,82 @@ versions included), and the suggestions for the evals, one row per expectation."
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import structlog
+from typing_extensions import TypedDict
 
 from optimizer import words
 from optimizer.grow.suggest import becomes_candidate
 from optimizer.report import summary
 from optimizer.report.info import StatusInfo
 from optimizer.report.view import RunView
+from optimizer.schemas import Json, JsonObject, SummaryNumbers
 
 log = structlog.get_logger()
 SUGGESTIONS_SHOWN = 10  # rows of the suggestions table; the rest are counted ("and 12 more")
 _EVAL_PREFIX = re.compile(r"^\s*Eval\s+(\S+?):\s*")
 
 
-def headline(run_dir: Path, data: RunView, status: StatusInfo | None) -> dict | None:
+class ScoreRow(TypedDict):
+    """One split's scores beside each other (train or sealed test), as the overview shows them."""
+
+    split: str
+    v0: float | None
+    best: float | None
+    delta: float | None
+    interval: str | None
+    evals: int
+
+
+class Headline(TypedDict):
+    """The morning summary's headline, scores, diff and next commands."""
+
+    headline: str
+    best: str
+    won: bool
+    ended: str
+    scores: list[ScoreRow]
+    diff: str | None
+    next: list[JsonObject]
+
+
+class ChartPoint(TypedDict):
+    """A version on the score chart, pending or not."""
+
+    label: Json
+    score: Json
+    score_ci: Json
+    decision: Json
+    parent: Json
+    is_best: bool
+    pending: bool
+    failed: bool
+
+
+class Suggestion(TypedDict):
+    """One expectation's advice, over the evals it came from."""
+
+    assertion: Json
+    reason: str
+    action: Json
+    frequency: int
+    evals: list[str]
+    candidate: bool
+
+
+class Suggestions(TypedDict):
+    """The suggestions table: its rows, how many more, and how many become candidate evals."""
+
+    total_runs: Json
+    suggestions: list[Suggestion]
+    more: int
+    items: int
+    candidates: int
+
+
+def headline(run_dir: Path, data: RunView, status: StatusInfo | None) -> Headline | None:
     """The morning summary's headline, scores, diff and next commands; None without state.db."""
     if status is None:
         return None
@@ -42,7 +101,7 @@ def headline(run_dir: Path, data: RunView, status: StatusInfo | None) -> dict | 
     }
 
 
-def _row(split: str, n: Any, won: bool) -> dict:
+def _row(split: str, n: SummaryNumbers | None, won: bool) -> ScoreRow:
     if n is None:
         return {
             "split": split,
@@ -69,7 +128,7 @@ def _row(split: str, n: Any, won: bool) -> dict:
     }
 
 
-def chart(nodes: list[dict]) -> list[dict]:
+def chart(nodes: Sequence[JsonObject]) -> list[ChartPoint]:
     """Every version in order for the score chart: a pending one (not decided yet, or still
     being measured) is a point too, at its score when it has one, marked as pending."""
     return [
@@ -87,13 +146,13 @@ def chart(nodes: list[dict]) -> list[dict]:
     ]
 
 
-def suggestions(aggregate: Any) -> dict | None:
+def suggestions(aggregate: object) -> Suggestions | None:
     """eval_feedback_aggregate.json, one row per expectation: the same advice about one
     expectation in several evals is one row with its count and the evals it came from, the most
     frequent first, at most SUGGESTIONS_SHOWN rows and how many more."""
     if not isinstance(aggregate, dict):
         return None
-    groups: dict[tuple[str, str], dict] = {}
+    groups: dict[tuple[str, str], Suggestion] = {}
     for item in aggregate.get("suggestions") or []:
         if not isinstance(item, dict):
             continue

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import structlog
 
@@ -19,6 +19,10 @@ from optimizer.store.files import Workspace
 from optimizer.store.lock import running_pid
 from optimizer.store.rows import Answered
 from optimizer.store.runs import Run
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 log = structlog.get_logger()
 
@@ -135,7 +139,7 @@ def budget_note(est: Estimate) -> str:
     return f"budget {_money(budget)} covers about {k} of {of}; the run stops at the budget"
 
 
-def table(est: Estimate) -> Any:
+def table(est: Estimate) -> Table:
     """A rich Table of the estimate, for --dry-run."""
     from rich.table import Table
 
@@ -161,7 +165,7 @@ def table(est: Estimate) -> Any:
     return t
 
 
-def show_dry_run(console: Any, est: Estimate | None) -> int:
+def show_dry_run(console: Console, est: Estimate | None) -> int:
     """`optimizer run --dry-run`: the table and the line; nothing is written. Exit code 0."""
     if est is None:
         console.print(
@@ -176,7 +180,7 @@ def show_dry_run(console: Any, est: Estimate | None) -> int:
 
 
 def announce(
-    console: Any, ws: Workspace | None, est: Estimate | None, *, keep: bool = True
+    console: Console, ws: Workspace | None, est: Estimate | None, *, keep: bool = True
 ) -> None:
     """The line before a real start; with `keep`, also stored in state.db for `status`."""
     if est is None:

@@ -96,7 +96,7 @@ def build(
 
 
 def _as_decided(
-    train: schemas.SummaryNumbers | None, selection: Any
+    train: schemas.SummaryNumbers | None, selection: object
 ) -> schemas.SummaryNumbers | None:
     """When the best was decided against v0 itself, the train Δ is its decision's Δ, and it
     keeps the decision's interval at the decision's level: a second interval of one Δ computed
@@ -132,7 +132,7 @@ def _evals(n: int) -> str:
     return f"{n} eval{'s' if n != 1 else ''}"
 
 
-def _scope(selection: Any, sealed: schemas.SummaryNumbers | None, warnings: list[str]) -> str:
+def _scope(selection: object, sealed: schemas.SummaryNumbers | None, warnings: list[str]) -> str:
     """selection.json's own `scope` when it states one. Else "better in general" only when the
     decision did not rest on too few evals and the sealed test's own interval (evals the loop
     never saw as the units) lies above zero; "better on these tasks" otherwise (docs/design.md §16)."""
