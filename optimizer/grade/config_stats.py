@@ -8,11 +8,15 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from optimizer import schemas as s
 from optimizer.decide.stats import consistency_of, mean, mean_ci, stat
 from optimizer.grade.judge import GradeOutcome
+
+if TYPE_CHECKING:
+    from optimizer.execute.record import TrialRecord
+    from optimizer.inputs.evals import Eval
 
 CONFIG_ORDER: tuple[s.Configuration, ...] = ("with_skill", "without_skill")
 DELTA_FORMATS = {
@@ -23,7 +27,7 @@ DELTA_FORMATS = {
     "overall_efficiency": "{:+.2f}",
 }
 
-Item = tuple[Any, Any, GradeOutcome]  # (eval, run record, graded outcome)
+Item = tuple["Eval", "TrialRecord", GradeOutcome]  # (eval, run record, graded outcome)
 
 
 def delta_string(metric: str, value: float) -> str:

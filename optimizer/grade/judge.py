@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import structlog
 from pydantic import ValidationError
@@ -83,7 +83,7 @@ class GradeOutcome:
     error: str | None = None
 
 
-def unscored(eval: Any, structural: s.Structural | None, cause: str) -> GradeOutcome:
+def unscored(eval: Eval, structural: s.Structural | None, cause: str) -> GradeOutcome:
     """A run our infrastructure failed (docs/design.md §7): no score, never 0; its grading.json is not
     written (the run has no grading), and the cause is kept for status and benchmark.json."""
     reason = UNSCORED + cause
@@ -144,9 +144,9 @@ class _Run:
 
 async def grade_run(
     client: Client,
-    eval: Any,
+    eval: Eval,
     trial_dir: Path,
-    record: Any,
+    record: TrialRecord | None,
     *,
     settings: Settings,
     structural: s.Structural,
@@ -302,7 +302,7 @@ def fail_all(structural: s.Structural, evidence: str) -> s.Structural:
 
 
 def build_request(
-    eval: Any, trial_dir: Path, *, attachments: bool = True
+    eval: Eval, trial_dir: Path, *, attachments: bool = True
 ) -> str | list[ContentBlockParam]:
     """The user message: tagged sections the grader prompt names, then any images and PDFs of the
     outputs as their own blocks; nothing of the host (no paths, no times), so the same run asks
@@ -381,7 +381,7 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _timing(trial_dir: Path, record: Any, grader_start: str, grader_s: float) -> s.GradingTiming:
+def _timing(trial_dir: Path, record: object, grader_start: str, grader_s: float) -> s.GradingTiming:
     executor_s = None
     try:
         timing = s.Timing.model_validate(read_json(trial_dir / "timing.json"))

@@ -20,6 +20,9 @@ from optimizer.tags import data, tag, tags
 if TYPE_CHECKING:  # the SDK's types only: importing it costs 2 s (model/port.py)
     from anthropic.types import ContentBlockParam
 
+    from optimizer.inputs.evals import Eval
+    from optimizer.schemas import RubricDimension
+
 MAX_FILE_CHARS = 20_000
 MAX_IMAGES = 8  # per run: each image costs up to ~1,600 input tokens
 MAX_DOCUMENT_BYTES = 8 * 1024 * 1024  # of PDF per run; base64 makes it a third larger
@@ -36,7 +39,7 @@ def truncate(text: str, limit: int, head: int | None = None) -> str:
     return f"{text[:head]}\n[… {cut:,} characters truncated …]\n{text[len(text) - tail :] if tail else ''}"
 
 
-def task_sections(eval: Any) -> list[str]:
+def task_sections(eval: Eval) -> list[str]:
     """The task, its expected output, its expectations (E1…) and its rubric, as tagged sections."""
     expectations = [({"id": f"E{i}"}, t) for i, t in enumerate(eval.expectations, 1)]
     parts = [
@@ -49,7 +52,7 @@ def task_sections(eval: Any) -> list[str]:
     return parts
 
 
-def _dimension(dim: Any) -> str:
+def _dimension(dim: RubricDimension) -> str:
     # Written out because tags.tag() takes `name` itself as its first argument.
     anchors = [f"Score {k}: {v}" for k, v in sorted(dim.scoring.items())]
     body = "\n".join([dim.description, *anchors])
@@ -223,7 +226,12 @@ def _text_entry(
 def _image_entry(
     path: Path, name: str, size: int, left: _Budget, attachments: list[Attachment], label: str
 ) -> str:
-    attrs: dict[str, object] = {"path": name, "binary": "true", "size": size, "type": _type(name)}
+    attrs: dict[str, str | int] = {
+        "path": name,
+        "binary": "true",
+        "size": size,
+        "type": _type(name),
+    }
     if not left.attach:
         return tag(
             "file", f"(image, {size:,} bytes, not shown: this model is sent no images)", **attrs
@@ -269,7 +277,7 @@ def _converted_entry(
             size=size,
             type=_type(name),
         )
-    attrs: dict[str, object] = {"converted_from": kind}
+    attrs: dict[str, str] = {"converted_from": kind}
     if kind == "pdf" and left.documents and left.attach:
         # The text always (every provider reads it, and the budget cuts it like any text); the
         # document block too, so a model that reads PDFs sees the layout, figures and scans.

@@ -9,9 +9,9 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from optimizer.grade.outputs import line_of, quote
+from optimizer.schemas import JsonObject
 
 # Each is (name, regex over one line of tool output). Chosen so an ordinary successful run passes:
 # "Error:" only at a line start (not "no Error: found"), tracebacks by their header line.
@@ -56,7 +56,7 @@ def _tool_outputs(trial_dir: Path) -> Iterator[tuple[str, str, bool]]:
         yield "transcript.md", md.read_text(encoding="utf-8", errors="replace"), False
 
 
-def _blocks(node: Any) -> Iterator[dict]:
+def _blocks(node: object) -> Iterator[JsonObject]:
     """Every content block in a transcript line, whatever the executor's envelope."""
     if isinstance(node, dict):
         if node.get("type") in ("tool_use", "tool_result"):
@@ -69,7 +69,7 @@ def _blocks(node: Any) -> Iterator[dict]:
             yield from _blocks(item)
 
 
-def _flatten(content: Any) -> str:
+def _flatten(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):

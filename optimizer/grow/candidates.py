@@ -17,6 +17,7 @@ from optimizer.schemas import (
     Candidate,
     CandidateEval,
     CandidatesFile,
+    Json,
     JsonObject,
     detect_evals_dialect,
 )
@@ -165,7 +166,7 @@ def _check(skill_dir: Path, source: Path, text: str) -> None:
 
 def _applied(
     raw: dict[str, Any], cand: Candidate, used: int
-) -> tuple[dict[str, Any], int | None, str]:
+) -> tuple[dict[str, Json], int | None, str]:
     evals = [e for e in raw.get("evals", []) if isinstance(e, dict)]
     if cand.kind == "new_eval":
         eval_id = max([used, *(e["id"] for e in evals if isinstance(e.get("id"), int))]) + 1
@@ -213,7 +214,7 @@ def _texts(entry: dict[str, Any]) -> list[str]:
     return [str(t) for t in entry.get("expectations") or []]
 
 
-def _added(entry: dict[str, Any], new_text: str) -> dict[str, Any]:
+def _added(entry: dict[str, Any], new_text: str) -> dict[str, Json]:
     if "assertions" in entry:
         taken = {str(a.get("id")) for a in entry["assertions"] if isinstance(a, dict)}
         new_id = next(
@@ -223,7 +224,7 @@ def _added(entry: dict[str, Any], new_text: str) -> dict[str, Any]:
     return {**entry, "expectations": [*(entry.get("expectations") or []), new_text]}
 
 
-def _rewritten(entry: dict[str, Any], old: str, new_text: str) -> dict[str, Any]:
+def _rewritten(entry: dict[str, Any], old: str, new_text: str) -> dict[str, Json]:
     if "assertions" in entry:
         items = entry["assertions"]
         hit = next(a for a in items if isinstance(a, dict) and a.get("text") == old)
@@ -233,10 +234,10 @@ def _rewritten(entry: dict[str, Any], old: str, new_text: str) -> dict[str, Any]
     return {**entry, "expectations": items}
 
 
-def in_dialect(dialect: str, eval_id: int, ev: CandidateEval) -> dict[str, Any]:
+def in_dialect(dialect: str, eval_id: int, ev: CandidateEval) -> dict[str, Json]:
     """The eval as the file's dialect writes one: seed 002 strings, seed 001 {id, text}, seed 004
     with a name."""
-    entry: dict[str, Any] = {"id": eval_id}
+    entry: dict[str, Json] = {"id": eval_id}
     if dialect == "extended":
         entry["name"] = ev.name or f"eval-{eval_id}"
     entry |= {"prompt": ev.prompt, "expected_output": ev.expected_output, "files": list(ev.files)}

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from optimizer.inputs.explain import short
+from optimizer.schemas import JsonObject
 
 REQUIRED_ANCHORS = ("1", "3", "5")
 _EXPECTATION_KEYS = ("expectations", "assertions", "structural_expectations", "quality_rubric")
 
 
-def _file_problems(source: Path, skill_dir: Path, where: str, rel: Any) -> list[str]:
+def _file_problems(source: Path, skill_dir: Path, where: str, rel: object) -> list[str]:
     if not isinstance(rel, str) or not rel.strip():
         return []  # the schema reports a value of the wrong type
     if rel.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", rel):
@@ -39,7 +39,7 @@ def _file_problems(source: Path, skill_dir: Path, where: str, rel: Any) -> list[
     return []
 
 
-def semantic_problems(source: Path, skill_dir: Path, i: int, raw: dict[str, Any]) -> list[str]:
+def semantic_problems(source: Path, skill_dir: Path, i: int, raw: JsonObject) -> list[str]:
     """Checks the schema cannot make: prompts, input files, regexes, anchors, scripts."""
     problems: list[str] = []
     at = f"evals[{i}]"
@@ -101,9 +101,7 @@ def semantic_problems(source: Path, skill_dir: Path, i: int, raw: dict[str, Any]
     return problems
 
 
-def _repeats(
-    source: Path, at: str, raw: dict[str, Any], key: str, field: str, what: str
-) -> list[str]:
+def _repeats(source: Path, at: str, raw: JsonObject, key: str, field: str, what: str) -> list[str]:
     """Items of raw[key] whose `field` repeats an earlier item's: results, evidence and rubric
     scores are keyed by it, so a repeat would silently merge two checks into one."""
     items = raw.get(key)

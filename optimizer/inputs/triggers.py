@@ -10,7 +10,6 @@ import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from optimizer.errors import BadInput
 
@@ -71,7 +70,7 @@ class Split:
 # -- loading -------------------------------------------------------------------------------------
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -80,7 +79,7 @@ def _normal(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().casefold()
 
 
-def _read(source: Path) -> Any:
+def _read(source: Path) -> object:
     if not source.is_file():
         raise BadInput(
             f"{source}: missing; write the trigger evals there (a JSON list of "
@@ -101,7 +100,7 @@ def _read(source: Path) -> Any:
         ) from None
 
 
-def _item_problems(source: Path, i: int, item: Any) -> list[str]:
+def _item_problems(source: Path, i: int, item: object) -> list[str]:
     at = f"{source}: [{i}]"
     if not isinstance(item, dict):
         return [

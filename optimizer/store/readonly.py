@@ -5,6 +5,7 @@ checkpoints or writes anything, so a daemon may be running."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
@@ -67,7 +68,9 @@ def _today_names(conn: sqlite3.Connection) -> None:
             conn.execute(f"create temp view {table} as select *, {old} as {new} from main.{table}")
 
 
-def rows(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> list[dict[str, Any]]:
+def rows(
+    conn: sqlite3.Connection, sql: str, params: tuple[object, ...] = ()
+) -> list[dict[str, Any]]:
     try:
         return [dict(r) for r in conn.execute(sql, params)]
     except sqlite3.OperationalError:
@@ -78,7 +81,7 @@ class Reader(Protocol):
     """What the store's repositories read through: the writer's Store (db.py) or a read-only View.
     Rows come back as plain dicts, in the order the statement states."""
 
-    def query(self, sql: str, params: Any = ()) -> list[dict[str, Any]]: ...
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[dict[str, Any]]: ...
 
 
 class View:
@@ -93,7 +96,7 @@ class View:
         """SQLite's errors of a statement on self.conn as one StoreError (errors.reading)."""
         return reading(self.path)
 
-    def query(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[dict[str, Any]]:
         with self.reading():
             return rows(self.conn, sql, tuple(params))
 
