@@ -7,7 +7,7 @@ it does to swap consistency and to the sign test. Never a timed test; prints two
    bias that says TIE when two outputs look within --tie of each other), every pair of 10 evals x
    6 runs judged in both orders, then counted both ways: `always` (both orders, the earlier
    protocol) and `decisive` (the second order only when the first is a child or parent verdict).
-   The sign test (sequential.comparator_test) reads only decisive swap-consistent verdicts, which
+   The sign test (comparison.comparator_test) reads only decisive swap-consistent verdicts, which
    need a decisive first order, so its wins, losses and p must come out identical; the bench
    checks that on every trial rather than trusting the argument.
 2. The simulator provider end to end: `optimizer run examples/csv-report --provider sim` with
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import selection as noise  # noqa: E402  (bench/selection.py: the World of its noise model)
 
-from optimizer.decide.sequential import comparator_test  # noqa: E402
+from optimizer.decide.comparison import comparator_test  # noqa: E402
 
 RUNS = 6
 
