@@ -124,7 +124,7 @@ def noise_table(trials: int) -> None:
         "pair; decisive: the pairs whose first order was decisive)."
     )
     print(
-        "sign test same = trials where sequential.comparator_test gave the same wins, losses, z "
+        "sign test same = trials where comparison.comparator_test gave the same wins, losses, z "
         "and p under both protocols (100% expected: a first-order tie is never a decisive "
         "swap-consistent verdict)."
     )
