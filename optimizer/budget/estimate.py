@@ -65,6 +65,7 @@ class _Looks:
     max_runs: int
     pairs: int
     more_pairs: bool
+    parent_runs: int  # selection.parent_runs under the step's preset
 
 
 def _looks(s: Settings) -> _Looks:
@@ -74,7 +75,7 @@ def _looks(s: Settings) -> _Looks:
     max_runs = max(step_runs, sel.max_runs_per_eval)
     pairs = step.compared_runs(sel, step_runs)
     more = step.compared_runs(sel, max_runs) > pairs
-    return _Looks(runs, step_runs, sel.v0_runs or runs, max_runs, pairs, more)
+    return _Looks(runs, step_runs, sel.v0_runs or runs, max_runs, pairs, more, sel.parent_runs)
 
 
 def estimate(
@@ -164,7 +165,7 @@ def _proposal(m: PriceModel, s: Settings, train: list[Eval], looks: _Looks) -> T
     for ev in train:
         one.add(m.run(ev, True), looks.step_runs)
         one.add(m.comparison(ev), 2 * looks.pairs)
-    if step.for_steps(s.selection).parent_runs > looks.step_runs:
+    if looks.parent_runs > looks.step_runs:
         for ev in train:  # a run an eval until the parent holds parent_runs (leans high)
             one.add(m.run(ev, True))
     return one.add(m.analysis(len(train) * looks.step_runs, int(m.profile["turns_with_skill"])))

@@ -259,10 +259,6 @@ TALLY_COUNTS = (
 )
 
 
-def _comparator_view(tally: ComparisonTally | None) -> SelectionComparator:
-    return SelectionComparator(**{k: getattr(tally or ComparisonTally(), k) for k in TALLY_COUNTS})
-
-
 def comparator_view(tally: ComparisonTally | None) -> SelectionComparator:
     return SelectionComparator(**{k: getattr(tally or ComparisonTally(), k) for k in TALLY_COUNTS})
 
