@@ -25,6 +25,7 @@ import selection as bench  # noqa: E402
 
 from optimizer.config import Selection  # noqa: E402
 from optimizer.decide import fdr  # noqa: E402
+from optimizer.decide.comparison import Asked, Measured  # noqa: E402
 from optimizer.decide.step import claim_scope, decide  # noqa: E402
 
 MIX = ((0.0, 0.6), (-0.05, 0.2), (0.10, 0.1), (0.20, 0.1))
@@ -33,17 +34,13 @@ MIX = ((0.0, 0.6), (-0.05, 0.2), (0.10, 0.1), (0.20, 0.1))
 def _child(tr: worlds.Trial, claim: str, selection: Selection, alpha: float) -> bool:
     runs = bench.START_RUNS
     while True:
-        made = decide(
+        measured = Measured(
             dict(enumerate(tr.child[:, :runs].tolist())),
             dict(enumerate(tr.parent[:, :runs].tolist())),
             bench._tally(tr.verdict[:, :runs]),
-            selection=selection,
-            rng=bench._RNG,
-            first_runs=bench.START_RUNS,
-            look=runs,
-            scope=claim,
-            alpha=alpha,
         )
+        asked = Asked(first_runs=bench.START_RUNS, look=runs, scope=claim, alpha=alpha)
+        made = decide(measured, asked, selection=selection, rng=bench._RNG)
         if not made.needs_more_runs or made.next_runs is None:
             return made.decision == "won"
         runs = min(made.next_runs, worlds.CAP)

@@ -42,7 +42,7 @@ import _worlds as worlds  # noqa: E402
 
 from optimizer.config import Selection  # noqa: E402
 from optimizer.decide import sequential  # noqa: E402
-from optimizer.decide.comparison import ComparisonTally  # noqa: E402
+from optimizer.decide.comparison import Asked, ComparisonTally, Measured  # noqa: E402
 from optimizer.decide.step import claim_scope, compared_runs, decide  # noqa: E402
 from optimizer.schemas import RuleDecision  # noqa: E402
 
@@ -159,18 +159,15 @@ def adaptive(tr: worlds.Trial, claim: str, selection: Selection) -> tuple[int, R
     while True:
         child = dict(enumerate(tr.child[:, :runs].tolist()))
         parent = dict(enumerate(tr.parent[:, :runs].tolist()))
-        decision = decide(
+        measured = Measured(
             child,
             parent,
             # The pairs the loop has the comparator judge at this look (select.compared_runs).
             _tally(tr.verdict[:, : compared_runs(selection, runs)]),
-            selection=selection,
-            rng=_RNG,
-            first_runs=START_RUNS,
-            look=runs,
-            scope=claim,
             total_runs=2 * runs * len(child),
         )
+        asked = Asked(first_runs=START_RUNS, look=runs, scope=claim)
+        decision = decide(measured, asked, selection=selection, rng=_RNG)
         if not decision.needs_more_runs or decision.next_runs is None:
             return runs, decision
         runs = min(decision.next_runs, worlds.CAP)

@@ -93,13 +93,11 @@ def decide(
     adopt: Adopt,
     look: int,
     rng: random.Random,
-    judge_errors: int = 0,
-    total_runs: int = 0,
-    unscored: int = 0,
 ) -> RuleDecision:
-    """FreshRuns(selection, adopt) over both sides' fresh scores at `look` runs an eval."""
-    measured = Measured(candidate, base, None, judge_errors, total_runs, unscored)
-    return FreshRuns(selection, adopt).decide(measured, look, rng)
+    """FreshRuns(selection, adopt) over both sides' fresh scores at `look` runs an eval, every run
+    scored. Runs that could not be scored are counted in a Measured handed to FreshRuns.decide, as
+    search/adoption.py does."""
+    return FreshRuns(selection, adopt).decide(Measured(candidate, base), look, rng)
 
 
 @dataclass(frozen=True)

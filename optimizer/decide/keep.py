@@ -21,7 +21,7 @@ from typing import Generic, TypedDict
 from optimizer import words
 from optimizer.config import Selection
 from optimizer.decide import allot, step
-from optimizer.decide.comparison import E
+from optimizer.decide.comparison import Asked, E, Measured
 from optimizer.schemas import AddedRuns, Json, RuleDecision
 
 _EPS = 1e-12
@@ -194,9 +194,8 @@ def _one_look(
     at the whole α, with no runs to add."""
     runs = min(len(r) for r in (*child.values(), *parent.values()))
     one_look = selection.model_copy(update={"rule": "sequential", "max_runs_per_eval": runs})
-    return step.decide(
-        child, parent, None, selection=one_look, rng=rng, first_runs=runs, look=runs, alpha=alpha
-    )
+    asked = Asked(first_runs=runs, look=runs, alpha=alpha)
+    return step.decide(Measured(child, parent), asked, selection=one_look, rng=rng)
 
 
 def probes(side: Probed, queries: list[str]) -> dict[str, list[float]]:

@@ -6,7 +6,7 @@ Pure functions of their inputs and a seeded random.Random: never read files, clo
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from optimizer.config import Selection
@@ -166,25 +166,11 @@ def rule_for(selection: Selection) -> StepRule:
 
 
 def decide(
-    child_scores: Mapping[E, list[float]],
-    parent_scores: Mapping[E, list[float]],
-    tally: ComparisonTally | None,
-    *,
-    selection: Selection,
-    rng: random.Random,
-    judge_errors: int = 0,
-    total_runs: int = 0,
-    unscored: int = 0,
-    first_runs: int = 1,
-    look: int | None = None,
-    scope: str | None = None,
-    alpha: float | None = None,
-    certifies: bool = False,
+    measured: Measured[E], asked: Asked = Asked(), *, selection: Selection, rng: random.Random
 ) -> RuleDecision:
     """won / lost / tie by docs/design.md §8 under the rule selection.rule names (rule_for): the
-    scores and counts as Measured holds them, asked as Asked says (comparison.py names each)."""
-    measured = Measured(child_scores, parent_scores, tally, judge_errors, total_runs, unscored)
-    asked = Asked(first_runs, look, scope, alpha, certifies)
+    scores and counts as Measured holds them, asked as Asked says (comparison.py names each);
+    Asked() asks a step at its fewest runs, first_runs 1, under selection's claim and α."""
     return rule_for(selection).decide(measured, asked, rng)
 
 

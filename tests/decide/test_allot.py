@@ -6,6 +6,7 @@ import random
 from optimizer.config import Selection
 from optimizer.decide import spending
 from optimizer.decide.allot import allot, identical, nothing_to_add, uneven_note
+from optimizer.decide.comparison import Asked, Measured
 from optimizer.decide.step import decide
 from optimizer.schemas import SelectionFile
 
@@ -62,10 +63,9 @@ def test_an_eval_without_scores_on_both_sides_is_the_least_settled():
 def test_the_look_numbers_the_alpha_spent_not_the_fewest_runs():
     child = {**CHILD, 2: CHILD[2] + [0.6], 3: CHILD[3] + [0.6]}
     parent = {**PARENT, 2: PARENT[2] + [0.5], 3: PARENT[3] + [0.5]}
-    at3 = decide(child, parent, None, selection=Selection(), rng=random.Random(0), first_runs=3)
-    at4 = decide(
-        child, parent, None, selection=Selection(), rng=random.Random(0), first_runs=3, look=4
-    )
+    scores = Measured(child, parent)
+    at3 = decide(scores, Asked(first_runs=3), selection=Selection(), rng=random.Random(0))
+    at4 = decide(scores, Asked(first_runs=3, look=4), selection=Selection(), rng=random.Random(0))
     assert at3.runs == at4.runs == 3 and at4.max_runs == 4
     # the second look's share, not the first's again
     alpha = 1 - Selection().confidence
@@ -84,7 +84,9 @@ def test_selection_json_says_where_runs_went_and_validates():
     from optimizer.schemas import AddedRuns
 
     more = allot(CHILD, PARENT, COUNTS, look=3, mode="informative", share=1.0)
-    d = decide(CHILD, PARENT, None, selection=Selection(), rng=random.Random(0), first_runs=3)
+    d = decide(
+        Measured(CHILD, PARENT), Asked(first_runs=3), selection=Selection(), rng=random.Random(0)
+    )
     d = d.model_copy(update={"added_runs": [AddedRuns.model_validate(more.as_json())]})
     data = d.model_dump(mode="json")
     assert data["added_runs"] == [

@@ -4,7 +4,12 @@ from collections import Counter
 import pytest
 
 from optimizer.config import Selection
-from optimizer.decide.comparison import MIN_CONSISTENT_VERDICTS, ComparisonTally, paired_differences
+from optimizer.decide.comparison import (
+    MIN_CONSISTENT_VERDICTS,
+    ComparisonTally,
+    Measured,
+    paired_differences,
+)
 from optimizer.decide.parents import VersionScores, pareto_front, select_parent
 from optimizer.decide.screen import choose_minibatch, screen
 from optimizer.decide.step import decide
@@ -42,9 +47,10 @@ def tally(child=0, parent=0, ties=0, inconsistent=0):
     )
 
 
-def run(ds, t=None, runs=3, **kw):
+def run(ds, t=None, runs=3, judge_errors=0, total_runs=0):
     child, parent = scores(ds, runs)
-    return decide(child, parent, t, selection=RULE, rng=random.Random(0), **kw)
+    measured = Measured(child, parent, t, judge_errors=judge_errors, total_runs=total_runs)
+    return decide(measured, selection=RULE, rng=random.Random(0))
 
 
 def test_paired_differences_use_evals_both_have():
@@ -120,7 +126,7 @@ def test_too_many_judge_errors_make_a_tie():
 
 
 def test_no_shared_evals_is_a_tie():
-    d = decide({1: [0.5]}, {2: [0.5]}, None, selection=RULE, rng=random.Random(0))
+    d = decide(Measured({1: [0.5]}, {2: [0.5]}), selection=RULE, rng=random.Random(0))
     assert d.decision == "tie" and d.evals == 0 and d.delta is None
 
 

@@ -19,7 +19,7 @@ from optimizer.schemas import RuleDecision
 
 def _decision(**update) -> RuleDecision:
     """A step rule's decision at a look, as the rule would give it (decided on real scores)."""
-    made = decide({1: [1.0]}, {1: [0.0]}, None, selection=Selection(), rng=random.Random(0))
+    made = decide(Measured({1: [1.0]}, {1: [0.0]}), selection=Selection(), rng=random.Random(0))
     return made.model_copy(update={"needs_more_runs": False, "next_runs": None, **update})
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from optimizer.config import Selection
 from optimizer.decide import comparison, sequential
-from optimizer.decide.comparison import ComparisonTally
+from optimizer.decide.comparison import Asked, ComparisonTally, Measured
 from optimizer.decide.step import decide
 
 NEW = Selection()  # the default rule is the sequential one
@@ -43,7 +43,10 @@ def tally(per_eval):
 def run(ds, t=None, runs=3, selection=NEW, first_runs=3):
     child, parent = scores(ds, runs)
     return decide(
-        child, parent, t, selection=selection, rng=random.Random(0), first_runs=first_runs
+        Measured(child, parent, t),
+        Asked(first_runs=first_runs),
+        selection=selection,
+        rng=random.Random(0),
     )
 
 
@@ -65,11 +68,16 @@ def test_one_run_a_side_never_stops_by_futility_under_the_tasks_claim():
     child = {e: [0.5 + d] for e, d in enumerate(ds)}
     parent = {e: [0.5] for e in range(len(ds))}
     one = decide(
-        child, parent, None, selection=NEW, rng=random.Random(0), first_runs=1, scope="tasks"
+        Measured(child, parent),
+        Asked(first_runs=1, scope="tasks"),
+        selection=NEW,
+        rng=random.Random(0),
     )
     assert one.decision == "tie" and one.needs_more_runs and not one.futile
     assert one.next_runs == 2
-    many = decide(*scores(ds * 3, runs=3), None, selection=NEW, rng=random.Random(0), scope="tasks")
+    many = decide(
+        Measured(*scores(ds * 3, runs=3)), Asked(scope="tasks"), selection=NEW, rng=random.Random(0)
+    )
     assert many.futile and not many.needs_more_runs
 
 
@@ -88,14 +96,10 @@ def test_three_evals_with_a_narrow_bootstrap_interval_are_not_promoted():
     assert old.decision == "won" and old.ci_low > OLD.min_effect  # the bootstrap is too narrow
     child, parent = scores(ds, 6)
     general = decide(
-        child,
-        parent,
-        None,
+        Measured(child, parent),
+        Asked(first_runs=3, look=6, scope="general"),
         selection=NEW,
         rng=random.Random(0),
-        first_runs=3,
-        look=6,
-        scope="general",
     )
     assert general.decision == "tie" and general.ci_low < 0  # t with 2 df is honest about 3 points
     new = run(ds, runs=6)  # the default scope at 3 evals: these tasks, nothing more
@@ -154,9 +158,13 @@ def test_a_clearly_worse_child_loses():
 def test_the_decision_ignores_the_rng_and_the_order_of_evals():
     child, parent = scores(EQUAL)
     t = tally({e: (1, 1) for e in range(10)})
-    a = decide(child, parent, t, selection=NEW, rng=random.Random(1), first_runs=3)
+    a = decide(Measured(child, parent, t), Asked(first_runs=3), selection=NEW, rng=random.Random(1))
+    reversed_child = dict(reversed(child.items()))
     b = decide(
-        dict(reversed(child.items())), parent, t, selection=NEW, rng=random.Random(2), first_runs=3
+        Measured(reversed_child, parent, t),
+        Asked(first_runs=3),
+        selection=NEW,
+        rng=random.Random(2),
     )
     assert a.model_dump(mode="json") == b.model_dump(mode="json")
     assert a.model_dump(mode="json")["rule"] == "sequential"
@@ -174,15 +182,9 @@ def test_identical_child_and_parent_tables_never_promote(scope):
         n, runs = rng.choice([3, 5, 10, 20]), rng.choice([3, 5, 8, 12])
         table = _table(rng, n, runs, pass_fail=trial % 2 == 0)
         t = tally({e: (w, w) for e, w in enumerate(rng.choices(range(4), k=n))})
+        same = Measured(table, {e: list(v) for e, v in table.items()}, t)
         d = decide(
-            table,
-            {e: list(v) for e, v in table.items()},
-            t,
-            selection=NEW,
-            rng=random.Random(0),
-            first_runs=3,
-            look=runs,
-            scope=scope,
+            same, Asked(first_runs=3, look=runs, scope=scope), selection=NEW, rng=random.Random(0)
         )
         assert d.decision != "won" and d.delta == 0
 
@@ -203,7 +205,10 @@ def test_a_zero_variance_table_never_promotes_on_scores_alone_at_the_first_look(
         child = {e: list(child_runs) for e in range(n)}
         parent = {e: list(parent_runs) for e in range(n)}
         d = decide(
-            child, parent, None, selection=NEW, rng=random.Random(0), first_runs=3, scope=scope
+            Measured(child, parent),
+            Asked(first_runs=3, scope=scope),
+            selection=NEW,
+            rng=random.Random(0),
         )
         assert d.decision != "won", d.reason
         # never a zero-width interval (the pseudo-observation; 0.027 wide at 10 evals × 3 runs)
@@ -215,7 +220,10 @@ def test_intervals_stay_inside_what_a_difference_of_scores_can_take():
     parent = {0: [0.0, 1.0, 0.0], 1: [1.0, 0.0, 1.0], 2: [0.0, 0.0, 1.0]}
     for scope in ("tasks", "general"):
         d = decide(
-            child, parent, None, selection=NEW, rng=random.Random(0), first_runs=3, scope=scope
+            Measured(child, parent),
+            Asked(first_runs=3, scope=scope),
+            selection=NEW,
+            rng=random.Random(0),
         )
         assert -1 <= d.ci_low <= d.ci_high <= 1
 
@@ -240,12 +248,10 @@ def test_the_claim_defaults_by_suite_size_and_is_written():
     assert "better" not in few.reason + many.reason
     assert few.model_dump(mode="json")["scope"] == "tasks"
     asked = decide(
-        *scores([0.1, 0.12, 0.08]),
-        None,
+        Measured(*scores([0.1, 0.12, 0.08])),
+        Asked(first_runs=3, scope="general"),
         selection=NEW,
         rng=random.Random(0),
-        first_runs=3,
-        scope="general",
     )
     assert asked.scope == "general"
 
@@ -259,9 +265,12 @@ def test_at_three_evals_the_tasks_claim_finds_what_the_general_one_cannot():
         for e, m in enumerate((0.5, 0.65, 0.9))
     }
     parent = {e: [max(0.0, 0.45 + rng.gauss(0, 0.1)) for _ in range(9)] for e in range(3)}
-    kw = dict(selection=NEW, rng=random.Random(0), first_runs=3, look=9)
-    assert decide(child, parent, None, scope="tasks", **kw).decision == "won"
-    assert decide(child, parent, None, scope="general", **kw).decision != "won"
+    measured = Measured(child, parent)
+    tasks, general = (
+        decide(measured, Asked(first_runs=3, look=9, scope=s), selection=NEW, rng=random.Random(0))
+        for s in ("tasks", "general")
+    )
+    assert tasks.decision == "won" and general.decision != "won"
 
 
 def test_runs_off_the_schedule_ask_for_the_next_look_and_spend_nothing():
@@ -272,15 +281,9 @@ def test_runs_off_the_schedule_ask_for_the_next_look_and_spend_nothing():
 
 def _at_cap(d, jitter, per_eval=None, scope="tasks"):
     child, parent = scores([d] * 8, runs=12, jitter=jitter)
+    measured = Measured(child, parent, tally(per_eval) if per_eval else None)
     return decide(
-        child,
-        parent,
-        tally(per_eval) if per_eval else None,
-        selection=NEW,
-        rng=random.Random(0),
-        first_runs=3,
-        look=12,
-        scope=scope,
+        measured, Asked(first_runs=3, look=12, scope=scope), selection=NEW, rng=random.Random(0)
     )
 
 
@@ -336,7 +339,9 @@ def test_no_tie_beside_an_interval_wholly_below_zero():
     child = {e: [0.5 + d] for e, d in enumerate(ds)}
     parent = {e: [0.5] for e in range(len(ds))}
     selection = step.for_steps(Selection())
-    d = decide(child, parent, None, selection=selection, rng=random.Random(0), first_runs=1)
+    d = decide(
+        Measured(child, parent), Asked(first_runs=1), selection=selection, rng=random.Random(0)
+    )
     assert d.ci_high is not None and d.ci_high < 0
     assert d.decision == "lost" and "20% CI [-0.061, -0.004] (Student-t)" in d.reason
     assert "lies below zero" in d.reason

@@ -5,12 +5,13 @@ import random
 import pytest
 
 from optimizer.config import Selection
+from optimizer.decide.comparison import Measured
 from optimizer.decide.step import decide
 from optimizer.grade.compare import blind, compare_versions
 from optimizer.inputs.evals import Eval
 from optimizer.model import StructuredAnswerError, make_client
 from optimizer.schemas import Comparison
-from optimizer.sim import Simulator
+from optimizer.sim import Knobs, Simulator
 from optimizer.store.db import Store
 from optimizer.store.files import read_json
 
@@ -93,7 +94,7 @@ async def make(settings, store):
 
 async def test_no_version_label_or_host_path_reaches_the_comparator(tmp_path, make):
     child, parent = workspace(tmp_path / "ws")
-    recorder = Recorder(Simulator(seed=0, position_bias=0.0))
+    recorder = Recorder(Simulator(seed=0, knobs=Knobs(position_bias=0.0)))
     out = tmp_path / "ws" / "v1" / "comparison"
     tally = await compare_versions(
         make(recorder.sim),
@@ -120,7 +121,7 @@ async def test_each_pair_is_judged_in_both_orders_and_recorded(tmp_path, make):
     child, parent = workspace(tmp_path, leak=False)
     out = tmp_path / "cmp"
     await compare_versions(
-        make(Simulator(seed=0, position_bias=0.0)),
+        make(Simulator(seed=0, knobs=Knobs(position_bias=0.0))),
         evals=EVALS,
         child_runs=child,
         parent_runs=parent,
@@ -144,7 +145,7 @@ async def test_each_pair_is_judged_in_both_orders_and_recorded(tmp_path, make):
 async def test_a_position_biased_comparator_decides_nothing(tmp_path, make):
     child, parent = workspace(tmp_path, leak=False)
     tally = await compare_versions(
-        make(Simulator(seed=0, position_bias=1.0)),
+        make(Simulator(seed=0, knobs=Knobs(position_bias=1.0))),
         evals=EVALS,
         child_runs=child,
         parent_runs=parent,
@@ -159,13 +160,13 @@ async def test_a_position_biased_comparator_decides_nothing(tmp_path, make):
     )
     straddling = {e: [0.5 + d] * 3 for e, d in enumerate([0.1, -0.08, 0.05, -0.04, 0.02])}
     parent_scores = {e: [0.5] * 3 for e in range(5)}
-    d = decide(straddling, parent_scores, tally, selection=rule, rng=random.Random(0))
+    d = decide(Measured(straddling, parent_scores, tally), selection=rule, rng=random.Random(0))
     assert d.decision == "tie" and "too few decisive" in d.reason
 
 
 async def test_unpaired_runs_are_skipped_and_a_resume_calls_nothing_again(tmp_path, make, settings):
     child, parent = workspace(tmp_path, runs=(3, 2), leak=False)
-    recorder = Recorder(Simulator(seed=0, position_bias=0.3))
+    recorder = Recorder(Simulator(seed=0, knobs=Knobs(position_bias=0.3)))
     client = make(recorder.sim)
     out = tmp_path / "cmp"
     first = await compare_versions(
@@ -215,7 +216,7 @@ def same_answers(root):
 
 async def test_the_second_order_is_skipped_after_a_first_order_tie(tmp_path, make):
     child, parent = same_answers(tmp_path)
-    recorder = Recorder(Simulator(seed=0, position_bias=0.0))
+    recorder = Recorder(Simulator(seed=0, knobs=Knobs(position_bias=0.0)))
     out = tmp_path / "cmp"
     tally = await compare_versions(
         make(recorder.sim),
@@ -241,7 +242,7 @@ async def test_the_second_order_is_skipped_after_a_first_order_tie(tmp_path, mak
 
 async def test_both_orders_are_judged_when_asked(tmp_path, make):
     child, parent = same_answers(tmp_path / "a")
-    recorder = Recorder(Simulator(seed=0, position_bias=0.0))
+    recorder = Recorder(Simulator(seed=0, knobs=Knobs(position_bias=0.0)))
     tally = await compare_versions(
         make(recorder.sim),
         evals=EVALS,
@@ -271,7 +272,7 @@ class FailingOnce:
 
 async def test_a_failed_comparator_call_is_an_error_never_a_verdict(tmp_path, make):
     child, parent = workspace(tmp_path, leak=False)
-    client = FailingOnce(make(Simulator(seed=0, position_bias=0.0)), EVALS[1].prompt)
+    client = FailingOnce(make(Simulator(seed=0, knobs=Knobs(position_bias=0.0))), EVALS[1].prompt)
     out = tmp_path / "cmp"
     tally = await compare_versions(
         client, evals=EVALS, child_runs=child, parent_runs=parent, out_dir=out, rng_seed=0

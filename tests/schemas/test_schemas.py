@@ -263,7 +263,7 @@ def _benchmark_selection() -> dict:
     import random
 
     from optimizer.config import Selection
-    from optimizer.decide.comparison import ComparisonTally
+    from optimizer.decide.comparison import Asked, ComparisonTally, Measured
     from optimizer.decide.step import decide
 
     child = {e: [0.6, 0.7, 0.65] for e in range(5)}
@@ -271,7 +271,8 @@ def _benchmark_selection() -> dict:
     tally = ComparisonTally(
         child_wins=6, parent_wins=1, ties=2, inconsistent=3, pairs=12, swap_consistency=0.75
     )
-    d = decide(child, parent, tally, selection=Selection(), rng=random.Random(0), first_runs=3)
+    measured, asked = Measured(child, parent, tally), Asked(first_runs=3)
+    d = decide(measured, asked, selection=Selection(), rng=random.Random(0))
     return {**d.model_dump(mode="json"), "stage": "benchmark", "parent": "v0"}
 
 
