@@ -85,6 +85,12 @@ class ClaudeCodeExecutor(Executor):
         confined = sandbox.confinement_for(self.policy)
         return confined, sandbox.mechanism(confined) if confined else "host"
 
+    def _upstream(self, ctx: TrialContext) -> sandbox.Upstream:
+        """Where the relay forwards this trial's calls: the provider (or the simulator), with the
+        real key and the trial's sample, boxed or on the host alike."""
+        headers = {"x-optimizer-sample": str(ctx.sample)}
+        return sandbox.Upstream(self.base_url or ANTHROPIC_URL, self.api_key, headers)
+
     async def _run(self, ctx: TrialContext, transcript: Transcript, tally: Tally) -> str | None:
         meter = self._meter(ctx)
         try:
@@ -123,13 +129,7 @@ class ClaudeCodeExecutor(Executor):
         )
         # Its calls go through a relay on loopback, as in the sandbox: the run clock stops while
         # they wait on the provider, and the relay counts the endpoint's failures.
-        relay = Relay(
-            None,
-            self.base_url or ANTHROPIC_URL,
-            self.api_key,
-            {"x-optimizer-sample": str(ctx.sample)},
-            meter,
-        )
+        relay = Relay(None, self._upstream(ctx), meter)
         with tempfile.TemporaryDirectory(prefix="claude-home-") as home_dir:
             home = Path(home_dir)
             (home / "tmp").mkdir()
@@ -183,9 +183,7 @@ class ClaudeCodeExecutor(Executor):
             args,
             work_dir=ctx.work,
             policy=self.policy,
-            target=self.base_url or ANTHROPIC_URL,
-            api_key=self.api_key,
-            headers={"x-optimizer-sample": str(ctx.sample)},
+            upstream=self._upstream(ctx),
             env=boxed_env(self.settings),
             binds=binds,
             meter=meter,

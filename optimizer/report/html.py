@@ -188,33 +188,16 @@ def _environment() -> jinja2.Environment:
 
 
 def render(
-    run_dir: Path,
-    *,
-    review: bool = False,
-    files_base: str = "",
-    details_base: str = "",
-    token: str = "",
-    data: RunView | None = None,
-    inlined: int = 0,
-    capped: bool = False,
-    refresh_ms: int = 0,
+    run_dir: Path, *, options: PageOptions | None = None, data: RunView | None = None
 ) -> str:
-    """The index page; `details_base` is where it finds each page's script (<key>.js)."""
-    options = PageOptions(
-        review=review,
-        files_base=files_base,
-        details_base=details_base,
-        token=token,
-        inlined=inlined,
-        capped=capped,
-        refresh_ms=refresh_ms,
-    )
+    """The index page; `options.details_base` is where it finds each page's script (<key>.js)."""
+    options = options or PageOptions()
     index = build(run_dir, options=options, data=data)
     template = _environment().get_template(TEMPLATE)
     return template.render(
         title=f"{index['meta']['skill_name']} — skill optimizer report",
         simulated=index["meta"]["simulated"],
-        review=review,
+        review=options.review,
         unconfined=index["meta"]["sandbox"] if index["meta"]["unconfined"] else None,
         nonce=secrets.token_urlsafe(16),
         data_json=script_json(index),
@@ -247,15 +230,14 @@ def write_report(run_dir: Path, output: Path | None = None) -> Path:
             durable=False,
         )
         inlined, capped = inlined + budget.used, capped or budget.refused
-    html = render(
-        run_dir,
+    options = PageOptions(
         files_base="" if base == "." else f"{base}/",
         details_base=f"{quote(folder.name)}/",
         token=token,
-        data=data,
         inlined=inlined,
         capped=capped,
     )
+    html = render(run_dir, options=options, data=data)
     write_text(target, html)
     stale = (
         [p for p in folder.iterdir() if DETAIL_NAME.fullmatch(p.name) and p.stem not in keys]

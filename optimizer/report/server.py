@@ -87,6 +87,13 @@ class ReviewServer(ThreadingHTTPServer):
                 return grow_review.listing(self.skill_dir, settings)
             return grow_review.act(self.skill_dir, settings, action, body or {})
 
+    def page_options(self) -> html.PageOptions:
+        """How this server serves the index page, the same for the page and its /api/index: the
+        page swaps in what /api/index answers, so the two must never differ."""
+        return html.PageOptions(
+            review=True, details_base=DETAILS, token=self.token, refresh_ms=self.refresh_ms
+        )
+
     def run_data(self) -> RunView:
         """The run as read.load reads it, read again only when its files changed: on a long run
         each version opened would otherwise read the whole run (seconds at 200 versions)."""
@@ -195,11 +202,8 @@ class Handler(BaseHTTPRequestHandler):
         if path in ("/", "/index.html"):
             page = html.render(
                 self.server.root,
-                review=True,
-                details_base=DETAILS,
-                token=self.server.token,
+                options=self.server.page_options(),
                 data=self.server.run_data(),  # the read its pages then share
-                refresh_ms=self.server.refresh_ms,
             )
             return self._send(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8")
         if path == "/api/progress":
@@ -212,12 +216,7 @@ class Handler(BaseHTTPRequestHandler):
                 HTTPStatus.OK,
                 html.build(
                     self.server.root,
-                    options=html.PageOptions(
-                        review=True,
-                        details_base=DETAILS,
-                        token=self.server.token,
-                        refresh_ms=self.server.refresh_ms,
-                    ),
+                    options=self.server.page_options(),
                     data=self.server.run_data(),
                 ),
             )

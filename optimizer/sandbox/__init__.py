@@ -27,6 +27,7 @@ from optimizer.sandbox.policy import (
     is_secret_name,
     scrub_env,
 )
+from optimizer.sandbox.relay import Upstream
 from optimizer.sandbox.run import run, run_async
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "Mode",
     "SandboxPolicy",
     "SandboxResult",
+    "Upstream",
     "bwrap_available",
     "confined_program",
     "confinement_for",

@@ -16,7 +16,7 @@ from optimizer.sandbox.argv import bwrap_argv
 from optimizer.sandbox.cgroups import TrialCgroup
 from optimizer.sandbox.limits import cgroup_join_prefix
 from optimizer.sandbox.policy import SANDBOX_PATH, SandboxPolicy
-from optimizer.sandbox.relay import FORWARDER, INNER_PORT, Meter, Relay
+from optimizer.sandbox.relay import FORWARDER, INNER_PORT, Meter, Relay, Upstream
 
 RELAY_MOUNT = "/run/relay"
 NODE_MOUNT = "/opt/node"
@@ -57,15 +57,13 @@ async def confined_program(
     *,
     work_dir: Path,
     policy: SandboxPolicy,
-    target: str,
-    api_key: str,
-    headers: Mapping[str, str] | None = None,
+    upstream: Upstream,
     env: Mapping[str, str] | None = None,
     binds: Sequence[tuple[str, str, str]] = (),
     meter: Meter | None = None,
 ) -> AsyncIterator[Box]:
     """cmd in bubblewrap with /workspace = work_dir, `binds` added, a private network whose only
-    listener forwards to `target` through the relay (ANTHROPIC_BASE_URL points there), and the
+    listener forwards to `upstream` through the relay (ANTHROPIC_BASE_URL points there), and the
     run's cgroup. When the block ends the relay stops and whatever is left in the cgroup is
     killed; the caller kills the process it started (its process group) before that. A `meter`
     admits and charges each model call the program makes (relay.Meter)."""
@@ -77,7 +75,7 @@ async def confined_program(
         # A folder of its own under /tmp: a unix socket path must stay under 108 bytes.
         folder = Path(tempfile.mkdtemp(prefix="optimizer-relay-"))
         stack.callback(shutil.rmtree, folder, True)
-        relay = Relay(folder / "relay.sock", target, api_key, headers, meter)
+        relay = Relay(folder / "relay.sock", upstream, meter)
         cgroup = TrialCgroup.create(policy)
         if cgroup is not None:
             stack.callback(cgroup.close)

@@ -9,6 +9,7 @@ import contextlib
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -78,6 +79,16 @@ class Meter(Protocol):
     def settle(self, metered: Metered, status: int, latency_ms: float) -> float: ...
 
 
+@dataclass(frozen=True)
+class Upstream:
+    """The model endpoint a relay forwards to (`target`, a base URL), the real key it puts in,
+    and any headers it sets on every request."""
+
+    target: str
+    api_key: str = field(repr=False)  # a logged or printed record must not show the key
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
 class Relay:
     """Serves one run's socket: each request goes to `target` (its path appended to the target's),
     with the real key and any `headers` set; the answer streams back as it comes. With a `meter`,
@@ -85,19 +96,14 @@ class Relay:
     when its answer ends."""
 
     def __init__(
-        self,
-        socket_path: Path | None,
-        target: str,
-        api_key: str,
-        headers: Mapping[str, str] | None = None,
-        meter: Meter | None = None,
+        self, socket_path: Path | None, upstream: Upstream, meter: Meter | None = None
     ) -> None:
         # None: a loopback TCP port instead (`url`), for the CLI on the host (sandbox mode none).
         self.socket_path = socket_path
         self.url = ""
-        self.target = target.rstrip("/")
-        self.api_key = api_key
-        self.headers = dict(headers or {})
+        self.target = upstream.target.rstrip("/")
+        self.api_key = upstream.api_key
+        self.headers = dict(upstream.headers)
         self.meter = meter
         self.requests = 0
         # Answers that say the endpoint failed us, not the agent (429, 5xx, unreachable): all of

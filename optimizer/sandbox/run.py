@@ -157,12 +157,9 @@ def _supervised(job: _Job, start: _Start) -> tuple[Outcome, Launch] | SandboxRes
         launch = _launch(job, start.confined, cgroup, stack)
         try:
             outcome = supervise(
-                launch.argv,
-                cwd=launch.cwd,
-                env=launch.env,
+                launch,
                 stdin=job.stdin,
                 policy=job.policy,
-                status_pipe=launch.status_pipe,
                 cgroup=cgroup,
                 cancel_fd=job.canceller.read_fd if job.canceller else None,
                 workspace=job.work_dir,

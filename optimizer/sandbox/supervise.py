@@ -13,6 +13,7 @@ from pathlib import Path
 from optimizer.sandbox.cgroups import CLEANUP_S, TrialCgroup
 from optimizer.sandbox.disk import MB, Usage, measure
 from optimizer.sandbox.kill import GRACE_S, Kill
+from optimizer.sandbox.launch import Launch
 from optimizer.sandbox.pipes import Pipes
 from optimizer.sandbox.policy import SandboxPolicy
 
@@ -144,20 +145,14 @@ class _Supervisor:
         )
 
 
-def _spawn(
-    argv: list[str],
-    *,
-    cwd: str,
-    env: dict[str, str],
-    stdin: str | None,
-    status_pipe: tuple[int, int] | None,
-) -> subprocess.Popen[bytes]:
+def _spawn(launch: Launch, stdin: str | None) -> subprocess.Popen[bytes]:
+    status_pipe = launch.status_pipe
     pass_fds = (status_pipe[1],) if status_pipe else ()
     try:
         proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
+            launch.argv,
+            cwd=launch.cwd,
+            env=launch.env,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -176,27 +171,24 @@ def _spawn(
 
 
 def supervise(
-    argv: list[str],
+    launch: Launch,
     *,
-    cwd: str,
-    env: dict[str, str],
     stdin: str | None,
     policy: SandboxPolicy,
-    status_pipe: tuple[int, int] | None,
     cgroup: TrialCgroup | None,
     cancel_fd: int | None,
     workspace: Path | None = None,
 ) -> Outcome:
-    """Start argv and watch it to its end: stdin fed, output kept up to the cap, killed at the
-    deadline, on cancel, or when `workspace` passes policy.max_workspace_mb. Raises SpawnFailed
-    when it cannot start; closes both status fds."""
-    proc = _spawn(argv, cwd=cwd, env=env, stdin=stdin, status_pipe=status_pipe)
+    """Start what `launch` says and watch it to its end: stdin fed, output kept up to the cap,
+    killed at the deadline, on cancel, or when `workspace` passes policy.max_workspace_mb.
+    Raises SpawnFailed when it cannot start; closes both fds of launch.status_pipe."""
+    proc = _spawn(launch, stdin)
     deadline = time.monotonic() + policy.timeout_s
     pipes = Pipes(
         proc,
         stdin=stdin,
         cap=policy.max_output_bytes,
-        status_fd=status_pipe[0] if status_pipe else None,
+        status_fd=launch.status_pipe[0] if launch.status_pipe else None,
         cancel_fd=cancel_fd,
     )
     watch = (workspace, policy.max_workspace_mb * MB) if workspace is not None else None

@@ -146,7 +146,9 @@ def test_status_show_and_report_say_how_runs_were_confined(cli, no_bwrap, tmp_pa
     cli("report", run_dir)
     page = (run_dir / "report.html").read_text()
     assert 'id="sandbox-banner">UNCONFINED' in page
-    assert 'id="sandbox-banner">UNCONFINED' in html.render(run_dir, review=True)  # the review page
+    assert 'id="sandbox-banner">UNCONFINED' in html.render(
+        run_dir, options=html.PageOptions(review=True)
+    )  # the review page
 
 
 def test_confined_runs_read_as_confined() -> None:

@@ -14,7 +14,7 @@ import httpx2
 import pytest
 import tiers
 
-from optimizer.sandbox.relay import PLACEHOLDER_KEY, Relay
+from optimizer.sandbox.relay import PLACEHOLDER_KEY, Relay, Upstream
 from optimizer.sim import Simulator, serve
 
 pytestmark = pytest.mark.slow  # the relay's servers on loopback
@@ -55,7 +55,7 @@ def through(sock: Path) -> httpx2.AsyncClient:
 async def test_requests_go_to_the_target_with_the_real_key(tmp_path: Path, sim) -> None:
     sock = tmp_path / "relay.sock"
     async with (
-        Relay(sock, sim.url + "/", "real-key", {"x-optimizer-sample": "3"}) as relay,
+        Relay(sock, Upstream(sim.url + "/", "real-key", {"x-optimizer-sample": "3"})) as relay,
         through(sock) as client,
     ):
         headers = {"x-api-key": PLACEHOLDER_KEY, "anthropic-version": "2023-06-01"}
@@ -103,11 +103,17 @@ async def test_an_https_target_gets_tls_from_the_relay(tmp_path: Path, sim, monk
     sock = tmp_path / "relay.sock"
     try:
         monkeypatch.delenv("SSL_CERT_FILE", raising=False)  # the usual trust store
-        async with Relay(sock, f"https://127.0.0.1:{port}", "real-key"), through(sock) as client:
+        async with (
+            Relay(sock, Upstream(f"https://127.0.0.1:{port}", "real-key")),
+            through(sock) as client,
+        ):
             untrusted = await client.post("/v1/messages", json=BODY)
         reached = list(sim.requests)
         monkeypatch.setenv("SSL_CERT_FILE", str(cert))
-        async with Relay(sock, f"https://127.0.0.1:{port}", "real-key"), through(sock) as client:
+        async with (
+            Relay(sock, Upstream(f"https://127.0.0.1:{port}", "real-key")),
+            through(sock) as client,
+        ):
             answer = await client.post("/v1/messages", json=BODY, headers={"x-api-key": "x"})
     finally:
         server.shutdown()
@@ -119,7 +125,7 @@ async def test_an_https_target_gets_tls_from_the_relay(tmp_path: Path, sim, monk
 
 async def test_a_way_to_another_host_is_refused(tmp_path: Path, sim) -> None:
     sock = tmp_path / "relay.sock"
-    async with Relay(sock, sim.url, "real-key"):
+    async with Relay(sock, Upstream(sim.url, "real-key")):
         for head in (
             b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
             b"GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n",
@@ -136,7 +142,10 @@ async def test_an_unreachable_target_answers_502_and_counts_as_a_failure_of_ours
     tmp_path: Path,
 ) -> None:
     sock = tmp_path / "relay.sock"
-    async with Relay(sock, "http://127.0.0.1:9", "real-key") as relay, through(sock) as client:
+    async with (
+        Relay(sock, Upstream("http://127.0.0.1:9", "real-key")) as relay,
+        through(sock) as client,
+    ):
         answer = await client.post("/v1/messages", json=BODY)
     assert answer.status_code == 502 and "could not reach the model endpoint" in answer.text
     assert relay.failures == 1  # the Claude Code executor leaves such a run unscored
@@ -166,7 +175,7 @@ async def test_only_the_messages_api_without_server_side_reach_is_relayed(
         ),
     ]
     key = {"x-api-key": PLACEHOLDER_KEY, "anthropic-version": "2023-06-01"}
-    async with Relay(sock, sim.url, "real-key") as relay, through(sock) as client:
+    async with Relay(sock, Upstream(sim.url, "real-key")) as relay, through(sock) as client:
         answers = [
             await client.request(method, path, json=body, headers=key)
             for method, path, body in refused
@@ -214,7 +223,10 @@ async def test_with_a_meter_each_answer_is_charged_to_the_ledger_as_the_sim_bill
     headers = {"x-api-key": PLACEHOLDER_KEY}
     meter = RelayMeter(client, role="executor", sample=3)
     try:
-        async with Relay(sock, sim.url, "real-key", {}, meter), through(sock) as http:
+        async with (
+            Relay(sock, Upstream(Upstream(sim.url, "real-key")), meter),
+            through(sock) as http,
+        ):
             plain = await http.post("/v1/messages", json=BODY, headers=headers)
             streamed = await http.post(
                 "/v1/messages", json={**BODY, "stream": True}, headers=headers
@@ -249,7 +261,10 @@ async def test_with_a_meter_a_request_past_the_budget_is_never_sent(tmp_path: Pa
     sock = tmp_path / "relay.sock"
     meter = RelayMeter(client, role="executor", sample=0)
     try:
-        async with Relay(sock, sim.url, "real-key", {}, meter) as relay, through(sock) as http:
+        async with (
+            Relay(sock, Upstream(Upstream(sim.url, "real-key")), meter) as relay,
+            through(sock) as http,
+        ):
             answer = await http.post("/v1/messages", json=BODY)
     finally:
         await client.aclose()
@@ -263,7 +278,7 @@ async def test_a_failure_the_program_retried_past_is_not_counted_as_unrecovered(
 ) -> None:
     sock = tmp_path / "relay.sock"
     key = {"x-api-key": PLACEHOLDER_KEY}
-    async with Relay(sock, sim.url, "real-key") as relay, through(sock) as http:
+    async with Relay(sock, Upstream(sim.url, "real-key")) as relay, through(sock) as http:
         failed = await http.post(
             "/v1/messages", json=BODY, headers={**key, "x-sim-force-error": "529"}
         )
