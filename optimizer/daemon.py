@@ -102,13 +102,9 @@ def start(new: NewRun, load: LoadSettings, console: Console) -> int:
         ws,
         settings,
         dict(loaded.sources),
-        skill,
-        evalset,
-        new.skill_dir,
-        new.evals_path,
-        new.target,
-        base_best,
-        new.from_run,
+        workspace.RunInputs(new.skill_dir, skill, evalset, new.evals_path, new.target),
+        from_run=new.from_run,
+        base_best=base_best,
     )
     console.print(f"run folder: {run_dir}")
     if unconfined:

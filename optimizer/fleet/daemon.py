@@ -178,13 +178,7 @@ def _create_member(
         ws,
         p.loaded.settings.model_copy(update={"budget": budget}),
         dict(p.loaded.sources),
-        p.skill,
-        p.evalset,
-        p.skill_dir,
-        None,
-        target,
-        None,
-        None,
+        workspace.RunInputs(p.skill_dir, p.skill, p.evalset, evals_path=None, target=target),
     )
     if p.estimate is not None:
         spend.record(ws, p.estimate)

@@ -25,7 +25,17 @@ from optimizer.execute import executor_for, next_run_number
 from optimizer.grade.aggregate import aggregate
 from optimizer.grade.judge import warn_same_model
 from optimizer.grade.markdown import render_markdown
-from optimizer.grade.unit import Grader, Job, Scored, committed, graded_again, jobs_for
+from optimizer.grade.unit import (
+    BASELINE,
+    Grader,
+    GradingHooks,
+    Job,
+    Scored,
+    Side,
+    committed,
+    graded_again,
+    jobs_for,
+)
 from optimizer.inputs.evals import EvalSet, load_evals
 from optimizer.model.port import Client
 from optimizer.store.db import Store
@@ -76,7 +86,7 @@ def grading(
             executor,
             skill_name=skill_name,
             inputs_root=inputs_root,
-            on_run=on_run,
+            hooks=GradingHooks(on_run=on_run),
         )
 
 
@@ -166,9 +176,7 @@ def _jobs(plan: _Plan) -> list[Job]:
             plan.n_runs,
             prefix="",
             root=plan.out,
-            configuration=c,
-            skill_dir=plan.skill_dir if c == "with_skill" else None,
-            version="skill" if c == "with_skill" else "baseline",
+            side=Side(c, plan.skill_dir, "skill") if c == "with_skill" else BASELINE,
         )
     ]
 

@@ -32,6 +32,7 @@ from optimizer.store.keys import TrialKey
 from optimizer.store.rows import GradingRow, GradingStatus, Preview, RecordColumns
 
 log = structlog.get_logger()
+Graded = TypeVar("Graded")  # what graded_again measures again
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,14 @@ class Scored:
     error: str | None = None  # the cause of an unscored run
 
 
+@dataclass(frozen=True)
+class GradingHooks:
+    """How a caller follows a grading (on_run: each committed run) and stops it (should_stop)."""
+
+    on_run: Callable[[Scored], None] | None = None
+    should_stop: Callable[[], str | None] | None = None
+
+
 class Grader:
     """Grades jobs through one executor and one model client, idempotently, a bounded number at
     once (execute.concurrency)."""
@@ -82,17 +91,13 @@ class Grader:
         *,
         skill_name: str,
         inputs_root: Path,
-        on_run: Callable[[Scored], None] | None = None,
-        should_stop: Callable[[], str | None] | None = None,
+        hooks: GradingHooks = GradingHooks(),
     ) -> None:
         self.store, self.client, self.settings = store, client, settings
         self.evals = {e.id: e for e in evalset.evals}
-        self.executor = executor
-        self.skill_name = skill_name
-        self.inputs_root = inputs_root
+        self.executor, self.skill_name, self.inputs_root = executor, skill_name, inputs_root
         self.policy = sandbox.SandboxPolicy.from_settings(settings.sandbox)
-        self.on_run = on_run
-        self.should_stop = should_stop
+        self.hooks = hooks
         self._tries: Counter[str] = Counter()  # attempts at each run in this process
         self._slots = asyncio.Semaphore(settings.execute.concurrency)
         self._defects = 0  # runs an exception of ours ended, in a row (in commit order)
@@ -111,8 +116,7 @@ class Grader:
         for result in results:
             if isinstance(result, BaseException):
                 raise result
-        skipped = [r for r in results if isinstance(r, str)]
-        if skipped:
+        if skipped := [r for r in results if isinstance(r, str)]:
             raise Interrupted(skipped[0])
         out: dict[int, list[Scored]] = {}
         for scored in results:
@@ -125,12 +129,11 @@ class Grader:
         unscored by a failure of ours is tried again, at most evals.unscored_retries more times
         in this process; a resume tries again."""
         done = gradings.get(self.store, job.key)
-        if done and done.status != "unscored" and (job.trial_dir / "grading.json").is_file():
-            return _scored(job, done.status, done.score, done.pass_rate, done.error)
-        if done and self._tries[job.key] > self.settings.evals.unscored_retries:
+        kept = done and done.status != "unscored" and (job.trial_dir / "grading.json").is_file()
+        if done and (kept or self._tries[job.key] > self.settings.evals.unscored_retries):
             return _scored(job, done.status, done.score, done.pass_rate, done.error)
         # The sealed test always runs to its end: it is what a stopped run reports on.
-        stop_check = self.should_stop if job.split != "test" else None
+        stop_check = self.hooks.should_stop if job.split != "test" else None
         # Batch mode: the grader call waits for the stage's batch outside the execution slot, so
         # the stage's other runs execute meanwhile and join the same batch (model/batch.py).
         in_slot = not batch.active(self.client)
@@ -218,8 +221,8 @@ class Grader:
             )
         gradings.commit(self.store, row, shown)
         scored = _scored(job, outcome.status, outcome.score, row["pass_rate"], outcome.error)
-        if self.on_run:
-            self.on_run(scored)
+        if self.hooks.on_run:
+            self.hooks.on_run(scored)
         self._count_defect(outcome.error if not graded else None)
         return scored
 
@@ -230,8 +233,7 @@ class Grader:
             self._defects = 0
             return
         self._defects += 1
-        limit = self.settings.evals.internal_error_streak
-        if self._defects >= limit:
+        if self._defects >= self.settings.evals.internal_error_streak:
             raise WorkFailed(
                 f"{self._defects} runs in a row ended with an internal error of ours (the last: "
                 f"{error}); the run stops here with everything committed. The traceback is in "
@@ -295,9 +297,6 @@ def judge_errors(*results: dict[int, list[Scored]]) -> tuple[int, int]:
     return sum(s.status == "judge_error" for s in runs), len(runs)
 
 
-Graded = TypeVar("Graded")
-
-
 def unscored(*results: dict[int, list[Scored]]) -> list[Scored]:
     """The runs our infrastructure failed, in key order: counted and shown, never averaged."""
     return sorted(
@@ -336,29 +335,38 @@ def unscored_within(
     return lost
 
 
+@dataclass(frozen=True)
+class Side:
+    """What the runs run: the configuration they are filed under (with_skill, without_skill, a gate's
+    base or head), the skill folder (None: no skill) and the version they are recorded with."""
+
+    configuration: str
+    skill_dir: Path | None
+    version: str
+
+
+BASELINE = Side("without_skill", None, "baseline")  # no skill: what the versions are measured by
+
+
 def jobs_for(
     evals: Sequence[int],
     runs: int,
     *,
     prefix: str,
     root: Path,
-    configuration: str,
-    skill_dir: Path | None,
-    version: str,
+    side: Side,
     split: str = "train",
     first: int = 1,
 ) -> list[Job]:
     """Runs first..first+runs-1 of each eval, keyed `<prefix>eval-<id>/<configuration>/run-<n>` and
     kept in root/ under the same relative path, in (eval, run) order. The run number is the
     model calls' sample: runs from a `first` no one used are fresh draws, never ledger replays."""
-    jobs = []
-    for e in evals:
-        for n in range(first, first + runs):
-            rel = str(TrialKey(prefix, e, configuration, n))
-            jobs.append(
-                Job(rel, root / rel, e, configuration, n, skill_dir, version, split, prefix)
-            )
-    return jobs
+    return [
+        Job(rel, root / rel, e, side.configuration, n, side.skill_dir, side.version, split, prefix)
+        for e in evals
+        for n in range(first, first + runs)
+        for rel in [str(TrialKey(prefix, e, side.configuration, n))]  # the key, named once
+    ]
 
 
 def committed(

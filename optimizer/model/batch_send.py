@@ -292,17 +292,16 @@ class BatchSender:
         latency_ms = (time.perf_counter() - min(waited)) * 1000 if waited else 0.0
         self.client.store.record_call(
             ledger.answer_row(
-                key=key,
-                role=meta["role"],
-                model=model,
-                sample=int(meta.get("sample") or 0),
+                ledger.CallIdentity(
+                    key=key,
+                    role=meta["role"],
+                    model=model,
+                    sample=int(meta.get("sample") or 0),
+                    scope=meta.get("scope"),
+                    batch_id=batch_id,
+                ),
                 data=data,
-                usage=usage,
-                cost=cost,
-                latency_ms=latency_ms,
-                attempts=1,
-                scope=meta.get("scope"),
-                batch_id=batch_id,
+                spend=ledger.CallSpend(usage, cost, latency_ms, attempts=1),
             )
         )
         self.client.count_paid(cost)

@@ -295,16 +295,9 @@ class ModelClient:
         # Written and committed before the caller sees the answer: a resumed run never pays twice.
         self.store.record_call(
             ledger.answer_row(
-                key=key,
-                role=role,
-                model=model,
-                sample=sample,
+                ledger.CallIdentity(key, role, model, sample, scope=scope.get()),
                 data=data,
-                usage=usage,
-                cost=cost,
-                latency_ms=latency_ms,
-                attempts=attempts,
-                scope=scope.get(),
+                spend=ledger.CallSpend(usage, cost, latency_ms, attempts),
             )
         )
         self.count_paid(cost)

@@ -17,7 +17,17 @@ from optimizer.events import Activity, TrialGraded
 from optimizer.execute import executor_for
 from optimizer.grade.compare import compare_versions
 from optimizer.grade.judge import warn_same_model
-from optimizer.grade.unit import Grader, Scored, eval_means, jobs_for, judge_errors, unscored_within
+from optimizer.grade.unit import (
+    BASELINE,
+    Grader,
+    GradingHooks,
+    Scored,
+    Side,
+    eval_means,
+    jobs_for,
+    judge_errors,
+    unscored_within,
+)
 from optimizer.inputs.evals import EvalSet, load_evals
 from optimizer.model import scoped
 from optimizer.schemas import RuleDecision
@@ -67,8 +77,9 @@ class BodyTarget:
             executor,
             skill_name=run.skill_name,
             inputs_root=run.ws.root / "inputs",
-            on_run=lambda _: run.emit(TrialGraded()),
-            should_stop=run.interrupted,
+            hooks=GradingHooks(
+                on_run=lambda _: run.emit(TrialGraded()), should_stop=run.interrupted
+            ),
         )
 
     # -- runs of a version ----------------------------------------------------------------------
@@ -86,9 +97,7 @@ class BodyTarget:
                     counts[e],
                     prefix=f"{label}/",
                     root=ws.root,
-                    configuration="with_skill",
-                    skill_dir=ws.skill(label),
-                    version=label,
+                    side=Side("with_skill", ws.skill(label), label),
                 )
             ],
             scope=label,
@@ -104,9 +113,7 @@ class BodyTarget:
                 1,
                 prefix=f"{scope.replace(' ', '-')}/{label}/",
                 root=ws.root,
-                configuration="with_skill",
-                skill_dir=ws.skill(label),
-                version=label,
+                side=Side("with_skill", ws.skill(label), label),
                 split="test" if e in test else "train",
                 first=n,
             )[0]
@@ -122,15 +129,7 @@ class BodyTarget:
 
     async def baseline(self, evals: list[int], runs: int) -> Results:
         return await self.grader.grade(
-            jobs_for(
-                evals,
-                runs,
-                prefix="baseline/",
-                root=self.run.ws.root,
-                configuration="without_skill",
-                skill_dir=None,
-                version="baseline",
-            ),
+            jobs_for(evals, runs, prefix="baseline/", root=self.run.ws.root, side=BASELINE),
             scope="baseline",
         )
 
@@ -350,9 +349,7 @@ class BodyTarget:
                 self.runs_per_eval,
                 prefix=f"test/{label}/",
                 root=ws.root,
-                configuration="with_skill",
-                skill_dir=ws.skill(label),
-                version=label,
+                side=Side("with_skill", ws.skill(label), label),
                 split="test",
             ),
             scope=f"sealed test {label}",

@@ -25,6 +25,7 @@ from optimizer.grade.unit import (
     MISSING_CLAIMED,
     Grader,
     Scored,
+    Side,
     claim_means,
     graded_again,
     jobs_for,
@@ -117,13 +118,7 @@ async def _measure(
         replace(job, skill_name=names[side])
         for side in SIDES
         for job in jobs_for(
-            evals,
-            runs,
-            prefix="",
-            root=gate.out,
-            configuration=side,
-            skill_dir=copies[side],
-            version=side,
+            evals, runs, prefix="", root=gate.out, side=Side(side, copies[side], side)
         )
     ]
     random.Random(f"{settings.loop.seed}:gate order").shuffle(jobs)

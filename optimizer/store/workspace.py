@@ -38,27 +38,39 @@ def remove_partial(ws: Workspace) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class RunInputs:
+    """What a run is created from, checked: the skill folder and the skill read from it, the evals
+    (or trigger evals) and their file when not the skill's own, and the target it optimizes."""
+
+    skill_dir: Path
+    skill: skills.Skill
+    evalset: evals.EvalSet | trigger.TriggerSet
+    evals_path: Path | None
+    target: str
+
+
 def create(
     ws: Workspace,
     settings: config.Settings,
     sources: Mapping[str, str],
-    skill: skills.Skill,
-    evalset: evals.EvalSet | trigger.TriggerSet,
-    skill_dir: Path,
-    evals_path: Path | None,
-    target: str,
-    base_best: Path | None,
-    from_run: Path | None,
+    inputs: RunInputs,
+    *,
+    from_run: Path | None = None,
+    base_best: Path | None = None,
 ) -> None:
-    """The run folder, its inputs and v0, and state.db's run row, committed last."""
+    """The run folder, its inputs and v0, and state.db's run row, committed last. v0 is the skill,
+    or `base_best`, the best version of the run `from_run` it starts from."""
+    skill_dir, evalset, target = inputs.skill_dir, inputs.evalset, inputs.target
     ws.root.mkdir(parents=True, exist_ok=True)
     # run.toml first: it marks a folder whose creation began, so a killed `run` can start over.
     write_text(ws.run_toml, runtoml.to_toml(settings, sources))
-    _copy_inputs(ws, skill_dir, evals_path, target)
+    _copy_inputs(ws, skill_dir, inputs.evals_path, target)
     v0_source = base_best or skill_dir
     snapshot_version(v0_source, ws.skill("v0"))
     split_json = _split_json(evalset, settings)
-    _commit_rows(ws, _Start(skill, skill_dir, target, evalset.hash, split_json, settings, from_run))
+    start = _Start(inputs.skill, skill_dir, target, evalset.hash, split_json, settings, from_run)
+    _commit_rows(ws, start)
     registry.record(ws.root)
 
 

@@ -16,14 +16,14 @@ from optimizer.budget import cost_model
 from optimizer.budget import estimate as preview
 from optimizer.config import Settings
 from optimizer.execute import get_executor
-from optimizer.grade.unit import Grader, jobs_for
+from optimizer.grade.unit import Grader, Side, jobs_for
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import load_evals
 from optimizer.model import batch as batching
 from optimizer.model import build_client, make_client
 from optimizer.model.prompts import load_prompt
 from optimizer.schemas import Comparison
-from optimizer.sim import Simulator
+from optimizer.sim import Service, Simulator
 from optimizer.store.db import Store
 from optimizer.store.files import Workspace
 
@@ -61,13 +61,7 @@ async def stage(tmp: Path, settings: Settings, sim: Simulator, store: Store | No
     try:
         results = await grader.grade(
             jobs_for(
-                [1, 2],
-                2,
-                prefix="v0/",
-                root=ws.root,
-                configuration="with_skill",
-                skill_dir=ws.skill("v0"),
-                version="v0",
+                [1, 2], 2, prefix="v0/", root=ws.root, side=Side("with_skill", ws.skill("v0"), "v0")
             ),
             scope="v0",
         )
@@ -161,7 +155,7 @@ async def test_calls_without_a_stage_go_as_one_batch_once_they_stop_coming(setti
 async def test_a_resumed_client_reattaches_to_the_batch_in_flight(settings, store):
     """Kill between submission and results: the batch id is in state.db, so the next client
     collects that batch instead of creating a second one."""
-    sim = Simulator(seed=0, batch_delay_s=0.3)
+    sim = Simulator(seed=0, service=Service(batch_delay_s=0.3))
     first = make_client(settings_for(True), store, simulator=sim, sleep=no_wait)
     asks = [comparator_request(n) for n in range(3)]
     pending = [asyncio.ensure_future(first.structured("comparator", **a)) for a in asks]
@@ -289,7 +283,7 @@ async def test_a_batch_create_that_timed_out_is_not_sent_again(store, log_captur
 
 
 async def test_the_simulated_batch_endpoints_through_the_sdk():
-    sim = Simulator(seed=0, batch_delay_s=60)
+    sim = Simulator(seed=0, service=Service(batch_delay_s=60))
     sdk = anthropic.AsyncAnthropic(
         api_key="k",
         base_url="http://sim.invalid",
