@@ -19,7 +19,7 @@ import httpx2
 from optimizer import logs
 from optimizer.config import Settings
 from optimizer.model import make_client
-from optimizer.sim import Simulator
+from optimizer.sim import Service, Simulator
 from optimizer.store.db import Store
 
 PROMPT = (
@@ -44,7 +44,7 @@ async def bare_sdk(
         "output_tokens, cost_usd, latency_ms, attempts, created_at) "
         "VALUES (?, 'executor', ?, ?, 'ok', ?, ?, ?, 0.0, 0.0, 1, '')"
     )
-    sim = Simulator(seed=0, latency_ms=latency_ms)
+    sim = Simulator(seed=0, service=Service(latency_ms=latency_ms))
     sdk = anthropic.AsyncAnthropic(
         api_key="sim-key",
         base_url="http://sim.invalid",
@@ -99,7 +99,7 @@ async def model_client(
         {"llm": {"provider": "sim", "max_concurrency": concurrency, "max_tokens": 1024}}
     )
     store = Store(folder / "state.db")
-    sim = Simulator(seed=0, latency_ms=latency_ms)
+    sim = Simulator(seed=0, service=Service(latency_ms=latency_ms))
     client = make_client(settings, store, simulator=sim, budget_usd=budget)
     wall, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(

@@ -21,7 +21,7 @@ from optimizer.execute import get_executor
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import load_evals
 from optimizer.model import make_client, scoped
-from optimizer.sim import Simulator
+from optimizer.sim import Service, Simulator
 from optimizer.store import ledger
 from optimizer.store.db import Store
 
@@ -38,7 +38,9 @@ async def measure(backend: str, runs: int, concurrency: int, latency_ms: float, 
     )
     folder = tmp / f"{backend}-{latency_ms:g}"
     store = Store(folder / "state.db")
-    client = make_client(settings, store, simulator=Simulator(seed=0, latency_ms=latency_ms))
+    client = make_client(
+        settings, store, simulator=Simulator(seed=0, service=Service(latency_ms=latency_ms))
+    )
     executor = get_executor(None, settings, client=client)
     snapshot = folder / "v0" / "skill"
     skills.snapshot(EXAMPLE, snapshot)

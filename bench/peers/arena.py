@@ -24,7 +24,7 @@ from optimizer.budget.stops import StopRules
 from optimizer.cli.compose import use_the_simulator
 from optimizer.errors import BudgetExhausted
 from optimizer.execute import executor_for
-from optimizer.grade.unit import eval_means, jobs_for
+from optimizer.grade.unit import Side, eval_means, jobs_for
 from optimizer.model import factory as llm
 from optimizer.model import scoped
 from optimizer.model.budget import Reserve
@@ -326,7 +326,7 @@ class Arena:
         any split): no model call, no ledger row. Only the oracle reads it on train."""
         key = (label, runs, tuple(evals))
         if key not in self._expected:
-            world = Simulator(**self.settings.sim.model_dump()).knobs.world
+            world = Simulator.from_settings(self.settings.sim).knobs.world
             folder = self.ws.root / "inputs"  # the skill folder's copy that runs read inputs from
             text = (self.ws.skill(label) / "SKILL.md").read_text(encoding="utf-8")
             per_eval = []
@@ -360,9 +360,7 @@ class Arena:
                 runs,
                 prefix=f"measure/{label}/",
                 root=self.ws.root,
-                configuration="with_skill",
-                skill_dir=self.ws.skill(label),
-                version=label,
+                side=Side("with_skill", self.ws.skill(label), label),
                 split="test",
                 first=PRODUCT_FIRST,
             )

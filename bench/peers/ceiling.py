@@ -16,7 +16,7 @@ def ceiling(arena: Any) -> tuple[float, str]:
 
     if not hasattr(Simulator, "ceiling"):
         return SCALE_MAX, "the score's maximum (this world states no ceiling)"
-    simulator = Simulator(**arena.settings.sim.model_dump())
+    simulator = Simulator.from_settings(arena.settings.sim)
     evals = [(str(e), list(arena.target.evalset.by_id(e).expectations)) for e in arena.test]
     # The world's ceiling is of judged expectations (structural checks and rubrics aside).
     return (

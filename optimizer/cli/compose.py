@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def transport(settings: Settings) -> httpx2.AsyncBaseTransport:
     from optimizer.sim import Simulator
 
-    return Simulator(**settings.sim.model_dump()).transport()
+    return Simulator.from_settings(settings.sim).transport()
 
 
 @contextmanager
@@ -29,7 +29,7 @@ def server(settings: Settings) -> Iterator[str]:
     from optimizer.sim import Simulator
     from optimizer.sim.server import serve
 
-    running, port = serve(Simulator(**settings.sim.model_dump()), "127.0.0.1", 0)
+    running, port = serve(Simulator.from_settings(settings.sim), "127.0.0.1", 0)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

@@ -63,7 +63,7 @@ def sim_server(
     from optimizer.sim.server import run_server
 
     sim = load_settings(config_path, set_).settings.sim
-    run_server(Simulator(**sim.model_dump()), port=port)
+    run_server(Simulator.from_settings(sim), port=port)
 
 
 @app.command(rich_help_panel="Tools")

@@ -4,10 +4,10 @@ request, and a loopback server. Never reaches the network, and its results are a
 simulation. It imports no other stage: it stands where the network would be."""
 
 from optimizer.sim.server import run_server, serve
-from optimizer.sim.transport import SimStats, Simulator
+from optimizer.sim.transport import Service, SimStats, Simulator
 from optimizer.sim.world import Knobs, detect_role
 
-__all__ = ["Knobs", "SimStats", "Simulator", "detect_role", "run_server", "serve"]
+__all__ = ["Knobs", "Service", "SimStats", "Simulator", "detect_role", "run_server", "serve"]
 
 # The earlier stages this one may import: a contract in pyproject.toml forbids the others.
 MAY_IMPORT: tuple[str, ...] = ()

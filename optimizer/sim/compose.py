@@ -14,6 +14,7 @@ from optimizer.sim.latent import (
     HABITS,
     SPECIFIC_CAP,
     TASK_FOLLOW,
+    Ask,
     Habit,
     World,
     attention,
@@ -120,9 +121,7 @@ def subject(task: str) -> str:
     return " ".join(found) or "the request"
 
 
-def plan(
-    instructions: list[str], rng: random.Random, world: World, task: str = ""
-) -> Plan:  # fmt: skip
+def plan(instructions: list[str], rng: random.Random, world: World, task: str = "") -> Plan:
     """Which behaviours this run switches on. Each line is followed with its attention, which
     every further line lowers; each behaviour it asks for is taken from the first line that asks
     for it, so asking ten times is asking once, and a line that is no sentence (a list of words)
@@ -130,83 +129,121 @@ def plan(
     kept wherever it stands; a fenced example's headings are imitated. Any habit is also done
     untold at its base rate, and comes out right at its capability, less what the other sections
     take of the agent's focus."""
-    wanted: dict[str, bool] = {}
-    banned: set[str] = set()
-    items: list[str] = []
-    dropped: set[str] = set()
-    done: list[str] = []
-    asked: list[Count] = []
-    seen: set[object] = set()
-    specifics: list[frozenset[str]] = []
-    plain: set[str] = set()
-    shaped: set[str] = set()
-
-    def first(key: object) -> bool:
-        new = key not in seen
-        seen.add(key)
-        return new
-
+    # One rng drawn in this order (lines, task, habits): a sample index replays the same run.
+    reading = _Reading()
     for i, line in enumerate(instructions):
         fired = rng.random() < attention(world, i, len(instructions))
-        if line.startswith(EXAMPLE):
+        if line.startswith(EXAMPLE):  # a fenced example's heading or table header: its shape
             shape = line[len(EXAMPLE) :]
-            if first(("item", shape)) and fired and rng.random() < EXAMPLE_FOLLOW:
-                items.append(shape if shape.startswith("|") else _heading(shape))
+            if reading.first(("item", shape)) and fired and rng.random() < EXAMPLE_FOLLOW:
+                reading.items.append(shape if shape.startswith("|") else _heading(shape))
             continue
         for clause in clauses(bullet_text(line)):
-            if not is_sentence(clause):
-                continue  # a list of words asks for nothing
-            ask = read_instruction(world, clause)
-            for habit, clarity in ask.habits:
-                if not first(("habit", habit.key, ask.negative)):
-                    continue
-                hit = rng.random() < clarity
-                if ask.negative and fired and hit:
-                    banned.add(habit.key)
-                elif not ask.negative:
-                    wanted[habit.key] = fired and hit
-            for count in ask.counts + ask.paired:
-                # A hard limit is obeyed wherever it stands, as a real model obeys one; a denied
-                # one ("do not exceed 200 words") is read as its bound by sim/meaning.counts; a
-                # pairing ("one bullet per item") is read as a count is and limits nothing.
-                if first(("count", count)) and rng.random() < FOLLOW_MAX:
-                    if count not in ask.paired:
-                        asked.append(count)
-            for form in denied_forms(clause):  # a format ruled out is a hard limit too
-                if first(("form", form)) and rng.random() < FOLLOW_MAX:
-                    plain.add(form)
-            for form in asked_forms(clause):  # and so is a format asked for
-                if first(("shape", form)) and rng.random() < FOLLOW_MAX:
-                    shaped.add(form)
-            if not fired:
-                for item in ask.items:
-                    seen.add(("item", item, ask.negative))
-                if ask.specific:
-                    specifics.append(ask.specific)
-                continue
-            for item in ask.items:
-                if first(("item", item, ask.negative)):
-                    (dropped.add if ask.negative else items.append)(item)
-            if ask.specific and not ask.negative and not _asked(ask.specific, specifics):
-                specifics.append(ask.specific)
-                if rng.random() < SPECIFIC_CAP:
-                    done.append(_realize(clause, ask.specific, subject(task), task))
+            if is_sentence(clause):  # a list of words asks for nothing
+                _read_clause(reading, clause, fired, rng, world, task)
+    _keep_task_limits(reading, task, rng)
+    return _switch_on(reading, rng, world)
+
+
+@dataclass
+class _Reading:
+    """What the skill's lines asked for so far, as `plan` reads them in order."""
+
+    wanted: dict[str, bool] = field(default_factory=dict)  # habit: asked for, and followed
+    banned: set[str] = field(default_factory=set)  # habits a followed negation turned off
+    items: list[str] = field(default_factory=list)
+    dropped: set[str] = field(default_factory=set)  # items a followed negation struck
+    done: list[str] = field(default_factory=list)  # lines doing what specific instructions ask
+    asked: list[Count] = field(default_factory=list)
+    seen: set[object] = field(default_factory=set)  # what a line asked for already
+    specifics: list[frozenset[str]] = field(default_factory=list)  # behaviours asked, any line
+    plain: set[str] = field(default_factory=set)
+    shaped: set[str] = field(default_factory=set)
+
+    def first(self, key: object) -> bool:
+        """Whether no earlier line asked for this; only the first asking counts."""
+        new = key not in self.seen
+        self.seen.add(key)
+        return new
+
+
+def _read_clause(
+    reading: _Reading, clause: str, fired: bool, rng: random.Random, world: World, task: str
+) -> None:
+    """One sentence of a line: the habits it asks for or forbids and the hard limits it sets,
+    whether its line fired or not; the items and specific behaviour it asks for, only if it did."""
+    ask = read_instruction(world, clause)
+    for habit, clarity in ask.habits:
+        if not reading.first(("habit", habit.key, ask.negative)):
+            continue
+        hit = rng.random() < clarity
+        if ask.negative and fired and hit:
+            reading.banned.add(habit.key)
+        elif not ask.negative:
+            reading.wanted[habit.key] = fired and hit
+    _keep_clause_limits(reading, ask, clause, rng)
+    if fired:
+        _follow(reading, ask, clause, rng, task)
+        return
+    # Not followed, yet asked: a later line that repeats it adds nothing (ten times is once).
+    reading.seen.update(("item", item, ask.negative) for item in ask.items)
+    if ask.specific:
+        reading.specifics.append(ask.specific)
+
+
+def _keep_clause_limits(reading: _Reading, ask: Ask, clause: str, rng: random.Random) -> None:
+    for count in ask.counts + ask.paired:
+        # A hard limit is obeyed wherever it stands, as a real model obeys one; a denied one
+        # ("do not exceed 200 words") is read as its bound by sim/meaning.counts; a pairing ("one
+        # bullet per item") is read as a count is and limits nothing.
+        if reading.first(("count", count)) and rng.random() < FOLLOW_MAX:
+            if count not in ask.paired:
+                reading.asked.append(count)
+    for form in denied_forms(clause):  # a format ruled out is a hard limit too
+        if reading.first(("form", form)) and rng.random() < FOLLOW_MAX:
+            reading.plain.add(form)
+    for form in asked_forms(clause):  # and so is a format asked for
+        if reading.first(("shape", form)) and rng.random() < FOLLOW_MAX:
+            reading.shaped.add(form)
+
+
+def _follow(reading: _Reading, ask: Ask, clause: str, rng: random.Random, task: str) -> None:
+    """A clause whose line fired: its items are given (or struck, if it forbids them), and a
+    specific behaviour no earlier line asked for is done, at SPECIFIC_CAP."""
+    for item in ask.items:
+        if reading.first(("item", item, ask.negative)):
+            (reading.dropped.add if ask.negative else reading.items.append)(item)
+    if ask.specific and not ask.negative and not _asked(ask.specific, reading.specifics):
+        reading.specifics.append(ask.specific)
+        if rng.random() < SPECIFIC_CAP:
+            reading.done.append(_realize(clause, ask.specific, subject(task), task))
+
+
+def _keep_task_limits(reading: _Reading, task: str, rng: random.Random) -> None:
+    """The counts and formats the task itself states, each kept at TASK_FOLLOW."""
     stated = counts(task)
-    asked += [c for c in stated + counts(task, True) if rng.random() < TASK_FOLLOW and c in stated]
-    plain |= {f for f in denied_forms(task) if rng.random() < TASK_FOLLOW}
-    shaped |= {f for f in asked_forms(task) if rng.random() < TASK_FOLLOW}
+    reading.asked += [
+        c for c in stated + counts(task, True) if rng.random() < TASK_FOLLOW and c in stated
+    ]
+    reading.plain |= {f for f in denied_forms(task) if rng.random() < TASK_FOLLOW}
+    reading.shaped |= {f for f in asked_forms(task) if rng.random() < TASK_FOLLOW}
+
+
+def _switch_on(reading: _Reading, rng: random.Random, world: World) -> Plan:
+    """The habits done (followed when told, or done untold) and done right; the items not struck."""
     told = []
     for habit in habits(world):
         # A skipped instruction leaves the agent where it was: it still does the habit untold at
         # its base rate, so naming a habit vaguely never makes it rarer.
         untold = rng.random() < base_rate(world, habit)
-        if (wanted.get(habit.key, False) or untold) and habit.key not in banned:
+        if (reading.wanted.get(habit.key, False) or untold) and habit.key not in reading.banned:
             told.append(habit)
-    headed = sum(bool(re.match(r"#+\s", i)) for i in dict.fromkeys(items) if i not in dropped)
+    kept = [i for i in dict.fromkeys(reading.items) if i not in reading.dropped]
+    headed = sum(bool(re.match(r"#+\s", i)) for i in kept)
     keep = focus(world, len(told) + headed)
     on = [h for h in told if rng.random() < capability(world, h) * keep]
-    kept = [i for i in dict.fromkeys(items) if i not in dropped]
-    return Plan(on, kept, list(dict.fromkeys(done)), asked, plain, shaped - plain)
+    done = list(dict.fromkeys(reading.done))
+    return Plan(on, kept, done, reading.asked, reading.plain, reading.shaped - reading.plain)
 
 
 def _asked(specific: frozenset[str], before: list[frozenset[str]]) -> bool:

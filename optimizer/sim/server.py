@@ -31,8 +31,8 @@ def _handler_for(sim: Simulator) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
             sim.enter()
             try:
-                if sim.latency_ms > 0:
-                    time.sleep(sim.latency_ms / 1000)
+                if sim.service.latency_ms > 0:
+                    time.sleep(sim.service.latency_ms / 1000)
                 reply = sim.handle(self.command, self.path, dict(self.headers.items()), raw)
             finally:
                 sim.leave()

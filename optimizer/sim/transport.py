@@ -13,6 +13,7 @@ import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import httpx2
 
@@ -37,6 +38,10 @@ from optimizer.sim.protocol import (
     tokens,
 )
 from optimizer.sim.text import REMINDER, canonical
+from optimizer.sim.world import Knobs
+
+if TYPE_CHECKING:
+    from optimizer.config import Sim as SimSettings
 
 
 @dataclass
@@ -48,50 +53,74 @@ class SimStats:
     by_role: Counter = field(default_factory=Counter)
 
 
+@dataclass(frozen=True)
+class Service:
+    """How the simulated service delivers a reply, never what the reply says: its delay, its
+    faults, an outage and how long a message batch takes."""
+
+    latency_ms: float = 0.0  # every request waits this long before it is answered
+    fault_rate: float = 0.0  # share of attempts that fail (429, 529, 500, timeout, ...)
+    fail_role: str = ""  # with fail_match: this role's calls naming it fail every attempt
+    fail_match: str = ""
+    batch_delay_s: float = 0.0  # how long a message batch stays in progress
+
+
 class Simulator:
     """A deterministic stand-in for the Messages API: the same seed, role, sample index and
-    request always give the same reply, whatever the latency, faults or concurrency."""
+    request always give the same reply, whatever the latency, faults or concurrency.
+    `Simulator()` is the default world; `Simulator(seed=3, knobs=Knobs(judge_noise=0.0),
+    service=Service(latency_ms=20))` changes some knobs; `Simulator.from_settings(settings.sim)`
+    is the world the `sim.*` settings describe."""
 
     def __init__(
         self,
         *,
         seed: int = 0,
-        latency_ms: float = 0,
-        fault_rate: float = 0.0,
-        judge_noise: float = 0.05,
-        position_bias: float = 0.3,
-        proposal_quality: float = 0.6,
-        overfit_rate: float = 0.15,
-        harmful_rate: float = 0.1,
-        world: int = 0,
-        habits: int = 8,
-        infeasible: float = 0.1,
-        position_cost: float = 0.15,
-        length_cost: float = 0.02,
-        focus_cost: float = 0.05,
-        batch_delay_s: float = 0.0,
-        fail_role: str = "",
-        fail_match: str = "",
+        knobs: Knobs = Knobs(),
+        service: Service = Service(),
         today: dt.date | None = None,
         local: bool = False,
     ) -> None:
         self.seed = seed
+        self.knobs = knobs  # what the world answers: the judges, the proposer, the hidden habits
+        self.service = service
         # The day that decides which models are retired (the machine's, unless a test fixes it).
         self.today = today
         # A server of the user's own (llm.base_url: llama.cpp, Ollama, vLLM), which names its
         # models as it likes: no model name is refused. Otherwise the Claude API's rules hold.
         self.local = local
-        self.latency_ms = latency_ms
-        self.fault_rate = fault_rate
-        self.fail_role, self.fail_match = fail_role, fail_match
-        hidden = World(world, habits, infeasible, position_cost, length_cost, focus_cost)
-        self.knobs = sim_world.Knobs(
-            judge_noise, position_bias, proposal_quality, overfit_rate, harmful_rate, hidden
-        )
         self.stats = SimStats()
         self.lock = threading.Lock()
         self._attempts: Counter = Counter()
-        self.batches = BatchService(self, delay_s=batch_delay_s)  # /v1/messages/batches*
+        self.batches = BatchService(self, delay_s=service.batch_delay_s)  # /v1/messages/batches*
+
+    @classmethod
+    def from_settings(cls, sim: SimSettings) -> Simulator:
+        """The simulator the `sim.*` settings describe (config/sections.py), as the CLI builds it."""
+        hidden = World(
+            world=sim.world,
+            habits=sim.habits,
+            infeasible=sim.infeasible,
+            position_cost=sim.position_cost,
+            length_cost=sim.length_cost,
+            focus_cost=sim.focus_cost,
+        )
+        knobs = Knobs(
+            judge_noise=sim.judge_noise,
+            position_bias=sim.position_bias,
+            proposal_quality=sim.proposal_quality,
+            overfit_rate=sim.overfit_rate,
+            harmful_rate=sim.harmful_rate,
+            world=hidden,
+        )
+        service = Service(
+            latency_ms=sim.latency_ms,
+            fault_rate=sim.fault_rate,
+            fail_role=sim.fail_role,
+            fail_match=sim.fail_match,
+            batch_delay_s=sim.batch_delay_s,
+        )
+        return cls(seed=sim.seed, knobs=knobs, service=service)
 
     def ceiling(self, evals: Iterable[tuple[str, Sequence[str]]]) -> Ceiling:
         """The best possible skill's expected judged pass rate in this simulator's world
@@ -227,7 +256,8 @@ class Simulator:
 
     def _outage(self, body: dict, role: str) -> str | None:
         """sim.fail_role + sim.fail_match: those calls fail on every attempt, as in an outage."""
-        if self.fail_role and role == self.fail_role and self.fail_match in canonical(body):
+        fail_role, fail_match = self.service.fail_role, self.service.fail_match
+        if fail_role and role == fail_role and fail_match in canonical(body):
             return "529"
         return None
 
@@ -235,7 +265,7 @@ class Simulator:
         self, body: dict, role: str, headers: dict[str, str], streaming: bool
     ) -> str | None:
         # Drawn per attempt: a retry of the same request gets a fresh draw, in a fixed sequence.
-        if self.fault_rate <= 0:
+        if self.service.fault_rate <= 0:
             return None
         key = self._key(body, role, _sample(headers), whole=True)
         with self.lock:
@@ -244,7 +274,7 @@ class Simulator:
         rng = random.Random(
             int(hashlib.sha256(f"{key}\0fault\0{attempt}".encode()).hexdigest(), 16)
         )
-        if rng.random() >= self.fault_rate:
+        if rng.random() >= self.service.fault_rate:
             return None
         kinds = ["429", "529", "500", "timeout"]
         # Malformed input only on a first ask: the client repairs once (docs/design.md §7), and a drawn
@@ -271,8 +301,8 @@ class Simulator:
         async def handler(request: httpx2.Request) -> httpx2.Response:
             self.enter()
             try:
-                if self.latency_ms > 0:
-                    await asyncio.sleep(self.latency_ms / 1000)
+                if self.service.latency_ms > 0:
+                    await asyncio.sleep(self.service.latency_ms / 1000)
                 reply = self.handle(
                     request.method, request.url.raw_path.decode(), request.headers, request.content
                 )

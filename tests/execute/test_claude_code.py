@@ -20,7 +20,7 @@ from optimizer.execute.claude_env import find_claude
 from optimizer.grade.benchmark import run_once
 from optimizer.inputs.evals import load_evals
 from optimizer.model import make_client
-from optimizer.sim import Simulator, serve
+from optimizer.sim import Service, Simulator, serve
 from optimizer.sim.text import system_text
 from optimizer.store.db import Store
 
@@ -114,7 +114,9 @@ async def test_claude_code_max_turns_and_timeout_are_data(tmp_path: Path) -> Non
     # A provider that takes a minute a call is not the skill's timeout: the run clock stops while
     # the relay waits, and past execute.model_wait_max_s the run is stopped, unscored.
     latency_s = 60
-    slow_server, slow_port = serve(Simulator(seed=0, latency_ms=latency_s * 1000), "127.0.0.1", 0)
+    slow_server, slow_port = serve(
+        Simulator(seed=0, service=Service(latency_ms=latency_s * 1000)), "127.0.0.1", 0
+    )
     try:
         started = time.monotonic()
         slow = await run(
@@ -352,7 +354,7 @@ async def test_on_the_host_the_clis_api_failure_is_unscored_from_its_result_line
     """sandbox.mode none: the CLI gives up on an overloaded endpoint; its result line says so
     (api_error_status 529), and the run is ours, unscored, never the skill's 0."""
     monkeypatch.setitem(claude_env.COMMON_ENV, "CLAUDE_CODE_MAX_RETRIES", "1")
-    server, port = serve(Simulator(seed=0, fail_role="executor"), "127.0.0.1", 0)
+    server, port = serve(Simulator(seed=0, service=Service(fail_role="executor")), "127.0.0.1", 0)
     try:
         record = await run(
             host_settings(), f"http://127.0.0.1:{port}", tmp_path / "run-1", with_skill=True
@@ -389,7 +391,7 @@ def test_the_result_line_tells_an_api_failure_from_the_agents_own() -> None:
 async def test_on_the_host_a_slow_provider_is_not_the_skills_timeout(tmp_path: Path) -> None:
     """The host CLI's calls pass a loopback relay that stops the run clock: 2.5 s a call against
     a 2 s limit finishes."""
-    server, port = serve(Simulator(seed=0, latency_ms=2500), "127.0.0.1", 0)
+    server, port = serve(Simulator(seed=0, service=Service(latency_ms=2500)), "127.0.0.1", 0)
     try:
         record = await run(
             host_settings(timeout_s=2),

@@ -19,10 +19,10 @@ from optimizer.execute import Executor, TrialRecord, get_executor
 from optimizer.execute.agent import run_bash, run_editor
 from optimizer.execute.staging import resolve_inputs
 from optimizer.grade.benchmark import run_once
-from optimizer.grade.unit import Grader, jobs_for
+from optimizer.grade.unit import BASELINE, Grader, GradingHooks, jobs_for
 from optimizer.inputs.evals import Eval, load_evals
 from optimizer.model import make_client
-from optimizer.sim import Simulator
+from optimizer.sim import Service, Simulator
 from optimizer.sim.transport import error_reply
 from optimizer.store.db import Store
 
@@ -262,7 +262,7 @@ async def test_a_slow_provider_is_not_the_skills_timeout(tmp_path: Path, store) 
     skill's, so the run finishes (before the run clock it was a timeout, scored 0)."""
     settings = settings_with(timeout_s=0.3, model_tokens_per_s=0)
     client = make_client(
-        settings, store, simulator=Simulator(seed=0, latency_ms=600), sleep=no_wait
+        settings, store, simulator=Simulator(seed=0, service=Service(latency_ms=600)), sleep=no_wait
     )
     record = await execute(
         get_executor("anthropic", settings, client=client), tmp_path / "run-1", with_skill=True
@@ -285,7 +285,7 @@ async def test_a_slow_provider_charges_only_the_models_normal_generation_time(
     whole call is charged, nothing is waiting, and the run is over its limit."""
     settings = settings_with(timeout_s=0.3, model_tokens_per_s=10)
     client = make_client(
-        settings, store, simulator=Simulator(seed=0, latency_ms=200), sleep=no_wait
+        settings, store, simulator=Simulator(seed=0, service=Service(latency_ms=200)), sleep=no_wait
     )
     record = await execute(
         get_executor("anthropic", settings, client=client), tmp_path / "run-1", with_skill=True
@@ -304,7 +304,10 @@ async def test_a_run_over_its_limit_only_by_a_slow_providers_generation_time_is_
     waiting: the limit passes only by the estimate, which a slow provider makes unsure."""
     settings = settings_with(timeout_s=0.3, model_tokens_per_s=1000)
     client = make_client(
-        settings, store, simulator=Simulator(seed=0, latency_ms=1000), sleep=no_wait
+        settings,
+        store,
+        simulator=Simulator(seed=0, service=Service(latency_ms=1000)),
+        sleep=no_wait,
     )
     record = await execute(
         get_executor("anthropic", settings, client=client), tmp_path / "run-1", with_skill=True
@@ -321,7 +324,10 @@ async def test_a_command_that_sleeps_past_the_limit_still_times_out(tmp_path: Pa
     """A slow provider does not excuse the skill's own work: `sleep 30` against a 1 s limit."""
     settings = settings_with(timeout_s=1, model_tokens_per_s=0)
     client = make_client(
-        settings, store, simulator=SleeperSim(seed=0, latency_ms=400), sleep=no_wait
+        settings,
+        store,
+        simulator=SleeperSim(seed=0, service=Service(latency_ms=400)),
+        sleep=no_wait,
     )
     started = time.monotonic()
     record = await execute(
@@ -343,7 +349,10 @@ async def test_a_provider_slower_than_the_wait_limit_leaves_the_run_unscored(
     settings = settings_with(timeout_s=0.3, model_wait_max_s=0.5)
     latency_s = 60
     client = make_client(
-        settings, store, simulator=Simulator(seed=0, latency_ms=latency_s * 1000), sleep=no_wait
+        settings,
+        store,
+        simulator=Simulator(seed=0, service=Service(latency_ms=latency_s * 1000)),
+        sleep=no_wait,
     )
     started = time.monotonic()
     record = await execute(
@@ -572,17 +581,9 @@ async def test_the_grader_bounds_concurrency_and_keeps_job_order(
         executor,
         skill_name="csv-report",
         inputs_root=EXAMPLE,
-        on_run=lambda s: finished.append(s.run_number),
+        hooks=GradingHooks(on_run=lambda s: finished.append(s.run_number)),
     )
-    jobs = jobs_for(
-        [1],
-        5,
-        prefix="",
-        root=tmp_path,
-        configuration="without_skill",
-        skill_dir=None,
-        version="baseline",
-    )
+    jobs = jobs_for([1], 5, prefix="", root=tmp_path, side=BASELINE)
     results = await grader.grade(jobs, scope="baseline")
     assert [s.run_number for s in results[1]] == [1, 2, 3, 4, 5]
     assert executor.peak == 2

@@ -18,7 +18,7 @@ from optimizer.grade.answer import answer_schema
 from optimizer.grade.structural import check_run
 from optimizer.inputs.evals import Eval
 from optimizer.model import make_client
-from optimizer.sim import Simulator
+from optimizer.sim import Knobs, Simulator
 from optimizer.store.files import read_json
 from optimizer.tags import data, parse_tags, section, tag
 
@@ -147,7 +147,7 @@ class ForceMalformedGrader:
 
 @pytest.fixture
 def quiet_sim() -> Simulator:
-    return Simulator(seed=0, judge_noise=0.0)
+    return Simulator(seed=0, knobs=Knobs(judge_noise=0.0))
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from optimizer.grade import compare, judge, render
 from optimizer.grade.structural import check_run
 from optimizer.inputs.evals import Eval
 from optimizer.model import make_client
-from optimizer.sim import Simulator, media, world
+from optimizer.sim import Knobs, Simulator, media, world
 from optimizer.tags import parse_tags, section
 
 
@@ -112,7 +112,7 @@ def make_run(tmp_path: Path, name: str = "run-1") -> tuple[Path, TrialRecord]:
 @pytest.fixture
 async def graded(settings: Settings, store):
     """grade(ev, run_dir, record) -> (outcome, the grader's request body as sent)."""
-    sim = Simulator(seed=0, judge_noise=0.0)
+    sim = Simulator(seed=0, knobs=Knobs(judge_noise=0.0))
     bodies: list[dict] = []
     original = sim.handle
 
@@ -426,7 +426,7 @@ def test_an_attachment_is_priced_by_what_it_shows_not_by_its_base64():
 
 async def test_a_model_without_attachments_gets_names_and_text(tmp_path, store):
     settings = Settings.model_validate({"llm": {"provider": "sim", "attachments": False}})
-    sim = Simulator(seed=0, judge_noise=0.0)
+    sim = Simulator(seed=0, knobs=Knobs(judge_noise=0.0))
     client = make_client(settings, store, simulator=sim, sleep=no_wait)
     run_dir, record = make_run(tmp_path)
     make_png(run_dir / "outputs" / "chart.png", "walrus")

@@ -16,6 +16,7 @@ from optimizer.execute import get_executor
 from optimizer.inputs import evals as evalsets
 from optimizer.model import make_client
 from optimizer.search import summaries
+from optimizer.sim import Service
 from optimizer.store import versions
 from optimizer.store.db import Store
 from optimizer.store.keys import TrialKey
@@ -56,7 +57,7 @@ def test_an_eval_whose_executor_calls_all_fail_is_unscored_then_scored_after_res
 ):
     run_dir = tmp_path / "run"
     eval_id, phrase = train_eval_and_phrase()
-    outage = Recording(fail_role="executor", fail_match=phrase)
+    outage = Recording(service=Service(fail_role="executor", fail_match=phrase))
     cli(
         monkeypatch,
         outage,
@@ -111,7 +112,7 @@ def test_an_eval_whose_executor_calls_all_fail_is_unscored_then_scored_after_res
 
 def test_a_grader_call_that_fails_leaves_the_benchmark_standing(tmp_path, monkeypatch):
     out = tmp_path / "bench"
-    outage = Recording(fail_role="grader", fail_match="")
+    outage = Recording(service=Service(fail_role="grader", fail_match=""))
     printed = cli(
         monkeypatch, outage, "benchmark", str(EXAMPLE), "--runs", "1", "--out", str(out), *FAST
     )

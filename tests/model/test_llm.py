@@ -779,9 +779,9 @@ async def test_the_budget_check_prices_the_answers_measured_so_far_not_max_token
 
 
 async def test_the_concurrency_limit_is_never_exceeded(connect):
-    from optimizer.sim import Simulator
+    from optimizer.sim import Service, Simulator
 
-    sim = Simulator(seed=0, latency_ms=20)
+    sim = Simulator(seed=0, service=Service(latency_ms=20))
     client = connect(Forced(sim), settings_with(max_concurrency=5))
     await asyncio.gather(*(client.message("executor", messages=USER, sample=i) for i in range(50)))
     assert sim.stats.calls == 50

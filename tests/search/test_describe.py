@@ -74,7 +74,8 @@ class Instrumented(Simulator):
     trigger requests of chosen queries get HTTP 500 (the service failing, not the router deciding)."""
 
     def __init__(self, fail: list[str] | None = None) -> None:
-        super().__init__(**Sim().model_dump())
+        default = Simulator.from_settings(Sim())
+        super().__init__(seed=default.seed, knobs=default.knobs, service=default.service)
         self.fail = set(fail or [])
         self.requests: list[dict] = []
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import asdict
 
 import anthropic
 import httpx2
 import pytest
 import yaml
 
-from optimizer.sim import Simulator, latent, serve
+from optimizer.config import Sim
+from optimizer.sim import Knobs, Service, Simulator, latent, serve
 from optimizer.sim.meaning import negated
 from optimizer.sim.text import bullets
 from optimizer.tags import tag
@@ -262,7 +264,7 @@ async def test_each_turn_of_a_conversation_marked_at_its_end_reads_the_turns_bef
 
 
 async def test_in_flight_requests_are_counted_for_the_concurrency_check():
-    sim = Simulator(latency_ms=30)
+    sim = Simulator(service=Service(latency_ms=30))
     client = client_for(sim)
     gate = asyncio.Semaphore(3)
 
@@ -416,7 +418,7 @@ def grading_prompt(output: str) -> str:
 
 
 async def test_grader_passes_what_is_there_and_fails_what_is_not():
-    client = client_for(Simulator(judge_noise=0.0))
+    client = client_for(Simulator(knobs=Knobs(judge_noise=0.0)))
     output = "# Sales\n\n## Summary\nThe report covers totals per region.\n"
     grading = await tool_input(
         client, forced("grader", "submit_grading", grading_prompt(output), GRADING_SCHEMA)
@@ -472,8 +474,8 @@ def comparison_prompt(first: str, second: str) -> str:
 async def test_comparator_picks_the_better_side_unless_position_biased():
     good = "# Sales report\n\n## Summary\nThis section gives the figure per region.\ntotal_revenue: 120\n"
     bad = "# Report\n\nSome words.\n"
-    fair = client_for(Simulator(position_bias=0.0))
-    biased = client_for(Simulator(position_bias=1.0))
+    fair = client_for(Simulator(knobs=Knobs(position_bias=0.0)))
+    biased = client_for(Simulator(knobs=Knobs(position_bias=1.0)))
     request = forced("comparator", "submit_comparison", comparison_prompt(good, bad))
     assert (await tool_input(fair, request))["winner"] == "A"
     swapped = await tool_input(
@@ -540,7 +542,7 @@ def proposal_prompt(lost: str = "", target: str = "body", extra: str = "") -> st
 
 
 async def test_a_good_proposal_adds_an_instruction_for_the_most_frequent_failure():
-    client = client_for(Simulator(proposal_quality=1.0))
+    client = client_for(Simulator(knobs=Knobs(proposal_quality=1.0)))
     proposal = await tool_input(client, forced("proposer", "submit_proposal", proposal_prompt()))
     new = apply_edit(SKILL, proposal["edits"][0])
     # The failing expectation as an author's instruction, from the grading's words alone (the
@@ -558,8 +560,8 @@ async def test_a_good_proposal_adds_an_instruction_for_the_most_frequent_failure
 
 async def test_no_kind_of_proposal_repeats_what_was_tried_from_this_parent_and_did_not_win():
     # Summaries as the product lists them, "summary — the decision's reason", joined by "; ".
-    for knobs in ({"proposal_quality": 0.0, "overfit_rate": 1.0}, {"proposal_quality": 0.0}):
-        client = client_for(Simulator(**knobs))
+    for knobs in (Knobs(proposal_quality=0.0, overfit_rate=1.0), Knobs(proposal_quality=0.0)):
+        client = client_for(Simulator(knobs=knobs))
         for sample in range(6):
             first = await tool_input(
                 client, forced("proposer", "submit_proposal", proposal_prompt(), sample=sample)
@@ -570,7 +572,9 @@ async def test_no_kind_of_proposal_repeats_what_was_tried_from_this_parent_and_d
 
 
 async def test_a_harmful_proposal_drops_an_instruction_or_adds_a_prohibition_from_the_text_alone():
-    client = client_for(Simulator(proposal_quality=0.0, overfit_rate=0.0, harmful_rate=1.0))
+    client = client_for(
+        Simulator(knobs=Knobs(proposal_quality=0.0, overfit_rate=0.0, harmful_rate=1.0))
+    )
     for sample in range(8):
         request = forced("proposer", "submit_proposal", proposal_prompt(), sample=sample)
         new = apply_edit(SKILL, (await tool_input(client, request))["edits"][0])
@@ -584,7 +588,7 @@ async def test_a_harmful_proposal_drops_an_instruction_or_adds_a_prohibition_fro
 
 
 async def test_good_proposals_raise_the_graded_pass_rate():
-    client = client_for(Simulator(seed=5, judge_noise=0.0, proposal_quality=1.0))
+    client = client_for(Simulator(seed=5, knobs=Knobs(judge_noise=0.0, proposal_quality=1.0)))
     expectation = "The report lists the `median_order` value"
     proposal = await tool_input(client, forced("proposer", "submit_proposal", proposal_prompt()))
     improved = apply_edit(SKILL, proposal["edits"][0])
@@ -615,10 +619,12 @@ async def test_description_proposals_add_missed_query_words_and_keep_yaml_valid(
     )
     prompt = proposal_prompt(target="description", extra=tag("missed_queries", queries))
     good = await tool_input(
-        client_for(Simulator(proposal_quality=1.0)), forced("proposer", "submit_proposal", prompt)
+        client_for(Simulator(knobs=Knobs(proposal_quality=1.0))),
+        forced("proposer", "submit_proposal", prompt),
     )
     bad = await tool_input(
-        client_for(Simulator(proposal_quality=0.0)), forced("proposer", "submit_proposal", prompt)
+        client_for(Simulator(knobs=Knobs(proposal_quality=0.0))),
+        forced("proposer", "submit_proposal", prompt),
     )
     for proposal in (good, bad):
         edit = proposal["edits"][0]
@@ -745,7 +751,7 @@ async def test_spend_limit_and_truncated_stream_and_malformed_tool_input():
 
 async def test_random_faults_never_change_a_successful_reply():
     plain = client_for(Simulator(seed=9))
-    sim = Simulator(seed=9, fault_rate=0.5)
+    sim = Simulator(seed=9, service=Service(fault_rate=0.5))
     faulty = client_for(sim)
     request = dict(
         model="claude-opus-4-8",
@@ -843,7 +849,7 @@ async def grade_once(client, expectations: list[str], output: str, sample: int) 
 
 
 async def test_a_pass_always_quotes_its_support_from_the_output_even_for_a_noisy_judge():
-    client = client_for(Simulator(seed=3, judge_noise=0.5))
+    client = client_for(Simulator(seed=3, knobs=Knobs(judge_noise=0.5)))
     # The case that fooled the old judge: topic words everywhere, the colour nowhere.
     topical = "# Page\n\nThis answer covers short, html, page, colour, declares.\n"
     assert not any(
@@ -904,7 +910,9 @@ async def proposal_from_train(quality: float, kind: str, adding: str = "") -> di
             tag("lost_attempts", ""),
         ]
     )
-    client = client_for(Simulator(proposal_quality=quality, overfit_rate=1.0 - quality))
+    client = client_for(
+        Simulator(knobs=Knobs(proposal_quality=quality, overfit_rate=1.0 - quality))
+    )
     for sample in range(20):
         proposal = await tool_input(
             client, forced("proposer", "submit_proposal", prompt, sample=sample)
@@ -916,7 +924,7 @@ async def proposal_from_train(quality: float, kind: str, adding: str = "") -> di
 
 
 async def split_pass_rates(skill: str) -> dict[str, float]:
-    client = client_for(Simulator(seed=11, judge_noise=0.0))
+    client = client_for(Simulator(seed=11, knobs=Knobs(judge_noise=0.0)))
     rates = {}
     for name, ids in (("train", TRAIN), ("test", TEST)):
         passed = total = 0
@@ -962,7 +970,8 @@ async def test_a_value_that_fails_in_two_evals_is_a_convention_and_stays_in_the_
         ]
     )
     proposal = await tool_input(
-        client_for(Simulator(proposal_quality=1.0)), forced("proposer", "submit_proposal", prompt)
+        client_for(Simulator(knobs=Knobs(proposal_quality=1.0))),
+        forced("proposer", "submit_proposal", prompt),
     )
     assert "#d97757" in apply_edit(SKILL, proposal["edits"][0])
 
@@ -981,7 +990,7 @@ async def test_the_analyzer_asks_for_what_a_failure_checks_or_restates_it_when_w
     right, wrong = [
         (
             await tool_input(
-                client_for(Simulator(proposal_quality=q)),
+                client_for(Simulator(knobs=Knobs(proposal_quality=q))),
                 forced("analyzer", "submit_analysis", prompt),
             )
         )["improvement_suggestions"][0]
@@ -1000,3 +1009,23 @@ def test_the_analyzer_quotes_the_skills_words_never_the_worlds_stems():
     said = _effect("Use pypdfium2 for advanced references.")
     assert said == "it asks the agent for advanced, pypdfium2, references"
     assert "advanc," not in said and "referenc" not in said.replace("references", "")
+
+
+def test_every_sim_setting_reaches_the_simulator_the_cli_builds():
+    # Every setting off its default: one that from_settings forgot would arrive as the default.
+    settings = Sim(
+        seed=3, latency_ms=1.0, fault_rate=0.2, judge_noise=0.1, position_bias=0.4,
+        proposal_quality=0.5, overfit_rate=0.2, harmful_rate=0.2, world=3, habits=5,
+        infeasible=0.2, position_cost=0.1, length_cost=0.03, focus_cost=0.07, batch_delay_s=0.1,
+        fail_role="grader", fail_match="zzz",
+    )  # fmt: skip
+    assert all(v != Sim.model_fields[k].default for k, v in settings.model_dump().items())
+    sim = Simulator.from_settings(settings)
+    answers = {k: v for k, v in asdict(sim.knobs).items() if k != "world"}  # World: nested
+    held = {"seed": sim.seed, **answers, **asdict(sim.knobs.world), **asdict(sim.service)}
+    assert held == settings.model_dump()
+    assert sim.batches.delay_s == settings.batch_delay_s
+    # `Simulator()`, which the tests build, is the world of the default settings.
+    default, plain = Simulator.from_settings(Sim()), Simulator()
+    assert default.seed == plain.seed and default.knobs == plain.knobs
+    assert default.service == plain.service
