@@ -224,7 +224,7 @@ async def test_with_a_meter_each_answer_is_charged_to_the_ledger_as_the_sim_bill
     meter = RelayMeter(client, role="executor", sample=3)
     try:
         async with (
-            Relay(sock, Upstream(Upstream(sim.url, "real-key")), meter),
+            Relay(sock, Upstream(sim.url, "real-key"), meter),
             through(sock) as http,
         ):
             plain = await http.post("/v1/messages", json=BODY, headers=headers)
@@ -262,7 +262,7 @@ async def test_with_a_meter_a_request_past_the_budget_is_never_sent(tmp_path: Pa
     meter = RelayMeter(client, role="executor", sample=0)
     try:
         async with (
-            Relay(sock, Upstream(Upstream(sim.url, "real-key")), meter) as relay,
+            Relay(sock, Upstream(sim.url, "real-key"), meter) as relay,
             through(sock) as http,
         ):
             answer = await http.post("/v1/messages", json=BODY)
