@@ -8,24 +8,16 @@ from typing import Annotated
 
 import typer
 
-from optimizer import config
-from optimizer.cli import compose
+from optimizer.cli import compose, shorthands
 from optimizer.cli.common import (
     BUDGET_DEFAULT,
     ITERATIONS_DEFAULT,
     UNTIL_DEFAULT,
-    AdoptOpt,
     ConfigOpt,
-    ExecutorOpt,
     JsonOpt,
-    MinGainOpt,
     NotifyOpt,
-    ProviderOpt,
     RunDirArg,
     SetOpt,
-    SpendAllOpt,
-    UnconfinedOpt,
-    alias,
     app,
     budget_flag,
     handled,
@@ -103,10 +95,11 @@ def doctor(config_path: ConfigOpt = None, set_: SetOpt = None) -> None:
 @app.command(
     rich_help_panel="Run",
     help="Start an overnight improvement run.\n\n"
-    "A night ends at its budget (default $20), its deadline (none unless --until), an iteration "
-    "limit (none unless --max-iterations) or the stop rule: when the last 8 proposals, with the "
-    "noise taken out, are expected to buy less score a dollar than --min-gain-per-usd (default: "
-    "the headroom v0 left over the budget). It says which, and what was left.",
+    "A night ends at its budget (--budget-usd), its deadline (--until), an iteration limit, "
+    f"--max-iterations N ({ITERATIONS_DEFAULT}), or the stop rule: when the last 8 proposals, "
+    "with the noise taken out, are expected to buy less score a dollar than --min-gain-per-usd "
+    "(default: the headroom v0 left over the budget; --spend-all turns the rule off). It says "
+    "which, and what was left.",
 )
 @handled
 def run(
@@ -129,16 +122,10 @@ def run(
         Path | None,
         typer.Option("--out", help="Run folder to write (default runs/<skill>-<time>)."),
     ] = None,
-    run_dir: Annotated[
-        Path | None, typer.Option("--run-dir", hidden=True)
-    ] = None,  # the old name of --out
     from_run: Annotated[
         Path | None, typer.Option("--from", help="Start from the best version of an earlier run.")
     ] = None,
     target: Annotated[str, typer.Option(help="What to optimize: body or description.")] = "body",
-    max_iterations: Annotated[
-        int | None, typer.Option(help=f"Stop after N iterations ({ITERATIONS_DEFAULT}).")
-    ] = None,
     budget_usd: Annotated[
         float | None, typer.Option(help=f"Hard spending limit in USD ({BUDGET_DEFAULT}).")
     ] = None,
@@ -146,9 +133,6 @@ def run(
         str | None,
         typer.Option("--until", help=f"Stop at HH:MM (local) or an ISO time ({UNTIL_DEFAULT})."),
     ] = None,
-    deadline: Annotated[
-        str | None, typer.Option("--deadline", hidden=True)
-    ] = None,  # the old name of --until
     detach: Annotated[
         bool, typer.Option("--detach", help="Run in the background; watch with `status`.")
     ] = False,
@@ -161,101 +145,58 @@ def run(
             "--force", help="Start even while a run of this skill folder is alive (else refused)."
         ),
     ] = False,
-    batch: Annotated[
-        bool,
-        typer.Option(
-            "--batch",
-            help="Grader, comparator and analyzer calls as Message Batches (half price, slower).",
-        ),
-    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show the cost estimate and exit; writes nothing.")
     ] = False,
-    spend_all: SpendAllOpt = False,
-    min_gain_per_usd: MinGainOpt = None,
-    adopt: AdoptOpt = False,
     notify: NotifyOpt = None,
-    executor: ExecutorOpt = None,
-    provider: ProviderOpt = None,
-    unconfined: UnconfinedOpt = False,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
     """Start an overnight improvement run."""
-    run_dir, deadline = (
-        alias("--out", out_dir, "--run-dir", run_dir),
-        alias("--until", until, "--deadline", deadline),
-    )
     from optimizer.fleet import members
 
     given = skill_dirs or []
     for d in given:
         require_dir(d, "skill")  # a mistyped path is answered before seconds of imports
     fleet = members.folders(given, skills_from, home=Path.home(), here=Path.cwd())
+    _check_run_paths(evals, from_run, target, fleet=fleet is not None)
+    flags = {"budget.usd": budget_flag(budget_usd), "budget.deadline": until}
+    load = lambda eval_config: load_settings(  # noqa: E731 - one loader for both kinds
+        config_path, set_, eval_config=eval_config, flags=flags, calls_models=True,
+        need_key=not dry_run,
+    )  # fmt: skip
+    if fleet is not None:
+        from optimizer.fleet import daemon as fleets
+
+        new_fleet = fleets.NewFleet(fleet, out_dir, target, detach, fresh, notify, dry_run)
+        raise typer.Exit(fleets.start(new_fleet, load, out))
+    from optimizer import daemon
+
+    new = daemon.NewRun(
+        skill_dir=require_dir(given[0], "skill"), evals_path=evals, run_dir=out_dir,
+        from_run=from_run, target=target, detach=detach, fresh=fresh, force=force,
+        dry_run=dry_run, notify=notify,
+    )  # fmt: skip
+    raise typer.Exit(daemon.start(new, load, out))
+
+
+def _check_run_paths(
+    evals: Path | None, from_run: Path | None, target: str, *, fleet: bool
+) -> None:
+    """run's paths and target, before seconds of imports; a fleet reads each skill's own evals."""
     if evals is not None and not evals.exists():
         raise BadInput(f"{evals}: missing; write the evals there or pass --evals PATH.")
     if from_run is not None and not from_run.is_dir():
         raise BadInput(f"--from {from_run}: no such run folder; pass the folder of an earlier run.")
-    from optimizer import daemon
     from optimizer.search.targets import TARGETS
 
     if target not in TARGETS:
         raise BadInput(f"--target {target!r}: use one of {', '.join(sorted(TARGETS))}.")
-    flags = {
-        "llm.provider": provider,
-        "loop.max_iterations": max_iterations,
-        "budget.usd": budget_flag(budget_usd),
-        "budget.deadline": deadline,
-        "llm.batch": True if batch else None,
-        "sandbox.mode": "none" if unconfined else None,
-        "loop.spend_all": True if spend_all else None,
-        "loop.min_gain_per_usd": min_gain_per_usd,
-        "adopt.at_end": "always" if adopt else None,
-        "execute.executor": config.choice_flag("--executor", executor, "execute.executor"),
-    }
-    load = lambda eval_config: load_settings(  # noqa: E731 - one loader for both kinds
-        config_path,
-        set_,
-        eval_config=eval_config,
-        flags=flags,
-        calls_models=True,
-        need_key=not dry_run,
-    )
-    if fleet is not None:
-        if evals is not None or from_run is not None:
-            raise BadInput(
-                "--evals and --from name one skill's files; a fleet reads each skill's own "
-                "evals/evals.json: run the skill alone to use them."
-            )
-        from optimizer.fleet import daemon as fleets
-
-        raise typer.Exit(
-            fleets.start(
-                dirs=fleet,
-                run_dir=run_dir,
-                target=target,
-                detach=detach,
-                fresh=fresh,
-                notify=notify,
-                load=load,
-                console=out,
-                dry_run=dry_run,
-            )
+    if fleet and (evals is not None or from_run is not None):
+        raise BadInput(
+            "--evals and --from name one skill's files; a fleet reads each skill's own "
+            "evals/evals.json: run the skill alone to use them."
         )
-    new = daemon.NewRun(
-        skill_dir=require_dir(given[0], "skill"),
-        evals_path=evals,
-        run_dir=run_dir,
-        from_run=from_run,
-        target=target,
-        detach=detach,
-        fresh=fresh,
-        force=force,
-        dry_run=dry_run,
-        notify=notify,
-    )
-    code = daemon.start(new, load, out)
-    raise typer.Exit(code)
 
 
 @app.command(rich_help_panel="Run")
@@ -263,9 +204,6 @@ def run(
 def resume(
     run_dir: RunDirArg,
     detach: Annotated[bool, typer.Option("--detach", help="Run in the background.")] = False,
-    max_iterations: Annotated[
-        int | None, typer.Option(help="New iteration limit (default: the run's own).")
-    ] = None,
     budget_usd: Annotated[
         float | None, typer.Option(help="New spending limit in USD (default: the run's own).")
     ] = None,
@@ -275,11 +213,6 @@ def resume(
             "--until", help="New stop time: HH:MM (local) or an ISO time (default: the run's own)."
         ),
     ] = None,
-    deadline: Annotated[
-        str | None, typer.Option("--deadline", hidden=True)
-    ] = None,  # the old name of --until
-    spend_all: SpendAllOpt = False,
-    min_gain_per_usd: MinGainOpt = None,
     notify: NotifyOpt = None,
     set_: SetOpt = None,
     keep_stop: Annotated[
@@ -287,19 +220,11 @@ def resume(
     ] = False,  # the loop of a detached run: a stop that reached it while it started stands
 ) -> None:
     """Continue a run from its current best after a stop, a crash or a deadline."""
-    deadline = alias("--until", until, "--deadline", deadline)
     require_dir(run_dir, "run")  # a mistyped path is answered before seconds of imports
     from optimizer import daemon
-
-    flags = {
-        "loop.max_iterations": max_iterations,
-        "budget.usd": budget_flag(budget_usd),
-        "budget.deadline": deadline,
-        "loop.spend_all": True if spend_all else None,
-        "loop.min_gain_per_usd": min_gain_per_usd,
-    }
     from optimizer.fleet import folder
 
+    flags = {"budget.usd": budget_flag(budget_usd), "budget.deadline": until}
     parent = run_dir.resolve().parent
     if folder.is_fleet(parent):
         raise BadInput(
@@ -362,3 +287,8 @@ app.add_typer(evals_app, name="evals", rich_help_panel="Evals")
 # schedule and the hidden nightly), review (lineage, show, diff, report, review, export) and tools
 # (execute, benchmark, sim-server, check-artifact).
 from optimizer.cli import nightly, review, tools  # noqa: E402,F401
+
+# Every command, the evals sub-app's too, reads its shorthands and old spellings before its own
+# options (cli/shorthands.py): one table, so `--batch` means the same wherever `--set` is taken.
+for command in [*app.registered_commands, *evals_app.registered_commands]:
+    command.cls = shorthands.Shortened  # none of them asks for a class of its own

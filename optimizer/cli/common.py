@@ -143,38 +143,6 @@ NotifyOpt = Annotated[
         help="A command of yours to run with summary.md's path when the run ends (mail, chat).",
     ),
 ]
-SpendAllOpt = Annotated[
-    bool,
-    typer.Option(
-        "--spend-all",
-        help="Spend the whole budget: no stop when going on is no longer worth its cost "
-        "(loop.spend_all); the budget, the deadline or a --max-iterations you set ends the run.",
-    ),
-]
-MinGainOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--min-gain-per-usd",
-        help="The score a dollar must buy for the run to go on (loop.min_gain_per_usd). Default: "
-        "derived, the headroom v0 left over the budget, (1 - v0's train score) / budget; the "
-        "stop rule reads the last loop.stop_window (8) proposals with the noise taken out.",
-    ),
-]
-AdoptOpt = Annotated[
-    bool,
-    typer.Option(
-        "--adopt",
-        help="At the end, certify the best against the version you have on fresh runs and adopt "
-        "it if better (its first looks are reserved from the budget).",
-    ),
-]
-UnconfinedOpt = Annotated[
-    bool,
-    typer.Option(
-        "--unconfined",
-        help='Run model-written commands without bubblewrap (sandbox.mode = "none").',
-    ),
-]
 
 
 def confinement(settings: config.Settings) -> None:
@@ -186,15 +154,6 @@ def confinement(settings: config.Settings) -> None:
         err.print(line, style="bold red", markup=False, highlight=False)
 
 
-ExecutorOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--executor",
-        help="Who runs each eval: anthropic, claude-code or command (default: execute.executor).",
-    ),
-]
-
-
 def budget_flag(usd: float | None) -> float | None:
     """--budget-usd as a night can keep it: a finite amount above 0 (inf, nan, 0 and below are
     refused before anything is written)."""
@@ -204,23 +163,6 @@ def budget_flag(usd: float | None) -> float | None:
             "--budget-usd 5 (the night stops there)."
         )
     return usd
-
-
-Value = TypeVar("Value")  # an option's value, under either of its names
-
-
-def alias(
-    canonical: str, value: Value, old: str, old_value: Value | None, default: Value | None = None
-) -> Value:
-    """One option under its canonical name, or under the old name it replaced, which stays as a
-    hidden alias so no script breaks (docs/design.md §11: --out, --until, --new-run-each-night)."""
-    if old_value is None or old_value is False:
-        return value
-    if value not in (None, False, default) and value != old_value:
-        raise BadInput(
-            f"{canonical} {value} and {old} {old_value}: the same option twice; give {canonical} once."
-        )
-    return old_value
 
 
 Params = ParamSpec("Params")  # a command's parameters, kept by @handled

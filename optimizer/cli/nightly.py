@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,13 +14,8 @@ from optimizer.cli.common import (
     BUDGET_DEFAULT,
     RUNS_DEFAULT,
     ConfigOpt,
-    ExecutorOpt,
     NotifyOpt,
-    ProviderOpt,
     SetOpt,
-    SpendAllOpt,
-    UnconfinedOpt,
-    alias,
     app,
     confinement,
     err,
@@ -31,6 +26,11 @@ from optimizer.cli.common import (
     require_dir,
 )
 from optimizer.errors import BadInput
+
+if TYPE_CHECKING:
+    from optimizer.config import Settings
+    from optimizer.nightly.schedule import Entry
+    from optimizer.search.gate import GateRequest
 
 
 @app.command(rich_help_panel="Every night")
@@ -68,14 +68,10 @@ def gate(
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Folder for the runs (default runs/gate/<time>).")
     ] = None,
-    executor: ExecutorOpt = None,
-    provider: ProviderOpt = None,
-    unconfined: UnconfinedOpt = False,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
     """Is HEAD not worse than BASE? Exit 0 not worse, 1 worse or not shown, 2 bad input."""
-    from optimizer import config
     from optimizer.inputs import pair
 
     if budget_usd is not None and budget_usd <= 0:
@@ -86,31 +82,28 @@ def gate(
     evalset = pair.check(
         require_dir(base_skill, "BASE skill"), require_dir(head_skill, "HEAD skill"), evals, margin
     )
+    flags = {"evals.runs_per_eval": runs, "budget.usd": budget_usd}
     loaded = load_settings(
-        config_path,
-        set_,
-        eval_config=evalset.eval_config,
-        calls_models=True,
-        flags={
-            "llm.provider": provider,
-            "evals.runs_per_eval": runs,
-            "budget.usd": budget_usd,
-            "execute.executor": config.choice_flag("--executor", executor, "execute.executor"),
-            "sandbox.mode": "none" if unconfined else None,
-        },
+        config_path, set_, eval_config=evalset.eval_config, calls_models=True, flags=flags
     )
     confinement(loaded.settings)
     # Only now the model stack (seconds of imports): a mistyped argument is answered without it.
-    from optimizer.grade.benchmark import default_out_dir
-    from optimizer.model.session import open_session
-    from optimizer.nightly.night import api_key_missing
-    from optimizer.report import gate_comment
-    from optimizer.report.progress import bar
-    from optimizer.search.gate import GateRequest, run_gate
-    from optimizer.store.files import write_text
+    from optimizer.search.gate import GateRequest
 
-    missing = api_key_missing(loaded.settings)
-    if missing:  # before the folder is made: bad input writes nothing
+    folder = _gate_folder(loaded.settings, out_dir)
+    request = GateRequest(base_skill, head_skill, evalset, folder, margin, None, scope)
+    passed = _run_gate(loaded.settings, request, budget_usd, comment)
+    raise typer.Exit(0 if passed else 1)
+
+
+def _gate_folder(settings: Settings, out_dir: Path | None) -> Path:
+    """The gate's own folder, refused before it is made when the key is missing or it is taken:
+    bad input writes nothing."""
+    from optimizer.grade.benchmark import default_out_dir
+    from optimizer.nightly.night import api_key_missing
+
+    missing = api_key_missing(settings)
+    if missing:
         raise BadInput(missing)
     folder = out_dir or default_out_dir(Path("runs") / "gate")
     if folder.exists() and any(folder.iterdir()):
@@ -118,24 +111,35 @@ def gate(
             f"--out {folder}: is not empty; a gate needs a folder of its own (omit --out "
             "for a new one under runs/gate/)."
         )
+    return folder
+
+
+def _run_gate(
+    settings: Settings, request: GateRequest, budget_usd: float | None, comment: Path | None
+) -> bool:
+    """The gate under a progress bar, its comment written where asked, its line printed."""
+    from dataclasses import replace
+
+    from optimizer.model.session import open_session
+    from optimizer.report import gate_comment
+    from optimizer.report.progress import bar
+    from optimizer.search.gate import run_gate
+    from optimizer.store.files import write_text
+
     with (
-        open_session(loaded.settings, folder, budget_usd=budget_usd, console=False) as session,
+        open_session(settings, request.out_dir, budget_usd=budget_usd, console=False) as session,
         bar(err, "gate") as progress,
     ):
-        result = asyncio.run(
-            run_gate(
-                loaded.settings,
-                session.client,
-                session.store,
-                GateRequest(base_skill, head_skill, evalset, folder, margin, progress, scope),
-            )
-        )
+        asked = replace(request, progress=progress)
+        result = asyncio.run(run_gate(settings, session.client, session.store, asked))
         simulated = session.client.simulated
     if comment is not None:
         write_text(comment, gate_comment.markdown(result, simulated=simulated))
     out.print(gate_comment.line(result), markup=False, highlight=False)
-    out.print(f"runs: {folder}" + (f"; comment: {comment}" if comment else ""), markup=False)
-    raise typer.Exit(0 if result.passed else 1)
+    out.print(
+        f"runs: {request.out_dir}" + (f"; comment: {comment}" if comment else ""), markup=False
+    )
+    return result.passed
 
 
 @app.command("summary", rich_help_panel="Review")
@@ -199,14 +203,9 @@ def schedule(
             "--new-run-each-night", help="Each night a new run from the last best, not a resume."
         ),
     ] = False,
-    fresh: Annotated[bool, typer.Option("--fresh", hidden=True)] = False,  # old name of the above
     out_dir: Annotated[
         Path, typer.Option("--out", help="Where the nights' run folders go.")
     ] = Path("runs"),
-    runs_root: Annotated[
-        Path | None, typer.Option("--runs-root", hidden=True)
-    ] = None,  # the old name of --out
-    spend_all: SpendAllOpt = False,
     adopt: Annotated[
         str,
         typer.Option(
@@ -221,7 +220,6 @@ def schedule(
     remove: Annotated[
         Path | None, typer.Option(help="Remove the schedule of this skill folder.")
     ] = None,
-    provider: ProviderOpt = None,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
@@ -229,23 +227,10 @@ def schedule(
     from optimizer.fleet import members
     from optimizer.nightly import schedule as plan
 
-    fresh = alias("--new-run-each-night", new_run, "--fresh", fresh)
     if adopt not in ADOPT_WHEN:
         raise BadInput(f"schedule: --adopt {adopt!r}: use nightly, weekly or never.")
-    runs_root = alias("--out", out_dir, "--runs-root", runs_root, default=Path("runs"))
-    if list_:
-        found = plan.entries()
-        for e in found:
-            out.print(
-                f"{e['name']}  {e['where']}  at {e['at']}  {e['skill_dir']}\n  {e['command']}",
-                markup=False,
-                highlight=False,
-            )
-        if not found:
-            out.print("no nightly schedules", markup=False)
-        return
-    if remove is not None:
-        out.print(plan.remove(remove.absolute()), markup=False, highlight=False)
+    if list_ or remove is not None:
+        _list_or_remove(remove)
         return
     if skill_dir is None:
         raise BadInput("schedule: name the skill folder (or pass --list or --remove SKILL_DIR).")
@@ -257,22 +242,18 @@ def schedule(
     eval_config, notes = members.scheduled_evals(require_dir(skill_dir, "skill"))
     for note in notes:
         err.print(f"note: {note}", markup=False, highlight=False)
-    loaded = load_settings(
-        config_path, set_, eval_config=eval_config, flags={"llm.provider": provider}
-    )
+    loaded = load_settings(config_path, set_, eval_config=eval_config)
     entry = plan.Entry(
         skill_dir=skill_dir.absolute(),
         at=plan.check_time("--at", at),
         until=plan.check_time("--until", until),
         budget_usd=budget_usd,
-        runs_root=runs_root.absolute(),
+        runs_root=out_dir.absolute(),
         workdir=Path.cwd(),
-        fresh=fresh,
+        fresh=new_run,
         extra=[
-            *(["--provider", loaded.settings.llm.provider] if provider else []),
             *(["--config", str(config_path.absolute())] if config_path else []),
             *[a for s in set_ or [] for a in ("--set", s)],
-            *(["--set", "loop.spend_all=true"] if spend_all else []),
             *(["--set", f"adopt.at_end={ADOPT_WHEN[adopt]}"] if adopt != "never" else []),
             *(["--notify", notify] if notify else []),
         ],
@@ -281,8 +262,33 @@ def schedule(
         raise BadInput(
             f"--at {at} and --until {until}: a night needs time between its start and its end."
         )
+    _install(entry, loaded.source("llm.provider") == "default", dry_run=dry_run)
+
+
+def _list_or_remove(remove: Path | None) -> None:
+    """`schedule --list` prints every nightly schedule; `--remove DIR` removes that skill's."""
+    from optimizer.nightly import schedule as plan
+
+    if remove is not None:
+        out.print(plan.remove(remove.absolute()), markup=False, highlight=False)
+        return
+    found = plan.entries()
+    for e in found:
+        out.print(
+            f"{e['name']}  {e['where']}  at {e['at']}  {e['skill_dir']}\n  {e['command']}",
+            markup=False,
+            highlight=False,
+        )
+    if not found:
+        out.print("no nightly schedules", markup=False)
+
+
+def _install(entry: Entry, default_provider: bool, *, dry_run: bool) -> None:
+    """The entry installed with the scheduler here, or, on --dry-run, printed."""
+    from optimizer.nightly import schedule as plan
+
     where = plan.backend()
-    if loaded.source("llm.provider") == "default":  # said now, not found in a log at 3 a.m.
+    if default_provider:  # said now, not found in a log at 3 a.m.
         err.print(
             f"note: each night calls the Messages API with ANTHROPIC_API_KEY from {plan.ENV_FILE} "
             "and, without it, runs nothing and says so in its log; --provider sim schedules "
@@ -290,17 +296,17 @@ def schedule(
             markup=False,
             highlight=False,
         )
-    if dry_run:
-        if where == "none":
-            err.print(
-                f"warning: {plan.no_scheduler()}: without --dry-run nothing would be installed; "
-                "the command below is for a scheduler of yours.",
-                markup=False,
-                highlight=False,
-            )
-        out.print(plan.plan(entry, where), markup=False, highlight=False, end="")
+    if not dry_run:
+        out.print(plan.install(entry, where), markup=False, highlight=False)
         return
-    out.print(plan.install(entry, where), markup=False, highlight=False)
+    if where == "none":
+        err.print(
+            f"warning: {plan.no_scheduler()}: without --dry-run nothing would be installed; "
+            "the command below is for a scheduler of yours.",
+            markup=False,
+            highlight=False,
+        )
+    out.print(plan.plan(entry, where), markup=False, highlight=False, end="")
 
 
 @app.command(hidden=True)
@@ -316,7 +322,6 @@ def nightly(
         bool, typer.Option("--fresh", help="A new run from the last best, not a resume.")
     ] = False,
     notify: NotifyOpt = None,
-    provider: ProviderOpt = None,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
@@ -327,7 +332,7 @@ def nightly(
     if budget_usd <= 0:
         raise BadInput(f"--budget-usd {budget_usd}: give a positive amount in USD.")
     deadline = check_time("--until", until)
-    flags = {"llm.provider": provider, "budget.usd": budget_usd, "budget.deadline": deadline}
+    flags = {"budget.usd": budget_usd, "budget.deadline": deadline}
     tonight = night.Tonight(
         skill_dir=require_dir(skill_dir, "skill"),
         until=deadline,

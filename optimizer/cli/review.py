@@ -9,17 +9,7 @@ from typing import Annotated
 
 import typer
 
-from optimizer.cli.common import (
-    JsonOpt,
-    RunDirArg,
-    alias,
-    app,
-    err,
-    handled,
-    out,
-    require_dir,
-    view,
-)
+from optimizer.cli.common import JsonOpt, RunDirArg, app, err, handled, out, require_dir, view
 from optimizer.errors import BadInput
 
 
@@ -72,9 +62,6 @@ def report(
             help="HTML file to write, or a folder to write report.html into (default RUN_DIR/report.html).",
         ),
     ] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", hidden=True)
-    ] = None,  # the old name of --out
 ) -> None:
     """Write the HTML report of the run: the page, and its versions' pages in a folder beside it."""
     from optimizer.fleet import folder
@@ -86,7 +73,7 @@ def report(
         written = fleet_report.write(run_dir)
         out.print(f"written: {written}, and each member's report.html it links")
         return
-    output = alias("--out", out_path, "--output", output)
+    output = out_path
     if (
         output is not None and output.is_dir()
     ):  # the output is --out on every command (docs/design.md §11)
@@ -126,7 +113,6 @@ def export(
     out_dir: Annotated[
         Path, typer.Option("--out", help="Folder to copy the skill and its evals into.")
     ] = Path("exported-skill"),
-    to: Annotated[Path | None, typer.Option("--to", hidden=True)] = None,  # the old name of --out
     force: Annotated[bool, typer.Option("--force", help="Overwrite a non-empty folder.")] = False,
 ) -> None:
     """Copy the adopted version's skill folder (or the one named) out of the run, with the evals
@@ -138,5 +124,4 @@ def export(
             f"export: --version is the program's own version; name the version after the run "
             f"folder instead: `optimizer export {run_dir} {version_flag} --out {out_dir}`."
         )
-    folder = alias("--out", out_dir, "--to", to, default=Path("exported-skill"))
-    out.print(export_version(require_dir(run_dir, "run"), version, folder, force=force))
+    out.print(export_version(require_dir(run_dir, "run"), version, out_dir, force=force))

@@ -11,14 +11,10 @@ from typing import Annotated
 
 import typer
 
-from optimizer import config
 from optimizer.cli.common import (
     RUNS_DEFAULT,
     ConfigOpt,
-    ExecutorOpt,
-    ProviderOpt,
     SetOpt,
-    UnconfinedOpt,
     app,
     confinement,
     err,
@@ -75,10 +71,7 @@ def execute(
     without_skill: Annotated[
         bool, typer.Option("--baseline", "--without-skill", help="Run the baseline: no skill.")
     ] = False,
-    executor: ExecutorOpt = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder to write.")] = None,
-    provider: ProviderOpt = None,
-    unconfined: UnconfinedOpt = False,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
@@ -87,16 +80,7 @@ def execute(
     from optimizer.grade.benchmark import failure_reason, run_once
     from optimizer.model.session import open_session
 
-    loaded = load_settings(
-        config_path,
-        set_,
-        calls_models=True,
-        flags={
-            "llm.provider": provider,
-            "execute.executor": config.choice_flag("--executor", executor, "execute.executor"),
-            "sandbox.mode": "none" if unconfined else None,
-        },
-    )
+    loaded = load_settings(config_path, set_, calls_models=True)
     confinement(loaded.settings)
     target = out_dir or Path("runs") / "execute" / f"eval-{eval_id}"
     with open_session(loaded.settings, target) as session:
@@ -136,9 +120,6 @@ def benchmark(
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Benchmark folder to write.")
     ] = None,
-    executor: ExecutorOpt = None,
-    provider: ProviderOpt = None,
-    unconfined: UnconfinedOpt = False,
     config_path: ConfigOpt = None,
     set_: SetOpt = None,
 ) -> None:
@@ -149,19 +130,13 @@ def benchmark(
     from optimizer.model.session import open_session
     from optimizer.report.progress import bar
 
-    executor = config.choice_flag("--executor", executor, "execute.executor")
     evalset = load_evals(require_dir(skill_dir, "skill"), evals)
     loaded = load_settings(
         config_path,
         set_,
         eval_config=evalset.eval_config,
         calls_models=True,
-        flags={
-            "llm.provider": provider,
-            "evals.runs_per_eval": runs,
-            "execute.executor": executor,
-            "sandbox.mode": "none" if unconfined else None,
-        },
+        flags={"evals.runs_per_eval": runs},
     )
     confinement(loaded.settings)
     folder = out_dir or default_out_dir()

@@ -98,44 +98,49 @@ def too_small(ready: list[Prepared], budget_usd: float | None) -> str | None:
     )
 
 
-def start(
-    *,
-    dirs: list[Path],
-    run_dir: Path | None,
-    target: str,
-    detach: bool,
-    fresh: bool,
-    notify: str | None,
-    load: daemon.LoadSettings,
-    console: Console,
-    dry_run: bool = False,
-) -> int:
+@dataclass(frozen=True)
+class NewFleet:
+    """What `optimizer run DIR…` is asked for several skills: their folders, the fleet folder
+    (default runs/fleet-<time>), the target, whether it runs in the background, replaces a
+    fleet folder (`fresh`) or only shows the cost estimates (`dry_run`), and the command to
+    notify when it ends. A fleet's NewRun (daemon.py)."""
+
+    dirs: list[Path]
+    run_dir: Path | None = None
+    target: str = "body"
+    detach: bool = False
+    fresh: bool = False
+    notify: str | None = None
+    dry_run: bool = False
+
+
+def start(new: NewFleet, load: daemon.LoadSettings, console: Console) -> int:
     """`optimizer run DIR…` over several skills: checked, refused or created, then run."""
     prompting.check_installed()
-    ready, skipped = check(dirs, target, load)
+    ready, skipped = check(new.dirs, new.target, load)
     for one in skipped:
         console.print(f"skipped {one.skill_dir}: {one.reason}", markup=False, highlight=False)
     if not ready:
         raise BadInput(
-            f"none of the {len(dirs)} skills can run (each reason is above); fix one and start "
+            f"none of the {len(new.dirs)} skills can run (each reason is above); fix one and start "
             "again."
         )
     settings = ready[0].loaded.settings
     budget_usd = settings.budget.usd
     at = daemon.not_past(parse_deadline(settings.budget.deadline), settings.budget.deadline)
     small = too_small(ready, budget_usd)
-    if dry_run:
+    if new.dry_run:
         return _dry_run(ready, small, console)
     if small:
         raise BadInput(small)
     unconfined = sandbox.startup_line(sandbox.SandboxPolicy.from_settings(settings.sandbox))
-    root = run_dir or _default_dir()
-    _make_room(root, fresh)
+    root = new.run_dir or _default_dir()
+    _make_room(root, new.fresh)
     names = _folder_names([p.skill.name for p in ready])
     ready = rivals(ready)
     deadline = at.isoformat(timespec="seconds") if at else ""
     members = [
-        _create_member(root / name, p, budget_usd, deadline, target)
+        _create_member(root / name, p, budget_usd, deadline, new.target)
         for p, name in zip(ready, names, strict=True)
     ]
     fleet = folder.FleetFile(
@@ -143,7 +148,7 @@ def start(
         skipped=skipped,
         budget_usd=budget_usd,
         deadline=deadline,
-        target=target,
+        target=new.target,
         created_at=now(),
     )
     folder.write(root, fleet)  # last: a fleet folder without it is a creation cut short
@@ -152,9 +157,9 @@ def start(
         console.print(unconfined, style="bold red", markup=False, highlight=False)
     if budget_usd:
         console.print(f"one budget of {dollars(budget_usd)} for the fleet", markup=False)
-    if detach:
-        return daemon.spawn(folder.workspace(root), console, notify)
-    return _foreground(root, console, notify)
+    if new.detach:
+        return daemon.spawn(folder.workspace(root), console, new.notify)
+    return _foreground(root, console, new.notify)
 
 
 def _dry_run(ready: list[Prepared], small: str | None, console: Console) -> int:

@@ -162,10 +162,8 @@ def _fleet_night(tonight: Tonight, dirs: list[Path], console: Console) -> int:
     tonight.log(f"{how} (budget ${tonight.budget_usd:g} tonight, until {tonight.until})")
     try:
         if fresh_run:
-            code = fleets.start(
-                dirs=dirs, run_dir=target, target="body", detach=False, fresh=False,
-                notify=tonight.notify, load=tonight.load, console=console,
-            )  # fmt: skip
+            fleet = fleets.NewFleet(dirs, run_dir=target, notify=tonight.notify)
+            code = fleets.start(fleet, tonight.load, console)
         else:
             spent = fleet_views.status(target)["budgeted_usd"]
             code = fleets.resume(

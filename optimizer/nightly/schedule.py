@@ -37,7 +37,9 @@ class Entry:
     runs_root: Path  # absolute
     workdir: Path  # absolute: where config.toml and relative paths are read from
     fresh: bool = False
-    extra: list[str] = field(default_factory=list)  # --provider, --config, --set, --notify …
+    extra: list[str] = field(
+        default_factory=list
+    )  # --config, --set (a shorthand as its --set), --notify
 
     @property
     def name(self) -> str:

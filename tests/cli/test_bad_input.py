@@ -217,7 +217,7 @@ CASES = [
         Case(
             f"flag: unknown --executor for {cmd}",
             build,
-            says="--executor 'docker': use one of anthropic, claude-code, command.",
+            says="--executor 'docker': use one of anthropic, claude-code, command (execute.executor).",
         )
         for cmd, build in (
             ("run", lambda c: run_args(c, "--executor", "docker")),

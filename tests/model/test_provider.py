@@ -92,4 +92,4 @@ def test_scheduling_nights_without_a_provider_says_they_call_the_messages_api(
     assert "--provider sim" in planned.stderr and "--provider" not in planned.stdout
     simulated = cli(*args, "--provider", "sim")
     assert simulated.exit_code == 0, simulated.output
-    assert "Messages API" not in simulated.stderr and "--provider sim" in simulated.stdout
+    assert "Messages API" not in simulated.stderr and "--set llm.provider=sim" in simulated.stdout

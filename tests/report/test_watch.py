@@ -18,6 +18,7 @@ from inprocess import EXAMPLE, cli
 from rich.console import Console
 
 from optimizer import cli as cli_module
+from optimizer import config
 from optimizer.budget import pace
 from optimizer.budget.estimate import resumed
 from optimizer.cli import tools as cli_tools
@@ -45,16 +46,17 @@ ESCAPE = re.compile(r"\x1b|\x9b|\r")  # ESC (and so every ANSI sequence), CSI, c
 )
 def test_the_executor_flag_reaches_the_settings_of_each_command(command, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
-    seen: list[dict] = []
+    seen: list[str] = []
 
     def recorded(config_path, overrides, *, eval_config=None, flags=None, **_provider_choice):
-        seen.append(dict(flags or {}))
+        loaded = config.load(None, env={}, overrides=overrides or [], flags=flags)
+        seen.append(loaded.settings.execute.executor)
         raise BadInput("stopped by the test once the settings were asked for")
 
     for module in (cli_module, cli_tools):  # run; benchmark and execute
         monkeypatch.setattr(module, "load_settings", recorded)
     cli(monkeypatch, None, *command, "--executor", "claude-code", code=2)
-    assert seen and seen[0]["execute.executor"] == "claude-code"
+    assert seen == ["claude-code"]  # the shorthand of --set execute.executor (cli/shorthands.py)
 
 
 # -- the ETA, from numbers ---------------------------------------------------------------------

@@ -64,7 +64,7 @@ def test_the_old_version_flag_is_refused_in_one_sentence_and_writes_nothing(tmp_
     out = cli(monkeypatch, None, "export", str(run), "--version", "v2", "--to", "out", code=2)
     assert out.strip() == (
         "error: export: --version is the program's own version; name the version after the run "
-        f"folder instead: `optimizer export {run} v2 --out exported-skill`."
+        f"folder instead: `optimizer export {run} v2 --out out`."  # --to is --out's old spelling
     )
     assert not Path("out").exists()
 
