@@ -24,7 +24,8 @@ from optimizer.budget.stops import StopRules
 from optimizer.cli.compose import use_the_simulator
 from optimizer.errors import BudgetExhausted
 from optimizer.execute import executor_for
-from optimizer.grade.unit import Side, eval_means, jobs_for
+from optimizer.grade.jobs import Side, jobs_for
+from optimizer.grade.unit import eval_means
 from optimizer.model import factory as llm
 from optimizer.model import scoped
 from optimizer.model.budget import Reserve

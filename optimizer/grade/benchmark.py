@@ -23,19 +23,10 @@ from optimizer import schemas as s
 from optimizer.config import Settings
 from optimizer.execute import executor_for, next_run_number
 from optimizer.grade.aggregate import aggregate
+from optimizer.grade.jobs import BASELINE, Job, Side, jobs_for
 from optimizer.grade.judge import warn_same_model
 from optimizer.grade.markdown import render_markdown
-from optimizer.grade.unit import (
-    BASELINE,
-    Grader,
-    GradingHooks,
-    Job,
-    Scored,
-    Side,
-    committed,
-    graded_again,
-    jobs_for,
-)
+from optimizer.grade.unit import Grader, GradingHooks, Scored, committed, graded_again
 from optimizer.inputs.evals import EvalSet, load_evals
 from optimizer.model.port import Client
 from optimizer.store.db import Store

@@ -21,6 +21,7 @@ from optimizer.errors import BadInput, InfraFailure, Interrupted, WorkFailed
 from optimizer.execute import INTERNAL_ERROR, Executor
 from optimizer.execute.record import TrialRecord, is_complete
 from optimizer.grade import judge, preview, structural
+from optimizer.grade.jobs import Job
 from optimizer.grade.judge import GradeOutcome
 from optimizer.inputs.evals import Eval, EvalSet
 from optimizer.model import batch, scoped
@@ -33,28 +34,6 @@ from optimizer.store.rows import GradingRow, GradingStatus, Preview, RecordColum
 
 log = structlog.get_logger()
 Graded = TypeVar("Graded")  # what graded_again measures again
-
-
-@dataclass(frozen=True)
-class Job:
-    """One run to grade. `key` names it everywhere (state.db, the order of results); `skill_dir`
-    is the skill it runs with (None for the without_skill baseline); `version` and `split` are
-    recorded with it."""
-
-    key: str
-    trial_dir: Path
-    eval_id: int
-    configuration: str
-    run_number: int
-    skill_dir: Path | None
-    version: str
-    split: str = "train"
-    prefix: str = ""  # the key's folder part ("v1/", "baseline/", "test/v0/"): store/keys.py
-    skill_name: str = ""  # the skill's name when not the grader's (the gate's two sides)
-
-    @property
-    def run_key(self) -> TrialKey:
-        return TrialKey(self.prefix, self.eval_id, self.configuration, self.run_number)
 
 
 @dataclass(frozen=True)
@@ -95,7 +74,9 @@ class Grader:
     ) -> None:
         self.store, self.client, self.settings = store, client, settings
         self.evals = {e.id: e for e in evalset.evals}
-        self.executor, self.skill_name, self.inputs_root = executor, skill_name, inputs_root
+        self.executor = executor
+        self.skill_name = skill_name
+        self.inputs_root = inputs_root
         self.policy = sandbox.SandboxPolicy.from_settings(settings.sandbox)
         self.hooks = hooks
         self._tries: Counter[str] = Counter()  # attempts at each run in this process
@@ -333,40 +314,6 @@ def unscored_within(
             f"{lost[-1].error or 'unknown'}); {then}"
         )
     return lost
-
-
-@dataclass(frozen=True)
-class Side:
-    """What the runs run: the configuration they are filed under (with_skill, without_skill, a gate's
-    base or head), the skill folder (None: no skill) and the version they are recorded with."""
-
-    configuration: str
-    skill_dir: Path | None
-    version: str
-
-
-BASELINE = Side("without_skill", None, "baseline")  # no skill: what the versions are measured by
-
-
-def jobs_for(
-    evals: Sequence[int],
-    runs: int,
-    *,
-    prefix: str,
-    root: Path,
-    side: Side,
-    split: str = "train",
-    first: int = 1,
-) -> list[Job]:
-    """Runs first..first+runs-1 of each eval, keyed `<prefix>eval-<id>/<configuration>/run-<n>` and
-    kept in root/ under the same relative path, in (eval, run) order. The run number is the
-    model calls' sample: runs from a `first` no one used are fresh draws, never ledger replays."""
-    return [
-        Job(rel, root / rel, e, side.configuration, n, side.skill_dir, side.version, split, prefix)
-        for e in evals
-        for n in range(first, first + runs)
-        for rel in [str(TrialKey(prefix, e, side.configuration, n))]  # the key, named once
-    ]
 
 
 def committed(

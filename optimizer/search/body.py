@@ -16,15 +16,13 @@ from optimizer.decide.comparison import Asked, ComparisonTally, Measured
 from optimizer.events import Activity, TrialGraded
 from optimizer.execute import executor_for
 from optimizer.grade.compare import compare_versions
+from optimizer.grade.jobs import BASELINE, Side, jobs_for
 from optimizer.grade.judge import warn_same_model
 from optimizer.grade.unit import (
-    BASELINE,
     Grader,
     GradingHooks,
     Scored,
-    Side,
     eval_means,
-    jobs_for,
     judge_errors,
     unscored_within,
 )

@@ -20,15 +20,14 @@ from optimizer.decide.comparison import paired_differences
 from optimizer.decide.noninferiority import GateResult
 from optimizer.errors import BudgetExhausted
 from optimizer.grade.benchmark import Progress, counting, grading
+from optimizer.grade.jobs import Side, jobs_for
 from optimizer.grade.unit import (
     MISSING_AGAINST,
     MISSING_CLAIMED,
     Grader,
     Scored,
-    Side,
     claim_means,
     graded_again,
-    jobs_for,
 )
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import EvalSet

@@ -19,7 +19,8 @@ from optimizer.execute import Executor, TrialRecord, get_executor
 from optimizer.execute.agent import run_bash, run_editor
 from optimizer.execute.staging import resolve_inputs
 from optimizer.grade.benchmark import run_once
-from optimizer.grade.unit import BASELINE, Grader, GradingHooks, jobs_for
+from optimizer.grade.jobs import BASELINE, jobs_for
+from optimizer.grade.unit import Grader, GradingHooks
 from optimizer.inputs.evals import Eval, load_evals
 from optimizer.model import make_client
 from optimizer.sim import Service, Simulator

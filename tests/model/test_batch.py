@@ -16,7 +16,8 @@ from optimizer.budget import cost_model
 from optimizer.budget import estimate as preview
 from optimizer.config import Settings
 from optimizer.execute import get_executor
-from optimizer.grade.unit import Grader, Side, jobs_for
+from optimizer.grade.jobs import Side, jobs_for
+from optimizer.grade.unit import Grader
 from optimizer.inputs import skill as skills
 from optimizer.inputs.evals import load_evals
 from optimizer.model import batch as batching

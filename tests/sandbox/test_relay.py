@@ -223,10 +223,7 @@ async def test_with_a_meter_each_answer_is_charged_to_the_ledger_as_the_sim_bill
     headers = {"x-api-key": PLACEHOLDER_KEY}
     meter = RelayMeter(client, role="executor", sample=3)
     try:
-        async with (
-            Relay(sock, Upstream(sim.url, "real-key"), meter),
-            through(sock) as http,
-        ):
+        async with Relay(sock, Upstream(sim.url, "real-key"), meter), through(sock) as http:
             plain = await http.post("/v1/messages", json=BODY, headers=headers)
             streamed = await http.post(
                 "/v1/messages", json={**BODY, "stream": True}, headers=headers
