@@ -283,10 +283,10 @@ from optimizer.cli.evals import evals_app  # noqa: E402 - the sub-app registers 
 
 app.add_typer(evals_app, name="evals", rich_help_panel="Evals")
 
-# Each module registers its commands on `app` as it is imported: nightly (gate, summary, adopt,
+# Each module registers its commands on `app` as it is imported: gate, nightly (summary, adopt,
 # schedule and the hidden nightly), review (lineage, show, diff, report, review, export) and tools
 # (execute, benchmark, sim-server, check-artifact).
-from optimizer.cli import nightly, review, tools  # noqa: E402,F401
+from optimizer.cli import gate, nightly, review, tools  # noqa: E402,F401
 
 # Every command, the evals sub-app's too, reads its shorthands and old spellings before its own
 # options (cli/shorthands.py): one table, so `--batch` means the same wherever `--set` is taken.
