@@ -41,7 +41,7 @@ NIGHTS = {
     # The night with no stop rule: the budget or the deadline ends it.
     "ours-spend-all": ["loop.spend_all=true"],
     # Parents from the per-eval Pareto front of the decided versions instead of the best.
-    "ours-pareto": ["loop.parent_selection=pareto"],
+    "ours-pareto": ["loop.parent=pareto"],
     # Every proposal of an iteration judged, not only until the first win.
     "ours-judge-all": ["loop.judge_proposals=all"],
     # A parent read at its child's runs only (selection.parent_runs = 0), the default before

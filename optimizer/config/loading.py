@@ -20,6 +20,10 @@ from optimizer.config.sections import EVAL_CONFIG_KEYS, SECTIONS, Loaded, Settin
 from optimizer.errors import BadInput
 from optimizer.prices import PRICE_FIELDS, env_prices, price_key, quoted, set_price
 
+# The settings being built, section by section, and where each key was set ("--set loop.seed").
+Tree = dict[str, dict[str, object]]
+Sources = dict[str, str]
+
 # A value of a TOML document as tomllib reads it (config.toml, a run.toml's settings).
 TomlValue = (
     str | int | float | bool | datetime | date | time | list["TomlValue"] | dict[str, "TomlValue"]
@@ -68,19 +72,18 @@ def _coerce(section: str, key: str, raw: str) -> str | bool | None:
 
 # Settings the stop rule no longer reads (issue 48): a run.toml of an older run still resumes; set
 # anywhere else, they are named with what replaced them.
+# Keys that took a new name: the old one is read as the new, wherever it is set, so a config.toml
+# or a run.toml written before still loads ("selection" is the promotion rule's word alone).
+RENAMED = {"loop.parent_selection": "loop.parent"}
+
 RETIRED = {
     "loop.min_proposals_without_step": "loop.stop_window",
     "loop.min_step": "loop.stop_window",
 }
 
 
-def _set(
-    tree: dict[str, dict[str, object]],
-    sources: dict[str, str],
-    dotted: str,
-    value: object,
-    origin: str,
-) -> None:
+def _set(tree: Tree, sources: Sources, dotted: str, value: object, origin: str) -> None:
+    dotted = RENAMED.get(dotted, dotted)
     section, _, key = dotted.partition(".")
     if dotted in RETIRED:
         if origin == "run.toml":
@@ -129,30 +132,8 @@ def load(
     for key, value in (eval_config or {}).items():
         if key in EVAL_CONFIG_KEYS and value is not None:
             _set(tree, sources, EVAL_CONFIG_KEYS[key], value, "evals.json eval_config")
-    for name, raw in sorted((env if env is not None else os.environ).items()):
-        if name == "OPTIMIZER_PRICES" or name.startswith("OPTIMIZER_PRICES_"):
-            _set_tables(tree, sources, {"prices": env_prices(name, raw)}, f"env {name}")
-            continue
-        if not name.startswith("OPTIMIZER_") or name.count("_") < 2:
-            continue
-        section, _, key = name[len("OPTIMIZER_") :].lower().partition("_")
-        if section in SECTIONS:
-            dotted = f"{section}.{key}"
-            if key not in SECTIONS[section].model_fields:
-                raise BadInput(f"environment variable {name}: unknown setting{_suggest(dotted)}")
-            _set(tree, sources, dotted, _coerce(section, key, raw), f"env {name}")
-    for item in overrides:
-        dotted, eq, raw = item.partition("=")
-        dotted = dotted.strip()
-        if not eq or "." not in dotted:
-            raise BadInput(f"--set {item!r}: expected section.key=value, e.g. --set loop.seed=3.")
-        section, _, key = dotted.partition(".")
-        value = (
-            _coerce(section, key, raw)
-            if section in SECTIONS and key in SECTIONS[section].model_fields
-            else raw
-        )
-        _set(tree, sources, dotted, value, f"--set {dotted}")
+    _set_env(tree, sources, env if env is not None else os.environ)
+    _set_overrides(tree, sources, overrides)
     for dotted, value in (flags or {}).items():
         if value is not None:
             _set(tree, sources, dotted, value, "command-line flag")
@@ -169,12 +150,41 @@ def load(
     return Loaded(settings=settings, sources=sources)
 
 
-def _set_tables(
-    tree: dict[str, dict[str, object]],
-    sources: dict[str, str],
-    tables: Mapping[str, TomlValue],
-    origin: str,
-) -> None:
+def _set_env(tree: Tree, sources: Sources, env: Mapping[str, str]) -> None:
+    """OPTIMIZER_<SECTION>_<KEY> variables (and OPTIMIZER_PRICES…), in name order."""
+    for name, raw in sorted(env.items()):
+        if name == "OPTIMIZER_PRICES" or name.startswith("OPTIMIZER_PRICES_"):
+            _set_tables(tree, sources, {"prices": env_prices(name, raw)}, f"env {name}")
+            continue
+        if not name.startswith("OPTIMIZER_") or name.count("_") < 2:
+            continue
+        section, _, key = name[len("OPTIMIZER_") :].lower().partition("_")
+        if section in SECTIONS:
+            dotted = RENAMED.get(f"{section}.{key}", f"{section}.{key}")
+            section, _, key = dotted.partition(".")
+            if key not in SECTIONS[section].model_fields:
+                raise BadInput(f"environment variable {name}: unknown setting{_suggest(dotted)}")
+            _set(tree, sources, dotted, _coerce(section, key, raw), f"env {name}")
+
+
+def _set_overrides(tree: Tree, sources: Sources, overrides: list[str] | tuple[str, ...]) -> None:
+    """--set section.key=value, in the order given: a later one wins."""
+    for item in overrides:
+        given, eq, raw = item.partition("=")
+        given = given.strip()
+        dotted = RENAMED.get(given, given)
+        if not eq or "." not in dotted:
+            raise BadInput(f"--set {item!r}: expected section.key=value, e.g. --set loop.seed=3.")
+        section, _, key = dotted.partition(".")
+        value = (
+            _coerce(section, key, raw)
+            if section in SECTIONS and key in SECTIONS[section].model_fields
+            else raw
+        )
+        _set(tree, sources, dotted, value, f"--set {given}")
+
+
+def _set_tables(tree: Tree, sources: Sources, tables: Mapping[str, TomlValue], origin: str) -> None:
     for section, values in tables.items():
         if not isinstance(values, dict):
             raise BadInput(f"{origin}: '{section}' must be a [section] table of settings.")

@@ -65,7 +65,9 @@ class Loop(Section):
     stop_window: int = Field(8, ge=2)
     spend_all: bool = False  # no stop rule: the budget, the deadline or a set limit ends a run
     target_score: float = Field(1.0, ge=0, le=1)
-    parent_selection: Literal["best", "pareto"] = "best"
+    # Whose child the next proposal is: "best", always the current best; "pareto", a version drawn
+    # from the per-eval Pareto front (decide/parents.py). Was loop.parent_selection.
+    parent: Literal["best", "pareto"] = "best"
     screen_evals: int = Field(2, ge=0)
     seed: int = 0
 

@@ -63,7 +63,7 @@ def _where(made: list[Iteration], best: str, settings: config.Settings) -> str:
         )
     if not made:
         return f"resuming before iteration 1: the baseline and v0 are graded first (current best {best})"
-    parent = best if settings.loop.parent_selection == "best" else "a parent on the Pareto front"
+    parent = best if settings.loop.parent == "best" else "a parent on the Pareto front"
     return f"resuming at iteration {done + 1} from {parent} (current best {best})"
 
 

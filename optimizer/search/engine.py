@@ -173,7 +173,7 @@ def _start_iteration(run: RunState, target: Target, n: int) -> iterations.Iterat
         if v.phase == target.phase and v.decision
     ]
     parent = parents.select_parent(
-        decided, strategy=run.settings.loop.parent_selection, rng=run.rng("parent", n)
+        decided, strategy=run.settings.loop.parent, rng=run.rng("parent", n)
     )
     return iterations.start(run.store, n, parent)
 

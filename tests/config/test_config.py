@@ -147,6 +147,24 @@ def test_a_retired_stop_setting_resumes_from_run_toml_and_is_named_elsewhere(tmp
         config.load(None, env={}, overrides=["loop.min_step=0.02"])
 
 
+def test_a_renamed_key_is_read_as_its_new_name_wherever_it_is_set(tmp_path):
+    """loop.parent_selection became loop.parent ("selection" is the promotion rule's word): a
+    config.toml, a run.toml, an environment variable or a --set written before still loads."""
+    toml = tmp_path / "config.toml"
+    toml.write_text('[loop]\nparent_selection = "pareto"\n', encoding="utf-8")
+    ways = [
+        config.load(toml, env={}),
+        config.load(None, env={}, base={"loop": {"parent_selection": "pareto"}}),
+        config.load(None, env={"OPTIMIZER_LOOP_PARENT_SELECTION": "pareto"}),
+        config.load(None, env={}, overrides=["loop.parent_selection=pareto"]),
+    ]
+    assert [w.settings.loop.parent for w in ways] == ["pareto"] * 4
+    assert ways[3].source("loop.parent") == "--set loop.parent_selection"
+    assert config.Settings().loop.parent == "best"
+    with pytest.raises(BadInput, match="loop.parent"):
+        config.load(None, env={}, overrides=["loop.parent_selection=worst"])
+
+
 def test_an_iteration_limit_is_unset_by_default_and_can_be_unset_again():
     assert config.Settings().loop.max_iterations is None
     loaded = config.load(None, env={}, overrides=["loop.max_iterations=none"])
