@@ -102,7 +102,13 @@ def start(new: NewRun, load: LoadSettings, console: Console) -> int:
         ws,
         settings,
         dict(loaded.sources),
-        workspace.RunInputs(new.skill_dir, skill, evalset, new.evals_path, new.target),
+        workspace.RunInputs(
+            skill_dir=new.skill_dir,
+            skill=skill,
+            evalset=evalset,
+            evals_path=new.evals_path,
+            target=new.target,
+        ),  # fmt: skip
         from_run=new.from_run,
         base_best=base_best,
     )

@@ -155,9 +155,8 @@ def run(
     """Start an overnight improvement run."""
     from optimizer.fleet import members
 
-    given = skill_dirs or []
-    for d in given:
-        require_dir(d, "skill")  # a mistyped path is answered before seconds of imports
+    # A mistyped path is answered before seconds of imports.
+    given = [require_dir(d, "skill") for d in skill_dirs or []]
     fleet = members.folders(given, skills_from, home=Path.home(), here=Path.cwd())
     _check_run_paths(evals, from_run, target, fleet=fleet is not None)
     flags = {"budget.usd": budget_flag(budget_usd), "budget.deadline": until}
@@ -168,7 +167,8 @@ def run(
     if fleet is not None:
         from optimizer.fleet import daemon as fleets
 
-        new_fleet = fleets.NewFleet(fleet, out_dir, target, detach, fresh, notify, dry_run)
+        new_fleet = fleets.NewFleet(dirs=fleet, run_dir=out_dir, target=target, detach=detach,
+                                    fresh=fresh, notify=notify, dry_run=dry_run)  # fmt: skip
         raise typer.Exit(fleets.start(new_fleet, load, out))
     from optimizer import daemon
 

@@ -88,7 +88,7 @@ def gate(
     from optimizer.search.gate import GateRequest
 
     folder = _gate_folder(loaded.settings, out_dir)
-    request = GateRequest(base_skill, head_skill, evalset, folder, margin, None, scope)
+    request = GateRequest(base_skill, head_skill, evalset, folder, margin, scope=scope)
     passed = _run_gate(loaded.settings, request, budget_usd, comment)
     raise typer.Exit(0 if passed else 1)
 

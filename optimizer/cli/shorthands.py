@@ -13,14 +13,15 @@ option under both names with two values is bad input."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, get_args, get_origin
+from typing import TYPE_CHECKING
 
 import typer
 from typer.core import TyperCommand, TyperOption
 
-from optimizer.config.sections import SECTIONS
+from optimizer import config
+from optimizer.errors import BadInput
 
 if TYPE_CHECKING:
     from typer._click import Context
@@ -29,10 +30,11 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Shorthand:
     """`flag` stands for `--set setting=VALUE`: a switch sets `switch_to`, any other flag the
-    value given after it."""
+    value given after it. `says` is what it does, for -h."""
 
     flag: str
     setting: str
+    says: str
     switch_to: str | None = None
 
     def said(self) -> str:
@@ -41,20 +43,26 @@ class Shorthand:
         return f"{given} = --set {self.setting}={self.switch_to or 'X'}"
 
 
-# -h names the setting each stands for; what it means is said in config/sections.py.
 SHORTHANDS = (
-    Shorthand("--provider", "llm.provider"),  # anthropic, or sim: the offline simulator
-    Shorthand("--executor", "execute.executor"),  # anthropic, claude-code or command
-    Shorthand("--max-iterations", "loop.max_iterations"),
-    Shorthand("--spend-all", "loop.spend_all", "true"),  # no stop when going on is not worth it
-    Shorthand("--min-gain-per-usd", "loop.min_gain_per_usd"),  # the score a dollar must buy
-    Shorthand("--adopt", "adopt.at_end", "always"),  # certify and adopt the best at the end
-    Shorthand("--batch", "llm.batch", "true"),  # Message Batches: half price, slower
-    Shorthand("--unconfined", "sandbox.mode", "none"),  # commands without bubblewrap
+    Shorthand(
+        "--provider", "llm.provider", "anthropic (the default with ANTHROPIC_API_KEY) or sim"
+    ),
+    Shorthand(
+        "--executor", "execute.executor", "who runs each eval: anthropic, claude-code, command"
+    ),
+    Shorthand("--max-iterations", "loop.max_iterations", "stop after X iterations"),
+    Shorthand("--spend-all", "loop.spend_all", "no stop when going on is not worth it", "true"),
+    Shorthand("--min-gain-per-usd", "loop.min_gain_per_usd", "the score a dollar must buy"),
+    Shorthand("--adopt", "adopt.at_end", "certify the best on fresh runs, adopt it", "always"),
+    Shorthand(
+        "--batch", "llm.batch", "grading calls as Message Batches: half price, slower", "true"
+    ),
+    Shorthand("--unconfined", "sandbox.mode", "model-written commands without bubblewrap", "none"),
 )
 BY_FLAG = {s.flag: s for s in SHORTHANDS}
 
-# The old spellings of renamed options, per command: each is read as the name after it.
+# The old spellings of renamed options, per command (its path under `optimizer`): each is read
+# as the name after it.
 OLD_SPELLINGS: Mapping[str, Mapping[str, str]] = {
     "run": {"--run-dir": "--out", "--deadline": "--until"},
     "resume": {"--deadline": "--until"},
@@ -64,77 +72,73 @@ OLD_SPELLINGS: Mapping[str, Mapping[str, str]] = {
 }
 
 
-class Refused(ValueError):
-    """A command line the shorthands cannot read: one sentence, exit 2."""
+@dataclass(frozen=True)
+class Option:
+    """One of a command's own options, under any of its names: `name` is the one -h shows first,
+    `takes_value` whether it reads the next word."""
+
+    name: str
+    takes_value: bool
 
 
-def epilog() -> str:
-    """The shorthands, for the -h of a command that takes --set."""
-    lines = [f"  {s.said()}" for s in SHORTHANDS]
+def epilog(own: Collection[str] = ()) -> str:
+    """The shorthands, for the -h of a command that takes --set; a flag that is one of the
+    command's `own` options is the command's, not listed."""
+    lines = [f"  {s.said()}\n      {s.says}" for s in SHORTHANDS if s.flag not in own]
     return "Shorthands, on every command that takes --set:\n\n" + "\n".join(lines)
 
 
-def expand(
-    args: Sequence[str], takes_value: Mapping[str, bool], old: Mapping[str, str]
-) -> list[str]:
+def expand(args: Sequence[str], options: Mapping[str, Option], old: Mapping[str, str]) -> list[str]:
     """`args` with each old spelling under its new name and each shorthand as its `--set`.
-    `takes_value` names the command's own options (True: it reads the next word), whose values
-    are never read as flags; shorthands expand only where the command takes `--set`."""
+    `options` are the command's own, by every name, whose values are never read as flags;
+    shorthands expand only where the command takes `--set`."""
     out: list[str] = []
-    renamed: dict[str, set[str]] = {}  # a renamed option: the values given under either name
+    spelled: dict[str, dict[str, str]] = {}  # an option: the value last given under each name
     words = iter(args)
     for word in words:
         if word == "--":
             out += [word, *words]
             break
-        name, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
-        name = old.get(name, name)
-        if name in takes_value:
-            if eq or not takes_value[name]:
+        typed, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
+        name = old.get(typed, typed)
+        if name in options:
+            if eq or not options[name].takes_value:
                 out.append(name + eq + inline)
                 value: str | None = inline if eq else "true"
             else:
                 value = next(words, None)
                 out += [name] if value is None else [name, value]
-            if name in old.values() and value is not None:
-                renamed.setdefault(name, set()).add(value)
-        elif name in BY_FLAG and "--set" in takes_value:
-            out += ["--set", _setting(BY_FLAG[name], inline if eq else None, words, eq)]
+            if value is not None:
+                spelled.setdefault(options[name].name, {})[typed] = value
+        elif name in BY_FLAG and "--set" in options:
+            out += ["--set", _setting(BY_FLAG[name], inline if eq else None, words)]
         else:
             out.append(word)
-    _given_once(renamed, old)
+    for given in spelled.values():
+        _given_once(given, old)
     return out
 
 
-def _setting(short: Shorthand, inline: str | None, words: Iterator[str], eq: str) -> str:
+def _setting(short: Shorthand, inline: str | None, words: Iterator[str]) -> str:
+    """`setting=value` for a shorthand and the value written after it (or after its `=`)."""
     if short.switch_to is not None:
-        if eq:
-            raise Refused(f"{short.flag} takes no value; write {short.flag} alone.")
+        if inline is not None:
+            raise BadInput(f"{short.flag} takes no value; write {short.flag} alone.")
         return f"{short.setting}={short.switch_to}"
-    value = inline if eq else next(words, None)
-    if value is None:
-        raise Refused(f"{short.flag} needs a value: {short.flag} X, as --set {short.setting}=X.")
-    _check_choice(short, value)
+    value = inline if inline is not None else next(words, None)
+    if value is None or value.startswith("--"):  # no setting's value starts so: a flag after it
+        raise BadInput(f"{short.flag} needs a value: {short.flag} X ({short.says}).")
+    config.check_flag(short.flag, short.setting, value)
     return f"{short.setting}={value}"
 
 
-def _check_choice(short: Shorthand, value: str) -> None:
-    """A value outside a setting's choices is named as the user typed it, not as its --set."""
-    section, _, key = short.setting.partition(".")
-    annotation = SECTIONS[section].model_fields[key].annotation
-    if get_origin(annotation) is Literal and value not in get_args(annotation):
-        allowed = ", ".join(str(a) for a in get_args(annotation))
-        raise Refused(f"{short.flag} {value!r}: use one of {allowed} ({short.setting}).")
-
-
-def _given_once(renamed: Mapping[str, set[str]], old: Mapping[str, str]) -> None:
-    for name, values in renamed.items():
-        if len(values) > 1:
-            was = next(o for o, new in old.items() if new == name)
-            raise Refused(
-                f"{name} and {was} with {' and '.join(sorted(values))}: the same option twice; "
-                f"give {name} once."
-            )
+def _given_once(given: Mapping[str, str], old: Mapping[str, str]) -> None:
+    """An option under its old and its new name with two values is bad input; under one name
+    twice, the later wins, as click reads it."""
+    if len(given) > 1 and any(typed in old for typed in given) and len(set(given.values())) > 1:
+        both = " and ".join(f"{typed} {value}" for typed, value in given.items())
+        new = next(old[typed] for typed in given if typed in old)
+        raise BadInput(f"{both}: the same option twice; give {new} once.")
 
 
 class Shortened(TyperCommand):
@@ -143,21 +147,24 @@ class Shortened(TyperCommand):
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        if not self.epilog and any(
-            isinstance(p, TyperOption) and "--set" in p.opts for p in self.params
-        ):
-            self.epilog = epilog()
+        own = set(self._options())
+        if not self.epilog and "--set" in own:
+            self.epilog = epilog(own)
 
-    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
-        takes_value = {
-            name: not (p.is_flag or p.count)
+    def _options(self) -> dict[str, Option]:
+        return {
+            name: Option(p.opts[0], not (p.is_flag or p.count))
             for p in self.params
             if isinstance(p, TyperOption)
             for name in (*p.opts, *p.secondary_opts)
         }
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        path = " ".join(ctx.command_path.split()[1:])  # "run", "evals mine": under the program
         try:
-            args = expand(args, takes_value, OLD_SPELLINGS.get(self.name or "", {}))
-        except Refused as exc:
-            typer.echo(f"error: {exc}", err=True)
+            args = expand(args, self._options(), OLD_SPELLINGS.get(path, {}))
+        except BadInput as exc:
+            for problem in exc.problems:
+                typer.echo(f"error: {problem}", err=True)
             raise typer.Exit(2) from None
         return super().parse_args(ctx, args)

@@ -3,7 +3,7 @@ comes from (loading.py). One frozen model passed explicitly; never read from a g
 key never passes silently."""
 
 from optimizer.catalog import DEFAULT_PRICES
-from optimizer.config.loading import choice_flag, known_keys, load
+from optimizer.config.loading import check_flag, known_keys, load
 from optimizer.config.sections import (
     EVAL_CONFIG_KEYS,
     ROLES,
@@ -51,7 +51,7 @@ __all__ = [
     "Settings",
     "Sim",
     "StoreSettings",
-    "choice_flag",
+    "check_flag",
     "known_keys",
     "load",
 ]

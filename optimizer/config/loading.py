@@ -12,7 +12,7 @@ from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
 from optimizer.catalog import DEFAULT_PRICES
@@ -46,14 +46,29 @@ def _type_name(section: str, key: str) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
-def choice_flag(flag: str, value: str | None, dotted: str) -> str | None:
-    """A flag whose value is one of a setting's choices, checked where it was typed, so that the
-    error names the flag the user wrote rather than the setting it feeds."""
+_KIND: dict[object, str] = {
+    int: "a whole number",
+    float: "a number",
+    bool: "true or false",
+    str: "a text",
+}
+
+
+def check_flag(flag: str, dotted: str, raw: str) -> None:
+    """A command-line shorthand's value for a setting (cli/shorthands.py), checked where it was
+    typed, so that the error names the flag the user wrote rather than the setting it feeds."""
     section, _, key = dotted.partition(".")
-    allowed = get_args(SECTIONS[section].model_fields[key].annotation)
-    if value is not None and value not in allowed:
-        raise BadInput(f"{flag} {value!r}: use one of {', '.join(allowed)}.")
-    return value
+    annotation = SECTIONS[section].model_fields[key].annotation
+    assert annotation is not None  # every setting is annotated
+    try:
+        TypeAdapter(annotation).validate_python(_coerce(section, key, raw))
+    except ValidationError:
+        if get_origin(annotation) is Literal:
+            allowed = ", ".join(str(a) for a in get_args(annotation))
+            raise BadInput(f"{flag} {raw!r}: use one of {allowed} ({dotted}).") from None
+        kinds = [t for t in get_args(annotation) or [annotation] if t is not type(None)]
+        shown = " or ".join(_KIND.get(t) or str(getattr(t, "__name__", t)) for t in kinds)
+        raise BadInput(f"{flag} {raw!r}: give {shown} ({dotted}).") from None
 
 
 def _coerce(section: str, key: str, raw: str) -> str | bool | None:

@@ -183,7 +183,9 @@ def _create_member(
         ws,
         p.loaded.settings.model_copy(update={"budget": budget}),
         dict(p.loaded.sources),
-        workspace.RunInputs(p.skill_dir, p.skill, p.evalset, evals_path=None, target=target),
+        workspace.RunInputs(
+            skill_dir=p.skill_dir, skill=p.skill, evalset=p.evalset, evals_path=None, target=target
+        ),
     )
     if p.estimate is not None:
         spend.record(ws, p.estimate)

@@ -65,15 +65,15 @@ def jobs_for(
             rel = str(TrialKey(prefix, e, side.configuration, n))
             jobs.append(
                 Job(
-                    rel,
-                    root / rel,
-                    e,
-                    side.configuration,
-                    n,
-                    side.skill_dir,
-                    side.version,
-                    split,
-                    prefix,
+                    key=rel,
+                    trial_dir=root / rel,
+                    eval_id=e,
+                    configuration=side.configuration,
+                    run_number=n,
+                    skill_dir=side.skill_dir,
+                    version=side.version,
+                    split=split,
+                    prefix=prefix,
                 )
             )
     return jobs

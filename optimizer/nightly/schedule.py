@@ -37,9 +37,8 @@ class Entry:
     runs_root: Path  # absolute
     workdir: Path  # absolute: where config.toml and relative paths are read from
     fresh: bool = False
-    extra: list[str] = field(
-        default_factory=list
-    )  # --config, --set (a shorthand as its --set), --notify
+    # What each night's command passes on: --config, --set (a shorthand as its --set), --notify.
+    extra: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:

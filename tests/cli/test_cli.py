@@ -163,7 +163,7 @@ def _invoke(monkeypatch, *args: str):
 )
 def test_run_takes_out_and_until_and_the_old_names_still_work(names, tmp_path, monkeypatch):
     """One vocabulary (docs/design.md §11): the output folder is --out, the stop time --until; the
-    old spellings stay as hidden aliases so no script breaks."""
+    old spellings are read as the new names (cli/shorthands.py) so no script breaks."""
     import optimizer.cli as cli
     from optimizer import daemon
 

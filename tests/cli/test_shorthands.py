@@ -12,12 +12,22 @@ import typer.main
 
 from optimizer import config
 from optimizer.cli import app, shorthands
-from optimizer.cli.shorthands import SHORTHANDS, Refused, Shortened, expand
+from optimizer.cli.shorthands import SHORTHANDS, Option, Shortened, expand
 from optimizer.config.sections import SECTIONS
+from optimizer.errors import BadInput
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "csv-report"
-# A command that takes --set and two declared options: one reads a value, one is a switch.
-TAKES = {"--set": True, "--notify": True, "--fresh": False, "--adopt": True}
+
+
+def _options(**takes: bool) -> dict[str, Option]:
+    """A command's own options by name: True, it reads a value; False, a switch."""
+    return {
+        f"--{n.replace('_', '-')}": Option(f"--{n.replace('_', '-')}", t) for n, t in takes.items()
+    }
+
+
+# A command that takes --set and three declared options: two read a value, one is a switch.
+TAKES = _options(set=True, notify=True, fresh=False, adopt=True)
 
 
 def _value_for(short: shorthands.Shorthand) -> str:
@@ -54,7 +64,7 @@ def test_the_commands_own_option_wins_and_nothing_after_the_double_dash_expands(
 
 
 def test_no_shorthand_where_the_command_takes_no_set():
-    assert expand(["--batch"], {"--json": False}, {}) == ["--batch"]  # click refuses it: exit 2
+    assert expand(["--batch"], _options(json=False), {}) == ["--batch"]  # click refuses it: exit 2
 
 
 def test_the_later_of_a_shorthand_and_its_set_wins():
@@ -70,22 +80,28 @@ def test_the_later_of_a_shorthand_and_its_set_wins():
         (["--executor", "docker"], "--executor 'docker': use one of anthropic"),
         (["--provider"], "--provider needs a value"),
         (["--batch=false"], "--batch takes no value"),
-        (["--out", "a", "--run-dir", "b"], "give --out once"),
+        (["--out", "a", "--run-dir", "b"], "--out a and --run-dir b: the same option twice"),
+        (["--max-iterations", "abc"], "'abc': give a whole number"),
+        (["--max-iterations", "--batch"], "--max-iterations needs a value"),
     ],
 )
 def test_what_the_shorthands_cannot_read_is_refused_in_one_sentence(line, says):
-    takes = {**TAKES, "--out": True}
-    with pytest.raises(Refused, match=says.replace("(", r"\(")):
+    takes = {**TAKES, **_options(out=True)}
+    with pytest.raises(BadInput, match=says.replace("(", r"\(")):
         expand(line, takes, {"--run-dir": "--out"})
 
 
 def test_an_old_spelling_is_its_new_name_and_the_same_value_twice_is_fine():
     old = {"--run-dir": "--out", "--deadline": "--until"}
-    takes = {"--out": True, "--until": True}
+    takes = {**_options(until=True), "--out": Option("--out", True), "-o": Option("--out", True)}
     assert expand(["--run-dir=a", "--deadline", "23:00"], takes, old) == [
         "--out=a", "--until", "23:00",
     ]  # fmt: skip
     assert expand(["--out", "a", "--run-dir", "a"], takes, old) == ["--out", "a", "--out", "a"]
+    # Under one name twice the later wins, as click reads it; -o is --out under another name.
+    assert expand(["--out", "a", "--out", "b"], takes, old) == ["--out", "a", "--out", "b"]
+    with pytest.raises(BadInput, match="-o a and --run-dir b"):
+        expand(["-o", "a", "--run-dir", "b"], takes, old)
 
 
 def test_every_command_that_takes_set_reads_the_shorthands_and_lists_them():
@@ -95,8 +111,10 @@ def test_every_command_that_takes_set_reads_the_shorthands_and_lists_them():
     assert {"run", "resume", "schedule", "nightly", "gate", "execute", "benchmark"} <= set(taking)
     for name in taking:
         command = commands[name]
+        own = {o for p in command.params for o in p.opts}
         assert isinstance(command, Shortened), name
-        assert all(s.flag in (command.epilog or "") for s in SHORTHANDS), name
+        for short in SHORTHANDS:  # a command's own option of that name is not listed
+            assert (short.flag in (command.epilog or "")) is (short.flag not in own), (name, short)
 
 
 def test_run_on_the_command_line_hands_the_shorthands_to_the_settings(monkeypatch, tmp_path):

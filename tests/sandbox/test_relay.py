@@ -284,3 +284,9 @@ async def test_a_failure_the_program_retried_past_is_not_counted_as_unrecovered(
         assert answered.status_code == 200
     # Counted as a failure of the endpoint, but the program got its answer after it.
     assert relay.failures == 1 and relay.unrecovered == 0
+
+
+def test_the_upstream_record_never_shows_its_key():
+    """A relay's endpoint may be logged or printed: its repr and str leave the real key out."""
+    upstream = Upstream("https://api.example", "real-key", {"x-optimizer-sample": "3"})
+    assert "real-key" not in repr(upstream) and "real-key" not in str(upstream)
