@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from optimizer import schemas as s
 from optimizer.decide.stats import consistency_of, mean, mean_ci, stat
-from optimizer.grade.judge import GradeOutcome
+from optimizer.grade.outcome import GradeOutcome
 
 if TYPE_CHECKING:
     from optimizer.execute.record import TrialRecord

@@ -20,7 +20,7 @@ from optimizer.grade.config_stats import (
     delta_string,
     eval_means,
 )
-from optimizer.grade.judge import GATE_SKIPPED
+from optimizer.grade.outcome import GATE_SKIPPED
 
 # Each configuration's graded runs, read by name.
 _ByConfig = Mapping[s.Configuration, Sequence[Item]]

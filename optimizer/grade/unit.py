@@ -21,8 +21,9 @@ from optimizer.errors import BadInput, InfraFailure, Interrupted, WorkFailed
 from optimizer.execute import INTERNAL_ERROR, Executor
 from optimizer.execute.record import TrialRecord, is_complete
 from optimizer.grade import judge, preview, structural
+from optimizer.grade import outcome as outcomes
 from optimizer.grade.jobs import Job
-from optimizer.grade.judge import GradeOutcome
+from optimizer.grade.outcome import GradeOutcome
 from optimizer.inputs.evals import Eval, EvalSet
 from optimizer.model import batch, scoped
 from optimizer.model.port import Client
@@ -131,7 +132,7 @@ class Grader:
                     checked = await self._judge(job, record, checked)
             if not isinstance(checked, GradeOutcome):
                 checked = await self._judge(job, record, checked)
-            judge.write_outcome(job.trial_dir, checked)
+            outcomes.write_outcome(job.trial_dir, checked)
         # Outside the producer: this run asks nothing more of the stage's batch.
         shown = await asyncio.to_thread(preview.of_trial, job.trial_dir)
         return self._commit(job, checked, shown)
@@ -151,9 +152,9 @@ class Grader:
             )
         except structural.CheckTimedOut as exc:
             self._note_hung(eval, job.configuration, exc)
-            return judge.unscored(eval, None, str(exc))
+            return outcomes.unscored(eval, None, str(exc))
         except InfraFailure as exc:
-            return judge.unscored(eval, None, str(exc))
+            return outcomes.unscored(eval, None, str(exc))
 
     def _note_hung(self, eval: Eval, configuration: str, exc: structural.CheckTimedOut) -> None:
         """A check that hangs with the skill and without it hangs whatever the outputs: the
@@ -330,7 +331,7 @@ def committed(
             continue  # an `optimizer execute` run in the same folder: no eval segment, no benchmark run
         eval = evalset.by_id(done.eval_id)
         if done.status == "unscored":
-            outcome = judge.unscored(eval, None, done.error or "")
+            outcome = outcomes.unscored(eval, None, done.error or "")
         else:
             # every run not unscored was graded
             assert done.grading is not None and done.structural is not None

@@ -16,9 +16,9 @@ from optimizer.decide import stats
 from optimizer.grade import scoring
 from optimizer.grade.aggregate import aggregate
 from optimizer.grade.config_stats import config_of, delta_string
-from optimizer.grade.judge import GradeOutcome
 from optimizer.grade.markdown import render_markdown
 from optimizer.grade.notes import analyst_notes
+from optimizer.grade.outcome import GradeOutcome
 from optimizer.inputs.evals import Eval
 
 DIM = s.RubricDimension(id="Q1", name="clarity", description="Clear", weight=1.0)

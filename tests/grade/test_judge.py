@@ -14,6 +14,7 @@ from optimizer import schemas as s
 from optimizer.config import Settings
 from optimizer.execute import TrialRecord
 from optimizer.grade import judge, render
+from optimizer.grade import outcome as outcomes
 from optimizer.grade.answer import answer_schema
 from optimizer.grade.structural import check_run
 from optimizer.inputs.evals import Eval
@@ -195,7 +196,7 @@ async def test_ok_path_builds_the_extended_grading(tmp_path, settings, quiet_cli
     assert g.timing.model_extra["grader_start"] and g.timing.model_extra["grader_end"]
     assert g.claims and g.user_notes_summary is not None
 
-    judge.write_outcome(run_dir, out)
+    outcomes.write_outcome(run_dir, out)
     written = read_json(run_dir / "grading.json")
     s.Grading.model_validate(written)
     s.Structural.model_validate(read_json(run_dir / "structural.json"))
@@ -244,7 +245,7 @@ async def test_gate_failure_skips_the_judge(tmp_path, settings, client, sim):
     assert out.grading.rubric_scores is None
     assert out.grading.rubric_summary.normalized == 0 and out.rubric_normalized == 0
     assert out.pass_rate == 0 and out.score == 0
-    judge.write_outcome(run_dir, out)
+    outcomes.write_outcome(run_dir, out)
     assert "rubric_scores" not in read_json(run_dir / "grading.json")
 
 
@@ -290,7 +291,7 @@ async def test_judge_error_after_two_malformed_replies(tmp_path, settings, store
     assert out.status == "judge_error" and out.score is None and out.rubric_normalized is None
     assert "failed validation twice" in out.error
     assert [e.text for e in out.grading.expectations] == ["S1: The report file was written"]
-    judge.write_outcome(run_dir, out)
+    outcomes.write_outcome(run_dir, out)
     written = read_json(run_dir / "grading.json")
     s.Grading.model_validate(written)
     assert written["judge_error"] == out.error and "rubric_summary" not in written

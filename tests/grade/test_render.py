@@ -15,6 +15,7 @@ import pytest
 from optimizer.config import Settings
 from optimizer.execute import TrialRecord
 from optimizer.grade import compare, judge, render
+from optimizer.grade import outcome as outcomes
 from optimizer.grade.structural import check_run
 from optimizer.inputs.evals import Eval
 from optimizer.model import make_client
@@ -315,9 +316,9 @@ async def test_user_notes_fill_user_notes_summary(tmp_path, graded):
 
 
 def test_free_form_notes_are_left_to_the_judge():
-    assert judge.notes_summary("I was not sure about the units.") is None
-    assert judge.notes_summary("") is None
-    numbered = judge.notes_summary(
+    assert outcomes.notes_summary("I was not sure about the units.") is None
+    assert outcomes.notes_summary("") is None
+    numbered = outcomes.notes_summary(
         "# Workarounds\n1. Used CSV\n2) Skipped charts\n## Needs review\nN/A\n"
     )
     assert numbered is not None and numbered.workarounds == ["Used CSV", "Skipped charts"]

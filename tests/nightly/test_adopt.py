@@ -352,6 +352,7 @@ def test_runs_the_judge_failed_on_count_against_the_version_claimed(run_dir, mon
     """The judge fails on the candidate's worst outputs (scores ≤ 0.4): left out, its mean would
     rise with every failure; counted as failures, the claim can only get harder."""
     from optimizer.grade import judge
+    from optimizer.grade import outcome as outcomes
 
     best = rows(run_dir, "select current_best from runs")[0][0]
     real = judge.grade_run
@@ -360,7 +361,7 @@ def test_runs_the_judge_failed_on_count_against_the_version_claimed(run_dir, mon
         found = await real(client, eval, run_dir_, record, **kw)
         mine = f"adoption-1/{best}/" in str(run_dir_)
         if mine and found.score is not None and found.score <= 0.4:
-            return judge.unscored(eval, found.structural, "the judge failed on this output")
+            return outcomes.unscored(eval, found.structural, "the judge failed on this output")
         return found
 
     monkeypatch.setattr(judge, "grade_run", failing_on_the_worst)
