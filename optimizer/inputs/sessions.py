@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from optimizer.errors import BadInput
 from optimizer.inputs import redact
@@ -118,9 +117,8 @@ def _invoked(record: JsonObject, name: str) -> bool:
     """The Skill tool called with this skill, the skill loaded, or its slash command typed."""
     for block in _blocks(record):
         if block.get("type") == "tool_use" and block.get("name") == "Skill":
-            # Any: a tool input that is not an object fails here, as it always has.
-            params: Any = block.get("input") or {}
-            called = params.get("skill")
+            params = block.get("input")  # another program's file: a damaged block is passed over
+            called = params.get("skill") if isinstance(params, dict) else None
             if isinstance(called, str) and (called == name or called.endswith(f":{name}")):
                 return True
         text = block.get("text") if block.get("type") == "text" else None
@@ -136,9 +134,10 @@ def _invoked(record: JsonObject, name: str) -> bool:
 
 def _skill_dir(record: JsonObject) -> str:
     for block in _blocks(record):
-        # Any: a text block whose text is not a string fails here, as it always has.
-        text: Any = block.get("text")
-        loaded = _LOADED.search(text or "") if block.get("type") == "text" else None
+        text = block.get("text")
+        loaded = (
+            _LOADED.search(text) if block.get("type") == "text" and isinstance(text, str) else None
+        )
         if loaded:
             return loaded["dir"]
     return ""

@@ -109,6 +109,22 @@ def test_damaged_lines_sidechains_and_subagent_files_are_no_uses(tmp_path: Path)
     assert [(u.task, u.later) for u in found] == [("Profile the sales file", [])]
 
 
+def test_a_malformed_block_is_passed_over_not_a_crash(tmp_path: Path) -> None:
+    """A session file is another program's: a Skill call whose input is no object, or a text
+    block whose text is no string, is skipped like any damaged line, and the uses around it stay."""
+    s = (
+        Session(tmp_path)
+        .user("Profile the sales file")
+        .skill("csv-report", tmp_path / "csv-report")
+    )
+    s.tool("Skill", "csv-report")  # type: ignore[arg-type]  # an input that is no object
+    s.lines.append(
+        {**s.lines[-1], "message": {"role": "user", "content": [{"type": "text", "text": 42}]}}
+    )
+    found = sessions.mine(s.write(tmp_path / "projects").parents[1], "csv-report", None)
+    assert [u.task for u in found] == ["Profile the sales file"]
+
+
 def test_a_second_request_after_the_answer_is_a_second_use(tmp_path: Path) -> None:
     s = (
         Session(tmp_path)
