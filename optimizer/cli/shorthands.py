@@ -160,7 +160,7 @@ class Shortened(TyperCommand):
         }
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
-        path = " ".join(ctx.command_path.split()[1:])  # "run", "evals mine": under the program
+        path = " ".join(_names_under_the_program(ctx))  # "run", "evals mine"
         try:
             args = expand(args, self._options(), OLD_SPELLINGS.get(path, {}))
         except BadInput as exc:
@@ -168,3 +168,13 @@ class Shortened(TyperCommand):
                 typer.echo(f"error: {problem}", err=True)
             raise typer.Exit(2) from None
         return super().parse_args(ctx, args)
+
+
+def _names_under_the_program(ctx: Context) -> list[str]:
+    """The command's names below the program, whatever the program was called as (`optimizer`,
+    `python -m optimizer`)."""
+    names: list[str] = []
+    while ctx.parent is not None:
+        names.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    return names
