@@ -87,14 +87,14 @@ def _coerce(section: str, key: str, raw: str) -> str | bool | None:
 
 # Settings the stop rule no longer reads (issue 48): a run.toml of an older run still resumes; set
 # anywhere else, they are named with what replaced them.
-# Keys that took a new name: the old one is read as the new, wherever it is set, so a config.toml
-# or a run.toml written before still loads ("selection" is the promotion rule's word alone).
-RENAMED = {"loop.parent_selection": "loop.parent"}
-
 RETIRED = {
     "loop.min_proposals_without_step": "loop.stop_window",
     "loop.min_step": "loop.stop_window",
 }
+
+# Keys that took a new name: the old one is read as the new, wherever it is set, so a config.toml
+# or a run.toml written before still loads ("selection" is the promotion rule's word alone).
+RENAMED = {"loop.parent_selection": "loop.parent"}
 
 
 def _set(tree: Tree, sources: Sources, dotted: str, value: object, origin: str) -> None:

@@ -23,11 +23,9 @@ if TYPE_CHECKING:
     from optimizer.execute.record import TrialRecord
     from optimizer.inputs.evals import Eval
 
+# The evidence of an expectation no judge saw: the gate stopped the run, or ours failed it.
 GATE_SKIPPED = "skipped: structural gate failed"
-
-
 UNSCORED = "unscored: "
-
 
 Status = Literal["ok", "judge_error", "exec_error", "gated", "unscored"]
 
